@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The chunk format: one zstd frame (with its content size in the frame header) of at most
+ * the chunk size of file content, named by the sha256 of the uncompressed bytes.
+ */
+#ifndef LZ_CAS_CHUNK_H
+#define LZ_CAS_CHUNK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/sha256.h"
+
+#define CHUNK_SIZE_DEFAULT (1u << 20)
+#define CHUNK_SIZE_MIN 4096u
+#define CHUNK_SIZE_MAX (64u << 20)
+#define CHUNK_LEVEL_DEFAULT 3
+
+struct chunk_codec; /* per-thread zstd contexts; not shared between threads */
+
+struct chunk_codec *chunk_codec_new(int level);
+void chunk_codec_free(struct chunk_codec *c);
+
+size_t chunk_compress_bound(size_t len);
+/* Returns 0 and the frame length in *out_len, or -errno. */
+int chunk_compress(struct chunk_codec *c, const void *src, size_t len, void *dst, size_t cap,
+		   size_t *out_len);
+/*
+ * Decompress a stored chunk. Rejects anything but exactly one frame whose declared
+ * content size is known and <= cap (-EBADMSG), so a hostile chunk cannot overrun dst.
+ */
+int chunk_decompress(struct chunk_codec *c, const void *src, size_t len, void *dst, size_t cap,
+		     size_t *out_len);
+/* Declared uncompressed size from the frame header, or -EBADMSG. */
+int chunk_content_size(const void *src, size_t len, uint64_t *size);
+
+#endif

@@ -1,0 +1,299 @@
+/* SPDX-License-Identifier: MIT */
+#include "chunker.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../common/hash.h"
+#include "chunk.h"
+
+struct job {
+	uint8_t *buf;
+	size_t len;
+	struct mf_chunk *slot;
+};
+
+/* Digests already handled by this run (open addressing; empty slot = all-zero key). */
+struct digest_set {
+	uint8_t (*keys)[SHA256_LEN];
+	size_t cap, n;
+};
+
+struct chunker {
+	struct store *store;
+	uint32_t chunk_size;
+	int level;
+	unsigned nthreads;
+	pthread_t *threads;
+
+	pthread_mutex_t lock;
+	pthread_cond_t cond_job;   /* a job was queued, or stop */
+	pthread_cond_t cond_buf;   /* a buffer was freed */
+	pthread_cond_t cond_idle;  /* a job finished */
+	uint8_t **free_bufs;
+	size_t n_free, n_bufs;
+	struct job *queue;         /* ring, capacity n_bufs */
+	size_t q_head, q_len;
+	size_t in_flight;          /* queued + running */
+	bool stop;
+	int error;
+	struct digest_set seen;
+	struct chunker_stats stats;
+};
+
+static bool zero_digest(const uint8_t d[SHA256_LEN])
+{
+	for (int i = 0; i < SHA256_LEN; i++)
+		if (d[i])
+			return false;
+	return true;
+}
+
+/* Insert; returns 1 if newly added, 0 if present, -ENOMEM. Caller holds the lock. */
+static int set_add(struct digest_set *s, const uint8_t d[SHA256_LEN])
+{
+	if (zero_digest(d))
+		return 1; /* never seen in practice; do not dedupe the sentinel */
+	if ((s->n + 1) * 4 > s->cap * 3) {
+		size_t ncap = s->cap ? s->cap * 2 : 1024;
+		uint8_t (*nk)[SHA256_LEN] = calloc(ncap, SHA256_LEN);
+
+		if (!nk)
+			return -ENOMEM;
+		for (size_t i = 0; i < s->cap; i++) {
+			if (zero_digest(s->keys[i]))
+				continue;
+			size_t h = hash_bytes(s->keys[i], 8, 0) & (ncap - 1);
+
+			while (!zero_digest(nk[h]))
+				h = (h + 1) & (ncap - 1);
+			memcpy(nk[h], s->keys[i], SHA256_LEN);
+		}
+		free(s->keys);
+		s->keys = nk;
+		s->cap = ncap;
+	}
+	size_t h = hash_bytes(d, 8, 0) & (s->cap - 1);
+
+	while (!zero_digest(s->keys[h])) {
+		if (memcmp(s->keys[h], d, SHA256_LEN) == 0)
+			return 0;
+		h = (h + 1) & (s->cap - 1);
+	}
+	memcpy(s->keys[h], d, SHA256_LEN);
+	s->n++;
+	return 1;
+}
+
+static int process(struct chunker *c, struct chunk_codec *codec, uint8_t *zbuf, size_t zcap,
+		   struct job *j)
+{
+	uint8_t d[SHA256_LEN];
+	size_t zlen;
+	int ret, fresh;
+
+	ret = sha256_buf(j->buf, j->len, d);
+	if (ret)
+		return ret;
+	memcpy(j->slot->digest, d, SHA256_LEN);
+	j->slot->len = (uint32_t)j->len;
+	j->slot->reserved = 0;
+
+	pthread_mutex_lock(&c->lock);
+	fresh = set_add(&c->seen, d);
+	pthread_mutex_unlock(&c->lock);
+	if (fresh < 0)
+		return fresh;
+	if (fresh) {
+		ret = store_has(c->store, d);
+		if (ret < 0)
+			return ret;
+		fresh = !ret;
+	}
+	if (!fresh) {
+		pthread_mutex_lock(&c->lock);
+		c->stats.dup_chunks++;
+		pthread_mutex_unlock(&c->lock);
+		return 0;
+	}
+	ret = chunk_compress(codec, j->buf, j->len, zbuf, zcap, &zlen);
+	if (ret)
+		return ret;
+	ret = store_put(c->store, d, zbuf, zlen);
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&c->lock);
+	c->stats.new_chunks++;
+	c->stats.new_bytes += zlen;
+	pthread_mutex_unlock(&c->lock);
+	return 0;
+}
+
+static void *worker(void *arg)
+{
+	struct chunker *c = arg;
+	size_t zcap = chunk_compress_bound(c->chunk_size);
+	uint8_t *zbuf = malloc(zcap);
+	struct chunk_codec *codec = chunk_codec_new(c->level);
+
+	for (;;) {
+		struct job j;
+		int ret;
+
+		pthread_mutex_lock(&c->lock);
+		while (!c->q_len && !c->stop)
+			pthread_cond_wait(&c->cond_job, &c->lock);
+		if (!c->q_len) {
+			pthread_mutex_unlock(&c->lock);
+			break;
+		}
+		j = c->queue[c->q_head];
+		c->q_head = (c->q_head + 1) % c->n_bufs;
+		c->q_len--;
+		pthread_mutex_unlock(&c->lock);
+
+		ret = (!zbuf || !codec) ? -ENOMEM : process(c, codec, zbuf, zcap, &j);
+
+		pthread_mutex_lock(&c->lock);
+		if (ret && !c->error)
+			c->error = ret;
+		c->free_bufs[c->n_free++] = j.buf;
+		c->in_flight--;
+		pthread_cond_signal(&c->cond_buf);
+		pthread_cond_broadcast(&c->cond_idle);
+		pthread_mutex_unlock(&c->lock);
+	}
+	chunk_codec_free(codec);
+	free(zbuf);
+	return NULL;
+}
+
+int chunker_new(struct store *s, const struct chunker_opts *o, struct chunker **out)
+{
+	struct chunker *c = calloc(1, sizeof(*c));
+	long ncpu;
+
+	if (!c)
+		return -ENOMEM;
+	c->store = s;
+	c->chunk_size = o->chunk_size ? o->chunk_size : CHUNK_SIZE_DEFAULT;
+	c->level = o->level;
+	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	c->nthreads = o->threads ? o->threads : (unsigned)(ncpu > 0 ? ncpu : 1);
+	c->n_bufs = c->nthreads * 2 + 2;
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->cond_job, NULL);
+	pthread_cond_init(&c->cond_buf, NULL);
+	pthread_cond_init(&c->cond_idle, NULL);
+	c->free_bufs = calloc(c->n_bufs, sizeof(*c->free_bufs));
+	c->queue = calloc(c->n_bufs, sizeof(*c->queue));
+	c->threads = calloc(c->nthreads, sizeof(*c->threads));
+	if (!c->free_bufs || !c->queue || !c->threads)
+		goto nomem;
+	for (size_t i = 0; i < c->n_bufs; i++) {
+		c->free_bufs[i] = malloc(c->chunk_size);
+		if (!c->free_bufs[i])
+			goto nomem;
+		c->n_free++;
+	}
+	for (unsigned i = 0; i < c->nthreads; i++) {
+		if (pthread_create(&c->threads[i], NULL, worker, c) != 0) {
+			c->nthreads = i;
+			chunker_free(c);
+			return -EAGAIN;
+		}
+	}
+	*out = c;
+	return 0;
+nomem:
+	c->nthreads = 0;
+	chunker_free(c);
+	return -ENOMEM;
+}
+
+uint32_t chunker_chunk_size(const struct chunker *c) { return c->chunk_size; }
+
+uint8_t *chunker_buf_get(struct chunker *c)
+{
+	uint8_t *b;
+
+	pthread_mutex_lock(&c->lock);
+	while (!c->n_free)
+		pthread_cond_wait(&c->cond_buf, &c->lock);
+	b = c->free_bufs[--c->n_free];
+	pthread_mutex_unlock(&c->lock);
+	return b;
+}
+
+void chunker_buf_put(struct chunker *c, uint8_t *buf)
+{
+	pthread_mutex_lock(&c->lock);
+	c->free_bufs[c->n_free++] = buf;
+	pthread_cond_signal(&c->cond_buf);
+	pthread_mutex_unlock(&c->lock);
+}
+
+int chunker_submit(struct chunker *c, uint8_t *buf, size_t len, struct mf_chunk *slot)
+{
+	int ret;
+
+	pthread_mutex_lock(&c->lock);
+	/* a job always owns a buffer, so the ring (n_bufs long) cannot overflow */
+	c->queue[(c->q_head + c->q_len) % c->n_bufs] = (struct job){ buf, len, slot };
+	c->q_len++;
+	c->in_flight++;
+	c->stats.chunks++;
+	c->stats.raw_bytes += len;
+	ret = c->error;
+	pthread_cond_signal(&c->cond_job);
+	pthread_mutex_unlock(&c->lock);
+	return ret;
+}
+
+void chunker_get_stats(struct chunker *c, struct chunker_stats *st)
+{
+	pthread_mutex_lock(&c->lock);
+	*st = c->stats;
+	pthread_mutex_unlock(&c->lock);
+}
+
+int chunker_finish(struct chunker *c)
+{
+	int ret, r2;
+
+	pthread_mutex_lock(&c->lock);
+	while (c->in_flight)
+		pthread_cond_wait(&c->cond_idle, &c->lock);
+	ret = c->error;
+	pthread_mutex_unlock(&c->lock);
+	r2 = store_commit(c->store);
+	return ret ? ret : r2;
+}
+
+void chunker_free(struct chunker *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->lock);
+	c->stop = true;
+	pthread_cond_broadcast(&c->cond_job);
+	pthread_mutex_unlock(&c->lock);
+	for (unsigned i = 0; i < c->nthreads; i++)
+		pthread_join(c->threads[i], NULL);
+	if (c->free_bufs)
+		for (size_t i = 0; i < c->n_free; i++)
+			free(c->free_bufs[i]);
+	free(c->free_bufs);
+	free(c->queue);
+	free(c->threads);
+	free(c->seen.keys);
+	pthread_cond_destroy(&c->cond_job);
+	pthread_cond_destroy(&c->cond_buf);
+	pthread_cond_destroy(&c->cond_idle);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}

@@ -1,0 +1,541 @@
+/* SPDX-License-Identifier: MIT */
+/* Manifest serialization, loading and validation (format in docs/formats.md). */
+#include "manifest.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/fsutil.h"
+
+_Static_assert(sizeof(struct mf_header) == 96, "header layout");
+_Static_assert(sizeof(struct mf_entry) == 136, "entry layout");
+_Static_assert(sizeof(struct mf_chunk) == 40, "chunk layout");
+_Static_assert(sizeof(struct mf_hole) == 16, "hole layout");
+_Static_assert(sizeof(struct mf_xattr) == 24, "xattr layout");
+
+int manifest_path_cmp(const char *a, size_t alen, const char *b, size_t blen)
+{
+	size_t n = alen < blen ? alen : blen;
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned ca = (unsigned char)a[i], cb = (unsigned char)b[i];
+
+		if (ca == cb)
+			continue;
+		/* '/' sorts first so that a directory's subtree follows it contiguously */
+		ca = ca == '/' ? 0 : ca + 1;
+		cb = cb == '/' ? 0 : cb + 1;
+		return ca < cb ? -1 : 1;
+	}
+	return alen < blen ? -1 : alen > blen ? 1 : 0;
+}
+
+const char *manifest_type_name(uint8_t type)
+{
+	switch (type) {
+	case MF_REG: return "file";
+	case MF_DIR: return "dir";
+	case MF_SYMLINK: return "symlink";
+	case MF_HARDLINK: return "hardlink";
+	case MF_CHR: return "char";
+	case MF_BLK: return "block";
+	case MF_FIFO: return "fifo";
+	case MF_SOCK: return "socket";
+	}
+	return "unknown";
+}
+
+/* ------------------------------------------------------------------ loading */
+
+static bool range_ok(uint64_t off, uint64_t len, uint64_t limit)
+{
+	return off <= limit && len <= limit - off;
+}
+
+static bool str_ok(const struct manifest *m, uint64_t off, uint64_t len)
+{
+	return range_ok(off, len, m->hdr->strings_size) && len < m->hdr->strings_size - off &&
+	       m->strings[off + len] == '\0';
+}
+
+static bool path_ok(const char *p, size_t len)
+{
+	if (len == 0 || p[0] != '/')
+		return false;
+	if (len == 1)
+		return true;
+	if (p[len - 1] == '/')
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		if (p[i] == '\0')
+			return false;
+		if (p[i] != '/')
+			continue;
+		/* component starting at i+1 */
+		const char *c = p + i + 1;
+		size_t rest = len - i - 1;
+
+		if (rest == 0 || c[0] == '/')
+			return false;
+		if (c[0] == '.' && (rest == 1 || c[1] == '/'))
+			return false;
+		if (c[0] == '.' && c[1] == '.' && (rest == 2 || c[2] == '/'))
+			return false;
+	}
+	return true;
+}
+
+static int bad(const char **why, const char *msg)
+{
+	if (why)
+		*why = msg;
+	return -EBADMSG;
+}
+
+static int validate_entries(struct manifest *m, const char **why)
+{
+	const struct mf_entry *prev = NULL;
+
+	for (size_t i = 0; i < m->n_entries; i++) {
+		const struct mf_entry *e = &m->entries[i];
+		const char *p = m->strings + e->path_off;
+
+		if (!str_ok(m, e->path_off, e->path_len) || !path_ok(p, e->path_len))
+			return bad(why, "bad entry path");
+		if (i == 0 && (e->path_len != 1 || e->type != MF_DIR))
+			return bad(why, "first entry is not the root directory");
+		if (prev && manifest_path_cmp(m->strings + prev->path_off, prev->path_len, p,
+					      e->path_len) >= 0)
+			return bad(why, "entries not sorted or duplicated");
+		if (e->type < MF_REG || e->type > MF_SOCK)
+			return bad(why, "bad entry type");
+		if (e->mode & ~07777u)
+			return bad(why, "bad entry mode");
+		if (!range_ok(e->chunk_first, e->chunk_count, m->n_chunks) ||
+		    !range_ok(e->hole_first, e->hole_count, m->n_holes) ||
+		    !range_ok(e->xattr_first, e->xattr_count, m->n_xattrs))
+			return bad(why, "entry range out of bounds");
+		if (e->atime_ns >= 1000000000u || e->mtime_ns >= 1000000000u ||
+		    e->ctime_ns >= 1000000000u)
+			return bad(why, "bad timestamp nanoseconds");
+		if (e->type == MF_SYMLINK || e->type == MF_HARDLINK) {
+			if (e->link_len == 0 || !str_ok(m, e->link_off, e->link_len))
+				return bad(why, "bad link target");
+		}
+		if (e->type != MF_REG && (e->chunk_count || e->hole_count))
+			return bad(why, "data on a non-regular entry");
+		if (e->type == MF_REG) {
+			uint64_t sum = 0, end = 0;
+
+			for (uint32_t k = 0; k < e->chunk_count; k++) {
+				const struct mf_chunk *c = &m->chunks[e->chunk_first + k];
+
+				if (c->len == 0 || c->len > m->hdr->chunk_size)
+					return bad(why, "bad chunk length");
+				sum += c->len;
+			}
+			for (uint32_t k = 0; k < e->hole_count; k++) {
+				const struct mf_hole *h = &m->holes[e->hole_first + k];
+
+				if (h->len == 0 || h->off < end || !range_ok(h->off, h->len, e->size))
+					return bad(why, "bad hole list");
+				end = h->off + h->len;
+				sum += h->len;
+			}
+			if (sum != e->size)
+				return bad(why, "chunks and holes do not add up to the file size");
+		}
+		for (uint32_t k = 0; k < e->xattr_count; k++) {
+			const struct mf_xattr *x = &m->xattrs[e->xattr_first + k];
+
+			if (x->name_len == 0 || !str_ok(m, x->name_off, x->name_len) ||
+			    !str_ok(m, x->value_off, x->value_len))
+				return bad(why, "bad xattr");
+		}
+		prev = e;
+	}
+	return 0;
+}
+
+int manifest_parse(uint8_t *buf, size_t len, struct manifest **out, const char **why)
+{
+	const struct mf_header *h = (const struct mf_header *)buf;
+	uint8_t digest[SHA256_LEN];
+	struct manifest *m;
+	uint64_t need;
+	int ret;
+
+	if (len < sizeof(*h) || memcmp(h->magic, MF_MAGIC, 8) != 0) {
+		ret = len < 8 ? bad(why, "file too short (not a lazyblk manifest)")
+			      : bad(why, "bad magic (not a lazyblk manifest)");
+		goto fail;
+	}
+	if (h->version != MF_VERSION) {
+		ret = bad(why, "unsupported manifest version");
+		goto fail;
+	}
+	if (h->header_size != sizeof(*h)) {
+		ret = bad(why, "bad header size");
+		goto fail;
+	}
+	/* Every count is bounded by the file length, so none of these overflow. */
+	if (h->entry_count > len / sizeof(struct mf_entry) ||
+	    h->chunk_count > len / sizeof(struct mf_chunk) ||
+	    h->hole_count > len / sizeof(struct mf_hole) ||
+	    h->xattr_count > len / sizeof(struct mf_xattr) || h->strings_size > len) {
+		ret = bad(why, "truncated (counts exceed the file size)");
+		goto fail;
+	}
+	need = sizeof(*h) + h->entry_count * sizeof(struct mf_entry) +
+	       h->chunk_count * sizeof(struct mf_chunk) + h->hole_count * sizeof(struct mf_hole) +
+	       h->xattr_count * sizeof(struct mf_xattr) + h->strings_size + SHA256_LEN;
+	if (need != len) {
+		ret = bad(why, need > len ? "truncated" : "trailing garbage after the manifest");
+		goto fail;
+	}
+	ret = sha256_buf(buf, len - SHA256_LEN, digest);
+	if (ret)
+		goto fail;
+	if (memcmp(digest, buf + len - SHA256_LEN, SHA256_LEN) != 0) {
+		ret = bad(why, "checksum mismatch (file corrupt)");
+		goto fail;
+	}
+	m = calloc(1, sizeof(*m));
+	if (!m) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	m->buf = buf;
+	m->buf_len = len;
+	m->hdr = h;
+	m->n_entries = h->entry_count;
+	m->n_chunks = h->chunk_count;
+	m->n_holes = h->hole_count;
+	m->n_xattrs = h->xattr_count;
+	m->entries = (const struct mf_entry *)(buf + sizeof(*h));
+	m->chunks = (const struct mf_chunk *)(m->entries + m->n_entries);
+	m->holes = (const struct mf_hole *)(m->chunks + m->n_chunks);
+	m->xattrs = (const struct mf_xattr *)(m->holes + m->n_holes);
+	m->strings = (const char *)(m->xattrs + m->n_xattrs);
+	memcpy(m->digest, digest, SHA256_LEN);
+	if (m->n_entries == 0) {
+		m->buf = NULL;
+		manifest_free(m);
+		ret = bad(why, "no entries (the root directory is missing)");
+		goto fail;
+	}
+	if (h->config_len && !str_ok(m, h->config_off, h->config_len)) {
+		m->buf = NULL;
+		manifest_free(m);
+		ret = bad(why, "bad config range");
+		goto fail;
+	}
+	ret = validate_entries(m, why);
+	if (ret) {
+		m->buf = NULL;
+		manifest_free(m);
+		goto fail;
+	}
+	*out = m;
+	return 0;
+fail:
+	free(buf);
+	return ret;
+}
+
+int manifest_load(const char *path, struct manifest **out, const char **why)
+{
+	uint8_t *buf;
+	size_t len;
+	int ret;
+
+	if (why)
+		*why = NULL;
+	ret = fs_read_file(path, &buf, &len);
+	if (ret)
+		return ret;
+	return manifest_parse(buf, len, out, why);
+}
+
+void manifest_free(struct manifest *m)
+{
+	if (!m)
+		return;
+	free(m->buf);
+	free(m);
+}
+
+const struct mf_entry *manifest_find(const struct manifest *m, const char *path)
+{
+	size_t lo = 0, hi = m->n_entries, plen = strlen(path);
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct mf_entry *e = &m->entries[mid];
+		int c = manifest_path_cmp(m->strings + e->path_off, e->path_len, path, plen);
+
+		if (c == 0)
+			return e;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* ------------------------------------------------------------------ writing */
+
+struct vec {
+	void *data;
+	size_t len, cap, elem;
+};
+
+static void *vec_push(struct vec *v, size_t n)
+{
+	if (v->len + n > v->cap) {
+		size_t cap = v->cap ? v->cap * 2 : 64;
+		void *d;
+
+		while (cap < v->len + n)
+			cap *= 2;
+		d = realloc(v->data, cap * v->elem);
+		if (!d)
+			return NULL;
+		v->data = d;
+		v->cap = cap;
+	}
+	void *p = (uint8_t *)v->data + v->len * v->elem;
+	v->len += n;
+	return p;
+}
+
+struct manifest_writer {
+	struct vec entries;  /* struct mf_entry */
+	struct vec chunks;   /* struct mf_chunk */
+	struct vec holes;    /* struct mf_hole */
+	struct vec xattrs;   /* struct mf_xattr */
+	struct vec strings;  /* char */
+	uint64_t config_off;
+	uint32_t config_len;
+	uint32_t chunk_size;
+};
+
+struct manifest_writer *manifest_writer_new(uint32_t chunk_size)
+{
+	struct manifest_writer *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return NULL;
+	w->entries.elem = sizeof(struct mf_entry);
+	w->chunks.elem = sizeof(struct mf_chunk);
+	w->holes.elem = sizeof(struct mf_hole);
+	w->xattrs.elem = sizeof(struct mf_xattr);
+	w->strings.elem = 1;
+	w->chunk_size = chunk_size;
+	return w;
+}
+
+void manifest_writer_free(struct manifest_writer *w)
+{
+	if (!w)
+		return;
+	free(w->entries.data);
+	free(w->chunks.data);
+	free(w->holes.data);
+	free(w->xattrs.data);
+	free(w->strings.data);
+	free(w);
+}
+
+static int add_str(struct manifest_writer *w, const void *s, size_t len, uint64_t *off)
+{
+	char *p = vec_push(&w->strings, len + 1);
+
+	if (!p)
+		return -ENOMEM;
+	*off = (uint64_t)(p - (char *)w->strings.data);
+	if (len)
+		memcpy(p, s, len);
+	p[len] = '\0';
+	return 0;
+}
+
+int manifest_writer_add(struct manifest_writer *w, const struct mf_entry_in *in)
+{
+	struct mf_entry e;
+	int ret;
+
+	memset(&e, 0, sizeof(e));
+	e.type = in->type;
+	e.mode = in->mode & 07777;
+	e.uid = in->uid;
+	e.gid = in->gid;
+	e.rdev_major = in->rdev_major;
+	e.rdev_minor = in->rdev_minor;
+	e.atime = in->atime;
+	e.mtime = in->mtime;
+	e.ctime = in->ctime;
+	e.atime_ns = in->atime_ns;
+	e.mtime_ns = in->mtime_ns;
+	e.ctime_ns = in->ctime_ns;
+	e.size = in->size;
+	e.path_len = in->path_len;
+	ret = add_str(w, in->path, in->path_len, &e.path_off);
+	if (ret)
+		return ret;
+	if (in->link_len) {
+		e.link_len = in->link_len;
+		ret = add_str(w, in->link, in->link_len, &e.link_off);
+		if (ret)
+			return ret;
+	}
+	e.chunk_first = w->chunks.len;
+	e.chunk_count = in->chunk_count;
+	if (in->chunk_count) {
+		void *p = vec_push(&w->chunks, in->chunk_count);
+
+		if (!p)
+			return -ENOMEM;
+		memcpy(p, in->chunks, in->chunk_count * sizeof(struct mf_chunk));
+		for (uint32_t i = 0; i < in->chunk_count; i++) {
+			struct mf_chunk *c = (struct mf_chunk *)p + i;
+
+			c->reserved = 0;
+			if (c->len > w->chunk_size)
+				w->chunk_size = c->len;
+		}
+	}
+	e.hole_first = w->holes.len;
+	e.hole_count = in->hole_count;
+	if (in->hole_count) {
+		void *p = vec_push(&w->holes, in->hole_count);
+
+		if (!p)
+			return -ENOMEM;
+		memcpy(p, in->holes, in->hole_count * sizeof(struct mf_hole));
+	}
+	e.xattr_first = w->xattrs.len;
+	e.xattr_count = in->xattr_count;
+	for (uint32_t i = 0; i < in->xattr_count; i++) {
+		struct mf_xattr x = { 0 };
+		struct mf_xattr *dst;
+
+		x.name_len = in->xattrs[i].name_len;
+		x.value_len = in->xattrs[i].value_len;
+		ret = add_str(w, in->xattrs[i].name, x.name_len, &x.name_off);
+		if (!ret)
+			ret = add_str(w, in->xattrs[i].value, x.value_len, &x.value_off);
+		if (ret)
+			return ret;
+		dst = vec_push(&w->xattrs, 1);
+		if (!dst)
+			return -ENOMEM;
+		*dst = x;
+	}
+	struct mf_entry *dst = vec_push(&w->entries, 1);
+	if (!dst)
+		return -ENOMEM;
+	*dst = e;
+	return 0;
+}
+
+int manifest_writer_set_config(struct manifest_writer *w, const char *json, size_t len)
+{
+	if (len > UINT32_MAX)
+		return -EFBIG;
+	w->config_len = (uint32_t)len;
+	return add_str(w, json, len, &w->config_off);
+}
+
+static int entry_cmp(const void *a, const void *b, void *strings)
+{
+	const struct mf_entry *x = a, *y = b;
+	const char *s = strings;
+
+	return manifest_path_cmp(s + x->path_off, x->path_len, s + y->path_off, y->path_len);
+}
+
+static void sort_entries(struct manifest_writer *w)
+{
+	qsort_r(w->entries.data, w->entries.len, sizeof(struct mf_entry), entry_cmp,
+		w->strings.data);
+}
+
+int manifest_writer_serialize(struct manifest_writer *w, uint8_t **out, size_t *out_len,
+			      const char **why)
+{
+	struct mf_header h;
+	struct mf_entry *ents;
+	uint8_t *buf, *p;
+	size_t len;
+	int ret;
+
+	if (why)
+		*why = NULL;
+	sort_entries(w);
+	ents = w->entries.data;
+	for (size_t i = 1; i < w->entries.len; i++) {
+		if (manifest_path_cmp((char *)w->strings.data + ents[i - 1].path_off,
+				      ents[i - 1].path_len,
+				      (char *)w->strings.data + ents[i].path_off,
+				      ents[i].path_len) == 0) {
+			if (why)
+				*why = "duplicate path";
+			return -EEXIST;
+		}
+	}
+	memset(&h, 0, sizeof(h));
+	memcpy(h.magic, MF_MAGIC, 8);
+	h.version = MF_VERSION;
+	h.header_size = sizeof(h);
+	h.entry_count = w->entries.len;
+	h.chunk_count = w->chunks.len;
+	h.hole_count = w->holes.len;
+	h.xattr_count = w->xattrs.len;
+	h.strings_size = w->strings.len;
+	h.config_off = w->config_off;
+	h.config_len = w->config_len;
+	h.chunk_size = w->chunk_size;
+	len = sizeof(h) + w->entries.len * sizeof(struct mf_entry) +
+	      w->chunks.len * sizeof(struct mf_chunk) + w->holes.len * sizeof(struct mf_hole) +
+	      w->xattrs.len * sizeof(struct mf_xattr) + w->strings.len + SHA256_LEN;
+	buf = malloc(len);
+	if (!buf)
+		return -ENOMEM;
+	p = buf;
+#define PUT(src, n) do { size_t n_ = (n); if (n_) memcpy(p, src, n_); p += n_; } while (0)
+	PUT(&h, sizeof(h));
+	PUT(w->entries.data, w->entries.len * sizeof(struct mf_entry));
+	PUT(w->chunks.data, w->chunks.len * sizeof(struct mf_chunk));
+	PUT(w->holes.data, w->holes.len * sizeof(struct mf_hole));
+	PUT(w->xattrs.data, w->xattrs.len * sizeof(struct mf_xattr));
+	PUT(w->strings.data, w->strings.len);
+#undef PUT
+	ret = sha256_buf(buf, len - SHA256_LEN, p);
+	if (ret) {
+		free(buf);
+		return ret;
+	}
+	*out = buf;
+	*out_len = len;
+	return 0;
+}
+
+int manifest_writer_write(struct manifest_writer *w, const char *path,
+			  uint8_t digest_out[SHA256_LEN], const char **why)
+{
+	uint8_t *buf;
+	size_t len;
+	int ret;
+
+	ret = manifest_writer_serialize(w, &buf, &len, why);
+	if (ret)
+		return ret;
+	if (digest_out)
+		memcpy(digest_out, buf + len - SHA256_LEN, SHA256_LEN);
+	ret = fs_write_file_atomic(path, buf, len, 0644);
+	free(buf);
+	return ret;
+}

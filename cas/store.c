@@ -1,0 +1,364 @@
+/* SPDX-License-Identifier: MIT */
+#include "store.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../common/fsutil.h"
+#include "chunk.h"
+
+#define STAGE_MAX_CHUNKS 4096
+#define STAGE_MAX_BYTES (256ull << 20)
+
+struct staged {
+	uint8_t digest[SHA256_LEN];
+	uint64_t seq;
+};
+
+struct store {
+	char *dir;
+	int dirfd;
+	int chunksfd;
+	int tmpfd;
+	pthread_mutex_t lock;        /* staging list */
+	pthread_mutex_t commit_lock; /* one commit at a time */
+	struct staged *stage;
+	size_t n_stage, cap_stage;
+	uint64_t stage_bytes;
+	uint64_t seq;
+};
+
+const char *store_dir(const struct store *s) { return s->dir; }
+
+int store_open(const char *dir, bool create, struct store **out)
+{
+	struct store *s;
+	int ret;
+
+	if (create) {
+		ret = fs_mkdir_p(dir, 0755);
+		if (ret)
+			return ret;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->dirfd = s->chunksfd = s->tmpfd = -1;
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_mutex_init(&s->commit_lock, NULL);
+	s->dir = strdup(dir);
+	if (!s->dir) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	s->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (s->dirfd < 0) {
+		ret = -errno;
+		goto fail;
+	}
+	if (create) {
+		if (mkdirat(s->dirfd, "chunks", 0755) < 0 && errno != EEXIST) {
+			ret = -errno;
+			goto fail;
+		}
+		if (mkdirat(s->dirfd, "tmp", 0755) < 0 && errno != EEXIST) {
+			ret = -errno;
+			goto fail;
+		}
+	}
+	s->chunksfd = openat(s->dirfd, "chunks", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (s->chunksfd < 0) {
+		ret = errno == ENOENT ? -ENOENT : -errno;
+		goto fail;
+	}
+	if (create) {
+		for (int i = 0; i < 256; i++) {
+			char sub[3];
+
+			snprintf(sub, sizeof(sub), "%02x", i);
+			if (mkdirat(s->chunksfd, sub, 0755) < 0 && errno != EEXIST) {
+				ret = -errno;
+				goto fail;
+			}
+		}
+		s->tmpfd = openat(s->dirfd, "tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (s->tmpfd < 0) {
+			ret = -errno;
+			goto fail;
+		}
+	}
+	*out = s;
+	return 0;
+fail:
+	store_close(s);
+	return ret;
+}
+
+void store_close(struct store *s)
+{
+	if (!s)
+		return;
+	if (s->n_stage)
+		store_commit(s);
+	if (s->dirfd >= 0)
+		close(s->dirfd);
+	if (s->chunksfd >= 0)
+		close(s->chunksfd);
+	if (s->tmpfd >= 0)
+		close(s->tmpfd);
+	pthread_mutex_destroy(&s->lock);
+	pthread_mutex_destroy(&s->commit_lock);
+	free(s->stage);
+	free(s->dir);
+	free(s);
+}
+
+static void rel_path(const uint8_t d[SHA256_LEN], char rel[3 + SHA256_HEX_LEN + 1])
+{
+	char hex[SHA256_HEX_LEN + 1];
+
+	sha256_to_hex(d, hex);
+	snprintf(rel, 3 + SHA256_HEX_LEN + 1, "%.2s/%s", hex, hex);
+}
+
+static void tmp_name(const uint8_t d[SHA256_LEN], uint64_t seq, char *buf, size_t len)
+{
+	char hex[SHA256_HEX_LEN + 1];
+
+	sha256_to_hex(d, hex);
+	snprintf(buf, len, "%s.%d.%llu", hex, (int)getpid(), (unsigned long long)seq);
+}
+
+void store_chunk_path(const struct store *s, const uint8_t d[SHA256_LEN], char *buf, size_t len)
+{
+	char rel[3 + SHA256_HEX_LEN + 1];
+
+	rel_path(d, rel);
+	snprintf(buf, len, "%s/chunks/%s", s->dir, rel);
+}
+
+int store_has(struct store *s, const uint8_t d[SHA256_LEN])
+{
+	char rel[3 + SHA256_HEX_LEN + 1];
+	struct stat st;
+
+	rel_path(d, rel);
+	if (fstatat(s->chunksfd, rel, &st, 0) == 0)
+		return S_ISREG(st.st_mode) ? 1 : 0;
+	return errno == ENOENT ? 0 : -errno;
+}
+
+int store_put(struct store *s, const uint8_t d[SHA256_LEN], const void *frame, size_t len)
+{
+	char name[SHA256_HEX_LEN + 48];
+	bool commit;
+	uint64_t seq;
+	int fd, ret;
+
+	if (s->tmpfd < 0)
+		return -EROFS;
+	pthread_mutex_lock(&s->lock);
+	seq = s->seq++;
+	pthread_mutex_unlock(&s->lock);
+	tmp_name(d, seq, name, sizeof(name));
+	fd = openat(s->tmpfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	ret = fs_write_full(fd, frame, len);
+	if (close(fd) < 0 && !ret)
+		ret = -errno;
+	if (ret) {
+		unlinkat(s->tmpfd, name, 0);
+		return ret;
+	}
+	pthread_mutex_lock(&s->lock);
+	if (s->n_stage == s->cap_stage) {
+		size_t cap = s->cap_stage ? s->cap_stage * 2 : 256;
+		struct staged *n = realloc(s->stage, cap * sizeof(*n));
+
+		if (!n) {
+			pthread_mutex_unlock(&s->lock);
+			unlinkat(s->tmpfd, name, 0);
+			return -ENOMEM;
+		}
+		s->stage = n;
+		s->cap_stage = cap;
+	}
+	memcpy(s->stage[s->n_stage].digest, d, SHA256_LEN);
+	s->stage[s->n_stage].seq = seq;
+	s->n_stage++;
+	s->stage_bytes += len;
+	commit = s->n_stage >= STAGE_MAX_CHUNKS || s->stage_bytes >= STAGE_MAX_BYTES;
+	pthread_mutex_unlock(&s->lock);
+	return commit ? store_commit(s) : 0;
+}
+
+int store_commit(struct store *s)
+{
+	struct staged *batch;
+	uint8_t touched[256] = { 0 };
+	size_t n;
+	int ret = 0;
+
+	pthread_mutex_lock(&s->commit_lock);
+	pthread_mutex_lock(&s->lock);
+	batch = s->stage;
+	n = s->n_stage;
+	s->stage = NULL;
+	s->n_stage = s->cap_stage = 0;
+	s->stage_bytes = 0;
+	pthread_mutex_unlock(&s->lock);
+
+	if (n == 0)
+		goto out;
+	/* 1. the staged files' data reaches the disk */
+	if (syncfs(s->tmpfd) < 0)
+		ret = -errno;
+	/* 2. each becomes visible under its name, complete */
+	for (size_t i = 0; i < n; i++) {
+		char name[SHA256_HEX_LEN + 48], rel[3 + SHA256_HEX_LEN + 1];
+
+		tmp_name(batch[i].digest, batch[i].seq, name, sizeof(name));
+		if (ret) {
+			unlinkat(s->tmpfd, name, 0);
+			continue;
+		}
+		rel_path(batch[i].digest, rel);
+		if (renameat(s->tmpfd, name, s->chunksfd, rel) < 0) {
+			ret = -errno;
+			unlinkat(s->tmpfd, name, 0);
+			continue;
+		}
+		touched[batch[i].digest[0]] = 1;
+	}
+	/* 3. the renames are durable */
+	for (int i = 0; i < 256 && !ret; i++) {
+		char sub[3];
+		int fd;
+
+		if (!touched[i])
+			continue;
+		snprintf(sub, sizeof(sub), "%02x", i);
+		fd = openat(s->chunksfd, sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0 || fsync(fd) < 0)
+			ret = -errno;
+		if (fd >= 0)
+			close(fd);
+	}
+out:
+	pthread_mutex_unlock(&s->commit_lock);
+	free(batch);
+	return ret;
+}
+
+int store_read(struct store *s, const uint8_t d[SHA256_LEN], uint8_t **frame, size_t *len)
+{
+	char rel[3 + SHA256_HEX_LEN + 1];
+	struct stat st;
+	uint8_t *buf;
+	int fd, ret;
+
+	rel_path(d, rel);
+	fd = openat(s->chunksfd, rel, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	buf = malloc(st.st_size ? (size_t)st.st_size : 1);
+	if (!buf) {
+		close(fd);
+		return -ENOMEM;
+	}
+	ret = fs_read_full(fd, buf, (size_t)st.st_size);
+	close(fd);
+	if (ret) {
+		free(buf);
+		return ret;
+	}
+	*frame = buf;
+	*len = (size_t)st.st_size;
+	return 0;
+}
+
+int store_foreach(struct store *s, store_iter_fn cb, void *arg)
+{
+	for (int i = 0; i < 256; i++) {
+		char sub[3];
+		DIR *dir;
+		struct dirent *de;
+		int fd, ret = 0;
+
+		snprintf(sub, sizeof(sub), "%02x", i);
+		fd = openat(s->chunksfd, sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0) {
+			if (errno == ENOENT)
+				continue;
+			return -errno;
+		}
+		dir = fdopendir(fd);
+		if (!dir) {
+			close(fd);
+			return -errno;
+		}
+		while ((de = readdir(dir)) != NULL) {
+			uint8_t d[SHA256_LEN];
+			char path[PATH_MAX];
+
+			if (de->d_name[0] == '.')
+				continue;
+			if (sha256_from_hex(de->d_name, d) || d[0] != i)
+				continue; /* not a chunk name: ignored */
+			snprintf(path, sizeof(path), "%s/chunks/%s/%s", s->dir, sub, de->d_name);
+			ret = cb(arg, d, path);
+			if (ret)
+				break;
+		}
+		closedir(dir);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static int stats_one(void *arg, const uint8_t d[SHA256_LEN], const char *path)
+{
+	struct store_stats *st = arg;
+	uint8_t hdr[32];
+	struct stat sb;
+	uint64_t raw;
+	ssize_t n;
+	int fd;
+
+	(void)d;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0; /* vanished: another process evicted it */
+	if (fstat(fd, &sb) == 0) {
+		st->chunks++;
+		st->stored_bytes += (uint64_t)sb.st_size;
+		n = pread(fd, hdr, sizeof(hdr), 0);
+		if (n > 0 && chunk_content_size(hdr, (size_t)n, &raw) == 0)
+			st->raw_bytes += raw;
+		else
+			st->bad_headers++;
+	}
+	close(fd);
+	return 0;
+}
+
+int store_stats(struct store *s, struct store_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	return store_foreach(s, stats_one, st);
+}

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: MIT */
+#include "verify.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chunk.h"
+
+struct verify_state {
+	struct store *s;
+	struct chunk_codec *codec;
+	uint8_t *out;
+	void (*report)(void *arg, const char *hex, const char *why);
+	void *arg;
+	struct verify_result *res;
+};
+
+static int check(struct store *s, struct chunk_codec *codec, uint8_t *out,
+		 const uint8_t d[SHA256_LEN], const char **why)
+{
+	uint8_t *frame, got[SHA256_LEN];
+	size_t len, n;
+	int ret;
+
+	ret = store_read(s, d, &frame, &len);
+	if (ret)
+		return ret;
+	ret = chunk_decompress(codec, frame, len, out, CHUNK_SIZE_MAX, &n);
+	free(frame);
+	if (ret == -EBADMSG) {
+		*why = "not a valid zstd chunk";
+		return ret;
+	}
+	if (ret)
+		return ret;
+	ret = sha256_buf(out, n, got);
+	if (ret)
+		return ret;
+	if (memcmp(got, d, SHA256_LEN)) {
+		*why = "content does not match its sha256 name";
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+int store_verify_one(struct store *s, const uint8_t d[SHA256_LEN], const char **why)
+{
+	struct chunk_codec *codec = chunk_codec_new(0);
+	uint8_t *out = malloc(CHUNK_SIZE_MAX);
+	int ret = -ENOMEM;
+
+	if (codec && out)
+		ret = check(s, codec, out, d, why);
+	chunk_codec_free(codec);
+	free(out);
+	return ret;
+}
+
+static int verify_one(void *arg, const uint8_t d[SHA256_LEN], const char *path)
+{
+	struct verify_state *st = arg;
+	const char *why = NULL;
+	char hex[SHA256_HEX_LEN + 1];
+	int ret;
+
+	(void)path;
+	st->res->checked++;
+	ret = check(st->s, st->codec, st->out, d, &why);
+	if (ret == -ENOENT)
+		return 0; /* removed while we walked: not corrupt */
+	if (ret == -EBADMSG || ret == -EIO) {
+		st->res->corrupt++;
+		sha256_to_hex(d, hex);
+		st->report(st->arg, hex, why ? why : "unreadable");
+		return 0;
+	}
+	if (ret)
+		return ret;
+	st->res->ok++;
+	return 0;
+}
+
+int store_verify(struct store *s, void (*report)(void *arg, const char *hex, const char *why),
+		 void *arg, struct verify_result *res)
+{
+	struct verify_state st = { s, chunk_codec_new(0), malloc(CHUNK_SIZE_MAX), report, arg, res };
+	int ret = -ENOMEM;
+
+	memset(res, 0, sizeof(*res));
+	if (st.codec && st.out)
+		ret = store_foreach(s, verify_one, &st);
+	chunk_codec_free(st.codec);
+	free(st.out);
+	return ret;
+}

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: MIT */
+/* Re-hashing every chunk of a store. */
+#ifndef LZ_CAS_VERIFY_H
+#define LZ_CAS_VERIFY_H
+
+#include <stdint.h>
+
+#include "store.h"
+
+struct verify_result {
+	uint64_t checked, ok, corrupt;
+};
+
+/*
+ * Decompress and re-hash every chunk; report(arg, hex, reason) is called for each bad one.
+ * Returns 0 (even with corrupt chunks) or -errno when the store cannot be read.
+ */
+int store_verify(struct store *s, void (*report)(void *arg, const char *hex, const char *why),
+		 void *arg, struct verify_result *res);
+/* Check one chunk: 0 ok, -EBADMSG corrupt (why set), -ENOENT missing, -errno. */
+int store_verify_one(struct store *s, const uint8_t d[SHA256_LEN], const char **why);
+
+#endif

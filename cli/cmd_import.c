@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../cas/chunk.h"
+#include "../cas/import.h"
+#include "../common/log.h"
+#include "../common/size.h"
+#include "cli.h"
+
+static const char import_usage[] =
+	"usage: lazyblk import SRC --store DIR -o IMAGE.manifest [options]\n"
+	"\n"
+	"Turn a container image into content-addressed chunks in a store plus one manifest.\n"
+	"\n"
+	"SRC:\n"
+	"  DIR                      a directory tree (everything lstat/listxattr see)\n"
+	"  FILE.tar[.gz|.zst|.xz]   a tar archive (PAX, GNU long names, sparse files)\n"
+	"  oci:DIR[:TAG]            an OCI image layout (default tag: the only image)\n"
+	"  docker-archive:FILE.tar  the output of docker save / skopeo docker-archive\n"
+	"\n"
+	"options:\n"
+	"  -s, --store DIR          chunk store (created if missing)\n"
+	"  -o, --output FILE        manifest to write (atomically)\n"
+	"      --chunk-size BYTES   largest chunk, 4K..64M (default 1M)\n"
+	"      --level N            zstd level, 1..19 (default 3)\n"
+	"  -j, --threads N          hashing/compression threads (default: all CPUs)\n"
+	"  -h, --help               this text\n";
+
+int cmd_import(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "store", required_argument, NULL, 's' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "chunk-size", required_argument, NULL, 'C' },
+		{ "level", required_argument, NULL, 'L' },
+		{ "threads", required_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct import_opts o = { .chunk_size = CHUNK_SIZE_DEFAULT, .level = CHUNK_LEVEL_DEFAULT };
+	struct import_result res;
+	char hex[SHA256_HEX_LEN + 1], h1[32], h2[32];
+	uint64_t v;
+	int c, ret;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "s:o:j:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 's': o.store_dir = optarg; break;
+		case 'o': o.output = optarg; break;
+		case 'C':
+			if (size_parse(optarg, &v) || v < CHUNK_SIZE_MIN || v > CHUNK_SIZE_MAX)
+				return cli_usage_error("--chunk-size: '%s' is not a size from 4K to 64M",
+						       optarg);
+			o.chunk_size = (uint32_t)v;
+			break;
+		case 'L':
+			o.level = atoi(optarg);
+			if (o.level < 1 || o.level > 19)
+				return cli_usage_error("--level: '%s' is not 1..19", optarg);
+			break;
+		case 'j':
+			o.threads = (unsigned)atoi(optarg);
+			if (o.threads < 1 || o.threads > 256)
+				return cli_usage_error("--threads: '%s' is not 1..256", optarg);
+			break;
+		case 'h': fputs(import_usage, stdout); return 0;
+		default: return cli_usage_error("bad arguments (see lazyblk import --help)");
+		}
+	}
+	if (optind >= argc)
+		return cli_usage_error("missing SRC (see lazyblk import --help)");
+	if (optind + 1 < argc)
+		return cli_usage_error("unexpected argument '%s'", argv[optind + 1]);
+	o.src = argv[optind];
+	if (!o.store_dir)
+		return cli_usage_error("missing --store DIR");
+	if (!o.output)
+		return cli_usage_error("missing -o IMAGE.manifest");
+	ret = import_run(&o, &res);
+	if (ret)
+		return 1;
+	sha256_to_hex(res.digest, hex);
+	printf("imported %s: %llu entries, %s in %llu chunks (%llu new, %s stored), %.2f s\n"
+	       "manifest %s sha256:%s\n",
+	       o.src, (unsigned long long)res.entries,
+	       size_human(res.chunks.raw_bytes, h1, sizeof(h1)),
+	       (unsigned long long)res.chunks.chunks, (unsigned long long)res.chunks.new_chunks,
+	       size_human(res.chunks.new_bytes, h2, sizeof(h2)), res.seconds, o.output, hex);
+	return 0;
+}

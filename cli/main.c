@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+#include <stdio.h>
+#include <string.h>
+
+#include "../common/log.h"
+#include "cli.h"
+
+#ifndef LAZYBLK_VERSION
+#define LAZYBLK_VERSION "0.1.0"
+#endif
+
+static const struct cli_cmd commands[] = {
+	{ "import", "turn a container image into chunks in a store and a manifest", cmd_import },
+	{ "manifest", "inspect a manifest (manifest show FILE)", cmd_manifest },
+	{ "cas", "check and maintain a chunk store (verify, stats, gc)", cmd_cas },
+	{ "mkfs", "synthesize the ext4 layout of a manifest", cmd_mkfs },
+	{ "export", "materialize a layout into a raw disk image", cmd_export },
+	{ "serve", "serve a layout as a disk over NBD or vhost-user-blk", cmd_serve },
+	{ "run", "boot a micro-VM with the image as its root disk", cmd_run },
+	{ "snapshot", "write the dirty blocks of an overlay as a delta", cmd_snapshot },
+	{ "push", "publish a store's chunks to a remote", cmd_push },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: lazyblk [-v|-q] SUBCOMMAND [ARGS...]\n\n"
+		   "Boot sandboxes from container images without downloading them.\n\n"
+		   "subcommands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+	fprintf(f, "\n'lazyblk SUBCOMMAND --help' describes each one.\n"
+		   "options:\n  -v, --verbose  more messages\n  -q, --quiet    errors only\n"
+		   "  --version      print the version\n");
+}
+
+int main(int argc, char **argv)
+{
+	int i = 1;
+
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose")) {
+			log_set_level(log_get_level() + 1);
+		} else if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet")) {
+			log_set_level(0);
+		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			usage(stdout);
+			return 0;
+		} else if (!strcmp(argv[i], "--version")) {
+			printf("lazyblk %s\n", LAZYBLK_VERSION);
+			return 0;
+		} else {
+			fprintf(stderr, "lazyblk: unknown option '%s' (see lazyblk --help)\n", argv[i]);
+			return EXIT_USAGE;
+		}
+	}
+	if (i >= argc) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	for (size_t k = 0; k < sizeof(commands) / sizeof(commands[0]); k++) {
+		if (!strcmp(argv[i], commands[k].name)) {
+			log_set_context(commands[k].name);
+			return commands[k].run(argc - i, argv + i);
+		}
+	}
+	fprintf(stderr, "lazyblk: unknown subcommand '%s' (see lazyblk --help)\n", argv[i]);
+	return EXIT_USAGE;
+}

@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: MIT */
+#include "fsutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int fs_mkdir_p(const char *path, mode_t mode)
+{
+	char buf[PATH_MAX];
+	size_t n = strlen(path);
+
+	if (n == 0 || n >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, n + 1);
+	for (char *p = buf + 1; ; p++) {
+		if (*p == '/' || *p == '\0') {
+			char c = *p;
+
+			*p = '\0';
+			if (mkdir(buf, mode) < 0 && errno != EEXIST)
+				return -errno;
+			*p = c;
+			if (c == '\0')
+				break;
+		}
+	}
+	struct stat st;
+	if (stat(path, &st) < 0)
+		return -errno;
+	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+}
+
+int fs_read_full(int fd, void *buf, size_t len)
+{
+	uint8_t *p = buf;
+
+	while (len) {
+		ssize_t r = read(fd, p, len);
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (r == 0)
+			return -EIO;
+		p += r;
+		len -= (size_t)r;
+	}
+	return 0;
+}
+
+int fs_pread_full(int fd, void *buf, size_t len, off_t off)
+{
+	uint8_t *p = buf;
+
+	while (len) {
+		ssize_t r = pread(fd, p, len, off);
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (r == 0)
+			return -EIO;
+		p += r;
+		off += r;
+		len -= (size_t)r;
+	}
+	return 0;
+}
+
+int fs_write_full(int fd, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+
+	while (len) {
+		ssize_t r = write(fd, p, len);
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += r;
+		len -= (size_t)r;
+	}
+	return 0;
+}
+
+int fs_read_file(const char *path, uint8_t **data, size_t *len)
+{
+	struct stat st;
+	uint8_t *buf;
+	int fd, ret;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf) {
+		close(fd);
+		return -ENOMEM;
+	}
+	ret = fs_read_full(fd, buf, (size_t)st.st_size);
+	close(fd);
+	if (ret) {
+		free(buf);
+		return ret;
+	}
+	buf[st.st_size] = '\0';
+	*data = buf;
+	*len = (size_t)st.st_size;
+	return 0;
+}
+
+void fs_dirname(const char *path, char *buf, size_t len)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (!slash) {
+		snprintf(buf, len, ".");
+	} else if (slash == path) {
+		snprintf(buf, len, "/");
+	} else {
+		snprintf(buf, len, "%.*s", (int)(slash - path), path);
+	}
+}
+
+int fs_fsync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd) < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+int fs_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode)
+{
+	char tmp[PATH_MAX], dir[PATH_MAX];
+	int fd, ret;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ret = fs_write_full(fd, data, len);
+	if (!ret && fchmod(fd, mode) < 0)
+		ret = -errno;
+	if (!ret && fsync(fd) < 0)
+		ret = -errno;
+	if (close(fd) < 0 && !ret)
+		ret = -errno;
+	if (!ret && rename(tmp, path) < 0)
+		ret = -errno;
+	if (ret) {
+		unlink(tmp);
+		return ret;
+	}
+	fs_dirname(path, dir, sizeof(dir));
+	return fs_fsync_dir(dir);
+}

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: MIT */
+/* Small file-system helpers shared by every module. All return 0 or -errno. */
+#ifndef LZ_COMMON_FSUTIL_H
+#define LZ_COMMON_FSUTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* mkdir -p with the given mode for created components. */
+int fs_mkdir_p(const char *path, mode_t mode);
+/* read(2)/write(2) loops that retry on EINTR and short counts. */
+int fs_read_full(int fd, void *buf, size_t len);              /* -EIO on early EOF */
+int fs_pread_full(int fd, void *buf, size_t len, off_t off);  /* -EIO on early EOF */
+int fs_write_full(int fd, const void *buf, size_t len);
+/* Whole file into a malloc'ed buffer (NUL-terminated for convenience). */
+int fs_read_file(const char *path, uint8_t **data, size_t *len);
+/* Atomic replace: PATH.tmp.XXXXXX, write, fsync, rename, fsync the directory. */
+int fs_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode);
+/* fsync the directory containing path (or path itself if dir=1). */
+int fs_fsync_dir(const char *path);
+/* Directory part of path into buf ("." if none). */
+void fs_dirname(const char *path, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: MIT */
+#include "log.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The process-wide logging state; the only mutable global in common/. */
+static struct {
+	const char *ctx;
+	int level;
+	int progress; /* -1 unknown, 0 off, 1 on */
+	bool progress_shown;
+	pthread_mutex_t lock;
+} g_log = { NULL, 1, -1, false, PTHREAD_MUTEX_INITIALIZER };
+
+void log_set_context(const char *ctx) { g_log.ctx = ctx; }
+void log_set_level(int level) { g_log.level = level; }
+int log_get_level(void) { return g_log.level; }
+
+static void log_emit(const char *kind, const char *fmt, va_list ap)
+{
+	char msg[4096];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	pthread_mutex_lock(&g_log.lock);
+	if (g_log.progress_shown) {
+		fputs("\r\033[K", stderr);
+		g_log.progress_shown = false;
+	}
+	fprintf(stderr, "lazyblk: %s%s%s%s\n", g_log.ctx ? g_log.ctx : "",
+		g_log.ctx ? ": " : "", kind, msg);
+	pthread_mutex_unlock(&g_log.lock);
+}
+
+void log_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	log_emit("", fmt, ap);
+	va_end(ap);
+}
+
+void log_warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (g_log.level < 1)
+		return;
+	va_start(ap, fmt);
+	log_emit("warning: ", fmt, ap);
+	va_end(ap);
+}
+
+void log_info(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (g_log.level < 2)
+		return;
+	va_start(ap, fmt);
+	log_emit("", fmt, ap);
+	va_end(ap);
+}
+
+void log_debug(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (g_log.level < 3)
+		return;
+	va_start(ap, fmt);
+	log_emit("debug: ", fmt, ap);
+	va_end(ap);
+}
+
+bool log_progress_enabled(void)
+{
+	if (g_log.progress < 0)
+		g_log.progress = isatty(STDERR_FILENO) && g_log.level >= 1;
+	return g_log.progress == 1;
+}
+
+void log_progress(const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	if (!log_progress_enabled())
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	pthread_mutex_lock(&g_log.lock);
+	fprintf(stderr, "\r\033[K%s", msg);
+	fflush(stderr);
+	g_log.progress_shown = true;
+	pthread_mutex_unlock(&g_log.lock);
+}
+
+void log_progress_done(void)
+{
+	if (!log_progress_enabled())
+		return;
+	pthread_mutex_lock(&g_log.lock);
+	if (g_log.progress_shown)
+		fputs("\r\033[K", stderr);
+	g_log.progress_shown = false;
+	pthread_mutex_unlock(&g_log.lock);
+}

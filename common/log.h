@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: MIT */
+/* Error and progress reporting: one clear line on stderr, "lazyblk: CTX: msg". */
+#ifndef LZ_COMMON_LOG_H
+#define LZ_COMMON_LOG_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+
+/* Set the context shown after "lazyblk: " (normally the subcommand). */
+void log_set_context(const char *ctx);
+/* Verbosity: 0 quiet (errors only), 1 normal (warnings), 2 verbose (info), 3 debug. */
+void log_set_level(int level);
+int log_get_level(void);
+
+void log_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Progress line on a terminal: redrawn in place with \r; silent when stderr is no tty. */
+bool log_progress_enabled(void);
+void log_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_progress_done(void);
+
+#endif

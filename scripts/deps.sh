@@ -1,0 +1,28 @@
+#!/bin/bash
+# Install the Debian packages lazyblk needs to build and test; skips what is present.
+# Usage: scripts/deps.sh [--check]   (--check: exit 1 if anything is missing, install nothing)
+set -euo pipefail
+PKGS=(
+  build-essential pkg-config
+  liburing-dev libzstd-dev libssl-dev libcurl4-openssl-dev libcmocka-dev
+  libarchive-dev libjson-c-dev
+  e2fsprogs umoci skopeo zstd attr busybox-static python3 xz-utils
+)
+missing=()
+for p in "${PKGS[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
+    missing+=("$p")
+  fi
+done
+if [ "${1:-}" = "--check" ]; then
+  [ ${#missing[@]} -eq 0 ] && exit 0
+  echo "missing packages: ${missing[*]}" >&2
+  exit 1
+fi
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "deps: installing ${missing[*]}" >&2
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO=sudo
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

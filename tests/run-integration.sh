@@ -1,0 +1,24 @@
+#!/bin/bash
+# Run every tests/integration/t_*.sh against $LAZYBLK; each script exits 0 (pass),
+# 77 (skipped, with a reason) or anything else (fail). Prints "N passed, N failed, N skipped".
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+: "${LAZYBLK:?LAZYBLK must name the lazyblk binary}"
+export LAZYBLK
+pass=0; fail=0; skip=0; failed=()
+for t in "$here"/integration/t_*.sh; do
+  name=$(basename "$t" .sh)
+  log=$(mktemp /tmp/lazyblk-$name.XXXXXX.log)
+  start=$(date +%s)
+  bash "$t" >"$log" 2>&1
+  rc=$?
+  secs=$(( $(date +%s) - start ))
+  case $rc in
+    0)  pass=$((pass+1)); echo "PASS $name (${secs}s)";;
+    77) skip=$((skip+1)); echo "SKIP $name: $(tail -1 "$log")";;
+    *)  fail=$((fail+1)); failed+=("$name"); echo "FAIL $name (rc=$rc, ${secs}s)"; sed 's/^/    /' "$log" | tail -40;;
+  esac
+  rm -f "$log"
+done
+echo "integration: $pass passed, $fail failed, $skip skipped"
+[ $fail -eq 0 ]
