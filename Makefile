@@ -5,10 +5,10 @@ SAN     ?= 0
 PKGS    := liburing libzstd libcrypto libcurl libarchive json-c
 
 ifeq ($(SAN),1)
-BUILD   := build/san
+BUILD   ?= build/san
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 else
-BUILD   := build
+BUILD   ?= build
 SANFLAGS :=
 endif
 

@@ -11,11 +11,6 @@
 #include "../common/hash.h"
 #include "chunk.h"
 
-struct job {
-	uint8_t *buf;
-	size_t len;
-	struct mf_chunk *slot;
-};
 
 /* Digests already handled by this run (open addressing; empty slot = all-zero key). */
 struct digest_set {
@@ -34,9 +29,10 @@ struct chunker {
 	pthread_cond_t cond_job;   /* a job was queued, or stop */
 	pthread_cond_t cond_buf;   /* a buffer was freed */
 	pthread_cond_t cond_idle;  /* a job finished */
-	uint8_t **free_bufs;
+	struct chunk_buf *bufs;    /* n_bufs, owned */
+	struct chunk_buf **free_bufs;
 	size_t n_free, n_bufs;
-	struct job *queue;         /* ring, capacity n_bufs */
+	struct chunk_buf **queue;  /* ring, capacity n_bufs */
 	size_t q_head, q_len;
 	size_t in_flight;          /* queued + running */
 	bool stop;
@@ -90,18 +86,17 @@ static int set_add(struct digest_set *s, const uint8_t d[SHA256_LEN])
 }
 
 static int process(struct chunker *c, struct chunk_codec *codec, uint8_t *zbuf, size_t zcap,
-		   struct job *j)
+		   struct chunk_buf *j)
 {
 	uint8_t d[SHA256_LEN];
 	size_t zlen;
 	int ret, fresh;
 
-	ret = sha256_buf(j->buf, j->len, d);
+	ret = sha256_buf(j->data, j->fill, d);
 	if (ret)
 		return ret;
-	memcpy(j->slot->digest, d, SHA256_LEN);
-	j->slot->len = (uint32_t)j->len;
-	j->slot->reserved = 0;
+	for (size_t i = 0; i < j->n_slots; i++)
+		memcpy(j->slots[i]->digest, d, SHA256_LEN);
 
 	pthread_mutex_lock(&c->lock);
 	fresh = set_add(&c->seen, d);
@@ -120,7 +115,7 @@ static int process(struct chunker *c, struct chunk_codec *codec, uint8_t *zbuf, 
 		pthread_mutex_unlock(&c->lock);
 		return 0;
 	}
-	ret = chunk_compress(codec, j->buf, j->len, zbuf, zcap, &zlen);
+	ret = chunk_compress(codec, j->data, j->fill, zbuf, zcap, &zlen);
 	if (ret)
 		return ret;
 	ret = store_put(c->store, d, zbuf, zlen);
@@ -141,7 +136,7 @@ static void *worker(void *arg)
 	struct chunk_codec *codec = chunk_codec_new(c->level);
 
 	for (;;) {
-		struct job j;
+		struct chunk_buf *j;
 		int ret;
 
 		pthread_mutex_lock(&c->lock);
@@ -156,12 +151,14 @@ static void *worker(void *arg)
 		c->q_len--;
 		pthread_mutex_unlock(&c->lock);
 
-		ret = (!zbuf || !codec) ? -ENOMEM : process(c, codec, zbuf, zcap, &j);
+		ret = (!zbuf || !codec) ? -ENOMEM : process(c, codec, zbuf, zcap, j);
 
 		pthread_mutex_lock(&c->lock);
 		if (ret && !c->error)
 			c->error = ret;
-		c->free_bufs[c->n_free++] = j.buf;
+		j->fill = 0;
+		j->n_slots = 0;
+		c->free_bufs[c->n_free++] = j;
 		c->in_flight--;
 		pthread_cond_signal(&c->cond_buf);
 		pthread_cond_broadcast(&c->cond_idle);
@@ -189,16 +186,20 @@ int chunker_new(struct store *s, const struct chunker_opts *o, struct chunker **
 	pthread_cond_init(&c->cond_job, NULL);
 	pthread_cond_init(&c->cond_buf, NULL);
 	pthread_cond_init(&c->cond_idle, NULL);
+	c->bufs = calloc(c->n_bufs, sizeof(*c->bufs));
 	c->free_bufs = calloc(c->n_bufs, sizeof(*c->free_bufs));
 	c->queue = calloc(c->n_bufs, sizeof(*c->queue));
 	c->threads = calloc(c->nthreads, sizeof(*c->threads));
-	if (!c->free_bufs || !c->queue || !c->threads)
+	if (!c->bufs || !c->free_bufs || !c->queue || !c->threads)
 		goto nomem;
 	for (size_t i = 0; i < c->n_bufs; i++) {
-		c->free_bufs[i] = malloc(c->chunk_size);
-		if (!c->free_bufs[i])
+		struct chunk_buf *b = &c->bufs[i];
+
+		b->data = malloc(c->chunk_size);
+		b->slots = calloc(CHUNK_PACK_MAX_PIECES, sizeof(*b->slots));
+		if (!b->data || !b->slots)
 			goto nomem;
-		c->n_free++;
+		c->free_bufs[c->n_free++] = b;
 	}
 	for (unsigned i = 0; i < c->nthreads; i++) {
 		if (pthread_create(&c->threads[i], NULL, worker, c) != 0) {
@@ -217,9 +218,9 @@ nomem:
 
 uint32_t chunker_chunk_size(const struct chunker *c) { return c->chunk_size; }
 
-uint8_t *chunker_buf_get(struct chunker *c)
+struct chunk_buf *chunker_buf_get(struct chunker *c)
 {
-	uint8_t *b;
+	struct chunk_buf *b;
 
 	pthread_mutex_lock(&c->lock);
 	while (!c->n_free)
@@ -229,25 +230,27 @@ uint8_t *chunker_buf_get(struct chunker *c)
 	return b;
 }
 
-void chunker_buf_put(struct chunker *c, uint8_t *buf)
+void chunker_buf_put(struct chunker *c, struct chunk_buf *b)
 {
+	b->fill = 0;
+	b->n_slots = 0;
 	pthread_mutex_lock(&c->lock);
-	c->free_bufs[c->n_free++] = buf;
+	c->free_bufs[c->n_free++] = b;
 	pthread_cond_signal(&c->cond_buf);
 	pthread_mutex_unlock(&c->lock);
 }
 
-int chunker_submit(struct chunker *c, uint8_t *buf, size_t len, struct mf_chunk *slot)
+int chunker_submit(struct chunker *c, struct chunk_buf *b)
 {
 	int ret;
 
 	pthread_mutex_lock(&c->lock);
-	/* a job always owns a buffer, so the ring (n_bufs long) cannot overflow */
-	c->queue[(c->q_head + c->q_len) % c->n_bufs] = (struct job){ buf, len, slot };
+	/* a job is a buffer, so the ring (n_bufs long) cannot overflow */
+	c->queue[(c->q_head + c->q_len) % c->n_bufs] = b;
 	c->q_len++;
 	c->in_flight++;
 	c->stats.chunks++;
-	c->stats.raw_bytes += len;
+	c->stats.raw_bytes += b->fill;
 	ret = c->error;
 	pthread_cond_signal(&c->cond_job);
 	pthread_mutex_unlock(&c->lock);
@@ -284,9 +287,12 @@ void chunker_free(struct chunker *c)
 	pthread_mutex_unlock(&c->lock);
 	for (unsigned i = 0; i < c->nthreads; i++)
 		pthread_join(c->threads[i], NULL);
-	if (c->free_bufs)
-		for (size_t i = 0; i < c->n_free; i++)
-			free(c->free_bufs[i]);
+	if (c->bufs)
+		for (size_t i = 0; i < c->n_bufs; i++) {
+			free(c->bufs[i].data);
+			free(c->bufs[i].slots);
+		}
+	free(c->bufs);
 	free(c->free_bufs);
 	free(c->queue);
 	free(c->threads);

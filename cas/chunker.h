@@ -36,15 +36,28 @@ int chunker_finish(struct chunker *c);
 void chunker_free(struct chunker *c);
 uint32_t chunker_chunk_size(const struct chunker *c);
 
-/* Borrow an empty buffer of chunker_chunk_size() bytes; blocks while none is free. */
-uint8_t *chunker_buf_get(struct chunker *c);
-/* Give an unused buffer back. */
-void chunker_buf_put(struct chunker *c, uint8_t *buf);
+#define CHUNK_PACK_MAX_PIECES 4096
+
 /*
- * Hand over len (1..chunk_size) bytes in buf; slot is filled (digest, len) once hashed and
- * must stay valid until chunker_finish(). Returns an earlier worker error, if any.
+ * A chunk being filled: fill bytes of data, and the file pieces (manifest slots, with len
+ * and off already set by the importer) that receive the chunk's digest once it is hashed.
  */
-int chunker_submit(struct chunker *c, uint8_t *buf, size_t len, struct mf_chunk *slot);
+struct chunk_buf {
+	uint8_t *data;             /* chunker_chunk_size() bytes */
+	size_t fill;
+	struct mf_chunk **slots;   /* CHUNK_PACK_MAX_PIECES entries */
+	size_t n_slots;
+};
+
+/* Borrow an empty buffer; blocks while every buffer is in flight. */
+struct chunk_buf *chunker_buf_get(struct chunker *c);
+/* Give an unused buffer back. */
+void chunker_buf_put(struct chunker *c, struct chunk_buf *b);
+/*
+ * Hand over b (fill 1..chunk_size bytes, at least one slot). Each slot must stay valid
+ * until chunker_finish(). Returns an earlier worker error, if any.
+ */
+int chunker_submit(struct chunker *c, struct chunk_buf *b);
 void chunker_get_stats(struct chunker *c, struct chunker_stats *st);
 
 #endif

@@ -40,37 +40,106 @@ void import_progress(struct import_ctx *ic)
 		     size_human(ic->bytes, hb, sizeof(hb)));
 }
 
-static int submit(struct import_ctx *ic, struct tree_inode *ino, uint8_t *buf, size_t len)
+/* A new manifest piece for ino: len bytes at off of the chunk in b. */
+static int add_piece(struct import_ctx *ic, struct tree_inode *ino, struct chunk_buf *b,
+		     size_t off, size_t len)
 {
 	struct mf_chunk *slot;
 	uint64_t idx;
 
 	slot = tree_chunk_new(ic->tree, &idx);
-	if (!slot) {
-		chunker_buf_put(ic->chunker, buf);
+	if (!slot)
 		return -ENOMEM;
-	}
+	slot->len = (uint32_t)len;
+	slot->off = (uint32_t)off;
+	b->slots[b->n_slots++] = slot;
 	if (!ino->chunk_count)
 		ino->chunk_first = idx;
 	ino->chunk_count++;
 	ic->bytes += len;
-	return chunker_submit(ic->chunker, buf, len, slot);
+	return 0;
 }
 
-int import_file_data(struct import_ctx *ic, struct tree_inode *ino, int fd, uint64_t size)
+/* A chunk of its own for len bytes of ino (already in b->data). */
+static int submit_own(struct import_ctx *ic, struct tree_inode *ino, struct chunk_buf *b,
+		      size_t len)
+{
+	int ret;
+
+	b->fill = len;
+	ret = add_piece(ic, ino, b, 0, len);
+	if (ret) {
+		chunker_buf_put(ic->chunker, b);
+		return ret;
+	}
+	return chunker_submit(ic->chunker, b);
+}
+
+int import_pack_flush(struct import_ctx *ic)
+{
+	struct chunk_buf *b = ic->pack;
+
+	ic->pack = NULL;
+	if (!b)
+		return 0;
+	if (!b->fill) {
+		chunker_buf_put(ic->chunker, b);
+		return 0;
+	}
+	return chunker_submit(ic->chunker, b);
+}
+
+/* Reserve len bytes for ino in the packed chunk; returns where they go, or NULL. */
+static uint8_t *pack_reserve(struct import_ctx *ic, struct tree_inode *ino, size_t len, int *err)
+{
+	uint32_t csize = chunker_chunk_size(ic->chunker);
+	struct chunk_buf *b = ic->pack;
+	size_t off;
+
+	if (b && (csize - b->fill < len || b->n_slots == CHUNK_PACK_MAX_PIECES)) {
+		*err = import_pack_flush(ic);
+		if (*err)
+			return NULL;
+		b = NULL;
+	}
+	if (!b)
+		b = ic->pack = chunker_buf_get(ic->chunker);
+	off = b->fill;
+	*err = add_piece(ic, ino, b, off, len);
+	if (*err)
+		return NULL;
+	b->fill += len;
+	return b->data + off;
+}
+
+static bool packable(struct import_ctx *ic, uint64_t size)
+{
+	return size > 0 && size <= ic->pack_max;
+}
+
+int import_file_data(struct import_ctx *ic, struct tree_inode *ino, int fd, uint64_t size,
+		     bool maybe_sparse)
 {
 	uint32_t csize = chunker_chunk_size(ic->chunker);
 	uint64_t off = 0;
 	int ret = 0;
 
 	ino->size = size;
-	while (off < size) {
-		off_t data = lseek(fd, (off_t)off, SEEK_DATA), hole;
+	if (!maybe_sparse && packable(ic, size)) {
+		uint8_t *dst = pack_reserve(ic, ino, (size_t)size, &ret);
 
-		if (data < 0)
-			data = errno == ENXIO ? (off_t)size : (off_t)off;
-		if ((uint64_t)data > size)
-			data = (off_t)size;
+		return dst ? fs_pread_full(fd, dst, (size_t)size, 0) : ret;
+	}
+	while (off < size) {
+		off_t data = (off_t)off, hole = (off_t)size;
+
+		if (maybe_sparse) {
+			data = lseek(fd, (off_t)off, SEEK_DATA);
+			if (data < 0)
+				data = errno == ENXIO ? (off_t)size : (off_t)off;
+			if ((uint64_t)data > size)
+				data = (off_t)size;
+		}
 		if ((uint64_t)data > off) {
 			ret = tree_hole_add(ic->tree, ino, off, (uint64_t)data - off);
 			if (ret)
@@ -79,21 +148,22 @@ int import_file_data(struct import_ctx *ic, struct tree_inode *ino, int fd, uint
 			if (off >= size)
 				break;
 		}
-		hole = lseek(fd, (off_t)off, SEEK_HOLE);
-		if (hole < 0 || (uint64_t)hole > size)
-			hole = (off_t)size;
-		if ((uint64_t)hole <= off)
-			hole = (off_t)size;
+		if (maybe_sparse) {
+			hole = lseek(fd, (off_t)off, SEEK_HOLE);
+			if (hole < 0 || (uint64_t)hole > size || (uint64_t)hole <= off)
+				hole = (off_t)size;
+		}
 		while (off < (uint64_t)hole) {
 			size_t len = (uint64_t)hole - off < csize ? (size_t)((uint64_t)hole - off) : csize;
-			uint8_t *buf = chunker_buf_get(ic->chunker);
+			struct chunk_buf *b = chunker_buf_get(ic->chunker);
 
-			ret = fs_pread_full(fd, buf, len, (off_t)off);
+
+			ret = fs_pread_full(fd, b->data, len, (off_t)off);
 			if (ret) {
-				chunker_buf_put(ic->chunker, buf);
+				chunker_buf_put(ic->chunker, b);
 				return ret;
 			}
-			ret = submit(ic, ino, buf, len);
+			ret = submit_own(ic, ino, b, len);
 			if (ret)
 				return ret;
 			off += len;
@@ -104,29 +174,33 @@ int import_file_data(struct import_ctx *ic, struct tree_inode *ino, int fd, uint
 
 /* ---- streaming (tar): data arrives in arbitrary pieces, holes by offset jumps ---- */
 
-int import_stream_begin(struct import_ctx *ic, struct import_stream *st, struct tree_inode *ino)
+int import_stream_begin(struct import_ctx *ic, struct import_stream *st, struct tree_inode *ino,
+			uint64_t size, bool sparse)
 {
+	int ret = 0;
+
 	memset(st, 0, sizeof(*st));
 	st->ic = ic;
 	st->ino = ino;
-	return 0;
+	if (!sparse && packable(ic, size)) {
+		st->packed = pack_reserve(ic, ino, (size_t)size, &ret);
+		st->size = size;
+	}
+	return ret;
 }
 
 static int stream_flush(struct import_stream *st)
 {
-	int ret;
+	struct chunk_buf *b = st->buf;
 
-	if (!st->buf)
+	st->buf = NULL;
+	if (!b)
 		return 0;
-	if (!st->fill) {
-		chunker_buf_put(st->ic->chunker, st->buf);
-		st->buf = NULL;
+	if (!b->fill) {
+		chunker_buf_put(st->ic->chunker, b);
 		return 0;
 	}
-	ret = submit(st->ic, st->ino, st->buf, st->fill);
-	st->buf = NULL;
-	st->fill = 0;
-	return ret;
+	return submit_own(st->ic, st->ino, b, b->fill);
 }
 
 int import_stream_write(struct import_stream *st, const void *data, size_t len)
@@ -134,21 +208,26 @@ int import_stream_write(struct import_stream *st, const void *data, size_t len)
 	uint32_t csize = chunker_chunk_size(st->ic->chunker);
 	const uint8_t *p = data;
 
+	if (st->packed) {
+		if (len > st->size - st->pos)
+			return -EFBIG; /* more data than the header declared */
+		memcpy(st->packed + st->pos, data, len);
+		st->pos += len;
+		return 0;
+	}
 	while (len) {
 		size_t n;
 		int ret;
 
-		if (!st->buf) {
+		if (!st->buf)
 			st->buf = chunker_buf_get(st->ic->chunker);
-			st->fill = 0;
-		}
-		n = csize - st->fill < len ? csize - st->fill : len;
-		memcpy(st->buf + st->fill, p, n);
-		st->fill += n;
+		n = csize - st->buf->fill < len ? csize - st->buf->fill : len;
+		memcpy(st->buf->data + st->buf->fill, p, n);
+		st->buf->fill += n;
 		st->pos += n;
 		p += n;
 		len -= n;
-		if (st->fill == csize) {
+		if (st->buf->fill == csize) {
 			ret = stream_flush(st);
 			if (ret)
 				return ret;
@@ -163,6 +242,13 @@ int import_stream_hole(struct import_stream *st, uint64_t len)
 
 	if (!len)
 		return 0;
+	if (st->packed) { /* declared dense but has a gap: keep the zeros */
+		if (len > st->size - st->pos)
+			return -EFBIG;
+		memset(st->packed + st->pos, 0, (size_t)len);
+		st->pos += len;
+		return 0;
+	}
 	ret = stream_flush(st); /* chunks never span a hole */
 	if (ret)
 		return ret;
@@ -173,8 +259,15 @@ int import_stream_hole(struct import_stream *st, uint64_t len)
 
 int import_stream_end(struct import_stream *st, uint64_t size)
 {
-	int ret = stream_flush(st);
+	int ret;
 
+	if (st->packed) {
+		if (st->pos != st->size)
+			return -EIO; /* the archive ended inside the file */
+		st->ino->size = st->size;
+		return 0;
+	}
+	ret = stream_flush(st);
 	if (!ret && size > st->pos)
 		ret = import_stream_hole(st, size - st->pos);
 	st->ino->size = st->pos;
@@ -237,7 +330,10 @@ int import_run(const struct import_opts *o, struct import_result *res)
 		log_error("cannot start chunker: %s", strerror(-ret));
 		goto out;
 	}
+	ic.pack_max = o->pack_max;
 	ret = run_source(&ic, o->src);
+	if (!ret)
+		ret = import_pack_flush(&ic);
 	if (ret) {
 		chunker_finish(ic.chunker); /* let staged chunks land; they are valid */
 		goto out;

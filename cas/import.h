@@ -15,6 +15,7 @@ struct import_opts {
 	const char *store_dir;
 	const char *output;     /* manifest path */
 	uint32_t chunk_size;
+	uint32_t pack_max;      /* files up to this size share packed chunks; 0: never */
 	int level;
 	unsigned threads;
 };
@@ -34,6 +35,8 @@ struct import_ctx {
 	char *config_json;       /* malloc'ed OCI image config, if the source has one */
 	size_t config_len;
 	uint64_t files, bytes;   /* progress */
+	uint32_t pack_max;       /* see import_opts */
+	struct chunk_buf *pack;  /* the packed chunk being filled */
 };
 
 /*
@@ -57,19 +60,28 @@ int import_tar_archive(struct import_ctx *ic, struct archive *a, uint32_t layer,
 int import_oci(struct import_ctx *ic, const char *spec);            /* "DIR[:TAG]" */
 int import_docker_archive(struct import_ctx *ic, const char *file);
 
-/* Read a whole regular file's content through the chunker into ino (chunks + holes). */
-int import_file_data(struct import_ctx *ic, struct tree_inode *ino, int fd, uint64_t size);
+/*
+ * Read a whole regular file's content through the chunker into ino (chunks + holes).
+ * maybe_sparse: the file may have holes (st_blocks says so), look for them.
+ */
+int import_file_data(struct import_ctx *ic, struct tree_inode *ino, int fd, uint64_t size,
+		     bool maybe_sparse);
+/* Submit the partly filled packed chunk, if any. */
+int import_pack_flush(struct import_ctx *ic);
 void import_progress(struct import_ctx *ic);
 
 /* Streaming file data (tar): pieces in order, holes as gaps. */
 struct import_stream {
 	struct import_ctx *ic;
 	struct tree_inode *ino;
-	uint8_t *buf;
-	size_t fill;
+	struct chunk_buf *buf;   /* own chunk being filled (unpacked mode) */
+	uint8_t *packed;         /* unpacked: NULL; packed: the file's bytes in ic->pack */
+	uint64_t size;           /* packed: reserved length */
 	uint64_t pos;
 };
-int import_stream_begin(struct import_ctx *ic, struct import_stream *st, struct tree_inode *ino);
+/* size: the declared size; sparse: the data may have gaps (never packed). */
+int import_stream_begin(struct import_ctx *ic, struct import_stream *st, struct tree_inode *ino,
+			uint64_t size, bool sparse);
 int import_stream_write(struct import_stream *st, const void *data, size_t len);
 int import_stream_hole(struct import_stream *st, uint64_t len);
 int import_stream_end(struct import_stream *st, uint64_t size); /* trailing hole up to size */

@@ -97,21 +97,24 @@ static int read_xattrs(struct walk *w, struct tree_inode *ino)
 	uint32_t n = 0;
 
 	for (;;) {
+		len = llistxattr(w->path, NULL, 0);
+		if (len < 0)
+			return (errno == ENOTSUP || errno == ENOSYS) ? 0 : -errno;
+		if (len == 0)
+			return 0;
+		if ((size_t)len > w->xcap) {
+			char *nb = realloc(w->xbuf, (size_t)len);
+
+			if (!nb)
+				return -ENOMEM;
+			w->xbuf = nb;
+			w->xcap = (size_t)len;
+		}
 		len = llistxattr(w->path, w->xbuf, w->xcap);
 		if (len >= 0)
 			break;
-		if (errno == ENOTSUP || errno == ENOSYS)
-			return 0;
-		if (errno != ERANGE)
+		if (errno != ERANGE) /* ERANGE: a name was added meanwhile, ask again */
 			return -errno;
-		len = llistxattr(w->path, NULL, 0);
-		if (len < 0)
-			return -errno;
-		char *nb = realloc(w->xbuf, (size_t)len + 1);
-		if (!nb)
-			return -ENOMEM;
-		w->xbuf = nb;
-		w->xcap = (size_t)len + 1;
 	}
 	if (len == 0)
 		return 0;
@@ -233,7 +236,8 @@ static int walk_entry(struct walk *w, int dfd, struct tree_node *dir, const char
 			log_error("%s: %s", w->path, strerror(errno));
 			return ret;
 		}
-		ret = import_file_data(ic, ino, fd, (uint64_t)st.st_size);
+		ret = import_file_data(ic, ino, fd, (uint64_t)st.st_size,
+				       (uint64_t)st.st_blocks * 512 < (uint64_t)st.st_size);
 		close(fd);
 		if (ret) {
 			log_error("%s: %s", w->path,
@@ -255,10 +259,21 @@ static int walk_entry(struct walk *w, int dfd, struct tree_node *dir, const char
 	return ret;
 }
 
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * Entries are taken in byte order of their names, not readdir order, so the same tree
+ * packs small files into the same chunks wherever it is imported.
+ */
 static int walk_dir(struct walk *w, int dfd, struct tree_node *dir, size_t plen)
 {
 	DIR *d = fdopendir(dfd);
 	struct dirent *de;
+	char **names = NULL;
+	size_t n = 0, cap = 0;
 	int ret = 0;
 
 	if (!d) {
@@ -279,10 +294,32 @@ static int walk_dir(struct walk *w, int dfd, struct tree_node *dir, size_t plen)
 		}
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		ret = walk_entry(w, dirfd(d), dir, de->d_name, plen);
-		if (ret)
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 64;
+			char **nn = realloc(names, ncap * sizeof(*nn));
+
+			if (!nn) {
+				ret = -ENOMEM;
+				break;
+			}
+			names = nn;
+			cap = ncap;
+		}
+		names[n] = strdup(de->d_name);
+		if (!names[n]) {
+			ret = -ENOMEM;
 			break;
+		}
+		n++;
 	}
+	if (!ret) {
+		qsort(names, n, sizeof(*names), name_cmp);
+		for (size_t i = 0; i < n && !ret; i++)
+			ret = walk_entry(w, dirfd(d), dir, names[i], plen);
+	}
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
 	closedir(d);
 	return ret;
 }

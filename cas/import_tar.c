@@ -131,6 +131,19 @@ static int entry_xattrs(struct import_ctx *ic, struct archive_entry *e, struct t
 	return 0;
 }
 
+/*
+ * A pax time "-X.F" means -(X + 0.F) seconds, but libarchive hands it over as seconds -X
+ * and a positive fraction F, i.e. -X + 0.F. Normalize to seconds rounded down and
+ * nanoseconds in [0, 1e9), the way stat(2) and the manifest count.
+ */
+static void pax_negative_time_fix(int64_t *sec, uint32_t *nsec)
+{
+	if (*sec < 0 && *nsec > 0) {
+		*sec -= 1;
+		*nsec = 1000000000u - *nsec;
+	}
+}
+
 static void entry_attrs(struct archive_entry *e, struct tree_inode *ino)
 {
 	ino->mode = archive_entry_perm(e) & 07777;
@@ -152,19 +165,26 @@ static void entry_attrs(struct archive_entry *e, struct tree_inode *ino)
 		ino->ctime = ino->mtime;
 		ino->ctime_ns = ino->mtime_ns;
 	}
+	pax_negative_time_fix(&ino->mtime, &ino->mtime_ns);
+	if (archive_entry_atime_is_set(e))
+		pax_negative_time_fix(&ino->atime, &ino->atime_ns);
+	if (archive_entry_ctime_is_set(e))
+		pax_negative_time_fix(&ino->ctime, &ino->ctime_ns);
 	if (ino->type == MF_CHR || ino->type == MF_BLK) {
 		ino->rdev_major = (uint32_t)archive_entry_rdevmajor(e);
 		ino->rdev_minor = (uint32_t)archive_entry_rdevminor(e);
 	}
 }
 
-static int read_data(struct import_ctx *ic, struct archive *a, struct tree_inode *ino,
-		     uint64_t size, const char **why)
+static int read_data(struct import_ctx *ic, struct archive *a, struct archive_entry *e,
+		     struct tree_inode *ino, uint64_t size, const char **why)
 {
 	struct import_stream st;
 	int ret;
 
-	import_stream_begin(ic, &st, ino);
+	ret = import_stream_begin(ic, &st, ino, size, archive_entry_sparse_count(e) > 0);
+	if (ret)
+		return ret;
 	for (;;) {
 		const void *buf;
 		size_t len;
@@ -194,6 +214,8 @@ static int read_data(struct import_ctx *ic, struct archive *a, struct tree_inode
 	if (st.pos > size)
 		size = st.pos;
 	ret = import_stream_end(&st, size);
+	if (ret == -EIO)
+		*why = "archive ends inside the file's data";
 	ic->files++;
 	import_progress(ic);
 	return ret;
@@ -339,7 +361,7 @@ static int apply_entry(struct import_ctx *ic, struct archive *a, struct archive_
 	if (type == MF_REG) {
 		la_int64_t size = archive_entry_size_is_set(e) ? archive_entry_size(e) : 0;
 
-		ret = read_data(ic, a, ino, size > 0 ? (uint64_t)size : 0, why);
+		ret = read_data(ic, a, e, ino, size > 0 ? (uint64_t)size : 0, why);
 		if (ret)
 			return ret;
 	}

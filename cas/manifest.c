@@ -131,8 +131,9 @@ static int validate_entries(struct manifest *m, const char **why)
 			for (uint32_t k = 0; k < e->chunk_count; k++) {
 				const struct mf_chunk *c = &m->chunks[e->chunk_first + k];
 
-				if (c->len == 0 || c->len > m->hdr->chunk_size)
-					return bad(why, "bad chunk length");
+				if (c->len == 0 || c->len > m->hdr->chunk_size ||
+				    c->off > m->hdr->chunk_size - c->len)
+					return bad(why, "bad chunk length or offset");
 				sum += c->len;
 			}
 			for (uint32_t k = 0; k < e->hole_count; k++) {
@@ -402,9 +403,8 @@ int manifest_writer_add(struct manifest_writer *w, const struct mf_entry_in *in)
 		for (uint32_t i = 0; i < in->chunk_count; i++) {
 			struct mf_chunk *c = (struct mf_chunk *)p + i;
 
-			c->reserved = 0;
-			if (c->len > w->chunk_size)
-				w->chunk_size = c->len;
+			if (c->len > w->chunk_size || c->off > w->chunk_size - c->len)
+				w->chunk_size = c->off + c->len;
 		}
 	}
 	e.hole_first = w->holes.len;

@@ -72,11 +72,15 @@ struct mf_entry {
 	uint64_t xattr_first;     /* index into xattrs[] */
 };
 
-/* File data, holes removed, is the concatenation of an entry's chunks in order. */
+/*
+ * A piece of file data: len bytes at byte off of the chunk's uncompressed content.
+ * File data, holes removed, is the concatenation of an entry's pieces in order. Large
+ * files own their chunks (off 0); small files are packed, several to one chunk.
+ */
 struct mf_chunk {
-	uint8_t digest[SHA256_LEN]; /* sha256 of the uncompressed bytes */
-	uint32_t len;               /* uncompressed length */
-	uint32_t reserved;
+	uint8_t digest[SHA256_LEN]; /* sha256 of the chunk's uncompressed bytes */
+	uint32_t len;               /* bytes of this file in the chunk */
+	uint32_t off;               /* where they start in the chunk */
 };
 
 struct mf_hole {

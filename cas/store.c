@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/types.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -34,6 +35,7 @@ struct store {
 	size_t n_stage, cap_stage;
 	uint64_t stage_bytes;
 	uint64_t seq;
+	pid_t pid;                   /* in staged names, so writers never collide */
 };
 
 const char *store_dir(const struct store *s) { return s->dir; }
@@ -52,6 +54,7 @@ int store_open(const char *dir, bool create, struct store **out)
 	if (!s)
 		return -ENOMEM;
 	s->dirfd = s->chunksfd = s->tmpfd = -1;
+	s->pid = getpid();
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_mutex_init(&s->commit_lock, NULL);
 	s->dir = strdup(dir);
@@ -129,12 +132,13 @@ static void rel_path(const uint8_t d[SHA256_LEN], char rel[3 + SHA256_HEX_LEN + 
 	snprintf(rel, 3 + SHA256_HEX_LEN + 1, "%.2s/%s", hex, hex);
 }
 
-static void tmp_name(const uint8_t d[SHA256_LEN], uint64_t seq, char *buf, size_t len)
+static void tmp_name(const struct store *s, const uint8_t d[SHA256_LEN], uint64_t seq, char *buf,
+		     size_t len)
 {
 	char hex[SHA256_HEX_LEN + 1];
 
 	sha256_to_hex(d, hex);
-	snprintf(buf, len, "%s.%d.%llu", hex, (int)getpid(), (unsigned long long)seq);
+	snprintf(buf, len, "%s.%d.%llu", hex, (int)s->pid, (unsigned long long)seq);
 }
 
 void store_chunk_path(const struct store *s, const uint8_t d[SHA256_LEN], char *buf, size_t len)
@@ -168,11 +172,14 @@ int store_put(struct store *s, const uint8_t d[SHA256_LEN], const void *frame, s
 	pthread_mutex_lock(&s->lock);
 	seq = s->seq++;
 	pthread_mutex_unlock(&s->lock);
-	tmp_name(d, seq, name, sizeof(name));
+	tmp_name(s, d, seq, name, sizeof(name));
 	fd = openat(s->tmpfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return -errno;
 	ret = fs_write_full(fd, frame, len);
+	/* start writeback now, so the batch's syncfs finds little left to write */
+	if (!ret)
+		sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
 	if (close(fd) < 0 && !ret)
 		ret = -errno;
 	if (ret) {
@@ -226,7 +233,7 @@ int store_commit(struct store *s)
 	for (size_t i = 0; i < n; i++) {
 		char name[SHA256_HEX_LEN + 48], rel[3 + SHA256_HEX_LEN + 1];
 
-		tmp_name(batch[i].digest, batch[i].seq, name, sizeof(name));
+		tmp_name(s, batch[i].digest, batch[i].seq, name, sizeof(name));
 		if (ret) {
 			unlinkat(s->tmpfd, name, 0);
 			continue;

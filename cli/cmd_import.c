@@ -26,6 +26,8 @@ static const char import_usage[] =
 	"  -s, --store DIR          chunk store (created if missing)\n"
 	"  -o, --output FILE        manifest to write (atomically)\n"
 	"      --chunk-size BYTES   largest chunk, 4K..64M (default 1M)\n"
+	"      --pack-max BYTES     files up to this size are packed, several to a chunk\n"
+	"                           (default: chunk size / 8; 0: one chunk per file)\n"
 	"      --level N            zstd level, 1..19 (default 3)\n"
 	"  -j, --threads N          hashing/compression threads (default: all CPUs)\n"
 	"  -h, --help               this text\n";
@@ -37,6 +39,7 @@ int cmd_import(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "chunk-size", required_argument, NULL, 'C' },
 		{ "level", required_argument, NULL, 'L' },
+		{ "pack-max", required_argument, NULL, 'P' },
 		{ "threads", required_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -44,6 +47,7 @@ int cmd_import(int argc, char **argv)
 	struct import_opts o = { .chunk_size = CHUNK_SIZE_DEFAULT, .level = CHUNK_LEVEL_DEFAULT };
 	struct import_result res;
 	char hex[SHA256_HEX_LEN + 1], h1[32], h2[32];
+	int64_t pack_max = -1;
 	uint64_t v;
 	int c, ret;
 
@@ -57,6 +61,11 @@ int cmd_import(int argc, char **argv)
 				return cli_usage_error("--chunk-size: '%s' is not a size from 4K to 64M",
 						       optarg);
 			o.chunk_size = (uint32_t)v;
+			break;
+		case 'P':
+			if (size_parse(optarg, &v) || v > CHUNK_SIZE_MAX)
+				return cli_usage_error("--pack-max: '%s' is not a size up to 64M", optarg);
+			pack_max = (int64_t)v;
 			break;
 		case 'L':
 			o.level = atoi(optarg);
@@ -81,6 +90,9 @@ int cmd_import(int argc, char **argv)
 		return cli_usage_error("missing --store DIR");
 	if (!o.output)
 		return cli_usage_error("missing -o IMAGE.manifest");
+	o.pack_max = pack_max < 0 ? o.chunk_size / 8 : (uint32_t)pack_max;
+	if (o.pack_max > o.chunk_size)
+		return cli_usage_error("--pack-max must not exceed --chunk-size");
 	ret = import_run(&o, &res);
 	if (ret)
 		return 1;

@@ -21,7 +21,7 @@ static const char manifest_usage[] =
 	"mode (octal string, incl. setuid/setgid/sticky), uid, gid, size, atime/mtime/ctime\n"
 	"(seconds) with *_ns (nanoseconds), and where they apply: link (symlink or hardlink\n"
 	"target), rdev [major, minor], xattrs [{name, value}], holes [[offset, length]],\n"
-	"chunks [{digest, len}]. A byte string that is not valid UTF-8 is written as\n"
+	"chunks [{digest, off, len}] (len bytes at off of the chunk named digest). A byte string that is not valid UTF-8 is written as\n"
 	"KEY_hex (path_hex, link_hex, value_hex) with its bytes in hex.\n"
 	"\n"
 	"options:\n"
@@ -76,7 +76,8 @@ static void show_entry(FILE *f, const struct manifest *m, const struct mf_entry 
 			const struct mf_chunk *c = &m->chunks[e->chunk_first + i];
 
 			sha256_to_hex(c->digest, hex);
-			fprintf(f, "%s{\"digest\":\"%s\",\"len\":%u}", i ? "," : "", hex, c->len);
+			fprintf(f, "%s{\"digest\":\"%s\",\"off\":%u,\"len\":%u}", i ? "," : "",
+				hex, c->off, c->len);
 		}
 		fputc(']', f);
 	}

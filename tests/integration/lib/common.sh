@@ -1,0 +1,24 @@
+# Sourced by integration tests: temp dir with cleanup, and failure-shape assertions.
+set -euo pipefail
+: "${LAZYBLK:?LAZYBLK must name the lazyblk binary}"
+TESTLIB=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+T=$(mktemp -d /tmp/lazyblk-test.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+
+die() { echo "FAIL: $*" >&2; exit 1; }
+skip() { echo "$*"; exit 77; }
+
+# expect_error NAME EXPECT_SUBSTRING -- CMD...: CMD must exit non-zero, print exactly one
+# line on stderr that starts with "lazyblk: " and contains EXPECT_SUBSTRING.
+expect_error() {
+  local name=$1 want=$2; shift 3
+  local rc=0
+  "$@" >"$T/.out" 2>"$T/.err" || rc=$?
+  [ "$rc" -ne 0 ] || die "$name: expected failure, got exit 0"
+  local lines
+  lines=$(wc -l <"$T/.err")
+  [ "$lines" -eq 1 ] || { cat "$T/.err" >&2; die "$name: expected 1 stderr line, got $lines"; }
+  grep -q '^lazyblk: ' "$T/.err" || die "$name: stderr not prefixed: $(cat "$T/.err")"
+  grep -qF -- "$want" "$T/.err" || die "$name: stderr lacks '$want': $(cat "$T/.err")"
+  echo "ok: $name -> $(cat "$T/.err")"
+}
