@@ -313,7 +313,8 @@ static int walk_dir(struct walk *w, int dfd, struct tree_node *dir, size_t plen)
 		n++;
 	}
 	if (!ret) {
-		qsort(names, n, sizeof(*names), name_cmp);
+		if (n > 1)
+			qsort(names, n, sizeof(*names), name_cmp);
 		for (size_t i = 0; i < n && !ret; i++)
 			ret = walk_entry(w, dirfd(d), dir, names[i], plen);
 	}

@@ -459,8 +459,9 @@ static int entry_cmp(const void *a, const void *b, void *strings)
 
 static void sort_entries(struct manifest_writer *w)
 {
-	qsort_r(w->entries.data, w->entries.len, sizeof(struct mf_entry), entry_cmp,
-		w->strings.data);
+	if (w->entries.len > 1)
+		qsort_r(w->entries.data, w->entries.len, sizeof(struct mf_entry), entry_cmp,
+			w->strings.data);
 }
 
 int manifest_writer_serialize(struct manifest_writer *w, uint8_t **out, size_t *out_len,
