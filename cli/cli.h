@@ -24,5 +24,7 @@ int cmd_push(int argc, char **argv);
 
 /* "lazyblk: CMD: unknown option ... (see lazyblk CMD --help)" and EXIT_USAGE. */
 int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* For getopt_long's '?' / ':' returns (optstring starts with ':', opterr = 0). */
+int cli_bad_option(const char *cmd, char **argv, int c);
 
 #endif

@@ -51,11 +51,12 @@ int cmd_cas(int argc, char **argv)
 	}
 	log_set_context(!strcmp(sub, "verify") ? "cas verify" : "cas stats");
 	optind = 1;
-	while ((c = getopt_long(argc - 1, argv + 1, "s:h", opts, NULL)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc - 1, argv + 1, ":s:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's': store_dir = optarg; break;
 		case 'h': fputs(cas_usage, stdout); return 0;
-		default: return cli_usage_error("bad arguments (see lazyblk cas --help)");
+		default: return cli_bad_option("cas", argv + 1, c);
 		}
 	}
 	if (optind != argc - 1)

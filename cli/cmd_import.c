@@ -52,7 +52,8 @@ int cmd_import(int argc, char **argv)
 	int c, ret;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "s:o:j:h", opts, NULL)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":s:o:j:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's': o.store_dir = optarg; break;
 		case 'o': o.output = optarg; break;
@@ -78,7 +79,7 @@ int cmd_import(int argc, char **argv)
 				return cli_usage_error("--threads: '%s' is not 1..256", optarg);
 			break;
 		case 'h': fputs(import_usage, stdout); return 0;
-		default: return cli_usage_error("bad arguments (see lazyblk import --help)");
+		default: return cli_bad_option("import", argv, c);
 		}
 	}
 	if (optind >= argc)

@@ -160,11 +160,12 @@ int cmd_manifest(int argc, char **argv)
 		return cli_usage_error("expected 'manifest show FILE' (see lazyblk manifest --help)");
 	log_set_context("manifest show");
 	optind = 1;
-	while ((c = getopt_long(argc - 1, argv + 1, "h", opts, NULL)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc - 1, argv + 1, ":h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'S': summary = true; break;
 		case 'h': fputs(manifest_usage, stdout); return 0;
-		default: return cli_usage_error("bad arguments (see lazyblk manifest --help)");
+		default: return cli_bad_option("manifest", argv + 1, c);
 		}
 	}
 	if (optind + 1 != argc - 1)

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 
@@ -15,4 +16,16 @@ int cli_usage_error(const char *fmt, ...)
 	va_end(ap);
 	log_error("%s", msg);
 	return EXIT_USAGE;
+}
+
+int cli_bad_option(const char *cmd, char **argv, int c)
+{
+	const char *arg = optind > 0 ? argv[optind - 1] : "?";
+
+	if (c == ':')
+		return cli_usage_error("option '%s' needs an argument (see lazyblk %s --help)", arg,
+				       cmd);
+	if (optopt && c == '?' && arg[0] == '-' && arg[1] != '-')
+		return cli_usage_error("unknown option '-%c' (see lazyblk %s --help)", optopt, cmd);
+	return cli_usage_error("unknown option '%s' (see lazyblk %s --help)", arg, cmd);
 }
