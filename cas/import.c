@@ -26,16 +26,15 @@ static double now_sec(void)
 
 void import_progress(struct import_ctx *ic)
 {
-	static __thread double last; /* rate limit per thread; progress is cosmetic */
 	char hb[32];
 	double t;
 
 	if (!log_progress_enabled())
 		return;
 	t = now_sec();
-	if (t - last < 0.1)
+	if (t - ic->progress_last < 0.1)
 		return;
-	last = t;
+	ic->progress_last = t;
 	log_progress("importing %s: %llu files, %s", ic->src_label, (unsigned long long)ic->files,
 		     size_human(ic->bytes, hb, sizeof(hb)));
 }
