@@ -4,7 +4,7 @@
 # Usage: bench/import.sh [DIR]        (default DIR=/usr/share; should hold >= 50k files)
 # Environment:
 #   LAZYBLK   the lazyblk binary (set by `make bench`; default build/lazyblk)
-#   RUNS      timed runs per tool (default 3; the median wall time is reported)
+#   RUNS      timed runs per tool (default 5; the median wall time is reported)
 #   ZSTD_LEVEL  zstd level of the peer (default 3, zstd's default)
 #   LAZYBLK_ARGS  extra arguments for lazyblk import (default none)
 #
@@ -22,7 +22,7 @@ cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 LAZYBLK=${LAZYBLK:-$ROOT/build/lazyblk}
 DIR=$(realpath "${1:-/usr/share}")
-RUNS=${RUNS:-3}
+RUNS=${RUNS:-5}
 ZSTD_LEVEL=${ZSTD_LEVEL:-3}
 read -r -a LB_EXTRA <<< "${LAZYBLK_ARGS:-}"
 OUTDIR=$ROOT/build/bench
@@ -85,11 +85,12 @@ run_timed() {
 run_lazyblk() { rm -rf "$STORE" "$MAN"; sync; run_timed lazyblk "${LB_CMD[@]}"; }
 run_peer()    { rm -f "$PEER_OUT"; sync; run_timed peer bash -o pipefail -c "$PEER_SH"; }
 
-echo "== $RUNS timed runs each, alternating"
+LOADAVG=$(cut -d' ' -f1-3 /proc/loadavg)
+echo "== $RUNS timed runs each, alternating (load average before: $LOADAVG)"
 for i in $(seq 1 "$RUNS"); do
   if [ $((i % 2)) -eq 1 ]; then run_lazyblk; run_peer; else run_peer; run_lazyblk; fi
 done
-echo "   lazyblk said: $(tail -1 "$WORK/lazyblk.stdout")"
+sed 's/^/   lazyblk said: /' "$WORK/lazyblk.stdout"
 
 # Outputs of the last run of each tool are still there.
 CAS_STATS=$("$LAZYBLK" cas stats --store "$STORE")
@@ -100,7 +101,7 @@ PEER_BYTES=$(stat -c %s "$PEER_OUT")
 
 # ---------------------------------------------------------------------------
 LB_CMD_STR="${LB_CMD[*]}"
-LB_SUMMARY=$(tail -1 "$WORK/lazyblk.stdout")
+LB_SUMMARY=$(sed "s|$WORK/|\$WORK/|g" "$WORK/lazyblk.stdout" | paste -sd'|' | sed 's/|/; /g')
 NPROC=$(nproc)
 CPU=$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
 MEM_KIB=$(awk '/^MemTotal/ { print $2 }' /proc/meminfo)
@@ -112,7 +113,7 @@ GIT_REV=$(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo "no commi
 # shellcheck disable=SC2090
 export DIR RUNS ZSTD_LEVEL ENTRIES FILES DIRS SYMLINKS BYTES CAS_STATS STORE_DU STORE_FILES \
        MAN_BYTES PEER_BYTES WORK JSON MD PEER_SH LB_CMD_STR LB_SUMMARY NPROC CPU MEM_KIB \
-       KERNEL FSTYPE ZSTD_VER TAR_VER GIT_REV ROOT LAZYBLK
+       KERNEL FSTYPE LOADAVG ZSTD_VER TAR_VER GIT_REV ROOT LAZYBLK
 "$PY" - <<'EOF'
 import json, os, re, statistics, datetime
 E = os.environ
@@ -126,7 +127,7 @@ entries, nbytes = int(E["ENTRIES"]), int(E["BYTES"])
 def tool(name, cmd, out_bytes):
     wall, cpu, rss = times(name)
     med = statistics.median(wall)
-    return {"command": cmd, "wall_s": wall, "median_wall_s": round(med, 3),
+    return {"command": cmd, "wall_s": wall, "median_wall_s": round(med, 3), "min_wall_s": min(wall),
             "mb_per_s": round(nbytes / 1e6 / med, 1), "files_per_s": round(entries / med),
             "median_cpu_s": round(statistics.median(cpu), 2) if cpu else None,
             "max_rss_kib": max(rss) if rss else None, "output_bytes": out_bytes}
@@ -154,7 +155,8 @@ res = {
   "tree": {"entries": entries, "regular_files": int(E["FILES"]), "dirs": int(E["DIRS"]),
            "symlinks": int(E["SYMLINKS"]), "bytes": nbytes},
   "machine": {"nproc": int(E["NPROC"]), "cpu": E["CPU"], "mem_kib": int(E["MEM_KIB"]),
-              "kernel": E["KERNEL"], "scratch_fs": E["FSTYPE"]},
+              "kernel": E["KERNEL"], "scratch_fs": E["FSTYPE"],
+              "loadavg_before": E["LOADAVG"]},
   "versions": {"lazyblk_git": E["GIT_REV"], "zstd": E["ZSTD_VER"], "tar": E["TAR_VER"]},
   "runs": int(E["RUNS"]),
   "lazyblk": lb, "peer": dict(peer, name="tar -c | zstd -T0 -%s" % E["ZSTD_LEVEL"]),
@@ -169,7 +171,7 @@ open(E["JSON"], "a").write("\n")
 key = f"import {E['DIR']}"
 fmt = lambda v: "–" if v is None else v
 def row(label, t):
-    return (f"| {label} | {t['median_wall_s']:.2f} | {' / '.join('%.2f' % w for w in t['wall_s'])} | "
+    return (f"| {label} | {t['median_wall_s']:.2f} | {t['min_wall_s']:.2f} | {' / '.join('%.2f' % w for w in t['wall_s'])} | "
             f"{t['mb_per_s']:.1f} | {t['files_per_s']:,} | {fmt(t['median_cpu_s'])} | "
             f"{fmt(t['max_rss_kib'] and round(t['max_rss_kib'] / 1024))} | {t['output_bytes']:,} |")
 r = res["ratio_wall_lazyblk_over_peer"]
@@ -180,10 +182,11 @@ Tree: {entries:,} entries ({res['tree']['regular_files']:,} regular files, {res[
 {res['tree']['symlinks']:,} symlinks), {nbytes:,} bytes ({nbytes / 1e6:.1f} MB) in regular files.
 Machine: {E['NPROC']} CPUs ({E['CPU']}), {int(E['MEM_KIB']) // 1024:,} MiB RAM, Linux {E['KERNEL']},
 scratch on {E['FSTYPE']}. lazyblk `{E['GIT_REV']}`, zstd {E['ZSTD_VER']}, {E['TAR_VER']}.
+Load average before the runs: {E['LOADAVG']}.
 Page cache warm; {E['RUNS']} runs each, alternating; MB = 10^6 bytes; files/s counts every entry.
 
-| tool | median wall s | runs s | MB/s | files/s | median CPU s | max RSS MiB | output bytes |
-|---|---:|---:|---:|---:|---:|---:|---:|
+| tool | median wall s | best s | runs s | MB/s | files/s | median CPU s | max RSS MiB | output bytes |
+|---|---:|---:|---:|---:|---:|---:|---:|---:|
 {row('lazyblk import', lb)}
 {row(res['peer']['name'].replace('|', chr(92) + '|'), peer)}
 

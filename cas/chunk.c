@@ -2,6 +2,7 @@
 #include "chunk.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include <zstd.h>
@@ -58,8 +59,13 @@ int chunk_compress(struct chunk_codec *c, const void *src, size_t len, void *dst
 
 int chunk_content_size(const void *src, size_t len, uint64_t *size)
 {
-	unsigned long long n = ZSTD_getFrameContentSize(src, len);
+	const uint8_t *p = src;
+	unsigned long long n;
 
+	/* a real zstd frame, not a skippable one (which would "contain" 0 bytes) */
+	if (len < 4 || (p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24) != ZSTD_MAGICNUMBER)
+		return -EBADMSG;
+	n = ZSTD_getFrameContentSize(src, len);
 	if (n == ZSTD_CONTENTSIZE_UNKNOWN || n == ZSTD_CONTENTSIZE_ERROR)
 		return -EBADMSG;
 	*size = n;

@@ -73,6 +73,20 @@ struct walk {
 	size_t xcap;
 };
 
+/*
+ * Read without moving atimes (O_NOATIME, for files and directories alike), so importing
+ * a tree twice gives the same manifest; falls back when we do not own the file.
+ * Reading a symlink's target still moves its atime: the kernel offers no way around it.
+ */
+static int open_noatime(int dfd, const char *name, int flags)
+{
+	int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOATIME | flags);
+
+	if (fd < 0 && errno == EPERM)
+		fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | flags);
+	return fd;
+}
+
 static void fill_attrs(struct tree_inode *ino, const struct stat *st)
 {
 	ino->mode = st->st_mode & 07777;
@@ -227,10 +241,8 @@ static int walk_entry(struct walk *w, int dfd, struct tree_node *dir, const char
 		ino->link_len = (uint32_t)n;
 		ino->size = (uint64_t)n;
 	} else if (type == MF_REG) {
-		int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOATIME);
+		int fd = open_noatime(dfd, name, O_NOFOLLOW);
 
-		if (fd < 0 && errno == EPERM)
-			fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0) {
 			ret = -errno;
 			log_error("%s: %s", w->path, strerror(errno));
@@ -246,7 +258,7 @@ static int walk_entry(struct walk *w, int dfd, struct tree_node *dir, const char
 		}
 		import_progress(ic);
 	} else if (type == MF_DIR) {
-		int sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int sub = open_noatime(dfd, name, O_DIRECTORY | O_NOFOLLOW);
 
 		if (sub < 0) {
 			ret = -errno;
@@ -339,7 +351,7 @@ int import_dir(struct import_ctx *ic, const char *src)
 		return -ENAMETOOLONG;
 	memcpy(w.path, src, plen);
 	w.path[plen] = '\0';
-	dfd = open(w.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	dfd = open_noatime(AT_FDCWD, w.path, O_DIRECTORY);
 	if (dfd < 0 || fstat(dfd, &st) < 0) {
 		ret = -errno;
 		log_error("%s: %s", src, strerror(errno));

@@ -390,6 +390,8 @@ int import_tar_archive(struct import_ctx *ic, struct archive *a, uint32_t layer,
 			return -EIO;
 		}
 		ret = apply_entry(ic, a, e, layer, whiteouts, &why);
+		if (ret == -ENOMEM)
+			return ret; /* import_run says it, once */
 		if (ret) {
 			const char *p = archive_entry_pathname(e);
 

@@ -93,9 +93,111 @@ static int bad(const char **why, const char *msg)
 	return -EBADMSG;
 }
 
+/* Binary search among entries[0, n). */
+static const struct mf_entry *find_before(const struct manifest *m, size_t n, const char *path,
+					  size_t plen)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct mf_entry *e = &m->entries[mid];
+		int c = manifest_path_cmp(m->strings + e->path_off, e->path_len, path, plen);
+
+		if (c == 0)
+			return e;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+static bool xattrs_sorted(const struct manifest *m, const struct mf_entry *e)
+{
+	for (uint32_t k = 1; k < e->xattr_count; k++) {
+		const struct mf_xattr *a = &m->xattrs[e->xattr_first + k - 1];
+		const struct mf_xattr *b = &m->xattrs[e->xattr_first + k];
+		size_t n = a->name_len < b->name_len ? a->name_len : b->name_len;
+		int c = memcmp(m->strings + a->name_off, m->strings + b->name_off, n);
+
+		if (c > 0 || (c == 0 && a->name_len >= b->name_len))
+			return false; /* out of order, or the same name twice */
+	}
+	return true;
+}
+
+/*
+ * Depth-first order means the ancestors of an entry are exactly the directories on a
+ * stack that we pop as subtrees end; the top must be the entry's parent.
+ */
+struct dir_stack {
+	const struct mf_entry **e;
+	size_t n, cap;
+};
+
+static bool is_parent_of(const struct manifest *m, const struct mf_entry *d, const char *p,
+			 size_t plen)
+{
+	if (d->path_len == 1)
+		return memchr(p + 1, '/', plen - 1) == NULL;
+	return plen > d->path_len && p[d->path_len] == '/' &&
+	       !memcmp(m->strings + d->path_off, p, d->path_len) &&
+	       memchr(p + d->path_len + 1, '/', plen - d->path_len - 1) == NULL;
+}
+
+static bool is_ancestor_of(const struct manifest *m, const struct mf_entry *d, const char *p,
+			   size_t plen)
+{
+	if (d->path_len == 1)
+		return true;
+	return plen > d->path_len && p[d->path_len] == '/' &&
+	       !memcmp(m->strings + d->path_off, p, d->path_len);
+}
+
+static int check_parent(struct manifest *m, struct dir_stack *st, const struct mf_entry *e,
+			const char **why)
+{
+	const char *p = m->strings + e->path_off;
+
+	if (e->path_len == 1) /* the root */
+		goto push;
+	while (st->n && !is_ancestor_of(m, st->e[st->n - 1], p, e->path_len))
+		st->n--;
+	if (!st->n || !is_parent_of(m, st->e[st->n - 1], p, e->path_len))
+		return bad(why, "parent directory missing or not a directory");
+push:
+	if (e->type != MF_DIR)
+		return 0;
+	if (st->n == st->cap) {
+		size_t cap = st->cap ? st->cap * 2 : 64;
+		const struct mf_entry **n = realloc(st->e, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		st->e = n;
+		st->cap = cap;
+	}
+	st->e[st->n++] = e;
+	return 0;
+}
+
+static int validate_each(struct manifest *m, struct dir_stack *st, const char **why);
+
 static int validate_entries(struct manifest *m, const char **why)
 {
+	struct dir_stack st = { 0 };
+	int ret = validate_each(m, &st, why);
+
+	free(st.e);
+	return ret;
+}
+
+static int validate_each(struct manifest *m, struct dir_stack *st, const char **why)
+{
 	const struct mf_entry *prev = NULL;
+	int ret;
 
 	for (size_t i = 0; i < m->n_entries; i++) {
 		const struct mf_entry *e = &m->entries[i];
@@ -108,6 +210,9 @@ static int validate_entries(struct manifest *m, const char **why)
 		if (prev && manifest_path_cmp(m->strings + prev->path_off, prev->path_len, p,
 					      e->path_len) >= 0)
 			return bad(why, "entries not sorted or duplicated");
+		ret = check_parent(m, st, e, why);
+		if (ret)
+			return ret;
 		if (e->type < MF_REG || e->type > MF_SOCK)
 			return bad(why, "bad entry type");
 		if (e->mode & ~07777u)
@@ -123,6 +228,17 @@ static int validate_entries(struct manifest *m, const char **why)
 			if (e->link_len == 0 || !str_ok(m, e->link_off, e->link_len))
 				return bad(why, "bad link target");
 		}
+		if (e->type == MF_SYMLINK && (e->link_len > MF_SYMLINK_MAX || e->size != e->link_len))
+			return bad(why, "bad symlink target length");
+		if (e->type == MF_HARDLINK) {
+			const struct mf_entry *t = find_before(m, i, m->strings + e->link_off,
+							       e->link_len);
+
+			if (!t || t->type == MF_DIR || t->type == MF_HARDLINK)
+				return bad(why, "hardlink target is not an earlier non-directory entry");
+		}
+		if (!xattrs_sorted(m, e))
+			return bad(why, "xattrs not sorted by name or duplicated");
 		if (e->type != MF_REG && (e->chunk_count || e->hole_count))
 			return bad(why, "data on a non-regular entry");
 		if (e->type == MF_REG) {
@@ -139,7 +255,9 @@ static int validate_entries(struct manifest *m, const char **why)
 			for (uint32_t k = 0; k < e->hole_count; k++) {
 				const struct mf_hole *h = &m->holes[e->hole_first + k];
 
-				if (h->len == 0 || h->off < end || !range_ok(h->off, h->len, e->size))
+				/* sorted, disjoint and never adjacent (adjacent holes are one) */
+				if (h->len == 0 || (k && h->off <= end) ||
+				    !range_ok(h->off, h->len, e->size))
 					return bad(why, "bad hole list");
 				end = h->off + h->len;
 				sum += h->len;
@@ -167,9 +285,16 @@ int manifest_parse(uint8_t *buf, size_t len, struct manifest **out, const char *
 	uint64_t need;
 	int ret;
 
-	if (len < sizeof(*h) || memcmp(h->magic, MF_MAGIC, 8) != 0) {
-		ret = len < 8 ? bad(why, "file too short (not a lazyblk manifest)")
-			      : bad(why, "bad magic (not a lazyblk manifest)");
+	if (len < 8) {
+		ret = bad(why, "file too short (not a lazyblk manifest)");
+		goto fail;
+	}
+	if (memcmp(buf, MF_MAGIC, 8) != 0) {
+		ret = bad(why, "bad magic (not a lazyblk manifest)");
+		goto fail;
+	}
+	if (len < sizeof(*h)) {
+		ret = bad(why, "truncated (shorter than the header)");
 		goto fail;
 	}
 	if (h->version != MF_VERSION) {
@@ -403,8 +528,10 @@ int manifest_writer_add(struct manifest_writer *w, const struct mf_entry_in *in)
 		for (uint32_t i = 0; i < in->chunk_count; i++) {
 			struct mf_chunk *c = (struct mf_chunk *)p + i;
 
-			if (c->len > w->chunk_size || c->off > w->chunk_size - c->len)
-				w->chunk_size = c->off + c->len;
+			uint64_t end = (uint64_t)c->off + c->len;
+
+			if (end > w->chunk_size)
+				w->chunk_size = end > UINT32_MAX ? UINT32_MAX : (uint32_t)end;
 		}
 	}
 	e.hole_first = w->holes.len;

@@ -21,6 +21,7 @@
 
 #define MF_MAGIC "LZBKMANI"
 #define MF_VERSION 1
+#define MF_SYMLINK_MAX 4095
 
 enum mf_type {
 	MF_REG = 1,

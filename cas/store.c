@@ -324,8 +324,13 @@ int store_foreach(struct store *s, store_iter_fn cb, void *arg)
 
 			if (de->d_name[0] == '.')
 				continue;
+			char canon[SHA256_HEX_LEN + 1];
+
 			if (sha256_from_hex(de->d_name, d) || d[0] != i)
 				continue; /* not a chunk name: ignored */
+			sha256_to_hex(d, canon);
+			if (strcmp(canon, de->d_name))
+				continue; /* names are lowercase: anything else is not ours */
 			snprintf(path, sizeof(path), "%s/chunks/%s/%s", s->dir, sub, de->d_name);
 			ret = cb(arg, d, path);
 			if (ret)

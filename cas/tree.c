@@ -13,7 +13,7 @@
 struct arena_block {
 	struct arena_block *next;
 	size_t used, cap;
-	uint8_t data[];
+	_Alignas(16) uint8_t data[];
 };
 
 struct tree {
@@ -26,6 +26,7 @@ struct tree {
 	uint64_t n_chunks;
 	struct mf_hole *holes;
 	uint64_t n_holes, cap_holes;
+	uint32_t write_gen;           /* tree_write() calls so far */
 };
 
 void *tree_alloc(struct tree *t, size_t len)
@@ -370,7 +371,7 @@ static int emit_one(struct emit_state *s, struct tree_node *n, size_t path_len)
 	e.mtime_ns = ino->mtime_ns;
 	e.ctime_ns = ino->ctime_ns;
 	e.size = ino->size;
-	if (ino->type != MF_DIR && ino->emitted_path) {
+	if (ino->type != MF_DIR && ino->emitted_gen == s->t->write_gen) {
 		e.type = MF_HARDLINK;
 		e.link = ino->emitted_path;
 		e.link_len = ino->emitted_len;
@@ -406,6 +407,7 @@ static int emit_one(struct emit_state *s, struct tree_node *n, size_t path_len)
 		if (!ino->emitted_path)
 			return -ENOMEM;
 		ino->emitted_len = (uint32_t)path_len;
+		ino->emitted_gen = s->t->write_gen;
 	}
 	return manifest_writer_add(s->w, &e);
 }
@@ -468,6 +470,7 @@ int tree_write(struct tree *t, struct manifest_writer *w)
 	struct emit_state s = { .t = t, .w = w };
 	int ret;
 
+	t->write_gen++; /* forget what an earlier write emitted */
 	ret = path_reserve(&s, 4096);
 	if (!ret) {
 		s.path[0] = '/';

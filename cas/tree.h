@@ -31,8 +31,9 @@ struct tree_inode {
 	struct mf_xattr_in *xattrs;
 	uint32_t xattr_count;
 	uint32_t refs;                /* nodes pointing here */
-	char *emitted_path;           /* set while writing: path of the first node emitted */
+	char *emitted_path;           /* while writing: path of the first node emitted, */
 	uint32_t emitted_len;
+	uint32_t emitted_gen;         /* valid when this matches the tree's write count */
 };
 
 struct tree_node {

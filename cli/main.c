@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <locale.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -36,6 +37,13 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
 	int i = 1;
+
+	/*
+	 * Names are bytes; a UTF-8 character type lets libarchive take pax (UTF-8) names as
+	 * they are instead of warning that the C locale cannot hold them.
+	 */
+	if (!setlocale(LC_CTYPE, "C.UTF-8"))
+		setlocale(LC_CTYPE, "");
 
 	for (; i < argc && argv[i][0] == '-'; i++) {
 		if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose")) {

@@ -7,8 +7,9 @@
 #   3. pack it with umoci as a two-layer OCI image layout (layer 2 adds and deletes
 #      files, so the import has to apply an OCI whiteout);
 #   4. lazyblk import oci:DIR:latest --store build/sample/store -o build/sample/sample.manifest
-#   5. show what the manifest and the store hold, and cross-check the manifest against
-#      the tree that `umoci unpack` produces from the same image.
+#   5. show what the manifest and the store hold, and cross-check the manifest (and the
+#      file bytes its chunks give, decompressed with zstd) against the tree that
+#      `umoci unpack` produces from the same image.
 #
 # Environment: LAZYBLK = the lazyblk binary (set by the Makefile; default build/lazyblk).
 # Idempotent: everything except the apt cache is rebuilt on every run.
@@ -26,7 +27,7 @@ heading() { printf '\n==== %s ====\n' "$*"; }
 die() { echo "run-sample: $*" >&2; exit 1; }
 
 [ -x "$LAZYBLK" ] || die "LAZYBLK=$LAZYBLK is not an executable (run make first)"
-for t in umoci dpkg-deb apt-get; do
+for t in umoci dpkg-deb apt-get zstd; do
   command -v "$t" >/dev/null || die "$t not found (scripts/deps.sh installs it)"
 done
 [ -n "$PY" ] || die "python3 not found"
@@ -181,9 +182,19 @@ echo "store on disk: $(du -s --apparent-size -B1 "$STORE" | cut -f1) bytes in $(
 # ---------------------------------------------------------------------------
 heading "8. Cross-check against umoci unpack of the same image"
 umoci unpack "${UMOCI_ROOTLESS[@]}" --image "$OCI:latest" "$S/check" >/dev/null
-"$PY" - "$S/sample.manifest.json" "$S/check/rootfs" "$WHITEOUT" <<'EOF'
-import json, os, stat, sys
-mpath, root, whiteout = sys.argv[1:]
+"$PY" - "$S/sample.manifest.json" "$S/check/rootfs" "$WHITEOUT" "$STORE" <<'EOF'
+import hashlib, json, os, stat, subprocess, sys
+mpath, root, whiteout, store = sys.argv[1:]
+chunk_cache = {}
+def chunk(d):
+    """A chunk's bytes, read straight from the store (docs/formats.md) with zstd -d."""
+    if d not in chunk_cache:
+        raw = subprocess.run(["zstd", "-dcq", os.path.join(store, "chunks", d[:2], d)],
+                             check=True, capture_output=True).stdout
+        if hashlib.sha256(raw).hexdigest() != d:
+            raise SystemExit(f"chunk {d} in the store does not hash to its name")
+        chunk_cache[d] = raw
+    return chunk_cache[d]
 m = json.load(open(mpath))
 man = {}
 for e in m["entries"]:
@@ -218,9 +229,12 @@ for p in sorted(set(ref) & set(man)):
     if t == "file" and e["type"] == "file":
         if e.get("size") != st.st_size:
             problems.append(f"{p}: size {e.get('size')} in manifest, {st.st_size} on disk")
-        elif sum(c["len"] for c in e.get("chunks") or []) != st.st_size:
-            problems.append(f"{p}: chunk lengths add up to "
-                            f"{sum(c['len'] for c in e.get('chunks') or [])}, file has {st.st_size}")
+        elif not e.get("holes"):
+            data = b"".join(chunk(c["digest"])[c.get("off", 0):c.get("off", 0) + c["len"]]
+                            for c in e.get("chunks") or [])
+            with open(os.path.join(root, p.lstrip("/")), "rb") as f:
+                if data != f.read():
+                    problems.append(f"{p}: the bytes its chunks give differ from the file's")
     if t == "symlink" and e.get("link") != link:
         problems.append(f"{p}: link {e.get('link')!r} in manifest, {link!r} on disk")
     if os.geteuid() == 0 and (e.get("uid"), e.get("gid")) != (st.st_uid, st.st_gid):
@@ -237,7 +251,8 @@ if problems:
     for x in problems[:20]:
         print("  " + x)
     sys.exit(1)
-print("OK: same paths, types, modes, sizes, owners and link targets; whiteout applied")
+print("OK: same paths, types, modes, sizes, owners and link targets; every file's bytes,")
+print(f"    read back from {len(chunk_cache)} chunks of the store with zstd -d, equal the file; whiteout applied")
 EOF
 rm -rf "$S/check"
 

@@ -61,12 +61,17 @@ def main():
     errors = []
     def err(p, msg):
         errors.append('%s: %s' % (p.decode('utf-8', 'backslashreplace'), msg))
-    # walk the source
-    paths = [b'/']
-    for dp, dns, fns in os.walk(root):
-        rel = dp[len(root):] or b'/'
-        for n in dns + fns:
-            paths.append((rel.rstrip(b'/') + b'/' + n))
+    # walk the source, taking each stat before reading anything (reading moves atimes)
+    stats, paths, todo = {}, [], [b'/']
+    while todo:
+        rel = todo.pop()
+        full = root + rel if rel != b'/' else root
+        st = os.lstat(full)
+        stats[rel] = st
+        paths.append(rel)
+        if stat.S_ISDIR(st.st_mode):
+            for n in os.listdir(full):
+                todo.append(rel.rstrip(b'/') + b'/' + n)
     paths.sort(key=dfs_key)
     got = sorted(ents.keys(), key=dfs_key)
     if set(paths) != set(got):
@@ -87,7 +92,7 @@ def main():
         if p == b'/' and '--no-root' in opts:
             continue
         full = root + p if p != b'/' else root
-        st = os.lstat(full)
+        st = stats[p]
         t = types[stat.S_IFMT(st.st_mode)]
         key = (st.st_dev, st.st_ino)
         if t != 'dir' and st.st_nlink > 1:
@@ -103,8 +108,8 @@ def main():
             err(p, 'mode %s != %o' % (e['mode'], stat.S_IMODE(st.st_mode)))
         if e['uid'] != st.st_uid or e['gid'] != st.st_gid:
             err(p, 'owner %d:%d != %d:%d' % (e['uid'], e['gid'], st.st_uid, st.st_gid))
-        # reading a directory or a symlink moves its atime (relatime); compare it for the rest
-        no_atime = '--no-atime' in opts or t in ('dir', 'symlink')
+        # reading a symlink moves its atime (relatime); compare it for the rest
+        no_atime = '--no-atime' in opts or t == 'symlink'
         tkeys = ('mtime',) + (() if '--no-ctime' in opts else ('ctime',))
         for k in tkeys + (() if no_atime else ('atime',)):
             ns = getattr(st, 'st_' + k + '_ns')

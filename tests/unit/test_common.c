@@ -1,0 +1,522 @@
+/* SPDX-License-Identifier: MIT */
+/* Unit tests for common/: size parsing, sha256 helpers, UTF-8 validation, fs helpers. */
+#include "helpers.h"
+
+#include <ctype.h>
+
+#include "../../common/fsutil.h"
+#include "../../common/hash.h"
+#include "../../common/json_out.h"
+#include "../../common/sha256.h"
+#include "../../common/size.h"
+
+/* ------------------------------------------------------------------ size_parse */
+
+static void expect_size(const char *s, uint64_t want)
+{
+	uint64_t v = 0xdeadbeef;
+	int ret = size_parse(s, &v);
+
+	if (ret != 0 || v != want)
+		fail_msg("size_parse(\"%s\") = %d, %llu; want 0, %llu", s, ret,
+			 (unsigned long long)v, (unsigned long long)want);
+}
+
+static void expect_size_bad(const char *s)
+{
+	uint64_t v = 0xdeadbeef;
+	int ret = size_parse(s, &v);
+
+	if (ret != -EINVAL)
+		fail_msg("size_parse(\"%s\") = %d (v=%llu); want -EINVAL", s ? s : "(null)", ret,
+			 (unsigned long long)v);
+}
+
+static void test_size_parse_valid(void **state)
+{
+	(void)state;
+	expect_size("0", 0);
+	expect_size("1", 1);
+	expect_size("4096", 4096);
+	expect_size("64K", 64ull << 10);
+	expect_size("64k", 64ull << 10);
+	expect_size("1M", 1ull << 20);
+	expect_size("1m", 1ull << 20);
+	expect_size("1MiB", 1ull << 20);
+	expect_size("1MB", 1ull << 20);
+	expect_size("1Mi", 1ull << 20);
+	expect_size("1mib", 1ull << 20);
+	expect_size("2G", 2ull << 30);
+	expect_size("2GiB", 2ull << 30);
+	expect_size("1T", 1ull << 40);
+	expect_size("1TiB", 1ull << 40);
+	expect_size("0K", 0);
+	expect_size("007", 7);
+	expect_size("18446744073709551615", UINT64_MAX);
+	/* the largest value that still fits after the shift */
+	expect_size("16777215T", 16777215ull << 40);
+	expect_size("17179869183G", 17179869183ull << 30);
+}
+
+static void test_size_parse_invalid(void **state)
+{
+	uint64_t v;
+
+	(void)state;
+	assert_int_equal(size_parse(NULL, &v), -EINVAL);
+	expect_size_bad("");
+	expect_size_bad("-1");
+	expect_size_bad("+1");
+	expect_size_bad(" 1");
+	expect_size_bad("1 ");
+	expect_size_bad("1X");
+	expect_size_bad("1 K");
+	expect_size_bad("K");
+	expect_size_bad("M");
+	expect_size_bad("iB");
+	expect_size_bad("1KK");
+	expect_size_bad("1KiBx");
+	expect_size_bad("1KBi");
+	expect_size_bad("1iB");     /* "i" without a unit */
+	expect_size_bad("1B");      /* "B" without a unit */
+	expect_size_bad("0x10");
+	expect_size_bad("1.5M");
+	expect_size_bad("1e3");
+	/* overflow, of strtoull and of the shift */
+	expect_size_bad("99999999999T");
+	expect_size_bad("18446744073709551616");
+	expect_size_bad("99999999999999999999999");
+	expect_size_bad("16777216T");
+	expect_size_bad("17179869184G");
+	expect_size_bad("17592186044416M");
+	expect_size_bad("18014398509481984K");
+}
+
+static void test_size_human(void **state)
+{
+	char b[32];
+
+	(void)state;
+	assert_string_equal(size_human(0, b, sizeof(b)), "0 B");
+	assert_string_equal(size_human(1023, b, sizeof(b)), "1023 B");
+	assert_string_equal(size_human(1024, b, sizeof(b)), "1.0 KiB");
+	assert_string_equal(size_human(3ull << 19, b, sizeof(b)), "1.5 MiB");
+	assert_string_equal(size_human(1ull << 30, b, sizeof(b)), "1.0 GiB");
+	assert_string_equal(size_human(1ull << 40, b, sizeof(b)), "1.0 TiB");
+	assert_string_equal(size_human(1ull << 50, b, sizeof(b)), "1024.0 TiB");
+}
+
+/* ------------------------------------------------------------------ sha256 */
+
+static void test_sha256_vectors(void **state)
+{
+	static const char abc_hex[] =
+		"ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+	static const char empty_hex[] =
+		"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+	static const char two_block_hex[] =
+		"248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1";
+	static const char two_block[] =
+		"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+	uint8_t d[SHA256_LEN], d2[SHA256_LEN];
+	char hex[SHA256_HEX_LEN + 1];
+	struct sha256_ctx *c;
+
+	(void)state;
+	assert_int_equal(sha256_buf("abc", 3, d), 0);
+	sha256_to_hex(d, hex);
+	assert_string_equal(hex, abc_hex);
+	assert_int_equal(sha256_buf("", 0, d), 0);
+	sha256_to_hex(d, hex);
+	assert_string_equal(hex, empty_hex);
+	assert_int_equal(sha256_buf(two_block, strlen(two_block), d), 0);
+	sha256_to_hex(d, hex);
+	assert_string_equal(hex, two_block_hex);
+
+	/* streaming in pieces gives the same digest; final resets the context */
+	c = sha256_new();
+	assert_non_null(c);
+	for (size_t i = 0; i < strlen(two_block); i += 5) {
+		size_t n = strlen(two_block) - i < 5 ? strlen(two_block) - i : 5;
+
+		assert_int_equal(sha256_update(c, two_block + i, n), 0);
+	}
+	assert_int_equal(sha256_final(c, d2), 0);
+	assert_memory_equal(d, d2, SHA256_LEN);
+	assert_int_equal(sha256_update(c, "a", 1), 0);
+	assert_int_equal(sha256_update(c, "bc", 2), 0);
+	assert_int_equal(sha256_final(c, d2), 0);
+	sha256_to_hex(d2, hex);
+	assert_string_equal(hex, abc_hex);
+	assert_int_equal(sha256_final(c, d2), 0);
+	sha256_to_hex(d2, hex);
+	assert_string_equal(hex, empty_hex);
+	sha256_free(c);
+	sha256_free(NULL);
+}
+
+static void test_sha256_hex(void **state)
+{
+	static const char abc_hex[] =
+		"ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+	uint8_t d[SHA256_LEN], back[SHA256_LEN], want[SHA256_LEN];
+	char hex[SHA256_HEX_LEN + 1], bad[SHA256_HEX_LEN + 2];
+	uint64_t seed = 1;
+
+	(void)state;
+	for (int i = 0; i < 200; i++) {
+		prng_fill(&seed, d, sizeof(d));
+		if (i == 0)
+			memset(d, 0, sizeof(d));
+		if (i == 1)
+			memset(d, 0xff, sizeof(d));
+		sha256_to_hex(d, hex);
+		assert_int_equal(strlen(hex), SHA256_HEX_LEN);
+		for (int k = 0; k < SHA256_HEX_LEN; k++)
+			assert_non_null(strchr("0123456789abcdef", hex[k]));
+		assert_int_equal(sha256_from_hex(hex, back), 0);
+		assert_memory_equal(d, back, SHA256_LEN);
+	}
+	/* upper case is accepted */
+	assert_int_equal(sha256_buf("abc", 3, want), 0);
+	strcpy(hex, abc_hex);
+	for (int k = 0; k < SHA256_HEX_LEN; k++)
+		hex[k] = (char)toupper((unsigned char)hex[k]);
+	assert_int_equal(sha256_from_hex(hex, back), 0);
+	assert_memory_equal(back, want, SHA256_LEN);
+
+	/* a non-hex character at every position is rejected */
+	static const char junk[] = { 'g', 'G', 'z', ' ', '/', ':', '@', '`', '.', '\xff' };
+	for (int k = 0; k < SHA256_HEX_LEN; k++) {
+		for (size_t j = 0; j < sizeof(junk); j++) {
+			strcpy(bad, abc_hex);
+			bad[k] = junk[j];
+			assert_int_equal(sha256_from_hex(bad, back), -EINVAL);
+		}
+	}
+	/* too short (NUL at every position) and too long */
+	for (int k = 0; k < SHA256_HEX_LEN; k++) {
+		strcpy(bad, abc_hex);
+		bad[k] = '\0';
+		assert_int_equal(sha256_from_hex(bad, back), -EINVAL);
+	}
+	strcpy(bad, abc_hex);
+	strcat(bad, "0");
+	assert_int_equal(sha256_from_hex(bad, back), -EINVAL);
+}
+
+/* ------------------------------------------------------------------ UTF-8 */
+
+#define U8(s) json_utf8_valid(s, sizeof(s) - 1)
+
+static void test_utf8_valid(void **state)
+{
+	(void)state;
+	assert_true(json_utf8_valid("", 0));
+	assert_true(U8("plain ascii /usr/bin"));
+	assert_true(U8("\x01\x7f"));
+	assert_true(U8("\xc2\x80"));             /* U+0080, smallest 2-byte */
+	assert_true(U8("\xc3\xa9t\xc3\xa9"));    /* été */
+	assert_true(U8("\xdf\xbf"));             /* U+07FF */
+	assert_true(U8("\xe0\xa0\x80"));         /* U+0800, smallest 3-byte */
+	assert_true(U8("\xe2\x82\xac"));         /* € */
+	assert_true(U8("\xed\x9f\xbf"));         /* U+D7FF, just below the surrogates */
+	assert_true(U8("\xee\x80\x80"));         /* U+E000, just above */
+	assert_true(U8("\xef\xbf\xbf"));         /* U+FFFF */
+	assert_true(U8("\xf0\x90\x80\x80"));     /* U+10000, smallest 4-byte */
+	assert_true(U8("\xf0\x9f\x98\x80"));     /* 😀 */
+	assert_true(U8("\xf4\x8f\xbf\xbf"));     /* U+10FFFF, the last code point */
+	assert_true(U8("a\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e" "z"));
+}
+
+static void test_utf8_invalid(void **state)
+{
+	(void)state;
+	/* NUL anywhere */
+	assert_false(json_utf8_valid("\0", 1));
+	assert_false(json_utf8_valid("a\0b", 3));
+	assert_false(json_utf8_valid("ab\0", 3));
+	/* overlong forms */
+	assert_false(U8("\xc0\x80"));
+	assert_false(U8("\xc0\xaf"));
+	assert_false(U8("\xc1\xbf"));
+	assert_false(U8("\xe0\x80\x80"));
+	assert_false(U8("\xe0\x9f\xbf"));
+	assert_false(U8("\xf0\x80\x80\x80"));
+	assert_false(U8("\xf0\x8f\xbf\xbf"));
+	/* surrogates */
+	assert_false(U8("\xed\xa0\x80"));        /* U+D800 */
+	assert_false(U8("\xed\xaf\xbf"));
+	assert_false(U8("\xed\xb0\x80"));
+	assert_false(U8("\xed\xbf\xbf"));        /* U+DFFF */
+	assert_false(U8("\xed\xa0\xbd\xed\xb8\x80")); /* CESU-8 pair */
+	/* above U+10FFFF, and 5/6-byte or invalid lead bytes */
+	assert_false(U8("\xf4\x90\x80\x80"));
+	assert_false(U8("\xf7\xbf\xbf\xbf"));
+	assert_false(U8("\xf8\x88\x80\x80\x80"));
+	assert_false(U8("\xf8\x90\x80\x80"));   /* F8/FC leads are never valid */
+	assert_false(U8("\xfc\x90\x80\x80"));
+	assert_false(U8("\xfc\x84\x80\x80\x80\x80"));
+	assert_false(U8("\xfe"));
+	assert_false(U8("\xff"));
+	/* lone / unexpected continuation bytes */
+	assert_false(U8("\x80"));
+	assert_false(U8("\xbf"));
+	assert_false(U8("a\x80" "b"));
+	/* a lead byte followed by a non-continuation */
+	assert_false(U8("\xc3\x28"));
+	assert_false(U8("\xe2\x28\xa1"));
+	assert_false(U8("\xe2\x82\x28"));
+	assert_false(U8("\xf0\x28\x8c\xbc"));
+	assert_false(U8("\xf0\x90\x28\xbc"));
+	assert_false(U8("\xf0\x90\x8c\x28"));
+	assert_false(U8("\xc3\xc3\xa9"));
+	/* a lead byte where a continuation byte belongs */
+	assert_false(U8("\xc3\xe9"));
+	assert_false(U8("\xc3\xc0"));
+	assert_false(U8("\xe2\x82\xff"));
+	assert_false(U8("\xe2\xe2\x82"));
+	assert_false(U8("\xf0\x9f\x98\xc0"));
+	/* truncated at the end of the buffer (the byte after len must not be read) */
+	assert_false(U8("\xc3"));
+	assert_false(U8("\xe2\x82"));
+	assert_false(U8("\xe2"));
+	assert_false(U8("\xf0\x9f\x98"));
+	assert_false(U8("\xf0\x9f"));
+	assert_false(U8("\xf0"));
+	assert_false(U8("ok\xc3"));
+	assert_false(json_utf8_valid("\xc3\xa9", 1));
+	assert_false(json_utf8_valid("\xf0\x9f\x98\x80", 3));
+}
+
+static char *capture(void (*fn)(FILE *, const void *, size_t, const char *), const void *v,
+		     size_t len, const char *key)
+{
+	char *out = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&out, &n);
+
+	assert_non_null(f);
+	fn(f, v, len, key);
+	assert_int_equal(fclose(f), 0);
+	return out;
+}
+
+static void do_write_str(FILE *f, const void *v, size_t len, const char *key)
+{
+	(void)key;
+	json_write_str(f, v, len);
+}
+
+static void do_write_field(FILE *f, const void *v, size_t len, const char *key)
+{
+	json_write_field_bytes(f, key, v, len);
+}
+
+static void test_json_write(void **state)
+{
+	char *s;
+
+	(void)state;
+	s = capture(do_write_str, "a\"b\\c\nd\te\rf\x01g\x7fh\xc3\xa9", 17, NULL);
+	assert_string_equal(s, "\"a\\\"b\\\\c\\nd\\te\\rf\\u0001g\\u007fh\xc3\xa9\"");
+	free(s);
+	s = capture(do_write_field, "usr/bin", 7, "path");
+	assert_string_equal(s, "\"path\":\"usr/bin\"");
+	free(s);
+	s = capture(do_write_field, "a\0\xff", 3, "path");
+	assert_string_equal(s, "\"path_hex\":\"6100ff\"");
+	free(s);
+	s = capture(do_write_field, "\xc0\x80", 2, "v");
+	assert_string_equal(s, "\"v_hex\":\"c080\"");
+	free(s);
+	s = capture(do_write_field, "", 0, "v");
+	assert_string_equal(s, "\"v\":\"\"");
+	free(s);
+}
+
+/* ------------------------------------------------------------------ fsutil */
+
+static void test_fs_write_read(void **state)
+{
+	char dir[PATH_MAX], p[PATH_MAX], sub[PATH_MAX];
+	uint8_t data[70000], *got;
+	uint64_t seed = 7;
+	struct stat st;
+	size_t len;
+
+	(void)state;
+	tmpdir_make(dir);
+	path_fmt(p, "%s/file", dir);
+	prng_fill(&seed, data, sizeof(data));
+
+	assert_int_equal(fs_write_file_atomic(p, data, sizeof(data), 0600), 0);
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	assert_int_equal(st.st_size, sizeof(data));
+	assert_int_equal(fs_read_file(p, &got, &len), 0);
+	assert_int_equal(len, sizeof(data));
+	assert_memory_equal(got, data, sizeof(data));
+	assert_int_equal(got[len], 0); /* NUL-terminated for convenience */
+	free(got);
+
+	/* replace with shorter content and another mode */
+	assert_int_equal(fs_write_file_atomic(p, "hello", 5, 0644), 0);
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0644);
+	assert_int_equal(fs_read_file(p, &got, &len), 0);
+	assert_int_equal(len, 5);
+	assert_string_equal((char *)got, "hello");
+	free(got);
+
+	/* empty file */
+	assert_int_equal(fs_write_file_atomic(p, NULL, 0, 0644), 0);
+	assert_int_equal(fs_read_file(p, &got, &len), 0);
+	assert_int_equal(len, 0);
+	assert_int_equal(got[0], 0);
+	free(got);
+
+	/* no temporary files are left behind */
+	{
+		char cmd[PATH_MAX + 64];
+		FILE *f;
+		int n;
+
+		path_fmt(cmd, "ls -A '%s' | wc -l", dir);
+		f = popen(cmd, "r");
+		assert_non_null(f);
+		assert_int_equal(fscanf(f, "%d", &n), 1);
+		pclose(f);
+		assert_int_equal(n, 1);
+	}
+
+	/* errors */
+	path_fmt(sub, "%s/missing/file", dir);
+	assert_int_equal(fs_write_file_atomic(sub, "x", 1, 0644), -ENOENT);
+	assert_int_equal(fs_read_file(sub, &got, &len), -ENOENT);
+	assert_int_equal(fs_read_file(dir, &got, &len), -EISDIR);
+	assert_int_equal(fs_read_file("/dev/null", &got, &len), -EINVAL);
+
+	rm_rf(dir);
+}
+
+static void test_fs_read_full_eof(void **state)
+{
+	char dir[PATH_MAX], p[PATH_MAX], buf[16];
+	int fd;
+
+	(void)state;
+	tmpdir_make(dir);
+	path_fmt(p, "%s/f", dir);
+	write_file(p, "0123456789", 10);
+	fd = open(p, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(fs_read_full(fd, buf, 4), 0);
+	assert_memory_equal(buf, "0123", 4);
+	assert_int_equal(fs_read_full(fd, buf, 7), -EIO); /* only 6 left */
+	assert_int_equal(fs_pread_full(fd, buf, 10, 0), 0);
+	assert_memory_equal(buf, "0123456789", 10);
+	assert_int_equal(fs_pread_full(fd, buf, 3, 7), 0);
+	assert_memory_equal(buf, "789", 3);
+	assert_int_equal(fs_pread_full(fd, buf, 4, 7), -EIO);
+	assert_int_equal(fs_pread_full(fd, buf, 1, 10), -EIO);
+	assert_int_equal(fs_pread_full(fd, buf, 0, 100), 0);
+	close(fd);
+	assert_int_equal(fs_read_full(fd, buf, 1), -EBADF);
+	assert_int_equal(fs_write_full(fd, buf, 1), -EBADF);
+	rm_rf(dir);
+}
+
+static void test_fs_mkdir_p(void **state)
+{
+	char dir[PATH_MAX], p[PATH_MAX], f[PATH_MAX], cwd[PATH_MAX];
+	struct stat st;
+
+	(void)state;
+	tmpdir_make(dir);
+	path_fmt(p, "%s/a/b/c/d", dir);
+	assert_int_equal(fs_mkdir_p(p, 0755), 0);
+	assert_int_equal(stat(p, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	/* existing: fine */
+	assert_int_equal(fs_mkdir_p(p, 0755), 0);
+	path_fmt(p, "%s/a/b", dir);
+	assert_int_equal(fs_mkdir_p(p, 0755), 0);
+	/* trailing slash and doubled slashes */
+	path_fmt(p, "%s/x//y/", dir);
+	assert_int_equal(fs_mkdir_p(p, 0755), 0);
+	path_fmt(p, "%s/x/y", dir);
+	assert_int_equal(stat(p, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	/* a file in the way: as the last component, and in the middle */
+	path_fmt(f, "%s/file", dir);
+	write_file(f, "x", 1);
+	assert_int_equal(fs_mkdir_p(f, 0755), -ENOTDIR);
+	path_fmt(p, "%s/file/sub", dir);
+	assert_int_equal(fs_mkdir_p(p, 0755), -ENOTDIR);
+	/* empty and too long */
+	assert_int_equal(fs_mkdir_p("", 0755), -ENAMETOOLONG);
+	{
+		char *longp = malloc(PATH_MAX + 10);
+
+		assert_non_null(longp);
+		memset(longp, 'a', PATH_MAX + 9);
+		longp[PATH_MAX + 9] = '\0';
+		assert_int_equal(fs_mkdir_p(longp, 0755), -ENAMETOOLONG);
+		free(longp);
+	}
+	/* relative path */
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	assert_int_equal(chdir(dir), 0);
+	assert_int_equal(fs_mkdir_p("rel/one", 0755), 0);
+	assert_int_equal(chdir(cwd), 0);
+	path_fmt(p, "%s/rel/one", dir);
+	assert_int_equal(stat(p, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	rm_rf(dir);
+}
+
+static void test_fs_dirname(void **state)
+{
+	char b[PATH_MAX];
+
+	(void)state;
+	fs_dirname("file", b, sizeof(b));
+	assert_string_equal(b, ".");
+	fs_dirname("/file", b, sizeof(b));
+	assert_string_equal(b, "/");
+	fs_dirname("/a/b/file", b, sizeof(b));
+	assert_string_equal(b, "/a/b");
+	fs_dirname("a/file", b, sizeof(b));
+	assert_string_equal(b, "a");
+}
+
+static void test_hash_bytes(void **state)
+{
+	(void)state;
+	assert_true(hash_bytes("abc", 3, 0) == hash_bytes("abc", 3, 0));
+	assert_true(hash_bytes("abc", 3, 0) != hash_bytes("abc", 3, 1));
+	assert_true(hash_bytes("abc", 3, 0) != hash_bytes("abd", 3, 0));
+	assert_true(hash_bytes("abc", 3, 0) != hash_bytes("abc", 2, 0));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_size_parse_valid),
+		cmocka_unit_test(test_size_parse_invalid),
+		cmocka_unit_test(test_size_human),
+		cmocka_unit_test(test_sha256_vectors),
+		cmocka_unit_test(test_sha256_hex),
+		cmocka_unit_test(test_utf8_valid),
+		cmocka_unit_test(test_utf8_invalid),
+		cmocka_unit_test(test_json_write),
+		cmocka_unit_test(test_fs_write_read),
+		cmocka_unit_test(test_fs_read_full_eof),
+		cmocka_unit_test(test_fs_mkdir_p),
+		cmocka_unit_test(test_fs_dirname),
+		cmocka_unit_test(test_hash_bytes),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,439 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests for cas/oci_blob.c: digest and media type parsing, strict JSON, archive path
+ * normalization, verified small-blob reads, and layer application with on-the-fly digest
+ * and diff_id checks (layers made here with libarchive's writer).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <json-c/json.h>
+
+#include "../../cas/chunk.h"
+#include "../../cas/chunker.h"
+#include "../../cas/import.h"
+#include "../../cas/oci_blob.h"
+#include "../../cas/store.h"
+#include "../../cas/tree.h"
+#include "../../common/sha256.h"
+
+#define HEX64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+static void test_digest_parse(void **state)
+{
+	uint8_t d[SHA256_LEN];
+
+	(void)state;
+	assert_int_equal(oci_digest_parse("sha256:" HEX64, d), 0);
+	assert_int_equal(d[0], 0x01);
+	assert_int_equal(d[31], 0xef);
+	assert_int_equal(oci_digest_parse(NULL, d), -EINVAL);
+	assert_int_equal(oci_digest_parse("", d), -EINVAL);
+	assert_int_equal(oci_digest_parse("sha256:", d), -EINVAL);
+	assert_int_equal(oci_digest_parse(HEX64, d), -EINVAL);
+	assert_int_equal(oci_digest_parse("SHA256:" HEX64, d), -EINVAL);
+	assert_int_equal(oci_digest_parse("sha512:" HEX64 HEX64, d), -EINVAL);
+	assert_int_equal(oci_digest_parse("sha256:" HEX64 "0", d), -EINVAL);
+	assert_int_equal(oci_digest_parse("sha256:" HEX64 "/", d), -EINVAL);
+	assert_int_equal(oci_digest_parse("sha256:../../etc", d), -EINVAL);
+	assert_int_equal(oci_digest_parse("sha256:0123456789ABCDEF0123456789abcdef"
+					  "0123456789abcdef0123456789abcdef", d), -EINVAL);
+	assert_int_equal(oci_digest_parse("sha256:0123456789abcdef0123456789abcdef"
+					  "0123456789abcdef0123456789abcde", d), -EINVAL);
+	assert_int_equal(oci_digest_parse("sha256:../0123456789abcdef0123456789abcdef"
+					  "0123456789abcdef0123456789abc", d), -EINVAL);
+}
+
+static void test_media_types(void **state)
+{
+	enum oci_compression c;
+
+	(void)state;
+	assert_int_equal(oci_layer_media_type("application/vnd.oci.image.layer.v1.tar", &c), 0);
+	assert_int_equal(c, OCI_COMP_NONE);
+	assert_int_equal(oci_layer_media_type("application/vnd.oci.image.layer.v1.tar+gzip", &c),
+			 0);
+	assert_int_equal(c, OCI_COMP_GZIP);
+	assert_int_equal(oci_layer_media_type("application/vnd.oci.image.layer.v1.tar+zstd", &c),
+			 0);
+	assert_int_equal(c, OCI_COMP_ZSTD);
+	assert_int_equal(oci_layer_media_type("application/vnd.docker.image.rootfs.diff.tar.gzip",
+					      &c), 0);
+	assert_int_equal(c, OCI_COMP_GZIP);
+	assert_int_equal(oci_layer_media_type("application/vnd.docker.image.rootfs.diff.tar", &c),
+			 0);
+	assert_int_equal(c, OCI_COMP_NONE);
+	assert_int_equal(oci_layer_media_type("application/vnd.oci.image.layer.v1.tar+bzip2", &c),
+			 -ENOTSUP);
+	assert_int_equal(oci_layer_media_type("application/vnd.oci.image.manifest.v1+json", &c),
+			 -ENOTSUP);
+	assert_int_equal(oci_layer_media_type("", &c), -ENOTSUP);
+	assert_int_equal(oci_layer_media_type(NULL, &c), -ENOTSUP);
+}
+
+static void expect_json(const char *text, size_t len, bool ok)
+{
+	const char *why = NULL;
+	struct json_object *o = oci_json_parse(text, len, &why);
+
+	if (ok && !o)
+		fail_msg("'%s' rejected: %s", text, why);
+	if (!ok && o)
+		fail_msg("'%s' accepted", text);
+	if (!ok)
+		assert_non_null(why);
+	json_object_put(o);
+}
+
+static void test_json_parse(void **state)
+{
+	(void)state;
+	expect_json("{\"a\":1}", 7, true);
+	expect_json("{\"a\":1}\n \t\r\n", 12, true);
+	expect_json("[1,2]", 5, true);
+	expect_json("", 0, false);
+	expect_json("   ", 3, false);
+	expect_json("{\"a\":", 5, false);
+	expect_json("{\"a\":1}x", 8, false);
+	expect_json("{\"a\":1}{}", 9, false);
+	expect_json("{\"a\":1}\0", 8, false);
+	expect_json("{\"a\":1,}", 8, false);
+	expect_json("not json", 8, false);
+}
+
+static void expect_norm(const char *base, const char *path, const char *want)
+{
+	char out[64];
+	int ret = oci_path_normalize(base, path, out, sizeof(out));
+
+	if (ret || strcmp(out, want))
+		fail_msg("normalize(%s, %s) = %d '%s', want '%s'", base ? base : "NULL", path, ret,
+			 ret ? "" : out, want);
+}
+
+static void test_path_normalize(void **state)
+{
+	char out[8];
+
+	(void)state;
+	expect_norm(NULL, "a/b", "a/b");
+	expect_norm(NULL, "./a//b/", "a/b");
+	expect_norm(NULL, "/a/./b", "a/b");
+	expect_norm(NULL, ".", "");
+	expect_norm(NULL, "a/../b", "b");
+	expect_norm("", "x.tar", "x.tar");
+	expect_norm("id", "../x.tar", "x.tar");
+	expect_norm("a/b", "../../c", "c");
+	expect_norm("a/b", "c/../d", "a/b/d");
+	expect_norm("a/b", "/abs/x", "abs/x");
+	assert_int_equal(oci_path_normalize(NULL, "../x", out, sizeof(out)), -EINVAL);
+	assert_int_equal(oci_path_normalize("a", "../../x", out, sizeof(out)), -EINVAL);
+	assert_int_equal(oci_path_normalize(NULL, "a/../../x", out, sizeof(out)), -EINVAL);
+	assert_int_equal(oci_path_normalize(NULL, "abcdefgh", out, sizeof(out)), -ENAMETOOLONG);
+	assert_int_equal(oci_path_normalize(NULL, "abcdefg", out, sizeof(out)), 0);
+	assert_string_equal(out, "abcdefg");
+}
+
+static void test_printable(void **state)
+{
+	char buf[16];
+
+	(void)state;
+	assert_string_equal(oci_printable("plain", buf, sizeof(buf)), "plain");
+	assert_string_equal(oci_printable("a\nb\033[1m\x7f", buf, sizeof(buf)), "a?b?[1m?");
+	assert_string_equal(oci_printable("0123456789abcdefghij", buf, sizeof(buf)),
+			    "0123456789ab...");
+	assert_string_equal(oci_printable(NULL, buf, sizeof(buf)), "");
+}
+
+/* ---------------------------------------------------------------- blob reads */
+
+struct tmp {
+	char dir[PATH_MAX];
+};
+
+static int tmp_setup(void **state)
+{
+	struct tmp *t = calloc(1, sizeof(*t));
+	const char *base = getenv("TMPDIR");
+
+	if (!t)
+		return -1;
+	snprintf(t->dir, sizeof(t->dir), "%s/lazyblk-test-oci.XXXXXX",
+		 base && *base ? base : "/tmp");
+	if (!mkdtemp(t->dir)) {
+		free(t);
+		return -1;
+	}
+	*state = t;
+	return 0;
+}
+
+static int tmp_teardown(void **state)
+{
+	struct tmp *t = *state;
+	char cmd[PATH_MAX + 16];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", t->dir);
+	if (system(cmd) != 0)
+		return -1;
+	free(t);
+	return 0;
+}
+
+static int tmp_file(struct tmp *t, const char *name, const void *data, size_t len)
+{
+	char path[PATH_MAX + 64];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%.60s", t->dir, name);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, data, len), (ssize_t)len);
+	return fd;
+}
+
+static void test_blob_read(void **state)
+{
+	static const char text[] = "{\"schemaVersion\":2}";
+	struct tmp *t = *state;
+	uint8_t d[SHA256_LEN], bad[SHA256_LEN] = { 0 };
+	size_t len = strlen(text), n = 0;
+	char *buf = NULL;
+	int fd = tmp_file(t, "blob", text, len);
+
+	assert_int_equal(sha256_buf(text, len, d), 0);
+	assert_int_equal(oci_blob_read(fd, len, d, 1024, &buf, &n, "blob"), 0);
+	assert_int_equal(n, len);
+	assert_string_equal(buf, text);
+	free(buf);
+	buf = NULL;
+	assert_int_equal(oci_blob_read(fd, OCI_SIZE_UNKNOWN, NULL, 1024, &buf, &n, "blob"), 0);
+	free(buf);
+	buf = NULL;
+	assert_int_equal(oci_blob_read(fd, len, bad, 1024, &buf, &n, "blob"), -EBADMSG);
+	assert_null(buf);
+	assert_int_equal(oci_blob_read(fd, len + 1, d, 1024, &buf, &n, "blob"), -EBADMSG);
+	assert_int_equal(oci_blob_read(fd, len, d, len - 1, &buf, &n, "blob"), -EFBIG);
+	assert_null(buf);
+	close(fd);
+}
+
+/* ---------------------------------------------------------------- layers */
+
+/* A pax tar (optionally gzip/zstd) with the given entries ("name=content", "dir/"). */
+static size_t make_layer(enum oci_compression comp, uint8_t *out, size_t cap, size_t *tar_len,
+			 uint8_t diff_id[SHA256_LEN], const char *const *entries)
+{
+	struct archive *a;
+	size_t used = 0;
+
+	for (int pass = 0; pass < 2; pass++) {
+		/* pass 0: the plain tar, for the diff_id; pass 1: the blob */
+		a = archive_write_new();
+		assert_non_null(a);
+		assert_int_equal(archive_write_set_format_pax(a), ARCHIVE_OK);
+		if (pass == 1 && comp == OCI_COMP_GZIP)
+			assert_int_equal(archive_write_add_filter_gzip(a), ARCHIVE_OK);
+		if (pass == 1 && comp == OCI_COMP_ZSTD)
+			assert_true(archive_write_add_filter_zstd(a) >= ARCHIVE_WARN);
+		assert_int_equal(archive_write_open_memory(a, out, cap, &used), ARCHIVE_OK);
+		for (const char *const *e = entries; *e; e++) {
+			struct archive_entry *ae = archive_entry_new();
+			const char *eq = strchr(*e, '=');
+			char name[256];
+
+			snprintf(name, sizeof(name), "%.*s", eq ? (int)(eq - *e) : (int)strlen(*e),
+				 *e);
+			archive_entry_set_pathname(ae, name);
+			archive_entry_set_mtime(ae, 1000000000, 5);
+			if (eq) {
+				archive_entry_set_filetype(ae, AE_IFREG);
+				archive_entry_set_perm(ae, 0644);
+				archive_entry_set_size(ae, (la_int64_t)strlen(eq + 1));
+			} else {
+				archive_entry_set_filetype(ae, AE_IFDIR);
+				archive_entry_set_perm(ae, 0755);
+			}
+			assert_int_equal(archive_write_header(a, ae), ARCHIVE_OK);
+			if (eq)
+				assert_int_equal(archive_write_data(a, eq + 1, strlen(eq + 1)),
+						 (la_ssize_t)strlen(eq + 1));
+			archive_entry_free(ae);
+		}
+		assert_int_equal(archive_write_close(a), ARCHIVE_OK);
+		archive_write_free(a);
+		if (pass == 0) {
+			*tar_len = used;
+			assert_int_equal(sha256_buf(out, used, diff_id), 0);
+		}
+	}
+	return used;
+}
+
+struct world {
+	struct store *store;
+	struct import_ctx ic;
+};
+
+static void world_open(struct world *w, struct tmp *t)
+{
+	struct chunker_opts o = { 1, 64 << 10, CHUNK_LEVEL_DEFAULT };
+	char dir[PATH_MAX + 8];
+
+	memset(w, 0, sizeof(*w));
+	snprintf(dir, sizeof(dir), "%s/store", t->dir);
+	assert_int_equal(store_open(dir, true, &w->store), 0);
+	w->ic.tree = tree_new();
+	assert_non_null(w->ic.tree);
+	assert_int_equal(chunker_new(w->store, &o, &w->ic.chunker), 0);
+	w->ic.src_label = "unit";
+}
+
+static void world_close(struct world *w)
+{
+	chunker_finish(w->ic.chunker);
+	chunker_free(w->ic.chunker);
+	tree_free(w->ic.tree);
+	store_close(w->store);
+}
+
+static struct tree_node *find(struct world *w, const char *a, const char *b)
+{
+	struct tree_node *n = tree_lookup(w->ic.tree, tree_root(w->ic.tree), a, strlen(a));
+
+	if (n && b)
+		n = tree_lookup(w->ic.tree, n, b, strlen(b));
+	return n;
+}
+
+static void layer_case(struct tmp *t, enum oci_compression comp)
+{
+	static const char *const l1[] = { "etc/", "etc/a=alpha\n", "etc/b=beta\n", NULL };
+	static const char *const l2[] = { "etc/", "etc/.wh.a=", "etc/c=gamma\n", NULL };
+	static uint8_t blob1[1 << 16], blob2[1 << 16];
+	uint8_t d1[SHA256_LEN], d2[SHA256_LEN], diff1[SHA256_LEN], diff2[SHA256_LEN];
+	size_t n1, n2, t1, t2;
+	struct world w;
+	int fd1, fd2;
+
+	n1 = make_layer(comp, blob1, sizeof(blob1), &t1, diff1, l1);
+	n2 = make_layer(comp, blob2, sizeof(blob2), &t2, diff2, l2);
+	assert_int_equal(sha256_buf(blob1, n1, d1), 0);
+	assert_int_equal(sha256_buf(blob2, n2, d2), 0);
+	fd1 = tmp_file(t, "l1", blob1, n1);
+	fd2 = tmp_file(t, "l2", blob2, n2);
+
+	/* both layers with every check: the whiteout removes a */
+	world_open(&w, t);
+	{
+		struct oci_layer_src s1 = { fd1, n1, d1, diff1, comp };
+		struct oci_layer_src s2 = { fd2, n2, d2, diff2, comp };
+
+		assert_int_equal(oci_layer_apply(&w.ic, &s1, 1, "layer 1"), 0);
+		assert_non_null(find(&w, "etc", "a"));
+		assert_int_equal(oci_layer_apply(&w.ic, &s2, 2, "layer 2"), 0);
+		assert_null(find(&w, "etc", "a"));
+		assert_non_null(find(&w, "etc", "b"));
+		assert_non_null(find(&w, "etc", "c"));
+		assert_null(find(&w, "etc", ".wh.a"));
+		assert_int_equal(find(&w, "etc", "c")->ino->size, 6);
+		assert_int_equal(find(&w, "etc", "c")->ino->mtime_ns, 5);
+	}
+	world_close(&w);
+
+	/* unknown size and no digests: still applies */
+	world_open(&w, t);
+	{
+		struct oci_layer_src s = { fd1, OCI_SIZE_UNKNOWN, NULL, NULL,
+					   comp == OCI_COMP_NONE ? comp : OCI_COMP_DETECT };
+
+		assert_int_equal(oci_layer_apply(&w.ic, &s, 1, "layer"), 0);
+		assert_non_null(find(&w, "etc", "b"));
+	}
+	world_close(&w);
+
+	/* wrong digest, wrong diff_id, wrong size */
+	world_open(&w, t);
+	{
+		struct oci_layer_src s = { fd1, n1, d2, NULL, comp };
+
+		assert_int_equal(oci_layer_apply(&w.ic, &s, 1, "bad digest"), -EBADMSG);
+		s.digest = d1;
+		s.diff_id = diff2;
+		assert_int_equal(oci_layer_apply(&w.ic, &s, 1, "bad diff_id"), -EBADMSG);
+		s.diff_id = NULL;
+		s.size = n1 - 1;
+		assert_int_equal(oci_layer_apply(&w.ic, &s, 1, "bad size"), -EBADMSG);
+	}
+	world_close(&w);
+
+	/* bytes appended after the tar's end are still covered by the digest */
+	{
+		static const char junk[] = "trailing bytes after the archive";
+		uint8_t dj[SHA256_LEN];
+		int fdj;
+
+		memcpy(blob1 + n1, junk, sizeof(junk));
+		assert_int_equal(sha256_buf(blob1, n1 + sizeof(junk), dj), 0);
+		fdj = tmp_file(t, "lj", blob1, n1 + sizeof(junk));
+		world_open(&w, t);
+		if (comp == OCI_COMP_NONE) {
+			struct oci_layer_src s = { fdj, n1 + sizeof(junk), d1, NULL, comp };
+
+			/* the tar stops at its end marker: only the digest sees the junk */
+			assert_int_equal(oci_layer_apply(&w.ic, &s, 1, "junk"), -EBADMSG);
+			s.digest = dj;
+			assert_int_equal(oci_layer_apply(&w.ic, &s, 1, "junk"), 0);
+		}
+		world_close(&w);
+		close(fdj);
+	}
+	close(fd1);
+	close(fd2);
+}
+
+static void test_layer_plain(void **state)
+{
+	layer_case(*state, OCI_COMP_NONE);
+}
+
+static void test_layer_gzip(void **state)
+{
+	layer_case(*state, OCI_COMP_GZIP);
+}
+
+static void test_layer_zstd(void **state)
+{
+	layer_case(*state, OCI_COMP_ZSTD);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_digest_parse),
+		cmocka_unit_test(test_media_types),
+		cmocka_unit_test(test_json_parse),
+		cmocka_unit_test(test_path_normalize),
+		cmocka_unit_test(test_printable),
+		cmocka_unit_test_setup_teardown(test_blob_read, tmp_setup, tmp_teardown),
+		cmocka_unit_test_setup_teardown(test_layer_plain, tmp_setup, tmp_teardown),
+		cmocka_unit_test_setup_teardown(test_layer_gzip, tmp_setup, tmp_teardown),
+		cmocka_unit_test_setup_teardown(test_layer_zstd, tmp_setup, tmp_teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
