@@ -63,6 +63,7 @@ run: $(BUILD)/lazyblk
 
 bench: $(BUILD)/lazyblk
 	@LAZYBLK=$(abspath $(BUILD)/lazyblk) bench/import.sh
+	@LAZYBLK=$(abspath $(BUILD)/lazyblk) bench/manifest.sh
 
 clean:
 	rm -rf build

@@ -11,8 +11,9 @@
 # Method: one untimed `tar -cf - DIR | cat >/dev/null` warms the page cache; then the two
 # tools run alternately (A B, B A, A B, ...) RUNS times each, every run into a fresh
 # output (an empty store for lazyblk, a new .tar.zst for the peer) in a scratch directory
-# under build/bench on the same filesystem.  Outputs are written to the page cache (no
-# fsync is forced on either tool); `sync` runs, untimed, between runs.
+# under build/bench on the same filesystem.  lazyblk makes its chunks durable as part of
+# the import (syncfs before chunks become visible); the peer's output is left in the
+# page cache, which favours the peer.  `sync` runs, untimed, between runs.
 #
 # Writes: build/bench/import.json (machine-readable) and a section of docs/benchmarks.md
 # (an older section for the same benchmark and DIR is replaced).  Scratch data is removed.
@@ -184,6 +185,7 @@ Machine: {E['NPROC']} CPUs ({E['CPU']}), {int(E['MEM_KIB']) // 1024:,} MiB RAM, 
 scratch on {E['FSTYPE']}. lazyblk `{E['GIT_REV']}`, zstd {E['ZSTD_VER']}, {E['TAR_VER']}.
 Load average before the runs: {E['LOADAVG']}.
 Page cache warm; {E['RUNS']} runs each, alternating; MB = 10^6 bytes; files/s counts every entry.
+lazyblk's store is durable when it exits (syncfs); the peer's output is still in the page cache.
 
 | tool | median wall s | best s | runs s | MB/s | files/s | median CPU s | max RSS MiB | output bytes |
 |---|---:|---:|---:|---:|---:|---:|---:|---:|
