@@ -394,21 +394,7 @@ void manifest_free(struct manifest *m)
 
 const struct mf_entry *manifest_find(const struct manifest *m, const char *path)
 {
-	size_t lo = 0, hi = m->n_entries, plen = strlen(path);
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		const struct mf_entry *e = &m->entries[mid];
-		int c = manifest_path_cmp(m->strings + e->path_off, e->path_len, path, plen);
-
-		if (c == 0)
-			return e;
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
+	return find_before(m, m->n_entries, path, strlen(path));
 }
 
 /* ------------------------------------------------------------------ writing */

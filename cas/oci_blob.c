@@ -220,6 +220,23 @@ int oci_path_normalize(const char *base, const char *path, char *out, size_t len
 	return path_push(path, out, len, &n);
 }
 
+/* fstat a blob that must be a regular file; one error line naming `what` otherwise. */
+static int blob_stat(int fd, struct stat *st, const char *what)
+{
+	int ret;
+
+	if (fstat(fd, st) < 0) {
+		ret = -errno;
+		log_error("%s: %s", what, strerror(errno));
+		return ret;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		log_error("%s: not a regular file", what);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int oci_blob_read(int fd, uint64_t size, const uint8_t *digest, size_t max, char **out,
 		  size_t *out_len, const char *what)
 {
@@ -229,15 +246,9 @@ int oci_blob_read(int fd, uint64_t size, const uint8_t *digest, size_t max, char
 	char *buf;
 	int ret;
 
-	if (fstat(fd, &st) < 0) {
-		ret = -errno;
-		log_error("%s: %s", what, strerror(errno));
+	ret = blob_stat(fd, &st, what);
+	if (ret)
 		return ret;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		log_error("%s: not a regular file", what);
-		return -EINVAL;
-	}
 	if (size != OCI_SIZE_UNKNOWN && (uint64_t)st.st_size != size) {
 		log_error("%s: size mismatch: blob is %lld bytes, descriptor says %llu", what,
 			  (long long)st.st_size, (unsigned long long)size);
@@ -446,15 +457,9 @@ int oci_layer_apply(struct import_ctx *ic, const struct oci_layer_src *src, uint
 	struct stat st;
 	int r, ret;
 
-	if (fstat(src->fd, &st) < 0) {
-		ret = -errno;
-		log_error("%s: %s", what, strerror(errno));
+	ret = blob_stat(src->fd, &st, what);
+	if (ret)
 		return ret;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		log_error("%s: not a regular file", what);
-		return -EINVAL;
-	}
 	if (src->size != OCI_SIZE_UNKNOWN && (uint64_t)st.st_size != src->size) {
 		log_error("%s: size mismatch: blob is %lld bytes, descriptor says %llu", what,
 			  (long long)st.st_size, (unsigned long long)src->size);

@@ -269,33 +269,15 @@ out:
 int store_read(struct store *s, const uint8_t d[SHA256_LEN], uint8_t **frame, size_t *len)
 {
 	char rel[3 + SHA256_HEX_LEN + 1];
-	struct stat st;
-	uint8_t *buf;
 	int fd, ret;
 
 	rel_path(d, rel);
 	fd = openat(s->chunksfd, rel, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, &st) < 0) {
-		ret = -errno;
-		close(fd);
-		return ret;
-	}
-	buf = malloc(st.st_size ? (size_t)st.st_size : 1);
-	if (!buf) {
-		close(fd);
-		return -ENOMEM;
-	}
-	ret = fs_read_full(fd, buf, (size_t)st.st_size);
+	ret = fs_read_fd(fd, frame, len);
 	close(fd);
-	if (ret) {
-		free(buf);
-		return ret;
-	}
-	*frame = buf;
-	*len = (size_t)st.st_size;
-	return 0;
+	return ret;
 }
 
 int store_foreach(struct store *s, store_iter_fn cb, void *arg)

@@ -95,31 +95,20 @@ int fs_write_full(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-int fs_read_file(const char *path, uint8_t **data, size_t *len)
+int fs_read_fd(int fd, uint8_t **data, size_t *len)
 {
 	struct stat st;
 	uint8_t *buf;
-	int fd, ret;
+	int ret;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (fstat(fd, &st) < 0)
 		return -errno;
-	if (fstat(fd, &st) < 0) {
-		ret = -errno;
-		close(fd);
-		return ret;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		close(fd);
+	if (!S_ISREG(st.st_mode))
 		return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
-	}
 	buf = malloc((size_t)st.st_size + 1);
-	if (!buf) {
-		close(fd);
+	if (!buf)
 		return -ENOMEM;
-	}
 	ret = fs_read_full(fd, buf, (size_t)st.st_size);
-	close(fd);
 	if (ret) {
 		free(buf);
 		return ret;
@@ -128,6 +117,17 @@ int fs_read_file(const char *path, uint8_t **data, size_t *len)
 	*data = buf;
 	*len = (size_t)st.st_size;
 	return 0;
+}
+
+int fs_read_file(const char *path, uint8_t **data, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), ret;
+
+	if (fd < 0)
+		return -errno;
+	ret = fs_read_fd(fd, data, len);
+	close(fd);
+	return ret;
 }
 
 void fs_dirname(const char *path, char *buf, size_t len)
