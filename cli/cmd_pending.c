@@ -15,11 +15,6 @@ struct pending {
 };
 
 static const struct pending pending_cmds[] = {
-	{ "mkfs", "usage: lazyblk mkfs IMAGE.manifest -o IMAGE.layout [--size BYTES[K|M|G]]"
-		  " [--journal BYTES]\n\nSynthesize the ext4 metadata of the image and the map from"
-		  " data blocks to chunks.\n" },
-	{ "export", "usage: lazyblk export IMAGE.layout --store DIR -o DISK.raw\n\n"
-		    "Materialize every block of a layout into a raw disk image.\n" },
 	{ "serve", "usage: lazyblk serve IMAGE.layout --store DIR [--remote URL] [--overlay FILE]\n"
 		   "              (--nbd unix:PATH | --nbd tcp:HOST:PORT | --vhost-user PATH)\n\n"
 		   "Serve a layout as a lazily loaded, writable disk.\n" },
@@ -50,8 +45,6 @@ static int pending_run(const char *name, int argc, char **argv)
 	return 1;
 }
 
-int cmd_mkfs(int argc, char **argv) { return pending_run("mkfs", argc, argv); }
-int cmd_export(int argc, char **argv) { return pending_run("export", argc, argv); }
 int cmd_serve(int argc, char **argv) { return pending_run("serve", argc, argv); }
 int cmd_run(int argc, char **argv) { return pending_run("run", argc, argv); }
 int cmd_snapshot(int argc, char **argv) { return pending_run("snapshot", argc, argv); }

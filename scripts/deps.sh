@@ -6,7 +6,7 @@ PKGS=(
   build-essential pkg-config
   liburing-dev libzstd-dev libssl-dev libcurl4-openssl-dev libcmocka-dev
   libarchive-dev libjson-c-dev
-  e2fsprogs umoci skopeo zstd attr busybox-static python3 xz-utils time
+  e2fsprogs umoci skopeo zstd attr busybox-static python3 xz-utils time acl
 )
 missing=()
 for p in "${PKGS[@]}"; do

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Compare a directory tree with a lazyblk manifest (manifest show JSON), field by field.
 
-usage: check_tree.py DIR MANIFEST.json STORE [--no-atime] [--no-ctime] [--no-root]
+usage: check_tree.py DIR MANIFEST.json STORE [--no-atime] [--no-ctime] [--no-root] [--mounted]
+--mounted: DIR is a filesystem made from the manifest: its /lost+found may be extra.
 Checks, for every path: type, mode (07777), uid, gid, mtime/ctime (s + ns), size, rdev,
 symlink target, every xattr (name and exact bytes), holes (SEEK_DATA/SEEK_HOLE),
 content (every piece compared with the bytes at its offset in the chunk, decompressed
@@ -72,6 +73,8 @@ def main():
         if stat.S_ISDIR(st.st_mode):
             for n in os.listdir(full):
                 todo.append(rel.rstrip(b'/') + b'/' + n)
+    if '--mounted' in opts and b'/lost+found' not in ents:
+        paths = [p for p in paths if p != b'/lost+found' and not p.startswith(b'/lost+found/')]
     paths.sort(key=dfs_key)
     got = sorted(ents.keys(), key=dfs_key)
     if set(paths) != set(got):

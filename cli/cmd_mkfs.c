@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../cas/manifest.h"
+#include "../common/log.h"
+#include "../common/size.h"
+#include "../ext4gen/mkfs.h"
+#include "cli.h"
+
+static const char mkfs_usage[] =
+	"usage: lazyblk mkfs IMAGE.manifest -o IMAGE.layout [options]\n"
+	"\n"
+	"Synthesize the metadata of an ext4 filesystem holding the image (no file data is\n"
+	"read or copied) and the map from its data blocks to chunks in the store.\n"
+	"The filesystem has the features of a current mke2fs -t ext4 (journal, extents,\n"
+	"64bit, flex_bg, huge_file, dir_nlink, extra_isize, metadata_csum) and hashed\n"
+	"(htree) directories. The same manifest and options give a byte-identical layout.\n"
+	"\n"
+	"options:\n"
+	"  -o, --output FILE     the layout to write (atomically)\n"
+	"      --size BYTES      filesystem size (default: used space + 1G, whole groups)\n"
+	"      --journal BYTES   journal size (default 64M)\n"
+	"      --inodes N        inode count (default: one per 16K, at least entries + 25%)\n"
+	"      --label NAME      volume label (up to 16 bytes)\n"
+	"      --uuid UUID       filesystem UUID (default: derived from the manifest)\n"
+	"      --order FILE      paths (one per line) whose data is placed first\n"
+	"  -h, --help            this text\n";
+
+static int parse_uuid(const char *s, uint8_t out[16])
+{
+	int n = 0;
+
+	for (const char *p = s; *p; p++) {
+		int v;
+
+		if (*p == '-')
+			continue;
+		if (*p >= '0' && *p <= '9')
+			v = *p - '0';
+		else if (*p >= 'a' && *p <= 'f')
+			v = *p - 'a' + 10;
+		else if (*p >= 'A' && *p <= 'F')
+			v = *p - 'A' + 10;
+		else
+			return -EINVAL;
+		if (n >= 32)
+			return -EINVAL;
+		if (n % 2 == 0)
+			out[n / 2] = (uint8_t)(v << 4);
+		else
+			out[n / 2] |= (uint8_t)v;
+		n++;
+	}
+	return n == 32 ? 0 : -EINVAL;
+}
+
+int cmd_mkfs(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "size", required_argument, NULL, 'S' },
+		{ "journal", required_argument, NULL, 'J' },
+		{ "inodes", required_argument, NULL, 'I' },
+		{ "label", required_argument, NULL, 'L' },
+		{ "uuid", required_argument, NULL, 'U' },
+		{ "order", required_argument, NULL, 'O' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct mkfs_opts o = { 0 };
+	struct mkfs_result res;
+	struct manifest *m;
+	const char *out = NULL, *why = NULL;
+	uint8_t uuid[16];
+	char hex[SHA256_HEX_LEN + 1];
+	uint64_t v;
+	int c, ret;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o': out = optarg; break;
+		case 'S':
+			if (size_parse(optarg, &v) || v < (8u << 20))
+				return cli_usage_error("--size: '%s' is not a size of at least 8M", optarg);
+			o.size = v;
+			break;
+		case 'J':
+			if (size_parse(optarg, &v))
+				return cli_usage_error("--journal: '%s' is not a size", optarg);
+			o.journal_size = v;
+			break;
+		case 'I':
+			if (size_parse(optarg, &v) || v == 0 || v > UINT32_MAX)
+				return cli_usage_error("--inodes: '%s' is not a count", optarg);
+			o.inodes = v;
+			break;
+		case 'L':
+			if (strlen(optarg) > 16)
+				return cli_usage_error("--label: longer than 16 bytes");
+			o.label = optarg;
+			break;
+		case 'U':
+			if (parse_uuid(optarg, uuid))
+				return cli_usage_error("--uuid: '%s' is not a UUID", optarg);
+			o.uuid = uuid;
+			break;
+		case 'O': o.order_file = optarg; break;
+		case 'h': fputs(mkfs_usage, stdout); return 0;
+		default: return cli_bad_option("mkfs", argv, c);
+		}
+	}
+	if (optind >= argc)
+		return cli_usage_error("missing IMAGE.manifest (see lazyblk mkfs --help)");
+	if (optind + 1 < argc)
+		return cli_usage_error("unexpected argument '%s'", argv[optind + 1]);
+	if (!out)
+		return cli_usage_error("missing -o IMAGE.layout");
+	ret = manifest_load(argv[optind], &m, &why);
+	if (ret) {
+		log_error("%s: %s", argv[optind], why ? why : strerror(-ret));
+		return 1;
+	}
+	ret = mkfs_run(m, &o, out, &res);
+	manifest_free(m);
+	if (ret)
+		return 1;
+	sha256_to_hex(res.digest, hex);
+	printf("mkfs %s: %llu MiB ext4, %llu groups, %llu inodes, %llu blocks used, "
+	       "%llu metadata blocks stored, %llu data runs\nlayout %s sha256:%s\n",
+	       argv[optind], (unsigned long long)(res.blocks >> 8), (unsigned long long)res.groups,
+	       (unsigned long long)res.inodes, (unsigned long long)res.used_blocks,
+	       (unsigned long long)res.meta_blocks, (unsigned long long)res.data_runs, out, hex);
+	return 0;
+}

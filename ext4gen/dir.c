@@ -1,0 +1,404 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Directory blocks, as the kernel and e2fsck expect them with metadata_csum and dir_index.
+ *
+ * A directory whose "." / ".." and entries fit one block is linear: the entries in the
+ * caller's order, the last one stretched up to the 12-byte checksum tail.
+ *
+ * Anything larger is an htree (dx directory):
+ *
+ *   block 0            dx root: "." (12 bytes), ".." stretched over the rest of the block,
+ *                      dx_root_info, then count/limit and the index entries, dx_tail
+ *   blocks 1..N        interior index nodes (only with indirect_levels 1): an empty
+ *                      dirent spanning the whole block, count/limit, entries, dx_tail
+ *   blocks N+1..       leaves: entries sorted by (major, minor) hash, packed greedily,
+ *                      each leaf with the 12-byte dirent checksum tail
+ *
+ * An index entry maps the hashes from its own hash up to the next entry's to one block;
+ * entry 0 has no hash field (count/limit sit there) and covers everything below entry 1.
+ * When a run of equal major hashes is split between two leaves, the second leaf's index
+ * hash gets the low bit set, which tells a lookup to continue into it.
+ *
+ * Without the largedir feature the kernel accepts indirect_levels 0 and 1 only (dx_probe
+ * rejects levels >= 2, and so does e2fsck), which bounds a directory at
+ * DX_ROOT_LIMIT * DX_NODE_LIMIT leaves; beyond that dir_plan_new() fails with -EFBIG.
+ *
+ * The index blocks come first so that the whole index of a lazily fetched directory is one
+ * contiguous run right after the root.
+ */
+#include "dir.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "csum.h"
+#include "ext4_fs.h"
+
+#define BLK EXT4_BLOCK_SIZE
+#define DIRENT_TAIL_SIZE 12u                    /* struct ext4_dir_entry_tail */
+#define DX_TAIL_SIZE 8u                         /* struct dx_tail */
+#define LEAF_SPACE (BLK - DIRENT_TAIL_SIZE)     /* bytes for entries in a leaf */
+#define DOT_REC 12u                             /* "." and ".." records (linear) */
+#define DX_ROOT_COUNT_OFF 32u                   /* ".", "..", dx_root_info */
+#define DX_NODE_COUNT_OFF 8u                    /* the empty fake dirent */
+#define DX_ROOT_LIMIT ((BLK - DX_ROOT_COUNT_OFF - DX_TAIL_SIZE) / 8u)  /* 507 */
+#define DX_NODE_LIMIT ((BLK - DX_NODE_COUNT_OFF - DX_TAIL_SIZE) / 8u)  /* 510 */
+#define DX_ROOT_INFO_LEN 8u
+
+/* One entry in hash order: its hashes and its index in the caller's array. */
+struct dir_hent {
+	uint32_t major;
+	uint32_t minor;
+	uint32_t idx;
+};
+
+struct dir_plan {
+	const struct dir_entry_in *ents;
+	size_t n;
+	struct dir_params p;
+	struct dir_hent *sorted;        /* htree only: entries in hash order */
+	uint32_t nleaves;               /* htree only */
+	uint32_t nnodes;                /* interior index nodes (indirect_levels 1) */
+	uint32_t nblocks;
+};
+
+static inline void put_le16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+
+static inline void put_le32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+	p[2] = (uint8_t)(v >> 16);
+	p[3] = (uint8_t)(v >> 24);
+}
+
+/* Size of the record of an entry with a name of len bytes: 8-byte header, 4-aligned. */
+static inline uint32_t rec_size(uint32_t len)
+{
+	return (8u + len + 3u) & ~3u;
+}
+
+/* Writes one dirent header + name at p (the padding is already zero). */
+static void put_dirent(uint8_t *p, uint32_t ino, uint32_t rec_len, const char *name,
+		       uint8_t name_len, uint8_t file_type)
+{
+	put_le32(p, ino);
+	put_le16(p + 4, (uint16_t)rec_len);
+	p[6] = name_len;
+	p[7] = file_type;
+	memcpy(p + 8, name, name_len);
+}
+
+/* The 12-byte tail of a leaf (or linear) block and its checksum over everything before. */
+static void put_leaf_tail(uint8_t *blk, uint32_t iseed)
+{
+	uint8_t *t = blk + LEAF_SPACE;
+
+	put_le32(t, 0);
+	put_le16(t + 4, DIRENT_TAIL_SIZE);
+	t[6] = 0;
+	t[7] = EXT4_FT_DIR_CSUM;
+	put_le32(t + 8, crc32c(iseed, blk, LEAF_SPACE));
+}
+
+/*
+ * The dx_tail after `limit` index entries starting at count_off: crc32c over the block up
+ * to the last used entry, then over the tail itself with its checksum field taken as zero
+ * (the kernel's ext4_dx_csum()).
+ */
+static void put_dx_tail(uint8_t *blk, uint32_t count_off, uint32_t limit, uint32_t count,
+			uint32_t iseed)
+{
+	uint8_t *t = blk + count_off + limit * 8u;
+	uint32_t c;
+
+	put_le32(t, 0);
+	put_le32(t + 4, 0);
+	c = crc32c(iseed, blk, count_off + count * 8u);
+	c = crc32c(c, t, DX_TAIL_SIZE);
+	put_le32(t + 4, c);
+}
+
+static void put_countlimit(uint8_t *p, uint32_t limit, uint32_t count)
+{
+	put_le16(p, (uint16_t)limit);
+	put_le16(p + 2, (uint16_t)count);
+}
+
+/* Index entry i of an index whose count/limit starts at ents (entry 0 has no hash). */
+static void put_dx_entry(uint8_t *ents, uint32_t i, uint32_t hash, uint32_t block)
+{
+	if (i)
+		put_le32(ents + i * 8u, hash);
+	put_le32(ents + i * 8u + 4, block);
+}
+
+static int hent_cmp(const void *a, const void *b)
+{
+	const struct dir_hent *x = a, *y = b;
+
+	if (x->major != y->major)
+		return x->major < y->major ? -1 : 1;
+	if (x->minor != y->minor)
+		return x->minor < y->minor ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static bool name_ok(const struct dir_entry_in *e)
+{
+	if (!e->name || e->name_len == 0 || e->ino == 0)
+		return false;
+	if (e->name[0] == '.' && (e->name_len == 1 || (e->name_len == 2 && e->name[1] == '.')))
+		return false;
+	return !memchr(e->name, '/', e->name_len) && !memchr(e->name, '\0', e->name_len);
+}
+
+/* Leaves are packed greedily in hash order: how many does the sorted array need? */
+static uint32_t count_leaves(const struct dir_plan *d)
+{
+	uint32_t leaves = 1, used = 0;
+
+	for (size_t i = 0; i < d->n; i++) {
+		uint32_t r = rec_size(d->ents[d->sorted[i].idx].name_len);
+
+		if (used + r > LEAF_SPACE) {
+			leaves++;
+			used = 0;
+		}
+		used += r;
+	}
+	return leaves;
+}
+
+static int plan_htree(struct dir_plan *d)
+{
+	const struct dir_params *p = &d->p;
+	uint64_t blocks;
+
+	d->sorted = malloc(d->n * sizeof(*d->sorted));
+	if (!d->sorted)
+		return -ENOMEM;
+	for (size_t i = 0; i < d->n; i++) {
+		const struct dir_entry_in *e = &d->ents[i];
+		struct dir_hent *h = &d->sorted[i];
+
+		h->major = dir_name_hash(e->name, e->name_len, p->hash_version, p->unsigned_hash,
+					 p->hash_seed, &h->minor);
+		h->idx = (uint32_t)i;
+	}
+	qsort(d->sorted, d->n, sizeof(*d->sorted), hent_cmp);
+
+	d->nleaves = count_leaves(d);
+	if (d->nleaves > DX_ROOT_LIMIT) {
+		d->nnodes = (d->nleaves + DX_NODE_LIMIT - 1) / DX_NODE_LIMIT;
+		if (d->nnodes > DX_ROOT_LIMIT)
+			return -EFBIG;
+	}
+	blocks = 1ull + d->nnodes + d->nleaves;
+	d->nblocks = (uint32_t)blocks;
+	return 0;
+}
+
+int dir_plan_new(const struct dir_entry_in *ents, size_t n, const struct dir_params *p,
+		 struct dir_plan **out)
+{
+	struct dir_plan *d;
+	uint64_t bytes = 2 * DOT_REC;
+	int ret;
+
+	if (!p || !out || (n && !ents) || n > UINT32_MAX || p->hash_version > EXT4_HASH_TEA ||
+	    !p->ino || !p->parent_ino)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		if (!name_ok(&ents[i]))
+			return -EINVAL;
+		bytes += rec_size(ents[i].name_len);
+	}
+
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	d->ents = ents;
+	d->n = n;
+	d->p = *p;
+	if (bytes <= LEAF_SPACE) {
+		d->nblocks = 1;
+	} else {
+		ret = plan_htree(d);
+		if (ret) {
+			dir_plan_free(d);
+			return ret;
+		}
+	}
+	*out = d;
+	return 0;
+}
+
+uint32_t dir_nblocks(const struct dir_plan *d)
+{
+	return d->nblocks;
+}
+
+bool dir_is_htree(const struct dir_plan *d)
+{
+	return d->sorted != NULL;
+}
+
+void dir_plan_free(struct dir_plan *d)
+{
+	if (!d)
+		return;
+	free(d->sorted);
+	free(d);
+}
+
+static uint32_t dir_iseed(const struct dir_plan *d)
+{
+	return ext4_inode_csum_seed(d->p.csum_seed, d->p.ino, d->p.generation);
+}
+
+static void render_linear(const struct dir_plan *d, uint8_t *blk)
+{
+	uint32_t off = 2 * DOT_REC;
+
+	put_dirent(blk, d->p.ino, DOT_REC, ".", 1, EXT4_FT_DIR);
+	put_dirent(blk + DOT_REC, d->p.parent_ino, d->n ? DOT_REC : LEAF_SPACE - DOT_REC,
+		   "..", 2, EXT4_FT_DIR);
+	for (size_t i = 0; i < d->n; i++) {
+		const struct dir_entry_in *e = &d->ents[i];
+		uint32_t r = rec_size(e->name_len);
+
+		if (i + 1 == d->n)
+			r = LEAF_SPACE - off;
+		put_dirent(blk + off, e->ino, r, e->name, e->name_len, e->file_type);
+		off += r;
+	}
+	put_leaf_tail(blk, dir_iseed(d));
+}
+
+/* Where the index entry for leaf k lives: in the root, or in interior node k's owner. */
+struct dx_cursor {
+	uint32_t node;          /* current interior node (indirect_levels 1) */
+	uint32_t node_first;    /* first leaf of that node */
+	uint32_t node_end;      /* one past its last leaf */
+};
+
+/* Interior node j owns leaves [j * L / N, (j + 1) * L / N): as even as it gets. */
+static uint32_t node_first_leaf(const struct dir_plan *d, uint32_t j)
+{
+	return (uint32_t)((uint64_t)j * d->nleaves / d->nnodes);
+}
+
+static void render_index_heads(const struct dir_plan *d, uint8_t *out)
+{
+	uint8_t *root = out;
+	uint8_t info[DX_ROOT_INFO_LEN] = { 0 };
+
+	put_dirent(root, d->p.ino, DOT_REC, ".", 1, EXT4_FT_DIR);
+	put_dirent(root + DOT_REC, d->p.parent_ino, BLK - DOT_REC, "..", 2, EXT4_FT_DIR);
+	info[4] = d->p.hash_version;
+	info[5] = DX_ROOT_INFO_LEN;
+	info[6] = d->nnodes ? 1 : 0;
+	memcpy(root + 2 * DOT_REC, info, sizeof(info));
+	put_countlimit(root + DX_ROOT_COUNT_OFF, DX_ROOT_LIMIT,
+		       d->nnodes ? d->nnodes : d->nleaves);
+
+	for (uint32_t j = 0; j < d->nnodes; j++) {
+		uint8_t *node = out + (size_t)(1 + j) * BLK;
+		uint32_t first = node_first_leaf(d, j);
+		uint32_t end = j + 1 < d->nnodes ? node_first_leaf(d, j + 1) : d->nleaves;
+
+		put_le32(node, 0);
+		put_le16(node + 4, (uint16_t)BLK);
+		put_countlimit(node + DX_NODE_COUNT_OFF, DX_NODE_LIMIT, end - first);
+	}
+}
+
+/* Records leaf k (at logical block blk, first hash h) in the index. */
+static void index_leaf(const struct dir_plan *d, uint8_t *out, struct dx_cursor *c,
+		       uint32_t k, uint32_t h, uint32_t blk)
+{
+	if (!d->nnodes) {
+		put_dx_entry(out + DX_ROOT_COUNT_OFF, k, h, blk);
+		return;
+	}
+	while (k >= c->node_end) {
+		c->node++;
+		c->node_first = c->node_end;
+		c->node_end = c->node + 1 < d->nnodes ? node_first_leaf(d, c->node + 1)
+						      : d->nleaves;
+	}
+	if (k == c->node_first)	/* the node's range starts where its first leaf's does */
+		put_dx_entry(out + DX_ROOT_COUNT_OFF, c->node, h, 1 + c->node);
+	put_dx_entry(out + (size_t)(1 + c->node) * BLK + DX_NODE_COUNT_OFF, k - c->node_first,
+		     h, blk);
+}
+
+static void render_htree(const struct dir_plan *d, uint8_t *out)
+{
+	uint32_t iseed = dir_iseed(d);
+	uint32_t first_leaf_blk = 1 + d->nnodes;
+	struct dx_cursor cur = { 0 };
+	uint32_t k = 0, used = 0, prev_major = 0;
+	uint8_t *leaf = out + (size_t)first_leaf_blk * BLK;
+	uint8_t *last = NULL;     /* the previous record in this leaf */
+
+	render_index_heads(d, out);
+	if (d->nnodes) {
+		cur.node_first = 0;
+		cur.node_end = d->nnodes > 1 ? node_first_leaf(d, 1) : d->nleaves;
+	}
+
+	for (size_t i = 0; i < d->n; i++) {
+		const struct dir_hent *h = &d->sorted[i];
+		const struct dir_entry_in *e = &d->ents[h->idx];
+		uint32_t r = rec_size(e->name_len);
+
+		if (i == 0 || used + r > LEAF_SPACE) {
+			if (i) {
+				/* close the previous leaf */
+				put_le16(last + 4, (uint16_t)(LEAF_SPACE - (last - leaf)));
+				put_leaf_tail(leaf, iseed);
+				leaf += BLK;
+				k++;
+			}
+			/* a run of equal hashes continuing from the previous leaf */
+			index_leaf(d, out, &cur, k, h->major | (i && h->major == prev_major),
+				   first_leaf_blk + k);
+			used = 0;
+		}
+		last = leaf + used;
+		put_dirent(last, e->ino, r, e->name, e->name_len, e->file_type);
+		used += r;
+		prev_major = h->major;
+	}
+	put_le16(last + 4, (uint16_t)(LEAF_SPACE - (last - leaf)));
+	put_leaf_tail(leaf, iseed);
+
+	put_dx_tail(out, DX_ROOT_COUNT_OFF, DX_ROOT_LIMIT, d->nnodes ? d->nnodes : d->nleaves,
+		    iseed);
+	for (uint32_t j = 0; j < d->nnodes; j++) {
+		uint32_t first = node_first_leaf(d, j);
+		uint32_t end = j + 1 < d->nnodes ? node_first_leaf(d, j + 1) : d->nleaves;
+
+		put_dx_tail(out + (size_t)(1 + j) * BLK, DX_NODE_COUNT_OFF, DX_NODE_LIMIT,
+			    end - first, iseed);
+	}
+}
+
+int dir_render(const struct dir_plan *d, uint8_t *out)
+{
+	if (!d || !out)
+		return -EINVAL;
+	memset(out, 0, (size_t)d->nblocks * BLK);
+	if (dir_is_htree(d))
+		render_htree(d, out);
+	else
+		render_linear(d, out);
+	return 0;
+}

@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: MIT */
+#include "geom.h"
+
+#include <errno.h>
+
+#include "ext4_fs.h"
+
+static bool is_power_of(uint32_t n, uint32_t base)
+{
+	while (n > 1 && n % base == 0)
+		n /= base;
+	return n == 1;
+}
+
+bool geom_group_has_super(uint32_t group)
+{
+	return group <= 1 || is_power_of(group, 3) || is_power_of(group, 5) ||
+	       is_power_of(group, 7);
+}
+
+uint32_t geom_super_blocks(const struct geom *g, uint32_t group)
+{
+	return geom_group_has_super(group) ? 1 + g->gdt_blocks : 0;
+}
+
+int geom_init(struct geom *g, uint64_t blocks, uint64_t inodes)
+{
+	uint64_t ipg;
+
+	if (blocks < 1024)
+		return -EINVAL;
+	g->blocks = blocks;
+	g->groups = (uint32_t)((blocks + EXT4_BLOCKS_PER_GROUP - 1) / EXT4_BLOCKS_PER_GROUP);
+	g->gdt_blocks = (g->groups * EXT4_DESC_SIZE + EXT4_BLOCK_SIZE - 1) / EXT4_BLOCK_SIZE;
+	ipg = (inodes + g->groups - 1) / g->groups;
+	/* whole inode table blocks (16 inodes each), whole bitmap bytes, at most one bitmap */
+	ipg = (ipg + 15) & ~(uint64_t)15;
+	if (ipg < 16)
+		ipg = 16;
+	if (ipg > EXT4_BLOCKS_PER_GROUP)
+		return -E2BIG;
+	g->inodes_per_group = (uint32_t)ipg;
+	g->itable_blocks = (uint32_t)(ipg * EXT4_INODE_SIZE / EXT4_BLOCK_SIZE);
+	g->inodes = ipg * g->groups;
+	if (g->inodes > UINT32_MAX)
+		return -E2BIG;
+	return 0;
+}
+
+/* If [b, b + n) touches a superblock copy, the first block past it; else b. */
+static uint64_t skip_super(const struct geom *g, uint64_t b, uint64_t n)
+{
+	for (;;) {
+		uint32_t grp = (uint32_t)(b / EXT4_BLOCKS_PER_GROUP);
+		uint64_t start = (uint64_t)grp * EXT4_BLOCKS_PER_GROUP;
+		uint32_t sb = geom_super_blocks(g, grp);
+		uint64_t nstart = start + EXT4_BLOCKS_PER_GROUP;
+
+		if (b < start + sb) {
+			b = start + sb;
+			continue;
+		}
+		/* does the range reach into the next group's superblock copy? */
+		if (b + n > nstart && nstart < g->blocks && geom_super_blocks(g, grp + 1)) {
+			if (n == 1 || b + n <= nstart)
+				return b;
+			b = nstart + geom_super_blocks(g, grp + 1);
+			continue;
+		}
+		return b;
+	}
+}
+
+uint64_t alloc_peek(struct alloc *a)
+{
+	return skip_super(a->g, a->next, 1);
+}
+
+int64_t alloc_contig(struct alloc *a, uint64_t n)
+{
+	uint64_t b = skip_super(a->g, a->next, n);
+
+	if (b + n > a->g->blocks)
+		return -1;
+	a->next = b + n;
+	return (int64_t)b;
+}
+
+struct count_end {
+	uint64_t end;
+};
+
+static int note_end(void *arg, uint64_t phys, uint64_t count)
+{
+	((struct count_end *)arg)->end = phys + count;
+	return 0;
+}
+
+int geom_walk_run(const struct geom *g, uint64_t first, uint64_t n, geom_piece_fn cb, void *arg)
+{
+	uint64_t b = first;
+
+	while (n) {
+		uint32_t grp;
+		uint64_t gend, piece;
+		int ret;
+
+		b = skip_super(g, b, 1);
+		grp = (uint32_t)(b / EXT4_BLOCKS_PER_GROUP);
+		gend = (uint64_t)(grp + 1) * EXT4_BLOCKS_PER_GROUP;
+		piece = gend - b;
+		/* pieces stop where the next group's superblock copy starts */
+		if (!geom_super_blocks(g, grp + 1) || gend >= g->blocks) {
+			uint64_t nb = gend;
+
+			while (nb < g->blocks && !geom_super_blocks(g, (uint32_t)(nb / EXT4_BLOCKS_PER_GROUP)))
+				nb += EXT4_BLOCKS_PER_GROUP;
+			piece = nb - b;
+		}
+		if (piece > n)
+			piece = n;
+		ret = cb(arg, b, piece);
+		if (ret)
+			return ret;
+		b += piece;
+		n -= piece;
+	}
+	return 0;
+}
+
+int64_t alloc_run(struct alloc *a, uint64_t n)
+{
+	struct count_end ce = { 0 };
+	uint64_t first = alloc_peek(a);
+
+	if (n == 0)
+		return (int64_t)first;
+	geom_walk_run(a->g, first, n, note_end, &ce);
+	if (ce.end > a->g->blocks)
+		return -1;
+	a->next = ce.end;
+	return (int64_t)first;
+}

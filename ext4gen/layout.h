@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The layout: what `lazyblk mkfs` writes and every reader of the disk serves from.
+ * A disk of block_count 4 KiB blocks where
+ *   - metadata blocks (everything ext4gen synthesized) are stored in the layout file,
+ *   - data runs map byte ranges of the disk to byte ranges of chunks in the store,
+ *   - everything else reads as zeros.
+ * File format (little-endian), see docs/formats.md:
+ *   header (4096 bytes) | metadata blocks | meta_runs[] | data_runs[] | chunks[]
+ * The header holds the sha256 of everything after it; the layout's digest is the
+ * sha256 of the header.
+ */
+#ifndef LZ_EXT4GEN_LAYOUT_H
+#define LZ_EXT4GEN_LAYOUT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/sha256.h"
+
+#define LAYOUT_MAGIC "LZBKLAYT"
+#define LAYOUT_VERSION 1
+#define LAYOUT_BLOCK 4096u
+/* Largest disk: its size in bytes fits an off_t. */
+#define LAYOUT_MAX_BLOCKS ((uint64_t)INT64_MAX / LAYOUT_BLOCK)
+
+struct layout_header {
+	char magic[8];
+	uint32_t version;
+	uint32_t block_size;          /* 4096 */
+	uint64_t block_count;         /* disk size / 4096 */
+	uint64_t meta_blocks;         /* blocks stored after the header */
+	uint64_t meta_run_count;
+	uint64_t data_run_count;
+	uint64_t chunk_count;
+	uint32_t chunk_size;          /* largest chunk (from the manifest) */
+	uint32_t flags;
+	uint8_t manifest_digest[32];  /* the manifest this layout was made from */
+	uint8_t fs_uuid[16];
+	uint8_t body_sha256[32];      /* of every byte after the header */
+	uint32_t header_crc;          /* crc32c of the header with this field 0 */
+	uint32_t reserved[5];
+};
+
+/* Disk blocks [lba, lba + count) are stored at layout blocks [first, first + count). */
+struct layout_meta_run {
+	uint64_t lba;
+	uint64_t first;               /* 0-based index into the metadata area */
+	uint32_t count;
+	uint32_t reserved;
+};
+
+/*
+ * Disk bytes [lba * 4096 + blk_off, + len) are chunk `chunk`'s uncompressed bytes
+ * [chunk_off, chunk_off + len). Sorted by (lba, blk_off), never overlapping. The rest of
+ * a block that a run covers only in part reads as zeros.
+ */
+struct layout_data_run {
+	uint64_t lba;
+	uint32_t len;
+	uint32_t chunk;               /* index into the chunk table */
+	uint32_t chunk_off;
+	uint16_t blk_off;
+	uint16_t flags;
+};
+
+/* First disk byte a data run covers. */
+static inline uint64_t layout_data_run_pos(const struct layout_data_run *r)
+{
+	return r->lba * LAYOUT_BLOCK + r->blk_off;
+}
+
+_Static_assert(sizeof(struct layout_header) <= LAYOUT_BLOCK, "layout header");
+_Static_assert(sizeof(struct layout_data_run) == 24, "data run: 24 bytes");
+_Static_assert(sizeof(struct layout_meta_run) == 24, "meta run");
+
+/* ---- writing (ext4gen) ---- */
+
+struct layout_writer;
+
+/* Writes to path.tmp; layout_writer_finish() renames it into place. */
+int layout_writer_new(const char *path, uint64_t block_count, struct layout_writer **out);
+/* Metadata blocks must be added in increasing, non-overlapping lba order. */
+int layout_add_meta(struct layout_writer *w, uint64_t lba, const void *blocks, uint32_t count);
+/* Chunk digests are interned: the same digest always gets the same index. */
+int layout_add_data(struct layout_writer *w, uint64_t disk_byte, uint32_t len,
+		    const uint8_t digest[SHA256_LEN], uint32_t chunk_off);
+int layout_writer_finish(struct layout_writer *w, const uint8_t manifest_digest[SHA256_LEN],
+			 const uint8_t fs_uuid[16], uint32_t chunk_size,
+			 uint8_t digest_out[SHA256_LEN]);
+/* Drops the temporary file. Safe after finish. */
+void layout_writer_free(struct layout_writer *w);
+
+/* ---- reading ---- */
+
+struct layout {
+	struct layout_header hdr;
+	int fd;                                   /* metadata blocks are pread from it */
+	uint64_t meta_offset;                     /* file offset of the metadata area */
+	struct layout_meta_run *meta_runs;        /* sorted by lba */
+	struct layout_data_run *data_runs;        /* sorted by lba, blk_off */
+	uint8_t (*chunks)[SHA256_LEN];
+	uint8_t digest[SHA256_LEN];               /* sha256 of the header */
+};
+
+/* Opens and verifies (header crc, body sha256, every run in range). */
+int layout_open(const char *path, struct layout **out, const char **why);
+void layout_close(struct layout *l);
+/* If lba is a metadata block, read it into buf and return 1; 0 if not; -errno. */
+int layout_read_meta(const struct layout *l, uint64_t lba, void *buf);
+/* Index of the first data run that ends after disk byte pos (n_runs if none). */
+size_t layout_data_run_at(const struct layout *l, uint64_t pos);
+/* Index of the first metadata run that ends after block lba (meta_run_count if none). */
+size_t layout_meta_run_at(const struct layout *l, uint64_t lba);
+
+#endif

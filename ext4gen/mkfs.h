@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * mkfs: a manifest → a layout holding a complete ext4 filesystem's metadata (features of
+ * a current `mke2fs -t ext4`: has_journal, extents, 64bit, flex_bg, sparse_super,
+ * large_file, huge_file, dir_nlink, extra_isize, filetype, ext_attr, dir_index,
+ * metadata_csum) and the map from data blocks to chunks.
+ */
+#ifndef LZ_EXT4GEN_MKFS_H
+#define LZ_EXT4GEN_MKFS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../cas/manifest.h"
+
+struct mkfs_opts {
+	uint64_t size;            /* bytes; 0: used space + 1 GiB, rounded up */
+	uint64_t journal_size;    /* bytes; 0: 64 MiB (less on tiny filesystems) */
+	uint64_t inodes;          /* 0: one per 16 KiB, at least entries + 25% */
+	const char *label;        /* up to 16 bytes */
+	const uint8_t *uuid;      /* NULL: derived from the manifest digest */
+	const char *order_file;   /* paths placed first, one per line (may be NULL) */
+	uint32_t timestamp;       /* superblock and special inode times (default 0) */
+};
+
+struct mkfs_result {
+	uint64_t blocks;          /* filesystem size in 4 KiB blocks */
+	uint64_t inodes;
+	uint64_t used_blocks;
+	uint64_t meta_blocks;     /* stored in the layout */
+	uint64_t data_runs;
+	uint32_t groups;
+	uint8_t uuid[16];
+	uint8_t digest[SHA256_LEN]; /* the layout's */
+};
+
+/* Prints one error line (log_error) on failure. */
+int mkfs_run(const struct manifest *m, const struct mkfs_opts *o, const char *out_path,
+	     struct mkfs_result *res);
+
+#endif
