@@ -96,8 +96,9 @@ struct mf_xattr {
 };
 
 struct manifest {
-	uint8_t *buf;               /* owned: the whole file */
+	uint8_t *buf;               /* owned: the whole file (malloc'ed, or mapped) */
 	size_t buf_len;
+	bool mapped;
 	const struct mf_header *hdr;
 	const struct mf_entry *entries;
 	const struct mf_chunk *chunks;

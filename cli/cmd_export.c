@@ -41,6 +41,7 @@ struct export_ctx {
 	int fd;
 	uint8_t *buf;
 	uint64_t written;              /* bytes of non-zero blocks written */
+	uint64_t mapped, done;         /* bytes of the disk the runs cover; read so far */
 	double start, last_progress;
 };
 
@@ -128,24 +129,25 @@ static bool walk_next(struct walk *w, uint64_t *first, uint64_t *end)
 	}
 }
 
-static void progress(struct export_ctx *x, uint64_t pos)
+static void progress(struct export_ctx *x)
 {
-	uint64_t size = blkd_reader_size(x->r);
 	char h1[32], h2[32];
 	double t = now();
 
 	if (!log_progress_enabled() || t - x->last_progress < 0.1)
 		return;
 	x->last_progress = t;
-	log_progress("exporting: %llu%% (%s of %s)", (unsigned long long)(pos * 100 / size),
-		     size_human(pos, h1, sizeof(h1)), size_human(size, h2, sizeof(h2)));
+	log_progress("exporting: %llu%% (%s of %s)",
+		     (unsigned long long)(x->done * 100 / (x->mapped ? x->mapped : 1)),
+		     size_human(x->done, h1, sizeof(h1)), size_human(x->mapped, h2, sizeof(h2)));
 }
 
 /* Read blocks [first, end) through the engine and write the non-zero ones. */
 static int export_range(struct export_ctx *x, uint64_t first, uint64_t end, const char *out)
 {
 	for (uint64_t b = first; b < end;) {
-		size_t n = end - b < EXPORT_PIECE / LAYOUT_BLOCK ? end - b : EXPORT_PIECE / LAYOUT_BLOCK;
+		size_t n = end - b < EXPORT_PIECE / LAYOUT_BLOCK ? (size_t)(end - b)
+								  : EXPORT_PIECE / LAYOUT_BLOCK;
 		int ret = blkd_reader_read(x->r, b * LAYOUT_BLOCK, x->buf, n * LAYOUT_BLOCK);
 
 		if (ret)
@@ -169,7 +171,8 @@ static int export_range(struct export_ctx *x, uint64_t first, uint64_t end, cons
 			i = k;
 		}
 		b += n;
-		progress(x, b * LAYOUT_BLOCK);
+		x->done += n * LAYOUT_BLOCK;
+		progress(x);
 	}
 	return 0;
 }
@@ -180,6 +183,9 @@ static int export_all(struct export_ctx *x, const char *out)
 	uint64_t first, end;
 	int ret;
 
+	while (walk_next(&w, &first, &end))
+		x->mapped += (end - first) * LAYOUT_BLOCK;
+	w = (struct walk){ x->l, 0, 0 };
 	while (walk_next(&w, &first, &end)) {
 		ret = export_range(x, first, end, out);
 		if (ret)
@@ -204,10 +210,10 @@ static int export_to(struct export_ctx *x, const char *out)
 		log_error("%s: %s", out, strerror(-ret));
 		return ret;
 	}
-	ret = ftruncate(x->fd, (off_t)blkd_reader_size(x->r)) < 0 ? -errno : 0;
-	if (ret)
+	if (ftruncate(x->fd, (off_t)blkd_reader_size(x->r)) < 0) {
+		ret = -errno;
 		log_error("%s: %s", out, strerror(-ret));
-	if (!ret) {
+	} else {
 		ret = export_all(x, out);
 		log_progress_done();
 	}

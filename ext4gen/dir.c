@@ -45,12 +45,14 @@
 #define DX_ROOT_LIMIT ((BLK - DX_ROOT_COUNT_OFF - DX_TAIL_SIZE) / 8u)  /* 507 */
 #define DX_NODE_LIMIT ((BLK - DX_NODE_COUNT_OFF - DX_TAIL_SIZE) / 8u)  /* 510 */
 #define DX_ROOT_INFO_LEN 8u
+#define PREFETCH_AHEAD 8
 
-/* One entry in hash order: its hashes and its index in the caller's array. */
+/* One entry in hash order: its hashes, its index in the caller's array, its record size. */
 struct dir_hent {
 	uint32_t major;
 	uint32_t minor;
 	uint32_t idx;
+	uint32_t rec;
 };
 
 struct dir_plan {
@@ -138,15 +140,63 @@ static void put_dx_entry(uint8_t *ents, uint32_t i, uint32_t hash, uint32_t bloc
 	put_le32(ents + i * 8u + 4, block);
 }
 
-static int hent_cmp(const void *a, const void *b)
+static bool hent_before(const struct dir_hent *x, const struct dir_hent *y)
 {
-	const struct dir_hent *x = a, *y = b;
-
 	if (x->major != y->major)
-		return x->major < y->major ? -1 : 1;
+		return x->major < y->major;
 	if (x->minor != y->minor)
-		return x->minor < y->minor ? -1 : 1;
-	return x->idx < y->idx ? -1 : x->idx > y->idx;
+		return x->minor < y->minor;
+	return x->idx < y->idx;
+}
+
+/*
+ * Sorts by (major, minor, idx). A stable LSD radix sort on the major hash (byte-wide
+ * passes, skipping those where every entry has the same digit) keeps entries with equal
+ * major hashes in input order; those rare runs are then put in (minor, idx) order by
+ * insertion. tmp has room for n entries; the result ends up in a.
+ */
+static void hent_sort(struct dir_hent *a, struct dir_hent *tmp, size_t n)
+{
+	size_t count[4][256] = { { 0 } };
+	struct dir_hent *src = a, *dst = tmp;
+
+	for (size_t i = 0; i < n; i++)
+		for (unsigned int p = 0; p < 4; p++)
+			count[p][(a[i].major >> (8 * p)) & 0xff]++;
+	for (unsigned int p = 0; p < 4; p++) {
+		unsigned int sh = 8 * p;
+		size_t pos = 0;
+		struct dir_hent *t;
+
+		if (count[p][(a[0].major >> sh) & 0xff] == n)
+			continue;       /* one digit value for all: nothing to reorder */
+		for (unsigned int b = 0; b < 256; b++) {
+			size_t c = count[p][b];
+
+			count[p][b] = pos;
+			pos += c;
+		}
+		for (size_t i = 0; i < n; i++)
+			dst[count[p][(src[i].major >> sh) & 0xff]++] = src[i];
+		t = src;
+		src = dst;
+		dst = t;
+	}
+	if (src != a)
+		memcpy(a, src, n * sizeof(*a));
+
+	for (size_t i = 1; i < n; i++) {
+		struct dir_hent h = a[i];
+		size_t j = i;
+
+		if (a[i - 1].major != h.major)
+			continue;
+		while (j > 0 && hent_before(&h, &a[j - 1])) {
+			a[j] = a[j - 1];
+			j--;
+		}
+		a[j] = h;
+	}
 }
 
 static bool name_ok(const struct dir_entry_in *e)
@@ -164,7 +214,7 @@ static uint32_t count_leaves(const struct dir_plan *d)
 	uint32_t leaves = 1, used = 0;
 
 	for (size_t i = 0; i < d->n; i++) {
-		uint32_t r = rec_size(d->ents[d->sorted[i].idx].name_len);
+		uint32_t r = d->sorted[i].rec;
 
 		if (used + r > LEAF_SPACE) {
 			leaves++;
@@ -178,11 +228,14 @@ static uint32_t count_leaves(const struct dir_plan *d)
 static int plan_htree(struct dir_plan *d)
 {
 	const struct dir_params *p = &d->p;
-	uint64_t blocks;
+	struct dir_hent *tmp;
 
 	d->sorted = malloc(d->n * sizeof(*d->sorted));
-	if (!d->sorted)
+	tmp = malloc(d->n * sizeof(*tmp));
+	if (!d->sorted || !tmp) {
+		free(tmp);
 		return -ENOMEM;
+	}
 	for (size_t i = 0; i < d->n; i++) {
 		const struct dir_entry_in *e = &d->ents[i];
 		struct dir_hent *h = &d->sorted[i];
@@ -190,8 +243,10 @@ static int plan_htree(struct dir_plan *d)
 		h->major = dir_name_hash(e->name, e->name_len, p->hash_version, p->unsigned_hash,
 					 p->hash_seed, &h->minor);
 		h->idx = (uint32_t)i;
+		h->rec = rec_size(e->name_len);
 	}
-	qsort(d->sorted, d->n, sizeof(*d->sorted), hent_cmp);
+	hent_sort(d->sorted, tmp, d->n);
+	free(tmp);
 
 	d->nleaves = count_leaves(d);
 	if (d->nleaves > DX_ROOT_LIMIT) {
@@ -199,8 +254,7 @@ static int plan_htree(struct dir_plan *d)
 		if (d->nnodes > DX_ROOT_LIMIT)
 			return -EFBIG;
 	}
-	blocks = 1ull + d->nnodes + d->nleaves;
-	d->nblocks = (uint32_t)blocks;
+	d->nblocks = 1 + d->nnodes + d->nleaves;
 	return 0;
 }
 
@@ -281,7 +335,7 @@ static void render_linear(const struct dir_plan *d, uint8_t *blk)
 	put_leaf_tail(blk, dir_iseed(d));
 }
 
-/* Where the index entry for leaf k lives: in the root, or in interior node k's owner. */
+/* With interior nodes: the node that the leaves being written belong to. */
 struct dx_cursor {
 	uint32_t node;          /* current interior node (indirect_levels 1) */
 	uint32_t node_first;    /* first leaf of that node */
@@ -292,6 +346,11 @@ struct dx_cursor {
 static uint32_t node_first_leaf(const struct dir_plan *d, uint32_t j)
 {
 	return (uint32_t)((uint64_t)j * d->nleaves / d->nnodes);
+}
+
+static uint32_t node_leaves(const struct dir_plan *d, uint32_t j)
+{
+	return node_first_leaf(d, j + 1) - node_first_leaf(d, j);
 }
 
 static void render_index_heads(const struct dir_plan *d, uint8_t *out)
@@ -310,16 +369,18 @@ static void render_index_heads(const struct dir_plan *d, uint8_t *out)
 
 	for (uint32_t j = 0; j < d->nnodes; j++) {
 		uint8_t *node = out + (size_t)(1 + j) * BLK;
-		uint32_t first = node_first_leaf(d, j);
-		uint32_t end = j + 1 < d->nnodes ? node_first_leaf(d, j + 1) : d->nleaves;
 
-		put_le32(node, 0);
+		put_le32(node, 0);      /* inode 0, name_len 0, file_type 0 */
 		put_le16(node + 4, (uint16_t)BLK);
-		put_countlimit(node + DX_NODE_COUNT_OFF, DX_NODE_LIMIT, end - first);
+		put_countlimit(node + DX_NODE_COUNT_OFF, DX_NODE_LIMIT, node_leaves(d, j));
 	}
 }
 
-/* Records leaf k (at logical block blk, first hash h) in the index. */
+/*
+ * Records leaf k (at logical block blk, its range starting at hash h) in the index: in the
+ * root, or in its interior node, plus the root entry of that node when it is the node's
+ * first leaf (a node's range starts where its first leaf's does).
+ */
 static void index_leaf(const struct dir_plan *d, uint8_t *out, struct dx_cursor *c,
 		       uint32_t k, uint32_t h, uint32_t blk)
 {
@@ -330,10 +391,9 @@ static void index_leaf(const struct dir_plan *d, uint8_t *out, struct dx_cursor 
 	while (k >= c->node_end) {
 		c->node++;
 		c->node_first = c->node_end;
-		c->node_end = c->node + 1 < d->nnodes ? node_first_leaf(d, c->node + 1)
-						      : d->nleaves;
+		c->node_end = node_first_leaf(d, c->node + 1);
 	}
-	if (k == c->node_first)	/* the node's range starts where its first leaf's does */
+	if (k == c->node_first)
 		put_dx_entry(out + DX_ROOT_COUNT_OFF, c->node, h, 1 + c->node);
 	put_dx_entry(out + (size_t)(1 + c->node) * BLK + DX_NODE_COUNT_OFF, k - c->node_first,
 		     h, blk);
@@ -349,27 +409,37 @@ static void render_htree(const struct dir_plan *d, uint8_t *out)
 	uint8_t *last = NULL;     /* the previous record in this leaf */
 
 	render_index_heads(d, out);
-	if (d->nnodes) {
-		cur.node_first = 0;
-		cur.node_end = d->nnodes > 1 ? node_first_leaf(d, 1) : d->nleaves;
-	}
+	if (d->nnodes)
+		cur.node_end = node_first_leaf(d, 1);
 
 	for (size_t i = 0; i < d->n; i++) {
 		const struct dir_hent *h = &d->sorted[i];
 		const struct dir_entry_in *e = &d->ents[h->idx];
-		uint32_t r = rec_size(e->name_len);
+		uint32_t r = h->rec;
+
+		/*
+		 * Hash order visits the caller's entries and names at random: fetch them a few
+		 * iterations ahead (the entry first, its name once the entry has arrived).
+		 */
+		if (i + 2 * PREFETCH_AHEAD < d->n)
+			__builtin_prefetch(&d->ents[d->sorted[i + 2 * PREFETCH_AHEAD].idx]);
+		if (i + PREFETCH_AHEAD < d->n)
+			__builtin_prefetch(d->ents[d->sorted[i + PREFETCH_AHEAD].idx].name);
 
 		if (i == 0 || used + r > LEAF_SPACE) {
+			uint32_t dx_hash = h->major;
+
 			if (i) {
 				/* close the previous leaf */
 				put_le16(last + 4, (uint16_t)(LEAF_SPACE - (last - leaf)));
 				put_leaf_tail(leaf, iseed);
 				leaf += BLK;
 				k++;
+				/* a run of equal hashes continues from the previous leaf */
+				if (h->major == prev_major)
+					dx_hash |= 1;
 			}
-			/* a run of equal hashes continuing from the previous leaf */
-			index_leaf(d, out, &cur, k, h->major | (i && h->major == prev_major),
-				   first_leaf_blk + k);
+			index_leaf(d, out, &cur, k, dx_hash, first_leaf_blk + k);
 			used = 0;
 		}
 		last = leaf + used;
@@ -382,13 +452,9 @@ static void render_htree(const struct dir_plan *d, uint8_t *out)
 
 	put_dx_tail(out, DX_ROOT_COUNT_OFF, DX_ROOT_LIMIT, d->nnodes ? d->nnodes : d->nleaves,
 		    iseed);
-	for (uint32_t j = 0; j < d->nnodes; j++) {
-		uint32_t first = node_first_leaf(d, j);
-		uint32_t end = j + 1 < d->nnodes ? node_first_leaf(d, j + 1) : d->nleaves;
-
+	for (uint32_t j = 0; j < d->nnodes; j++)
 		put_dx_tail(out + (size_t)(1 + j) * BLK, DX_NODE_COUNT_OFF, DX_NODE_LIMIT,
-			    end - first, iseed);
-	}
+			    node_leaves(d, j), iseed);
 }
 
 int dir_render(const struct dir_plan *d, uint8_t *out)

@@ -2,6 +2,7 @@
 #include "geom.h"
 
 #include <errno.h>
+#include <stdlib.h>
 
 #include "ext4_fs.h"
 
@@ -20,7 +21,15 @@ bool geom_group_has_super(uint32_t group)
 
 uint32_t geom_super_blocks(const struct geom *g, uint32_t group)
 {
-	return geom_group_has_super(group) ? 1 + g->gdt_blocks : 0;
+	if (group > g->groups)
+		return 0;
+	return g->has_super[group] ? 1 + g->gdt_blocks : 0;
+}
+
+void geom_free(struct geom *g)
+{
+	free(g->has_super);
+	g->has_super = NULL;
 }
 
 int geom_init(struct geom *g, uint64_t blocks, uint64_t inodes)
@@ -44,6 +53,12 @@ int geom_init(struct geom *g, uint64_t blocks, uint64_t inodes)
 	g->inodes = ipg * g->groups;
 	if (g->inodes > UINT32_MAX)
 		return -E2BIG;
+	free(g->has_super);
+	g->has_super = calloc((size_t)g->groups + 1, 1);
+	if (!g->has_super)
+		return -ENOMEM;
+	for (uint32_t i = 0; i <= g->groups; i++)
+		g->has_super[i] = geom_group_has_super(i);
 	return 0;
 }
 

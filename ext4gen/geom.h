@@ -17,6 +17,7 @@ struct geom {
 	uint32_t itable_blocks;   /* per group */
 	uint32_t gdt_blocks;      /* group descriptor blocks (each superblock copy has them) */
 	uint64_t inodes;          /* groups * inodes_per_group */
+	uint8_t *has_super;       /* per group (+1): 1 if it carries a superblock copy; owned */
 };
 
 /* Groups 0, 1 and powers of 3, 5 and 7 carry a superblock and descriptor copy. */
@@ -25,6 +26,7 @@ bool geom_group_has_super(uint32_t group);
 uint32_t geom_super_blocks(const struct geom *g, uint32_t group);
 /* Fill groups, gdt_blocks, itable and inode counts for `blocks` and at least `inodes`. */
 int geom_init(struct geom *g, uint64_t blocks, uint64_t inodes);
+void geom_free(struct geom *g);
 
 struct alloc {
 	const struct geom *g;

@@ -80,43 +80,51 @@ static void pack_words(const uint8_t *s, size_t left, bool unsigned_chars, uint3
 #define MD4_K2 0x5a827999u
 #define MD4_K3 0x6ed9eba1u
 
+/*
+ * One MD4 step, "[abcd k s]" in RFC 1320's notation: a = (a + f(b, c, d) + x) <<< s.
+ * Written out step by step below so that the compiler keeps everything in registers.
+ */
+#define MD4_STEP(f, a, b, c, d, x, s) ((a) = rotl32((a) + f((b), (c), (d)) + (x), (s)))
+
 /* One MD4 compression over 8 words instead of 16: three rounds of eight steps. */
 static void half_md4(uint32_t st[4], const uint32_t w[8])
 {
-	static const uint8_t r1_shift[4] = { 3, 7, 11, 19 };
-	static const uint8_t r2_shift[4] = { 3, 5, 9, 13 };
-	static const uint8_t r3_shift[4] = { 3, 9, 11, 15 };
-	static const uint8_t r2_word[8] = { 1, 3, 5, 7, 0, 2, 4, 6 };
-	static const uint8_t r3_word[8] = { 3, 7, 2, 6, 1, 5, 0, 4 };
-	uint32_t v[4] = { st[0], st[1], st[2], st[3] };
-	int step;
+	uint32_t a = st[0], b = st[1], c = st[2], d = st[3];
 
-	/*
-	 * Step k updates register (4 - k) % 4 (a, d, c, b, a, ...) from the other three in
-	 * rotating order, exactly like MD4's "[abcd k s]" notation.
-	 */
-	for (step = 0; step < 8; step++) {
-		int t = (4 - step % 4) % 4;
-		uint32_t x = v[(t + 1) % 4], y = v[(t + 2) % 4], z = v[(t + 3) % 4];
+	/* round 1: words in order */
+	MD4_STEP(MD4_F, a, b, c, d, w[0], 3);
+	MD4_STEP(MD4_F, d, a, b, c, w[1], 7);
+	MD4_STEP(MD4_F, c, d, a, b, w[2], 11);
+	MD4_STEP(MD4_F, b, c, d, a, w[3], 19);
+	MD4_STEP(MD4_F, a, b, c, d, w[4], 3);
+	MD4_STEP(MD4_F, d, a, b, c, w[5], 7);
+	MD4_STEP(MD4_F, c, d, a, b, w[6], 11);
+	MD4_STEP(MD4_F, b, c, d, a, w[7], 19);
 
-		v[t] = rotl32(v[t] + MD4_F(x, y, z) + w[step], r1_shift[step % 4]);
-	}
-	for (step = 0; step < 8; step++) {
-		int t = (4 - step % 4) % 4;
-		uint32_t x = v[(t + 1) % 4], y = v[(t + 2) % 4], z = v[(t + 3) % 4];
+	/* round 2: odd words, then even ones */
+	MD4_STEP(MD4_G, a, b, c, d, w[1] + MD4_K2, 3);
+	MD4_STEP(MD4_G, d, a, b, c, w[3] + MD4_K2, 5);
+	MD4_STEP(MD4_G, c, d, a, b, w[5] + MD4_K2, 9);
+	MD4_STEP(MD4_G, b, c, d, a, w[7] + MD4_K2, 13);
+	MD4_STEP(MD4_G, a, b, c, d, w[0] + MD4_K2, 3);
+	MD4_STEP(MD4_G, d, a, b, c, w[2] + MD4_K2, 5);
+	MD4_STEP(MD4_G, c, d, a, b, w[4] + MD4_K2, 9);
+	MD4_STEP(MD4_G, b, c, d, a, w[6] + MD4_K2, 13);
 
-		v[t] = rotl32(v[t] + MD4_G(x, y, z) + w[r2_word[step]] + MD4_K2,
-			      r2_shift[step % 4]);
-	}
-	for (step = 0; step < 8; step++) {
-		int t = (4 - step % 4) % 4;
-		uint32_t x = v[(t + 1) % 4], y = v[(t + 2) % 4], z = v[(t + 3) % 4];
+	/* round 3 */
+	MD4_STEP(MD4_H, a, b, c, d, w[3] + MD4_K3, 3);
+	MD4_STEP(MD4_H, d, a, b, c, w[7] + MD4_K3, 9);
+	MD4_STEP(MD4_H, c, d, a, b, w[2] + MD4_K3, 11);
+	MD4_STEP(MD4_H, b, c, d, a, w[6] + MD4_K3, 15);
+	MD4_STEP(MD4_H, a, b, c, d, w[1] + MD4_K3, 3);
+	MD4_STEP(MD4_H, d, a, b, c, w[5] + MD4_K3, 9);
+	MD4_STEP(MD4_H, c, d, a, b, w[0] + MD4_K3, 11);
+	MD4_STEP(MD4_H, b, c, d, a, w[4] + MD4_K3, 15);
 
-		v[t] = rotl32(v[t] + MD4_H(x, y, z) + w[r3_word[step]] + MD4_K3,
-			      r3_shift[step % 4]);
-	}
-	for (step = 0; step < 4; step++)
-		st[step] += v[step];
+	st[0] += a;
+	st[1] += b;
+	st[2] += c;
+	st[3] += d;
 }
 
 /* 16 TEA cycles with the name words as the key, mixing st[0] and st[1]. */
@@ -179,7 +187,12 @@ uint32_t dir_name_hash(const char *name, size_t len, uint8_t hash_version, bool 
 		break;
 	}
 
-	/* The low bit marks hash collisions in index entries; the top value means EOF. */
+	/*
+	 * The low bit marks hash collisions in index entries; the top value means EOF to
+	 * readdir, so the kernel moves it down one step. (e2fsprogs' ext2fs_dirhash() skips
+	 * that step. It only matters for a name hashing to exactly 0xfffffffe: such a name
+	 * lands in the last leaf, whose range e2fsck lets run up to 0xfffffffe anyway.)
+	 */
 	major &= ~1u;
 	if (major == HTREE_EOF_HASH)
 		major = HTREE_EOF_HASH - 2;

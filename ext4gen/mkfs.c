@@ -300,22 +300,35 @@ out:
 }
 
 /* Lay out entry i's xattrs into k->xl; one error line on failure. */
-static int xattrs_of(struct mkfs *k, size_t i)
+static int xattrs_of(struct mkfs *k, size_t i, bool warn)
 {
 	const struct mf_entry *me = &k->m->entries[i];
 	const char *why = NULL;
 	int ret;
 
+	uint32_t n = 0;
+
 	if (!grow((void **)&k->xin, &k->cap_xin, me->xattr_count, sizeof(*k->xin)))
 		return -ENOMEM;
 	for (uint32_t x = 0; x < me->xattr_count; x++) {
 		const struct mf_xattr *mx = &k->m->xattrs[me->xattr_first + x];
+		const char *name = manifest_str(k->m, mx->name_off);
 
-		k->xin[x] = (struct mf_xattr_in){ manifest_str(k->m, mx->name_off),
-						  manifest_str(k->m, mx->value_off), mx->name_len,
-						  mx->value_len };
+		/*
+		 * Linux keeps no ACL on a symlink and no default ACL on anything but a
+		 * directory; such attributes (only a hand-made archive has them) are dropped.
+		 */
+		if ((me->type == MF_SYMLINK && !strncmp(name, "system.posix_acl_", 17)) ||
+		    (me->type != MF_DIR && !strcmp(name, "system.posix_acl_default"))) {
+			if (warn)
+				log_warn("%s: %s does not apply to this file type, dropped",
+					 manifest_path(k->m, me), name);
+			continue;
+		}
+		k->xin[n++] = (struct mf_xattr_in){ name, manifest_str(k->m, mx->value_off),
+						    mx->name_len, mx->value_len };
 	}
-	ret = xattr_build(k->xin, me->xattr_count, k->xl, &why);
+	ret = xattr_build(k->xin, n, k->xl, &why);
 	if (ret)
 		log_error("%s: xattrs: %s", manifest_path(k->m, me), why ? why : strerror(-ret));
 	return ret;
@@ -373,7 +386,7 @@ static int plan_sizes(struct mkfs *k, uint64_t *need)
 		e->nblocks = (uint32_t)blocks;
 		total += blocks;
 		if (me->xattr_count) {
-			ret = xattrs_of(k, i);
+			ret = xattrs_of(k, i, true);
 			if (ret)
 				return ret;
 			if (k->xl->has_block) {
@@ -863,7 +876,7 @@ static int make_inode(struct mkfs *k, size_t i, uint8_t *raw)
 	in.blocks512 = ((uint64_t)e->nblocks + e->tree_blocks + (e->xblk ? 1 : 0)) *
 		       (EXT4_BLOCK_SIZE / 512);
 	if (me->xattr_count) {
-		ret = xattrs_of(k, i);
+		ret = xattrs_of(k, i, false);
 		if (ret)
 			return ret;
 		if (k->xl->has_ibody)
@@ -1095,7 +1108,7 @@ static int emit_entry(struct mkfs *k, size_t i, struct ext4_group_desc *gdt)
 			ret = emit_raw(k, e->tree, tree, e->tree_blocks);
 	}
 	if (!ret && e->xblk) {
-		ret = xattrs_of(k, i);
+		ret = xattrs_of(k, i, false);
 		if (!ret) {
 			xattr_block_csum(k->xl->block, e->xblk, k->fs.csum_seed);
 			ret = flush_backups(k, e->xblk, gdt);
@@ -1239,6 +1252,7 @@ static int journal_inode_blocks(struct mkfs *k)
 
 static void mkfs_free(struct mkfs *k)
 {
+	geom_free(&k->g);
 	free(k->e);
 	free(k->used);
 	free(k->bbitmap_at);

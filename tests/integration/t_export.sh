@@ -17,7 +17,8 @@ echo hello >"$T/src/hello"
 "$LAZYBLK" import "$T/src" --store "$T/store" -o "$T/img.manifest" >/dev/null
 
 # usage errors: exit 2
-expect_error "no layout" "missing IMAGE.layout" -- "$LAZYBLK" export --store "$T/store" -o "$T/d.raw"
+expect_error "no layout" "missing IMAGE.layout" -- \
+  "$LAZYBLK" export --store "$T/store" -o "$T/d.raw"
 expect_error "no store" "missing --store DIR" -- "$LAZYBLK" export "$T/x.layout" -o "$T/d.raw"
 expect_error "no output" "missing -o DISK.raw" -- "$LAZYBLK" export "$T/x.layout" --store "$T/store"
 expect_error "extra argument" "unexpected argument 'more'" -- \

@@ -61,6 +61,24 @@ cmp "$T/python.layout" "$T/again.layout" || die "mkfs is not deterministic"
 dumpe2fs -h "$T/python.raw" 2>/dev/null | grep -q "UUID" || die "no UUID"
 echo "ok: deterministic"
 
+# 5b. --order: the listed files' data comes first, in the given order
+ordered=$("$LAZYBLK" manifest show "$T/py.manifest" | python3 -c '
+import json, sys
+files = [e["path"] for e in json.load(sys.stdin)["entries"] if e["type"] == "file" and e["size"] > 8192 and "path" in e]
+print(files[-1]); print(files[len(files) // 2])')
+echo "$ordered" >"$T/order.txt"
+echo "/no/such/file" >>"$T/order.txt"
+"$LAZYBLK" mkfs "$T/py.manifest" -o "$T/order.layout" --order "$T/order.txt" 2>"$T/order.err"
+grep -q "no/such/file is not in the image" "$T/order.err" || die "--order: no warning for a missing path"
+"$LAZYBLK" export "$T/order.layout" --store "$T/store" -o "$T/order.raw"
+e2fsck_clean order "$T/order.raw"
+first=$(echo "$ordered" | head -1); second=$(echo "$ordered" | tail -1)
+b1=$(debugfs -R "bmap $first 0" "$T/order.raw" 2>/dev/null)
+b2=$(debugfs -R "bmap $second 0" "$T/order.raw" 2>/dev/null)
+broot=$(debugfs -R "bmap / 0" "$T/order.raw" 2>/dev/null)
+[ "$b1" -lt "$b2" ] && [ "$b2" -lt "$broot" ] || die "--order not honoured: $b1 $b2 root $broot"
+echo "ok: --order places $first at block $b1, before the root directory ($broot)"
+
 # 6. bad input
 expect_error "size too small" "too small" -- "$LAZYBLK" mkfs "$T/py.manifest" -o "$T/x.layout" --size 16M
 expect_error "no output" "missing -o" -- "$LAZYBLK" mkfs "$T/py.manifest"

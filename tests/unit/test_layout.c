@@ -433,8 +433,9 @@ static void test_truncated(void **state)
 	path_fmt(p, "%s/cut.layout", f->dir);
 	for (size_t n = 0; n < len; n += n < 64 || n > len - 300 ? 1 : 97) {
 		write_file(p, file, n);
-		expect_bad(p, n < 8 ? "file too short" : n < BLK ? "truncated (shorter than the header)"
-							: "truncated");
+		expect_bad(p, n < 8     ? "file too short"
+			      : n < BLK ? "truncated (shorter than the header)"
+					: "truncated");
 	}
 	/* one byte more is as bad */
 	uint8_t *more = malloc(len + 1);
