@@ -271,14 +271,26 @@ static int walk_entry(struct walk *w, int dfd, struct tree_node *dir, const char
 	return ret;
 }
 
+/* names[i][0] is '1' for a directory, '0' otherwise; the name follows. */
 static int name_cmp(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+static bool entry_is_dir(int dfd, const struct dirent *de)
+{
+	struct stat st;
+
+	if (de->d_type != DT_UNKNOWN)
+		return de->d_type == DT_DIR;
+	return fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+}
+
 /*
- * Entries are taken in byte order of their names, not readdir order, so the same tree
- * packs small files into the same chunks wherever it is imported.
+ * A directory's files come first, then its subdirectories, each in byte order of their
+ * names, not readdir order: the same tree packs small files into the same chunks
+ * wherever it is imported, and a directory's small files share chunks, in the order
+ * mkfs places them on disk.
  */
 static int walk_dir(struct walk *w, int dfd, struct tree_node *dir, size_t plen)
 {
@@ -317,18 +329,22 @@ static int walk_dir(struct walk *w, int dfd, struct tree_node *dir, size_t plen)
 			names = nn;
 			cap = ncap;
 		}
-		names[n] = strdup(de->d_name);
+		size_t len = strlen(de->d_name);
+
+		names[n] = malloc(len + 2);
 		if (!names[n]) {
 			ret = -ENOMEM;
 			break;
 		}
+		names[n][0] = entry_is_dir(dirfd(d), de) ? '1' : '0';
+		memcpy(names[n] + 1, de->d_name, len + 1);
 		n++;
 	}
 	if (!ret) {
 		if (n > 1)
 			qsort(names, n, sizeof(*names), name_cmp);
 		for (size_t i = 0; i < n && !ret; i++)
-			ret = walk_entry(w, dirfd(d), dir, names[i], plen);
+			ret = walk_entry(w, dirfd(d), dir, names[i] + 1, plen);
 	}
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);
