@@ -40,7 +40,11 @@ int geom_init(struct geom *g, uint64_t blocks, uint64_t inodes)
 		return -EINVAL;
 	g->blocks = blocks;
 	g->groups = (uint32_t)((blocks + EXT4_BLOCKS_PER_GROUP - 1) / EXT4_BLOCKS_PER_GROUP);
-	g->gdt_blocks = (g->groups * EXT4_DESC_SIZE + EXT4_BLOCK_SIZE - 1) / EXT4_BLOCK_SIZE;
+	uint64_t gdt = ((uint64_t)g->groups * EXT4_DESC_SIZE + EXT4_BLOCK_SIZE - 1) / EXT4_BLOCK_SIZE;
+
+	if (1 + gdt >= EXT4_BLOCKS_PER_GROUP)
+		return -E2BIG; /* a superblock copy would not fit in its group */
+	g->gdt_blocks = (uint32_t)gdt;
 	ipg = (inodes + g->groups - 1) / g->groups;
 	/* whole inode table blocks (16 inodes each), whole bitmap bytes, at most one bitmap */
 	ipg = (ipg + 15) & ~(uint64_t)15;
@@ -65,22 +69,26 @@ int geom_init(struct geom *g, uint64_t blocks, uint64_t inodes)
 /* If [b, b + n) touches a superblock copy, the first block past it; else b. */
 static uint64_t skip_super(const struct geom *g, uint64_t b, uint64_t n)
 {
+restart:
 	for (;;) {
 		uint32_t grp = (uint32_t)(b / EXT4_BLOCKS_PER_GROUP);
 		uint64_t start = (uint64_t)grp * EXT4_BLOCKS_PER_GROUP;
 		uint32_t sb = geom_super_blocks(g, grp);
-		uint64_t nstart = start + EXT4_BLOCKS_PER_GROUP;
+		uint64_t last = b + (n ? n : 1) - 1;
 
 		if (b < start + sb) {
 			b = start + sb;
 			continue;
 		}
-		/* does the range reach into the next group's superblock copy? */
-		if (b + n > nstart && nstart < g->blocks && geom_super_blocks(g, grp + 1)) {
-			if (n == 1 || b + n <= nstart)
-				return b;
-			b = nstart + geom_super_blocks(g, grp + 1);
-			continue;
+		/* every later group the run reaches must start without a copy */
+		for (uint64_t gg = (uint64_t)grp + 1; gg <= last / EXT4_BLOCKS_PER_GROUP &&
+						      gg * EXT4_BLOCKS_PER_GROUP < g->blocks; gg++) {
+			uint32_t s = geom_super_blocks(g, (uint32_t)gg);
+
+			if (s) {
+				b = gg * EXT4_BLOCKS_PER_GROUP + s;
+				goto restart;
+			}
 		}
 		return b;
 	}

@@ -34,11 +34,16 @@ void inode_csum(uint8_t raw[EXT4_INODE_SIZE], uint32_t ino, uint32_t generation,
 	struct ext4_inode *in = (struct ext4_inode *)raw;
 	uint32_t c;
 
+	/* the high half exists only when i_extra_isize covers it */
+	bool hi = in->i_extra_isize >= 4;
+
 	in->i_checksum_lo = 0;
-	in->i_checksum_hi = 0;
+	if (hi)
+		in->i_checksum_hi = 0;
 	c = crc32c(ext4_inode_csum_seed(csum_seed, ino, generation), raw, EXT4_INODE_SIZE);
 	in->i_checksum_lo = (uint16_t)c;
-	in->i_checksum_hi = (uint16_t)(c >> 16);
+	if (hi)
+		in->i_checksum_hi = (uint16_t)(c >> 16);
 }
 
 bool inode_encode(const struct inode_in *in, uint32_t ino, uint32_t csum_seed,

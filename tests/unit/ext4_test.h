@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Shared pieces of the ext4gen unit tests: an independent bitwise CRC-32C, little- and
+ * big-endian field readers, and the identity of the reference image the real e2fsprogs
+ * vectors come from. Header-only (static inline), like helpers.h.
+ *
+ * The reference image (tests/unit/test_super.c, test_inode.c, test_extent.c embed bytes of
+ * it) was made with e2fsprogs 1.47.0:
+ *
+ *   E2FSPROGS_FAKE_TIME=1700000000 mke2fs -q -F -t ext4 -b 4096 -I 256 \
+ *       -O metadata_csum,^resize_inode -U 0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0 \
+ *       -E hash_seed=11223344-5566-7788-99aa-bbccddeeff00 img 160M
+ *   printf 'hello lazyblk\n' > src.txt
+ *   E2FSPROGS_FAKE_TIME=1700000000 debugfs -w img -f - <<EOF
+ *   write src.txt f
+ *   sif f uid 0x12345
+ *   sif f gid 0x23456
+ *   sif f generation 0xdeadbeef
+ *   sif f mtime 0x6553f100
+ *   sif f mtime_extra 0x00000005
+ *   sif f atime 0x80000000
+ *   sif f atime_extra 0x00000009
+ *   sif f ctime 0xffffffff
+ *   sif f ctime_extra 0x00000000
+ *   sif f crtime 0x00000000
+ *   sif f crtime_extra 0x00000002
+ *   sif f links_count 3
+ *   sif f mode 0104755
+ *   EOF
+ *   # sparse.bin: 20 blocks, data only in the even blocks 0, 2, ..., 18
+ *   debugfs -w img -R "write sparse.bin sp"      # inode 13, ten extents, depth 1
+ *
+ * Geometry: 40960 blocks, 2 groups, 20480 inodes per group, 1280 inode table blocks per
+ * group, 1 descriptor block; the journal (inode 8) is blocks 2571..6666.
+ */
+#ifndef LZ_TESTS_UNIT_EXT4_TEST_H
+#define LZ_TESTS_UNIT_EXT4_TEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Bitwise CRC-32C (reflected polynomial 0x82F63B78) without pre/post inversion. */
+static inline uint32_t ref_crc32c(uint32_t crc, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+
+	while (len--) {
+		crc ^= *p++;
+		for (int k = 0; k < 8; k++)
+			crc = (crc >> 1) ^ (0x82F63B78u & (0u - (crc & 1u)));
+	}
+	return crc;
+}
+
+static inline uint32_t ref_crc32c_le32(uint32_t crc, uint32_t v)
+{
+	uint8_t b[4] = { (uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24) };
+
+	return ref_crc32c(crc, b, 4);
+}
+
+static inline uint16_t get_le16(const void *p, size_t off)
+{
+	const uint8_t *b = (const uint8_t *)p + off;
+
+	return (uint16_t)(b[0] | b[1] << 8);
+}
+
+static inline uint32_t get_le32(const void *p, size_t off)
+{
+	const uint8_t *b = (const uint8_t *)p + off;
+
+	return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+}
+
+static inline uint64_t get_le64(const void *p, size_t off)
+{
+	return (uint64_t)get_le32(p, off) | (uint64_t)get_le32(p, off + 4) << 32;
+}
+
+static inline uint32_t get_be32(const void *p, size_t off)
+{
+	const uint8_t *b = (const uint8_t *)p + off;
+
+	return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | (uint32_t)b[3];
+}
+
+/* The reference image's s_uuid and the metadata_csum seed crc32c(~0, uuid) it implies. */
+static inline void real_uuid(uint8_t out[16])
+{
+	static const uint8_t u[16] = { 0x0f, 0x1e, 0x2d, 0x3c, 0x4b, 0x5a, 0x69, 0x78,
+				       0x87, 0x96, 0xa5, 0xb4, 0xc3, 0xd2, 0xe1, 0xf0 };
+
+	memcpy(out, u, 16);
+}
+
+static inline uint32_t real_csum_seed(void)
+{
+	uint8_t u[16];
+
+	real_uuid(u);
+	return ref_crc32c(~0u, u, 16);
+}
+
+#endif
