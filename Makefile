@@ -64,6 +64,7 @@ run: $(BUILD)/lazyblk
 bench: $(BUILD)/lazyblk
 	@LAZYBLK=$(abspath $(BUILD)/lazyblk) bench/import.sh
 	@LAZYBLK=$(abspath $(BUILD)/lazyblk) bench/manifest.sh
+	@LAZYBLK=$(abspath $(BUILD)/lazyblk) bench/mkfs.sh
 
 clean:
 	rm -rf build
