@@ -71,6 +71,9 @@ int extent_build(const struct geom *g, uint64_t phys, const struct lrange *r, si
 		total += r[i].len;
 	if (!total)
 		return 0;
+	/* the common case: one range, one piece, one extent */
+	if (nr == 1 && total <= EXT4_EXT_MAX_LEN && geom_run_is_contiguous(g, phys, total))
+		return push(l, r[0].start, phys, (uint32_t)total);
 	ret = geom_walk_run(g, phys, total, add_piece, &p);
 	if (ret)
 		return ret;

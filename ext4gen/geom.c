@@ -94,6 +94,11 @@ restart:
 	}
 }
 
+bool geom_run_is_contiguous(const struct geom *g, uint64_t first, uint64_t n)
+{
+	return skip_super(g, first, n) == first;
+}
+
 uint64_t alloc_peek(struct alloc *a)
 {
 	return skip_super(a->g, a->next, 1);

@@ -44,6 +44,8 @@ int64_t alloc_run(struct alloc *a, uint64_t n);
  * Walk n blocks that alloc_run() handed out from `first`: cb(arg, phys, count) for each
  * contiguous piece, in order. Returns the first non-zero cb result.
  */
+/* True when n blocks from first hold no superblock copy (one piece). */
+bool geom_run_is_contiguous(const struct geom *g, uint64_t first, uint64_t n);
 typedef int (*geom_piece_fn)(void *arg, uint64_t phys, uint64_t count);
 int geom_walk_run(const struct geom *g, uint64_t first, uint64_t n, geom_piece_fn cb, void *arg);
 

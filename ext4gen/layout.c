@@ -88,6 +88,9 @@ static int wflush(struct layout_writer *w)
 		return 0;
 	ret = fs_write_full(w->fd, w->wbuf, w->wlen);
 	w->wlen = 0;
+	/* start writeback now: the final fsync then has little left to wait for */
+	if (!ret)
+		sync_file_range(w->fd, 0, 0, SYNC_FILE_RANGE_WRITE);
 	return ret;
 }
 
