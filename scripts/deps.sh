@@ -7,6 +7,7 @@ PKGS=(
   liburing-dev libzstd-dev libssl-dev libcurl4-openssl-dev libcmocka-dev
   libarchive-dev libjson-c-dev
   e2fsprogs umoci skopeo zstd attr busybox-static python3 xz-utils time acl
+  libnbd-bin qemu-utils fuse3
 )
 missing=()
 for p in "${PKGS[@]}"; do
