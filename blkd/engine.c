@@ -1,0 +1,453 @@
+/* SPDX-License-Identifier: MIT */
+#include "engine.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../cas/store.h"
+#include "../common/log.h"
+#include "../ext4gen/layout.h"
+#include "overlay.h"
+#include "reader.h"
+
+#define STRIPES 256
+#define SECTOR 512u
+#define STATUS_MAX_BLOCKS (1u << 16)   /* one status reply covers at most 256 MiB */
+#define MEM_CACHE_DEFAULT (256ull << 20)
+
+struct blkd_engine {
+	struct layout *layout;
+	struct store *store;
+	struct overlay *ov;             /* NULL: read-only */
+	struct blkd_reader *reader;     /* single-threaded: under reader_lock */
+	pthread_mutex_t reader_lock;
+	pthread_mutex_t stripe[STRIPES]; /* read-modify-write of one block at a time */
+	uint64_t size;
+	bool read_only;
+	/* counters (atomic) */
+	uint64_t reads, writes, flushes, discards, read_bytes, write_bytes;
+	uint64_t overlay_hits, meta_hits, chunk_hits, zero_hits, in_flight;
+};
+
+#define INC(field, v) __atomic_add_fetch(&(field), (v), __ATOMIC_RELAXED)
+#define GET(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
+
+int blkd_engine_open(const struct blkd_engine_opts *o, struct blkd_engine **out)
+{
+	struct blkd_engine *e = calloc(1, sizeof(*e));
+	const char *why = NULL;
+	int ret;
+
+	if (!e)
+		return -ENOMEM;
+	pthread_mutex_init(&e->reader_lock, NULL);
+	for (int i = 0; i < STRIPES; i++)
+		pthread_mutex_init(&e->stripe[i], NULL);
+	ret = layout_open(o->layout_path, &e->layout, &why);
+	if (ret) {
+		log_error("%s: %s", o->layout_path, why ? why : strerror(-ret));
+		goto fail;
+	}
+	e->size = e->layout->hdr.block_count * BLKD_BLOCK;
+	ret = store_open(o->store_dir, false, &e->store);
+	if (ret) {
+		log_error("%s: %s", o->store_dir,
+			  ret == -ENOENT ? "not a lazyblk store (no chunks/ directory)"
+					 : strerror(-ret));
+		goto fail;
+	}
+	ret = blkd_reader_new(e->layout, e->store, o->mem_cache ? o->mem_cache : MEM_CACHE_DEFAULT,
+			      &e->reader);
+	if (ret) {
+		log_error("cannot start the reader: %s", strerror(-ret));
+		goto fail;
+	}
+	e->read_only = o->read_only || !o->overlay_path;
+	if (o->overlay_path) {
+		ret = overlay_open(o->overlay_path, e->size, e->layout->digest, !o->read_only,
+				   &e->ov, &why);
+		if (ret) {
+			log_error("%s: %s", o->overlay_path, why ? why : strerror(-ret));
+			goto fail;
+		}
+	}
+	*out = e;
+	return 0;
+fail:
+	blkd_engine_close(e);
+	return ret;
+}
+
+void blkd_engine_close(struct blkd_engine *e)
+{
+	if (!e)
+		return;
+	if (e->ov && !e->read_only)
+		overlay_flush(e->ov);
+	overlay_close(e->ov);
+	blkd_reader_free(e->reader);
+	store_close(e->store);
+	layout_close(e->layout);
+	for (int i = 0; i < STRIPES; i++)
+		pthread_mutex_destroy(&e->stripe[i]);
+	pthread_mutex_destroy(&e->reader_lock);
+	free(e);
+}
+
+uint64_t blkd_engine_size(const struct blkd_engine *e) { return e->size; }
+bool blkd_engine_read_only(const struct blkd_engine *e) { return e->read_only; }
+
+static bool range_ok(const struct blkd_engine *e, uint64_t off, uint64_t len)
+{
+	return off % SECTOR == 0 && len % SECTOR == 0 && off <= e->size && len <= e->size - off;
+}
+
+static bool is_meta(const struct blkd_engine *e, uint64_t lba)
+{
+	size_t i = layout_meta_run_at(e->layout, lba);
+
+	return i < e->layout->hdr.meta_run_count && e->layout->meta_runs[i].lba <= lba;
+}
+
+static bool has_data(const struct blkd_engine *e, uint64_t lba)
+{
+	size_t i = layout_data_run_at(e->layout, lba * BLKD_BLOCK);
+
+	return i < e->layout->hdr.data_run_count &&
+	       layout_data_run_pos(&e->layout->data_runs[i]) < (lba + 1) * BLKD_BLOCK;
+}
+
+/* The base (layout + chunks) bytes [off, off+len). */
+static int base_read(struct blkd_engine *e, uint64_t off, uint64_t len, void *buf)
+{
+	int ret;
+
+	pthread_mutex_lock(&e->reader_lock);
+	ret = blkd_reader_read(e->reader, off, buf, len);
+	pthread_mutex_unlock(&e->reader_lock);
+	return ret;
+}
+
+static void count_base(struct blkd_engine *e, uint64_t first, uint64_t n)
+{
+	for (uint64_t b = first; b < first + n; b++) {
+		if (is_meta(e, b))
+			INC(e->meta_hits, 1);
+		else if (has_data(e, b))
+			INC(e->chunk_hits, 1);
+		else
+			INC(e->zero_hits, 1);
+	}
+}
+
+/* Read [off, off+len) without taking stripe locks. */
+static int read_range(struct blkd_engine *e, uint64_t off, uint64_t len, uint8_t *buf)
+{
+	while (len) {
+		uint64_t block = off / BLKD_BLOCK, in = off % BLKD_BLOCK, run = 1, bytes;
+		enum ov_state st = OV_CLEAN;
+		int ret;
+
+		if (e->ov)
+			run = overlay_run(e->ov, block, &st);
+		else
+			run = (e->size - off + BLKD_BLOCK - 1) / BLKD_BLOCK;
+		bytes = run * BLKD_BLOCK - in;
+		if (bytes > len)
+			bytes = len;
+		if (st == OV_ZERO) {
+			memset(buf, 0, bytes);
+			INC(e->zero_hits, (bytes + BLKD_BLOCK - 1) / BLKD_BLOCK);
+		} else if (st == OV_DIRTY) {
+			uint64_t nblk = (in + bytes + BLKD_BLOCK - 1) / BLKD_BLOCK;
+
+			if (in == 0 && bytes % BLKD_BLOCK == 0) {
+				ret = overlay_read(e->ov, block, (uint32_t)nblk, buf);
+			} else {
+				uint8_t *tmp = malloc(nblk * BLKD_BLOCK);
+
+				if (!tmp)
+					return -ENOMEM;
+				ret = overlay_read(e->ov, block, (uint32_t)nblk, tmp);
+				if (!ret)
+					memcpy(buf, tmp + in, bytes);
+				free(tmp);
+			}
+			if (ret)
+				return ret;
+			INC(e->overlay_hits, nblk);
+		} else {
+			ret = base_read(e, off, bytes, buf);
+			if (ret)
+				return ret;
+			count_base(e, block, (in + bytes + BLKD_BLOCK - 1) / BLKD_BLOCK);
+		}
+		off += bytes;
+		buf += bytes;
+		len -= bytes;
+	}
+	return 0;
+}
+
+int blkd_engine_read(struct blkd_engine *e, uint64_t off, uint32_t len, void *buf)
+{
+	int ret;
+
+	if (!range_ok(e, off, len))
+		return -EINVAL;
+	INC(e->in_flight, 1);
+	ret = read_range(e, off, len, buf);
+	__atomic_sub_fetch(&e->in_flight, 1, __ATOMIC_RELAXED);
+	INC(e->reads, 1);
+	INC(e->read_bytes, len);
+	return ret;
+}
+
+/* Lock the stripes of blocks [first, first+n) in ascending stripe order. */
+static void stripes_lock(struct blkd_engine *e, uint64_t first, uint64_t n, bool lock)
+{
+	uint8_t want[STRIPES] = { 0 };
+
+	if (n >= STRIPES) {
+		memset(want, 1, sizeof(want));
+	} else {
+		for (uint64_t b = first; b < first + n; b++)
+			want[b % STRIPES] = 1;
+	}
+	for (int i = 0; i < STRIPES; i++) {
+		if (!want[i])
+			continue;
+		if (lock)
+			pthread_mutex_lock(&e->stripe[i]);
+		else
+			pthread_mutex_unlock(&e->stripe[i]);
+	}
+}
+
+/*
+ * Apply [off, off+len) of new content (data, or zeros when data is NULL) to the overlay:
+ * whole blocks directly, partial blocks by read-modify-write of that one block.
+ */
+static int apply(struct blkd_engine *e, uint64_t off, uint64_t len, const uint8_t *data)
+{
+	uint64_t first = off / BLKD_BLOCK, last = (off + len - 1) / BLKD_BLOCK;
+	uint8_t *blk = NULL;
+	int ret = 0;
+
+	stripes_lock(e, first, last - first + 1, true);
+	while (len && !ret) {
+		uint64_t block = off / BLKD_BLOCK, in = off % BLKD_BLOCK;
+
+		if (in == 0 && len >= BLKD_BLOCK) {
+			uint64_t n = len / BLKD_BLOCK;
+
+			if (n > UINT32_MAX / BLKD_BLOCK)
+				n = UINT32_MAX / BLKD_BLOCK;
+			ret = data ? overlay_write(e->ov, block, (uint32_t)n, data)
+				   : overlay_zero(e->ov, block, n);
+			off += n * BLKD_BLOCK;
+			len -= n * BLKD_BLOCK;
+			if (data)
+				data += n * BLKD_BLOCK;
+			continue;
+		}
+		/* a partial block: the worst case is this one block copied */
+		uint64_t part = BLKD_BLOCK - in < len ? BLKD_BLOCK - in : len;
+
+		if (!blk && !(blk = malloc(BLKD_BLOCK))) {
+			ret = -ENOMEM;
+			break;
+		}
+		ret = read_range(e, block * BLKD_BLOCK, BLKD_BLOCK, blk);
+		if (ret)
+			break;
+		if (data)
+			memcpy(blk + in, data, part);
+		else
+			memset(blk + in, 0, part);
+		ret = overlay_write(e->ov, block, 1, blk);
+		off += part;
+		len -= part;
+		if (data)
+			data += part;
+	}
+	stripes_lock(e, first, last - first + 1, false);
+	free(blk);
+	return ret;
+}
+
+int blkd_engine_write(struct blkd_engine *e, uint64_t off, uint32_t len, const void *buf, bool fua)
+{
+	int ret;
+
+	if (!range_ok(e, off, len))
+		return -EINVAL;
+	if (e->read_only)
+		return -EPERM;
+	if (!len)
+		return 0;
+	INC(e->in_flight, 1);
+	ret = apply(e, off, len, buf);
+	if (!ret && fua)
+		ret = overlay_flush(e->ov);
+	__atomic_sub_fetch(&e->in_flight, 1, __ATOMIC_RELAXED);
+	INC(e->writes, 1);
+	INC(e->write_bytes, len);
+	return ret;
+}
+
+int blkd_engine_flush(struct blkd_engine *e)
+{
+	INC(e->flushes, 1);
+	if (e->read_only || !e->ov)
+		return 0;
+	return overlay_flush(e->ov);
+}
+
+int blkd_engine_write_zeroes(struct blkd_engine *e, uint64_t off, uint64_t len)
+{
+	if (!range_ok(e, off, len))
+		return -EINVAL;
+	if (e->read_only)
+		return -EPERM;
+	INC(e->discards, 1);
+	return len ? apply(e, off, len, NULL) : 0;
+}
+
+int blkd_engine_discard(struct blkd_engine *e, uint64_t off, uint64_t len)
+{
+	uint64_t a = (off + BLKD_BLOCK - 1) / BLKD_BLOCK * BLKD_BLOCK;
+	uint64_t b = (off + len) / BLKD_BLOCK * BLKD_BLOCK;
+
+	if (!range_ok(e, off, len))
+		return -EINVAL;
+	if (e->read_only)
+		return -EPERM;
+	INC(e->discards, 1);
+	/* only whole blocks are dropped; the edges keep their data (allowed for trim) */
+	return b > a ? apply(e, a, b - a, NULL) : 0;
+}
+
+int blkd_engine_status(struct blkd_engine *e, enum blkd_status_ctx ctx, uint64_t off,
+		       uint64_t len, blkd_status_fn cb, void *arg)
+{
+	uint64_t end, block;
+	uint32_t cur = UINT32_MAX;
+	uint64_t start = off;
+	int ret;
+
+	if (!range_ok(e, off, len) || !len)
+		return -EINVAL;
+	end = off + len;
+	if ((end - off) / BLKD_BLOCK > STATUS_MAX_BLOCKS)
+		end = (off / BLKD_BLOCK + STATUS_MAX_BLOCKS) * BLKD_BLOCK;
+	for (block = off / BLKD_BLOCK; block * BLKD_BLOCK < end; block++) {
+		enum ov_state st = e->ov ? overlay_state(e->ov, block) : OV_CLEAN;
+		uint32_t flags;
+
+		if (ctx == BLKD_CTX_DIRTY)
+			flags = st != OV_CLEAN ? BLKD_STATUS_DIRTY : 0;
+		else if (st == OV_DIRTY)
+			flags = 0;
+		else if (st == OV_ZERO)
+			flags = BLKD_STATUS_HOLE | BLKD_STATUS_ZERO;
+		else
+			flags = is_meta(e, block) || has_data(e, block)
+					? 0
+					: BLKD_STATUS_HOLE | BLKD_STATUS_ZERO;
+		if (cur != UINT32_MAX && flags != cur) {
+			uint64_t pos = block * BLKD_BLOCK;
+
+			ret = cb(arg, start, pos - start, cur);
+			if (ret)
+				return ret > 0 ? 0 : ret;
+			start = pos;
+		}
+		cur = flags;
+	}
+	if (end > e->size)
+		end = e->size;
+	ret = cb(arg, start, end - start, cur);
+	return ret < 0 ? ret : 0;
+}
+
+int blkd_engine_snapshot(struct blkd_engine *e, const char *delta_path)
+{
+	const char *why = NULL;
+	int ret;
+
+	if (!e->ov)
+		return -ENOENT;
+	ret = overlay_snapshot(e->ov, delta_path, &why);
+	if (ret)
+		log_error("snapshot %s: %s", delta_path, why ? why : strerror(-ret));
+	return ret;
+}
+
+void blkd_engine_get_stats(struct blkd_engine *e, struct blkd_engine_stats *st)
+{
+	struct blkd_reader_stats rs;
+
+	memset(st, 0, sizeof(*st));
+	st->reads = GET(e->reads);
+	st->writes = GET(e->writes);
+	st->flushes = GET(e->flushes);
+	st->discards = GET(e->discards);
+	st->read_bytes = GET(e->read_bytes);
+	st->write_bytes = GET(e->write_bytes);
+	st->overlay_hits = GET(e->overlay_hits);
+	st->meta_hits = GET(e->meta_hits);
+	st->chunk_hits = GET(e->chunk_hits);
+	st->zero_hits = GET(e->zero_hits);
+	st->in_flight = GET(e->in_flight);
+	pthread_mutex_lock(&e->reader_lock);
+	blkd_reader_stats(e->reader, &rs);
+	pthread_mutex_unlock(&e->reader_lock);
+	st->chunk_loads = rs.chunk_loads;
+	st->chunk_cache_hits = rs.cache_hits;
+	if (e->ov) {
+		struct overlay_stats os;
+
+		overlay_get_stats(e->ov, &os);
+		st->dirty_blocks = os.dirty_blocks;
+		st->zero_blocks = os.zero_blocks;
+	}
+}
+
+void blkd_engine_print_stats(struct blkd_engine *e, FILE *f, bool json)
+{
+	struct blkd_engine_stats s;
+
+	blkd_engine_get_stats(e, &s);
+	if (json) {
+		fprintf(f, "{\"reads\":%llu,\"writes\":%llu,\"flushes\":%llu,\"discards\":%llu,"
+			   "\"read_bytes\":%llu,\"write_bytes\":%llu,\"blocks_from_overlay\":%llu,"
+			   "\"blocks_from_metadata\":%llu,\"blocks_from_chunks\":%llu,"
+			   "\"blocks_zero\":%llu,\"chunk_loads\":%llu,\"chunk_cache_hits\":%llu,"
+			   "\"dirty_blocks\":%llu,\"zero_blocks\":%llu,\"in_flight\":%llu}\n",
+			(unsigned long long)s.reads, (unsigned long long)s.writes,
+			(unsigned long long)s.flushes, (unsigned long long)s.discards,
+			(unsigned long long)s.read_bytes, (unsigned long long)s.write_bytes,
+			(unsigned long long)s.overlay_hits, (unsigned long long)s.meta_hits,
+			(unsigned long long)s.chunk_hits, (unsigned long long)s.zero_hits,
+			(unsigned long long)s.chunk_loads, (unsigned long long)s.chunk_cache_hits,
+			(unsigned long long)s.dirty_blocks, (unsigned long long)s.zero_blocks,
+			(unsigned long long)s.in_flight);
+		return;
+	}
+	fprintf(f, "requests   %llu reads (%llu bytes), %llu writes (%llu bytes), %llu flushes, "
+		   "%llu discards, %llu in flight\n",
+		(unsigned long long)s.reads, (unsigned long long)s.read_bytes,
+		(unsigned long long)s.writes, (unsigned long long)s.write_bytes,
+		(unsigned long long)s.flushes, (unsigned long long)s.discards,
+		(unsigned long long)s.in_flight);
+	fprintf(f, "blocks     %llu from the overlay, %llu metadata, %llu from chunks, %llu zero\n",
+		(unsigned long long)s.overlay_hits, (unsigned long long)s.meta_hits,
+		(unsigned long long)s.chunk_hits, (unsigned long long)s.zero_hits);
+	fprintf(f, "chunks     %llu loaded from the store, %llu cache hits\n",
+		(unsigned long long)s.chunk_loads, (unsigned long long)s.chunk_cache_hits);
+	fprintf(f, "overlay    %llu dirty blocks, %llu zeroed blocks\n",
+		(unsigned long long)s.dirty_blocks, (unsigned long long)s.zero_blocks);
+}

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The block engine: the disk a layout describes, with its writes in an overlay.
+ * read:  overlay (dirty → its data, zeroed → zeros) → layout metadata → chunk data
+ *        (verified) → zeros.
+ * write: whole blocks go to the overlay; a partial block is read, merged and written
+ *        whole (never more than one block copied).
+ * Every export (NBD, vhost-user, virtio in the VMM) drives this API. Thread-safe.
+ */
+#ifndef LZ_BLKD_ENGINE_H
+#define LZ_BLKD_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define BLKD_BLOCK 4096u
+
+struct blkd_engine_opts {
+	const char *layout_path;
+	const char *store_dir;
+	const char *overlay_path;  /* NULL: a read-only disk */
+	uint64_t mem_cache;        /* decompressed chunk cache bytes (0: 256 MiB) */
+	bool read_only;
+};
+
+struct blkd_engine;
+
+/* Prints one error line on failure. */
+int blkd_engine_open(const struct blkd_engine_opts *o, struct blkd_engine **out);
+void blkd_engine_close(struct blkd_engine *e);
+uint64_t blkd_engine_size(const struct blkd_engine *e);
+bool blkd_engine_read_only(const struct blkd_engine *e);
+
+/* Offsets and lengths: multiples of 512, inside the disk (-EINVAL otherwise). */
+int blkd_engine_read(struct blkd_engine *e, uint64_t off, uint32_t len, void *buf);
+int blkd_engine_write(struct blkd_engine *e, uint64_t off, uint32_t len, const void *buf,
+		      bool fua);
+int blkd_engine_flush(struct blkd_engine *e);
+int blkd_engine_discard(struct blkd_engine *e, uint64_t off, uint64_t len);
+int blkd_engine_write_zeroes(struct blkd_engine *e, uint64_t off, uint64_t len);
+
+/*
+ * Status of [off, off+len) (at most 256 MiB per call; the extents may stop short of
+ * len): cb(arg, off, len, flags) for consecutive extents; cb returns 0 to go on, > 0 to
+ * stop early, < 0 to fail (returned as is).
+ */
+#define BLKD_STATUS_HOLE 1u   /* base:allocation: not allocated */
+#define BLKD_STATUS_ZERO 2u   /* base:allocation: reads as zeros */
+#define BLKD_STATUS_DIRTY 1u  /* lazyblk:dirty: written since the base (or zeroed) */
+enum blkd_status_ctx { BLKD_CTX_ALLOCATION, BLKD_CTX_DIRTY };
+typedef int (*blkd_status_fn)(void *arg, uint64_t off, uint64_t len, uint32_t flags);
+int blkd_engine_status(struct blkd_engine *e, enum blkd_status_ctx ctx, uint64_t off,
+		       uint64_t len, blkd_status_fn cb, void *arg);
+
+/* Point-in-time delta of the overlay (see overlay_snapshot). */
+int blkd_engine_snapshot(struct blkd_engine *e, const char *delta_path);
+
+struct blkd_engine_stats {
+	uint64_t reads, writes, flushes, discards;
+	uint64_t read_bytes, write_bytes;
+	uint64_t overlay_hits, meta_hits, chunk_hits, zero_hits;   /* blocks read per tier */
+	uint64_t chunk_loads, chunk_cache_hits;
+	uint64_t dirty_blocks, zero_blocks;
+	uint64_t in_flight;
+};
+void blkd_engine_get_stats(struct blkd_engine *e, struct blkd_engine_stats *st);
+/* Human lines, or one JSON object when json. */
+void blkd_engine_print_stats(struct blkd_engine *e, FILE *f, bool json);
+
+#endif
