@@ -7,6 +7,7 @@
 #   3. pack it with umoci as a two-layer OCI image layout (layer 2 adds and deletes
 #      files, so the import has to apply an OCI whiteout);
 #   4. lazyblk import oci:DIR:latest --store build/sample/store -o build/sample/sample.manifest
+#   9. lazyblk mkfs + lazyblk export, checked with e2fsck -fn and debugfs
 #   5. show what the manifest and the store hold, and cross-check the manifest (and the
 #      file bytes its chunks give, decompressed with zstd) against the tree that
 #      `umoci unpack` produces from the same image.
@@ -256,9 +257,23 @@ print(f"    read back from {len(chunk_cache)} chunks of the store with zstd -d, 
 EOF
 rm -rf "$S/check"
 
+heading "9. The ext4 disk (lazyblk mkfs, then lazyblk export to look at it)"
+LAYOUT=$S/sample.layout
+DISK=$S/sample.raw
+echo "+ lazyblk mkfs ${MAN#"$ROOT"/} -o ${LAYOUT#"$ROOT"/}"
+"$LAZYBLK" mkfs "$MAN" -o "$LAYOUT"
+echo "+ lazyblk export ${LAYOUT#"$ROOT"/} --store ${STORE#"$ROOT"/} -o ${DISK#"$ROOT"/}"
+"$LAZYBLK" export "$LAYOUT" --store "$STORE" -o "$DISK"
+echo "+ e2fsck -fn ${DISK#"$ROOT"/}"
+e2fsck -fn "$DISK" 2>&1 | sed 's/^/  /'
+echo "+ debugfs -R 'ls -l /etc' ${DISK#"$ROOT"/} | head"
+debugfs -R "ls -l /etc" "$DISK" 2>/dev/null | head -8 | sed 's/^/  /'
+echo "+ debugfs -R 'cat /etc/motd'"
+debugfs -R "cat /etc/motd" "$DISK" 2>/dev/null | sed 's/^/  /'
+
 heading "Done"
 echo "image:    ${OCI#"$ROOT"/} (OCI layout, tag latest)"
 echo "manifest: ${MAN#"$ROOT"/}"
 echo "store:    ${STORE#"$ROOT"/}"
-echo "Booting this image (lazyblk mkfs + lazyblk run/serve) comes in a later version;"
-echo "this version stops at import."
+echo "layout:   ${LAYOUT#"$ROOT"/} (ext4 metadata + block map; disk: ${DISK#"$ROOT"/})"
+echo "Serving and booting this disk (lazyblk serve / run) come in a later version."
