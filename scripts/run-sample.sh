@@ -7,10 +7,10 @@
 #   3. pack it with umoci as a two-layer OCI image layout (layer 2 adds and deletes
 #      files, so the import has to apply an OCI whiteout);
 #   4. lazyblk import oci:DIR:latest --store build/sample/store -o build/sample/sample.manifest
-#   9. lazyblk mkfs + lazyblk export, checked with e2fsck -fn and debugfs
 #   5. show what the manifest and the store hold, and cross-check the manifest (and the
 #      file bytes its chunks give, decompressed with zstd) against the tree that
-#      `umoci unpack` produces from the same image.
+#      `umoci unpack` produces from the same image;
+#   9. lazyblk mkfs + lazyblk export, checked with e2fsck -fn and debugfs.
 #
 # Environment: LAZYBLK = the lazyblk binary (set by the Makefile; default build/lazyblk).
 # Idempotent: everything except the apt cache is rebuilt on every run.
