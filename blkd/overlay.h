@@ -37,6 +37,17 @@ struct overlay;
 int overlay_open(const char *path, uint64_t disk_bytes, const uint8_t layout_digest[SHA256_LEN],
 		 bool create, struct overlay **out, const char **why);
 void overlay_close(struct overlay *ov);
+/*
+ * Open an existing overlay for the layout its state file records (overlay_layout_digest,
+ * overlay_disk_bytes): lazyblk snapshot and overlay show use it without the layout.
+ * read_only: writes fail with -EROFS and several readers may share the overlay.
+ * An overlay open for writing is locked (flock) against every other open: a second
+ * opener gets -EBUSY / "overlay is in use by another process".
+ */
+int overlay_open_existing(const char *path, bool read_only, struct overlay **out,
+			  const char **why);
+const uint8_t *overlay_layout_digest(const struct overlay *ov);
+uint64_t overlay_disk_bytes(const struct overlay *ov);
 
 uint64_t overlay_blocks(const struct overlay *ov);
 enum ov_state overlay_state(struct overlay *ov, uint64_t block);
@@ -54,6 +65,7 @@ int overlay_flush(struct overlay *ov);
 struct overlay_stats {
 	uint64_t dirty_blocks, zero_blocks;
 	uint64_t writes, flushes;
+	uint64_t snapshot_copies;  /* blocks writers copied into a running snapshot first */
 };
 void overlay_get_stats(struct overlay *ov, struct overlay_stats *st);
 
@@ -64,6 +76,17 @@ void overlay_get_stats(struct overlay *ov, struct overlay_stats *st);
  * the delta first), so it holds every write completed before the call and none after.
  */
 int overlay_snapshot(struct overlay *ov, const char *delta_path, const char **why);
+/*
+ * overlay_snapshot() in two steps: begin captures the point in time (it waits for the
+ * writes in flight and pauses new ones only while it copies the state bitmap), end
+ * copies the blocks and commits DELTA (atomically: DELTA.tmp.XXXXXX, fsync, rename).
+ * A server may acknowledge a snapshot request once begin returns. One at a time per
+ * overlay (-EBUSY). end frees s whatever it returns.
+ */
+struct overlay_snapshot;
+int overlay_snapshot_begin(struct overlay *ov, const char *delta_path,
+			   struct overlay_snapshot **out, const char **why);
+int overlay_snapshot_end(struct overlay_snapshot *s, const char **why);
 /* Start (or overwrite) an overlay from a delta: the new overlay's state and data are the
  * delta's, for the same layout. */
 int overlay_apply_delta(const char *delta_path, const char *overlay_path,

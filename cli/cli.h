@@ -17,6 +17,7 @@ int cmd_export(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
+int cmd_overlay(int argc, char **argv);
 int cmd_push(int argc, char **argv);
 
 /* Exit codes: 0 ok, 1 failure, 2 usage error. */

@@ -15,14 +15,9 @@ struct pending {
 };
 
 static const struct pending pending_cmds[] = {
-	{ "serve", "usage: lazyblk serve IMAGE.layout --store DIR [--remote URL] [--overlay FILE]\n"
-		   "              (--nbd unix:PATH | --nbd tcp:HOST:PORT | --vhost-user PATH)\n\n"
-		   "Serve a layout as a lazily loaded, writable disk.\n" },
 	{ "run", "usage: lazyblk run IMAGE.layout --store DIR [--remote URL] [--overlay FILE]\n"
 		 "            --kernel FILE [--initrd FILE] [--append ARGS] [--cpus N] [--mem MiB]"
 		 " [-- CMD ...]\n\nBoot a micro-VM whose root disk is the lazy image.\n" },
-	{ "snapshot", "usage: lazyblk snapshot OVERLAY -o DELTA\n\n"
-		      "Write the dirty and zeroed blocks of an overlay as a delta.\n" },
 	{ "push", "usage: lazyblk push --store DIR --remote URL\n\n"
 		  "Publish the chunks of a store to an HTTP or OCI remote.\n" },
 };
@@ -45,7 +40,5 @@ static int pending_run(const char *name, int argc, char **argv)
 	return 1;
 }
 
-int cmd_serve(int argc, char **argv) { return pending_run("serve", argc, argv); }
 int cmd_run(int argc, char **argv) { return pending_run("run", argc, argv); }
-int cmd_snapshot(int argc, char **argv) { return pending_run("snapshot", argc, argv); }
 int cmd_push(int argc, char **argv) { return pending_run("push", argc, argv); }

@@ -19,6 +19,7 @@ static const struct cli_cmd commands[] = {
 	{ "serve", "serve a layout as a disk over NBD or vhost-user-blk", cmd_serve },
 	{ "run", "boot a micro-VM with the image as its root disk", cmd_run },
 	{ "snapshot", "write the dirty blocks of an overlay as a delta", cmd_snapshot },
+	{ "overlay", "inspect an overlay, or start one from a delta (show, apply)", cmd_overlay },
 	{ "push", "publish a store's chunks to a remote", cmd_push },
 };
 

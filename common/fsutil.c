@@ -95,6 +95,25 @@ int fs_write_full(int fd, const void *buf, size_t len)
 	return 0;
 }
 
+int fs_pwrite_full(int fd, const void *buf, size_t len, off_t off)
+{
+	const uint8_t *p = buf;
+
+	while (len) {
+		ssize_t r = pwrite(fd, p, len, off);
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += r;
+		off += r;
+		len -= (size_t)r;
+	}
+	return 0;
+}
+
 int fs_read_fd(int fd, uint8_t **data, size_t *len)
 {
 	struct stat st;

@@ -22,5 +22,5 @@ expect_error "unknown cas command" "unknown cas command" -- "$LAZYBLK" cas explo
 expect_error "import needs SRC" "missing SRC" -- "$LAZYBLK" import --store "$T/s" -o "$T/m"
 rc=0; "$LAZYBLK" import >/dev/null 2>&1 || rc=$?
 [ $rc -eq 2 ] || die "usage error exit $rc, want 2"
-expect_error "pending subcommand" "not available in this version yet" -- "$LAZYBLK" serve x --nbd unix:/tmp/x
+expect_error "pending subcommand" "not available in this version yet" -- "$LAZYBLK" run x
 echo "cli: ok"

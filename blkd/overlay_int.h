@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Inside the overlay: shared by overlay.c (state, I/O), ov_snapshot.c (point-in-time
+ * deltas with copy-before-write) and delta.c (the delta file, applying one). Not for
+ * other modules; they use overlay.h.
+ *
+ * State file (OVERLAY.state): a 4096-byte header block, then 2 bits per block, 32 blocks
+ * per little-endian 64-bit word (block i: bits 2*(i%32) of word i/32), the last word
+ * padded with clean (0) blocks. The in-memory bitmap is the same array of words, so a
+ * state change is written back as the few bytes it touched, and loading is one pread.
+ */
+#ifndef LZ_BLKD_OVERLAY_INT_H
+#define LZ_BLKD_OVERLAY_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "overlay.h"
+
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+	       "the state bitmap is read and written as little-endian words in place");
+
+#define OV_STATE_MAGIC "LZBKOVST"
+#define OV_STATE_VERSION 1
+#define OV_STATE_HDR 4096u                  /* header block; the bitmap follows */
+#define OV_MAX_BLOCKS ((uint64_t)INT64_MAX / OV_BLOCK)
+#define OV_LO 0x5555555555555555ULL         /* the low bit of every 2-bit state */
+
+struct ov_state_header {
+	char magic[8];                      /* LZBKOVST */
+	uint32_t version;                   /* 1 */
+	uint32_t block_size;                /* 4096 */
+	uint64_t disk_bytes;
+	uint64_t block_count;               /* disk_bytes / 4096 */
+	uint8_t layout_digest[SHA256_LEN];
+	uint32_t flags;                     /* 0 */
+	uint32_t header_crc;                /* crc32c(~0, header with this field 0) */
+	uint8_t reserved[56];
+};
+_Static_assert(sizeof(struct ov_state_header) == 128, "state header is 128 bytes");
+
+/* Words of the 2-bit bitmap for n blocks (its bytes are 8 times that). */
+static inline size_t ov_words(uint64_t blocks)
+{
+	return (size_t)((blocks + 31) / 32);
+}
+
+/* Words of a 1-bit-per-block bitmap. */
+static inline size_t ov_bitwords(uint64_t blocks)
+{
+	return (size_t)((blocks + 63) / 64);
+}
+
+static inline enum ov_state ov_get(const uint64_t *words, uint64_t b)
+{
+	return (enum ov_state)((words[b / 32] >> (2 * (b % 32))) & 3);
+}
+
+static inline bool bit_test(const uint64_t *w, uint64_t b)
+{
+	return (w[b / 64] >> (b % 64)) & 1;
+}
+
+static inline void bit_set(uint64_t *w, uint64_t b)
+{
+	w[b / 64] |= 1ULL << (b % 64);
+}
+
+static inline void bit_clear(uint64_t *w, uint64_t b)
+{
+	w[b / 64] &= ~(1ULL << (b % 64));
+}
+
+/* Blocks of the given state among the 2-bit states of x (bits outside them 0). */
+static inline uint64_t ov_count_dirty(uint64_t x)
+{
+	return (uint64_t)__builtin_popcountll(x & OV_LO & ~(x >> 1));
+}
+
+static inline uint64_t ov_count_zero(uint64_t x)
+{
+	return (uint64_t)__builtin_popcountll((x >> 1) & OV_LO & ~x);
+}
+
+/* Length of the run of equal state starting at b (< blocks) in a 2-bit bitmap. */
+uint64_t ov_bits_run(const uint64_t *words, uint64_t blocks, uint64_t b, enum ov_state *st);
+/* Set [b, b + n) to st in a 2-bit bitmap; adds the changes to *dirty and *zero. */
+bool ov_bits_set(uint64_t *words, uint64_t b, uint64_t n, enum ov_state st, uint64_t *dirty,
+		 uint64_t *zero);
+
+/* The header of a state file for a disk; fills in the checksum. */
+void ov_state_header_init(struct ov_state_header *h, uint64_t disk_bytes,
+			  const uint8_t digest[SHA256_LEN]);
+/*
+ * Write a complete state file into the empty fd: the header block and the bitmap
+ * (words, or all clean when NULL, as a hole), then fsync it.
+ */
+int ov_state_fill(int fd, uint64_t disk_bytes, const uint8_t digest[SHA256_LEN],
+		  const uint64_t *words);
+/* "PATH.state" into buf; -ENAMETOOLONG. */
+int ov_state_path(const char *path, char *buf, size_t len);
+
+struct overlay {
+	char *path;
+	int fd;                             /* OVERLAY: block i at i * 4096 */
+	int state_fd;                       /* OVERLAY.state, flock'ed */
+	bool read_only;
+	uint64_t blocks, disk_bytes;
+	uint8_t digest[SHA256_LEN];
+	/*
+	 * Writes and zeroes hold io_lock shared for their whole length (copy-before-write,
+	 * data, state); a snapshot holds it exclusive only to capture the state and to let
+	 * go of the overlay. It prefers the exclusive side, so writers cannot starve it.
+	 */
+	pthread_rwlock_t io_lock;
+	pthread_mutex_t lock;               /* everything below */
+	pthread_cond_t cow_done;            /* a block a snapshot copies is no longer busy */
+	uint64_t *words;                    /* the 2-bit states, as in the state file */
+	uint64_t dirty, zero;
+	uint64_t writes, flushes, snapshot_copies;
+	int state_err;                      /* the first failed state write; flush reports it */
+	struct overlay_snapshot *snap;      /* the running snapshot, if any */
+};
+
+/* Copy-before-write (ov_snapshot.c): called by writers holding io_lock shared, before
+ * they change the data of [b, b + n). Never fails the write; a failed copy fails the
+ * snapshot instead. */
+void ov_snapshot_cow(struct overlay *ov, uint64_t b, uint64_t n);
+
+#endif

@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lazyblk serve: a layout as a live disk over NBD until SIGINT/SIGTERM; statistics on
+ * SIGUSR1 and at exit. Signals are blocked in every thread and taken by one thread with
+ * sigwait(), so nothing runs in a signal handler.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../blkd/engine.h"
+#include "../blkd/nbd.h"
+#include "../common/log.h"
+#include "../common/size.h"
+#include "cli.h"
+
+static const char serve_usage[] =
+	"usage: lazyblk serve IMAGE.layout --store DIR [--overlay FILE] [--read-only]\n"
+	"              [--mem-cache BYTES] (--nbd unix:PATH | --nbd tcp:[HOST:]PORT)\n"
+	"              [--export-name NAME] [--stats-json FILE]\n"
+	"\n"
+	"Serve a layout as a lazily loaded disk: metadata from the layout, data fetched from\n"
+	"the store's chunks on first read (each verified against its sha256), writes kept\n"
+	"block by block in the overlay. Runs until SIGINT or SIGTERM, then flushes the\n"
+	"overlay and prints statistics (also printed on SIGUSR1).\n"
+	"\n"
+	"options:\n"
+	"  -s, --store DIR         the chunk store holding the image's chunks\n"
+	"      --overlay FILE      copy-on-write overlay for writes (created if missing);\n"
+	"                          without it the disk is read-only\n"
+	"      --read-only         refuse writes (the overlay, if any, is only read)\n"
+	"      --mem-cache BYTES   decompressed chunk cache (default 256M)\n"
+	"      --nbd unix:PATH     NBD on a unix socket\n"
+	"      --nbd tcp:HOST:PORT NBD on TCP (HOST defaults to 127.0.0.1: loopback only)\n"
+	"      --export-name NAME  the export's name (default: any name is accepted)\n"
+	"      --stats-json FILE   write the statistics as JSON to FILE at exit\n"
+	"      --vhost-user PATH   vhost-user-blk socket (not available in this version yet)\n"
+	"  -h, --help              this text\n";
+
+struct serve_args {
+	struct blkd_engine_opts eo;
+	struct nbd_server_opts no;
+	const char *nbd, *stats_json, *vhost_user, *remote;
+	char host[256];
+};
+
+struct sig_ctx {
+	struct blkd_engine *e;
+	sigset_t set;
+	volatile sig_atomic_t stop;
+};
+
+/* "unix:PATH", "tcp:HOST:PORT", "tcp:PORT", "tcp:[v6addr]:PORT". */
+static int parse_nbd(struct serve_args *a)
+{
+	const char *s = a->nbd, *colon;
+	size_t hl;
+
+	if (!strncmp(s, "unix:", 5) && s[5]) {
+		a->no.unix_path = s + 5;
+		return 0;
+	}
+	if (strncmp(s, "tcp:", 4) || !s[4])
+		return -EINVAL;
+	s += 4;
+	colon = strrchr(s, ':');
+	if (!colon) {
+		a->no.tcp_port = s;
+		return 0;
+	}
+	a->no.tcp_port = colon + 1;
+	hl = (size_t)(colon - s);
+	if (hl >= 2 && s[0] == '[' && s[hl - 1] == ']') {
+		s++;
+		hl -= 2;
+	}
+	if (!*a->no.tcp_port || hl >= sizeof(a->host))
+		return -EINVAL;
+	memcpy(a->host, s, hl);
+	a->host[hl] = '\0';
+	a->no.tcp_host = hl ? a->host : NULL;
+	return 0;
+}
+
+static void *sig_main(void *arg)
+{
+	struct sig_ctx *c = arg;
+	int sig;
+
+	for (;;) {
+		if (sigwait(&c->set, &sig))
+			continue;
+		if (sig == SIGUSR1) {
+			blkd_engine_print_stats(c->e, stdout, false);
+			fflush(stdout);
+			continue;
+		}
+		__atomic_store_n(&c->stop, 1, __ATOMIC_RELAXED);
+		return NULL;
+	}
+}
+
+static int write_stats_json(struct blkd_engine *e, const char *path)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f) {
+		log_error("%s: %s", path, strerror(errno));
+		return -errno;
+	}
+	blkd_engine_print_stats(e, f, true);
+	if (fclose(f)) {
+		log_error("%s: %s", path, strerror(errno));
+		return -EIO;
+	}
+	return 0;
+}
+
+static int serve_run(struct serve_args *a, const char *layout)
+{
+	struct sig_ctx sc = { 0 };
+	pthread_t sig_thread;
+	char h[32];
+	int ret, rc = 0;
+
+	/* before any thread exists, so that every thread inherits the mask */
+	sigemptyset(&sc.set);
+	sigaddset(&sc.set, SIGINT);
+	sigaddset(&sc.set, SIGTERM);
+	sigaddset(&sc.set, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &sc.set, NULL);
+	signal(SIGPIPE, SIG_IGN); /* a closed stdout must not kill the server */
+
+	a->eo.layout_path = layout;
+	if (blkd_engine_open(&a->eo, &sc.e))
+		return 1; /* it said why */
+	if (pthread_create(&sig_thread, NULL, sig_main, &sc)) {
+		log_error("cannot start the signal thread");
+		blkd_engine_close(sc.e);
+		return 1;
+	}
+	printf("serving %s (%s%s) over NBD on %s\n", layout,
+	       size_human(blkd_engine_size(sc.e), h, sizeof(h)),
+	       a->no.read_only || blkd_engine_read_only(sc.e) ? ", read-only" : "", a->nbd);
+	fflush(stdout);
+
+	ret = nbd_serve(sc.e, &a->no, &sc.stop);
+	if (!__atomic_load_n(&sc.stop, __ATOMIC_RELAXED))
+		pthread_kill(sig_thread, SIGTERM); /* nbd_serve failed: end the signal thread */
+	pthread_join(sig_thread, NULL);
+	if (ret) {
+		blkd_engine_close(sc.e); /* it said why; nothing was served */
+		return 1;
+	}
+
+	ret = blkd_engine_flush(sc.e);
+	if (ret) {
+		log_error("flush: %s", strerror(-ret));
+		rc = 1;
+	}
+	blkd_engine_print_stats(sc.e, stdout, false);
+	fflush(stdout);
+	if (a->stats_json && write_stats_json(sc.e, a->stats_json))
+		rc = 1;
+	blkd_engine_close(sc.e);
+	return rc;
+}
+
+int cmd_serve(int argc, char **argv)
+{
+	enum { O_OVERLAY = 256, O_RO, O_MEM, O_NBD, O_NAME, O_JSON, O_VHOST, O_REMOTE };
+	static const struct option opts[] = {
+		{ "store", required_argument, NULL, 's' },
+		{ "overlay", required_argument, NULL, O_OVERLAY },
+		{ "read-only", no_argument, NULL, O_RO },
+		{ "mem-cache", required_argument, NULL, O_MEM },
+		{ "nbd", required_argument, NULL, O_NBD },
+		{ "export-name", required_argument, NULL, O_NAME },
+		{ "stats-json", required_argument, NULL, O_JSON },
+		{ "vhost-user", required_argument, NULL, O_VHOST },
+		{ "remote", required_argument, NULL, O_REMOTE },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct serve_args a = { 0 };
+	uint64_t v;
+	int c;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":s:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 's': a.eo.store_dir = optarg; break;
+		case O_OVERLAY: a.eo.overlay_path = optarg; break;
+		case O_RO: a.eo.read_only = a.no.read_only = true; break;
+		case O_MEM:
+			if (size_parse(optarg, &v))
+				return cli_usage_error("bad --mem-cache '%s'", optarg);
+			a.eo.mem_cache = v;
+			break;
+		case O_NBD: a.nbd = optarg; break;
+		case O_NAME: a.no.export_name = optarg; break;
+		case O_JSON: a.stats_json = optarg; break;
+		case O_VHOST: a.vhost_user = optarg; break;
+		case O_REMOTE: a.remote = optarg; break;
+		case 'h': fputs(serve_usage, stdout); return 0;
+		default: return cli_bad_option("serve", argv, c);
+		}
+	}
+	if (optind >= argc)
+		return cli_usage_error("missing IMAGE.layout (see lazyblk serve --help)");
+	if (optind + 1 < argc)
+		return cli_usage_error("unexpected argument '%s'", argv[optind + 1]);
+	if (!a.eo.store_dir)
+		return cli_usage_error("missing --store DIR");
+	if (a.vhost_user) {
+		log_error("--vhost-user: not available in this version yet");
+		return 1;
+	}
+	if (a.remote) {
+		log_error("--remote: not available in this version yet");
+		return 1;
+	}
+	if (!a.nbd)
+		return cli_usage_error("missing --nbd unix:PATH or --nbd tcp:HOST:PORT");
+	if (parse_nbd(&a))
+		return cli_usage_error("bad --nbd '%s' (want unix:PATH or tcp:HOST:PORT)", a.nbd);
+	return serve_run(&a, argv[optind]);
+}

@@ -1,0 +1,344 @@
+#!/bin/bash
+# lazyblk serve over NBD, judged by real clients: nbdinfo (size, contexts, maps), nbdcopy
+# (byte-identical to lazyblk export, writes), qemu-img compare, qemu-io (writes, zeroes,
+# read-back), plus a raw-protocol client in python for read-only refusals and hostile input.
+# Unix sockets and loopback TCP only; every server started here is stopped by the trap.
+. "$(dirname "$0")/lib/common.sh"
+
+for tool in nbdinfo nbdcopy qemu-img qemu-io python3; do
+  command -v "$tool" >/dev/null || skip "t_nbd: $tool not installed"
+done
+
+SERVERS=()
+cleanup() {
+  for p in "${SERVERS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+  rm -rf "$T"
+}
+trap cleanup EXIT
+
+expect_rc() { # expect_rc WANT CMD...
+  local want=$1 rc=0; shift
+  "$@" >/dev/null 2>&1 || rc=$?
+  [ "$rc" -eq "$want" ] || die "$*: exit $rc, want $want"
+}
+
+# start_server NAME URI ARGS...: lazyblk serve ARGS in the background (output in
+# $T/NAME.out/.err, pid in SRV); returns once URI answers.
+start_server() {
+  local name=$1 uri=$2; shift 2
+  "$LAZYBLK" serve "$@" >"$T/$name.out" 2>"$T/$name.err" &
+  SRV=$!
+  SERVERS+=("$SRV")
+  for _ in $(seq 1 200); do
+    nbdinfo --size "$uri" >/dev/null 2>&1 && return 0
+    kill -0 "$SRV" 2>/dev/null || { cat "$T/$name.err" >&2; die "$name: server exited"; }
+    sleep 0.05
+  done
+  die "$name: server does not answer on $uri"
+}
+
+# stop_server PID NAME: SIGTERM, exit status 0, statistics printed.
+stop_server() {
+  local pid=$1 name=$2 rc=0
+  kill -TERM "$pid"
+  wait "$pid" || rc=$?
+  [ "$rc" -eq 0 ] || { cat "$T/$name.err" >&2; die "$name: exit $rc after SIGTERM"; }
+  grep -q "^requests " "$T/$name.out" || die "$name: no statistics at exit"
+}
+
+# ---- usage
+"$LAZYBLK" serve --help | grep -q "^usage: lazyblk serve IMAGE.layout --store DIR" ||
+  die "serve --help"
+expect_error "no layout" "missing IMAGE.layout" -- "$LAZYBLK" serve --store "$T/s" --nbd unix:x
+expect_error "no store" "missing --store DIR" -- "$LAZYBLK" serve "$T/x.layout" --nbd unix:x
+expect_error "no transport" "missing --nbd" -- "$LAZYBLK" serve "$T/x.layout" --store "$T/s"
+expect_error "bad transport" "bad --nbd 'udp:1'" -- \
+  "$LAZYBLK" serve "$T/x.layout" --store "$T/s" --nbd udp:1
+expect_error "bad mem-cache" "bad --mem-cache" -- \
+  "$LAZYBLK" serve "$T/x.layout" --store "$T/s" --nbd unix:x --mem-cache lots
+expect_rc 2 "$LAZYBLK" serve "$T/x.layout" --store "$T/s"
+expect_error "vhost-user" "not available in this version yet" -- \
+  "$LAZYBLK" serve "$T/x.layout" --store "$T/s" --vhost-user "$T/vhost.sock"
+expect_rc 1 "$LAZYBLK" serve "$T/x.layout" --store "$T/s" --vhost-user "$T/vhost.sock"
+expect_error "missing layout" "$T/x.layout: No such file or directory" -- \
+  "$LAZYBLK" serve "$T/x.layout" --store "$T/s" --nbd "unix:$T/x.sock"
+
+# ---- an image, and the reference disk from lazyblk export
+mkdir -p "$T/src/dir/sub"
+head -c 3000000 /dev/urandom >"$T/src/big"
+seq 1 20000 >"$T/src/seq"
+echo hello >"$T/src/dir/sub/hello"
+"$LAZYBLK" import "$T/src" --store "$T/store" -o "$T/img.manifest" >/dev/null
+"$LAZYBLK" mkfs "$T/img.manifest" -o "$T/img.layout" --size 128M >/dev/null
+"$LAZYBLK" export "$T/img.layout" --store "$T/store" -o "$T/ref.raw" >/dev/null
+size=$(stat -c %s "$T/ref.raw")
+
+# the raw-protocol client
+cat >"$T/nbdc.py" <<'EOF'
+import os, random, socket, struct, sys, time
+
+OPTS, REQ, SIMPLE = 0x49484156454F5054, 0x25609513, 0x67446698
+EPERM, EINVAL = 1, 22
+
+def conn(path):
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(20)
+    s.connect(path)
+    return s
+
+def recvn(s, n):
+    b = b""
+    while len(b) < n:
+        d = s.recv(n - len(b))
+        if not d:
+            raise EOFError("server closed")
+        b += d
+    return b
+
+def closed(s):
+    """True once the server hangs up (anything it still sends is skipped)."""
+    try:
+        while s.recv(65536):
+            pass
+        return True
+    except ConnectionResetError:
+        return True
+
+def hello(s, flags=3):
+    h = recvn(s, 18)
+    assert h[:16] == b"NBDMAGICIHAVEOPT", h
+    s.sendall(struct.pack(">I", flags))
+
+def opt(s, o, data=b""):
+    s.sendall(struct.pack(">QII", OPTS, o, len(data)) + data)
+
+def rep(s):
+    _, o, t, n = struct.unpack(">QIII", recvn(s, 20))
+    return o, t, recvn(s, n)
+
+def go(s):
+    hello(s)
+    opt(s, 7, struct.pack(">IH", 0, 0))
+    while True:
+        o, t, d = rep(s)
+        assert o == 7 and t in (1, 3), (o, t)
+        if t == 1:
+            return
+
+def req(s, typ, off, n, handle=1, flags=0, payload=b""):
+    s.sendall(struct.pack(">IHHQQI", REQ, flags, typ, handle, off, n) + payload)
+
+def simple(s, handle=1):
+    magic, err, h = struct.unpack(">IIQ", recvn(s, 16))
+    assert magic == SIMPLE and h == handle, (hex(magic), h)
+    return err
+
+def ro_write(path):
+    s = conn(path)
+    go(s)
+    req(s, 1, 0, 4096, payload=b"\xff" * 4096)
+    assert simple(s) == EPERM
+    req(s, 4, 0, 4096)
+    assert simple(s) == EPERM
+    req(s, 6, 0, 4096)
+    assert simple(s) == EPERM
+    req(s, 3, 0, 0)
+    assert simple(s) == 0
+    req(s, 2, 0, 0)
+    assert closed(s)
+
+def hostile(path, size):
+    rnd = random.Random(1)
+    # garbage instead of client flags, options or requests
+    s = conn(path)
+    s.sendall(os.urandom(4096))
+    assert closed(s)
+    for i in range(40):
+        s = conn(path)
+        hello(s)
+        try:
+            s.sendall(struct.pack(">Q", OPTS) + os.urandom(rnd.randint(1, 3000)))
+            s.shutdown(socket.SHUT_WR)
+            closed(s)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        s.close()
+    # huge and malformed options get errors, then a disconnect for the huge one
+    s = conn(path)
+    hello(s)
+    opt(s, 6, b"\x00\x00\x10\x00")                     # INFO: name longer than the data
+    assert rep(s)[1] == 0x80000003
+    opt(s, 0x7777, b"x")                               # unknown option
+    assert rep(s)[1] == 0x80000001
+    s.sendall(struct.pack(">QII", OPTS, 7, 0xFFFFFFF0))  # 4 GiB of option data
+    assert closed(s)
+    # bad requests get errors and the stream stays in step
+    s = conn(path)
+    go(s)
+    req(s, 0, 1, 512); assert simple(s) == EINVAL                # misaligned
+    req(s, 0, size, 512); assert simple(s) == EINVAL             # past the end
+    req(s, 0, 2**64 - 512, 1024); assert simple(s) == EINVAL     # wraps around
+    req(s, 0, 0, 64 << 20); assert simple(s) == EINVAL           # over 32 MiB
+    req(s, 99, 0, 4096); assert simple(s) == EINVAL              # unknown command
+    req(s, 0, 0, 4096, flags=0x100); assert simple(s) == EINVAL  # unknown flag
+    req(s, 1, 0, 1000, payload=b"x" * 1000); assert simple(s) == EINVAL
+    req(s, 7, 0, 4096); assert simple(s) == EINVAL               # no context selected
+    req(s, 0, 0, 4096, handle=9)
+    assert simple(s, 9) == 0 and len(recvn(s, 4096)) == 4096
+    req(s, 1, 0, 64 << 20)                                       # a 64 MiB write
+    assert simple(s) == EINVAL and closed(s)
+    # a bad request magic, a truncated header, a truncated payload
+    s = conn(path); go(s); s.sendall(b"\0" * 28); assert closed(s)
+    s = conn(path); go(s); s.sendall(struct.pack(">IHH", REQ, 0, 0)); s.close()
+    s = conn(path); go(s); req(s, 1, 0, 1 << 20, payload=b"y" * 1000); s.close()
+    # a client vanishing with reads in flight
+    s = conn(path)
+    go(s)
+    for i in range(32):
+        req(s, 0, 0, 1 << 20, handle=i)
+    s.close()
+
+def idle(path):
+    s = conn(path)
+    go(s)
+    print("idle: connected", flush=True)
+    s.settimeout(60)
+    assert closed(s)
+
+cmd = sys.argv[1]
+if cmd == "ro-write":
+    ro_write(sys.argv[2])
+elif cmd == "hostile":
+    hostile(sys.argv[2], int(sys.argv[3]))
+elif cmd == "idle":
+    idle(sys.argv[2])
+print(cmd + ": ok")
+EOF
+
+# ---- serve with an overlay on a unix socket
+sock="$T/nbd.sock"
+uri="nbd+unix:///?socket=$sock"
+start_server rw "$uri" "$T/img.layout" --store "$T/store" --overlay "$T/ov" \
+  --nbd "unix:$sock" --stats-json "$T/stats.json"
+grep -q "^serving $T/img.layout" "$T/rw.out" || die "no serving line: $(cat "$T/rw.out")"
+[ "$(nbdinfo --size "$uri")" = "$size" ] || die "nbdinfo size $(nbdinfo --size "$uri") != $size"
+nbdinfo --list "$uri" >"$T/list.txt"
+grep -q "base:allocation" "$T/list.txt" || die "no base:allocation: $(cat "$T/list.txt")"
+grep -q "lazyblk:dirty" "$T/list.txt" || die "no lazyblk:dirty: $(cat "$T/list.txt")"
+nbdinfo "$uri" >"$T/info.txt"
+for want in "can_multi_conn: true" "can_flush: true" "can_fua: true" "can_trim: true" \
+            "can_zero: true" "is_read_only: false" "block_size_minimum: 512" \
+            "block_size_maximum: 33554432"; do
+  grep -q "$want" "$T/info.txt" || die "nbdinfo lacks '$want': $(cat "$T/info.txt")"
+done
+
+# base:allocation: data where the layout has metadata or chunks, holes elsewhere, the
+# whole disk covered
+nbdinfo --map "$uri" >"$T/map.txt"
+grep -q " data$" "$T/map.txt" || die "no data extents: $(cat "$T/map.txt")"
+grep -q "hole,zero" "$T/map.txt" || die "no hole extents: $(cat "$T/map.txt")"
+covered=$(awk '{ s += $2 } END { print s }' "$T/map.txt")
+[ "$covered" = "$size" ] || die "allocation map covers $covered of $size bytes"
+# lazyblk:dirty: nothing written yet
+[ "$(nbdinfo --map=lazyblk:dirty "$uri" | awk '{ print $1, $2, $3 }')" = "0 $size 0" ] ||
+  die "fresh overlay not clean: $(nbdinfo --map=lazyblk:dirty "$uri")"
+
+# reads: byte-identical to lazyblk export, by nbdcopy (several connections) and qemu-img
+nbdcopy "$uri" "$T/copy.raw"
+cmp "$T/copy.raw" "$T/ref.raw" || die "nbdcopy of the served disk differs from the export"
+nbdcopy --connections=1 --requests=1 "$uri" "$T/copy1.raw"
+cmp "$T/copy1.raw" "$T/ref.raw" || die "single-request nbdcopy differs"
+qemu-img compare -f raw -F raw "$T/ref.raw" "$uri" >/dev/null || die "qemu-img compare"
+
+# writes with qemu-io: data, zeroes and a write smaller than a block, read back
+qemu-io -f raw "$uri" -c "write -P 0xab 1M 64k" -c "write -z 4M 8k" \
+  -c "write -P 0xcd 10M 512" -c "flush" >/dev/null || die "qemu-io writes"
+qemu-io -f raw "$uri" -c "read -P 0xab 1M 64k" -c "read -P 0 4M 8k" \
+  -c "read -P 0xcd 10M 512" >/dev/null || die "qemu-io read-back"
+cp "$T/ref.raw" "$T/want.raw"
+python3 - "$T/want.raw" <<'EOF'
+import sys
+with open(sys.argv[1], "r+b") as f:
+    f.seek(1 << 20); f.write(b"\xab" * 65536)
+    f.seek(4 << 20); f.write(b"\0" * 8192)
+    f.seek(10 << 20); f.write(b"\xcd" * 512)
+EOF
+nbdcopy "$uri" "$T/got.raw"
+cmp "$T/got.raw" "$T/want.raw" || die "served disk after writes differs from the expectation"
+qemu-img compare -f raw -F raw "$T/want.raw" "$uri" >/dev/null || die "qemu-img compare after writes"
+# exactly the written blocks are dirty (a 512-byte write dirties its 4 KiB block)
+nbdinfo --map=lazyblk:dirty "$uri" | awk '$3 == 1 { print $1, $2 }' >"$T/dirty.txt"
+printf '%s\n' "$((1 << 20)) 65536" "$((4 << 20)) 8192" "$((10 << 20)) 4096" >"$T/dirty.want"
+cmp -s "$T/dirty.txt" "$T/dirty.want" ||
+  die "dirty map: $(tr '\n' ';' <"$T/dirty.txt") want $(tr '\n' ';' <"$T/dirty.want")"
+nbdinfo --map "$uri" | awk -v z=$((4 << 20)) '$1 <= z && z < $1 + $2 { print $4 }' |
+  grep -q "hole,zero" || die "zeroed range not reported as hole,zero"
+
+# writes with nbdcopy: a whole disk with a changed megabyte, over several connections
+cp "$T/want.raw" "$T/new.raw"
+head -c 1048576 /dev/urandom | dd of="$T/new.raw" bs=1M seek=20 conv=notrunc status=none
+nbdcopy "$T/new.raw" "$uri"
+nbdcopy "$uri" "$T/got2.raw"
+cmp "$T/got2.raw" "$T/new.raw" || die "nbdcopy write round trip differs"
+
+# hostile clients: errors or a closed connection, and the server keeps serving
+python3 "$T/nbdc.py" hostile "$sock" "$size" || die "hostile client checks"
+kill -0 "$SRV" 2>/dev/null || die "server died under hostile clients"
+[ "$(nbdinfo --size "$uri")" = "$size" ] || die "server unusable after hostile clients"
+nbdcopy "$uri" "$T/got3.raw"
+cmp "$T/got3.raw" "$T/new.raw" || die "hostile clients changed the disk"
+
+# statistics on SIGUSR1, then at exit (plus JSON)
+kill -USR1 "$SRV"
+for _ in $(seq 1 50); do grep -q "^overlay " "$T/rw.out" && break; sleep 0.05; done
+grep -q "^overlay " "$T/rw.out" || die "no statistics on SIGUSR1"
+stop_server "$SRV" rw
+[ ! -e "$sock" ] || die "socket left behind"
+python3 - "$T/stats.json" <<'EOF' || die "stats JSON: $(cat "$T/stats.json")"
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["writes"] > 0 and s["reads"] > 0 and s["dirty_blocks"] > 0, s
+EOF
+
+# ---- the same overlay again, read-only: the writes are there, new ones are refused
+start_server ro "$uri" "$T/img.layout" --store "$T/store" --overlay "$T/ov" --read-only \
+  --nbd "unix:$sock"
+grep -q "read-only" "$T/ro.out" || die "no read-only in the serving line"
+nbdinfo "$uri" | grep -q "is_read_only: true" || die "read-only not advertised"
+nbdcopy "$uri" "$T/got4.raw"
+cmp "$T/got4.raw" "$T/new.raw" || die "reopened overlay differs"
+expect_rc 1 qemu-io -f raw "$uri" -c "write -P 1 0 4k"
+python3 "$T/nbdc.py" ro-write "$sock" || die "read-only export accepted a write"
+nbdcopy "$uri" "$T/got5.raw"
+cmp "$T/got5.raw" "$T/new.raw" || die "read-only export changed"
+# stopping with a client connected in the transmission phase ends both
+python3 "$T/nbdc.py" idle "$sock" >"$T/idle.out" 2>&1 &
+idle=$!
+for _ in $(seq 1 100); do grep -q connected "$T/idle.out" && break; sleep 0.05; done
+start=$(date +%s)
+stop_server "$SRV" ro
+[ $(( $(date +%s) - start )) -le 6 ] || die "stopping with a client connected took too long"
+wait "$idle" || die "idle client: $(cat "$T/idle.out")"
+
+# ---- TCP on loopback, a named export, no overlay (read-only disk)
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+start_server tcp "nbd://127.0.0.1:$port/disk" "$T/img.layout" --store "$T/store" \
+  --nbd "tcp:$port" --export-name disk
+python3 - "$port" <<'EOF' || die "TCP listens beyond loopback"
+import socket, sys
+addrs = {a[4][0] for a in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET)}
+addrs.discard("127.0.0.1"); addrs = {a for a in addrs if not a.startswith("127.")}
+for a in addrs:
+    s = socket.socket(); s.settimeout(2)
+    try:
+        s.connect((a, int(sys.argv[1])))
+        sys.exit(1)
+    except OSError:
+        pass
+EOF
+nbdinfo "nbd://127.0.0.1:$port/disk" | grep -q "is_read_only: true" || die "no overlay: not read-only"
+expect_rc 1 nbdinfo "nbd://127.0.0.1:$port/other"
+nbdcopy "nbd://127.0.0.1:$port/disk" "$T/tcp.raw"
+cmp "$T/tcp.raw" "$T/ref.raw" || die "TCP copy differs from the export"
+stop_server "$SRV" tcp
+echo "nbd: ok"
