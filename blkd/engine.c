@@ -373,17 +373,32 @@ int blkd_engine_status(struct blkd_engine *e, enum blkd_status_ctx ctx, uint64_t
 	return ret < 0 ? ret : 0;
 }
 
-int blkd_engine_snapshot(struct blkd_engine *e, const char *delta_path)
+int blkd_engine_snapshot(struct blkd_engine *e, const char *delta_path, uint64_t *dirty,
+			 uint64_t *zero, const char **why)
 {
-	const char *why = NULL;
+	struct overlay_snapshot *s;
+	uint64_t d, z;
 	int ret;
 
-	if (!e->ov)
+	if (why)
+		*why = NULL;
+	if (!e->ov) {
+		if (why)
+			*why = "the disk has no overlay (serve it with --overlay)";
 		return -ENOENT;
-	ret = overlay_snapshot(e->ov, delta_path, &why);
+	}
+	ret = overlay_snapshot_begin(e->ov, delta_path, &s, why);
 	if (ret)
-		log_error("snapshot %s: %s", delta_path, why ? why : strerror(-ret));
-	return ret;
+		return ret;
+	overlay_snapshot_counts(s, &d, &z);
+	ret = overlay_snapshot_end(s, why);
+	if (ret)
+		return ret;
+	if (dirty)
+		*dirty = d;
+	if (zero)
+		*zero = z;
+	return 0;
 }
 
 void blkd_engine_get_stats(struct blkd_engine *e, struct blkd_engine_stats *st)
@@ -413,6 +428,7 @@ void blkd_engine_get_stats(struct blkd_engine *e, struct blkd_engine_stats *st)
 		overlay_get_stats(e->ov, &os);
 		st->dirty_blocks = os.dirty_blocks;
 		st->zero_blocks = os.zero_blocks;
+		st->snapshot_copies = os.snapshot_copies;
 	}
 }
 
@@ -426,7 +442,8 @@ void blkd_engine_print_stats(struct blkd_engine *e, FILE *f, bool json)
 			   "\"read_bytes\":%llu,\"write_bytes\":%llu,\"blocks_from_overlay\":%llu,"
 			   "\"blocks_from_metadata\":%llu,\"blocks_from_chunks\":%llu,"
 			   "\"blocks_zero\":%llu,\"chunk_loads\":%llu,\"chunk_cache_hits\":%llu,"
-			   "\"dirty_blocks\":%llu,\"zero_blocks\":%llu,\"in_flight\":%llu}\n",
+			   "\"dirty_blocks\":%llu,\"zero_blocks\":%llu,\"snapshot_copies\":%llu,"
+			   "\"in_flight\":%llu}\n",
 			(unsigned long long)s.reads, (unsigned long long)s.writes,
 			(unsigned long long)s.flushes, (unsigned long long)s.discards,
 			(unsigned long long)s.read_bytes, (unsigned long long)s.write_bytes,
@@ -434,7 +451,7 @@ void blkd_engine_print_stats(struct blkd_engine *e, FILE *f, bool json)
 			(unsigned long long)s.chunk_hits, (unsigned long long)s.zero_hits,
 			(unsigned long long)s.chunk_loads, (unsigned long long)s.chunk_cache_hits,
 			(unsigned long long)s.dirty_blocks, (unsigned long long)s.zero_blocks,
-			(unsigned long long)s.in_flight);
+			(unsigned long long)s.snapshot_copies, (unsigned long long)s.in_flight);
 		return;
 	}
 	fprintf(f, "requests   %llu reads (%llu bytes), %llu writes (%llu bytes), %llu flushes, "

@@ -53,8 +53,14 @@ typedef int (*blkd_status_fn)(void *arg, uint64_t off, uint64_t len, uint32_t fl
 int blkd_engine_status(struct blkd_engine *e, enum blkd_status_ctx ctx, uint64_t off,
 		       uint64_t len, blkd_status_fn cb, void *arg);
 
-/* Point-in-time delta of the overlay (see overlay_snapshot). */
-int blkd_engine_snapshot(struct blkd_engine *e, const char *delta_path);
+/*
+ * Point-in-time delta of the overlay (see overlay_snapshot): every write completed before
+ * the call and none after, while requests go on. dirty/zero (may be NULL) get the blocks
+ * it records. Prints nothing; on failure *why (may be NULL) gets a reason or NULL (then
+ * strerror of the result). -ENOENT: the engine has no overlay.
+ */
+int blkd_engine_snapshot(struct blkd_engine *e, const char *delta_path, uint64_t *dirty,
+			 uint64_t *zero, const char **why);
 
 struct blkd_engine_stats {
 	uint64_t reads, writes, flushes, discards;
@@ -62,6 +68,7 @@ struct blkd_engine_stats {
 	uint64_t overlay_hits, meta_hits, chunk_hits, zero_hits;   /* blocks read per tier */
 	uint64_t chunk_loads, chunk_cache_hits;
 	uint64_t dirty_blocks, zero_blocks;
+	uint64_t snapshot_copies;  /* blocks writers saved into a running snapshot first */
 	uint64_t in_flight;
 };
 void blkd_engine_get_stats(struct blkd_engine *e, struct blkd_engine_stats *st);

@@ -233,6 +233,13 @@ int overlay_snapshot_begin(struct overlay *ov, const char *delta_path,
 	return 0;
 }
 
+void overlay_snapshot_counts(const struct overlay_snapshot *s, uint64_t *dirty,
+			     uint64_t *zero)
+{
+	*dirty = s->dirty;
+	*zero = s->zero;
+}
+
 /* The dirty and zeroed runs of the captured states. */
 static int snap_extents(struct overlay_snapshot *s)
 {

@@ -87,6 +87,9 @@ struct overlay_snapshot;
 int overlay_snapshot_begin(struct overlay *ov, const char *delta_path,
 			   struct overlay_snapshot **out, const char **why);
 int overlay_snapshot_end(struct overlay_snapshot *s, const char **why);
+/* Between begin and end: the dirty and zeroed blocks captured (what the delta records). */
+void overlay_snapshot_counts(const struct overlay_snapshot *s, uint64_t *dirty,
+			     uint64_t *zero);
 /* Start (or overwrite) an overlay from a delta: the new overlay's state and data are the
  * delta's, for the same layout. */
 int overlay_apply_delta(const char *delta_path, const char *overlay_path,

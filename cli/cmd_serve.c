@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../blkd/control.h"
 #include "../blkd/engine.h"
 #include "../blkd/nbd.h"
 #include "../common/log.h"
@@ -21,7 +22,7 @@
 static const char serve_usage[] =
 	"usage: lazyblk serve IMAGE.layout --store DIR [--overlay FILE] [--read-only]\n"
 	"              [--mem-cache BYTES] (--nbd unix:PATH | --nbd tcp:[HOST:]PORT)\n"
-	"              [--export-name NAME] [--stats-json FILE]\n"
+	"              [--export-name NAME] [--stats-json FILE] [--control PATH]\n"
 	"\n"
 	"Serve a layout as a lazily loaded disk: metadata from the layout, data fetched from\n"
 	"the store's chunks on first read (each verified against its sha256), writes kept\n"
@@ -38,13 +39,16 @@ static const char serve_usage[] =
 	"      --nbd tcp:HOST:PORT NBD on TCP (HOST defaults to 127.0.0.1: loopback only)\n"
 	"      --export-name NAME  the export's name (default: any name is accepted)\n"
 	"      --stats-json FILE   write the statistics as JSON to FILE at exit\n"
+	"      --control PATH      control socket (unix, mode 0600) taking one-line requests:\n"
+	"                          'snapshot /ABS/DELTA', 'stats', 'flush' (default: none;\n"
+	"                          see lazyblk snapshot --server)\n"
 	"      --vhost-user PATH   vhost-user-blk socket (not available in this version yet)\n"
 	"  -h, --help              this text\n";
 
 struct serve_args {
 	struct blkd_engine_opts eo;
 	struct nbd_server_opts no;
-	const char *nbd, *stats_json, *vhost_user, *remote;
+	const char *nbd, *stats_json, *vhost_user, *remote, *control;
 	char host[256];
 };
 
@@ -123,6 +127,7 @@ static int write_stats_json(struct blkd_engine *e, const char *path)
 static int serve_run(struct serve_args *a, const char *layout)
 {
 	struct sig_ctx sc = { 0 };
+	struct blkd_control *ctl = NULL;
 	pthread_t sig_thread;
 	char h[32];
 	int ret, rc = 0;
@@ -138,8 +143,13 @@ static int serve_run(struct serve_args *a, const char *layout)
 	a->eo.layout_path = layout;
 	if (blkd_engine_open(&a->eo, &sc.e))
 		return 1; /* it said why */
+	if (a->control && blkd_control_start(sc.e, a->control, &ctl)) {
+		blkd_engine_close(sc.e); /* it said why */
+		return 1;
+	}
 	if (pthread_create(&sig_thread, NULL, sig_main, &sc)) {
 		log_error("cannot start the signal thread");
+		blkd_control_stop(ctl);
 		blkd_engine_close(sc.e);
 		return 1;
 	}
@@ -152,6 +162,7 @@ static int serve_run(struct serve_args *a, const char *layout)
 	if (!__atomic_load_n(&sc.stop, __ATOMIC_RELAXED))
 		pthread_kill(sig_thread, SIGTERM); /* nbd_serve failed: end the signal thread */
 	pthread_join(sig_thread, NULL);
+	blkd_control_stop(ctl); /* a snapshot under way completes first */
 	if (ret) {
 		blkd_engine_close(sc.e); /* it said why; nothing was served */
 		return 1;
@@ -172,7 +183,7 @@ static int serve_run(struct serve_args *a, const char *layout)
 
 int cmd_serve(int argc, char **argv)
 {
-	enum { O_OVERLAY = 256, O_RO, O_MEM, O_NBD, O_NAME, O_JSON, O_VHOST, O_REMOTE };
+	enum { O_OVERLAY = 256, O_RO, O_MEM, O_NBD, O_NAME, O_JSON, O_VHOST, O_REMOTE, O_CONTROL };
 	static const struct option opts[] = {
 		{ "store", required_argument, NULL, 's' },
 		{ "overlay", required_argument, NULL, O_OVERLAY },
@@ -183,6 +194,7 @@ int cmd_serve(int argc, char **argv)
 		{ "stats-json", required_argument, NULL, O_JSON },
 		{ "vhost-user", required_argument, NULL, O_VHOST },
 		{ "remote", required_argument, NULL, O_REMOTE },
+		{ "control", required_argument, NULL, O_CONTROL },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -207,6 +219,7 @@ int cmd_serve(int argc, char **argv)
 		case O_JSON: a.stats_json = optarg; break;
 		case O_VHOST: a.vhost_user = optarg; break;
 		case O_REMOTE: a.remote = optarg; break;
+		case O_CONTROL: a.control = optarg; break;
 		case 'h': fputs(serve_usage, stdout); return 0;
 		default: return cli_bad_option("serve", argv, c);
 		}
