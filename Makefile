@@ -65,6 +65,7 @@ bench: $(BUILD)/lazyblk
 	@LAZYBLK=$(abspath $(BUILD)/lazyblk) bench/import.sh
 	@LAZYBLK=$(abspath $(BUILD)/lazyblk) bench/manifest.sh
 	@LAZYBLK=$(abspath $(BUILD)/lazyblk) bench/mkfs.sh
+	@LAZYBLK=$(abspath $(BUILD)/lazyblk) bench/serve.sh
 
 clean:
 	rm -rf build

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "../common/log.h"
+#include "../common/sock.h"
 
 struct blkd_control {
 	struct blkd_engine *e;
@@ -30,57 +31,15 @@ struct blkd_control {
 	pthread_t thread;
 };
 
-/* A socket file nobody accepts on any more. */
-static bool ctl_stale(const char *path, const struct sockaddr_un *a)
-{
-	struct stat st;
-	bool stale = false;
-	int fd;
-
-	if (lstat(path, &st) < 0 || !S_ISSOCK(st.st_mode))
-		return false;
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return false;
-	if (connect(fd, (const struct sockaddr *)a, sizeof(*a)) < 0 && errno == ECONNREFUSED)
-		stale = true;
-	close(fd);
-	return stale;
-}
-
 static int ctl_listen(struct blkd_control *c, const char *path)
 {
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	char label[sizeof(c->path) + 16];
 	int ret;
 
-	if (strlen(path) >= sizeof(a.sun_path)) {
-		log_error("--control %s: socket path too long (at most %zu bytes)", path,
-			  sizeof(a.sun_path) - 1);
-		return -ENAMETOOLONG;
-	}
-	strcpy(a.sun_path, path);
-	c->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (c->lfd < 0) {
-		ret = -errno;
-		log_error("--control %s: %s", path, strerror(-ret));
-		return ret;
-	}
-	ret = bind(c->lfd, (struct sockaddr *)&a, sizeof(a));
-	if (ret < 0 && errno == EADDRINUSE && ctl_stale(path, &a) && unlink(path) == 0)
-		ret = bind(c->lfd, (struct sockaddr *)&a, sizeof(a));
-	if (ret < 0 && errno == EADDRINUSE) {
-		log_error("--control %s: already exists (another server, or not a socket)", path);
-		return -EADDRINUSE;
-	}
-	if (ret < 0) {
-		ret = -errno;
-		log_error("--control %s: %s", path, strerror(-ret));
-		return ret;
-	}
-	if (chmod(path, 0600) < 0 || listen(c->lfd, 8) < 0) {
-		ret = -errno;
-		log_error("--control %s: %s", path, strerror(-ret));
-		unlink(path);
+	snprintf(label, sizeof(label), "--control %.*s", (int)sizeof(c->path), path);
+	ret = sock_listen_unix(path, 0600, 8, label, &c->lfd);
+	if (ret) {
+		c->lfd = -1;
 		return ret;
 	}
 	strcpy(c->path, path);

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "../common/log.h"
+#include "../common/sock.h"
 #include "nbd.h"
 #include "nbd_conn.h"
 
@@ -125,57 +126,12 @@ static void clients_stop(struct client *cl, unsigned n)
 	}
 }
 
-/* A socket file left by a server that is gone: nothing accepts on it. */
-static bool unix_stale(const char *path, const struct sockaddr_un *a)
-{
-	struct stat st;
-	bool stale = false;
-	int fd;
-
-	if (lstat(path, &st) < 0 || !S_ISSOCK(st.st_mode))
-		return false;
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return false;
-	if (connect(fd, (const struct sockaddr *)a, sizeof(*a)) < 0 && errno == ECONNREFUSED)
-		stale = true;
-	close(fd);
-	return stale;
-}
-
 static int listen_unix(const char *path, int *out)
 {
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	int fd, ret;
+	char label[sizeof(((struct sockaddr_un *)0)->sun_path) + 16];
 
-	if (strlen(path) >= sizeof(a.sun_path)) {
-		log_error("unix:%s: socket path too long (at most %zu bytes)", path,
-			  sizeof(a.sun_path) - 1);
-		return -ENAMETOOLONG;
-	}
-	strcpy(a.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0) {
-		ret = -errno;
-		log_error("unix:%s: %s", path, strerror(-ret));
-		return ret;
-	}
-	ret = bind(fd, (struct sockaddr *)&a, sizeof(a));
-	if (ret < 0 && errno == EADDRINUSE && unix_stale(path, &a) && unlink(path) == 0)
-		ret = bind(fd, (struct sockaddr *)&a, sizeof(a));
-	if (ret < 0 && errno == EADDRINUSE) {
-		log_error("unix:%s: already exists (another server, or not a socket)", path);
-		close(fd);
-		return -EADDRINUSE;
-	}
-	if (ret < 0 || listen(fd, 64) < 0) {
-		ret = -errno;
-		log_error("unix:%s: %s", path, strerror(-ret));
-		close(fd);
-		return ret;
-	}
-	*out = fd;
-	return 0;
+	snprintf(label, sizeof(label), "unix:%.*s", (int)sizeof(label) - 8, path);
+	return sock_listen_unix(path, 0, 64, label, out);
 }
 
 static int listen_tcp(const char *host, const char *port, int *out)

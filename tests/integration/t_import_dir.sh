@@ -4,6 +4,7 @@
 # xattrs in user/trusted/security namespaces, hardlinks, devices, fifos, sockets, holes,
 # long symlinks, non-UTF-8 names). Checked field by field against the source tree.
 . "$(dirname "$0")/lib/common.sh"
+. "$TESTLIB/edge_tree.sh"
 S=$T/src
 mkdir -p "$S"
 cp -a /usr/share/doc "$S/doc"
@@ -13,39 +14,7 @@ echo "real files: $n"
 [ "$n" -ge 5000 ] || die "not enough real files to test with ($n)"
 
 X=$S/special
-mkdir -p "$X/dir"
-echo hello >"$X/plain"
-touch -d '2001-02-03 04:05:06.123456789' "$X/plain"
-: >"$X/empty"
-echo old >"$X/pre1970" && touch -d '1960-06-01 12:00:00.5' "$X/pre1970"
-echo new >"$X/post2038" && touch -d '2200-01-01 00:00:00.999999999' "$X/post2038"
-echo owned >"$X/owned" && chown 1234:56789 "$X/owned"
-echo big-ids >"$X/bigids" && chown 4000000000:4000000001 "$X/bigids"
-echo s >"$X/setuid" && chmod 4755 "$X/setuid"
-mkdir "$X/setgid" && chmod 2775 "$X/setgid"
-mkdir "$X/sticky" && chmod 1777 "$X/sticky"
-echo x >"$X/xattrs"
-setfattr -n user.comment -v "a comment" "$X/xattrs"
-setfattr -n user.binary -v 0x00ff00fe01 "$X/xattrs"
-setfattr -n trusted.overlay -v 0x79 "$X/xattrs"
-setfattr -n security.capability -v 0x0100000200200000000000000000000000000000 "$X/xattrs"
-setfattr -n user.dir -v on-a-dir "$X/dir"
-echo linked >"$X/link-a" && ln "$X/link-a" "$X/link-b" && ln "$X/link-a" "$X/dir/link-c"
-mknod "$X/chr" c 1 3 && mknod "$X/blk" b 7 200 && mknod "$X/bigdev" c 300 70000
-mkfifo "$X/fifo"
-python3 -c "import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])" "$X/sock"
-ln -s plain "$X/short-link"
-long=$(python3 -c "print('/'.join(['d'*250]*16)[:4095])")
-ln -s "$long" "$X/long-link"
-touch -h -d '1999-12-31 23:59:59.000000001' "$X/short-link"
-truncate -s 10M "$X/sparse"
-printf 'middle' | dd of="$X/sparse" bs=4096 seek=1000 conv=notrunc status=none
-printf 'end' | dd of="$X/sparse" bs=1 seek=$((10*1024*1024 - 3)) conv=notrunc status=none
-truncate -s 1G "$X/all-hole"
-head -c 3000000 /dev/urandom >"$X/three-chunks"
-name=$(printf 'caf\xe9-latin1')
-echo latin1 >"$X/$name"
-echo long-name >"$X/$(printf 'n%.0s' $(seq 1 255))"
+make_edge_tree "$X"
 
 "$LAZYBLK" import "$S" --store "$T/store" -o "$T/img.manifest" --chunk-size 1M
 "$LAZYBLK" manifest show "$T/img.manifest" >"$T/img.json"
