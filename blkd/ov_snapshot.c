@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../common/uring.h"
 #include "../common/fsutil.h"
 #include "delta.h"
 #include "overlay_int.h"
@@ -71,7 +72,7 @@ static off_t snap_data_off(const struct overlay_snapshot *s, uint64_t b)
 /* Blocks [b, b + n), consecutive dirty blocks, from the overlay into the delta. */
 static int snap_copy(struct overlay_snapshot *s, uint64_t b, uint64_t n, uint8_t *buf)
 {
-	int ret = fs_pread_full(s->ov->fd, buf, (size_t)n * OV_BLOCK, (off_t)(b * OV_BLOCK));
+	int ret = uring_pread_full(s->ov->fd, buf, (size_t)n * OV_BLOCK, (off_t)(b * OV_BLOCK));
 
 	return ret ? ret : fs_pwrite_full(s->fd, buf, (size_t)n * OV_BLOCK, snap_data_off(s, b));
 }

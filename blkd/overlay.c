@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../common/uring.h"
 #include "../common/crc32c.h"
 #include "../common/fsutil.h"
 #include "overlay_int.h"
@@ -469,7 +470,7 @@ int overlay_read(struct overlay *ov, uint64_t block, uint32_t n, void *buf)
 {
 	if (!n || block >= ov->blocks || n > ov->blocks - block)
 		return -EINVAL;
-	return fs_pread_full(ov->fd, buf, (size_t)n * OV_BLOCK, (off_t)(block * OV_BLOCK));
+	return uring_pread_full(ov->fd, buf, (size_t)n * OV_BLOCK, (off_t)(block * OV_BLOCK));
 }
 
 int overlay_write(struct overlay *ov, uint64_t block, uint32_t n, const void *buf)
@@ -480,7 +481,7 @@ int overlay_write(struct overlay *ov, uint64_t block, uint32_t n, const void *bu
 		return ret;
 	pthread_rwlock_rdlock(&ov->io_lock);
 	ov_snapshot_cow(ov, block, n);
-	ret = fs_pwrite_full(ov->fd, buf, (size_t)n * OV_BLOCK, (off_t)(block * OV_BLOCK));
+	ret = uring_pwrite_full(ov->fd, buf, (size_t)n * OV_BLOCK, (off_t)(block * OV_BLOCK));
 	if (!ret)
 		ret = ov_mark(ov, block, n, OV_DIRTY, true);
 	pthread_rwlock_unlock(&ov->io_lock);
@@ -511,8 +512,10 @@ int overlay_flush(struct overlay *ov)
 
 	if (ov->read_only)
 		return 0;
-	if (fdatasync(ov->fd) < 0 || fdatasync(ov->state_fd) < 0)
-		ret = -errno;
+	/* the data first, then the states that point at it */
+	ret = uring_fdatasync(ov->fd);
+	if (!ret)
+		ret = uring_fdatasync(ov->state_fd);
 	pthread_mutex_lock(&ov->lock);
 	ov->flushes++;
 	if (!ret)

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "../common/fsutil.h"
+#include "../common/uring.h"
 #include "chunk.h"
 
 #define STAGE_MAX_CHUNKS 4096
@@ -275,7 +276,7 @@ int store_read(struct store *s, const uint8_t d[SHA256_LEN], uint8_t **frame, si
 	fd = openat(s->chunksfd, rel, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	ret = fs_read_fd(fd, frame, len);
+	ret = uring_read_fd(fd, (void **)frame, len);
 	close(fd);
 	return ret;
 }
