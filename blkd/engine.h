@@ -54,6 +54,33 @@ int blkd_engine_status(struct blkd_engine *e, enum blkd_status_ctx ctx, uint64_t
 		       uint64_t len, blkd_status_fn cb, void *arg);
 
 /*
+ * Asynchronous requests: blkd_engine_submit() queues req and returns at once; an engine
+ * thread runs it and calls req->done(req, result) exactly once (result as the synchronous
+ * call would return). req must stay valid until then. Requests are independent: the
+ * caller orders them (e.g. a flush after the writes it covers have completed).
+ */
+enum blkd_op {
+	BLKD_OP_READ,
+	BLKD_OP_WRITE,
+	BLKD_OP_FLUSH,
+	BLKD_OP_DISCARD,
+	BLKD_OP_WRITE_ZEROES,
+};
+
+struct blkd_req {
+	enum blkd_op op;
+	bool fua;
+	uint64_t off, len;
+	void *buf;                 /* read into / write from (len bytes) */
+	void (*done)(struct blkd_req *req, int ret);
+	void *priv;                /* the caller's */
+	struct blkd_req *next;     /* the engine's */
+};
+
+/* -EINVAL for a bad op or a NULL done; -ESHUTDOWN once the engine is closing. */
+int blkd_engine_submit(struct blkd_engine *e, struct blkd_req *req);
+
+/*
  * Point-in-time delta of the overlay (see overlay_snapshot): every write completed before
  * the call and none after, while requests go on. dirty/zero (may be NULL) get the blocks
  * it records. Prints nothing; on failure *why (may be NULL) gets a reason or NULL (then

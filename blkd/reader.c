@@ -3,6 +3,8 @@
 #include "reader.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,17 +16,29 @@
 struct cache_entry {
 	struct cache_entry *prev, *next;  /* LRU list, most recently used first */
 	uint32_t chunk;                   /* index into the layout's chunk table */
+	uint32_t refs;                    /* readers copying from it: not evicted meanwhile */
 	size_t len;
 	uint8_t data[];
+};
+
+/* A chunk being loaded: other readers of it wait for this one load (single flight). */
+struct inflight {
+	struct inflight *next;
+	uint32_t chunk;
+	bool done;
+	int ret;
+	uint32_t waiters;
 };
 
 struct blkd_reader {
 	const struct layout *l;
 	struct store *s;
-	struct chunk_codec *codec;
 	size_t budget;                    /* bytes of decompressed chunks kept at most */
+	pthread_mutex_t lock;             /* the cache, the in-flight list and the stats */
+	pthread_cond_t loaded;            /* an in-flight load finished */
 	struct cache_entry **by_chunk;    /* chunk index -> cached entry or NULL */
 	struct cache_entry *head, *tail;
+	struct inflight *loading;
 	struct blkd_reader_stats st;
 };
 
@@ -38,9 +52,10 @@ int blkd_reader_new(const struct layout *l, struct store *s, size_t cache_bytes,
 	r->l = l;
 	r->s = s;
 	r->budget = cache_bytes ? cache_bytes : BLKD_READER_CACHE_DEFAULT;
-	r->codec = chunk_codec_new(0);
+	pthread_mutex_init(&r->lock, NULL);
+	pthread_cond_init(&r->loaded, NULL);
 	r->by_chunk = calloc(l->hdr.chunk_count ? l->hdr.chunk_count : 1, sizeof(*r->by_chunk));
-	if (!r->codec || !r->by_chunk) {
+	if (!r->by_chunk) {
 		blkd_reader_free(r);
 		return -ENOMEM;
 	}
@@ -57,7 +72,8 @@ void blkd_reader_free(struct blkd_reader *r)
 		free(e);
 	}
 	free(r->by_chunk);
-	chunk_codec_free(r->codec);
+	pthread_cond_destroy(&r->loaded);
+	pthread_mutex_destroy(&r->lock);
 	free(r);
 }
 
@@ -66,9 +82,11 @@ uint64_t blkd_reader_size(const struct blkd_reader *r)
 	return r->l->hdr.block_count * LAYOUT_BLOCK;
 }
 
-void blkd_reader_stats(const struct blkd_reader *r, struct blkd_reader_stats *st)
+void blkd_reader_stats(struct blkd_reader *r, struct blkd_reader_stats *st)
 {
+	pthread_mutex_lock(&r->lock);
 	*st = r->st;
+	pthread_mutex_unlock(&r->lock);
 }
 
 /* ------------------------------------------------------------------ the chunk cache */
@@ -97,16 +115,24 @@ static void lru_push_front(struct blkd_reader *r, struct cache_entry *e)
 		r->tail = e;
 }
 
+/* Evict least recently used chunks no reader is copying from. Under r->lock. */
 static void cache_make_room(struct blkd_reader *r, size_t need)
 {
-	while (r->tail && r->st.cached_bytes + need > r->budget) {
-		struct cache_entry *e = r->tail;
+	struct cache_entry *e = r->tail;
 
+	while (e && r->st.cached_bytes + need > r->budget) {
+		struct cache_entry *prev = e->prev;
+
+		if (e->refs) {
+			e = prev;
+			continue;
+		}
 		lru_unlink(r, e);
 		r->by_chunk[e->chunk] = NULL;
 		r->st.cached_bytes -= e->len;
 		r->st.evictions++;
 		free(e);
+		e = prev;
 	}
 }
 
@@ -116,9 +142,13 @@ static int chunk_corrupt(const char *hex, const char *why)
 	return -EIO;
 }
 
-/* Read, decompress and verify chunk idx; never returns bytes that fail the check. */
+/*
+ * Read, decompress and verify chunk idx; never returns bytes that fail the check.
+ * Runs without r->lock, so loads of different chunks proceed in parallel.
+ */
 static int chunk_load(struct blkd_reader *r, uint32_t idx, struct cache_entry **out)
 {
+	struct chunk_codec *codec;
 	const uint8_t *d = r->l->chunks[idx];
 	char hex[SHA256_HEX_LEN + 1];
 	uint8_t *frame, sum[SHA256_LEN];
@@ -151,7 +181,9 @@ static int chunk_load(struct blkd_reader *r, uint32_t idx, struct cache_entry **
 		log_error("chunk %s: out of memory", hex);
 		return -ENOMEM;
 	}
-	ret = chunk_decompress(r->codec, frame, flen, e->data, want, &n);
+	codec = chunk_codec_new(0);
+	ret = codec ? chunk_decompress(codec, frame, flen, e->data, want, &n) : -ENOMEM;
+	chunk_codec_free(codec);
 	free(frame);
 	if (!ret)
 		ret = sha256_buf(e->data, n, sum);
@@ -168,32 +200,96 @@ static int chunk_load(struct blkd_reader *r, uint32_t idx, struct cache_entry **
 	}
 	e->chunk = idx;
 	e->len = n;
-	r->st.chunk_loads++;
+	e->refs = 0;
 	*out = e;
 	return 0;
 }
 
+/* Under r->lock. */
+static struct inflight *inflight_find(struct blkd_reader *r, uint32_t idx)
+{
+	for (struct inflight *f = r->loading; f; f = f->next)
+		if (f->chunk == idx)
+			return f;
+	return NULL;
+}
+
+/*
+ * The cached chunk idx, referenced (release with chunk_put). Concurrent readers of a chunk
+ * that is not cached wait for a single load; its error is theirs too.
+ */
 static int chunk_get(struct blkd_reader *r, uint32_t idx, struct cache_entry **out)
 {
-	struct cache_entry *e = r->by_chunk[idx];
+	struct inflight self = { .chunk = idx };
+	struct cache_entry *e;
 	int ret;
 
-	if (e) {
-		r->st.cache_hits++;
-		lru_unlink(r, e);
-		lru_push_front(r, e);
-		*out = e;
-		return 0;
+	pthread_mutex_lock(&r->lock);
+	for (;;) {
+		struct inflight *f;
+
+		e = r->by_chunk[idx];
+		if (e) {
+			r->st.cache_hits++;
+			lru_unlink(r, e);
+			lru_push_front(r, e);
+			e->refs++;
+			pthread_mutex_unlock(&r->lock);
+			*out = e;
+			return 0;
+		}
+		f = inflight_find(r, idx);
+		if (!f)
+			break;
+		f->waiters++;
+		while (!f->done)
+			pthread_cond_wait(&r->loaded, &r->lock);
+		ret = f->ret;
+		if (--f->waiters == 0 && f->done)
+			pthread_cond_broadcast(&r->loaded); /* the loader may free it now */
+		if (ret) {
+			pthread_mutex_unlock(&r->lock);
+			return ret;
+		}
+		/* loaded: loop to take it from the cache (or load again if evicted already) */
 	}
+	self.next = r->loading;
+	r->loading = &self;
+	pthread_mutex_unlock(&r->lock);
+
 	ret = chunk_load(r, idx, &e);
-	if (ret)
-		return ret;
-	cache_make_room(r, e->len);
-	lru_push_front(r, e);
-	r->by_chunk[idx] = e;
-	r->st.cached_bytes += e->len;
-	*out = e;
-	return 0;
+
+	pthread_mutex_lock(&r->lock);
+	if (!ret) {
+		r->st.chunk_loads++;
+		cache_make_room(r, e->len);
+		lru_push_front(r, e);
+		r->by_chunk[idx] = e;
+		r->st.cached_bytes += e->len;
+		e->refs++;
+	}
+	self.ret = ret;
+	self.done = true;
+	pthread_cond_broadcast(&r->loaded);
+	while (self.waiters)
+		pthread_cond_wait(&r->loaded, &r->lock);
+	for (struct inflight **pp = &r->loading; *pp; pp = &(*pp)->next) {
+		if (*pp == &self) {
+			*pp = self.next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&r->lock);
+	if (!ret)
+		*out = e;
+	return ret;
+}
+
+static void chunk_put(struct blkd_reader *r, struct cache_entry *e)
+{
+	pthread_mutex_lock(&r->lock);
+	e->refs--;
+	pthread_mutex_unlock(&r->lock);
 }
 
 /* ------------------------------------------------------------------ reading */
@@ -248,9 +344,11 @@ static int read_data(struct blkd_reader *r, uint64_t off, uint64_t end, uint8_t 
 			sha256_to_hex(l->chunks[d->chunk], hex);
 			log_error("chunk %s is shorter than the layout expects (%zu < %llu bytes)",
 				  hex, c->len, (unsigned long long)d->chunk_off + d->len);
+			chunk_put(r, c);
 			return -EIO;
 		}
 		memcpy(buf + (a - off), c->data + d->chunk_off + (a - s), b - a);
+		chunk_put(r, c);
 	}
 	return 0;
 }

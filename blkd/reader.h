@@ -4,7 +4,8 @@
  * Metadata blocks come from the layout file, data from chunks of a store (read,
  * decompressed, verified against their sha256 before any byte is used, kept in a small
  * LRU cache of decompressed chunks), everything else is zeros.
- * Single-threaded: one reader per thread.
+ * Thread-safe: readers of different chunks load them in parallel; readers of one chunk
+ * that is not cached wait for a single load (single flight).
  */
 #ifndef LZ_BLKD_READER_H
 #define LZ_BLKD_READER_H
@@ -43,6 +44,6 @@ uint64_t blkd_reader_size(const struct blkd_reader *r);
  * corrupt (never served) or unreadable, or the layout file could not be read.
  */
 int blkd_reader_read(struct blkd_reader *r, uint64_t off, void *buf, size_t len);
-void blkd_reader_stats(const struct blkd_reader *r, struct blkd_reader_stats *st);
+void blkd_reader_stats(struct blkd_reader *r, struct blkd_reader_stats *st);
 
 #endif

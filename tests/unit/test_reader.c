@@ -2,6 +2,8 @@
 /* Unit tests for blkd/reader: the read path over a hand-built layout and a real store. */
 #include "helpers.h"
 
+#include <pthread.h>
+
 #include "../../blkd/reader.h"
 #include "../../cas/chunk.h"
 #include "../../cas/store.h"
@@ -184,6 +186,62 @@ static void test_full_read(void **state)
 	free(buf);
 }
 
+struct racer {
+	struct fixture *f;
+	int rounds;
+	int failed;
+};
+
+static void *race(void *arg)
+{
+	struct racer *x = arg;
+	uint8_t *buf = malloc(DISK);
+
+	for (int i = 0; buf && i < x->rounds; i++) {
+		if (blkd_reader_read(x->f->r, 0, buf, DISK) || memcmp(buf, x->f->want, DISK))
+			x->failed = 1;
+	}
+	free(buf);
+	return NULL;
+}
+
+static void run_racers(struct fixture *f, int n, int rounds)
+{
+	pthread_t t[8];
+	struct racer x[8];
+
+	for (int i = 0; i < n; i++) {
+		x[i] = (struct racer){ f, rounds, 0 };
+		assert_int_equal(pthread_create(&t[i], NULL, race, &x[i]), 0);
+	}
+	for (int i = 0; i < n; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(x[i].failed, 0);
+	}
+}
+
+/* Threads racing on a cold cache load each chunk once (single flight), and read right. */
+static void test_concurrent_single_flight(void **state)
+{
+	struct fixture *f = *state;
+	struct blkd_reader_stats st;
+
+	sample_open(f, 0);
+	run_racers(f, 8, 3);
+	blkd_reader_stats(f->r, &st);
+	assert_int_equal(st.chunk_loads, 3);
+	assert_int_equal(st.evictions, 0);
+}
+
+/* With a cache smaller than one chunk, racing readers evict under each other safely. */
+static void test_concurrent_tiny_cache(void **state)
+{
+	struct fixture *f = *state;
+
+	sample_open(f, 1);
+	run_racers(f, 6, 20);
+}
+
 /* Every sector-aligned window, with a cache too small to hold more than one chunk. */
 static void check_windows(struct fixture *f)
 {
@@ -342,6 +400,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_full_read, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_concurrent_single_flight, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_concurrent_tiny_cache, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_windows, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tiny_cache, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_meta_zero_only, setup, teardown),
