@@ -436,6 +436,8 @@ void blkd_engine_get_stats(struct blkd_engine *e, struct blkd_engine_stats *st)
 	blkd_reader_stats(e->reader, &rs);
 	st->chunk_loads = rs.chunk_loads;
 	st->chunk_cache_hits = rs.cache_hits;
+	st->chunk_loaded_bytes = rs.loaded_bytes;
+	st->store_read_bytes = rs.store_bytes;
 	if (e->ov) {
 		struct overlay_stats os;
 
@@ -456,6 +458,7 @@ void blkd_engine_print_stats(struct blkd_engine *e, FILE *f, bool json)
 			   "\"read_bytes\":%llu,\"write_bytes\":%llu,\"blocks_from_overlay\":%llu,"
 			   "\"blocks_from_metadata\":%llu,\"blocks_from_chunks\":%llu,"
 			   "\"blocks_zero\":%llu,\"chunk_loads\":%llu,\"chunk_cache_hits\":%llu,"
+			   "\"chunk_loaded_bytes\":%llu,\"store_read_bytes\":%llu,"
 			   "\"dirty_blocks\":%llu,\"zero_blocks\":%llu,\"snapshot_copies\":%llu,"
 			   "\"in_flight\":%llu}\n",
 			(unsigned long long)s.reads, (unsigned long long)s.writes,
@@ -464,6 +467,7 @@ void blkd_engine_print_stats(struct blkd_engine *e, FILE *f, bool json)
 			(unsigned long long)s.overlay_hits, (unsigned long long)s.meta_hits,
 			(unsigned long long)s.chunk_hits, (unsigned long long)s.zero_hits,
 			(unsigned long long)s.chunk_loads, (unsigned long long)s.chunk_cache_hits,
+			(unsigned long long)s.chunk_loaded_bytes, (unsigned long long)s.store_read_bytes,
 			(unsigned long long)s.dirty_blocks, (unsigned long long)s.zero_blocks,
 			(unsigned long long)s.snapshot_copies, (unsigned long long)s.in_flight);
 		return;
@@ -477,8 +481,10 @@ void blkd_engine_print_stats(struct blkd_engine *e, FILE *f, bool json)
 	fprintf(f, "blocks     %llu from the overlay, %llu metadata, %llu from chunks, %llu zero\n",
 		(unsigned long long)s.overlay_hits, (unsigned long long)s.meta_hits,
 		(unsigned long long)s.chunk_hits, (unsigned long long)s.zero_hits);
-	fprintf(f, "chunks     %llu loaded from the store, %llu cache hits\n",
-		(unsigned long long)s.chunk_loads, (unsigned long long)s.chunk_cache_hits);
+	fprintf(f, "chunks     %llu misses loaded from the store (%llu bytes read, %llu "
+		   "decompressed), %llu cache hits\n",
+		(unsigned long long)s.chunk_loads, (unsigned long long)s.store_read_bytes,
+		(unsigned long long)s.chunk_loaded_bytes, (unsigned long long)s.chunk_cache_hits);
 	fprintf(f, "overlay    %llu dirty blocks, %llu zeroed blocks\n",
 		(unsigned long long)s.dirty_blocks, (unsigned long long)s.zero_blocks);
 }

@@ -18,6 +18,7 @@ struct cache_entry {
 	uint32_t chunk;                   /* index into the layout's chunk table */
 	uint32_t refs;                    /* readers copying from it: not evicted meanwhile */
 	size_t len;
+	size_t frame_len;                 /* its compressed size in the store */
 	uint8_t data[];
 };
 
@@ -201,6 +202,7 @@ static int chunk_load(struct blkd_reader *r, uint32_t idx, struct cache_entry **
 	e->chunk = idx;
 	e->len = n;
 	e->refs = 0;
+	e->frame_len = flen;
 	*out = e;
 	return 0;
 }
@@ -262,6 +264,8 @@ static int chunk_get(struct blkd_reader *r, uint32_t idx, struct cache_entry **o
 	pthread_mutex_lock(&r->lock);
 	if (!ret) {
 		r->st.chunk_loads++;
+		r->st.loaded_bytes += e->len;
+		r->st.store_bytes += e->frame_len;
 		cache_make_room(r, e->len);
 		lru_push_front(r, e);
 		r->by_chunk[idx] = e;

@@ -26,6 +26,8 @@ struct blkd_reader_stats {
 	uint64_t cache_hits;       /* chunk lookups served from the cache */
 	uint64_t evictions;
 	uint64_t cached_bytes;     /* decompressed bytes held now */
+	uint64_t loaded_bytes;     /* decompressed bytes of the chunks loaded */
+	uint64_t store_bytes;      /* compressed bytes read from the store for them */
 };
 
 /*

@@ -298,6 +298,14 @@ python3 - "$T/stats.json" <<'EOF' || die "stats JSON: $(cat "$T/stats.json")"
 import json, sys
 s = json.load(open(sys.argv[1]))
 assert s["writes"] > 0 and s["reads"] > 0 and s["dirty_blocks"] > 0, s
+# per tier: blocks served from each, chunk misses with the bytes they cost, hits
+for k in ("blocks_from_overlay", "blocks_from_metadata", "blocks_from_chunks", "blocks_zero",
+          "chunk_loads", "chunk_cache_hits", "chunk_loaded_bytes", "store_read_bytes",
+          "in_flight"):
+    assert k in s, k
+assert s["chunk_loads"] > 0 and s["store_read_bytes"] > 0, s
+assert s["chunk_loaded_bytes"] >= s["store_read_bytes"] // 4, s
+assert s["in_flight"] == 0, s
 EOF
 
 # ---- the same overlay again, read-only: the writes are there, new ones are refused
