@@ -125,37 +125,53 @@ static bool range_ok(const struct blkd_engine *e, uint64_t off, uint64_t len)
 	return off % SECTOR == 0 && len % SECTOR == 0 && off <= e->size && len <= e->size - off;
 }
 
-static bool is_meta(const struct blkd_engine *e, uint64_t lba)
-{
-	size_t i = layout_meta_run_at(e->layout, lba);
+/*
+ * What the base holds at consecutive blocks: one binary search per table to start, then
+ * the cursor only moves forward (blocks must be asked for in increasing order).
+ */
+enum base_kind { BASE_META, BASE_DATA, BASE_ZERO };
 
-	return i < e->layout->hdr.meta_run_count && e->layout->meta_runs[i].lba <= lba;
+struct base_cursor {
+	size_t meta, data;   /* first meta / data run ending after the last block asked for */
+};
+
+static void base_seek(const struct blkd_engine *e, struct base_cursor *c, uint64_t lba)
+{
+	c->meta = layout_meta_run_at(e->layout, lba);
+	c->data = layout_data_run_at(e->layout, lba * BLKD_BLOCK);
 }
 
-static bool has_data(const struct blkd_engine *e, uint64_t lba)
+static enum base_kind base_next(const struct blkd_engine *e, struct base_cursor *c, uint64_t lba)
 {
-	size_t i = layout_data_run_at(e->layout, lba * BLKD_BLOCK);
+	const struct layout *l = e->layout;
 
-	return i < e->layout->hdr.data_run_count &&
-	       layout_data_run_pos(&e->layout->data_runs[i]) < (lba + 1) * BLKD_BLOCK;
+	while (c->meta < l->hdr.meta_run_count &&
+	       l->meta_runs[c->meta].lba + l->meta_runs[c->meta].count <= lba)
+		c->meta++;
+	if (c->meta < l->hdr.meta_run_count && l->meta_runs[c->meta].lba <= lba)
+		return BASE_META;
+	while (c->data < l->hdr.data_run_count &&
+	       layout_data_run_pos(&l->data_runs[c->data]) + l->data_runs[c->data].len <=
+		       lba * BLKD_BLOCK)
+		c->data++;
+	if (c->data < l->hdr.data_run_count &&
+	    layout_data_run_pos(&l->data_runs[c->data]) < (lba + 1) * BLKD_BLOCK)
+		return BASE_DATA;
+	return BASE_ZERO;
 }
 
-/* The base (layout + chunks) bytes [off, off+len). */
-static int base_read(struct blkd_engine *e, uint64_t off, uint64_t len, void *buf)
-{
-	return blkd_reader_read(e->reader, off, buf, len);
-}
-
+/* Statistics of blocks [first, first+n) read from the base: counted locally, added once. */
 static void count_base(struct blkd_engine *e, uint64_t first, uint64_t n)
 {
-	for (uint64_t b = first; b < first + n; b++) {
-		if (is_meta(e, b))
-			INC(e->meta_hits, 1);
-		else if (has_data(e, b))
-			INC(e->chunk_hits, 1);
-		else
-			INC(e->zero_hits, 1);
-	}
+	uint64_t hits[3] = { 0 };
+	struct base_cursor c;
+
+	base_seek(e, &c, first);
+	for (uint64_t b = first; b < first + n; b++)
+		hits[base_next(e, &c, b)]++;
+	INC(e->meta_hits, hits[BASE_META]);
+	INC(e->chunk_hits, hits[BASE_DATA]);
+	INC(e->zero_hits, hits[BASE_ZERO]);
 }
 
 /* Read [off, off+len) without taking stripe locks. */
@@ -195,7 +211,7 @@ static int read_range(struct blkd_engine *e, uint64_t off, uint64_t len, uint8_t
 				return ret;
 			INC(e->overlay_hits, nblk);
 		} else {
-			ret = base_read(e, off, bytes, buf);
+			ret = blkd_reader_read(e->reader, off, buf, bytes);
 			if (ret)
 				return ret;
 			count_base(e, block, (in + bytes + BLKD_BLOCK - 1) / BLKD_BLOCK);
@@ -352,10 +368,12 @@ int blkd_engine_status(struct blkd_engine *e, enum blkd_status_ctx ctx, uint64_t
 	uint64_t end, block;
 	uint32_t cur = UINT32_MAX;
 	uint64_t start = off;
+	struct base_cursor base;
 	int ret;
 
 	if (!range_ok(e, off, len) || !len)
 		return -EINVAL;
+	base_seek(e, &base, off / BLKD_BLOCK);
 	end = off + len;
 	if ((end - off) / BLKD_BLOCK > STATUS_MAX_BLOCKS)
 		end = (off / BLKD_BLOCK + STATUS_MAX_BLOCKS) * BLKD_BLOCK;
@@ -370,7 +388,7 @@ int blkd_engine_status(struct blkd_engine *e, enum blkd_status_ctx ctx, uint64_t
 		else if (st == OV_ZERO)
 			flags = BLKD_STATUS_HOLE | BLKD_STATUS_ZERO;
 		else
-			flags = is_meta(e, block) || has_data(e, block)
+			flags = base_next(e, &base, block) != BASE_ZERO
 					? 0
 					: BLKD_STATUS_HOLE | BLKD_STATUS_ZERO;
 		if (cur != UINT32_MAX && flags != cur) {
