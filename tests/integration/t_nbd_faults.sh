@@ -2,7 +2,9 @@
 # A chunk missing from the store, or corrupt, fails exactly the reads that need it (EIO),
 # never serves wrong bytes, and the server keeps serving everything else.
 . "$(dirname "$0")/lib/common.sh"
-command -v qemu-io >/dev/null || skip "qemu-io is not installed"
+for tool in qemu-io nbdinfo nbdcopy; do
+  command -v $tool >/dev/null || skip "$tool is not installed"
+done
 mkdir -p "$T/src"
 head -c 3000000 /dev/urandom >"$T/src/victim.bin"
 head -c 3000000 /dev/urandom >"$T/src/other.bin"
@@ -15,12 +17,10 @@ digest=$("$LAZYBLK" manifest show "$T/m" | python3 -c '
 import json, sys
 e = {x["path"]: x for x in json.load(sys.stdin)["entries"]}
 print(e["/victim.bin"]["chunks"][0]["digest"])')
+. "$TESTLIB/serve.sh"
 SOCK=$T/nbd.sock
-"$LAZYBLK" serve "$T/l" --store "$T/store" --overlay "$T/ov" --nbd "unix:$SOCK" 2>"$T/serve.log" &
-SRV=$!
-trap 'kill $SRV 2>/dev/null; rm -rf "$T"' EXIT
-for _ in $(seq 100); do [ -S "$SOCK" ] && break; sleep 0.05; done
 URI="nbd+unix:///?socket=$SOCK"
+start_server srv "$URI" "$T/l" --store "$T/store" --overlay "$T/ov" --nbd "unix:$SOCK"
 qread() { qemu-io -f raw -c "read -v $(( $1 * 4096 )) 4096" "$URI" 2>&1 || true; }
 
 # corrupt: one flipped byte in the compressed chunk → EIO, not wrong bytes
@@ -37,7 +37,7 @@ rm -f "$f"
 out=$(qread "$vblk")
 grep -q "Input/output error" <<<"$out" || die "missing chunk: $(echo "$out" | head -3)"
 kill -0 $SRV || die "the server died"
-grep -q "$digest" "$T/serve.log" || die "the server did not name the chunk"
+grep -q "$digest" "$T/srv.err" || die "the server did not name the chunk"
 # restored: the same read now succeeds with the right bytes
 cp "$T/saved" "$f"
 qemu-io -f raw -c "read $(( vblk * 4096 )) 4096" "$URI" >/dev/null || die "read after restore failed"

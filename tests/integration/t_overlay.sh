@@ -150,22 +150,11 @@ fi
 for tool in qemu-io nbdcopy nbdinfo; do
   command -v "$tool" >/dev/null || { echo "overlay: ok ($tool missing: served part skipped)"; exit 0; }
 done
-SERVERS=()
-trap 'for p in "${SERVERS[@]}"; do kill -9 "$p" 2>/dev/null || true; done; rm -rf "$T"' EXIT
+. "$TESTLIB/serve.sh"
 sock="$T/srv.sock"
 uri="nbd+unix:///?socket=$sock"
-serve() { # serve NAME LAYOUT OVERLAY: in the background (pid in SRV), once it answers
-  rm -f "$sock"
-  "$LAZYBLK" serve "$2" --store "$T/store" --overlay "$3" --nbd "unix:$sock" \
-    >"$T/$1.out" 2>"$T/$1.err" &
-  SRV=$!
-  SERVERS+=("$SRV")
-  for _ in $(seq 1 200); do
-    nbdinfo --size "$uri" >/dev/null 2>&1 && return 0
-    kill -0 "$SRV" 2>/dev/null || { cat "$T/$1.err" >&2; die "$1: server exited"; }
-    sleep 0.05
-  done
-  die "$1: server does not answer"
+serve() { # serve NAME LAYOUT OVERLAY
+  start_server "$1" "$uri" "$2" --store "$T/store" --overlay "$3" --nbd "unix:$sock"
 }
 "$LAZYBLK" export "$T/a.layout" --store "$T/store" -o "$T/ref.raw" >/dev/null
 python3 - "$T/ref.raw" "$T/want.raw" <<'PY'
@@ -191,7 +180,7 @@ show=$("$LAZYBLK" overlay show --json "$T/live")
 serve w2 "$T/a.layout" "$T/live"
 nbdcopy "$uri" "$T/live.raw"
 cmp "$T/live.raw" "$T/want.raw" || die "after kill -9 the served disk lacks writes"
-kill -TERM "$SRV"; wait "$SRV" || die "w2: exit status after SIGTERM"
+stop_server "$SRV" w2
 
 # another layout's server refuses the overlay
 expect_error "served foreign overlay" "overlay belongs to another layout" -- \
@@ -204,7 +193,7 @@ serve f1 "$T/a.layout" "$T/fork"
 nbdcopy "$uri" "$T/fork.raw"
 cmp "$T/fork.raw" "$T/want.raw" || die "the forked overlay serves another disk"
 qemu-io -f raw "$uri" -c "write -P 0xee 0 4096" >/dev/null || die "write to the fork"
-kill -TERM "$SRV"; wait "$SRV" || die "f1: exit status after SIGTERM"
+stop_server "$SRV" f1
 "$LAZYBLK" snapshot "$T/live" -o "$T/live2.delta" >/dev/null
 cmp "$T/live.delta" "$T/live2.delta" || die "writing to the fork changed the original"
 echo "overlay: ok"

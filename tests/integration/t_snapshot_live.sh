@@ -12,33 +12,8 @@ for tool in nbdinfo nbdcopy python3; do
   command -v "$tool" >/dev/null || skip "t_snapshot_live: $tool not installed"
 done
 
-SERVERS=()
-cleanup() {
-  for p in "${SERVERS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  rm -rf "$T"
-}
-trap cleanup EXIT
+. "$TESTLIB/serve.sh"
 
-# start_server NAME SOCK ARGS...: lazyblk serve ARGS --nbd unix:SOCK in the background;
-# returns once it answers (pid in SRV).
-start_server() {
-  local name=$1 sock=$2; shift 2
-  "$LAZYBLK" serve "$@" --nbd "unix:$sock" >"$T/$name.out" 2>"$T/$name.err" &
-  SRV=$!
-  SERVERS+=("$SRV")
-  for _ in $(seq 1 200); do
-    nbdinfo --size "nbd+unix:///?socket=$sock" >/dev/null 2>&1 && return 0
-    kill -0 "$SRV" 2>/dev/null || { cat "$T/$name.err" >&2; die "$name: server exited"; }
-    sleep 0.05
-  done
-  die "$name: server does not answer"
-}
-stop_server() { # stop_server PID NAME
-  local rc=0
-  kill -TERM "$1"
-  wait "$1" || rc=$?
-  [ "$rc" -eq 0 ] || { cat "$T/$2.err" >&2; die "$2: exit $rc after SIGTERM"; }
-}
 # ctl SOCK BYTES: send BYTES (a literal \0 becomes a NUL byte) to a control socket, then
 # end the connection; print the replies
 ctl() {
@@ -83,8 +58,8 @@ first=$((blocks / 2)); n=$((blocks - first))
 
 sock=$T/nbd.sock; csock=$T/ctl.sock
 uri="nbd+unix:///?socket=$sock"
-start_server live "$sock" "$T/img.layout" --store "$T/store" --overlay "$T/ov" \
-  --control "$csock"
+start_server live "$uri" "$T/img.layout" --store "$T/store" --overlay "$T/ov" \
+  --control "$csock" --nbd "unix:$sock"
 [ "$(stat -c %a "$csock")" = 600 ] || die "control socket mode $(stat -c %a "$csock")"
 
 # ---- the control protocol: answers, and bad requests that must not hurt the server
@@ -128,8 +103,8 @@ ls "$T" | grep -q '\.tmp\.' && die "temporary files left: $(ls "$T")"
 
 while read -r i s0 s1; do
   "$LAZYBLK" overlay apply "$T/snap$i.delta" --layout "$T/img.layout" -o "$T/ov$i" >/dev/null
-  start_server "ro$i" "$T/ro$i.sock" "$T/img.layout" --store "$T/store" --overlay "$T/ov$i" \
-    --read-only
+  start_server "ro$i" "nbd+unix:///?socket=$T/ro$i.sock" "$T/img.layout" --store "$T/store" \
+    --overlay "$T/ov$i" --read-only --nbd "unix:$T/ro$i.sock"
   pid=$SRV
   nbdcopy "nbd+unix:///?socket=$T/ro$i.sock" "$T/snap$i.raw"
   stop_server "$pid" "ro$i"
@@ -150,7 +125,8 @@ cmp -n $((first * 4096)) "$T/now.raw" "$T/base.raw" || die "writes outside the s
 
 # ---- a burst of whole-block writes: allocated size and the lazyblk:dirty map
 rm -f "$T/ov" "$T/ov.state"
-start_server burst "$sock" "$T/img.layout" --store "$T/store" --overlay "$T/ov"
+start_server burst "$uri" "$T/img.layout" --store "$T/store" --overlay "$T/ov" \
+  --nbd "unix:$sock"
 # scattered runs, some inside the files' data (no copy-up of the chunks around them)
 ranges="3:1 100:7 517:64 $((first + 5)):1 $((blocks - 300)):256"
 python3 "$TESTLIB/nbdseq.py" burst "$sock" $ranges

@@ -1,0 +1,33 @@
+# Sourced after common.sh by tests that run `lazyblk serve`: every server a test starts is
+# killed when it exits (this replaces common.sh's trap; $T is still removed).
+SERVERS=()
+serve_cleanup() {
+  local p
+  for p in "${SERVERS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+  rm -rf "$T"
+}
+trap serve_cleanup EXIT
+
+# start_server NAME URI ARGS...: lazyblk serve ARGS in the background (output in
+# $T/NAME.out/.err, pid in SRV); returns once URI answers.
+start_server() {
+  local name=$1 uri=$2; shift 2
+  "$LAZYBLK" serve "$@" >"$T/$name.out" 2>"$T/$name.err" &
+  SRV=$!
+  SERVERS+=("$SRV")
+  for _ in $(seq 1 200); do
+    nbdinfo --size "$uri" >/dev/null 2>&1 && return 0
+    kill -0 "$SRV" 2>/dev/null || { cat "$T/$name.err" >&2; die "$name: server exited"; }
+    sleep 0.05
+  done
+  die "$name: server does not answer on $uri"
+}
+
+# stop_server PID NAME: SIGTERM, exit status 0, statistics printed.
+stop_server() {
+  local pid=$1 name=$2 rc=0
+  kill -TERM "$pid"
+  wait "$pid" || rc=$?
+  [ "$rc" -eq 0 ] || { cat "$T/$name.err" >&2; die "$name: exit $rc after SIGTERM"; }
+  grep -q "^requests " "$T/$name.out" || die "$name: no statistics at exit"
+}
