@@ -14,7 +14,6 @@
 #include <unistd.h>
 
 #include "../common/fsutil.h"
-#include "../common/uring.h"
 #include "chunk.h"
 
 #define STAGE_MAX_CHUNKS 4096
@@ -276,7 +275,7 @@ int store_read(struct store *s, const uint8_t d[SHA256_LEN], uint8_t **frame, si
 	fd = openat(s->chunksfd, rel, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	ret = uring_read_fd(fd, (void **)frame, len);
+	ret = fs_read_fd(fd, frame, len);
 	close(fd);
 	return ret;
 }

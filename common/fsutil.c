@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "uring.h"
+
 int fs_mkdir_p(const char *path, mode_t mode)
 {
 	char buf[PATH_MAX];
@@ -127,7 +129,7 @@ int fs_read_fd(int fd, uint8_t **data, size_t *len)
 	buf = malloc((size_t)st.st_size + 1);
 	if (!buf)
 		return -ENOMEM;
-	ret = fs_read_full(fd, buf, (size_t)st.st_size);
+	ret = uring_pread_full(fd, buf, (size_t)st.st_size, 0);
 	if (ret) {
 		free(buf);
 		return ret;

@@ -14,7 +14,7 @@ int fs_read_full(int fd, void *buf, size_t len);              /* -EIO on early E
 int fs_pread_full(int fd, void *buf, size_t len, off_t off);  /* -EIO on early EOF */
 int fs_write_full(int fd, const void *buf, size_t len);
 int fs_pwrite_full(int fd, const void *buf, size_t len, off_t off);
-/* Whole regular file (from its current size) into a malloc'ed buffer, NUL-terminated. */
+/* Whole regular file (from offset 0, through io_uring) into a malloc'ed buffer, NUL-terminated. */
 int fs_read_fd(int fd, uint8_t **data, size_t *len);
 int fs_read_file(const char *path, uint8_t **data, size_t *len);
 /* Atomic replace: PATH.tmp.XXXXXX, write, fsync, rename, fsync the directory. */

@@ -6,7 +6,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <liburing.h>
@@ -135,27 +134,4 @@ int uring_fdatasync(int fd)
 	if (!r)
 		return fdatasync(fd) < 0 ? -errno : 0;
 	return ring_do(r, OP_FSYNC, fd, NULL, 0, 0);
-}
-
-int uring_read_fd(int fd, void **data, size_t *len)
-{
-	struct stat st;
-	void *buf;
-	int ret;
-
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	if (!S_ISREG(st.st_mode))
-		return -EINVAL;
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf)
-		return -ENOMEM;
-	ret = uring_pread_full(fd, buf, (size_t)st.st_size, 0);
-	if (ret) {
-		free(buf);
-		return ret;
-	}
-	*data = buf;
-	*len = (size_t)st.st_size;
-	return 0;
 }

@@ -15,7 +15,5 @@
 int uring_pread_full(int fd, void *buf, size_t len, off_t off);
 int uring_pwrite_full(int fd, const void *buf, size_t len, off_t off);
 int uring_fdatasync(int fd);
-/* Whole regular file into a malloc'ed buffer (like fs_read_fd). */
-int uring_read_fd(int fd, void **data, size_t *len);
 
 #endif
