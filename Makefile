@@ -66,6 +66,7 @@ bench: $(BUILD)/lazyblk
 	@LAZYBLK=$(abspath $(BUILD)/lazyblk) bench/manifest.sh
 	@LAZYBLK=$(abspath $(BUILD)/lazyblk) bench/mkfs.sh
 	@LAZYBLK=$(abspath $(BUILD)/lazyblk) bench/serve.sh
+	@LAZYBLK=$(abspath $(BUILD)/lazyblk) bench/remote.sh
 
 clean:
 	rm -rf build

@@ -17,10 +17,11 @@
 #define SECTOR 512u
 #define STATUS_MAX_BLOCKS (1u << 16)   /* one status reply covers at most 256 MiB */
 #define MEM_CACHE_DEFAULT (256ull << 20)
+#define READAHEAD_CHUNKS 16  /* sequential reads: chunks loaded ahead, at most */
 
 struct blkd_engine {
 	struct layout *layout;
-	struct store *store;
+	struct cas_source *src;        /* store, remote */
 	struct overlay *ov;             /* NULL: read-only */
 	struct blkd_reader *reader;     /* thread-safe, single-flight chunk loads */
 	pthread_mutex_t stripe[STRIPES]; /* read-modify-write of one block at a time */
@@ -59,15 +60,25 @@ int blkd_engine_open(const struct blkd_engine_opts *o, struct blkd_engine **out)
 		goto fail;
 	}
 	e->size = e->layout->hdr.block_count * BLKD_BLOCK;
-	ret = store_open(o->store_dir, false, &e->store);
-	if (ret) {
-		log_error("%s: %s", o->store_dir,
-			  ret == -ENOENT ? "not a lazyblk store (no chunks/ directory)"
-					 : strerror(-ret));
-		goto fail;
+	{
+		struct cas_source_opts so = {
+			.store_dir = o->store_dir,
+			.remote_url = o->remote_url,
+			.cache_size = o->cache_size,
+			.concurrency = o->fetch_concurrency,
+			.timeout_ms = o->fetch_timeout_ms,
+			.retries = o->fetch_retries,
+		};
+
+		ret = cas_source_open(&so, &e->src);
+		if (ret)
+			goto fail; /* it said why */
 	}
-	ret = blkd_reader_new(e->layout, e->store, o->mem_cache ? o->mem_cache : MEM_CACHE_DEFAULT,
+	ret = blkd_reader_new(e->layout, e->src, o->mem_cache ? o->mem_cache : MEM_CACHE_DEFAULT,
 			      &e->reader);
+	if (!ret)
+		ret = blkd_reader_readahead(e->reader, o->fetch_concurrency ? o->fetch_concurrency
+									   : READAHEAD_CHUNKS);
 	if (ret) {
 		log_error("cannot start the reader: %s", strerror(-ret));
 		goto fail;
@@ -108,7 +119,7 @@ void blkd_engine_close(struct blkd_engine *e)
 		overlay_flush(e->ov);
 	overlay_close(e->ov);
 	blkd_reader_free(e->reader);
-	store_close(e->store);
+	cas_source_close(e->src);
 	layout_close(e->layout);
 	for (int i = 0; i < STRIPES; i++)
 		pthread_mutex_destroy(&e->stripe[i]);
@@ -456,6 +467,7 @@ void blkd_engine_get_stats(struct blkd_engine *e, struct blkd_engine_stats *st)
 	st->chunk_cache_hits = rs.cache_hits;
 	st->chunk_loaded_bytes = rs.loaded_bytes;
 	st->store_read_bytes = rs.store_bytes;
+	cas_source_get_stats(e->src, &st->cas);
 	if (e->ov) {
 		struct overlay_stats os;
 
@@ -464,6 +476,44 @@ void blkd_engine_get_stats(struct blkd_engine *e, struct blkd_engine_stats *st)
 		st->zero_blocks = os.zero_blocks;
 		st->snapshot_copies = os.snapshot_copies;
 	}
+}
+
+#define U(x) ((unsigned long long)(x))
+
+static void print_cas_json(FILE *f, const struct cas_source_stats *c)
+{
+	const struct remote_stats *r = &c->remote;
+
+	fprintf(f, ",\"disk_hits\":%llu,\"disk_bytes\":%llu,\"verify_failures\":%llu,"
+		   "\"remote_fetches\":%llu,\"remote_bytes\":%llu,\"remote_requests\":%llu,"
+		   "\"remote_retries\":%llu,\"remote_failures\":%llu,\"remote_not_found\":%llu,"
+		   "\"fetch_ms_p50\":%.3f,\"fetch_ms_p90\":%.3f,\"fetch_ms_p99\":%.3f,"
+		   "\"fetch_ms_max\":%.3f,\"cache_limit_bytes\":%llu,\"cache_used_bytes\":%llu,"
+		   "\"cache_evictions\":%llu,\"cache_evicted_bytes\":%llu",
+		U(c->disk_hits), U(c->disk_bytes), U(c->verify_failures), U(c->remote_fetches),
+		U(r->fetched_bytes), U(r->requests), U(r->retries), U(r->failures), U(r->not_found),
+		r->lat_p50_us / 1e3, r->lat_p90_us / 1e3, r->lat_p99_us / 1e3, r->lat_max_us / 1e3,
+		U(c->cache_limit), U(c->cache_used), U(c->cache_evictions),
+		U(c->cache_evicted_bytes));
+}
+
+void blkd_engine_print_cas_stats(const struct cas_source_stats *c, FILE *f)
+{
+	const struct remote_stats *r = &c->remote;
+
+	fprintf(f, "store      %llu chunks read (%llu bytes), %llu failed verification\n",
+		U(c->disk_hits), U(c->disk_bytes), U(c->verify_failures));
+	if (c->has_remote)
+		fprintf(f, "remote     %llu chunks fetched (%llu bytes) in %llu requests, %llu retries, "
+			   "%llu failed, %llu not found; fetch ms p50 %.1f p90 %.1f p99 %.1f "
+			   "max %.1f\n",
+			U(c->remote_fetches), U(r->fetched_bytes), U(r->requests), U(r->retries),
+			U(r->failures), U(r->not_found), r->lat_p50_us / 1e3, r->lat_p90_us / 1e3,
+			r->lat_p99_us / 1e3, r->lat_max_us / 1e3);
+	if (c->has_cache)
+		fprintf(f, "cache      %llu of %llu bytes used, %llu chunks evicted (%llu bytes)\n",
+			U(c->cache_used), U(c->cache_limit), U(c->cache_evictions),
+			U(c->cache_evicted_bytes));
 }
 
 void blkd_engine_print_stats(struct blkd_engine *e, FILE *f, bool json)
@@ -478,33 +528,29 @@ void blkd_engine_print_stats(struct blkd_engine *e, FILE *f, bool json)
 			   "\"blocks_zero\":%llu,\"chunk_loads\":%llu,\"chunk_cache_hits\":%llu,"
 			   "\"chunk_loaded_bytes\":%llu,\"store_read_bytes\":%llu,"
 			   "\"dirty_blocks\":%llu,\"zero_blocks\":%llu,\"snapshot_copies\":%llu,"
-			   "\"in_flight\":%llu}\n",
-			(unsigned long long)s.reads, (unsigned long long)s.writes,
-			(unsigned long long)s.flushes, (unsigned long long)s.discards,
-			(unsigned long long)s.read_bytes, (unsigned long long)s.write_bytes,
-			(unsigned long long)s.overlay_hits, (unsigned long long)s.meta_hits,
-			(unsigned long long)s.chunk_hits, (unsigned long long)s.zero_hits,
-			(unsigned long long)s.chunk_loads, (unsigned long long)s.chunk_cache_hits,
-			(unsigned long long)s.chunk_loaded_bytes, (unsigned long long)s.store_read_bytes,
-			(unsigned long long)s.dirty_blocks, (unsigned long long)s.zero_blocks,
-			(unsigned long long)s.snapshot_copies, (unsigned long long)s.in_flight);
+			   "\"in_flight\":%llu",
+			U(s.reads), U(s.writes), U(s.flushes), U(s.discards), U(s.read_bytes),
+			U(s.write_bytes), U(s.overlay_hits), U(s.meta_hits), U(s.chunk_hits),
+			U(s.zero_hits), U(s.chunk_loads), U(s.chunk_cache_hits),
+			U(s.chunk_loaded_bytes), U(s.store_read_bytes), U(s.dirty_blocks),
+			U(s.zero_blocks), U(s.snapshot_copies), U(s.in_flight));
+		print_cas_json(f, &s.cas);
+		fputs("}\n", f);
 		return;
 	}
 	fprintf(f, "requests   %llu reads (%llu bytes), %llu writes (%llu bytes), %llu flushes, "
 		   "%llu discards, %llu in flight\n",
-		(unsigned long long)s.reads, (unsigned long long)s.read_bytes,
-		(unsigned long long)s.writes, (unsigned long long)s.write_bytes,
-		(unsigned long long)s.flushes, (unsigned long long)s.discards,
-		(unsigned long long)s.in_flight);
+		U(s.reads), U(s.read_bytes), U(s.writes), U(s.write_bytes), U(s.flushes),
+		U(s.discards), U(s.in_flight));
 	fprintf(f, "blocks     %llu from the overlay, %llu metadata, %llu from chunks, %llu zero\n",
-		(unsigned long long)s.overlay_hits, (unsigned long long)s.meta_hits,
-		(unsigned long long)s.chunk_hits, (unsigned long long)s.zero_hits);
-	fprintf(f, "chunks     %llu misses loaded from the store (%llu bytes read, %llu "
-		   "decompressed), %llu cache hits\n",
-		(unsigned long long)s.chunk_loads, (unsigned long long)s.store_read_bytes,
-		(unsigned long long)s.chunk_loaded_bytes, (unsigned long long)s.chunk_cache_hits);
-	fprintf(f, "overlay    %llu dirty blocks, %llu zeroed blocks\n",
-		(unsigned long long)s.dirty_blocks, (unsigned long long)s.zero_blocks);
+		U(s.overlay_hits), U(s.meta_hits), U(s.chunk_hits), U(s.zero_hits));
+	fprintf(f, "chunks     %llu misses loaded (%llu bytes read, %llu decompressed), "
+		   "%llu memory cache hits\n",
+		U(s.chunk_loads), U(s.store_read_bytes), U(s.chunk_loaded_bytes),
+		U(s.chunk_cache_hits));
+	blkd_engine_print_cas_stats(&s.cas, f);
+	fprintf(f, "overlay    %llu dirty blocks, %llu zeroed blocks\n", U(s.dirty_blocks),
+		U(s.zero_blocks));
 }
 
 /* ------------------------------------------------------------ asynchronous requests */

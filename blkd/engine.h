@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "../cas/source.h"
+
 #define BLKD_BLOCK 4096u
 
 struct blkd_engine_opts {
@@ -22,6 +24,11 @@ struct blkd_engine_opts {
 	const char *overlay_path;  /* NULL: a read-only disk */
 	uint64_t mem_cache;        /* decompressed chunk cache bytes (0: 256 MiB) */
 	bool read_only;
+	/* remote tier (see cas/source.h): the store becomes a cache in front of it */
+	const char *remote_url;    /* NULL: the store is the only tier */
+	uint64_t cache_size;       /* > 0: bound the store as a cache */
+	unsigned fetch_concurrency, fetch_timeout_ms;  /* 0: defaults */
+	int fetch_retries;         /* 0: default, < 0: none */
 };
 
 struct blkd_engine;
@@ -98,9 +105,12 @@ struct blkd_engine_stats {
 	uint64_t dirty_blocks, zero_blocks;
 	uint64_t snapshot_copies;  /* blocks writers saved into a running snapshot first */
 	uint64_t in_flight;
+	struct cas_source_stats cas;  /* store, remote and disk cache tiers */
 };
 void blkd_engine_get_stats(struct blkd_engine *e, struct blkd_engine_stats *st);
 /* Human lines, or one JSON object when json. */
 void blkd_engine_print_stats(struct blkd_engine *e, FILE *f, bool json);
+/* The store/remote/cache lines of the above (also used by lazyblk export). */
+void blkd_engine_print_cas_stats(const struct cas_source_stats *c, FILE *f);
 
 #endif

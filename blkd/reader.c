@@ -8,7 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../cas/chunk.h"
+#include <stddef.h>
+
 #include "../common/fsutil.h"
 #include "../common/log.h"
 
@@ -17,6 +18,7 @@ struct cache_entry {
 	struct cache_entry *prev, *next;  /* LRU list, most recently used first */
 	uint32_t chunk;                   /* index into the layout's chunk table */
 	uint32_t refs;                    /* readers copying from it: not evicted meanwhile */
+	bool ra_mark;                     /* read ahead and not used yet: a hit reads further */
 	size_t len;
 	size_t frame_len;                 /* its compressed size in the store */
 	uint8_t data[];
@@ -31,9 +33,12 @@ struct inflight {
 	uint32_t waiters;
 };
 
+/* Read-ahead: chunks queued for the prefetch threads. */
+#define RA_QUEUE 256
+
 struct blkd_reader {
 	const struct layout *l;
-	struct store *s;
+	struct cas_source *src;
 	size_t budget;                    /* bytes of decompressed chunks kept at most */
 	pthread_mutex_t lock;             /* the cache, the in-flight list and the stats */
 	pthread_cond_t loaded;            /* an in-flight load finished */
@@ -41,9 +46,20 @@ struct blkd_reader {
 	struct cache_entry *head, *tail;
 	struct inflight *loading;
 	struct blkd_reader_stats st;
+	/* read-ahead (off unless blkd_reader_readahead was called) */
+	unsigned ra_max;                  /* chunks ahead at most */
+	unsigned ra_window;               /* current window, chunks */
+	size_t ra_last_run;               /* the data run of the last miss */
+	uint32_t ra_q[RA_QUEUE];          /* chunk indexes, a ring */
+	unsigned ra_head, ra_len;
+	bool ra_stop;
+	pthread_cond_t ra_cond;
+	pthread_t ra_threads[BLKD_READER_RA_THREADS_MAX];
+	unsigned ra_nthreads;
+	uint8_t *ra_queued;               /* chunk index -> queued or loading by read-ahead */
 };
 
-int blkd_reader_new(const struct layout *l, struct store *s, size_t cache_bytes,
+int blkd_reader_new(const struct layout *l, struct cas_source *src, size_t cache_bytes,
 		    struct blkd_reader **out)
 {
 	struct blkd_reader *r = calloc(1, sizeof(*r));
@@ -51,10 +67,11 @@ int blkd_reader_new(const struct layout *l, struct store *s, size_t cache_bytes,
 	if (!r)
 		return -ENOMEM;
 	r->l = l;
-	r->s = s;
+	r->src = src;
 	r->budget = cache_bytes ? cache_bytes : BLKD_READER_CACHE_DEFAULT;
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_cond_init(&r->loaded, NULL);
+	pthread_cond_init(&r->ra_cond, NULL);
 	r->by_chunk = calloc(l->hdr.chunk_count ? l->hdr.chunk_count : 1, sizeof(*r->by_chunk));
 	if (!r->by_chunk) {
 		blkd_reader_free(r);
@@ -64,16 +81,21 @@ int blkd_reader_new(const struct layout *l, struct store *s, size_t cache_bytes,
 	return 0;
 }
 
+static void ra_stop(struct blkd_reader *r);
+
 void blkd_reader_free(struct blkd_reader *r)
 {
 	if (!r)
 		return;
+	ra_stop(r);
+	free(r->ra_queued);
 	for (struct cache_entry *e = r->head, *next; e; e = next) {
 		next = e->next;
 		free(e);
 	}
 	free(r->by_chunk);
 	pthread_cond_destroy(&r->loaded);
+	pthread_cond_destroy(&r->ra_cond);
 	pthread_mutex_destroy(&r->lock);
 	free(r);
 }
@@ -137,72 +159,28 @@ static void cache_make_room(struct blkd_reader *r, size_t need)
 	}
 }
 
-static int chunk_corrupt(const char *hex, const char *why)
-{
-	log_error("chunk %s is corrupt (%s)", hex, why);
-	return -EIO;
-}
-
 /*
- * Read, decompress and verify chunk idx; never returns bytes that fail the check.
- * Runs without r->lock, so loads of different chunks proceed in parallel.
+ * Fetch chunk idx through the tiers below (store, remote), decompressed and verified: never
+ * returns bytes that fail the check. Runs without r->lock, so loads of different chunks
+ * proceed in parallel.
  */
 static int chunk_load(struct blkd_reader *r, uint32_t idx, struct cache_entry **out)
 {
-	struct chunk_codec *codec;
-	const uint8_t *d = r->l->chunks[idx];
-	char hex[SHA256_HEX_LEN + 1];
-	uint8_t *frame, sum[SHA256_LEN];
 	struct cache_entry *e;
-	size_t flen, n;
-	uint64_t want;
+	void *block;
+	size_t n, flen;
 	int ret;
 
-	sha256_to_hex(d, hex);
-	ret = store_read(r->s, d, &frame, &flen);
-	if (ret == -ENOENT) {
-		log_error("chunk %s missing from the store", hex);
-		return ret;
-	}
-	if (ret) {
-		log_error("chunk %s: %s", hex, strerror(-ret));
-		return ret == -ENOMEM ? ret : -EIO;
-	}
-	if (chunk_content_size(frame, flen, &want)) {
-		free(frame);
-		return chunk_corrupt(hex, "not a valid zstd chunk");
-	}
-	if (want > r->l->hdr.chunk_size) {
-		free(frame);
-		return chunk_corrupt(hex, "larger than the layout's chunk size");
-	}
-	e = malloc(sizeof(*e) + (want ? want : 1));
-	if (!e) {
-		free(frame);
-		log_error("chunk %s: out of memory", hex);
-		return -ENOMEM;
-	}
-	codec = chunk_codec_new(0);
-	ret = codec ? chunk_decompress(codec, frame, flen, e->data, want, &n) : -ENOMEM;
-	chunk_codec_free(codec);
-	free(frame);
-	if (!ret)
-		ret = sha256_buf(e->data, n, sum);
-	if (ret) {
-		free(e);
-		if (ret == -EBADMSG)
-			return chunk_corrupt(hex, "not a valid zstd chunk");
-		log_error("chunk %s: %s", hex, strerror(-ret));
-		return ret;
-	}
-	if (memcmp(sum, d, SHA256_LEN)) {
-		free(e);
-		return chunk_corrupt(hex, "content does not match its sha256 name");
-	}
+	ret = cas_source_get(r->src, r->l->chunks[idx], r->l->hdr.chunk_size,
+			     offsetof(struct cache_entry, data), &block, &n, &flen);
+	if (ret)
+		return ret; /* it said why */
+	e = block;
 	e->chunk = idx;
 	e->len = n;
 	e->refs = 0;
 	e->frame_len = flen;
+	e->prev = e->next = NULL;
 	*out = e;
 	return 0;
 }
@@ -218,9 +196,10 @@ static struct inflight *inflight_find(struct blkd_reader *r, uint32_t idx)
 
 /*
  * The cached chunk idx, referenced (release with chunk_put). Concurrent readers of a chunk
- * that is not cached wait for a single load; its error is theirs too.
+ * that is not cached wait for a single load; its error is theirs too. *ahead (may be NULL)
+ * is set when the chunk was brought in by read-ahead and this is its first use.
  */
-static int chunk_get(struct blkd_reader *r, uint32_t idx, struct cache_entry **out)
+static int chunk_get(struct blkd_reader *r, uint32_t idx, struct cache_entry **out, bool *ahead)
 {
 	struct inflight self = { .chunk = idx };
 	struct cache_entry *e;
@@ -232,6 +211,10 @@ static int chunk_get(struct blkd_reader *r, uint32_t idx, struct cache_entry **o
 
 		e = r->by_chunk[idx];
 		if (e) {
+			if (ahead && e->ra_mark) {
+				*ahead = true;
+				e->ra_mark = false;
+			}
 			r->st.cache_hits++;
 			lru_unlink(r, e);
 			lru_push_front(r, e);
@@ -264,6 +247,7 @@ static int chunk_get(struct blkd_reader *r, uint32_t idx, struct cache_entry **o
 	pthread_mutex_lock(&r->lock);
 	if (!ret) {
 		r->st.chunk_loads++;
+		e->ra_mark = false;
 		r->st.loaded_bytes += e->len;
 		r->st.store_bytes += e->frame_len;
 		cache_make_room(r, e->len);
@@ -294,6 +278,128 @@ static void chunk_put(struct blkd_reader *r, struct cache_entry *e)
 	pthread_mutex_lock(&r->lock);
 	e->refs--;
 	pthread_mutex_unlock(&r->lock);
+}
+
+/* ------------------------------------------------------------------ read-ahead */
+
+#define RA_START 4        /* chunks, when a sequential pattern is first seen */
+#define RA_SCAN 4096      /* data runs looked at, at most, per scheduling */
+
+/*
+ * Queue the chunks of the data runs after `run` that are among the next ra_window distinct
+ * chunks and are neither cached, loading nor queued. Under r->lock.
+ */
+static void ra_schedule(struct blkd_reader *r, size_t run)
+{
+	const struct layout *l = r->l;
+	uint32_t last = l->data_runs[run].chunk;
+	unsigned seen = 0, queued = 0;
+
+	for (size_t i = run + 1; i < l->hdr.data_run_count && i <= run + RA_SCAN; i++) {
+		uint32_t c = l->data_runs[i].chunk;
+
+		if (c == last)
+			continue;
+		last = c;
+		if (++seen > r->ra_window || r->ra_len == RA_QUEUE)
+			break;
+		if (r->by_chunk[c] || r->ra_queued[c] || inflight_find(r, c))
+			continue;
+		r->ra_q[(r->ra_head + r->ra_len) % RA_QUEUE] = c;
+		r->ra_len++;
+		r->ra_queued[c] = 1;
+		queued++;
+	}
+	if (queued)
+		pthread_cond_broadcast(&r->ra_cond);
+}
+
+/*
+ * A read of data run `run` missed the cache (miss) or used a chunk read ahead (!miss).
+ * Misses close to the previous one are a sequential pattern: the window starts at RA_START
+ * chunks and doubles up to ra_max; a miss elsewhere stops reading ahead. Under r->lock.
+ */
+static void ra_trigger(struct blkd_reader *r, size_t run, bool miss)
+{
+	unsigned w = r->ra_window;
+
+	if (miss) {
+		bool seq = run >= r->ra_last_run && run <= r->ra_last_run + 2 * (size_t)w + 8;
+
+		r->ra_last_run = run;
+		if (!seq) {
+			r->ra_window = 0;
+			return;
+		}
+	}
+	w = w ? w * 2 : RA_START;
+	r->ra_window = w < r->ra_max ? w : r->ra_max;
+	ra_schedule(r, run);
+}
+
+static void *ra_main(void *arg)
+{
+	struct blkd_reader *r = arg;
+
+	pthread_mutex_lock(&r->lock);
+	for (;;) {
+		struct cache_entry *e;
+		uint32_t c;
+		int ret;
+
+		while (!r->ra_len && !r->ra_stop)
+			pthread_cond_wait(&r->ra_cond, &r->lock);
+		if (r->ra_stop)
+			break;
+		c = r->ra_q[r->ra_head];
+		r->ra_head = (r->ra_head + 1) % RA_QUEUE;
+		r->ra_len--;
+		pthread_mutex_unlock(&r->lock);
+
+		ret = chunk_get(r, c, &e, NULL);
+
+		pthread_mutex_lock(&r->lock);
+		r->ra_queued[c] = 0;
+		if (!ret) {
+			if (e->refs == 1)
+				e->ra_mark = true; /* nobody waited for it: not used yet */
+			e->refs--;
+			r->st.readahead++;
+		}
+	}
+	pthread_mutex_unlock(&r->lock);
+	return NULL;
+}
+
+static void ra_stop(struct blkd_reader *r)
+{
+	pthread_mutex_lock(&r->lock);
+	r->ra_stop = true;
+	r->ra_len = 0;
+	pthread_cond_broadcast(&r->ra_cond);
+	pthread_mutex_unlock(&r->lock);
+	for (unsigned i = 0; i < r->ra_nthreads; i++)
+		pthread_join(r->ra_threads[i], NULL);
+	r->ra_nthreads = 0;
+}
+
+int blkd_reader_readahead(struct blkd_reader *r, unsigned max_chunks)
+{
+	unsigned n;
+
+	if (!max_chunks || r->ra_max)
+		return r->ra_max == max_chunks ? 0 : -EINVAL;
+	r->ra_queued = calloc(r->l->hdr.chunk_count ? r->l->hdr.chunk_count : 1, 1);
+	if (!r->ra_queued)
+		return -ENOMEM;
+	n = max_chunks < BLKD_READER_RA_THREADS_MAX ? max_chunks : BLKD_READER_RA_THREADS_MAX;
+	while (r->ra_nthreads < n &&
+	       !pthread_create(&r->ra_threads[r->ra_nthreads], NULL, ra_main, r))
+		r->ra_nthreads++;
+	if (!r->ra_nthreads)
+		return -EAGAIN;
+	r->ra_max = max_chunks;
+	return 0;
 }
 
 /* ------------------------------------------------------------------ reading */
@@ -335,13 +441,26 @@ static int read_data(struct blkd_reader *r, uint64_t off, uint64_t end, uint8_t 
 		uint64_t s = layout_data_run_pos(d), e = s + d->len;
 		uint64_t a = max_u64(s, off), b = min_u64(e, end);
 		struct cache_entry *c;
+		bool ahead = false;
 		int ret;
 
 		if (s >= end)
 			break;
-		ret = chunk_get(r, d->chunk, &c);
+		if (r->ra_max) {
+			pthread_mutex_lock(&r->lock);
+			if (!r->by_chunk[d->chunk])
+				ra_trigger(r, i, true);
+			pthread_mutex_unlock(&r->lock);
+		}
+		ret = chunk_get(r, d->chunk, &c, r->ra_max ? &ahead : NULL);
 		if (ret)
 			return ret;
+		if (ahead) {
+			pthread_mutex_lock(&r->lock);
+			ra_trigger(r, i, false);
+			pthread_mutex_unlock(&r->lock);
+			ahead = false;
+		}
 		if ((uint64_t)d->chunk_off + d->len > c->len) {
 			char hex[SHA256_HEX_LEN + 1];
 

@@ -108,6 +108,8 @@ static int process(struct chunker *c, struct chunk_codec *codec, uint8_t *zbuf, 
 		if (ret < 0)
 			return ret;
 		fresh = !ret;
+		if (!fresh)
+			store_touch(c->store, d); /* in use again: cas gc's grace period counts anew */
 	}
 	if (!fresh) {
 		pthread_mutex_lock(&c->lock);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../common/fsutil.h"
@@ -28,7 +29,8 @@ struct store {
 	char *dir;
 	int dirfd;
 	int chunksfd;
-	int tmpfd;
+	int tmpfd;                   /* -1 unless opened with create (then store_put works) */
+	int cached_tmpfd;            /* tmp/ for store_put_cached, opened on first use */
 	pthread_mutex_t lock;        /* staging list */
 	pthread_mutex_t commit_lock; /* one commit at a time */
 	struct staged *stage;
@@ -53,7 +55,7 @@ int store_open(const char *dir, bool create, struct store **out)
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	s->dirfd = s->chunksfd = s->tmpfd = -1;
+	s->dirfd = s->chunksfd = s->tmpfd = s->cached_tmpfd = -1;
 	s->pid = getpid();
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_mutex_init(&s->commit_lock, NULL);
@@ -117,6 +119,8 @@ void store_close(struct store *s)
 		close(s->chunksfd);
 	if (s->tmpfd >= 0)
 		close(s->tmpfd);
+	if (s->cached_tmpfd >= 0)
+		close(s->cached_tmpfd);
 	pthread_mutex_destroy(&s->lock);
 	pthread_mutex_destroy(&s->commit_lock);
 	free(s->stage);
@@ -132,13 +136,19 @@ static void rel_path(const uint8_t d[SHA256_LEN], char rel[3 + SHA256_HEX_LEN + 
 	snprintf(rel, 3 + SHA256_HEX_LEN + 1, "%.2s/%s", hex, hex);
 }
 
-static void tmp_name(const struct store *s, const uint8_t d[SHA256_LEN], uint64_t seq, char *buf,
-		     size_t len)
+static void tmp_name_pid(pid_t pid, const uint8_t d[SHA256_LEN], uint64_t seq, char *buf,
+			 size_t len)
 {
 	char hex[SHA256_HEX_LEN + 1];
 
 	sha256_to_hex(d, hex);
-	snprintf(buf, len, "%s.%d.%llu", hex, (int)s->pid, (unsigned long long)seq);
+	snprintf(buf, len, "%s.%d.%llu", hex, (int)pid, (unsigned long long)seq);
+}
+
+static void tmp_name(const struct store *s, const uint8_t d[SHA256_LEN], uint64_t seq, char *buf,
+		     size_t len)
+{
+	tmp_name_pid(s->pid, d, seq, buf, len);
 }
 
 void store_chunk_path(const struct store *s, const uint8_t d[SHA256_LEN], char *buf, size_t len)
@@ -278,6 +288,140 @@ int store_read(struct store *s, const uint8_t d[SHA256_LEN], uint8_t **frame, si
 	ret = fs_read_fd(fd, frame, len);
 	close(fd);
 	return ret;
+}
+
+/*
+ * tmp/ for store_put_cached. A store opened without create has no tmpfd (store_put refuses
+ * to stage there), so cached puts use a descriptor of their own, made on first use.
+ */
+static int cached_tmp_dir(struct store *s)
+{
+	int fd;
+
+	if (s->tmpfd >= 0)
+		return s->tmpfd; /* set once by store_open, never changed */
+	fd = __atomic_load_n(&s->cached_tmpfd, __ATOMIC_ACQUIRE);
+	if (fd >= 0)
+		return fd;
+	pthread_mutex_lock(&s->lock);
+	fd = s->cached_tmpfd;
+	if (fd < 0) {
+		if (mkdirat(s->dirfd, "tmp", 0755) < 0 && errno != EEXIST) {
+			fd = -errno;
+			goto out;
+		}
+		fd = openat(s->dirfd, "tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0) {
+			fd = -errno;
+			goto out;
+		}
+		__atomic_store_n(&s->cached_tmpfd, fd, __ATOMIC_RELEASE);
+	}
+out:
+	pthread_mutex_unlock(&s->lock);
+	return fd;
+}
+
+/*
+ * Move tmp/name to chunks/rel unless rel exists: 0 moved, -EEXIST, -errno. Filesystems
+ * without RENAME_NOREPLACE get link(2), which fails the same way on an existing name.
+ */
+static int rename_noreplace(struct store *s, int tmpfd, const char *name, const char *rel)
+{
+	if (renameat2(tmpfd, name, s->chunksfd, rel, RENAME_NOREPLACE) == 0)
+		return 0;
+	if (errno != EINVAL && errno != ENOSYS)
+		return -errno;
+	if (linkat(tmpfd, name, s->chunksfd, rel, 0) < 0)
+		return -errno;
+	unlinkat(tmpfd, name, 0);
+	return 0;
+}
+
+int store_put_cached(struct store *s, const uint8_t d[SHA256_LEN], const void *frame, size_t len)
+{
+	char name[SHA256_HEX_LEN + 48], rel[3 + SHA256_HEX_LEN + 1];
+	int tmpfd, fd = -1, ret;
+
+	ret = store_has(s, d);
+	if (ret)
+		return ret < 0 ? ret : 0;
+	tmpfd = cached_tmp_dir(s);
+	if (tmpfd < 0)
+		return tmpfd;
+	/*
+	 * A unique staging name: getpid() at the call (a forked child shares s and s->seq with
+	 * its parent, not its pid), s->seq for the threads of one process. O_EXCL and a few
+	 * retries cover a file left by a dead process of the same pid (or one in another pid
+	 * namespace sharing the store).
+	 */
+	for (int tries = 0; fd < 0 && tries < 16; tries++) {
+		uint64_t seq;
+
+		pthread_mutex_lock(&s->lock);
+		seq = s->seq++;
+		pthread_mutex_unlock(&s->lock);
+		tmp_name_pid(getpid(), d, seq, name, sizeof(name));
+		fd = openat(tmpfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		if (fd < 0 && errno != EEXIST)
+			return -errno;
+	}
+	if (fd < 0)
+		return -EEXIST;
+	ret = fs_write_full(fd, frame, len);
+	if (close(fd) < 0 && !ret)
+		ret = -errno;
+	if (ret)
+		goto fail;
+	rel_path(d, rel);
+	ret = rename_noreplace(s, tmpfd, name, rel);
+	if (ret == -ENOENT) {
+		/* the fan-out directory is missing (a store made by hand, or a partial copy) */
+		char sub[3];
+
+		memcpy(sub, rel, 2);
+		sub[2] = '\0';
+		if (mkdirat(s->chunksfd, sub, 0755) < 0 && errno != EEXIST) {
+			ret = -errno;
+			goto fail;
+		}
+		ret = rename_noreplace(s, tmpfd, name, rel);
+	}
+	if (ret == -EEXIST) {
+		unlinkat(tmpfd, name, 0);
+		return 0; /* another thread or process added it first */
+	}
+	if (ret)
+		goto fail;
+	return 1;
+fail:
+	unlinkat(tmpfd, name, 0);
+	return ret;
+}
+
+int store_remove(struct store *s, const uint8_t d[SHA256_LEN])
+{
+	char rel[3 + SHA256_HEX_LEN + 1];
+
+	rel_path(d, rel);
+	return unlinkat(s->chunksfd, rel, 0) < 0 ? -errno : 0;
+}
+
+void store_touch(struct store *s, const uint8_t d[SHA256_LEN])
+{
+	/* mtime only: atime stays what the file system makes of it */
+	const struct timespec times[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_nsec = UTIME_NOW } };
+	char rel[3 + SHA256_HEX_LEN + 1];
+	struct timespec now;
+	struct stat st;
+
+	rel_path(d, rel);
+	if (fstatat(s->chunksfd, rel, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+		return;
+	clock_gettime(CLOCK_REALTIME, &now);
+	if (now.tv_sec - st.st_mtim.tv_sec <= STORE_TOUCH_SECS)
+		return;
+	utimensat(s->chunksfd, rel, times, AT_SYMLINK_NOFOLLOW);
 }
 
 int store_foreach(struct store *s, store_iter_fn cb, void *arg)

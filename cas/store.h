@@ -43,6 +43,25 @@ int store_commit(struct store *s);
 /* Read a chunk's compressed bytes into a malloc'ed buffer. -ENOENT if absent. */
 int store_read(struct store *s, const uint8_t d[SHA256_LEN], uint8_t **frame, size_t *len);
 
+/*
+ * Add a chunk fetched from a remote: written under tmp/ and renamed into place only if no
+ * chunk of that name is there (renameat2 RENAME_NOREPLACE, so two processes adding one chunk
+ * never both count it). Not fsynced: after a host crash a torn file fails verification and is
+ * fetched again. Thread-safe, and safe between processes. Works on a store opened with
+ * create or not (tmp/ is made if missing). Returns 1 if added, 0 if it was already present,
+ * -errno.
+ */
+int store_put_cached(struct store *s, const uint8_t d[SHA256_LEN], const void *frame, size_t len);
+/* Remove a committed chunk (e.g. one that failed verification). 0, -ENOENT, -errno. */
+int store_remove(struct store *s, const uint8_t d[SHA256_LEN]);
+/*
+ * Note that a chunk was just used, for least-recently-used eviction: sets its mtime to now
+ * when it is more than STORE_TOUCH_SECS older (so a hot chunk costs one syscall a minute).
+ * Errors are ignored (the chunk may have been evicted meanwhile).
+ */
+#define STORE_TOUCH_SECS 60
+void store_touch(struct store *s, const uint8_t d[SHA256_LEN]);
+
 /* Iterate over committed chunks; cb returns non-zero to stop (returned as is). */
 typedef int (*store_iter_fn)(void *arg, const uint8_t d[SHA256_LEN], const char *path);
 int store_foreach(struct store *s, store_iter_fn cb, void *arg);

@@ -2,25 +2,40 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "../cas/gc.h"
 #include "../cas/store.h"
 #include "../cas/verify.h"
 #include "../common/log.h"
 #include "../common/size.h"
+#include "../ext4gen/refs.h"
 #include "cli.h"
 
 static const char cas_usage[] =
 	"usage: lazyblk cas verify --store DIR\n"
 	"       lazyblk cas stats --store DIR\n"
+	"       lazyblk cas gc --store DIR --keep FILE [--keep FILE ...] [--grace SECONDS]\n"
+	"                      [--dry-run]\n"
 	"\n"
 	"verify  decompress and re-hash every chunk; print each corrupt one as\n"
 	"        'corrupt: HEX (reason)' and exit 1 if there are any\n"
 	"stats   chunk count, raw (uncompressed) bytes and stored bytes\n"
+	"gc      remove every chunk that no --keep file references and that is older\n"
+	"        than the grace period, and stale staging files in STORE/tmp; every\n"
+	"        --keep file is checked first, and nothing is removed if one is bad\n"
 	"\n"
 	"options:\n"
-	"  -s, --store DIR   the chunk store\n"
-	"  -h, --help        this text\n";
+	"  -s, --store DIR      the chunk store\n"
+	"  -k, --keep FILE      gc: a layout (lazyblk mkfs) or manifest (lazyblk import)\n"
+	"                       whose chunks stay; repeat for each image to keep; at\n"
+	"                       least one is required\n"
+	"  -g, --grace SECONDS  gc: never remove a chunk modified less than SECONDS ago\n"
+	"                       (default 3600), so chunks written by an import that is\n"
+	"                       still running, whose manifest does not exist yet, stay\n"
+	"  -n, --dry-run        gc: report what would be removed, remove nothing\n"
+	"  -h, --help           this text\n";
 
 static void report(void *arg, const char *hex, const char *why)
 {
@@ -28,14 +43,77 @@ static void report(void *arg, const char *hex, const char *why)
 	printf("corrupt: %s (%s)\n", hex, why);
 }
 
+static int parse_grace(const char *arg, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	if (arg[0] < '0' || arg[0] > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(arg, &end, 10);
+	if (errno || *end || v > INT64_MAX)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int run_gc(struct store *s, const char *store_dir, const char *const *keep, size_t n_keep,
+		  uint64_t grace, bool dry_run)
+{
+	struct chunk_refs refs = { 0 };
+	struct cas_gc_result res;
+	char h1[32], h2[32], h3[32];
+	int ret = 0;
+
+	/* every keep file is read and checked before anything is removed */
+	for (size_t i = 0; i < n_keep; i++) {
+		const char *why = NULL;
+
+		ret = chunk_refs_add_file(&refs, keep[i], &why);
+		if (ret) {
+			log_error("%s: %s; nothing removed", keep[i], why ? why : strerror(-ret));
+			chunk_refs_free(&refs);
+			return 1;
+		}
+	}
+	chunk_refs_finish(&refs);
+	ret = cas_gc(s, (const uint8_t (*)[SHA256_LEN])refs.d, refs.n, grace, dry_run, &res);
+	chunk_refs_free(&refs);
+	if (ret) {
+		log_error("%s: %s", store_dir, strerror(-ret));
+		return 1;
+	}
+	printf("gc: %s %llu chunk%s (%s), kept %llu (%s), %llu newer than the grace period "
+	       "(%s)",
+	       dry_run ? "would remove" : "removed", (unsigned long long)res.removed,
+	       res.removed == 1 ? "" : "s", size_human(res.removed_bytes, h1, sizeof(h1)),
+	       (unsigned long long)res.kept, size_human(res.kept_bytes, h2, sizeof(h2)),
+	       (unsigned long long)res.young, size_human(res.young_bytes, h3, sizeof(h3)));
+	if (res.tmp_removed)
+		printf(", %llu stale tmp file%s", (unsigned long long)res.tmp_removed,
+		       res.tmp_removed == 1 ? "" : "s");
+	if (res.missing)
+		printf(", %llu referenced chunk%s missing", (unsigned long long)res.missing,
+		       res.missing == 1 ? "" : "s");
+	putchar('\n');
+	return 0;
+}
+
 int cmd_cas(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "store", required_argument, NULL, 's' },
+		{ "keep", required_argument, NULL, 'k' },
+		{ "grace", required_argument, NULL, 'g' },
+		{ "dry-run", no_argument, NULL, 'n' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	const char *store_dir = NULL, *sub;
+	const char *store_dir = NULL, *sub, **keep = NULL;
+	uint64_t grace = 3600;
+	size_t n_keep = 0;
+	bool dry_run = false, is_gc;
 	struct store *s;
 	int c, ret;
 
@@ -44,31 +122,65 @@ int cmd_cas(int argc, char **argv)
 		return argc < 2 ? EXIT_USAGE : 0;
 	}
 	sub = argv[1];
-	if (strcmp(sub, "verify") && strcmp(sub, "stats")) {
-		if (!strcmp(sub, "gc"))
-			return cli_usage_error("gc: not available in this version yet");
+	if (strcmp(sub, "verify") && strcmp(sub, "stats") && strcmp(sub, "gc"))
 		return cli_usage_error("unknown cas command '%s' (see lazyblk cas --help)", sub);
+	is_gc = !strcmp(sub, "gc");
+	log_set_context(!strcmp(sub, "verify") ? "cas verify" : is_gc ? "cas gc" : "cas stats");
+	/* at most one --keep per argument */
+	keep = calloc((size_t)argc, sizeof(*keep));
+	if (!keep) {
+		log_error("%s", strerror(ENOMEM));
+		return 1;
 	}
-	log_set_context(!strcmp(sub, "verify") ? "cas verify" : "cas stats");
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc - 1, argv + 1, ":s:h", opts, NULL)) != -1) {
+	ret = -1;
+	while (ret < 0 && (c = getopt_long(argc - 1, argv + 1, ":s:k:g:nh", opts, NULL)) != -1) {
+		if (!is_gc && (c == 'k' || c == 'g' || c == 'n')) {
+			ret = cli_usage_error("--%s is only for cas gc",
+					      c == 'k' ? "keep" : c == 'g' ? "grace" : "dry-run");
+			break;
+		}
 		switch (c) {
 		case 's': store_dir = optarg; break;
-		case 'h': fputs(cas_usage, stdout); return 0;
-		default: return cli_bad_option("cas", argv + 1, c);
+		case 'k': keep[n_keep++] = optarg; break;
+		case 'g':
+			if (parse_grace(optarg, &grace))
+				ret = cli_usage_error("--grace: '%s' is not a number of seconds",
+						      optarg);
+			break;
+		case 'n': dry_run = true; break;
+		case 'h': fputs(cas_usage, stdout); ret = 0; break;
+		default: ret = cli_bad_option("cas", argv + 1, c); break;
 		}
 	}
-	if (optind != argc - 1)
-		return cli_usage_error("unexpected argument '%s'", argv[1 + optind]);
-	if (!store_dir)
-		return cli_usage_error("missing --store DIR");
+	if (ret >= 0)
+		goto out;
+	if (optind != argc - 1) {
+		ret = cli_usage_error("unexpected argument '%s'", argv[1 + optind]);
+		goto out;
+	}
+	if (!store_dir) {
+		ret = cli_usage_error("missing --store DIR");
+		goto out;
+	}
+	if (is_gc && !n_keep) {
+		ret = cli_usage_error("missing --keep FILE (without one gc would remove every "
+				      "chunk; see lazyblk cas --help)");
+		goto out;
+	}
 	ret = store_open(store_dir, false, &s);
 	if (ret) {
 		log_error("%s: %s", store_dir,
 			  ret == -ENOENT ? "not a lazyblk store (no chunks/ directory)"
 					 : strerror(-ret));
-		return 1;
+		ret = 1;
+		goto out;
+	}
+	if (is_gc) {
+		ret = run_gc(s, store_dir, keep, n_keep, grace, dry_run);
+		store_close(s);
+		goto out;
 	}
 	if (!strcmp(sub, "stats")) {
 		struct store_stats st;
@@ -78,7 +190,8 @@ int cmd_cas(int argc, char **argv)
 		store_close(s);
 		if (ret) {
 			log_error("%s: %s", store_dir, strerror(-ret));
-			return 1;
+			ret = 1;
+			goto out;
 		}
 		printf("chunks        %llu\n", (unsigned long long)st.chunks);
 		printf("raw bytes     %llu (%s)\n", (unsigned long long)st.raw_bytes,
@@ -90,7 +203,8 @@ int cmd_cas(int argc, char **argv)
 		if (st.bad_headers)
 			printf("unreadable    %llu (run lazyblk cas verify)\n",
 			       (unsigned long long)st.bad_headers);
-		return 0;
+		ret = 0;
+		goto out;
 	}
 	struct verify_result res;
 
@@ -98,14 +212,18 @@ int cmd_cas(int argc, char **argv)
 	store_close(s);
 	if (ret) {
 		log_error("%s: %s", store_dir, strerror(-ret));
-		return 1;
+		ret = 1;
+		goto out;
 	}
 	printf("verified %llu chunks: %llu ok, %llu corrupt\n", (unsigned long long)res.checked,
 	       (unsigned long long)res.ok, (unsigned long long)res.corrupt);
+	ret = 0;
 	if (res.corrupt) {
 		log_error("%llu corrupt chunk%s in %s", (unsigned long long)res.corrupt,
 			  res.corrupt == 1 ? "" : "s", store_dir);
-		return 1;
+		ret = 1;
 	}
-	return 0;
+out:
+	free(keep);
+	return ret;
 }

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,8 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../blkd/engine.h"
 #include "../blkd/reader.h"
-#include "../cas/store.h"
+#include "../cas/source.h"
 #include "../common/fsutil.h"
 #include "../common/log.h"
 #include "../common/size.h"
@@ -23,6 +25,8 @@
 
 static const char export_usage[] =
 	"usage: lazyblk export IMAGE.layout --store DIR -o DISK.raw\n"
+	"              [--remote URL [--cache-size BYTES]] [--fetch-concurrency N]\n"
+	"              [--fetch-timeout SECS] [--fetch-retries N]\n"
 	"\n"
 	"Materialize every block of a layout into a raw disk image of the layout's size:\n"
 	"metadata blocks from the layout, data blocks from the store's chunks (each chunk\n"
@@ -31,17 +35,31 @@ static const char export_usage[] =
 	"into place, so DISK.raw is either complete or untouched.\n"
 	"\n"
 	"options:\n"
-	"  -s, --store DIR     the chunk store holding the image's chunks\n"
-	"  -o, --output FILE   the raw disk image to write\n"
-	"  -h, --help          this text\n";
+	"  -s, --store DIR         the chunk store holding the image's chunks (with --remote:\n"
+	"                          the local cache, created if missing)\n"
+	"  -o, --output FILE       the raw disk image to write\n"
+	"%s"
+	"  -h, --help              this text\n";
 
+/* A piece of the disk to read: blocks [b, b + n), n <= EXPORT_PIECE / LAYOUT_BLOCK. */
+struct piece {
+	uint64_t b;
+	uint32_t n;
+};
+
+/* Pieces are read by several threads (chunk loads, and remote fetches, overlap). */
 struct export_ctx {
 	const struct layout *l;
 	struct blkd_reader *r;
+	const char *out;
 	int fd;
-	uint8_t *buf;
-	uint64_t written;              /* bytes of non-zero blocks written */
-	uint64_t mapped, done;         /* bytes of the disk the runs cover; read so far */
+	struct piece *pieces;
+	size_t n_pieces;
+	size_t next;                   /* the next piece to take (atomic) */
+	int err;                       /* the first failure (atomic); the others stop */
+	uint64_t written;              /* bytes of non-zero blocks written (atomic) */
+	uint64_t mapped, done;         /* bytes of the disk the runs cover; read so far (atomic) */
+	pthread_mutex_t progress_lock;
 	double start, last_progress;
 };
 
@@ -132,70 +150,124 @@ static bool walk_next(struct walk *w, uint64_t *first, uint64_t *end)
 static void progress(struct export_ctx *x)
 {
 	char h1[32], h2[32];
-	double t = now();
+	uint64_t done;
+	double t;
 
-	if (!log_progress_enabled() || t - x->last_progress < 0.1)
+	if (!log_progress_enabled() || pthread_mutex_trylock(&x->progress_lock))
 		return;
-	x->last_progress = t;
-	log_progress("exporting: %llu%% (%s of %s)",
-		     (unsigned long long)(x->done * 100 / (x->mapped ? x->mapped : 1)),
-		     size_human(x->done, h1, sizeof(h1)), size_human(x->mapped, h2, sizeof(h2)));
+	t = now();
+	if (t - x->last_progress >= 0.1) {
+		x->last_progress = t;
+		done = __atomic_load_n(&x->done, __ATOMIC_RELAXED);
+		log_progress("exporting: %llu%% (%s of %s)",
+			     (unsigned long long)(done * 100 / (x->mapped ? x->mapped : 1)),
+			     size_human(done, h1, sizeof(h1)), size_human(x->mapped, h2, sizeof(h2)));
+	}
+	pthread_mutex_unlock(&x->progress_lock);
 }
 
-/* Read blocks [first, end) through the engine and write the non-zero ones. */
-static int export_range(struct export_ctx *x, uint64_t first, uint64_t end, const char *out)
+/* Read one piece through the engine and write its non-zero blocks. */
+static int export_piece(struct export_ctx *x, const struct piece *p, uint8_t *buf)
 {
-	for (uint64_t b = first; b < end;) {
-		size_t n = end - b < EXPORT_PIECE / LAYOUT_BLOCK ? (size_t)(end - b)
-								  : EXPORT_PIECE / LAYOUT_BLOCK;
-		int ret = blkd_reader_read(x->r, b * LAYOUT_BLOCK, x->buf, n * LAYOUT_BLOCK);
+	int ret = blkd_reader_read(x->r, p->b * LAYOUT_BLOCK, buf, (size_t)p->n * LAYOUT_BLOCK);
 
-		if (ret)
-			return ret; /* the reader said why */
-		for (size_t i = 0; i < n;) {
-			size_t k;
+	if (ret)
+		return ret; /* the reader said why */
+	for (size_t i = 0; i < p->n;) {
+		size_t k;
 
-			if (block_is_zero(x->buf + i * LAYOUT_BLOCK)) {
-				i++;
-				continue;
-			}
-			for (k = i + 1; k < n && !block_is_zero(x->buf + k * LAYOUT_BLOCK); k++)
-				;
-			ret = pwrite_full(x->fd, x->buf + i * LAYOUT_BLOCK, (k - i) * LAYOUT_BLOCK,
-					  (b + i) * LAYOUT_BLOCK);
-			if (ret) {
-				log_error("%s: %s", out, strerror(-ret));
-				return ret;
-			}
-			x->written += (k - i) * LAYOUT_BLOCK;
-			i = k;
+		if (block_is_zero(buf + i * LAYOUT_BLOCK)) {
+			i++;
+			continue;
 		}
-		b += n;
-		x->done += n * LAYOUT_BLOCK;
-		progress(x);
+		for (k = i + 1; k < p->n && !block_is_zero(buf + k * LAYOUT_BLOCK); k++)
+			;
+		ret = pwrite_full(x->fd, buf + i * LAYOUT_BLOCK, (k - i) * LAYOUT_BLOCK,
+				  (p->b + i) * LAYOUT_BLOCK);
+		if (ret) {
+			log_error("%s: %s", x->out, strerror(-ret));
+			return ret;
+		}
+		__atomic_add_fetch(&x->written, (k - i) * LAYOUT_BLOCK, __ATOMIC_RELAXED);
+		i = k;
 	}
+	__atomic_add_fetch(&x->done, (uint64_t)p->n * LAYOUT_BLOCK, __ATOMIC_RELAXED);
+	progress(x);
 	return 0;
 }
 
-static int export_all(struct export_ctx *x, const char *out)
+static void *export_worker(void *arg)
+{
+	struct export_ctx *x = arg;
+	uint8_t *buf = malloc(EXPORT_PIECE);
+	int zero = 0;
+
+	if (!buf) {
+		log_error("out of memory");
+		__atomic_compare_exchange_n(&x->err, &zero, -ENOMEM, false, __ATOMIC_RELAXED,
+					    __ATOMIC_RELAXED);
+		return NULL;
+	}
+	while (!__atomic_load_n(&x->err, __ATOMIC_RELAXED)) {
+		size_t i = __atomic_fetch_add(&x->next, 1, __ATOMIC_RELAXED);
+		int ret;
+
+		if (i >= x->n_pieces)
+			break;
+		ret = export_piece(x, &x->pieces[i], buf);
+		if (ret) {
+			zero = 0;
+			__atomic_compare_exchange_n(&x->err, &zero, ret, false, __ATOMIC_RELAXED,
+						    __ATOMIC_RELAXED);
+		}
+	}
+	free(buf);
+	return NULL;
+}
+
+/* Cut the ranges that hold anything into pieces, then read them with `threads` threads. */
+static int export_all(struct export_ctx *x, unsigned threads)
 {
 	struct walk w = { x->l, 0, 0 };
+	const uint64_t per = EXPORT_PIECE / LAYOUT_BLOCK;
+	pthread_t tids[64];
 	uint64_t first, end;
-	int ret;
+	size_t cap = 0;
+	unsigned n = 0;
 
-	while (walk_next(&w, &first, &end))
-		x->mapped += (end - first) * LAYOUT_BLOCK;
-	w = (struct walk){ x->l, 0, 0 };
 	while (walk_next(&w, &first, &end)) {
-		ret = export_range(x, first, end, out);
-		if (ret)
-			return ret;
+		x->mapped += (end - first) * LAYOUT_BLOCK;
+		for (uint64_t b = first; b < end; b += per) {
+			if (x->n_pieces == cap) {
+				struct piece *np;
+
+				cap = cap ? cap * 2 : 256;
+				np = realloc(x->pieces, cap * sizeof(*np));
+				if (!np) {
+					log_error("out of memory");
+					return -ENOMEM;
+				}
+				x->pieces = np;
+			}
+			x->pieces[x->n_pieces].b = b;
+			x->pieces[x->n_pieces].n = (uint32_t)(end - b < per ? end - b : per);
+			x->n_pieces++;
+		}
 	}
-	return 0;
+	if (threads > 64)
+		threads = 64;
+	for (; n < threads && n < x->n_pieces; n++)
+		if (pthread_create(&tids[n], NULL, export_worker, x))
+			break;
+	if (x->n_pieces && !n)
+		export_worker(x);
+	for (unsigned i = 0; i < n; i++)
+		pthread_join(tids[i], NULL);
+	return x->err;
 }
 
 /* Write the whole image into a temporary file next to out, then rename it into place. */
-static int export_to(struct export_ctx *x, const char *out)
+static int export_to(struct export_ctx *x, const char *out, unsigned threads)
 {
 	char tmp[PATH_MAX], dir[PATH_MAX];
 	int ret;
@@ -214,7 +286,7 @@ static int export_to(struct export_ctx *x, const char *out)
 		ret = -errno;
 		log_error("%s: %s", out, strerror(-ret));
 	} else {
-		ret = export_all(x, out);
+		ret = export_all(x, threads);
 		log_progress_done();
 	}
 	if (!ret && (fchmod(x->fd, 0644) < 0 || fsync(x->fd) < 0)) {
@@ -240,14 +312,17 @@ static int export_to(struct export_ctx *x, const char *out)
 	return ret;
 }
 
-static int export_run(const char *path, const char *store_dir, const char *out)
+static int export_run(const char *path, const struct cas_source_opts *so, const char *out)
 {
-	struct export_ctx x = { 0 };
+	struct export_ctx x = { .out = out };
 	struct blkd_reader_stats st;
+	struct cas_source_stats cs;
+	struct cas_source *src = NULL;
 	struct layout *l = NULL;
-	struct store *s = NULL;
 	const char *why = NULL;
 	char h1[32], h2[32];
+	unsigned threads;
+	long cpus;
 	int ret;
 
 	ret = layout_open(path, &l, &why);
@@ -255,32 +330,37 @@ static int export_run(const char *path, const char *store_dir, const char *out)
 		log_error("%s: %s", path, why ? why : strerror(-ret));
 		return 1;
 	}
-	ret = store_open(store_dir, false, &s);
-	if (ret) {
-		log_error("%s: %s", store_dir,
-			  ret == -ENOENT ? "not a lazyblk store (no chunks/ directory)"
-					 : strerror(-ret));
-		layout_close(l);
+	if (cas_source_open(so, &src)) {
+		layout_close(l); /* it said why */
 		return 1;
 	}
+	/* remote fetches overlap best with one reader per request in flight */
+	cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	threads = so->remote_url ? (so->concurrency ? so->concurrency : REMOTE_CONCURRENCY_DEFAULT)
+				 : (unsigned)(cpus > 1 ? (cpus < 8 ? cpus : 8) : 1);
+	pthread_mutex_init(&x.progress_lock, NULL);
 	x.l = l;
 	x.start = now();
-	x.buf = malloc(EXPORT_PIECE);
-	ret = x.buf ? blkd_reader_new(l, s, 0, &x.r) : -ENOMEM;
+	ret = blkd_reader_new(l, src, 0, &x.r);
 	if (ret)
 		log_error("%s", strerror(-ret));
 	else
-		ret = export_to(&x, out);
+		ret = export_to(&x, out, threads);
 	if (!ret) {
 		blkd_reader_stats(x.r, &st);
 		printf("exported %s to %s: %s disk, %s of non-zero blocks, %llu chunks, %.2f s\n",
 		       path, out, size_human(blkd_reader_size(x.r), h1, sizeof(h1)),
 		       size_human(x.written, h2, sizeof(h2)), (unsigned long long)st.chunk_loads,
 		       now() - x.start);
+		if (so->remote_url) {
+			cas_source_get_stats(src, &cs);
+			blkd_engine_print_cas_stats(&cs, stdout);
+		}
 	}
 	blkd_reader_free(x.r);
-	free(x.buf);
-	store_close(s);
+	free(x.pieces);
+	pthread_mutex_destroy(&x.progress_lock);
+	cas_source_close(src);
 	layout_close(l);
 	return ret ? 1 : 0;
 }
@@ -290,29 +370,45 @@ int cmd_export(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "store", required_argument, NULL, 's' },
 		{ "output", required_argument, NULL, 'o' },
+		CLI_REMOTE_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	const char *store_dir = NULL, *out = NULL;
-	int c;
+	struct cli_remote rem = { 0 };
+	struct cas_source_opts so = { 0 };
+	const char *out = NULL;
+	int c, r;
 
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":s:o:h", opts, NULL)) != -1) {
 		switch (c) {
-		case 's': store_dir = optarg; break;
+		case 's': so.store_dir = optarg; break;
 		case 'o': out = optarg; break;
-		case 'h': fputs(export_usage, stdout); return 0;
-		default: return cli_bad_option("export", argv, c);
+		case 'h': printf(export_usage, cli_remote_help); return 0;
+		default:
+			r = cli_remote_option(&rem, c, optarg);
+			if (r < 0)
+				return EXIT_USAGE;
+			if (!r)
+				return cli_bad_option("export", argv, c);
 		}
 	}
 	if (optind >= argc)
 		return cli_usage_error("missing IMAGE.layout (see lazyblk export --help)");
 	if (optind + 1 < argc)
 		return cli_usage_error("unexpected argument '%s'", argv[optind + 1]);
-	if (!store_dir)
+	if (!so.store_dir)
 		return cli_usage_error("missing --store DIR");
 	if (!out)
 		return cli_usage_error("missing -o DISK.raw");
-	return export_run(argv[optind], store_dir, out);
+	if (rem.cache_size && !rem.url)
+		return cli_usage_error("--cache-size needs --remote");
+	so.remote_url = rem.url;
+	so.cache_size = rem.cache_size;
+	so.concurrency = rem.concurrency;
+	so.timeout_ms = rem.timeout_ms;
+	so.retries = rem.retries;
+	log_first_error_only(true); /* reader threads may fail at once: say it once */
+	return export_run(argv[optind], &so, out);
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Subcommands whose engines are not built yet (ext4gen, blkd, vmm-glue, remote tiers).
+ * Subcommands whose engines are not built yet (vmm-glue).
  * They document their contract in --help and fail with one clear line otherwise.
  */
 #include <stdio.h>
@@ -18,8 +18,6 @@ static const struct pending pending_cmds[] = {
 	{ "run", "usage: lazyblk run IMAGE.layout --store DIR [--remote URL] [--overlay FILE]\n"
 		 "            --kernel FILE [--initrd FILE] [--append ARGS] [--cpus N] [--mem MiB]"
 		 " [-- CMD ...]\n\nBoot a micro-VM whose root disk is the lazy image.\n" },
-	{ "push", "usage: lazyblk push --store DIR --remote URL\n\n"
-		  "Publish the chunks of a store to an HTTP or OCI remote.\n" },
 };
 
 static int pending_run(const char *name, int argc, char **argv)
@@ -41,4 +39,3 @@ static int pending_run(const char *name, int argc, char **argv)
 }
 
 int cmd_run(int argc, char **argv) { return pending_run("run", argc, argv); }
-int cmd_push(int argc, char **argv) { return pending_run("push", argc, argv); }

@@ -20,17 +20,20 @@
 #include "cli.h"
 
 static const char serve_usage[] =
-	"usage: lazyblk serve IMAGE.layout --store DIR [--overlay FILE] [--read-only]\n"
-	"              [--mem-cache BYTES] (--nbd unix:PATH | --nbd tcp:[HOST:]PORT)\n"
+	"usage: lazyblk serve IMAGE.layout --store DIR [--remote URL [--cache-size BYTES]]\n"
+	"              [--overlay FILE] [--read-only] [--mem-cache BYTES]\n"
+	"              (--nbd unix:PATH | --nbd tcp:[HOST:]PORT)\n"
 	"              [--export-name NAME] [--stats-json FILE] [--control PATH]\n"
 	"\n"
 	"Serve a layout as a lazily loaded disk: metadata from the layout, data fetched from\n"
-	"the store's chunks on first read (each verified against its sha256), writes kept\n"
+	"the store's chunks (or the remote's) on first read, each verified against its sha256;\n"
+	"writes kept\n"
 	"block by block in the overlay. Runs until SIGINT or SIGTERM, then flushes the\n"
 	"overlay and prints statistics (also printed on SIGUSR1).\n"
 	"\n"
 	"options:\n"
-	"  -s, --store DIR         the chunk store holding the image's chunks\n"
+	"  -s, --store DIR         the chunk store holding the image's chunks (with --remote:\n"
+	"                          the local cache, created if missing)\n"
 	"      --overlay FILE      copy-on-write overlay for writes (created if missing);\n"
 	"                          without it the disk is read-only\n"
 	"      --read-only         refuse writes (the overlay, if any, is only read)\n"
@@ -43,12 +46,14 @@ static const char serve_usage[] =
 	"                          'snapshot /ABS/DELTA', 'stats', 'flush' (default: none;\n"
 	"                          see lazyblk snapshot --server)\n"
 	"      --vhost-user PATH   vhost-user-blk socket (not available in this version yet)\n"
+	"%s"
 	"  -h, --help              this text\n";
 
 struct serve_args {
 	struct blkd_engine_opts eo;
 	struct nbd_server_opts no;
-	const char *nbd, *stats_json, *vhost_user, *remote, *control;
+	const char *nbd, *stats_json, *vhost_user, *control;
+	struct cli_remote rem;
 	char host[256];
 };
 
@@ -183,7 +188,7 @@ static int serve_run(struct serve_args *a, const char *layout)
 
 int cmd_serve(int argc, char **argv)
 {
-	enum { O_OVERLAY = 256, O_RO, O_MEM, O_NBD, O_NAME, O_JSON, O_VHOST, O_REMOTE, O_CONTROL };
+	enum { O_OVERLAY = 256, O_RO, O_MEM, O_NBD, O_NAME, O_JSON, O_VHOST, O_CONTROL };
 	static const struct option opts[] = {
 		{ "store", required_argument, NULL, 's' },
 		{ "overlay", required_argument, NULL, O_OVERLAY },
@@ -193,14 +198,14 @@ int cmd_serve(int argc, char **argv)
 		{ "export-name", required_argument, NULL, O_NAME },
 		{ "stats-json", required_argument, NULL, O_JSON },
 		{ "vhost-user", required_argument, NULL, O_VHOST },
-		{ "remote", required_argument, NULL, O_REMOTE },
+		CLI_REMOTE_OPTIONS,
 		{ "control", required_argument, NULL, O_CONTROL },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	struct serve_args a = { 0 };
 	uint64_t v;
-	int c;
+	int c, r;
 
 	optind = 1;
 	opterr = 0;
@@ -218,10 +223,14 @@ int cmd_serve(int argc, char **argv)
 		case O_NAME: a.no.export_name = optarg; break;
 		case O_JSON: a.stats_json = optarg; break;
 		case O_VHOST: a.vhost_user = optarg; break;
-		case O_REMOTE: a.remote = optarg; break;
 		case O_CONTROL: a.control = optarg; break;
-		case 'h': fputs(serve_usage, stdout); return 0;
-		default: return cli_bad_option("serve", argv, c);
+		case 'h': printf(serve_usage, cli_remote_help); return 0;
+		default:
+			r = cli_remote_option(&a.rem, c, optarg);
+			if (r < 0)
+				return EXIT_USAGE;
+			if (!r)
+				return cli_bad_option("serve", argv, c);
 		}
 	}
 	if (optind >= argc)
@@ -234,10 +243,13 @@ int cmd_serve(int argc, char **argv)
 		log_error("--vhost-user: not available in this version yet");
 		return 1;
 	}
-	if (a.remote) {
-		log_error("--remote: not available in this version yet");
-		return 1;
-	}
+	if (a.rem.cache_size && !a.rem.url)
+		return cli_usage_error("--cache-size needs --remote");
+	a.eo.remote_url = a.rem.url;
+	a.eo.cache_size = a.rem.cache_size;
+	a.eo.fetch_concurrency = a.rem.concurrency;
+	a.eo.fetch_timeout_ms = a.rem.timeout_ms;
+	a.eo.fetch_retries = a.rem.retries;
 	if (!a.nbd)
 		return cli_usage_error("missing --nbd unix:PATH or --nbd tcp:HOST:PORT");
 	if (parse_nbd(&a))

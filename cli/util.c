@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
+#include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "../common/log.h"
+#include "../common/size.h"
 #include "cli.h"
 
 int cli_usage_error(const char *fmt, ...)
@@ -28,4 +31,65 @@ int cli_bad_option(const char *cmd, char **argv, int c)
 	if (optopt && c == '?' && arg[0] == '-' && arg[1] != '-')
 		return cli_usage_error("unknown option '-%c' (see lazyblk %s --help)", optopt, cmd);
 	return cli_usage_error("unknown option '%s' (see lazyblk %s --help)", arg, cmd);
+}
+
+const char cli_remote_help[] =
+	"      --remote URL        fetch missing chunks from URL, keeping them in the store:\n"
+	"                          http(s)://HOST[:PORT]/PATH/ (a store served as static\n"
+	"                          files) or oci://HOST[:PORT]/REPO[:TAG] (an OCI registry;\n"
+	"                          see lazyblk push). Credentials: LAZYBLK_REMOTE_USER and\n"
+	"                          LAZYBLK_REMOTE_PASSWORD\n"
+	"      --cache-size BYTES  bound the store's chunks to BYTES, least recently used\n"
+	"                          evicted first (needs --remote)\n"
+	"      --fetch-concurrency N  remote requests at once (default 16)\n"
+	"      --fetch-timeout SECS   per request attempt (default 30)\n"
+	"      --fetch-retries N      retries of a request that timed out, was reset or got\n"
+	"                          a 5xx, with exponential backoff (default 4)\n";
+
+int cli_remote_option(struct cli_remote *r, int c, const char *arg)
+{
+	char *end;
+	unsigned long v;
+	uint64_t b;
+
+	if (c < CLI_O_REMOTE || c > CLI_O_FETCH_RETRIES || !arg)
+		return 0; /* not one of ours */
+	switch (c) {
+	case CLI_O_REMOTE:
+		r->url = arg;
+		return 1;
+	case CLI_O_CACHE_SIZE:
+		if (size_parse(arg, &b) || !b) {
+			cli_usage_error("bad --cache-size '%s'", arg);
+			return -1;
+		}
+		r->cache_size = b;
+		return 1;
+	}
+	errno = 0;
+	v = strtoul(arg, &end, 10);
+	switch (c) {
+	case CLI_O_FETCH_CONC:
+		if (errno || *end || arg[0] == '-' || v < 1 || v > 1024) {
+			cli_usage_error("bad --fetch-concurrency '%s' (1 to 1024)", arg);
+			return -1;
+		}
+		r->concurrency = (unsigned)v;
+		return 1;
+	case CLI_O_FETCH_TIMEOUT:
+		if (errno || *end || arg[0] == '-' || v < 1 || v > 3600) {
+			cli_usage_error("bad --fetch-timeout '%s' (1 to 3600 seconds)", arg);
+			return -1;
+		}
+		r->timeout_ms = (unsigned)v * 1000;
+		return 1;
+	case CLI_O_FETCH_RETRIES:
+		if (errno || *end || arg[0] == '-' || v > 100) {
+			cli_usage_error("bad --fetch-retries '%s' (0 to 100)", arg);
+			return -1;
+		}
+		r->retries = v ? (int)v : -1;
+		return 1;
+	}
+	return 0;
 }

@@ -12,19 +12,26 @@ static struct {
 	int level;
 	int progress; /* -1 unknown, 0 off, 1 on */
 	bool progress_shown;
+	bool first_error_only;
+	unsigned long errors;
 	pthread_mutex_t lock;
-} g_log = { NULL, 1, -1, false, PTHREAD_MUTEX_INITIALIZER };
+} g_log = { NULL, 1, -1, false, false, 0, PTHREAD_MUTEX_INITIALIZER };
 
 void log_set_context(const char *ctx) { g_log.ctx = ctx; }
 void log_set_level(int level) { g_log.level = level; }
+void log_first_error_only(bool on) { g_log.first_error_only = on; }
 int log_get_level(void) { return g_log.level; }
 
-static void log_emit(const char *kind, const char *fmt, va_list ap)
+static void log_emit(const char *kind, const char *fmt, va_list ap, bool error)
 {
 	char msg[4096];
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	pthread_mutex_lock(&g_log.lock);
+	if (error && g_log.first_error_only && g_log.errors++) {
+		pthread_mutex_unlock(&g_log.lock);
+		return;
+	}
 	if (g_log.progress_shown) {
 		fputs("\r\033[K", stderr);
 		g_log.progress_shown = false;
@@ -39,7 +46,7 @@ void log_error(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	log_emit("", fmt, ap);
+	log_emit("", fmt, ap, true);
 	va_end(ap);
 }
 
@@ -47,10 +54,10 @@ void log_warn(const char *fmt, ...)
 {
 	va_list ap;
 
-	if (g_log.level < 1)
+	if (g_log.level < 1 || g_log.first_error_only)
 		return;
 	va_start(ap, fmt);
-	log_emit("warning: ", fmt, ap);
+	log_emit("warning: ", fmt, ap, false);
 	va_end(ap);
 }
 
@@ -61,7 +68,7 @@ void log_info(const char *fmt, ...)
 	if (g_log.level < 2)
 		return;
 	va_start(ap, fmt);
-	log_emit("", fmt, ap);
+	log_emit("", fmt, ap, false);
 	va_end(ap);
 }
 
@@ -72,7 +79,7 @@ void log_debug(const char *fmt, ...)
 	if (g_log.level < 3)
 		return;
 	va_start(ap, fmt);
-	log_emit("debug: ", fmt, ap);
+	log_emit("debug: ", fmt, ap, false);
 	va_end(ap);
 }
 

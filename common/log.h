@@ -11,6 +11,12 @@ void log_set_context(const char *ctx);
 /* Verbosity: 0 quiet (errors only), 1 normal (warnings), 2 verbose (info), 3 debug. */
 void log_set_level(int level);
 int log_get_level(void);
+/*
+ * For commands that stop at the first failure while several threads work (export, push):
+ * only the first error line is printed, so the command still ends with one clear line;
+ * warnings are not printed (the command's summary counts what they would have said).
+ */
+void log_first_error_only(bool on);
 
 void log_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -8,7 +8,11 @@ PKGS=(
   libarchive-dev libjson-c-dev
   e2fsprogs umoci skopeo zstd attr busybox-static python3 xz-utils time acl
   libnbd-bin qemu-utils fuse3
+  nginx-light docker-registry curl
 )
+# nginx-light / docker-registry: the remote tests run private instances on free loopback
+# ports (their own config, logs and pid files under the test's temp dir); the system nginx
+# that the package starts on port 80 is neither used nor touched.
 missing=()
 for p in "${PKGS[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then

@@ -22,5 +22,19 @@ expect_error "unknown cas command" "unknown cas command" -- "$LAZYBLK" cas explo
 expect_error "import needs SRC" "missing SRC" -- "$LAZYBLK" import --store "$T/s" -o "$T/m"
 rc=0; "$LAZYBLK" import >/dev/null 2>&1 || rc=$?
 [ $rc -eq 2 ] || die "usage error exit $rc, want 2"
+for sub in export serve push; do
+  expect_error "$sub unknown option" "unknown option '--bogus'" -- "$LAZYBLK" $sub --bogus x
+  expect_error "$sub unknown short option" "unknown option '-Z'" -- "$LAZYBLK" $sub -Z x
+  expect_error "$sub --remote without argument" "option '--remote' needs an argument" -- \
+    "$LAZYBLK" $sub x --store "$T/s" --remote
+  expect_error "$sub bad --fetch-retries" "bad --fetch-retries" -- \
+    "$LAZYBLK" $sub x --store "$T/s" --remote http://h/ --fetch-retries -1
+  expect_error "$sub bad --fetch-timeout" "bad --fetch-timeout" -- \
+    "$LAZYBLK" $sub x --store "$T/s" --remote http://h/ --fetch-timeout 0
+  expect_error "$sub bad --fetch-concurrency" "bad --fetch-concurrency" -- \
+    "$LAZYBLK" $sub x --store "$T/s" --remote http://h/ --fetch-concurrency 5000
+done
+expect_error "push --cache-size" "--cache-size is for serve, export and run" -- \
+  "$LAZYBLK" push --store "$T/s" --remote http://h/ --cache-size 1G
 expect_error "pending subcommand" "not available in this version yet" -- "$LAZYBLK" run x
 echo "cli: ok"

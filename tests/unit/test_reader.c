@@ -28,6 +28,7 @@ struct fixture {
 	char store[PATH_MAX];
 	char layout[PATH_MAX];
 	struct store *s;
+	struct cas_source *src;         /* the reader's tier over the same store */
 	struct chunk_codec *codec;
 	struct chunk c[N_CHUNKS];
 	uint8_t meta[3][BLK];
@@ -104,6 +105,7 @@ static int teardown(void **state)
 	struct fixture *f = *state;
 
 	blkd_reader_free(f->r);
+	cas_source_close(f->src);
 	layout_close(f->l);
 	store_close(f->s);
 	chunk_codec_free(f->codec);
@@ -136,6 +138,16 @@ static void add_meta(struct fixture *f, struct layout_writer *w, uint64_t lba, i
  * (B, C, A) with zeros between; 6 metadata; 8-10 all of C; 11-19 zeros; 20 512 bytes in
  * the middle of a block; 21-22 metadata; zeros to the end but for a run ending the disk.
  */
+/* The chunk source the reader takes its chunks from: the fixture's store, no remote. */
+static struct cas_source *reader_src(struct fixture *f)
+{
+	struct cas_source_opts o = { .store_dir = f->store };
+
+	if (!f->src)
+		assert_int_equal(cas_source_open(&o, &f->src), 0);
+	return f->src;
+}
+
 static void sample_open(struct fixture *f, size_t cache_bytes)
 {
 	struct layout_writer *w;
@@ -157,7 +169,7 @@ static void sample_open(struct fixture *f, size_t cache_bytes)
 	assert_int_equal(layout_writer_finish(w, NULL, NULL, 65536, NULL), 0);
 	layout_writer_free(w);
 	assert_int_equal(layout_open(f->layout, &f->l, &why), 0);
-	assert_int_equal(blkd_reader_new(f->l, f->s, cache_bytes, &f->r), 0);
+	assert_int_equal(blkd_reader_new(f->l, reader_src(f), cache_bytes, &f->r), 0);
 	assert_int_equal(blkd_reader_size(f->r), DISK);
 }
 
@@ -330,7 +342,7 @@ static void bad_open(struct fixture *f, int bad, uint32_t len)
 	assert_int_equal(layout_writer_finish(w, NULL, NULL, 65536, NULL), 0);
 	layout_writer_free(w);
 	assert_int_equal(layout_open(f->layout, &f->l, NULL), 0);
-	assert_int_equal(blkd_reader_new(f->l, f->s, 0, &f->r), 0);
+	assert_int_equal(blkd_reader_new(f->l, reader_src(f), 0, &f->r), 0);
 }
 
 static void expect_read_fails(struct fixture *f, int err)
@@ -392,14 +404,43 @@ static void test_oversized_chunk(void **state)
 	assert_int_equal(layout_writer_finish(w, NULL, NULL, 4096, NULL), 0);
 	layout_writer_free(w);
 	assert_int_equal(layout_open(f->layout, &f->l, NULL), 0);
-	assert_int_equal(blkd_reader_new(f->l, f->s, 0, &f->r), 0);
+	assert_int_equal(blkd_reader_new(f->l, reader_src(f), 0, &f->r), 0);
 	assert_int_equal(blkd_reader_read(f->r, 0, buf, BLK), -EIO);
+}
+
+/* Sequential reads block by block with read-ahead: the later chunks are loaded ahead of
+ * their reads (each once), and every byte is still right, with a roomy or a tiny cache. */
+static void test_readahead(void **state)
+{
+	struct fixture *f = *state;
+	struct blkd_reader_stats st;
+	uint8_t buf[BLK];
+
+	for (int pass = 0; pass < 2; pass++) {
+		sample_open(f, pass ? 1 : 0);
+		assert_int_equal(blkd_reader_readahead(f->r, 8), 0);
+		assert_int_equal(blkd_reader_readahead(f->r, 8), 0);  /* again: same setting */
+		assert_int_equal(blkd_reader_readahead(f->r, 4), -EINVAL);
+		for (uint64_t off = 0; off < DISK; off += BLK) {
+			assert_int_equal(blkd_reader_read(f->r, off, buf, BLK), 0);
+			assert_memory_equal(buf, f->want + off, BLK);
+		}
+		blkd_reader_stats(f->r, &st);
+		assert_true(st.readahead >= 1);
+		if (!pass)
+			assert_int_equal(st.chunk_loads, 3); /* ahead or not, each chunk once */
+		blkd_reader_free(f->r);
+		f->r = NULL;
+		layout_close(f->l);
+		f->l = NULL;
+	}
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_full_read, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_readahead, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_concurrent_single_flight, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_concurrent_tiny_cache, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_windows, setup, teardown),

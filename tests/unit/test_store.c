@@ -4,6 +4,8 @@
 
 #include <ctype.h>
 #include <dirent.h>
+#include <pthread.h>
+#include <sys/wait.h>
 
 #include <zstd.h>
 
@@ -743,6 +745,268 @@ static void test_foreach_ignores_uppercase_names(void **state)
 		fail_msg("store_foreach reported %s (upper case) as a chunk", hex);
 }
 
+/* ------------------------------------------------------------------ put_cached / remove / touch */
+
+static int count_dir(const char *path)
+{
+	struct dirent *de;
+	DIR *d = opendir(path);
+	int n = 0;
+
+	assert_non_null(d);
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
+}
+
+static void test_put_cached(void **state)
+{
+	struct fixture *f = *state;
+	char p[PATH_MAX], hex[SHA256_HEX_LEN + 1];
+	uint8_t *got;
+	size_t got_len;
+	struct chunk c, c2;
+	struct stat st;
+
+	/* a store with only chunks/: no tmp/, no fan-out directories (made by hand) */
+	path_fmt(p, "%s/chunks", f->store);
+	assert_int_equal(mkdir(f->store, 0755), 0);
+	assert_int_equal(mkdir(p, 0755), 0);
+	assert_int_equal(store_open(f->store, false, &f->s), 0);
+	chunk_make(f, &c, 500, 20000, true);
+	chunk_make(f, &c2, 501, 3000, false);
+	assert_int_equal(store_put_cached(f->s, c.digest, c.frame, c.frame_len), 1);
+	assert_int_equal(store_has(f->s, c.digest), 1);
+	assert_int_equal(store_read(f->s, c.digest, &got, &got_len), 0);
+	assert_int_equal(got_len, c.frame_len);
+	assert_memory_equal(got, c.frame, c.frame_len);
+	free(got);
+	path_fmt(p, "%s/tmp", f->store);
+	assert_int_equal(stat(p, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(count_dir(p), 0);
+	/* again: already there, nothing left behind */
+	assert_int_equal(store_put_cached(f->s, c.digest, c.frame, c.frame_len), 0);
+	assert_int_equal(count_dir(p), 0);
+	/* the store opened without create still refuses store_put */
+	assert_int_equal(store_put(f->s, c2.digest, c2.frame, c2.frame_len), -EROFS);
+	assert_int_equal(store_put_cached(f->s, c2.digest, c2.frame, c2.frame_len), 1);
+	assert_int_equal(store_has(f->s, c2.digest), 1);
+
+	/* a directory in the chunk's place: not added, not counted */
+	store_close(f->s);
+	f->s = NULL;
+	rm_rf(f->store);
+	open_new(f);
+	store_chunk_path(f->s, c.digest, p, sizeof(p));
+	assert_int_equal(mkdir(p, 0755), 0);
+	assert_int_equal(store_put_cached(f->s, c.digest, c.frame, c.frame_len), 0);
+	path_fmt(p, "%s/tmp", f->store);
+	assert_int_equal(count_dir(p), 0);
+	/* a staging file left by a dead writer is not in the way */
+	sha256_to_hex(c2.digest, hex);
+	for (int seq = 0; seq < 4; seq++) {
+		path_fmt(p, "%s/tmp/%s.%d.%d", f->store, hex, (int)getpid(), seq);
+		write_file(p, "stale", 5);
+	}
+	assert_int_equal(store_put_cached(f->s, c2.digest, c2.frame, c2.frame_len), 1);
+	assert_int_equal(store_read(f->s, c2.digest, &got, &got_len), 0);
+	assert_int_equal(got_len, c2.frame_len);
+	assert_memory_equal(got, c2.frame, c2.frame_len);
+	free(got);
+	chunk_release(&c);
+	chunk_release(&c2);
+}
+
+#define RACE_THREADS 6
+#define RACE_ROUNDS 40
+
+struct racer {
+	struct store *s;
+	const struct chunk *c;
+	pthread_barrier_t *start;
+	int ret;
+};
+
+static void *race_thread(void *arg)
+{
+	struct racer *r = arg;
+
+	pthread_barrier_wait(r->start);
+	r->ret = store_put_cached(r->s, r->c->digest, r->c->frame, r->c->frame_len);
+	return NULL;
+}
+
+/*
+ * Threads of this process and two forked processes (one with its own struct store, one
+ * using the inherited one) add the same chunk at the same moment: exactly one gets 1.
+ */
+static void test_put_cached_race(void **state)
+{
+	struct fixture *f = *state;
+	struct chunk c[RACE_ROUNDS];
+	int go[2][2], res[2][2];
+	pid_t kids[2];
+
+	open_new(f);
+	store_close(f->s);
+	f->s = NULL;
+	assert_int_equal(store_open(f->store, false, &f->s), 0);
+	for (int r = 0; r < RACE_ROUNDS; r++)
+		chunk_make(f, &c[r], 600 + (uint64_t)r, 30000, r % 2);
+	for (int k = 0; k < 2; k++) {
+		assert_int_equal(pipe(go[k]), 0);
+		assert_int_equal(pipe(res[k]), 0);
+		kids[k] = fork();
+		assert_true(kids[k] >= 0);
+		if (kids[k] == 0) {
+			struct store *s = f->s;
+			char byte;
+
+			close(res[k][0]);
+			close(go[k][1]);
+			if (k == 0 && store_open(f->store, false, &s))
+				_exit(3);
+			for (int r = 0; r < RACE_ROUNDS; r++) {
+				int8_t out;
+
+				if (read(go[k][0], &byte, 1) != 1)
+					_exit(4);
+				out = (int8_t)store_put_cached(s, c[r].digest, c[r].frame,
+							       c[r].frame_len);
+				if (write(res[k][1], &out, 1) != 1)
+					_exit(5);
+			}
+			_exit(0);
+		}
+		close(res[k][1]);
+		close(go[k][0]);
+	}
+	for (int r = 0; r < RACE_ROUNDS; r++) {
+		pthread_barrier_t start;
+		pthread_t t[RACE_THREADS];
+		struct racer rc[RACE_THREADS];
+		int added = 0;
+
+		pthread_barrier_init(&start, NULL, RACE_THREADS);
+		for (int i = 0; i < RACE_THREADS; i++) {
+			rc[i] = (struct racer){ .s = f->s, .c = &c[r], .start = &start };
+			assert_int_equal(pthread_create(&t[i], NULL, race_thread, &rc[i]), 0);
+		}
+		/* release both children as the threads start */
+		for (int k = 0; k < 2; k++)
+			assert_int_equal(write(go[k][1], "g", 1), 1);
+		for (int i = 0; i < RACE_THREADS; i++) {
+			pthread_join(t[i], NULL);
+			assert_true(rc[i].ret == 0 || rc[i].ret == 1);
+			added += rc[i].ret;
+		}
+		pthread_barrier_destroy(&start);
+		for (int k = 0; k < 2; k++) {
+			int8_t out;
+
+			assert_int_equal(read(res[k][0], &out, 1), 1);
+			assert_true(out == 0 || out == 1);
+			added += out;
+		}
+		if (added != 1)
+			fail_msg("round %d: %d writers added the chunk", r, added);
+		assert_int_equal(store_has(f->s, c[r].digest), 1);
+	}
+	for (int k = 0; k < 2; k++) {
+		int st;
+
+		close(go[k][1]);
+		assert_int_equal(waitpid(kids[k], &st, 0), kids[k]);
+		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		close(res[k][0]);
+	}
+	{
+		struct store_stats st;
+		char p[PATH_MAX];
+		uint64_t stored = 0;
+
+		for (int r = 0; r < RACE_ROUNDS; r++)
+			stored += c[r].frame_len;
+		assert_int_equal(store_stats(f->s, &st), 0);
+		assert_int_equal(st.chunks, RACE_ROUNDS);
+		assert_int_equal(st.stored_bytes, stored);
+		path_fmt(p, "%s/tmp", f->store);
+		assert_int_equal(count_dir(p), 0);
+	}
+	for (int r = 0; r < RACE_ROUNDS; r++)
+		chunk_release(&c[r]);
+}
+
+static void test_remove(void **state)
+{
+	struct fixture *f = *state;
+	struct chunk c;
+
+	open_new(f);
+	chunk_make(f, &c, 700, 1000, true);
+	assert_int_equal(store_remove(f->s, c.digest), -ENOENT);
+	assert_int_equal(store_put_cached(f->s, c.digest, c.frame, c.frame_len), 1);
+	assert_int_equal(store_remove(f->s, c.digest), 0);
+	assert_int_equal(store_has(f->s, c.digest), 0);
+	assert_int_equal(store_remove(f->s, c.digest), -ENOENT);
+	/* added again after removal */
+	assert_int_equal(store_put_cached(f->s, c.digest, c.frame, c.frame_len), 1);
+	chunk_release(&c);
+}
+
+static void set_mtime(const char *path, time_t t)
+{
+	struct timespec ts[2] = { { .tv_sec = t }, { .tv_sec = t } };
+
+	assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+}
+
+static time_t mtime_of(const char *path)
+{
+	struct stat st;
+
+	assert_int_equal(stat(path, &st), 0);
+	return st.st_mtim.tv_sec;
+}
+
+static void test_touch(void **state)
+{
+	struct fixture *f = *state;
+	char p[PATH_MAX];
+	struct chunk c, absent;
+	time_t now = time(NULL);
+
+	open_new(f);
+	chunk_make(f, &c, 800, 1000, true);
+	chunk_make(f, &absent, 801, 1000, true);
+	assert_int_equal(store_put_cached(f->s, c.digest, c.frame, c.frame_len), 1);
+	store_chunk_path(f->s, c.digest, p, sizeof(p));
+	/* old: refreshed to now */
+	set_mtime(p, now - 3600);
+	store_touch(f->s, c.digest);
+	assert_true(mtime_of(p) >= now);
+	/* recent (within STORE_TOUCH_SECS): left alone */
+	set_mtime(p, now - STORE_TOUCH_SECS / 2);
+	store_touch(f->s, c.digest);
+	assert_int_equal(mtime_of(p), now - STORE_TOUCH_SECS / 2);
+	set_mtime(p, now - STORE_TOUCH_SECS - 5);
+	store_touch(f->s, c.digest);
+	assert_true(mtime_of(p) >= now);
+	/* absent, or a directory: nothing happens */
+	store_touch(f->s, absent.digest);
+	assert_int_equal(store_has(f->s, absent.digest), 0);
+	store_chunk_path(f->s, absent.digest, p, sizeof(p));
+	assert_int_equal(mkdir(p, 0755), 0);
+	set_mtime(p, now - 3600);
+	store_touch(f->s, absent.digest);
+	assert_int_equal(mtime_of(p), now - 3600);
+	chunk_release(&c);
+	chunk_release(&absent);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -760,6 +1024,10 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_foreach_ignores_uppercase_names, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_put_cached, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_put_cached_race, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_remove, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_touch, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

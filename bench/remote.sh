@@ -1,0 +1,224 @@
+#!/bin/bash
+# Benchmark a cold full read of a lazy disk whose chunks come from an HTTP remote (nginx on
+# loopback) against `curl --parallel` fetching the same chunk files from the same nginx, in
+# the same run.
+#
+# Usage: bench/remote.sh [SRC]
+#   SRC: anything `lazyblk import` takes.  Default: a tar of /usr/lib/jvm and /usr/lib/gcc
+#   (or, where those are small, /usr/lib/x86_64-linux-gnu): >= 500 MiB of real files.
+# Environment:
+#   LAZYBLK      the lazyblk binary (set by `make bench`; default build/lazyblk)
+#   RUNS         runs per side, alternating (default 3; medians are reported)
+#   CONCURRENCY  parallel requests on both sides (default 16: lazyblk's default
+#                --fetch-concurrency; curl --parallel-max)
+#
+# Method (see the section this writes into docs/benchmarks.md):
+#   - import SRC into a store, mkfs (untimed).  nginx (own config, 2 workers, keep-alive,
+#     sendfile) serves the store directory on 127.0.0.1.
+#   - lazyblk side: `lazyblk serve LAYOUT --store EMPTY --remote http://127.0.0.1:P/
+#     --nbd unix:S --read-only` with a new empty cache directory, then `nbdcopy -p
+#     nbd+unix:///?socket=S null:` reads the whole disk (every chunk fetched, verified,
+#     decompressed and kept in the cache).  Timed: from starting the server to nbdcopy's
+#     end.  The server's statistics give the requests and bytes.
+#   - peer: `curl --parallel --parallel-max CONCURRENCY -K LIST` downloads every chunk file
+#     of the store to a new directory on the same file system (no verification, no
+#     decompression).
+#   - before each timed run: `sync; echo 3 > /proc/sys/vm/drop_caches`, so nginx reads the
+#     store from the disk on both sides.  The sides alternate (A B, B A, ...).  Downloaded
+#     files are removed only at the end: on an ext4 without a journal (this machine's root),
+#     creating a file right after many deletions is slow (the inode allocator skips inodes
+#     freed in the last 30 s), which would tax whichever side runs next.
+#   - requests per MiB: nginx's access log lines for the lazyblk run, over the MiB of disk
+#     nbdcopy read, and over the MiB of file data in the image.
+#
+# Needs root (drop_caches), nginx, nbdcopy, curl.
+# Writes: build/bench/remote.json and the `remote` section of docs/benchmarks.md.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+LAZYBLK=${LAZYBLK:-$ROOT/build/lazyblk}
+RUNS=${RUNS:-3}
+CONCURRENCY=${CONCURRENCY:-16}
+OUTDIR=$ROOT/build/bench
+JSON=$OUTDIR/remote.json
+MD=$ROOT/docs/benchmarks.md
+
+die() { echo "bench/remote: $*" >&2; exit 1; }
+[ -x "$LAZYBLK" ] || die "LAZYBLK=$LAZYBLK is not an executable (run make first)"
+[ "$(id -u)" = 0 ] || die "must run as root (drop_caches)"
+[[ "$RUNS" =~ ^[1-9][0-9]*$ ]] || die "RUNS must be a positive integer"
+for t in nginx nbdcopy nbdinfo curl python3 tar; do
+  command -v $t >/dev/null || die "$t not found (scripts/deps.sh installs it)"
+done
+
+mkdir -p "$OUTDIR"
+WORK=$(mktemp -d "$OUTDIR/remote-work.XXXXXX")
+chmod 755 "$WORK" # nginx's workers run as an unprivileged user
+NGINX_PID="" SRV_PID=""
+cleanup() {
+  [ -n "$SRV_PID" ] && { kill -9 "$SRV_PID" 2>/dev/null || true; }
+  [ -n "$NGINX_PID" ] && { kill "$NGINX_PID" 2>/dev/null || true; }
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+# ---------------------------------------------------------------------------- image
+if [ $# -ge 1 ]; then
+  SRC=$1; SRC_DESC=$1
+else
+  SRC_DIRS=()
+  for d in usr/lib/jvm usr/lib/gcc; do [ -d "/$d" ] && SRC_DIRS+=("$d"); done
+  have=$(du -sm "${SRC_DIRS[@]/#//}" 2>/dev/null | awk '{s+=$1} END {print s+0}')
+  [ "$have" -ge 500 ] || SRC_DIRS=(usr/lib/x86_64-linux-gnu)
+  SRC=$WORK/tree.tar
+  SRC_DESC="tar -C / -cf tree.tar ${SRC_DIRS[*]}"
+  tar -C / -cf "$SRC" "${SRC_DIRS[@]}" 2>/dev/null || [ -s "$SRC" ] || die "tar failed"
+fi
+echo "== image from $SRC_DESC"
+STORE=$WORK/store MAN=$WORK/img.manifest LAYOUT=$WORK/img.layout
+"$LAZYBLK" import "$SRC" --store "$STORE" -o "$MAN" >"$WORK/import.out"
+"$LAZYBLK" mkfs "$MAN" -o "$LAYOUT" >"$WORK/mkfs.out"
+rm -f "$SRC"
+DATA_BYTES=$("$LAZYBLK" manifest show --summary "$MAN" | awk '/^file bytes/ {print $3}')
+[ -n "$DATA_BYTES" ] && [ "$DATA_BYTES" -gt 0 ] || die "cannot read the image's file bytes"
+find "$STORE/chunks" -type f -name '[0-9a-f]*' | sort >"$WORK/chunks.list"
+N_CHUNKS=$(wc -l <"$WORK/chunks.list")
+STORE_BYTES=$(du -sb --apparent-size "$STORE/chunks" | cut -f1)
+echo "   $N_CHUNKS chunk files, $STORE_BYTES bytes stored"
+
+# ---------------------------------------------------------------------------- nginx
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+mkdir -p "$WORK/nginx"
+cat >"$WORK/nginx/nginx.conf" <<EOF
+worker_processes 2;
+daemon off;
+pid $WORK/nginx/nginx.pid;
+error_log $WORK/nginx/error.log warn;
+events { worker_connections 1024; }
+http {
+  access_log $WORK/nginx/access.log;
+  client_body_temp_path $WORK/nginx/body;
+  proxy_temp_path $WORK/nginx/proxy;
+  fastcgi_temp_path $WORK/nginx/fastcgi;
+  uwsgi_temp_path $WORK/nginx/uwsgi;
+  scgi_temp_path $WORK/nginx/scgi;
+  sendfile on;
+  tcp_nopush on;
+  keepalive_requests 100000;
+  keepalive_timeout 60;
+  types { }
+  default_type application/octet-stream;
+  server {
+    listen 127.0.0.1:$PORT;
+    root $STORE;
+  }
+}
+EOF
+nginx -c "$WORK/nginx/nginx.conf" -p "$WORK/nginx" &
+NGINX_PID=$!
+for _ in $(seq 100); do curl -fsS -o /dev/null "http://127.0.0.1:$PORT/" 2>/dev/null && break
+  curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/" 2>/dev/null | grep -q '^[1-5]' && break
+  sleep 0.05; done
+URL=http://127.0.0.1:$PORT/
+
+# curl's list: one url/output pair per chunk file
+sed "s|^$STORE/\(.*\)$|url = \"${URL}\1\"\noutput = \"\1\"|" "$WORK/chunks.list" >"$WORK/curl.cfg"
+
+drop() { sync; echo 3 >/proc/sys/vm/drop_caches; }
+now() { date +%s.%N; }
+
+run_lazyblk() { # RUN -> seconds on stdout; stats in $WORK/lz.$RUN.json
+  local i=$1 cache=$WORK/cache.$1 sock=$WORK/nbd.$1.sock
+  rm -rf "$cache"; : >"$WORK/nginx/access.log"; kill -USR1 "$NGINX_PID" 2>/dev/null || true
+  drop
+  local t0; t0=$(now)
+  "$LAZYBLK" serve "$LAYOUT" --store "$cache" --remote "$URL" --read-only \
+    --fetch-concurrency "$CONCURRENCY" --nbd "unix:$sock" --stats-json "$WORK/lz.$i.json" \
+    >"$WORK/lz.$i.out" 2>"$WORK/lz.$i.err" &
+  SRV_PID=$!
+  for _ in $(seq 400); do [ -S "$sock" ] && nbdinfo --size "nbd+unix:///?socket=$sock" >/dev/null 2>&1 && break; sleep 0.01; done
+  nbdcopy "nbd+unix:///?socket=$sock" null: || die "nbdcopy failed: $(cat "$WORK/lz.$i.err")"
+  local t1; t1=$(now)
+  kill -TERM "$SRV_PID"; wait "$SRV_PID" || die "lazyblk serve failed: $(cat "$WORK/lz.$i.err")"
+  SRV_PID=""
+  sleep 0.2
+  wc -l <"$WORK/nginx/access.log" >"$WORK/lz.$i.requests"
+  du -sb --apparent-size "$cache/chunks" | cut -f1 >"$WORK/lz.$i.cached"
+  python3 -c "print($t1 - $t0)"
+}
+
+run_curl() {
+  local i=$1 dir=$WORK/curl.$1
+  rm -rf "$dir"; mkdir -p "$dir"
+  drop
+  local t0; t0=$(now)
+  (cd "$dir" && curl --parallel --parallel-immediate --parallel-max "$CONCURRENCY" \
+     --create-dirs -sS --fail -K "$WORK/curl.cfg") || die "curl failed"
+  local t1; t1=$(now)
+  du -sb --apparent-size "$dir" | cut -f1 >"$WORK/curl.$i.bytes"
+  python3 -c "print($t1 - $t0)"
+}
+
+DISK_BYTES=$(nbdinfo --size "$LAYOUT" 2>/dev/null || true)
+for i in $(seq 1 "$RUNS"); do
+  if [ $((i % 2)) = 1 ]; then
+    a=$(run_lazyblk "$i"); b=$(run_curl "$i")
+  else
+    b=$(run_curl "$i"); a=$(run_lazyblk "$i")
+  fi
+  echo "$a" >"$WORK/lz.$i.secs"; echo "$b" >"$WORK/curl.$i.secs"
+  printf '   run %d: lazyblk %.2f s, curl --parallel %.2f s\n' "$i" "$a" "$b"
+done
+
+kill "$NGINX_PID"; wait "$NGINX_PID" 2>/dev/null || true; NGINX_PID=""
+
+export WORK RUNS CONCURRENCY JSON MD ROOT SRC_DESC N_CHUNKS STORE_BYTES DATA_BYTES
+python3 - <<'PY'
+import json, os, statistics, subprocess, datetime
+E = os.environ
+W, runs = E['WORK'], int(E['RUNS'])
+rd = lambda p: open(os.path.join(W, p)).read().strip()
+lz = [float(rd('lz.%d.secs' % i)) for i in range(1, runs + 1)]
+cu = [float(rd('curl.%d.secs' % i)) for i in range(1, runs + 1)]
+stats = [json.load(open(os.path.join(W, 'lz.%d.json' % i))) for i in range(1, runs + 1)]
+reqs = [int(rd('lz.%d.requests' % i)) for i in range(1, runs + 1)]
+st = stats[-1]
+disk_read = st['read_bytes']
+mib = 1 << 20
+med_lz, med_cu = statistics.median(lz), statistics.median(cu)
+store_bytes, data_bytes = int(E['STORE_BYTES']), int(E['DATA_BYTES'])
+res = {
+    'date': datetime.date.today().isoformat(), 'source': E['SRC_DESC'], 'runs': runs,
+    'concurrency': int(E['CONCURRENCY']), 'chunk_files': int(E['N_CHUNKS']),
+    'store_bytes': store_bytes, 'file_bytes': data_bytes, 'disk_bytes_read': disk_read,
+    'lazyblk_secs': lz, 'curl_secs': cu, 'lazyblk_median': med_lz, 'curl_median': med_cu,
+    'ratio_curl_over_lazyblk': med_cu / med_lz,
+    'http_requests': reqs, 'remote_requests': st['remote_requests'],
+    'remote_fetches': st['remote_fetches'], 'remote_bytes': st['remote_bytes'],
+    'requests_per_mib_read': st['remote_requests'] / (disk_read / mib),
+    'requests_per_mib_data': st['remote_requests'] / (data_bytes / mib),
+    'fetch_ms': {k: st['fetch_ms_' + k] for k in ('p50', 'p90', 'p99', 'max')},
+}
+json.dump(res, open(E['JSON'], 'w'), indent=1)
+tput = lambda secs, b: b / mib / secs
+md = f"""## remote: cold full read from nginx, `lazyblk serve --remote` vs `curl --parallel` — {res['date']}
+
+Image: `{res['source']}` — {data_bytes / mib:,.0f} MiB of file data in {res['chunk_files']:,} chunk
+files ({store_bytes / mib:,.0f} MiB stored, zstd); the disk nbdcopy reads is {disk_read / mib:,.0f} MiB.
+nginx on 127.0.0.1 serves the store; page cache dropped before every run; {runs} alternating runs,
+{res['concurrency']} requests at once on both sides (method: header of `bench/remote.sh`).
+
+| | median | runs | throughput |
+|---|---:|---|---:|
+| `lazyblk serve --remote` + `nbdcopy … null:` (empty cache: fetch, verify, decompress, cache, serve) | {med_lz:.2f} s | {', '.join('%.2f' % x for x in lz)} | {tput(med_lz, store_bytes):,.0f} MiB/s stored, {tput(med_lz, data_bytes):,.0f} MiB/s of data |
+| `curl --parallel` of the same chunk files (download only) | {med_cu:.2f} s | {', '.join('%.2f' % x for x in cu)} | {tput(med_cu, store_bytes):,.0f} MiB/s stored |
+
+- lazyblk / peer speed: **{med_cu / med_lz:.2f}×** (goal ≥ 0.8×).
+- HTTP requests: {st['remote_requests']:,} for {st['remote_fetches']:,} chunks (nginx logged {reqs[-1]:,}) = {res['requests_per_mib_read']:.3f} per MiB of disk read, {res['requests_per_mib_data']:.3f} per MiB of file data; curl made {res['chunk_files']:,}.
+- fetch latency (last run): p50 {st['fetch_ms_p50']:.1f} ms, p90 {st['fetch_ms_p90']:.1f} ms, p99 {st['fetch_ms_p99']:.1f} ms, max {st['fetch_ms_max']:.1f} ms.
+"""
+subprocess.run(['python3', os.path.join(E['ROOT'], 'bench/lib/mdsection.py'), E['MD'], 'remote'],
+               input=md, text=True, check=True)
+print(md)
+PY

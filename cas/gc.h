@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Garbage collection of a local store: remove every chunk that is not in a set of chunks to
+ * keep (the CLI collects it from layouts and manifests), unless it is younger than a grace
+ * period (by mtime), so chunks that
+ * a running import has written but not yet named in a manifest stay. Staging files in
+ * STORE/tmp older than the grace period (left by crashed writers) are removed too.
+ *
+ * Runs under STORE/cache.lock (cache_store_lock), so no cache on the same store evicts
+ * meanwhile, and subtracts what it removed from the cache's usage counter.
+ */
+#ifndef LZ_CAS_GC_H
+#define LZ_CAS_GC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store.h"
+
+struct cas_gc_result {
+	uint64_t referenced;            /* distinct digests to keep */
+	uint64_t kept, kept_bytes;      /* referenced chunks present in the store */
+	uint64_t missing;               /* referenced chunks absent from the store */
+	uint64_t young, young_bytes;    /* unreferenced but within the grace period: left */
+	uint64_t removed, removed_bytes;/* unreferenced and old: removed (dry run: would be) */
+	uint64_t tmp_removed, tmp_bytes;/* stale staging files removed (dry run: would be) */
+};
+
+/*
+ * keep: sorted, distinct digests (may be empty only if the caller means it: then every old
+ * chunk goes). Bytes are st_size. dry_run: count, remove nothing. 0 or -errno (res then
+ * holds what was done so far).
+ */
+int cas_gc(struct store *s, const uint8_t (*keep)[SHA256_LEN], size_t n_keep,
+	   uint64_t grace_secs, bool dry_run, struct cas_gc_result *res);
+
+#endif

@@ -1,0 +1,426 @@
+/* SPDX-License-Identifier: MIT */
+/* HTTP requests through one curl multi handle driven by one thread. */
+#include "http.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#define CONNECT_TIMEOUT_MS_MAX 10000
+#define EASY_POOL_MAX 64
+#define RECV_BUFFER (512L << 10)  /* libcurl's largest receive buffer */
+
+/* A request on its way: the caller's http_req plus what the loop needs. */
+struct job {
+	struct http_req *rq;
+	struct job *next;
+	CURL *easy;
+	struct curl_slist *hdrs;
+	size_t cap;                /* of rq->body_out */
+	bool too_big;
+	bool done;
+	pthread_cond_t cond;
+	struct timespec start;
+};
+
+struct http {
+	CURLM *multi;
+	pthread_t thread;
+	unsigned concurrency;
+	unsigned timeout_ms;
+	pthread_mutex_t lock;      /* queue, active, stop, easy pool */
+	struct job *q_head, *q_tail;
+	unsigned active;
+	bool stop;
+	CURL *pool[EASY_POOL_MAX]; /* easy handles kept for reuse (loop thread only) */
+	unsigned n_pool;
+};
+
+static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+static CURLcode global_rc;
+
+static void global_init(void)
+{
+	global_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+static uint64_t usec_since(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)(t.tv_sec - t0->tv_sec) * 1000000u +
+	       (uint64_t)((t.tv_nsec - t0->tv_nsec) / 1000);
+}
+
+static size_t on_body(char *p, size_t size, size_t n, void *arg)
+{
+	struct job *j = arg;
+	struct http_req *rq = j->rq;
+	size_t len = size * n;
+
+	if (len > rq->max_body - rq->body_out_len) {
+		j->too_big = true;
+		return 0; /* aborts the transfer */
+	}
+	if (rq->body_out_len + len > j->cap) {
+		curl_off_t cl = -1;
+		size_t cap = j->cap ? j->cap * 2 : 64 << 10;
+		uint8_t *nb;
+
+		if (!j->cap && curl_easy_getinfo(j->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl) ==
+				       CURLE_OK && cl > 0 && (uint64_t)cl <= rq->max_body)
+			cap = (size_t)cl;
+		while (cap < rq->body_out_len + len)
+			cap *= 2;
+		nb = realloc(rq->body_out, cap);
+		if (!nb)
+			return 0;
+		rq->body_out = nb;
+		j->cap = cap;
+	}
+	memcpy(rq->body_out + rq->body_out_len, p, len);
+	rq->body_out_len += len;
+	return len;
+}
+
+/* Keep a header value (trimmed) if its name matches. */
+static void header_take(const char *line, size_t len, const char *name, char **dst)
+{
+	size_t nl = strlen(name);
+	char *v;
+
+	if (len <= nl || strncasecmp(line, name, nl) || line[nl] != ':')
+		return;
+	line += nl + 1;
+	len -= nl + 1;
+	while (len && (*line == ' ' || *line == '\t')) {
+		line++;
+		len--;
+	}
+	while (len && (line[len - 1] == '\r' || line[len - 1] == '\n' || line[len - 1] == ' '))
+		len--;
+	v = strndup(line, len);
+	if (!v)
+		return;
+	free(*dst);
+	*dst = v;
+}
+
+static size_t on_header(char *p, size_t size, size_t n, void *arg)
+{
+	struct job *j = arg;
+	size_t len = size * n;
+
+	/* a new response (after a redirect or 100-continue) starts afresh */
+	if (len > 5 && !strncmp(p, "HTTP/", 5)) {
+		free(j->rq->www_authenticate);
+		j->rq->www_authenticate = NULL;
+		free(j->rq->location);
+		j->rq->location = NULL;
+	}
+	header_take(p, len, "WWW-Authenticate", &j->rq->www_authenticate);
+	header_take(p, len, "Location", &j->rq->location);
+	return len;
+}
+
+static int job_setup(struct http *h, struct job *j, CURL *e)
+{
+	struct http_req *rq = j->rq;
+	char hb[4096];
+	struct curl_slist *l = NULL, *t;
+
+	j->easy = e;
+	curl_easy_setopt(e, CURLOPT_URL, rq->url);
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)h->timeout_ms);
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
+			 (long)(h->timeout_ms < CONNECT_TIMEOUT_MS_MAX ? h->timeout_ms
+								       : CONNECT_TIMEOUT_MS_MAX));
+	curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+	curl_easy_setopt(e, CURLOPT_BUFFERSIZE, RECV_BUFFER); /* fewer, larger reads */
+	curl_easy_setopt(e, CURLOPT_USERAGENT, "lazyblk/0.1");
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, j);
+	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(e, CURLOPT_HEADERDATA, j);
+	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, rq->err);
+	curl_easy_setopt(e, CURLOPT_PRIVATE, j);
+	/* libcurl keeps credentials (basic and a custom Authorization header) with the first
+	 * host when it follows a redirect, unless told otherwise: never tell it */
+	curl_easy_setopt(e, CURLOPT_UNRESTRICTED_AUTH, 0L);
+	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, rq->follow ? 1L : 0L);
+	curl_easy_setopt(e, CURLOPT_MAXREDIRS, 8L);
+	if (rq->user) {
+		curl_easy_setopt(e, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+		curl_easy_setopt(e, CURLOPT_USERNAME, rq->user);
+		curl_easy_setopt(e, CURLOPT_PASSWORD, rq->password ? rq->password : "");
+	}
+	if (!strcmp(rq->method, "HEAD")) {
+		curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+	} else if (!strcmp(rq->method, "PUT") || !strcmp(rq->method, "POST")) {
+		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)rq->body_len);
+		curl_easy_setopt(e, CURLOPT_POSTFIELDS, rq->body_len ? rq->body : "");
+		curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, rq->method);
+		snprintf(hb, sizeof(hb), "Content-Type: %s",
+			 rq->content_type ? rq->content_type : "application/octet-stream");
+		if (!(t = curl_slist_append(l, hb)))
+			goto nomem;
+		l = t;
+		if (!(t = curl_slist_append(l, "Expect:")))
+			goto nomem;
+		l = t;
+	} else {
+		curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+	}
+	if (rq->accept) {
+		snprintf(hb, sizeof(hb), "Accept: %s", rq->accept);
+		if (!(t = curl_slist_append(l, hb)))
+			goto nomem;
+		l = t;
+	}
+	if (rq->bearer) {
+		snprintf(hb, sizeof(hb), "Authorization: Bearer %s", rq->bearer);
+		if (!(t = curl_slist_append(l, hb)))
+			goto nomem;
+		l = t;
+	}
+	j->hdrs = l;
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, l);
+	return 0;
+nomem:
+	curl_slist_free_all(l);
+	return -ENOMEM;
+}
+
+static CURL *easy_get(struct http *h)
+{
+	CURL *e = NULL;
+
+	pthread_mutex_lock(&h->lock);
+	if (h->n_pool)
+		e = h->pool[--h->n_pool];
+	pthread_mutex_unlock(&h->lock);
+	if (e)
+		curl_easy_reset(e);
+	else
+		e = curl_easy_init();
+	return e;
+}
+
+static void easy_put(struct http *h, CURL *e)
+{
+	pthread_mutex_lock(&h->lock);
+	if (h->n_pool < EASY_POOL_MAX) {
+		h->pool[h->n_pool++] = e;
+		e = NULL;
+	}
+	pthread_mutex_unlock(&h->lock);
+	if (e)
+		curl_easy_cleanup(e);
+}
+
+/* Hand a finished job back to its caller. */
+static void job_finish(struct http *h, struct job *j, int curl_code)
+{
+	struct http_req *rq = j->rq;
+
+	if (j->easy) {
+		curl_easy_getinfo(j->easy, CURLINFO_RESPONSE_CODE, &rq->status);
+		curl_multi_remove_handle(h->multi, j->easy);
+		easy_put(h, j->easy);
+		j->easy = NULL;
+	}
+	curl_slist_free_all(j->hdrs);
+	j->hdrs = NULL;
+	rq->curl_code = curl_code;
+	if (j->too_big) {
+		rq->curl_code = CURLE_FILESIZE_EXCEEDED;
+		snprintf(rq->err, sizeof(rq->err), "response larger than %zu bytes", rq->max_body);
+	} else if (curl_code && !rq->err[0]) {
+		snprintf(rq->err, sizeof(rq->err), "%s", curl_easy_strerror(curl_code));
+	}
+	rq->usec = usec_since(&j->start);
+	pthread_mutex_lock(&h->lock);
+	h->active--;
+	j->done = true;
+	pthread_cond_signal(&j->cond);
+	pthread_mutex_unlock(&h->lock);
+}
+
+/* Start queued jobs while under the concurrency limit. Loop thread. */
+static void start_jobs(struct http *h)
+{
+	for (;;) {
+		struct job *j;
+		CURL *e;
+
+		pthread_mutex_lock(&h->lock);
+		j = h->active < h->concurrency ? h->q_head : NULL;
+		if (j) {
+			h->q_head = j->next;
+			if (!h->q_head)
+				h->q_tail = NULL;
+			h->active++;
+		}
+		pthread_mutex_unlock(&h->lock);
+		if (!j)
+			return;
+		e = easy_get(h);
+		if (!e || job_setup(h, j, e) ||
+		    curl_multi_add_handle(h->multi, e) != CURLM_OK) {
+			if (e && !j->easy)
+				curl_easy_cleanup(e);
+			snprintf(j->rq->err, sizeof(j->rq->err), "cannot start the request");
+			job_finish(h, j, CURLE_OUT_OF_MEMORY);
+		}
+	}
+}
+
+static void *loop_main(void *arg)
+{
+	struct http *h = arg;
+
+	for (;;) {
+		CURLMsg *msg;
+		int running, left;
+		bool stop;
+
+		start_jobs(h);
+		curl_multi_perform(h->multi, &running);
+		while ((msg = curl_multi_info_read(h->multi, &left))) {
+			struct job *j = NULL;
+
+			if (msg->msg != CURLMSG_DONE)
+				continue;
+			curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&j);
+			job_finish(h, j, msg->data.result);
+		}
+		pthread_mutex_lock(&h->lock);
+		stop = h->stop && !h->active && !h->q_head;
+		pthread_mutex_unlock(&h->lock);
+		if (stop)
+			return NULL;
+		curl_multi_poll(h->multi, NULL, 0, 1000, NULL);
+	}
+}
+
+int http_open(unsigned concurrency, unsigned timeout_ms, struct http **out)
+{
+	struct http *h;
+
+	pthread_once(&global_once, global_init);
+	if (global_rc != CURLE_OK)
+		return -ENOMEM;
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	h->concurrency = concurrency ? concurrency : 1;
+	h->timeout_ms = timeout_ms ? timeout_ms : 30000;
+	pthread_mutex_init(&h->lock, NULL);
+	h->multi = curl_multi_init();
+	if (!h->multi) {
+		pthread_mutex_destroy(&h->lock);
+		free(h);
+		return -ENOMEM;
+	}
+	curl_multi_setopt(h->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+	curl_multi_setopt(h->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)h->concurrency);
+	curl_multi_setopt(h->multi, CURLMOPT_MAXCONNECTS, (long)h->concurrency * 2);
+	if (pthread_create(&h->thread, NULL, loop_main, h)) {
+		curl_multi_cleanup(h->multi);
+		pthread_mutex_destroy(&h->lock);
+		free(h);
+		return -EAGAIN;
+	}
+	*out = h;
+	return 0;
+}
+
+void http_close(struct http *h)
+{
+	if (!h)
+		return;
+	pthread_mutex_lock(&h->lock);
+	h->stop = true;
+	pthread_mutex_unlock(&h->lock);
+	curl_multi_wakeup(h->multi);
+	pthread_join(h->thread, NULL);
+	for (unsigned i = 0; i < h->n_pool; i++)
+		curl_easy_cleanup(h->pool[i]);
+	curl_multi_cleanup(h->multi);
+	pthread_mutex_destroy(&h->lock);
+	free(h);
+}
+
+int http_do(struct http *h, struct http_req *rq)
+{
+	struct job j = { .rq = rq };
+
+	rq->status = 0;
+	rq->curl_code = 0;
+	rq->err[0] = '\0';
+	rq->body_out = NULL;
+	rq->body_out_len = 0;
+	rq->www_authenticate = rq->location = NULL;
+	if (!rq->max_body)
+		rq->max_body = 64u << 20;
+	pthread_cond_init(&j.cond, NULL);
+	clock_gettime(CLOCK_MONOTONIC, &j.start);
+	pthread_mutex_lock(&h->lock);
+	if (h->q_tail)
+		h->q_tail->next = &j;
+	else
+		h->q_head = &j;
+	h->q_tail = &j;
+	pthread_mutex_unlock(&h->lock);
+	curl_multi_wakeup(h->multi);
+	pthread_mutex_lock(&h->lock);
+	while (!j.done)
+		pthread_cond_wait(&j.cond, &h->lock);
+	pthread_mutex_unlock(&h->lock);
+	pthread_cond_destroy(&j.cond);
+	if (rq->curl_code == CURLE_OUT_OF_MEMORY)
+		return -ENOMEM;
+	return rq->curl_code ? -EIO : 0;
+}
+
+void http_req_clear(struct http_req *rq)
+{
+	free(rq->body_out);
+	free(rq->www_authenticate);
+	free(rq->location);
+	rq->body_out = NULL;
+	rq->body_out_len = 0;
+	rq->www_authenticate = rq->location = NULL;
+}
+
+bool http_req_transient(const struct http_req *rq)
+{
+	if (rq->curl_code) {
+		switch (rq->curl_code) {
+		case CURLE_FILESIZE_EXCEEDED:
+		case CURLE_OUT_OF_MEMORY:
+		case CURLE_UNSUPPORTED_PROTOCOL:
+		case CURLE_URL_MALFORMAT:
+		case CURLE_TOO_MANY_REDIRECTS:
+			return false;
+		default:
+			return true; /* timeouts, resets, refused, truncated, DNS, TLS hiccups */
+		}
+	}
+	return rq->status == 408 || rq->status == 429 || rq->status >= 500;
+}
+
+bool http_req_timed_out(const struct http_req *rq)
+{
+	return rq->curl_code == CURLE_OPERATION_TIMEDOUT;
+}

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * HTTP requests for the remote tiers: one thread drives a curl multi handle (connections
+ * reused between requests, HTTP/2 multiplexing where the server offers it), at most
+ * `concurrency` transfers at a time; callers block on their own request, from any thread.
+ * No retries here: remote.c decides what is worth retrying.
+ */
+#ifndef LZ_CAS_HTTP_H
+#define LZ_CAS_HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct http;
+
+struct http_req {
+	/* in */
+	const char *method;        /* "GET", "HEAD", "PUT", "POST" */
+	const char *url;
+	const void *body;          /* PUT/POST payload */
+	size_t body_len;
+	const char *content_type;  /* of the payload (NULL: application/octet-stream) */
+	const char *accept;        /* Accept header, or NULL */
+	const char *bearer;        /* "Authorization: Bearer <bearer>", or NULL */
+	const char *user;          /* HTTP basic credentials, or NULL */
+	const char *password;
+	size_t max_body;           /* a longer response body fails the request */
+	bool follow;               /* follow redirects (credentials stay with the first host) */
+	/* out */
+	long status;               /* HTTP status, 0 if no response */
+	int curl_code;             /* CURLcode, 0 on a complete response */
+	char err[256];             /* the transport error, when curl_code != 0 */
+	uint8_t *body_out;         /* response body (malloc'ed; NULL when empty) */
+	size_t body_out_len;
+	char *www_authenticate;    /* the last WWW-Authenticate header, or NULL */
+	char *location;            /* the last Location header, or NULL */
+	uint64_t usec;             /* time taken */
+};
+
+int http_open(unsigned concurrency, unsigned timeout_ms, struct http **out);
+/* Callers must have no request in flight. */
+void http_close(struct http *h);
+/*
+ * Run rq to completion (or until the per-request timeout). 0 when a whole response arrived
+ * (any status: check rq->status), -EIO on a transport failure (timeout, reset, refused,
+ * truncated body, body over max_body: rq->curl_code and rq->err say which), -ENOMEM.
+ * Release the outputs with http_req_clear() before reusing rq.
+ */
+int http_do(struct http *h, struct http_req *rq);
+void http_req_clear(struct http_req *rq);
+/* A failure worth retrying: transport errors (timeouts, resets, refused), 408, 429, 5xx. */
+bool http_req_transient(const struct http_req *rq);
+/* The curl transfer failed with a timeout. */
+bool http_req_timed_out(const struct http_req *rq);
+
+#endif

@@ -1,0 +1,255 @@
+/* SPDX-License-Identifier: MIT */
+/* Chunk tiers below the memory cache: the local store, then the remote, always verified. */
+#include "source.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../common/log.h"
+#include "cache.h"
+#include "chunk.h"
+
+#define REMOTE_TRIES 2  /* a corrupt fetch is discarded and fetched once more */
+
+struct cas_source {
+	struct store *store;
+	struct remote *remote;   /* NULL: the store is the only tier */
+	struct cache *cache;     /* NULL: the store is not bounded */
+	bool cache_warned;
+	/* counters (atomic) */
+	uint64_t disk_hits, disk_bytes, verify_failures, remote_fetches;
+};
+
+#define ADD(f, v) __atomic_add_fetch(&(f), (v), __ATOMIC_RELAXED)
+#define GET(f) __atomic_load_n(&(f), __ATOMIC_RELAXED)
+
+int cas_source_open(const struct cas_source_opts *o, struct cas_source **out)
+{
+	struct cas_source *s;
+	const char *why = NULL;
+	struct stat st;
+	int ret;
+
+	if (o->cache_size && !o->remote_url) {
+		log_error("--cache-size needs --remote (the store is a cache of a remote)");
+		return -EINVAL;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	/* with a remote, a store that does not exist yet is an empty cache */
+	ret = store_open(o->store_dir, o->remote_url && stat(o->store_dir, &st) < 0,
+			 &s->store);
+	if (ret == -ENOENT && o->remote_url)
+		ret = store_open(o->store_dir, true, &s->store);
+	if (ret) {
+		log_error("%s: %s", o->store_dir,
+			  ret == -ENOENT ? "not a lazyblk store (no chunks/ directory)"
+					 : strerror(-ret));
+		goto fail;
+	}
+	if (o->remote_url) {
+		struct remote_opts ro = {
+			.url = o->remote_url,
+			.concurrency = o->concurrency,
+			.timeout_ms = o->timeout_ms,
+			.retries = o->retries,
+		};
+
+		ret = remote_open(&ro, &s->remote, &why);
+		if (ret) {
+			log_error("%s: %s", o->remote_url, why ? why : strerror(-ret));
+			goto fail;
+		}
+	}
+	if (o->cache_size) {
+		ret = cache_open(s->store, o->cache_size, &s->cache);
+		if (ret) {
+			log_error("%s: cannot use it as a cache: %s", o->store_dir, strerror(-ret));
+			goto fail;
+		}
+	}
+	*out = s;
+	return 0;
+fail:
+	cas_source_close(s);
+	return ret;
+}
+
+void cas_source_close(struct cas_source *s)
+{
+	if (!s)
+		return;
+	cache_close(s->cache);
+	remote_close(s->remote);
+	store_close(s->store);
+	free(s);
+}
+
+struct store *cas_source_store(struct cas_source *s) { return s->store; }
+
+/*
+ * Decompress and verify a frame into a new block (head bytes free in front). -EBADMSG with
+ * *why when the frame is corrupt (never returns its bytes), -ENOMEM.
+ */
+static int decode(const uint8_t d[SHA256_LEN], const uint8_t *frame, size_t flen, size_t max,
+		  size_t head, void **block, size_t *len, const char **why)
+{
+	struct chunk_codec *codec;
+	uint8_t sum[SHA256_LEN], *b;
+	uint64_t want;
+	size_t n;
+	int ret;
+
+	if (chunk_content_size(frame, flen, &want)) {
+		*why = "not a valid zstd chunk";
+		return -EBADMSG;
+	}
+	if (want > max) {
+		*why = "larger than the chunk size";
+		return -EBADMSG;
+	}
+	b = malloc(head + (want ? want : 1));
+	if (!b)
+		return -ENOMEM;
+	codec = chunk_codec_new(0);
+	ret = codec ? chunk_decompress(codec, frame, flen, b + head, want, &n) : -ENOMEM;
+	chunk_codec_free(codec);
+	if (!ret)
+		ret = sha256_buf(b + head, n, sum);
+	if (!ret && memcmp(sum, d, SHA256_LEN)) {
+		*why = "content does not match its sha256 name";
+		ret = -EBADMSG;
+	}
+	if (ret == -EBADMSG && !*why)
+		*why = "not a valid zstd chunk";
+	if (ret) {
+		free(b);
+		return ret;
+	}
+	*block = b;
+	*len = n;
+	return 0;
+}
+
+static int from_remote(struct cas_source *s, const uint8_t d[SHA256_LEN], const char *hex,
+		       size_t max, size_t head, void **block, size_t *len, size_t *frame_len)
+{
+	for (int t = 0; t < REMOTE_TRIES; t++) {
+		const char *why = NULL;
+		uint8_t *frame;
+		size_t flen;
+		int ret;
+
+		ret = remote_get(s->remote, d, &frame, &flen);
+		if (ret == -EBADMSG) {
+			ADD(s->verify_failures, 1);
+			continue; /* the blob did not match its digest (logged) */
+		}
+		if (ret)
+			return ret == -ENOENT || ret == -ENOMEM ? ret : -EIO; /* logged */
+		ret = decode(d, frame, flen, max, head, block, len, &why);
+		if (ret == -EBADMSG) {
+			ADD(s->verify_failures, 1);
+			log_warn("chunk %s from %s is corrupt (%s)%s", hex, remote_url(s->remote), why,
+				 t + 1 < REMOTE_TRIES ? ": fetching it again" : "");
+			free(frame);
+			continue;
+		}
+		if (ret) {
+			free(frame);
+			log_error("chunk %s: %s", hex, strerror(-ret));
+			return ret;
+		}
+		ADD(s->remote_fetches, 1);
+		*frame_len = flen;
+		ret = s->cache ? cache_put(s->cache, d, frame, flen)
+			       : store_put_cached(s->store, d, frame, flen);
+		if (ret < 0 && !__atomic_exchange_n(&s->cache_warned, true, __ATOMIC_RELAXED))
+			log_warn("cannot keep fetched chunks in %s: %s (serving goes on)",
+				 store_dir(s->store), strerror(-ret));
+		free(frame);
+		return 0;
+	}
+	log_error("chunk %s from %s is corrupt every time it is fetched: not served", hex,
+		  remote_url(s->remote));
+	return -EIO;
+}
+
+int cas_source_get(struct cas_source *s, const uint8_t d[SHA256_LEN], size_t max, size_t head,
+		   void **block, size_t *len, size_t *frame_len)
+{
+	char hex[SHA256_HEX_LEN + 1];
+	const char *why = NULL;
+	uint8_t *frame;
+	size_t flen;
+	int ret;
+
+	sha256_to_hex(d, hex);
+	ret = store_read(s->store, d, &frame, &flen);
+	if (!ret) {
+		ret = decode(d, frame, flen, max, head, block, len, &why);
+		free(frame);
+		if (!ret) {
+			ADD(s->disk_hits, 1);
+			ADD(s->disk_bytes, flen);
+			*frame_len = flen;
+			if (s->cache)
+				store_touch(s->store, d);
+			return 0;
+		}
+		if (ret == -ENOMEM) {
+			log_error("chunk %s: out of memory", hex);
+			return ret;
+		}
+		ADD(s->verify_failures, 1);
+		if (!s->remote) {
+			log_error("chunk %s is corrupt (%s)", hex, why);
+			return -EIO;
+		}
+		log_warn("chunk %s in %s is corrupt (%s): fetching it from %s", hex,
+			 store_dir(s->store), why, remote_url(s->remote));
+		if (s->cache)
+			cache_drop(s->cache, d, flen);
+		else
+			store_remove(s->store, d);
+	} else if (ret == -ENOENT) {
+		if (!s->remote) {
+			log_error("chunk %s missing from the store", hex);
+			return ret;
+		}
+	} else {
+		if (!s->remote || ret == -ENOMEM) {
+			log_error("chunk %s: %s", hex, strerror(-ret));
+			return ret == -ENOMEM ? ret : -EIO;
+		}
+		log_warn("chunk %s: %s: fetching it from %s", hex, strerror(-ret),
+			 remote_url(s->remote));
+	}
+	return from_remote(s, d, hex, max, head, block, len, frame_len);
+}
+
+void cas_source_get_stats(struct cas_source *s, struct cas_source_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->disk_hits = GET(s->disk_hits);
+	st->disk_bytes = GET(s->disk_bytes);
+	st->verify_failures = GET(s->verify_failures);
+	st->remote_fetches = GET(s->remote_fetches);
+	if (s->remote) {
+		st->has_remote = 1;
+		remote_get_stats(s->remote, &st->remote);
+	}
+	if (s->cache) {
+		struct cache_stats cs;
+
+		cache_get_stats(s->cache, &cs);
+		st->has_cache = 1;
+		st->cache_limit = cs.limit;
+		st->cache_used = cs.used;
+		st->cache_evictions = cs.evictions;
+		st->cache_evicted_bytes = cs.evicted_bytes;
+	}
+}

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Where a chunk's bytes come from: the local store, and, when a remote is given, the remote
+ * behind it with the store as a (optionally size-bounded) cache. Every chunk is
+ * decompressed and verified against its sha256 name before a byte is returned:
+ *
+ *   local store -> verified? yes: done
+ *                  corrupt:  counted, removed from the store (when a remote exists), and
+ *                            fetched from the remote instead; without a remote: -EIO
+ *   remote      -> verified? yes: written to the store atomically, done
+ *                  corrupt:  counted, fetched once more; still corrupt: -EIO
+ *
+ * Thread-safe. The memory tier (decompressed chunks) is the reader's (blkd/reader.c).
+ */
+#ifndef LZ_CAS_SOURCE_H
+#define LZ_CAS_SOURCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/sha256.h"
+#include "remote.h"
+#include "store.h"
+
+struct cas_source;
+
+struct cas_source_opts {
+	const char *store_dir;
+	const char *remote_url;    /* NULL: the store is the only tier */
+	uint64_t cache_size;       /* > 0: bound the store as a cache (needs a remote) */
+	unsigned concurrency;      /* remote requests at once (0: default) */
+	unsigned timeout_ms;       /* per request attempt (0: default) */
+	int retries;               /* 0: default, < 0: none */
+};
+
+struct cas_source_stats {
+	uint64_t disk_hits, disk_bytes;        /* chunks read from the store, frame bytes */
+	uint64_t verify_failures;              /* corrupt copies seen (store or remote) */
+	uint64_t remote_fetches;               /* chunks taken from the remote, verified */
+	struct remote_stats remote;            /* all zero without a remote */
+	uint64_t cache_limit, cache_used, cache_evictions, cache_evicted_bytes;
+	int has_remote, has_cache;
+};
+
+/* Prints one error line on failure. A store directory that does not exist is created when a
+ * remote is given (an empty cache); otherwise it must be a store. */
+int cas_source_open(const struct cas_source_opts *o, struct cas_source **out);
+void cas_source_close(struct cas_source *s);
+struct store *cas_source_store(struct cas_source *s);
+
+/*
+ * The verified, decompressed bytes of chunk d (at most max bytes, else corrupt), in a
+ * malloc'ed block of head + len bytes with the data at offset head (so a caller can put its
+ * own header in front without a copy). *frame_len gets the compressed size read.
+ * -ENOENT missing everywhere, -EIO corrupt or unreadable (one log_error line), -ENOMEM.
+ */
+int cas_source_get(struct cas_source *s, const uint8_t d[SHA256_LEN], size_t max, size_t head,
+		   void **block, size_t *len, size_t *frame_len);
+
+void cas_source_get_stats(struct cas_source *s, struct cas_source_stats *st);
+
+#endif
