@@ -16,6 +16,7 @@ int cmd_mkfs(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_initramfs(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
 int cmd_overlay(int argc, char **argv);
 int cmd_push(int argc, char **argv);

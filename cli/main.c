@@ -18,6 +18,7 @@ static const struct cli_cmd commands[] = {
 	{ "export", "materialize a layout into a raw disk image", cmd_export },
 	{ "serve", "serve a layout as a disk over NBD or vhost-user-blk", cmd_serve },
 	{ "run", "boot a micro-VM with the image as its root disk", cmd_run },
+	{ "initramfs", "build the initramfs that runs a command in the image (run, QEMU)", cmd_initramfs },
 	{ "snapshot", "write the dirty blocks of an overlay as a delta", cmd_snapshot },
 	{ "overlay", "inspect an overlay, or start one from a delta (show, apply)", cmd_overlay },
 	{ "push", "publish a store's chunks to a remote", cmd_push },

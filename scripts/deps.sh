@@ -5,10 +5,13 @@ set -euo pipefail
 PKGS=(
   build-essential pkg-config
   liburing-dev libzstd-dev libssl-dev libcurl4-openssl-dev libcmocka-dev
+  zlib1g-dev liblzma-dev liblz4-dev
   libarchive-dev libjson-c-dev
   e2fsprogs umoci skopeo zstd attr busybox-static python3 xz-utils time acl
   libnbd-bin qemu-utils fuse3
   nginx-light docker-registry curl
+  acpica-tools
+  qemu-system-x86
 )
 # nginx-light / docker-registry: the remote tests run private instances on free loopback
 # ports (their own config, logs and pid files under the test's temp dir); the system nginx

@@ -36,5 +36,5 @@ for sub in export serve push; do
 done
 expect_error "push --cache-size" "--cache-size is for serve, export and run" -- \
   "$LAZYBLK" push --store "$T/s" --remote http://h/ --cache-size 1G
-expect_error "pending subcommand" "not available in this version yet" -- "$LAZYBLK" run x
+expect_error "run without --kernel" "missing --kernel" -- "$LAZYBLK" run x
 echo "cli: ok"

@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The virtio-blk device's request logic, shared by every virtio transport (the built-in
+ * VMM's virtio-mmio, and the vhost-user-blk export): features, the config space, split
+ * virtqueues (indirect descriptors, event idx) read from guest memory with every address
+ * and length checked, and requests (IN, OUT, FLUSH, GET_ID, DISCARD, WRITE_ZEROES) executed
+ * on a backend. The transport only moves bytes of its registers and wakes queues.
+ */
+#ifndef LZ_BLKD_VIRTIO_BLK_H
+#define LZ_BLKD_VIRTIO_BLK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "gmem.h"
+#include "vring.h"
+
+struct blkd_engine;
+
+/* A disk behind virtio-blk. Offsets and lengths are bytes, multiples of 512. */
+struct vblk_backend {
+	void *ctx;
+	uint64_t size;
+	bool read_only;
+	int (*read)(void *ctx, uint64_t off, uint32_t len, void *buf);
+	int (*write)(void *ctx, uint64_t off, uint32_t len, const void *buf, bool fua);
+	int (*flush)(void *ctx);
+	int (*discard)(void *ctx, uint64_t off, uint64_t len);      /* NULL: not offered */
+	int (*write_zeroes)(void *ctx, uint64_t off, uint64_t len); /* NULL: not offered */
+};
+
+/* A blkd engine (the lazy image) as a backend; e must outlive it. */
+void vblk_backend_engine(struct blkd_engine *e, struct vblk_backend *out);
+/* A raw disk file (size: the file's, rounded down to 512). -errno. */
+int vblk_backend_raw_open(const char *path, bool read_only, struct vblk_backend *out);
+void vblk_backend_raw_close(struct vblk_backend *b);
+
+/*
+ * The device, shared by the transports. A transport owns one struct vblk_dev per disk and
+ * one struct vring_queue per virtqueue:
+ *   vblk_dev_init()            offered features (d->features) and the config space;
+ *   vblk_config_read()         the guest's config-space reads (writes are ignored);
+ *   vblk_dev_ack_features()    at FEATURES_OK (refused: features not offered, no VERSION_1);
+ *   vring_setup()              per queue, with the negotiated VIRTQ_F_INDIRECT_DESC and
+ *                              VIRTQ_F_EVENT_IDX bits (vblk_ring_setup() does that);
+ *   vblk_queue_process()       on every kick: pops, executes and completes every available
+ *                              request; *notify says whether to interrupt the driver;
+ *                              -EPROTO means the queue is broken (DEVICE_NEEDS_RESET).
+ * Requests on different queues may run concurrently (the backend is thread-safe); one
+ * queue is processed by one thread at a time. No allocation per request: the data moves
+ * directly between the backend and guest memory.
+ *
+ * Disk geometry offered: 512-byte logical sectors (blk_size 512) with 4096-byte physical
+ * blocks (VIRTIO_BLK_F_TOPOLOGY: physical_block_exp 3, min_io_size 8), matching the
+ * engine's 4 KiB blocks without forcing 4 KiB logical sectors on guests.
+ */
+#define VBLK_SEG_MAX 254u            /* data segments per request (queue size 256 - 2) */
+#define VBLK_DISCARD_SEG_MAX 32u
+#define VBLK_MAX_DISCARD_SECTORS (1u << 22)  /* 2 GiB per segment */
+#define VBLK_CONFIG_SIZE 60u         /* struct virtio_blk_config up to write_zeroes_may_unmap */
+#define VBLK_ID_BYTES 20u
+
+struct vblk_stats {
+	uint64_t requests, reads, writes, flushes, discards, write_zeroes, get_ids;
+	uint64_t read_bytes, write_bytes;
+	uint64_t ioerr, unsupp;      /* requests completed with S_IOERR / S_UNSUPP */
+	uint64_t bad_chains;         /* buffers outside guest memory and similar */
+};
+
+struct vblk_dev {
+	const struct vblk_backend *disk;   /* borrowed */
+	uint64_t features;                 /* offered */
+	uint64_t acked;                    /* negotiated (0 until FEATURES_OK) */
+	unsigned num_queues;
+	uint8_t config[VBLK_CONFIG_SIZE];  /* struct virtio_blk_config, little-endian */
+	char serial[VBLK_ID_BYTES];        /* zero-padded */
+	struct vblk_stats st;              /* updated atomically; vblk_get_stats() */
+};
+
+/* -EINVAL for a bad disk (size not a multiple of 512, no read) or num_queues 0 / > 256. */
+int vblk_dev_init(struct vblk_dev *d, const struct vblk_backend *disk, unsigned num_queues,
+		  const char *serial);
+/* Record the driver's features: -EINVAL when not a subset of d->features or no VERSION_1. */
+int vblk_dev_ack_features(struct vblk_dev *d, uint64_t driver);
+/* Config space bytes [off, off+len) (any width; zeros past the end). */
+void vblk_config_read(const struct vblk_dev *d, uint32_t off, void *buf, uint32_t len);
+/* vring_setup() with the negotiated ring features. -EINVAL as vring_setup(). */
+int vblk_ring_setup(const struct vblk_dev *d, struct vring_queue *vq, const struct gmem *mem,
+		    unsigned num, uint64_t desc, uint64_t avail, uint64_t used);
+/*
+ * Drain vq: every available request is executed and completed; kicks are re-enabled (with
+ * event idx: avail_event) before returning. Returns the number of requests completed, or
+ * -EPROTO when the queue is broken (a malformed chain, a request without a status byte).
+ */
+int vblk_queue_process(struct vblk_dev *d, struct vring_queue *vq, bool *notify);
+void vblk_get_stats(const struct vblk_dev *d, struct vblk_stats *st);
+
+#endif

@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../cas/manifest.h"
+#include "../common/fsutil.h"
+#include "../common/log.h"
+#include "../vmm-glue/initramfs.h"
+#include "cli.h"
+
+static const char initramfs_usage[] =
+	"usage: lazyblk initramfs --kernel VMLINUZ [options] [-- CMD [ARGS...]]\n"
+	"\n"
+	"Build the initramfs `lazyblk run` boots with (also usable with QEMU -initrd): a static\n"
+	"busybox, the kernel's virtio modules (virtio_blk, virtio_pci, virtio_mmio and the root\n"
+	"filesystem when they are modules, with their dependencies, decompressed) and an /init\n"
+	"that mounts /dev/vda (ext4, read-write), runs CMD inside it (chroot; the image needs no\n"
+	"shell) with its output on the console, then syncs, unmounts, prints\n"
+	"`lazyblk-exit: N`, writes N to I/O port 0x441 and reboots (boot with `reboot=k`; under\n"
+	"QEMU add -no-reboot). Without CMD, the image config's Entrypoint + Cmd run. The result\n"
+	"is cached by the digest of everything in it; its path is printed unless -o is given.\n"
+	"\n"
+	"options:\n"
+	"      --kernel FILE     the kernel (bzImage or vmlinux); its version names the modules\n"
+	"      --modules DIR     the modules directory (default: ../lib/modules/VERSION next to\n"
+	"                        the kernel, as `dpkg-deb -x` of its package leaves it, or\n"
+	"                        /lib/modules/VERSION); 'none' if the drivers are built in\n"
+	"      --busybox FILE    a statically linked busybox (default /bin/busybox)\n"
+	"      --manifest FILE   take Entrypoint, Cmd, Env, WorkingDir, User from this image\n"
+	"                        manifest's config\n"
+	"  -e, --env K=V         add to the command's environment (repeatable)\n"
+	"  -w, --workdir DIR     working directory (default: the image's, or /)\n"
+	"  -u, --user USER[:GROUP]  user to run as (default: the image's, or root)\n"
+	"      --console NAME    the command's terminal (default ttyS0)\n"
+	"      --root DEV        the root disk in /dev (default vda)\n"
+	"      --gzip            gzip the cpio (default: uncompressed, quickest to unpack)\n"
+	"      --cache-dir DIR   default $XDG_CACHE_HOME/lazyblk/initramfs\n"
+	"  -o, --output FILE     copy the result to FILE\n"
+	"  -h, --help            this text\n";
+
+enum { O_KERNEL = 0x100, O_MODULES, O_BUSYBOX, O_MANIFEST, O_CONSOLE, O_ROOT, O_GZIP, O_CACHE };
+
+int cmd_initramfs(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "kernel", required_argument, NULL, O_KERNEL },
+		{ "modules", required_argument, NULL, O_MODULES },
+		{ "busybox", required_argument, NULL, O_BUSYBOX },
+		{ "manifest", required_argument, NULL, O_MANIFEST },
+		{ "env", required_argument, NULL, 'e' },
+		{ "workdir", required_argument, NULL, 'w' },
+		{ "user", required_argument, NULL, 'u' },
+		{ "console", required_argument, NULL, O_CONSOLE },
+		{ "root", required_argument, NULL, O_ROOT },
+		{ "gzip", no_argument, NULL, O_GZIP },
+		{ "cache-dir", required_argument, NULL, O_CACHE },
+		{ "output", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct initramfs_opts o = { 0 };
+	struct initramfs_image_config img = { 0 };
+	const char *manifest = NULL, *out = NULL, **env = NULL;
+	char path[PATH_MAX], err[512];
+	int c, rc = 1;
+	size_t n_env = 0;
+
+	opterr = 0;
+	optind = 1;
+	env = calloc((size_t)argc + 1, sizeof(*env));
+	if (!env) {
+		log_error("out of memory");
+		return 1;
+	}
+	while ((c = getopt_long(argc, argv, ":e:w:u:o:h", opts, NULL)) != -1) {
+		switch (c) {
+		case O_KERNEL: o.kernel = optarg; break;
+		case O_MODULES: o.modules_dir = optarg; break;
+		case O_BUSYBOX: o.busybox = optarg; break;
+		case O_MANIFEST: manifest = optarg; break;
+		case 'e': env[n_env++] = optarg; break;
+		case 'w': o.workdir = optarg; break;
+		case 'u': o.user = optarg; break;
+		case O_CONSOLE: o.console = optarg; break;
+		case O_ROOT: o.root_dev = optarg; break;
+		case O_GZIP: o.gzip = true; break;
+		case O_CACHE: o.cache_dir = optarg; break;
+		case 'o': out = optarg; break;
+		case 'h':
+			fputs(initramfs_usage, stdout);
+			free(env);
+			return 0;
+		default:
+			free(env);
+			return cli_bad_option("initramfs", argv, c);
+		}
+	}
+	if (!o.kernel) {
+		free(env);
+		return cli_usage_error("--kernel is required (see lazyblk initramfs --help)");
+	}
+	o.argv = (const char *const *)(argv + optind);
+	o.argc = (size_t)(argc - optind);
+	o.env = env;
+	o.n_env = n_env;
+	o.err = err;
+	o.err_len = sizeof(err);
+
+	if (manifest) {
+		struct manifest *m;
+		const char *why = NULL;
+		int r = manifest_load(manifest, &m, &why);
+
+		if (r) {
+			log_error("%s: %s", manifest, why ? why : strerror(-r));
+			goto out;
+		}
+		if (m->hdr->config_len) {
+			r = initramfs_config_parse(manifest_str(m, m->hdr->config_off),
+						   m->hdr->config_len, &img, &why);
+			if (r) {
+				log_error("%s: %s", manifest, why);
+				manifest_free(m);
+				goto out;
+			}
+			o.image = &img;
+		}
+		manifest_free(m);
+	}
+
+	if (initramfs_build(&o, path, sizeof(path))) {
+		log_error("%s", err);
+		goto out;
+	}
+	if (out) {
+		uint8_t *d;
+		size_t len;
+		int r = fs_read_file(path, &d, &len);
+
+		if (!r) {
+			r = fs_write_file_atomic(out, d, len, 0644);
+			free(d);
+		}
+		if (r) {
+			log_error("%s: %s", out, strerror(-r));
+			goto out;
+		}
+	} else {
+		printf("%s\n", path);
+	}
+	rc = 0;
+out:
+	initramfs_config_free(&img);
+	free(env);
+	return rc;
+}

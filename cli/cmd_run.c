@@ -1,0 +1,291 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lazyblk run: boot a micro-VM in this process (the built-in KVM VMM, vmm-glue/) with the
+ * lazy image as its first virtio-blk disk, the serial console on stdin/stdout, and exit
+ * with the status the guest reports.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../blkd/engine.h"
+#include "../blkd/virtio_blk.h"
+#include "../common/log.h"
+#include "../common/size.h"
+#include "../vmm-glue/cpu.h"
+#include "../vmm-glue/initramfs.h"
+#include "../vmm-glue/vmm.h"
+#include "cli.h"
+
+#define RUN_MEM_MIN_MIB 4u
+#define RUN_MEM_MAX_MIB (1u << 20)
+#define RUN_MEM_DEFAULT_MIB 256u
+
+static const char run_usage[] =
+	"usage: lazyblk run IMAGE.layout --store DIR [--remote URL] [--overlay FILE]\n"
+	"            --kernel FILE [--initrd FILE] [--append ARGS] [--cpus N] [--mem MiB]\n"
+	"            [--disk FILE[,ro]]... [--hugepages] [--populate] [--boot linux64|pvh]\n"
+	"            [--cache-dir DIR] [-- CMD ...]\n"
+	"       lazyblk run --kernel FILE [--disk FILE[,ro]]... [options]   (no image)\n"
+	"\n"
+	"Boot a micro-VM in this process (KVM): the image is its root disk /dev/vda over\n"
+	"virtio-blk, read lazily from the store (and the remote) and written to the overlay;\n"
+	"each --disk adds a raw disk file (/dev/vdb, ...). The serial console (ttyS0) is this\n"
+	"process's stdin and stdout. lazyblk exits with the status the guest writes to port\n"
+	"0x441 (0 if it powers off or resets without one), or 1 on an error.\n"
+	"Without IMAGE.layout the VM gets only the --disk files (for test guests).\n"
+	"\n"
+	"options:\n"
+	"  -s, --store DIR         the chunk store holding the image's chunks\n"
+	"      --overlay FILE      copy-on-write overlay for the guest's writes (created if\n"
+	"                          missing); without it the image disk is read-only\n"
+	"  -k, --kernel FILE       a bzImage (its payload is decompressed here and the\n"
+	"                          vmlinux cached; gzip, xz, lz4, zstd) or a vmlinux ELF\n"
+	"      --initrd FILE       initramfs; with IMAGE.layout and no --initrd one is built\n"
+	"                          (busybox + the kernel's virtio modules; see lazyblk\n"
+	"                          initramfs) to mount /dev/vda and run CMD\n"
+	"      --append ARGS       kernel command line (virtio_mmio.device= entries for the\n"
+	"                          disks are added)\n"
+	"      --cpus N            vCPUs, 1..64 (default 1); one virtio queue per vCPU\n"
+	"      --mem MiB           guest RAM in MiB, 4..1048576 (default 256)\n"
+	"      --disk FILE[,ro]    an extra raw disk (repeatable; ,ro: read-only)\n"
+	"      --hugepages         back RAM with 2 MiB huge pages (reserved beforehand in\n"
+	"                          /proc/sys/vm/nr_hugepages)\n"
+	"      --populate          fault all of RAM in at start (MAP_POPULATE)\n"
+	"      --boot linux64|pvh  entry: the 64-bit Linux boot protocol (default), or PVH\n"
+	"                          (32-bit, for ELF kernels with a XEN_ELFNOTE_PHYS32_ENTRY)\n"
+	"      --cache-dir DIR     where decompressed kernels are cached (default\n"
+	"                          $XDG_CACHE_HOME/lazyblk/vmlinux or ~/.cache/lazyblk/vmlinux)\n"
+	"  -- CMD ...              the command the built initramfs runs in the image\n"
+	"%s"
+	"  -h, --help              this text\n"
+	"\n"
+	"Guest ports: 0x440 boot timer (logged with the milliseconds since start), 0x441 exit\n"
+	"status, 0x64 <- 0xfe reset (ends the VM: reboot=k).\n";
+
+struct run_args {
+	struct blkd_engine_opts eo;
+	struct cli_remote rem;
+	struct vmm_opts vo;
+	const char *layout;
+	const char *disk_arg[VMM_MAX_DISKS];
+	unsigned ndisk_arg;
+	char **cmd;
+	int cmd_n;
+};
+
+static int parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-' || v < lo || v > hi)
+		return -EINVAL;
+	*out = (unsigned)v;
+	return 0;
+}
+
+/* Opens the disks: the image (when there is one), then every --disk. */
+static int run_open_disks(struct run_args *a, struct blkd_engine **e,
+			  struct vblk_backend *disks, unsigned *n)
+{
+	int ret;
+
+	*n = 0;
+	if (a->layout) {
+		a->eo.layout_path = a->layout;
+		if (blkd_engine_open(&a->eo, e))
+			return -EIO; /* it said why */
+		vblk_backend_engine(*e, &disks[(*n)++]);
+	}
+	for (unsigned i = 0; i < a->ndisk_arg; i++) {
+		char path[PATH_MAX];
+		const char *s = a->disk_arg[i];
+		size_t len = strlen(s);
+		bool ro = len > 3 && !strcmp(s + len - 3, ",ro");
+
+		snprintf(path, sizeof(path), "%.*s", (int)(ro ? len - 3 : len), s);
+		ret = vblk_backend_raw_open(path, ro, &disks[*n]);
+		if (ret) {
+			log_error("--disk %s: %s", path, strerror(-ret));
+			return ret;
+		}
+		(*n)++;
+	}
+	return 0;
+}
+
+/*
+ * The initramfs for an image without --initrd: built (or taken from the cache) by
+ * vmm-glue/initramfs, running CMD (or the image's entrypoint) from /dev/vda.
+ */
+static int run_initramfs(struct run_args *a, char *path, size_t len)
+{
+	char err[256] = "";
+	struct initramfs_opts io = {
+		.kernel = a->vo.kernel,
+		.argv = (const char *const *)a->cmd,
+		.argc = (size_t)a->cmd_n,
+		.err = err,
+		.err_len = sizeof(err),
+	};
+	int ret = initramfs_build(&io, path, len);
+
+	if (ret)
+		log_error("initramfs: %s", err[0] ? err : strerror(-ret));
+	return ret;
+}
+
+static int run_vm(struct run_args *a)
+{
+	struct vblk_backend disks[VMM_MAX_DISKS];
+	struct blkd_engine *e = NULL;
+	char initrd[PATH_MAX];
+	unsigned n = 0;
+	int ret, status = 0;
+
+	signal(SIGPIPE, SIG_IGN); /* a closed stdout must not kill the VM's disk writes */
+	if (a->layout && !a->vo.initrd) {
+		if (run_initramfs(a, initrd, sizeof(initrd)))
+			return 1;
+		a->vo.initrd = initrd;
+	}
+	ret = run_open_disks(a, &e, disks, &n);
+	if (!ret) {
+		a->vo.disks = disks;
+		a->vo.ndisks = n;
+		ret = vmm_run(&a->vo, &status);
+	}
+	for (unsigned i = a->layout ? 1 : 0; i < n; i++)
+		vblk_backend_raw_close(&disks[i]);
+	if (e) {
+		int f = blkd_engine_flush(e);
+
+		if (f && !ret) {
+			log_error("flush: %s", strerror(-f));
+			ret = f;
+		}
+		blkd_engine_close(e);
+	}
+	return ret ? 1 : status;
+}
+
+int cmd_run(int argc, char **argv)
+{
+	enum { O_OVERLAY = 256, O_INITRD, O_APPEND, O_CPUS, O_MEM, O_DISK, O_HUGE, O_POP,
+	       O_BOOT, O_CACHE };
+	static const struct option opts[] = {
+		{ "store", required_argument, NULL, 's' },
+		{ "overlay", required_argument, NULL, O_OVERLAY },
+		{ "kernel", required_argument, NULL, 'k' },
+		{ "initrd", required_argument, NULL, O_INITRD },
+		{ "append", required_argument, NULL, O_APPEND },
+		{ "cpus", required_argument, NULL, O_CPUS },
+		{ "mem", required_argument, NULL, O_MEM },
+		{ "disk", required_argument, NULL, O_DISK },
+		{ "hugepages", no_argument, NULL, O_HUGE },
+		{ "populate", no_argument, NULL, O_POP },
+		{ "boot", required_argument, NULL, O_BOOT },
+		{ "cache-dir", required_argument, NULL, O_CACHE },
+		CLI_REMOTE_OPTIONS,
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct run_args a = { 0 };
+	unsigned mib = RUN_MEM_DEFAULT_MIB;
+	int c, r, nopt = argc;
+
+	clock_gettime(CLOCK_MONOTONIC, &a.vo.t0);
+	a.vo.ncpus = 1;
+	a.vo.boot = BOOT_LINUX64;
+	a.vo.in_fd = STDIN_FILENO;
+	a.vo.out_fd = STDOUT_FILENO;
+	/* everything after "--" is the guest's command, never options of ours */
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--")) {
+			nopt = i;
+			a.cmd = argv + i + 1;
+			a.cmd_n = argc - i - 1;
+			break;
+		}
+	}
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(nopt, argv, ":s:k:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 's': a.eo.store_dir = optarg; break;
+		case O_OVERLAY: a.eo.overlay_path = optarg; break;
+		case 'k': a.vo.kernel = optarg; break;
+		case O_INITRD: a.vo.initrd = optarg; break;
+		case O_APPEND: a.vo.append = optarg; break;
+		case O_CPUS:
+			if (parse_uint(optarg, 1, CPU_MAX, &a.vo.ncpus))
+				return cli_usage_error("bad --cpus '%s' (want 1..%u)", optarg, CPU_MAX);
+			break;
+		case O_MEM:
+			if (parse_uint(optarg, RUN_MEM_MIN_MIB, RUN_MEM_MAX_MIB, &mib))
+				return cli_usage_error("bad --mem '%s' (want MiB, %u..%u)", optarg,
+						       RUN_MEM_MIN_MIB, RUN_MEM_MAX_MIB);
+			break;
+		case O_DISK:
+			if (a.ndisk_arg >= VMM_MAX_DISKS - 1)
+				return cli_usage_error("too many --disk (at most %u)",
+						       VMM_MAX_DISKS - 1);
+			if (!optarg[0] || !strcmp(optarg, ",ro"))
+				return cli_usage_error("bad --disk '%s' (want FILE[,ro])", optarg);
+			a.disk_arg[a.ndisk_arg++] = optarg;
+			break;
+		case O_HUGE: a.vo.hugepages = true; break;
+		case O_POP: a.vo.populate = true; break;
+		case O_BOOT:
+			if (!strcmp(optarg, "linux64"))
+				a.vo.boot = BOOT_LINUX64;
+			else if (!strcmp(optarg, "pvh"))
+				a.vo.boot = BOOT_PVH;
+			else
+				return cli_usage_error("bad --boot '%s' (want linux64 or pvh)", optarg);
+			break;
+		case O_CACHE: a.vo.cache_dir = optarg; break;
+		case 'h': printf(run_usage, cli_remote_help); return 0;
+		default:
+			r = cli_remote_option(&a.rem, c, optarg);
+			if (r < 0)
+				return EXIT_USAGE;
+			if (!r)
+				return cli_bad_option("run", argv, c);
+		}
+	}
+	if (optind < nopt)
+		a.layout = argv[optind];
+	if (optind + 1 < nopt)
+		return cli_usage_error("unexpected argument '%s'", argv[optind + 1]);
+	if (!a.vo.kernel)
+		return cli_usage_error("missing --kernel FILE (see lazyblk run --help)");
+	if (a.layout && !a.eo.store_dir)
+		return cli_usage_error("missing --store DIR");
+	if (!a.layout && (a.eo.store_dir || a.eo.overlay_path || a.rem.url))
+		return cli_usage_error("--store, --overlay and --remote need IMAGE.layout");
+	if (!a.layout && a.cmd_n)
+		return cli_usage_error("-- CMD needs IMAGE.layout (the command runs in the image)");
+	if (a.layout && a.vo.initrd && a.cmd_n)
+		return cli_usage_error("-- CMD needs the built initramfs: drop --initrd");
+	if (a.rem.cache_size && !a.rem.url)
+		return cli_usage_error("--cache-size needs --remote");
+	if (a.vo.hugepages && mib % 2)
+		return cli_usage_error("--hugepages needs --mem in whole 2 MiB pages");
+	a.vo.mem = (uint64_t)mib << 20;
+	a.eo.remote_url = a.rem.url;
+	a.eo.cache_size = a.rem.cache_size;
+	a.eo.fetch_concurrency = a.rem.concurrency;
+	a.eo.fetch_timeout_ms = a.rem.timeout_ms;
+	a.eo.fetch_retries = a.rem.retries;
+	return run_vm(&a);
+}

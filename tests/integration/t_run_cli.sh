@@ -1,0 +1,138 @@
+#!/bin/bash
+# lazyblk run: --help, usage errors, kernels that are not kernels; then (with a usable
+# /dev/kvm) tiny guests assembled here: console output, the exit-status port, the boot
+# timer, i8042 reset, halt detection, and an emulation failure ending the run cleanly.
+. "$(dirname "$0")/lib/common.sh"
+
+out=$("$LAZYBLK" run --help)
+echo "$out" | grep -q "^usage: lazyblk run IMAGE.layout --store DIR" || die "run --help: $out"
+for opt in --kernel --initrd --append --cpus --mem --disk --hugepages --populate --boot \
+           --cache-dir --remote; do
+  echo "$out" | grep -q -- "$opt" || die "run --help lacks $opt"
+done
+
+printf 'not a kernel\n' >"$T/text"
+expect_usage() {  # NAME WANT ARGS...: exit status 2 and one line
+  local name=$1 want=$2; shift 2
+  expect_error "$name" "$want" -- "$LAZYBLK" run "$@"
+  local rc=0; "$LAZYBLK" run "$@" >/dev/null 2>&1 || rc=$?
+  [ $rc -eq 2 ] || die "$name: exit $rc, want 2"
+}
+expect_usage "missing --kernel" "missing --kernel" --mem 64
+expect_usage "missing --kernel with image" "missing --kernel" img.layout --store "$T/s"
+expect_usage "--cpus 0" "bad --cpus '0'" --kernel "$T/text" --cpus 0
+expect_usage "--cpus 65" "bad --cpus '65'" --kernel "$T/text" --cpus 65
+expect_usage "--cpus abc" "bad --cpus 'abc'" --kernel "$T/text" --cpus abc
+expect_usage "--mem 0" "bad --mem '0'" --kernel "$T/text" --mem 0
+expect_usage "--mem 2" "bad --mem '2'" --kernel "$T/text" --mem 2
+expect_usage "--mem -5" "bad --mem '-5'" --kernel "$T/text" --mem -5
+expect_usage "--mem 1G" "bad --mem '1G'" --kernel "$T/text" --mem 1G
+expect_usage "--mem huge" "bad --mem" --kernel "$T/text" --mem 99999999999
+expect_usage "--boot" "bad --boot 'bios'" --kernel "$T/text" --boot bios
+expect_usage "--store without image" "need IMAGE.layout" --kernel "$T/text" --store "$T/s"
+expect_usage "image without --store" "missing --store" img.layout --kernel "$T/text"
+expect_usage "CMD without image" "-- CMD needs IMAGE.layout" --kernel "$T/text" -- /bin/true
+expect_usage "two images" "unexpected argument" a.layout b.layout --store "$T/s" --kernel k
+expect_usage "bad --disk" "bad --disk" --kernel "$T/text" --disk ,ro
+expect_usage "unknown option" "unknown option '--bogus'" --kernel "$T/text" --bogus
+expect_usage "--kernel without argument" "option '--kernel' needs an argument" --kernel
+
+if [ ! -r /dev/kvm ] || [ ! -w /dev/kvm ]; then
+  skip "no usable /dev/kvm: only the command-line checks ran"
+fi
+
+expect_error "missing kernel" "No such file or directory" -- \
+  "$LAZYBLK" run --kernel "$T/missing" --mem 16
+expect_error "directory as kernel" "kernel $T" -- "$LAZYBLK" run --kernel "$T" --mem 16
+expect_error "text as kernel" "not a kernel (neither a bzImage nor an ELF vmlinux)" -- \
+  "$LAZYBLK" -q run --kernel "$T/text" --mem 16
+# a bzImage cut short: the setup header is there, the payload is not
+{ head -c 512 /dev/zero | tr '\0' '\1'; } >"$T/short"
+printf '\x55\xaa\xeb\x6aHdrS\x0f\x02' | dd of="$T/short" bs=1 seek=$((0x1fe)) conv=notrunc 2>/dev/null
+printf '\x01' | dd of="$T/short" bs=1 seek=$((0x236)) conv=notrunc 2>/dev/null  # XLF_KERNEL_64
+dd if=/dev/zero of="$T/short" bs=1 count=1 seek=2047 conv=notrunc 2>/dev/null
+expect_error "truncated bzImage" "truncated" -- \
+  "$LAZYBLK" -q run --kernel "$T/short" --mem 16
+expect_error "missing --disk" "--disk $T/nodisk" -- \
+  "$LAZYBLK" -q run --kernel "$T/text" --disk "$T/nodisk"
+
+command -v gcc >/dev/null && command -v ld >/dev/null || skip "no gcc/ld to build the tiny guests"
+guest() {  # NAME: assemble $T/NAME.S (64-bit code entered at 0x200000) into $T/NAME.elf
+  gcc -c "$T/$1.S" -o "$T/$1.o" && ld -static -nostdlib -Ttext=0x200000 -e _start \
+    "$T/$1.o" -o "$T/$1.elf" || die "cannot build guest $1"
+}
+cat >"$T/hello.S" <<'G'
+	.globl _start
+_start:	movw $0x440, %dx
+	movb $42, %al
+	outb %al, %dx
+	leaq msg(%rip), %rsi
+	movw $0x3f8, %dx
+1:	lodsb
+	testb %al, %al
+	jz 2f
+	outb %al, %dx
+	jmp 1b
+2:	movw $0x441, %dx
+	movb $7, %al
+	outb %al, %dx
+	cli
+	hlt
+	jmp 2b
+msg:	.asciz "hello from the guest\n"
+G
+cat >"$T/reset.S" <<'G'
+	.globl _start
+_start:	movb $0xfe, %al
+	outb %al, $0x64
+1:	jmp 1b
+G
+cat >"$T/xrstor.S" <<'G'
+	.globl _start
+_start:	movq %cr4, %rax
+	orq $(1 << 18), %rax
+	movq %rax, %cr4
+	xorl %ecx, %ecx
+	movl $3, %eax
+	xorl %edx, %edx
+	xsetbv
+	leaq area(%rip), %rdi
+	movl $3, %eax
+	xorl %edx, %edx
+	xrstor (%rdi)
+	cli
+	hlt
+	.balign 64
+area:	.zero 1024
+G
+for g in hello reset xrstor; do guest $g; done
+
+rc=0
+"$LAZYBLK" run --kernel "$T/hello.elf" --mem 16 </dev/null >"$T/out" 2>"$T/err" || rc=$?
+[ $rc -eq 7 ] || { cat "$T/err"; die "hello: exit $rc, want 7 (the exit-status port)"; }
+grep -qx "hello from the guest" "$T/out" || die "hello: console output: $(cat "$T/out")"
+grep -Eq "^lazyblk: run: boot-timer: 42 at [0-9.]+ ms$" "$T/err" || die "no boot-timer line: $(cat "$T/err")"
+echo "ok: hello guest -> exit 7, console and boot timer"
+
+rc=0
+"$LAZYBLK" run --kernel "$T/hello.elf" --mem 64 --cpus 4 --populate </dev/null >"$T/out" 2>"$T/err" || rc=$?
+[ $rc -eq 7 ] || { cat "$T/err"; die "hello on 4 vCPUs: exit $rc, want 7"; }
+echo "ok: 4 vCPUs (the APs never started count as halted)"
+
+rc=0
+timeout 60 "$LAZYBLK" -q run --kernel "$T/reset.elf" --mem 16 </dev/null >"$T/out" 2>"$T/err" || rc=$?
+[ $rc -eq 0 ] || { cat "$T/err"; die "reset: exit $rc, want 0"; }
+echo "ok: i8042 reset ends the VM"
+
+if ! grep -qwE 'vmx|svm' /proc/cpuinfo; then
+  rc=0
+  timeout 60 "$LAZYBLK" run --kernel "$T/xrstor.elf" --mem 16 </dev/null >"$T/out" 2>"$T/err" || rc=$?
+  [ $rc -eq 1 ] || { cat "$T/err"; die "xrstor: exit $rc, want 1"; }
+  grep -q "^lazyblk: run: no hardware virtualization (no vmx/svm in /proc/cpuinfo)" "$T/err" ||
+    die "no software-KVM notice: $(cat "$T/err")"
+  grep -q "^lazyblk: run: vCPU 0: KVM internal error: emulation failure at rip 0x.*KVM here is a software implementation" "$T/err" ||
+    die "emulation failure not reported: $(cat "$T/err")"
+  [ "$(wc -l <"$T/err")" -eq 2 ] || die "xrstor: more than the notice and the error: $(cat "$T/err")"
+  echo "ok: emulation failure -> $(tail -1 "$T/err")"
+fi
+echo "run cli: ok"

@@ -1,0 +1,658 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests for vmm-glue/initramfs: a fake kernel (synthetic bzImage setup header) with a
+ * fake lib/modules/VER next to it (dummy ELF modules with .modinfo, some .ko.xz / .ko.zst),
+ * built into a cpio that is read back with libarchive: entries, modes, module order,
+ * decompression, the command's quoting, the cache, and the errors for bad inputs.
+ */
+#include "helpers.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <zstd.h>
+
+#include "../../common/fsutil.h"
+#include "../../vmm-glue/initramfs.h"
+
+#define VER "6.1.0-99-test-amd64"
+
+struct fx {
+	char dir[PATH_MAX];
+	char kernel[PATH_MAX];   /* DIR/root/boot/vmlinuz-VER */
+	char mods[PATH_MAX];     /* DIR/root/lib/modules/VER */
+	char busybox[PATH_MAX];
+	char cache[PATH_MAX];
+	char err[512];
+	char out[PATH_MAX];
+};
+
+/* ------------------------------------------------------------------ fixtures */
+
+static void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
+static void put32(uint8_t *p, uint32_t v) { put16(p, (uint16_t)v); put16(p + 2, (uint16_t)(v >> 16)); }
+static void put64(uint8_t *p, uint64_t v) { put32(p, (uint32_t)v); put32(p + 4, (uint32_t)(v >> 32)); }
+
+/* A relocatable ELF64 with sections: null, .text (a marker), .modinfo, .shstrtab. */
+static size_t fake_module(uint8_t *out, const char *name, const char *depends,
+			  const char *softdep)
+{
+	char info[512];
+	size_t il = 0, off;
+	static const char shstr[] = "\0.text\0.modinfo\0.shstrtab";
+	char text[64] = { 0 };
+
+	il += (size_t)snprintf(info + il, sizeof(info) - il, "license=GPL") + 1;
+	if (softdep)
+		il += (size_t)snprintf(info + il, sizeof(info) - il, "softdep=%s", softdep) + 1;
+	il += (size_t)snprintf(info + il, sizeof(info) - il, "depends=%s", depends) + 1;
+	il += (size_t)snprintf(info + il, sizeof(info) - il, "name=%s", name) + 1;
+	snprintf(text, sizeof(text), "module body of %s", name);
+
+	memset(out, 0, 4096);
+	memcpy(out, "\x7f" "ELF\x02\x01\x01", 7);
+	put16(out + 16, 1);           /* ET_REL */
+	put16(out + 18, 62);
+	put32(out + 20, 1);
+	put16(out + 52, 64);
+	put16(out + 58, 64);          /* e_shentsize */
+	put16(out + 60, 4);           /* e_shnum */
+	put16(out + 62, 3);           /* e_shstrndx */
+	off = 64;
+	memcpy(out + off, text, sizeof(text));
+	size_t text_off = off;
+	off += sizeof(text);
+	memcpy(out + off, info, il);
+	size_t info_off = off;
+	off += il;
+	memcpy(out + off, shstr, sizeof(shstr));
+	size_t str_off = off;
+	off += sizeof(shstr);
+	off = (off + 7) & ~(size_t)7;
+	put64(out + 40, off);         /* e_shoff */
+	uint8_t *sh = out + off;
+	/* [1] .text */
+	put32(sh + 64 + 0, 1);
+	put32(sh + 64 + 4, 1);
+	put64(sh + 64 + 24, text_off);
+	put64(sh + 64 + 32, sizeof(text));
+	/* [2] .modinfo */
+	put32(sh + 128 + 0, 7);
+	put32(sh + 128 + 4, 1);
+	put64(sh + 128 + 24, info_off);
+	put64(sh + 128 + 32, il);
+	/* [3] .shstrtab */
+	put32(sh + 192 + 0, 16);
+	put32(sh + 192 + 4, 3);
+	put64(sh + 192 + 24, str_off);
+	put64(sh + 192 + 32, sizeof(shstr));
+	return off + 4 * 64;
+}
+
+static size_t xz_compress(const uint8_t *in, size_t len, uint8_t *out, size_t cap)
+{
+	struct archive *a = archive_write_new();
+	struct archive_entry *e = archive_entry_new();
+	size_t used = 0;
+
+	assert_non_null(a);
+	assert_int_equal(archive_write_set_format_raw(a), ARCHIVE_OK);
+	assert_int_equal(archive_write_add_filter_xz(a), ARCHIVE_OK);
+	assert_int_equal(archive_write_set_bytes_per_block(a, 0), ARCHIVE_OK);
+	assert_int_equal(archive_write_open_memory(a, out, cap, &used), ARCHIVE_OK);
+	archive_entry_set_pathname(e, "m");
+	archive_entry_set_filetype(e, AE_IFREG);
+	archive_entry_set_size(e, (la_int64_t)len);
+	assert_int_equal(archive_write_header(a, e), ARCHIVE_OK);
+	assert_int_equal(archive_write_data(a, in, len), (la_ssize_t)len);
+	assert_int_equal(archive_write_close(a), ARCHIVE_OK);
+	archive_write_free(a);
+	archive_entry_free(e);
+	return used;
+}
+
+struct fmod {
+	const char *file;      /* relative to the modules dir */
+	const char *name, *depends, *softdep;
+};
+
+/* The fake kernel's modules: deliberately listed in an order that is not the load order. */
+static const struct fmod fmods[] = {
+	{ "kernel/drivers/block/virtio_blk.ko", "virtio_blk", "virtio,virtio_ring", "pre: crc-thing" },
+	{ "kernel/drivers/virtio/virtio_pci.ko.zst", "virtio_pci", "virtio_pci_modern_dev,virtio,virtio_ring", NULL },
+	{ "kernel/drivers/virtio/virtio_mmio.ko", "virtio_mmio", "virtio,virtio_ring", NULL },
+	{ "kernel/drivers/virtio/virtio_pci_modern_dev.ko.xz", "virtio_pci_modern_dev", "", NULL },
+	{ "kernel/drivers/virtio/virtio.ko.xz", "virtio", "virtio_ring", NULL },
+	{ "kernel/drivers/virtio/virtio_ring.ko", "virtio_ring", "", NULL },
+	{ "kernel/lib/crc-thing.ko.zst", "crc_thing", "", NULL },
+	{ "kernel/net/unrelated.ko", "unrelated", "virtio", NULL },
+};
+#define N_FMODS (sizeof(fmods) / sizeof(fmods[0]))
+
+static void write_module(struct fx *f, const struct fmod *m)
+{
+	uint8_t elf[4096], z[8192];
+	size_t n = fake_module(elf, m->name, m->depends, m->softdep), zn;
+	size_t l = strlen(m->file);
+	char p[PATH_MAX], d[PATH_MAX];
+
+	path_fmt(p, "%s/%s", f->mods, m->file);
+	snprintf(d, sizeof(d), "%s", p);
+	*strrchr(d, '/') = 0;
+	assert_int_equal(fs_mkdir_p(d, 0755), 0);
+	if (!strcmp(m->file + l - 3, ".xz")) {
+		zn = xz_compress(elf, n, z, sizeof(z));
+		write_file(p, z, zn);
+	} else if (!strcmp(m->file + l - 4, ".zst")) {
+		zn = ZSTD_compress(z, sizeof(z), elf, n, 3);
+		assert_false(ZSTD_isError(zn));
+		write_file(p, z, zn);
+	} else {
+		write_file(p, elf, n);
+	}
+}
+
+static void write_kernel(const char *path, const char *ver)
+{
+	uint8_t k[0x2000];
+
+	memset(k, 0x90, sizeof(k));
+	k[0x1f1] = 4;
+	memcpy(k + 0x202, "HdrS", 4);
+	put16(k + 0x206, 0x020f);
+	put16(k + 0x20e, 0x400);
+	snprintf((char *)k + 0x600, 200, "%s (builder@example) #1 SMP Debian", ver);
+	write_file(path, k, sizeof(k));
+}
+
+/* A static (no PT_INTERP) or dynamic ELF executable standing in for busybox. */
+static void write_busybox(const char *path, bool dynamic)
+{
+	uint8_t b[4096];
+
+	memset(b, 0, sizeof(b));
+	memcpy(b, "\x7f" "ELF\x02\x01\x01", 7);
+	put16(b + 16, 2);
+	put16(b + 18, 62);
+	put64(b + 32, 64);
+	put16(b + 54, 56);
+	put16(b + 56, 2);
+	put32(b + 64, 1);                        /* PT_LOAD */
+	put32(b + 64 + 56, dynamic ? 3 : 4);     /* PT_INTERP or PT_NOTE */
+	memcpy(b + 1024, "fake busybox", 12);
+	write_file(path, b, sizeof(b));
+}
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	char p[PATH_MAX];
+
+	assert_non_null(f);
+	tmpdir_make(f->dir);
+	path_fmt(p, "%s/root/boot", f->dir);
+	assert_int_equal(fs_mkdir_p(p, 0755), 0);
+	path_fmt(f->kernel, "%s/root/boot/vmlinuz-" VER, f->dir);
+	path_fmt(f->mods, "%s/root/lib/modules/" VER, f->dir);
+	path_fmt(f->busybox, "%s/busybox", f->dir);
+	path_fmt(f->cache, "%s/cache", f->dir);
+	assert_int_equal(fs_mkdir_p(f->mods, 0755), 0);
+	write_kernel(f->kernel, VER);
+	write_busybox(f->busybox, false);
+	for (size_t i = 0; i < N_FMODS; i++)
+		write_module(f, &fmods[i]);
+	path_fmt(p, "%s/modules.builtin", f->mods);
+	write_file(p, "kernel/fs/ext4/ext4.ko\nkernel/fs/jbd2/jbd2.ko\n", 45);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+
+	rm_rf(f->dir);
+	free(f);
+	return 0;
+}
+
+static struct initramfs_opts base_opts(struct fx *f, const char *const *argv, size_t argc)
+{
+	struct initramfs_opts o = {
+		.kernel = f->kernel,
+		.busybox = f->busybox,
+		.cache_dir = f->cache,
+		.argv = argv,
+		.argc = argc,
+		.err = f->err,
+		.err_len = sizeof(f->err),
+	};
+	return o;
+}
+
+/* ------------------------------------------------------------------ reading back */
+
+struct ent {
+	char path[256];
+	mode_t type, perm;
+	char link[64];
+	unsigned rmaj, rmin;
+	uint8_t *data;
+	size_t len;
+};
+
+struct cpio_rd {
+	struct ent e[128];
+	size_t n;
+};
+
+static void read_cpio(const char *path, struct cpio_rd *r, bool gz)
+{
+	struct archive *a = archive_read_new();
+	struct archive_entry *e;
+
+	memset(r, 0, sizeof(*r));
+	archive_read_support_format_cpio(a);
+	archive_read_support_filter_all(a);
+	assert_int_equal(archive_read_open_filename(a, path, 65536), ARCHIVE_OK);
+	while (archive_read_next_header(a, &e) == ARCHIVE_OK) {
+		struct ent *x = &r->e[r->n++];
+		la_int64_t size = archive_entry_filetype(e) == AE_IFREG ? archive_entry_size(e) : 0;
+
+		assert_true(r->n < 128);
+		snprintf(x->path, sizeof(x->path), "%s", archive_entry_pathname(e));
+		x->type = archive_entry_filetype(e);
+		x->perm = archive_entry_perm(e);
+		if (archive_entry_symlink(e))
+			snprintf(x->link, sizeof(x->link), "%s", archive_entry_symlink(e));
+		x->rmaj = archive_entry_rdevmajor(e);
+		x->rmin = archive_entry_rdevminor(e);
+		assert_int_equal(archive_entry_uid(e), 0);
+		x->data = malloc((size_t)size + 1);
+		assert_non_null(x->data);
+		if (size)
+			assert_int_equal(archive_read_data(a, x->data, (size_t)size), size);
+		x->data[size] = 0;
+		x->len = (size_t)size;
+	}
+	assert_int_equal(archive_filter_count(a), gz ? 2 : 1);
+	if (gz)
+		assert_int_equal(archive_filter_code(a, 0), ARCHIVE_FILTER_GZIP);
+	archive_read_free(a);
+}
+
+static void free_cpio(struct cpio_rd *r)
+{
+	for (size_t i = 0; i < r->n; i++)
+		free(r->e[i].data);
+}
+
+static const struct ent *find(const struct cpio_rd *r, const char *path)
+{
+	for (size_t i = 0; i < r->n; i++)
+		if (!strcmp(r->e[i].path, path))
+			return &r->e[i];
+	fail_msg("no %s in the cpio", path);
+	return NULL;
+}
+
+static bool has(const struct cpio_rd *r, const char *path)
+{
+	for (size_t i = 0; i < r->n; i++)
+		if (!strcmp(r->e[i].path, path))
+			return true;
+	return false;
+}
+
+/* ------------------------------------------------------------------ tests */
+
+static void test_kernel_version(void **state)
+{
+	struct fx *f = *state;
+	char ver[128], p[PATH_MAX];
+	const char *why = NULL;
+	uint8_t elf[8192];
+
+	assert_int_equal(initramfs_kernel_version(f->kernel, ver, sizeof(ver), &why), 0);
+	assert_string_equal(ver, VER);
+
+	/* a vmlinux: the "Linux version" banner */
+	memset(elf, 0, sizeof(elf));
+	memcpy(elf, "\x7f" "ELF\x02\x01\x01", 7);
+	memcpy(elf + 3000, "Linux version 6.9.1-custom (me@host) #2", 39);
+	path_fmt(p, "%s/vmlinux", f->dir);
+	write_file(p, elf, sizeof(elf));
+	assert_int_equal(initramfs_kernel_version(p, ver, sizeof(ver), &why), 0);
+	assert_string_equal(ver, "6.9.1-custom");
+
+	/* not a kernel */
+	path_fmt(p, "%s/junk", f->dir);
+	write_file(p, "hello, this is not a kernel at all", 34);
+	assert_int_equal(initramfs_kernel_version(p, ver, sizeof(ver), &why), -ENOEXEC);
+	assert_non_null(strstr(why, "not a Linux kernel"));
+}
+
+static void test_build_contents(void **state)
+{
+	struct fx *f = *state;
+	const char *argv[] = { "/bin/sh", "-c", "echo 'hi there'; exit 7", "it's" };
+	struct initramfs_opts o = base_opts(f, argv, 4);
+	struct cpio_rd r;
+	const struct ent *e;
+	static const char *const order[] = { "virtio_pci_modern_dev", "virtio_ring", "virtio",
+					     "virtio_pci", "virtio_mmio", "crc_thing", "virtio_blk" };
+	char want[512] = "";
+	size_t pos;
+
+	if (initramfs_build(&o, f->out, sizeof(f->out)))
+		fail_msg("build: %s", f->err);
+	assert_non_null(strstr(f->out, f->cache));
+	read_cpio(f->out, &r, false);
+
+	e = find(&r, "init");
+	assert_int_equal(e->type, AE_IFREG);
+	assert_int_equal(e->perm, 0755);
+	assert_memory_equal(e->data, "#!/bin/sh\n", 10);
+	assert_non_null(strstr((char *)e->data, "lazyblk-exit: $rc"));
+	e = find(&r, "bin/busybox");
+	assert_int_equal(e->perm, 0755);
+	assert_int_equal(e->len, 4096);
+	assert_memory_equal(e->data + 1024, "fake busybox", 12);
+	for (const char *const *a = (const char *const[]){ "bin/sh", "bin/mount", "bin/insmod",
+							     "bin/chroot", "bin/reboot", NULL };
+	     *a; a++) {
+		e = find(&r, *a);
+		assert_int_equal(e->type, AE_IFLNK);
+		assert_string_equal(e->link, "busybox");
+	}
+	e = find(&r, "dev/console");
+	assert_int_equal(e->type, AE_IFCHR);
+	assert_int_equal(e->rmaj, 5);
+	assert_int_equal(e->rmin, 1);
+	for (const char *const *d = (const char *const[]){ "proc", "sys", "dev", "newroot", NULL };
+	     *d; d++)
+		assert_int_equal(find(&r, *d)->type, AE_IFDIR);
+	/* the helpers: tiny static ELF executables */
+	e = find(&r, "bin/lazyblk-outb");
+	assert_int_equal(e->perm, 0755);
+	assert_memory_equal(e->data, "\x7f" "ELF\x02\x01\x01", 7);
+	assert_true(e->len < 512);
+	assert_memory_equal(find(&r, "bin/lazyblk-exec")->data, "\x7f" "ELF", 4);
+
+	/* load order: dependencies (and soft pre-dependencies) first; nothing unneeded */
+	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+		strcat(want, order[i]);
+		strcat(want, "\n");
+	}
+	e = find(&r, "etc/lazyblk/modules");
+	assert_string_equal((char *)e->data, want);
+	assert_false(has(&r, "lib/modules/" VER "/unrelated.ko"));
+	assert_false(has(&r, "lib/modules/" VER "/ext4.ko")); /* built in */
+
+	/* modules are stored decompressed: .xz and .zst gave the original ELF back */
+	for (size_t i = 0; i < N_FMODS; i++) {
+		uint8_t elf[4096];
+		size_t n;
+		char p[PATH_MAX];
+
+		if (!strcmp(fmods[i].name, "unrelated"))
+			continue;
+		n = fake_module(elf, fmods[i].name, fmods[i].depends, fmods[i].softdep);
+		path_fmt(p, "lib/modules/" VER "/%s.ko", fmods[i].name);
+		e = find(&r, p);
+		assert_int_equal(e->len, n);
+		assert_memory_equal(e->data, elf, n);
+	}
+
+	/* the command, single-quoted for sh */
+	e = find(&r, "etc/lazyblk/cmd");
+	assert_string_equal((char *)e->data,
+			    "set -- '/bin/sh' '-c' 'echo '\\''hi there'\\''; exit 7' 'it'\\''s'\n");
+	e = find(&r, "etc/lazyblk/config");
+	assert_non_null(strstr((char *)e->data, "LZ_KVER='" VER "'\n"));
+	assert_non_null(strstr((char *)e->data, "LZ_ROOT='vda'\n"));
+	assert_non_null(strstr((char *)e->data, "LZ_CONSOLE='ttyS0'\n"));
+	assert_non_null(find(&r, "etc/lazyblk/stage2"));
+	/* the modules directory is listed before its files */
+	pos = 0;
+	for (size_t i = 0; i < r.n; i++) {
+		if (!strcmp(r.e[i].path, "lib/modules/" VER))
+			pos = i + 1;
+		else if (!strncmp(r.e[i].path, "lib/modules/" VER "/", strlen("lib/modules/" VER "/")))
+			assert_true(pos > 0);
+	}
+	assert_true(pos > 0);
+	free_cpio(&r);
+}
+
+static void test_cache(void **state)
+{
+	struct fx *f = *state;
+	const char *argv[] = { "/bin/true" };
+	const char *argv2[] = { "/bin/false" };
+	struct initramfs_opts o = base_opts(f, argv, 1);
+	char first[PATH_MAX], other[PATH_MAX];
+	struct stat st1, st2;
+	struct cpio_rd r;
+
+	assert_int_equal(initramfs_build(&o, first, sizeof(first)), 0);
+	assert_int_equal(stat(first, &st1), 0);
+	usleep(20000);
+	assert_int_equal(initramfs_build(&o, f->out, sizeof(f->out)), 0);
+	assert_string_equal(first, f->out);
+	assert_int_equal(stat(f->out, &st2), 0);
+	assert_int_equal(st1.st_ino, st2.st_ino);            /* reused, not rewritten */
+	assert_int_equal(st1.st_mtim.tv_nsec, st2.st_mtim.tv_nsec);
+
+	/* another command, another entry */
+	o.argv = argv2;
+	assert_int_equal(initramfs_build(&o, other, sizeof(other)), 0);
+	assert_string_not_equal(first, other);
+	/* a changed module changes the key */
+	o.argv = argv;
+	write_module(f, &(struct fmod){ "kernel/drivers/virtio/virtio_ring.ko", "virtio_ring",
+					"", "pre: nothing" });
+	assert_int_equal(initramfs_build(&o, f->out, sizeof(f->out)), 0);
+	assert_string_not_equal(first, f->out);
+	/* gzip */
+	o.gzip = true;
+	assert_int_equal(initramfs_build(&o, f->out, sizeof(f->out)), 0);
+	assert_non_null(strstr(f->out, ".cpio.gz"));
+	read_cpio(f->out, &r, true);
+	assert_non_null(find(&r, "init"));
+	free_cpio(&r);
+}
+
+static void test_modules_dep_and_override(void **state)
+{
+	struct fx *f = *state;
+	const char *argv[] = { "x" };
+	struct initramfs_opts o = base_opts(f, argv, 1);
+	char p[PATH_MAX], moved[PATH_MAX];
+	struct cpio_rd r;
+	static const char dep[] =
+		"kernel/drivers/virtio/virtio_ring.ko:\n"
+		"kernel/drivers/virtio/virtio.ko.xz: kernel/drivers/virtio/virtio_ring.ko\n"
+		"kernel/drivers/block/virtio_blk.ko: kernel/drivers/virtio/virtio.ko.xz "
+		"kernel/drivers/virtio/virtio_ring.ko\n"
+		"kernel/drivers/virtio/virtio_mmio.ko: kernel/drivers/virtio/virtio.ko.xz "
+		"kernel/drivers/virtio/virtio_ring.ko\n";
+
+	/* modules.dep (depmod ran) names the files: virtio_pci is not listed, so not used */
+	path_fmt(p, "%s/modules.dep", f->mods);
+	write_file(p, dep, strlen(dep));
+	if (initramfs_build(&o, f->out, sizeof(f->out)))
+		fail_msg("build: %s", f->err);
+	read_cpio(f->out, &r, false);
+	assert_string_equal((char *)find(&r, "etc/lazyblk/modules")->data,
+			    "virtio_ring\nvirtio\nvirtio_mmio\nvirtio_blk\n");
+	free_cpio(&r);
+	unlink(p);
+
+	/* --modules DIR: the VER directory itself, or its parent */
+	path_fmt(moved, "%s/elsewhere", f->dir);
+	assert_int_equal(fs_mkdir_p(moved, 0755), 0);
+	path_fmt(p, "%s/" VER, moved);
+	assert_int_equal(rename(f->mods, p), 0);
+	assert_int_equal(initramfs_build(&o, f->out, sizeof(f->out)), -ENOENT);
+	assert_non_null(strstr(f->err, "no modules for kernel " VER " next to"));
+	assert_non_null(strstr(f->err, "pass --modules DIR"));
+	o.modules_dir = moved;
+	if (initramfs_build(&o, f->out, sizeof(f->out)))
+		fail_msg("build with --modules parent: %s", f->err);
+	o.modules_dir = p;
+	if (initramfs_build(&o, f->out, sizeof(f->out)))
+		fail_msg("build with --modules VER dir: %s", f->err);
+	/* none: drivers built in, no modules at all */
+	o.modules_dir = "none";
+	assert_int_equal(initramfs_build(&o, f->out, sizeof(f->out)), 0);
+	read_cpio(f->out, &r, false);
+	assert_string_equal((char *)find(&r, "etc/lazyblk/modules")->data, "");
+	free_cpio(&r);
+	o.modules_dir = f->dir; /* no VER below, not a modules dir itself */
+	assert_int_equal(initramfs_build(&o, f->out, sizeof(f->out)), -ENOENT);
+	assert_non_null(strstr(f->err, "no kernel modules for " VER));
+	assert_int_equal(rename(p, f->mods), 0);
+}
+
+static void test_bad_inputs(void **state)
+{
+	struct fx *f = *state;
+	const char *argv[] = { "x" };
+	struct initramfs_opts o = base_opts(f, argv, 1);
+	char p[PATH_MAX], keep[PATH_MAX];
+
+	/* a dependency that is neither a module nor built in */
+	path_fmt(p, "%s/kernel/drivers/virtio/virtio_ring.ko", f->mods);
+	path_fmt(keep, "%s/ring.keep", f->dir);
+	assert_int_equal(rename(p, keep), 0);
+	assert_int_equal(initramfs_build(&o, f->out, sizeof(f->out)), -ENOENT);
+	assert_non_null(strstr(f->err, "module virtio needs virtio_ring, which is not in"));
+	/* ... unless it is built in */
+	path_fmt(p, "%s/modules.builtin", f->mods);
+	write_file(p, "kernel/fs/ext4/ext4.ko\nkernel/drivers/virtio/virtio_ring.ko\n", 60);
+	if (initramfs_build(&o, f->out, sizeof(f->out)))
+		fail_msg("build with virtio_ring built in: %s", f->err);
+	path_fmt(p, "%s/kernel/drivers/virtio/virtio_ring.ko", f->mods);
+	assert_int_equal(rename(keep, p), 0);
+	path_fmt(p, "%s/modules.builtin", f->mods);
+	write_file(p, "kernel/fs/ext4/ext4.ko\n", 23);
+
+	/* ext4 neither built in nor a module */
+	path_fmt(p, "%s/modules.builtin", f->mods);
+	write_file(p, "kernel/fs/jbd2/jbd2.ko\n", 23);
+	assert_int_equal(initramfs_build(&o, f->out, sizeof(f->out)), -ENOENT);
+	assert_non_null(strstr(f->err, "kernel " VER " has no ext4"));
+	write_file(p, "kernel/fs/ext4/ext4.ko\n", 23);
+
+	/* a corrupt compressed module */
+	path_fmt(p, "%s/kernel/drivers/virtio/virtio.ko.xz", f->mods);
+	path_fmt(keep, "%s/virtio.keep", f->dir);
+	assert_int_equal(rename(p, keep), 0);
+	write_file(p, "\xfd" "7zXZ\0garbage garbage garbage", 28);
+	assert_int_equal(initramfs_build(&o, f->out, sizeof(f->out)), -EILSEQ);
+	assert_non_null(strstr(f->err, "virtio.ko.xz: cannot decompress"));
+	assert_int_equal(rename(keep, p), 0);
+
+	/* not a bzImage */
+	path_fmt(p, "%s/notakernel", f->dir);
+	write_file(p, "MZ this is a PE file, or something", 34);
+	o.kernel = p;
+	assert_int_equal(initramfs_build(&o, f->out, sizeof(f->out)), -ENOEXEC);
+	assert_non_null(strstr(f->err, "not a Linux kernel"));
+	o.kernel = "/nonexistent/vmlinuz";
+	assert_int_equal(initramfs_build(&o, f->out, sizeof(f->out)), -ENOENT);
+	assert_non_null(strstr(f->err, "/nonexistent/vmlinuz: No such file"));
+	o.kernel = f->kernel;
+
+	/* a dynamically linked busybox */
+	path_fmt(p, "%s/busybox-dyn", f->dir);
+	write_busybox(p, true);
+	o.busybox = p;
+	assert_int_equal(initramfs_build(&o, f->out, sizeof(f->out)), -EINVAL);
+	assert_non_null(strstr(f->err, "is dynamically linked"));
+	o.busybox = f->busybox;
+
+	/* no command and no image config; a bad extra environment entry */
+	o.argc = 0;
+	assert_int_equal(initramfs_build(&o, f->out, sizeof(f->out)), -EINVAL);
+	assert_non_null(strstr(f->err, "no command given"));
+	o.argc = 1;
+	o.env = (const char *const[]){ "1BAD=x" };
+	o.n_env = 1;
+	assert_int_equal(initramfs_build(&o, f->out, sizeof(f->out)), -EINVAL);
+	assert_non_null(strstr(f->err, "bad environment entry '1BAD=x'"));
+}
+
+static void test_image_config(void **state)
+{
+	struct fx *f = *state;
+	static const char json[] =
+		"{\"architecture\":\"amd64\",\"config\":{\"Entrypoint\":[\"/entry\",\"--flag\"],"
+		"\"Cmd\":[\"serve\",\"a b\"],\"Env\":[\"PATH=/usr/bin:/bin\",\"A=x'y\",\"bad-name=1\"],"
+		"\"WorkingDir\":\"/srv\",\"User\":\"app:staff\"}}";
+	struct initramfs_image_config c;
+	struct initramfs_opts o = base_opts(f, NULL, 0);
+	const char *why = NULL;
+	struct cpio_rd r;
+	const char *data;
+
+	assert_int_equal(initramfs_config_parse(json, strlen(json), &c, &why), 0);
+	assert_int_equal(c.n_entrypoint, 2);
+	assert_int_equal(c.n_cmd, 2);
+	assert_int_equal(c.n_env, 3);
+	assert_string_equal(c.workdir, "/srv");
+	assert_string_equal(c.user, "app:staff");
+	o.image = &c;
+	o.env = (const char *const[]){ "EXTRA=1" };
+	o.n_env = 1;
+	if (initramfs_build(&o, f->out, sizeof(f->out)))
+		fail_msg("build: %s", f->err);
+	read_cpio(f->out, &r, false);
+	assert_string_equal((char *)find(&r, "etc/lazyblk/cmd")->data,
+			    "set -- '/entry' '--flag' 'serve' 'a b'\n");
+	assert_string_equal((char *)find(&r, "etc/lazyblk/env")->data,
+			    "export 'PATH=/usr/bin:/bin'\nexport 'A=x'\\''y'\nexport 'EXTRA=1'\n");
+	data = (char *)find(&r, "etc/lazyblk/config")->data;
+	assert_non_null(strstr(data, "LZ_WORKDIR='/srv'\n"));
+	assert_non_null(strstr(data, "LZ_USER='app:staff'\n"));
+	free_cpio(&r);
+
+	/* an explicit command replaces Entrypoint + Cmd; --user/--workdir override */
+	o.argv = (const char *const[]){ "/bin/sh" };
+	o.argc = 1;
+	o.user = "0";
+	o.workdir = "/";
+	assert_int_equal(initramfs_build(&o, f->out, sizeof(f->out)), 0);
+	read_cpio(f->out, &r, false);
+	assert_string_equal((char *)find(&r, "etc/lazyblk/cmd")->data, "set -- '/bin/sh'\n");
+	assert_non_null(strstr((char *)find(&r, "etc/lazyblk/config")->data, "LZ_USER='0'\n"));
+	free_cpio(&r);
+	initramfs_config_free(&c);
+
+	/* the inner object alone; an empty one; bad ones */
+	assert_int_equal(initramfs_config_parse("{\"Cmd\":[\"x\"]}", 13, &c, &why), 0);
+	assert_int_equal(c.n_cmd, 1);
+	initramfs_config_free(&c);
+	assert_int_equal(initramfs_config_parse("{}", 2, &c, &why), 0);
+	o.image = &c;
+	o.argc = 0;
+	assert_int_equal(initramfs_build(&o, f->out, sizeof(f->out)), -EINVAL);
+	assert_non_null(strstr(f->err, "image config has no Entrypoint or Cmd"));
+	initramfs_config_free(&c);
+	assert_int_equal(initramfs_config_parse("[1]", 3, &c, &why), -EINVAL);
+	assert_int_equal(initramfs_config_parse("{\"config\":{\"Cmd\":[1]}}", 22, &c, &why), -EINVAL);
+	assert_non_null(strstr(why, "wrong type"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_kernel_version, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_build_contents, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cache, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_modules_dep_and_override, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_inputs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_image_config, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Kernel loading and the boot-time memory contents (see README.md, "Guest-physical memory
+ * map"): a bzImage (setup header, host-side payload decompression — gzip, xz, lz4 legacy,
+ * zstd — with the vmlinux cached by the bzImage's sha256, or the bzImage's own 64-bit entry
+ * as the fallback), a vmlinux ELF (64-bit entry, or PVH through its Xen note), the initrd,
+ * the command line, boot_params (zero page) with its e820 table, the PVH start info, and
+ * the GDT and identity page tables. Parsers return -errno and set *why to a static text;
+ * boot_kernel_load() prints one error line.
+ */
+#ifndef LZ_VMM_BOOT_H
+#define LZ_VMM_BOOT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../blkd/gmem.h"
+
+#define BOOT_GDT_ADDR 0x500u
+#define BOOT_IDT_ADDR 0x520u
+#define BOOT_PVH_INFO_ADDR 0x6000u   /* hvm_start_info, then its memmap and modlist */
+#define BOOT_ZERO_PAGE_ADDR 0x7000u
+#define BOOT_PML4_ADDR 0x9000u
+#define BOOT_PDPT_ADDR 0xa000u
+#define BOOT_PD_ADDR 0xb000u         /* 4 PDs: 0xb000..0xefff, 0–4 GiB in 2 MiB pages */
+#define BOOT_CMDLINE_ADDR 0x20000u
+#define BOOT_CMDLINE_MAX 4096u       /* including the NUL */
+#define BOOT_EBDA_ADDR 0x9fc00u
+#define BOOT_ACPI_ADDR 0xe0000u
+#define BOOT_ACPI_MAX 0x20000u       /* up to 1 MiB */
+#define BOOT_HIMEM_ADDR 0x100000u    /* kernels and initrds go at or above this */
+#define BOOT_MMIO_HOLE 0xc0000000ull
+#define BOOT_MMIO_HOLE_END 0x100000000ull
+#define BOOT_VIRTIO_BASE 0xd0000000u
+#define BOOT_VIRTIO_GSI 5u
+
+#define BOOT_E820_MAX 128
+#define E820_RAM 1
+#define E820_RESERVED 2
+
+/* Default ceiling for a decompressed vmlinux (a decompression bomb is refused). */
+#define BOOT_VMLINUX_MAX (512ull << 20)
+
+enum boot_proto {
+	BOOT_LINUX64,  /* 64-bit Linux boot protocol: long mode, RSI = boot_params */
+	BOOT_PVH,      /* PVH: 32-bit protected mode, paging off, RBX = hvm_start_info */
+};
+
+struct e820_entry {
+	uint64_t addr, size;
+	uint32_t type;
+};
+
+/* A parsed bzImage (offsets into the file; nothing is copied). */
+struct bzimage {
+	uint8_t setup_sects;
+	uint16_t version;
+	uint8_t loadflags;
+	uint16_t xloadflags;
+	size_t hdr_len;          /* setup header bytes from 0x1f1 to copy into boot_params */
+	size_t pm_off, pm_len;   /* the protected-mode kernel (after the setup sectors) */
+	size_t payload_off, payload_len;  /* absolute in the file */
+	uint32_t initrd_addr_max, cmdline_size, init_size, kernel_alignment;
+	uint64_t pref_address;
+};
+
+/* What the loaded kernel needs from the rest of the boot. */
+struct boot_kernel {
+	enum boot_proto proto;
+	uint64_t entry;          /* guest-physical */
+	uint64_t lo, hi;         /* guest-physical range the kernel occupies (hi exclusive) */
+	uint8_t hdr[0x80];       /* setup header bytes from 0x1f1, when hdr_len > 0 */
+	size_t hdr_len;
+	uint32_t initrd_addr_max, cmdline_size;
+	const char *how;         /* "vmlinux ELF", "bzImage (zstd payload, cached)", ... */
+};
+
+struct boot_kernel_opts {
+	enum boot_proto proto;
+	const char *cache_dir;   /* NULL: $XDG_CACHE_HOME/lazyblk/vmlinux or ~/.cache/... */
+	uint64_t vmlinux_max;    /* 0: BOOT_VMLINUX_MAX */
+};
+
+/* bzimage.c */
+int bzimage_parse(const uint8_t *buf, size_t len, struct bzimage *bz, const char **why);
+/* The compressor named by the payload's magic ("gzip", ...) or NULL. */
+const char *bzimage_compression(const uint8_t *p, size_t len);
+/*
+ * Decompress a payload (the last 4 bytes: the uncompressed size, as Linux appends it) into
+ * a malloc'ed buffer of at most limit bytes. -EPROTONOSUPPORT unknown compressor, -EFBIG
+ * larger than limit, -EBADMSG corrupt.
+ */
+int bzimage_decompress(const uint8_t *p, size_t len, size_t limit, uint8_t **out,
+		       size_t *out_len, const char **why);
+/* Load the protected-mode kernel at its pref_address; entry = that + 0x200 (64-bit). */
+int bzimage_load_pm(const uint8_t *buf, size_t len, const struct bzimage *bz,
+		    const struct gmem *ram, struct boot_kernel *k, const char **why);
+
+/* elf.c */
+bool elf_is_elf(const uint8_t *buf, size_t len);
+/*
+ * Copy the PT_LOAD segments to their p_paddr (each wholly inside RAM at or above
+ * BOOT_HIMEM_ADDR: the VMM's own pages, ACPI and the MMIO hole are refused); k->entry is the
+ * 64-bit entry (e_entry, turned physical if it is a virtual address of a segment) or, for
+ * BOOT_PVH, the XEN_ELFNOTE_PHYS32_ENTRY note (-ENOEXEC without one).
+ */
+int elf_load(const uint8_t *buf, size_t len, const struct gmem *ram, enum boot_proto proto,
+	     struct boot_kernel *k, const char **why);
+/* The PVH entry from the ELF's notes: 0 and *entry, or -ENOENT. */
+int elf_pvh_entry(const uint8_t *buf, size_t len, uint64_t *entry);
+
+/* boot.c */
+/* Loads a bzImage or an ELF from path into ram; prints one error line on failure. */
+int boot_kernel_load(const char *path, const struct boot_kernel_opts *o,
+		     const struct gmem *ram, struct boot_kernel *k);
+/*
+ * Reads the initrd into RAM, page-aligned at the top of low RAM (below initrd_addr_max,
+ * above the kernel); prints one error line on failure.
+ */
+int boot_initrd_load(const char *path, const struct gmem *ram, const struct boot_kernel *k,
+		     uint64_t *addr, uint64_t *size);
+/* The e820 map for mem_size bytes of RAM (split around the MMIO hole): entry count. */
+unsigned boot_e820_build(uint64_t mem_size, struct e820_entry *e, unsigned max);
+/* append + " virtio_mmio.device=4K@0x...:GSI" per disk; -ENAMETOOLONG past max - 1. */
+int boot_cmdline_build(const char *append, unsigned ndisks, char *buf, size_t max);
+
+struct boot_layout {
+	uint64_t mem_size;
+	uint64_t cmdline_addr;
+	size_t cmdline_len;      /* without the NUL */
+	uint64_t initrd_addr, initrd_size;
+	uint64_t rsdp_addr;
+};
+/* The zero page (4096 bytes). */
+void boot_params_build(uint8_t zp[4096], const struct boot_kernel *k,
+		       const struct boot_layout *l);
+/* hvm_start_info (version 1) + memmap + modlist (initrd) at gpa BOOT_PVH_INFO_ADDR into buf. */
+size_t boot_pvh_build(uint8_t *buf, size_t len, const struct boot_layout *l);
+/* GDT (64-bit or 32-bit code segment per proto), IDT and, for Linux64, the page tables. */
+int boot_tables_setup(const struct gmem *ram, enum boot_proto proto);
+/* Everything below 1 MiB the VMM writes, and the rest of the boot data, in one call. */
+int boot_memory_setup(const struct gmem *ram, const struct boot_kernel *k,
+		      const struct boot_layout *l, const char *cmdline);
+
+#endif

@@ -1,0 +1,479 @@
+/* SPDX-License-Identifier: MIT */
+#include "cpu.h"
+
+#include <errno.h>
+#include <linux/kvm.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "../common/log.h"
+
+#define CPU_KICK_SIGNAL (SIGRTMIN + 1)
+
+#define CPUID_HV_BASE 0x40000000u
+#define CPUID_HV_FEATURES 0x40000001u
+#define CPUID_HV_TIMING 0x40000010u
+#define CPUID_APIC_BUS_KHZ 1000000u  /* KVM's local APIC timer runs at 1 GHz */
+
+#define MSR_IA32_TSC 0x10
+#define MSR_IA32_SYSENTER_CS 0x174
+#define MSR_IA32_SYSENTER_ESP 0x175
+#define MSR_IA32_SYSENTER_EIP 0x176
+#define MSR_IA32_MISC_ENABLE 0x1a0
+#define MSR_MTRR_DEF_TYPE 0x2ff
+#define MSR_STAR 0xc0000081
+#define MSR_LSTAR 0xc0000082
+#define MSR_CSTAR 0xc0000083
+#define MSR_SYSCALL_MASK 0xc0000084
+#define MSR_KERNEL_GS_BASE 0xc0000102
+
+#define X86_CR0_PE 0x1ull
+#define X86_CR0_ET 0x10ull
+#define X86_CR0_PG 0x80000000ull
+#define X86_CR4_PAE 0x20ull
+#define EFER_LME 0x100ull
+#define EFER_LMA 0x400ull
+#define X86_EFLAGS_IF 0x200ull
+
+#define APIC_LVT0 0x350
+#define APIC_LVT1 0x360
+#define APIC_MODE_NMI 0x4
+#define APIC_MODE_EXTINT 0x7
+
+static struct kvm_cpuid_entry2 *cpuid_find(struct kvm_cpuid2 *c, uint32_t fn, uint32_t idx)
+{
+	for (uint32_t i = 0; i < c->nent; i++)
+		if (c->entries[i].function == fn &&
+		    (!(c->entries[i].flags & KVM_CPUID_FLAG_SIGNIFCANT_INDEX) ||
+		     c->entries[i].index == idx))
+			return &c->entries[i];
+	return NULL;
+}
+
+static struct kvm_cpuid_entry2 *cpuid_add(struct kvm_cpuid2 *c, uint32_t cap, uint32_t fn)
+{
+	struct kvm_cpuid_entry2 *e = cpuid_find(c, fn, 0);
+
+	if (e || c->nent >= cap)
+		return e;
+	e = &c->entries[c->nent++];
+	memset(e, 0, sizeof(*e));
+	e->function = fn;
+	return e;
+}
+
+static int cpu_set_cpuid(struct kvm_vm *vm, struct vcpu *c, unsigned ncpus)
+{
+	static const char sig[12] = "KVMKVMKVM\0\0\0";
+	uint32_t cap = 256, extra = 4;
+	struct kvm_cpuid2 *cp = NULL;
+	struct kvm_cpuid_entry2 *e;
+	int khz, ret = 0;
+
+	for (;;) {
+		free(cp);
+		cp = calloc(1, sizeof(*cp) + (cap + extra) * sizeof(cp->entries[0]));
+		if (!cp)
+			return -ENOMEM;
+		cp->nent = cap;
+		if (!ioctl(vm->sys_fd, KVM_GET_SUPPORTED_CPUID, cp))
+			break;
+		if (errno != E2BIG || cap >= 4096) {
+			ret = -errno;
+			log_error("KVM_GET_SUPPORTED_CPUID: %s", strerror(errno));
+			free(cp);
+			return ret;
+		}
+		cap *= 2;
+	}
+	for (uint32_t i = 0; i < cp->nent; i++) {
+		e = &cp->entries[i];
+		switch (e->function) {
+		case 1:
+			/* initial APIC id, logical processor count, "running under a hypervisor" */
+			e->ebx = (e->ebx & 0xffff) | (c->id << 24) | ((ncpus & 0xff) << 16);
+			e->ecx |= 1u << 31;
+			break;
+		case 0xb:
+		case 0x1f:
+			e->edx = c->id; /* x2APIC id */
+			break;
+		default:
+			break;
+		}
+	}
+	khz = ioctl(c->fd, KVM_GET_TSC_KHZ, 0);
+	e = cpuid_add(cp, cap + extra, CPUID_HV_BASE);
+	/* KVM's signature: the guest then uses kvmclock and KVM's paravirt features */
+	memcpy(&e->ebx, sig, 4);
+	memcpy(&e->ecx, sig + 4, 4);
+	memcpy(&e->edx, sig + 8, 4);
+	e->eax = khz > 0 ? CPUID_HV_TIMING : CPUID_HV_FEATURES;
+	cpuid_add(cp, cap + extra, CPUID_HV_FEATURES); /* KVM's features, kept as they are */
+	if (khz > 0) {
+		e = cpuid_add(cp, cap + extra, CPUID_HV_TIMING);
+		e->eax = (uint32_t)khz;
+		e->ebx = CPUID_APIC_BUS_KHZ;
+		e->ecx = e->edx = 0;
+	}
+	if (ioctl(c->fd, KVM_SET_CPUID2, cp) < 0) {
+		ret = -errno;
+		log_error("vCPU %u: KVM_SET_CPUID2: %s", c->id, strerror(errno));
+	}
+	free(cp);
+	return ret;
+}
+
+static int cpu_set_msrs(struct vcpu *c)
+{
+	static const uint32_t idx[] = {
+		MSR_IA32_SYSENTER_CS, MSR_IA32_SYSENTER_ESP, MSR_IA32_SYSENTER_EIP, MSR_STAR,
+		MSR_LSTAR, MSR_CSTAR, MSR_KERNEL_GS_BASE, MSR_SYSCALL_MASK, MSR_IA32_TSC,
+		MSR_IA32_MISC_ENABLE, MSR_MTRR_DEF_TYPE,
+	};
+	const unsigned n = sizeof(idx) / sizeof(idx[0]);
+	struct {
+		struct kvm_msrs h;
+		struct kvm_msr_entry e[sizeof(idx) / sizeof(idx[0])];
+	} m = { 0 };
+	int ret;
+
+	m.h.nmsrs = n;
+	for (unsigned i = 0; i < n; i++) {
+		m.e[i].index = idx[i];
+		if (idx[i] == MSR_IA32_MISC_ENABLE)
+			m.e[i].data = 1;                /* fast strings */
+		else if (idx[i] == MSR_MTRR_DEF_TYPE)
+			m.e[i].data = (1u << 11) | 6;   /* MTRRs on, default write-back */
+	}
+	ret = ioctl(c->fd, KVM_SET_MSRS, &m);
+	if (ret < 0) {
+		log_error("vCPU %u: KVM_SET_MSRS: %s", c->id, strerror(errno));
+		return -errno;
+	}
+	if ((unsigned)ret < n) /* KVM stops at the first MSR it refuses: set the rest anyway */
+		log_debug("vCPU %u: KVM refused MSR 0x%x", c->id, idx[ret]);
+	return 0;
+}
+
+static int cpu_set_lapic(struct vcpu *c)
+{
+	struct kvm_lapic_state l;
+	uint32_t v;
+
+	if (ioctl(c->fd, KVM_GET_LAPIC, &l) < 0) {
+		log_error("vCPU %u: KVM_GET_LAPIC: %s", c->id, strerror(errno));
+		return -errno;
+	}
+	memcpy(&v, l.regs + APIC_LVT0, 4);
+	v = (v & ~0x700u) | APIC_MODE_EXTINT << 8;
+	memcpy(l.regs + APIC_LVT0, &v, 4);
+	memcpy(&v, l.regs + APIC_LVT1, 4);
+	v = (v & ~0x700u) | APIC_MODE_NMI << 8;
+	memcpy(l.regs + APIC_LVT1, &v, 4);
+	if (ioctl(c->fd, KVM_SET_LAPIC, &l) < 0) {
+		log_error("vCPU %u: KVM_SET_LAPIC: %s", c->id, strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+int cpu_create(struct kvm_vm *vm, unsigned id, unsigned ncpus, bool hw_virt, struct vcpu *c)
+{
+	struct kvm_fpu fpu = { .fcw = 0x37f, .mxcsr = 0x1f80 };
+	int ret;
+
+	memset(c, 0, sizeof(*c));
+	c->id = id;
+	c->hw_virt = hw_virt;
+	c->fd = ioctl(vm->vm_fd, KVM_CREATE_VCPU, (unsigned long)id);
+	if (c->fd < 0) {
+		ret = -errno;
+		log_error("vCPU %u: KVM_CREATE_VCPU: %s", id, strerror(errno));
+		return ret;
+	}
+	c->run_size = vm->vcpu_mmap_size;
+	c->run = mmap(NULL, (size_t)c->run_size, PROT_READ | PROT_WRITE, MAP_SHARED, c->fd, 0);
+	if (c->run == MAP_FAILED) {
+		ret = -errno;
+		c->run = NULL;
+		log_error("vCPU %u: mmap of kvm_run: %s", id, strerror(errno));
+		return ret;
+	}
+	ret = cpu_set_cpuid(vm, c, ncpus);
+	if (!ret)
+		ret = cpu_set_msrs(c);
+	if (!ret && ioctl(c->fd, KVM_SET_FPU, &fpu) < 0) {
+		ret = -errno;
+		log_error("vCPU %u: KVM_SET_FPU: %s", id, strerror(errno));
+	}
+	if (!ret)
+		ret = cpu_set_lapic(c);
+	return ret;
+}
+
+static void cpu_flat_seg(struct kvm_segment *s, uint16_t sel, uint8_t type, bool code64,
+			 bool db)
+{
+	memset(s, 0, sizeof(*s));
+	s->base = 0;
+	s->limit = 0xffffffff;
+	s->selector = sel;
+	s->type = type;
+	s->present = 1;
+	s->s = 1;
+	s->l = code64;
+	s->db = db;
+	s->g = 1;
+}
+
+int cpu_boot_regs(struct vcpu *c, enum boot_proto proto, uint64_t entry)
+{
+	struct kvm_sregs s;
+	struct kvm_regs r = { 0 };
+	bool lm = proto == BOOT_LINUX64;
+
+	if (ioctl(c->fd, KVM_GET_SREGS, &s) < 0) {
+		log_error("vCPU %u: KVM_GET_SREGS: %s", c->id, strerror(errno));
+		return -errno;
+	}
+	/* the GDT boot_tables_setup() wrote: 0x8 code, 0x10 data, 0x18 TSS */
+	cpu_flat_seg(&s.cs, 0x8, 0xb, lm, !lm);
+	cpu_flat_seg(&s.ds, 0x10, 0x3, false, true);
+	s.es = s.fs = s.gs = s.ss = s.ds;
+	cpu_flat_seg(&s.tr, 0x18, 0xb, false, false);
+	s.tr.s = 0;
+	s.gdt.base = BOOT_GDT_ADDR;
+	s.gdt.limit = 4 * 8 - 1;
+	s.idt.base = BOOT_IDT_ADDR;
+	s.idt.limit = 7;
+	if (lm) {
+		s.cr0 = X86_CR0_PE | X86_CR0_ET | X86_CR0_PG;
+		s.cr3 = BOOT_PML4_ADDR;
+		s.cr4 = X86_CR4_PAE;
+		s.efer = EFER_LME | EFER_LMA;
+		r.rsi = BOOT_ZERO_PAGE_ADDR;
+	} else {
+		s.cr0 = X86_CR0_PE | X86_CR0_ET;
+		s.cr3 = s.cr4 = 0;
+		s.efer = 0;
+		r.rbx = BOOT_PVH_INFO_ADDR;
+	}
+	r.rip = entry;
+	r.rsp = r.rbp = CPU_BOOT_STACK;
+	r.rflags = 0x2;
+	if (ioctl(c->fd, KVM_SET_SREGS, &s) < 0 || ioctl(c->fd, KVM_SET_REGS, &r) < 0) {
+		log_error("vCPU %u: KVM_SET_SREGS/REGS: %s", c->id, strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+static const char *cpu_suberror_name(uint32_t s)
+{
+	switch (s) {
+	case KVM_INTERNAL_ERROR_EMULATION: return "emulation failure";
+	case KVM_INTERNAL_ERROR_SIMUL_EX: return "simultaneous exceptions";
+	case KVM_INTERNAL_ERROR_DELIVERY_EV: return "event delivery failure";
+	case KVM_INTERNAL_ERROR_UNEXPECTED_EXIT_REASON: return "unexpected exit reason";
+	default: return "unknown suberror";
+	}
+}
+
+/* One line: the suberror, where, the instruction bytes if KVM gave them, and why. */
+static void cpu_internal_error(struct vcpu *c)
+{
+	struct kvm_run *run = c->run;
+	struct kvm_regs r;
+	char rip[40] = "", bytes[3 * 15 + 32] = "";
+	size_t n = 0;
+
+	if (!ioctl(c->fd, KVM_GET_REGS, &r))
+		snprintf(rip, sizeof(rip), " at rip 0x%llx", (unsigned long long)r.rip);
+	if (run->internal.suberror == KVM_INTERNAL_ERROR_EMULATION &&
+	    run->emulation_failure.ndata >= 3 &&
+	    (run->emulation_failure.flags & KVM_INTERNAL_ERROR_EMULATION_FLAG_INSTRUCTION_BYTES)) {
+		unsigned len = run->emulation_failure.insn_size;
+
+		n = (size_t)snprintf(bytes, sizeof(bytes), " (instruction bytes");
+		for (unsigned i = 0; i < len && i < 15; i++)
+			n += (size_t)snprintf(bytes + n, sizeof(bytes) - n, " %02x",
+					      run->emulation_failure.insn_bytes[i]);
+		snprintf(bytes + n, sizeof(bytes) - n, ")");
+	}
+	log_error("vCPU %u: KVM internal error: %s%s%s: %s", c->id,
+		  cpu_suberror_name(run->internal.suberror), rip, bytes,
+		  c->hw_virt ? "this KVM cannot run this guest" :
+			       "KVM here is a software implementation (no vmx/svm in /proc/cpuinfo) "
+			       "and cannot run this guest");
+}
+
+/* After an interrupted KVM_RUN: answer the latest kick. */
+static void cpu_answer_kick(struct vcpu *c)
+{
+	unsigned gen = __atomic_load_n(&c->kick_gen, __ATOMIC_ACQUIRE);
+	struct kvm_mp_state mp = { 0 };
+	struct kvm_regs r;
+	bool dead = false;
+
+	if (!gen || __atomic_load_n(&c->dead_gen, __ATOMIC_RELAXED) == gen)
+		return;
+	if (!ioctl(c->fd, KVM_GET_MP_STATE, &mp)) {
+		if (mp.mp_state == KVM_MP_STATE_UNINITIALIZED ||
+		    mp.mp_state == KVM_MP_STATE_INIT_RECEIVED)
+			dead = true; /* an AP nobody started */
+		else if (mp.mp_state == KVM_MP_STATE_HALTED && !ioctl(c->fd, KVM_GET_REGS, &r))
+			dead = !(r.rflags & X86_EFLAGS_IF);
+	}
+	__atomic_store_n(&c->dead_gen, dead ? gen : 0, __ATOMIC_RELEASE);
+	if (log_get_level() >= 3 && gen % 100 == 0 && !ioctl(c->fd, KVM_GET_REGS, &r))
+		log_debug("vCPU %u: rip 0x%llx (mp_state %u)", c->id, (unsigned long long)r.rip,
+			  mp.mp_state); /* about once a second: where a slow guest is */
+	if (c->bus->report)
+		c->bus->report(c->bus->ctx);
+}
+
+/* 1: keep running, 0: the VM ends (bus->end was called). */
+static int cpu_handle_exit(struct vcpu *c)
+{
+	struct kvm_run *run = c->run;
+	const struct cpu_bus *b = c->bus;
+	uint8_t *d;
+
+	switch (run->exit_reason) {
+	case KVM_EXIT_IO:
+		d = (uint8_t *)run + run->io.data_offset;
+		for (uint32_t i = 0; i < run->io.count; i++, d += run->io.size)
+			b->pio(b->ctx, run->io.port, d, run->io.size,
+			       run->io.direction == KVM_EXIT_IO_OUT);
+		return 1;
+	case KVM_EXIT_MMIO:
+		b->mmio(b->ctx, run->mmio.phys_addr, run->mmio.data, run->mmio.len,
+			run->mmio.is_write);
+		return 1;
+	case KVM_EXIT_INTR:
+		return 1;
+	case KVM_EXIT_HLT: /* only without an in-kernel LAPIC: nothing can wake it */
+		b->end(b->ctx, c->id, CPU_END_POWEROFF);
+		return 0;
+	case KVM_EXIT_SHUTDOWN:
+		b->end(b->ctx, c->id, CPU_END_TRIPLE);
+		return 0;
+	case KVM_EXIT_SYSTEM_EVENT:
+		switch (run->system_event.type) {
+		case KVM_SYSTEM_EVENT_SHUTDOWN:
+			b->end(b->ctx, c->id, CPU_END_POWEROFF);
+			return 0;
+		case KVM_SYSTEM_EVENT_RESET:
+			b->end(b->ctx, c->id, CPU_END_RESET);
+			return 0;
+		case KVM_SYSTEM_EVENT_CRASH:
+			b->end(b->ctx, c->id, CPU_END_CRASH);
+			return 0;
+		default:
+			return 1;
+		}
+	case KVM_EXIT_FAIL_ENTRY:
+		log_error("vCPU %u: KVM could not enter the guest (hardware entry failure reason "
+			  "0x%llx)", c->id,
+			  (unsigned long long)run->fail_entry.hardware_entry_failure_reason);
+		break;
+	case KVM_EXIT_INTERNAL_ERROR:
+		cpu_internal_error(c);
+		break;
+	default:
+		log_error("vCPU %u: unexpected KVM exit reason %u", c->id, run->exit_reason);
+		break;
+	}
+	b->end(b->ctx, c->id, CPU_END_ERROR);
+	return 0;
+}
+
+static void *cpu_main(void *arg)
+{
+	struct vcpu *c = arg;
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, CPU_KICK_SIGNAL);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	while (!__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE)) {
+		if (ioctl(c->fd, KVM_RUN, 0) < 0) {
+			if (errno == EINTR || errno == EAGAIN) {
+				__atomic_store_n(&c->run->immediate_exit, 0, __ATOMIC_RELAXED);
+				cpu_answer_kick(c);
+				continue;
+			}
+			log_error("vCPU %u: KVM_RUN: %s", c->id, strerror(errno));
+			c->bus->end(c->bus->ctx, c->id, CPU_END_ERROR);
+			break;
+		}
+		if (!cpu_handle_exit(c))
+			break;
+	}
+	return NULL;
+}
+
+static void cpu_kick_handler(int sig)
+{
+	(void)sig; /* only there to make KVM_RUN return EINTR */
+}
+
+int cpu_start(struct vcpu *c, const struct cpu_bus *bus)
+{
+	struct sigaction sa = { .sa_handler = cpu_kick_handler };
+	sigset_t set, old;
+	int ret;
+
+	c->bus = bus;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(CPU_KICK_SIGNAL, &sa, NULL) < 0)
+		return -errno;
+	/* blocked everywhere but in the vCPU threads */
+	sigemptyset(&set);
+	sigaddset(&set, CPU_KICK_SIGNAL);
+	pthread_sigmask(SIG_BLOCK, &set, &old);
+	ret = pthread_create(&c->thread, NULL, cpu_main, c);
+	if (ret) {
+		log_error("vCPU %u: cannot start its thread: %s", c->id, strerror(ret));
+		return -ret;
+	}
+	c->started = true;
+	return 0;
+}
+
+void cpu_kick(struct vcpu *c, unsigned gen)
+{
+	if (!c->started)
+		return;
+	if (gen)
+		__atomic_store_n(&c->kick_gen, gen, __ATOMIC_RELEASE);
+	__atomic_store_n(&c->run->immediate_exit, 1, __ATOMIC_RELEASE);
+	pthread_kill(c->thread, CPU_KICK_SIGNAL);
+}
+
+bool cpu_dead(const struct vcpu *c, unsigned gen)
+{
+	return __atomic_load_n(&c->dead_gen, __ATOMIC_ACQUIRE) == gen;
+}
+
+void cpu_destroy(struct vcpu *c)
+{
+	if (c->started) {
+		__atomic_store_n(&c->stop, 1, __ATOMIC_RELEASE);
+		cpu_kick(c, 0);
+		pthread_join(c->thread, NULL);
+		c->started = false;
+	}
+	if (c->run)
+		munmap(c->run, (size_t)c->run_size);
+	if (c->fd > 0)
+		close(c->fd);
+	c->run = NULL;
+	c->fd = -1;
+}

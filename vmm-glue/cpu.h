@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * vCPUs: CPUID (KVM_GET_SUPPORTED_CPUID with the APIC ids, the hypervisor bit and the
+ * hypervisor leaves: KVM's signature and features, 0x40000010 = TSC and APIC bus kHz), boot
+ * MSRs, FPU, LAPIC LINT0/LINT1, the boot register state (64-bit Linux boot protocol or PVH),
+ * and one thread per vCPU running KVM_RUN and dispatching port and MMIO exits to a bus.
+ *
+ * With the in-kernel irqchip a HLT never leaves KVM, so "halted for good" is found by
+ * asking: cpu_kick() interrupts KVM_RUN, and the vCPU thread records whether it is halted
+ * with interrupts disabled (or was never started by the BSP); see cpu_dead().
+ */
+#ifndef LZ_VMM_CPU_H
+#define LZ_VMM_CPU_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "boot.h"
+#include "kvm.h"
+
+#define CPU_BOOT_STACK 0x8ff0u
+#define CPU_MAX 64
+
+enum cpu_end {
+	CPU_END_RESET,     /* KVM_SYSTEM_EVENT_RESET */
+	CPU_END_POWEROFF,  /* KVM_SYSTEM_EVENT_SHUTDOWN */
+	CPU_END_TRIPLE,    /* KVM_EXIT_SHUTDOWN: triple fault */
+	CPU_END_CRASH,     /* KVM_SYSTEM_EVENT_CRASH */
+	CPU_END_ERROR,     /* a KVM failure; one line was printed */
+};
+
+struct cpu_bus {
+	void *ctx;
+	void (*pio)(void *ctx, uint16_t port, uint8_t *data, uint32_t size, bool is_write);
+	void (*mmio)(void *ctx, uint64_t addr, uint8_t *data, uint32_t len, bool is_write);
+	void (*end)(void *ctx, unsigned cpu, enum cpu_end why);
+	void (*report)(void *ctx);  /* a vCPU answered a kick (see cpu_dead) */
+};
+
+struct vcpu {
+	unsigned id;
+	int fd;
+	struct kvm_run *run;
+	int run_size;
+	bool hw_virt;           /* for the wording of emulation failures */
+	const struct cpu_bus *bus;
+	pthread_t thread;
+	bool started;
+	int stop;               /* atomic */
+	unsigned kick_gen;      /* atomic: the last kick */
+	unsigned dead_gen;      /* atomic: the kick this vCPU answered "halted for good" to */
+};
+
+/* KVM_CREATE_VCPU + CPUID, MSRs, FPU, LAPIC. Prints one line on failure. */
+int cpu_create(struct kvm_vm *vm, unsigned id, unsigned ncpus, bool hw_virt, struct vcpu *c);
+/* The BSP's registers for proto, entering at entry. */
+int cpu_boot_regs(struct vcpu *c, enum boot_proto proto, uint64_t entry);
+/* Starts the vCPU thread (signals: the kick signal is unblocked only there). */
+int cpu_start(struct vcpu *c, const struct cpu_bus *bus);
+/* Interrupt KVM_RUN; the thread answers by setting dead_gen = gen when halted for good. */
+void cpu_kick(struct vcpu *c, unsigned gen);
+bool cpu_dead(const struct vcpu *c, unsigned gen);
+/* Stop and join the thread, then close. */
+void cpu_destroy(struct vcpu *c);
+
+#endif

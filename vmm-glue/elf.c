@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * vmlinux (or any x86-64 ELF executable): PT_LOAD segments at their physical addresses,
+ * the 64-bit entry, and the PVH entry note (XEN_ELFNOTE_PHYS32_ENTRY).
+ * Guest RAM is a fresh anonymous mapping, so the bytes past p_filesz (bss) are already 0.
+ */
+#include <elf.h>
+#include <errno.h>
+#include <string.h>
+
+#include "boot.h"
+
+#define XEN_ELFNOTE_PHYS32_ENTRY 18
+
+bool elf_is_elf(const uint8_t *buf, size_t len)
+{
+	return len >= SELFMAG && !memcmp(buf, ELFMAG, SELFMAG);
+}
+
+/* Header checks; *ph gets the program header table (bounds-checked). */
+static int elf_check(const uint8_t *buf, size_t len, const Elf64_Phdr **ph, const char **why)
+{
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)buf;
+
+	if (len < sizeof(*eh) || !elf_is_elf(buf, len)) {
+		*why = "not an ELF file";
+		return -EINVAL;
+	}
+	if (eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_ident[EI_DATA] != ELFDATA2LSB ||
+	    eh->e_machine != EM_X86_64) {
+		*why = "not an x86-64 ELF";
+		return -ENOEXEC;
+	}
+	if (eh->e_type != ET_EXEC) {
+		*why = "not an ELF executable (ET_EXEC)";
+		return -ENOEXEC;
+	}
+	if (eh->e_phentsize != sizeof(Elf64_Phdr) || !eh->e_phnum || eh->e_phoff > len ||
+	    (len - eh->e_phoff) / sizeof(Elf64_Phdr) < eh->e_phnum || eh->e_phoff % 8) {
+		*why = "ELF program headers outside the file (truncated?)";
+		return -EINVAL;
+	}
+	*ph = (const Elf64_Phdr *)(buf + eh->e_phoff);
+	return 0;
+}
+
+int elf_pvh_entry(const uint8_t *buf, size_t len, uint64_t *entry)
+{
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)buf;
+	const Elf64_Phdr *ph;
+	const char *why;
+
+	if (elf_check(buf, len, &ph, &why))
+		return -ENOENT;
+	for (unsigned i = 0; i < eh->e_phnum; i++) {
+		uint64_t off = ph[i].p_offset, end, pos;
+
+		if (ph[i].p_type != PT_NOTE || off > len || ph[i].p_filesz > len - off)
+			continue;
+		end = off + ph[i].p_filesz;
+		for (pos = off; end - pos >= 12;) {
+			uint32_t namesz, descsz, type;
+			uint64_t name, desc, next;
+
+			memcpy(&namesz, buf + pos, 4);
+			memcpy(&descsz, buf + pos + 4, 4);
+			memcpy(&type, buf + pos + 8, 4);
+			name = pos + 12;
+			desc = name + (((uint64_t)namesz + 3) & ~3ull);
+			next = desc + (((uint64_t)descsz + 3) & ~3ull);
+			if (next > end)
+				break;
+			if (namesz == 4 && !memcmp(buf + name, "Xen", 4) &&
+			    type == XEN_ELFNOTE_PHYS32_ENTRY && (descsz == 4 || descsz == 8)) {
+				uint64_t v = 0;
+
+				memcpy(&v, buf + desc, descsz);
+				*entry = v;
+				return 0;
+			}
+			pos = next;
+		}
+	}
+	return -ENOENT;
+}
+
+int elf_load(const uint8_t *buf, size_t len, const struct gmem *ram, enum boot_proto proto,
+	     struct boot_kernel *k, const char **why)
+{
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)buf;
+	const Elf64_Phdr *ph;
+	uint64_t lo = UINT64_MAX, hi = 0, entry = eh->e_entry, phys_entry = UINT64_MAX;
+	unsigned loads = 0;
+	int ret = elf_check(buf, len, &ph, why);
+
+	if (ret)
+		return ret;
+	for (unsigned i = 0; i < eh->e_phnum; i++) {
+		const Elf64_Phdr *p = &ph[i];
+		uint8_t *dst;
+
+		if (p->p_type != PT_LOAD || !p->p_memsz)
+			continue;
+		if (p->p_filesz > p->p_memsz || p->p_offset > len || p->p_filesz > len - p->p_offset) {
+			*why = "ELF segment outside the file (truncated?)";
+			return -EINVAL;
+		}
+		if (p->p_paddr < BOOT_HIMEM_ADDR || p->p_paddr + p->p_memsz < p->p_paddr) {
+			*why = "ELF segment below 1 MiB (over the VMM's boot pages)";
+			return -EINVAL;
+		}
+		dst = gmem_ptr(ram, p->p_paddr, p->p_memsz);
+		if (!dst) {
+			*why = "ELF segment outside guest RAM (more --mem?)";
+			return -ENOSPC;
+		}
+		memcpy(dst, buf + p->p_offset, p->p_filesz);
+		if (entry >= p->p_paddr && entry - p->p_paddr < p->p_memsz)
+			phys_entry = entry;
+		else if (phys_entry == UINT64_MAX && entry >= p->p_vaddr &&
+			 entry - p->p_vaddr < p->p_memsz)
+			phys_entry = entry - p->p_vaddr + p->p_paddr;
+		lo = p->p_paddr < lo ? p->p_paddr : lo;
+		hi = p->p_paddr + p->p_memsz > hi ? p->p_paddr + p->p_memsz : hi;
+		loads++;
+	}
+	if (!loads) {
+		*why = "ELF has no loadable segment";
+		return -ENOEXEC;
+	}
+	k->proto = proto;
+	k->lo = lo;
+	k->hi = hi;
+	if (proto == BOOT_PVH) {
+		if (elf_pvh_entry(buf, len, &k->entry)) {
+			*why = "ELF has no PVH entry note (XEN_ELFNOTE_PHYS32_ENTRY): use --boot linux64";
+			return -ENOEXEC;
+		}
+		return 0;
+	}
+	if (phys_entry == UINT64_MAX) {
+		*why = "ELF entry point outside its loadable segments";
+		return -ENOEXEC;
+	}
+	k->entry = phys_entry;
+	return 0;
+}

@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: MIT */
+#include "kvm.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/kvm.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "../common/log.h"
+
+#define HUGEPAGE_SIZE (2ull << 20)
+
+static const struct {
+	int cap;
+	const char *name;
+} kvm_required_caps[] = {
+	{ KVM_CAP_IRQCHIP, "KVM_CAP_IRQCHIP (in-kernel interrupt controllers)" },
+	{ KVM_CAP_USER_MEMORY, "KVM_CAP_USER_MEMORY (guest RAM)" },
+	{ KVM_CAP_SET_TSS_ADDR, "KVM_CAP_SET_TSS_ADDR" },
+	{ KVM_CAP_PIT2, "KVM_CAP_PIT2 (in-kernel timer)" },
+	{ KVM_CAP_EXT_CPUID, "KVM_CAP_EXT_CPUID (KVM_GET_SUPPORTED_CPUID)" },
+	{ KVM_CAP_IOEVENTFD, "KVM_CAP_IOEVENTFD (virtio notifications)" },
+	{ KVM_CAP_IRQFD, "KVM_CAP_IRQFD (virtio interrupts)" },
+	{ KVM_CAP_MP_STATE, "KVM_CAP_MP_STATE" },
+};
+
+static int kvm_check_caps(struct kvm_vm *vm)
+{
+	for (size_t i = 0; i < sizeof(kvm_required_caps) / sizeof(kvm_required_caps[0]); i++) {
+		if (ioctl(vm->sys_fd, KVM_CHECK_EXTENSION, kvm_required_caps[i].cap) <= 0) {
+			log_error("/dev/kvm lacks %s", kvm_required_caps[i].name);
+			return -ENOTSUP;
+		}
+	}
+	vm->immediate_exit = ioctl(vm->sys_fd, KVM_CHECK_EXTENSION, KVM_CAP_IMMEDIATE_EXIT) > 0;
+	return 0;
+}
+
+int kvm_vm_create(struct kvm_vm *vm)
+{
+	struct kvm_pit_config pit = { .flags = KVM_PIT_SPEAKER_DUMMY };
+	int ret, e;
+
+	memset(vm, 0, sizeof(*vm));
+	vm->vm_fd = -1;
+	vm->sys_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	if (vm->sys_fd < 0) {
+		e = errno;
+		log_error("/dev/kvm: %s%s", strerror(e),
+			  e == ENOENT ? " (no KVM on this machine)" :
+			  e == EACCES ? " (add yourself to the kvm group)" : "");
+		return -e;
+	}
+	ret = ioctl(vm->sys_fd, KVM_GET_API_VERSION, 0);
+	if (ret != KVM_API_VERSION) {
+		log_error("/dev/kvm: API version %d, want %d", ret, KVM_API_VERSION);
+		return -ENOTSUP;
+	}
+	ret = kvm_check_caps(vm);
+	if (ret)
+		return ret;
+	vm->vcpu_mmap_size = ioctl(vm->sys_fd, KVM_GET_VCPU_MMAP_SIZE, 0);
+	if (vm->vcpu_mmap_size < (int)sizeof(struct kvm_run)) {
+		log_error("/dev/kvm: KVM_GET_VCPU_MMAP_SIZE: %s", strerror(errno));
+		return -EIO;
+	}
+	vm->vm_fd = ioctl(vm->sys_fd, KVM_CREATE_VM, 0);
+	if (vm->vm_fd < 0) {
+		e = errno;
+		log_error("KVM_CREATE_VM: %s", strerror(e));
+		return -e;
+	}
+	if (ioctl(vm->vm_fd, KVM_SET_TSS_ADDR, (unsigned long)KVM_TSS_ADDR) < 0) {
+		e = errno;
+		log_error("KVM_SET_TSS_ADDR: %s", strerror(e));
+		return -e;
+	}
+	if (ioctl(vm->vm_fd, KVM_CREATE_IRQCHIP, 0) < 0) {
+		e = errno;
+		log_error("KVM_CREATE_IRQCHIP: %s", strerror(e));
+		return -e;
+	}
+	if (ioctl(vm->vm_fd, KVM_CREATE_PIT2, &pit) < 0) {
+		e = errno;
+		log_error("KVM_CREATE_PIT2: %s", strerror(e));
+		return -e;
+	}
+	return 0;
+}
+
+/* Free 2 MiB pages in the pool, from /proc/meminfo; -1 when unknown. */
+static long kvm_hugepages_free(void)
+{
+	char line[256];
+	long n = -1;
+	FILE *f = fopen("/proc/meminfo", "re");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "HugePages_Free: %ld", &n) == 1)
+			break;
+	fclose(f);
+	return n;
+}
+
+static int kvm_slot_add(struct kvm_vm *vm, uint32_t slot, uint64_t gpa, uint64_t size,
+			uint8_t *host)
+{
+	struct kvm_userspace_memory_region r = {
+		.slot = slot,
+		.guest_phys_addr = gpa,
+		.memory_size = size,
+		.userspace_addr = (uintptr_t)host,
+	};
+	int e;
+
+	if (ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &r) < 0) {
+		e = errno;
+		log_error("KVM_SET_USER_MEMORY_REGION (slot %u, %llu MiB at 0x%llx): %s", slot,
+			  (unsigned long long)(size >> 20), (unsigned long long)gpa, strerror(e));
+		return -e;
+	}
+	vm->mem.r[vm->mem.n].gpa = gpa;
+	vm->mem.r[vm->mem.n].size = size;
+	vm->mem.r[vm->mem.n].host = host;
+	vm->mem.n++;
+	return 0;
+}
+
+int kvm_ram_setup(struct kvm_vm *vm, const struct kvm_ram_opts *o)
+{
+	int flags = MAP_PRIVATE | MAP_ANONYMOUS;
+	uint64_t lo;
+	long free_pages;
+	void *p;
+	int e, ret;
+
+	if (!o->size || o->size & 0xfff || (o->hugepages && o->size % HUGEPAGE_SIZE)) {
+		log_error("guest RAM: bad size %llu (want a multiple of %s)",
+			  (unsigned long long)o->size, o->hugepages ? "2 MiB" : "4 KiB");
+		return -EINVAL;
+	}
+	if (o->hugepages) {
+		free_pages = kvm_hugepages_free();
+		if (free_pages >= 0 && (uint64_t)free_pages < o->size / HUGEPAGE_SIZE) {
+			log_error("--hugepages: %ld free 2 MiB pages, %llu needed (reserve them in "
+				  "/proc/sys/vm/nr_hugepages)", free_pages,
+				  (unsigned long long)(o->size / HUGEPAGE_SIZE));
+			return -ENOMEM;
+		}
+		flags |= MAP_HUGETLB | (21 << MAP_HUGE_SHIFT);
+	} else {
+		/* the guest touches what it uses; nothing is reserved up front */
+		flags |= MAP_NORESERVE;
+	}
+	if (o->populate)
+		flags |= MAP_POPULATE;
+	p = mmap(NULL, o->size, PROT_READ | PROT_WRITE, flags, -1, 0);
+	if (p == MAP_FAILED) {
+		e = errno;
+		if (o->hugepages)
+			log_error("--hugepages: cannot map %llu MiB of 2 MiB pages: %s (none "
+				  "reserved? see /proc/sys/vm/nr_hugepages)",
+				  (unsigned long long)(o->size >> 20), strerror(e));
+		else
+			log_error("guest RAM: cannot map %llu MiB: %s",
+				  (unsigned long long)(o->size >> 20), strerror(e));
+		return -e;
+	}
+	vm->ram = p;
+	vm->ram_size = o->size;
+	lo = o->size < KVM_MMIO_HOLE_START ? o->size : KVM_MMIO_HOLE_START;
+	ret = kvm_slot_add(vm, 0, 0, lo, vm->ram);
+	if (ret)
+		return ret;
+	if (o->size > lo)
+		ret = kvm_slot_add(vm, 1, KVM_MMIO_HOLE_END, o->size - lo, vm->ram + lo);
+	return ret;
+}
+
+void kvm_vm_destroy(struct kvm_vm *vm)
+{
+	if (vm->vm_fd >= 0)
+		close(vm->vm_fd);
+	if (vm->sys_fd >= 0)
+		close(vm->sys_fd);
+	if (vm->ram)
+		munmap(vm->ram, vm->ram_size);
+	vm->vm_fd = vm->sys_fd = -1;
+	vm->ram = NULL;
+}
+
+int kvm_irq_line(int vm_fd, uint32_t gsi, int level)
+{
+	struct kvm_irq_level l = { .irq = gsi, .level = (uint32_t)level };
+
+	return ioctl(vm_fd, KVM_IRQ_LINE, &l) < 0 ? -errno : 0;
+}
+
+bool kvm_hw_virt_present(void)
+{
+	char line[4096];
+	bool found = false;
+	FILE *f = fopen("/proc/cpuinfo", "re");
+
+	if (!f)
+		return true; /* unknown: do not claim otherwise */
+	while (!found && fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "flags", 5))
+			continue;
+		found = strstr(line, " vmx ") || strstr(line, " vmx\n") ||
+			strstr(line, " svm ") || strstr(line, " svm\n");
+		break;
+	}
+	fclose(f);
+	return found;
+}

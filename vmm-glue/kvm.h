@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * /dev/kvm and the VM: API version and required capabilities, the in-kernel irqchip and
+ * PIT, the TSS address, guest RAM (one anonymous mapping split into KVM memory slots around
+ * the 3–4 GiB MMIO hole), interrupt lines, and hardware-virtualization detection.
+ * Every failing call prints one error line (log_error) and returns -errno.
+ */
+#ifndef LZ_VMM_KVM_H
+#define LZ_VMM_KVM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../blkd/gmem.h"
+
+#define KVM_TSS_ADDR 0xfffbd000u
+#define KVM_MMIO_HOLE_START 0xc0000000ull   /* 3 GiB */
+#define KVM_MMIO_HOLE_END 0x100000000ull    /* 4 GiB: RAM above the hole continues here */
+
+struct kvm_ram_opts {
+	uint64_t size;    /* bytes, a multiple of 4 KiB (2 MiB with hugepages) */
+	bool hugepages;   /* MAP_HUGETLB (2 MiB pages from the reserved pool) */
+	bool populate;    /* MAP_POPULATE: fault everything in now */
+};
+
+struct kvm_vm {
+	int sys_fd;          /* /dev/kvm */
+	int vm_fd;
+	int vcpu_mmap_size;  /* KVM_GET_VCPU_MMAP_SIZE */
+	bool immediate_exit; /* KVM_CAP_IMMEDIATE_EXIT */
+	uint8_t *ram;        /* the whole mapping */
+	uint64_t ram_size;
+	struct gmem mem;     /* slot 0 at 0 (below 3 GiB), slot 1 at 4 GiB (the rest) */
+};
+
+/* Opens /dev/kvm, checks the API and capabilities, creates the VM with irqchip + PIT2. */
+int kvm_vm_create(struct kvm_vm *vm);
+/* Maps RAM and registers it (slots 0 and 1). */
+int kvm_ram_setup(struct kvm_vm *vm, const struct kvm_ram_opts *o);
+void kvm_vm_destroy(struct kvm_vm *vm);
+/* Level of an interrupt line (KVM_IRQ_LINE). -errno, prints nothing. */
+int kvm_irq_line(int vm_fd, uint32_t gsi, int level);
+/* vmx or svm in /proc/cpuinfo. */
+bool kvm_hw_virt_present(void);
+
+#endif

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A 16550A UART (COM1: ports 0x3f8–0x3ff, IRQ 4): THR/RBR, IER, IIR (interrupt priority
+ * line status > received data > THR empty > modem status; 0xC0 when the FIFO is enabled),
+ * FCR (enable, clear RX/TX), LCR (DLAB: DLL/DLM), MCR (loopback), LSR, MSR, SCR.
+ * Output is written to out_fd byte by byte as the guest writes THR (the transmitter is
+ * always empty again at once, so the THR-empty interrupt is raised on every write and
+ * whenever IER's THRI bit goes 0 → 1: the FreeBSD "broken TX FIFO" bug is avoided); input
+ * comes from in_fd through a thread into the RX FIFO (16 bytes, 1 with the FIFO disabled;
+ * FCR clears it, so a guest that filled it in loopback can empty it). The interrupt line
+ * follows "an interrupt is pending" and is driven through set_irq on every change.
+ */
+#ifndef LZ_VMM_SERIAL_H
+#define LZ_VMM_SERIAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define SERIAL_COM1_BASE 0x3f8
+#define SERIAL_COM1_IRQ 4
+
+struct serial;
+
+struct serial_opts {
+	int in_fd;     /* -1: no input */
+	int out_fd;
+	void (*set_irq)(void *ctx, int level);
+	void *irq_ctx;
+};
+
+/* -errno. */
+int serial_new(const struct serial_opts *o, struct serial **out);
+/* Stops the input thread. */
+void serial_free(struct serial *s);
+/* A 1-byte access at register off (0..7). Thread-safe. */
+void serial_access(struct serial *s, unsigned off, uint8_t *data, bool is_write);
+/* Queue received bytes as if they came from in_fd (what fits; returns the count). */
+unsigned serial_receive(struct serial *s, const uint8_t *buf, unsigned len);
+
+#endif

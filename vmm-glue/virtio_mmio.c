@@ -1,0 +1,483 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * vmm-glue/virtio_mmio: the virtio-mmio (version 2) transport of a virtio-blk device.
+ *
+ * Locks: d->lock serializes register accesses (vCPUs); q->lock is held by whoever processes
+ * queue q (its I/O thread, or the vCPU kicking it when there is no KVM), and by register
+ * writes that start or stop the queue, so a reset waits for the batch in progress. Order:
+ * d->lock, then q->lock. The fields I/O threads change themselves (InterruptStatus,
+ * DEVICE_NEEDS_RESET in Status) are atomics.
+ *
+ * Interrupts are edge-triggered: every notification is one irqfd write (a pulse on the
+ * GSI), as in Firecracker; the DSDT declares the line Edge, ActiveHigh (and GSIs 5..15 are
+ * edge-triggered ISA lines by default anyway). InterruptStatus only tells the driver why.
+ */
+#include "virtio_mmio.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <linux/kvm.h>
+#include <linux/virtio_config.h>
+#include <linux/virtio_ids.h>
+#include <linux/virtio_mmio.h>
+
+#define MMIO_MAGIC 0x74726976u    /* "virt" */
+#define MMIO_VERSION 2u
+#define MMIO_VENDOR 0x4c5a424bu   /* "LZBK" */
+#define QUEUE_NUM_MAX 256u
+#define CONFIG_BASE 0x100u
+
+struct vmmio_queue {
+	struct virtio_mmio *d;
+	unsigned idx;
+	/* registers, under d->lock */
+	uint32_t num, ready;
+	uint64_t desc, driver, device;
+	/* processing, under lock */
+	pthread_mutex_t lock;
+	bool active;
+	struct vring_queue vq;
+	/* notification */
+	int kick_fd;               /* ioeventfd, or -1 without KVM (kicks run inline) */
+	pthread_t thread;
+	bool has_thread, has_ioeventfd;
+};
+
+struct virtio_mmio {
+	struct virtio_mmio_opts o;
+	struct vblk_dev blk;
+	pthread_mutex_t lock;
+	uint32_t status;           /* atomic */
+	uint32_t isr;              /* atomic */
+	uint32_t dev_feat_sel, drv_feat_sel, queue_sel;
+	uint64_t drv_features;
+	int irq_fd, stop_fd;
+	bool has_irqfd;
+	unsigned nq;
+	struct vmmio_queue q[];
+};
+
+static void irq_raise(struct virtio_mmio *d, uint32_t why)
+{
+	__atomic_fetch_or(&d->isr, why, __ATOMIC_SEQ_CST);
+	if (d->irq_fd >= 0)
+		eventfd_write(d->irq_fd, 1);
+}
+
+/* The guest broke the rules: stop using the queues until it resets the device. */
+static void device_break(struct virtio_mmio *d)
+{
+	__atomic_fetch_or(&d->status, VIRTIO_CONFIG_S_NEEDS_RESET, __ATOMIC_SEQ_CST);
+	irq_raise(d, VIRTIO_MMIO_INT_CONFIG);
+}
+
+/* Drain q; q->lock held. */
+static void queue_run(struct vmmio_queue *q)
+{
+	struct virtio_mmio *d = q->d;
+	bool notify;
+	int ret;
+
+	if (!q->active ||
+	    (__atomic_load_n(&d->status, __ATOMIC_SEQ_CST) & VIRTIO_CONFIG_S_NEEDS_RESET))
+		return;
+	ret = vblk_queue_process(&d->blk, &q->vq, &notify);
+	if (notify)
+		irq_raise(d, VIRTIO_MMIO_INT_VRING);
+	if (ret < 0) {
+		q->active = false;
+		device_break(d);
+	}
+}
+
+static void *queue_thread(void *arg)
+{
+	struct vmmio_queue *q = arg;
+	struct pollfd pfd[2] = {
+		{ .fd = q->kick_fd, .events = POLLIN },
+		{ .fd = q->d->stop_fd, .events = POLLIN },
+	};
+
+	for (;;) {
+		eventfd_t v;
+
+		if (poll(pfd, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (pfd[1].revents)
+			break;
+		if (!(pfd[0].revents & POLLIN) || eventfd_read(q->kick_fd, &v) < 0)
+			continue;
+		pthread_mutex_lock(&q->lock);
+		queue_run(q);
+		pthread_mutex_unlock(&q->lock);
+	}
+	return NULL;
+}
+
+static void queue_kick(struct vmmio_queue *q)
+{
+	if (q->kick_fd >= 0) {
+		eventfd_write(q->kick_fd, 1);
+		return;
+	}
+	pthread_mutex_lock(&q->lock);
+	queue_run(q);
+	pthread_mutex_unlock(&q->lock);
+}
+
+static void queue_stop(struct vmmio_queue *q)
+{
+	pthread_mutex_lock(&q->lock);
+	q->active = false;
+	pthread_mutex_unlock(&q->lock);
+}
+
+static void queue_start(struct vmmio_queue *q)
+{
+	pthread_mutex_lock(&q->lock);
+	q->active = true;
+	pthread_mutex_unlock(&q->lock);
+	queue_kick(q);   /* buffers made available before DRIVER_OK */
+}
+
+static bool driver_ok(uint32_t status)
+{
+	return (status & (VIRTIO_CONFIG_S_DRIVER_OK | VIRTIO_CONFIG_S_FEATURES_OK |
+			  VIRTIO_CONFIG_S_FAILED | VIRTIO_CONFIG_S_NEEDS_RESET)) ==
+	       (VIRTIO_CONFIG_S_DRIVER_OK | VIRTIO_CONFIG_S_FEATURES_OK);
+}
+
+static void device_reset(struct virtio_mmio *d)
+{
+	for (unsigned i = 0; i < d->nq; i++) {
+		struct vmmio_queue *q = &d->q[i];
+
+		queue_stop(q);   /* waits for the batch in progress */
+		q->num = q->ready = 0;
+		q->desc = q->driver = q->device = 0;
+		memset(&q->vq, 0, sizeof(q->vq));
+		if (q->kick_fd >= 0) {
+			eventfd_t v;
+
+			eventfd_read(q->kick_fd, &v);   /* drop a stale kick (non-blocking) */
+		}
+	}
+	d->dev_feat_sel = d->drv_feat_sel = d->queue_sel = 0;
+	d->drv_features = 0;
+	d->blk.acked = 0;
+	__atomic_store_n(&d->isr, 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&d->status, 0, __ATOMIC_SEQ_CST);
+}
+
+static void status_write(struct virtio_mmio *d, uint32_t v)
+{
+	uint32_t old = __atomic_load_n(&d->status, __ATOMIC_SEQ_CST), set;
+
+	if (!v) {
+		device_reset(d);
+		return;
+	}
+	/* the driver only sets bits (clearing is a reset); NEEDS_RESET is the device's */
+	set = v & ~old & ~(uint32_t)VIRTIO_CONFIG_S_NEEDS_RESET;
+	if ((set & VIRTIO_CONFIG_S_FEATURES_OK) &&
+	    vblk_dev_ack_features(&d->blk, d->drv_features) < 0)
+		set &= ~(uint32_t)VIRTIO_CONFIG_S_FEATURES_OK;   /* refused: the driver re-reads */
+	if ((set & VIRTIO_CONFIG_S_DRIVER_OK) &&
+	    !((old | set) & VIRTIO_CONFIG_S_FEATURES_OK))
+		set &= ~(uint32_t)VIRTIO_CONFIG_S_DRIVER_OK;
+	old = __atomic_fetch_or(&d->status, set, __ATOMIC_SEQ_CST);
+	if (set & VIRTIO_CONFIG_S_FAILED) {
+		for (unsigned i = 0; i < d->nq; i++)
+			queue_stop(&d->q[i]);
+	} else if ((set & VIRTIO_CONFIG_S_DRIVER_OK) && driver_ok(old | set)) {
+		for (unsigned i = 0; i < d->nq; i++)
+			if (d->q[i].ready)
+				queue_start(&d->q[i]);
+	}
+}
+
+static void queue_ready_write(struct virtio_mmio *d, struct vmmio_queue *q, uint32_t v)
+{
+	int ret;
+
+	if (v && !q->ready) {
+		pthread_mutex_lock(&q->lock);
+		ret = vblk_ring_setup(&d->blk, &q->vq, d->o.mem, q->num, q->desc, q->driver,
+				      q->device);
+		pthread_mutex_unlock(&q->lock);
+		if (ret < 0) {
+			device_break(d);   /* rings outside guest memory, bad size */
+			return;
+		}
+		q->ready = 1;
+		if (driver_ok(__atomic_load_n(&d->status, __ATOMIC_SEQ_CST)))
+			queue_start(q);
+	} else if (!v && q->ready) {
+		queue_stop(q);
+		q->ready = 0;
+	}
+}
+
+static void set_lo(uint64_t *r, uint32_t v)
+{
+	*r = (*r & ~0xffffffffull) | v;
+}
+
+static void set_hi(uint64_t *r, uint32_t v)
+{
+	*r = (*r & 0xffffffffull) | (uint64_t)v << 32;
+}
+
+static void reg_write(struct virtio_mmio *d, uint32_t off, uint32_t v)
+{
+	struct vmmio_queue *q = d->queue_sel < d->nq ? &d->q[d->queue_sel] : NULL;
+	bool cfg_ok = !(__atomic_load_n(&d->status, __ATOMIC_SEQ_CST) &
+			VIRTIO_CONFIG_S_FEATURES_OK);
+
+	switch (off) {
+	case VIRTIO_MMIO_DEVICE_FEATURES_SEL:
+		d->dev_feat_sel = v;
+		break;
+	case VIRTIO_MMIO_DRIVER_FEATURES:
+		if (cfg_ok && d->drv_feat_sel == 0)
+			set_lo(&d->drv_features, v);
+		else if (cfg_ok && d->drv_feat_sel == 1)
+			set_hi(&d->drv_features, v);
+		break;
+	case VIRTIO_MMIO_DRIVER_FEATURES_SEL:
+		d->drv_feat_sel = v;
+		break;
+	case VIRTIO_MMIO_QUEUE_SEL:
+		d->queue_sel = v;
+		break;
+	case VIRTIO_MMIO_QUEUE_NUM:
+		if (q && !q->ready)
+			q->num = v;
+		break;
+	case VIRTIO_MMIO_QUEUE_READY:
+		if (q)
+			queue_ready_write(d, q, v);
+		break;
+	case VIRTIO_MMIO_QUEUE_NOTIFY:
+		if (v < d->nq)
+			queue_kick(&d->q[v]);
+		break;
+	case VIRTIO_MMIO_INTERRUPT_ACK:
+		__atomic_fetch_and(&d->isr, ~v, __ATOMIC_SEQ_CST);
+		break;
+	case VIRTIO_MMIO_STATUS:
+		status_write(d, v);
+		break;
+	case VIRTIO_MMIO_QUEUE_DESC_LOW:
+	case VIRTIO_MMIO_QUEUE_DESC_HIGH:
+	case VIRTIO_MMIO_QUEUE_AVAIL_LOW:
+	case VIRTIO_MMIO_QUEUE_AVAIL_HIGH:
+	case VIRTIO_MMIO_QUEUE_USED_LOW:
+	case VIRTIO_MMIO_QUEUE_USED_HIGH: {
+		uint64_t *r;
+
+		if (!q || q->ready)
+			break;
+		r = off < VIRTIO_MMIO_QUEUE_AVAIL_LOW ? &q->desc :
+		    off < VIRTIO_MMIO_QUEUE_USED_LOW ? &q->driver : &q->device;
+		if (off & 4)
+			set_hi(r, v);
+		else
+			set_lo(r, v);
+		break;
+	}
+	default:
+		break;   /* read-only registers, SHMSel, QueueReset (not offered) */
+	}
+}
+
+static uint32_t reg_read(struct virtio_mmio *d, uint32_t off)
+{
+	struct vmmio_queue *q = d->queue_sel < d->nq ? &d->q[d->queue_sel] : NULL;
+
+	switch (off) {
+	case VIRTIO_MMIO_MAGIC_VALUE:
+		return MMIO_MAGIC;
+	case VIRTIO_MMIO_VERSION:
+		return MMIO_VERSION;
+	case VIRTIO_MMIO_DEVICE_ID:
+		return VIRTIO_ID_BLOCK;
+	case VIRTIO_MMIO_VENDOR_ID:
+		return MMIO_VENDOR;
+	case VIRTIO_MMIO_DEVICE_FEATURES:
+		return d->dev_feat_sel == 0 ? (uint32_t)d->blk.features :
+		       d->dev_feat_sel == 1 ? (uint32_t)(d->blk.features >> 32) : 0;
+	case VIRTIO_MMIO_QUEUE_NUM_MAX:
+		return q ? QUEUE_NUM_MAX : 0;
+	case VIRTIO_MMIO_QUEUE_READY:
+		return q ? q->ready : 0;
+	case VIRTIO_MMIO_INTERRUPT_STATUS:
+		return __atomic_load_n(&d->isr, __ATOMIC_SEQ_CST);
+	case VIRTIO_MMIO_STATUS:
+		return __atomic_load_n(&d->status, __ATOMIC_SEQ_CST);
+	case VIRTIO_MMIO_SHM_LEN_LOW:
+	case VIRTIO_MMIO_SHM_LEN_HIGH:
+	case VIRTIO_MMIO_SHM_BASE_LOW:
+	case VIRTIO_MMIO_SHM_BASE_HIGH:
+		return 0xffffffffu;   /* no shared memory regions */
+	case VIRTIO_MMIO_CONFIG_GENERATION:
+		return 0;             /* the config space never changes */
+	default:
+		return 0;
+	}
+}
+
+void virtio_mmio_access(struct virtio_mmio *d, uint64_t off, uint8_t *data, uint32_t len,
+			bool is_write)
+{
+	uint32_t v;
+
+	if (off >= VIRTIO_MMIO_WINDOW || !len || len > 8)
+		return;
+	if (off >= CONFIG_BASE) {
+		/* any width; read-only (no VIRTIO_BLK_F_CONFIG_WCE), never changes: no lock */
+		if (!is_write)
+			vblk_config_read(&d->blk, (uint32_t)off - CONFIG_BASE, data, len);
+		return;
+	}
+	if (len != 4 || (off & 3)) {
+		/* registers are 32-bit, aligned (4.2.2.2): ignore anything else */
+		if (!is_write)
+			memset(data, 0, len);
+		return;
+	}
+	pthread_mutex_lock(&d->lock);
+	if (is_write) {
+		memcpy(&v, data, 4);
+		reg_write(d, (uint32_t)off, le32toh(v));
+	} else {
+		v = htole32(reg_read(d, (uint32_t)off));
+		memcpy(data, &v, 4);
+	}
+	pthread_mutex_unlock(&d->lock);
+}
+
+static int kvm_ioeventfd(struct virtio_mmio *d, struct vmmio_queue *q, bool assign)
+{
+	struct kvm_ioeventfd io = {
+		.datamatch = q->idx,
+		.addr = d->o.base + VIRTIO_MMIO_QUEUE_NOTIFY,
+		.len = 4,
+		.fd = q->kick_fd,
+		.flags = KVM_IOEVENTFD_FLAG_DATAMATCH | (assign ? 0 : KVM_IOEVENTFD_FLAG_DEASSIGN),
+	};
+
+	return ioctl(d->o.vm_fd, KVM_IOEVENTFD, &io) < 0 ? -errno : 0;
+}
+
+static int kvm_irqfd(struct virtio_mmio *d, bool assign)
+{
+	struct kvm_irqfd irq = {
+		.fd = (uint32_t)d->irq_fd,
+		.gsi = d->o.gsi,
+		.flags = assign ? 0 : KVM_IRQFD_FLAG_DEASSIGN,
+	};
+
+	return ioctl(d->o.vm_fd, KVM_IRQFD, &irq) < 0 ? -errno : 0;
+}
+
+void virtio_mmio_free(struct virtio_mmio *d)
+{
+	if (!d)
+		return;
+	if (d->stop_fd >= 0)
+		eventfd_write(d->stop_fd, 1);
+	for (unsigned i = 0; i < d->nq; i++) {
+		struct vmmio_queue *q = &d->q[i];
+
+		if (q->has_thread)
+			pthread_join(q->thread, NULL);
+		if (q->has_ioeventfd)
+			kvm_ioeventfd(d, q, false);
+		if (q->kick_fd >= 0)
+			close(q->kick_fd);
+		pthread_mutex_destroy(&q->lock);
+	}
+	if (d->has_irqfd)
+		kvm_irqfd(d, false);
+	if (d->irq_fd >= 0)
+		close(d->irq_fd);
+	if (d->stop_fd >= 0)
+		close(d->stop_fd);
+	pthread_mutex_destroy(&d->lock);
+	free(d);
+}
+
+/* KVM notifications: the irqfd, one ioeventfd and one I/O thread per queue. */
+static int kvm_wire(struct virtio_mmio *d)
+{
+	int ret;
+
+	d->irq_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	d->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (d->irq_fd < 0 || d->stop_fd < 0)
+		return -errno;
+	ret = kvm_irqfd(d, true);
+	if (ret < 0)
+		return ret;
+	d->has_irqfd = true;
+	for (unsigned i = 0; i < d->nq; i++) {
+		struct vmmio_queue *q = &d->q[i];
+
+		q->kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (q->kick_fd < 0)
+			return -errno;
+		ret = kvm_ioeventfd(d, q, true);
+		if (ret < 0)
+			return ret;
+		q->has_ioeventfd = true;
+		ret = -pthread_create(&q->thread, NULL, queue_thread, q);
+		if (ret < 0)
+			return ret;
+		q->has_thread = true;
+	}
+	return 0;
+}
+
+int virtio_mmio_blk_new(const struct virtio_mmio_opts *o, struct virtio_mmio **out)
+{
+	struct virtio_mmio *d;
+	int ret;
+
+	if (!o->mem || !o->disk || !o->num_queues || o->num_queues > 256 ||
+	    (o->base & (VIRTIO_MMIO_WINDOW - 1)))
+		return -EINVAL;
+	d = calloc(1, sizeof(*d) + o->num_queues * sizeof(d->q[0]));
+	if (!d)
+		return -ENOMEM;
+	d->o = *o;
+	d->nq = o->num_queues;
+	d->irq_fd = d->stop_fd = -1;
+	pthread_mutex_init(&d->lock, NULL);
+	for (unsigned i = 0; i < d->nq; i++) {
+		d->q[i].d = d;
+		d->q[i].idx = i;
+		d->q[i].kick_fd = -1;
+		pthread_mutex_init(&d->q[i].lock, NULL);
+	}
+	ret = vblk_dev_init(&d->blk, o->disk, o->num_queues, o->serial);
+	if (!ret && o->vm_fd >= 0)
+		ret = kvm_wire(d);
+	if (ret < 0) {
+		virtio_mmio_free(d);
+		return ret;
+	}
+	*out = d;
+	return 0;
+}

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * virtio-mmio transport (virtio 1.2 section 4.2, version 2 registers only) for a virtio-blk
+ * device whose request logic is blkd/virtio_blk.[ch]. The guest's QueueNotify writes are
+ * KVM ioeventfds (one per queue, datamatch on the queue index) read by one I/O thread per
+ * queue; interrupts are a KVM irqfd on the device's GSI (InterruptStatus bit 0 for used
+ * buffers, bit 1 for a configuration change). A vCPU exit for any other register comes in
+ * through virtio_mmio_access(). A guest that breaks the rules (rings outside its memory,
+ * malformed chains) gets DEVICE_NEEDS_RESET set and the device stops using its queues; the
+ * VMM never crashes and never touches memory outside the guest's.
+ */
+#ifndef LZ_VMM_VIRTIO_MMIO_H
+#define LZ_VMM_VIRTIO_MMIO_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../blkd/gmem.h"
+#include "../blkd/virtio_blk.h"
+
+#define VIRTIO_MMIO_WINDOW 0x1000u
+
+struct virtio_mmio;
+
+struct virtio_mmio_opts {
+	int vm_fd;                      /* KVM_IOEVENTFD, KVM_IRQFD */
+	const struct gmem *mem;         /* the guest's memory (borrowed) */
+	uint64_t base;                  /* guest-physical base of the register window */
+	uint32_t gsi;                   /* the device's interrupt line */
+	const struct vblk_backend *disk;/* the disk (borrowed; see blkd/virtio_blk.h) */
+	unsigned num_queues;            /* >= 1: VIRTIO_BLK_F_MQ when > 1 */
+	const char *serial;             /* VIRTIO_BLK_T_GET_ID answer (<= 20 bytes), or NULL */
+};
+
+/* -errno; prints nothing. */
+int virtio_mmio_blk_new(const struct virtio_mmio_opts *o, struct virtio_mmio **out);
+/* Stops the I/O threads (requests in progress complete first), unregisters the eventfds. */
+void virtio_mmio_free(struct virtio_mmio *d);
+/*
+ * A vCPU's access at offset off (< VIRTIO_MMIO_WINDOW) of the window, len 1, 2, 4 or 8;
+ * reads fill data. Thread-safe (vCPUs and I/O threads).
+ */
+void virtio_mmio_access(struct virtio_mmio *d, uint64_t off, uint8_t *data, uint32_t len,
+			bool is_write);
+
+#endif

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Assembling and running a VM (README.md has the memory map): RAM, the kernel and initrd,
+ * the command line, boot_params or the PVH start info, ACPI tables, COM1, the port devices,
+ * one virtio-mmio block device per disk, and the vCPU threads. The run ends when the guest
+ * resets (i8042, triple fault, KVM reset event), powers off, or every vCPU is halted with
+ * interrupts disabled, or on an error.
+ */
+#ifndef LZ_VMM_VMM_H
+#define LZ_VMM_VMM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "../blkd/virtio_blk.h"
+#include "boot.h"
+
+#define VMM_MAX_DISKS 19   /* GSIs 5..23 of the IOAPIC */
+
+struct vmm_opts {
+	const char *kernel;
+	const char *initrd;             /* NULL: none */
+	const char *append;             /* NULL: "" */
+	const char *cache_dir;          /* vmlinux cache; NULL: the default */
+	enum boot_proto boot;
+	unsigned ncpus;                 /* 1..CPU_MAX */
+	uint64_t mem;                   /* bytes */
+	bool hugepages, populate;
+	const struct vblk_backend *disks; /* vda, vdb, ... (borrowed) */
+	unsigned ndisks;
+	int in_fd, out_fd;              /* the serial console (in_fd -1: no input) */
+	struct timespec t0;             /* process start, for the boot timer */
+};
+
+/*
+ * Runs the VM to its end. 0 and *status = the exit status the guest wrote to port 0x441
+ * (0 when it wrote none and ended cleanly), or -errno after printing one error line.
+ */
+int vmm_run(const struct vmm_opts *o, int *status);
+
+#endif
