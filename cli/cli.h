@@ -59,4 +59,12 @@ struct cli_remote {
 extern const char cli_remote_help[];
 int cli_remote_option(struct cli_remote *r, int c, const char *arg);
 
+/*
+ * The OCI image config (Entrypoint, Cmd, Env, WorkingDir, User) kept in an image manifest,
+ * for the initramfs (run, initramfs). *found: the manifest has one. Prints one line on error.
+ */
+#include <stdbool.h>
+struct initramfs_image_config;
+int cli_image_config_load(const char *manifest, struct initramfs_image_config *cfg, bool *found);
+
 #endif

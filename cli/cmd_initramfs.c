@@ -111,25 +111,12 @@ int cmd_initramfs(int argc, char **argv)
 	o.err_len = sizeof(err);
 
 	if (manifest) {
-		struct manifest *m;
-		const char *why = NULL;
-		int r = manifest_load(manifest, &m, &why);
+		bool found;
 
-		if (r) {
-			log_error("%s: %s", manifest, why ? why : strerror(-r));
+		if (cli_image_config_load(manifest, &img, &found))
 			goto out;
-		}
-		if (m->hdr->config_len) {
-			r = initramfs_config_parse(manifest_str(m, m->hdr->config_off),
-						   m->hdr->config_len, &img, &why);
-			if (r) {
-				log_error("%s: %s", manifest, why);
-				manifest_free(m);
-				goto out;
-			}
+		if (found)
 			o.image = &img;
-		}
-		manifest_free(m);
 	}
 
 	if (initramfs_build(&o, path, sizeof(path))) {

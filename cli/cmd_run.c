@@ -31,7 +31,7 @@ static const char run_usage[] =
 	"usage: lazyblk run IMAGE.layout --store DIR [--remote URL] [--overlay FILE]\n"
 	"            --kernel FILE [--initrd FILE] [--append ARGS] [--cpus N] [--mem MiB]\n"
 	"            [--disk FILE[,ro]]... [--hugepages] [--populate] [--boot linux64|pvh]\n"
-	"            [--cache-dir DIR] [-- CMD ...]\n"
+	"            [--cache-dir DIR] [--manifest IMAGE.manifest] [-- CMD ...]\n"
 	"       lazyblk run --kernel FILE [--disk FILE[,ro]]... [options]   (no image)\n"
 	"\n"
 	"Boot a micro-VM in this process (KVM): the image is its root disk /dev/vda over\n"
@@ -62,6 +62,9 @@ static const char run_usage[] =
 	"                          (32-bit, for ELF kernels with a XEN_ELFNOTE_PHYS32_ENTRY)\n"
 	"      --cache-dir DIR     where decompressed kernels are cached (default\n"
 	"                          $XDG_CACHE_HOME/lazyblk/vmlinux or ~/.cache/lazyblk/vmlinux)\n"
+	"      --manifest FILE     the image's manifest (lazyblk import): without CMD, the\n"
+	"                          built initramfs runs its Entrypoint + Cmd with its Env,\n"
+	"                          WorkingDir and User\n"
 	"  -- CMD ...              the command the built initramfs runs in the image\n"
 	"%s"
 	"  -h, --help              this text\n"
@@ -78,6 +81,7 @@ struct run_args {
 	unsigned ndisk_arg;
 	char **cmd;
 	int cmd_n;
+	const char *manifest;   /* the image's manifest: its OCI config for the initramfs */
 };
 
 static int parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out)
@@ -137,10 +141,21 @@ static int run_initramfs(struct run_args *a, char *path, size_t len)
 		.err = err,
 		.err_len = sizeof(err),
 	};
-	int ret = initramfs_build(&io, path, len);
+	struct initramfs_image_config img = { 0 };
+	bool found = false;
+	int ret;
 
+	if (a->manifest) {
+		ret = cli_image_config_load(a->manifest, &img, &found);
+		if (ret)
+			return ret; /* it said why */
+		if (found)
+			io.image = &img;
+	}
+	ret = initramfs_build(&io, path, len);
 	if (ret)
 		log_error("initramfs: %s", err[0] ? err : strerror(-ret));
+	initramfs_config_free(&img);
 	return ret;
 }
 
@@ -181,7 +196,7 @@ static int run_vm(struct run_args *a)
 int cmd_run(int argc, char **argv)
 {
 	enum { O_OVERLAY = 256, O_INITRD, O_APPEND, O_CPUS, O_MEM, O_DISK, O_HUGE, O_POP,
-	       O_BOOT, O_CACHE };
+	       O_BOOT, O_CACHE, O_MANIFEST };
 	static const struct option opts[] = {
 		{ "store", required_argument, NULL, 's' },
 		{ "overlay", required_argument, NULL, O_OVERLAY },
@@ -195,6 +210,7 @@ int cmd_run(int argc, char **argv)
 		{ "populate", no_argument, NULL, O_POP },
 		{ "boot", required_argument, NULL, O_BOOT },
 		{ "cache-dir", required_argument, NULL, O_CACHE },
+		{ "manifest", required_argument, NULL, O_MANIFEST },
 		CLI_REMOTE_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -254,6 +270,7 @@ int cmd_run(int argc, char **argv)
 				return cli_usage_error("bad --boot '%s' (want linux64 or pvh)", optarg);
 			break;
 		case O_CACHE: a.vo.cache_dir = optarg; break;
+		case O_MANIFEST: a.manifest = optarg; break;
 		case 'h': printf(run_usage, cli_remote_help); return 0;
 		default:
 			r = cli_remote_option(&a.rem, c, optarg);

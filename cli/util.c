@@ -4,9 +4,12 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../common/log.h"
+#include "../cas/manifest.h"
 #include "../common/size.h"
+#include "../vmm-glue/initramfs.h"
 #include "cli.h"
 
 int cli_usage_error(const char *fmt, ...)
@@ -92,4 +95,27 @@ int cli_remote_option(struct cli_remote *r, int c, const char *arg)
 		return 1;
 	}
 	return 0;
+}
+
+int cli_image_config_load(const char *manifest, struct initramfs_image_config *cfg, bool *found)
+{
+	struct manifest *m;
+	const char *why = NULL;
+	int r = manifest_load(manifest, &m, &why);
+
+	*found = false;
+	if (r) {
+		log_error("%s: %s", manifest, why ? why : strerror(-r));
+		return r;
+	}
+	if (m->hdr->config_len) {
+		r = initramfs_config_parse(manifest_str(m, m->hdr->config_off), m->hdr->config_len,
+					   cfg, &why);
+		if (r)
+			log_error("%s: %s", manifest, why);
+		else
+			*found = true;
+	}
+	manifest_free(m);
+	return r;
 }
