@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lazyblk serve: a layout as a live disk over NBD until SIGINT/SIGTERM; statistics on
- * SIGUSR1 and at exit. Signals are blocked in every thread and taken by one thread with
- * sigwait(), so nothing runs in a signal handler.
+ * lazyblk serve: a layout as a live disk over NBD and/or vhost-user-blk until SIGINT/SIGTERM;
+ * statistics on SIGUSR1 and at exit. Signals are blocked in every thread and taken by one
+ * thread with sigwait(), so nothing runs in a signal handler.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -15,6 +15,8 @@
 #include "../blkd/control.h"
 #include "../blkd/engine.h"
 #include "../blkd/nbd.h"
+#include "../blkd/vhost_user.h"
+#include "../blkd/virtio_blk.h"
 #include "../common/log.h"
 #include "../common/size.h"
 #include "cli.h"
@@ -22,13 +24,12 @@
 static const char serve_usage[] =
 	"usage: lazyblk serve IMAGE.layout --store DIR [--remote URL [--cache-size BYTES]]\n"
 	"              [--overlay FILE] [--read-only] [--mem-cache BYTES]\n"
-	"              (--nbd unix:PATH | --nbd tcp:[HOST:]PORT)\n"
+	"              (--nbd unix:PATH | --nbd tcp:[HOST:]PORT | --vhost-user PATH)...\n"
 	"              [--export-name NAME] [--stats-json FILE] [--control PATH]\n"
 	"\n"
 	"Serve a layout as a lazily loaded disk: metadata from the layout, data fetched from\n"
 	"the store's chunks (or the remote's) on first read, each verified against its sha256;\n"
-	"writes kept\n"
-	"block by block in the overlay. Runs until SIGINT or SIGTERM, then flushes the\n"
+	"writes kept block by block in the overlay. Runs until SIGINT or SIGTERM, then flushes the\n"
 	"overlay and prints statistics (also printed on SIGUSR1).\n"
 	"\n"
 	"options:\n"
@@ -45,7 +46,10 @@ static const char serve_usage[] =
 	"      --control PATH      control socket (unix, mode 0600) taking one-line requests:\n"
 	"                          'snapshot /ABS/DELTA', 'stats', 'flush' (default: none;\n"
 	"                          see lazyblk snapshot --server)\n"
-	"      --vhost-user PATH   vhost-user-blk socket (not available in this version yet)\n"
+	"      --vhost-user PATH   vhost-user-blk on a unix socket (QEMU's vhost-user-blk-pci,\n"
+	"                          with guest memory shared: memory-backend-memfd share=on);\n"
+	"                          one VMM at a time; it may reconnect (chardev reconnect=N).\n"
+	"                          --nbd and --vhost-user may be given together\n"
 	"%s"
 	"  -h, --help              this text\n";
 
@@ -62,6 +66,49 @@ struct sig_ctx {
 	sigset_t set;
 	volatile sig_atomic_t stop;
 };
+
+/* The vhost-user server, in its own thread when NBD is served as well. */
+struct vu_ctx {
+	struct vblk_backend be;
+	struct vhost_user_dev *dev;
+	const char *path;
+	struct sig_ctx *sc;
+	pthread_t sig_thread;
+	int ret;
+};
+
+static void *vu_main(void *arg)
+{
+	struct vu_ctx *v = arg;
+
+	v->ret = vhost_user_serve(v->dev, v->path, &v->sc->stop);
+	if (v->ret && !__atomic_load_n(&v->sc->stop, __ATOMIC_RELAXED))
+		pthread_kill(v->sig_thread, SIGTERM); /* it failed: stop the NBD server too */
+	return NULL;
+}
+
+/* Run the servers asked for until a signal stops them; 0, or non-zero if one failed. */
+static int servers_run(struct serve_args *a, struct sig_ctx *sc, struct vu_ctx *v)
+{
+	pthread_t t;
+	int ret;
+
+	if (!a->nbd) {
+		vu_main(v);
+		return v->ret;
+	}
+	if (!a->vhost_user)
+		return nbd_serve(sc->e, &a->no, &sc->stop);
+	if (pthread_create(&t, NULL, vu_main, v)) {
+		log_error("cannot start the vhost-user thread");
+		return -EAGAIN;
+	}
+	ret = nbd_serve(sc->e, &a->no, &sc->stop);
+	if (ret && !__atomic_load_n(&sc->stop, __ATOMIC_RELAXED))
+		pthread_kill(v->sig_thread, SIGTERM);
+	pthread_join(t, NULL);
+	return ret ? ret : v->ret;
+}
 
 /* "unix:PATH", "tcp:HOST:PORT", "tcp:PORT", "tcp:[v6addr]:PORT". */
 static int parse_nbd(struct serve_args *a)
@@ -132,6 +179,7 @@ static int write_stats_json(struct blkd_engine *e, const char *path)
 static int serve_run(struct serve_args *a, const char *layout)
 {
 	struct sig_ctx sc = { 0 };
+	struct vu_ctx vu = { .path = a->vhost_user, .sc = &sc };
 	struct blkd_control *ctl = NULL;
 	pthread_t sig_thread;
 	char h[32];
@@ -158,15 +206,31 @@ static int serve_run(struct serve_args *a, const char *layout)
 		blkd_engine_close(sc.e);
 		return 1;
 	}
-	printf("serving %s (%s%s) over NBD on %s\n", layout,
-	       size_human(blkd_engine_size(sc.e), h, sizeof(h)),
-	       a->no.read_only || blkd_engine_read_only(sc.e) ? ", read-only" : "", a->nbd);
-	fflush(stdout);
-
-	ret = nbd_serve(sc.e, &a->no, &sc.stop);
+	vu.sig_thread = sig_thread;
+	ret = 0;
+	if (a->vhost_user) {
+		vblk_backend_engine(sc.e, &vu.be);
+		ret = vhost_user_dev_new(&vu.be, 0, "lazyblk", &vu.dev);
+		if (ret)
+			log_error("--vhost-user: %s", strerror(-ret));
+	}
+	if (!ret) {
+		if (a->nbd)
+			printf("serving %s (%s%s) over NBD on %s\n", layout,
+			       size_human(blkd_engine_size(sc.e), h, sizeof(h)),
+			       a->no.read_only || blkd_engine_read_only(sc.e) ? ", read-only" : "",
+			       a->nbd);
+		if (a->vhost_user)
+			printf("serving %s (%s%s) over vhost-user on %s\n", layout,
+			       size_human(blkd_engine_size(sc.e), h, sizeof(h)),
+			       vu.be.read_only ? ", read-only" : "", a->vhost_user);
+		fflush(stdout);
+		ret = servers_run(a, &sc, &vu);
+	}
 	if (!__atomic_load_n(&sc.stop, __ATOMIC_RELAXED))
-		pthread_kill(sig_thread, SIGTERM); /* nbd_serve failed: end the signal thread */
+		pthread_kill(sig_thread, SIGTERM); /* a server failed: end the signal thread */
 	pthread_join(sig_thread, NULL);
+	vhost_user_dev_free(vu.dev);
 	blkd_control_stop(ctl); /* a snapshot under way completes first */
 	if (ret) {
 		blkd_engine_close(sc.e); /* it said why; nothing was served */
@@ -239,10 +303,6 @@ int cmd_serve(int argc, char **argv)
 		return cli_usage_error("unexpected argument '%s'", argv[optind + 1]);
 	if (!a.eo.store_dir)
 		return cli_usage_error("missing --store DIR");
-	if (a.vhost_user) {
-		log_error("--vhost-user: not available in this version yet");
-		return 1;
-	}
 	if (a.rem.cache_size && !a.rem.url)
 		return cli_usage_error("--cache-size needs --remote");
 	a.eo.remote_url = a.rem.url;
@@ -250,9 +310,12 @@ int cmd_serve(int argc, char **argv)
 	a.eo.fetch_concurrency = a.rem.concurrency;
 	a.eo.fetch_timeout_ms = a.rem.timeout_ms;
 	a.eo.fetch_retries = a.rem.retries;
-	if (!a.nbd)
-		return cli_usage_error("missing --nbd unix:PATH or --nbd tcp:HOST:PORT");
-	if (parse_nbd(&a))
+	if (!a.nbd && !a.vhost_user)
+		return cli_usage_error("missing --nbd unix:PATH, --nbd tcp:HOST:PORT or "
+				       "--vhost-user PATH");
+	if (a.vhost_user && !*a.vhost_user)
+		return cli_usage_error("bad --vhost-user '' (want a socket path)");
+	if (a.nbd && parse_nbd(&a))
 		return cli_usage_error("bad --nbd '%s' (want unix:PATH or tcp:HOST:PORT)", a.nbd);
 	return serve_run(&a, argv[optind]);
 }

@@ -28,7 +28,7 @@ expect_error "bad transport" "bad --nbd 'udp:1'" -- \
 expect_error "bad mem-cache" "bad --mem-cache" -- \
   "$LAZYBLK" serve "$T/x.layout" --store "$T/s" --nbd unix:x --mem-cache lots
 expect_rc 2 "$LAZYBLK" serve "$T/x.layout" --store "$T/s"
-expect_error "vhost-user" "not available in this version yet" -- \
+expect_error "vhost-user, missing layout" "x.layout: No such file or directory" -- \
   "$LAZYBLK" serve "$T/x.layout" --store "$T/s" --vhost-user "$T/vhost.sock"
 expect_rc 1 "$LAZYBLK" serve "$T/x.layout" --store "$T/s" --vhost-user "$T/vhost.sock"
 expect_error "missing layout" "$T/x.layout: No such file or directory" -- \
