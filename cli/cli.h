@@ -58,6 +58,12 @@ struct cli_remote {
 };
 extern const char cli_remote_help[];
 int cli_remote_option(struct cli_remote *r, int c, const char *arg);
+/* After parsing: EXIT_USAGE (said why) for --cache-size without --remote, else 0. */
+int cli_remote_check(const struct cli_remote *r);
+struct blkd_engine_opts;
+struct cas_source_opts;
+void cli_remote_to_engine(const struct cli_remote *r, struct blkd_engine_opts *eo);
+void cli_remote_to_source(const struct cli_remote *r, struct cas_source_opts *so);
 
 /*
  * The OCI image config (Entrypoint, Cmd, Env, WorkingDir, User) kept in an image manifest,

@@ -402,13 +402,9 @@ int cmd_export(int argc, char **argv)
 		return cli_usage_error("missing --store DIR");
 	if (!out)
 		return cli_usage_error("missing -o DISK.raw");
-	if (rem.cache_size && !rem.url)
-		return cli_usage_error("--cache-size needs --remote");
-	so.remote_url = rem.url;
-	so.cache_size = rem.cache_size;
-	so.concurrency = rem.concurrency;
-	so.timeout_ms = rem.timeout_ms;
-	so.retries = rem.retries;
+	if (cli_remote_check(&rem))
+		return EXIT_USAGE;
+	cli_remote_to_source(&rem, &so);
 	log_first_error_only(true); /* reader threads may fail at once: say it once */
 	return export_run(argv[optind], &so, out);
 }

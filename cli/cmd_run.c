@@ -294,15 +294,11 @@ int cmd_run(int argc, char **argv)
 		return cli_usage_error("-- CMD needs IMAGE.layout (the command runs in the image)");
 	if (a.layout && a.vo.initrd && a.cmd_n)
 		return cli_usage_error("-- CMD needs the built initramfs: drop --initrd");
-	if (a.rem.cache_size && !a.rem.url)
-		return cli_usage_error("--cache-size needs --remote");
+	if (cli_remote_check(&a.rem))
+		return EXIT_USAGE;
 	if (a.vo.hugepages && mib % 2)
 		return cli_usage_error("--hugepages needs --mem in whole 2 MiB pages");
 	a.vo.mem = (uint64_t)mib << 20;
-	a.eo.remote_url = a.rem.url;
-	a.eo.cache_size = a.rem.cache_size;
-	a.eo.fetch_concurrency = a.rem.concurrency;
-	a.eo.fetch_timeout_ms = a.rem.timeout_ms;
-	a.eo.fetch_retries = a.rem.retries;
+	cli_remote_to_engine(&a.rem, &a.eo);
 	return run_vm(&a);
 }

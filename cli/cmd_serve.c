@@ -303,13 +303,9 @@ int cmd_serve(int argc, char **argv)
 		return cli_usage_error("unexpected argument '%s'", argv[optind + 1]);
 	if (!a.eo.store_dir)
 		return cli_usage_error("missing --store DIR");
-	if (a.rem.cache_size && !a.rem.url)
-		return cli_usage_error("--cache-size needs --remote");
-	a.eo.remote_url = a.rem.url;
-	a.eo.cache_size = a.rem.cache_size;
-	a.eo.fetch_concurrency = a.rem.concurrency;
-	a.eo.fetch_timeout_ms = a.rem.timeout_ms;
-	a.eo.fetch_retries = a.rem.retries;
+	if (cli_remote_check(&a.rem))
+		return EXIT_USAGE;
+	cli_remote_to_engine(&a.rem, &a.eo);
 	if (!a.nbd && !a.vhost_user)
 		return cli_usage_error("missing --nbd unix:PATH, --nbd tcp:HOST:PORT or "
 				       "--vhost-user PATH");

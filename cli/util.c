@@ -7,7 +7,9 @@
 #include <string.h>
 
 #include "../common/log.h"
+#include "../blkd/engine.h"
 #include "../cas/manifest.h"
+#include "../cas/source.h"
 #include "../common/size.h"
 #include "../vmm-glue/initramfs.h"
 #include "cli.h"
@@ -118,4 +120,29 @@ int cli_image_config_load(const char *manifest, struct initramfs_image_config *c
 	}
 	manifest_free(m);
 	return r;
+}
+
+int cli_remote_check(const struct cli_remote *r)
+{
+	if (r->cache_size && !r->url)
+		return cli_usage_error("--cache-size needs --remote");
+	return 0;
+}
+
+void cli_remote_to_engine(const struct cli_remote *r, struct blkd_engine_opts *eo)
+{
+	eo->remote_url = r->url;
+	eo->cache_size = r->cache_size;
+	eo->fetch_concurrency = r->concurrency;
+	eo->fetch_timeout_ms = r->timeout_ms;
+	eo->fetch_retries = r->retries;
+}
+
+void cli_remote_to_source(const struct cli_remote *r, struct cas_source_opts *so)
+{
+	so->remote_url = r->url;
+	so->cache_size = r->cache_size;
+	so->concurrency = r->concurrency;
+	so->timeout_ms = r->timeout_ms;
+	so->retries = r->retries;
 }
