@@ -68,6 +68,7 @@ bench: $(BUILD)/lazyblk
 	@LAZYBLK=$(abspath $(BUILD)/lazyblk) bench/serve.sh
 	@LAZYBLK=$(abspath $(BUILD)/lazyblk) bench/remote.sh
 	@LAZYBLK=$(abspath $(BUILD)/lazyblk) bench/vmm.sh
+	@LAZYBLK=$(abspath $(BUILD)/lazyblk) bench/guest.sh
 
 clean:
 	rm -rf build

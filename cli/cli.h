@@ -64,6 +64,9 @@ struct blkd_engine_opts;
 struct cas_source_opts;
 void cli_remote_to_engine(const struct cli_remote *r, struct blkd_engine_opts *eo);
 void cli_remote_to_source(const struct cli_remote *r, struct cas_source_opts *so);
+/* The engine's statistics as one JSON object in path (--stats-json). -errno, said why. */
+struct blkd_engine;
+int cli_write_stats_json(struct blkd_engine *e, const char *path);
 
 /*
  * The OCI image config (Entrypoint, Cmd, Env, WorkingDir, User) kept in an image manifest,

@@ -31,7 +31,8 @@ static const char run_usage[] =
 	"usage: lazyblk run IMAGE.layout --store DIR [--remote URL] [--overlay FILE]\n"
 	"            --kernel FILE [--initrd FILE] [--append ARGS] [--cpus N] [--mem MiB]\n"
 	"            [--disk FILE[,ro]]... [--hugepages] [--populate] [--boot linux64|pvh]\n"
-	"            [--cache-dir DIR] [--manifest IMAGE.manifest] [-- CMD ...]\n"
+	"            [--cache-dir DIR] [--manifest IMAGE.manifest] [--stats-json FILE]\n"
+	"            [-- CMD ...]\n"
 	"       lazyblk run --kernel FILE [--disk FILE[,ro]]... [options]   (no image)\n"
 	"\n"
 	"Boot a micro-VM in this process (KVM): the image is its root disk /dev/vda over\n"
@@ -65,6 +66,8 @@ static const char run_usage[] =
 	"      --manifest FILE     the image's manifest (lazyblk import): without CMD, the\n"
 	"                          built initramfs runs its Entrypoint + Cmd with its Env,\n"
 	"                          WorkingDir and User\n"
+	"      --stats-json FILE   write the image disk's statistics (as lazyblk serve's) to\n"
+	"                          FILE at exit\n"
 	"  -- CMD ...              the command the built initramfs runs in the image\n"
 	"%s"
 	"  -h, --help              this text\n"
@@ -82,6 +85,7 @@ struct run_args {
 	char **cmd;
 	int cmd_n;
 	const char *manifest;   /* the image's manifest: its OCI config for the initramfs */
+	const char *stats_json; /* the image disk's statistics at exit */
 };
 
 static int parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out)
@@ -188,6 +192,8 @@ static int run_vm(struct run_args *a)
 			log_error("flush: %s", strerror(-f));
 			ret = f;
 		}
+		if (a->stats_json && cli_write_stats_json(e, a->stats_json) && !ret)
+			ret = -EIO;
 		blkd_engine_close(e);
 	}
 	return ret ? 1 : status;
@@ -196,7 +202,7 @@ static int run_vm(struct run_args *a)
 int cmd_run(int argc, char **argv)
 {
 	enum { O_OVERLAY = 256, O_INITRD, O_APPEND, O_CPUS, O_MEM, O_DISK, O_HUGE, O_POP,
-	       O_BOOT, O_CACHE, O_MANIFEST };
+	       O_BOOT, O_CACHE, O_MANIFEST, O_JSON };
 	static const struct option opts[] = {
 		{ "store", required_argument, NULL, 's' },
 		{ "overlay", required_argument, NULL, O_OVERLAY },
@@ -211,6 +217,7 @@ int cmd_run(int argc, char **argv)
 		{ "boot", required_argument, NULL, O_BOOT },
 		{ "cache-dir", required_argument, NULL, O_CACHE },
 		{ "manifest", required_argument, NULL, O_MANIFEST },
+		{ "stats-json", required_argument, NULL, O_JSON },
 		CLI_REMOTE_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -271,6 +278,7 @@ int cmd_run(int argc, char **argv)
 			break;
 		case O_CACHE: a.vo.cache_dir = optarg; break;
 		case O_MANIFEST: a.manifest = optarg; break;
+		case O_JSON: a.stats_json = optarg; break;
 		case 'h': printf(run_usage, cli_remote_help); return 0;
 		default:
 			r = cli_remote_option(&a.rem, c, optarg);
@@ -288,8 +296,10 @@ int cmd_run(int argc, char **argv)
 		return cli_usage_error("missing --kernel FILE (see lazyblk run --help)");
 	if (a.layout && !a.eo.store_dir)
 		return cli_usage_error("missing --store DIR");
-	if (!a.layout && (a.eo.store_dir || a.eo.overlay_path || a.rem.url))
-		return cli_usage_error("--store, --overlay and --remote need IMAGE.layout");
+	if (!a.layout && (a.eo.store_dir || a.eo.overlay_path || a.rem.url || a.stats_json ||
+			  a.manifest))
+		return cli_usage_error("--store, --overlay, --remote, --manifest and --stats-json "
+				       "need IMAGE.layout");
 	if (!a.layout && a.cmd_n)
 		return cli_usage_error("-- CMD needs IMAGE.layout (the command runs in the image)");
 	if (a.layout && a.vo.initrd && a.cmd_n)

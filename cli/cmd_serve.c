@@ -160,22 +160,6 @@ static void *sig_main(void *arg)
 	}
 }
 
-static int write_stats_json(struct blkd_engine *e, const char *path)
-{
-	FILE *f = fopen(path, "w");
-
-	if (!f) {
-		log_error("%s: %s", path, strerror(errno));
-		return -errno;
-	}
-	blkd_engine_print_stats(e, f, true);
-	if (fclose(f)) {
-		log_error("%s: %s", path, strerror(errno));
-		return -EIO;
-	}
-	return 0;
-}
-
 static int serve_run(struct serve_args *a, const char *layout)
 {
 	struct sig_ctx sc = { 0 };
@@ -244,7 +228,7 @@ static int serve_run(struct serve_args *a, const char *layout)
 	}
 	blkd_engine_print_stats(sc.e, stdout, false);
 	fflush(stdout);
-	if (a->stats_json && write_stats_json(sc.e, a->stats_json))
+	if (a->stats_json && cli_write_stats_json(sc.e, a->stats_json))
 		rc = 1;
 	blkd_engine_close(sc.e);
 	return rc;

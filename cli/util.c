@@ -146,3 +146,22 @@ void cli_remote_to_source(const struct cli_remote *r, struct cas_source_opts *so
 	so->timeout_ms = r->timeout_ms;
 	so->retries = r->retries;
 }
+
+int cli_write_stats_json(struct blkd_engine *e, const char *path)
+{
+	FILE *f = fopen(path, "w");
+	int ret;
+
+	if (!f) {
+		ret = -errno;
+		log_error("%s: %s", path, strerror(-ret));
+		return ret;
+	}
+	blkd_engine_print_stats(e, f, true);
+	if (fclose(f)) {
+		ret = -errno;
+		log_error("%s: %s", path, strerror(-ret));
+		return ret;
+	}
+	return 0;
+}

@@ -1,5 +1,6 @@
 #!/bin/bash
-# `make run`: build a small real container image from Debian packages and import it.
+# `make run`: build a small real container image from Debian packages, import it, synthesize
+# its ext4 disk, and boot it as a micro-VM whose root disk is read lazily from the store.
 #
 #   1. apt-get download busybox-static, libc6 and base-files into build/sample/cache
 #      (reused on later runs, so a rerun needs no network);
@@ -10,10 +11,24 @@
 #   5. show what the manifest and the store hold, and cross-check the manifest (and the
 #      file bytes its chunks give, decompressed with zstd) against the tree that
 #      `umoci unpack` produces from the same image;
-#   9. lazyblk mkfs + lazyblk export, checked with e2fsck -fn and debugfs.
+#   9. lazyblk mkfs + lazyblk export, checked with e2fsck -fn and debugfs;
+#  10. Debian's linux-image-cloud-amd64, fetched once (scripts/lib/kernel.sh: the cache the
+#      QEMU tests use, /var/cache/lazyblk-test/kernel);
+#  11. boot the image with the store published as static files over HTTP (a loopback
+#      python3 http.server) and an empty local cache store, so every chunk the guest needs
+#      is fetched on demand: where /proc/cpuinfo has vmx/svm, with the built-in VMM
+#      (`lazyblk run`); otherwise QEMU TCG (-accel tcg) with `lazyblk initramfs` and the
+#      Debian kernel, its root disk served by `lazyblk serve --vhost-user` (over NBD while
+#      this lazyblk has no vhost-user); the guest runs $CMD, whose output is printed;
+#  12. the lazy-loading figures: disk and file-data size against the chunks and bytes
+#      actually fetched (the server's --stats-json; the cache store), and the time from
+#      the VMM's start to the guest's first user-space instruction (the initramfs's /init
+#      writes 1 to the boot-timer port 0x440: under QEMU an isa-debugcon on that port,
+#      stamped by scripts/lib/qemu_boot.py; the built-in VMM logs it itself).
 #
-# Environment: LAZYBLK = the lazyblk binary (set by the Makefile; default build/lazyblk).
-# Idempotent: everything except the apt cache is rebuilt on every run.
+# Environment: LAZYBLK = the lazyblk binary (set by the Makefile; default build/lazyblk);
+# LAZYBLK_SAMPLE_VMM=qemu|builtin forces the VMM; LAZYBLK_KERNEL_CACHE the kernel cache.
+# Idempotent: everything except the package and kernel caches is rebuilt on every run.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -271,9 +286,178 @@ debugfs -R "ls -l /etc" "$DISK" 2>/dev/null | head -8 | sed 's/^/  /'
 echo "+ debugfs -R 'cat /etc/motd'"
 debugfs -R "cat /etc/motd" "$DISK" 2>/dev/null | sed 's/^/  /'
 
+# ---------------------------------------------------------------------------
+heading "10. Kernel: Debian's linux-image-cloud-amd64"
+. "$ROOT/scripts/lib/kernel.sh"   # the kernel_cache/fetch_kernel of tests/integration/lib/kernel.sh
+KC=$(kernel_cache) || die "no writable kernel cache directory (set LAZYBLK_KERNEL_CACHE)"
+KERNEL=$(fetch_kernel "$KC") ||
+  die "cannot fetch linux-image-cloud-amd64 into $KC (apt-get download failed: network or apt sources?)"
+echo "kernel: $KERNEL (cache: $KC)"
+
+# ---------------------------------------------------------------------------
+heading "11. Boot the image lazily"
+CMD='grep PRETTY_NAME /etc/os-release; cat /etc/motd; echo "kernel $(uname -r), $(ls /usr/bin | wc -l) programs in /usr/bin, $(grep MemTotal /proc/meminfo | tr -s " ")"; echo hello from the lazy image'
+BOOT=$S/boot
+CSTORE=$BOOT/cache-store       # the local store: empty at the start, filled from the remote
+OV=$BOOT/sample.overlay
+rm -rf "$BOOT"
+mkdir -p "$BOOT"
+PIDS=()
+cleanup() { local p; for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; }
+trap cleanup EXIT
+
+# The store as static files over HTTP on a free loopback port (the layout lazyblk push and
+# --remote http://.../ use: chunks/XX/DIGEST); the guest's disk has only CSTORE locally.
+"$PY" - "$STORE" "$BOOT/http.port" >"$BOOT/http.log" 2>&1 <<'PYEOF' &
+import functools, http.server, os, sys
+class H(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *a): pass
+srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
+                                      functools.partial(H, directory=sys.argv[1]))
+with open(sys.argv[2] + ".tmp", "w") as f: f.write(str(srv.server_address[1]))
+os.rename(sys.argv[2] + ".tmp", sys.argv[2])
+srv.serve_forever()
+PYEOF
+PIDS+=($!)
+for _ in $(seq 100); do [ -s "$BOOT/http.port" ] && break; sleep 0.05; done
+[ -s "$BOOT/http.port" ] || die "the loopback HTTP server for the store did not start: $(cat "$BOOT/http.log")"
+URL="http://127.0.0.1:$(cat "$BOOT/http.port")/"
+echo "remote: ${STORE#"$ROOT"/} served as static files at $URL; local cache store: ${CSTORE#"$ROOT"/} (empty)"
+
+VMM=${LAZYBLK_SAMPLE_VMM:-}
+if [ -z "$VMM" ]; then
+  if grep -qwE 'vmx|svm' /proc/cpuinfo; then VMM=builtin; else VMM=qemu; fi
+fi
+BOOT_JSON=$BOOT/boot.json
+STATS=$BOOT/stats.json
+CON=$BOOT/console.log
+case "$VMM" in
+builtin)
+  [ -e /dev/kvm ] || die "/dev/kvm is missing (load kvm_intel or kvm_amd)"
+  echo "hardware virtualization present (vmx/svm): booting with the built-in VMM (lazyblk run, KVM)"
+  echo "+ lazyblk run ${LAYOUT#"$ROOT"/} --store ${CSTORE#"$ROOT"/} --remote $URL --overlay ${OV#"$ROOT"/} --kernel $KERNEL --mem 512 -- /bin/sh -c '...'"
+  echo "---- guest output ----"
+  start=$(date +%s%N)
+  set +o pipefail
+  timeout 300 "$LAZYBLK" run "$LAYOUT" --store "$CSTORE" --remote "$URL" --overlay "$OV" \
+    --kernel "$KERNEL" --mem 512 --append "console=ttyS0 reboot=k panic=-1 quiet" \
+    -- /bin/sh -c "$CMD" </dev/null 2>"$BOOT/run.err" | tee "$CON" |
+    sed -u -e 's/\x1b\[[0-9;?]*[A-Za-z]//g' -e 's/\x1bc//g' -e 's/\r//g' |
+    grep -v -e '^\[ *[0-9]*\.[0-9]*\]' -e '^lazyblk-exit:'
+  rc=${PIPESTATUS[0]}
+  set -o pipefail
+  end=$(date +%s%N)
+  echo "---- end of guest output ----"
+  [ "$rc" -ne 124 ] || die "the guest did not finish within 300 s (console: ${CON#"$ROOT"/})"
+  [ "$rc" -eq 0 ] || { tail -5 "$BOOT/run.err" >&2; die "lazyblk run exited $rc (log: ${BOOT#"$ROOT"/}/run.err)"; }
+  "$PY" - "$BOOT/run.err" "$BOOT_JSON" "$(( (end - start) / 1000000 ))" <<'PYEOF'
+import json, re, sys
+t = {}
+for l in open(sys.argv[1]):
+    m = re.search(r"boot-timer: (\d+) at ([0-9.]+) ms", l)
+    if m: t.setdefault(m.group(1), float(m.group(2)))
+json.dump({"boot_timer": t, "wall_ms": float(sys.argv[3])}, open(sys.argv[2], "w"))
+PYEOF
+  ;;
+qemu)
+  command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 not found (apt-get install qemu-system-x86)"
+  if "$LAZYBLK" serve --help | grep -q -- '--vhost-user PATH.*not available'; then
+    TRANSPORT=nbd
+    echo "no vmx/svm in /proc/cpuinfo (no hardware virtualization): booting with QEMU TCG (software CPU) over NBD (this lazyblk has no --vhost-user yet)"
+  else
+    TRANSPORT=vhost-user
+    echo "no vmx/svm in /proc/cpuinfo (no hardware virtualization): booting with QEMU TCG (software CPU) over vhost-user-blk"
+  fi
+  echo "+ lazyblk initramfs --kernel $KERNEL --manifest ${MAN#"$ROOT"/} --busybox ${RFS#"$ROOT"/}/bin/busybox -- /bin/sh -c '...'"
+  INITRD=$("$LAZYBLK" initramfs --kernel "$KERNEL" --manifest "$MAN" --busybox "$RFS/bin/busybox" \
+    -- /bin/sh -c "$CMD") || die "lazyblk initramfs failed"
+  echo "  $INITRD ($(stat -c %s "$INITRD") bytes, cached)"
+  SOCK=$BOOT/disk.sock
+  if [ "$TRANSPORT" = vhost-user ]; then
+    LISTEN=(--vhost-user "$SOCK")
+    QDISK=(-object memory-backend-memfd,id=mem,size=512M,share=on -machine memory-backend=mem
+           -chardev "socket,id=vu,path=$SOCK" -device vhost-user-blk-pci,chardev=vu)
+  else
+    LISTEN=(--nbd "unix:$SOCK")
+    QDISK=(-drive "file=nbd+unix:///?socket=$SOCK,format=raw,if=virtio")
+  fi
+  echo "+ lazyblk serve ${LAYOUT#"$ROOT"/} --store ${CSTORE#"$ROOT"/} --remote $URL --overlay ${OV#"$ROOT"/} ${LISTEN[0]} ${LISTEN[1]#"$ROOT"/} --stats-json ${STATS#"$ROOT"/} &"
+  "$LAZYBLK" serve "$LAYOUT" --store "$CSTORE" --remote "$URL" --overlay "$OV" \
+    "${LISTEN[@]}" --stats-json "$STATS" >"$BOOT/serve.log" 2>&1 &
+  SERVE_PID=$!
+  PIDS+=("$SERVE_PID")
+  for _ in $(seq 200); do [ -S "$SOCK" ] && break; kill -0 $SERVE_PID 2>/dev/null || break; sleep 0.05; done
+  [ -S "$SOCK" ] || die "lazyblk serve did not start: $(tail -1 "$BOOT/serve.log")"
+  echo "+ qemu-system-x86_64 -M pc -accel tcg -m 512M -kernel ${KERNEL##*/} -initrd ${INITRD##*/} ${QDISK[*]//"$ROOT"\//}"
+  echo "---- guest output ----"
+  rc=0
+  "$PY" "$ROOT/scripts/lib/qemu_boot.py" --echo --log "$CON" --json "$BOOT_JSON" --timeout 300 -- \
+    qemu-system-x86_64 -M pc -accel tcg -m 512M -smp 1 -nodefaults -nographic -serial stdio \
+    -no-reboot -kernel "$KERNEL" -initrd "$INITRD" -append "console=ttyS0 reboot=k panic=-1 quiet" \
+    "${QDISK[@]}" || rc=$?
+  echo "---- end of guest output ----"
+  kill -TERM $SERVE_PID 2>/dev/null || true
+  src=0; wait $SERVE_PID || src=$?
+  [ "$rc" -ne 124 ] || die "the guest did not finish within 300 s (console: ${CON#"$ROOT"/})"
+  [ "$rc" -eq 0 ] || { tail -5 "$CON" >&2; die "QEMU exited $rc (console: ${CON#"$ROOT"/})"; }
+  [ "$src" -eq 0 ] || { tail -3 "$BOOT/serve.log" >&2; die "lazyblk serve exited $src (log: ${BOOT#"$ROOT"/}/serve.log)"; }
+  [ -s "$STATS" ] || die "lazyblk serve wrote no statistics to ${STATS#"$ROOT"/}"
+  ;;
+*) die "LAZYBLK_SAMPLE_VMM=$VMM: want qemu or builtin" ;;
+esac
+es=$(tr -d '\r' <"$CON" | sed -n 's/.*lazyblk-exit: \([0-9]*\).*/\1/p' | tail -1)
+[ "$es" = 0 ] || die "the guest command exited '${es:-?}' (want 0; console: ${CON#"$ROOT"/})"
+grep -q "hello from the lazy image" "$CON" ||
+  die "the guest's output lacks 'hello from the lazy image' (console: ${CON#"$ROOT"/})"
+
+# ---------------------------------------------------------------------------
+heading "12. Lazy loading: what the boot needed of the image"
+"$LAZYBLK" cas stats --store "$CSTORE" >"$BOOT/cache-store.stats" 2>/dev/null || : >"$BOOT/cache-store.stats"
+"$LAZYBLK" cas stats --store "$STORE" >"$BOOT/store.stats"
+"$PY" - "$DISK" "$S/sample.manifest.json" "$BOOT/store.stats" "$BOOT/cache-store.stats" \
+  "$BOOT_JSON" "$STATS" "$VMM" <<'PYEOF'
+import json, os, re, sys
+disk, manj, st_all, st_cache, bootj, statsj, vmm = sys.argv[1:]
+def cas(p):
+    t = open(p).read()
+    g = lambda k: int((re.search(r"^%s\s+(\d+)" % k, t, re.M) or [0, 0])[1])
+    return g("chunks"), g("raw bytes"), g("stored bytes")
+def mib(n): return "%.1f MiB" % (n / 1048576)
+m = json.load(open(manj))
+files = [e for e in m["entries"] if e["type"] == "file"]
+data = sum(e.get("size", 0) for e in files)
+c_all, raw_all, stored_all = cas(st_all)
+c_got, raw_got, stored_got = cas(st_cache)
+print("image     disk %s (synthesized ext4), file data %s in %d files; store: %d chunks, %s compressed"
+      % (mib(os.path.getsize(disk)), mib(data), len(files), c_all, mib(stored_all)))
+print("fetched   %d of %d chunks from the remote: %s of %s compressed (%.0f%%), %s of %s uncompressed"
+      % (c_got, c_all, mib(stored_got), mib(stored_all),
+         100.0 * stored_got / stored_all if stored_all else 0, mib(raw_got), mib(raw_all)))
+if os.path.exists(statsj) and os.path.getsize(statsj):
+    s = json.load(open(statsj))
+    print("server    %d reads (%s), %d writes (%s), %d flushes; 4 KiB blocks served: %d metadata, %d from chunks, %d zero, %d overlay"
+          % (s["reads"], mib(s["read_bytes"]), s["writes"], mib(s["write_bytes"]), s["flushes"],
+             s["blocks_from_metadata"], s["blocks_from_chunks"], s["blocks_zero"], s["blocks_from_overlay"]))
+    print("          chunk_loads %d (%s decompressed), memory-cache hits %d; remote_fetches %d (%s, p50 %.1f ms); disk_hits %d; store_read_bytes %d"
+          % (s["chunk_loads"], mib(s["chunk_loaded_bytes"]), s["chunk_cache_hits"],
+             s.get("remote_fetches", 0), mib(s.get("remote_bytes", 0)), s.get("fetch_ms_p50", 0),
+             s.get("disk_hits", 0), s["store_read_bytes"]))
+    print("          overlay: %d dirty blocks (the guest's writes)" % s["dirty_blocks"])
+b = json.load(open(bootj))
+t = b.get("boot_timer", {})
+what = "QEMU's start (TCG)" if vmm == "qemu" else "lazyblk run's start"
+if "1" in t:
+    print("time      %.0f ms from %s to the guest's first user-space instruction (/init: boot-timer port 0x440 = 1)"
+          % (t["1"], what))
+    print("          %.0f ms to the command's start (0x440 = 2); the VM ended after %.0f ms"
+          % (t.get("2", float("nan")), b.get("wall_ms", float("nan"))))
+else:
+    print("time      boot timer not seen; the VM ran %.0f ms" % b.get("wall_ms", float("nan")))
+PYEOF
+
 heading "Done"
 echo "image:    ${OCI#"$ROOT"/} (OCI layout, tag latest)"
 echo "manifest: ${MAN#"$ROOT"/}"
 echo "store:    ${STORE#"$ROOT"/}"
 echo "layout:   ${LAYOUT#"$ROOT"/} (ext4 metadata + block map; disk: ${DISK#"$ROOT"/})"
-echo "Serving and booting this disk (lazyblk serve / run) come in a later version."
+echo "boot:     ${BOOT#"$ROOT"/}/ (console.log, boot.json$([ -s "$STATS" ] && echo ", stats.json"); VMM: $VMM)"

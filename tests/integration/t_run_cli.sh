@@ -30,6 +30,7 @@ expect_usage "--mem 1G" "bad --mem '1G'" --kernel "$T/text" --mem 1G
 expect_usage "--mem huge" "bad --mem" --kernel "$T/text" --mem 99999999999
 expect_usage "--boot" "bad --boot 'bios'" --kernel "$T/text" --boot bios
 expect_usage "--store without image" "need IMAGE.layout" --kernel "$T/text" --store "$T/s"
+expect_usage "--stats-json without image" "need IMAGE.layout" --kernel "$T/text" --stats-json "$T/j"
 expect_usage "image without --store" "missing --store" img.layout --kernel "$T/text"
 expect_usage "CMD without image" "-- CMD needs IMAGE.layout" --kernel "$T/text" -- /bin/true
 expect_usage "two images" "unexpected argument" a.layout b.layout --store "$T/s" --kernel k

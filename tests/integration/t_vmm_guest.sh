@@ -130,7 +130,7 @@ for phase in 1 2; do
   sums=$(python3 "$DISKPY" sums "$T/img.raw" "$scr" $phase)
   rc=0
   timeout 300 "$LAZYBLK" run "$T/img.layout" --store "$T/store" --overlay "$T/img.overlay" \
-    --kernel "$GUEST" --initrd "$T/dummy.initrd" --cpus 1 --mem 64 \
+    --kernel "$GUEST" --initrd "$T/dummy.initrd" --cpus 1 --mem 64 --stats-json "$T/img$phase.json" \
     --append "testguest.mode=image testguest.scratch=$scr testguest.discard_zeroes=1 $sums" \
     >"$T/img$phase.log" 2>"$T/img$phase.err" </dev/null || rc=$?
   tr -d '\r' <"$T/img$phase.log" >"$T/img$phase.log.txt"
@@ -144,5 +144,9 @@ for phase in 1 2; do
     grep "guest: .*FAIL" "$T/img$phase.log.txt" >&2 || true
     die "lazy image run $phase: exit $rc, want 0 and guest: PASS"
   fi
+  python3 -c 'import json, sys
+s = json.load(open(sys.argv[1]))
+sys.exit(not (s["reads"] > 0 and s["writes"] > 0 and s["flushes"] > 0 and s["dirty_blocks"] > 0))' \
+    "$T/img$phase.json" || die "lazy image run $phase: statistics $(cat "$T/img$phase.json")"
   echo "ok: lazy image run $phase: $(grep -c ': ok' "$T/img$phase.log.txt") checks, guest: PASS"
 done
