@@ -7,9 +7,12 @@
  *
  * Offered: VIRTIO_F_VERSION_1, indirect descriptors, event idx, the virtio-blk features of
  * vblk_dev_init() (MQ with several queues), VHOST_USER_F_PROTOCOL_FEATURES; protocol
- * features MQ, REPLY_ACK, CONFIG, RESET_DEVICE. One master at a time; when it goes away
- * (or is dropped for a malformed message) the device is reset and the next one is accepted,
- * so a master that reconnects (QEMU's chardev reconnect=N) resumes where the rings are.
+ * features MQ, REPLY_ACK, CONFIG, RESET_DEVICE, INFLIGHT_SHMFD. One master at a time; when
+ * it goes away (or is dropped for a malformed message) the device is reset and the next one
+ * is accepted, so a master that reconnects (QEMU's chardev reconnect=N) resumes where the
+ * rings are. With INFLIGHT_SHMFD the master keeps a region (GET_INFLIGHT_FD, made here) in
+ * which each queue marks the requests it popped and has not completed; a server restarted
+ * after a crash is handed it back (SET_INFLIGHT_FD) and resubmits those requests first.
  *
  * The master is trusted as far as the protocol goes, but every message is checked: sizes,
  * file descriptor counts, memory regions (overlaps, mapping sizes against the file),

@@ -4,7 +4,8 @@
  *   vhost_user.c        the device, the connection loop, listening;
  *   vhost_user_msg.c    receiving, validating and answering messages;
  *   vhost_user_mem.c    SET_MEM_TABLE: mapping the master's regions, address translation;
- *   vhost_user_queue.c  per-queue state and the I/O threads.
+ *   vhost_user_queue.c  per-queue state and the I/O threads;
+ *   vhost_user_inflight.c  GET/SET_INFLIGHT_FD: the region tracking chains in flight.
  *
  * Threads: the connection thread handles every message; each running queue has an I/O
  * thread. q->lock is held by the I/O thread while it processes the ring, and by the
@@ -36,6 +37,7 @@ struct vu_queue {
 	bool kicked;                 /* SET_VRING_KICK received: the ring is started */
 	bool enabled;                /* SET_VRING_ENABLE */
 	bool broken;                 /* the guest broke the ring (atomic): not served until set up again */
+	unsigned resubmit;           /* chains in flight in the region when started: resubmit them */
 	/* while running */
 	struct vring_queue vq;
 	pthread_t thread;
@@ -49,12 +51,19 @@ struct vu_map {
 	uint64_t uva;                /* the region's address in the master */
 };
 
+struct vu_inflight_map {
+	void *base;                  /* mmap()ed; NULL: no in-flight tracking */
+	size_t len;
+	unsigned nq, qsize;          /* queues in it, entries per queue */
+};
+
 struct vhost_user_dev {
 	struct vblk_dev blk;
 	uint64_t features;           /* SET_FEATURES (with VU_F_PROTOCOL_FEATURES) */
 	uint64_t pfeatures;          /* SET_PROTOCOL_FEATURES */
 	struct gmem mem;             /* keyed by guest-physical address */
 	struct vu_map map[GMEM_MAX_REGIONS];
+	struct vu_inflight_map ifl;  /* GET/SET_INFLIGHT_FD */
 	unsigned nq;
 	struct vu_queue q[];
 };
@@ -64,6 +73,15 @@ int vu_mem_set(struct vhost_user_dev *d, const struct vu_mem_table *t, int *fds)
 void vu_mem_unmap(struct vhost_user_dev *d);
 /* Guest-physical address of [uva, uva + len) in one region: 0, or -EFAULT. */
 int vu_uva_to_gpa(const struct vhost_user_dev *d, uint64_t uva, uint64_t len, uint64_t *gpa);
+
+/* vhost_user_inflight.c: -errno refused (logged). */
+/* A new zeroed region for p's queues: p's mmap_size/offset and its fd are the reply. */
+int vu_inflight_get(struct vhost_user_dev *d, struct vu_inflight *p, int *fd_out);
+/* Map the master's region (fd stays the caller's). */
+int vu_inflight_set(struct vhost_user_dev *d, const struct vu_inflight *p, int fd);
+void vu_inflight_unmap(struct vhost_user_dev *d);
+/* Queue idx's part of the region for a ring of num entries, or NULL (not tracked). */
+struct vring_inflight *vu_inflight_region(struct vhost_user_dev *d, unsigned idx, unsigned num);
 
 /* vhost_user_queue.c */
 void vu_queue_init(struct vu_queue *q, struct vhost_user_dev *d, unsigned idx);

@@ -19,7 +19,8 @@
 
 #define BIT(n) (1ull << (n))
 #define VU_PROTOCOL_FEATURES                                                               \
-	(BIT(VU_PF_MQ) | BIT(VU_PF_REPLY_ACK) | BIT(VU_PF_CONFIG) | BIT(VU_PF_RESET_DEVICE))
+	(BIT(VU_PF_MQ) | BIT(VU_PF_REPLY_ACK) | BIT(VU_PF_CONFIG) | BIT(VU_PF_RESET_DEVICE) |   \
+	 BIT(VU_PF_INFLIGHT_SHMFD))
 
 static const char *const req_names[VU_REQUEST_MAX] = {
 	[VU_GET_FEATURES] = "GET_FEATURES",
@@ -40,6 +41,8 @@ static const char *const req_names[VU_REQUEST_MAX] = {
 	[VU_SET_VRING_ENABLE] = "SET_VRING_ENABLE",
 	[VU_GET_CONFIG] = "GET_CONFIG",
 	[VU_SET_CONFIG] = "SET_CONFIG",
+	[VU_GET_INFLIGHT_FD] = "GET_INFLIGHT_FD",
+	[VU_SET_INFLIGHT_FD] = "SET_INFLIGHT_FD",
 	[VU_RESET_DEVICE] = "RESET_DEVICE",
 };
 
@@ -190,6 +193,13 @@ static const char *msg_check(const struct vu_msg *m, unsigned nfds)
 		want_size = VU_MEM_HDR_SIZE + m->p.mem.nregions * (uint32_t)sizeof(struct vu_region);
 		want_fds = m->p.mem.nregions;
 		break;
+	case VU_GET_INFLIGHT_FD:
+		want_size = sizeof(struct vu_inflight);
+		break;
+	case VU_SET_INFLIGHT_FD:
+		want_size = sizeof(struct vu_inflight);
+		want_fds = 1;
+		break;
 	case VU_GET_CONFIG:
 	case VU_SET_CONFIG:
 		if (size < VU_CONFIG_HDR_SIZE || m->p.config.size > VU_CONFIG_MAX)
@@ -210,15 +220,31 @@ static const char *msg_check(const struct vu_msg *m, unsigned nfds)
 
 /* ---- answering ---------------------------------------------------------------------- */
 
-static int reply_send(int fd, struct vu_msg *m, uint32_t size)
+/* The reply to m: size bytes of its payload, and sendfd (-1: none) as SCM_RIGHTS. */
+static int reply_send(int fd, struct vu_msg *m, uint32_t size, int sendfd)
 {
 	struct vu_hdr h = { .request = m->hdr.request, .flags = VU_VERSION | VU_FLAG_REPLY,
 			    .size = size };
 	struct iovec iov[2] = { { &h, VU_HDR_SIZE }, { &m->p, size } };
 	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} cm;
 	size_t want = VU_HDR_SIZE + size;
 	ssize_t n;
 
+	if (sendfd >= 0) {
+		struct cmsghdr *c;
+
+		mh.msg_control = cm.buf;
+		mh.msg_controllen = sizeof(cm.buf);
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &sendfd, sizeof(int));
+	}
 	do
 		n = sendmsg(fd, &mh, MSG_NOSIGNAL);
 	while (n < 0 && errno == EINTR);
@@ -230,7 +256,7 @@ static int reply_send(int fd, struct vu_msg *m, uint32_t size)
 static int reply_u64(int fd, struct vu_msg *m, uint64_t v)
 {
 	m->p.u64 = v;
-	return reply_send(fd, m, 8);
+	return reply_send(fd, m, 8, -1);
 }
 
 /* ---- handlers: 0 or a reply size > 0 to send; -errno refused (logged here) ----------- */
@@ -408,17 +434,31 @@ static int h_get_config(struct vhost_user_dev *d, struct vu_msg *m)
 	return (int)(VU_CONFIG_HDR_SIZE + c->size);
 }
 
+/*
+ * GET_INFLIGHT_FD: refused, the reply says "no region" (mmap_size 0, no fd), which QEMU
+ * takes as a backend without in-flight tracking.
+ */
+static int h_get_inflight(struct vhost_user_dev *d, struct vu_msg *m, int *reply_fd)
+{
+	if (vu_inflight_get(d, &m->p.inflight, reply_fd) < 0) {
+		m->p.inflight.mmap_size = 0;
+		m->p.inflight.mmap_offset = 0;
+	}
+	return sizeof(m->p.inflight);
+}
+
 void vu_dev_reset(struct vhost_user_dev *d)
 {
 	for (unsigned i = 0; i < d->nq; i++)
 		vu_queue_reset(&d->q[i]);
 	vu_mem_unmap(d);
+	vu_inflight_unmap(d);
 	d->features = d->pfeatures = 0;
 	d->blk.acked = 0;
 }
 
-/* 0 or a reply size, or -errno (refused). */
-static int dispatch(struct vhost_user_dev *d, struct vu_msg *m, int *fds)
+/* 0 or a reply size (with *reply_fd, or -1), or -errno (refused). */
+static int dispatch(struct vhost_user_dev *d, struct vu_msg *m, int *fds, int *reply_fd)
 {
 	switch (m->hdr.request) {
 	case VU_GET_FEATURES:
@@ -460,6 +500,10 @@ static int dispatch(struct vhost_user_dev *d, struct vu_msg *m, int *fds)
 		return h_get_config(d, m);
 	case VU_SET_CONFIG:
 		return 0;   /* nothing is writable (no VIRTIO_BLK_F_CONFIG_WCE): ignored */
+	case VU_GET_INFLIGHT_FD:
+		return h_get_inflight(d, m, reply_fd);
+	case VU_SET_INFLIGHT_FD:
+		return vu_inflight_set(d, &m->p.inflight, fds[0]);
 	}
 	return -ENOSYS;   /* not reached: msg_check() knows the same requests */
 }
@@ -467,14 +511,14 @@ static int dispatch(struct vhost_user_dev *d, struct vu_msg *m, int *fds)
 static bool has_reply(uint32_t r)
 {
 	return r == VU_GET_FEATURES || r == VU_GET_PROTOCOL_FEATURES || r == VU_GET_QUEUE_NUM ||
-	       r == VU_GET_VRING_BASE || r == VU_GET_CONFIG;
+	       r == VU_GET_VRING_BASE || r == VU_GET_CONFIG || r == VU_GET_INFLIGHT_FD;
 }
 
 int vu_msg_handle(struct vhost_user_dev *d, int fd, struct vu_msg *m, int *fds, unsigned nfds)
 {
 	const char *why = msg_check(m, nfds);
 	uint32_t r = m->hdr.request;
-	int ret;
+	int ret, reply_fd = -1;
 
 	if (why) {
 		const char *name = req_name(r);
@@ -487,14 +531,17 @@ int vu_msg_handle(struct vhost_user_dev *d, int fd, struct vu_msg *m, int *fds, 
 	}
 	log_debug("vhost-user: %s (size %u, %u fds%s)", req_name(r), m->hdr.size, nfds,
 		  m->hdr.flags & VU_FLAG_NEED_REPLY ? ", reply wanted" : "");
-	ret = dispatch(d, m, fds);
+	ret = dispatch(d, m, fds, &reply_fd);
 	if (has_reply(r)) {
 		if (ret < 0) {
 			/* a reply the master waits for cannot say "failed": drop it */
 			log_warn("vhost-user: %s failed; dropping the connection", req_name(r));
 			return -EPROTO;
 		}
-		return reply_send(fd, m, (uint32_t)ret) < 0 ? -EPROTO : 0;
+		ret = reply_send(fd, m, (uint32_t)ret, reply_fd);
+		if (reply_fd >= 0)
+			close(reply_fd);   /* the master has its own now; the mapping stays */
+		return ret < 0 ? -EPROTO : 0;
 	}
 	if (m->hdr.flags & VU_FLAG_NEED_REPLY)
 		return reply_u64(fd, m, ret < 0 ? 1 : 0) < 0 ? -EPROTO : 0;

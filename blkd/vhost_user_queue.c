@@ -11,6 +11,7 @@
 #include <endian.h>
 #include <errno.h>
 #include <poll.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -69,10 +70,45 @@ static void queue_run(struct vu_queue *q)
 		ret = vblk_queue_process(&d->blk, &q->vq, &notify);
 		if (notify && q->call_fd >= 0)
 			eventfd_write(q->call_fd, 1);
-		if (ret < 0)
+		if (ret < 0) {
+			/* the chain that broke it was popped: not one to resubmit after a reset */
+			vring_inflight_drop(&q->vq);
 			queue_break(q, "malformed descriptor chain or ring index");
+		}
 	}
 	pthread_mutex_unlock(&q->lock);
+}
+
+/*
+ * The chains a previous instance of this device popped and did not complete (a crash, a
+ * kill -9): executed again, in the order they were popped, before anything else. Writes
+ * to a block device are idempotent, so one that had reached the disk is harmless.
+ */
+static void queue_resubmit(struct vu_queue *q)
+{
+	struct vhost_user_dev *d = q->d;
+	bool notify = false;
+	uint16_t *heads;
+	int n, ret;
+
+	pthread_mutex_lock(&q->lock);
+	n = vring_inflight_heads(&q->vq, &heads);
+	if (n < 0) {
+		queue_break(q, "no memory for the chains in flight");
+	} else if (n) {
+		log_warn("vhost-user: queue %u: resubmitting %d request%s in flight before the "
+			 "restart", q->idx, n, n == 1 ? "" : "s");
+		ret = vblk_queue_resubmit(&d->blk, &q->vq, heads, (unsigned)n, &notify);
+		if (notify && q->call_fd >= 0)
+			eventfd_write(q->call_fd, 1);
+		if (ret < 0) {
+			vring_inflight_drop(&q->vq);
+			queue_break(q, "malformed descriptor chain in flight");
+		}
+	}
+	q->resubmit = 0;
+	pthread_mutex_unlock(&q->lock);
+	free(heads);
 }
 
 static void *queue_thread(void *arg)
@@ -83,6 +119,8 @@ static void *queue_thread(void *arg)
 		{ .fd = q->stop_fd, .events = POLLIN },
 	};
 
+	if (q->resubmit)
+		queue_resubmit(q);
 	queue_run(q);   /* buffers made available before the ring was started */
 	for (;;) {
 		eventfd_t v;
@@ -116,10 +154,12 @@ bool vu_queue_should_run(const struct vu_queue *q)
 static int queue_setup(struct vu_queue *q)
 {
 	struct vhost_user_dev *d = q->d;
+	struct vring_inflight *region;
 	uint64_t desc, avail, used;
 	uint16_t used_idx;
-	int ret;
+	int n, ret;
 
+	q->vq.inflight = NULL;   /* the region may have been unmapped since */
 	if (vu_uva_to_gpa(d, q->addr.desc, 16ull * q->num, &desc) ||
 	    vu_uva_to_gpa(d, q->addr.avail, 6 + 2ull * q->num, &avail) ||
 	    vu_uva_to_gpa(d, q->addr.used, 6 + 8ull * q->num, &used))
@@ -128,15 +168,27 @@ static int queue_setup(struct vu_queue *q)
 	if (ret < 0)
 		return ret;
 	/*
-	 * Requests are completed in order, so everything before used->idx is done: resume
-	 * there (a master that lost us mid-request, e.g. a killed server, resubmits from it).
+	 * Everything before used->idx is done. With in-flight tracking, the region says which
+	 * chains after it were popped and not completed (at most one per queue here, as
+	 * requests complete in order): they are resubmitted and popping goes on after them.
+	 * Without, the chains after used->idx are popped again from the available ring. The
+	 * master's SET_VRING_BASE is not trusted for this: after losing a backend, QEMU
+	 * guesses it from its own copy of the used index.
 	 */
 	used_idx = le16toh(__atomic_load_n(&q->vq.used->idx, __ATOMIC_ACQUIRE));
-	if (used_idx != q->base)
-		log_info("vhost-user: queue %u: resuming at used index %u (base %u)", q->idx,
-			 used_idx, q->base);
-	q->vq.last_avail_idx = used_idx;
 	q->vq.used_idx = used_idx;
+	region = vu_inflight_region(d, q->idx, q->num);
+	n = vring_inflight_attach(&q->vq, region);
+	if (n < 0) {
+		log_warn("vhost-user: queue %u: in-flight region of another version or queue "
+			 "size: not tracked", q->idx);
+		n = 0;
+	}
+	q->vq.last_avail_idx = (uint16_t)(used_idx + n);
+	q->resubmit = (unsigned)n;
+	if (q->vq.last_avail_idx != q->base || n)
+		log_info("vhost-user: queue %u: resuming at used index %u, %d in flight (base %u)",
+			 q->idx, used_idx, n, q->base);
 	return 0;
 }
 
@@ -195,6 +247,7 @@ void vu_queue_reset(struct vu_queue *q)
 	q->num = 0;
 	q->has_addr = q->kicked = q->enabled = q->broken = false;
 	q->base = 0;
+	q->resubmit = 0;
 	memset(&q->addr, 0, sizeof(q->addr));
 	memset(&q->vq, 0, sizeof(q->vq));
 }

@@ -421,6 +421,24 @@ int vblk_queue_process(struct vblk_dev *d, struct vring_queue *vq, bool *notify)
 	return done;
 }
 
+int vblk_queue_resubmit(struct vblk_dev *d, struct vring_queue *vq, const uint16_t *heads,
+			unsigned n, bool *notify)
+{
+	struct vring_chain c;
+	int done = 0, ret = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		ret = vring_pop_head(vq, heads[i], &c);
+		if (ret > 0)
+			ret = request_complete(d, vq, &c);
+		if (ret < 0)
+			break;
+		done++;
+	}
+	*notify = done && vring_need_notify(vq);
+	return ret < 0 ? ret : done;
+}
+
 /* The lazy image. */
 static int eng_read(void *ctx, uint64_t off, uint32_t len, void *buf)
 {

@@ -93,6 +93,13 @@ int vblk_ring_setup(const struct vblk_dev *d, struct vring_queue *vq, const stru
  * -EPROTO when the queue is broken (a malformed chain, a request without a status byte).
  */
 int vblk_queue_process(struct vblk_dev *d, struct vring_queue *vq, bool *notify);
+/*
+ * Execute and complete again the chains at heads[0..n) (in flight when an earlier device
+ * instance stopped: vring_inflight_heads()), in that order, before vblk_queue_process().
+ * Returns the number completed, or -EPROTO when a chain is malformed (the queue is broken).
+ */
+int vblk_queue_resubmit(struct vblk_dev *d, struct vring_queue *vq, const uint16_t *heads,
+			unsigned n, bool *notify);
 void vblk_get_stats(const struct vblk_dev *d, struct vblk_stats *st);
 
 #endif

@@ -4,6 +4,7 @@
 
 #include <endian.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* A plain load/store the compiler may not duplicate or elide (guest memory changes). */
@@ -127,6 +128,27 @@ static int chain_walk(struct vring_queue *vq, uint16_t head, struct vring_chain 
 	return 0;
 }
 
+static void chain_reset(struct vring_chain *c, uint16_t head)
+{
+	c->head = head;
+	c->bad = false;
+	c->nseg = c->nrd = 0;
+	c->rd_len = c->wr_len = 0;
+}
+
+/*
+ * The region is host memory shared with the master (never the guest's); its stores are
+ * ordered so that a process killed between any two of them leaves a state the next
+ * instance resolves (vring_inflight_attach()).
+ */
+static void inflight_mark(struct vring_queue *vq, uint16_t head)
+{
+	struct vring_inflight_desc *e = &vq->inflight->desc[head];
+
+	STORE(&e->counter, vq->inflight_counter++);
+	__atomic_store_n(&e->inflight, 1, __ATOMIC_RELEASE);
+}
+
 int vring_pop(struct vring_queue *vq, struct vring_chain *c)
 {
 	uint16_t avail = avail_idx_acquire(vq), head;
@@ -139,25 +161,144 @@ int vring_pop(struct vring_queue *vq, struct vring_chain *c)
 	head = le16toh(LOAD(&vq->avail->ring[vq->last_avail_idx & (vq->num - 1)]));
 	if (head >= vq->num)
 		return -EPROTO;
-	c->head = head;
-	c->bad = false;
-	c->nseg = c->nrd = 0;
-	c->rd_len = c->wr_len = 0;
+	chain_reset(c, head);
 	ret = chain_walk(vq, head, c);
 	if (ret < 0)
 		return ret;
+	if (vq->inflight)
+		inflight_mark(vq, head);
 	vq->last_avail_idx++;
 	return 1;
+}
+
+int vring_pop_head(struct vring_queue *vq, uint16_t head, struct vring_chain *c)
+{
+	int ret;
+
+	if (head >= vq->num)
+		return -EPROTO;
+	chain_reset(c, head);
+	ret = chain_walk(vq, head, c);
+	return ret < 0 ? ret : 1;
 }
 
 void vring_push(struct vring_queue *vq, uint16_t head, uint32_t written)
 {
 	struct virtq_used_elem *e = &vq->used->ring[vq->used_idx & (vq->num - 1)];
+	struct vring_inflight *r = vq->inflight;
 
+	if (r) {
+		/* a batch of one: the list is this head */
+		STORE(&r->desc[head].next, LOAD(&r->last_batch_head));
+		__atomic_store_n(&r->last_batch_head, head, __ATOMIC_RELEASE);
+	}
 	STORE(&e->id, htole32(head));
 	STORE(&e->len, htole32(written));
 	vq->used_idx++;
 	__atomic_store_n(&vq->used->idx, htole16(vq->used_idx), __ATOMIC_RELEASE);
+	if (r) {
+		__atomic_store_n(&r->desc[head].inflight, 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&r->used_idx, vq->used_idx, __ATOMIC_RELEASE);
+	}
+}
+
+int vring_inflight_attach(struct vring_queue *vq, struct vring_inflight *r)
+{
+	uint16_t version, batch, h, used = vq->used_idx;
+	uint64_t max = 0;
+	int n = 0;
+
+	vq->inflight = NULL;
+	vq->inflight_counter = 0;
+	if (!r)
+		return 0;
+	version = LOAD(&r->version);
+	if (!version) {
+		/* a fresh region (zeroed by whoever allocated it) */
+		STORE(&r->features, 0);
+		STORE(&r->desc_num, (uint16_t)vq->num);
+		STORE(&r->last_batch_head, 0);
+		STORE(&r->used_idx, used);
+		__atomic_store_n(&r->version, VRING_INFLIGHT_VERSION, __ATOMIC_RELEASE);
+		vq->inflight = r;
+		return 0;
+	}
+	if (version != VRING_INFLIGHT_VERSION || LOAD(&r->desc_num) != vq->num)
+		return -EINVAL;
+	/*
+	 * used->idx published but the batch not yet cleared (the previous instance died in
+	 * between): that batch is complete.
+	 */
+	batch = used - LOAD(&r->used_idx);
+	h = LOAD(&r->last_batch_head);
+	for (unsigned i = 0; i < batch && i < vq->num && h < vq->num; i++) {
+		STORE(&r->desc[h].inflight, 0);
+		h = LOAD(&r->desc[h].next);
+	}
+	__atomic_store_n(&r->used_idx, used, __ATOMIC_RELEASE);
+	for (unsigned i = 0; i < vq->num; i++) {
+		uint64_t c = LOAD(&r->desc[i].counter);
+
+		if (LOAD(&r->desc[i].inflight) != 1)
+			continue;
+		n++;
+		if (c >= max)
+			max = c + 1;
+	}
+	vq->inflight = r;
+	vq->inflight_counter = max;
+	return n;
+}
+
+void vring_inflight_drop(struct vring_queue *vq)
+{
+	struct vring_inflight *r = vq->inflight;
+
+	if (!r)
+		return;
+	for (unsigned i = 0; i < vq->num; i++)
+		__atomic_store_n(&r->desc[i].inflight, 0, __ATOMIC_RELEASE);
+}
+
+struct inflight_ent {
+	uint64_t counter;
+	uint16_t head;
+};
+
+static int ent_cmp(const void *a, const void *b)
+{
+	const struct inflight_ent *x = a, *y = b;
+
+	return x->counter < y->counter ? -1 : x->counter > y->counter;
+}
+
+int vring_inflight_heads(const struct vring_queue *vq, uint16_t **heads)
+{
+	const struct vring_inflight *r = vq->inflight;
+	struct inflight_ent *ent;
+	unsigned n = 0;
+
+	*heads = NULL;
+	if (!r)
+		return 0;
+	ent = malloc(vq->num * sizeof(*ent));
+	if (!ent)
+		return -ENOMEM;
+	for (unsigned i = 0; i < vq->num; i++)
+		if (LOAD(&r->desc[i].inflight) == 1)
+			ent[n++] = (struct inflight_ent){ LOAD(&r->desc[i].counter), (uint16_t)i };
+	if (n) {
+		*heads = malloc(n * sizeof(**heads));
+		if (!*heads) {
+			free(ent);
+			return -ENOMEM;
+		}
+		qsort(ent, n, sizeof(*ent), ent_cmp);
+		for (unsigned i = 0; i < n; i++)
+			(*heads)[i] = ent[i].head;
+	}
+	free(ent);
+	return (int)n;
 }
 
 void vring_disable_notify(struct vring_queue *vq)

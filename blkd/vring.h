@@ -70,6 +70,43 @@ struct virtq_used {
 	struct virtq_used_elem ring[];   /* [num], then avail_event */
 };
 
+/*
+ * In-flight tracking for a split ring (vhost-user's INFLIGHT_SHMFD, QEMU
+ * docs/interop/vhost-user.rst "Inflight I/O tracking"): a region in memory shared with the
+ * vhost-user master that outlives this process, so that a restarted backend finds the
+ * chains that were popped but not completed. Per queue, a header and one entry per
+ * descriptor head; vring_inflight_size() bytes (the header and entries rounded up to 64,
+ * as libvhost-user and DPDK lay it out, so that any of them can take over the region).
+ */
+struct vring_inflight_desc {
+	uint8_t inflight;          /* popped and not yet returned (head descriptors only) */
+	uint8_t padding[5];
+	uint16_t next;             /* the last batch of used heads, a list */
+	uint64_t counter;          /* pop order */
+};
+
+struct vring_inflight {
+	uint64_t features;         /* 0 */
+	uint16_t version;          /* VRING_INFLIGHT_VERSION; 0: a fresh region */
+	uint16_t desc_num;         /* the queue size */
+	uint16_t last_batch_head;  /* the list of the last batch pushed */
+	uint16_t used_idx;         /* used->idx once that batch is no longer in flight */
+	struct vring_inflight_desc desc[];
+};
+
+_Static_assert(sizeof(struct vring_inflight_desc) == 16, "inflight entry");
+_Static_assert(sizeof(struct vring_inflight) == 16, "inflight header");
+
+#define VRING_INFLIGHT_VERSION 1u
+#define VRING_INFLIGHT_ALIGN 64u
+
+static inline uint64_t vring_inflight_size(unsigned num)
+{
+	uint64_t n = sizeof(struct vring_inflight) + num * (uint64_t)sizeof(struct vring_inflight_desc);
+
+	return (n + VRING_INFLIGHT_ALIGN - 1) & ~(uint64_t)(VRING_INFLIGHT_ALIGN - 1);
+}
+
 /* One buffer of a chain: host memory inside the guest's, or NULL when bad. */
 struct vring_seg {
 	uint8_t *p;
@@ -104,6 +141,9 @@ struct vring_queue {
 	struct virtq_desc *desc;
 	struct virtq_avail *avail;
 	struct virtq_used *used;
+	/* in-flight tracking (NULL: none; vring_inflight_attach()) */
+	struct vring_inflight *inflight;
+	uint64_t inflight_counter;   /* the next pop's counter */
 };
 
 /*
@@ -119,8 +159,38 @@ int vring_setup(struct vring_queue *vq, const struct gmem *mem, unsigned num, ui
  */
 int vring_pop(struct vring_queue *vq, struct vring_chain *c);
 
-/* Return chain head to the driver with written bytes (release-publishes used->idx). */
+/*
+ * Walk the chain at head again without touching the available ring: a chain popped by an
+ * earlier instance of the device and still in flight (resubmitted). 1, or -EPROTO.
+ */
+int vring_pop_head(struct vring_queue *vq, uint16_t head, struct vring_chain *c);
+
+/*
+ * Return chain head to the driver with written bytes (release-publishes used->idx). With
+ * in-flight tracking, vring_pop() marks a chain in flight before it is returned, and
+ * vring_push() records the head as the last batch, publishes used->idx, then clears it.
+ */
 void vring_push(struct vring_queue *vq, uint16_t head, uint32_t written);
+
+/*
+ * Track vq's chains in region r (vring_inflight_size(vq->num) bytes, shared), vq set up
+ * with used_idx at used->idx. A fresh region (version 0) is initialised: 0. One left by a
+ * previous device instance is recovered as the spec says (a last batch whose used->idx was
+ * published is no longer in flight) and the number of chains still in flight is returned:
+ * last_avail_idx is then used_idx plus that number (chains are popped in ring order), and
+ * vring_inflight_heads() lists them for resubmission. -EINVAL: r does not describe a queue
+ * of this size (not attached).
+ */
+int vring_inflight_attach(struct vring_queue *vq, struct vring_inflight *r);
+
+/* Forget every chain in flight (a broken queue: nothing is to be resubmitted). */
+void vring_inflight_drop(struct vring_queue *vq);
+
+/*
+ * The heads in flight, in the order they were popped, in *heads (malloc()ed, the caller
+ * frees it; NULL when none): how many, or -ENOMEM.
+ */
+int vring_inflight_heads(const struct vring_queue *vq, uint16_t **heads);
 
 /* Whether the driver has made buffers available that were not popped yet. */
 bool vring_pending(struct vring_queue *vq);

@@ -14,11 +14,14 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <linux/virtio_blk.h>
 #include <linux/virtio_config.h>
 
 #include "../../blkd/vhost_user.h"
 #include "../../blkd/vhost_user_proto.h"
+#include "../../blkd/vring.h"
 #include "virtq_guest.h"
 
 #define DISK (1u << 20)
@@ -657,6 +660,437 @@ static void test_guest_breaks_ring(void **state)
 	fx_close(&f);
 }
 
+/* ---- in-flight tracking (INFLIGHT_SHMFD) ------------------------------------------------- */
+
+/* GET_INFLIGHT_FD: the reply's payload and fd (-1 when none came). */
+static void m_get_inflight(struct fx *f, uint16_t nq, uint16_t qsize, struct vu_inflight *out,
+			   int *fd)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * 4)];
+		struct cmsghdr align;
+	} cm;
+	struct vu_inflight in = { .num_queues = nq, .queue_size = qsize };
+	uint8_t buf[VU_HDR_SIZE + sizeof(*out)];
+	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
+			     .msg_controllen = sizeof(cm.buf) };
+	struct cmsghdr *c;
+	struct vu_hdr h;
+
+	*fd = -1;
+	m_send(f, VU_GET_INFLIGHT_FD, 0, &in, sizeof(in), NULL, 0);
+	assert_int_equal(recvmsg(f->m, &mh, MSG_WAITALL | MSG_CMSG_CLOEXEC), sizeof(buf));
+	memcpy(&h, buf, VU_HDR_SIZE);
+	assert_int_equal(h.request, VU_GET_INFLIGHT_FD);
+	assert_int_equal(h.flags, VU_VERSION | VU_FLAG_REPLY);
+	assert_int_equal(h.size, sizeof(*out));
+	memcpy(out, buf + VU_HDR_SIZE, sizeof(*out));
+	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+			assert_int_equal(c->cmsg_len, CMSG_LEN(sizeof(int)));
+			memcpy(fd, CMSG_DATA(c), sizeof(int));
+		}
+}
+
+static int m_set_inflight(struct fx *f, uint64_t size, uint64_t off, uint16_t nq,
+			  uint16_t qsize, int fd)
+{
+	struct vu_inflight p = { .mmap_size = size, .mmap_offset = off, .num_queues = nq,
+				 .queue_size = qsize };
+
+	return m_ack(f, VU_SET_INFLIGHT_FD, &p, sizeof(p), &fd, 1);
+}
+
+static struct vring_inflight *region_q(void *base, unsigned q)
+{
+	return (struct vring_inflight *)((uint8_t *)base + q * vring_inflight_size(QSIZE));
+}
+
+/* As QEMU: GET_INFLIGHT_FD once, then SET_INFLIGHT_FD with it at every start. */
+static void *inflight_setup(struct fx *f, int *ifd, size_t *len)
+{
+	struct vu_inflight r;
+	void *p;
+
+	m_get_inflight(f, NQ, QSIZE, &r, ifd);
+	assert_true(*ifd >= 0);
+	assert_int_equal(r.mmap_size, NQ * vring_inflight_size(QSIZE));
+	assert_int_equal(m_set_inflight(f, r.mmap_size, r.mmap_offset, NQ, QSIZE, *ifd), 0);
+	p = mmap(NULL, r.mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED, *ifd, 0);
+	assert_true(p != MAP_FAILED);
+	*len = r.mmap_size;
+	return p;
+}
+
+static void test_inflight_layout(void **state)
+{
+	static const struct { uint16_t qs; uint64_t per_queue; } sizes[] = {
+		/* 16-byte header + 16 bytes per entry, rounded up to 64 (libvhost-user, DPDK) */
+		{ 1, 64 }, { 2, 64 }, { 4, 128 }, { 64, 1088 }, { 128, 2112 }, { 256, 4160 },
+		{ 32768, 524352 },
+	};
+	struct vu_inflight r;
+	struct vring_inflight *h;
+	struct stat st;
+	struct fx f;
+	size_t len;
+	void *base;
+	int fd;
+
+	(void)state;
+	fx_open(&f);
+	negotiate(&f);
+	assert_true(m_get_u64(&f, VU_GET_PROTOCOL_FEATURES) & BIT(VU_PF_INFLIGHT_SHMFD));
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		assert_int_equal(vring_inflight_size(sizes[i].qs), sizes[i].per_queue);
+		m_get_inflight(&f, NQ, sizes[i].qs, &r, &fd);
+		assert_true(fd >= 0);
+		assert_int_equal(r.mmap_size, NQ * sizes[i].per_queue);
+		assert_int_equal(r.mmap_offset, 0);
+		assert_int_equal(fstat(fd, &st), 0);
+		assert_true((uint64_t)st.st_size >= r.mmap_size);
+		close(fd);
+	}
+	/* QEMU's sequence; the queues start, the header is initialised */
+	base = inflight_setup(&f, &fd, &len);
+	assert_int_equal(set_mem(&f), 0);
+	for (unsigned q = 0; q < NQ; q++)
+		queue_start(&f, q);
+	io_check(&f, 0, 8);
+	io_check(&f, 1, 64);
+	for (unsigned q = 0; q < NQ; q++) {
+		h = region_q(base, q);
+		assert_int_equal(h->version, VRING_INFLIGHT_VERSION);
+		assert_int_equal(h->desc_num, QSIZE);
+		assert_int_equal(h->features, 0);
+		/* every request completed: none in flight, used_idx follows the ring */
+		assert_int_equal(h->used_idx, tg_used(&f.g[q])->idx);
+		assert_int_equal(h->used_idx, 3);
+		for (unsigned i = 0; i < QSIZE; i++)
+			assert_int_equal(h->desc[i].inflight, 0);
+		/* the last batch is the last head returned; heads were popped in order */
+		assert_int_equal(h->last_batch_head, tg_used(&f.g[q])->ring[2].id);
+		assert_true(h->desc[tg_used(&f.g[q])->ring[0].id].counter <
+			    h->desc[tg_used(&f.g[q])->ring[2].id].counter);
+	}
+	/* a request without a status byte breaks the queue: it is not left in flight */
+	struct tg_buf b[] = { { hdr_new(&f.g[0], VIRTIO_BLK_T_IN, 0), 16, false } };
+	uint16_t bad = tg_chain(&f.g[0], b, 1);
+	tg_submit(&f.g[0], bad);
+	eventfd_write(f.kick[0], 1);
+	assert_true(wait_fd(f.err[0], 5000));
+	assert_int_equal(region_q(base, 0)->desc[bad].inflight, 0);
+	assert_int_equal(region_q(base, 0)->used_idx, 3);
+	assert_int_equal(conn_close(&f), 0);
+	munmap(base, len);
+	close(fd);
+	fx_close(&f);
+}
+
+#define STUCK_SECTOR 200u
+
+/* A backend whose write at STUCK_SECTOR never returns (after saying so on a pipe). */
+struct stuck_be {
+	struct vblk_backend raw, be;
+	int said;
+};
+
+static int stuck_write(void *ctx, uint64_t off, uint32_t len, const void *buf, bool fua)
+{
+	struct stuck_be *s = ctx;
+
+	if (off == STUCK_SECTOR * 512ull) {
+		(void)!write(s->said, "x", 1);
+		for (;;)
+			pause();
+	}
+	return s->raw.write(s->raw.ctx, off, len, buf, fua);
+}
+
+static int stuck_read(void *ctx, uint64_t off, uint32_t len, void *buf)
+{
+	struct stuck_be *s = ctx;
+
+	return s->raw.read(s->raw.ctx, off, len, buf);
+}
+
+static int stuck_flush(void *ctx)
+{
+	struct stuck_be *s = ctx;
+
+	return s->raw.flush(s->raw.ctx);
+}
+
+/* A server in a child process on the master's socketpair; it can be killed with -9. */
+static pid_t child_server(struct fx *f, int said)
+{
+	int sv[2];
+	pid_t pid;
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		struct stuck_be s = { .said = said };
+		struct vhost_user_dev *d;
+
+		close(sv[0]);
+		if (vblk_backend_raw_open(f->path, false, &s.raw) < 0)
+			_exit(2);
+		s.be = s.raw;
+		s.be.ctx = &s;
+		s.be.read = stuck_read;
+		s.be.write = stuck_write;
+		s.be.flush = stuck_flush;
+		if (vhost_user_dev_new(&s.be, NQ, "vu-test", &d) < 0)
+			_exit(2);
+		_exit(vhost_user_conn_run(d, sv[1], NULL) ? 1 : 0);
+	}
+	close(sv[1]);
+	f->m = sv[0];
+	return pid;
+}
+
+static void queue_start_base(struct fx *f, unsigned q, uint16_t base)
+{
+	uint16_t keep = f->g[q].avail_idx;
+
+	f->g[q].avail_idx = base;   /* queue_start() sends it as SET_VRING_BASE */
+	queue_start(f, q);
+	f->g[q].avail_idx = keep;
+}
+
+static uint16_t write_submit(struct fx *f, unsigned q, uint64_t sector, int fill, uint64_t *st)
+{
+	uint64_t d;
+	uint16_t head = req_submit(f, q, VIRTIO_BLK_T_OUT, sector, 4096, &d, st);
+
+	memset(tg_ptr(&f->g[q], d), fill, 4096);
+	memset(f->img + sector * 512, fill, 4096);
+	return head;
+}
+
+/*
+ * A server killed with -9 while a write is in flight (its backend write never returns),
+ * another request behind it not yet popped: the next server, handed the same in-flight
+ * region, completes both exactly once; the data is on the disk.
+ */
+static void test_inflight_replay(void **state)
+{
+	struct vring_inflight *h;
+	uint64_t st1, st2, st3;
+	uint16_t w1, w2, w3;
+	uint32_t id, len;
+	int pfd[2], ifd, status;
+	struct fx f;
+	size_t rlen;
+	void *base;
+	pid_t pid;
+	char c;
+
+	(void)state;
+	fx_open(&f);
+	assert_int_equal(conn_close(&f), 0);   /* this test's first server is a child */
+	assert_int_equal(pipe(pfd), 0);
+	pid = child_server(&f, pfd[1]);
+	negotiate(&f);
+	base = inflight_setup(&f, &ifd, &rlen);
+	assert_int_equal(set_mem(&f), 0);
+	for (unsigned q = 0; q < NQ; q++)
+		queue_start(&f, q);
+	w1 = write_submit(&f, 0, 8, 0x11, &st1);
+	kick_wait(&f, 0, 1);
+	assert_int_equal(*(uint8_t *)tg_ptr(&f.g[0], st1), VIRTIO_BLK_S_OK);
+	w2 = write_submit(&f, 0, STUCK_SECTOR, 0x22, &st2);
+	w3 = write_submit(&f, 0, 16, 0x33, &st3);
+	eventfd_write(f.kick[0], 1);
+	assert_int_equal(read(pfd[0], &c, 1), 1);   /* the server is inside w2's write */
+	assert_int_equal(kill(pid, SIGKILL), 0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status));
+	close(f.m);
+	close(pfd[0]);
+	close(pfd[1]);
+
+	/* what the dead server left: w2 in flight, w3 never popped, one used entry */
+	h = region_q(base, 0);
+	assert_int_equal(tg_used(&f.g[0])->idx, 1);
+	assert_int_equal(h->used_idx, 1);
+	assert_int_equal(h->desc[w1].inflight, 0);
+	assert_int_equal(h->desc[w2].inflight, 1);
+	assert_int_equal(h->desc[w3].inflight, 0);
+	assert_int_equal(*(uint8_t *)tg_ptr(&f.g[0], st2), 0xee);
+
+	/* a new server; the master (as QEMU after losing its backend) sends base = used idx */
+	conn_open(&f);
+	negotiate(&f);
+	assert_int_equal(m_set_inflight(&f, rlen, 0, NQ, QSIZE, ifd), 0);
+	assert_int_equal(set_mem(&f), 0);
+	queue_start_base(&f, 0, 1);
+	queue_start(&f, 1);
+	/* no kick needed: the queue resubmits w2 and then pops w3 when it starts */
+	double end = now_monotonic() + 5;
+	while (__atomic_load_n(&tg_used(&f.g[0])->idx, __ATOMIC_ACQUIRE) < 3) {
+		assert_true(now_monotonic() < end);
+		wait_fd(f.call[0], 100);
+	}
+	usleep(100 * 1000);
+	assert_int_equal(tg_used(&f.g[0])->idx, 3);   /* each once, nothing more */
+	assert_int_equal(tg_used(&f.g[0])->ring[0].id, w1);
+	assert_true(tg_get_used(&f.g[0], &id, &len));
+	assert_int_equal(id, w2);
+	assert_int_equal(len, 1);
+	assert_true(tg_get_used(&f.g[0], &id, &len));
+	assert_int_equal(id, w3);
+	assert_false(tg_get_used(&f.g[0], &id, &len));
+	assert_int_equal(*(uint8_t *)tg_ptr(&f.g[0], st2), VIRTIO_BLK_S_OK);
+	assert_int_equal(*(uint8_t *)tg_ptr(&f.g[0], st3), VIRTIO_BLK_S_OK);
+	assert_int_equal(h->used_idx, 3);
+	for (unsigned i = 0; i < QSIZE; i++)
+		assert_int_equal(h->desc[i].inflight, 0);
+	/* the queue goes on normally */
+	io_check(&f, 0, 32);
+	io_check(&f, 1, 40);
+	assert_int_equal(conn_close(&f), 0);
+
+	uint8_t *disk = malloc(DISK);
+	int fd = open(f.path, O_RDONLY);
+	assert_non_null(disk);
+	assert_int_equal(pread(fd, disk, DISK, 0), DISK);
+	close(fd);
+	assert_memory_equal(disk, f.img, DISK);
+	free(disk);
+	munmap(base, rlen);
+	close(ifd);
+	fx_close(&f);
+}
+
+/*
+ * A server that died after publishing used->idx but before clearing the entry: the last
+ * batch says that request is complete, so it is not executed again.
+ */
+static void test_inflight_last_batch(void **state)
+{
+	struct vring_inflight *h;
+	uint64_t s1;
+	uint16_t w;
+	struct fx f;
+	size_t rlen;
+	void *base;
+	int ifd;
+
+	(void)state;
+	fx_open(&f);
+	negotiate(&f);
+	base = inflight_setup(&f, &ifd, &rlen);
+	assert_int_equal(set_mem(&f), 0);
+	queue_start(&f, 0);
+	w = write_submit(&f, 0, 8, 0x44, &s1);
+	kick_wait(&f, 0, 1);
+	assert_int_equal(conn_close(&f), 0);
+	/* the state between the used->idx store and the clearing */
+	h = region_q(base, 0);
+	assert_int_equal(h->last_batch_head, w);
+	h->desc[w].inflight = 1;
+	h->used_idx = 0;
+	/* the guest's next write goes to the same sector: a replay of w would undo it */
+	conn_open(&f);
+	negotiate(&f);
+	assert_int_equal(m_set_inflight(&f, rlen, 0, NQ, QSIZE, ifd), 0);
+	assert_int_equal(set_mem(&f), 0);
+	queue_start_base(&f, 0, 1);
+	usleep(100 * 1000);
+	assert_int_equal(tg_used(&f.g[0])->idx, 1);
+	assert_int_equal(h->desc[w].inflight, 0);
+	assert_int_equal(h->used_idx, 1);
+	write_submit(&f, 0, 8, 0x55, &s1);
+	kick_wait(&f, 0, 1);
+	io_check(&f, 0, 8);   /* reads back 0x55 first */
+	assert_int_equal(tg_used(&f.g[0])->idx, 5);
+	assert_int_equal(conn_close(&f), 0);
+	munmap(base, rlen);
+	close(ifd);
+	fx_close(&f);
+}
+
+/* Malformed GET/SET_INFLIGHT_FD close the connection; refused ones get an error. */
+static void test_inflight_bad(void **state)
+{
+	struct vu_inflight r = { .num_queues = NQ, .queue_size = QSIZE };
+	uint64_t need = NQ * vring_inflight_size(QSIZE);
+	int fds[2], small, pfd[2], fd;
+	struct fx f;
+
+	(void)state;
+	fx_open(&f);
+	fds[0] = fds[1] = f.memfd;
+	/* malformed: sizes, a missing fd, unexpected fds */
+	m_send(&f, VU_GET_INFLIGHT_FD, 0, &r, 16, NULL, 0);
+	expect_closed(&f);
+	conn_open(&f);
+	m_send(&f, VU_GET_INFLIGHT_FD, 0, &r, sizeof(r), fds, 1);
+	expect_closed(&f);
+	conn_open(&f);
+	uint8_t big[sizeof(r) + 8] = { 0 };
+	memcpy(big, &r, sizeof(r));
+	m_send(&f, VU_SET_INFLIGHT_FD, 0, big, sizeof(big), fds, 1);
+	expect_closed(&f);
+	conn_open(&f);
+	m_send(&f, VU_SET_INFLIGHT_FD, 0, &r, sizeof(r), NULL, 0);
+	expect_closed(&f);
+	conn_open(&f);
+	m_send(&f, VU_SET_INFLIGHT_FD, 0, &r, sizeof(r), fds, 2);
+	expect_closed(&f);
+
+	/* well-formed but refused: GET says "no region" (size 0, no fd), SET fails */
+	conn_open(&f);
+	m_get_inflight(&f, NQ, QSIZE, &r, &fd);   /* protocol feature not negotiated */
+	assert_int_equal(r.mmap_size, 0);
+	assert_int_equal(fd, -1);
+	negotiate(&f);
+	m_get_inflight(&f, 0, QSIZE, &r, &fd);
+	assert_true(r.mmap_size == 0 && fd == -1);
+	m_get_inflight(&f, NQ + 1, QSIZE, &r, &fd);
+	assert_true(r.mmap_size == 0 && fd == -1);
+	m_get_inflight(&f, NQ, 100, &r, &fd);
+	assert_true(r.mmap_size == 0 && fd == -1);
+	m_get_inflight(&f, NQ, 0, &r, &fd);
+	assert_true(r.mmap_size == 0 && fd == -1);
+	small = memfd_create("small", MFD_CLOEXEC);
+	assert_true(small >= 0);
+	assert_int_equal(ftruncate(small, need), 0);
+	/* too small for num_queues x queue_size */
+	assert_int_equal(m_set_inflight(&f, need - 64, 0, NQ, QSIZE, small), 1);
+	assert_int_equal(m_set_inflight(&f, need, 0, NQ, 2 * QSIZE, small), 1);
+	/* beyond the end of the file; an offset not page-aligned or overflowing */
+	assert_int_equal(m_set_inflight(&f, need, 4096, NQ, QSIZE, small), 1);
+	assert_int_equal(m_set_inflight(&f, need * 4, 0, NQ, QSIZE, small), 1);
+	assert_int_equal(m_set_inflight(&f, need, 100, NQ, QSIZE, small), 1);
+	assert_int_equal(m_set_inflight(&f, need, UINT64_MAX - 4095, NQ, QSIZE, small), 1);
+	/* bad queue counts and sizes; not a memory file */
+	assert_int_equal(m_set_inflight(&f, need, 0, 0, QSIZE, small), 1);
+	assert_int_equal(m_set_inflight(&f, need, 0, 300, QSIZE, small), 1);
+	assert_int_equal(m_set_inflight(&f, need, 0, NQ, 48, small), 1);
+	assert_int_equal(pipe(pfd), 0);
+	assert_int_equal(m_set_inflight(&f, need, 0, NQ, QSIZE, pfd[0]), 1);
+	close(pfd[0]);
+	close(pfd[1]);
+	/* a region for a smaller queue size: accepted, but those rings are not tracked */
+	assert_int_equal(m_set_inflight(&f, need, 0, NQ, QSIZE / 2, small), 0);
+	/* the connection is still good, the device serves */
+	assert_int_equal(set_mem(&f), 0);
+	for (unsigned q = 0; q < NQ; q++)
+		queue_start(&f, q);
+	io_check(&f, 0, 8);
+	/* and with a good region */
+	assert_int_equal(m_set_inflight(&f, need, 0, NQ, QSIZE, small), 0);
+	io_check(&f, 1, 16);
+	assert_int_equal(conn_close(&f), 0);
+	close(small);
+	fx_close(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -665,6 +1099,10 @@ int main(void)
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_guest_breaks_ring),
+		cmocka_unit_test(test_inflight_layout),
+		cmocka_unit_test(test_inflight_replay),
+		cmocka_unit_test(test_inflight_last_batch),
+		cmocka_unit_test(test_inflight_bad),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
