@@ -6,6 +6,7 @@
  * thread waits on the kick eventfd, drains the ring with vblk_queue_process() and signals
  * the call eventfd when the driver wants an interrupt.
  */
+#include "../common/kick.h"
 #include "vhost_user_int.h"
 
 #include <endian.h>
@@ -114,30 +115,12 @@ static void queue_resubmit(struct vu_queue *q)
 static void *queue_thread(void *arg)
 {
 	struct vu_queue *q = arg;
-	struct pollfd pfd[2] = {
-		{ .fd = q->kick_fd, .events = POLLIN },
-		{ .fd = q->stop_fd, .events = POLLIN },
-	};
 
 	if (q->resubmit)
 		queue_resubmit(q);
 	queue_run(q);   /* buffers made available before the ring was started */
-	for (;;) {
-		eventfd_t v;
-
-		if (poll(pfd, 2, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			break;
-		}
-		if (pfd[1].revents)
-			break;
-		if (pfd[0].revents & (POLLERR | POLLNVAL))
-			break;
-		if (!(pfd[0].revents & POLLIN) || eventfd_read(q->kick_fd, &v) < 0)
-			continue;
+	while (kick_wait(q->kick_fd, q->stop_fd))
 		queue_run(q);
-	}
 	return NULL;
 }
 

@@ -12,6 +12,7 @@
  * GSI), as in Firecracker; the DSDT declares the line Edge, ActiveHigh (and GSIs 5..15 are
  * edge-triggered ISA lines by default anyway). InterruptStatus only tells the driver why.
  */
+#include "../common/kick.h"
 #include "virtio_mmio.h"
 
 #include <endian.h>
@@ -101,23 +102,8 @@ static void queue_run(struct vmmio_queue *q)
 static void *queue_thread(void *arg)
 {
 	struct vmmio_queue *q = arg;
-	struct pollfd pfd[2] = {
-		{ .fd = q->kick_fd, .events = POLLIN },
-		{ .fd = q->d->stop_fd, .events = POLLIN },
-	};
 
-	for (;;) {
-		eventfd_t v;
-
-		if (poll(pfd, 2, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			break;
-		}
-		if (pfd[1].revents)
-			break;
-		if (!(pfd[0].revents & POLLIN) || eventfd_read(q->kick_fd, &v) < 0)
-			continue;
+	while (kick_wait(q->kick_fd, q->d->stop_fd)) {
 		pthread_mutex_lock(&q->lock);
 		queue_run(q);
 		pthread_mutex_unlock(&q->lock);
