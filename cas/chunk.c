@@ -2,6 +2,7 @@
 #include "chunk.h"
 
 #include <errno.h>
+#include <string.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -92,5 +93,27 @@ int chunk_decompress(struct chunk_codec *c, const void *src, size_t len, void *d
 	if (ZSTD_isError(r) || r != want)
 		return -EBADMSG;
 	*out_len = r;
+	return 0;
+}
+
+int chunk_verify(struct chunk_codec *c, const uint8_t d[SHA256_LEN], const void *frame,
+		 size_t len, void *dst, size_t cap, size_t *out_len, const char **why)
+{
+	uint8_t sum[SHA256_LEN];
+	size_t n;
+	int ret;
+
+	ret = chunk_decompress(c, frame, len, dst, cap, &n);
+	if (ret == -EBADMSG)
+		*why = "not a valid zstd chunk";
+	if (!ret)
+		ret = sha256_buf(dst, n, sum);
+	if (ret)
+		return ret;
+	if (memcmp(sum, d, SHA256_LEN)) {
+		*why = "content does not match its sha256 name";
+		return -EBADMSG;
+	}
+	*out_len = n;
 	return 0;
 }

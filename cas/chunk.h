@@ -31,6 +31,14 @@ int chunk_compress(struct chunk_codec *c, const void *src, size_t len, void *dst
  */
 int chunk_decompress(struct chunk_codec *c, const void *src, size_t len, void *dst, size_t cap,
 		     size_t *out_len);
+/*
+ * Decompress a stored chunk into dst (cap bytes) and check that it is the chunk named d (the
+ * sha256 of the bytes). 0 with *out_len; -EBADMSG with *why ("not a valid zstd chunk",
+ * "content does not match its sha256 name") for a corrupt chunk, whose bytes must not be used;
+ * -ENOMEM. The one check every reader of chunks (store, remote, push, cas verify) makes.
+ */
+int chunk_verify(struct chunk_codec *c, const uint8_t d[SHA256_LEN], const void *frame,
+		 size_t len, void *dst, size_t cap, size_t *out_len, const char **why);
 /* Declared uncompressed size from the frame header, or -EBADMSG. */
 int chunk_content_size(const void *src, size_t len, uint64_t *size);
 

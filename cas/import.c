@@ -27,14 +27,9 @@ static double now_sec(void)
 void import_progress(struct import_ctx *ic)
 {
 	char hb[32];
-	double t;
 
-	if (!log_progress_enabled())
+	if (!log_progress_due())
 		return;
-	t = now_sec();
-	if (t - ic->progress_last < 0.1)
-		return;
-	ic->progress_last = t;
 	log_progress("importing %s: %llu files, %s", ic->src_label, (unsigned long long)ic->files,
 		     size_human(ic->bytes, hb, sizeof(hb)));
 }

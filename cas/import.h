@@ -37,7 +37,6 @@ struct import_ctx {
 	uint64_t files, bytes;   /* progress */
 	uint32_t pack_max;       /* see import_opts */
 	struct chunk_buf *pack;  /* the packed chunk being filled */
-	double progress_last;    /* when the progress line was last drawn */
 };
 
 /*

@@ -98,9 +98,8 @@ static int decode(const uint8_t d[SHA256_LEN], const uint8_t *frame, size_t flen
 		  size_t head, void **block, size_t *len, const char **why)
 {
 	struct chunk_codec *codec;
-	uint8_t sum[SHA256_LEN], *b;
 	uint64_t want;
-	size_t n;
+	uint8_t *b;
 	int ret;
 
 	if (chunk_content_size(frame, flen, &want)) {
@@ -115,22 +114,13 @@ static int decode(const uint8_t d[SHA256_LEN], const uint8_t *frame, size_t flen
 	if (!b)
 		return -ENOMEM;
 	codec = chunk_codec_new(0);
-	ret = codec ? chunk_decompress(codec, frame, flen, b + head, want, &n) : -ENOMEM;
+	ret = codec ? chunk_verify(codec, d, frame, flen, b + head, want, len, why) : -ENOMEM;
 	chunk_codec_free(codec);
-	if (!ret)
-		ret = sha256_buf(b + head, n, sum);
-	if (!ret && memcmp(sum, d, SHA256_LEN)) {
-		*why = "content does not match its sha256 name";
-		ret = -EBADMSG;
-	}
-	if (ret == -EBADMSG && !*why)
-		*why = "not a valid zstd chunk";
 	if (ret) {
 		free(b);
 		return ret;
 	}
 	*block = b;
-	*len = n;
 	return 0;
 }
 

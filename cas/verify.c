@@ -19,29 +19,16 @@ struct verify_state {
 static int check(struct store *s, struct chunk_codec *codec, uint8_t *out,
 		 const uint8_t d[SHA256_LEN], const char **why)
 {
-	uint8_t *frame, got[SHA256_LEN];
+	uint8_t *frame;
 	size_t len, n;
 	int ret;
 
 	ret = store_read(s, d, &frame, &len);
 	if (ret)
 		return ret;
-	ret = chunk_decompress(codec, frame, len, out, CHUNK_SIZE_MAX, &n);
+	ret = chunk_verify(codec, d, frame, len, out, CHUNK_SIZE_MAX, &n, why);
 	free(frame);
-	if (ret == -EBADMSG) {
-		*why = "not a valid zstd chunk";
-		return ret;
-	}
-	if (ret)
-		return ret;
-	ret = sha256_buf(out, n, got);
-	if (ret)
-		return ret;
-	if (memcmp(got, d, SHA256_LEN)) {
-		*why = "content does not match its sha256 name";
-		return -EBADMSG;
-	}
-	return 0;
+	return ret;
 }
 
 int store_verify_one(struct store *s, const uint8_t d[SHA256_LEN], const char **why)

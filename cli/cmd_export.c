@@ -59,8 +59,7 @@ struct export_ctx {
 	int err;                       /* the first failure (atomic); the others stop */
 	uint64_t written;              /* bytes of non-zero blocks written (atomic) */
 	uint64_t mapped, done;         /* bytes of the disk the runs cover; read so far (atomic) */
-	pthread_mutex_t progress_lock;
-	double start, last_progress;
+	double start;
 };
 
 static double now(void)
@@ -151,19 +150,13 @@ static void progress(struct export_ctx *x)
 {
 	char h1[32], h2[32];
 	uint64_t done;
-	double t;
 
-	if (!log_progress_enabled() || pthread_mutex_trylock(&x->progress_lock))
+	if (!log_progress_due())
 		return;
-	t = now();
-	if (t - x->last_progress >= 0.1) {
-		x->last_progress = t;
-		done = __atomic_load_n(&x->done, __ATOMIC_RELAXED);
-		log_progress("exporting: %llu%% (%s of %s)",
-			     (unsigned long long)(done * 100 / (x->mapped ? x->mapped : 1)),
-			     size_human(done, h1, sizeof(h1)), size_human(x->mapped, h2, sizeof(h2)));
-	}
-	pthread_mutex_unlock(&x->progress_lock);
+	done = __atomic_load_n(&x->done, __ATOMIC_RELAXED);
+	log_progress("exporting: %llu%% (%s of %s)",
+		     (unsigned long long)(done * 100 / (x->mapped ? x->mapped : 1)),
+		     size_human(done, h1, sizeof(h1)), size_human(x->mapped, h2, sizeof(h2)));
 }
 
 /* Read one piece through the engine and write its non-zero blocks. */
@@ -338,7 +331,6 @@ static int export_run(const char *path, const struct cas_source_opts *so, const 
 	cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	threads = so->remote_url ? (so->concurrency ? so->concurrency : REMOTE_CONCURRENCY_DEFAULT)
 				 : (unsigned)(cpus > 1 ? (cpus < 8 ? cpus : 8) : 1);
-	pthread_mutex_init(&x.progress_lock, NULL);
 	x.l = l;
 	x.start = now();
 	ret = blkd_reader_new(l, src, 0, &x.r);
@@ -359,7 +351,6 @@ static int export_run(const char *path, const struct cas_source_opts *so, const 
 	}
 	blkd_reader_free(x.r);
 	free(x.pieces);
-	pthread_mutex_destroy(&x.progress_lock);
 	cas_source_close(src);
 	layout_close(l);
 	return ret ? 1 : 0;

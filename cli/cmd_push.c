@@ -10,7 +10,7 @@
 
 #include "../cas/remote.h"
 #include "../cas/store.h"
-#include "../cas/verify.h"
+#include "../cas/chunk.h"
 #include "../common/log.h"
 #include "../common/size.h"
 #include "../ext4gen/refs.h"
@@ -48,8 +48,6 @@ struct push_ctx {
 	int err;                           /* first failure (atomic) */
 	uint64_t uploaded, present, bytes; /* atomic */
 	uint64_t done;                     /* atomic */
-	pthread_mutex_t progress_lock;
-	double last_progress;
 };
 
 static double now(void)
@@ -104,41 +102,56 @@ static int collect_images(struct push_ctx *x, char **paths, int n)
 
 static void progress(struct push_ctx *x)
 {
-	double t;
-
-	if (!log_progress_enabled() || pthread_mutex_trylock(&x->progress_lock))
-		return;
-	t = now();
-	if (t - x->last_progress >= 0.1) {
-		x->last_progress = t;
+	if (log_progress_due())
 		log_progress("pushing: %llu of %zu chunks",
 			     (unsigned long long)__atomic_load_n(&x->done, __ATOMIC_RELAXED), x->n);
-	}
-	pthread_mutex_unlock(&x->progress_lock);
 }
 
-static int push_one(struct push_ctx *x, const uint8_t d[SHA256_LEN])
+/* One uploader thread's decompression state, reused from chunk to chunk. */
+struct push_scratch {
+	struct chunk_codec *codec;
+	uint8_t *buf;
+	size_t cap;
+};
+
+/* Read the chunk once, verify it in memory (a corrupt chunk is never pushed), upload it. */
+static int push_one(struct push_ctx *x, struct push_scratch *w, const uint8_t d[SHA256_LEN])
 {
 	char hex[SHA256_HEX_LEN + 1];
 	const char *why = NULL;
 	uint8_t *frame;
-	size_t len;
+	uint64_t want;
+	size_t len, n;
 	int ret;
 
 	sha256_to_hex(d, hex);
-	ret = store_verify_one(x->s, d, &why);
+	ret = store_read(x->s, d, &frame, &len);
 	if (ret == -ENOENT) {
 		log_error("chunk %s is not in the store", hex);
 		return ret;
 	}
 	if (ret) {
-		log_error("chunk %s is corrupt in the store (%s): not pushed",
-			  hex, why ? why : strerror(-ret));
+		log_error("chunk %s: %s", hex, strerror(-ret));
 		return ret;
 	}
-	ret = store_read(x->s, d, &frame, &len);
+	if (chunk_content_size(frame, len, &want) || want > CHUNK_SIZE_MAX) {
+		why = "not a valid zstd chunk";
+		ret = -EBADMSG;
+	} else if (want > w->cap) {
+		uint8_t *nb = realloc(w->buf, want);
+
+		ret = nb ? 0 : -ENOMEM;
+		if (nb) {
+			w->buf = nb;
+			w->cap = want;
+		}
+	}
+	if (!ret)
+		ret = chunk_verify(w->codec, d, frame, len, w->buf, w->cap, &n, &why);
 	if (ret) {
-		log_error("chunk %s: %s", hex, strerror(-ret));
+		free(frame);
+		log_error("chunk %s is corrupt in the store (%s): not pushed", hex,
+			  why ? why : strerror(-ret));
 		return ret;
 	}
 	ret = remote_put(x->r, d, frame, len);
@@ -155,20 +168,32 @@ static int push_one(struct push_ctx *x, const uint8_t d[SHA256_LEN])
 static void *push_worker(void *arg)
 {
 	struct push_ctx *x = arg;
+	struct push_scratch w = { .codec = chunk_codec_new(0) };
+	int zero = 0;
 
+	if (!w.codec) {
+		log_error("out of memory");
+		__atomic_compare_exchange_n(&x->err, &zero, -ENOMEM, false, __ATOMIC_RELAXED,
+					    __ATOMIC_RELAXED);
+		return NULL;
+	}
 	while (!__atomic_load_n(&x->err, __ATOMIC_RELAXED)) {
 		size_t i = __atomic_fetch_add(&x->next, 1, __ATOMIC_RELAXED);
-		int ret, zero = 0;
+		int ret;
 
 		if (i >= x->n)
 			break;
-		ret = push_one(x, x->chunks[i]);
-		if (ret)
+		ret = push_one(x, &w, x->chunks[i]);
+		if (ret) {
+			zero = 0;
 			__atomic_compare_exchange_n(&x->err, &zero, ret, false, __ATOMIC_RELAXED,
 						    __ATOMIC_RELAXED);
+		}
 		__atomic_add_fetch(&x->done, 1, __ATOMIC_RELAXED);
 		progress(x);
 	}
+	chunk_codec_free(w.codec);
+	free(w.buf);
 	return NULL;
 }
 
@@ -259,12 +284,10 @@ int cmd_push(int argc, char **argv)
 	ro.concurrency = rem.concurrency;
 	ro.timeout_ms = rem.timeout_ms;
 	ro.retries = rem.retries;
-	pthread_mutex_init(&x.progress_lock, NULL);
 	log_first_error_only(true); /* uploader threads may fail at once: say it once */
 	rc = push_run(&x, &ro, store_dir, argv + optind, argc - optind);
 	remote_close(x.r);
 	store_close(x.s);
 	free(x.chunks);
-	pthread_mutex_destroy(&x.progress_lock);
 	return rc;
 }

@@ -2,9 +2,13 @@
 #include "log.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+
+#define PROGRESS_EVERY_MS 100
 
 /* The process-wide logging state; the only mutable global in common/. */
 static struct {
@@ -14,8 +18,9 @@ static struct {
 	bool progress_shown;
 	bool first_error_only;
 	unsigned long errors;
+	uint64_t progress_next_ms;  /* when the next progress line is due (atomic) */
 	pthread_mutex_t lock;
-} g_log = { NULL, 1, -1, false, false, 0, PTHREAD_MUTEX_INITIALIZER };
+} g_log = { NULL, 1, -1, false, false, 0, 0, PTHREAD_MUTEX_INITIALIZER };
 
 void log_set_context(const char *ctx) { g_log.ctx = ctx; }
 void log_set_level(int level) { g_log.level = level; }
@@ -88,6 +93,21 @@ bool log_progress_enabled(void)
 	if (g_log.progress < 0)
 		g_log.progress = isatty(STDERR_FILENO) && g_log.level >= 1;
 	return g_log.progress == 1;
+}
+
+bool log_progress_due(void)
+{
+	struct timespec ts;
+	uint64_t now, due;
+
+	if (!log_progress_enabled())
+		return false;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	due = __atomic_load_n(&g_log.progress_next_ms, __ATOMIC_RELAXED);
+	return now >= due &&
+	       __atomic_compare_exchange_n(&g_log.progress_next_ms, &due, now + PROGRESS_EVERY_MS,
+					   false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }
 
 void log_progress(const char *fmt, ...)

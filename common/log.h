@@ -25,6 +25,11 @@ void log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Progress line on a terminal: redrawn in place with \r; silent when stderr is no tty. */
 bool log_progress_enabled(void);
+/*
+ * True when a progress line is shown and the last one was drawn at least 100 ms ago (at most
+ * one caller, from any thread, gets true per period): check it before formatting a line.
+ */
+bool log_progress_due(void);
 void log_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_progress_done(void);
 

@@ -138,5 +138,10 @@ start_nginx "$T/dav2" --dav
 "$LAZYBLK" export "$T/a.layout" --store "$T/e6" --remote "http://127.0.0.1:$NGINX_PORT/" \
   -o "$T/out6.raw" >/dev/null
 cmp "$T/out6.raw" "$T/a.raw" || die "export after a push of the layout's chunks differs"
-echo "push: $puts chunks uploaded, 0 the second time"
+# a chunk corrupt in the store is never published: the push stops before uploading it
+expect_fail_line "push of a corrupt chunk" "$d is corrupt in the store" -- \
+  timeout 60 "$LAZYBLK" push --store "$T/bad" --remote "$DAV" --fetch-concurrency 1
+[ ! -e "$T/dav/chunks/${d:0:2}/$d" ] || ! cmp -s "$T/dav/chunks/${d:0:2}/$d" "$(chunk_file "$T/bad" "$d")" ||
+  die "the corrupt chunk was published"
+echo "push: $puts chunks uploaded, 0 the second time; a corrupt chunk is refused"
 echo "remote http: ok"
