@@ -2,7 +2,6 @@
 /* HTTP requests through one curl multi handle driven by one thread. */
 #include "http.h"
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -10,6 +9,8 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+
+#include "../common/dl_curl.h"
 
 #define CONNECT_TIMEOUT_MS_MAX 10000
 #define EASY_POOL_MAX 64
@@ -46,7 +47,7 @@ static CURLcode global_rc;
 
 static void global_init(void)
 {
-	global_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+	global_rc = sym_curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
 static uint64_t usec_since(const struct timespec *t0)
@@ -73,7 +74,7 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg)
 		size_t cap = j->cap ? j->cap * 2 : 64 << 10;
 		uint8_t *nb;
 
-		if (!j->cap && curl_easy_getinfo(j->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl) ==
+		if (!j->cap && sym_curl_easy_getinfo(j->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl) ==
 				       CURLE_OK && cl > 0 && (uint64_t)cl <= rq->max_body)
 			cap = (size_t)cl;
 		while (cap < rq->body_out_len + len)
@@ -136,68 +137,68 @@ static int job_setup(struct http *h, struct job *j, CURL *e)
 	struct curl_slist *l = NULL, *t;
 
 	j->easy = e;
-	curl_easy_setopt(e, CURLOPT_URL, rq->url);
-	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
-	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)h->timeout_ms);
-	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
+	sym_curl_easy_setopt(e, CURLOPT_URL, rq->url);
+	sym_curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	sym_curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+	sym_curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+	sym_curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+	sym_curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)h->timeout_ms);
+	sym_curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
 			 (long)(h->timeout_ms < CONNECT_TIMEOUT_MS_MAX ? h->timeout_ms
 								       : CONNECT_TIMEOUT_MS_MAX));
-	curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
-	curl_easy_setopt(e, CURLOPT_BUFFERSIZE, RECV_BUFFER); /* fewer, larger reads */
-	curl_easy_setopt(e, CURLOPT_USERAGENT, "lazyblk/0.1");
-	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(e, CURLOPT_WRITEDATA, j);
-	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(e, CURLOPT_HEADERDATA, j);
-	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, rq->err);
-	curl_easy_setopt(e, CURLOPT_PRIVATE, j);
+	sym_curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+	sym_curl_easy_setopt(e, CURLOPT_BUFFERSIZE, RECV_BUFFER); /* fewer, larger reads */
+	sym_curl_easy_setopt(e, CURLOPT_USERAGENT, "lazyblk/0.1");
+	sym_curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+	sym_curl_easy_setopt(e, CURLOPT_WRITEDATA, j);
+	sym_curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+	sym_curl_easy_setopt(e, CURLOPT_HEADERDATA, j);
+	sym_curl_easy_setopt(e, CURLOPT_ERRORBUFFER, rq->err);
+	sym_curl_easy_setopt(e, CURLOPT_PRIVATE, j);
 	/* libcurl keeps credentials (basic and a custom Authorization header) with the first
 	 * host when it follows a redirect, unless told otherwise: never tell it */
-	curl_easy_setopt(e, CURLOPT_UNRESTRICTED_AUTH, 0L);
-	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, rq->follow ? 1L : 0L);
-	curl_easy_setopt(e, CURLOPT_MAXREDIRS, 8L);
+	sym_curl_easy_setopt(e, CURLOPT_UNRESTRICTED_AUTH, 0L);
+	sym_curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, rq->follow ? 1L : 0L);
+	sym_curl_easy_setopt(e, CURLOPT_MAXREDIRS, 8L);
 	if (rq->user) {
-		curl_easy_setopt(e, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
-		curl_easy_setopt(e, CURLOPT_USERNAME, rq->user);
-		curl_easy_setopt(e, CURLOPT_PASSWORD, rq->password ? rq->password : "");
+		sym_curl_easy_setopt(e, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+		sym_curl_easy_setopt(e, CURLOPT_USERNAME, rq->user);
+		sym_curl_easy_setopt(e, CURLOPT_PASSWORD, rq->password ? rq->password : "");
 	}
 	if (!strcmp(rq->method, "HEAD")) {
-		curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+		sym_curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
 	} else if (!strcmp(rq->method, "PUT") || !strcmp(rq->method, "POST")) {
-		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)rq->body_len);
-		curl_easy_setopt(e, CURLOPT_POSTFIELDS, rq->body_len ? rq->body : "");
-		curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, rq->method);
+		sym_curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)rq->body_len);
+		sym_curl_easy_setopt(e, CURLOPT_POSTFIELDS, rq->body_len ? rq->body : "");
+		sym_curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, rq->method);
 		snprintf(hb, sizeof(hb), "Content-Type: %s",
 			 rq->content_type ? rq->content_type : "application/octet-stream");
-		if (!(t = curl_slist_append(l, hb)))
+		if (!(t = sym_curl_slist_append(l, hb)))
 			goto nomem;
 		l = t;
-		if (!(t = curl_slist_append(l, "Expect:")))
+		if (!(t = sym_curl_slist_append(l, "Expect:")))
 			goto nomem;
 		l = t;
 	} else {
-		curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+		sym_curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
 	}
 	if (rq->accept) {
 		snprintf(hb, sizeof(hb), "Accept: %s", rq->accept);
-		if (!(t = curl_slist_append(l, hb)))
+		if (!(t = sym_curl_slist_append(l, hb)))
 			goto nomem;
 		l = t;
 	}
 	if (rq->bearer) {
 		snprintf(hb, sizeof(hb), "Authorization: Bearer %s", rq->bearer);
-		if (!(t = curl_slist_append(l, hb)))
+		if (!(t = sym_curl_slist_append(l, hb)))
 			goto nomem;
 		l = t;
 	}
 	j->hdrs = l;
-	curl_easy_setopt(e, CURLOPT_HTTPHEADER, l);
+	sym_curl_easy_setopt(e, CURLOPT_HTTPHEADER, l);
 	return 0;
 nomem:
-	curl_slist_free_all(l);
+	sym_curl_slist_free_all(l);
 	return -ENOMEM;
 }
 
@@ -210,9 +211,9 @@ static CURL *easy_get(struct http *h)
 		e = h->pool[--h->n_pool];
 	pthread_mutex_unlock(&h->lock);
 	if (e)
-		curl_easy_reset(e);
+		sym_curl_easy_reset(e);
 	else
-		e = curl_easy_init();
+		e = sym_curl_easy_init();
 	return e;
 }
 
@@ -225,7 +226,7 @@ static void easy_put(struct http *h, CURL *e)
 	}
 	pthread_mutex_unlock(&h->lock);
 	if (e)
-		curl_easy_cleanup(e);
+		sym_curl_easy_cleanup(e);
 }
 
 /* Hand a finished job back to its caller. */
@@ -234,19 +235,19 @@ static void job_finish(struct http *h, struct job *j, int curl_code)
 	struct http_req *rq = j->rq;
 
 	if (j->easy) {
-		curl_easy_getinfo(j->easy, CURLINFO_RESPONSE_CODE, &rq->status);
-		curl_multi_remove_handle(h->multi, j->easy);
+		sym_curl_easy_getinfo(j->easy, CURLINFO_RESPONSE_CODE, &rq->status);
+		sym_curl_multi_remove_handle(h->multi, j->easy);
 		easy_put(h, j->easy);
 		j->easy = NULL;
 	}
-	curl_slist_free_all(j->hdrs);
+	sym_curl_slist_free_all(j->hdrs);
 	j->hdrs = NULL;
 	rq->curl_code = curl_code;
 	if (j->too_big) {
 		rq->curl_code = CURLE_FILESIZE_EXCEEDED;
 		snprintf(rq->err, sizeof(rq->err), "response larger than %zu bytes", rq->max_body);
 	} else if (curl_code && !rq->err[0]) {
-		snprintf(rq->err, sizeof(rq->err), "%s", curl_easy_strerror(curl_code));
+		snprintf(rq->err, sizeof(rq->err), "%s", sym_curl_easy_strerror(curl_code));
 	}
 	rq->usec = usec_since(&j->start);
 	pthread_mutex_lock(&h->lock);
@@ -276,9 +277,9 @@ static void start_jobs(struct http *h)
 			return;
 		e = easy_get(h);
 		if (!e || job_setup(h, j, e) ||
-		    curl_multi_add_handle(h->multi, e) != CURLM_OK) {
+		    sym_curl_multi_add_handle(h->multi, e) != CURLM_OK) {
 			if (e && !j->easy)
-				curl_easy_cleanup(e);
+				sym_curl_easy_cleanup(e);
 			snprintf(j->rq->err, sizeof(j->rq->err), "cannot start the request");
 			job_finish(h, j, CURLE_OUT_OF_MEMORY);
 		}
@@ -295,13 +296,13 @@ static void *loop_main(void *arg)
 		bool stop;
 
 		start_jobs(h);
-		curl_multi_perform(h->multi, &running);
-		while ((msg = curl_multi_info_read(h->multi, &left))) {
+		sym_curl_multi_perform(h->multi, &running);
+		while ((msg = sym_curl_multi_info_read(h->multi, &left))) {
 			struct job *j = NULL;
 
 			if (msg->msg != CURLMSG_DONE)
 				continue;
-			curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&j);
+			sym_curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&j);
 			job_finish(h, j, msg->data.result);
 		}
 		pthread_mutex_lock(&h->lock);
@@ -309,14 +310,17 @@ static void *loop_main(void *arg)
 		pthread_mutex_unlock(&h->lock);
 		if (stop)
 			return NULL;
-		curl_multi_poll(h->multi, NULL, 0, 1000, NULL);
+		sym_curl_multi_poll(h->multi, NULL, 0, 1000, NULL);
 	}
 }
 
 int http_open(unsigned concurrency, unsigned timeout_ms, struct http **out)
 {
 	struct http *h;
+	int ret = dl_curl_load();
 
+	if (ret)
+		return ret;
 	pthread_once(&global_once, global_init);
 	if (global_rc != CURLE_OK)
 		return -ENOMEM;
@@ -326,17 +330,17 @@ int http_open(unsigned concurrency, unsigned timeout_ms, struct http **out)
 	h->concurrency = concurrency ? concurrency : 1;
 	h->timeout_ms = timeout_ms ? timeout_ms : 30000;
 	pthread_mutex_init(&h->lock, NULL);
-	h->multi = curl_multi_init();
+	h->multi = sym_curl_multi_init();
 	if (!h->multi) {
 		pthread_mutex_destroy(&h->lock);
 		free(h);
 		return -ENOMEM;
 	}
-	curl_multi_setopt(h->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
-	curl_multi_setopt(h->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)h->concurrency);
-	curl_multi_setopt(h->multi, CURLMOPT_MAXCONNECTS, (long)h->concurrency * 2);
+	sym_curl_multi_setopt(h->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+	sym_curl_multi_setopt(h->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)h->concurrency);
+	sym_curl_multi_setopt(h->multi, CURLMOPT_MAXCONNECTS, (long)h->concurrency * 2);
 	if (pthread_create(&h->thread, NULL, loop_main, h)) {
-		curl_multi_cleanup(h->multi);
+		sym_curl_multi_cleanup(h->multi);
 		pthread_mutex_destroy(&h->lock);
 		free(h);
 		return -EAGAIN;
@@ -352,11 +356,11 @@ void http_close(struct http *h)
 	pthread_mutex_lock(&h->lock);
 	h->stop = true;
 	pthread_mutex_unlock(&h->lock);
-	curl_multi_wakeup(h->multi);
+	sym_curl_multi_wakeup(h->multi);
 	pthread_join(h->thread, NULL);
 	for (unsigned i = 0; i < h->n_pool; i++)
-		curl_easy_cleanup(h->pool[i]);
-	curl_multi_cleanup(h->multi);
+		sym_curl_easy_cleanup(h->pool[i]);
+	sym_curl_multi_cleanup(h->multi);
 	pthread_mutex_destroy(&h->lock);
 	free(h);
 }
@@ -382,7 +386,7 @@ int http_do(struct http *h, struct http_req *rq)
 		h->q_head = &j;
 	h->q_tail = &j;
 	pthread_mutex_unlock(&h->lock);
-	curl_multi_wakeup(h->multi);
+	sym_curl_multi_wakeup(h->multi);
 	pthread_mutex_lock(&h->lock);
 	while (!j.done)
 		pthread_cond_wait(&j.cond, &h->lock);

@@ -9,8 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <archive.h>
-#include <archive_entry.h>
+#include "../common/dl_archive.h"
 
 #include "../common/log.h"
 #include "import.h"
@@ -103,7 +102,7 @@ static int walk_parent(struct import_ctx *ic, const struct comps *c, uint32_t la
 
 static int entry_xattrs(struct import_ctx *ic, struct archive_entry *e, struct tree_inode *ino)
 {
-	int n = archive_entry_xattr_reset(e);
+	int n = sym_archive_entry_xattr_reset(e);
 	const char *name;
 	const void *value;
 	size_t size;
@@ -113,7 +112,7 @@ static int entry_xattrs(struct import_ctx *ic, struct archive_entry *e, struct t
 	ino->xattrs = tree_alloc(ic->tree, (size_t)n * sizeof(*ino->xattrs));
 	if (!ino->xattrs)
 		return -ENOMEM;
-	while (archive_entry_xattr_next(e, &name, &value, &size) == ARCHIVE_OK) {
+	while (sym_archive_entry_xattr_next(e, &name, &value, &size) == ARCHIVE_OK) {
 		struct mf_xattr_in *x = &ino->xattrs[ino->xattr_count];
 		size_t nlen = strlen(name);
 
@@ -146,33 +145,33 @@ static void pax_negative_time_fix(int64_t *sec, uint32_t *nsec)
 
 static void entry_attrs(struct archive_entry *e, struct tree_inode *ino)
 {
-	ino->mode = archive_entry_perm(e) & 07777;
-	ino->uid = (uint32_t)archive_entry_uid(e);
-	ino->gid = (uint32_t)archive_entry_gid(e);
-	ino->mtime = archive_entry_mtime(e);
-	ino->mtime_ns = (uint32_t)archive_entry_mtime_nsec(e);
-	if (archive_entry_atime_is_set(e)) {
-		ino->atime = archive_entry_atime(e);
-		ino->atime_ns = (uint32_t)archive_entry_atime_nsec(e);
+	ino->mode = sym_archive_entry_perm(e) & 07777;
+	ino->uid = (uint32_t)sym_archive_entry_uid(e);
+	ino->gid = (uint32_t)sym_archive_entry_gid(e);
+	ino->mtime = sym_archive_entry_mtime(e);
+	ino->mtime_ns = (uint32_t)sym_archive_entry_mtime_nsec(e);
+	if (sym_archive_entry_atime_is_set(e)) {
+		ino->atime = sym_archive_entry_atime(e);
+		ino->atime_ns = (uint32_t)sym_archive_entry_atime_nsec(e);
 	} else {
 		ino->atime = ino->mtime;
 		ino->atime_ns = ino->mtime_ns;
 	}
-	if (archive_entry_ctime_is_set(e)) {
-		ino->ctime = archive_entry_ctime(e);
-		ino->ctime_ns = (uint32_t)archive_entry_ctime_nsec(e);
+	if (sym_archive_entry_ctime_is_set(e)) {
+		ino->ctime = sym_archive_entry_ctime(e);
+		ino->ctime_ns = (uint32_t)sym_archive_entry_ctime_nsec(e);
 	} else {
 		ino->ctime = ino->mtime;
 		ino->ctime_ns = ino->mtime_ns;
 	}
 	pax_negative_time_fix(&ino->mtime, &ino->mtime_ns);
-	if (archive_entry_atime_is_set(e))
+	if (sym_archive_entry_atime_is_set(e))
 		pax_negative_time_fix(&ino->atime, &ino->atime_ns);
-	if (archive_entry_ctime_is_set(e))
+	if (sym_archive_entry_ctime_is_set(e))
 		pax_negative_time_fix(&ino->ctime, &ino->ctime_ns);
 	if (ino->type == MF_CHR || ino->type == MF_BLK) {
-		ino->rdev_major = (uint32_t)archive_entry_rdevmajor(e);
-		ino->rdev_minor = (uint32_t)archive_entry_rdevminor(e);
+		ino->rdev_major = (uint32_t)sym_archive_entry_rdevmajor(e);
+		ino->rdev_minor = (uint32_t)sym_archive_entry_rdevminor(e);
 	}
 }
 
@@ -182,20 +181,20 @@ static int read_data(struct import_ctx *ic, struct archive *a, struct archive_en
 	struct import_stream st;
 	int ret;
 
-	ret = import_stream_begin(ic, &st, ino, size, archive_entry_sparse_count(e) > 0);
+	ret = import_stream_begin(ic, &st, ino, size, sym_archive_entry_sparse_count(e) > 0);
 	if (ret)
 		return ret;
 	for (;;) {
 		const void *buf;
 		size_t len;
 		la_int64_t off;
-		int r = archive_read_data_block(a, &buf, &len, &off);
+		int r = sym_archive_read_data_block(a, &buf, &len, &off);
 
 		if (r == ARCHIVE_EOF)
 			break;
 		if (r < ARCHIVE_WARN) {
 			import_stream_abort(&st);
-			*why = archive_error_string(a);
+			*why = sym_archive_error_string(a);
 			return -EIO;
 		}
 		if (off < 0 || (uint64_t)off < st.pos) {
@@ -223,7 +222,7 @@ static int read_data(struct import_ctx *ic, struct archive *a, struct archive_en
 
 static uint8_t entry_type(struct archive_entry *e)
 {
-	switch (archive_entry_filetype(e)) {
+	switch (sym_archive_entry_filetype(e)) {
 	case AE_IFREG: return MF_REG;
 	case AE_IFDIR: return MF_DIR;
 	case AE_IFLNK: return MF_SYMLINK;
@@ -262,8 +261,8 @@ static bool is_whiteout(const struct comps *c)
 static int apply_entry(struct import_ctx *ic, struct archive *a, struct archive_entry *e,
 		       uint32_t layer, bool whiteouts, const char **why)
 {
-	const char *path = archive_entry_pathname(e);
-	const char *hl = archive_entry_hardlink(e);
+	const char *path = sym_archive_entry_pathname(e);
+	const char *hl = sym_archive_entry_hardlink(e);
 	struct tree_node *dir, *n;
 	struct tree_inode *ino;
 	struct comps c, hc;
@@ -341,7 +340,7 @@ static int apply_entry(struct import_ctx *ic, struct archive *a, struct archive_
 	if (ret)
 		return ret;
 	if (type == MF_SYMLINK) {
-		const char *target = archive_entry_symlink(e);
+		const char *target = sym_archive_entry_symlink(e);
 		size_t tlen = target ? strlen(target) : 0;
 
 		if (!tlen) {
@@ -359,7 +358,7 @@ static int apply_entry(struct import_ctx *ic, struct archive *a, struct archive_
 		ino->size = tlen;
 	}
 	if (type == MF_REG) {
-		la_int64_t size = archive_entry_size_is_set(e) ? archive_entry_size(e) : 0;
+		la_int64_t size = sym_archive_entry_size_is_set(e) ? sym_archive_entry_size(e) : 0;
 
 		ret = read_data(ic, a, e, ino, size > 0 ? (uint64_t)size : 0, why);
 		if (ret)
@@ -377,14 +376,14 @@ int import_tar_archive(struct import_ctx *ic, struct archive *a, uint32_t layer,
 
 	for (;;) {
 		const char *why = NULL;
-		int r = archive_read_next_header(a, &e), ret;
+		int r = sym_archive_read_next_header(a, &e), ret;
 
 		if (r == ARCHIVE_EOF)
 			break;
 		if (r == ARCHIVE_WARN) {
-			log_warn("%s: %s", what, archive_error_string(a));
+			log_warn("%s: %s", what, sym_archive_error_string(a));
 		} else if (r != ARCHIVE_OK) {
-			const char *msg = archive_error_string(a);
+			const char *msg = sym_archive_error_string(a);
 
 			log_error("%s: %s", what, msg ? msg : "corrupt archive");
 			return -EIO;
@@ -393,7 +392,7 @@ int import_tar_archive(struct import_ctx *ic, struct archive *a, uint32_t layer,
 		if (ret == -ENOMEM)
 			return ret; /* import_run says it, once */
 		if (ret) {
-			const char *p = archive_entry_pathname(e);
+			const char *p = sym_archive_entry_pathname(e);
 
 			log_error("%s: %s: %s", what, p ? p : "?", why ? why : strerror(-ret));
 			return ret;
@@ -407,21 +406,24 @@ int import_tar_archive(struct import_ctx *ic, struct archive *a, uint32_t layer,
 
 int import_tar_file(struct import_ctx *ic, const char *path)
 {
-	struct archive *a = archive_read_new();
-	int ret;
+	struct archive *a;
+	int ret = dl_archive_load();
 
+	if (ret)
+		return ret;
+	a = sym_archive_read_new();
 	if (!a)
 		return -ENOMEM;
-	archive_read_support_filter_all(a);
-	archive_read_support_format_tar(a);
-	if (archive_read_open_filename(a, path, 1 << 20) != ARCHIVE_OK) {
-		const char *msg = archive_error_string(a);
+	sym_archive_read_support_filter_all(a);
+	sym_archive_read_support_format_tar(a);
+	if (sym_archive_read_open_filename(a, path, 1 << 20) != ARCHIVE_OK) {
+		const char *msg = sym_archive_error_string(a);
 
 		log_error("%s: %s", path, msg ? msg : "cannot open");
-		archive_read_free(a);
+		sym_archive_read_free(a);
 		return -EIO;
 	}
 	ret = import_tar_archive(ic, a, 0, false, path);
-	archive_read_free(a);
+	sym_archive_read_free(a);
 	return ret;
 }

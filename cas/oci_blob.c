@@ -20,10 +20,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <json-c/json.h>
 
+#include "../common/dl_archive.h"
 #include "../common/fsutil.h"
 #include "../common/log.h"
 
@@ -307,16 +306,16 @@ static la_ssize_t blob_read(struct archive *a, void *p, const void **out)
 		n = pread(io->src->fd, io->buf, LAYER_BUF_SIZE, (off_t)io->off);
 	while (n < 0 && errno == EINTR);
 	if (n < 0) {
-		archive_set_error(a, errno, "reading the blob: %s", strerror(errno));
+		sym_archive_set_error(a, errno, "reading the blob: %s", strerror(errno));
 		return -1;
 	}
 	if (limit != OCI_SIZE_UNKNOWN && io->off + (uint64_t)n > limit) {
-		archive_set_error(a, EFBIG, "size mismatch: blob is larger than the %llu bytes "
+		sym_archive_set_error(a, EFBIG, "size mismatch: blob is larger than the %llu bytes "
 				  "its descriptor says", (unsigned long long)limit);
 		return -1;
 	}
 	if (n && sha256_update(io->blob_sha, io->buf, (size_t)n)) {
-		archive_set_error(a, EIO, "sha256 failed");
+		sym_archive_set_error(a, EIO, "sha256 failed");
 		return -1;
 	}
 	io->off += (uint64_t)n;
@@ -333,28 +332,28 @@ static la_ssize_t tar_read(struct archive *a, void *p, const void **out)
 		const void *buf;
 		size_t len;
 		la_int64_t off;
-		int r = archive_read_data_block(io->raw, &buf, &len, &off);
+		int r = sym_archive_read_data_block(io->raw, &buf, &len, &off);
 
 		if (r == ARCHIVE_EOF) {
 			io->raw_eof = true;
 			break;
 		}
 		if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
-			const char *msg = archive_error_string(io->raw);
-			int err = archive_errno(io->raw);
+			const char *msg = sym_archive_error_string(io->raw);
+			int err = sym_archive_errno(io->raw);
 
-			archive_set_error(a, err > 0 ? err : EIO, "%s",
+			sym_archive_set_error(a, err > 0 ? err : EIO, "%s",
 					  msg ? msg : "cannot decompress the blob");
 			return -1;
 		}
 		if (off < 0 || (uint64_t)off != io->raw_off) {
-			archive_set_error(a, EIO, "decompressed stream has a gap");
+			sym_archive_set_error(a, EIO, "decompressed stream has a gap");
 			return -1;
 		}
 		if (!len)
 			continue;
 		if (io->diff_sha && sha256_update(io->diff_sha, buf, len)) {
-			archive_set_error(a, EIO, "sha256 failed");
+			sym_archive_set_error(a, EIO, "sha256 failed");
 			return -1;
 		}
 		io->raw_off += len;
@@ -372,23 +371,23 @@ static int raw_filters(struct archive *raw, enum oci_compression comp)
 	case OCI_COMP_NONE:
 		break;
 	case OCI_COMP_GZIP:
-		r = archive_read_support_filter_gzip(raw);
+		r = sym_archive_read_support_filter_gzip(raw);
 		break;
 	case OCI_COMP_ZSTD:
-		r = archive_read_support_filter_zstd(raw);
+		r = sym_archive_read_support_filter_zstd(raw);
 		break;
 	case OCI_COMP_DETECT:
-		r = archive_read_support_filter_gzip(raw);
+		r = sym_archive_read_support_filter_gzip(raw);
 		if (r >= ARCHIVE_WARN)
-			r = archive_read_support_filter_zstd(raw);
+			r = sym_archive_read_support_filter_zstd(raw);
 		if (r >= ARCHIVE_WARN)
-			r = archive_read_support_filter_xz(raw);
+			r = sym_archive_read_support_filter_xz(raw);
 		if (r >= ARCHIVE_WARN)
-			r = archive_read_support_filter_bzip2(raw);
+			r = sym_archive_read_support_filter_bzip2(raw);
 		break;
 	}
 	if (r >= ARCHIVE_WARN)
-		r = archive_read_support_format_raw(raw);
+		r = sym_archive_read_support_format_raw(raw);
 	return r >= ARCHIVE_WARN ? 0 : -ENOTSUP;
 }
 
@@ -401,13 +400,13 @@ static int layer_drain(struct layer_io *io, struct archive *tar, const char *wha
 	while ((n = tar_read(tar, io, &b)) > 0)
 		;
 	if (n < 0) {
-		log_error("%s: %s", what, archive_error_string(tar));
+		log_error("%s: %s", what, sym_archive_error_string(tar));
 		return -EIO;
 	}
 	while ((n = blob_read(io->raw, io, &b)) > 0)
 		;
 	if (n < 0) {
-		log_error("%s: %s", what, archive_error_string(io->raw));
+		log_error("%s: %s", what, sym_archive_error_string(io->raw));
 		return -EIO;
 	}
 	return 0;
@@ -457,6 +456,9 @@ int oci_layer_apply(struct import_ctx *ic, const struct oci_layer_src *src, uint
 	struct stat st;
 	int r, ret;
 
+	ret = dl_archive_load();
+	if (ret)
+		return ret;
 	ret = blob_stat(src->fd, &st, what);
 	if (ret)
 		return ret;
@@ -468,36 +470,36 @@ int oci_layer_apply(struct import_ctx *ic, const struct oci_layer_src *src, uint
 	io.buf = malloc(LAYER_BUF_SIZE);
 	io.blob_sha = sha256_new();
 	io.diff_sha = sha256_new();
-	io.raw = archive_read_new();
-	tar = archive_read_new();
+	io.raw = sym_archive_read_new();
+	tar = sym_archive_read_new();
 	if (!io.buf || !io.blob_sha || !io.diff_sha || !io.raw || !tar) {
 		ret = -ENOMEM; /* import_run reports it */
 		goto out;
 	}
 	if (raw_filters(io.raw, src->comp)) {
-		log_error("%s: %s", what, archive_error_string(io.raw));
+		log_error("%s: %s", what, sym_archive_error_string(io.raw));
 		ret = -ENOTSUP;
 		goto out;
 	}
-	r = archive_read_open2(io.raw, &io, NULL, blob_read, NULL, NULL);
+	r = sym_archive_read_open2(io.raw, &io, NULL, blob_read, NULL, NULL);
 	if (r == ARCHIVE_OK)
-		r = archive_read_next_header(io.raw, &e);
+		r = sym_archive_read_next_header(io.raw, &e);
 	if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
-		const char *msg = archive_error_string(io.raw);
+		const char *msg = sym_archive_error_string(io.raw);
 
 		log_error("%s: %s", what, msg ? msg : "cannot read the blob");
 		ret = -EIO;
 		goto out;
 	}
-	if (archive_filter_code(io.raw, 0) == ARCHIVE_FILTER_NONE) {
+	if (sym_archive_filter_code(io.raw, 0) == ARCHIVE_FILTER_NONE) {
 		/* not compressed: the tar is the blob itself, one hash serves for both */
 		sha256_free(io.diff_sha);
 		io.diff_sha = NULL;
 	}
-	archive_read_support_format_tar(tar);
-	archive_read_support_format_empty(tar);
-	if (archive_read_open2(tar, &io, NULL, tar_read, NULL, NULL) != ARCHIVE_OK) {
-		const char *msg = archive_error_string(tar);
+	sym_archive_read_support_format_tar(tar);
+	sym_archive_read_support_format_empty(tar);
+	if (sym_archive_read_open2(tar, &io, NULL, tar_read, NULL, NULL) != ARCHIVE_OK) {
+		const char *msg = sym_archive_error_string(tar);
 
 		log_error("%s: %s", what, msg ? msg : "not a tar archive");
 		ret = -EIO;
@@ -510,9 +512,9 @@ int oci_layer_apply(struct import_ctx *ic, const struct oci_layer_src *src, uint
 		ret = layer_check(&io, what);
 out:
 	if (tar)
-		archive_read_free(tar);
+		sym_archive_read_free(tar);
 	if (io.raw)
-		archive_read_free(io.raw);
+		sym_archive_read_free(io.raw);
 	sha256_free(io.diff_sha);
 	sha256_free(io.blob_sha);
 	free(io.buf);

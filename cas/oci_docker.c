@@ -20,10 +20,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <json-c/json.h>
 
+#include "../common/dl_archive.h"
 #include "../common/log.h"
 #include "import.h"
 #include "oci_blob.h"
@@ -52,20 +51,23 @@ struct da {
 /* Open the outer tar (a stream: docker save output may also be compressed). */
 static int da_open(struct da *da, struct archive **out)
 {
-	struct archive *a = archive_read_new();
+	struct archive *a;
 
+	if (dl_archive_load())
+		return -ELIBACC;
+	a = sym_archive_read_new();
 	if (!a)
 		return -ENOMEM; /* import_run reports it */
-	archive_read_support_format_tar(a);
-	archive_read_support_filter_gzip(a);
-	archive_read_support_filter_zstd(a);
-	archive_read_support_filter_xz(a);
-	archive_read_support_filter_bzip2(a);
-	if (archive_read_open_filename(a, da->file, 1 << 20) != ARCHIVE_OK) {
-		const char *msg = archive_error_string(a);
+	sym_archive_read_support_format_tar(a);
+	sym_archive_read_support_filter_gzip(a);
+	sym_archive_read_support_filter_zstd(a);
+	sym_archive_read_support_filter_xz(a);
+	sym_archive_read_support_filter_bzip2(a);
+	if (sym_archive_read_open_filename(a, da->file, 1 << 20) != ARCHIVE_OK) {
+		const char *msg = sym_archive_error_string(a);
 
 		log_error("%s: %s", da->label, msg ? msg : "cannot open");
-		archive_read_free(a);
+		sym_archive_read_free(a);
 		return -EIO;
 	}
 	*out = a;
@@ -74,12 +76,12 @@ static int da_open(struct da *da, struct archive **out)
 
 static int da_next(struct da *da, struct archive *a, struct archive_entry **e)
 {
-	int r = archive_read_next_header(a, e);
+	int r = sym_archive_read_next_header(a, e);
 
 	if (r == ARCHIVE_EOF)
 		return 1;
 	if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
-		const char *msg = archive_error_string(a);
+		const char *msg = sym_archive_error_string(a);
 
 		log_error("%s: %s", da->label, msg ? msg : "corrupt archive");
 		return -EIO;
@@ -114,9 +116,9 @@ static int read_member(struct da *da, struct archive *a, const char *name, char 
 			}
 			buf = nb;
 		}
-		r = archive_read_data(a, buf + fill, cap - fill - 1);
+		r = sym_archive_read_data(a, buf + fill, cap - fill - 1);
 		if (r < 0) {
-			log_error("%s: %s: %s", da->label, name, archive_error_string(a));
+			log_error("%s: %s: %s", da->label, name, sym_archive_error_string(a));
 			free(buf);
 			return -EIO;
 		}
@@ -153,8 +155,8 @@ static int da_scan(struct da *da)
 	if (ret)
 		return ret;
 	while (!(ret = da_next(da, a, &e))) {
-		const char *name = archive_entry_pathname(e);
-		const char *hl = archive_entry_hardlink(e);
+		const char *name = sym_archive_entry_pathname(e);
+		const char *hl = sym_archive_entry_hardlink(e);
 		struct da_member *m;
 
 		if (da->n == da->cap) {
@@ -180,7 +182,7 @@ static int da_scan(struct da *da)
 		}
 		if (hl) {
 			ret = set_link(m, NULL, hl);
-		} else if (archive_entry_filetype(e) == AE_IFLNK) {
+		} else if (sym_archive_entry_filetype(e) == AE_IFLNK) {
 			char *slash;
 
 			snprintf(dir, sizeof(dir), "%s", m->name);
@@ -189,8 +191,8 @@ static int da_scan(struct da *da)
 				*slash = '\0';
 			else
 				dir[0] = '\0';
-			ret = set_link(m, dir, archive_entry_symlink(e));
-		} else if (archive_entry_filetype(e) == AE_IFREG) {
+			ret = set_link(m, dir, sym_archive_entry_symlink(e));
+		} else if (sym_archive_entry_filetype(e) == AE_IFREG) {
 			m->reg = true;
 			if (!strcmp(m->name, "manifest.json"))
 				ret = read_member(da, a, m->name, &da->manifest, &da->manifest_len);
@@ -198,7 +200,7 @@ static int da_scan(struct da *da)
 		if (ret)
 			break;
 	}
-	archive_read_free(a);
+	sym_archive_read_free(a);
 	return ret < 0 ? ret : 0;
 }
 
@@ -261,12 +263,12 @@ static int copy_member(struct da *da, struct archive *a, struct da_member *m, la
 		const void *buf;
 		size_t len;
 		la_int64_t off;
-		int r = archive_read_data_block(a, &buf, &len, &off);
+		int r = sym_archive_read_data_block(a, &buf, &len, &off);
 
 		if (r == ARCHIVE_EOF)
 			break;
 		if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
-			const char *msg = archive_error_string(a);
+			const char *msg = sym_archive_error_string(a);
 
 			log_error("%s: %s: %s", da->label, m->name, msg ? msg : "read error");
 			return -EIO;
@@ -310,7 +312,7 @@ static int da_extract(struct da *da)
 		return ret;
 	while (!(ret = da_next(da, a, &e))) {
 		struct da_member *m = i < da->n ? &da->m[i] : NULL;
-		const char *name = archive_entry_pathname(e);
+		const char *name = sym_archive_entry_pathname(e);
 		char path[PATH_MAX];
 
 		i++;
@@ -322,11 +324,11 @@ static int da_extract(struct da *da)
 			ret = -EIO;
 			break;
 		}
-		ret = copy_member(da, a, m, archive_entry_size(e));
+		ret = copy_member(da, a, m, sym_archive_entry_size(e));
 		if (ret)
 			break;
 	}
-	archive_read_free(a);
+	sym_archive_read_free(a);
 	if (ret < 0)
 		return ret;
 	for (i = 0; i < da->n; i++) {

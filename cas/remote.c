@@ -3,7 +3,6 @@
 #include "remote.h"
 
 #include <ctype.h>
-#include <curl/curl.h>
 #include <errno.h>
 #include <json-c/json.h>
 #include <pthread.h>
@@ -14,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/dl_curl.h"
 #include "../common/log.h"
 #include "chunk.h"
 #include "http.h"
@@ -204,12 +204,12 @@ static void backoff(struct remote *r, int attempt)
 
 static char *url_escape(const char *s)
 {
-	char *e = curl_easy_escape(NULL, s, 0), *c;
+	char *e = sym_curl_easy_escape(NULL, s, 0), *c;
 
 	if (!e)
 		return NULL;
 	c = strdup(e);
-	curl_free(e);
+	sym_curl_free(e);
 	return c;
 }
 

@@ -3,8 +3,6 @@
  * The guest side of `lazyblk run`: build (and cache) an initramfs from a static busybox and
  * the kernel's virtio modules. See initramfs.h for the contents and the /init design.
  */
-#include <archive.h>
-#include <archive_entry.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../common/dl_archive.h"
 #include "../common/fsutil.h"
 #include "../common/sha256.h"
 #include "initramfs.h"
@@ -589,23 +588,26 @@ static int modset_index(struct modset *m)
 /* Decompress .xz / .zst / .gz (libarchive's raw format with every filter). */
 static int decompress(const uint8_t *in, size_t len, uint8_t **out, size_t *out_len)
 {
-	struct archive *a = archive_read_new();
+	struct archive *a;
 	struct archive_entry *e;
 	struct buf b = { 0 };
 	int rc = 0;
 
+	if (dl_archive_load())
+		return -ELIBACC;
+	a = sym_archive_read_new();
 	if (!a)
 		return -ENOMEM;
-	archive_read_support_filter_all(a);
-	archive_read_support_format_raw(a);
-	if (archive_read_open_memory(a, in, len) != ARCHIVE_OK ||
-	    archive_read_next_header(a, &e) != ARCHIVE_OK || archive_filter_count(a) < 2) {
+	sym_archive_read_support_filter_all(a);
+	sym_archive_read_support_format_raw(a);
+	if (sym_archive_read_open_memory(a, in, len) != ARCHIVE_OK ||
+	    sym_archive_read_next_header(a, &e) != ARCHIVE_OK || sym_archive_filter_count(a) < 2) {
 		rc = -EILSEQ;
 		goto out;
 	}
 	for (;;) {
 		char tmp[65536];
-		la_ssize_t n = archive_read_data(a, tmp, sizeof(tmp));
+		la_ssize_t n = sym_archive_read_data(a, tmp, sizeof(tmp));
 
 		if (n < 0) {
 			rc = -EILSEQ;
@@ -624,7 +626,7 @@ static int decompress(const uint8_t *in, size_t len, uint8_t **out, size_t *out_
 		}
 	}
 out:
-	archive_read_free(a);
+	sym_archive_read_free(a);
 	if (rc) {
 		free(b.p);
 		return rc;
@@ -1180,53 +1182,56 @@ struct cpio {
 static int cpio_add(struct cpio *w, const char *path, mode_t type, mode_t perm, const void *data,
 		    size_t len, const char *link, unsigned rmaj, unsigned rmin)
 {
-	struct archive_entry *e = archive_entry_new();
+	struct archive_entry *e = sym_archive_entry_new();
 	int rc = 0;
 
 	if (!e)
 		return -ENOMEM;
-	archive_entry_set_pathname(e, path);
-	archive_entry_set_filetype(e, type);
-	archive_entry_set_perm(e, perm);
-	archive_entry_set_uid(e, 0);
-	archive_entry_set_gid(e, 0);
-	archive_entry_set_mtime(e, 0, 0);
-	archive_entry_set_ino(e, ++w->ino);
-	archive_entry_set_nlink(e, type == AE_IFDIR ? 2 : 1);
-	archive_entry_set_size(e, type == AE_IFREG ? (la_int64_t)len : 0);
+	sym_archive_entry_set_pathname(e, path);
+	sym_archive_entry_set_filetype(e, type);
+	sym_archive_entry_set_perm(e, perm);
+	sym_archive_entry_set_uid(e, 0);
+	sym_archive_entry_set_gid(e, 0);
+	sym_archive_entry_set_mtime(e, 0, 0);
+	sym_archive_entry_set_ino(e, ++w->ino);
+	sym_archive_entry_set_nlink(e, type == AE_IFDIR ? 2 : 1);
+	sym_archive_entry_set_size(e, type == AE_IFREG ? (la_int64_t)len : 0);
 	if (link)
-		archive_entry_set_symlink(e, link);
+		sym_archive_entry_set_symlink(e, link);
 	if (type == AE_IFCHR) {
-		archive_entry_set_rdevmajor(e, rmaj);
-		archive_entry_set_rdevminor(e, rmin);
+		sym_archive_entry_set_rdevmajor(e, rmaj);
+		sym_archive_entry_set_rdevminor(e, rmin);
 	}
-	if (archive_write_header(w->a, e) != ARCHIVE_OK)
+	if (sym_archive_write_header(w->a, e) != ARCHIVE_OK)
 		rc = -EIO;
-	else if (type == AE_IFREG && len && archive_write_data(w->a, data, len) != (la_ssize_t)len)
+	else if (type == AE_IFREG && len && sym_archive_write_data(w->a, data, len) != (la_ssize_t)len)
 		rc = -EIO;
-	archive_entry_free(e);
+	sym_archive_entry_free(e);
 	return rc;
 }
 
 static int write_cpio(const struct initramfs_opts *o, int fd, const struct modset *m,
 		      const uint8_t *bb, size_t bb_len, const struct files *f)
 {
-	struct cpio w = { .a = archive_write_new() };
+	struct cpio w = { 0 };
 	uint8_t elf[512];
 	char p[PATH_MAX];
 	int rc = 0;
 	static const char *const dirs[] = { "bin", "dev", "etc", "etc/lazyblk", "lib",
 					    "lib/modules", "newroot", "proc", "sys", "tmp" };
 
+	if (dl_archive_load())
+		return -ELIBACC;
+	w.a = sym_archive_write_new();
 	if (!w.a)
 		return -ENOMEM;
-	if (archive_write_set_format_cpio_newc(w.a) != ARCHIVE_OK ||
-	    (o->gzip && (archive_write_add_filter_gzip(w.a) != ARCHIVE_OK ||
-			 archive_write_set_filter_option(w.a, "gzip", "timestamp", NULL) < ARCHIVE_WARN)) ||
-	    archive_write_set_bytes_in_last_block(w.a, 1) != ARCHIVE_OK ||
-	    archive_write_open_fd(w.a, fd) != ARCHIVE_OK) {
-		rc = fail(o, -EIO, "libarchive: %s", archive_error_string(w.a));
-		archive_write_free(w.a);
+	if (sym_archive_write_set_format_cpio_newc(w.a) != ARCHIVE_OK ||
+	    (o->gzip && (sym_archive_write_add_filter_gzip(w.a) != ARCHIVE_OK ||
+			 sym_archive_write_set_filter_option(w.a, "gzip", "timestamp", NULL) < ARCHIVE_WARN)) ||
+	    sym_archive_write_set_bytes_in_last_block(w.a, 1) != ARCHIVE_OK ||
+	    sym_archive_write_open_fd(w.a, fd) != ARCHIVE_OK) {
+		rc = fail(o, -EIO, "libarchive: %s", sym_archive_error_string(w.a));
+		sym_archive_write_free(w.a);
 		return rc;
 	}
 	for (size_t i = 0; !rc && i < sizeof(dirs) / sizeof(dirs[0]); i++)
@@ -1271,14 +1276,14 @@ static int write_cpio(const struct initramfs_opts *o, int fd, const struct modse
 		rc = cpio_add(&w, "etc/lazyblk/stage2", AE_IFREG, 0644, stage2_script,
 			      strlen(stage2_script), NULL, 0, 0);
 	if (rc) {
-		fail(o, rc, "writing the initramfs: %s", archive_error_string(w.a) ?
-			    archive_error_string(w.a) : strerror(-rc));
-		archive_write_free(w.a);
+		fail(o, rc, "writing the initramfs: %s", sym_archive_error_string(w.a) ?
+			    sym_archive_error_string(w.a) : strerror(-rc));
+		sym_archive_write_free(w.a);
 		return rc;
 	}
-	if (archive_write_close(w.a) != ARCHIVE_OK)
-		rc = fail(o, -EIO, "writing the initramfs: %s", archive_error_string(w.a));
-	archive_write_free(w.a);
+	if (sym_archive_write_close(w.a) != ARCHIVE_OK)
+		rc = fail(o, -EIO, "writing the initramfs: %s", sym_archive_error_string(w.a));
+	sym_archive_write_free(w.a);
 	return rc;
 }
 

@@ -40,9 +40,29 @@ static int kvm_check_caps(struct kvm_vm *vm)
 	return 0;
 }
 
-int kvm_vm_create(struct kvm_vm *vm)
+static int kvm_ram_setup(struct kvm_vm *vm, const struct kvm_ram_opts *o);
+
+/* The in-kernel PIC, IOAPIC and LAPICs, and the PIT. */
+static int kvm_chips_create(struct kvm_vm *vm)
 {
 	struct kvm_pit_config pit = { .flags = KVM_PIT_SPEAKER_DUMMY };
+	int e;
+
+	if (ioctl(vm->vm_fd, KVM_CREATE_IRQCHIP, 0) < 0) {
+		e = errno;
+		log_error("KVM_CREATE_IRQCHIP: %s", strerror(e));
+		return -e;
+	}
+	if (ioctl(vm->vm_fd, KVM_CREATE_PIT2, &pit) < 0) {
+		e = errno;
+		log_error("KVM_CREATE_PIT2: %s", strerror(e));
+		return -e;
+	}
+	return 0;
+}
+
+int kvm_vm_create(struct kvm_vm *vm, const struct kvm_ram_opts *ram)
+{
 	int ret, e;
 
 	memset(vm, 0, sizeof(*vm));
@@ -79,17 +99,15 @@ int kvm_vm_create(struct kvm_vm *vm)
 		log_error("KVM_SET_TSS_ADDR: %s", strerror(e));
 		return -e;
 	}
-	if (ioctl(vm->vm_fd, KVM_CREATE_IRQCHIP, 0) < 0) {
-		e = errno;
-		log_error("KVM_CREATE_IRQCHIP: %s", strerror(e));
-		return -e;
-	}
-	if (ioctl(vm->vm_fd, KVM_CREATE_PIT2, &pit) < 0) {
-		e = errno;
-		log_error("KVM_CREATE_PIT2: %s", strerror(e));
-		return -e;
-	}
-	return 0;
+	/*
+	 * RAM before the interrupt controllers: a memory slot added after
+	 * KVM_CREATE_IRQCHIP waits for an SRCU grace period in the kernel (5-6 ms
+	 * measured here, a third of the whole start-up); added first, it is immediate.
+	 */
+	ret = kvm_ram_setup(vm, ram);
+	if (ret)
+		return ret;
+	return kvm_chips_create(vm);
 }
 
 /* Free 2 MiB pages in the pool, from /proc/meminfo; -1 when unknown. */
@@ -132,7 +150,7 @@ static int kvm_slot_add(struct kvm_vm *vm, uint32_t slot, uint64_t gpa, uint64_t
 	return 0;
 }
 
-int kvm_ram_setup(struct kvm_vm *vm, const struct kvm_ram_opts *o)
+static int kvm_ram_setup(struct kvm_vm *vm, const struct kvm_ram_opts *o)
 {
 	int flags = MAP_PRIVATE | MAP_ANONYMOUS;
 	uint64_t lo;

@@ -34,10 +34,11 @@ struct kvm_vm {
 	struct gmem mem;     /* slot 0 at 0 (below 3 GiB), slot 1 at 4 GiB (the rest) */
 };
 
-/* Opens /dev/kvm, checks the API and capabilities, creates the VM with irqchip + PIT2. */
-int kvm_vm_create(struct kvm_vm *vm);
-/* Maps RAM and registers it (slots 0 and 1). */
-int kvm_ram_setup(struct kvm_vm *vm, const struct kvm_ram_opts *o);
+/*
+ * Opens /dev/kvm, checks the API and capabilities, creates the VM, maps RAM and
+ * registers it (slots 0 and 1), then creates the irqchip and PIT2.
+ */
+int kvm_vm_create(struct kvm_vm *vm, const struct kvm_ram_opts *ram);
 void kvm_vm_destroy(struct kvm_vm *vm);
 /* Level of an interrupt line (KVM_IRQ_LINE). -errno, prints nothing. */
 int kvm_irq_line(int vm_fd, uint32_t gsi, int level);

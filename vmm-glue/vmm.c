@@ -351,9 +351,7 @@ int vmm_run(const struct vmm_opts *o, int *status)
 	v->bus = (struct cpu_bus){ .ctx = v, .pio = vmm_pio, .mmio = vmm_mmio,
 				   .end = vmm_cpu_end, .report = vmm_cpu_report };
 
-	ret = kvm_vm_create(&v->vm);
-	if (!ret)
-		ret = kvm_ram_setup(&v->vm, &ro);
+	ret = kvm_vm_create(&v->vm, &ro);
 	if (!ret)
 		ret = vmm_load(v);
 	if (!ret)

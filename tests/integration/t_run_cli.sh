@@ -11,6 +11,12 @@ for opt in --kernel --initrd --append --cpus --mem --disk --hugepages --populate
   echo "$out" | grep -q -- "$opt" || die "run --help lacks $opt"
 done
 
+# start-up cost: libcurl and libarchive (and the ~40 objects behind them) are loaded only by
+# the commands that use them (common/dl.h), never at exec
+loaded=$(LD_DEBUG=files "$LAZYBLK" --version 2>&1 >/dev/null | grep -oE 'file=[^ ]+' | sort -u)
+echo "$loaded" | grep -qE 'libcurl|libarchive|libgnutls|libkrb5' &&
+  die "lazyblk loads network/archive libraries at start: $(echo $loaded)"
+
 printf 'not a kernel\n' >"$T/text"
 expect_usage() {  # NAME WANT ARGS...: exit status 2 and one line
   local name=$1 want=$2; shift 2

@@ -4,6 +4,9 @@
 
 #include <ctype.h>
 
+#include "../../common/dl.h"
+#include "../../common/dl_archive.h"
+#include "../../common/dl_curl.h"
 #include "../../common/fsutil.h"
 #include "../../common/hash.h"
 #include "../../common/json_out.h"
@@ -500,6 +503,79 @@ static void test_hash_bytes(void **state)
 	assert_true(hash_bytes("abc", 3, 0) != hash_bytes("abc", 2, 0));
 }
 
+/* Runs fn with stderr captured; returns the number of lines it printed there. */
+static int stderr_lines(int (*fn)(void *), void *arg, int *ret)
+{
+	char buf[4096];
+	FILE *t = tmpfile();
+	int saved = dup(2), lines = 0;
+	size_t n;
+
+	assert_non_null(t);
+	assert_true(saved >= 0);
+	fflush(stderr);
+	assert_int_equal(dup2(fileno(t), 2), 2);
+	*ret = fn(arg);
+	fflush(stderr);
+	assert_int_equal(dup2(saved, 2), 2);
+	close(saved);
+	rewind(t);
+	n = fread(buf, 1, sizeof(buf), t);
+	for (size_t i = 0; i < n; i++)
+		lines += buf[i] == '\n';
+	fclose(t);
+	return lines;
+}
+
+static int do_dl_load(void *lib) { return dl_load(lib); }
+
+static void test_dl_load(void **state)
+{
+	double (*cosine)(double) = NULL;
+	void *none = NULL;
+	const struct dl_sym good[] = { { "cos", (void **)&cosine } };
+	const struct dl_sym bad[] = { { "cos", (void **)&cosine },
+				      { "lazyblk_no_such_symbol", &none } };
+	struct dl_lib missing = { .soname = "liblazyblk-no-such-library.so.0",
+				  .package = "nothing", .syms = good, .n_syms = 1 };
+	struct dl_lib libm = { .soname = "libm.so.6", .package = "libc6", .syms = good,
+			       .n_syms = 1 };
+	struct dl_lib libm_bad = { .soname = "libm.so.6", .package = "libc6", .syms = bad,
+				   .n_syms = 2 };
+	int ret;
+
+	(void)state;
+	/* a missing library: one error line, then the same answer without another */
+	assert_int_equal(stderr_lines(do_dl_load, &missing, &ret), 1);
+	assert_int_equal(ret, -ELIBACC);
+	assert_int_equal(stderr_lines(do_dl_load, &missing, &ret), 0);
+	assert_int_equal(ret, -ELIBACC);
+	/* a symbol the library lacks */
+	assert_int_equal(stderr_lines(do_dl_load, &libm_bad, &ret), 1);
+	assert_int_equal(ret, -ELIBACC);
+	/* found: the pointer works */
+	assert_int_equal(stderr_lines(do_dl_load, &libm, &ret), 0);
+	assert_int_equal(ret, 0);
+	assert_non_null(cosine);
+	assert_true(cosine(0.0) == 1.0);
+	assert_int_equal(dl_load(&libm), 0);
+}
+
+/* The real libraries behind dl_curl.h and dl_archive.h load and resolve every symbol. */
+static void test_dl_curl_archive(void **state)
+{
+	struct archive *a;
+
+	(void)state;
+	assert_int_equal(dl_curl_load(), 0);
+	assert_non_null(sym_curl_easy_init);
+	assert_non_null(sym_curl_multi_poll);
+	assert_int_equal(dl_archive_load(), 0);
+	a = sym_archive_read_new();
+	assert_non_null(a);
+	assert_int_equal(sym_archive_read_free(a), ARCHIVE_OK);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -516,6 +592,8 @@ int main(void)
 		cmocka_unit_test(test_fs_mkdir_p),
 		cmocka_unit_test(test_fs_dirname),
 		cmocka_unit_test(test_hash_bytes),
+		cmocka_unit_test(test_dl_load),
+		cmocka_unit_test(test_dl_curl_archive),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Libraries loaded at first use (dlopen) instead of at process start.
+ *
+ * libcurl and libarchive pull in some forty shared objects (TLS, Kerberos, LDAP, ICU, ...)
+ * whose loading and relocation cost ~10 ms at every exec, while only some commands need
+ * them: `lazyblk run` without a remote must reach the guest's first instruction without
+ * paying for them. Each library's functions are reached through sym_NAME pointers, filled
+ * by its dl_*_load(), which the modules call at their entry points before any other use.
+ */
+#ifndef LZ_COMMON_DL_H
+#define LZ_COMMON_DL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct dl_sym {
+	const char *name;
+	void **addr;
+};
+
+struct dl_lib {
+	const char *soname;   /* e.g. "libcurl.so.4" */
+	const char *package;  /* the Debian package that ships it, for the error line */
+	const struct dl_sym *syms;
+	size_t n_syms;
+	bool tried;           /* set by the first dl_load() */
+	int err;              /* its result: 0 or -ELIBACC */
+};
+
+/*
+ * Loads LIB and resolves all its symbols, once per process (thread-safe). 0, or -ELIBACC
+ * after one error line naming the library and what is missing (printed once).
+ */
+int dl_load(struct dl_lib *lib);
+
+#endif
