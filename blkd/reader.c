@@ -31,6 +31,7 @@ struct inflight {
 	bool done;
 	int ret;
 	uint32_t waiters;
+	pthread_cond_t cond;  /* done, and then waiters back to 0: only this chunk's readers wake */
 };
 
 /* Read-ahead: chunks queued for the prefetch threads. */
@@ -41,7 +42,6 @@ struct blkd_reader {
 	struct cas_source *src;
 	size_t budget;                    /* bytes of decompressed chunks kept at most */
 	pthread_mutex_t lock;             /* the cache, the in-flight list and the stats */
-	pthread_cond_t loaded;            /* an in-flight load finished */
 	struct cache_entry **by_chunk;    /* chunk index -> cached entry or NULL */
 	struct cache_entry *head, *tail;
 	struct inflight *loading;
@@ -70,7 +70,6 @@ int blkd_reader_new(const struct layout *l, struct cas_source *src, size_t cache
 	r->src = src;
 	r->budget = cache_bytes ? cache_bytes : BLKD_READER_CACHE_DEFAULT;
 	pthread_mutex_init(&r->lock, NULL);
-	pthread_cond_init(&r->loaded, NULL);
 	pthread_cond_init(&r->ra_cond, NULL);
 	r->by_chunk = calloc(l->hdr.chunk_count ? l->hdr.chunk_count : 1, sizeof(*r->by_chunk));
 	if (!r->by_chunk) {
@@ -94,7 +93,6 @@ void blkd_reader_free(struct blkd_reader *r)
 		free(e);
 	}
 	free(r->by_chunk);
-	pthread_cond_destroy(&r->loaded);
 	pthread_cond_destroy(&r->ra_cond);
 	pthread_mutex_destroy(&r->lock);
 	free(r);
@@ -228,16 +226,17 @@ static int chunk_get(struct blkd_reader *r, uint32_t idx, struct cache_entry **o
 			break;
 		f->waiters++;
 		while (!f->done)
-			pthread_cond_wait(&r->loaded, &r->lock);
+			pthread_cond_wait(&f->cond, &r->lock);
 		ret = f->ret;
-		if (--f->waiters == 0 && f->done)
-			pthread_cond_broadcast(&r->loaded); /* the loader may free it now */
+		if (--f->waiters == 0)
+			pthread_cond_signal(&f->cond); /* the loader may free it now */
 		if (ret) {
 			pthread_mutex_unlock(&r->lock);
 			return ret;
 		}
 		/* loaded: loop to take it from the cache (or load again if evicted already) */
 	}
+	pthread_cond_init(&self.cond, NULL);
 	self.next = r->loading;
 	r->loading = &self;
 	pthread_mutex_unlock(&r->lock);
@@ -258,9 +257,10 @@ static int chunk_get(struct blkd_reader *r, uint32_t idx, struct cache_entry **o
 	}
 	self.ret = ret;
 	self.done = true;
-	pthread_cond_broadcast(&r->loaded);
+	if (self.waiters)
+		pthread_cond_broadcast(&self.cond);
 	while (self.waiters)
-		pthread_cond_wait(&r->loaded, &r->lock);
+		pthread_cond_wait(&self.cond, &r->lock);
 	for (struct inflight **pp = &r->loading; *pp; pp = &(*pp)->next) {
 		if (*pp == &self) {
 			*pp = self.next;
@@ -268,6 +268,7 @@ static int chunk_get(struct blkd_reader *r, uint32_t idx, struct cache_entry **o
 		}
 	}
 	pthread_mutex_unlock(&r->lock);
+	pthread_cond_destroy(&self.cond);
 	if (!ret)
 		*out = e;
 	return ret;

@@ -3,6 +3,7 @@
 #include "source.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -12,12 +13,17 @@
 #include "chunk.h"
 
 #define REMOTE_TRIES 2  /* a corrupt fetch is discarded and fetched once more */
+#define CODECS_IDLE 32  /* decoders kept for reuse (one per concurrent load is enough) */
 
 struct cas_source {
 	struct store *store;
 	struct remote *remote;   /* NULL: the store is the only tier */
 	struct cache *cache;     /* NULL: the store is not bounded */
 	bool cache_warned;
+	/* idle zstd decoders: a new one per chunk would allocate and fault in its tables */
+	pthread_mutex_t codec_lock;
+	struct chunk_codec *codecs[CODECS_IDLE];
+	unsigned n_codecs;
 	/* counters (atomic) */
 	uint64_t disk_hits, disk_bytes, verify_failures, remote_fetches;
 };
@@ -39,6 +45,7 @@ int cas_source_open(const struct cas_source_opts *o, struct cas_source **out)
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
+	pthread_mutex_init(&s->codec_lock, NULL);
 	/* with a remote, a store that does not exist yet is an empty cache */
 	ret = store_open(o->store_dir, o->remote_url && stat(o->store_dir, &st) < 0,
 			 &s->store);
@@ -85,17 +92,43 @@ void cas_source_close(struct cas_source *s)
 	cache_close(s->cache);
 	remote_close(s->remote);
 	store_close(s->store);
+	while (s->n_codecs)
+		chunk_codec_free(s->codecs[--s->n_codecs]);
+	pthread_mutex_destroy(&s->codec_lock);
 	free(s);
 }
 
 struct store *cas_source_store(struct cas_source *s) { return s->store; }
 
+/* An idle decoder, or a new one (NULL: out of memory). */
+static struct chunk_codec *codec_take(struct cas_source *s)
+{
+	struct chunk_codec *c = NULL;
+
+	pthread_mutex_lock(&s->codec_lock);
+	if (s->n_codecs)
+		c = s->codecs[--s->n_codecs];
+	pthread_mutex_unlock(&s->codec_lock);
+	return c ? c : chunk_codec_new(0);
+}
+
+static void codec_give(struct cas_source *s, struct chunk_codec *c)
+{
+	pthread_mutex_lock(&s->codec_lock);
+	if (c && s->n_codecs < CODECS_IDLE) {
+		s->codecs[s->n_codecs++] = c;
+		c = NULL;
+	}
+	pthread_mutex_unlock(&s->codec_lock);
+	chunk_codec_free(c);
+}
+
 /*
  * Decompress and verify a frame into a new block (head bytes free in front). -EBADMSG with
  * *why when the frame is corrupt (never returns its bytes), -ENOMEM.
  */
-static int decode(const uint8_t d[SHA256_LEN], const uint8_t *frame, size_t flen, size_t max,
-		  size_t head, void **block, size_t *len, const char **why)
+static int decode(struct cas_source *s, const uint8_t d[SHA256_LEN], const uint8_t *frame,
+		  size_t flen, size_t max, size_t head, void **block, size_t *len, const char **why)
 {
 	struct chunk_codec *codec;
 	uint64_t want;
@@ -113,9 +146,9 @@ static int decode(const uint8_t d[SHA256_LEN], const uint8_t *frame, size_t flen
 	b = malloc(head + (want ? want : 1));
 	if (!b)
 		return -ENOMEM;
-	codec = chunk_codec_new(0);
+	codec = codec_take(s);
 	ret = codec ? chunk_verify(codec, d, frame, flen, b + head, want, len, why) : -ENOMEM;
-	chunk_codec_free(codec);
+	codec_give(s, codec);
 	if (ret) {
 		free(b);
 		return ret;
@@ -140,7 +173,7 @@ static int from_remote(struct cas_source *s, const uint8_t d[SHA256_LEN], const 
 		}
 		if (ret)
 			return ret == -ENOENT || ret == -ENOMEM ? ret : -EIO; /* logged */
-		ret = decode(d, frame, flen, max, head, block, len, &why);
+		ret = decode(s, d, frame, flen, max, head, block, len, &why);
 		if (ret == -EBADMSG) {
 			ADD(s->verify_failures, 1);
 			log_warn("chunk %s from %s is corrupt (%s)%s", hex, remote_url(s->remote), why,
@@ -180,7 +213,7 @@ int cas_source_get(struct cas_source *s, const uint8_t d[SHA256_LEN], size_t max
 	sha256_to_hex(d, hex);
 	ret = store_read(s->store, d, &frame, &flen);
 	if (!ret) {
-		ret = decode(d, frame, flen, max, head, block, len, &why);
+		ret = decode(s, d, frame, flen, max, head, block, len, &why);
 		free(frame);
 		if (!ret) {
 			ADD(s->disk_hits, 1);
