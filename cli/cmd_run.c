@@ -16,6 +16,7 @@
 
 #include "../blkd/engine.h"
 #include "../blkd/virtio_blk.h"
+#include "../common/clock.h"
 #include "../common/log.h"
 #include "../common/size.h"
 #include "../vmm-glue/cpu.h"
@@ -159,6 +160,8 @@ static int run_initramfs(struct run_args *a, char *path, size_t len)
 	ret = initramfs_build(&io, path, len);
 	if (ret)
 		log_error("initramfs: %s", err[0] ? err : strerror(-ret));
+	else
+		log_info("initramfs %s (ready at %.1f ms)", path, clock_ms_since(&a->vo.t0));
 	initramfs_config_free(&img);
 	return ret;
 }

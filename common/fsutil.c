@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -149,6 +150,51 @@ int fs_read_file(const char *path, uint8_t **data, size_t *len)
 	ret = fs_read_fd(fd, data, len);
 	close(fd);
 	return ret;
+}
+
+int fs_map_file(const char *path, struct fs_map *m)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), ret;
+
+	m->data = NULL;
+	m->len = 0;
+	if (fd < 0)
+		return -errno;
+	ret = fs_map_fd(fd, m);
+	close(fd);
+	return ret;
+}
+
+int fs_map_fd(int fd, struct fs_map *m)
+{
+	struct stat *st = &m->st;
+	int ret = 0;
+	void *p;
+
+	m->data = NULL;
+	m->len = 0;
+	if (fstat(fd, st) < 0) {
+		ret = -errno;
+	} else if (!S_ISREG(st->st_mode)) {
+		ret = S_ISDIR(st->st_mode) ? -EISDIR : -EINVAL;
+	} else if (st->st_size > 0) {
+		p = mmap(NULL, (size_t)st->st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (p == MAP_FAILED) {
+			ret = -errno;
+		} else {
+			m->data = p;
+			m->len = (size_t)st->st_size;
+		}
+	}
+	return ret;
+}
+
+void fs_unmap(struct fs_map *m)
+{
+	if (m->data)
+		munmap(m->data, m->len);
+	m->data = NULL;
+	m->len = 0;
 }
 
 void fs_dirname(const char *path, char *buf, size_t len)

@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 /* mkdir -p with the given mode for created components. */
@@ -17,6 +18,22 @@ int fs_pwrite_full(int fd, const void *buf, size_t len, off_t off);
 /* Whole regular file (from offset 0, through io_uring) into a malloc'ed buffer, NUL-terminated. */
 int fs_read_fd(int fd, uint8_t **data, size_t *len);
 int fs_read_file(const char *path, uint8_t **data, size_t *len);
+/*
+ * A whole regular file mapped read-only (private): no copy and no allocation, and only the
+ * pages used are read — for large inputs of which a start-up needs little or reads once
+ * (kernels, modules). The file must not be truncated while mapped (files replaced by rename,
+ * as package managers and caches do, are fine). An empty file maps to data == NULL, len == 0.
+ * fs_map_fd maps an open descriptor (which may be closed afterwards). fs_unmap() accepts a
+ * zeroed struct.
+ */
+struct fs_map {
+	uint8_t *data;
+	size_t len;
+	struct stat st;  /* of the file mapped (from the same descriptor) */
+};
+int fs_map_file(const char *path, struct fs_map *m);
+int fs_map_fd(int fd, struct fs_map *m);
+void fs_unmap(struct fs_map *m);
 /* Atomic replace: PATH.tmp.XXXXXX, write, fsync, rename, fsync the directory. */
 int fs_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode);
 /* fsync the directory containing path (or path itself if dir=1). */

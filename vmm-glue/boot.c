@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../common/digest_memo.h"
 #include "../common/fsutil.h"
 #include "../common/log.h"
 #include "../common/sha256.h"
@@ -62,56 +63,85 @@ static void boot_cache_dir(const struct boot_kernel_opts *o, char *buf, size_t l
 		snprintf(buf, len, "%s/.cache/lazyblk/vmlinux", home);
 }
 
-/*
- * The decompressed vmlinux of a bzImage: from the cache (keyed by the bzImage's sha256) or
- * decompressed now and cached. *cached tells which.
- */
-static int boot_vmlinux_get(const uint8_t *img, size_t len, const struct bzimage *bz,
-			    const struct boot_kernel_opts *o, uint8_t **out, size_t *out_len,
-			    bool *cached, const char **why)
+/* A vmlinux: mapped from the cache, or decompressed into memory. */
+struct vmlinux {
+	struct fs_map map;  /* from the cache */
+	int fd;             /* the cache file (its segments may be mapped into RAM), or -1 */
+	uint8_t *heap;      /* decompressed now */
+	const uint8_t *data;
+	size_t len;
+};
+
+static void vmlinux_release(struct vmlinux *v)
 {
-	char dir[PATH_MAX - 80], path[PATH_MAX], hex[SHA256_HEX_LEN + 1];
+	fs_unmap(&v->map);
+	if (v->fd >= 0)
+		close(v->fd);
+	free(v->heap);
+	memset(v, 0, sizeof(*v));
+	v->fd = -1;
+}
+
+/*
+ * The decompressed vmlinux of a bzImage: from the cache (keyed by the bzImage's sha256, which
+ * is itself remembered by the file's identity in DIR/digests) or decompressed now and cached.
+ * *cached tells which.
+ */
+static int boot_vmlinux_get(const struct fs_map *img, const struct bzimage *bz,
+			    const struct boot_kernel_opts *o, struct vmlinux *v, bool *cached,
+			    const char **why)
+{
+	char dir[PATH_MAX - 80], memo[PATH_MAX], path[PATH_MAX], hex[SHA256_HEX_LEN + 1];
 	uint8_t d[SHA256_LEN];
 	int ret;
 
 	*cached = false;
+	memset(v, 0, sizeof(*v));
+	v->fd = -1;
 	boot_cache_dir(o, dir, sizeof(dir));
-	if (dir[0] && !sha256_buf(img, len, d)) {
+	snprintf(memo, sizeof(memo), "%s/digests", dir);
+	if (dir[0] && !digest_memo_get(memo, &img->st, d)) {
+		if (sha256_buf(img->data, img->len, d))
+			dir[0] = '\0';
+		else
+			digest_memo_put(memo, &img->st, d);
+	}
+	if (dir[0]) {
 		sha256_to_hex(d, hex);
 		snprintf(path, sizeof(path), "%s/%s", dir, hex);
-		if (!fs_read_file(path, out, out_len)) {
-			if (elf_is_elf(*out, *out_len)) {
-				*cached = true;
-				return 0;
-			}
-			free(*out);
+		v->fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (v->fd >= 0 && !fs_map_fd(v->fd, &v->map) && elf_is_elf(v->map.data, v->map.len)) {
+			v->data = v->map.data;
+			v->len = v->map.len;
+			*cached = true;
+			return 0;
 		}
-	} else {
-		dir[0] = '\0';
+		vmlinux_release(v);
 	}
-	ret = bzimage_decompress(img + bz->payload_off, bz->payload_len,
-				 o->vmlinux_max ? o->vmlinux_max : BOOT_VMLINUX_MAX, out, out_len,
-				 why);
+	ret = bzimage_decompress(img->data + bz->payload_off, bz->payload_len,
+				 o->vmlinux_max ? o->vmlinux_max : BOOT_VMLINUX_MAX, &v->heap,
+				 &v->len, why);
 	if (ret)
 		return ret;
-	if (!elf_is_elf(*out, *out_len)) {
-		free(*out);
-		*out = NULL;
+	v->data = v->heap;
+	if (!elf_is_elf(v->data, v->len)) {
+		vmlinux_release(v);
 		*why = "the decompressed payload is not an ELF vmlinux";
 		return -ENOEXEC;
 	}
-	if (dir[0] && (fs_mkdir_p(dir, 0755) || fs_write_file_atomic(path, *out, *out_len, 0644)))
+	if (dir[0] && (fs_mkdir_p(dir, 0755) || fs_write_file_atomic(path, v->data, v->len, 0644)))
 		log_debug("cannot cache the vmlinux in %s", dir);
 	return 0;
 }
 
-static int boot_bzimage_load(const uint8_t *img, size_t len, const struct bzimage *bz,
+static int boot_bzimage_load(const struct fs_map *map, const struct bzimage *bz,
 			     const struct boot_kernel_opts *o, const struct gmem *ram,
 			     struct boot_kernel *k, const char **why)
 {
+	const uint8_t *img = map->data;
+	size_t len = map->len;
 	const char *comp = bzimage_compression(img + bz->payload_off, bz->payload_len);
-	uint8_t *vml = NULL;
-	size_t vlen;
+	struct vmlinux vml;
 	bool cached;
 	int ret;
 
@@ -119,10 +149,11 @@ static int boot_bzimage_load(const uint8_t *img, size_t len, const struct bzimag
 	k->hdr_len = bz->hdr_len;
 	k->initrd_addr_max = bz->initrd_addr_max;
 	k->cmdline_size = bz->cmdline_size;
-	ret = boot_vmlinux_get(img, len, bz, o, &vml, &vlen, &cached, why);
+	ret = boot_vmlinux_get(map, bz, o, &vml, &cached, why);
 	if (!ret) {
-		ret = elf_load(vml, vlen, ram, o->proto, k, why);
-		free(vml);
+		ret = elf_load_mapped(vml.data, vml.len, o->map_segments ? vml.fd : -1, ram,
+				      o->proto, k, why);
+		vmlinux_release(&vml);
 		k->how = cached ? "bzImage (vmlinux from the cache)" : "bzImage (payload decompressed)";
 		return ret;
 	}
@@ -141,17 +172,20 @@ int boot_kernel_load(const char *path, const struct boot_kernel_opts *o,
 {
 	struct bzimage bz;
 	const char *why = "unknown error", *bz_why = NULL;
-	uint8_t *img;
+	struct fs_map map;
+	const uint8_t *img;
 	size_t len;
 	int ret;
 
 	memset(k, 0, sizeof(*k));
 	k->proto = o->proto;
-	ret = fs_read_file(path, &img, &len);
+	ret = fs_map_file(path, &map);
 	if (ret) {
 		log_error("kernel %s: %s", path, strerror(-ret));
 		return ret;
 	}
+	img = map.data;
+	len = map.len;
 	if (elf_is_elf(img, len)) {
 		ret = elf_load(img, len, ram, o->proto, k, &why);
 		k->how = "ELF";
@@ -163,10 +197,10 @@ int boot_kernel_load(const char *path, const struct boot_kernel_opts *o,
 		} else if (ret) {
 			why = bz_why;
 		} else {
-			ret = boot_bzimage_load(img, len, &bz, o, ram, k, &why);
+			ret = boot_bzimage_load(&map, &bz, o, ram, k, &why);
 		}
 	}
-	free(img);
+	fs_unmap(&map);
 	if (ret)
 		log_error("kernel %s: %s", path, why);
 	return ret;

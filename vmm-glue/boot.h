@@ -80,6 +80,7 @@ struct boot_kernel_opts {
 	enum boot_proto proto;
 	const char *cache_dir;   /* NULL: $XDG_CACHE_HOME/lazyblk/vmlinux or ~/.cache/... */
 	uint64_t vmlinux_max;    /* 0: BOOT_VMLINUX_MAX */
+	bool map_segments;       /* RAM is ordinary pages: cached vmlinux segments may be mapped */
 };
 
 /* bzimage.c */
@@ -107,6 +108,16 @@ bool elf_is_elf(const uint8_t *buf, size_t len);
  */
 int elf_load(const uint8_t *buf, size_t len, const struct gmem *ram, enum boot_proto proto,
 	     struct boot_kernel *k, const char **why);
+/*
+ * elf_load, but buf is a mapping of the file open as fd, which nobody modifies in place (a
+ * cache file, replaced only by rename): the page-aligned middle of each segment is mapped
+ * copy-on-write into guest RAM instead of copied, so a boot reads (and shares with other VMs
+ * through the page cache) only the kernel pages the guest touches. ram must be ordinary
+ * pages (not hugetlb). Falls back to copying a segment whose file offset and address are
+ * not congruent modulo the page size.
+ */
+int elf_load_mapped(const uint8_t *buf, size_t len, int fd, const struct gmem *ram,
+		    enum boot_proto proto, struct boot_kernel *k, const char **why);
 /* The PVH entry from the ELF's notes: 0 and *entry, or -ENOENT. */
 int elf_pvh_entry(const uint8_t *buf, size_t len, uint64_t *entry);
 

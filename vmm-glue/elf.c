@@ -7,6 +7,8 @@
 #include <elf.h>
 #include <errno.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "boot.h"
 
@@ -84,8 +86,56 @@ int elf_pvh_entry(const uint8_t *buf, size_t len, uint64_t *entry)
 	return -ENOENT;
 }
 
+/*
+ * Put a segment's file bytes at dst: mapped from fd where the file offset and dst agree
+ * modulo the page size (whole pages only; the partial pages at either end are copied, so
+ * nothing past p_filesz comes from the file), else copied.
+ */
+static int elf_segment_place(uint8_t *dst, const uint8_t *buf, uint64_t off, uint64_t filesz,
+			     int fd)
+{
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), head, mid;
+	void *p;
+
+	if (fd < 0 || off % page != (uintptr_t)dst % page) {
+		memcpy(dst, buf + off, filesz);
+		return 0;
+	}
+	head = (page - off % page) % page;
+	head = head < filesz ? head : filesz;
+	mid = (filesz - head) / page * page;
+	memcpy(dst, buf + off, head);
+	if (mid) {
+		/*
+		 * Read-only first, populated: the host page table then already holds the page
+		 * cache's pages (no copy), and the guest's first touch of each costs no host
+		 * fault. Writable afterwards: a page the guest writes is copied then (private).
+		 */
+		p = mmap(dst + head, mid, PROT_READ, MAP_PRIVATE | MAP_FIXED | MAP_POPULATE, fd,
+			 (off_t)(off + head));
+		if (p != MAP_FAILED && mprotect(p, mid, PROT_READ | PROT_WRITE))
+			p = MAP_FAILED;
+		if (p == MAP_FAILED) {
+			/* a failed MAP_FIXED may have unmapped the range: put RAM back, copy */
+			p = mmap(dst + head, mid, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+			if (p == MAP_FAILED)
+				return -errno;
+			memcpy(dst + head, buf + off + head, mid);
+		}
+	}
+	memcpy(dst + head + mid, buf + off + head + mid, filesz - head - mid);
+	return 0;
+}
+
 int elf_load(const uint8_t *buf, size_t len, const struct gmem *ram, enum boot_proto proto,
 	     struct boot_kernel *k, const char **why)
+{
+	return elf_load_mapped(buf, len, -1, ram, proto, k, why);
+}
+
+int elf_load_mapped(const uint8_t *buf, size_t len, int fd, const struct gmem *ram,
+		    enum boot_proto proto, struct boot_kernel *k, const char **why)
 {
 	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)buf;
 	const Elf64_Phdr *ph;
@@ -114,7 +164,11 @@ int elf_load(const uint8_t *buf, size_t len, const struct gmem *ram, enum boot_p
 			*why = "ELF segment outside guest RAM (more --mem?)";
 			return -ENOSPC;
 		}
-		memcpy(dst, buf + p->p_offset, p->p_filesz);
+		ret = elf_segment_place(dst, buf, p->p_offset, p->p_filesz, fd);
+		if (ret) {
+			*why = "cannot map guest RAM back after a failed kernel mapping";
+			return ret;
+		}
 		if (entry >= p->p_paddr && entry - p->p_paddr < p->p_memsz)
 			phys_entry = entry;
 		else if (phys_entry == UINT64_MAX && entry >= p->p_vaddr &&

@@ -17,9 +17,11 @@
 #include <unistd.h>
 
 #include "../common/dl_archive.h"
+#include "../common/digest_memo.h"
 #include "../common/fsutil.h"
 #include "../common/sha256.h"
 #include "initramfs.h"
+#include "initramfs_memo.h"
 
 #define FORMAT_TAG "lazyblk-initramfs-v1"
 #define MAX_MODULE (256u << 20)   /* a decompressed module larger than this is refused */
@@ -349,9 +351,16 @@ int initramfs_config_parse(const char *json, size_t len, struct initramfs_image_
 struct mod {
 	char name[64];        /* normalized: '-' → '_' */
 	char *path;           /* absolute */
+	char id[128];         /* identity of the file when it was read (initramfs_memo.h) */
 	uint8_t *data;        /* decompressed, once needed */
 	size_t len;
 	int state;            /* 0 new, 1 visiting, 2 ordered */
+};
+
+/* A file or directory the module resolution looked at, and its identity then ("-": absent). */
+struct watch {
+	char *path;
+	char id[128];
 };
 
 struct modset {
@@ -365,6 +374,8 @@ struct modset {
 	size_t n_alias;
 	struct mod **order;   /* load order */
 	size_t n_order;
+	struct watch *watch;  /* what a recipe memo must find unchanged (initramfs_memo.h) */
+	size_t n_watch, cap_watch;
 };
 
 static void mod_name(const char *path, char *name, size_t len)
@@ -409,7 +420,38 @@ static void modset_free(struct modset *m)
 		free(m->alias[i]);
 	free(m->alias);
 	free(m->order);
+	for (size_t i = 0; i < m->n_watch; i++)
+		free(m->watch[i].path);
+	free(m->watch);
 	memset(m, 0, sizeof(*m));
+}
+
+/*
+ * Note path's state before the resolution reads it: a recipe memo is valid only while every
+ * noted path is as it was (a change after the note fails that check; none goes unseen).
+ */
+static int watch_add(struct modset *m, const char *path)
+{
+	struct watch *w;
+	struct stat st;
+
+	if (m->n_watch == m->cap_watch) {
+		size_t cap = m->cap_watch ? m->cap_watch * 2 : 64;
+		struct watch *p = realloc(m->watch, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		m->watch = p;
+		m->cap_watch = cap;
+	}
+	w = &m->watch[m->n_watch];
+	w->path = strdup(path);
+	if (!w->path)
+		return -ENOMEM;
+	if (stat(path, &st) || digest_memo_identity(&st, w->id, sizeof(w->id)))
+		snprintf(w->id, sizeof(w->id), "-");
+	m->n_watch++;
+	return 0;
 }
 
 static struct mod *mod_find(struct modset *m, const char *name)
@@ -463,6 +505,9 @@ static int walk(struct modset *m, const char *dir, int depth)
 
 	if (depth > 16)
 		return 0;
+	rc = watch_add(m, dir);
+	if (rc)
+		return rc;
 	d = opendir(dir);
 	if (!d)
 		return depth ? 0 : -errno;
@@ -486,7 +531,7 @@ static int walk(struct modset *m, const char *dir, int depth)
 }
 
 /* Lines of a text file in the modules directory; absent → 0 with *data NULL. */
-static int read_text(const char *dir, const char *name, char **data)
+static int read_text(struct modset *m, const char *name, char **data)
 {
 	char p[PATH_MAX];
 	uint8_t *d;
@@ -494,8 +539,11 @@ static int read_text(const char *dir, const char *name, char **data)
 	int rc;
 
 	*data = NULL;
-	if (snprintf(p, sizeof(p), "%s/%s", dir, name) >= (int)sizeof(p))
+	if (snprintf(p, sizeof(p), "%s/%s", m->dir, name) >= (int)sizeof(p))
 		return -ENAMETOOLONG;
+	rc = watch_add(m, p);
+	if (rc)
+		return rc;
 	rc = fs_read_file(p, &d, &n);
 	if (rc == -ENOENT)
 		return 0;
@@ -511,7 +559,7 @@ static int modset_index(struct modset *m)
 	int rc;
 
 	/* Where each module is: modules.dep when depmod ran, else a walk of the tree. */
-	rc = read_text(m->dir, "modules.dep", &dep);
+	rc = read_text(m, "modules.dep", &dep);
 	if (rc)
 		return rc;
 	if (dep) {
@@ -532,7 +580,7 @@ static int modset_index(struct modset *m)
 	if (rc)
 		return rc;
 
-	rc = read_text(m->dir, "modules.builtin", &builtin);
+	rc = read_text(m, "modules.builtin", &builtin);
 	if (rc)
 		return rc;
 	for (line = builtin ? strtok_r(builtin, "\n", &save) : NULL; line;
@@ -558,7 +606,7 @@ static int modset_index(struct modset *m)
 	free(builtin);
 
 	/* modules.alias (depmod output) resolves soft dependencies named by alias. */
-	rc = read_text(m->dir, "modules.alias", &alias);
+	rc = read_text(m, "modules.alias", &alias);
 	if (rc)
 		return rc;
 	for (line = alias ? strtok_r(alias, "\n", &save) : NULL; line;
@@ -638,22 +686,28 @@ out:
 
 static int mod_load(const struct initramfs_opts *o, struct mod *x)
 {
-	uint8_t *raw;
-	size_t n;
+	struct fs_map raw;
 	int rc;
 	size_t plen = strlen(x->path);
 
 	if (x->data)
 		return 0;
-	rc = fs_read_file(x->path, &raw, &n);
+	rc = fs_map_file(x->path, &raw);
 	if (rc)
 		return fail(o, rc, "%s: %s", x->path, strerror(-rc));
+	if (digest_memo_identity(&raw.st, x->id, sizeof(x->id)))
+		x->id[0] = '\0';
 	if (plen > 3 && !strcmp(x->path + plen - 3, ".ko")) {
-		x->data = raw;
-		x->len = n;
+		x->data = malloc(raw.len ? raw.len : 1);
+		x->len = raw.len;
+		if (x->data)
+			memcpy(x->data, raw.data, raw.len);
+		fs_unmap(&raw);
+		if (!x->data)
+			return fail(o, -ENOMEM, "out of memory");
 	} else {
-		rc = decompress(raw, n, &x->data, &x->len);
-		free(raw);
+		rc = decompress(raw.data, raw.len, &x->data, &x->len);
+		fs_unmap(&raw);
 		if (rc)
 			return fail(o, rc, "%s: cannot decompress (%s)", x->path,
 				    rc == -EILSEQ ? "corrupt or unknown compression" : strerror(-rc));
@@ -745,11 +799,15 @@ static int visit(const struct initramfs_opts *o, struct modset *m, struct mod *x
 	return 0;
 }
 
-static int dir_is_modules(const char *dir)
+/* Whether dir is a modules directory; noted first (its entries decide, and its identity
+ * changes when they do). */
+static int dir_is_modules(struct modset *m, const char *dir)
 {
 	char p[PATH_MAX];
 	struct stat st;
 
+	if (watch_add(m, dir))
+		return -ENOMEM;
 	if (stat(dir, &st) || !S_ISDIR(st.st_mode))
 		return 0;
 	if (snprintf(p, sizeof(p), "%s/modules.builtin", dir) < (int)sizeof(p) && !access(p, R_OK))
@@ -766,11 +824,11 @@ static int find_modules(const struct initramfs_opts *o, struct modset *m)
 
 	if (o->modules_dir) {
 		if (snprintf(p, sizeof(p), "%s/%s", o->modules_dir, m->ver) < (int)sizeof(p) &&
-		    dir_is_modules(p)) {
+		    dir_is_modules(m, p) > 0) {
 			snprintf(m->dir, sizeof(m->dir), "%s", p);
 			return 0;
 		}
-		if (dir_is_modules(o->modules_dir)) {
+		if (dir_is_modules(m, o->modules_dir) > 0) {
 			snprintf(m->dir, sizeof(m->dir), "%s", o->modules_dir);
 			return 0;
 		}
@@ -785,7 +843,7 @@ static int find_modules(const struct initramfs_opts *o, struct modset *m)
 
 		if (snprintf(p, sizeof(p), where[i], kdir, m->ver) >= (int)sizeof(p))
 			continue;
-		if (dir_is_modules(p)) {
+		if (dir_is_modules(m, p) > 0) {
 			if (!realpath(p, m->dir))
 				snprintf(m->dir, sizeof(m->dir), "%s", p);
 			return 0;
@@ -1302,6 +1360,101 @@ static int cache_dir(const struct initramfs_opts *o, char *dir, size_t len)
 	return fs_mkdir_p(dir, 0755);
 }
 
+/* sha256 of a file, remembered by its identity in memo_dir (common/digest_memo.h). */
+static int file_digest(const char *memo_dir, const char *path, uint8_t d[SHA256_LEN])
+{
+	struct fs_map m;
+	struct stat st;
+	int rc;
+
+	if (!stat(path, &st) && digest_memo_get(memo_dir, &st, d))
+		return 0;
+	rc = fs_map_file(path, &m);
+	if (rc)
+		return rc;
+	rc = sha256_buf(m.data ? m.data : (const uint8_t *)"", m.len, d);
+	if (!rc)
+		digest_memo_put(memo_dir, &m.st, d);
+	fs_unmap(&m);
+	return rc;
+}
+
+/*
+ * The recipe (initramfs_memo.h): everything the initramfs is made from, known without
+ * reading the modules — the kernel and busybox by digest, the init programs, the options, and
+ * the files made from them with the kernel-dependent parts (its release, its modules) left
+ * out, since the kernel's digest stands for those. -errno with o->err set when the options
+ * are unusable (the same errors the full path reports). kd and bd: the digests it used.
+ */
+static int recipe_digest(const struct initramfs_opts *o, const char *dir, const char *busybox,
+			 uint8_t out[SHA256_LEN], uint8_t kd[SHA256_LEN], uint8_t bd[SHA256_LEN])
+{
+	struct modset none = { 0 };
+	struct files f = { 0 };
+	struct sha256_ctx *c = NULL;
+	char memo[PATH_MAX];
+	int rc;
+
+	if (snprintf(memo, sizeof(memo), "%s/digests", dir) >= (int)sizeof(memo))
+		return -ENAMETOOLONG;
+	rc = file_digest(memo, o->kernel, kd);
+	if (!rc)
+		rc = file_digest(memo, busybox, bd);
+	if (!rc)
+		rc = make_files(o, &none, &f);
+	if (!rc && !(c = sha256_new()))
+		rc = -ENOMEM;
+	if (!rc) {
+		key_add(c, "recipe", FORMAT_TAG, sizeof(FORMAT_TAG));
+		key_add(c, "kernel", kd, SHA256_LEN);
+		key_add(c, "busybox", bd, SHA256_LEN);
+		key_add(c, "modules-dir", o->modules_dir ? o->modules_dir : "",
+			o->modules_dir ? strlen(o->modules_dir) : 0);
+		key_add(c, "init", init_script, sizeof(init_script));
+		key_add(c, "stage2", stage2_script, sizeof(stage2_script));
+		key_add(c, "outb", outb_code, sizeof(outb_code));
+		key_add(c, "exec", exec_code, sizeof(exec_code));
+		key_add(c, "config", f.config.p, f.config.len);
+		key_add(c, "cmd", f.cmd.p, f.cmd.len);
+		key_add(c, "env", f.env.p, f.env.len);
+		key_add(c, "gzip", o->gzip ? "1" : "0", 1);
+		rc = sha256_final(c, out);
+	}
+	sha256_free(c);
+	free(f.config.p);
+	free(f.cmd.p);
+	free(f.env.p);
+	free(f.modules.p);
+	return rc;
+}
+
+/*
+ * Remember the recipe's result: the cpio at path, made from the modules in m after a
+ * resolution that looked at m->watch.
+ */
+static void recipe_remember(const char *dir, const uint8_t recipe[SHA256_LEN], const char *path,
+			    const struct modset *m)
+{
+	size_t n = m->n_watch + m->n_order;
+	const char **paths = calloc(n + 1, sizeof(*paths));
+	const char **ids = calloc(n + 1, sizeof(*ids));
+	const char *base = strrchr(path, '/');
+
+	if (paths && ids && base) {
+		for (size_t i = 0; i < m->n_watch; i++) {
+			paths[i] = m->watch[i].path;
+			ids[i] = m->watch[i].id;
+		}
+		for (size_t i = 0; i < m->n_order; i++) {
+			paths[m->n_watch + i] = m->order[i]->path;
+			ids[m->n_watch + i] = m->order[i]->id;
+		}
+		initramfs_memo_store(dir, recipe, base + 1, paths, ids, n);
+	}
+	free(paths);
+	free(ids);
+}
+
 int initramfs_build(const struct initramfs_opts *o, char *out_path, size_t out_len)
 {
 	struct modset m = { 0 };
@@ -1312,6 +1465,8 @@ int initramfs_build(const struct initramfs_opts *o, char *out_path, size_t out_l
 	char dir[PATH_MAX], hex[SHA256_HEX_LEN + 1], path[PATH_MAX], tmp[PATH_MAX + 16];
 	const char *why = NULL, *busybox = o->busybox ? o->busybox : "/bin/busybox";
 	const char *fstype = o->root_fstype ? o->root_fstype : "ext4";
+	uint8_t recipe[SHA256_LEN], rkd[SHA256_LEN], rbd[SHA256_LEN];
+	bool have_recipe = false;
 	int rc, fd = -1;
 	struct stat st;
 
@@ -1319,6 +1474,21 @@ int initramfs_build(const struct initramfs_opts *o, char *out_path, size_t out_l
 		o->err[0] = 0;
 	if (!o->kernel)
 		return fail(o, -EINVAL, "no kernel given");
+	rc = cache_dir(o, dir, sizeof(dir));
+	if (rc)
+		return fail(o, rc, "cache directory %s: %s", dir, strerror(-rc));
+	/* the fast path: a recipe seen before whose inputs are all unchanged */
+	if (!recipe_digest(o, dir, busybox, recipe, rkd, rbd)) {
+		have_recipe = true;
+		if (!initramfs_memo_lookup(dir, recipe, path, sizeof(path))) {
+			if (strlen(path) >= out_len)
+				return fail(o, -ENAMETOOLONG, "output path buffer too small");
+			snprintf(out_path, out_len, "%s", path);
+			return 0;
+		}
+	}
+	if (o->err && o->err_len)
+		o->err[0] = 0; /* the full path says what is wrong, if anything */
 	rc = fs_read_file(o->kernel, &kern, &kern_len);
 	if (rc)
 		return fail(o, rc, "%s: %s", o->kernel, strerror(-rc));
@@ -1356,6 +1526,9 @@ int initramfs_build(const struct initramfs_opts *o, char *out_path, size_t out_l
 		fail(o, rc, "sha256: %s", strerror(-rc));
 		goto out;
 	}
+	/* a kernel or busybox replaced since the recipe was made: do not remember it */
+	if (memcmp(kd, rkd, SHA256_LEN) || memcmp(bd, rbd, SHA256_LEN))
+		have_recipe = false;
 
 	if (!o->modules_dir || strcmp(o->modules_dir, "none")) {
 		rc = resolve_modules(o, &m, fstype);
@@ -1394,11 +1567,6 @@ int initramfs_build(const struct initramfs_opts *o, char *out_path, size_t out_l
 	}
 	sha256_to_hex(key, hex);
 
-	rc = cache_dir(o, dir, sizeof(dir));
-	if (rc) {
-		fail(o, rc, "cache directory %s: %s", dir, strerror(-rc));
-		goto out;
-	}
 	if (snprintf(path, sizeof(path), "%s/%s.cpio%s", dir, hex, o->gzip ? ".gz" : "") >=
 	    (int)sizeof(path)) {
 		rc = fail(o, -ENAMETOOLONG, "cache directory name too long");
@@ -1410,6 +1578,8 @@ int initramfs_build(const struct initramfs_opts *o, char *out_path, size_t out_l
 	}
 	if (!stat(path, &st) && S_ISREG(st.st_mode) && st.st_size > 0) {
 		snprintf(out_path, out_len, "%s", path); /* cache hit */
+		if (have_recipe)
+			recipe_remember(dir, recipe, path, &m);
 		goto out;
 	}
 
@@ -1424,10 +1594,13 @@ int initramfs_build(const struct initramfs_opts *o, char *out_path, size_t out_l
 		rc = fail(o, -errno, "%s: %s", tmp, strerror(errno));
 	if (!rc && rename(tmp, path))
 		rc = fail(o, -errno, "%s: %s", path, strerror(errno));
-	if (rc)
+	if (rc) {
 		unlink(tmp);
-	else
+	} else {
 		snprintf(out_path, out_len, "%s", path);
+		if (have_recipe)
+			recipe_remember(dir, recipe, path, &m);
+	}
 out:
 	if (fd >= 0)
 		close(fd);

@@ -4,16 +4,13 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../common/clock.h"
+
 #define I8042_CMD_RESET 0xfe
 
 static void pio_boot_timer(const struct pio_devs *p, uint32_t v)
 {
-	struct timespec now;
-	double ms;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	ms = (double)(now.tv_sec - p->t0.tv_sec) * 1e3 + (now.tv_nsec - p->t0.tv_nsec) / 1e6;
-	fprintf(stderr, "lazyblk: run: boot-timer: %u at %.3f ms\n", v, ms);
+	fprintf(stderr, "lazyblk: run: boot-timer: %u at %.3f ms\n", v, clock_ms_since(&p->t0));
 }
 
 bool pio_access(struct pio_devs *p, uint16_t port, uint8_t *data, uint32_t size,

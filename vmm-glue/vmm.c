@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/clock.h"
 #include "../common/log.h"
 #include "acpi.h"
 #include "cpu.h"
@@ -152,7 +153,8 @@ static int vmm_acpi(struct vmm *v, uint64_t *rsdp)
 static int vmm_load(struct vmm *v)
 {
 	const struct vmm_opts *o = v->o;
-	struct boot_kernel_opts ko = { .proto = o->boot, .cache_dir = o->cache_dir };
+	struct boot_kernel_opts ko = { .proto = o->boot, .cache_dir = o->cache_dir,
+					.map_segments = !o->hugepages };
 	struct boot_layout l = { .mem_size = o->mem, .cmdline_addr = BOOT_CMDLINE_ADDR };
 	char cmdline[BOOT_CMDLINE_MAX];
 	size_t max = BOOT_CMDLINE_MAX;
@@ -161,8 +163,8 @@ static int vmm_load(struct vmm *v)
 	ret = boot_kernel_load(o->kernel, &ko, &v->vm.mem, &v->kernel);
 	if (ret)
 		return ret;
-	log_info("kernel %s: %s, entry 0x%llx", o->kernel, v->kernel.how,
-		 (unsigned long long)v->kernel.entry);
+	log_info("kernel %s: %s, entry 0x%llx (loaded at %.1f ms)", o->kernel, v->kernel.how,
+		 (unsigned long long)v->kernel.entry, clock_ms_since(&o->t0));
 	if (o->initrd) {
 		ret = boot_initrd_load(o->initrd, &v->vm.mem, &v->kernel, &l.initrd_addr,
 				       &l.initrd_size);
@@ -361,6 +363,9 @@ int vmm_run(const struct vmm_opts *o, int *status)
 	if (!ret && !hw_virt && log_get_level() > 0)
 		fprintf(stderr, "lazyblk: run: no hardware virtualization (no vmx/svm in "
 				"/proc/cpuinfo): /dev/kvm is software here, guests run very slowly\n");
+	if (!ret)
+		log_info("starting %u vCPU%s at %.1f ms", v->ncpus, v->ncpus == 1 ? "" : "s",
+			 clock_ms_since(&o->t0));
 	for (unsigned i = 0; !ret && i < v->ncpus; i++)
 		ret = cpu_start(&v->cpus[i], &v->bus);
 	if (ret) {

@@ -6,12 +6,14 @@
  * the command line, the PVH start info, the initrd placement and the boot page tables.
  */
 #include <elf.h>
+#include <sys/mman.h>
 #include <lz4.h>
 #include <lzma.h>
 #include <zlib.h>
 #include <zstd.h>
 
 #include "helpers.h"
+#include "../../common/fsutil.h"
 #include "../../common/log.h"
 #include "../../vmm-glue/boot.h"
 
@@ -634,6 +636,125 @@ static void test_tables_and_initrd(void **state)
 	free(r.buf);
 }
 
+/* Does /proc/self/maps show `path` mapped over [a, a + len)? */
+static bool mapped_from(const void *a, size_t len, const char *path)
+{
+	uintptr_t lo = (uintptr_t)a, hi = lo + len;
+	char line[PATH_MAX + 128];
+	FILE *f = fopen("/proc/self/maps", "r");
+	bool found = false;
+
+	assert_non_null(f);
+	while (!found && fgets(line, sizeof(line), f)) {
+		unsigned long s, e;
+		char *name = strchr(line, '/');
+
+		if (sscanf(line, "%lx-%lx", &s, &e) == 2 && name && s <= lo && hi <= e &&
+		    !strncmp(name, path, strlen(path)))
+			found = true;
+	}
+	fclose(f);
+	return found;
+}
+
+/*
+ * elf_load_mapped: a segment whose file offset and address agree modulo the page size is
+ * mapped copy-on-write (whole pages; the partial pages at its ends copied, so bytes after
+ * p_filesz in the file never reach the guest); another is copied; the bss is zero; guest
+ * writes never reach the file; bad files are refused as by elf_load.
+ */
+static void test_elf_mapped(void **state)
+{
+	const size_t page = 4096, a_off = 0x1123, a_len = 3 * 4096 + 0x200, b_off = 0x8000,
+		     b_len = 0x2000, total = 0xa000;
+	const uint64_t a_paddr = 0x200123, b_paddr = 0x400010;
+	uint8_t *file = calloc(1, total), *ram_buf, *ga, *gb, before[64];
+	Elf64_Ehdr *eh = (Elf64_Ehdr *)file;
+	Elf64_Phdr *ph = (Elf64_Phdr *)(file + sizeof(*eh));
+	char dir[PATH_MAX], path[PATH_MAX + 16];
+	struct boot_kernel k = { 0 };
+	struct gmem mem = { 0 };
+	const char *why = NULL;
+	struct fs_map map;
+	uint64_t seed = 7;
+	int fd;
+
+	(void)state;
+	assert_non_null(file);
+	memcpy(eh->e_ident, ELFMAG, SELFMAG);
+	eh->e_ident[EI_CLASS] = ELFCLASS64;
+	eh->e_ident[EI_DATA] = ELFDATA2LSB;
+	eh->e_ident[EI_VERSION] = EV_CURRENT;
+	eh->e_type = ET_EXEC;
+	eh->e_machine = EM_X86_64;
+	eh->e_entry = a_paddr + 0x10;
+	eh->e_phoff = sizeof(*eh);
+	eh->e_phentsize = sizeof(Elf64_Phdr);
+	eh->e_phnum = 2;
+	ph[0] = (Elf64_Phdr){ .p_type = PT_LOAD, .p_offset = a_off, .p_paddr = a_paddr,
+			      .p_vaddr = a_paddr, .p_filesz = a_len, .p_memsz = a_len + 0x2000 };
+	ph[1] = (Elf64_Phdr){ .p_type = PT_LOAD, .p_offset = b_off, .p_paddr = b_paddr,
+			      .p_vaddr = b_paddr, .p_filesz = b_len, .p_memsz = b_len };
+	prng_fill(&seed, file + a_off, a_len);
+	memset(file + a_off + a_len, 0xaa, b_off - a_off - a_len); /* must not reach the guest */
+	prng_fill(&seed, file + b_off, b_len);
+	memset(file + b_off + b_len, 0xbb, total - b_off - b_len);
+
+	tmpdir_make(dir);
+	snprintf(path, sizeof(path), "%s/vmlinux", dir);
+	assert_int_equal(fs_write_file_atomic(path, file, total, 0644), 0);
+	ram_buf = mmap(NULL, 8u << 20, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	assert_true(ram_buf != MAP_FAILED);
+	mem.n = 1;
+	mem.r[0] = (struct gmem_region){ .gpa = 0, .size = 8u << 20, .host = ram_buf };
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(fs_map_fd(fd, &map), 0);
+	assert_int_equal(elf_load_mapped(map.data, map.len, fd, &mem, BOOT_LINUX64, &k, &why), 0);
+	close(fd);
+	fs_unmap(&map);
+	assert_int_equal(k.entry, a_paddr + 0x10);
+
+	ga = ram_buf + a_paddr;
+	gb = ram_buf + b_paddr;
+	assert_memory_equal(ga, file + a_off, a_len);
+	for (size_t i = 0; i < 0x2000; i++)
+		assert_int_equal(ga[a_len + i], 0);
+	assert_memory_equal(gb, file + b_off, b_len);
+	assert_int_equal(gb[b_len], 0);
+	/* the whole pages of segment A come from the file; segment B was copied */
+	assert_true(mapped_from(ga + (page - a_off % page), 2 * page, path));
+	assert_false(mapped_from(gb, page, path));
+
+	/* the guest's writes stay in the guest */
+	memcpy(before, ga + page, sizeof(before));
+	memset(ga + page, 0x77, sizeof(before));
+	{
+		uint8_t *again;
+		size_t n;
+
+		assert_int_equal(fs_read_file(path, &again, &n), 0);
+		assert_memory_equal(again + a_off + page, before, sizeof(before));
+		free(again);
+	}
+
+	/* a file too short for its segment is refused before anything is mapped */
+	assert_int_equal(fs_write_file_atomic(path, file, a_off + 100, 0644), 0);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(fs_map_fd(fd, &map), 0);
+	assert_int_equal(elf_load_mapped(map.data, map.len, fd, &mem, BOOT_LINUX64, &k, &why),
+			 -EINVAL);
+	close(fd);
+	fs_unmap(&map);
+
+	munmap(ram_buf, 8u << 20);
+	free(file);
+	rm_rf(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -652,6 +773,7 @@ int main(void)
 		cmocka_unit_test(test_boot_params),
 		cmocka_unit_test(test_pvh_info),
 		cmocka_unit_test(test_tables_and_initrd),
+		cmocka_unit_test(test_elf_mapped),
 	};
 
 	log_set_level(0);

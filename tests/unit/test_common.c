@@ -3,7 +3,9 @@
 #include "helpers.h"
 
 #include <ctype.h>
+#include <dirent.h>
 
+#include "../../common/digest_memo.h"
 #include "../../common/dl.h"
 #include "../../common/dl_archive.h"
 #include "../../common/dl_curl.h"
@@ -576,6 +578,61 @@ static void test_dl_curl_archive(void **state)
 	assert_int_equal(sym_archive_read_free(a), ARCHIVE_OK);
 }
 
+/*
+ * digest_memo: a digest is remembered for the very same file; writing the file (its ctime
+ * moves), replacing it (a new inode) or a damaged memo are misses.
+ */
+static void test_digest_memo(void **state)
+{
+	char dir[PATH_MAX], memo[PATH_MAX], path[PATH_MAX], other[PATH_MAX];
+	uint8_t d[SHA256_LEN], got[SHA256_LEN];
+	struct stat st, st2;
+	DIR *dd;
+	struct dirent *e;
+	int memos = 0;
+
+	(void)state;
+	tmpdir_make(dir);
+	path_fmt(memo, "%s/digests", dir);
+	path_fmt(path, "%s/kernel", dir);
+	write_file(path, "kernel bytes", 12);
+	assert_int_equal(stat(path, &st), 0);
+	assert_false(digest_memo_get(memo, &st, got));          /* nothing yet (no dir) */
+	memset(d, 0x5a, sizeof(d));
+	digest_memo_put(memo, &st, d);
+	assert_true(digest_memo_get(memo, &st, got));
+	assert_memory_equal(got, d, SHA256_LEN);
+	assert_false(digest_memo_get(NULL, &st, got));
+
+	/* written in place (same inode, same size): ctime moves, a miss */
+	usleep(10000);
+	write_file(path, "KERNEL BYTES", 12);
+	assert_int_equal(stat(path, &st2), 0);
+	assert_int_equal(st.st_ino, st2.st_ino);
+	assert_false(digest_memo_get(memo, &st2, got));
+	/* replaced by another file: a miss */
+	path_fmt(other, "%s/kernel.new", dir);
+	write_file(other, "kernel bytes", 12);
+	assert_int_equal(rename(other, path), 0);
+	assert_int_equal(stat(path, &st2), 0);
+	assert_false(digest_memo_get(memo, &st2, got));
+
+	/* a damaged memo (short, or of another identity) is a miss */
+	dd = opendir(memo);
+	assert_non_null(dd);
+	while ((e = readdir(dd))) {
+		if (e->d_name[0] == '.')
+			continue;
+		path_fmt(other, "%s/%s", memo, e->d_name);
+		memos++;
+	}
+	closedir(dd);
+	assert_int_equal(memos, 1);
+	write_file(other, "short", 5);
+	assert_false(digest_memo_get(memo, &st, got));
+	rm_rf(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -592,6 +649,7 @@ int main(void)
 		cmocka_unit_test(test_fs_mkdir_p),
 		cmocka_unit_test(test_fs_dirname),
 		cmocka_unit_test(test_hash_bytes),
+		cmocka_unit_test(test_digest_memo),
 		cmocka_unit_test(test_dl_load),
 		cmocka_unit_test(test_dl_curl_archive),
 	};

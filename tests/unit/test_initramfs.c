@@ -7,6 +7,7 @@
  */
 #include "helpers.h"
 
+#include <dirent.h>
 #include <archive.h>
 #include <archive_entry.h>
 #include <zstd.h>
@@ -644,6 +645,102 @@ static void test_image_config(void **state)
 	assert_non_null(strstr(why, "wrong type"));
 }
 
+/* The one recipe memo in the cache directory (there must be exactly one). */
+static void recipe_memo_path(struct fx *f, char out[PATH_MAX])
+{
+	DIR *d = opendir(f->cache);
+	struct dirent *e;
+	int n = 0;
+
+	assert_non_null(d);
+	while ((e = readdir(d)))
+		if (!strncmp(e->d_name, "recipe-", 7)) {
+			path_fmt(out, "%s/%s", f->cache, e->d_name);
+			n++;
+		}
+	closedir(d);
+	assert_int_equal(n, 1);
+}
+
+/*
+ * The recipe memo (vmm-glue/initramfs_memo.h): a second build with the same inputs is
+ * answered from it without resolving modules; any change to what the resolution read — a
+ * module file, modules.builtin, a directory of the walked tree, the kernel — is a miss; a
+ * damaged memo is a miss too.
+ */
+static void test_recipe_memo(void **state)
+{
+	struct fx *f = *state;
+	const char *argv[] = { "/bin/true" };
+	struct initramfs_opts o = base_opts(f, argv, 1);
+	char first[PATH_MAX], memo[PATH_MAX], forged[PATH_MAX], p[PATH_MAX];
+	uint8_t *text;
+	size_t n;
+	char *line;
+
+	assert_int_equal(initramfs_build(&o, first, sizeof(first)), 0);
+	recipe_memo_path(f, memo);
+	assert_int_equal(fs_read_file(memo, &text, &n), 0);
+	assert_non_null(strstr((char *)text, "lazyblk-initramfs-recipe-1\ncpio "));
+	assert_non_null(strstr((char *)text, "/virtio_blk.ko\n"));    /* a module used */
+	assert_non_null(strstr((char *)text, "/modules.builtin\n"));  /* a resolution input */
+	assert_non_null(strstr((char *)text, "/kernel/drivers\n"));   /* a walked directory */
+
+	/* answered from the memo: point it at another (existing) file and it is believed */
+	path_fmt(forged, "%s/forged.cpio", f->cache);
+	write_file(forged, "x", 1);
+	line = strstr((char *)text, "cpio ");
+	{
+		char *eol = strchr(line, '\n');
+		char buf[8192];
+		int k = snprintf(buf, sizeof(buf), "%.*scpio forged.cpio%s", (int)(line - (char *)text),
+				 (char *)text, eol);
+
+		assert_true(k > 0 && (size_t)k < sizeof(buf));
+		write_file(memo, buf, (size_t)k);
+	}
+	free(text);
+	assert_int_equal(initramfs_build(&o, f->out, sizeof(f->out)), 0);
+	assert_string_equal(f->out, forged);
+
+	/* a resolution input changed in place: a miss, the real answer comes back */
+	path_fmt(p, "%s/modules.builtin", f->mods);
+	usleep(10000);
+	write_file(p, "kernel/fs/ext4/ext4.ko\n", 23);
+	assert_int_equal(initramfs_build(&o, f->out, sizeof(f->out)), 0);
+	assert_string_equal(f->out, first);
+
+	/* a new directory in the walked tree: a miss */
+	recipe_memo_path(f, memo);
+	assert_int_equal(fs_read_file(memo, &text, &n), 0);
+	assert_int_equal(unlink(forged), 0);
+	line = strstr((char *)text, "cpio ");
+	{
+		char *eol = strchr(line, '\n');
+		char buf[8192];
+		int k = snprintf(buf, sizeof(buf), "%.*scpio forged.cpio%s", (int)(line - (char *)text),
+				 (char *)text, eol);
+
+		assert_true(k > 0 && (size_t)k < sizeof(buf));
+		write_file(memo, buf, (size_t)k);
+	}
+	free(text);
+	write_file(forged, "x", 1);
+	path_fmt(p, "%s/kernel/drivers/new", f->mods);
+	assert_int_equal(mkdir(p, 0755), 0);
+	assert_int_equal(initramfs_build(&o, f->out, sizeof(f->out)), 0);
+	assert_string_equal(f->out, first);
+
+	/* a damaged memo: a miss, not an error */
+	recipe_memo_path(f, memo);
+	write_file(memo, "lazyblk-initramfs-recipe-1\ncpio ../../etc/passwd\n", 50);
+	assert_int_equal(initramfs_build(&o, f->out, sizeof(f->out)), 0);
+	assert_string_equal(f->out, first);
+	write_file(memo, "garbage", 7);
+	assert_int_equal(initramfs_build(&o, f->out, sizeof(f->out)), 0);
+	assert_string_equal(f->out, first);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -653,6 +750,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_modules_dep_and_override, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_inputs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_image_config, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_recipe_memo, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
