@@ -38,6 +38,11 @@ struct http_req {
 	uint64_t usec;             /* time taken */
 };
 
+/*
+ * Starts the loop thread, which first loads libcurl (common/dl_curl.h) while the caller goes
+ * on; if that fails (one line printed), every request fails with -EIO ("libcurl cannot be
+ * loaded", CURLE_FAILED_INIT).
+ */
 int http_open(unsigned concurrency, unsigned timeout_ms, struct http **out);
 /* Callers must have no request in flight. */
 void http_close(struct http *h);

@@ -47,10 +47,12 @@ int cas_source_open(const struct cas_source_opts *o, struct cas_source **out)
 		return -ENOMEM;
 	pthread_mutex_init(&s->codec_lock, NULL);
 	/* with a remote, a store that does not exist yet is an empty cache */
-	ret = store_open(o->store_dir, o->remote_url && stat(o->store_dir, &st) < 0,
-			 &s->store);
+	if (o->remote_url && stat(o->store_dir, &st) < 0)
+		ret = store_create_cache(o->store_dir, &s->store);
+	else
+		ret = store_open(o->store_dir, false, &s->store);
 	if (ret == -ENOENT && o->remote_url)
-		ret = store_open(o->store_dir, true, &s->store);
+		ret = store_create_cache(o->store_dir, &s->store);
 	if (ret) {
 		log_error("%s: %s", o->store_dir,
 			  ret == -ENOENT ? "not a lazyblk store (no chunks/ directory)"

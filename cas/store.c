@@ -42,7 +42,7 @@ struct store {
 
 const char *store_dir(const struct store *s) { return s->dir; }
 
-int store_open(const char *dir, bool create, struct store **out)
+static int store_open_as(const char *dir, bool create, bool fanout, struct store **out)
 {
 	struct store *s;
 	int ret;
@@ -84,7 +84,7 @@ int store_open(const char *dir, bool create, struct store **out)
 		ret = errno == ENOENT ? -ENOENT : -errno;
 		goto fail;
 	}
-	if (create) {
+	if (create && fanout) {
 		for (int i = 0; i < 256; i++) {
 			char sub[3];
 
@@ -94,6 +94,8 @@ int store_open(const char *dir, bool create, struct store **out)
 				goto fail;
 			}
 		}
+	}
+	if (create) {
 		s->tmpfd = openat(s->dirfd, "tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (s->tmpfd < 0) {
 			ret = -errno;
@@ -105,6 +107,16 @@ int store_open(const char *dir, bool create, struct store **out)
 fail:
 	store_close(s);
 	return ret;
+}
+
+int store_open(const char *dir, bool create, struct store **out)
+{
+	return store_open_as(dir, create, true, out);
+}
+
+int store_create_cache(const char *dir, struct store **out)
+{
+	return store_open_as(dir, true, false, out);
 }
 
 void store_close(struct store *s)

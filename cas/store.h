@@ -26,6 +26,12 @@ struct store_stats {
 
 /* create: make STORE/{chunks,tmp} if missing; otherwise the store must exist. */
 int store_open(const char *dir, bool create, struct store **out);
+/*
+ * A store to be a cache in front of a remote, made if missing: chunks/ and tmp/ only — the
+ * fan-out directories appear as chunks arrive (store_put_cached), which keeps them off the
+ * start-up path of `serve`/`run` with an empty cache (256 mkdirs: half its start-up).
+ */
+int store_create_cache(const char *dir, struct store **out);
 void store_close(struct store *s);
 const char *store_dir(const struct store *s);
 

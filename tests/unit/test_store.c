@@ -1007,6 +1007,43 @@ static void test_touch(void **state)
 	chunk_release(&absent);
 }
 
+static int count_chunk(void *arg, const uint8_t d[SHA256_LEN], const char *path)
+{
+	(void)d;
+	(void)path;
+	(*(int *)arg)++;
+	return 0;
+}
+
+/* store_create_cache: chunks/ and tmp/ only; fan-out directories appear with their chunks. */
+static void test_create_cache(void **state)
+{
+	struct fixture *f = *state;
+	char p[PATH_MAX];
+	struct chunk c;
+	int n = 0;
+
+	assert_int_equal(store_create_cache(f->store, &f->s), 0);
+	path_fmt(p, "%s/chunks", f->store);
+	assert_int_equal(count_dir(p), 0);
+	path_fmt(p, "%s/tmp", f->store);
+	assert_true(path_exists(p));
+	chunk_make(f, &c, 600, 9000, true);
+	assert_int_equal(store_put_cached(f->s, c.digest, c.frame, c.frame_len), 1);
+	assert_int_equal(store_has(f->s, c.digest), 1);
+	path_fmt(p, "%s/chunks", f->store);
+	assert_int_equal(count_dir(p), 1);
+	assert_int_equal(store_foreach(f->s, count_chunk, &n), 0);
+	assert_int_equal(n, 1);
+	store_close(f->s);
+	/* reopened as a cache, or as a store: the same chunk */
+	assert_int_equal(store_create_cache(f->store, &f->s), 0);
+	assert_int_equal(store_has(f->s, c.digest), 1);
+	store_close(f->s);
+	assert_int_equal(store_open(f->store, false, &f->s), 0);
+	assert_int_equal(store_has(f->s, c.digest), 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1028,6 +1065,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_put_cached_race, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remove, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_touch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_create_cache, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
