@@ -16,7 +16,8 @@
 #   - import SRC into a store, mkfs (untimed).  nginx (own config, 2 workers, keep-alive,
 #     sendfile) serves the store directory on 127.0.0.1.
 #   - lazyblk side: `lazyblk serve LAYOUT --store EMPTY --remote http://127.0.0.1:P/
-#     --nbd unix:S --read-only` with a new empty cache directory, then `nbdcopy -p
+#     --nbd unix:S --read-only` with a new empty cache directory; once it prints that it is
+#     serving (the line comes when the socket listens), `nbdcopy
 #     nbd+unix:///?socket=S null:` reads the whole disk (every chunk fetched, verified,
 #     decompressed and kept in the cache).  Timed: from starting the server to nbdcopy's
 #     end.  The server's statistics give the requests and bytes.
@@ -159,7 +160,8 @@ run_lazyblk() { # RUN -> seconds on stdout; stats in $WORK/lz.$RUN.json
     --fetch-concurrency "$CONCURRENCY" --nbd "unix:$sock" --stats-json "$WORK/lz.$i.json" \
     >"$WORK/lz.$i.out" 2>"$WORK/lz.$i.err" &
   SRV_PID=$!
-  for _ in $(seq 400); do [ -S "$sock" ] && nbdinfo --size "nbd+unix:///?socket=$sock" >/dev/null 2>&1 && break; sleep 0.01; done
+  # ready when it says so ("serving ... over NBD", printed once the socket listens)
+  for _ in $(seq 1000); do grep -q '^serving ' "$WORK/lz.$i.out" && break; sleep 0.005; done
   local n0; n0=$(nginx_cpu)
   /usr/bin/time -f '%U %S' -o "$WORK/lz.$i.nbdcopy" nbdcopy "nbd+unix:///?socket=$sock" null: ||
     die "nbdcopy failed: $(cat "$WORK/lz.$i.err")"

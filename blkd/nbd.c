@@ -232,6 +232,8 @@ int nbd_serve(struct blkd_engine *e, const struct nbd_server_opts *o,
 		free(cl);
 		return ret;
 	}
+	if (o->on_listen)
+		o->on_listen(o->on_listen_arg);
 	/* *stop is set by a signal handler or by another thread */
 	while (!__atomic_load_n(stop, __ATOMIC_RELAXED)) {
 		struct pollfd p = { .fd = lfd, .events = POLLIN };

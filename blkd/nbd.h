@@ -18,6 +18,9 @@ struct nbd_server_opts {
 	const char *tcp_host;      /* on host:port (default host 127.0.0.1) */
 	const char *tcp_port;
 	const char *export_name;   /* "" accepts any name */
+	/* called once, when the socket accepts connections (a readiness signal); may be NULL */
+	void (*on_listen)(void *arg);
+	void *on_listen_arg;
 	bool read_only;
 	unsigned max_conns;        /* 0: 16 */
 };

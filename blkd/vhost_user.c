@@ -109,7 +109,8 @@ int vhost_user_conn_run(struct vhost_user_dev *d, int fd, volatile sig_atomic_t 
 	return conn_end(d, fd, m, 0);
 }
 
-int vhost_user_serve(struct vhost_user_dev *d, const char *path, volatile sig_atomic_t *stop)
+int vhost_user_serve(struct vhost_user_dev *d, const char *path, volatile sig_atomic_t *stop,
+		     void (*on_listen)(void *arg), void *arg)
 {
 	char label[128];
 	int lfd, ret;
@@ -118,6 +119,8 @@ int vhost_user_serve(struct vhost_user_dev *d, const char *path, volatile sig_at
 	ret = sock_listen_unix(path, 0600, 1, label, &lfd);
 	if (ret)
 		return ret;
+	if (on_listen)
+		on_listen(arg);
 	while (!stopped(stop)) {
 		struct pollfd p = { .fd = lfd, .events = POLLIN };
 		int fd;

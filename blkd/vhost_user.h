@@ -49,8 +49,10 @@ int vhost_user_conn_run(struct vhost_user_dev *d, int fd, volatile sig_atomic_t 
 
 /*
  * Listen on the unix socket path and serve masters one after the other until *stop.
- * Prints one error line and returns -errno if it cannot listen.
+ * on_listen (may be NULL) is called once the socket accepts connections. Prints one error
+ * line and returns -errno if it cannot listen.
  */
-int vhost_user_serve(struct vhost_user_dev *d, const char *path, volatile sig_atomic_t *stop);
+int vhost_user_serve(struct vhost_user_dev *d, const char *path, volatile sig_atomic_t *stop,
+		     void (*on_listen)(void *arg), void *arg);
 
 #endif

@@ -67,6 +67,22 @@ struct sig_ctx {
 	volatile sig_atomic_t stop;
 };
 
+/* "serving ..." on stdout once a server's socket accepts connections: a readiness signal. */
+struct banner {
+	const char *layout, *how, *where;
+	char size[32];
+	bool read_only;
+};
+
+static void banner_print(void *arg)
+{
+	const struct banner *b = arg;
+
+	printf("serving %s (%s%s) over %s on %s\n", b->layout, b->size,
+	       b->read_only ? ", read-only" : "", b->how, b->where);
+	fflush(stdout);
+}
+
 /* The vhost-user server, in its own thread when NBD is served as well. */
 struct vu_ctx {
 	struct vblk_backend be;
@@ -74,6 +90,7 @@ struct vu_ctx {
 	const char *path;
 	struct sig_ctx *sc;
 	pthread_t sig_thread;
+	struct banner banner;
 	int ret;
 };
 
@@ -81,7 +98,7 @@ static void *vu_main(void *arg)
 {
 	struct vu_ctx *v = arg;
 
-	v->ret = vhost_user_serve(v->dev, v->path, &v->sc->stop);
+	v->ret = vhost_user_serve(v->dev, v->path, &v->sc->stop, banner_print, &v->banner);
 	if (v->ret && !__atomic_load_n(&v->sc->stop, __ATOMIC_RELAXED))
 		pthread_kill(v->sig_thread, SIGTERM); /* it failed: stop the NBD server too */
 	return NULL;
@@ -166,6 +183,7 @@ static int serve_run(struct serve_args *a, const char *layout)
 	struct vu_ctx vu = { .path = a->vhost_user, .sc = &sc };
 	struct blkd_control *ctl = NULL;
 	pthread_t sig_thread;
+	struct banner nbd_banner;
 	char h[32];
 	int ret, rc = 0;
 
@@ -199,16 +217,16 @@ static int serve_run(struct serve_args *a, const char *layout)
 			log_error("--vhost-user: %s", strerror(-ret));
 	}
 	if (!ret) {
-		if (a->nbd)
-			printf("serving %s (%s%s) over NBD on %s\n", layout,
-			       size_human(blkd_engine_size(sc.e), h, sizeof(h)),
-			       a->no.read_only || blkd_engine_read_only(sc.e) ? ", read-only" : "",
-			       a->nbd);
-		if (a->vhost_user)
-			printf("serving %s (%s%s) over vhost-user on %s\n", layout,
-			       size_human(blkd_engine_size(sc.e), h, sizeof(h)),
-			       vu.be.read_only ? ", read-only" : "", a->vhost_user);
-		fflush(stdout);
+		size_human(blkd_engine_size(sc.e), h, sizeof(h));
+		nbd_banner = (struct banner){ .layout = layout, .how = "NBD", .where = a->nbd,
+					      .read_only = a->no.read_only ||
+							   blkd_engine_read_only(sc.e) };
+		snprintf(nbd_banner.size, sizeof(nbd_banner.size), "%s", h);
+		a->no.on_listen = banner_print;
+		a->no.on_listen_arg = &nbd_banner;
+		vu.banner = (struct banner){ .layout = layout, .how = "vhost-user",
+					     .where = a->vhost_user, .read_only = vu.be.read_only };
+		snprintf(vu.banner.size, sizeof(vu.banner.size), "%s", h);
 		ret = servers_run(a, &sc, &vu);
 	}
 	if (!__atomic_load_n(&sc.stop, __ATOMIC_RELAXED))

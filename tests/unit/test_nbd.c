@@ -1340,6 +1340,52 @@ static int unix_connect(const char *path)
 	return -1;
 }
 
+/* on_listen: called once, when a connection to the socket already succeeds. */
+struct listen_probe {
+	const char *path;
+	int calls, connected;
+	volatile sig_atomic_t *stop;
+};
+
+static void probe_on_listen(void *arg)
+{
+	struct listen_probe *p = arg;
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	p->calls++;
+	strcpy(a.sun_path, p->path);
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0)
+		p->connected++;
+	if (fd >= 0)
+		close(fd);
+	*p->stop = 1;
+}
+
+static void test_serve_on_listen(void **state)
+{
+	struct fixture *f = *state;
+	char dir[PATH_MAX], path[PATH_MAX];
+	struct served sv = { .e = &f->e };
+	struct listen_probe probe = { .path = path, .stop = &sv.stop };
+
+	tmpdir_make(dir);
+	path_fmt(path, "%s/nbd.sock", dir);
+	sv.o.unix_path = path;
+	sv.o.on_listen = probe_on_listen;
+	sv.o.on_listen_arg = &probe;
+	assert_int_equal(nbd_serve(&f->e, &sv.o, &sv.stop), 0);
+	assert_int_equal(probe.calls, 1);
+	assert_int_equal(probe.connected, 1);
+	/* no callback when it cannot listen */
+	write_file(path, "stale", 5);
+	probe.calls = 0;
+	sv.stop = 0;
+	assert_int_equal(nbd_serve(&f->e, &sv.o, &sv.stop), -EADDRINUSE);
+	assert_int_equal(probe.calls, 0);
+	rm_rf(dir);
+}
+
 static void test_serve_unix(void **state)
 {
 	struct fixture *f = *state;
@@ -1437,6 +1483,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_client_vanishes, setup, teardown),
 		cmocka_unit_test(test_errno_map),
 		cmocka_unit_test_setup_teardown(test_serve_unix, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_serve_on_listen, setup, teardown),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

@@ -9,18 +9,22 @@ serve_cleanup() {
 trap serve_cleanup EXIT
 
 # start_server NAME URI ARGS...: lazyblk serve ARGS in the background (output in
-# $T/NAME.out/.err, pid in SRV); returns once URI answers.
+# $T/NAME.out/.err, pid in SRV); returns once it said "serving ... over NBD" (checked: URI
+# answers at once).
 start_server() {
   local name=$1 uri=$2; shift 2
   "$LAZYBLK" serve "$@" >"$T/$name.out" 2>"$T/$name.err" &
   SRV=$!
   SERVERS+=("$SRV")
-  for _ in $(seq 1 200); do
-    nbdinfo --size "$uri" >/dev/null 2>&1 && return 0
+  for _ in $(seq 1 400); do
+    grep -q "^serving .* over NBD on " "$T/$name.out" 2>/dev/null && break
     kill -0 "$SRV" 2>/dev/null || { cat "$T/$name.err" >&2; die "$name: server exited"; }
-    sleep 0.05
+    sleep 0.025
   done
-  die "$name: server does not answer on $uri"
+  grep -q "^serving .* over NBD on " "$T/$name.out" || die "$name: no 'serving ... over NBD' line"
+  # that line is the readiness signal: the very first connection after it is served
+  nbdinfo --size "$uri" >/dev/null 2>&1 ||
+    die "$name: said it was serving, but $uri does not answer"
 }
 
 # stop_server PID NAME: SIGTERM, exit status 0, statistics printed.
