@@ -1042,6 +1042,8 @@ static void test_create_cache(void **state)
 	store_close(f->s);
 	assert_int_equal(store_open(f->store, false, &f->s), 0);
 	assert_int_equal(store_has(f->s, c.digest), 1);
+	free(c.raw);
+	free(c.frame);
 }
 
 int main(void)
