@@ -2,6 +2,7 @@
 /* File digests remembered by file identity (see digest_memo.h). */
 #include "digest_memo.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stddef.h>
@@ -9,7 +10,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fsutil.h"
 
 #define MEMO_MAGIC "lazyblk-digest-memo-1\n"
 
@@ -33,6 +33,13 @@ static void memo_fill(struct memo *m, const struct stat *st)
 	m->mtime_ns = (int64_t)st->st_mtim.tv_nsec;
 	m->ctime_s = (int64_t)st->st_ctim.tv_sec;
 	m->ctime_ns = (int64_t)st->st_ctim.tv_nsec;
+}
+
+int digest_memo_dir(const char *cache_dir, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "%s/digests", cache_dir);
+
+	return n > 0 && (size_t)n < len ? 0 : -ENAMETOOLONG;
 }
 
 int digest_memo_identity(const struct stat *st, char *buf, size_t len)
@@ -77,6 +84,18 @@ bool digest_memo_get(const char *dir, const struct stat *st, uint8_t d[SHA256_LE
 	if (hit)
 		memcpy(d, got.digest, SHA256_LEN);
 	return hit;
+}
+
+int digest_memo_sha256(const char *dir, const struct fs_map *m, uint8_t d[SHA256_LEN])
+{
+	int ret;
+
+	if (digest_memo_get(dir, &m->st, d))
+		return 0;
+	ret = sha256_buf(m->data ? m->data : (const uint8_t *)"", m->len, d);
+	if (!ret)
+		digest_memo_put(dir, &m->st, d);
+	return ret;
 }
 
 void digest_memo_put(const char *dir, const struct stat *st, const uint8_t d[SHA256_LEN])

@@ -99,13 +99,9 @@ static int boot_vmlinux_get(const struct fs_map *img, const struct bzimage *bz,
 	memset(v, 0, sizeof(*v));
 	v->fd = -1;
 	boot_cache_dir(o, dir, sizeof(dir));
-	snprintf(memo, sizeof(memo), "%s/digests", dir);
-	if (dir[0] && !digest_memo_get(memo, &img->st, d)) {
-		if (sha256_buf(img->data, img->len, d))
-			dir[0] = '\0';
-		else
-			digest_memo_put(memo, &img->st, d);
-	}
+	if (dir[0] && (digest_memo_dir(dir, memo, sizeof(memo)) ||
+		       digest_memo_sha256(memo, img, d)))
+		dir[0] = '\0';
 	if (dir[0]) {
 		sha256_to_hex(d, hex);
 		snprintf(path, sizeof(path), "%s/%s", dir, hex);

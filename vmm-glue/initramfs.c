@@ -1364,17 +1364,11 @@ static int cache_dir(const struct initramfs_opts *o, char *dir, size_t len)
 static int file_digest(const char *memo_dir, const char *path, uint8_t d[SHA256_LEN])
 {
 	struct fs_map m;
-	struct stat st;
-	int rc;
+	int rc = fs_map_file(path, &m);
 
-	if (!stat(path, &st) && digest_memo_get(memo_dir, &st, d))
-		return 0;
-	rc = fs_map_file(path, &m);
 	if (rc)
 		return rc;
-	rc = sha256_buf(m.data ? m.data : (const uint8_t *)"", m.len, d);
-	if (!rc)
-		digest_memo_put(memo_dir, &m.st, d);
+	rc = digest_memo_sha256(memo_dir, &m, d);
 	fs_unmap(&m);
 	return rc;
 }
@@ -1384,19 +1378,17 @@ static int file_digest(const char *memo_dir, const char *path, uint8_t d[SHA256_
  * reading the modules — the kernel and busybox by digest, the init programs, the options, and
  * the files made from them with the kernel-dependent parts (its release, its modules) left
  * out, since the kernel's digest stands for those. -errno with o->err set when the options
- * are unusable (the same errors the full path reports). kd and bd: the digests it used.
+ * are unusable (the same errors the full path reports). kd and bd: the digests it used,
+ * remembered in the memo directory memo.
  */
-static int recipe_digest(const struct initramfs_opts *o, const char *dir, const char *busybox,
+static int recipe_digest(const struct initramfs_opts *o, const char *memo, const char *busybox,
 			 uint8_t out[SHA256_LEN], uint8_t kd[SHA256_LEN], uint8_t bd[SHA256_LEN])
 {
 	struct modset none = { 0 };
 	struct files f = { 0 };
 	struct sha256_ctx *c = NULL;
-	char memo[PATH_MAX];
 	int rc;
 
-	if (snprintf(memo, sizeof(memo), "%s/digests", dir) >= (int)sizeof(memo))
-		return -ENAMETOOLONG;
 	rc = file_digest(memo, o->kernel, kd);
 	if (!rc)
 		rc = file_digest(memo, busybox, bd);
@@ -1460,9 +1452,10 @@ int initramfs_build(const struct initramfs_opts *o, char *out_path, size_t out_l
 	struct modset m = { 0 };
 	struct files f = { 0 };
 	struct sha256_ctx *c = NULL;
-	uint8_t *kern = NULL, *bb = NULL, key[SHA256_LEN], kd[SHA256_LEN], bd[SHA256_LEN];
-	size_t kern_len, bb_len;
-	char dir[PATH_MAX], hex[SHA256_HEX_LEN + 1], path[PATH_MAX], tmp[PATH_MAX + 16];
+	struct fs_map kern = { 0 }, bb = { 0 };
+	uint8_t key[SHA256_LEN], kd[SHA256_LEN], bd[SHA256_LEN];
+	char dir[PATH_MAX], memo[PATH_MAX], hex[SHA256_HEX_LEN + 1], path[PATH_MAX];
+	char tmp[PATH_MAX + 16];
 	const char *why = NULL, *busybox = o->busybox ? o->busybox : "/bin/busybox";
 	const char *fstype = o->root_fstype ? o->root_fstype : "ext4";
 	uint8_t recipe[SHA256_LEN], rkd[SHA256_LEN], rbd[SHA256_LEN];
@@ -1475,10 +1468,12 @@ int initramfs_build(const struct initramfs_opts *o, char *out_path, size_t out_l
 	if (!o->kernel)
 		return fail(o, -EINVAL, "no kernel given");
 	rc = cache_dir(o, dir, sizeof(dir));
+	if (!rc)
+		rc = digest_memo_dir(dir, memo, sizeof(memo));
 	if (rc)
 		return fail(o, rc, "cache directory %s: %s", dir, strerror(-rc));
 	/* the fast path: a recipe seen before whose inputs are all unchanged */
-	if (!recipe_digest(o, dir, busybox, recipe, rkd, rbd)) {
+	if (!recipe_digest(o, memo, busybox, recipe, rkd, rbd)) {
 		have_recipe = true;
 		if (!initramfs_memo_lookup(dir, recipe, path, sizeof(path))) {
 			if (strlen(path) >= out_len)
@@ -1489,28 +1484,27 @@ int initramfs_build(const struct initramfs_opts *o, char *out_path, size_t out_l
 	}
 	if (o->err && o->err_len)
 		o->err[0] = 0; /* the full path says what is wrong, if anything */
-	rc = fs_read_file(o->kernel, &kern, &kern_len);
+	rc = fs_map_file(o->kernel, &kern);
 	if (rc)
 		return fail(o, rc, "%s: %s", o->kernel, strerror(-rc));
-	rc = version_from_image(kern, kern_len, m.ver, sizeof(m.ver), &why);
+	rc = version_from_image(kern.data, kern.len, m.ver, sizeof(m.ver), &why);
 	if (rc) {
 		fail(o, rc, "%s: %s", o->kernel, why);
 		goto out;
 	}
-	rc = sha256_buf(kern, kern_len, kd);
-	free(kern);
-	kern = NULL;
+	rc = digest_memo_sha256(memo, &kern, kd);
+	fs_unmap(&kern);
 	if (rc) {
 		fail(o, rc, "sha256: %s", strerror(-rc));
 		goto out;
 	}
 
-	rc = fs_read_file(busybox, &bb, &bb_len);
+	rc = fs_map_file(busybox, &bb);
 	if (rc) {
 		fail(o, rc, "%s: %s (install busybox-static)", busybox, strerror(-rc));
 		goto out;
 	}
-	switch (elf_is_static(bb, bb_len)) {
+	switch (elf_is_static(bb.data, bb.len)) {
 	case 1:
 		break;
 	case 0:
@@ -1521,7 +1515,7 @@ int initramfs_build(const struct initramfs_opts *o, char *out_path, size_t out_l
 		rc = fail(o, -ENOEXEC, "%s is not an x86-64 ELF executable", busybox);
 		goto out;
 	}
-	rc = sha256_buf(bb, bb_len, bd);
+	rc = digest_memo_sha256(memo, &bb, bd);
 	if (rc) {
 		fail(o, rc, "sha256: %s", strerror(-rc));
 		goto out;
@@ -1589,7 +1583,7 @@ int initramfs_build(const struct initramfs_opts *o, char *out_path, size_t out_l
 		rc = fail(o, -errno, "%s: %s", tmp, strerror(errno));
 		goto out;
 	}
-	rc = write_cpio(o, fd, &m, bb, bb_len, &f);
+	rc = write_cpio(o, fd, &m, bb.data, bb.len, &f);
 	if (!rc && (fchmod(fd, 0644) || fsync(fd)))
 		rc = fail(o, -errno, "%s: %s", tmp, strerror(errno));
 	if (!rc && rename(tmp, path))
@@ -1605,8 +1599,8 @@ out:
 	if (fd >= 0)
 		close(fd);
 	sha256_free(c);
-	free(kern);
-	free(bb);
+	fs_unmap(&kern);
+	fs_unmap(&bb);
 	free(f.config.p);
 	free(f.cmd.p);
 	free(f.env.p);
