@@ -16,6 +16,7 @@
 #include "../blkd/reader.h"
 #include "../cas/source.h"
 #include "../common/fsutil.h"
+#include "../common/first_error.h"
 #include "../common/log.h"
 #include "../common/size.h"
 #include "../ext4gen/layout.h"
@@ -193,26 +194,21 @@ static void *export_worker(void *arg)
 {
 	struct export_ctx *x = arg;
 	uint8_t *buf = malloc(EXPORT_PIECE);
-	int zero = 0;
 
 	if (!buf) {
 		log_error("out of memory");
-		__atomic_compare_exchange_n(&x->err, &zero, -ENOMEM, false, __ATOMIC_RELAXED,
-					    __ATOMIC_RELAXED);
+		first_error_set(&x->err, -ENOMEM);
 		return NULL;
 	}
-	while (!__atomic_load_n(&x->err, __ATOMIC_RELAXED)) {
+	while (!first_error_get(&x->err)) {
 		size_t i = __atomic_fetch_add(&x->next, 1, __ATOMIC_RELAXED);
 		int ret;
 
 		if (i >= x->n_pieces)
 			break;
 		ret = export_piece(x, &x->pieces[i], buf);
-		if (ret) {
-			zero = 0;
-			__atomic_compare_exchange_n(&x->err, &zero, ret, false, __ATOMIC_RELAXED,
-						    __ATOMIC_RELAXED);
-		}
+		if (ret)
+			first_error_set(&x->err, ret);
 	}
 	free(buf);
 	return NULL;

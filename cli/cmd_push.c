@@ -11,6 +11,7 @@
 #include "../cas/remote.h"
 #include "../cas/store.h"
 #include "../cas/chunk.h"
+#include "../common/first_error.h"
 #include "../common/log.h"
 #include "../common/size.h"
 #include "../ext4gen/refs.h"
@@ -169,26 +170,21 @@ static void *push_worker(void *arg)
 {
 	struct push_ctx *x = arg;
 	struct push_scratch w = { .codec = chunk_codec_new(0) };
-	int zero = 0;
 
 	if (!w.codec) {
 		log_error("out of memory");
-		__atomic_compare_exchange_n(&x->err, &zero, -ENOMEM, false, __ATOMIC_RELAXED,
-					    __ATOMIC_RELAXED);
+		first_error_set(&x->err, -ENOMEM);
 		return NULL;
 	}
-	while (!__atomic_load_n(&x->err, __ATOMIC_RELAXED)) {
+	while (!first_error_get(&x->err)) {
 		size_t i = __atomic_fetch_add(&x->next, 1, __ATOMIC_RELAXED);
 		int ret;
 
 		if (i >= x->n)
 			break;
 		ret = push_one(x, &w, x->chunks[i]);
-		if (ret) {
-			zero = 0;
-			__atomic_compare_exchange_n(&x->err, &zero, ret, false, __ATOMIC_RELAXED,
-						    __ATOMIC_RELAXED);
-		}
+		if (ret)
+			first_error_set(&x->err, ret);
 		__atomic_add_fetch(&x->done, 1, __ATOMIC_RELAXED);
 		progress(x);
 	}
