@@ -33,6 +33,23 @@ static void ram_new(struct ram *r, uint64_t size)
 	r->mem.r[0] = (struct gmem_region){ .gpa = 0, .size = size, .host = r->buf };
 }
 
+/* An x86-64 ET_EXEC header with phnum program headers right after it. */
+static void elf_header_init(Elf64_Ehdr *eh, uint64_t entry, uint16_t phnum)
+{
+	memcpy(eh->e_ident, ELFMAG, SELFMAG);
+	eh->e_ident[EI_CLASS] = ELFCLASS64;
+	eh->e_ident[EI_DATA] = ELFDATA2LSB;
+	eh->e_ident[EI_VERSION] = EV_CURRENT;
+	eh->e_type = ET_EXEC;
+	eh->e_machine = EM_X86_64;
+	eh->e_version = EV_CURRENT;
+	eh->e_entry = entry;
+	eh->e_phoff = sizeof(*eh);
+	eh->e_ehsize = sizeof(*eh);
+	eh->e_phentsize = sizeof(Elf64_Phdr);
+	eh->e_phnum = phnum;
+}
+
 /* A fake vmlinux: one PT_LOAD of len bytes at paddr (vaddr high), optional PVH note. */
 static uint8_t *make_elf(size_t len, uint64_t paddr, bool pvh, size_t *out_len)
 {
@@ -43,18 +60,8 @@ static uint8_t *make_elf(size_t len, uint64_t paddr, bool pvh, size_t *out_len)
 	uint64_t seed = 42;
 
 	assert_non_null(b);
-	memcpy(eh->e_ident, ELFMAG, SELFMAG);
-	eh->e_ident[EI_CLASS] = ELFCLASS64;
-	eh->e_ident[EI_DATA] = ELFDATA2LSB;
-	eh->e_ident[EI_VERSION] = EV_CURRENT;
-	eh->e_type = ET_EXEC;
-	eh->e_machine = EM_X86_64;
-	eh->e_version = EV_CURRENT;
-	eh->e_entry = 0xffffffff80000000ull + paddr + 0x10; /* virtual: turned physical */
-	eh->e_phoff = sizeof(*eh);
-	eh->e_ehsize = sizeof(*eh);
-	eh->e_phentsize = sizeof(Elf64_Phdr);
-	eh->e_phnum = pvh ? 2 : 1;
+	/* a virtual entry point: turned physical */
+	elf_header_init(eh, 0xffffffff80000000ull + paddr + 0x10, pvh ? 2 : 1);
 	ph[0].p_type = PT_LOAD;
 	ph[0].p_offset = off;
 	ph[0].p_vaddr = 0xffffffff80000000ull + paddr;
@@ -681,16 +688,7 @@ static void test_elf_mapped(void **state)
 
 	(void)state;
 	assert_non_null(file);
-	memcpy(eh->e_ident, ELFMAG, SELFMAG);
-	eh->e_ident[EI_CLASS] = ELFCLASS64;
-	eh->e_ident[EI_DATA] = ELFDATA2LSB;
-	eh->e_ident[EI_VERSION] = EV_CURRENT;
-	eh->e_type = ET_EXEC;
-	eh->e_machine = EM_X86_64;
-	eh->e_entry = a_paddr + 0x10;
-	eh->e_phoff = sizeof(*eh);
-	eh->e_phentsize = sizeof(Elf64_Phdr);
-	eh->e_phnum = 2;
+	elf_header_init(eh, a_paddr + 0x10, 2);
 	ph[0] = (Elf64_Phdr){ .p_type = PT_LOAD, .p_offset = a_off, .p_paddr = a_paddr,
 			      .p_vaddr = a_paddr, .p_filesz = a_len, .p_memsz = a_len + 0x2000 };
 	ph[1] = (Elf64_Phdr){ .p_type = PT_LOAD, .p_offset = b_off, .p_paddr = b_paddr,

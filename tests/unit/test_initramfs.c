@@ -662,6 +662,27 @@ static void recipe_memo_path(struct fx *f, char out[PATH_MAX])
 	assert_int_equal(n, 1);
 }
 
+/* Point the recipe memo at the cpio file name `forged` instead of the one it names. */
+static void memo_forge(struct fx *f, const char *forged)
+{
+	char memo[PATH_MAX], buf[8192], *line, *eol;
+	uint8_t *text;
+	size_t n;
+	int k;
+
+	recipe_memo_path(f, memo);
+	assert_int_equal(fs_read_file(memo, &text, &n), 0);
+	line = strstr((char *)text, "cpio ");
+	assert_non_null(line);
+	eol = strchr(line, '\n');
+	assert_non_null(eol);
+	k = snprintf(buf, sizeof(buf), "%.*scpio %s%s", (int)(line - (char *)text), (char *)text,
+		     forged, eol);
+	assert_true(k > 0 && (size_t)k < sizeof(buf));
+	write_file(memo, buf, (size_t)k);
+	free(text);
+}
+
 /*
  * The recipe memo (vmm-glue/initramfs_memo.h): a second build with the same inputs is
  * answered from it without resolving modules; any change to what the resolution read — a
@@ -676,7 +697,6 @@ static void test_recipe_memo(void **state)
 	char first[PATH_MAX], memo[PATH_MAX], forged[PATH_MAX], p[PATH_MAX];
 	uint8_t *text;
 	size_t n;
-	char *line;
 
 	assert_int_equal(initramfs_build(&o, first, sizeof(first)), 0);
 	recipe_memo_path(f, memo);
@@ -685,21 +705,12 @@ static void test_recipe_memo(void **state)
 	assert_non_null(strstr((char *)text, "/virtio_blk.ko\n"));    /* a module used */
 	assert_non_null(strstr((char *)text, "/modules.builtin\n"));  /* a resolution input */
 	assert_non_null(strstr((char *)text, "/kernel/drivers\n"));   /* a walked directory */
+	free(text);
 
 	/* answered from the memo: point it at another (existing) file and it is believed */
 	path_fmt(forged, "%s/forged.cpio", f->cache);
 	write_file(forged, "x", 1);
-	line = strstr((char *)text, "cpio ");
-	{
-		char *eol = strchr(line, '\n');
-		char buf[8192];
-		int k = snprintf(buf, sizeof(buf), "%.*scpio forged.cpio%s", (int)(line - (char *)text),
-				 (char *)text, eol);
-
-		assert_true(k > 0 && (size_t)k < sizeof(buf));
-		write_file(memo, buf, (size_t)k);
-	}
-	free(text);
+	memo_forge(f, "forged.cpio");
 	assert_int_equal(initramfs_build(&o, f->out, sizeof(f->out)), 0);
 	assert_string_equal(f->out, forged);
 
@@ -711,21 +722,7 @@ static void test_recipe_memo(void **state)
 	assert_string_equal(f->out, first);
 
 	/* a new directory in the walked tree: a miss */
-	recipe_memo_path(f, memo);
-	assert_int_equal(fs_read_file(memo, &text, &n), 0);
-	assert_int_equal(unlink(forged), 0);
-	line = strstr((char *)text, "cpio ");
-	{
-		char *eol = strchr(line, '\n');
-		char buf[8192];
-		int k = snprintf(buf, sizeof(buf), "%.*scpio forged.cpio%s", (int)(line - (char *)text),
-				 (char *)text, eol);
-
-		assert_true(k > 0 && (size_t)k < sizeof(buf));
-		write_file(memo, buf, (size_t)k);
-	}
-	free(text);
-	write_file(forged, "x", 1);
+	memo_forge(f, "forged.cpio");
 	path_fmt(p, "%s/kernel/drivers/new", f->mods);
 	assert_int_equal(mkdir(p, 0755), 0);
 	assert_int_equal(initramfs_build(&o, f->out, sizeof(f->out)), 0);
