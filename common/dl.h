@@ -28,6 +28,27 @@ struct dl_lib {
 	int err;              /* its result: 0 or -ELIBACC */
 };
 
+/* In a header: declares sym_NAME for each NAME in the X-macro list SYMS. */
+#define DL_DECLARE_ONE(s) extern __typeof__(s) *sym_##s;
+#define DL_DECLARE(SYMS) SYMS(DL_DECLARE_ONE)
+
+/*
+ * In one .c file: defines the sym_* pointers of SYMS and `int LOADER(void)`, which loads
+ * SONAME (shipped by Debian's PACKAGE) once and fills them (see dl_load).
+ */
+#define DL_DEFINE_ONE(s) __typeof__(s) *sym_##s;
+#define DL_ENTRY_ONE(s) { #s, (void **)&sym_##s },
+#define DL_DEFINE(SYMS, LOADER, SONAME, PACKAGE)                                     \
+	SYMS(DL_DEFINE_ONE)                                                          \
+	static const struct dl_sym LOADER##_syms[] = { SYMS(DL_ENTRY_ONE) };          \
+	static struct dl_lib LOADER##_lib = {                                         \
+		.soname = SONAME,                                                    \
+		.package = PACKAGE,                                                  \
+		.syms = LOADER##_syms,                                               \
+		.n_syms = sizeof(LOADER##_syms) / sizeof(LOADER##_syms[0]),          \
+	};                                                                           \
+	int LOADER(void) { return dl_load(&LOADER##_lib); }
+
 /*
  * Loads LIB and resolves all its symbols, once per process (thread-safe). 0, or -ELIBACC
  * after one error line naming the library and what is missing (printed once).

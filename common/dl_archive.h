@@ -6,6 +6,8 @@
 #include <archive.h>
 #include <archive_entry.h>
 
+#include "dl.h"
+
 #define DL_ARCHIVE_SYMS(X) \
 	X(archive_entry_atime) \
 	X(archive_entry_atime_is_set) \
@@ -75,9 +77,7 @@
 	X(archive_write_set_filter_option) \
 	X(archive_write_set_format_cpio_newc) \
 
-#define DL_ARCHIVE_DECLARE(s) extern __typeof__(s) *sym_##s;
-DL_ARCHIVE_SYMS(DL_ARCHIVE_DECLARE)
-#undef DL_ARCHIVE_DECLARE
+DL_DECLARE(DL_ARCHIVE_SYMS)
 
 /* 0, or -ELIBACC after one error line (libarchive.so.13 missing or too old). */
 int dl_archive_load(void);

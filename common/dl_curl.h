@@ -5,6 +5,8 @@
 
 #include <curl/curl.h>
 
+#include "dl.h"
+
 #define DL_CURL_SYMS(X) \
 	X(curl_easy_cleanup) \
 	X(curl_easy_escape) \
@@ -27,9 +29,7 @@
 	X(curl_slist_append) \
 	X(curl_slist_free_all) \
 
-#define DL_CURL_DECLARE(s) extern __typeof__(s) *sym_##s;
-DL_CURL_SYMS(DL_CURL_DECLARE)
-#undef DL_CURL_DECLARE
+DL_DECLARE(DL_CURL_SYMS)
 
 /* 0, or -ELIBACC after one error line (libcurl.so.4 missing or too old). */
 int dl_curl_load(void);
