@@ -126,6 +126,25 @@ static void ctl_stats(struct blkd_control *c, int fd)
 	free(buf);
 }
 
+/* End the --trace-record recording now and write the trace. */
+static void ctl_trace_stop(struct blkd_control *c, int fd)
+{
+	const char *path = blkd_engine_trace_path(c->e), *why = NULL;
+	uint64_t n = 0;
+	int ret = blkd_engine_trace_finish(c->e, NULL, &n, &why);
+
+	if (ret == -ENOENT) {
+		ctl_reply(fd, "error not recording a trace (serve --trace-record FILE)");
+		return;
+	}
+	if (ret) {
+		ctl_reply(fd, "error trace: %s", why ? why : strerror(-ret));
+		return;
+	}
+	log_info("control: trace of %" PRIu64 " records written to %s", n, path);
+	ctl_reply(fd, "ok %s %" PRIu64, path, n);
+}
+
 /* One request, without its newline. */
 static void ctl_request(struct blkd_control *c, int fd, char *line, size_t len)
 {
@@ -147,11 +166,14 @@ static void ctl_request(struct blkd_control *c, int fd, char *line, size_t len)
 			ctl_reply(fd, "error flush: %s", strerror(-ret));
 		else
 			ctl_reply(fd, "ok");
+	} else if (!strcmp(line, "trace stop")) {
+		ctl_trace_stop(c, fd);
 	} else if (!len) {
-		ctl_reply(fd, "error empty request (want snapshot DELTA_PATH, stats or flush)");
+		ctl_reply(fd, "error empty request (want snapshot DELTA_PATH, stats, flush or "
+			      "trace stop)");
 	} else {
-		ctl_reply(fd, "error unknown request '%.64s' (want snapshot DELTA_PATH, stats or "
-			      "flush)", line);
+		ctl_reply(fd, "error unknown request '%.64s' (want snapshot DELTA_PATH, stats, "
+			      "flush or trace stop)", line);
 	}
 }
 

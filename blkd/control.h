@@ -6,6 +6,7 @@
  *   snapshot DELTA_PATH   → "ok DELTA_PATH BLOCKS" (blocks recorded: dirty + zeroed)
  *   stats                 → the statistics as one JSON object on one line
  *   flush                 → "ok"
+ *   trace stop            → "ok TRACE_PATH RECORDS": --trace-record ends, the trace is written
  *   anything else         → "error MESSAGE"
  *
  * DELTA_PATH must be absolute (the server's working directory is not the client's).

@@ -11,6 +11,7 @@
 #include "../ext4gen/layout.h"
 #include "overlay.h"
 #include "reader.h"
+#include "trace.h"
 
 #define STRIPES 256
 #define WORKERS 4
@@ -24,6 +25,10 @@ struct blkd_engine {
 	struct cas_source *src;        /* store, remote */
 	struct overlay *ov;             /* NULL: read-only */
 	struct blkd_reader *reader;     /* thread-safe, single-flight chunk loads */
+	struct manifest *manifest;      /* NULL unless traces need it */
+	struct trace_recorder *trace;   /* NULL: not recording */
+	char *trace_path;
+	struct timespec t0;             /* opened: traces count time from here */
 	pthread_mutex_t stripe[STRIPES]; /* read-modify-write of one block at a time */
 	uint64_t size;
 	bool read_only;
@@ -42,6 +47,51 @@ struct blkd_engine {
 #define INC(field, v) __atomic_add_fetch(&(field), (v), __ATOMIC_RELAXED)
 #define GET(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
 
+/* The manifest (checked against the layout) and the recorder, when asked for. */
+static int engine_trace_open(struct blkd_engine *e, const struct blkd_engine_opts *o)
+{
+	const char *why = NULL;
+	int ret;
+
+	if (!o->manifest_path)
+		return o->trace_record ? -EINVAL : 0;
+	ret = manifest_load(o->manifest_path, &e->manifest, &why);
+	if (ret) {
+		log_error("%s: %s", o->manifest_path, why ? why : strerror(-ret));
+		return ret;
+	}
+	if (memcmp(e->manifest->digest, e->layout->hdr.manifest_digest, SHA256_LEN)) {
+		log_error("%s: not the manifest %s was made from", o->manifest_path,
+			  o->layout_path);
+		return -EINVAL;
+	}
+	if (!o->trace_record)
+		return 0;
+	e->trace_path = strdup(o->trace_record);
+	if (!e->trace_path)
+		return -ENOMEM;
+	ret = trace_recorder_new(e->layout, e->manifest, &e->t0, &e->trace, &why);
+	if (ret)
+		log_error("cannot record a trace: %s", why ? why : strerror(-ret));
+	return ret;
+}
+
+int blkd_engine_trace_finish(struct blkd_engine *e, const char *path, uint64_t *records,
+			     const char **why)
+{
+	if (why)
+		*why = NULL;
+	if (!e->trace)
+		return -ENOENT;
+	return trace_recorder_finish(e->trace, path ? path : e->trace_path, records,
+				     why ? why : &(const char *){ NULL });
+}
+
+const char *blkd_engine_trace_path(const struct blkd_engine *e)
+{
+	return e->trace ? e->trace_path : NULL;
+}
+
 int blkd_engine_open(const struct blkd_engine_opts *o, struct blkd_engine **out)
 {
 	struct blkd_engine *e = calloc(1, sizeof(*e));
@@ -50,6 +100,7 @@ int blkd_engine_open(const struct blkd_engine_opts *o, struct blkd_engine **out)
 
 	if (!e)
 		return -ENOMEM;
+	clock_gettime(CLOCK_MONOTONIC, &e->t0);
 	for (int i = 0; i < STRIPES; i++)
 		pthread_mutex_init(&e->stripe[i], NULL);
 	pthread_mutex_init(&e->q_lock, NULL);
@@ -83,6 +134,9 @@ int blkd_engine_open(const struct blkd_engine_opts *o, struct blkd_engine **out)
 		log_error("cannot start the reader: %s", strerror(-ret));
 		goto fail;
 	}
+	ret = engine_trace_open(e, o);
+	if (ret)
+		goto fail; /* it said why */
 	e->read_only = o->read_only || !o->overlay_path;
 	if (o->overlay_path) {
 		ret = overlay_open(o->overlay_path, e->size, e->layout->digest, !o->read_only,
@@ -119,6 +173,9 @@ void blkd_engine_close(struct blkd_engine *e)
 		overlay_flush(e->ov);
 	overlay_close(e->ov);
 	blkd_reader_free(e->reader);
+	trace_recorder_free(e->trace);
+	free(e->trace_path);
+	manifest_free(e->manifest);
 	cas_source_close(e->src);
 	layout_close(e->layout);
 	for (int i = 0; i < STRIPES; i++)
@@ -222,6 +279,8 @@ static int read_range(struct blkd_engine *e, uint64_t off, uint64_t len, uint8_t
 				return ret;
 			INC(e->overlay_hits, nblk);
 		} else {
+			if (e->trace)
+				trace_recorder_touch(e->trace, off, bytes);
 			ret = blkd_reader_read(e->reader, off, buf, bytes);
 			if (ret)
 				return ret;

@@ -29,6 +29,11 @@ struct blkd_engine_opts {
 	uint64_t cache_size;       /* > 0: bound the store as a cache */
 	unsigned fetch_concurrency, fetch_timeout_ms;  /* 0: defaults */
 	int fetch_retries;         /* 0: default, < 0: none */
+	/* boot traces (trace.h): both need the manifest the layout was made from */
+	const char *manifest_path;
+	const char *trace_record;  /* record first touches, written here (blkd_engine_trace_finish) */
+	const char *prefetch_trace; /* replay this trace's chunks in the background */
+	bool prefetch_all;         /* then every other chunk of the layout */
 };
 
 struct blkd_engine;
@@ -95,6 +100,16 @@ int blkd_engine_submit(struct blkd_engine *e, struct blkd_req *req);
  */
 int blkd_engine_snapshot(struct blkd_engine *e, const char *delta_path, uint64_t *dirty,
 			 uint64_t *zero, const char **why);
+
+/*
+ * Stop recording and write the trace to the --trace-record path (or to path, if not NULL).
+ * -ENOENT: not recording; -EALREADY: written already. *records gets the count written.
+ * Prints nothing; *why (may be NULL) gets a reason or NULL.
+ */
+int blkd_engine_trace_finish(struct blkd_engine *e, const char *path, uint64_t *records,
+			     const char **why);
+/* The path the trace goes to (NULL: not recording). */
+const char *blkd_engine_trace_path(const struct blkd_engine *e);
 
 struct blkd_engine_stats {
 	uint64_t reads, writes, flushes, discards;

@@ -20,6 +20,7 @@ int cmd_initramfs(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
 int cmd_overlay(int argc, char **argv);
 int cmd_push(int argc, char **argv);
+int cmd_trace(int argc, char **argv);
 
 /* Exit codes: 0 ok, 1 failure, 2 usage error. */
 #define EXIT_USAGE 2
@@ -34,6 +35,7 @@ int cli_bad_option(const char *cmd, char **argv, int c);
  * getopt_long table, pass every option code to cli_remote_option (1: taken, 0: not a remote
  * option, -1: bad value, the usage error printed), and cli_remote_help to --help.
  */
+#include <stdbool.h>
 #include <stdint.h>
 
 enum {
@@ -42,6 +44,9 @@ enum {
 	CLI_O_FETCH_CONC,
 	CLI_O_FETCH_TIMEOUT,
 	CLI_O_FETCH_RETRIES,
+	CLI_O_TRACE_RECORD = 0x1100,
+	CLI_O_PREFETCH,
+	CLI_O_PREFETCH_ALL,
 };
 #define CLI_REMOTE_OPTIONS \
 	{ "remote", required_argument, NULL, CLI_O_REMOTE }, \
@@ -64,6 +69,33 @@ struct blkd_engine_opts;
 struct cas_source_opts;
 void cli_remote_to_engine(const struct cli_remote *r, struct blkd_engine_opts *eo);
 void cli_remote_to_source(const struct cli_remote *r, struct cas_source_opts *so);
+/*
+ * Boot traces and prefetch (serve, run): add CLI_TRACE_OPTIONS to the getopt_long table (and
+ * a --manifest option of the command's own), pass every option code to cli_trace_option
+ * (1: taken, 0: not ours), cli_trace_help to --help. cli_trace_to_engine: after parsing,
+ * finds the manifest (--manifest, else IMAGE.manifest beside IMAGE.layout) when a trace
+ * option needs it; EXIT_USAGE (said why) if there is none.
+ */
+struct blkd_engine;
+struct blkd_engine_opts;
+#define CLI_TRACE_OPTIONS \
+	{ "trace-record", required_argument, NULL, CLI_O_TRACE_RECORD }, \
+	{ "prefetch", required_argument, NULL, CLI_O_PREFETCH }, \
+	{ "prefetch-all", no_argument, NULL, CLI_O_PREFETCH_ALL }
+
+struct cli_trace {
+	const char *manifest;   /* the command's --manifest */
+	const char *record, *prefetch;
+	bool prefetch_all;
+	char *found;            /* the manifest found beside the layout (owned) */
+};
+extern const char cli_trace_help[];
+int cli_trace_option(struct cli_trace *t, int c, const char *arg);
+int cli_trace_to_engine(struct cli_trace *t, const char *layout, struct blkd_engine_opts *eo);
+/* At exit: write the trace if still recording; prints what it did. 0, or 1 on failure. */
+int cli_trace_finish(struct cli_trace *t, struct blkd_engine *e);
+void cli_trace_free(struct cli_trace *t);
+
 /* The engine's statistics as one JSON object in path (--stats-json). -errno, said why. */
 struct blkd_engine;
 int cli_write_stats_json(struct blkd_engine *e, const char *path);

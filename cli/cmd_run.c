@@ -33,7 +33,7 @@ static const char run_usage[] =
 	"            --kernel FILE [--initrd FILE] [--append ARGS] [--cpus N] [--mem MiB]\n"
 	"            [--disk FILE[,ro]]... [--hugepages] [--populate] [--boot linux64|pvh]\n"
 	"            [--cache-dir DIR] [--manifest IMAGE.manifest] [--stats-json FILE]\n"
-	"            [-- CMD ...]\n"
+	"            [--trace-record FILE] [--prefetch TRACE] [--prefetch-all] [-- CMD ...]\n"
 	"       lazyblk run --kernel FILE [--disk FILE[,ro]]... [options]   (no image)\n"
 	"\n"
 	"Boot a micro-VM in this process (KVM): the image is its root disk /dev/vda over\n"
@@ -66,10 +66,12 @@ static const char run_usage[] =
 	"                          $XDG_CACHE_HOME/lazyblk/vmlinux or ~/.cache/lazyblk/vmlinux)\n"
 	"      --manifest FILE     the image's manifest (lazyblk import): without CMD, the\n"
 	"                          built initramfs runs its Entrypoint + Cmd with its Env,\n"
-	"                          WorkingDir and User\n"
+	"                          WorkingDir and User; traces name files through it\n"
+	"                          (default for traces: IMAGE.manifest beside IMAGE.layout)\n"
 	"      --stats-json FILE   write the image disk's statistics (as lazyblk serve's) to\n"
 	"                          FILE at exit\n"
 	"  -- CMD ...              the command the built initramfs runs in the image\n"
+	"%s"
 	"%s"
 	"  -h, --help              this text\n"
 	"\n"
@@ -79,6 +81,7 @@ static const char run_usage[] =
 struct run_args {
 	struct blkd_engine_opts eo;
 	struct cli_remote rem;
+	struct cli_trace tr;
 	struct vmm_opts vo;
 	const char *layout;
 	const char *disk_arg[VMM_MAX_DISKS];
@@ -195,6 +198,8 @@ static int run_vm(struct run_args *a)
 			log_error("flush: %s", strerror(-f));
 			ret = f;
 		}
+		if (cli_trace_finish(&a->tr, e) && !ret)
+			ret = -EIO;
 		if (a->stats_json && cli_write_stats_json(e, a->stats_json) && !ret)
 			ret = -EIO;
 		blkd_engine_close(e);
@@ -222,6 +227,7 @@ int cmd_run(int argc, char **argv)
 		{ "manifest", required_argument, NULL, O_MANIFEST },
 		{ "stats-json", required_argument, NULL, O_JSON },
 		CLI_REMOTE_OPTIONS,
+		CLI_TRACE_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -282,8 +288,10 @@ int cmd_run(int argc, char **argv)
 		case O_CACHE: a.vo.cache_dir = optarg; break;
 		case O_MANIFEST: a.manifest = optarg; break;
 		case O_JSON: a.stats_json = optarg; break;
-		case 'h': printf(run_usage, cli_remote_help); return 0;
+		case 'h': printf(run_usage, cli_remote_help, cli_trace_help); return 0;
 		default:
+			if (cli_trace_option(&a.tr, c, optarg))
+				break;
 			r = cli_remote_option(&a.rem, c, optarg);
 			if (r < 0)
 				return EXIT_USAGE;
@@ -300,9 +308,9 @@ int cmd_run(int argc, char **argv)
 	if (a.layout && !a.eo.store_dir)
 		return cli_usage_error("missing --store DIR");
 	if (!a.layout && (a.eo.store_dir || a.eo.overlay_path || a.rem.url || a.stats_json ||
-			  a.manifest))
-		return cli_usage_error("--store, --overlay, --remote, --manifest and --stats-json "
-				       "need IMAGE.layout");
+			  a.manifest || a.tr.record || a.tr.prefetch || a.tr.prefetch_all))
+		return cli_usage_error("--store, --overlay, --remote, --manifest, --stats-json, "
+				       "--trace-record and --prefetch need IMAGE.layout");
 	if (!a.layout && a.cmd_n)
 		return cli_usage_error("-- CMD needs IMAGE.layout (the command runs in the image)");
 	if (a.layout && a.vo.initrd && a.cmd_n)
@@ -313,5 +321,10 @@ int cmd_run(int argc, char **argv)
 		return cli_usage_error("--hugepages needs --mem in whole 2 MiB pages");
 	a.vo.mem = (uint64_t)mib << 20;
 	cli_remote_to_engine(&a.rem, &a.eo);
-	return run_vm(&a);
+	a.tr.manifest = a.manifest;
+	if (a.layout && cli_trace_to_engine(&a.tr, a.layout, &a.eo))
+		return EXIT_USAGE;
+	r = run_vm(&a);
+	cli_trace_free(&a.tr);
+	return r;
 }

@@ -26,6 +26,8 @@ static const char serve_usage[] =
 	"              [--overlay FILE] [--read-only] [--mem-cache BYTES]\n"
 	"              (--nbd unix:PATH | --nbd tcp:[HOST:]PORT | --vhost-user PATH)...\n"
 	"              [--export-name NAME] [--stats-json FILE] [--control PATH]\n"
+	"              [--trace-record FILE] [--prefetch TRACE] [--prefetch-all]\n"
+	"              [--manifest IMAGE.manifest]\n"
 	"\n"
 	"Serve a layout as a lazily loaded disk: metadata from the layout, data fetched from\n"
 	"the store's chunks (or the remote's) on first read, each verified against its sha256;\n"
@@ -44,13 +46,16 @@ static const char serve_usage[] =
 	"      --export-name NAME  the export's name (default: any name is accepted)\n"
 	"      --stats-json FILE   write the statistics as JSON to FILE at exit\n"
 	"      --control PATH      control socket (unix, mode 0600) taking one-line requests:\n"
-	"                          'snapshot /ABS/DELTA', 'stats', 'flush' (default: none;\n"
-	"                          see lazyblk snapshot --server)\n"
+	"                          'snapshot /ABS/DELTA', 'stats', 'flush', 'trace stop'\n"
+	"                          (default: none; see lazyblk snapshot --server)\n"
 	"      --vhost-user PATH   vhost-user-blk on a unix socket (QEMU's vhost-user-blk-pci,\n"
 	"                          with guest memory shared: memory-backend-memfd share=on);\n"
 	"                          one VMM at a time; it may reconnect (chardev reconnect=N).\n"
 	"                          --nbd and --vhost-user may be given together\n"
 	"%s"
+	"%s"
+	"      --manifest FILE     the image's manifest, which traces name files through\n"
+	"                          (default: IMAGE.manifest beside IMAGE.layout)\n"
 	"  -h, --help              this text\n";
 
 struct serve_args {
@@ -58,6 +63,7 @@ struct serve_args {
 	struct nbd_server_opts no;
 	const char *nbd, *stats_json, *vhost_user, *control;
 	struct cli_remote rem;
+	struct cli_trace tr;
 	char host[256];
 };
 
@@ -244,6 +250,8 @@ static int serve_run(struct serve_args *a, const char *layout)
 		log_error("flush: %s", strerror(-ret));
 		rc = 1;
 	}
+	if (cli_trace_finish(&a->tr, sc.e))
+		rc = 1;
 	blkd_engine_print_stats(sc.e, stdout, false);
 	fflush(stdout);
 	if (a->stats_json && cli_write_stats_json(sc.e, a->stats_json))
@@ -254,7 +262,8 @@ static int serve_run(struct serve_args *a, const char *layout)
 
 int cmd_serve(int argc, char **argv)
 {
-	enum { O_OVERLAY = 256, O_RO, O_MEM, O_NBD, O_NAME, O_JSON, O_VHOST, O_CONTROL };
+	enum { O_OVERLAY = 256, O_RO, O_MEM, O_NBD, O_NAME, O_JSON, O_VHOST, O_CONTROL,
+	       O_MANIFEST };
 	static const struct option opts[] = {
 		{ "store", required_argument, NULL, 's' },
 		{ "overlay", required_argument, NULL, O_OVERLAY },
@@ -265,6 +274,8 @@ int cmd_serve(int argc, char **argv)
 		{ "stats-json", required_argument, NULL, O_JSON },
 		{ "vhost-user", required_argument, NULL, O_VHOST },
 		CLI_REMOTE_OPTIONS,
+		CLI_TRACE_OPTIONS,
+		{ "manifest", required_argument, NULL, O_MANIFEST },
 		{ "control", required_argument, NULL, O_CONTROL },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -290,8 +301,11 @@ int cmd_serve(int argc, char **argv)
 		case O_JSON: a.stats_json = optarg; break;
 		case O_VHOST: a.vhost_user = optarg; break;
 		case O_CONTROL: a.control = optarg; break;
-		case 'h': printf(serve_usage, cli_remote_help); return 0;
+		case O_MANIFEST: a.tr.manifest = optarg; break;
+		case 'h': printf(serve_usage, cli_remote_help, cli_trace_help); return 0;
 		default:
+			if (cli_trace_option(&a.tr, c, optarg))
+				break;
 			r = cli_remote_option(&a.rem, c, optarg);
 			if (r < 0)
 				return EXIT_USAGE;
@@ -315,5 +329,9 @@ int cmd_serve(int argc, char **argv)
 		return cli_usage_error("bad --vhost-user '' (want a socket path)");
 	if (a.nbd && parse_nbd(&a))
 		return cli_usage_error("bad --nbd '%s' (want unix:PATH or tcp:HOST:PORT)", a.nbd);
-	return serve_run(&a, argv[optind]);
+	if (cli_trace_to_engine(&a.tr, argv[optind], &a.eo))
+		return EXIT_USAGE;
+	r = serve_run(&a, argv[optind]);
+	cli_trace_free(&a.tr);
+	return r;
 }

@@ -22,6 +22,7 @@ static const struct cli_cmd commands[] = {
 	{ "snapshot", "write the dirty blocks of an overlay as a delta", cmd_snapshot },
 	{ "overlay", "inspect an overlay, or start one from a delta (show, apply)", cmd_overlay },
 	{ "push", "publish a store's chunks to a remote", cmd_push },
+	{ "trace", "inspect a boot trace (trace show FILE)", cmd_trace },
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT */
+/* The trace file: loading and validating it (trace_record.c writes it). */
+#include "trace.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../common/fsutil.h"
+
+#define BAD(msg)                        \
+	do {                            \
+		*why = (msg);           \
+		return -EBADMSG;        \
+	} while (0)
+
+static int validate(const uint8_t *buf, size_t len, const char **why)
+{
+	const struct trace_header *h = (const void *)buf;
+	const struct trace_record *rec;
+	const char *strings;
+	uint8_t sum[SHA256_LEN];
+	uint64_t body;
+
+	if (len < sizeof(*h) + SHA256_LEN)
+		BAD("truncated (shorter than a trace header)");
+	if (memcmp(h->magic, TRACE_MAGIC, 8))
+		BAD("bad magic (not a lazyblk trace)");
+	if (h->version != TRACE_VERSION)
+		BAD("unsupported trace version (this lazyblk reads version 1)");
+	if (h->header_size != sizeof(*h))
+		BAD("bad header size");
+	if (h->record_count > TRACE_RECORDS_MAX || h->strings_size > TRACE_STRINGS_MAX ||
+	    h->strings_size == 0)
+		BAD("record or string table size out of range");
+	body = sizeof(*h) + h->record_count * sizeof(*rec) + h->strings_size;
+	if (body + SHA256_LEN != len)
+		BAD(body + SHA256_LEN > len ? "truncated" : "trailing bytes after the checksum");
+	if (sha256_buf(buf, body, sum))
+		return -ENOMEM;
+	if (memcmp(sum, buf + body, SHA256_LEN))
+		BAD("checksum mismatch (corrupt trace)");
+	rec = (const void *)(buf + sizeof(*h));
+	strings = (const char *)(rec + h->record_count);
+	if (strings[0] || strings[h->strings_size - 1])
+		BAD("string table not NUL-delimited");
+	for (uint64_t i = 0; i < h->record_count; i++) {
+		const struct trace_record *r = &rec[i];
+
+		if (r->path >= h->strings_size)
+			BAD("record names a path outside the string table");
+		if (r->path && (strings[r->path - 1] || strings[r->path] != '/'))
+			BAD("record path is not an absolute path at a string start");
+		if (!r->len || r->disk_off + r->len < r->disk_off || r->file_off + r->len < r->file_off)
+			BAD("record with an empty or wrapping range");
+		if (i && r->t_us < rec[i - 1].t_us)
+			BAD("records out of time order");
+	}
+	return 0;
+}
+
+int trace_parse(uint8_t *buf, size_t len, struct trace **out, const char **why)
+{
+	const char *dummy;
+	struct trace *t;
+	int ret;
+
+	if (!why)
+		why = &dummy;
+	*why = NULL;
+	/* the records are read in place: the buffer must be aligned for them */
+	if ((uintptr_t)buf % _Alignof(struct trace_header)) {
+		free(buf);
+		return -EINVAL;
+	}
+	ret = validate(buf, len, why);
+	if (ret) {
+		free(buf);
+		return ret;
+	}
+	t = calloc(1, sizeof(*t));
+	if (!t) {
+		free(buf);
+		return -ENOMEM;
+	}
+	t->buf = buf;
+	t->buf_len = len;
+	t->hdr = (const void *)buf;
+	t->records = (const void *)(buf + sizeof(*t->hdr));
+	t->n_records = t->hdr->record_count;
+	t->strings = (const char *)(t->records + t->n_records);
+	memcpy(t->digest, buf + len - SHA256_LEN, SHA256_LEN);
+	*out = t;
+	return 0;
+}
+
+int trace_load(const char *path, struct trace **out, const char **why)
+{
+	const uint64_t max = sizeof(struct trace_header) +
+			     (uint64_t)TRACE_RECORDS_MAX * sizeof(struct trace_record) +
+			     TRACE_STRINGS_MAX + SHA256_LEN;
+	struct stat st;
+	uint8_t *buf;
+	size_t len;
+	int fd, ret;
+
+	if (why)
+		*why = NULL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0) {
+		ret = -errno;
+	} else if (S_ISREG(st.st_mode) && (uint64_t)st.st_size > max) {
+		if (why)
+			*why = "too large for a trace";
+		ret = -EBADMSG;
+	} else {
+		ret = fs_read_fd(fd, &buf, &len);
+	}
+	close(fd);
+	return ret ? ret : trace_parse(buf, len, out, why);
+}
+
+void trace_free(struct trace *t)
+{
+	if (!t)
+		return;
+	free(t->buf);
+	free(t);
+}

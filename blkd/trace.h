@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Boot traces: what a guest read first, in the order it read it (docs/formats.md, "trace").
+ *
+ *   header | records[] | strings | sha256(all before)
+ *
+ * A record is one first touch of disk bytes: when (µs since the server started), which disk
+ * range, and, for file data, the manifest path and the byte range within the file. Paths let
+ * a trace outlive its layout: replayed against another layout, or a newer manifest of the
+ * same image, every path that still exists still counts (trace_plan.h).
+ *
+ * Recording (trace_recorder_*) hooks the engine's reads of the base image (reads the
+ * overlay answers are the guest's own writes, not the image's); a block is recorded the
+ * first time it is read. Resolving disk ranges to paths needs the image's manifest.
+ */
+#ifndef LZ_BLKD_TRACE_H
+#define LZ_BLKD_TRACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "../cas/manifest.h"
+#include "../common/sha256.h"
+#include "../ext4gen/layout.h"
+
+#define TRACE_MAGIC "LZBKTRAC"
+#define TRACE_VERSION 1
+#define TRACE_RECORDS_MAX (1u << 24)        /* 16 Mi records, 512 MiB: refused beyond */
+#define TRACE_STRINGS_MAX (64u << 20)
+
+struct trace_header {
+	char magic[8];
+	uint32_t version;
+	uint32_t header_size;        /* sizeof(struct trace_header) */
+	uint64_t record_count;
+	uint64_t strings_size;       /* starts with a NUL: string offset 0 is "" */
+	uint8_t manifest_digest[32]; /* the image the trace was recorded on */
+	uint8_t layout_digest[32];   /* and its layout */
+	uint64_t created;            /* seconds since the epoch */
+	uint64_t duration_us;        /* from the server's start to the end of recording */
+	uint32_t flags;
+	uint32_t reserved[11];
+};
+
+/* path == 0: metadata (or any non-file) disk bytes; else file data of strings + path. */
+struct trace_record {
+	uint64_t t_us;               /* since the server started */
+	uint64_t disk_off;           /* bytes */
+	uint64_t file_off;           /* file data: byte offset within the file */
+	uint32_t len;                /* bytes (disk and file alike) */
+	uint32_t path;               /* offset into strings */
+};
+
+_Static_assert(sizeof(struct trace_header) == 160, "trace header");
+_Static_assert(sizeof(struct trace_record) == 32, "trace record");
+
+/* A loaded trace: points into its file's bytes (one read, one hash, one validation pass). */
+struct trace {
+	uint8_t *buf;
+	size_t buf_len;
+	const struct trace_header *hdr;
+	const struct trace_record *records;
+	const char *strings;
+	size_t n_records;
+	uint8_t digest[SHA256_LEN];  /* the trailing checksum */
+};
+
+/* -EBADMSG with *why set on a format problem ("bad magic (not a lazyblk trace)"), -errno. */
+int trace_load(const char *path, struct trace **out, const char **why);
+int trace_parse(uint8_t *buf, size_t len, struct trace **out, const char **why);
+void trace_free(struct trace *t);
+
+static inline const char *trace_path(const struct trace *t, const struct trace_record *r)
+{
+	return t->strings + r->path;
+}
+
+/* ---- recording ---- */
+
+struct trace_recorder;
+
+/*
+ * Record first touches of the disk l describes, resolved to files through m (the manifest
+ * l was made from: -EINVAL otherwise, *why set). Both are borrowed until the recorder is
+ * freed. t0: the server's start (CLOCK_MONOTONIC).
+ */
+int trace_recorder_new(const struct layout *l, const struct manifest *m,
+		       const struct timespec *t0, struct trace_recorder **out, const char **why);
+void trace_recorder_free(struct trace_recorder *r);
+/* Base bytes [off, off + len) were read. Thread-safe; cheap once a range has been seen. */
+void trace_recorder_touch(struct trace_recorder *r, uint64_t off, uint64_t len);
+/*
+ * Stop recording (later touches are ignored) and write the trace atomically to path.
+ * Only the first call writes; later ones return -EALREADY. *records (may be NULL) gets the
+ * number of records written.
+ */
+int trace_recorder_finish(struct trace_recorder *r, const char *path, uint64_t *records,
+			  const char **why);
+bool trace_recorder_active(struct trace_recorder *r);
+
+#endif

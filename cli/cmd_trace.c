@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: MIT */
+/* lazyblk trace show: a recorded boot trace, readable or as JSON. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "../blkd/trace.h"
+#include "../common/json_out.h"
+#include "../common/log.h"
+#include "../common/size.h"
+#include "cli.h"
+
+static const char trace_usage[] =
+	"usage: lazyblk trace show [--json] TRACE\n"
+	"\n"
+	"Print a trace recorded by serve or run --trace-record: its header (the image's manifest\n"
+	"and layout digests, when and how long it was recorded, totals), then one line per\n"
+	"record in the order the guest first read it:\n"
+	"  TIME_MS  DISK_OFFSET+LENGTH  meta                    (metadata blocks)\n"
+	"  TIME_MS  DISK_OFFSET+LENGTH  PATH FILE_OFFSET+LENGTH  (file data)\n"
+	"With --json, one JSON document: {\"version\", \"manifest\", \"layout\", \"created\",\n"
+	"\"duration_us\", \"records\": [{\"t_us\", \"disk_off\", \"len\", \"path\", \"file_off\"}]}\n"
+	"(path and file_off only for file data).\n"
+	"\n"
+	"options:\n"
+	"  --json      JSON instead of text\n"
+	"  -h, --help  this text\n";
+
+struct trace_totals {
+	uint64_t meta, data;
+	size_t files;
+};
+
+static void totals(const struct trace *t, struct trace_totals *s)
+{
+	uint32_t last = 0;
+
+	memset(s, 0, sizeof(*s));
+	for (size_t i = 0; i < t->n_records; i++) {
+		const struct trace_record *r = &t->records[i];
+
+		if (!r->path) {
+			s->meta += r->len;
+			continue;
+		}
+		s->data += r->len;
+		if (r->path > last) { /* paths are interned in first-use order */
+			s->files++;
+			last = r->path;
+		}
+	}
+}
+
+static void show_json(FILE *f, const struct trace *t)
+{
+	char hex[SHA256_HEX_LEN + 1];
+
+	fprintf(f, "{\"version\":%u", t->hdr->version);
+	sha256_to_hex(t->hdr->manifest_digest, hex);
+	fprintf(f, ",\"manifest\":\"%s\"", hex);
+	sha256_to_hex(t->hdr->layout_digest, hex);
+	fprintf(f, ",\"layout\":\"%s\"", hex);
+	fprintf(f, ",\"created\":%llu,\"duration_us\":%llu,\"records\":[",
+		(unsigned long long)t->hdr->created, (unsigned long long)t->hdr->duration_us);
+	for (size_t i = 0; i < t->n_records; i++) {
+		const struct trace_record *r = &t->records[i];
+
+		fprintf(f, "%s{\"t_us\":%llu,\"disk_off\":%llu,\"len\":%u", i ? "," : "",
+			(unsigned long long)r->t_us, (unsigned long long)r->disk_off, r->len);
+		if (r->path) {
+			const char *p = trace_path(t, r);
+
+			fputc(',', f);
+			json_write_field_bytes(f, "path", p, strlen(p));
+			fprintf(f, ",\"file_off\":%llu", (unsigned long long)r->file_off);
+		}
+		fputc('}', f);
+	}
+	fputs("]}\n", f);
+}
+
+static void show_text(FILE *f, const struct trace *t)
+{
+	char hex[SHA256_HEX_LEN + 1], a[32], b[32], when[64];
+	struct trace_totals s;
+	time_t c = (time_t)t->hdr->created;
+	struct tm tm;
+
+	totals(t, &s);
+	sha256_to_hex(t->hdr->manifest_digest, hex);
+	fprintf(f, "manifest  %s\n", hex);
+	sha256_to_hex(t->hdr->layout_digest, hex);
+	fprintf(f, "layout    %s\n", hex);
+	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", gmtime_r(&c, &tm));
+	fprintf(f, "recorded  %s, for %.1f s\n", when, t->hdr->duration_us / 1e6);
+	fprintf(f, "records   %zu: %s of file data in %zu files, %s of metadata\n", t->n_records,
+		size_human(s.data, a, sizeof(a)), s.files, size_human(s.meta, b, sizeof(b)));
+	for (size_t i = 0; i < t->n_records; i++) {
+		const struct trace_record *r = &t->records[i];
+
+		fprintf(f, "%10.3f  %llu+%u  ", r->t_us / 1e3, (unsigned long long)r->disk_off,
+			r->len);
+		if (r->path)
+			fprintf(f, "%s %llu+%u\n", trace_path(t, r), (unsigned long long)r->file_off,
+				r->len);
+		else
+			fputs("meta\n", f);
+	}
+}
+
+int cmd_trace(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *why = NULL;
+	struct trace *t;
+	bool json = false;
+	int c, ret;
+
+	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		if (argc < 2)
+			return cli_usage_error("missing 'show' (see lazyblk trace --help)");
+		fputs(trace_usage, stdout);
+		return 0;
+	}
+	if (strcmp(argv[1], "show"))
+		return cli_usage_error("unknown trace command '%s' (want show)", argv[1]);
+	optind = 2;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j': json = true; break;
+		case 'h': fputs(trace_usage, stdout); return 0;
+		default: return cli_bad_option("trace show", argv, c);
+		}
+	}
+	if (optind >= argc)
+		return cli_usage_error("missing TRACE (see lazyblk trace --help)");
+	if (optind + 1 < argc)
+		return cli_usage_error("unexpected argument '%s'", argv[optind + 1]);
+	ret = trace_load(argv[optind], &t, &why);
+	if (ret) {
+		log_error("%s: %s", argv[optind], why ? why : strerror(-ret));
+		return 1;
+	}
+	if (json)
+		show_json(stdout, t);
+	else
+		show_text(stdout, t);
+	trace_free(t);
+	return fflush(stdout) ? 1 : 0;
+}

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: MIT */
+/* The trace and prefetch options shared by serve and run. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../blkd/engine.h"
+#include "../common/log.h"
+#include "cli.h"
+
+const char cli_trace_help[] =
+	"      --trace-record FILE record what the guest reads first, in order, into FILE\n"
+	"                          (written at exit, or on the control request 'trace stop';\n"
+	"                          see lazyblk trace show)\n"
+	"      --prefetch TRACE    fetch the chunks a recorded trace read, in its order, in the\n"
+	"                          background while the guest runs (demand reads go first)\n"
+	"      --prefetch-all      after the trace (or without one), prefetch every other chunk\n";
+
+int cli_trace_option(struct cli_trace *t, int c, const char *arg)
+{
+	switch (c) {
+	case CLI_O_TRACE_RECORD: t->record = arg; return 1;
+	case CLI_O_PREFETCH: t->prefetch = arg; return 1;
+	case CLI_O_PREFETCH_ALL: t->prefetch_all = true; return 1;
+	default: return 0;
+	}
+}
+
+/* IMAGE.manifest for IMAGE.layout, if it exists: malloc'ed, or NULL. */
+static char *manifest_beside(const char *layout)
+{
+	size_t n = strlen(layout);
+	char *p;
+
+	if (n > 7 && !strcmp(layout + n - 7, ".layout"))
+		n -= 7;
+	p = malloc(n + sizeof(".manifest"));
+	if (!p)
+		return NULL;
+	memcpy(p, layout, n);
+	strcpy(p + n, ".manifest");
+	if (access(p, F_OK)) {
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+int cli_trace_to_engine(struct cli_trace *t, const char *layout, struct blkd_engine_opts *eo)
+{
+	const char *what = t->record ? "--trace-record" : t->prefetch ? "--prefetch" : NULL;
+
+	if (!what)
+		return 0; /* --prefetch-all alone needs no manifest */
+	if (t->record && t->prefetch && !strcmp(t->record, t->prefetch))
+		return cli_usage_error("--trace-record and --prefetch name the same file");
+	eo->manifest_path = t->manifest;
+	if (!eo->manifest_path) {
+		t->found = manifest_beside(layout);
+		if (!t->found)
+			return cli_usage_error("%s needs the image's manifest: --manifest FILE (none "
+					       "beside %s)", what, layout);
+		eo->manifest_path = t->found;
+	}
+	eo->trace_record = t->record;
+	eo->prefetch_trace = t->prefetch;
+	eo->prefetch_all = t->prefetch_all;
+	return 0;
+}
+
+int cli_trace_finish(struct cli_trace *t, struct blkd_engine *e)
+{
+	const char *why = NULL;
+	uint64_t n = 0;
+	int ret;
+
+	if (!t->record)
+		return 0;
+	ret = blkd_engine_trace_finish(e, NULL, &n, &why);
+	if (ret == -EALREADY || ret == -ENOENT)
+		return 0; /* written through the control socket */
+	if (ret) {
+		log_error("trace %s: %s", t->record, why ? why : strerror(-ret));
+		return 1;
+	}
+	printf("trace: %llu records written to %s\n", (unsigned long long)n, t->record);
+	return 0;
+}
+
+void cli_trace_free(struct cli_trace *t)
+{
+	free(t->found);
+	t->found = NULL;
+}
