@@ -11,7 +11,9 @@
 #include "../ext4gen/layout.h"
 #include "overlay.h"
 #include "reader.h"
+#include "prefetch.h"
 #include "trace.h"
+#include "trace_plan.h"
 
 #define STRIPES 256
 #define WORKERS 4
@@ -29,6 +31,8 @@ struct blkd_engine {
 	struct trace_recorder *trace;   /* NULL: not recording */
 	char *trace_path;
 	struct timespec t0;             /* opened: traces count time from here */
+	struct blkd_prefetch *prefetch; /* NULL: none */
+	uint8_t *prefetched;            /* layout chunk -> prefetched (1), then used (2) */
 	pthread_mutex_t stripe[STRIPES]; /* read-modify-write of one block at a time */
 	uint64_t size;
 	bool read_only;
@@ -54,7 +58,7 @@ static int engine_trace_open(struct blkd_engine *e, const struct blkd_engine_opt
 	int ret;
 
 	if (!o->manifest_path)
-		return o->trace_record ? -EINVAL : 0;
+		return o->trace_record || o->prefetch_trace ? -EINVAL : 0;
 	ret = manifest_load(o->manifest_path, &e->manifest, &why);
 	if (ret) {
 		log_error("%s: %s", o->manifest_path, why ? why : strerror(-ret));
@@ -73,6 +77,55 @@ static int engine_trace_open(struct blkd_engine *e, const struct blkd_engine_opt
 	ret = trace_recorder_new(e->layout, e->manifest, &e->t0, &e->trace, &why);
 	if (ret)
 		log_error("cannot record a trace: %s", why ? why : strerror(-ret));
+	return ret;
+}
+
+/* --prefetch TRACE / --prefetch-all: the plan, checked, and its threads started. */
+static int engine_prefetch_start(struct blkd_engine *e, const struct blkd_engine_opts *o)
+{
+	struct blkd_prefetch_opts po = { .background = true };
+	struct trace_plan *plan;
+	struct trace *t = NULL;
+	const char *why = NULL;
+	int ret;
+
+	if (!o->prefetch_trace && !o->prefetch_all)
+		return 0;
+	if (o->prefetch_trace) {
+		ret = trace_load(o->prefetch_trace, &t, &why);
+		if (ret) {
+			log_error("%s: %s", o->prefetch_trace, why ? why : strerror(-ret));
+			return ret;
+		}
+	}
+	ret = trace_plan_new(t, e->manifest, e->layout, o->prefetch_all, &plan);
+	trace_free(t);
+	if (ret) {
+		log_error("cannot plan the prefetch: %s", strerror(-ret));
+		return ret;
+	}
+	if (o->prefetch_trace && trace_plan_foreign(plan)) {
+		log_error("%s: recorded on another image (%llu of the %llu files it read exist in "
+			  "this one)", o->prefetch_trace, (unsigned long long)plan->files_found,
+			  (unsigned long long)plan->files);
+		trace_plan_free(plan);
+		return -EINVAL;
+	}
+	if (o->prefetch_trace && !plan->same_image)
+		log_info("%s: recorded on another version of this image: %llu of its %llu files "
+			 "are here", o->prefetch_trace, (unsigned long long)plan->files_found,
+			 (unsigned long long)plan->files);
+	e->prefetched = calloc(e->layout->hdr.chunk_count ? e->layout->hdr.chunk_count : 1, 1);
+	if (!e->prefetched) {
+		trace_plan_free(plan);
+		return -ENOMEM;
+	}
+	blkd_reader_set_marks(e->reader, e->prefetched);
+	po.marks = e->prefetched;
+	po.threads = (o->fetch_concurrency ? o->fetch_concurrency : REMOTE_CONCURRENCY_DEFAULT) / 2;
+	ret = blkd_prefetch_start(e->src, e->layout, plan, &po, &e->prefetch);
+	if (ret)
+		log_error("cannot start the prefetch: %s", strerror(-ret));
 	return ret;
 }
 
@@ -135,6 +188,8 @@ int blkd_engine_open(const struct blkd_engine_opts *o, struct blkd_engine **out)
 		goto fail;
 	}
 	ret = engine_trace_open(e, o);
+	if (!ret)
+		ret = engine_prefetch_start(e, o);
 	if (ret)
 		goto fail; /* it said why */
 	e->read_only = o->read_only || !o->overlay_path;
@@ -169,11 +224,13 @@ void blkd_engine_close(struct blkd_engine *e)
 	if (!e)
 		return;
 	workers_stop(e); /* queued requests complete first */
+	blkd_prefetch_free(e->prefetch);
 	if (e->ov && !e->read_only)
 		overlay_flush(e->ov);
 	overlay_close(e->ov);
 	blkd_reader_free(e->reader);
 	trace_recorder_free(e->trace);
+	free(e->prefetched);
 	free(e->trace_path);
 	manifest_free(e->manifest);
 	cas_source_close(e->src);
@@ -527,6 +584,11 @@ void blkd_engine_get_stats(struct blkd_engine *e, struct blkd_engine_stats *st)
 	st->chunk_loaded_bytes = rs.loaded_bytes;
 	st->store_read_bytes = rs.store_bytes;
 	cas_source_get_stats(e->src, &st->cas);
+	st->prefetch_hits = rs.marked_hits;
+	if (e->prefetch) {
+		st->has_prefetch = true;
+		blkd_prefetch_get_stats(e->prefetch, &st->prefetch);
+	}
 	if (e->ov) {
 		struct overlay_stats os;
 
@@ -594,6 +656,16 @@ void blkd_engine_print_stats(struct blkd_engine *e, FILE *f, bool json)
 			U(s.chunk_loaded_bytes), U(s.store_read_bytes), U(s.dirty_blocks),
 			U(s.zero_blocks), U(s.snapshot_copies), U(s.in_flight));
 		print_cas_json(f, &s.cas);
+		fprintf(f, ",\"prefetch\":%s,\"prefetch_planned\":%llu,\"prefetch_done\":%llu,"
+			   "\"prefetch_fetched\":%llu,\"prefetch_fetched_bytes\":%llu,"
+			   "\"prefetch_present\":%llu,\"prefetch_failed\":%llu,"
+			   "\"prefetch_cache_full\":%s,\"prefetch_finished\":%s,"
+			   "\"prefetch_hits\":%llu,\"prefetch_joins\":%llu,\"fetch_joins\":%llu",
+			s.has_prefetch ? "true" : "false", U(s.prefetch.planned), U(s.prefetch.done),
+			U(s.prefetch.fetched), U(s.prefetch.fetched_bytes), U(s.prefetch.present),
+			U(s.prefetch.failed), s.prefetch.cache_full ? "true" : "false",
+			s.prefetch.finished ? "true" : "false", U(s.prefetch_hits),
+			U(s.cas.bg_joins), U(s.cas.joins));
 		fputs("}\n", f);
 		return;
 	}
@@ -608,6 +680,15 @@ void blkd_engine_print_stats(struct blkd_engine *e, FILE *f, bool json)
 		U(s.chunk_loads), U(s.store_read_bytes), U(s.chunk_loaded_bytes),
 		U(s.chunk_cache_hits));
 	blkd_engine_print_cas_stats(&s.cas, f);
+	if (s.has_prefetch)
+		fprintf(f, "prefetch   %llu of %llu chunks walked: %llu fetched (%llu bytes), %llu "
+			   "there already, %llu failed%s%s; %llu demand reads used a prefetched chunk, "
+			   "%llu joined a prefetch under way\n",
+			U(s.prefetch.done), U(s.prefetch.planned), U(s.prefetch.fetched),
+			U(s.prefetch.fetched_bytes), U(s.prefetch.present), U(s.prefetch.failed),
+			s.prefetch.cache_full ? ", stopped at the cache bound" : "",
+			s.prefetch.finished ? "" : ", running", U(s.prefetch_hits),
+			U(s.cas.bg_joins));
 	fprintf(f, "overlay    %llu dirty blocks, %llu zeroed blocks\n", U(s.dirty_blocks),
 		U(s.zero_blocks));
 }

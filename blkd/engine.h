@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #include "../cas/source.h"
+#include "prefetch.h"
 
 #define BLKD_BLOCK 4096u
 
@@ -121,6 +122,9 @@ struct blkd_engine_stats {
 	uint64_t snapshot_copies;  /* blocks writers saved into a running snapshot first */
 	uint64_t in_flight;
 	struct cas_source_stats cas;  /* store, remote and disk cache tiers */
+	bool has_prefetch;
+	struct blkd_prefetch_stats prefetch;
+	uint64_t prefetch_hits;       /* chunks loaded for a read that a prefetch brought in */
 };
 void blkd_engine_get_stats(struct blkd_engine *e, struct blkd_engine_stats *st);
 /* Human lines, or one JSON object when json. */

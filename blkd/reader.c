@@ -57,6 +57,7 @@ struct blkd_reader {
 	pthread_t ra_threads[BLKD_READER_RA_THREADS_MAX];
 	unsigned ra_nthreads;
 	uint8_t *ra_queued;               /* chunk index -> queued or loading by read-ahead */
+	uint8_t *marks;                   /* see blkd_reader_set_marks */
 };
 
 int blkd_reader_new(const struct layout *l, struct cas_source *src, size_t cache_bytes,
@@ -101,6 +102,11 @@ void blkd_reader_free(struct blkd_reader *r)
 uint64_t blkd_reader_size(const struct blkd_reader *r)
 {
 	return r->l->hdr.block_count * LAYOUT_BLOCK;
+}
+
+void blkd_reader_set_marks(struct blkd_reader *r, uint8_t *marks)
+{
+	r->marks = marks;
 }
 
 void blkd_reader_stats(struct blkd_reader *r, struct blkd_reader_stats *st)
@@ -246,6 +252,10 @@ static int chunk_get(struct blkd_reader *r, uint32_t idx, struct cache_entry **o
 	pthread_mutex_lock(&r->lock);
 	if (!ret) {
 		r->st.chunk_loads++;
+		if (r->marks && __atomic_load_n(&r->marks[idx], __ATOMIC_RELAXED) == 1) {
+			__atomic_store_n(&r->marks[idx], 2, __ATOMIC_RELAXED);
+			r->st.marked_hits++;
+		}
 		e->ra_mark = false;
 		r->st.loaded_bytes += e->len;
 		r->st.store_bytes += e->frame_len;

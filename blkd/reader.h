@@ -30,6 +30,7 @@ struct blkd_reader_stats {
 	uint64_t loaded_bytes;     /* decompressed bytes of the chunks loaded */
 	uint64_t store_bytes;      /* their compressed bytes (store or remote) */
 	uint64_t readahead;        /* chunks loaded ahead of the reads that use them */
+	uint64_t marked_hits;      /* chunks loaded whose mark was 1 (see blkd_reader_set_marks) */
 };
 
 /*
@@ -49,6 +50,12 @@ uint64_t blkd_reader_size(const struct blkd_reader *r);
  */
 int blkd_reader_read(struct blkd_reader *r, uint64_t off, void *buf, size_t len);
 void blkd_reader_stats(struct blkd_reader *r, struct blkd_reader_stats *st);
+
+/*
+ * marks (borrowed; one byte per layout chunk, set to 1 by someone else, e.g. a prefetch): a
+ * chunk loaded while its mark is 1 is counted in marked_hits and its mark set to 2.
+ */
+void blkd_reader_set_marks(struct blkd_reader *r, uint8_t *marks);
 
 /*
  * Read ahead up to max_chunks chunks (in disk order) when reads go through the data runs

@@ -25,6 +25,7 @@ struct job {
 	size_t cap;                /* of rq->body_out */
 	bool too_big;
 	bool done;
+	bool bg;                   /* started as a background request */
 	pthread_cond_t cond;
 	struct timespec start;
 };
@@ -40,6 +41,8 @@ struct http {
 	int init_err;
 	struct job *q_head, *q_tail;
 	unsigned active;
+	unsigned active_bg;        /* of them background requests (at most bg_max) */
+	unsigned bg_max;
 	bool stop;
 	CURL *pool[EASY_POOL_MAX]; /* easy handles kept for reuse (loop thread only) */
 	unsigned n_pool;
@@ -255,9 +258,52 @@ static void job_finish(struct http *h, struct job *j, int curl_code)
 	rq->usec = usec_since(&j->start);
 	pthread_mutex_lock(&h->lock);
 	h->active--;
+	if (j->bg)
+		h->active_bg--;
 	j->done = true;
 	pthread_cond_signal(&j->cond);
 	pthread_mutex_unlock(&h->lock);
+}
+
+static bool job_bg(const struct job *j)
+{
+	return j->rq->prio && __atomic_load_n(j->rq->prio, __ATOMIC_RELAXED) != HTTP_PRIO_NOW;
+}
+
+/*
+ * The next job to start: the first foreground one, else the first background one while
+ * background jobs hold fewer than bg_max connections. Unlinked from the queue. Under h->lock.
+ */
+static struct job *job_next(struct http *h)
+{
+	struct job **pp, **bg = NULL, *j;
+
+	if (h->active >= h->concurrency)
+		return NULL;
+	for (pp = &h->q_head; *pp; pp = &(*pp)->next) {
+		if (!job_bg(*pp))
+			break;
+		if (!bg)
+			bg = pp;
+	}
+	if (!*pp) {
+		if (!bg || h->active_bg >= h->bg_max)
+			return NULL;
+		pp = bg;
+	}
+	j = *pp;
+	*pp = j->next;
+	if (h->q_tail == j) {
+		h->q_tail = NULL;
+		for (struct job *k = h->q_head; k; k = k->next)
+			h->q_tail = k;
+	}
+	j->next = NULL;
+	j->bg = job_bg(j);
+	h->active++;
+	if (j->bg)
+		h->active_bg++;
+	return j;
 }
 
 /* Start queued jobs while under the concurrency limit. Loop thread. */
@@ -268,13 +314,7 @@ static void start_jobs(struct http *h)
 		CURL *e;
 
 		pthread_mutex_lock(&h->lock);
-		j = h->active < h->concurrency ? h->q_head : NULL;
-		if (j) {
-			h->q_head = j->next;
-			if (!h->q_head)
-				h->q_tail = NULL;
-			h->active++;
-		}
+		j = job_next(h);
 		pthread_mutex_unlock(&h->lock);
 		if (!j)
 			return;
@@ -355,6 +395,7 @@ int http_open(unsigned concurrency, unsigned timeout_ms, struct http **out)
 	if (!h)
 		return -ENOMEM;
 	h->concurrency = concurrency ? concurrency : 1;
+	h->bg_max = h->concurrency > 1 ? h->concurrency / 2 : 1;
 	h->timeout_ms = timeout_ms ? timeout_ms : 30000;
 	pthread_mutex_init(&h->lock, NULL);
 	pthread_cond_init(&h->ready_cond, NULL);
@@ -437,6 +478,17 @@ int http_do(struct http *h, struct http_req *rq)
 	if (rq->curl_code == CURLE_OUT_OF_MEMORY)
 		return -ENOMEM;
 	return rq->curl_code ? -EIO : 0;
+}
+
+void http_kick(struct http *h)
+{
+	bool ready;
+
+	pthread_mutex_lock(&h->lock);
+	ready = h->ready && !h->init_err;
+	pthread_mutex_unlock(&h->lock);
+	if (ready)
+		sym_curl_multi_wakeup(h->multi);
 }
 
 void http_req_clear(struct http_req *rq)

@@ -14,6 +14,8 @@
 
 struct http;
 
+enum { HTTP_PRIO_NOW = 0, HTTP_PRIO_BG = 1 };
+
 struct http_req {
 	/* in */
 	const char *method;        /* "GET", "HEAD", "PUT", "POST" */
@@ -27,6 +29,12 @@ struct http_req {
 	const char *password;
 	size_t max_body;           /* a longer response body fails the request */
 	bool follow;               /* follow redirects (credentials stay with the first host) */
+	/*
+	 * NULL or *prio == HTTP_PRIO_NOW: started as soon as a connection is free. HTTP_PRIO_BG:
+	 * only while no foreground request waits, and on at most half the connections. Read
+	 * each time the queue is looked at, so a caller may raise a queued request (http_kick).
+	 */
+	const int *prio;
 	/* out */
 	long status;               /* HTTP status, 0 if no response */
 	int curl_code;             /* CURLcode, 0 on a complete response */
@@ -54,6 +62,8 @@ void http_close(struct http *h);
  */
 int http_do(struct http *h, struct http_req *rq);
 void http_req_clear(struct http_req *rq);
+/* Look at the queue again (a queued request's *prio was raised). */
+void http_kick(struct http *h);
 /* A failure worth retrying: transport errors (timeouts, resets, refused), 408, 429, 5xx. */
 bool http_req_transient(const struct http_req *rq);
 /* The curl transfer failed with a timeout. */

@@ -600,6 +600,20 @@ static int oci_lookup(struct remote *r, const uint8_t d[SHA256_LEN], struct oci_
 
 int remote_get(struct remote *r, const uint8_t d[SHA256_LEN], uint8_t **frame, size_t *len)
 {
+	return remote_get_prio(r, d, NULL, frame, len);
+}
+
+_Static_assert((int)REMOTE_PRIO_NOW == (int)HTTP_PRIO_NOW && (int)REMOTE_PRIO_BG == (int)HTTP_PRIO_BG,
+	       "remote and http priorities");
+
+void remote_kick(struct remote *r)
+{
+	http_kick(r->http);
+}
+
+int remote_get_prio(struct remote *r, const uint8_t d[SHA256_LEN], const int *prio,
+		    uint8_t **frame, size_t *len)
+{
 	char hex[SHA256_HEX_LEN + 1], fb[32], *url = NULL;
 	struct oci_chunk_ref ref;
 	struct http_req rq = { 0 };
@@ -627,6 +641,7 @@ int remote_get(struct remote *r, const uint8_t d[SHA256_LEN], uint8_t **frame, s
 	rq.method = "GET";
 	rq.url = url;
 	rq.follow = true;
+	rq.prio = prio;
 	rq.max_body = chunk_compress_bound(CHUNK_SIZE_MAX);
 	ret = remote_do(r, &rq, r->retries, &why);
 	if (ret == -ENOMEM)

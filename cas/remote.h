@@ -36,6 +36,9 @@
 
 struct remote;
 
+/* Fetch priorities: demand reads, and prefetch (background). */
+enum { REMOTE_PRIO_NOW = 0, REMOTE_PRIO_BG = 1 };
+
 struct remote_opts {
 	const char *url;
 	unsigned concurrency;  /* 0: default */
@@ -74,6 +77,14 @@ bool remote_is_oci(const struct remote *r);
  * For oci the frame's sha256 is checked against the blob digest before it is returned.
  */
 int remote_get(struct remote *r, const uint8_t d[SHA256_LEN], uint8_t **frame, size_t *len);
+/*
+ * The same at a priority (NULL or *prio REMOTE_PRIO_NOW, or REMOTE_PRIO_BG for
+ * prefetch: after every waiting demand fetch, on at most half the connections). *prio may be
+ * raised while the fetch waits; then call remote_kick().
+ */
+int remote_get_prio(struct remote *r, const uint8_t d[SHA256_LEN], const int *prio,
+		    uint8_t **frame, size_t *len);
+void remote_kick(struct remote *r);
 
 /*
  * Upload chunk d's frame unless the remote has it already. Blocking, thread-safe.

@@ -24,8 +24,23 @@ struct cas_source {
 	pthread_mutex_t codec_lock;
 	struct chunk_codec *codecs[CODECS_IDLE];
 	unsigned n_codecs;
+	/* remote fetches under way: one per chunk, which later askers join (single flight) */
+	pthread_mutex_t flight_lock;
+	struct flight *flights;
 	/* counters (atomic) */
 	uint64_t disk_hits, disk_bytes, verify_failures, remote_fetches;
+	uint64_t bg_fetches, bg_bytes, joins, bg_joins;
+};
+
+/* A remote fetch of one chunk under way. */
+struct flight {
+	struct flight *next;
+	const uint8_t *d;
+	int prio;                /* HTTP_PRIO_*: a demand read raises a prefetch */
+	bool done;
+	int ret;
+	unsigned waiters;
+	pthread_cond_t cond;
 };
 
 #define ADD(f, v) __atomic_add_fetch(&(f), (v), __ATOMIC_RELAXED)
@@ -46,6 +61,7 @@ int cas_source_open(const struct cas_source_opts *o, struct cas_source **out)
 	if (!s)
 		return -ENOMEM;
 	pthread_mutex_init(&s->codec_lock, NULL);
+	pthread_mutex_init(&s->flight_lock, NULL);
 	/* with a remote, a store that does not exist yet is an empty cache */
 	if (o->remote_url && stat(o->store_dir, &st) < 0)
 		ret = store_create_cache(o->store_dir, &s->store);
@@ -97,6 +113,7 @@ void cas_source_close(struct cas_source *s)
 	while (s->n_codecs)
 		chunk_codec_free(s->codecs[--s->n_codecs]);
 	pthread_mutex_destroy(&s->codec_lock);
+	pthread_mutex_destroy(&s->flight_lock);
 	free(s);
 }
 
@@ -160,7 +177,8 @@ static int decode(struct cas_source *s, const uint8_t d[SHA256_LEN], const uint8
 }
 
 static int from_remote(struct cas_source *s, const uint8_t d[SHA256_LEN], const char *hex,
-		       size_t max, size_t head, void **block, size_t *len, size_t *frame_len)
+		       const int *prio, size_t max, size_t head, void **block, size_t *len,
+		       size_t *frame_len)
 {
 	for (int t = 0; t < REMOTE_TRIES; t++) {
 		const char *why = NULL;
@@ -168,7 +186,7 @@ static int from_remote(struct cas_source *s, const uint8_t d[SHA256_LEN], const 
 		size_t flen;
 		int ret;
 
-		ret = remote_get(s->remote, d, &frame, &flen);
+		ret = remote_get_prio(s->remote, d, prio, &frame, &flen);
 		if (ret == -EBADMSG) {
 			ADD(s->verify_failures, 1);
 			continue; /* the blob did not match its digest (logged) */
@@ -201,6 +219,156 @@ static int from_remote(struct cas_source *s, const uint8_t d[SHA256_LEN], const 
 	log_error("chunk %s from %s is corrupt every time it is fetched: not served", hex,
 		  remote_url(s->remote));
 	return -EIO;
+}
+
+/* Under s->flight_lock. */
+static struct flight *flight_find(struct cas_source *s, const uint8_t d[SHA256_LEN])
+{
+	for (struct flight *f = s->flights; f; f = f->next)
+		if (!memcmp(f->d, d, SHA256_LEN))
+			return f;
+	return NULL;
+}
+
+/*
+ * Wait for the fetch of d under way, raising it to prio first. Its result; 0 means the
+ * chunk went into the store (unless the store could not keep it). Under s->flight_lock.
+ */
+static int flight_join(struct cas_source *s, struct flight *f, int prio)
+{
+	int ret;
+
+	ADD(s->joins, 1);
+	if (prio == REMOTE_PRIO_NOW && f->prio != REMOTE_PRIO_NOW) {
+		ADD(s->bg_joins, 1);
+		__atomic_store_n(&f->prio, REMOTE_PRIO_NOW, __ATOMIC_RELAXED);
+		remote_kick(s->remote);
+	}
+	f->waiters++;
+	while (!f->done)
+		pthread_cond_wait(&f->cond, &s->flight_lock);
+	ret = f->ret;
+	if (--f->waiters == 0)
+		pthread_cond_signal(&f->cond);
+	return ret;
+}
+
+/* The verified chunk from the store, for one who joined its fetch. -ENOENT: not there. */
+static int from_store(struct cas_source *s, const uint8_t d[SHA256_LEN], size_t max,
+		      size_t head, void **block, size_t *len, size_t *frame_len)
+{
+	const char *why = NULL;
+	uint8_t *frame;
+	size_t flen;
+	int ret = store_read(s->store, d, &frame, &flen);
+
+	if (ret)
+		return ret;
+	ret = decode(s, d, frame, flen, max, head, block, len, &why);
+	free(frame);
+	if (!ret) {
+		ADD(s->disk_hits, 1);
+		ADD(s->disk_bytes, flen);
+		*frame_len = flen;
+	}
+	return ret ? -ENOENT : 0; /* spoilt meanwhile: fetch it ourselves */
+}
+
+/*
+ * Chunk d from the remote, one fetch per chunk at a time: a second asker waits for the first
+ * one's fetch (raising its priority) and then reads the store. block == NULL: only make
+ * sure the chunk is in the store.
+ */
+static int fetch(struct cas_source *s, const uint8_t d[SHA256_LEN], const char *hex, int prio,
+		 size_t max, size_t head, void **block, size_t *len, size_t *frame_len)
+{
+	struct flight self = { .d = d, .prio = prio };
+	void *tmp = NULL;
+	size_t tlen;
+	int ret;
+
+	pthread_mutex_lock(&s->flight_lock);
+	for (;;) {
+		struct flight *f = flight_find(s, d);
+
+		if (!f)
+			break;
+		ret = flight_join(s, f, prio);
+		if (ret)
+			goto unlock;
+		pthread_mutex_unlock(&s->flight_lock);
+		if (!block)
+			return 0;
+		ret = from_store(s, d, max, head, block, len, frame_len);
+		if (ret != -ENOENT)
+			return ret;
+		pthread_mutex_lock(&s->flight_lock);
+	}
+	pthread_cond_init(&self.cond, NULL);
+	self.next = s->flights;
+	s->flights = &self;
+	pthread_mutex_unlock(&s->flight_lock);
+
+	ret = from_remote(s, d, hex, &self.prio, max, block ? head : 0, block ? block : &tmp,
+			  block ? len : &tlen, frame_len);
+	free(tmp);
+	if (!ret && prio == REMOTE_PRIO_BG) {
+		ADD(s->bg_fetches, 1);
+		ADD(s->bg_bytes, *frame_len);
+	}
+
+	pthread_mutex_lock(&s->flight_lock);
+	self.ret = ret;
+	self.done = true;
+	if (self.waiters)
+		pthread_cond_broadcast(&self.cond);
+	while (self.waiters)
+		pthread_cond_wait(&self.cond, &s->flight_lock);
+	for (struct flight **pp = &s->flights; *pp; pp = &(*pp)->next) {
+		if (*pp == &self) {
+			*pp = self.next;
+			break;
+		}
+	}
+	pthread_cond_destroy(&self.cond);
+unlock:
+	pthread_mutex_unlock(&s->flight_lock);
+	return ret;
+}
+
+int cas_source_fetch(struct cas_source *s, const uint8_t d[SHA256_LEN], size_t max, bool bg,
+		     size_t *frame_len)
+{
+	char hex[SHA256_HEX_LEN + 1];
+	size_t flen = 0;
+	int ret;
+
+	if (frame_len)
+		*frame_len = 0;
+	if (store_has(s->store, d) > 0)
+		return 0;
+	if (!s->remote) {
+		sha256_to_hex(d, hex);
+		log_error("chunk %s missing from the store", hex);
+		return -ENOENT;
+	}
+	sha256_to_hex(d, hex);
+	ret = fetch(s, d, hex, bg ? REMOTE_PRIO_BG : REMOTE_PRIO_NOW, max, 0, NULL, NULL, &flen);
+	if (ret)
+		return ret;
+	if (frame_len)
+		*frame_len = flen;
+	return flen ? 1 : 0;
+}
+
+bool cas_source_has_room(struct cas_source *s, uint64_t bytes)
+{
+	struct cache_stats cs;
+
+	if (!s->cache)
+		return true;
+	cache_get_stats(s->cache, &cs);
+	return cs.used + bytes <= cs.limit;
 }
 
 int cas_source_get(struct cas_source *s, const uint8_t d[SHA256_LEN], size_t max, size_t head,
@@ -253,7 +421,7 @@ int cas_source_get(struct cas_source *s, const uint8_t d[SHA256_LEN], size_t max
 		log_warn("chunk %s: %s: fetching it from %s", hex, strerror(-ret),
 			 remote_url(s->remote));
 	}
-	return from_remote(s, d, hex, max, head, block, len, frame_len);
+	return fetch(s, d, hex, REMOTE_PRIO_NOW, max, head, block, len, frame_len);
 }
 
 void cas_source_get_stats(struct cas_source *s, struct cas_source_stats *st)
@@ -263,6 +431,10 @@ void cas_source_get_stats(struct cas_source *s, struct cas_source_stats *st)
 	st->disk_bytes = GET(s->disk_bytes);
 	st->verify_failures = GET(s->verify_failures);
 	st->remote_fetches = GET(s->remote_fetches);
+	st->bg_fetches = GET(s->bg_fetches);
+	st->bg_bytes = GET(s->bg_bytes);
+	st->joins = GET(s->joins);
+	st->bg_joins = GET(s->bg_joins);
 	if (s->remote) {
 		st->has_remote = 1;
 		remote_get_stats(s->remote, &st->remote);

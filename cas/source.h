@@ -15,6 +15,7 @@
 #ifndef LZ_CAS_SOURCE_H
 #define LZ_CAS_SOURCE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -37,6 +38,9 @@ struct cas_source_stats {
 	uint64_t disk_hits, disk_bytes;        /* chunks read from the store, frame bytes */
 	uint64_t verify_failures;              /* corrupt copies seen (store or remote) */
 	uint64_t remote_fetches;               /* chunks taken from the remote, verified */
+	uint64_t bg_fetches, bg_bytes;         /* of them, background (prefetch): frame bytes */
+	uint64_t joins;                        /* asks that waited for a fetch under way */
+	uint64_t bg_joins;                     /* demand reads that joined a prefetch */
 	struct remote_stats remote;            /* all zero without a remote */
 	uint64_t cache_limit, cache_used, cache_evictions, cache_evicted_bytes;
 	int has_remote, has_cache;
@@ -56,6 +60,18 @@ struct store *cas_source_store(struct cas_source *s);
  */
 int cas_source_get(struct cas_source *s, const uint8_t d[SHA256_LEN], size_t max, size_t head,
 		   void **block, size_t *len, size_t *frame_len);
+
+/*
+ * Make sure chunk d is in the store (prefetch, warm): if missing, fetch it from the remote,
+ * verify it (decompressed, as cas_source_get) and keep it. bg: at background priority (see
+ * remote_get_prio); a cas_source_get of the same chunk meanwhile joins this fetch and raises
+ * it. 1: fetched now (*frame_len its bytes), 0: there already, or fetched by another asker;
+ * -errno as cas_source_get (one log line).
+ */
+int cas_source_fetch(struct cas_source *s, const uint8_t d[SHA256_LEN], size_t max, bool bg,
+		     size_t *frame_len);
+/* The store can take bytes more without evicting anything (always, unless a bounded cache). */
+bool cas_source_has_room(struct cas_source *s, uint64_t bytes);
 
 void cas_source_get_stats(struct cas_source *s, struct cas_source_stats *st);
 

@@ -52,6 +52,7 @@ int cli_trace_to_engine(struct cli_trace *t, const char *layout, struct blkd_eng
 {
 	const char *what = t->record ? "--trace-record" : t->prefetch ? "--prefetch" : NULL;
 
+	eo->prefetch_all = t->prefetch_all;
 	if (!what)
 		return 0; /* --prefetch-all alone needs no manifest */
 	if (t->record && t->prefetch && !strcmp(t->record, t->prefetch))
@@ -60,13 +61,12 @@ int cli_trace_to_engine(struct cli_trace *t, const char *layout, struct blkd_eng
 	if (!eo->manifest_path) {
 		t->found = manifest_beside(layout);
 		if (!t->found)
-			return cli_usage_error("%s needs the image's manifest: --manifest FILE (none "
-					       "beside %s)", what, layout);
+			return cli_usage_error("a trace needs the image's manifest: --manifest FILE "
+					       "(none beside %s)", layout);
 		eo->manifest_path = t->found;
 	}
 	eo->trace_record = t->record;
 	eo->prefetch_trace = t->prefetch;
-	eo->prefetch_all = t->prefetch_all;
 	return 0;
 }
 

@@ -30,6 +30,12 @@ Fault modes apply only to GETs of chunk/blob paths (containing "/chunks/" or
     stall:SECONDS      first GET of each path: nothing for SECONDS, then close
     stallbody:SECONDS  first GET of each path: headers and 16 body bytes, stall, close
     down               every request (not only chunk GETs) is closed without a response
+    hold:HEX           GETs of other chunk paths wait (at most 30 s, then counted in
+                       hold_timeouts) until a GET of a path containing HEX was answered:
+                       shows whether a client can get one chunk while others are pending
+    delay:HEX:SECONDS  a GET of a path containing HEX waits SECONDS before it is forwarded
+Always: chunk_gets_by_path (chunk GETs per path) and done_order (chunk paths in the order
+their answers were sent, the first 10000).
 Any mode may end in @N: at most N faults are injected, then requests pass (e.g. stall:10@3
 stalls the first GETs of three paths only).
 "Remote down" can also be a stopped proxy (the listening port closed).
@@ -88,7 +94,9 @@ class State:
     def reset(self):
         with self.lock:
             self.per_path = {}
-            self.c = {"requests": 0, "by_status": {}, "by_method": {}, "faults_injected": 0,
+            self.held = threading.Event()
+            self.c = {"chunk_gets_by_path": {}, "done_order": [], "hold_timeouts": 0,
+                      "requests": 0, "by_status": {}, "by_method": {}, "faults_injected": 0,
                       "chunk_gets": 0, "redirects": 0, "redirected_requests": 0,
                       "leaked_auth": 0, "auth_challenges": 0, "tokens_issued": 0,
                       "token_refused": 0, "by_kind": {}, "inflight_max": 0}
@@ -109,17 +117,20 @@ class State:
             n = self.per_path.get(path, 0) + 1
             self.per_path[path] = n
             self.c["chunk_gets"] += 1
+            self.c["chunk_gets_by_path"][path] = self.c["chunk_gets_by_path"].get(path, 0) + 1
             return n
 
     def set_mode(self, mode):
         m = re.fullmatch(r"(pass|err500:(\d+|always)|reset|flip(:once)?|"
-                         r"stall:\d+(\.\d+)?|stallbody:\d+(\.\d+)?|down)(@(\d+))?", mode)
+                         r"stall:\d+(\.\d+)?|stallbody:\d+(\.\d+)?|down|hold:[0-9a-f]+|"
+                         r"delay:[0-9a-f]+:\d+(\.\d+)?)(@(\d+))?", mode)
         if not m:
             return False
         with self.lock:
             self.mode = m.group(1)
-            self.budget = int(m.group(7)) if m.group(7) else None
+            self.budget = int(m.group(8)) if m.group(8) else None
             self.per_path = {}
+            self.held = threading.Event()
         return True
 
     def take_fault(self):
@@ -396,6 +407,12 @@ class Handler(BaseHTTPRequestHandler):
             lim = mode.split(":", 1)[1]
             if (lim == "always" or n <= int(lim)) and st.take_fault():
                 return self.send(500, b"injected 500\n", ctype="text/plain")
+        if chunk_get and mode.startswith("hold:"):
+            key = mode.split(":", 1)[1]
+            if key not in self.path and not st.held.wait(30):
+                st.count("hold_timeouts")
+        if chunk_get and mode.startswith("delay:") and mode.split(":")[1] in self.path:
+            time.sleep(float(mode.split(":")[2]))
         if chunk_get and n == 1 and mode.startswith("stall:") and st.take_fault():
             time.sleep(float(mode.split(":", 1)[1]))
             return self.abort(rst=False)
@@ -431,6 +448,12 @@ class Handler(BaseHTTPRequestHandler):
                 b[len(b) // 2] ^= 0x01
                 data = bytes(b)
         self.send(code, data, headers, head_len=head_len)
+        if chunk_get:
+            with st.lock:
+                if len(st.c["done_order"]) < 10000:
+                    st.c["done_order"].append(self.path)
+            if mode.startswith("hold:") and mode.split(":", 1)[1] in self.path:
+                st.held.set()
 
     def do_GET(self):
         st = self.st

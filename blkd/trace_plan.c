@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+#include "trace_plan.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace_index.h"
+
+struct plan_ctx {
+	struct trace_plan *p;
+	uint8_t *seen;           /* layout chunk -> in the plan */
+};
+
+static int plan_add(void *arg, uint32_t chunk)
+{
+	struct plan_ctx *c = arg;
+
+	if (!c->seen[chunk]) {
+		c->seen[chunk] = 1;
+		c->p->chunks[c->p->n++] = chunk;
+	}
+	return 0;
+}
+
+static void plan_trace(struct plan_ctx *c, const struct trace *t, const struct manifest *m,
+		       const struct trace_index *x)
+{
+	uint32_t last = 0;   /* paths are interned in first-use order: a new one is larger */
+	const struct mf_entry *e = NULL;
+
+	for (size_t i = 0; i < t->n_records; i++) {
+		const struct trace_record *r = &t->records[i];
+
+		if (!r->path)
+			continue; /* metadata: in the layout, nothing to fetch */
+		if (r->path != last) {
+			bool fresh = r->path > last;
+
+			e = manifest_find(m, trace_path(t, r));
+			if (e && e->type != MF_REG)
+				e = NULL;
+			if (fresh) {
+				c->p->files++;
+				if (e)
+					c->p->files_found++;
+				last = r->path;
+			}
+		}
+		if (e)
+			trace_index_file_chunks(x, e, r->file_off, r->len, plan_add, c);
+	}
+}
+
+int trace_plan_new(const struct trace *t, const struct manifest *m, const struct layout *l,
+		   bool all, struct trace_plan **out)
+{
+	struct trace_plan *p = calloc(1, sizeof(*p));
+	struct plan_ctx c = { .p = p };
+	size_t n = l->hdr.chunk_count;
+	int ret = 0;
+
+	if (!p)
+		return -ENOMEM;
+	p->chunks = malloc((n ? n : 1) * sizeof(*p->chunks));
+	c.seen = calloc(n ? n : 1, 1);
+	if (!p->chunks || !c.seen) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	if (t) {
+		struct trace_index *x;
+
+		p->same_image = !memcmp(t->hdr->manifest_digest, m->digest, SHA256_LEN);
+		ret = trace_index_new(m, l, &x);
+		if (ret)
+			goto out;
+		plan_trace(&c, t, m, x);
+		trace_index_free(x);
+	}
+	p->n_trace = p->n;
+	if (all)
+		for (uint64_t i = 0; i < l->hdr.data_run_count; i++)
+			plan_add(&c, l->data_runs[i].chunk);
+out:
+	free(c.seen);
+	if (ret) {
+		trace_plan_free(p);
+		return ret;
+	}
+	*out = p;
+	return 0;
+}
+
+void trace_plan_free(struct trace_plan *p)
+{
+	if (!p)
+		return;
+	free(p->chunks);
+	free(p);
+}
+
+bool trace_plan_foreign(const struct trace_plan *p)
+{
+	return !p->same_image && p->files_found * 2 < p->files + (p->files == 0);
+}

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Replaying a trace on an image: the chunks its file reads need, in the order it first read
+ * them. The trace names files by path, so it applies to any layout of the manifest it was
+ * recorded on, and to newer versions of that image as far as their paths still exist.
+ */
+#ifndef LZ_BLKD_TRACE_PLAN_H
+#define LZ_BLKD_TRACE_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trace.h"
+
+struct trace_plan {
+	uint32_t *chunks;        /* indexes into the layout's chunk table, each once */
+	size_t n;                /* all of them */
+	size_t n_trace;          /* the first n_trace are the trace's, in its order */
+	uint64_t files;          /* distinct files the trace read */
+	uint64_t files_found;    /* of them, regular files of this manifest */
+	bool same_image;         /* recorded on this very manifest */
+};
+
+/*
+ * t (may be NULL: no trace) against manifest m (needed with t) and layout l (made from m);
+ * all: then every other chunk of l, in disk order. -ENOMEM.
+ */
+int trace_plan_new(const struct trace *t, const struct manifest *m, const struct layout *l,
+		   bool all, struct trace_plan **out);
+void trace_plan_free(struct trace_plan *p);
+/* Recorded on another image: another manifest, of which fewer than half the files exist here. */
+bool trace_plan_foreign(const struct trace_plan *p);
+
+#endif
