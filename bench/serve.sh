@@ -495,10 +495,9 @@ every run starts a fresh server (lazyblk: new empty overlay, `--mem-cache {mc}`;
 Fresh read-only server, `sync; echo 3 > /proc/sys/vm/drop_caches`, then one sequential read
 (bs=1M, iodepth {E['IODEPTH']}); {runs} runs each, alternating. lazyblk fetches, verifies (sha256) and
 decompresses chunks from the store; qemu-nbd reads the raw file. Holes cost neither server a disk read,
-but they are not sent alike: qemu-nbd answers a read over a hole of the raw file with a structured
-`OFFSET_HOLE` chunk (no payload; a 64 MiB read of holes made it send about 10 KB), while lazyblk
-sends every byte in one `OFFSET_DATA` chunk (docs/serve.md), so the whole-disk figure, ~{100 * (1 - int(E['DATA_BYTES']) / int(E['DISK_BYTES'])):.0f}% holes,
-mostly compares hole handling. The data-region row is the cold-read figure for the store.
+and both answer a read over holes with structured `OFFSET_HOLE` chunks (no payload; docs/serve.md), so
+the whole-disk figure, ~{100 * (1 - int(E['DATA_BYTES']) / int(E['DISK_BYTES'])):.0f}% holes, is mostly the data plus the cost of mapping the holes.
+The data-region row is the cold-read figure for the store.
 
 | read | lazyblk MB/s | runs | qemu-nbd MB/s | runs |
 |---|---:|---|---:|---|
