@@ -247,7 +247,7 @@ for mode in ('noext', 'ext'):
         rows.append('| %s | %s | %.3f | %s | %s | %s |' % (label[mode], name[w], x['median_s'], gbs,
                     ' / '.join('%.3f' % v for v in x['seconds']), ratio))
 I = res['image']
-before = (' `lazyblk before` is `%s` (the binary before holes were sent as `OFFSET_HOLE` chunks).' % E['LAZYBLK_BEFORE']) if E['LAZYBLK_BEFORE'] else ''
+before = (' `lazyblk before` is `%s` (LAZYBLK_BEFORE).' % rel(E['LAZYBLK_BEFORE'])) if E['LAZYBLK_BEFORE'] else ''
 sec = f"""### mostly-empty disk, full read — {res['date'][:10]}
 
 `{E['HOLES_SRC']}` imported and mkfs'd with `--size {E['HOLES_SIZE']}`: {size:,}-byte disk, {data:,} bytes
