@@ -21,6 +21,16 @@
 #define NBD_MAX_OPTION (64u << 10)          /* larger option data: hard disconnect */
 #define NBD_MAX_STRING 4096u                /* export names, context queries */
 #define NBD_MAX_EXTENTS 8192u               /* descriptors in one block-status chunk */
+/*
+ * Structured reads: zero ranges at least NBD_READ_MIN_HOLE long go out as OFFSET_HOLE
+ * chunks. A shorter zero range between data is sent as data: its bytes cost about what a
+ * chunk costs the client to parse (a header, another pass of its reply loop), and a
+ * disk written or trimmed block by block would otherwise cut one read into thousands of
+ * chunks. At most NBD_READ_MAX_CHUNKS content chunks per reply (two iovecs each, well
+ * under IOV_MAX): past that, the rest of the range is one data chunk.
+ */
+#define NBD_READ_MIN_HOLE (16u << 10)
+#define NBD_READ_MAX_CHUNKS 256u
 #define NBD_HANDSHAKE_TIMEOUT_S 30          /* longest wait for a handshake message */
 
 /* Requests handled at once on one connection, and the payload bytes they may hold. */

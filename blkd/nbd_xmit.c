@@ -135,10 +135,12 @@ static void reply_status(struct xmit *x, const struct xreq *r, uint32_t err, con
 
 /* ---- commands */
 
-static void do_read(struct xmit *x, const struct xreq *r)
+/* ---- reads */
+
+static void read_simple(struct xmit *x, const struct xreq *r)
 {
-	uint8_t h[NBD_CHUNK_HDR_SIZE + 8];
-	struct iovec iov[2] = { { h, 0 }, { NULL, r->len } };
+	uint8_t h[NBD_SIMPLE_REPLY_SIZE];
+	struct iovec iov[2] = { { h, sizeof(h) }, { NULL, r->len } };
 	uint8_t *buf = malloc(r->len ? r->len : 1);
 	int ret = buf ? blkd_engine_read(x->s->x->e, r->off, r->len, buf) : -ENOMEM;
 
@@ -147,24 +149,229 @@ static void do_read(struct xmit *x, const struct xreq *r)
 		reply_status(x, r, nbd_errno(ret), strerror(-ret));
 		return;
 	}
+	put_simple(h, 0, r->handle);
 	iov[1].iov_base = buf;
-	if (!x->s->structured) {
-		put_simple(h, 0, r->handle);
-		iov[0].iov_len = NBD_SIMPLE_REPLY_SIZE;
-	} else if (r->len) {
-		put_chunk(h, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_OFFSET_DATA, r->handle,
-			  8 + r->len);
-		nbd_put64(h + NBD_CHUNK_HDR_SIZE, r->off);
-		iov[0].iov_len = sizeof(h);
-	} else {
-		/* nothing to read: a data chunk must hold at least one byte */
-		put_chunk(h, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_NONE, r->handle, 0);
-		iov[0].iov_len = NBD_CHUNK_HDR_SIZE;
-	}
 	pthread_mutex_lock(&x->send_lock);
 	send_locked(x, iov, 2);
 	pthread_mutex_unlock(&x->send_lock);
 	free(buf);
+}
+
+/*
+ * A structured read is planned from one base:allocation walk of its range: consecutive
+ * segments, each a hole (sent as OFFSET_HOLE, never read) or data (read from the engine,
+ * sent as OFFSET_DATA).
+ */
+struct rseg {
+	uint64_t off;
+	uint32_t len;
+	bool hole;
+};
+
+struct rplan {
+	uint64_t pos, end;         /* planned up to pos; the request ends at end */
+	uint32_t n;
+	struct rseg seg[NBD_READ_MAX_CHUNKS];
+};
+
+/* The last segment, a hole too short to stand alone, becomes data (merged left). */
+static void plan_fold(struct rplan *p)
+{
+	struct rseg *last = &p->seg[p->n - 1];
+
+	last->hole = false;
+	if (p->n > 1 && !last[-1].hole) {
+		last[-1].len += last->len;
+		p->n--;
+	}
+}
+
+static bool plan_short_hole(const struct rplan *p)
+{
+	return p->n && p->seg[p->n - 1].hole && p->seg[p->n - 1].len < NBD_READ_MIN_HOLE;
+}
+
+/* Append [p->pos, p->pos + len) (the caller checked there is a slot or a merge). */
+static void plan_push(struct rplan *p, uint64_t len, bool hole)
+{
+	if (!hole && plan_short_hole(p))
+		plan_fold(p);
+	if (p->n && p->seg[p->n - 1].hole == hole)
+		p->seg[p->n - 1].len += (uint32_t)len;
+	else
+		p->seg[p->n++] = (struct rseg){ p->pos, (uint32_t)len, hole };
+	p->pos += len;
+}
+
+/* blkd_status_fn over the request's range. */
+static int plan_add(void *arg, uint64_t off, uint64_t len, uint32_t flags)
+{
+	const uint32_t zero = BLKD_STATUS_HOLE | BLKD_STATUS_ZERO;
+	struct rplan *p = arg;
+	bool hole = (flags & zero) == zero;
+
+	if (off != p->pos)
+		return 1; /* not consecutive: the rest is read as data */
+	if (len > p->end - off)
+		len = p->end - off;
+	if (!len)
+		return 0;
+	if (p->n == NBD_READ_MAX_CHUNKS - 1 && p->seg[p->n - 1].hole != hole &&
+	    !(!hole && plan_short_hole(p)))
+		return 1; /* one chunk left: the rest is data */
+	plan_push(p, len, hole);
+	return p->pos == p->end;
+}
+
+static void plan_read(struct blkd_engine *e, const struct xreq *r, struct rplan *p)
+{
+	bool df = r->flags & NBD_CMD_FLAG_DF;
+	int ret;
+
+	p->pos = r->off;
+	p->end = r->off + r->len;
+	p->n = 0;
+	ret = blkd_engine_status(e, BLKD_CTX_ALLOCATION, r->off, r->len, plan_add, p);
+	if (ret < 0) {
+		p->pos = r->off; /* no map: all data */
+		p->n = 0;
+	}
+	if (p->pos < p->end)
+		plan_push(p, p->end - p->pos, false);
+	else if (p->n > 1 && plan_short_hole(p))
+		plan_fold(p);
+	if (df && p->n > 1) { /* one content chunk: zeros included as data */
+		p->seg[0] = (struct rseg){ r->off, r->len, false };
+		p->n = 1;
+	}
+}
+
+/* The chunks of a structured read, built while its data segments are read. */
+struct rreply {
+	struct rplan plan;
+	uint8_t hdr[NBD_READ_MAX_CHUNKS][NBD_CHUNK_HDR_SIZE + 12];
+	uint8_t err[NBD_CHUNK_HDR_SIZE + 6], err_off[8];
+	struct iovec iov[2 * NBD_READ_MAX_CHUNKS + 3];
+	uint8_t *buf;              /* the data segments' bytes, one after the other */
+};
+
+/* Read the data segments into rr->buf; *nok: the segments before the first failure. */
+static int read_segments(struct blkd_engine *e, struct rreply *rr, uint32_t *nok)
+{
+	const struct rplan *p = &rr->plan;
+	size_t total = 0, at = 0;
+	int ret = 0;
+
+	*nok = 0;
+	for (uint32_t i = 0; i < p->n; i++)
+		if (!p->seg[i].hole)
+			total += p->seg[i].len;
+	if (total) {
+		rr->buf = malloc(total);
+		if (!rr->buf)
+			return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < p->n; i++, (*nok)++) {
+		const struct rseg *g = &p->seg[i];
+
+		if (g->hole)
+			continue;
+		ret = blkd_engine_read(e, g->off, g->len, rr->buf + at);
+		if (ret)
+			return ret;
+		at += g->len;
+	}
+	return 0;
+}
+
+/* Segments [0, nok) as content chunks, then (ret != 0) an ERROR_OFFSET chunk; one send. */
+static void send_segments(struct xmit *x, const struct xreq *r, struct rreply *rr,
+			  uint32_t nok, int ret)
+{
+	const struct rplan *p = &rr->plan;
+	const char *why = ret ? strerror(-ret) : NULL;
+	size_t at = 0;
+	int n = 0;
+
+	for (uint32_t i = 0; i < nok; i++) {
+		const struct rseg *g = &p->seg[i];
+		uint16_t flags = !ret && i + 1 == nok ? NBD_REPLY_FLAG_DONE : 0;
+		uint8_t *h = rr->hdr[i];
+
+		nbd_put64(h + NBD_CHUNK_HDR_SIZE, g->off);
+		if (g->hole) {
+			put_chunk(h, flags, NBD_REPLY_TYPE_OFFSET_HOLE, r->handle, 12);
+			nbd_put32(h + NBD_CHUNK_HDR_SIZE + 8, g->len);
+			rr->iov[n++] = (struct iovec){ h, NBD_CHUNK_HDR_SIZE + 12 };
+			continue;
+		}
+		put_chunk(h, flags, NBD_REPLY_TYPE_OFFSET_DATA, r->handle, 8 + g->len);
+		rr->iov[n++] = (struct iovec){ h, NBD_CHUNK_HDR_SIZE + 8 };
+		rr->iov[n++] = (struct iovec){ rr->buf + at, g->len };
+		at += g->len;
+	}
+	if (ret) {
+		/* the failed segment and the rest get no content chunk: not valid */
+		size_t mlen = strlen(why);
+
+		put_chunk(rr->err, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_ERROR_OFFSET, r->handle,
+			  (uint32_t)(6 + mlen + 8));
+		nbd_put32(rr->err + NBD_CHUNK_HDR_SIZE, nbd_errno(ret));
+		nbd_put16(rr->err + NBD_CHUNK_HDR_SIZE + 4, (uint16_t)mlen);
+		nbd_put64(rr->err_off, p->seg[nok].off);
+		rr->iov[n++] = (struct iovec){ rr->err, sizeof(rr->err) };
+		rr->iov[n++] = (struct iovec){ (void *)why, mlen };
+		rr->iov[n++] = (struct iovec){ rr->err_off, sizeof(rr->err_off) };
+	}
+	pthread_mutex_lock(&x->send_lock);
+	send_locked(x, rr->iov, n);
+	pthread_mutex_unlock(&x->send_lock);
+}
+
+/*
+ * Structured replies: holes as OFFSET_HOLE chunks (not read), data as OFFSET_DATA chunks,
+ * in order of offset, all sent at once after every read is done. A read that fails before
+ * any chunk is ready is one ERROR chunk; one that fails later sends the chunks before the
+ * failing data segment, then ERROR_OFFSET at its first byte.
+ */
+static void read_structured(struct xmit *x, const struct xreq *r)
+{
+	struct rreply *rr;
+	uint32_t nok;
+	int ret;
+
+	if (!r->len) { /* nothing to read: a content chunk must describe at least one byte */
+		uint8_t h[NBD_CHUNK_HDR_SIZE];
+		struct iovec iov = { h, sizeof(h) };
+
+		put_chunk(h, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_NONE, r->handle, 0);
+		pthread_mutex_lock(&x->send_lock);
+		send_locked(x, &iov, 1);
+		pthread_mutex_unlock(&x->send_lock);
+		return;
+	}
+	rr = malloc(sizeof(*rr));
+	if (!rr) {
+		reply_status(x, r, NBD_ENOMEM, strerror(ENOMEM));
+		return;
+	}
+	rr->buf = NULL;
+	plan_read(x->s->x->e, r, &rr->plan);
+	ret = read_segments(x->s->x->e, rr, &nok);
+	if (ret && !nok)
+		reply_status(x, r, nbd_errno(ret), strerror(-ret));
+	else
+		send_segments(x, r, rr, nok, ret);
+	free(rr->buf);
+	free(rr);
+}
+
+static void do_read(struct xmit *x, const struct xreq *r)
+{
+	if (x->s->structured)
+		read_structured(x, r);
+	else
+		read_simple(x, r);
 }
 
 /* One context's block-status chunk payload: context id, then (length, flags) pairs. */

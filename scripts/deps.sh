@@ -8,7 +8,7 @@ PKGS=(
   zlib1g-dev liblzma-dev liblz4-dev
   libarchive-dev libjson-c-dev
   e2fsprogs umoci skopeo zstd attr busybox-static python3 xz-utils time acl
-  libnbd-bin qemu-utils fuse3
+  libnbd-bin python3-libnbd qemu-utils fuse3
   nginx-light docker-registry curl
   acpica-tools
   qemu-system-x86

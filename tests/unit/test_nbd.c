@@ -24,7 +24,7 @@
 #define DISK ((uint64_t)2 << 20)
 #define NBLK (DISK / BLKD_BLOCK)
 #define BASE_BLOCKS 256u       /* the base holds data in blocks [0, 256) */
-#define FAIL_READ_BLOCK 300u   /* reads touching it fail with -EIO */
+#define FAIL_READ_BLOCK 300u   /* base data (a bad chunk): reads touching it fail, -EIO */
 #define FAIL_WRITE_BLOCK 301u  /* writes touching it fail with -ENOSPC */
 
 enum { CLEAN, DIRTY, ZEROED };
@@ -35,6 +35,7 @@ struct blkd_engine {
 	uint8_t state[NBLK];
 	bool ro;
 	unsigned reads, writes, fua_writes, flushes, discards, zeroes, statuses;
+	uint64_t read_bytes;
 };
 
 static bool touches(uint64_t off, uint64_t len, uint64_t block)
@@ -65,6 +66,7 @@ int blkd_engine_read(struct blkd_engine *e, uint64_t off, uint32_t len, void *bu
 	pthread_mutex_lock(&e->lock);
 	memcpy(buf, e->data + off, len);
 	e->reads++;
+	e->read_bytes += len;
 	pthread_mutex_unlock(&e->lock);
 	return 0;
 }
@@ -129,7 +131,8 @@ static uint32_t fake_flags(struct blkd_engine *e, enum blkd_status_ctx ctx, uint
 {
 	if (ctx == BLKD_CTX_DIRTY)
 		return e->state[b] != CLEAN ? BLKD_STATUS_DIRTY : 0;
-	if (e->state[b] == DIRTY || (e->state[b] == CLEAN && b < BASE_BLOCKS))
+	if (e->state[b] == DIRTY ||
+	    (e->state[b] == CLEAN && (b < BASE_BLOCKS || b == FAIL_READ_BLOCK)))
 		return 0;
 	return BLKD_STATUS_HOLE | BLKD_STATUS_ZERO;
 }
@@ -514,6 +517,13 @@ static uint32_t c_sread(int fd, uint64_t handle, uint64_t off, uint8_t *buf, uin
 			assert_true(c.len > 8);
 			assert_true(at >= off && at + c.len - 8 <= off + len);
 			memcpy(buf + (at - off), c.p + 8, c.len - 8);
+		} else if (c.type == NBD_REPLY_TYPE_OFFSET_HOLE) {
+			uint64_t at = nbd_get64(c.p);
+			uint32_t n = nbd_get32(c.p + 8);
+
+			assert_int_equal(c.len, 12);
+			assert_true(n && at >= off && at + n <= off + len);
+			memset(buf + (at - off), 0, n);
 		} else if (c.type == NBD_REPLY_TYPE_ERROR) {
 			err = nbd_get32(c.p);
 		} else {
@@ -955,8 +965,34 @@ static void test_commands_structured(void **state)
 	c_req(f->cfd, NBD_CMD_FLAG_DF, NBD_CMD_READ, 2, 0, 1 << 20, NULL);
 	assert_int_equal(c_sread(f->cfd, 2, 0, r, 1 << 20), 0);
 	assert_memory_equal(r, w, 1 << 20);
+	/*
+	 * FAIL_READ_BLOCK in a read of several chunks: the chunks before it (data to 1 MiB,
+	 * the hole after), then ERROR_OFFSET at the failing data chunk, DONE
+	 */
 	c_req(f->cfd, 0, NBD_CMD_READ, 22, 0, (uint32_t)DISK, NULL);
-	assert_int_equal(c_error_chunk(f->cfd, 22), NBD_EIO); /* FAIL_READ_BLOCK is in it */
+	c_chunk(f->cfd, &c);
+	assert_int_equal(c.type, NBD_REPLY_TYPE_OFFSET_DATA);
+	assert_int_equal(c.flags, 0);
+	assert_int_equal(c.len, 8 + (1 << 20));
+	assert_true(nbd_get64(c.p) == 0);
+	assert_memory_equal(c.p + 8, w, 1 << 20);
+	free(c.p);
+	c_chunk(f->cfd, &c);
+	assert_int_equal(c.type, NBD_REPLY_TYPE_OFFSET_HOLE);
+	assert_int_equal(c.flags, 0);
+	assert_int_equal(c.len, 12);
+	assert_true(nbd_get64(c.p) == 1 << 20);
+	assert_int_equal(nbd_get32(c.p + 8), FAIL_READ_BLOCK * BLKD_BLOCK - (1 << 20));
+	free(c.p);
+	c_chunk(f->cfd, &c);
+	assert_true(c.handle == 22);
+	assert_int_equal(c.type, NBD_REPLY_TYPE_ERROR_OFFSET);
+	assert_int_equal(c.flags, NBD_REPLY_FLAG_DONE);
+	assert_true(c.len >= 14);
+	assert_int_equal(nbd_get32(c.p), NBD_EIO);
+	assert_int_equal(nbd_get16(c.p + 4), c.len - 14);
+	assert_true(nbd_get64(c.p + c.len - 8) == FAIL_READ_BLOCK * BLKD_BLOCK);
+	free(c.p);
 	/* one data chunk, DONE */
 	c_req(f->cfd, 0, NBD_CMD_READ, 3, 4096, 1024, NULL);
 	c_chunk(f->cfd, &c);
@@ -1037,12 +1073,16 @@ static void test_block_status(void **state)
 	dirty = alloc == &d[0] ? &d[1] : &d[0];
 	assert_int_equal(alloc->id, s.ctx_id[NBD_CTX_ALLOCATION]);
 	assert_int_equal(dirty->id, s.ctx_id[NBD_CTX_DIRTY]);
-	/* allocation: data to 1 MiB, then holes that read as zeros */
-	assert_int_equal(alloc->n, 2);
+	/* allocation: data to 1 MiB, then holes that read as zeros but FAIL_READ_BLOCK */
+	assert_int_equal(alloc->n, 4);
 	assert_int_equal(alloc->len[0], 1 << 20);
 	assert_int_equal(alloc->flags[0], 0);
-	assert_int_equal(alloc->len[1], DISK - (1 << 20));
+	assert_int_equal(alloc->len[1], FAIL_READ_BLOCK * BLKD_BLOCK - (1 << 20));
 	assert_int_equal(alloc->flags[1], NBD_STATE_HOLE | NBD_STATE_ZERO);
+	assert_int_equal(alloc->len[2], BLKD_BLOCK);
+	assert_int_equal(alloc->flags[2], 0);
+	assert_int_equal(alloc->len[3], DISK - (FAIL_READ_BLOCK + 1) * BLKD_BLOCK);
+	assert_int_equal(alloc->flags[3], NBD_STATE_HOLE | NBD_STATE_ZERO);
 	/* dirty: exactly the 16 KiB written or zeroed */
 	assert_int_equal(dirty->n, 3);
 	assert_int_equal(dirty->len[0], (1 << 20) - 8192);
@@ -1084,6 +1124,165 @@ static void test_block_status(void **state)
 	c_req(f->cfd, NBD_CMD_FLAG_DF, NBD_CMD_BLOCK_STATUS, 7, 0, 4096, NULL);
 	assert_int_equal(c_error_chunk(f->cfd, 7), NBD_EINVAL);
 	assert_int_equal(finish(f), 0);
+}
+
+/* The content chunks of one structured read, in the order they came. */
+struct rchunks {
+	uint32_t n;
+	uint16_t type[64];
+	uint64_t off[64];
+	uint32_t len[64];
+	bool done;
+};
+
+/* Read [off, off+len) with flags: its chunks into ch, its bytes into buf. */
+static void c_sread_chunks(int fd, uint16_t flags, uint64_t handle, uint64_t off, uint32_t len,
+			   uint8_t *buf, struct rchunks *ch)
+{
+	struct chunk c;
+
+	memset(ch, 0, sizeof(*ch));
+	memset(buf, 0xee, len);
+	c_req(fd, flags, NBD_CMD_READ, handle, off, len, NULL);
+	do {
+		c_chunk(fd, &c);
+		assert_true(c.handle == handle);
+		assert_true(ch->n < 64);
+		ch->type[ch->n] = c.type;
+		ch->off[ch->n] = nbd_get64(c.p);
+		if (c.type == NBD_REPLY_TYPE_OFFSET_DATA) {
+			assert_true(c.len > 8);
+			ch->len[ch->n] = c.len - 8;
+			memcpy(buf + (ch->off[ch->n] - off), c.p + 8, c.len - 8);
+		} else {
+			assert_int_equal(c.type, NBD_REPLY_TYPE_OFFSET_HOLE);
+			assert_int_equal(c.len, 12);
+			ch->len[ch->n] = nbd_get32(c.p + 8);
+			memset(buf + (ch->off[ch->n] - off), 0, ch->len[ch->n]);
+		}
+		assert_true(ch->off[ch->n] >= off && ch->len[ch->n] &&
+			    ch->off[ch->n] + ch->len[ch->n] <= off + len);
+		ch->n++;
+		free(c.p);
+	} while (!(c.flags & NBD_REPLY_FLAG_DONE));
+}
+
+static void expect_chunk(const struct rchunks *ch, uint32_t i, uint16_t type, uint64_t off,
+			 uint64_t end)
+{
+	assert_true(i < ch->n);
+	assert_int_equal(ch->type[i], type);
+	assert_true(ch->off[i] == off);
+	assert_true(ch->len[i] == end - off);
+}
+
+#define B(n) ((uint64_t)(n) * BLKD_BLOCK)
+
+/*
+ * Structured reads send holes as OFFSET_HOLE chunks without reading them: base holes and
+ * overlay-zeroed ranges of at least NBD_READ_MIN_HOLE; shorter zero ranges between data
+ * go as data. The bytes equal a DF read (one data chunk), and every hole chunk lies in a
+ * HOLE|ZERO extent of NBD_CMD_BLOCK_STATUS.
+ */
+static void test_structured_holes(void **state)
+{
+	const uint64_t off = 1536, end = B(270); /* an unaligned start */
+	const uint32_t len = (uint32_t)(end - off);
+	struct fixture *f = *state;
+	uint8_t *a = malloc(len), *b = malloc(len), w[4096];
+	struct rchunks ch;
+	struct session s;
+	struct desc d;
+	uint64_t data = 0, at;
+	bool done;
+
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_true(NBD_READ_MIN_HOLE == B(4));
+	fill(w, sizeof(w), 5);
+	start(f);
+	c_connect(f->cfd, true, true, false, &s);
+	/* base data in blocks [0, 256); zeroed [16, 24) (a hole) and [32, 34) (too short) */
+	c_req(f->cfd, 0, NBD_CMD_WRITE_ZEROES, 1, B(16), (uint32_t)B(8), NULL);
+	assert_int_equal(c_simple(f->cfd, 1, NULL, 0), 0);
+	c_req(f->cfd, 0, NBD_CMD_TRIM, 2, B(32), (uint32_t)B(2), NULL);
+	assert_int_equal(c_simple(f->cfd, 2, NULL, 0), 0);
+	/* written 260, 262, 264 in the base's hole: a 16 KiB hole before, 4 KiB ones between */
+	for (int i = 0; i < 3; i++) {
+		c_req(f->cfd, 0, NBD_CMD_WRITE, 3 + i, B(260 + 2 * i), sizeof(w), w);
+		assert_int_equal(c_simple(f->cfd, 3 + i, NULL, 0), 0);
+	}
+
+	f->e.read_bytes = 0;
+	c_sread_chunks(f->cfd, 0, 10, off, len, a, &ch);
+	assert_int_equal(ch.n, 6);
+	expect_chunk(&ch, 0, NBD_REPLY_TYPE_OFFSET_DATA, off, B(16));
+	expect_chunk(&ch, 1, NBD_REPLY_TYPE_OFFSET_HOLE, B(16), B(24));
+	expect_chunk(&ch, 2, NBD_REPLY_TYPE_OFFSET_DATA, B(24), B(256));
+	expect_chunk(&ch, 3, NBD_REPLY_TYPE_OFFSET_HOLE, B(256), B(260));
+	expect_chunk(&ch, 4, NBD_REPLY_TYPE_OFFSET_DATA, B(260), B(265));
+	expect_chunk(&ch, 5, NBD_REPLY_TYPE_OFFSET_HOLE, B(265), B(270));
+	for (uint32_t i = 0; i < ch.n; i++)
+		if (ch.type[i] == NBD_REPLY_TYPE_OFFSET_DATA)
+			data += ch.len[i];
+	assert_true(f->e.read_bytes == data); /* the holes were not read */
+	assert_memory_equal(a, f->e.data + off, len);
+
+	/* DF: one data chunk with the zeros in it, the same bytes */
+	c_sread_chunks(f->cfd, NBD_CMD_FLAG_DF, 11, off, len, b, &ch);
+	assert_int_equal(ch.n, 1);
+	expect_chunk(&ch, 0, NBD_REPLY_TYPE_OFFSET_DATA, off, end);
+	assert_memory_equal(a, b, len);
+
+	/* block status agrees: every hole chunk lies in one HOLE|ZERO extent */
+	c_sread_chunks(f->cfd, 0, 12, off, len, a, &ch);
+	c_req(f->cfd, 0, NBD_CMD_BLOCK_STATUS, 13, off, len, NULL);
+	c_status_chunk(f->cfd, 13, &d, &done);
+	assert_true(done);
+	for (uint32_t i = 0; i < ch.n; i++) {
+		bool inside = false;
+
+		if (ch.type[i] != NBD_REPLY_TYPE_OFFSET_HOLE)
+			continue;
+		at = off;
+		for (uint32_t k = 0; k < d.n; at += d.len[k++])
+			if (at <= ch.off[i] && ch.off[i] + ch.len[i] <= at + d.len[k])
+				inside = d.flags[k] == (NBD_STATE_HOLE | NBD_STATE_ZERO);
+		assert_true(inside);
+	}
+
+	/* all hole: one hole chunk, DF or not, however short; nothing read */
+	f->e.read_bytes = 0;
+	c_sread_chunks(f->cfd, 0, 14, B(256), (uint32_t)B(4), a, &ch);
+	assert_int_equal(ch.n, 1);
+	expect_chunk(&ch, 0, NBD_REPLY_TYPE_OFFSET_HOLE, B(256), B(260));
+	c_sread_chunks(f->cfd, NBD_CMD_FLAG_DF, 15, B(16), (uint32_t)B(8), a, &ch);
+	assert_int_equal(ch.n, 1);
+	expect_chunk(&ch, 0, NBD_REPLY_TYPE_OFFSET_HOLE, B(16), B(24));
+	c_sread_chunks(f->cfd, 0, 16, B(261), 512, a, &ch);
+	assert_int_equal(ch.n, 1);
+	expect_chunk(&ch, 0, NBD_REPLY_TYPE_OFFSET_HOLE, B(261), B(261) + 512);
+	assert_true(f->e.read_bytes == 0);
+	/* a short hole at either end of a read is data */
+	c_sread_chunks(f->cfd, 0, 17, B(259), (uint32_t)B(3), a, &ch);
+	assert_int_equal(ch.n, 1);
+	expect_chunk(&ch, 0, NBD_REPLY_TYPE_OFFSET_DATA, B(259), B(262));
+	assert_memory_equal(a, f->e.data + B(259), B(3));
+
+	/* simple replies (no structured replies) are unchanged: every byte as data */
+	c_req(f->cfd, 0, NBD_CMD_DISC, 18, 0, 0, NULL);
+	c_expect_eof(f->cfd);
+	assert_int_equal(finish(f), 0);
+	start(f);
+	c_connect(f->cfd, false, false, false, &s);
+	f->e.read_bytes = 0;
+	c_req(f->cfd, 0, NBD_CMD_READ, 19, off, len, NULL);
+	assert_int_equal(c_simple(f->cfd, 19, b, len), 0);
+	assert_memory_equal(b, f->e.data + off, len);
+	assert_true(f->e.read_bytes == len);
+	assert_int_equal(finish(f), 0);
+	free(a);
+	free(b);
 }
 
 static void test_hostile_requests(void **state)
@@ -1476,6 +1675,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_commands_simple, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_commands_structured, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_block_status, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_structured_holes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_requests, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_only_refuses_writes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_stream, setup, teardown),
