@@ -14,6 +14,11 @@
       connect, send 100 kB, close with a reset (SO_LINGER 0).
   linkem_peers.py refused PORT
       connect, send a little; expect the end of stream or a reset, never data.
+  linkem_peers.py rtt PORT COUNT SIZE
+      (for bench/linkem.sh) on one connection to the echo server, COUNT times: send SIZE
+      bytes, wait until they are back. Prints JSON: the round trips in ms, and the time
+      from connect() to the first echo (the connection's first round trip, handshake
+      included).
 """
 import hashlib, os, random, socket, struct, sys, threading
 
@@ -106,6 +111,34 @@ def refused(port):
     print("closed")
 
 
+def recv_exactly(s, n):
+    got = 0
+    while got < n:
+        d = s.recv(n - got)
+        if not d:
+            sys.exit("rtt: the connection ended")
+        got += len(d)
+
+
+def rtt(port, count, size):
+    import json, time
+    msg = b"x" * size
+    t0 = time.perf_counter()
+    s = socket.create_connection(("127.0.0.1", port))
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    s.sendall(msg)
+    recv_exactly(s, size)
+    first = (time.perf_counter() - t0) * 1e3
+    ms = []
+    for _ in range(count):
+        t = time.perf_counter()
+        s.sendall(msg)
+        recv_exactly(s, size)
+        ms.append((time.perf_counter() - t) * 1e3)
+    s.close()
+    print(json.dumps({"first_ms": first, "rtt_ms": ms}))
+
+
 cmd = sys.argv[1]
 if cmd == "server":
     server(sys.argv[2])
@@ -115,5 +148,7 @@ elif cmd == "reset":
     reset(int(sys.argv[2]))
 elif cmd == "refused":
     refused(int(sys.argv[2]))
+elif cmd == "rtt":
+    rtt(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))
 else:
     sys.exit("unknown command " + cmd)
