@@ -44,7 +44,7 @@
 #define NSEC		1000000000ULL
 #define SEG_MIN		1448		/* one Ethernet-sized TCP segment */
 #define SEG_MAX		65536
-#define SEG_NS		200000ULL	/* a segment is what the link sends in 200 us */
+#define SEG_NS		500000ULL	/* a segment is what the link sends in 500 us */
 #define READ_MAX	(256 << 10)	/* bytes per read(2) */
 #define DEFAULT_BUFFER	(4 << 20)
 #define MAX_EVENTS	64
