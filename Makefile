@@ -73,7 +73,8 @@ test: $(BUILD)/lazyblk $(UNIT_BINS)
 run: $(BUILD)/lazyblk
 	@LAZYBLK=$(abspath $(BUILD)/lazyblk) scripts/run-sample.sh
 
-bench: $(BUILD)/lazyblk
+bench: $(BUILD)/lazyblk $(LINKEM)
+	@LINKEM=$(abspath $(LINKEM)) bench/linkem.sh
 	@LAZYBLK=$(abspath $(BUILD)/lazyblk) bench/import.sh
 	@LAZYBLK=$(abspath $(BUILD)/lazyblk) bench/manifest.sh
 	@LAZYBLK=$(abspath $(BUILD)/lazyblk) bench/mkfs.sh
