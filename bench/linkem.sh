@@ -7,7 +7,7 @@
 # Usage: bench/linkem.sh
 # Environment:
 #   LINKEM   the linkem binary (default: build/tools/linkem; `make` builds it)
-#   RUNS     runs per measurement, alternating linkem / direct (default 3; medians)
+#   RUNS     runs per measurement, alternating linkem / direct (default 5; medians)
 #   PAIRS    request/response pairs for the round-trip measurement (default 200)
 #
 # Method (all on 127.0.0.1; nginx with its own config, sendfile, keep-alive):
@@ -39,7 +39,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 LINKEM=${LINKEM:-$ROOT/build/tools/linkem}
-RUNS=${RUNS:-3}
+RUNS=${RUNS:-5}
 PAIRS=${PAIRS:-200}
 OUTDIR=$ROOT/build/bench
 JSON=$OUTDIR/linkem.json
