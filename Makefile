@@ -36,8 +36,11 @@ LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/obj/%.o)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
+# tests/tools/linkem: a loopback link emulator (docs/linkem.md), standalone, no library code
+LINKEM := $(BUILD)/tools/linkem
+
 .PHONY: all deps test unit integration run clean bench
-all: $(BUILD)/lazyblk
+all: $(BUILD)/lazyblk $(LINKEM)
 
 deps:
 	@scripts/deps.sh
@@ -70,7 +73,8 @@ test: $(BUILD)/lazyblk $(UNIT_BINS)
 run: $(BUILD)/lazyblk
 	@LAZYBLK=$(abspath $(BUILD)/lazyblk) scripts/run-sample.sh
 
-bench: $(BUILD)/lazyblk
+bench: $(BUILD)/lazyblk $(LINKEM)
+	@LINKEM=$(abspath $(LINKEM)) bench/linkem.sh
 	@LAZYBLK=$(abspath $(BUILD)/lazyblk) bench/import.sh
 	@LAZYBLK=$(abspath $(BUILD)/lazyblk) bench/manifest.sh
 	@LAZYBLK=$(abspath $(BUILD)/lazyblk) bench/mkfs.sh
@@ -99,4 +103,13 @@ guest: $(GUEST)
 integration test: $(GUEST)
 # ---- end of the test guest
 
--include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d)
+# ---- the link emulator: tests/integration/t_linkem.sh and bench/linkem.sh find it next to
+# $(LAZYBLK) as $(BUILD)/tools/linkem
+$(LINKEM): tests/tools/linkem.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(LDFLAGS) -lm
+.PHONY: linkem
+linkem: $(LINKEM)
+integration test: $(LINKEM)
+
+-include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(LINKEM).d
