@@ -1,5 +1,5 @@
 #!/bin/bash
-# Benchmark the workload the ImageFS-blk article measured (../shared/seeds/001_*.txt: a
+# Benchmark the workload the ImageFS-blk article measured (Modal's ImageFS-blk write-up: a
 # recursive chown, stat of every file, reading every file) inside a real Linux guest, with
 # the tree on lazyblk's lazy ext4 disk (virtio-blk) versus the same tree shared from the host
 # over virtio-fs — the approach the article replaced — in the same guest, in the same run.
