@@ -12,7 +12,7 @@
 #include "overlay.h"
 #include "reader.h"
 #include "prefetch.h"
-#include "trace.h"
+#include "trace_record.h"
 #include "trace_plan.h"
 
 #define STRIPES 256

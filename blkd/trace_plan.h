@@ -11,7 +11,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "trace.h"
+#include "../cas/manifest.h"
+#include "../cas/trace.h"
+#include "../ext4gen/layout.h"
 
 struct trace_plan {
 	uint32_t *chunks;        /* indexes into the layout's chunk table, each once */

@@ -4,14 +4,13 @@
  * runs (one atomic bit test per block, a short locked append for new blocks only), resolved
  * to manifest paths and file ranges once, when the trace is written.
  */
-#include "trace.h"
+#include "trace_record.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/fsutil.h"
 #include "trace_index.h"
 
 /* A first touch before resolution: block-aligned disk bytes. */
@@ -300,29 +299,11 @@ static void resolve_meta(struct out *o, const struct layout *l, uint64_t t, uint
 static int write_trace(const char *path, const struct out *o, const struct trace_recorder *r,
 		       uint64_t duration)
 {
-	struct trace_header h = { .version = TRACE_VERSION, .header_size = sizeof(h) };
-	size_t body = sizeof(h) + o->n * sizeof(*o->rec) + o->str_len;
-	uint8_t *buf = malloc(body + SHA256_LEN);
-	int ret;
+	struct trace_header h = { .created = (uint64_t)time(NULL), .duration_us = duration };
 
-	if (!buf)
-		return -ENOMEM;
-	memcpy(h.magic, TRACE_MAGIC, 8);
-	h.record_count = o->n;
-	h.strings_size = o->str_len;
 	memcpy(h.manifest_digest, r->m->digest, SHA256_LEN);
 	memcpy(h.layout_digest, r->l->digest, SHA256_LEN);
-	h.created = (uint64_t)time(NULL);
-	h.duration_us = duration;
-	memcpy(buf, &h, sizeof(h));
-	if (o->n)
-		memcpy(buf + sizeof(h), o->rec, o->n * sizeof(*o->rec));
-	memcpy(buf + sizeof(h) + o->n * sizeof(*o->rec), o->str, o->str_len);
-	ret = sha256_buf(buf, body, buf + body);
-	if (!ret)
-		ret = fs_write_file_atomic(path, buf, body + SHA256_LEN, 0644);
-	free(buf);
-	return ret;
+	return trace_write(path, &h, o->rec, o->n, o->str, o->str_len);
 }
 
 int trace_recorder_finish(struct trace_recorder *r, const char *path, uint64_t *records,

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "../common/log.h"
-#include "trace.h"
+#include "../cas/trace.h"
 #include "trace_plan.h"
 
 struct blkd_warm {

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../blkd/trace.h"
+#include "../cas/trace.h"
 #include "../common/json_out.h"
 #include "../common/log.h"
 #include "../common/size.h"

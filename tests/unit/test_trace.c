@@ -6,7 +6,8 @@
  */
 #include "helpers.h"
 
-#include "../../blkd/trace.h"
+#include "../../cas/trace.h"
+#include "../../blkd/trace_record.h"
 #include "../../blkd/trace_index.h"
 #include "../../blkd/trace_plan.h"
 #include "../../common/sha256.h"

@@ -9,21 +9,17 @@
  * a trace outlive its layout: replayed against another layout, or a newer manifest of the
  * same image, every path that still exists still counts (trace_plan.h).
  *
- * Recording (trace_recorder_*) hooks the engine's reads of the base image (reads the
- * overlay answers are the guest's own writes, not the image's); a block is recorded the
- * first time it is read. Resolving disk ranges to paths needs the image's manifest.
+ * Recording is the block engine's (blkd/trace_record.h); replaying plans chunks from a
+ * trace (blkd/trace_plan.h); repacking (repack.h) and mkfs --order read it too.
  */
-#ifndef LZ_BLKD_TRACE_H
-#define LZ_BLKD_TRACE_H
+#ifndef LZ_CAS_TRACE_H
+#define LZ_CAS_TRACE_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <time.h>
 
-#include "../cas/manifest.h"
 #include "../common/sha256.h"
-#include "../ext4gen/layout.h"
 
 #define TRACE_MAGIC "LZBKTRAC"
 #define TRACE_VERSION 1
@@ -77,27 +73,11 @@ static inline const char *trace_path(const struct trace *t, const struct trace_r
 	return t->strings + r->path;
 }
 
-/* ---- recording ---- */
-
-struct trace_recorder;
-
 /*
- * Record first touches of the disk l describes, resolved to files through m (the manifest
- * l was made from: -EINVAL otherwise, *why set). Both are borrowed until the recorder is
- * freed. t0: the server's start (CLOCK_MONOTONIC).
+ * Write a trace atomically: the header's magic, version, header_size, record_count and
+ * strings_size are filled in here; records must be valid (see trace_parse). -errno.
  */
-int trace_recorder_new(const struct layout *l, const struct manifest *m,
-		       const struct timespec *t0, struct trace_recorder **out, const char **why);
-void trace_recorder_free(struct trace_recorder *r);
-/* Base bytes [off, off + len) were read. Thread-safe; cheap once a range has been seen. */
-void trace_recorder_touch(struct trace_recorder *r, uint64_t off, uint64_t len);
-/*
- * Stop recording (later touches are ignored) and write the trace atomically to path.
- * Only the first call writes; later ones return -EALREADY. *records (may be NULL) gets the
- * number of records written.
- */
-int trace_recorder_finish(struct trace_recorder *r, const char *path, uint64_t *records,
-			  const char **why);
-bool trace_recorder_active(struct trace_recorder *r);
+int trace_write(const char *path, struct trace_header *h, const struct trace_record *records,
+		size_t n, const char *strings, size_t strings_size);
 
 #endif

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The trace file: loading and validating it (trace_record.c writes it). */
+/* The trace file: loading, validating and writing it. */
 #include "trace.h"
 
 #include <errno.h>
@@ -131,4 +131,29 @@ void trace_free(struct trace *t)
 		return;
 	free(t->buf);
 	free(t);
+}
+
+int trace_write(const char *path, struct trace_header *h, const struct trace_record *records,
+		size_t n, const char *strings, size_t strings_size)
+{
+	size_t body = sizeof(*h) + n * sizeof(*records) + strings_size;
+	uint8_t *buf = malloc(body + SHA256_LEN);
+	int ret;
+
+	if (!buf)
+		return -ENOMEM;
+	memcpy(h->magic, TRACE_MAGIC, 8);
+	h->version = TRACE_VERSION;
+	h->header_size = sizeof(*h);
+	h->record_count = n;
+	h->strings_size = strings_size;
+	memcpy(buf, h, sizeof(*h));
+	if (n)
+		memcpy(buf + sizeof(*h), records, n * sizeof(*records));
+	memcpy(buf + sizeof(*h) + n * sizeof(*records), strings, strings_size);
+	ret = sha256_buf(buf, body, buf + body);
+	if (!ret)
+		ret = fs_write_file_atomic(path, buf, body + SHA256_LEN, 0644);
+	free(buf);
+	return ret;
 }
