@@ -27,7 +27,8 @@ static const char mkfs_usage[] =
 	"      --inodes N        inode count (default: one per 16K, at least entries + 25%)\n"
 	"      --label NAME      volume label (up to 16 bytes)\n"
 	"      --uuid UUID       filesystem UUID (default: derived from the manifest)\n"
-	"      --order FILE      paths (one per line) whose data is placed first\n"
+	"      --order FILE      paths (one per line), or a trace (serve --trace-record),\n"
+	"                        whose files' data is placed first, in that order\n"
 	"  -h, --help            this text\n";
 
 static int parse_uuid(const char *s, uint8_t out[16])

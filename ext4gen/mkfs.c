@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../cas/trace.h"
 #include "../common/crc32c.h"
 #include "../common/log.h"
 #include "csum.h"
@@ -555,8 +556,54 @@ static int place_entry(struct mkfs *k, size_t i)
 	return ret;
 }
 
+/* Place the regular file at path (a hardlink: its target) now. 1: not in the image. */
+static int place_path(struct mkfs *k, const char *path)
+{
+	const struct mf_entry *me = manifest_find(k->m, path);
+
+	if (!me)
+		return 1;
+	if (me->type == MF_HARDLINK)
+		me = &k->m->entries[link_target(k, me)];
+	return me->type == MF_REG ? place_entry(k, (size_t)(me - k->m->entries)) : 0;
+}
+
+/* --order TRACE: the files a recorded trace read, in the order it first read them. */
+static int place_order_trace(struct mkfs *k)
+{
+	const char *why = NULL;
+	struct trace *t;
+	uint32_t last = 0;
+	uint64_t missing = 0, files = 0;
+	int ret = trace_load(k->o->order_file, &t, &why);
+
+	if (ret) {
+		log_error("--order %s: %s", k->o->order_file, why ? why : strerror(-ret));
+		return ret;
+	}
+	for (size_t i = 0; i < t->n_records && ret <= 0; i++) {
+		const struct trace_record *r = &t->records[i];
+
+		if (r->path <= last)
+			continue; /* metadata, or a file placed already (paths in first-use order) */
+		last = r->path;
+		files++;
+		ret = place_path(k, trace_path(t, r));
+		if (ret > 0) {
+			missing++;
+			ret = 0;
+		}
+	}
+	if (!ret && missing)
+		log_warn("--order %s: %llu of the %llu files it read are not in the image, ignored",
+			 k->o->order_file, (unsigned long long)missing, (unsigned long long)files);
+	trace_free(t);
+	return ret;
+}
+
 static int place_order_file(struct mkfs *k)
 {
+	char magic[8] = { 0 };
 	FILE *f;
 	char *line = NULL;
 	size_t cap = 0;
@@ -570,22 +617,22 @@ static int place_order_file(struct mkfs *k)
 		log_error("--order %s: %s", k->o->order_file, strerror(errno));
 		return -errno;
 	}
+	if (fread(magic, 1, sizeof(magic), f) == sizeof(magic) &&
+	    !memcmp(magic, TRACE_MAGIC, sizeof(magic))) {
+		fclose(f);
+		return place_order_trace(k);
+	}
+	rewind(f);
 	while ((len = getline(&line, &cap, f)) > 0 && !ret) {
-		const struct mf_entry *me;
-
 		while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
 			line[--len] = '\0';
 		if (!len || line[0] == '#')
 			continue;
-		me = manifest_find(k->m, line);
-		if (!me) {
+		ret = place_path(k, line);
+		if (ret > 0) {
 			log_warn("--order: %s is not in the image, ignored", line);
-			continue;
+			ret = 0;
 		}
-		if (me->type == MF_HARDLINK)
-			me = &k->m->entries[link_target(k, me)];
-		if (me->type == MF_REG)
-			ret = place_entry(k, (size_t)(me - k->m->entries));
 	}
 	free(line);
 	fclose(f);
