@@ -22,6 +22,7 @@ int cmd_overlay(int argc, char **argv);
 int cmd_push(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_warm(int argc, char **argv);
+int cmd_repack(int argc, char **argv);
 
 /* Exit codes: 0 ok, 1 failure, 2 usage error. */
 #define EXIT_USAGE 2

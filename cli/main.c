@@ -23,6 +23,7 @@ static const struct cli_cmd commands[] = {
 	{ "overlay", "inspect an overlay, or start one from a delta (show, apply)", cmd_overlay },
 	{ "push", "publish a store's chunks to a remote", cmd_push },
 	{ "trace", "inspect a boot trace (trace show FILE)", cmd_trace },
+	{ "repack", "pack the boot set a trace read into chunks of its own (a new manifest)", cmd_repack },
 	{ "warm", "fetch an image's boot set (a trace) or all of it into the cache", cmd_warm },
 };
 

@@ -1,0 +1,565 @@
+/* SPDX-License-Identifier: MIT */
+#include "repack.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/log.h"
+#include "chunk.h"
+#include "manifest.h"
+#include "trace.h"
+
+#define READ_CACHE 8   /* decompressed source chunks kept while copying the boot set */
+
+/* A traced range of one file's data (holes removed), in the order the trace read it. */
+struct span {
+	uint32_t entry;
+	uint64_t d0, len;
+};
+
+/* A piece of the boot stream: data [d0, d0 + len) of entry, in new chunk slot `slot`. */
+struct bpiece {
+	uint32_t entry;
+	uint32_t len;
+	uint64_t d0;
+	size_t slot;
+};
+
+struct rcache {
+	uint8_t d[SHA256_LEN];
+	void *block;
+	size_t len;
+	uint64_t used;
+};
+
+struct repack {
+	const struct repack_opts *o;
+	struct manifest *m;
+	struct trace *t;
+	struct cas_source *src;
+	struct chunker *ck;
+	struct store *out;           /* the same store, writable: the boot chunks go there */
+	uint32_t chunk_size;
+	struct span *spans;
+	size_t n_spans, cap_spans;
+	struct bpiece *bp;
+	size_t n_bp, cap_bp;
+	struct mf_chunk *slots;      /* the boot pieces' chunk references (digests set later) */
+	size_t n_slots, cap_slots;
+	uint8_t *traced;             /* entry -> has boot pieces */
+	struct rcache rc[READ_CACHE];
+	uint64_t tick;
+	struct repack_result *res;
+};
+
+static void *grow(void *p, size_t *cap, size_t need, size_t elem)
+{
+	size_t c = *cap ? *cap : 256;
+	void *n;
+
+	if (need <= *cap)
+		return p;
+	while (c < need)
+		c *= 2;
+	n = realloc(p, c * elem);
+	if (n)
+		*cap = c;
+	return n;
+}
+
+static int span_add(struct repack *rp, uint32_t entry, uint64_t d0, uint64_t len)
+{
+	struct span *s = grow(rp->spans, &rp->cap_spans, rp->n_spans + 1, sizeof(*s));
+
+	if (!s)
+		return -ENOMEM;
+	rp->spans = s;
+	s[rp->n_spans++] = (struct span){ .entry = entry, .d0 = d0, .len = len };
+	return 0;
+}
+
+/* File range [off, off + len) of e as data ranges (the holes cut out), added as spans. */
+static int file_range_spans(struct repack *rp, const struct mf_entry *e, uint64_t off,
+			    uint64_t len)
+{
+	const struct manifest *m = rp->m;
+	uint64_t end = off + len > e->size ? e->size : off + len, pos = off, before = 0;
+	uint32_t entry = (uint32_t)(e - m->entries);
+	int ret;
+
+	for (uint32_t i = 0; i < e->hole_count && pos < end; i++) {
+		const struct mf_hole *h = &m->holes[e->hole_first + i];
+
+		if (h->off >= end)
+			break;
+		if (h->off + h->len <= pos) {
+			before += h->len;
+			continue;
+		}
+		if (h->off > pos && (ret = span_add(rp, entry, pos - before, h->off - pos)))
+			return ret;
+		pos = h->off + h->len < end ? h->off + h->len : end;
+		before += h->len;
+	}
+	return pos < end ? span_add(rp, entry, pos - before, end - pos) : 0;
+}
+
+static int span_cmp(const void *a, const void *b)
+{
+	const struct span *x = *(const struct span *const *)a, *y = *(const struct span *const *)b;
+
+	if (x->entry != y->entry)
+		return x->entry < y->entry ? -1 : 1;
+	if (x->d0 != y->d0)
+		return x->d0 < y->d0 ? -1 : 1;
+	return x < y ? -1 : x > y;
+}
+
+/* Spans overlapping an earlier-read span of the same file are dropped (len 0). */
+static int spans_disjoint(struct repack *rp)
+{
+	struct span **v = malloc((rp->n_spans ? rp->n_spans : 1) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < rp->n_spans; i++)
+		v[i] = &rp->spans[i];
+	qsort(v, rp->n_spans, sizeof(*v), span_cmp);
+	for (size_t i = 1; i < rp->n_spans; i++) {
+		struct span *a = v[i - 1], *b = v[i];
+
+		if (a->entry == b->entry && a->len && b->d0 < a->d0 + a->len) {
+			if (b < a) {          /* b was read first: keep it */
+				a->len = 0;
+			} else {
+				b->len = 0;
+				v[i] = a;     /* compare the next one with the survivor */
+			}
+		}
+	}
+	free(v);
+	return 0;
+}
+
+static int trace_spans(struct repack *rp)
+{
+	uint32_t last = 0;
+	const struct mf_entry *e = NULL;
+	int ret;
+
+	for (size_t i = 0; i < rp->t->n_records; i++) {
+		const struct trace_record *r = &rp->t->records[i];
+
+		if (!r->path)
+			continue;
+		if (r->path != last) {
+			bool fresh = r->path > last;
+
+			e = manifest_find(rp->m, trace_path(rp->t, r));
+			if (e && e->type != MF_REG)
+				e = NULL;
+			if (fresh) {
+				last = r->path;
+				if (e)
+					rp->res->files++;
+				else
+					rp->res->files_missing++;
+			}
+		}
+		if (e && (ret = file_range_spans(rp, e, r->file_off, r->len)))
+			return ret;
+	}
+	return spans_disjoint(rp);
+}
+
+/* The verified bytes of chunk d, from a small cache of decompressed chunks. */
+static int chunk_bytes(struct repack *rp, const uint8_t d[SHA256_LEN], const uint8_t **data,
+		       size_t *len)
+{
+	struct rcache *victim = &rp->rc[0];
+	size_t flen;
+	int ret;
+
+	for (int i = 0; i < READ_CACHE; i++) {
+		struct rcache *c = &rp->rc[i];
+
+		if (c->block && !memcmp(c->d, d, SHA256_LEN)) {
+			c->used = ++rp->tick;
+			*data = c->block;
+			*len = c->len;
+			return 0;
+		}
+		if (c->used < victim->used)
+			victim = c;
+	}
+	free(victim->block);
+	victim->block = NULL;
+	ret = cas_source_get(rp->src, d, CHUNK_SIZE_MAX, 0, &victim->block, &victim->len, &flen);
+	if (ret)
+		return ret; /* it said why */
+	memcpy(victim->d, d, SHA256_LEN);
+	victim->used = ++rp->tick;
+	*data = victim->block;
+	*len = victim->len;
+	return 0;
+}
+
+/* Copy data bytes [d0, d0 + n) of entry e (from its pieces) to dst. */
+static int copy_data(struct repack *rp, const struct mf_entry *e, uint64_t d0, size_t n,
+		     uint8_t *dst)
+{
+	uint64_t pos = 0;
+
+	for (uint32_t k = 0; k < e->chunk_count && n; k++) {
+		const struct mf_chunk *c = &rp->m->chunks[e->chunk_first + k];
+		const uint8_t *data;
+		size_t len, a, take;
+		int ret;
+
+		if (pos + c->len <= d0) {
+			pos += c->len;
+			continue;
+		}
+		ret = chunk_bytes(rp, c->digest, &data, &len);
+		if (ret)
+			return ret;
+		a = (size_t)(d0 - pos);
+		take = c->len - a < n ? c->len - a : n;
+		if ((uint64_t)c->off + a + take > len) {
+			log_error("a chunk is shorter than the manifest says");
+			return -EIO;
+		}
+		memcpy(dst, data + c->off + a, take);
+		dst += take;
+		d0 += take;
+		n -= take;
+		pos += c->len;
+	}
+	return n ? -EIO : 0;
+}
+
+/* Room for every boot piece: a span splits at most once per chunk it crosses. */
+static int stream_alloc(struct repack *rp)
+{
+	size_t n = 1;
+
+	for (size_t i = 0; i < rp->n_spans; i++)
+		if (rp->spans[i].len)
+			n += rp->spans[i].len / rp->chunk_size + 2;
+	rp->bp = malloc(n * sizeof(*rp->bp));
+	rp->slots = calloc(n, sizeof(*rp->slots));   /* stable: the chunker writes digests */
+	rp->cap_bp = rp->cap_slots = n;
+	return rp->bp && rp->slots ? 0 : -ENOMEM;
+}
+
+/* The boot stream: every span's bytes, in trace order, into new chunks. */
+static int stream(struct repack *rp)
+{
+	struct chunk_buf *b;
+	int ret = stream_alloc(rp);
+
+	if (ret)
+		return ret;
+	b = chunker_buf_get(rp->ck);
+	for (size_t i = 0; i < rp->n_spans && !ret; i++) {
+		const struct span *s = &rp->spans[i];
+		const struct mf_entry *e = &rp->m->entries[s->entry];
+		uint64_t d = s->d0, left = s->len;
+
+		while (left && !ret) {
+			size_t room = rp->chunk_size - b->fill;
+			size_t n = left < room ? (size_t)left : room;
+			struct mf_chunk *sl = &rp->slots[rp->n_slots];
+
+			ret = copy_data(rp, e, d, n, b->data + b->fill);
+			if (ret)
+				break;
+			sl->len = (uint32_t)n;
+			sl->off = (uint32_t)b->fill;
+			rp->bp[rp->n_bp++] = (struct bpiece){ .entry = s->entry, .len = (uint32_t)n,
+							      .d0 = d, .slot = rp->n_slots++ };
+			b->fill += n;
+			b->slots[b->n_slots++] = sl;
+			rp->traced[s->entry] = 1;
+			rp->res->boot_bytes += n;
+			d += n;
+			left -= n;
+			if (b->fill == rp->chunk_size || b->n_slots == CHUNK_PACK_MAX_PIECES) {
+				ret = chunker_submit(rp->ck, b);
+				b = NULL;
+				if (!ret)
+					b = chunker_buf_get(rp->ck);
+			}
+		}
+	}
+	if (b && !ret && b->fill)
+		return chunker_submit(rp->ck, b);
+	if (b)
+		chunker_buf_put(rp->ck, b);
+	return ret;
+}
+
+static int bp_cmp(const void *a, const void *b)
+{
+	const struct bpiece *x = a, *y = b;
+
+	if (x->entry != y->entry)
+		return x->entry < y->entry ? -1 : 1;
+	return x->d0 < y->d0 ? -1 : x->d0 > y->d0;
+}
+
+struct pieces {
+	struct mf_chunk *v;
+	size_t n, cap;
+};
+
+static int piece_push(struct pieces *p, const uint8_t *digest, uint32_t off, uint32_t len)
+{
+	struct mf_chunk *v;
+
+	if (!len)
+		return 0;
+	if (p->n) {
+		struct mf_chunk *l = &p->v[p->n - 1];
+
+		/* the next bytes of the same chunk: one piece */
+		if (!memcmp(l->digest, digest, SHA256_LEN) && l->off + l->len == off) {
+			l->len += len;
+			return 0;
+		}
+	}
+	v = grow(p->v, &p->cap, p->n + 1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	p->v = v;
+	memcpy(v[p->n].digest, digest, SHA256_LEN);
+	v[p->n].off = off;
+	v[p->n].len = len;
+	p->n++;
+	return 0;
+}
+
+/* Data [a, b) of e as pieces of its old chunks. */
+static int old_pieces(const struct manifest *m, const struct mf_entry *e, uint64_t a, uint64_t b,
+		      struct pieces *out)
+{
+	uint64_t pos = 0;
+	int ret = 0;
+
+	for (uint32_t k = 0; k < e->chunk_count && a < b && !ret; k++) {
+		const struct mf_chunk *c = &m->chunks[e->chunk_first + k];
+		uint64_t s = pos, t = pos + c->len;
+
+		pos = t;
+		if (t <= a)
+			continue;
+		if (s >= b)
+			break;
+		{
+			uint64_t x = a > s ? a : s, y = b < t ? b : t;
+
+			ret = piece_push(out, c->digest, c->off + (uint32_t)(x - s), (uint32_t)(y - x));
+			a = y;
+		}
+	}
+	return ret;
+}
+
+/* The new piece list of a traced file: its boot pieces, its old pieces in between. */
+static int new_pieces(struct repack *rp, const struct mf_entry *e, const struct bpiece *bp,
+		      size_t n, struct pieces *out)
+{
+	uint64_t pos = 0, end = 0;
+	int ret = 0;
+
+	for (uint32_t k = 0; k < e->chunk_count; k++)
+		end += rp->m->chunks[e->chunk_first + k].len;
+	out->n = 0;
+	for (size_t i = 0; i < n && !ret; i++) {
+		const struct mf_chunk *sl = &rp->slots[bp[i].slot];
+
+		ret = old_pieces(rp->m, e, pos, bp[i].d0, out);
+		if (!ret)
+			ret = piece_push(out, sl->digest, sl->off, sl->len);
+		pos = bp[i].d0 + bp[i].len;
+	}
+	return ret ? ret : old_pieces(rp->m, e, pos, end, out);
+}
+
+/* Everything about entry e but its pieces, as the writer takes it. */
+static int entry_in(const struct manifest *m, const struct mf_entry *e, struct mf_entry_in *in,
+		    struct mf_xattr_in **xbuf, size_t *xcap)
+{
+	memset(in, 0, sizeof(*in));
+	in->path = manifest_path(m, e);
+	in->path_len = e->path_len;
+	in->type = e->type;
+	in->mode = e->mode;
+	in->uid = e->uid;
+	in->gid = e->gid;
+	in->rdev_major = e->rdev_major;
+	in->rdev_minor = e->rdev_minor;
+	in->atime = e->atime;
+	in->mtime = e->mtime;
+	in->ctime = e->ctime;
+	in->atime_ns = e->atime_ns;
+	in->mtime_ns = e->mtime_ns;
+	in->ctime_ns = e->ctime_ns;
+	in->size = e->size;
+	if (e->link_len || e->type == MF_SYMLINK || e->type == MF_HARDLINK) {
+		in->link = manifest_str(m, e->link_off);
+		in->link_len = e->link_len;
+	}
+	in->chunks = &m->chunks[e->chunk_first];
+	in->chunk_count = e->chunk_count;
+	in->holes = &m->holes[e->hole_first];
+	in->hole_count = e->hole_count;
+	if (e->xattr_count) {
+		struct mf_xattr_in *x = grow(*xbuf, xcap, e->xattr_count, sizeof(*x));
+
+		if (!x)
+			return -ENOMEM;
+		*xbuf = x;
+		for (uint32_t i = 0; i < e->xattr_count; i++) {
+			const struct mf_xattr *mx = &m->xattrs[e->xattr_first + i];
+
+			x[i] = (struct mf_xattr_in){ .name = manifest_str(m, mx->name_off),
+						     .value = manifest_str(m, mx->value_off),
+						     .name_len = mx->name_len,
+						     .value_len = mx->value_len };
+		}
+		in->xattrs = x;
+		in->xattr_count = e->xattr_count;
+	}
+	return 0;
+}
+
+static int write_manifest(struct repack *rp)
+{
+	const struct manifest *m = rp->m;
+	struct manifest_writer *w = manifest_writer_new(m->hdr->chunk_size > rp->chunk_size ?
+							m->hdr->chunk_size : rp->chunk_size);
+	struct mf_xattr_in *xbuf = NULL;
+	struct pieces pc = { 0 };
+	size_t xcap = 0, bi = 0;
+	const char *why = NULL;
+	int ret = 0;
+
+	if (!w)
+		return -ENOMEM;
+	qsort(rp->bp, rp->n_bp, sizeof(*rp->bp), bp_cmp);
+	if (m->hdr->config_len)
+		ret = manifest_writer_set_config(w, manifest_str(m, m->hdr->config_off),
+						 m->hdr->config_len);
+	for (size_t i = 0; i < m->n_entries && !ret; i++) {
+		const struct mf_entry *e = &m->entries[i];
+		struct mf_entry_in in;
+		size_t n = 0;
+
+		ret = entry_in(m, e, &in, &xbuf, &xcap);
+		if (ret)
+			break;
+		while (bi + n < rp->n_bp && rp->bp[bi + n].entry == i)
+			n++;
+		if (n) {
+			ret = new_pieces(rp, e, &rp->bp[bi], n, &pc);
+			if (ret)
+				break;
+			in.chunks = pc.v;
+			in.chunk_count = (uint32_t)pc.n;
+			bi += n;
+		}
+		ret = manifest_writer_add(w, &in);
+	}
+	if (!ret) {
+		ret = manifest_writer_write(w, rp->o->out_path, rp->res->digest, &why);
+		if (ret)
+			log_error("%s: %s", rp->o->out_path, why ? why : strerror(-ret));
+	} else {
+		log_error("cannot build the new manifest: %s", strerror(-ret));
+	}
+	manifest_writer_free(w);
+	free(pc.v);
+	free(xbuf);
+	return ret;
+}
+
+static int repack_open(struct repack *rp)
+{
+	const struct repack_opts *o = rp->o;
+	struct chunker_opts co = { .chunk_size = rp->chunk_size, .level = o->level };
+	const char *why = NULL;
+	int ret;
+
+	ret = manifest_load(o->manifest_path, &rp->m, &why);
+	if (ret) {
+		log_error("%s: %s", o->manifest_path, why ? why : strerror(-ret));
+		return ret;
+	}
+	ret = trace_load(o->trace_path, &rp->t, &why);
+	if (ret) {
+		log_error("%s: %s", o->trace_path, why ? why : strerror(-ret));
+		return ret;
+	}
+	if (!rp->chunk_size)
+		rp->chunk_size = co.chunk_size = rp->m->hdr->chunk_size;
+	rp->traced = calloc(rp->m->n_entries ? rp->m->n_entries : 1, 1);
+	if (!rp->traced)
+		return -ENOMEM;
+	ret = cas_source_open(&o->src, &rp->src);
+	if (ret)
+		return ret; /* it said why */
+	ret = store_open(o->src.store_dir, true, &rp->out);
+	if (ret) {
+		log_error("%s: %s", o->src.store_dir, strerror(-ret));
+		return ret;
+	}
+	ret = chunker_new(rp->out, &co, &rp->ck);
+	if (ret)
+		log_error("cannot start the chunker: %s", strerror(-ret));
+	return ret;
+}
+
+int repack_run(const struct repack_opts *o, struct repack_result *res)
+{
+	struct repack rp = { .o = o, .res = res, .chunk_size = o->chunk_size };
+	int ret, fin;
+
+	memset(res, 0, sizeof(*res));
+	ret = repack_open(&rp);
+	if (!ret)
+		ret = trace_spans(&rp);
+	if (!ret && !res->files) {
+		log_error("%s: none of the %llu files it read is a regular file of %s (a trace of "
+			  "another image?)", o->trace_path, (unsigned long long)res->files_missing,
+			  o->manifest_path);
+		ret = -EINVAL;
+	}
+	if (!ret)
+		ret = stream(&rp);
+	if (rp.ck) {
+		fin = chunker_finish(rp.ck); /* staged chunks land: they are valid either way */
+		chunker_get_stats(rp.ck, &res->chunks);
+		chunker_free(rp.ck);
+		if (!ret && fin) {
+			log_error("store %s: %s", o->src.store_dir, strerror(-fin));
+			ret = fin;
+		}
+	}
+	if (!ret)
+		ret = write_manifest(&rp);
+	for (int i = 0; i < READ_CACHE; i++)
+		free(rp.rc[i].block);
+	cas_source_close(rp.src);
+	store_close(rp.out);
+	trace_free(rp.t);
+	manifest_free(rp.m);
+	free(rp.spans);
+	free(rp.bp);
+	free(rp.slots);
+	free(rp.traced);
+	if (ret == -ENOMEM)
+		log_error("out of memory");
+	return ret;
+}
