@@ -91,7 +91,8 @@ if [ ! -s "$IDIR/info.json" ]; then
   rm -rf "$IDIR" "$IDIR.tmp"
   mkdir -p "$IDIR.tmp"
   say "lazyblk import rootfs.tar (lazyblk $LKEY)"
-  "$LAZYBLK" -q import "$TAR" --store "$IDIR.tmp/store" -o "$IDIR.tmp/image.manifest" ||
+  "$LAZYBLK" import "$TAR" --store "$IDIR.tmp/store" -o "$IDIR.tmp/image.manifest" \
+    >"$IDIR.tmp/import.out" ||
     die "lazyblk import $TAR failed"
   "$LAZYBLK" mkfs "$IDIR.tmp/image.manifest" -o "$IDIR.tmp/image.layout" >"$IDIR.tmp/mkfs.out" ||
     die "lazyblk mkfs failed"
