@@ -138,7 +138,9 @@ chunk_urls() {
 curl_fetch_all() {
   local cfg=$1 dir=$2 res
   mkdir -p "$dir"
-  res=$(cd "$dir" && curl --parallel --parallel-max 16 --create-dirs -sS --fail \
-    -w '%{size_download}\n' -K "$cfg") || die "curl --parallel through the link failed"
+  res=$(cd "$dir" && curl --parallel --parallel-max 16 --create-dirs -sS --no-progress-meter \
+    --fail -w '%{size_download}\n' -K "$cfg" 2>"$dir.curl.err") ||
+    { head -3 "$dir.curl.err" >&2; die "curl --parallel through the link failed"; }
+  rm -f "$dir.curl.err"
   awk '{ b += $1; n++ } END { print b + 0, n + 0 }' <<<"$res"
 }
