@@ -41,6 +41,9 @@
 #       repacked  cold, the image repacked in trace order (`lazyblk repack`), with --prefetch
 #     The trace is recorded once per profile by an untimed cold boot with
 #     `serve --trace-record FILE`.
+#   - also recorded per boot: QEMU's CPU time (user + system; the guest's own work under
+#     TCG, which other load on the host does not change much) and the host's 1-minute load
+#     average at the boot's start: on a shared machine wall times vary with the load.
 #   - bytes and requests fetched: serve --stats-json (remote_bytes, remote_requests) and,
 #     through linkem, its down byte count (HTTP headers included); for full/warmall the
 #     downloader's own counts.
@@ -141,6 +144,7 @@ boot() {
   COLD_PIDS+=("$spid")
   for _ in $(seq 400); do [ -S "$d/vu.sock" ] && break; kill -0 $spid 2>/dev/null || break; sleep 0.025; done
   [ -S "$d/vu.sock" ] || die "lazyblk serve did not start: $(tail -2 "$d/serve.log")"
+  cp /proc/loadavg "$d/loadavg"
   python3 "$ROOT/scripts/lib/qemu_boot.py" --log "$d/console.log" --json "$d/boot.json" --timeout 900 -- \
     qemu-system-x86_64 -M pc -accel tcg -m "$MEM" -smp 1 -nodefaults -nographic -serial stdio \
     -no-reboot -kernel "$KERNEL" -initrd "$INITRD" -append "console=ttyS0 reboot=k panic=-1 quiet" \
@@ -167,6 +171,7 @@ s = json.load(open(d + '/stats.json'))
 num = lambda x: int(x) if x not in ('', None) else None
 r = {'profile': prof, 'mode': mode, 'run': int(run), 'pre_ms': float(pre),
      'boot_ms': b['exit_ms'], 'userspace_ms': b['boot_timer'].get('1'),
+     'qemu_cpu_ms': b.get('cpu_ms'), 'load1': float(open(d + '/loadavg').read().split()[0]),
      'wall_ms': float(pre) + b['exit_ms'],
      'download_bytes': num(dlb), 'download_requests': num(dlr),
      'link_down_bytes': num(down), 'link_up_bytes': num(up), 'link_connections': num(conns),
@@ -265,8 +270,8 @@ for PROF in $LINK; do
 import json, sys
 r = json.loads(open(sys.argv[1]).read().splitlines()[-1])
 s = r["stats"]
-print("bench/coldstart: %s run %d %-8s %7.0f ms (boot %.0f)  fetched %s bytes in %s requests"
-      % (r["profile"], r["run"], r["mode"], r["wall_ms"], r["boot_ms"],
+print("bench/coldstart: %s run %d %-8s %7.0f ms (boot %.0f, QEMU CPU %.0f, load %.1f)  fetched %s bytes in %s requests"
+      % (r["profile"], r["run"], r["mode"], r["wall_ms"], r["boot_ms"], r["qemu_cpu_ms"], r["load1"],
          r["download_bytes"] if r["download_bytes"] is not None else s["remote_bytes"],
          r["download_requests"] if r["download_requests"] is not None else s["remote_requests"]))
 ' "$WORK/results.jsonl" >&2

@@ -42,6 +42,9 @@ def summarize(rows, info):
             'wall_ms': [r['wall_ms'] for r in rs], 'wall_median_ms': med([r['wall_ms'] for r in rs]),
             'pre_ms': [r['pre_ms'] for r in rs], 'boot_ms': [r['boot_ms'] for r in rs],
             'userspace_ms': [r['userspace_ms'] for r in rs],
+            'qemu_cpu_ms': [r.get('qemu_cpu_ms') for r in rs],
+            'qemu_cpu_median_ms': med([r.get('qemu_cpu_ms') for r in rs]),
+            'load1': [r.get('load1') for r in rs],
             'fetched_bytes': fetched, 'fetched_median_bytes': med(fetched),
             'requests': reqs, 'requests_median': med(reqs),
             'link_down_bytes': [r['link_down_bytes'] for r in rs],
@@ -89,8 +92,8 @@ def mib(b):
 
 def table(p):
     s = p['summary']
-    lines = ['| mode | wall, median | vs warm | runs (s) | fetched | requests | read amp. |',
-             '|---|---:|---:|---|---:|---:|---:|']
+    lines = ['| mode | wall, median | vs warm | runs (s) | QEMU CPU | host load | fetched | requests | read amp. |',
+             '|---|---:|---:|---|---:|---|---:|---:|---:|']
     for mode in ORDER:
         m = s['modes'].get(mode)
         if not m:
@@ -99,9 +102,12 @@ def table(p):
         if mode in ('full', 'warmall'):
             runs += ' (download %s)' % ', '.join('%.1f' % (x / 1000) for x in m['pre_ms'])
         ra = m['read_amplification_median']
-        lines.append('| %s | %.1f s | %s | %s | %s | %s | %s |' % (
+        cpu = m.get('qemu_cpu_median_ms')
+        load = ', '.join('%.1f' % x for x in m.get('load1', []) if x is not None) or '—'
+        lines.append('| %s | %.1f s | %s | %s | %s | %s | %s | %s | %s |' % (
             MODE_NAMES[mode], m['wall_median_ms'] / 1000,
             '%.2f×' % m['vs_warm'] if m['vs_warm'] else '—', runs,
+            '%.1f s' % (cpu / 1000) if cpu else '—', load,
             mib(m['fetched_median_bytes']) if m['fetched_median_bytes'] else '0',
             '%d' % m['requests_median'] if m['requests_median'] is not None else '—',
             '%.2f×' % ra if ra else '—'))
@@ -165,7 +171,9 @@ start to the console's `lazyblk-exit: 0` (the command done, the disk synced and 
 plus the download for the "full" mode. "fetched": serve's `remote_bytes` (compressed chunk
 bytes) or the downloader's byte count. "read amp.": `chunk_loaded_bytes` / (`blocks_from_chunks` × 4096)
 of serve's --stats-json: decompressed chunk bytes loaded per byte of file data the guest
-read. Method: header of `bench/coldstart.sh`.
+read. "QEMU CPU": median user + system CPU time of QEMU (the guest's work under TCG);
+"host load": the 1-minute load average at each run's start (2 CPUs shared with other work:
+wall times vary with it). Method: header of `bench/coldstart.sh`.
 
 """ + '\n\n'.join(parts) + '\n'
     subprocess.run(['python3', os.path.join(E['ROOT'], 'bench/lib/mdsection.py'), E['MD'], 'coldstart'],
