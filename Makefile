@@ -36,7 +36,7 @@ LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/obj/%.o)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all deps test unit integration run clean bench
+.PHONY: all deps test unit integration run clean bench bench-cold
 all: $(BUILD)/lazyblk
 
 deps:
@@ -78,6 +78,12 @@ bench: $(BUILD)/lazyblk
 	@LAZYBLK=$(abspath $(BUILD)/lazyblk) bench/remote.sh
 	@LAZYBLK=$(abspath $(BUILD)/lazyblk) bench/vmm.sh
 	@LAZYBLK=$(abspath $(BUILD)/lazyblk) bench/guest.sh
+
+# Cold start over an emulated link (not in `make bench` while build/tools/linkem is missing;
+# LINK=none runs them without it): bench/coldstart.sh and bench/coldread.sh.
+bench-cold: $(BUILD)/lazyblk
+	@LAZYBLK=$(abspath $(BUILD)/lazyblk) bench/coldstart.sh
+	@LAZYBLK=$(abspath $(BUILD)/lazyblk) bench/coldread.sh
 
 clean:
 	rm -rf build
