@@ -39,7 +39,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 # tests/tools/linkem: a loopback link emulator (docs/linkem.md), standalone, no library code
 LINKEM := $(BUILD)/tools/linkem
 
-.PHONY: all deps test unit integration run clean bench
+.PHONY: all deps test unit integration run clean bench bench-cold
 all: $(BUILD)/lazyblk $(LINKEM)
 
 deps:
@@ -82,6 +82,12 @@ bench: $(BUILD)/lazyblk $(LINKEM)
 	@LAZYBLK=$(abspath $(BUILD)/lazyblk) bench/remote.sh
 	@LAZYBLK=$(abspath $(BUILD)/lazyblk) bench/vmm.sh
 	@LAZYBLK=$(abspath $(BUILD)/lazyblk) bench/guest.sh
+
+# Cold start over an emulated link (not in `make bench` while build/tools/linkem is missing;
+# LINK=none runs them without it): bench/coldstart.sh and bench/coldread.sh.
+bench-cold: $(BUILD)/lazyblk
+	@LAZYBLK=$(abspath $(BUILD)/lazyblk) bench/coldstart.sh
+	@LAZYBLK=$(abspath $(BUILD)/lazyblk) bench/coldread.sh
 
 clean:
 	rm -rf build

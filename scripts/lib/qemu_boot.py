@@ -9,10 +9,11 @@ script listens on, so each byte is stamped with the milliseconds since QEMU was 
 The serial console (QEMU's stdout) goes to --log, stamped per line; with --echo the
 guest's lines (ANSI escapes and kernel log lines removed) are also printed as they come.
 --json gets {"qemu_rc", "wall_ms", "boot_timer": {"1": ms, "2": ms}, "exit_status",
-"exit_ms"} where exit_status is the N of the console's last `lazyblk-exit: N`.
+"exit_ms", "cpu_ms"} where exit_status is the N of the console's last `lazyblk-exit: N` and
+cpu_ms QEMU's user + system CPU time (getrusage of the reaped child).
 Exit status: QEMU's (124 on timeout, after killing it).
 """
-import json, os, re, socket, subprocess, sys, tempfile, threading, time
+import json, os, re, resource, socket, subprocess, sys, tempfile, threading, time
 
 ANSI = re.compile(r'\x1b(\[[0-9;?]*[A-Za-z]|c)')
 KMSG = re.compile(r'^\[\s*\d+\.\d+\]')
@@ -84,6 +85,8 @@ def main():
                 ('SeaBIOS', 'Booting from ROM', 'lazyblk-exit:')):
             print(clean, flush=True)
     rc = p.wait()
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_ms = round((ru.ru_utime + ru.ru_stime) * 1000.0, 1)
     timed_out = not killer.is_alive() and rc != 0
     killer.cancel()
     wall = ms()
@@ -96,7 +99,7 @@ def main():
     if timed_out:
         rc = 124
     res = {'qemu_rc': rc, 'wall_ms': wall, 'boot_timer': timer,
-           'exit_status': exit_status, 'exit_ms': exit_ms}
+           'exit_status': exit_status, 'exit_ms': exit_ms, 'cpu_ms': cpu_ms}
     if json_path:
         with open(json_path, 'w') as f:
             json.dump(res, f, indent=1)

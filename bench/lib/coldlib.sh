@@ -1,0 +1,146 @@
+# shellcheck shell=bash
+# Shared by bench/coldstart.sh and bench/coldread.sh: a private nginx serving a directory on
+# a free loopback port, the link emulator in front of it, and `curl --parallel` fetching
+# every chunk of a store through it. Source after setting ROOT, WORK (a temp directory the
+# caller removes) and a die() that prints "bench/NAME: ..." and exits 1. Every server
+# started here is recorded in COLD_PIDS; the caller's EXIT trap calls cold_cleanup.
+#
+#   cold_start_nginx DIR          serve DIR at http://127.0.0.1:$NGINX_PORT/
+#   link_parse PROFILE            PROFILE = none | RATE/RTT (25mbit/20ms, 1gbit/1ms): sets
+#                                 LINK_RATE and LINK_DELAY (one-way = RTT/2, "10ms", "500us")
+#   linkem_path                   $LINKEM or build/tools/linkem if executable, else fails
+#   link_start PROFILE PORT       start linkem in front of 127.0.0.1:PORT (PROFILE none: no
+#                                 emulator, LINK_PORT=PORT); sets LINK_PORT LINK_PID
+#   link_stop                     SIGTERM linkem, wait; sets LINK_UP LINK_DOWN LINK_CONNS from
+#                                 its "linkem: up N bytes, down N bytes, C connections" line
+#                                 (empty for PROFILE none)
+#   chunk_urls STORE BASE_URL OUT  one "url = ...\noutput = ..." curl config entry per chunk
+#                                 file of STORE (the output paths relative to the current
+#                                 directory: chunks/XX/HEX); prints the chunk count
+#   curl_fetch_all CFG DIR        curl --parallel --parallel-max 16 -K CFG in DIR; prints
+#                                 "BYTES REQUESTS" downloaded
+
+COLD_PIDS=()
+LINK_PID=""
+cold_cleanup() {
+  local p
+  for p in "${COLD_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${COLD_PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+}
+
+cold_free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+cold_start_nginx() {
+  local root n
+  root=$(cd "$1" && pwd) || die "no directory $1 for nginx"
+  command -v nginx >/dev/null || die "nginx not found (scripts/deps.sh installs nginx-light)"
+  NGINX_DIR=$WORK/nginx
+  mkdir -p "$NGINX_DIR/tmp"
+  NGINX_PORT=$(cold_free_port)
+  cat >"$NGINX_DIR/nginx.conf" <<EOF
+daemon off;
+master_process off;
+worker_processes 1;
+pid $NGINX_DIR/nginx.pid;
+error_log $NGINX_DIR/error.log warn;
+events { worker_connections 1024; }
+http {
+  default_type application/octet-stream;
+  log_format lz '\$request_method \$uri \$status \$body_bytes_sent';
+  access_log $NGINX_DIR/access.log lz;
+  client_body_temp_path $NGINX_DIR/tmp/body;
+  proxy_temp_path $NGINX_DIR/tmp/proxy;
+  fastcgi_temp_path $NGINX_DIR/tmp/fastcgi;
+  uwsgi_temp_path $NGINX_DIR/tmp/uwsgi;
+  scgi_temp_path $NGINX_DIR/tmp/scgi;
+  keepalive_requests 100000;
+  sendfile on;
+  server_tokens off;
+  server {
+    listen 127.0.0.1:$NGINX_PORT;
+    root $root;
+  }
+}
+EOF
+  nginx -p "$NGINX_DIR" -c "$NGINX_DIR/nginx.conf" -e "$NGINX_DIR/error.log" \
+    >"$NGINX_DIR/stdout" 2>&1 &
+  NGINX_PID=$!
+  COLD_PIDS+=("$NGINX_PID")
+  for n in $(seq 200); do
+    curl -s -o /dev/null --max-time 2 "http://127.0.0.1:$NGINX_PORT/" && return 0
+    kill -0 "$NGINX_PID" 2>/dev/null || { cat "$NGINX_DIR/error.log" >&2; die "nginx exited at start"; }
+    sleep 0.05
+  done
+  die "nginx does not answer on 127.0.0.1:$NGINX_PORT"
+}
+
+link_parse() {
+  local p=$1 rtt us
+  LINK_RATE="" LINK_DELAY=""
+  [ "$p" = none ] && return 0
+  [[ "$p" =~ ^([0-9]+[kmg]?bit)/([0-9.]+)ms$ ]] ||
+    die "LINK=$p: want none or RATE/RTT such as 25mbit/20ms or 1gbit/1ms"
+  LINK_RATE=${BASH_REMATCH[1]}
+  rtt=${BASH_REMATCH[2]}
+  us=$(python3 -c "print(round(float('$rtt') * 1000 / 2))")
+  if [ $((us % 1000)) = 0 ]; then LINK_DELAY=$((us / 1000))ms; else LINK_DELAY=${us}us; fi
+}
+
+linkem_path() {
+  local l=${LINKEM:-$ROOT/build/tools/linkem}
+  [ -x "$l" ] || return 1
+  echo "$l"
+}
+
+link_start() {
+  local prof=$1 port=$2 l n
+  LINK_UP="" LINK_DOWN="" LINK_CONNS="" LINK_PID=""
+  if [ "$prof" = none ]; then LINK_PORT=$port; return 0; fi
+  link_parse "$prof"
+  l=$(linkem_path) || die "no link emulator: ${LINKEM:-build/tools/linkem} is missing (set LINKEM, or LINK=none)"
+  LINK_LOG=$WORK/linkem.$RANDOM.log
+  "$l" --listen 127.0.0.1:0 --connect "127.0.0.1:$port" --rate "$LINK_RATE" --delay "$LINK_DELAY" \
+    >"$LINK_LOG" 2>&1 &
+  LINK_PID=$!
+  COLD_PIDS+=("$LINK_PID")
+  LINK_PORT=""
+  for n in $(seq 200); do
+    LINK_PORT=$(sed -n 's/^linkem: listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$LINK_LOG" | head -1)
+    [ -n "$LINK_PORT" ] && return 0
+    kill -0 "$LINK_PID" 2>/dev/null || { cat "$LINK_LOG" >&2; die "linkem exited at start"; }
+    sleep 0.05
+  done
+  die "linkem did not print 'linkem: listening on 127.0.0.1:PORT' (log: $LINK_LOG)"
+}
+
+link_stop() {
+  local line
+  [ -n "$LINK_PID" ] || return 0
+  kill -TERM "$LINK_PID" 2>/dev/null || true
+  wait "$LINK_PID" 2>/dev/null || true
+  LINK_PID=""
+  line=$(grep -E '^linkem: up [0-9]+ bytes' "$LINK_LOG" | tail -1 || true)
+  [[ "$line" =~ up\ ([0-9]+)\ bytes,\ down\ ([0-9]+)\ bytes,\ ([0-9]+)\ connections ]] ||
+    die "linkem printed no 'linkem: up N bytes, down N bytes, C connections' at SIGTERM (log: $LINK_LOG)"
+  LINK_UP=${BASH_REMATCH[1]} LINK_DOWN=${BASH_REMATCH[2]} LINK_CONNS=${BASH_REMATCH[3]}
+}
+
+chunk_urls() {
+  local store=$1 base=$2 out=$3
+  (cd "$store" && find chunks -type f -name '[0-9a-f]*' | sort) |
+    awk -v b="$base" '{ printf "url = \"%s%s\"\noutput = \"%s\"\n", b, $0, $0; n++ } END { print n + 0 > "/dev/stderr" }' \
+    >"$out" 2>"$out.count"
+  cat "$out.count"
+}
+
+curl_fetch_all() {
+  local cfg=$1 dir=$2 res
+  mkdir -p "$dir"
+  res=$(cd "$dir" && curl --parallel --parallel-max 16 --create-dirs -sS --no-progress-meter \
+    --fail -w '%{size_download}\n' -K "$cfg" 2>"$dir.curl.err") ||
+    { head -3 "$dir.curl.err" >&2; die "curl --parallel through the link failed"; }
+  rm -f "$dir.curl.err"
+  awk '{ b += $1; n++ } END { print b + 0, n + 0 }' <<<"$res"
+}
