@@ -35,8 +35,8 @@
 #       cold      empty local store, serve --remote through the link (demand fetching)
 #       full      curl --parallel --parallel-max 16 of every chunk through the link into an
 #                 empty store, then boot from it (the time includes the download)
-#       warmall   `lazyblk warm` of every chunk through the link, then boot (time included)
-#                 — needs `lazyblk warm`
+#       warmed    `lazyblk warm --trace TRACE` through the link, then boot with the remote
+#                 for whatever the trace missed (warm's time included)
 #       prefetch  cold, with serve --prefetch TRACE — needs serve --prefetch/--trace-record
 #       repacked  cold, the image repacked in trace order (`lazyblk repack`), with --prefetch
 #     The trace is recorded once per profile by an untimed cold boot with
@@ -45,7 +45,7 @@
 #     TCG, which other load on the host does not change much) and the host's 1-minute load
 #     average at the boot's start: on a shared machine wall times vary with the load.
 #   - bytes and requests fetched: serve --stats-json (remote_bytes, remote_requests) and,
-#     through linkem, its down byte count (HTTP headers included); for full/warmall the
+#     through linkem, its down byte count (HTTP headers included); for full/warmed the
 #     downloader's own counts.
 #   - read amplification = chunk_loaded_bytes / (blocks_from_chunks x 4096): decompressed
 #     bytes of the chunks serve loaded (from the store or the remote, each verified) over
@@ -97,7 +97,7 @@ HAVE_WARM=0 HAVE_PREFETCH=0 HAVE_REPACK=0
 [ "$HAVE_PREFETCH" = 1 ] && "$LAZYBLK" repack --help >/dev/null 2>&1 && HAVE_REPACK=1
 ALL_MODES="warm cold full"
 SKIPPED=()
-if [ "$HAVE_WARM" = 1 ]; then ALL_MODES+=" warmall"; else SKIPPED+=("needs lazyblk warm (mode warmall)"); fi
+if [ "$HAVE_WARM" = 1 ]; then ALL_MODES+=" warmed"; else SKIPPED+=("needs lazyblk warm (mode warmed)"); fi
 if [ "$HAVE_PREFETCH" = 1 ]; then ALL_MODES+=" prefetch"; else SKIPPED+=("needs lazyblk serve --prefetch and --trace-record (mode prefetch)"); fi
 if [ "$HAVE_REPACK" = 1 ]; then ALL_MODES+=" repacked"; else SKIPPED+=("needs lazyblk repack and serve --prefetch (mode repacked)"); fi
 MODES=${MODES:-$ALL_MODES}
@@ -178,7 +178,9 @@ r = {'profile': prof, 'mode': mode, 'run': int(run), 'pre_ms': float(pre),
      'stats': {k: s.get(k) for k in ('reads', 'read_bytes', 'blocks_from_chunks',
                'blocks_from_metadata', 'chunk_loads', 'chunk_loaded_bytes', 'chunk_cache_hits',
                'store_read_bytes', 'disk_hits', 'remote_fetches', 'remote_bytes',
-               'remote_requests', 'remote_retries', 'fetch_ms_p50', 'fetch_ms_p90')}}
+               'remote_requests', 'remote_retries', 'fetch_ms_p50', 'fetch_ms_p90',
+               'prefetch_planned', 'prefetch_fetched', 'prefetch_fetched_bytes', 'prefetch_hits',
+               'prefetch_joins', 'fetch_joins')}}
 print(json.dumps(r))
 PY
 }
@@ -192,7 +194,8 @@ for PROF in $LINK; do
   rm -rf "$WARM"; cp -a "$IDIR/store" "$WARM"
   cat "$WARM"/chunks/*/* >/dev/null
   TRACE=$WORK/trace.$(echo "$PROF" | tr -c 'a-z0-9\n' _)
-  if [ "$HAVE_PREFETCH" = 1 ] && [[ " $MODES " == *" prefetch "* || " $MODES " == *" repacked "* ]]; then
+  if [ "$HAVE_PREFETCH" = 1 ] && [[ " $MODES " == *" prefetch "* || " $MODES " == *" repacked "* ||
+        " $MODES " == *" warmed "* ]]; then
     # hook: one untimed cold boot recording the trace (serve --trace-record FILE)
     say "$PROF: recording the trace (untimed boot)"
     link_start "$PROF" "$NGINX_PORT"
@@ -203,15 +206,19 @@ for PROF in $LINK; do
     [ -s "$TRACE" ] || die "serve --trace-record wrote no trace"
   fi
   if [ "$HAVE_REPACK" = 1 ] && [[ " $MODES " == *" repacked "* ]]; then
-    # hook: the image repacked in trace order into its own store, published at /repacked/.
-    # Assumed CLI (adjust when lazyblk repack lands):
-    #   lazyblk repack IMAGE.layout --store STORE --trace TRACE --out-store DIR -o OUT.layout
-    say "$PROF: lazyblk repack in trace order"
+    # the image repacked in trace order into a copy of its store (hard links: repack only
+    # adds the boot chunks), laid out with mkfs --order TRACE, published at /repacked/
+    say "$PROF: lazyblk repack + mkfs --order in trace order"
     rm -rf "$WORK/repacked" "$WORK/www/repacked"
     mkdir -p "$WORK/repacked"
-    "$LAZYBLK" repack "$IDIR/image.layout" --store "$IDIR/store" --trace "$TRACE" \
-      --out-store "$WORK/repacked/store" -o "$WORK/repacked/image.layout" >"$WORK/repack.log" 2>&1 ||
+    cp -al "$IDIR/store" "$WORK/repacked/store"
+    "$LAZYBLK" repack "$IDIR/image.manifest" --trace "$TRACE" --store "$WORK/repacked/store" \
+      -o "$WORK/repacked/image.manifest" >"$WORK/repack.log" 2>&1 ||
       { tail -3 "$WORK/repack.log" >&2; die "lazyblk repack failed"; }
+    "$LAZYBLK" mkfs "$WORK/repacked/image.manifest" -o "$WORK/repacked/image.layout" \
+      --order "$TRACE" >>"$WORK/repack.log" 2>&1 ||
+      { tail -3 "$WORK/repack.log" >&2; die "lazyblk mkfs --order failed"; }
+    say "$PROF: $(head -1 "$WORK/repack.log")"
     ln -s "$WORK/repacked/store" "$WORK/www/repacked"
   fi
   read -r -a MLIST <<<"$MODES"
@@ -242,15 +249,18 @@ for PROF in $LINK; do
         [ "$dlr" = "$NCHUNKS" ] || die "full: curl fetched $dlr of $NCHUNKS chunks"
         boot full "$IDIR/image.layout" "$C"
         ;;
-      warmall)
-        # hook: assumed CLI `lazyblk warm IMAGE.layout --store DIR --remote URL --all`
+      warmed)
+        # lazyblk warm --trace (the boot set, through the link), then boot; warm's time
+        # counts, and what the trace missed is fetched on demand
         link_start "$PROF" "$NGINX_PORT"
         t0=$(now_ms)
-        "$LAZYBLK" warm "$IDIR/image.layout" --store "$C" --remote "http://127.0.0.1:$LINK_PORT/store/" \
-          --all >"$WORK/warm.log" 2>&1 || { tail -3 "$WORK/warm.log" >&2; die "lazyblk warm --all failed"; }
+        "$LAZYBLK" warm "$IDIR/image.layout" --trace "$TRACE" --store "$C" \
+          --remote "http://127.0.0.1:$LINK_PORT/store/" --json >"$WORK/warm.log" 2>&1 ||
+          { tail -3 "$WORK/warm.log" >&2; die "lazyblk warm --trace failed"; }
         pre=$(( $(now_ms) - t0 ))
+        read -r dlb dlr < <(python3 -c 'import json,sys; w=json.loads(open(sys.argv[1]).read().splitlines()[-1]); print(w["fetched_bytes"], w["fetched"])' "$WORK/warm.log")
+        boot warmed "$IDIR/image.layout" "$C" --remote "http://127.0.0.1:$LINK_PORT/store/"
         link_stop
-        boot warmall "$IDIR/image.layout" "$C"
         ;;
       prefetch)
         link_start "$PROF" "$NGINX_PORT"

@@ -101,8 +101,11 @@ link_start() {
   link_parse "$prof"
   l=$(linkem_path) || die "no link emulator: ${LINKEM:-build/tools/linkem} is missing (set LINKEM, or LINK=none)"
   LINK_LOG=$WORK/linkem.$RANDOM.log
+  # --buffer: what a bottleneck holds per connection (a few times the bandwidth-delay
+  # product at 25 Mbit/s, 20 ms), not linkem's 4M default, which would let one connection's
+  # queued bytes delay every other request by seconds (docs/linkem.md)
   "$l" --listen 127.0.0.1:0 --connect "127.0.0.1:$port" --rate "$LINK_RATE" --delay "$LINK_DELAY" \
-    >"$LINK_LOG" 2>&1 &
+    --buffer "${LINK_BUFFER:-256K}" >"$LINK_LOG" 2>&1 &
   LINK_PID=$!
   COLD_PIDS+=("$LINK_PID")
   LINK_PORT=""

@@ -12,7 +12,7 @@ MODE_NAMES = {
     'warm': 'warm (every chunk local)',
     'cold': 'cold, demand fetching',
     'full': 'full download (curl ×16), then boot',
-    'warmall': '`lazyblk warm`, then boot',
+    'warmed': '`lazyblk warm --trace`, then boot (warm included)',
     'prefetch': 'cold + `--prefetch TRACE`',
     'repacked': 'cold, repacked + `--prefetch`',
 }
@@ -31,10 +31,9 @@ def summarize(rows, info):
         rs = sorted((r for r in rows if r['mode'] == mode), key=lambda r: r['run'])
         if not rs:
             continue
-        fetched = [r['download_bytes'] if r['download_bytes'] is not None else r['stats']['remote_bytes']
-                   for r in rs]
-        reqs = [r['download_requests'] if r['download_requests'] is not None
-                else r['stats']['remote_requests'] for r in rs]
+        # a download before the boot (full, warmed) plus what the boot fetched itself
+        fetched = [(r['download_bytes'] or 0) + (r['stats']['remote_bytes'] or 0) for r in rs]
+        reqs = [(r['download_requests'] or 0) + (r['stats']['remote_requests'] or 0) for r in rs]
         data_read = [r['stats']['blocks_from_chunks'] * BLOCK for r in rs]
         amp = [r['stats']['chunk_loaded_bytes'] / d if d else None
                for r, d in zip(rs, data_read)]
@@ -99,7 +98,7 @@ def table(p):
         if not m:
             continue
         runs = ', '.join('%.1f' % (x / 1000) for x in m['wall_ms'])
-        if mode in ('full', 'warmall'):
+        if mode in ('full', 'warmed'):
             runs += ' (download %s)' % ', '.join('%.1f' % (x / 1000) for x in m['pre_ms'])
         ra = m['read_amplification_median']
         cpu = m.get('qemu_cpu_median_ms')
