@@ -4,13 +4,20 @@
 #
 # Usage: bench/serve.sh [SRC]
 #   SRC: anything `lazyblk import` takes (a directory, a tar, ...).  Default: a tar of
-#   /usr/share/doc, /usr/lib/python3 and /usr/lib/python3.* (a few hundred MB of real files).
+#   /usr/share/doc, /usr/share/locale, /usr/lib/python3 and /usr/lib/python3.* (a few hundred
+#   MB of real files: more decompressed data than serve's default memory cache).
 # Environment:
 #   LAZYBLK    the lazyblk binary (set by `make bench`; default build/lazyblk)
 #   RUNS       runs per server, alternating (default 3; medians are reported)
 #   RUNTIME    seconds per timed fio job (default 10)
 #   IODEPTH    fio iodepth (default 16)
-#   MEM_CACHE  lazyblk serve --mem-cache (default 1G, so the warm working set fits)
+#   MEM_CACHE  lazyblk serve --mem-cache for the fio part (default 1G, so the warm working set fits)
+#   ONLY       comma-separated parts to run (default fio,full,density):
+#                fio      the warm/cold fio jobs below (writes the `serve` section)
+#                full     whole-disk sequential reads with nbdcopy, DEFAULT serve options
+#                density  N_SERVERS servers of one image, each read fully: host memory
+#              full and density write the `serve-full` section (bench/serve_full.sh).
+#   N_SERVERS  servers in the density part (default 20)
 #
 # Method (see the section this writes into docs/benchmarks.md):
 #   - import SRC, mkfs, export the raw disk (untimed).  The fio region for the warm tests is
@@ -25,6 +32,7 @@
 #   - cold: fresh server (lazyblk read-only, no overlay; qemu-nbd read-only on the raw),
 #     `sync; echo 3 > /proc/sys/vm/drop_caches`, one sequential fio read (bs=1M) of (a) the
 #     whole disk and (b) the data region, each after its own restart + drop.
+#   - full / density: see bench/serve_full.sh (sourced from here, same image and servers).
 #
 # Needs root (drop_caches), fio with the nbd engine (installed with apt-get if missing:
 # Debian's fio is built with libnbd), qemu-nbd, nbdinfo.
@@ -38,6 +46,9 @@ RUNS=${RUNS:-3}
 RUNTIME=${RUNTIME:-10}
 IODEPTH=${IODEPTH:-16}
 MEM_CACHE=${MEM_CACHE:-1G}
+ONLY=${ONLY:-fio,full,density}
+N_SERVERS=${N_SERVERS:-20}
+part() { [[ ",$ONLY," == *",$1,"* ]]; }
 OUTDIR=$ROOT/build/bench
 JSON=$OUTDIR/serve.json
 MD=$ROOT/docs/benchmarks.md
@@ -46,19 +57,23 @@ die() { echo "bench/serve: $*" >&2; exit 1; }
 [ -x "$LAZYBLK" ] || die "LAZYBLK=$LAZYBLK is not an executable (run make first)"
 [ "$(id -u)" = 0 ] || die "must run as root (drop_caches)"
 [[ "$RUNS" =~ ^[1-9][0-9]*$ ]] || die "RUNS must be a positive integer"
-if ! command -v fio >/dev/null; then
+if part fio && ! command -v fio >/dev/null; then
   echo "== installing fio (apt-get)"
   DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends fio >/dev/null \
     || die "could not install fio"
 fi
-fio --enghelp=nbd >/dev/null 2>&1 || die "this fio has no nbd engine (needs a build with libnbd)"
-for t in qemu-nbd nbdinfo python3 tar; do command -v $t >/dev/null || die "$t not found"; done
+if part fio; then
+  fio --enghelp=nbd >/dev/null 2>&1 || die "this fio has no nbd engine (needs a build with libnbd)"
+fi
+for t in qemu-nbd nbdinfo nbdcopy python3 tar; do command -v $t >/dev/null || die "$t not found"; done
 
 mkdir -p "$OUTDIR"
 WORK=$(mktemp -d "$OUTDIR/serve-work.XXXXXX")
 SRV_PID=""
+MANY_PIDS=()
 cleanup() {
   if [ -n "$SRV_PID" ]; then kill "$SRV_PID" 2>/dev/null || true; wait "$SRV_PID" 2>/dev/null || true; fi
+  for p in "${MANY_PIDS[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -67,7 +82,7 @@ trap cleanup EXIT
 if [ $# -ge 1 ]; then
   SRC=$1; SRC_DESC=$1
 else
-  SRC_DIRS=(usr/share/doc usr/lib/python3)
+  SRC_DIRS=(usr/share/doc usr/share/locale usr/lib/python3)
   for d in /usr/lib/python3.*; do [ -d "$d" ] && SRC_DIRS+=("${d#/}"); done
   SRC=$WORK/tree.tar
   SRC_DESC="tar -C / -cf tree.tar ${SRC_DIRS[*]}"
@@ -202,6 +217,11 @@ print('   %-8s run %s: cold whole disk %.1f MB/s, cold data region %.1f MB/s'
       % ({'lb': 'lazyblk', 'peer': 'qemu-nbd'}[who], i, r('colddisk'), r('coldregion')))
 EOF
 }
+
+if part full || part density; then
+  . "$ROOT/bench/serve_full.sh"
+fi
+part fio || exit 0
 
 LOADAVG=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "== warm: $RUNS runs per server, alternating, ${RUNTIME} s per job (load average before: $LOADAVG)"
