@@ -29,6 +29,7 @@ struct blkd_engine_opts {
 	uint64_t cache_size;       /* > 0: bound the store as a cache */
 	unsigned fetch_concurrency, fetch_timeout_ms;  /* 0: defaults */
 	int fetch_retries;         /* 0: default, < 0: none */
+	bool no_plain;             /* no plain tier (cas/source.h) */
 };
 
 struct blkd_engine;
