@@ -26,6 +26,7 @@ struct walk {
 	size_t n_keep;
 	struct cas_gc_result *res;
 	int64_t cutoff;        /* remove what is not newer than this (seconds) */
+	uint64_t orphan_bytes; /* plain copies removed without their chunk: never counted */
 	bool dry_run;
 };
 
@@ -92,6 +93,7 @@ static int orphan_one(void *arg, const uint8_t d[SHA256_LEN], const char *path)
 	}
 	w->res->plain_orphans++;
 	w->res->plain_removed_bytes += (uint64_t)st.st_size;
+	w->orphan_bytes += (uint64_t)st.st_size;
 	return 0;
 }
 
@@ -161,9 +163,10 @@ int cas_gc(struct store *s, const uint8_t (*keep)[SHA256_LEN], size_t n_keep,
 		ret = store_foreach_plain(s, orphan_one, &w);
 	if (!ret)
 		ret = tmp_clean(&w);
-	/* orphans were never counted (a rescan counts a plain copy with its chunk): a little over */
+	/* orphans were never counted: a rescan counts a plain copy with its chunk only */
 	if (!dry_run)
-		cache_store_unlock(s, lock_fd, res->removed_bytes + res->plain_removed_bytes);
+		cache_store_unlock(s, lock_fd, res->removed_bytes + res->plain_removed_bytes -
+						       w.orphan_bytes);
 	res->missing = res->referenced - res->kept;
 	return ret;
 }
