@@ -10,9 +10,9 @@
 # density: drop_caches; one lazyblk server, read fully; then drop_caches and N_SERVERS
 #          servers of the same image, each read fully in turn, all still running when
 #          measured. Host memory = sum of the servers' anonymous memory (smaps_rollup
-#          Anonymous) + growth of the page cache (/proc/meminfo Cached), and also
-#          MemTotal - MemFree growth; the sum of VmRSS (which counts a shared page-cache
-#          page once per process that maps it) is reported too.
+#          Anonymous) + the page cache of the image's files (fincore over STORE/chunks,
+#          STORE/plain and the layout); machine-wide Cached and MemTotal - MemFree growth
+#          and the sums of RSS and PSS are reported too.
 # Writes build/bench/serve-full.json and the `serve-full` section of docs/benchmarks.md.
 
 JSON_FULL=$OUTDIR/serve-full.json
@@ -34,6 +34,12 @@ nbdcopy_time() {
   echo "$t1 - $t0" | bc -l
 }
 meminfo() { awk '/^(MemTotal|MemFree|Cached):/ { printf "%s=%s ", $1, $2 } END { print "" }' /proc/meminfo; }
+# image_cached: KiB of the image's files (store chunks and plain copies, layout) in the page
+# cache: the page cache this benchmark grows, unlike /proc/meminfo, not moved by other work
+image_cached() {
+  find "$STORE/chunks" "$STORE/plain" "$LAYOUT" -type f -print0 2>/dev/null |
+    xargs -0 -r fincore -b -n -o RES 2>/dev/null | awk '{ s += $1 } END { printf "%d\n", s / 1024 }'
+}
 
 FULL_RES=$WORK/full.txt
 : >"$FULL_RES"
@@ -72,6 +78,7 @@ if part density; then
     stop_srv
     drop_caches; sleep 1
     before=$(meminfo)
+    [ "$(image_cached)" -lt 4096 ] || echo "   (note: $(image_cached) KiB of the image still cached after drop_caches)"
     MANY_PIDS=()
     for k in $(seq "$n"); do
       "$LAZYBLK" serve "$LAYOUT" --store "$STORE" --read-only --nbd "unix:$WORK/d$k.sock" \
@@ -85,7 +92,8 @@ if part density; then
     done
     SRV_PID=""
     sleep 1
-    after=$(meminfo)
+    after="$(meminfo)Image:=$(image_cached) "
+    before="${before}Image:=0 "
     for p in "${MANY_PIDS[@]}"; do
       read -r a r s < <(awk '/^Anonymous:/ { a = $2 } /^Rss:/ { r = $2 } /^Pss:/ { s = $2 }
                               END { print a, r, s }' "/proc/$p/smaps_rollup")
@@ -144,17 +152,17 @@ for line in open(sys.argv[2]):
     kv = lambda t: {k.rstrip(':'): int(v) for k, v in re.findall(r'(\w+:)=(\d+)', t)}
     b, a = kv(m.group(5)), kv(m.group(6))
     d = {'servers': n, 'anon_kib': int(m.group(2)), 'rss_kib': int(m.group(3)), 'pss_kib': int(m.group(4)),
-         'cached_growth_kib': a['Cached'] - b['Cached'],
+         'cached_growth_kib': a['Cached'] - b['Cached'], 'image_cached_kib': a['Image'],
          'used_growth_kib': (a['MemTotal'] - a['MemFree']) - (b['MemTotal'] - b['MemFree'])}
-    d['host_kib'] = d['anon_kib'] + d['cached_growth_kib']
+    d['host_kib'] = d['anon_kib'] + d['image_cached_kib']
     dens.append(d)
 if len(dens) == 2:
     res['density'] = {'one': dens[0], 'many': dens[1], 'ratio_host': round(dens[1]['host_kib'] / dens[0]['host_kib'], 2),
                       'ratio_used': round(dens[1]['used_growth_kib'] / max(1, dens[0]['used_growth_kib']), 2)}
 json.dump(res, open(E['JSON_FULL'], 'w'), indent=2)
 M = lambda k: '%.1f' % (k / 1024)
-drows = ['| %d | %s | %s | %s | %s | %s | %s |' % (d['servers'], M(d['anon_kib']), M(d['cached_growth_kib']),
-         M(d['host_kib']), M(d['used_growth_kib']), M(d['rss_kib']), M(d['pss_kib'])) for d in dens]
+drows = ['| %d | %s | %s | %s | %s | %s | %s | %s |' % (d['servers'], M(d['anon_kib']), M(d['image_cached_kib']),
+         M(d['host_kib']), M(d['cached_growth_kib']), M(d['used_growth_kib']), M(d['rss_kib']), M(d['pss_kib'])) for d in dens]
 sec = f"""### serve: whole-disk reads with default options, and density — {res['date'][:10]}
 
 Same image as above (`{E['SRC_DESC']}`: {int(E['DISK_BYTES']):,}-byte disk, {data:,} bytes not holes,
@@ -170,13 +178,14 @@ ratio = qemu-nbd time / lazyblk time (> 1: lazyblk faster).
 {chr(10).join(rows)}
 
 Density: `drop_caches`, then K read-only servers of the image (default options), each read fully with
-nbdcopy in turn, measured with all K still running. host = Σ anonymous memory of the servers
-(smaps_rollup `Anonymous`) + growth of `Cached` in /proc/meminfo (the page cache, shared by every
-process); used = growth of MemTotal − MemFree (everything, kernel included). Σ RSS counts each shared
-page-cache page once per process that maps it, so it over-states memory for mappings; Σ PSS divides them.
+nbdcopy in turn, measured with all K still running. **host** = Σ anonymous memory of the servers
+(smaps_rollup `Anonymous`) + the page cache holding the image's files (store chunks, plain copies,
+layout: `fincore`), which every server shares. Machine-wide figures are given too, but other work on
+the machine moves them: growth of `Cached` in /proc/meminfo, and of MemTotal − MemFree (everything).
+Σ RSS / Σ PSS: of the servers (lazyblk reads plain copies with pread, so they map no page cache).
 
-| servers | Σ anon MiB | Cached growth MiB | **host MiB** | used growth MiB | Σ RSS MiB | Σ PSS MiB |
-|---:|---:|---:|---:|---:|---:|---:|
+| servers | Σ anon MiB | image page cache MiB | **host MiB** | Cached growth MiB | used growth MiB | Σ RSS MiB | Σ PSS MiB |
+|---:|---:|---:|---:|---:|---:|---:|---:|
 {chr(10).join(drows)}
 
 {('host memory, ' + str(dens[1]['servers']) + ' servers / 1 server: **%.2f** (used growth: %.2f)' % (res['density']['ratio_host'], res['density']['ratio_used'])) if len(dens) == 2 else ''}
