@@ -52,6 +52,7 @@ struct blkd_reader {
 	struct cas_source *src;
 	size_t budget;                    /* bytes of decompressed chunks kept at most */
 	unsigned fd_max;                  /* plain copies kept open at most */
+	bool plain_bytes_budget;          /* and their bytes count in budget (a bounded store) */
 	unsigned n_fds;
 	pthread_mutex_t lock;             /* the cache, the in-flight list and the stats */
 	struct cache_entry **by_chunk;    /* chunk index -> cached entry or NULL */
@@ -103,6 +104,11 @@ int blkd_reader_new(const struct layout *l, struct cas_source *src, size_t cache
 	r->src = src;
 	r->budget = cache_bytes ? cache_bytes : BLKD_READER_CACHE_DEFAULT;
 	r->fd_max = fd_budget();
+	/*
+	 * A store bounded as a cache evicts plain copies with their chunks; one held open here
+	 * would keep its disk space until closed, so there they count against budget too.
+	 */
+	r->plain_bytes_budget = cas_source_bounded(src);
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_cond_init(&r->ra_cond, NULL);
 	r->by_chunk = calloc(l->hdr.chunk_count ? l->hdr.chunk_count : 1, sizeof(*r->by_chunk));
@@ -178,9 +184,9 @@ static void cache_remove(struct blkd_reader *r, struct cache_entry *e)
 	if (e->fd >= 0) {
 		r->n_fds--;
 		r->st.cached_plain--;
-	} else {
-		r->st.cached_bytes -= e->len;
 	}
+	if (e->fd < 0 || r->plain_bytes_budget)
+		r->st.cached_bytes -= e->len;
 }
 
 /*
@@ -189,14 +195,16 @@ static void cache_remove(struct blkd_reader *r, struct cache_entry *e)
  */
 static void cache_make_room(struct blkd_reader *r, const struct cache_entry *n)
 {
-	bool plain = n->fd >= 0;
+	bool plain = n->fd >= 0 && !r->plain_bytes_budget;
 	struct cache_entry *e = r->tail;
 
 	while (e && (plain ? r->n_fds + 1 > r->fd_max
-			   : r->st.cached_bytes + n->len > r->budget)) {
+			   : r->st.cached_bytes + n->len > r->budget ||
+			     (n->fd >= 0 && r->n_fds + 1 > r->fd_max))) {
 		struct cache_entry *prev = e->prev;
 
-		if (e->refs || (e->fd >= 0) != plain) {
+		if (e->refs || (plain && e->fd < 0) ||
+		    (!plain && e->fd >= 0 && !r->plain_bytes_budget)) {
 			e = prev;
 			continue;
 		}
@@ -314,9 +322,9 @@ static int chunk_get(struct blkd_reader *r, uint32_t idx, struct cache_entry **o
 		if (e->fd >= 0) {
 			r->n_fds++;
 			r->st.cached_plain++;
-		} else {
-			r->st.cached_bytes += e->len;
 		}
+		if (e->fd < 0 || r->plain_bytes_budget)
+			r->st.cached_bytes += e->len;
 		e->refs++;
 	}
 	self.ret = ret;

@@ -109,6 +109,8 @@ void cas_source_close(struct cas_source *s)
 
 struct store *cas_source_store(struct cas_source *s) { return s->store; }
 
+bool cas_source_bounded(const struct cas_source *s) { return s->cache != NULL; }
+
 /* An idle decoder, or a new one (NULL: out of memory). */
 static struct chunk_codec *codec_take(struct cas_source *s)
 {
@@ -323,7 +325,9 @@ int cas_source_load(struct cas_source *s, const uint8_t d[SHA256_LEN], size_t ma
 	c->fd = -1;
 	c->frame_len = 0;
 	if (s->plain) {
-		ret = plain_open(s->store, d, max, &c->fd, &c->len, &why);
+		/* a plain copy stands for its chunk: none is served once the chunk is gone */
+		ret = store_has(s->store, d) == 1 ? plain_open(s->store, d, max, &c->fd, &c->len, &why)
+						   : -ENOENT;
 		if (!ret) {
 			ADD(s->plain_hits, 1);
 			ADD(s->plain_bytes, c->len);

@@ -90,5 +90,7 @@ int cas_source_load(struct cas_source *s, const uint8_t d[SHA256_LEN], size_t ma
 void cas_source_plain_bad(struct cas_source *s, const uint8_t d[SHA256_LEN]);
 
 void cas_source_get_stats(struct cas_source *s, struct cas_source_stats *st);
+/* The store is a size-bounded cache (--cache-size): its plain copies may be evicted. */
+bool cas_source_bounded(const struct cas_source *s);
 
 #endif
