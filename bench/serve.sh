@@ -4,17 +4,25 @@
 #
 # Usage: bench/serve.sh [SRC]
 #   SRC: anything `lazyblk import` takes (a directory, a tar, ...).  Default: a tar of
-#   /usr/share/doc, /usr/lib/python3 and /usr/lib/python3.* (a few hundred MB of real files).
+#   /usr/share/doc, /usr/share/locale, /usr/lib/python3 and /usr/lib/python3.* (a few hundred
+#   MB of real files: more decompressed data than serve's default memory cache).
 # Environment:
 #   LAZYBLK    the lazyblk binary (set by `make bench`; default build/lazyblk)
 #   RUNS       runs per server, alternating (default 3; medians are reported)
 #   RUNTIME    seconds per timed fio job (default 10)
 #   IODEPTH    fio iodepth (default 16)
-#   MEM_CACHE  lazyblk serve --mem-cache (default 1G, so the warm working set fits)
-#   ONLY       "holes": run only the mostly-empty disk measurement below (no root, no fio)
-#   HOLES_SRC  its tree (default /usr/share/doc); HOLES_SIZE its disk (mkfs --size, default 4G)
+#   MEM_CACHE  lazyblk serve --mem-cache for the fio part (default 1G, so the warm working set fits)
+#   ONLY       comma-separated parts to run (default fio,full,density,holes):
+#                fio      the warm/cold fio jobs below (writes the `serve` section)
+#                full     whole-disk sequential reads with nbdcopy, DEFAULT serve options
+#                density  N_SERVERS servers of one image, each read fully: host memory
+#                holes    the mostly-empty disk measurement below (no root, no fio)
+#              full and density write the `serve-full` section (bench/serve_full.sh).
+#   N_SERVERS  servers in the density part (default 20)
+#   HOLES_SRC  the holes part's tree (default /usr/share/doc); HOLES_SIZE its disk (mkfs --size,
+#              default 4G)
 #   LAZYBLK_BEFORE  another lazyblk binary (e.g. the previous commit's) measured as a third
-#              server in the mostly-empty disk measurement only
+#              server in the holes part only
 #
 # Method (see the section this writes into docs/benchmarks.md):
 #   - import SRC, mkfs, export the raw disk (untimed).  The fio region for the warm tests is
@@ -35,6 +43,7 @@
 #     `nbdcopy --no-extents URI null:` (every byte asked for with READ, so holes go over the
 #     wire as whatever the server sends for them) and `nbdcopy URI null:` (nbdcopy asks for
 #     base:allocation first and reads only the data). Servers alternate; medians of RUNS.
+#   - full / density: see bench/serve_full.sh (sourced from here, same image and servers).
 #
 # Needs root (drop_caches), fio with the nbd engine (installed with apt-get if missing:
 # Debian's fio is built with libnbd), qemu-nbd, nbdinfo; nbdcopy for the mostly-empty disk.
@@ -49,10 +58,12 @@ RUNS=${RUNS:-3}
 RUNTIME=${RUNTIME:-10}
 IODEPTH=${IODEPTH:-16}
 MEM_CACHE=${MEM_CACHE:-1G}
-ONLY=${ONLY:-}
+ONLY=${ONLY:-fio,full,density,holes}
+N_SERVERS=${N_SERVERS:-20}
 HOLES_SRC=${HOLES_SRC:-/usr/share/doc}
 HOLES_SIZE=${HOLES_SIZE:-4G}
 LAZYBLK_BEFORE=${LAZYBLK_BEFORE:-}
+part() { [[ ",$ONLY," == *",$1,"* ]]; }
 OUTDIR=$ROOT/build/bench
 JSON=$OUTDIR/serve.json
 MD=$ROOT/docs/benchmarks.md
@@ -60,15 +71,19 @@ MD=$ROOT/docs/benchmarks.md
 die() { echo "bench/serve: $*" >&2; exit 1; }
 [ -x "$LAZYBLK" ] || die "LAZYBLK=$LAZYBLK is not an executable (run make first)"
 [[ "$RUNS" =~ ^[1-9][0-9]*$ ]] || die "RUNS must be a positive integer"
-[ -z "$ONLY" ] || [ "$ONLY" = holes ] || die "ONLY must be empty or 'holes'"
+for p in ${ONLY//,/ }; do
+  case $p in fio|full|density|holes) ;; *) die "ONLY: unknown part '$p' (want fio, full, density, holes)";; esac
+done
 [ -z "$LAZYBLK_BEFORE" ] || [ -x "$LAZYBLK_BEFORE" ] || die "LAZYBLK_BEFORE=$LAZYBLK_BEFORE is not an executable"
-if [ "$ONLY" != holes ]; then
+if part fio || part full || part density; then
   [ "$(id -u)" = 0 ] || die "must run as root (drop_caches)"
-  if ! command -v fio >/dev/null; then
-    echo "== installing fio (apt-get)"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends fio >/dev/null \
-      || die "could not install fio"
-  fi
+fi
+if part fio && ! command -v fio >/dev/null; then
+  echo "== installing fio (apt-get)"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends fio >/dev/null \
+    || die "could not install fio"
+fi
+if part fio; then
   fio --enghelp=nbd >/dev/null 2>&1 || die "this fio has no nbd engine (needs a build with libnbd)"
 fi
 for t in qemu-nbd nbdinfo nbdcopy python3 tar; do command -v $t >/dev/null || die "$t not found"; done
@@ -76,19 +91,21 @@ for t in qemu-nbd nbdinfo nbdcopy python3 tar; do command -v $t >/dev/null || di
 mkdir -p "$OUTDIR"
 WORK=$(mktemp -d "$OUTDIR/serve-work.XXXXXX")
 SRV_PID=""
+MANY_PIDS=()
 cleanup() {
   if [ -n "$SRV_PID" ]; then kill "$SRV_PID" 2>/dev/null || true; wait "$SRV_PID" 2>/dev/null || true; fi
+  for p in "${MANY_PIDS[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
   rm -rf "$WORK"
 }
 trap cleanup EXIT
 
 # ---------------------------------------------------------------------------- image
 STORE=$WORK/store MAN=$WORK/img.manifest LAYOUT=$WORK/img.layout RAW=$WORK/img.raw
-if [ "$ONLY" != holes ]; then
+if part fio || part full || part density; then
   if [ $# -ge 1 ]; then
     SRC=$1; SRC_DESC=$1
   else
-    SRC_DIRS=(usr/share/doc usr/lib/python3)
+    SRC_DIRS=(usr/share/doc usr/share/locale usr/lib/python3)
     for d in /usr/lib/python3.*; do [ -d "$d" ] && SRC_DIRS+=("${d#/}"); done
     SRC=$WORK/tree.tar
     SRC_DESC="tar -C / -cf tree.tar ${SRC_DIRS[*]}"
@@ -273,7 +290,7 @@ PY
   python3 "$ROOT/bench/lib/mdsection.py" "$MD" serve-holes serve <"$WORK/holes-section.md"
   echo "== wrote ${H_JSON#"$ROOT"/} and the serve-holes part of ${MD#"$ROOT"/}"
 }
-if [ "$ONLY" = holes ]; then
+if ! part fio && ! part full && ! part density; then
   holes_bench
   exit 0
 fi
@@ -351,6 +368,14 @@ print('   %-8s run %s: cold whole disk %.1f MB/s, cold data region %.1f MB/s'
       % ({'lb': 'lazyblk', 'peer': 'qemu-nbd'}[who], i, r('colddisk'), r('coldregion')))
 EOF
 }
+
+if part full || part density; then
+  . "$ROOT/bench/serve_full.sh"
+fi
+if ! part fio; then
+  if part holes; then holes_bench; fi
+  exit 0
+fi
 
 LOADAVG=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "== warm: $RUNS runs per server, alternating, ${RUNTIME} s per job (load average before: $LOADAVG)"
@@ -540,4 +565,4 @@ subprocess.run(['python3', os.path.join(E['ROOT'], 'bench/lib/mdsection.py'), E[
 print(sec)
 PY
 echo "== wrote ${JSON#"$ROOT"/} and ${MD#"$ROOT"/}"
-holes_bench
+if part holes; then holes_bench; fi

@@ -172,6 +172,7 @@ int blkd_engine_open(const struct blkd_engine_opts *o, struct blkd_engine **out)
 			.concurrency = o->fetch_concurrency,
 			.timeout_ms = o->fetch_timeout_ms,
 			.retries = o->fetch_retries,
+			.no_plain = o->no_plain,
 		};
 
 		ret = cas_source_open(&so, &e->src);
@@ -610,12 +611,15 @@ static void print_cas_json(FILE *f, const struct cas_source_stats *c)
 		   "\"remote_retries\":%llu,\"remote_failures\":%llu,\"remote_not_found\":%llu,"
 		   "\"fetch_ms_p50\":%.3f,\"fetch_ms_p90\":%.3f,\"fetch_ms_p99\":%.3f,"
 		   "\"fetch_ms_max\":%.3f,\"cache_limit_bytes\":%llu,\"cache_used_bytes\":%llu,"
-		   "\"cache_evictions\":%llu,\"cache_evicted_bytes\":%llu",
+		   "\"cache_evictions\":%llu,\"cache_evicted_bytes\":%llu,\"plain_hits\":%llu,"
+		   "\"plain_bytes\":%llu,\"plain_writes\":%llu,\"plain_write_failures\":%llu,"
+		   "\"plain_bad\":%llu",
 		U(c->disk_hits), U(c->disk_bytes), U(c->verify_failures), U(c->remote_fetches),
 		U(r->fetched_bytes), U(r->requests), U(r->retries), U(r->failures), U(r->not_found),
 		r->lat_p50_us / 1e3, r->lat_p90_us / 1e3, r->lat_p99_us / 1e3, r->lat_max_us / 1e3,
 		U(c->cache_limit), U(c->cache_used), U(c->cache_evictions),
-		U(c->cache_evicted_bytes));
+		U(c->cache_evicted_bytes), U(c->plain_hits), U(c->plain_bytes), U(c->plain_writes),
+		U(c->plain_write_failures), U(c->plain_bad));
 }
 
 void blkd_engine_print_cas_stats(const struct cas_source_stats *c, FILE *f)
@@ -631,6 +635,11 @@ void blkd_engine_print_cas_stats(const struct cas_source_stats *c, FILE *f)
 			U(c->remote_fetches), U(r->fetched_bytes), U(r->requests), U(r->retries),
 			U(r->failures), U(r->not_found), r->lat_p50_us / 1e3, r->lat_p90_us / 1e3,
 			r->lat_p99_us / 1e3, r->lat_max_us / 1e3);
+	if (c->has_plain)
+		fprintf(f, "plain      %llu chunks from plain copies (%llu bytes), %llu written, "
+			   "%llu not written, %llu bad (removed)\n",
+			U(c->plain_hits), U(c->plain_bytes), U(c->plain_writes),
+			U(c->plain_write_failures), U(c->plain_bad));
 	if (c->has_cache)
 		fprintf(f, "cache      %llu of %llu bytes used, %llu chunks evicted (%llu bytes)\n",
 			U(c->cache_used), U(c->cache_limit), U(c->cache_evictions),

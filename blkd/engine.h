@@ -35,6 +35,7 @@ struct blkd_engine_opts {
 	const char *trace_record;  /* record first touches, written here (blkd_engine_trace_finish) */
 	const char *prefetch_trace; /* replay this trace's chunks in the background */
 	bool prefetch_all;         /* then every other chunk of the layout */
+	bool no_plain;             /* no plain tier (cas/source.h) */
 };
 
 struct blkd_engine;

@@ -7,20 +7,30 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <stddef.h>
 
 #include "../common/fsutil.h"
 #include "../common/log.h"
+#include "../common/uring.h"
 
-/* A decompressed chunk whose sha256 matched its name. */
+/*
+ * A chunk whose sha256 matched its name: its decompressed bytes in data[], or, when fd >= 0,
+ * a checked plain copy (cas/plain.h) holding them at offset 0, read with pread: then the
+ * bytes live in the page cache, shared with every process reading the store, and the entry
+ * costs a descriptor, not memory.
+ */
 struct cache_entry {
 	struct cache_entry *prev, *next;  /* LRU list, most recently used first */
 	uint32_t chunk;                   /* index into the layout's chunk table */
 	uint32_t refs;                    /* readers copying from it: not evicted meanwhile */
 	bool ra_mark;                     /* read ahead and not used yet: a hit reads further */
+	bool dead;                        /* its plain copy went bad: freed by the last reader */
+	int fd;                           /* a plain copy, or -1: the bytes are in data[] */
 	size_t len;
-	size_t frame_len;                 /* its compressed size in the store */
+	size_t frame_len;                 /* its compressed size in the store (0: plain copy) */
 	uint8_t data[];
 };
 
@@ -41,6 +51,9 @@ struct blkd_reader {
 	const struct layout *l;
 	struct cas_source *src;
 	size_t budget;                    /* bytes of decompressed chunks kept at most */
+	unsigned fd_max;                  /* plain copies kept open at most */
+	bool plain_bytes_budget;          /* and their bytes count in budget (a bounded store) */
+	unsigned n_fds;
 	pthread_mutex_t lock;             /* the cache, the in-flight list and the stats */
 	struct cache_entry **by_chunk;    /* chunk index -> cached entry or NULL */
 	struct cache_entry *head, *tail;
@@ -60,6 +73,27 @@ struct blkd_reader {
 	uint8_t *marks;                   /* see blkd_reader_set_marks */
 };
 
+/* Half the descriptors this process may open, within [16, 65536]. */
+static unsigned fd_budget(void)
+{
+	struct rlimit rl;
+	rlim_t n = 1024;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		n = rl.rlim_cur;
+	else if (rl.rlim_cur == RLIM_INFINITY)
+		n = 1u << 17;
+	n /= 2;
+	return n < 16 ? 16 : n > 65536 ? 65536 : (unsigned)n;
+}
+
+static void entry_free(struct cache_entry *e)
+{
+	if (e->fd >= 0)
+		close(e->fd);
+	free(e);
+}
+
 int blkd_reader_new(const struct layout *l, struct cas_source *src, size_t cache_bytes,
 		    struct blkd_reader **out)
 {
@@ -70,6 +104,12 @@ int blkd_reader_new(const struct layout *l, struct cas_source *src, size_t cache
 	r->l = l;
 	r->src = src;
 	r->budget = cache_bytes ? cache_bytes : BLKD_READER_CACHE_DEFAULT;
+	r->fd_max = fd_budget();
+	/*
+	 * A store bounded as a cache evicts plain copies with their chunks; one held open here
+	 * would keep its disk space until closed, so there they count against budget too.
+	 */
+	r->plain_bytes_budget = cas_source_bounded(src);
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_cond_init(&r->ra_cond, NULL);
 	r->by_chunk = calloc(l->hdr.chunk_count ? l->hdr.chunk_count : 1, sizeof(*r->by_chunk));
@@ -91,7 +131,7 @@ void blkd_reader_free(struct blkd_reader *r)
 	free(r->ra_queued);
 	for (struct cache_entry *e = r->head, *next; e; e = next) {
 		next = e->next;
-		free(e);
+		entry_free(e);
 	}
 	free(r->by_chunk);
 	pthread_cond_destroy(&r->ra_cond);
@@ -142,23 +182,41 @@ static void lru_push_front(struct blkd_reader *r, struct cache_entry *e)
 		r->tail = e;
 }
 
-/* Evict least recently used chunks no reader is copying from. Under r->lock. */
-static void cache_make_room(struct blkd_reader *r, size_t need)
+/* Take e out of the cache (its readers, if any, keep it). Under r->lock. */
+static void cache_remove(struct blkd_reader *r, struct cache_entry *e)
 {
+	lru_unlink(r, e);
+	r->by_chunk[e->chunk] = NULL;
+	if (e->fd >= 0) {
+		r->n_fds--;
+		r->st.cached_plain--;
+	}
+	if (e->fd < 0 || r->plain_bytes_budget)
+		r->st.cached_bytes -= e->len;
+}
+
+/*
+ * Evict least recently used chunks no reader is copying from, to make room for one more
+ * entry like n: its bytes, or its descriptor. Under r->lock.
+ */
+static void cache_make_room(struct blkd_reader *r, const struct cache_entry *n)
+{
+	bool plain = n->fd >= 0 && !r->plain_bytes_budget;
 	struct cache_entry *e = r->tail;
 
-	while (e && r->st.cached_bytes + need > r->budget) {
+	while (e && (plain ? r->n_fds + 1 > r->fd_max
+			   : r->st.cached_bytes + n->len > r->budget ||
+			     (n->fd >= 0 && r->n_fds + 1 > r->fd_max))) {
 		struct cache_entry *prev = e->prev;
 
-		if (e->refs) {
+		if (e->refs || (plain && e->fd < 0) ||
+		    (!plain && e->fd >= 0 && !r->plain_bytes_budget)) {
 			e = prev;
 			continue;
 		}
-		lru_unlink(r, e);
-		r->by_chunk[e->chunk] = NULL;
-		r->st.cached_bytes -= e->len;
+		cache_remove(r, e);
 		r->st.evictions++;
-		free(e);
+		entry_free(e);
 		e = prev;
 	}
 }
@@ -171,19 +229,28 @@ static void cache_make_room(struct blkd_reader *r, size_t need)
 static int chunk_load(struct blkd_reader *r, uint32_t idx, struct cache_entry **out)
 {
 	struct cache_entry *e;
-	void *block;
-	size_t n, flen;
+	struct cas_chunk c;
 	int ret;
 
-	ret = cas_source_get(r->src, r->l->chunks[idx], r->l->hdr.chunk_size,
-			     offsetof(struct cache_entry, data), &block, &n, &flen);
+	ret = cas_source_load(r->src, r->l->chunks[idx], r->l->hdr.chunk_size,
+			      offsetof(struct cache_entry, data), &c);
 	if (ret)
 		return ret; /* it said why */
-	e = block;
+	if (c.fd >= 0) {
+		e = malloc(sizeof(*e));
+		if (!e) {
+			close(c.fd);
+			return -ENOMEM;
+		}
+	} else {
+		e = c.block;
+	}
+	e->fd = c.fd;
 	e->chunk = idx;
-	e->len = n;
+	e->len = c.len;
 	e->refs = 0;
-	e->frame_len = flen;
+	e->dead = false;
+	e->frame_len = c.frame_len;
 	e->prev = e->next = NULL;
 	*out = e;
 	return 0;
@@ -259,10 +326,15 @@ static int chunk_get(struct blkd_reader *r, uint32_t idx, struct cache_entry **o
 		e->ra_mark = false;
 		r->st.loaded_bytes += e->len;
 		r->st.store_bytes += e->frame_len;
-		cache_make_room(r, e->len);
+		cache_make_room(r, e);
 		lru_push_front(r, e);
 		r->by_chunk[idx] = e;
-		r->st.cached_bytes += e->len;
+		if (e->fd >= 0) {
+			r->n_fds++;
+			r->st.cached_plain++;
+		}
+		if (e->fd < 0 || r->plain_bytes_budget)
+			r->st.cached_bytes += e->len;
 		e->refs++;
 	}
 	self.ret = ret;
@@ -286,9 +358,34 @@ static int chunk_get(struct blkd_reader *r, uint32_t idx, struct cache_entry **o
 
 static void chunk_put(struct blkd_reader *r, struct cache_entry *e)
 {
+	bool gone;
+
 	pthread_mutex_lock(&r->lock);
-	e->refs--;
+	gone = --e->refs == 0 && e->dead;
 	pthread_mutex_unlock(&r->lock);
+	if (gone)
+		entry_free(e);
+}
+
+/*
+ * A plain copy failed when read (truncated or unreadable since it was checked): take the
+ * entry out of the cache (freed by its last reader) and have the source remove the copy,
+ * so the next load takes the verified path.
+ */
+static void chunk_plain_failed(struct blkd_reader *r, struct cache_entry *e, int err)
+{
+	char hex[SHA256_HEX_LEN + 1];
+
+	sha256_to_hex(r->l->chunks[e->chunk], hex);
+	log_warn("plain copy of chunk %s: %s: dropped, using the chunk", hex, strerror(-err));
+	pthread_mutex_lock(&r->lock);
+	if (!e->dead) {
+		e->dead = true;
+		cache_remove(r, e);
+		cas_source_plain_bad(r->src, r->l->chunks[e->chunk]);
+	}
+	pthread_mutex_unlock(&r->lock);
+	chunk_put(r, e);
 }
 
 /* ------------------------------------------------------------------ read-ahead */
@@ -376,6 +473,11 @@ static void *ra_main(void *arg)
 				e->ra_mark = true; /* nobody waited for it: not used yet */
 			e->refs--;
 			r->st.readahead++;
+			if (!e->refs && e->dead) {
+				pthread_mutex_unlock(&r->lock);
+				entry_free(e);
+				pthread_mutex_lock(&r->lock);
+			}
 		}
 	}
 	pthread_mutex_unlock(&r->lock);
@@ -453,10 +555,11 @@ static int read_data(struct blkd_reader *r, uint64_t off, uint64_t end, uint8_t 
 		uint64_t a = max_u64(s, off), b = min_u64(e, end);
 		struct cache_entry *c;
 		bool ahead = false;
-		int ret;
+		int tries = 0, ret;
 
 		if (s >= end)
 			break;
+again:
 		if (r->ra_max) {
 			pthread_mutex_lock(&r->lock);
 			if (!r->by_chunk[d->chunk])
@@ -481,7 +584,18 @@ static int read_data(struct blkd_reader *r, uint64_t off, uint64_t end, uint8_t 
 			chunk_put(r, c);
 			return -EIO;
 		}
-		memcpy(buf + (a - off), c->data + d->chunk_off + (a - s), b - a);
+		if (c->fd < 0) {
+			memcpy(buf + (a - off), c->data + d->chunk_off + (a - s), b - a);
+		} else {
+			ret = uring_pread_full(c->fd, buf + (a - off), b - a,
+					       (off_t)(d->chunk_off + (a - s)));
+			if (ret) {
+				chunk_plain_failed(r, c, ret);
+				if (tries++)
+					return -EIO;
+				goto again; /* its plain copy is gone: loaded again, verified */
+			}
+		}
 		chunk_put(r, c);
 	}
 	return 0;

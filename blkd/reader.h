@@ -27,6 +27,7 @@ struct blkd_reader_stats {
 	uint64_t cache_hits;       /* chunk lookups served from the cache */
 	uint64_t evictions;
 	uint64_t cached_bytes;     /* decompressed bytes held now */
+	uint64_t cached_plain;     /* chunks held now as open plain copies (cas/plain.h) */
 	uint64_t loaded_bytes;     /* decompressed bytes of the chunks loaded */
 	uint64_t store_bytes;      /* their compressed bytes (store or remote) */
 	uint64_t readahead;        /* chunks loaded ahead of the reads that use them */
@@ -36,6 +37,8 @@ struct blkd_reader_stats {
 /*
  * The reader borrows l and src (both must outlive it). cache_bytes bounds the decompressed
  * chunks kept (0: BLKD_READER_CACHE_DEFAULT); the chunk in use is kept even if larger.
+ * Chunks with a plain copy in the store are kept as its open descriptor instead (their bytes
+ * in the shared page cache): at most half of RLIMIT_NOFILE of those, in [16, 65536].
  */
 int blkd_reader_new(const struct layout *l, struct cas_source *src, size_t cache_bytes,
 		    struct blkd_reader **out);

@@ -3,11 +3,13 @@
  * The size-bounded disk cache (cache.h).
  *
  * Sizes are st_size of the chunk files (the bytes a chunk occupies as far as the store and a
- * remote are concerned), not st_blocks: the counter, the rescans and gc all use st_size, so
+ * remote are concerned) plus st_size of their plain copies (STORE/plain, cas/plain.h), not
+ * st_blocks: the counter, the rescans and gc all use st_size, so
  * they agree with `lazyblk cas stats` (stored bytes) whatever the file system's allocation.
  *
  * How the shared counter stays exact. Every change to the set of chunk files is one of:
  *   - an addition: cache_put() renames the file in (store_put_cached) and adds its size;
+ *     cache_put_plain() adds a plain copy of a chunk that is present, and its size;
  *   - a removal by a caller (a corrupt chunk): cache_drop() unlinks and subtracts;
  *   - an eviction or a gc: unlink, then subtract what was really unlinked.
  * Additions and caller removals hold STORE/cache.lock *shared* (flock LOCK_SH, on an open
@@ -36,6 +38,7 @@
 #include <unistd.h>
 
 #include "../common/log.h"
+#include "plain.h"
 
 #define CACHE_STATE_MAGIC "LZBKCACH"
 #define CACHE_STATE_VERSION 1
@@ -129,6 +132,7 @@ struct entry {
 };
 
 struct scan {
+	struct store *s;
 	struct entry *e;
 	size_t n, cap;
 	uint64_t total;
@@ -142,7 +146,7 @@ static int scan_one(void *arg, const uint8_t d[SHA256_LEN], const char *path)
 
 	if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode))
 		return 0; /* gone meanwhile, or not a chunk file */
-	sc->total += (uint64_t)st.st_size;
+	sc->total += (uint64_t)st.st_size + store_plain_size(sc->s, d);
 	if (!sc->keep_entries)
 		return 0;
 	if (sc->n == sc->cap) {
@@ -176,7 +180,7 @@ static int entry_cmp(const void *a, const void *b)
 /* Called with the lock held: make the state valid with a fresh count. */
 static int state_init(struct cache *c)
 {
-	struct scan sc = { 0 };
+	struct scan sc = { .s = c->s };
 	uint64_t u0;
 	int ret;
 
@@ -300,8 +304,8 @@ static void evict_failed(struct cache *c, int err)
 static int evict_locked(struct cache *c)
 {
 	uint64_t target = c->limit / 10 * 9 + c->limit % 10 * 9 / 10;
-	struct scan sc = { .keep_entries = true };
-	uint64_t u0;
+	struct scan sc = { .s = c->s, .keep_entries = true };
+	uint64_t u0, plain;
 	int ret;
 
 	/* evicted by another thread or process while this one waited */
@@ -330,16 +334,16 @@ static int evict_locked(struct cache *c)
 		if (__atomic_load_n(&c->state->used, __ATOMIC_RELAXED) <= target)
 			break;
 		/* by digest: only ever a committed chunk's name, never tmp/ or anything else */
-		ret = store_remove(c->s, sc.e[i].digest);
+		ret = store_remove_sized(c->s, sc.e[i].digest, &plain);
 		if (ret == -ENOENT)
 			continue; /* removed by its owner (a corrupt chunk), who accounts for it */
 		if (ret) {
 			free(sc.e);
 			return ret;
 		}
-		counter_sub(c->state, sc.e[i].size);
+		counter_sub(c->state, sc.e[i].size + plain);
 		__atomic_add_fetch(&c->evictions, 1, __ATOMIC_RELAXED);
-		__atomic_add_fetch(&c->evicted_bytes, sc.e[i].size, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&c->evicted_bytes, sc.e[i].size + plain, __ATOMIC_RELAXED);
 	}
 	free(sc.e);
 	return 0;
@@ -422,13 +426,54 @@ int cache_put(struct cache *c, const uint8_t d[SHA256_LEN], const void *frame, s
 
 int cache_drop(struct cache *c, const uint8_t d[SHA256_LEN], uint64_t len)
 {
+	uint64_t plain;
 	int ret = shared_enter(c);
 
 	if (ret)
 		return ret;
-	ret = store_remove(c->s, d);
+	ret = store_remove_sized(c->s, d, &plain);
 	if (!ret)
-		counter_sub(c->state, len);
+		counter_sub(c->state, len + plain);
+	else if (plain)
+		counter_sub(c->state, plain);
+	shared_leave(c);
+	return ret;
+}
+
+int cache_put_plain(struct cache *c, const uint8_t d[SHA256_LEN], const void *data, size_t len,
+		    int *fd)
+{
+	uint64_t bytes = 0;
+	int ret = shared_enter(c);
+
+	*fd = -1;
+	if (ret)
+		return ret;
+	/* no plain copy without its chunk: eviction (exclusive) cannot run meanwhile */
+	ret = store_has(c->s, d);
+	if (ret == 1) {
+		ret = plain_put(c->s, d, data, len, fd, &bytes);
+		if (ret == 1)
+			counter_add(c->state, bytes);
+	} else if (ret == 0) {
+		ret = -ENOENT;
+	}
+	shared_leave(c);
+	if (ret == 1 && __atomic_load_n(&c->state->used, __ATOMIC_RELAXED) > c->limit)
+		evict(c);
+	return ret;
+}
+
+int cache_drop_plain(struct cache *c, const uint8_t d[SHA256_LEN])
+{
+	uint64_t bytes;
+	int ret = shared_enter(c);
+
+	if (ret)
+		return ret;
+	ret = plain_remove(c->s, d, &bytes);
+	if (!ret && store_has(c->s, d) == 1)
+		counter_sub(c->state, bytes); /* counted only while its chunk is there */
 	shared_leave(c);
 	return ret;
 }

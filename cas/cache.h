@@ -2,7 +2,8 @@
 /*
  * A local store used as a size-bounded cache in front of a remote.
  *
- * The bound covers the bytes of the committed chunk files (STORE/chunks). Usage is shared by
+ * The bound covers the bytes of the committed chunk files (STORE/chunks) and of their plain
+ * copies (STORE/plain: a chunk's verified uncompressed bytes, cas/plain.h). Usage is shared by
  * every process that opens the same store as a cache: it lives in STORE/cache.state (a small
  * file mapped shared; a counter updated with atomic operations), so two processes never count
  * one chunk twice (store_put_cached adds a chunk only when it was absent) and see each other's
@@ -41,8 +42,18 @@ void cache_close(struct cache *c);
  * once, not returned: a cache that cannot shrink still serves.
  */
 int cache_put(struct cache *c, const uint8_t d[SHA256_LEN], const void *frame, size_t len);
-/* Remove a chunk file of len bytes (a corrupt one) and uncount it. 0, -ENOENT, -errno. */
+/* Remove a chunk file of len bytes (a corrupt one) and its plain copy, and uncount them.
+ * 0, -ENOENT, -errno. */
 int cache_drop(struct cache *c, const uint8_t d[SHA256_LEN], uint64_t len);
+/*
+ * The plain tier under the bound: plain_put (cas/plain.h) of a chunk that is in the store,
+ * counted, then evict if over the bound (a chunk's plain copy goes with it). -ENOENT if the
+ * chunk is not in the store (evicted meanwhile). Returns as plain_put (*fd likewise).
+ * cache_drop_plain removes a bad plain copy and uncounts it.
+ */
+int cache_put_plain(struct cache *c, const uint8_t d[SHA256_LEN], const void *data, size_t len,
+		    int *fd);
+int cache_drop_plain(struct cache *c, const uint8_t d[SHA256_LEN]);
 /*
  * The bare counter updates, for callers that add or remove files themselves: not excluded
  * from a concurrent rescan, so the counter may err by those files until the next rescan.

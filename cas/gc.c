@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cache.h"
+#include "plain.h"
 
 static int digest_cmp(const void *a, const void *b)
 {
@@ -25,6 +26,7 @@ struct walk {
 	size_t n_keep;
 	struct cas_gc_result *res;
 	int64_t cutoff;        /* remove what is not newer than this (seconds) */
+	uint64_t orphan_bytes; /* plain copies removed without their chunk: never counted */
 	bool dry_run;
 };
 
@@ -33,6 +35,7 @@ static int walk_one(void *arg, const uint8_t d[SHA256_LEN], const char *path)
 	struct walk *w = arg;
 	struct cas_gc_result *res = w->res;
 	struct stat st;
+	uint64_t plain;
 	int ret;
 
 	if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode))
@@ -48,14 +51,49 @@ static int walk_one(void *arg, const uint8_t d[SHA256_LEN], const char *path)
 		return 0;
 	}
 	if (!w->dry_run) {
-		ret = store_remove(w->s, d);
+		ret = store_remove_sized(w->s, d, &plain);
+		if (plain) {
+			res->plain_removed++;
+			res->plain_removed_bytes += plain;
+		}
 		if (ret == -ENOENT)
 			return 0; /* evicted or removed meanwhile */
 		if (ret)
 			return ret;
+	} else if ((plain = store_plain_size(w->s, d))) {
+		res->plain_removed++;
+		res->plain_removed_bytes += plain;
 	}
 	res->removed++;
 	res->removed_bytes += (uint64_t)st.st_size;
+	return 0;
+}
+
+/* A plain copy whose chunk is gone (a crash between the two removals, or a copy made by hand). */
+static int orphan_one(void *arg, const uint8_t d[SHA256_LEN], const char *path)
+{
+	struct walk *w = arg;
+	struct stat st;
+	uint64_t bytes;
+	int ret;
+
+	if (lstat(path, &st) < 0)
+		return 0;
+	ret = store_has(w->s, d);
+	if (ret)
+		return ret < 0 ? ret : 0;
+	if ((int64_t)st.st_mtim.tv_sec > w->cutoff)
+		return 0; /* its chunk may be on its way (a writer at work) */
+	if (!w->dry_run) {
+		ret = plain_remove(w->s, d, &bytes);
+		if (ret == -ENOENT)
+			return 0;
+		if (ret)
+			return ret;
+	}
+	w->res->plain_orphans++;
+	w->res->plain_removed_bytes += (uint64_t)st.st_size;
+	w->orphan_bytes += (uint64_t)st.st_size;
 	return 0;
 }
 
@@ -122,9 +160,13 @@ int cas_gc(struct store *s, const uint8_t (*keep)[SHA256_LEN], size_t n_keep,
 	}
 	ret = store_foreach(s, walk_one, &w);
 	if (!ret)
+		ret = store_foreach_plain(s, orphan_one, &w);
+	if (!ret)
 		ret = tmp_clean(&w);
+	/* orphans were never counted: a rescan counts a plain copy with its chunk only */
 	if (!dry_run)
-		cache_store_unlock(s, lock_fd, res->removed_bytes);
+		cache_store_unlock(s, lock_fd, res->removed_bytes + res->plain_removed_bytes -
+						       w.orphan_bytes);
 	res->missing = res->referenced - res->kept;
 	return ret;
 }

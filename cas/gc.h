@@ -4,7 +4,9 @@
  * keep (the CLI collects it from layouts and manifests), unless it is younger than a grace
  * period (by mtime), so chunks that
  * a running import has written but not yet named in a manifest stay. Staging files in
- * STORE/tmp older than the grace period (left by crashed writers) are removed too.
+ * STORE/tmp older than the grace period (left by crashed writers) are removed too, and so
+ * are the plain copies (STORE/plain) of the chunks removed and those older than the grace
+ * period whose chunk is not in the store.
  *
  * Runs under STORE/cache.lock (cache_store_lock), so no cache on the same store evicts
  * meanwhile, and subtracts what it removed from the cache's usage counter.
@@ -25,6 +27,9 @@ struct cas_gc_result {
 	uint64_t young, young_bytes;    /* unreferenced but within the grace period: left */
 	uint64_t removed, removed_bytes;/* unreferenced and old: removed (dry run: would be) */
 	uint64_t tmp_removed, tmp_bytes;/* stale staging files removed (dry run: would be) */
+	uint64_t plain_removed;         /* plain copies removed with their chunk */
+	uint64_t plain_orphans;         /* plain copies without a chunk, older than the grace */
+	uint64_t plain_removed_bytes;   /* of both */
 };
 
 /*

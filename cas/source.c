@@ -7,10 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "../common/log.h"
 #include "cache.h"
 #include "chunk.h"
+#include "plain.h"
 
 #define REMOTE_TRIES 2  /* a corrupt fetch is discarded and fetched once more */
 #define CODECS_IDLE 32  /* decoders kept for reuse (one per concurrent load is enough) */
@@ -20,6 +22,9 @@ struct cas_source {
 	struct remote *remote;   /* NULL: the store is the only tier */
 	struct cache *cache;     /* NULL: the store is not bounded */
 	bool cache_warned;
+	bool plain;              /* use and write plain copies */
+	bool plain_warned;
+	bool plain_readonly;     /* the plain tier cannot be written here: stop trying */
 	/* idle zstd decoders: a new one per chunk would allocate and fault in its tables */
 	pthread_mutex_t codec_lock;
 	struct chunk_codec *codecs[CODECS_IDLE];
@@ -30,6 +35,7 @@ struct cas_source {
 	/* counters (atomic) */
 	uint64_t disk_hits, disk_bytes, verify_failures, remote_fetches;
 	uint64_t bg_fetches, bg_bytes, joins, bg_joins;
+	uint64_t plain_hits, plain_bytes, plain_writes, plain_write_failures, plain_bad;
 };
 
 /* A remote fetch of one chunk under way. */
@@ -60,6 +66,7 @@ int cas_source_open(const struct cas_source_opts *o, struct cas_source **out)
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
+	s->plain = !o->no_plain;
 	pthread_mutex_init(&s->codec_lock, NULL);
 	pthread_mutex_init(&s->flight_lock, NULL);
 	/* with a remote, a store that does not exist yet is an empty cache */
@@ -118,6 +125,8 @@ void cas_source_close(struct cas_source *s)
 }
 
 struct store *cas_source_store(struct cas_source *s) { return s->store; }
+
+bool cas_source_bounded(const struct cas_source *s) { return s->cache != NULL; }
 
 /* An idle decoder, or a new one (NULL: out of memory). */
 static struct chunk_codec *codec_take(struct cas_source *s)
@@ -424,9 +433,105 @@ int cas_source_get(struct cas_source *s, const uint8_t d[SHA256_LEN], size_t max
 	return fetch(s, d, hex, REMOTE_PRIO_NOW, max, head, block, len, frame_len);
 }
 
+/* ------------------------------------------------------------------ the plain tier */
+
+void cas_source_plain_bad(struct cas_source *s, const uint8_t d[SHA256_LEN])
+{
+	uint64_t bytes;
+
+	ADD(s->plain_bad, 1);
+	if (s->cache)
+		cache_drop_plain(s->cache, d);
+	else
+		plain_remove(s->store, d, &bytes);
+}
+
+/* Keep a plain copy of chunk d's verified bytes: a descriptor of it, or -1 (never fails). */
+static int plain_keep(struct cas_source *s, const uint8_t d[SHA256_LEN], const void *data,
+		      size_t len, size_t max)
+{
+	const char *why = NULL;
+	uint64_t bytes;
+	size_t n;
+	int fd, ret;
+
+	if (__atomic_load_n(&s->plain_readonly, __ATOMIC_RELAXED))
+		return -1;
+	ret = s->cache ? cache_put_plain(s->cache, d, data, len, &fd)
+		       : plain_put(s->store, d, data, len, &fd, &bytes);
+	if (ret == 1) {
+		ADD(s->plain_writes, 1);
+		return fd;
+	}
+	if (ret == 0) {
+		/* there already (another process, or a thread): use it if it is good */
+		ret = plain_open(s->store, d, max, &fd, &n, &why);
+		if (!ret && n == len)
+			return fd;
+		if (!ret)
+			close(fd);
+		return -1;
+	}
+	if (ret == -ENOENT && s->cache)
+		return -1; /* the chunk was evicted meanwhile: no copy of what is not there */
+	ADD(s->plain_write_failures, 1);
+	if (ret == -EROFS || ret == -EACCES || ret == -EPERM)
+		__atomic_store_n(&s->plain_readonly, true, __ATOMIC_RELAXED);
+	if (!__atomic_exchange_n(&s->plain_warned, true, __ATOMIC_RELAXED))
+		log_warn("cannot keep plain copies of chunks in %s/plain: %s (serving goes on)",
+			 store_dir(s->store), strerror(-ret));
+	return -1;
+}
+
+int cas_source_load(struct cas_source *s, const uint8_t d[SHA256_LEN], size_t max, size_t head,
+		    struct cas_chunk *c)
+{
+	const char *why = NULL;
+	int ret;
+
+	c->block = NULL;
+	c->fd = -1;
+	c->frame_len = 0;
+	if (s->plain) {
+		/* a plain copy stands for its chunk: none is served once the chunk is gone */
+		ret = store_has(s->store, d) == 1 ? plain_open(s->store, d, max, &c->fd, &c->len, &why)
+						   : -ENOENT;
+		if (!ret) {
+			ADD(s->plain_hits, 1);
+			ADD(s->plain_bytes, c->len);
+			if (s->cache)
+				store_touch(s->store, d);
+			return 0;
+		}
+		if (ret == -EBADMSG) {
+			char hex[SHA256_HEX_LEN + 1];
+
+			sha256_to_hex(d, hex);
+			log_warn("plain copy of chunk %s in %s is bad (%s): removed, using the chunk",
+				 hex, store_dir(s->store), why);
+			cas_source_plain_bad(s, d);
+		}
+	}
+	ret = cas_source_get(s, d, max, head, &c->block, &c->len, &c->frame_len);
+	if (ret || !s->plain)
+		return ret;
+	c->fd = plain_keep(s, d, (uint8_t *)c->block + head, c->len, max);
+	if (c->fd >= 0) {
+		free(c->block);
+		c->block = NULL;
+	}
+	return 0;
+}
+
 void cas_source_get_stats(struct cas_source *s, struct cas_source_stats *st)
 {
 	memset(st, 0, sizeof(*st));
+	st->has_plain = s->plain;
+	st->plain_hits = GET(s->plain_hits);
+	st->plain_bytes = GET(s->plain_bytes);
+	st->plain_writes = GET(s->plain_writes);
+	st->plain_write_failures = GET(s->plain_write_failures);
+	st->plain_bad = GET(s->plain_bad);
 	st->disk_hits = GET(s->disk_hits);
 	st->disk_bytes = GET(s->disk_bytes);
 	st->verify_failures = GET(s->verify_failures);

@@ -10,6 +10,12 @@
  *   remote      -> verified? yes: written to the store atomically, done
  *                  corrupt:  counted, fetched once more; still corrupt: -EIO
  *
+ * cas_source_load puts the plain tier (cas/plain.h) in front of both: a chunk's verified
+ * bytes kept uncompressed in STORE/plain, written right after a verification and checked
+ * (size, trailer, crc32c) when opened; a plain copy that fails the check is removed and the
+ * chunk taken through the verified path above. A plain copy that cannot be written (a
+ * read-only store, a full disk) is counted and skipped: the load still succeeds.
+ *
  * Thread-safe. The memory tier (decompressed chunks) is the reader's (blkd/reader.c).
  */
 #ifndef LZ_CAS_SOURCE_H
@@ -32,6 +38,7 @@ struct cas_source_opts {
 	unsigned concurrency;      /* remote requests at once (0: default) */
 	unsigned timeout_ms;       /* per request attempt (0: default) */
 	int retries;               /* 0: default, < 0: none */
+	bool no_plain;             /* cas_source_load: neither use nor write plain copies */
 };
 
 struct cas_source_stats {
@@ -43,7 +50,11 @@ struct cas_source_stats {
 	uint64_t bg_joins;                     /* demand reads that joined a prefetch */
 	struct remote_stats remote;            /* all zero without a remote */
 	uint64_t cache_limit, cache_used, cache_evictions, cache_evicted_bytes;
-	int has_remote, has_cache;
+	uint64_t plain_hits, plain_bytes;      /* chunks opened from plain copies, their bytes */
+	uint64_t plain_writes;                 /* plain copies written */
+	uint64_t plain_write_failures;         /* plain copies that could not be written */
+	uint64_t plain_bad;                    /* plain copies that failed the check: removed */
+	int has_remote, has_cache, has_plain;
 };
 
 /* Prints one error line on failure. A store directory that does not exist is created when a
@@ -73,6 +84,28 @@ int cas_source_fetch(struct cas_source *s, const uint8_t d[SHA256_LEN], size_t m
 /* The store can take bytes more without evicting anything (always, unless a bounded cache). */
 bool cas_source_has_room(struct cas_source *s, uint64_t bytes);
 
+/*
+ * A chunk's verified bytes, from its plain copy when there is a good one, else as
+ * cas_source_get (and then a plain copy is written). Exactly one of:
+ *   fd >= 0:  a plain copy holding the len bytes at offset 0 (the caller closes it), block
+ *             NULL, frame_len 0;
+ *   block:    as cas_source_get (head bytes free in front), fd -1: no plain copy could be
+ *             made or opened.
+ * Errors as cas_source_get.
+ */
+struct cas_chunk {
+	void *block;
+	int fd;
+	size_t len, frame_len;
+};
+int cas_source_load(struct cas_source *s, const uint8_t d[SHA256_LEN], size_t max, size_t head,
+		    struct cas_chunk *c);
+/* A plain copy that cas_source_load gave turned out bad when read (e.g. truncated since):
+ * counted and removed, so the next load of d takes the verified path. */
+void cas_source_plain_bad(struct cas_source *s, const uint8_t d[SHA256_LEN]);
+
 void cas_source_get_stats(struct cas_source *s, struct cas_source_stats *st);
+/* The store is a size-bounded cache (--cache-size): its plain copies may be evicted. */
+bool cas_source_bounded(const struct cas_source *s);
 
 #endif

@@ -31,6 +31,7 @@ struct store {
 	int chunksfd;
 	int tmpfd;                   /* -1 unless opened with create (then store_put works) */
 	int cached_tmpfd;            /* tmp/ for store_put_cached, opened on first use */
+	int plainfd;                 /* plain/, opened on first use */
 	pthread_mutex_t lock;        /* staging list */
 	pthread_mutex_t commit_lock; /* one commit at a time */
 	struct staged *stage;
@@ -55,7 +56,7 @@ static int store_open_as(const char *dir, bool create, bool fanout, struct store
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	s->dirfd = s->chunksfd = s->tmpfd = s->cached_tmpfd = -1;
+	s->dirfd = s->chunksfd = s->tmpfd = s->cached_tmpfd = s->plainfd = -1;
 	s->pid = getpid();
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_mutex_init(&s->commit_lock, NULL);
@@ -133,6 +134,8 @@ void store_close(struct store *s)
 		close(s->tmpfd);
 	if (s->cached_tmpfd >= 0)
 		close(s->cached_tmpfd);
+	if (s->plainfd >= 0)
+		close(s->plainfd);
 	pthread_mutex_destroy(&s->lock);
 	pthread_mutex_destroy(&s->commit_lock);
 	free(s->stage);
@@ -411,12 +414,89 @@ fail:
 	return ret;
 }
 
-int store_remove(struct store *s, const uint8_t d[SHA256_LEN])
+int store_remove_sized(struct store *s, const uint8_t d[SHA256_LEN], uint64_t *plain_bytes)
 {
 	char rel[3 + SHA256_HEX_LEN + 1];
+	int pfd, ret = 0;
 
 	rel_path(d, rel);
-	return unlinkat(s->chunksfd, rel, 0) < 0 ? -errno : 0;
+	if (unlinkat(s->chunksfd, rel, 0) < 0)
+		ret = -errno;
+	*plain_bytes = 0;
+	pfd = store_plain_dir(s, false);
+	if (pfd >= 0) {
+		struct stat st;
+
+		if (fstatat(pfd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 && unlinkat(pfd, rel, 0) == 0)
+			*plain_bytes = (uint64_t)st.st_size;
+	}
+	return ret;
+}
+
+int store_remove(struct store *s, const uint8_t d[SHA256_LEN])
+{
+	uint64_t plain;
+
+	return store_remove_sized(s, d, &plain);
+}
+
+void store_rel_path(const uint8_t d[SHA256_LEN], char rel[STORE_REL_LEN])
+{
+	rel_path(d, rel);
+}
+
+int store_tmp_dir(struct store *s)
+{
+	return cached_tmp_dir(s);
+}
+
+void store_tmp_name(struct store *s, const uint8_t d[SHA256_LEN], char *buf, size_t len)
+{
+	uint64_t seq;
+
+	pthread_mutex_lock(&s->lock);
+	seq = s->seq++;
+	pthread_mutex_unlock(&s->lock);
+	tmp_name_pid(getpid(), d, seq, buf, len);
+}
+
+int store_plain_dir(struct store *s, bool create)
+{
+	int fd = __atomic_load_n(&s->plainfd, __ATOMIC_ACQUIRE);
+
+	if (fd >= 0)
+		return fd;
+	pthread_mutex_lock(&s->lock);
+	fd = s->plainfd;
+	if (fd < 0) {
+		if (create && mkdirat(s->dirfd, "plain", 0755) < 0 && errno != EEXIST) {
+			fd = -errno;
+			goto out;
+		}
+		fd = openat(s->dirfd, "plain", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0) {
+			fd = -errno;
+			goto out;
+		}
+		__atomic_store_n(&s->plainfd, fd, __ATOMIC_RELEASE);
+	}
+out:
+	pthread_mutex_unlock(&s->lock);
+	return fd;
+}
+
+uint64_t store_plain_size(struct store *s, const uint8_t d[SHA256_LEN])
+{
+	char rel[3 + SHA256_HEX_LEN + 1];
+	int pfd = store_plain_dir(s, false);
+	struct stat st;
+
+	if (pfd < 0)
+		return 0;
+	rel_path(d, rel);
+	if (fstatat(pfd, rel, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+		return 0;
+	return (uint64_t)st.st_size;
 }
 
 void store_touch(struct store *s, const uint8_t d[SHA256_LEN])
@@ -436,7 +516,7 @@ void store_touch(struct store *s, const uint8_t d[SHA256_LEN])
 	utimensat(s->chunksfd, rel, times, AT_SYMLINK_NOFOLLOW);
 }
 
-int store_foreach(struct store *s, store_iter_fn cb, void *arg)
+static int foreach_in(struct store *s, int topfd, const char *top, store_iter_fn cb, void *arg)
 {
 	for (int i = 0; i < 256; i++) {
 		char sub[3];
@@ -445,7 +525,7 @@ int store_foreach(struct store *s, store_iter_fn cb, void *arg)
 		int fd, ret = 0;
 
 		snprintf(sub, sizeof(sub), "%02x", i);
-		fd = openat(s->chunksfd, sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		fd = openat(topfd, sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (fd < 0) {
 			if (errno == ENOENT)
 				continue;
@@ -469,7 +549,7 @@ int store_foreach(struct store *s, store_iter_fn cb, void *arg)
 			sha256_to_hex(d, canon);
 			if (strcmp(canon, de->d_name))
 				continue; /* names are lowercase: anything else is not ours */
-			snprintf(path, sizeof(path), "%s/chunks/%s/%s", s->dir, sub, de->d_name);
+			snprintf(path, sizeof(path), "%s/%s/%s/%s", s->dir, top, sub, de->d_name);
 			ret = cb(arg, d, path);
 			if (ret)
 				break;
@@ -479,6 +559,20 @@ int store_foreach(struct store *s, store_iter_fn cb, void *arg)
 			return ret;
 	}
 	return 0;
+}
+
+int store_foreach(struct store *s, store_iter_fn cb, void *arg)
+{
+	return foreach_in(s, s->chunksfd, "chunks", cb, arg);
+}
+
+int store_foreach_plain(struct store *s, store_iter_fn cb, void *arg)
+{
+	int fd = store_plain_dir(s, false);
+
+	if (fd == -ENOENT)
+		return 0;
+	return fd < 0 ? fd : foreach_in(s, fd, "plain", cb, arg);
 }
 
 static int stats_one(void *arg, const uint8_t d[SHA256_LEN], const char *path)
@@ -507,8 +601,24 @@ static int stats_one(void *arg, const uint8_t d[SHA256_LEN], const char *path)
 	return 0;
 }
 
+static int plain_stats_one(void *arg, const uint8_t d[SHA256_LEN], const char *path)
+{
+	struct store_stats *st = arg;
+	struct stat sb;
+
+	(void)d;
+	if (lstat(path, &sb) == 0 && S_ISREG(sb.st_mode)) {
+		st->plain_files++;
+		st->plain_bytes += (uint64_t)sb.st_size;
+	}
+	return 0;
+}
+
 int store_stats(struct store *s, struct store_stats *st)
 {
+	int ret;
+
 	memset(st, 0, sizeof(*st));
-	return store_foreach(s, stats_one, st);
+	ret = store_foreach(s, stats_one, st);
+	return ret ? ret : store_foreach_plain(s, plain_stats_one, st);
 }

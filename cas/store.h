@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The local chunk store: STORE/chunks/<2 hex>/<64 hex>, one zstd frame per file.
+ * STORE/plain/<2 hex>/<64 hex> may hold a chunk's verified uncompressed bytes (the plain
+ * tier, cas/plain.h); removing a chunk removes its plain copy.
  * A plain HTTP server can serve the directory as-is. Writes are staged in STORE/tmp and
  * made visible in batches: the batch is made durable with syncfs(2), then each chunk is
  * renamed into place and the touched chunk directories are fsynced, so a chunk that is
@@ -22,6 +24,8 @@ struct store_stats {
 	uint64_t raw_bytes;     /* uncompressed, from the frame headers */
 	uint64_t stored_bytes;  /* file sizes */
 	uint64_t bad_headers;   /* files whose frame header cannot be read */
+	uint64_t plain_files;   /* plain copies (STORE/plain), with or without their chunk */
+	uint64_t plain_bytes;   /* their file sizes */
 };
 
 /* create: make STORE/{chunks,tmp} if missing; otherwise the store must exist. */
@@ -58,8 +62,28 @@ int store_read(struct store *s, const uint8_t d[SHA256_LEN], uint8_t **frame, si
  * -errno.
  */
 int store_put_cached(struct store *s, const uint8_t d[SHA256_LEN], const void *frame, size_t len);
-/* Remove a committed chunk (e.g. one that failed verification). 0, -ENOENT, -errno. */
+/*
+ * Remove a committed chunk (e.g. one that failed verification) and its plain copy, if any.
+ * 0, -ENOENT (no chunk file; a plain copy is removed all the same), -errno.
+ * store_remove_sized also gives the st_size of the plain copy it removed (0: none).
+ */
 int store_remove(struct store *s, const uint8_t d[SHA256_LEN]);
+int store_remove_sized(struct store *s, const uint8_t d[SHA256_LEN], uint64_t *plain_bytes);
+
+/*
+ * For the plain tier (cas/plain.c). store_plain_dir: a descriptor of STORE/plain (owned by
+ * the store), made if missing when create; -ENOENT if missing and !create, -errno.
+ * store_plain_size: st_size of chunk d's plain copy, 0 if none. store_tmp_dir: STORE/tmp
+ * (owned by the store, made if missing). store_tmp_name: a staging name for d unique among
+ * this store's writers (the gc's tmp clean-up knows its form).
+ */
+int store_plain_dir(struct store *s, bool create);
+uint64_t store_plain_size(struct store *s, const uint8_t d[SHA256_LEN]);
+int store_tmp_dir(struct store *s);
+void store_tmp_name(struct store *s, const uint8_t d[SHA256_LEN], char *buf, size_t len);
+/* "xx/<64 hex>": a chunk's name under chunks/ and plain/. */
+#define STORE_REL_LEN (3 + SHA256_HEX_LEN + 1)
+void store_rel_path(const uint8_t d[SHA256_LEN], char rel[STORE_REL_LEN]);
 /*
  * Note that a chunk was just used, for least-recently-used eviction: sets its mtime to now
  * when it is more than STORE_TOUCH_SECS older (so a hot chunk costs one syscall a minute).
@@ -71,6 +95,8 @@ void store_touch(struct store *s, const uint8_t d[SHA256_LEN]);
 /* Iterate over committed chunks; cb returns non-zero to stop (returned as is). */
 typedef int (*store_iter_fn)(void *arg, const uint8_t d[SHA256_LEN], const char *path);
 int store_foreach(struct store *s, store_iter_fn cb, void *arg);
+/* The same over the plain copies (STORE/plain; none if it does not exist). */
+int store_foreach_plain(struct store *s, store_iter_fn cb, void *arg);
 int store_stats(struct store *s, struct store_stats *st);
 
 #endif

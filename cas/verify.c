@@ -2,10 +2,12 @@
 #include "verify.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "chunk.h"
+#include "plain.h"
 
 struct verify_state {
 	struct store *s;
@@ -68,6 +70,32 @@ static int verify_one(void *arg, const uint8_t d[SHA256_LEN], const char *path)
 	return 0;
 }
 
+static int verify_plain_one(void *arg, const uint8_t d[SHA256_LEN], const char *path)
+{
+	struct verify_state *st = arg;
+	char hex[SHA256_HEX_LEN + 1], why_buf[96];
+	const char *why = NULL;
+	uint64_t bytes;
+	int ret;
+
+	st->res->plain_checked++;
+	ret = plain_verify_file(path, d, &why);
+	if (ret == -ENOENT)
+		return 0;
+	if (ret == -EBADMSG || ret == -EIO) {
+		st->res->plain_bad++;
+		plain_remove(st->s, d, &bytes);
+		sha256_to_hex(d, hex);
+		snprintf(why_buf, sizeof(why_buf), "plain copy: %s", why ? why : "unreadable");
+		st->report(st->arg, hex, why_buf);
+		return 0;
+	}
+	if (ret)
+		return ret;
+	st->res->plain_ok++;
+	return 0;
+}
+
 int store_verify(struct store *s, void (*report)(void *arg, const char *hex, const char *why),
 		 void *arg, struct verify_result *res)
 {
@@ -77,6 +105,8 @@ int store_verify(struct store *s, void (*report)(void *arg, const char *hex, con
 	memset(res, 0, sizeof(*res));
 	if (st.codec && st.out)
 		ret = store_foreach(s, verify_one, &st);
+	if (!ret)
+		ret = store_foreach_plain(s, verify_plain_one, &st);
 	chunk_codec_free(st.codec);
 	free(st.out);
 	return ret;

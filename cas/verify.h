@@ -9,10 +9,13 @@
 
 struct verify_result {
 	uint64_t checked, ok, corrupt;
+	uint64_t plain_checked, plain_ok, plain_bad;  /* plain copies (STORE/plain) */
 };
 
 /*
  * Decompress and re-hash every chunk; report(arg, hex, reason) is called for each bad one.
+ * Then re-hash every plain copy (cas/plain.h): a bad one is removed (it is derived data,
+ * made again from its chunk) and reported with a reason starting "plain copy: ".
  * Returns 0 (even with corrupt chunks) or -errno when the store cannot be read.
  */
 int store_verify(struct store *s, void (*report)(void *arg, const char *hex, const char *why),

@@ -32,6 +32,8 @@ int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* For getopt_long's '?' / ':' returns (optstring starts with ':', opterr = 0). */
 int cli_bad_option(const char *cmd, char **argv, int c);
 
+#include <stdbool.h>
+
 /*
  * The remote options shared by serve, export and run: add CLI_REMOTE_OPTIONS to the
  * getopt_long table, pass every option code to cli_remote_option (1: taken, 0: not a remote
@@ -46,6 +48,7 @@ enum {
 	CLI_O_FETCH_CONC,
 	CLI_O_FETCH_TIMEOUT,
 	CLI_O_FETCH_RETRIES,
+	CLI_O_NO_PLAIN,
 	CLI_O_TRACE_RECORD = 0x1100,
 	CLI_O_PREFETCH,
 	CLI_O_PREFETCH_ALL,
@@ -55,13 +58,15 @@ enum {
 	{ "cache-size", required_argument, NULL, CLI_O_CACHE_SIZE }, \
 	{ "fetch-concurrency", required_argument, NULL, CLI_O_FETCH_CONC }, \
 	{ "fetch-timeout", required_argument, NULL, CLI_O_FETCH_TIMEOUT }, \
-	{ "fetch-retries", required_argument, NULL, CLI_O_FETCH_RETRIES }
+	{ "fetch-retries", required_argument, NULL, CLI_O_FETCH_RETRIES }, \
+	{ "no-plain", no_argument, NULL, CLI_O_NO_PLAIN }
 
 struct cli_remote {
 	const char *url;
 	uint64_t cache_size;
 	unsigned concurrency, timeout_ms;
 	int retries;  /* 0: default, < 0: none */
+	bool no_plain;
 };
 extern const char cli_remote_help[];
 int cli_remote_option(struct cli_remote *r, int c, const char *arg);

@@ -20,10 +20,13 @@ static const char cas_usage[] =
 	"                      [--dry-run]\n"
 	"\n"
 	"verify  decompress and re-hash every chunk; print each corrupt one as\n"
-	"        'corrupt: HEX (reason)' and exit 1 if there are any\n"
-	"stats   chunk count, raw (uncompressed) bytes and stored bytes\n"
+	"        'corrupt: HEX (reason)'; re-hash every plain copy (STORE/plain), print\n"
+	"        each bad one as 'bad plain copy: HEX (reason)' and remove it; exit 1 if\n"
+	"        there are any of either\n"
+	"stats   chunk count, raw (uncompressed) bytes, stored bytes, plain copies\n"
 	"gc      remove every chunk that no --keep file references and that is older\n"
-	"        than the grace period, and stale staging files in STORE/tmp; every\n"
+	"        than the grace period (with its plain copy), plain copies older than\n"
+	"        it whose chunk is gone, and stale staging files in STORE/tmp; every\n"
 	"        --keep file is checked first, and nothing is removed if one is bad\n"
 	"\n"
 	"options:\n"
@@ -40,7 +43,8 @@ static const char cas_usage[] =
 static void report(void *arg, const char *hex, const char *why)
 {
 	(void)arg;
-	printf("corrupt: %s (%s)\n", hex, why);
+	printf("%s: %s (%s)\n", strncmp(why, "plain copy: ", 12) ? "corrupt" : "bad plain copy",
+	       hex, strncmp(why, "plain copy: ", 12) ? why : why + 12);
 }
 
 static int parse_grace(const char *arg, uint64_t *out)
@@ -90,6 +94,11 @@ static int run_gc(struct store *s, const char *store_dir, const char *const *kee
 	       res.removed == 1 ? "" : "s", size_human(res.removed_bytes, h1, sizeof(h1)),
 	       (unsigned long long)res.kept, size_human(res.kept_bytes, h2, sizeof(h2)),
 	       (unsigned long long)res.young, size_human(res.young_bytes, h3, sizeof(h3)));
+	if (res.plain_removed || res.plain_orphans)
+		printf(", %llu plain cop%s (%s)",
+		       (unsigned long long)(res.plain_removed + res.plain_orphans),
+		       res.plain_removed + res.plain_orphans == 1 ? "y" : "ies",
+		       size_human(res.plain_removed_bytes, h1, sizeof(h1)));
 	if (res.tmp_removed)
 		printf(", %llu stale tmp file%s", (unsigned long long)res.tmp_removed,
 		       res.tmp_removed == 1 ? "" : "s");
@@ -203,6 +212,8 @@ int cmd_cas(int argc, char **argv)
 		if (st.bad_headers)
 			printf("unreadable    %llu (run lazyblk cas verify)\n",
 			       (unsigned long long)st.bad_headers);
+		printf("plain copies  %llu (%llu bytes, %s)\n", (unsigned long long)st.plain_files,
+		       (unsigned long long)st.plain_bytes, size_human(st.plain_bytes, h1, sizeof(h1)));
 		ret = 0;
 		goto out;
 	}
@@ -217,10 +228,18 @@ int cmd_cas(int argc, char **argv)
 	}
 	printf("verified %llu chunks: %llu ok, %llu corrupt\n", (unsigned long long)res.checked,
 	       (unsigned long long)res.ok, (unsigned long long)res.corrupt);
+	printf("verified %llu plain copies: %llu ok, %llu bad (removed)\n",
+	       (unsigned long long)res.plain_checked, (unsigned long long)res.plain_ok,
+	       (unsigned long long)res.plain_bad);
 	ret = 0;
 	if (res.corrupt) {
 		log_error("%llu corrupt chunk%s in %s", (unsigned long long)res.corrupt,
 			  res.corrupt == 1 ? "" : "s", store_dir);
+		ret = 1;
+	}
+	if (res.plain_bad) {
+		log_error("%llu bad plain cop%s in %s (removed)", (unsigned long long)res.plain_bad,
+			  res.plain_bad == 1 ? "y" : "ies", store_dir);
 		ret = 1;
 	}
 out:

@@ -392,6 +392,7 @@ int cmd_export(int argc, char **argv)
 	if (cli_remote_check(&rem))
 		return EXIT_USAGE;
 	cli_remote_to_source(&rem, &so);
+	so.no_plain = true; /* an artifact: every chunk verified, no plain copies made */
 	log_first_error_only(true); /* reader threads may fail at once: say it once */
 	return export_run(argv[optind], &so, out);
 }

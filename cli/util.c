@@ -49,7 +49,10 @@ const char cli_remote_help[] =
 	"      --fetch-concurrency N  remote requests at once (default 16)\n"
 	"      --fetch-timeout SECS   per request attempt (default 30)\n"
 	"      --fetch-retries N      retries of a request that timed out, was reset or got\n"
-	"                          a 5xx, with exponential backoff (default 4)\n";
+	"                          a 5xx, with exponential backoff (default 4)\n"
+	"      --no-plain          neither use nor write plain copies of chunks (STORE/plain:\n"
+	"                          their verified uncompressed bytes, shared through the page\n"
+	"                          cache; see docs/formats.md)\n";
 
 int cli_remote_option(struct cli_remote *r, int c, const char *arg)
 {
@@ -57,6 +60,10 @@ int cli_remote_option(struct cli_remote *r, int c, const char *arg)
 	unsigned long v;
 	uint64_t b;
 
+	if (c == CLI_O_NO_PLAIN) {
+		r->no_plain = true;
+		return 1;
+	}
 	if (c < CLI_O_REMOTE || c > CLI_O_FETCH_RETRIES || !arg)
 		return 0; /* not one of ours */
 	switch (c) {
@@ -136,6 +143,7 @@ void cli_remote_to_engine(const struct cli_remote *r, struct blkd_engine_opts *e
 	eo->fetch_concurrency = r->concurrency;
 	eo->fetch_timeout_ms = r->timeout_ms;
 	eo->fetch_retries = r->retries;
+	eo->no_plain = r->no_plain;
 }
 
 void cli_remote_to_source(const struct cli_remote *r, struct cas_source_opts *so)
@@ -145,6 +153,7 @@ void cli_remote_to_source(const struct cli_remote *r, struct cas_source_opts *so
 	so->concurrency = r->concurrency;
 	so->timeout_ms = r->timeout_ms;
 	so->retries = r->retries;
+	so->no_plain = r->no_plain;
 }
 
 int cli_write_stats_json(struct blkd_engine *e, const char *path)

@@ -10,7 +10,7 @@ head -c 3000000 /dev/urandom >"$T/src/victim.bin"
 head -c 3000000 /dev/urandom >"$T/src/other.bin"
 "$LAZYBLK" import "$T/src" --store "$T/store" -o "$T/m" >/dev/null
 "$LAZYBLK" mkfs "$T/m" -o "$T/l" >/dev/null
-"$LAZYBLK" export "$T/l" --store "$T/store" -o "$T/ref.raw" >/dev/null
+"$LAZYBLK" export "$T/l" --store "$T/store" -o "$T/ref.raw" --no-plain >/dev/null
 vblk=$(debugfs -R "bmap /victim.bin 0" "$T/ref.raw" 2>/dev/null)
 oblk=$(debugfs -R "bmap /other.bin 0" "$T/ref.raw" 2>/dev/null)
 digest=$("$LAZYBLK" manifest show "$T/m" | python3 -c '

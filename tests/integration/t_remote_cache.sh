@@ -59,7 +59,7 @@ timeout 120 nbdcopy "$NBD" "$T/r3.raw" || die "read after restart failed"
 cmp "$T/r3.raw" "$T/c.raw" || die "read after restart differs"
 stop_server "$SRV" srv2
 under_bound "$T/cache" "$LIMIT" "after a restart"
-json_expr "$T/srv2.json" "s['disk_hits'] > 0 and s['cache_used_bytes'] <= $LIMIT"
+json_expr "$T/srv2.json" "s['disk_hits'] + s['plain_hits'] > 0 and s['cache_used_bytes'] <= $LIMIT"
 check_cache_dir "$T/cache"
 
 # ---- two exports sharing one small cache

@@ -8,6 +8,7 @@
 
 #include "../../cas/cache.h"
 #include "../../cas/gc.h"
+#include "../../cas/plain.h"
 #include "../../ext4gen/refs.h"
 #include "../../cas/manifest.h"
 #include "../../cas/store.h"
@@ -666,6 +667,125 @@ static void test_gc_tmp(void **state)
 		blob_free(&b[i]);
 }
 
+
+/* ------------------------------------------------------------------ plain copies */
+
+static uint64_t real_usage_all(struct store *s, uint64_t *chunks, uint64_t *plain_files)
+{
+	struct store_stats st;
+
+	assert_int_equal(store_stats(s, &st), 0);
+	*chunks = st.chunks;
+	*plain_files = st.plain_files;
+	return st.stored_bytes + st.plain_bytes;
+}
+
+static void plain_file_path(struct fixture *f, const uint8_t d[SHA256_LEN], char p[PATH_MAX])
+{
+	char hex[SHA256_HEX_LEN + 1];
+
+	sha256_to_hex(d, hex);
+	path_fmt(p, "%s/plain/%.2s/%s", f->store, hex, hex);
+}
+
+/* Plain copies count against the bound and leave with their chunk. */
+static void test_cache_plain(void **state)
+{
+	enum { N = 40, LEN = 1000, LIMIT = 10 * (2 * LEN + PLAIN_TRAILER) };
+	struct fixture *f = *state;
+	time_t base = time(NULL) - 100000;
+	uint64_t chunks, plain_files;
+	struct blob b[N], stray;
+	char p[PATH_MAX];
+	int fd;
+
+	assert_int_equal(cache_open(f->s, LIMIT, &f->c), 0);
+	/* no plain copy of a chunk that is not in the store */
+	blob_make(&stray, 9999, LEN);
+	assert_int_equal(cache_put_plain(f->c, stray.digest, stray.data, stray.len, &fd), -ENOENT);
+	assert_int_equal(fd, -1);
+	plain_file_path(f, stray.digest, p);
+	assert_false(path_exists(p));
+	for (int i = 0; i < N; i++) {
+		blob_make(&b[i], 300 + (uint64_t)i, LEN);
+		assert_int_equal(cache_put(f->c, b[i].digest, b[i].data, b[i].len), 1);
+		set_mtime_digest(f->s, b[i].digest, base + i * 100);
+		assert_int_equal(cache_put_plain(f->c, b[i].digest, b[i].data, b[i].len, &fd), 1);
+		assert_true(fd >= 0);
+		close(fd);
+		assert_int_equal(cache_put_plain(f->c, b[i].digest, b[i].data, b[i].len, &fd), 0);
+		assert_true(cache_used(f->c) <= LIMIT);
+		assert_int_equal(cache_used(f->c), real_usage_all(f->s, &chunks, &plain_files));
+		assert_int_equal(plain_files, chunks); /* an evicted chunk took its copy along */
+	}
+	assert_true(chunks < N);
+	for (int i = 0; i < N; i++) {
+		plain_file_path(f, b[i].digest, p);
+		assert_int_equal(path_exists(p), store_has(f->s, b[i].digest) == 1);
+	}
+	/* dropping a corrupt chunk drops its plain copy and both are uncounted */
+	assert_int_equal(cache_drop(f->c, b[N - 1].digest, LEN), 0);
+	plain_file_path(f, b[N - 1].digest, p);
+	assert_false(path_exists(p));
+	assert_int_equal(cache_used(f->c), real_usage_all(f->s, &chunks, &plain_files));
+	/* a bad plain copy alone */
+	assert_int_equal(cache_drop_plain(f->c, b[N - 2].digest), 0);
+	assert_int_equal(store_has(f->s, b[N - 2].digest), 1);
+	assert_int_equal(cache_used(f->c), real_usage_all(f->s, &chunks, &plain_files));
+	assert_int_equal(plain_files, chunks - 1);
+	for (int i = 0; i < N; i++)
+		blob_free(&b[i]);
+	blob_free(&stray);
+}
+
+/* gc removes the plain copies of the chunks it removes, and old copies without a chunk. */
+static void test_gc_plain(void **state)
+{
+	struct fixture *f = *state;
+	char layout[PATH_MAX], manifest[PATH_MAX], p[PATH_MAX];
+	const char *paths[2] = { layout, manifest };
+	struct timespec old[2] = { { .tv_sec = time(NULL) - 7200 }, { .tv_sec = time(NULL) - 7200 } };
+	struct chunk_refs keep;
+	struct cas_gc_result res;
+	struct blob b[GC_N], orphan, young;
+	uint64_t bytes, chunks, plain_files;
+
+	gc_store(f, b, layout, manifest);
+	refs_of(&keep, paths, 2);
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(plain_put(f->s, b[i].digest, b[i].data, b[i].len, NULL, &bytes), 1);
+	blob_make(&orphan, 777, 500);
+	blob_make(&young, 778, 500);
+	assert_int_equal(plain_put(f->s, orphan.digest, orphan.data, orphan.len, NULL, &bytes), 1);
+	assert_int_equal(plain_put(f->s, young.digest, young.data, young.len, NULL, &bytes), 1);
+	plain_file_path(f, orphan.digest, p);
+	assert_int_equal(utimensat(AT_FDCWD, p, old, 0), 0);
+	assert_int_equal(cache_open(f->s, 1 << 20, &f->c), 0);
+	assert_int_equal(cache_used(f->c), real_usage_all(f->s, &chunks, &plain_files) -
+					   2 * (500 + PLAIN_TRAILER)); /* orphans are not counted */
+
+	assert_int_equal(cas_gc(f->s, KEEP(keep), 3600, false, &res), 0);
+	assert_int_equal(res.removed, 2);               /* chunks 4 and 5 */
+	assert_int_equal(res.plain_removed, 2);
+	assert_int_equal(res.plain_orphans, 1);
+	assert_int_equal(res.plain_removed_bytes, 1004 + 1005 + 500 + 3 * PLAIN_TRAILER);
+	for (int i = 0; i < 8; i++) {
+		plain_file_path(f, b[i].digest, p);
+		assert_int_equal(path_exists(p), i < 4 || i >= 6);
+	}
+	plain_file_path(f, orphan.digest, p);
+	assert_false(path_exists(p));
+	plain_file_path(f, young.digest, p);
+	assert_true(path_exists(p)); /* within the grace period */
+	assert_int_equal(cache_used(f->c), real_usage_all(f->s, &chunks, &plain_files) -
+					   (500 + PLAIN_TRAILER));
+	chunk_refs_free(&keep);
+	for (int i = 0; i < GC_N; i++)
+		blob_free(&b[i]);
+	blob_free(&orphan);
+	blob_free(&young);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -680,6 +800,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_gc, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gc_bad_keep, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gc_tmp, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cache_plain, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_gc_plain, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

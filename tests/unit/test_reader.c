@@ -3,9 +3,12 @@
 #include "helpers.h"
 
 #include <pthread.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "../../blkd/reader.h"
 #include "../../cas/chunk.h"
+#include "../../cas/plain.h"
 #include "../../cas/store.h"
 #include "../../common/sha256.h"
 #include "../../ext4gen/layout.h"
@@ -35,6 +38,7 @@ struct fixture {
 	uint8_t *want;                /* the disk the sample layout describes */
 	struct layout *l;
 	struct blkd_reader *r;
+	bool plain;                   /* the source uses the plain tier (off: the memory tier) */
 };
 
 static void chunk_put(struct fixture *f, const struct chunk *c, const void *raw, size_t len)
@@ -141,7 +145,7 @@ static void add_meta(struct fixture *f, struct layout_writer *w, uint64_t lba, i
 /* The chunk source the reader takes its chunks from: the fixture's store, no remote. */
 static struct cas_source *reader_src(struct fixture *f)
 {
-	struct cas_source_opts o = { .store_dir = f->store };
+	struct cas_source_opts o = { .store_dir = f->store, .no_plain = !f->plain };
 
 	if (!f->src)
 		assert_int_equal(cas_source_open(&o, &f->src), 0);
@@ -436,6 +440,202 @@ static void test_readahead(void **state)
 	}
 }
 
+
+/* ------------------------------------------------------------------ the plain tier */
+
+static void plain_path(struct fixture *f, int chunk, char path[PATH_MAX])
+{
+	char hex[SHA256_HEX_LEN + 1];
+
+	sha256_to_hex(f->c[chunk].digest, hex);
+	path_fmt(path, "%s/plain/%.2s/%s", f->store, hex, hex);
+}
+
+/* A new source and reader on the same store (another server, as far as the store knows). */
+static void reopen(struct fixture *f)
+{
+	blkd_reader_free(f->r);
+	f->r = NULL;
+	cas_source_close(f->src);
+	f->src = NULL;
+	assert_int_equal(blkd_reader_new(f->l, reader_src(f), 0, &f->r), 0);
+}
+
+static void read_all_ok(struct fixture *f)
+{
+	uint8_t *buf = malloc(DISK);
+
+	assert_non_null(buf);
+	memset(buf, 0xaa, DISK);
+	assert_int_equal(blkd_reader_read(f->r, 0, buf, DISK), 0);
+	assert_memory_equal(buf, f->want, DISK);
+	free(buf);
+}
+
+/* A verified load fills the plain tier; the next reader uses it (no decompression). */
+static void test_plain_filled_then_used(void **state)
+{
+	struct fixture *f = *state;
+	struct cas_source_stats cs;
+	struct blkd_reader_stats st;
+	char path[PATH_MAX];
+
+	f->plain = true;
+	sample_open(f, 0);
+	read_all_ok(f);
+	cas_source_get_stats(f->src, &cs);
+	assert_int_equal(cs.disk_hits, 3);
+	assert_int_equal(cs.plain_writes, 3);
+	assert_int_equal(cs.plain_hits, 0);
+	blkd_reader_stats(f->r, &st);
+	assert_int_equal(st.cached_plain, 3);  /* held as plain copies, not in memory */
+	assert_int_equal(st.cached_bytes, 0);
+	for (int c = A; c <= C; c++) {
+		struct stat sb;
+
+		plain_path(f, c, path);
+		assert_int_equal(stat(path, &sb), 0);
+		assert_int_equal(sb.st_size, f->c[c].len + PLAIN_TRAILER);
+	}
+	read_all_ok(f); /* from the descriptors */
+	reopen(f);
+	read_all_ok(f);
+	cas_source_get_stats(f->src, &cs);
+	assert_int_equal(cs.plain_hits, 3);
+	assert_int_equal(cs.plain_bytes, f->c[A].len + f->c[B].len + f->c[C].len);
+	assert_int_equal(cs.disk_hits, 0);
+	assert_int_equal(cs.plain_writes, 0);
+}
+
+/* A chunk that fails verification never gets a plain copy. */
+static void test_plain_never_of_corrupt(void **state)
+{
+	struct fixture *f = *state;
+	char path[PATH_MAX];
+
+	f->plain = true;
+	bad_open(f, WRONG, 100);
+	expect_read_fails(f, -EIO);
+	plain_path(f, WRONG, path);
+	assert_false(path_exists(path));
+	blkd_reader_free(f->r);
+	f->r = NULL;
+	layout_close(f->l);
+	f->l = NULL;
+	bad_open(f, GARBAGE, 100);
+	expect_read_fails(f, -EIO);
+	plain_path(f, GARBAGE, path);
+	assert_false(path_exists(path));
+	plain_path(f, A, path);
+	assert_true(path_exists(path)); /* the good chunk has one */
+}
+
+static void file_mangle(const char *path, off_t truncate_to, off_t poke)
+{
+	int fd;
+
+	assert_int_equal(chmod(path, 0644), 0);
+	fd = open(path, O_WRONLY);
+	assert_true(fd >= 0);
+	if (truncate_to >= 0)
+		assert_int_equal(ftruncate(fd, truncate_to), 0);
+	if (poke >= 0)
+		assert_int_equal(pwrite(fd, "\x5a", 1, poke), 1);
+	close(fd);
+}
+
+/* Truncated, flipped or foreign plain copies are detected, not served, and replaced. */
+static void test_plain_bad_copies(void **state)
+{
+	struct fixture *f = *state;
+	struct cas_source_stats cs;
+	char path[PATH_MAX], other[PATH_MAX];
+	uint8_t *junk;
+
+	f->plain = true;
+	sample_open(f, 0);
+	read_all_ok(f);
+	plain_path(f, A, path);
+	file_mangle(path, (off_t)f->c[A].len, -1);           /* trailer cut off */
+	plain_path(f, B, path);
+	file_mangle(path, -1, 17);                          /* one byte of the data */
+	plain_path(f, C, path);
+	plain_path(f, A, other);
+	junk = calloc(1, f->c[C].len + PLAIN_TRAILER);
+	assert_non_null(junk);
+	assert_int_equal(unlink(path), 0);
+	write_file(path, junk, f->c[C].len + PLAIN_TRAILER); /* right size, no trailer */
+	free(junk);
+	reopen(f);
+	read_all_ok(f);
+	cas_source_get_stats(f->src, &cs);
+	assert_int_equal(cs.plain_bad, 3);
+	assert_int_equal(cs.plain_hits, 0);
+	assert_int_equal(cs.disk_hits, 3);
+	assert_int_equal(cs.plain_writes, 3); /* made again from the verified chunks */
+	reopen(f);
+	read_all_ok(f);
+	cas_source_get_stats(f->src, &cs);
+	assert_int_equal(cs.plain_hits, 3);
+	assert_int_equal(cs.plain_bad, 0);
+}
+
+/* A plain copy truncated after it was checked and opened: the read falls back, verified. */
+static void test_plain_truncated_while_open(void **state)
+{
+	struct fixture *f = *state;
+	struct cas_source_stats cs;
+	char path[PATH_MAX];
+
+	f->plain = true;
+	sample_open(f, 0);
+	read_all_ok(f);
+	reopen(f);
+	read_all_ok(f); /* the reader now holds the three plain copies open */
+	plain_path(f, C, path);
+	file_mangle(path, 10, -1);
+	read_all_ok(f);
+	cas_source_get_stats(f->src, &cs);
+	assert_int_equal(cs.plain_bad, 1);
+	assert_int_equal(cs.disk_hits, 1);
+	assert_int_equal(cs.verify_failures, 0);
+}
+
+/* A plain tier that cannot be written never fails a read. */
+static void test_plain_unwritable(void **state)
+{
+	struct fixture *f = *state;
+	struct cas_source_stats cs;
+	struct blkd_reader_stats st;
+	char path[PATH_MAX];
+
+	f->plain = true;
+	path_fmt(path, "%s/plain", f->store);
+	write_file(path, "not a directory", 15);
+	sample_open(f, 0);
+	read_all_ok(f);
+	read_all_ok(f);
+	cas_source_get_stats(f->src, &cs);
+	assert_int_equal(cs.disk_hits, 3);
+	assert_true(cs.plain_write_failures >= 1);
+	assert_int_equal(cs.plain_writes, 0);
+	blkd_reader_stats(f->r, &st);
+	assert_int_equal(st.cached_plain, 0);
+	assert_int_equal(st.cached_bytes, f->c[A].len + f->c[B].len + f->c[C].len);
+}
+
+/* Racing readers on plain copies, with one copy removed under them now and then. */
+static void test_plain_concurrent(void **state)
+{
+	struct fixture *f = *state;
+
+	f->plain = true;
+	sample_open(f, 1);
+	run_racers(f, 6, 10);
+	reopen(f);
+	run_racers(f, 6, 10);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -452,6 +652,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_missing_chunk, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_short_chunk, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_oversized_chunk, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_plain_filled_then_used, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_plain_never_of_corrupt, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_plain_bad_copies, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_plain_truncated_while_open, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_plain_unwritable, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_plain_concurrent, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -205,9 +205,11 @@ json_get() {
   python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"
 }
 
+# the bytes a --cache-size bound covers: chunk files and their plain copies (STORE/plain)
 store_chunk_bytes() {
   if [ -d "$1/chunks" ]; then
-    find "$1/chunks" -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }'
+    { find "$1/chunks" -type f -printf '%s\n'; [ ! -d "$1/plain" ] || find "$1/plain" -type f -printf '%s\n'; } |
+      awk '{ s += $1 } END { print s + 0 }'
   else
     echo 0
   fi
