@@ -181,9 +181,10 @@ int blkd_engine_open(const struct blkd_engine_opts *o, struct blkd_engine **out)
 	}
 	ret = blkd_reader_new(e->layout, e->src, o->mem_cache ? o->mem_cache : MEM_CACHE_DEFAULT,
 			      &e->reader);
-	if (!ret)
-		ret = blkd_reader_readahead(e->reader, o->fetch_concurrency ? o->fetch_concurrency
-									   : READAHEAD_CHUNKS);
+	if (!ret && o->readahead >= 0 && (o->readahead > 0 || !o->prefetch_trace))
+		ret = blkd_reader_readahead(e->reader, o->readahead > 0 ? (unsigned)o->readahead :
+						       o->fetch_concurrency ? o->fetch_concurrency :
+						       READAHEAD_CHUNKS);
 	if (ret) {
 		log_error("cannot start the reader: %s", strerror(-ret));
 		goto fail;

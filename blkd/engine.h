@@ -35,6 +35,12 @@ struct blkd_engine_opts {
 	const char *trace_record;  /* record first touches, written here (blkd_engine_trace_finish) */
 	const char *prefetch_trace; /* replay this trace's chunks in the background */
 	bool prefetch_all;         /* then every other chunk of the layout */
+	/*
+	 * Chunks loaded ahead of sequential reads: 0 default (the fetch concurrency, 16), < 0
+	 * none. By default none with a trace prefetch (it knows what comes next, and read-ahead
+	 * would fetch untraced chunks at demand priority).
+	 */
+	int readahead;
 	bool no_plain;             /* no plain tier (cas/source.h) */
 };
 

@@ -52,6 +52,7 @@ enum {
 	CLI_O_TRACE_RECORD = 0x1100,
 	CLI_O_PREFETCH,
 	CLI_O_PREFETCH_ALL,
+	CLI_O_READAHEAD,
 };
 #define CLI_REMOTE_OPTIONS \
 	{ "remote", required_argument, NULL, CLI_O_REMOTE }, \
@@ -88,15 +89,18 @@ struct blkd_engine_opts;
 #define CLI_TRACE_OPTIONS \
 	{ "trace-record", required_argument, NULL, CLI_O_TRACE_RECORD }, \
 	{ "prefetch", required_argument, NULL, CLI_O_PREFETCH }, \
-	{ "prefetch-all", no_argument, NULL, CLI_O_PREFETCH_ALL }
+	{ "prefetch-all", no_argument, NULL, CLI_O_PREFETCH_ALL }, \
+	{ "readahead", required_argument, NULL, CLI_O_READAHEAD }
 
 struct cli_trace {
 	const char *manifest;   /* the command's --manifest */
 	const char *record, *prefetch;
 	bool prefetch_all;
+	int readahead;          /* -1: none, 0: default, N chunks (--readahead) */
 	char *found;            /* the manifest found beside the layout (owned) */
 };
 extern const char cli_trace_help[];
+/* 1: taken, 0: not ours, -1: bad value (the usage error printed). */
 int cli_trace_option(struct cli_trace *t, int c, const char *arg);
 int cli_trace_to_engine(struct cli_trace *t, const char *layout, struct blkd_engine_opts *eo);
 /* At exit: write the trace if still recording; prints what it did. 0, or 1 on failure. */

@@ -290,7 +290,10 @@ int cmd_run(int argc, char **argv)
 		case O_JSON: a.stats_json = optarg; break;
 		case 'h': printf(run_usage, cli_remote_help, cli_trace_help); return 0;
 		default:
-			if (cli_trace_option(&a.tr, c, optarg))
+			r = cli_trace_option(&a.tr, c, optarg);
+			if (r < 0)
+				return EXIT_USAGE;
+			if (r)
 				break;
 			r = cli_remote_option(&a.rem, c, optarg);
 			if (r < 0)

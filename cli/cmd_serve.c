@@ -305,7 +305,10 @@ int cmd_serve(int argc, char **argv)
 		case O_MANIFEST: a.tr.manifest = optarg; break;
 		case 'h': printf(serve_usage, cli_remote_help, cli_trace_help); return 0;
 		default:
-			if (cli_trace_option(&a.tr, c, optarg))
+			r = cli_trace_option(&a.tr, c, optarg);
+			if (r < 0)
+				return EXIT_USAGE;
+			if (r)
 				break;
 			r = cli_remote_option(&a.rem, c, optarg);
 			if (r < 0)

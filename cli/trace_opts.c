@@ -16,7 +16,9 @@ const char cli_trace_help[] =
 	"                          see lazyblk trace show)\n"
 	"      --prefetch TRACE    fetch the chunks a recorded trace read, in its order, in the\n"
 	"                          background while the guest runs (demand reads go first)\n"
-	"      --prefetch-all      after the trace (or without one), prefetch every other chunk\n";
+	"      --prefetch-all      after the trace (or without one), prefetch every other chunk\n"
+	"      --readahead N       chunks loaded ahead of sequential reads (default 16, or the\n"
+	"                          --fetch-concurrency; none with --prefetch TRACE); 0: none\n";
 
 int cli_trace_option(struct cli_trace *t, int c, const char *arg)
 {
@@ -24,6 +26,19 @@ int cli_trace_option(struct cli_trace *t, int c, const char *arg)
 	case CLI_O_TRACE_RECORD: t->record = arg; return 1;
 	case CLI_O_PREFETCH: t->prefetch = arg; return 1;
 	case CLI_O_PREFETCH_ALL: t->prefetch_all = true; return 1;
+	case CLI_O_READAHEAD: {
+		char *end;
+		long v;
+
+		errno = 0;
+		v = strtol(arg, &end, 10);
+		if (errno || end == arg || *end || v < 0 || v > 256) {
+			cli_usage_error("bad --readahead '%s' (want 0..256 chunks)", arg);
+			return -1;
+		}
+		t->readahead = v ? (int)v : -1;
+		return 1;
+	}
 	default: return 0;
 	}
 }

@@ -68,9 +68,10 @@ python3 -c "import json,sys; d=json.loads(sys.argv[1]); assert 'dirty_blocks' in
   die "stats reply: $r"
 [ "$(ctl "$csock" $'flush\n')" = ok ] || die "flush reply"
 [ "$(ctl "$csock" $'flush\r\nstats\n' | head -1)" = ok ] || die "two requests, CRLF"
-[ "$(ctl "$csock" $'frob\n')" = "error unknown request 'frob' (want snapshot DELTA_PATH, stats or flush)" ] ||
+[ "$(ctl "$csock" $'frob\n')" = "error unknown request 'frob' (want snapshot DELTA_PATH, stats, flush or trace stop)" ] ||
   die "unknown request: $(ctl "$csock" $'frob\n')"
 ctl "$csock" $'\n' | grep -q "^error empty request" || die "empty request"
+ctl "$csock" $'trace stop\n' | grep -q "^error not recording a trace" || die "trace stop without a trace"
 ctl "$csock" $'snapshot\n' | grep -q "^error snapshot needs a DELTA_PATH" || die "no path"
 ctl "$csock" $'snapshot rel.delta\n' | grep -q "^error DELTA_PATH must be absolute" ||
   die "relative path"
