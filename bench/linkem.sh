@@ -38,6 +38,7 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
+. "$ROOT/scripts/lib/nginx_conf.sh"
 LINKEM=${LINKEM:-$ROOT/build/tools/linkem}
 RUNS=${RUNS:-5}
 PAIRS=${PAIRS:-200}
@@ -78,30 +79,7 @@ head -c 500000000 /dev/urandom >"$WORK/www/500MB.bin"
 chmod 644 "$WORK/www"/*
 cat "$WORK/www"/* >/dev/null
 NGINX_PORT=$(free_port)
-cat >"$WORK/nginx/nginx.conf" <<NGX
-worker_processes 1;
-daemon off;
-pid $WORK/nginx/nginx.pid;
-error_log $WORK/nginx/error.log warn;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  client_body_temp_path $WORK/nginx/body;
-  proxy_temp_path $WORK/nginx/proxy;
-  fastcgi_temp_path $WORK/nginx/fastcgi;
-  uwsgi_temp_path $WORK/nginx/uwsgi;
-  scgi_temp_path $WORK/nginx/scgi;
-  sendfile on;
-  tcp_nopush on;
-  keepalive_requests 100000;
-  types { }
-  default_type application/octet-stream;
-  server {
-    listen 127.0.0.1:$NGINX_PORT;
-    root $WORK/www;
-  }
-}
-NGX
+nginx_conf "$WORK/nginx" "$NGINX_PORT" "$WORK/www"
 nginx -c "$WORK/nginx/nginx.conf" -p "$WORK/nginx" &
 NGINX_PID=$!
 for _ in $(seq 200); do

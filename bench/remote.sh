@@ -53,6 +53,7 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
+. "$ROOT/scripts/lib/nginx_conf.sh"
 LAZYBLK=${LAZYBLK:-$ROOT/build/lazyblk}
 RUNS=${RUNS:-3}
 CONCURRENCY=${CONCURRENCY:-16}
@@ -106,31 +107,7 @@ echo "   $N_CHUNKS chunk files, $STORE_BYTES bytes stored"
 # ---------------------------------------------------------------------------- nginx
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 mkdir -p "$WORK/nginx"
-cat >"$WORK/nginx/nginx.conf" <<EOF
-worker_processes 2;
-daemon off;
-pid $WORK/nginx/nginx.pid;
-error_log $WORK/nginx/error.log warn;
-events { worker_connections 1024; }
-http {
-  access_log $WORK/nginx/access.log;
-  client_body_temp_path $WORK/nginx/body;
-  proxy_temp_path $WORK/nginx/proxy;
-  fastcgi_temp_path $WORK/nginx/fastcgi;
-  uwsgi_temp_path $WORK/nginx/uwsgi;
-  scgi_temp_path $WORK/nginx/scgi;
-  sendfile on;
-  tcp_nopush on;
-  keepalive_requests 100000;
-  keepalive_timeout 60;
-  types { }
-  default_type application/octet-stream;
-  server {
-    listen 127.0.0.1:$PORT;
-    root $STORE;
-  }
-}
-EOF
+nginx_conf "$WORK/nginx" "$PORT" "$STORE" 2
 nginx -c "$WORK/nginx/nginx.conf" -p "$WORK/nginx" &
 NGINX_PID=$!
 for _ in $(seq 100); do curl -fsS -o /dev/null "http://127.0.0.1:$PORT/" 2>/dev/null && break

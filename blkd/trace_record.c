@@ -135,6 +135,18 @@ static void raw_add(struct trace_recorder *r, uint64_t t, uint64_t first, uint64
 					   .len = n * LAYOUT_BLOCK };
 }
 
+/* Record the run of n fresh blocks ending before block end; takes the lock on first use. */
+static void touch_run(struct trace_recorder *r, uint64_t end, uint64_t n, bool *locked,
+		      uint64_t *t)
+{
+	if (!*locked) {
+		pthread_mutex_lock(&r->lock);
+		*locked = true;
+		*t = now_us(r);
+	}
+	raw_add(r, *t, end - n, n);
+}
+
 void trace_recorder_touch(struct trace_recorder *r, uint64_t off, uint64_t len)
 {
 	uint64_t first = off / LAYOUT_BLOCK, end, b, run = 0, t = 0;
@@ -148,35 +160,19 @@ void trace_recorder_touch(struct trace_recorder *r, uint64_t off, uint64_t len)
 	for (b = first; b < end; b++) {
 		uint64_t bit = 1ull << (b % 64);
 		uint64_t *w = &r->seen[b / 64];
-		bool fresh;
 
-		if (__atomic_load_n(w, __ATOMIC_RELAXED) & bit) {
-			fresh = false;
-		} else {
-			fresh = !(__atomic_fetch_or(w, bit, __ATOMIC_RELAXED) & bit);
-		}
-		if (fresh) {
+		/* a plain load first: blocks seen before (most of them) cost no atomic write */
+		if (!(__atomic_load_n(w, __ATOMIC_RELAXED) & bit) &&
+		    !(__atomic_fetch_or(w, bit, __ATOMIC_RELAXED) & bit)) {
 			run++;
 			continue;
 		}
-		if (run) {
-			if (!locked) {
-				pthread_mutex_lock(&r->lock);
-				locked = true;
-				t = now_us(r);
-			}
-			raw_add(r, t, b - run, run);
-			run = 0;
-		}
+		if (run)
+			touch_run(r, b, run, &locked, &t);
+		run = 0;
 	}
-	if (run) {
-		if (!locked) {
-			pthread_mutex_lock(&r->lock);
-			locked = true;
-			t = now_us(r);
-		}
-		raw_add(r, t, b - run, run);
-	}
+	if (run)
+		touch_run(r, b, run, &locked, &t);
 	if (locked)
 		pthread_mutex_unlock(&r->lock);
 }

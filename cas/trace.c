@@ -3,11 +3,8 @@
 #include "trace.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "../common/fsutil.h"
 
@@ -102,26 +99,18 @@ int trace_load(const char *path, struct trace **out, const char **why)
 	const uint64_t max = sizeof(struct trace_header) +
 			     (uint64_t)TRACE_RECORDS_MAX * sizeof(struct trace_record) +
 			     TRACE_STRINGS_MAX + SHA256_LEN;
-	struct stat st;
 	uint8_t *buf;
 	size_t len;
-	int fd, ret;
+	int ret;
 
 	if (why)
 		*why = NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0) {
-		ret = -errno;
-	} else if (S_ISREG(st.st_mode) && (uint64_t)st.st_size > max) {
+	ret = fs_read_file_max(path, max, &buf, &len);
+	if (ret == -EFBIG) {
 		if (why)
 			*why = "too large for a trace";
-		ret = -EBADMSG;
-	} else {
-		ret = fs_read_fd(fd, &buf, &len);
+		return -EBADMSG;
 	}
-	close(fd);
 	return ret ? ret : trace_parse(buf, len, out, why);
 }
 

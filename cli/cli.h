@@ -107,6 +107,10 @@ int cli_trace_to_engine(struct cli_trace *t, const char *layout, struct blkd_eng
 int cli_trace_finish(struct cli_trace *t, struct blkd_engine *e);
 void cli_trace_free(struct cli_trace *t);
 
+/* --chunk-size (4K..64M) and --level (zstd, 1..19): 0, or EXIT_USAGE with the error said. */
+int cli_parse_chunk_size(const char *arg, uint32_t *out);
+int cli_parse_level(const char *arg, int *out);
+
 /* The engine's statistics as one JSON object in path (--stats-json). -errno, said why. */
 struct blkd_engine;
 int cli_write_stats_json(struct blkd_engine *e, const char *path);

@@ -58,10 +58,8 @@ int cmd_import(int argc, char **argv)
 		case 's': o.store_dir = optarg; break;
 		case 'o': o.output = optarg; break;
 		case 'C':
-			if (size_parse(optarg, &v) || v < CHUNK_SIZE_MIN || v > CHUNK_SIZE_MAX)
-				return cli_usage_error("--chunk-size: '%s' is not a size from 4K to 64M",
-						       optarg);
-			o.chunk_size = (uint32_t)v;
+			if (cli_parse_chunk_size(optarg, &o.chunk_size))
+				return EXIT_USAGE;
 			break;
 		case 'P':
 			if (size_parse(optarg, &v) || v > CHUNK_SIZE_MAX)
@@ -69,9 +67,8 @@ int cmd_import(int argc, char **argv)
 			pack_max = (int64_t)v;
 			break;
 		case 'L':
-			o.level = atoi(optarg);
-			if (o.level < 1 || o.level > 19)
-				return cli_usage_error("--level: '%s' is not 1..19", optarg);
+			if (cli_parse_level(optarg, &o.level))
+				return EXIT_USAGE;
 			break;
 		case 'j':
 			o.threads = (unsigned)atoi(optarg);

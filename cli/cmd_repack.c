@@ -48,7 +48,6 @@ int cmd_repack(int argc, char **argv)
 	struct repack_opts o = { .level = CHUNK_LEVEL_DEFAULT };
 	struct repack_result res;
 	char hex[SHA256_HEX_LEN + 1], b1[32];
-	uint64_t v;
 	int c;
 
 	optind = 1;
@@ -60,15 +59,12 @@ int cmd_repack(int argc, char **argv)
 		case 'o': o.out_path = optarg; break;
 		case 'R': o.src.remote_url = optarg; break;
 		case 'C':
-			if (size_parse(optarg, &v) || v < CHUNK_SIZE_MIN || v > CHUNK_SIZE_MAX)
-				return cli_usage_error("--chunk-size: '%s' is not a size from 4K to 64M",
-						       optarg);
-			o.chunk_size = (uint32_t)v;
+			if (cli_parse_chunk_size(optarg, &o.chunk_size))
+				return EXIT_USAGE;
 			break;
 		case 'L':
-			o.level = atoi(optarg);
-			if (o.level < 1 || o.level > 19)
-				return cli_usage_error("--level: '%s' is not 1..19", optarg);
+			if (cli_parse_level(optarg, &o.level))
+				return EXIT_USAGE;
 			break;
 		case 'h': fputs(repack_usage, stdout); return 0;
 		default: return cli_bad_option("repack", argv, c);

@@ -8,6 +8,7 @@
 
 #include "../common/log.h"
 #include "../blkd/engine.h"
+#include "../cas/chunk.h"
 #include "../cas/manifest.h"
 #include "../cas/source.h"
 #include "../common/size.h"
@@ -172,5 +173,28 @@ int cli_write_stats_json(struct blkd_engine *e, const char *path)
 		log_error("%s: %s", path, strerror(-ret));
 		return ret;
 	}
+	return 0;
+}
+
+int cli_parse_chunk_size(const char *arg, uint32_t *out)
+{
+	uint64_t v;
+
+	if (size_parse(arg, &v) || v < CHUNK_SIZE_MIN || v > CHUNK_SIZE_MAX)
+		return cli_usage_error("--chunk-size: '%s' is not a size from 4K to 64M", arg);
+	*out = (uint32_t)v;
+	return 0;
+}
+
+int cli_parse_level(const char *arg, int *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (errno || end == arg || *end || v < 1 || v > 19)
+		return cli_usage_error("--level: '%s' is not 1..19", arg);
+	*out = (int)v;
 	return 0;
 }

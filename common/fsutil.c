@@ -119,6 +119,11 @@ int fs_pwrite_full(int fd, const void *buf, size_t len, off_t off)
 
 int fs_read_fd(int fd, uint8_t **data, size_t *len)
 {
+	return fs_read_fd_max(fd, UINT64_MAX, data, len);
+}
+
+int fs_read_fd_max(int fd, uint64_t max, uint8_t **data, size_t *len)
+{
 	struct stat st;
 	uint8_t *buf;
 	int ret;
@@ -127,6 +132,8 @@ int fs_read_fd(int fd, uint8_t **data, size_t *len)
 		return -errno;
 	if (!S_ISREG(st.st_mode))
 		return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+	if ((uint64_t)st.st_size > max)
+		return -EFBIG;
 	buf = malloc((size_t)st.st_size + 1);
 	if (!buf)
 		return -ENOMEM;
@@ -143,11 +150,16 @@ int fs_read_fd(int fd, uint8_t **data, size_t *len)
 
 int fs_read_file(const char *path, uint8_t **data, size_t *len)
 {
+	return fs_read_file_max(path, UINT64_MAX, data, len);
+}
+
+int fs_read_file_max(const char *path, uint64_t max, uint8_t **data, size_t *len)
+{
 	int fd = open(path, O_RDONLY | O_CLOEXEC), ret;
 
 	if (fd < 0)
 		return -errno;
-	ret = fs_read_fd(fd, data, len);
+	ret = fs_read_fd_max(fd, max, data, len);
 	close(fd);
 	return ret;
 }

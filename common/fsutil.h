@@ -18,6 +18,9 @@ int fs_pwrite_full(int fd, const void *buf, size_t len, off_t off);
 /* Whole regular file (from offset 0, through io_uring) into a malloc'ed buffer, NUL-terminated. */
 int fs_read_fd(int fd, uint8_t **data, size_t *len);
 int fs_read_file(const char *path, uint8_t **data, size_t *len);
+/* The same, -EFBIG for a file larger than max bytes (nothing read). */
+int fs_read_fd_max(int fd, uint64_t max, uint8_t **data, size_t *len);
+int fs_read_file_max(const char *path, uint64_t max, uint8_t **data, size_t *len);
 /*
  * A whole regular file mapped read-only (private): no copy and no allocation, and only the
  * pages used are read — for large inputs of which a start-up needs little or reads once

@@ -28,6 +28,8 @@ cold_cleanup() {
   for p in "${COLD_PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
 }
 
+. "$ROOT/scripts/lib/nginx_conf.sh"
+
 cold_free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
@@ -37,33 +39,8 @@ cold_start_nginx() {
   root=$(cd "$1" && pwd) || die "no directory $1 for nginx"
   command -v nginx >/dev/null || die "nginx not found (scripts/deps.sh installs nginx-light)"
   NGINX_DIR=$WORK/nginx
-  mkdir -p "$NGINX_DIR/tmp"
   NGINX_PORT=$(cold_free_port)
-  cat >"$NGINX_DIR/nginx.conf" <<EOF
-daemon off;
-master_process off;
-worker_processes 1;
-pid $NGINX_DIR/nginx.pid;
-error_log $NGINX_DIR/error.log warn;
-events { worker_connections 1024; }
-http {
-  default_type application/octet-stream;
-  log_format lz '\$request_method \$uri \$status \$body_bytes_sent';
-  access_log $NGINX_DIR/access.log lz;
-  client_body_temp_path $NGINX_DIR/tmp/body;
-  proxy_temp_path $NGINX_DIR/tmp/proxy;
-  fastcgi_temp_path $NGINX_DIR/tmp/fastcgi;
-  uwsgi_temp_path $NGINX_DIR/tmp/uwsgi;
-  scgi_temp_path $NGINX_DIR/tmp/scgi;
-  keepalive_requests 100000;
-  sendfile on;
-  server_tokens off;
-  server {
-    listen 127.0.0.1:$NGINX_PORT;
-    root $root;
-  }
-}
-EOF
+  nginx_conf "$NGINX_DIR" "$NGINX_PORT" "$root"
   nginx -p "$NGINX_DIR" -c "$NGINX_DIR/nginx.conf" -e "$NGINX_DIR/error.log" \
     >"$NGINX_DIR/stdout" 2>&1 &
   NGINX_PID=$!

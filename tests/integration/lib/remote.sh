@@ -30,6 +30,7 @@
 #   nbd_readcheck SOCK REF [fail:OFF] [ok:OFF]   read a served disk, never wrong bytes
 #   flip_byte FILE [OFFSET]
 [ "$(type -t serve_cleanup)" = function ] || . "$TESTLIB/serve.sh"
+. "$TESTLIB/../../../scripts/lib/nginx_conf.sh"
 
 REMOTE_PIDS=()
 remote_cleanup() {
@@ -77,37 +78,9 @@ start_nginx() {
     dav="dav_methods PUT; create_full_put_path on; dav_access user:rw group:r all:r;"
   _NGINX_N=$((_NGINX_N + 1))
   NGINX_DIR=$T/nginx.$_NGINX_N
-  mkdir -p "$NGINX_DIR/tmp"
   NGINX_PORT=$(free_port)
   NGINX_LOG=$NGINX_DIR/access.log
-  cat >"$NGINX_DIR/nginx.conf" <<EOF
-daemon off;
-master_process off;
-worker_processes 1;
-pid $NGINX_DIR/nginx.pid;
-error_log $NGINX_DIR/error.log warn;
-events { worker_connections 512; }
-http {
-  default_type application/octet-stream;
-  log_format lz '\$request_method \$uri \$status \$body_bytes_sent';
-  access_log $NGINX_DIR/access.log lz;
-  client_body_temp_path $NGINX_DIR/tmp/body;
-  proxy_temp_path $NGINX_DIR/tmp/proxy;
-  fastcgi_temp_path $NGINX_DIR/tmp/fastcgi;
-  uwsgi_temp_path $NGINX_DIR/tmp/uwsgi;
-  scgi_temp_path $NGINX_DIR/tmp/scgi;
-  client_max_body_size 0;
-  keepalive_requests 100000;
-  sendfile on;
-  server_tokens off;
-  log_not_found off;
-  server {
-    listen 127.0.0.1:$NGINX_PORT;
-    root $root;
-    location / { $dav }
-  }
-}
-EOF
+  nginx_conf "$NGINX_DIR" "$NGINX_PORT" "$root" 1 "$dav"
   : >"$NGINX_LOG"
   nginx -p "$NGINX_DIR" -c "$NGINX_DIR/nginx.conf" -e "$NGINX_DIR/error.log" \
     >"$NGINX_DIR/stdout" 2>&1 &
