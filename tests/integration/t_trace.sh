@@ -209,6 +209,29 @@ json_expr "$T/join.stats" 'sum(n for p, n in s["chunk_gets_by_path"].items() if 
 json_expr "$T/join.json" 's["prefetch_joins"] >= 1'
 stop_proxy
 
+# ---- warm interrupted (SIGINT) leaves a consistent cache; running it again resumes
+start_proxy "$URL" --mode "delay:all:0.4"
+"$LAZYBLK" warm "$T/a.layout" --all --store "$T/c8" --remote "$PROXY_URL/" \
+  --fetch-concurrency 2 --json >"$T/w8.json" 2>"$T/w8.err" &
+wpid=$!
+sleep 1.5
+kill -INT $wpid
+rc=0
+wait $wpid || rc=$?
+[ "$rc" = 130 ] || die "interrupted warm: exit $rc, want 130: $(cat "$T/w8.err")"
+[ "$(wc -l <"$T/w8.err")" = 1 ] && grep -q "^lazyblk: warm: interrupted after" "$T/w8.err" ||
+  die "interrupted warm: $(cat "$T/w8.err")"
+json_expr "$T/w8.json" 's["interrupted"] and 0 < s["done"] < s["planned"]'
+check_cache_dir "$T/c8"
+[ -z "$(find "$T/c8/tmp" -type f 2>/dev/null)" ] || die "interrupted warm left temporary files"
+have=$(chunk_count "$T/c8")
+stop_proxy
+"$LAZYBLK" warm "$T/a.layout" --all --store "$T/c8" --remote "$URL" --json >"$T/w9.json" ||
+  die "resumed warm failed"
+json_expr "$T/w9.json" 's["present"] == '"$have"' and s["fetched"] + s["present"] == s["planned"]'
+diff <(cached "$T/c8") <(cached "$T/a.store") || die "resumed warm did not complete the cache"
+echo "warm interrupted after $have chunks, resumed: $(json_get "$T/w9.json" fetched) fetched"
+
 # ---- a tiny cache: the prefetch stops at the bound, never evicts; reads stay correct
 start_server tiny "$NBD" "$T/a.layout" --store "$T/c7" --remote "$URL" --nbd "unix:$SOCK" \
   --control "$CTL" --prefetch-all --cache-size 1M --stats-json "$T/tiny.json"

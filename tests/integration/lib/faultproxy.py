@@ -34,6 +34,7 @@ Fault modes apply only to GETs of chunk/blob paths (containing "/chunks/" or
                        hold_timeouts) until a GET of a path containing HEX was answered:
                        shows whether a client can get one chunk while others are pending
     delay:HEX:SECONDS  a GET of a path containing HEX waits SECONDS before it is forwarded
+                       (HEX "all": every chunk GET)
 Always: chunk_gets_by_path (chunk GETs per path) and done_order (chunk paths in the order
 their answers were sent, the first 10000).
 Any mode may end in @N: at most N faults are injected, then requests pass (e.g. stall:10@3
@@ -123,7 +124,7 @@ class State:
     def set_mode(self, mode):
         m = re.fullmatch(r"(pass|err500:(\d+|always)|reset|flip(:once)?|"
                          r"stall:\d+(\.\d+)?|stallbody:\d+(\.\d+)?|down|hold:[0-9a-f]+|"
-                         r"delay:[0-9a-f]+:\d+(\.\d+)?)(@(\d+))?", mode)
+                         r"delay:(?:all|[0-9a-f]+):\d+(\.\d+)?)(@(\d+))?", mode)
         if not m:
             return False
         with self.lock:
@@ -411,7 +412,8 @@ class Handler(BaseHTTPRequestHandler):
             key = mode.split(":", 1)[1]
             if key not in self.path and not st.held.wait(30):
                 st.count("hold_timeouts")
-        if chunk_get and mode.startswith("delay:") and mode.split(":")[1] in self.path:
+        if chunk_get and mode.startswith("delay:") and \
+                (mode.split(":")[1] == "all" or mode.split(":")[1] in self.path):
             time.sleep(float(mode.split(":")[2]))
         if chunk_get and n == 1 and mode.startswith("stall:") and st.take_fault():
             time.sleep(float(mode.split(":", 1)[1]))
