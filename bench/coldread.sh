@@ -12,6 +12,7 @@
 #             build/tools/linkem): `linkem --listen 127.0.0.1:0 --connect 127.0.0.1:NGINX
 #             --rate RATE --delay RTT/2`
 #   RUNS      runs per side, alternating (default 3; medians reported)
+#   SERVE_ARGS  more lazyblk serve options (experiments; the section says which were used)
 #   LAZYBLK_BENCH_CACHE  where bench/lib/realistic_image.sh keeps the image
 #
 # Method:
@@ -77,7 +78,8 @@ for PROF in $LINK; do
         S=$WORK/nbd.sock
         rm -f "$S"
         "$LAZYBLK" serve "$IDIR/image.layout" --store "$C" --remote "http://127.0.0.1:$LINK_PORT/store/" \
-          --read-only --nbd "unix:$S" --stats-json "$WORK/stats.json" >"$WORK/serve.log" 2>&1 &
+          --read-only --nbd "unix:$S" --stats-json "$WORK/stats.json" ${SERVE_ARGS:-} \
+          >"$WORK/serve.log" 2>&1 &
         spid=$!
         COLD_PIDS+=("$spid")
         for _ in $(seq 400); do [ -S "$S" ] && break; kill -0 $spid 2>/dev/null || break; sleep 0.025; done

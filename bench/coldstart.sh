@@ -35,6 +35,8 @@
 #       cold      empty local store, serve --remote through the link (demand fetching)
 #       full      curl --parallel --parallel-max 16 of every chunk through the link into an
 #                 empty store, then boot from it (the time includes the download)
+#       coldnora  cold without the server's read-ahead (--readahead 0): the demand-only read
+#                 amplification of whole-chunk fetches alone
 #       warmed    `lazyblk warm --trace TRACE` through the link, then boot with the remote
 #                 for whatever the trace missed (warm's time included)
 #       prefetch  cold, with serve --prefetch TRACE — needs serve --prefetch/--trace-record
@@ -95,7 +97,7 @@ HAVE_WARM=0 HAVE_PREFETCH=0 HAVE_REPACK=0
 "$LAZYBLK" serve --help 2>&1 | grep -q -- --prefetch &&
   "$LAZYBLK" serve --help 2>&1 | grep -q -- --trace-record && HAVE_PREFETCH=1
 [ "$HAVE_PREFETCH" = 1 ] && "$LAZYBLK" repack --help >/dev/null 2>&1 && HAVE_REPACK=1
-ALL_MODES="warm cold full"
+ALL_MODES="warm cold coldnora full"
 SKIPPED=()
 if [ "$HAVE_WARM" = 1 ]; then ALL_MODES+=" warmed"; else SKIPPED+=("needs lazyblk warm (mode warmed)"); fi
 if [ "$HAVE_PREFETCH" = 1 ]; then ALL_MODES+=" prefetch"; else SKIPPED+=("needs lazyblk serve --prefetch and --trace-record (mode prefetch)"); fi
@@ -237,6 +239,12 @@ for PROF in $LINK; do
       cold)
         link_start "$PROF" "$NGINX_PORT"
         boot cold "$IDIR/image.layout" "$C" --remote "http://127.0.0.1:$LINK_PORT/store/"
+        link_stop
+        ;;
+      coldnora)
+        link_start "$PROF" "$NGINX_PORT"
+        boot coldnora "$IDIR/image.layout" "$C" --remote "http://127.0.0.1:$LINK_PORT/store/" \
+          --readahead 0
         link_stop
         ;;
       full)

@@ -11,6 +11,7 @@ BLOCK = 4096
 MODE_NAMES = {
     'warm': 'warm (every chunk local)',
     'cold': 'cold, demand fetching',
+    'coldnora': 'cold, demand fetching, `--readahead 0`',
     'full': 'full download (curl ×16), then boot',
     'warmed': '`lazyblk warm --trace`, then boot (warm included)',
     'prefetch': 'cold + `--prefetch TRACE`',
