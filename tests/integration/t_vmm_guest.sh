@@ -126,10 +126,14 @@ printf 'x' >"$T/dummy.initrd"
 IMAGE_CHECKS=("read sum0" "read sum1" "read sum2" "read sum3" "write multi-segment read back"
   "write indirect read back" "FLUSH" "DISCARD read back" "WRITE_ZEROES read back"
   "WRITE_ZEROES unmap read back" "hostile: device still works")
+# run 1 records a boot trace (img.manifest beside img.layout names the files), run 2 prefetches it
+TRACE_ARGS=([1]="--trace-record $T/run.trace" [2]="--prefetch $T/run.trace")
 for phase in 1 2; do
   sums=$(python3 "$DISKPY" sums "$T/img.raw" "$scr" $phase)
   rc=0
+  # shellcheck disable=SC2086
   timeout 300 "$LAZYBLK" run "$T/img.layout" --store "$T/store" --overlay "$T/img.overlay" \
+    ${TRACE_ARGS[$phase]} \
     --kernel "$GUEST" --initrd "$T/dummy.initrd" --cpus 1 --mem 64 --stats-json "$T/img$phase.json" \
     --append "testguest.mode=image testguest.scratch=$scr testguest.discard_zeroes=1 $sums" \
     >"$T/img$phase.log" 2>"$T/img$phase.err" </dev/null || rc=$?
@@ -150,3 +154,10 @@ sys.exit(not (s["reads"] > 0 and s["writes"] > 0 and s["flushes"] > 0 and s["dir
     "$T/img$phase.json" || die "lazy image run $phase: statistics $(cat "$T/img$phase.json")"
   echo "ok: lazy image run $phase: $(grep -c ': ok' "$T/img$phase.log.txt") checks, guest: PASS"
 done
+"$LAZYBLK" trace show "$T/run.trace" >"$T/run.trace.txt" || die "run --trace-record: no trace"
+grep -q " /marker.bin " "$T/run.trace.txt" || die "run --trace-record: marker.bin not in the trace"
+python3 -c 'import json, sys
+s = json.load(open(sys.argv[1]))
+sys.exit(not (s["prefetch"] and s["prefetch_planned"] > 0))' \
+  "$T/img2.json" || die "run --prefetch: statistics $(cat "$T/img2.json")"
+echo "ok: run --trace-record wrote a trace naming marker.bin; run --prefetch replayed it"
