@@ -122,8 +122,8 @@ static void raw_add(struct trace_recorder *r, uint64_t t, uint64_t first, uint64
 		size_t cap = r->cap ? r->cap * 2 : 1024;
 		struct raw *p;
 
-		if (cap > TRACE_RECORDS_MAX)
-			cap = TRACE_RECORDS_MAX;
+		if (cap > TRACE_RAW_MAX)
+			cap = TRACE_RAW_MAX;  /* 24 MiB of ranges at most while the guest runs */
 		if (r->n_raw == cap || !(p = realloc(r->raw, cap * sizeof(*p)))) {
 			r->full = true; /* the trace keeps what it has: a prefix of the boot */
 			return;
@@ -295,7 +295,8 @@ static void resolve_meta(struct out *o, const struct layout *l, uint64_t t, uint
 static int write_trace(const char *path, const struct out *o, const struct trace_recorder *r,
 		       uint64_t duration)
 {
-	struct trace_header h = { .created = (uint64_t)time(NULL), .duration_us = duration };
+	struct trace_header h = { .created = (uint64_t)time(NULL), .duration_us = duration,
+				  .flags = r->full ? TRACE_F_TRUNCATED : 0 };
 
 	memcpy(h.manifest_digest, r->m->digest, SHA256_LEN);
 	memcpy(h.layout_digest, r->l->digest, SHA256_LEN);

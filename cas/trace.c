@@ -30,6 +30,8 @@ static int validate(const uint8_t *buf, size_t len, const char **why)
 		BAD("unsupported trace version (this lazyblk reads version 1)");
 	if (h->header_size != sizeof(*h))
 		BAD("bad header size");
+	if (h->flags & ~TRACE_F_TRUNCATED)
+		BAD("unknown flags");
 	if (h->record_count > TRACE_RECORDS_MAX || h->strings_size > TRACE_STRINGS_MAX ||
 	    h->strings_size == 0)
 		BAD("record or string table size out of range");

@@ -25,6 +25,9 @@
 #define TRACE_VERSION 1
 #define TRACE_RECORDS_MAX (1u << 24)        /* 16 Mi records, 512 MiB: refused beyond */
 #define TRACE_STRINGS_MAX (64u << 20)
+/* The recorder kept only the first TRACE_RAW_MAX first-touch ranges: a prefix of the boot. */
+#define TRACE_F_TRUNCATED 1u
+#define TRACE_RAW_MAX (1u << 20)
 
 struct trace_header {
 	char magic[8];
@@ -36,7 +39,7 @@ struct trace_header {
 	uint8_t layout_digest[32];   /* and its layout */
 	uint64_t created;            /* seconds since the epoch */
 	uint64_t duration_us;        /* from the server's start to the end of recording */
-	uint32_t flags;
+	uint32_t flags;              /* TRACE_F_* */
 	uint32_t reserved[11];
 };
 

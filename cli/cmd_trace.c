@@ -21,7 +21,8 @@ static const char trace_usage[] =
 	"  TIME_MS  DISK_OFFSET+LENGTH  meta                    (metadata blocks)\n"
 	"  TIME_MS  DISK_OFFSET+LENGTH  PATH FILE_OFFSET+LENGTH  (file data)\n"
 	"With --json, one JSON document: {\"version\", \"manifest\", \"layout\", \"created\",\n"
-	"\"duration_us\", \"records\": [{\"t_us\", \"disk_off\", \"len\", \"path\", \"file_off\"}]}\n"
+	"\"duration_us\", \"truncated\", \"records\": [{\"t_us\", \"disk_off\", \"len\", \"path\",\n"
+	"\"file_off\"}]} (truncated: the recorder kept only its first 1048576 ranges).\n"
 	"(path and file_off only for file data).\n"
 	"\n"
 	"options:\n"
@@ -62,8 +63,9 @@ static void show_json(FILE *f, const struct trace *t)
 	fprintf(f, ",\"manifest\":\"%s\"", hex);
 	sha256_to_hex(t->hdr->layout_digest, hex);
 	fprintf(f, ",\"layout\":\"%s\"", hex);
-	fprintf(f, ",\"created\":%llu,\"duration_us\":%llu,\"records\":[",
-		(unsigned long long)t->hdr->created, (unsigned long long)t->hdr->duration_us);
+	fprintf(f, ",\"created\":%llu,\"duration_us\":%llu,\"truncated\":%s,\"records\":[",
+		(unsigned long long)t->hdr->created, (unsigned long long)t->hdr->duration_us,
+		t->hdr->flags & TRACE_F_TRUNCATED ? "true" : "false");
 	for (size_t i = 0; i < t->n_records; i++) {
 		const struct trace_record *r = &t->records[i];
 
@@ -94,7 +96,9 @@ static void show_text(FILE *f, const struct trace *t)
 	sha256_to_hex(t->hdr->layout_digest, hex);
 	fprintf(f, "layout    %s\n", hex);
 	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", gmtime_r(&c, &tm));
-	fprintf(f, "recorded  %s, for %.1f s\n", when, t->hdr->duration_us / 1e6);
+	fprintf(f, "recorded  %s, for %.1f s%s\n", when, t->hdr->duration_us / 1e6,
+		t->hdr->flags & TRACE_F_TRUNCATED ? " (truncated: only the first 1048576 ranges "
+						    "first read were kept)" : "");
 	fprintf(f, "records   %zu: %s of file data in %zu files, %s of metadata\n", t->n_records,
 		size_human(s.data, a, sizeof(a)), s.files, size_human(s.meta, b, sizeof(b)));
 	for (size_t i = 0; i < t->n_records; i++) {

@@ -83,6 +83,15 @@ static void test_format(void **state)
 	b[8] = 2;
 	expect_bad(b, len, "version");
 	b = mk_trace(rec, 2, STR, sizeof(STR), &len);
+	((struct trace_header *)b)->flags = 2;
+	reseal(b, len);
+	expect_bad(b, len, "unknown flags");
+	b = mk_trace(rec, 2, STR, sizeof(STR), &len);
+	((struct trace_header *)b)->flags = TRACE_F_TRUNCATED;
+	reseal(b, len);
+	assert_int_equal(trace_parse(b, len, &t, &why), 0);
+	trace_free(t);
+	b = mk_trace(rec, 2, STR, sizeof(STR), &len);
 	b[sizeof(struct trace_header) + 3] ^= 1;
 	expect_bad(b, len, "checksum");
 	b = mk_trace(rec, 2, STR, sizeof(STR), &len);
