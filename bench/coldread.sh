@@ -52,17 +52,8 @@ for p in $LINK; do
 done
 
 IDIR=$("$ROOT/bench/lib/realistic_image.sh") || die "could not build the realistic image"
-mkdir -p "$OUT"
-WORK=$(mktemp -d "$OUT/coldread-work.XXXXXX")
 . "$ROOT/bench/lib/coldlib.sh"
-cleanup() { cold_cleanup; rm -rf "$WORK"; }
-trap cleanup EXIT
-: >"$WORK/results.jsonl"
-mkdir -p "$WORK/www"
-ln -s "$IDIR/store" "$WORK/www/store"
-cold_start_nginx "$WORK/www"
-chunk_urls "$IDIR/store" "http://127.0.0.1:LINKPORT/store/" "$WORK/urls.tmpl" >/dev/null
-NCHUNKS=$(cat "$WORK/urls.tmpl.count")
+cold_setup coldread "$IDIR"
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 
 for PROF in $LINK; do

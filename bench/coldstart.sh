@@ -118,19 +118,9 @@ INITRD=$("$LAZYBLK" initramfs --kernel "$KERNEL" --busybox "$BUSYBOX" \
   -e PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin -e HOME=/root \
   -- /usr/bin/python3 -c "$GUEST_CMD") || die "lazyblk initramfs failed"
 
-mkdir -p "$OUT"
-WORK=$(mktemp -d "$OUT/coldstart-work.XXXXXX")
-. "$ROOT/bench/lib/coldlib.sh"
-cleanup() { cold_cleanup; rm -rf "$WORK"; }
-trap cleanup EXIT
-: >"$WORK/results.jsonl"
-
 # nginx serves WORK/www: /store/ = the image's store, /repacked/ = the repacked one.
-mkdir -p "$WORK/www"
-ln -s "$IDIR/store" "$WORK/www/store"
-cold_start_nginx "$WORK/www"
-chunk_urls "$IDIR/store" "http://127.0.0.1:LINKPORT/store/" "$WORK/urls.tmpl" >/dev/null
-NCHUNKS=$(cat "$WORK/urls.tmpl.count")
+. "$ROOT/bench/lib/coldlib.sh"
+cold_setup coldstart "$IDIR"
 
 # boot NAME LAYOUT STORE [SERVE ARGS...]: one timed boot; appends QEMU's boot.json fields
 # and serve's statistics to $WORK/last.json. The clock is QEMU's start (qemu_boot.py).

@@ -4,7 +4,12 @@
 # every chunk of a store through it. Source after setting ROOT, WORK (a temp directory the
 # caller removes) and a die() that prints "bench/NAME: ..." and exits 1. Every server
 # started here is recorded in COLD_PIDS; the caller's EXIT trap calls cold_cleanup.
+# (cold_setup does all of that for the two benchmarks: source this file first, then call it.)
 #
+#   cold_setup NAME IDIR          WORK=$OUT/NAME-work.XXXXXX (removed at exit, with every
+#                                 server), an empty WORK/results.jsonl, nginx serving
+#                                 IDIR/store at /store/, the chunk URL list of that store in
+#                                 WORK/urls.tmpl (LINKPORT stands for the port) and NCHUNKS
 #   cold_start_nginx DIR          serve DIR at http://127.0.0.1:$NGINX_PORT/
 #   link_parse PROFILE            PROFILE = none | RATE/RTT (25mbit/20ms, 1gbit/1ms): sets
 #                                 LINK_RATE and LINK_DELAY (one-way = RTT/2, "10ms", "500us")
@@ -123,4 +128,16 @@ curl_fetch_all() {
     { head -3 "$dir.curl.err" >&2; die "curl --parallel through the link failed"; }
   rm -f "$dir.curl.err"
   awk '{ b += $1; n++ } END { print b + 0, n + 0 }' <<<"$res"
+}
+
+cold_setup() {
+  mkdir -p "$OUT"
+  WORK=$(mktemp -d "$OUT/$1-work.XXXXXX")
+  trap 'cold_cleanup; rm -rf "$WORK"' EXIT
+  : >"$WORK/results.jsonl"
+  mkdir -p "$WORK/www"
+  ln -s "$2/store" "$WORK/www/store"
+  cold_start_nginx "$WORK/www"
+  chunk_urls "$2/store" "http://127.0.0.1:LINKPORT/store/" "$WORK/urls.tmpl" >/dev/null
+  NCHUNKS=$(cat "$WORK/urls.tmpl.count")
 }
