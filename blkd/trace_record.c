@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/grow.h"
 #include "trace_index.h"
 
 /* A first touch before resolution: block-aligned disk bytes. */
@@ -118,18 +119,11 @@ static void raw_add(struct trace_recorder *r, uint64_t t, uint64_t first, uint64
 		last->len += n * LAYOUT_BLOCK;
 		return;
 	}
-	if (r->n_raw == r->cap) {
-		size_t cap = r->cap ? r->cap * 2 : 1024;
-		struct raw *p;
-
-		if (cap > TRACE_RAW_MAX)
-			cap = TRACE_RAW_MAX;  /* 24 MiB of ranges at most while the guest runs */
-		if (r->n_raw == cap || !(p = realloc(r->raw, cap * sizeof(*p)))) {
-			r->full = true; /* the trace keeps what it has: a prefix of the boot */
-			return;
-		}
-		r->raw = p;
-		r->cap = cap;
+	/* 24 MiB of ranges at most while the guest runs; then the trace is a prefix of it */
+	if (r->n_raw == TRACE_RAW_MAX ||
+	    !grow((void **)&r->raw, &r->cap, r->n_raw + 1, sizeof(*r->raw))) {
+		r->full = true;
+		return;
 	}
 	r->raw[r->n_raw++] = (struct raw){ .t_us = t, .off = first * LAYOUT_BLOCK,
 					   .len = n * LAYOUT_BLOCK };
@@ -208,16 +202,9 @@ static void out_push(struct out *o, const struct trace_record *rec)
 		o->err = -E2BIG;
 		return;
 	}
-	if (o->n == o->cap) {
-		size_t cap = o->cap ? o->cap * 2 : 1024;
-		void *p = realloc(o->rec, cap * sizeof(*o->rec));
-
-		if (!p) {
-			o->err = -ENOMEM;
-			return;
-		}
-		o->rec = p;
-		o->cap = cap;
+	if (!grow((void **)&o->rec, &o->cap, o->n + 1, sizeof(*o->rec))) {
+		o->err = -ENOMEM;
+		return;
 	}
 	o->rec[o->n++] = *rec;
 }
@@ -235,16 +222,9 @@ static uint32_t out_path(struct out *o, const struct manifest *m, uint32_t e)
 		o->err = -E2BIG;
 		return 0;
 	}
-	if (need > o->str_cap) {
-		size_t cap = o->str_cap * 2 > need ? o->str_cap * 2 : need + 4096;
-		char *p = realloc(o->str, cap);
-
-		if (!p) {
-			o->err = -ENOMEM;
-			return 0;
-		}
-		o->str = p;
-		o->str_cap = cap;
+	if (!grow((void **)&o->str, &o->str_cap, need, 1)) {
+		o->err = -ENOMEM;
+		return 0;
 	}
 	memcpy(o->str + o->str_len, manifest_path(m, ent), ent->path_len + 1);
 	o->path_of[e] = (uint32_t)o->str_len;
@@ -327,14 +307,12 @@ int trace_recorder_finish(struct trace_recorder *r, const char *path, uint64_t *
 	if (ret)
 		return ret;
 	o.path_of = calloc(r->m->n_entries ? r->m->n_entries : 1, sizeof(*o.path_of));
-	o.str = malloc(4096);
-	if (!o.path_of || !o.str) {
+	if (!o.path_of || !grow((void **)&o.str, &o.str_cap, 1, 1)) {
 		ret = -ENOMEM;
 		goto out;
 	}
-	o.str[0] = '\0';
+	o.str[0] = '\0'; /* string offset 0 is "" */
 	o.str_len = 1;
-	o.str_cap = 4096;
 	for (size_t i = 0; i < r->n_raw && !o.err; i++) {
 		const struct raw *w = &r->raw[i];
 		struct resolve_ctx c = { .o = &o, .m = r->m, .t_us = w->t_us };

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/grow.h"
 #include "../common/log.h"
 #include "chunk.h"
 #include "manifest.h"
@@ -53,29 +54,11 @@ struct repack {
 	struct repack_result *res;
 };
 
-static void *grow(void *p, size_t *cap, size_t need, size_t elem)
-{
-	size_t c = *cap ? *cap : 256;
-	void *n;
-
-	if (need <= *cap)
-		return p;
-	while (c < need)
-		c *= 2;
-	n = realloc(p, c * elem);
-	if (n)
-		*cap = c;
-	return n;
-}
-
 static int span_add(struct repack *rp, uint32_t entry, uint64_t d0, uint64_t len)
 {
-	struct span *s = grow(rp->spans, &rp->cap_spans, rp->n_spans + 1, sizeof(*s));
-
-	if (!s)
+	if (!grow((void **)&rp->spans, &rp->cap_spans, rp->n_spans + 1, sizeof(*rp->spans)))
 		return -ENOMEM;
-	rp->spans = s;
-	s[rp->n_spans++] = (struct span){ .entry = entry, .d0 = d0, .len = len };
+	rp->spans[rp->n_spans++] = (struct span){ .entry = entry, .d0 = d0, .len = len };
 	return 0;
 }
 
@@ -329,10 +312,9 @@ static int piece_push(struct pieces *p, const uint8_t *digest, uint32_t off, uin
 			return 0;
 		}
 	}
-	v = grow(p->v, &p->cap, p->n + 1, sizeof(*v));
+	v = grow((void **)&p->v, &p->cap, p->n + 1, sizeof(*v));
 	if (!v)
 		return -ENOMEM;
-	p->v = v;
 	memcpy(v[p->n].digest, digest, SHA256_LEN);
 	v[p->n].off = off;
 	v[p->n].len = len;
@@ -416,11 +398,10 @@ static int entry_in(const struct manifest *m, const struct mf_entry *e, struct m
 	in->holes = &m->holes[e->hole_first];
 	in->hole_count = e->hole_count;
 	if (e->xattr_count) {
-		struct mf_xattr_in *x = grow(*xbuf, xcap, e->xattr_count, sizeof(*x));
+		struct mf_xattr_in *x = grow((void **)xbuf, xcap, e->xattr_count, sizeof(*x));
 
 		if (!x)
 			return -ENOMEM;
-		*xbuf = x;
 		for (uint32_t i = 0; i < e->xattr_count; i++) {
 			const struct mf_xattr *mx = &m->xattrs[e->xattr_first + i];
 

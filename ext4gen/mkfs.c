@@ -13,6 +13,7 @@
 
 #include "../cas/trace.h"
 #include "../common/crc32c.h"
+#include "../common/grow.h"
 #include "../common/log.h"
 #include "csum.h"
 #include "dir.h"
@@ -122,23 +123,6 @@ static uint16_t mode_bits(uint8_t t)
 	case MF_SOCK: return S_IFSOCK;
 	}
 	return 0;
-}
-
-static void *grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	if (need > *cap) {
-		size_t c = *cap ? *cap : 64;
-		void *n;
-
-		while (c < need)
-			c *= 2;
-		n = realloc(*p, c * elem);
-		if (!n)
-			return NULL;
-		*p = n;
-		*cap = c;
-	}
-	return *p;
 }
 
 /* ------------------------------------------------------------ planning */
