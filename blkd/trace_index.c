@@ -125,26 +125,6 @@ static size_t piece_at(const struct trace_index *x, const uint8_t *d, uint64_t u
 	return lo;
 }
 
-/* File offset of data offset d of entry e, and the data bytes from there to the next hole. */
-static uint64_t data_to_file(const struct manifest *m, const struct mf_entry *e, uint64_t d,
-			     uint64_t *room)
-{
-	uint64_t f = d;
-
-	*room = UINT64_MAX;
-	for (uint32_t i = 0; i < e->hole_count; i++) {
-		const struct mf_hole *h = &m->holes[e->hole_first + i];
-
-		if (h->off <= f) {
-			f += h->len;
-		} else {
-			*room = h->off - f;
-			break;
-		}
-	}
-	return f;
-}
-
 /* Chunk bytes [u, v) of chunk digest d, which sit at disk byte disk_u: report the files. */
 static void chunk_to_files(const struct trace_index *x, const uint8_t *d, uint64_t u, uint64_t v,
 			   uint64_t disk_u, trace_file_fn cb, void *arg)
@@ -165,7 +145,7 @@ static void chunk_to_files(const struct trace_index *x, const uint8_t *d, uint64
 		b = (uint64_t)p->off + p->len < v ? (uint64_t)p->off + p->len : v;
 		dd = p->data_off + (a - p->off);
 		while (a < b) {
-			uint64_t room, f = data_to_file(x->m, e, dd, &room);
+			uint64_t room, f = manifest_data_to_file(x->m, e, dd, &room);
 			uint64_t n = b - a < room ? b - a : room;
 
 			cb(arg, p->entry, disk_u + (a - u), f, (uint32_t)n);
@@ -194,38 +174,29 @@ void trace_index_disk_to_files(const struct trace_index *x, uint64_t a, uint64_t
 	}
 }
 
+struct chunks_ctx {
+	const struct trace_index *x;
+	trace_chunk_fn cb;
+	void *arg;
+};
+
+static int piece_chunk(void *arg, const struct mf_chunk *c, uint64_t data_off)
+{
+	struct chunks_ctx *k = arg;
+	int64_t ci = trace_index_chunk(k->x, c->digest);
+
+	(void)data_off;
+	return ci >= 0 ? k->cb(k->arg, (uint32_t)ci) : 0;
+}
+
 int trace_index_file_chunks(const struct trace_index *x, const struct mf_entry *e, uint64_t off,
 			    uint64_t len, trace_chunk_fn cb, void *arg)
 {
-	const struct manifest *m = x->m;
-	uint64_t end = off + len < off ? UINT64_MAX : off + len, d0, d1;
-	uint64_t d = 0;
+	struct chunks_ctx k = { .x = x, .cb = cb, .arg = arg };
+	uint64_t end = off + len < off ? UINT64_MAX : off + len;
 
 	if (e->type != MF_REG)
 		return 0;
-	/* file range -> data range: subtract the holes before each end */
-	d0 = off;
-	d1 = end;
-	for (uint32_t i = 0; i < e->hole_count; i++) {
-		const struct mf_hole *h = &m->holes[e->hole_first + i];
-		uint64_t he = h->off + h->len;
-
-		if (h->off < off)
-			d0 -= (he < off ? he : off) - h->off;
-		if (h->off < end)
-			d1 -= (he < end ? he : end) - h->off;
-	}
-	for (uint32_t k = 0; k < e->chunk_count && d < d1; k++) {
-		const struct mf_chunk *c = &m->chunks[e->chunk_first + k];
-		int64_t ci;
-		int ret;
-
-		if (d + c->len > d0) {
-			ci = trace_index_chunk(x, c->digest);
-			if (ci >= 0 && (ret = cb(arg, (uint32_t)ci)))
-				return ret;
-		}
-		d += c->len;
-	}
-	return 0;
+	return manifest_pieces_in(x->m, e, manifest_file_to_data(x->m, e, off),
+				  manifest_file_to_data(x->m, e, end), piece_chunk, &k);
 }

@@ -432,6 +432,57 @@ void manifest_free(struct manifest *m)
 	free(m);
 }
 
+uint64_t manifest_file_to_data(const struct manifest *m, const struct mf_entry *e, uint64_t f)
+{
+	uint64_t d;
+
+	if (f > e->size)
+		f = e->size;
+	d = f;
+	for (uint32_t i = 0; i < e->hole_count; i++) {
+		const struct mf_hole *h = &m->holes[e->hole_first + i];
+
+		if (h->off >= f)
+			break;
+		d -= (h->off + h->len < f ? h->off + h->len : f) - h->off;
+	}
+	return d;
+}
+
+uint64_t manifest_data_to_file(const struct manifest *m, const struct mf_entry *e, uint64_t d,
+			       uint64_t *room)
+{
+	uint64_t f = d;
+
+	*room = UINT64_MAX;
+	for (uint32_t i = 0; i < e->hole_count; i++) {
+		const struct mf_hole *h = &m->holes[e->hole_first + i];
+
+		if (h->off > f) {
+			*room = h->off - f;
+			break;
+		}
+		f += h->len;
+	}
+	return f;
+}
+
+int manifest_pieces_in(const struct manifest *m, const struct mf_entry *e, uint64_t a,
+		       uint64_t b, mf_piece_fn cb, void *arg)
+{
+	uint64_t pos = 0;
+	int ret;
+
+	for (uint32_t k = 0; k < e->chunk_count && pos < b; k++) {
+		const struct mf_chunk *c = &m->chunks[e->chunk_first + k];
+
+		if (pos + c->len > a && (ret = cb(arg, c, pos)))
+			return ret;
+		pos += c->len;
+	}
+	return 0;
+}
+
 const struct mf_entry *manifest_find(const struct manifest *m, const char *path)
 {
 	return find_before(m, m->n_entries, path, strlen(path));

@@ -126,6 +126,23 @@ static inline const char *manifest_path(const struct manifest *m, const struct m
 {
 	return m->strings + e->path_off;
 }
+/*
+ * A regular file's data is its pieces' bytes concatenated: its bytes with the holes left
+ * out. Data offset of file offset f of e (f in a hole or past the end: where the next data
+ * byte would be).
+ */
+uint64_t manifest_file_to_data(const struct manifest *m, const struct mf_entry *e, uint64_t f);
+/* File offset of data offset d of e; *room: data bytes from there to the next hole. */
+uint64_t manifest_data_to_file(const struct manifest *m, const struct mf_entry *e, uint64_t d,
+			       uint64_t *room);
+/*
+ * The pieces of e that overlap its data bytes [a, b), in order: cb(arg, piece, data offset
+ * of the piece's first byte). cb returns 0 to go on; anything else ends the walk, returned.
+ */
+typedef int (*mf_piece_fn)(void *arg, const struct mf_chunk *c, uint64_t data_off);
+int manifest_pieces_in(const struct manifest *m, const struct mf_entry *e, uint64_t a,
+		       uint64_t b, mf_piece_fn cb, void *arg);
+
 /* Binary search by path; NULL if absent. */
 const struct mf_entry *manifest_find(const struct manifest *m, const char *path);
 /* Depth-first path order used for entries: '/' sorts before every other byte. */

@@ -62,30 +62,14 @@ static int span_add(struct repack *rp, uint32_t entry, uint64_t d0, uint64_t len
 	return 0;
 }
 
-/* File range [off, off + len) of e as data ranges (the holes cut out), added as spans. */
-static int file_range_spans(struct repack *rp, const struct mf_entry *e, uint64_t off,
-			    uint64_t len)
+/* File range [off, off + len) of e as a span: one data range (the holes in it are no data). */
+static int file_range_span(struct repack *rp, const struct mf_entry *e, uint64_t off,
+			   uint64_t len)
 {
-	const struct manifest *m = rp->m;
-	uint64_t end = off + len > e->size ? e->size : off + len, pos = off, before = 0;
-	uint32_t entry = (uint32_t)(e - m->entries);
-	int ret;
+	uint64_t d0 = manifest_file_to_data(rp->m, e, off);
+	uint64_t d1 = manifest_file_to_data(rp->m, e, off + len < off ? UINT64_MAX : off + len);
 
-	for (uint32_t i = 0; i < e->hole_count && pos < end; i++) {
-		const struct mf_hole *h = &m->holes[e->hole_first + i];
-
-		if (h->off >= end)
-			break;
-		if (h->off + h->len <= pos) {
-			before += h->len;
-			continue;
-		}
-		if (h->off > pos && (ret = span_add(rp, entry, pos - before, h->off - pos)))
-			return ret;
-		pos = h->off + h->len < end ? h->off + h->len : end;
-		before += h->len;
-	}
-	return pos < end ? span_add(rp, entry, pos - before, end - pos) : 0;
+	return d1 > d0 ? span_add(rp, (uint32_t)(e - rp->m->entries), d0, d1 - d0) : 0;
 }
 
 static int span_cmp(const void *a, const void *b)
@@ -150,7 +134,7 @@ static int trace_spans(struct repack *rp)
 					rp->res->files_missing++;
 			}
 		}
-		if (e && (ret = file_range_spans(rp, e, r->file_off, r->len)))
+		if (e && (ret = file_range_span(rp, e, r->file_off, r->len)))
 			return ret;
 	}
 	return spans_disjoint(rp);
@@ -188,38 +172,37 @@ static int chunk_bytes(struct repack *rp, const uint8_t d[SHA256_LEN], const uin
 	return 0;
 }
 
+struct copy_ctx {
+	struct repack *rp;
+	uint64_t d0, end;   /* the data bytes wanted */
+	uint8_t *dst;       /* where d0 goes */
+};
+
+static int copy_piece(void *arg, const struct mf_chunk *c, uint64_t pos)
+{
+	struct copy_ctx *k = arg;
+	uint64_t a = k->d0 > pos ? k->d0 : pos, b = k->end < pos + c->len ? k->end : pos + c->len;
+	const uint8_t *data;
+	size_t len;
+	int ret = chunk_bytes(k->rp, c->digest, &data, &len);
+
+	if (ret)
+		return ret;
+	if (c->off + (b - pos) > len) {
+		log_error("a chunk is shorter than the manifest says");
+		return -EIO;
+	}
+	memcpy(k->dst + (a - k->d0), data + c->off + (a - pos), b - a);
+	return 0;
+}
+
 /* Copy data bytes [d0, d0 + n) of entry e (from its pieces) to dst. */
 static int copy_data(struct repack *rp, const struct mf_entry *e, uint64_t d0, size_t n,
 		     uint8_t *dst)
 {
-	uint64_t pos = 0;
+	struct copy_ctx k = { .rp = rp, .d0 = d0, .end = d0 + n, .dst = dst };
 
-	for (uint32_t k = 0; k < e->chunk_count && n; k++) {
-		const struct mf_chunk *c = &rp->m->chunks[e->chunk_first + k];
-		const uint8_t *data;
-		size_t len, a, take;
-		int ret;
-
-		if (pos + c->len <= d0) {
-			pos += c->len;
-			continue;
-		}
-		ret = chunk_bytes(rp, c->digest, &data, &len);
-		if (ret)
-			return ret;
-		a = (size_t)(d0 - pos);
-		take = c->len - a < n ? c->len - a : n;
-		if ((uint64_t)c->off + a + take > len) {
-			log_error("a chunk is shorter than the manifest says");
-			return -EIO;
-		}
-		memcpy(dst, data + c->off + a, take);
-		dst += take;
-		d0 += take;
-		n -= take;
-		pos += c->len;
-	}
-	return n ? -EIO : 0;
+	return manifest_pieces_in(rp->m, e, d0, d0 + n, copy_piece, &k);
 }
 
 /* Room for every boot piece: a span splits at most once per chunk it crosses. */
@@ -322,41 +305,35 @@ static int piece_push(struct pieces *p, const uint8_t *digest, uint32_t off, uin
 	return 0;
 }
 
+struct old_ctx {
+	uint64_t a, b;
+	struct pieces *out;
+};
+
+static int old_piece(void *arg, const struct mf_chunk *c, uint64_t pos)
+{
+	struct old_ctx *k = arg;
+	uint64_t x = k->a > pos ? k->a : pos, y = k->b < pos + c->len ? k->b : pos + c->len;
+
+	return piece_push(k->out, c->digest, c->off + (uint32_t)(x - pos), (uint32_t)(y - x));
+}
+
 /* Data [a, b) of e as pieces of its old chunks. */
 static int old_pieces(const struct manifest *m, const struct mf_entry *e, uint64_t a, uint64_t b,
 		      struct pieces *out)
 {
-	uint64_t pos = 0;
-	int ret = 0;
+	struct old_ctx k = { .a = a, .b = b, .out = out };
 
-	for (uint32_t k = 0; k < e->chunk_count && a < b && !ret; k++) {
-		const struct mf_chunk *c = &m->chunks[e->chunk_first + k];
-		uint64_t s = pos, t = pos + c->len;
-
-		pos = t;
-		if (t <= a)
-			continue;
-		if (s >= b)
-			break;
-		{
-			uint64_t x = a > s ? a : s, y = b < t ? b : t;
-
-			ret = piece_push(out, c->digest, c->off + (uint32_t)(x - s), (uint32_t)(y - x));
-			a = y;
-		}
-	}
-	return ret;
+	return a < b ? manifest_pieces_in(m, e, a, b, old_piece, &k) : 0;
 }
 
 /* The new piece list of a traced file: its boot pieces, its old pieces in between. */
 static int new_pieces(struct repack *rp, const struct mf_entry *e, const struct bpiece *bp,
 		      size_t n, struct pieces *out)
 {
-	uint64_t pos = 0, end = 0;
+	uint64_t pos = 0;
 	int ret = 0;
 
-	for (uint32_t k = 0; k < e->chunk_count; k++)
-		end += rp->m->chunks[e->chunk_first + k].len;
 	out->n = 0;
 	for (size_t i = 0; i < n && !ret; i++) {
 		const struct mf_chunk *sl = &rp->slots[bp[i].slot];
@@ -366,7 +343,7 @@ static int new_pieces(struct repack *rp, const struct mf_entry *e, const struct 
 			ret = piece_push(out, sl->digest, sl->off, sl->len);
 		pos = bp[i].d0 + bp[i].len;
 	}
-	return ret ? ret : old_pieces(rp->m, e, pos, end, out);
+	return ret ? ret : old_pieces(rp->m, e, pos, UINT64_MAX, out);
 }
 
 /* Everything about entry e but its pieces, as the writer takes it. */

@@ -280,6 +280,11 @@ static void test_index(void **state)
 	assert_int_equal(trace_index_file_chunks(x, f, 5000, 1000, on_chunk, &n), 0);
 	assert_int_equal(n, 0);
 	assert_int_equal(trace_index_chunk(x, g.a), 0);
+	/* the manifest's own mapping: a file offset in the hole or past the end */
+	assert_int_equal(manifest_file_to_data(g.m, f, 4096), 4096);
+	assert_int_equal(manifest_file_to_data(g.m, f, 8000), 4096);
+	assert_int_equal(manifest_file_to_data(g.m, f, 12388), 4196);
+	assert_int_equal(manifest_file_to_data(g.m, f, 1u << 30), 11808);
 	trace_index_free(x);
 	img_free(&g);
 }
