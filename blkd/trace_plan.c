@@ -23,33 +23,16 @@ static int plan_add(void *arg, uint32_t chunk)
 	return 0;
 }
 
-static void plan_trace(struct plan_ctx *c, const struct trace *t, const struct manifest *m,
-		       const struct trace_index *x)
+struct plan_trace_ctx {
+	struct plan_ctx *c;
+	const struct trace_index *x;
+};
+
+static int plan_range(void *arg, const struct mf_entry *e, uint64_t file_off, uint32_t len)
 {
-	uint32_t last = 0;   /* paths are interned in first-use order: a new one is larger */
-	const struct mf_entry *e = NULL;
+	struct plan_trace_ctx *k = arg;
 
-	for (size_t i = 0; i < t->n_records; i++) {
-		const struct trace_record *r = &t->records[i];
-
-		if (!r->path)
-			continue; /* metadata: in the layout, nothing to fetch */
-		if (r->path != last) {
-			bool fresh = r->path > last;
-
-			e = manifest_find(m, trace_path(t, r));
-			if (e && e->type != MF_REG)
-				e = NULL;
-			if (fresh) {
-				c->p->files++;
-				if (e)
-					c->p->files_found++;
-				last = r->path;
-			}
-		}
-		if (e)
-			trace_index_file_chunks(x, e, r->file_off, r->len, plan_add, c);
-	}
+	return trace_index_file_chunks(k->x, e, file_off, len, plan_add, k->c);
 }
 
 int trace_plan_new(const struct trace *t, const struct manifest *m, const struct layout *l,
@@ -75,7 +58,8 @@ int trace_plan_new(const struct trace *t, const struct manifest *m, const struct
 		ret = trace_index_new(m, l, &x);
 		if (ret)
 			goto out;
-		plan_trace(&c, t, m, x);
+		ret = trace_for_each_file(t, m, plan_range, &(struct plan_trace_ctx){ &c, x },
+					  &p->files, &p->files_found);
 		trace_index_free(x);
 	}
 	p->n_trace = p->n;

@@ -109,35 +109,18 @@ static int spans_disjoint(struct repack *rp)
 	return 0;
 }
 
+static int span_of_record(void *arg, const struct mf_entry *e, uint64_t file_off, uint32_t len)
+{
+	return file_range_span(arg, e, file_off, len);
+}
+
 static int trace_spans(struct repack *rp)
 {
-	uint32_t last = 0;
-	const struct mf_entry *e = NULL;
-	int ret;
+	uint64_t files;
+	int ret = trace_for_each_file(rp->t, rp->m, span_of_record, rp, &files, &rp->res->files);
 
-	for (size_t i = 0; i < rp->t->n_records; i++) {
-		const struct trace_record *r = &rp->t->records[i];
-
-		if (!r->path)
-			continue;
-		if (r->path != last) {
-			bool fresh = r->path > last;
-
-			e = manifest_find(rp->m, trace_path(rp->t, r));
-			if (e && e->type != MF_REG)
-				e = NULL;
-			if (fresh) {
-				last = r->path;
-				if (e)
-					rp->res->files++;
-				else
-					rp->res->files_missing++;
-			}
-		}
-		if (e && (ret = file_range_span(rp, e, r->file_off, r->len)))
-			return ret;
-	}
-	return spans_disjoint(rp);
+	rp->res->files_missing = files - rp->res->files;
+	return ret ? ret : spans_disjoint(rp);
 }
 
 /* The verified bytes of chunk d, from a small cache of decompressed chunks. */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../common/fsutil.h"
+#include "manifest.h"
 
 #define BAD(msg)                        \
 	do {                            \
@@ -147,4 +148,36 @@ int trace_write(const char *path, struct trace_header *h, const struct trace_rec
 		ret = fs_write_file_atomic(path, buf, body + SHA256_LEN, 0644);
 	free(buf);
 	return ret;
+}
+
+int trace_for_each_file(const struct trace *t, const struct manifest *m, trace_range_fn cb,
+			void *arg, uint64_t *files, uint64_t *found)
+{
+	const struct mf_entry *e = NULL;
+	uint32_t last = 0, cur = 0;  /* the newest path so far; the one e was looked up for */
+	int ret;
+
+	*files = *found = 0;
+	for (size_t i = 0; i < t->n_records; i++) {
+		const struct trace_record *r = &t->records[i];
+		bool fresh;
+
+		if (!r->path)
+			continue; /* metadata */
+		fresh = trace_record_new_file(r, &last);
+		if (r->path != cur) {
+			e = manifest_find(m, trace_path(t, r));
+			if (e && e->type != MF_REG)
+				e = NULL;
+			cur = r->path;
+		}
+		if (fresh) {
+			(*files)++;
+			if (e)
+				(*found)++;
+		}
+		if (e && (ret = cb(arg, e, r->file_off, r->len)))
+			return ret;
+	}
+	return 0;
 }

@@ -77,6 +77,31 @@ static inline const char *trace_path(const struct trace *t, const struct trace_r
 }
 
 /*
+ * True when r names a file that no record before it named: paths are interned in first-use
+ * order, so a new file's path offset is larger than every earlier one (*last, from 0).
+ */
+static inline bool trace_record_new_file(const struct trace_record *r, uint32_t *last)
+{
+	if (r->path <= *last)
+		return false;
+	*last = r->path;
+	return true;
+}
+
+/*
+ * The file records of t against manifest m (which may be of another version of the image):
+ * cb(arg, e, file_off, len) for each record naming a regular file of m, in trace order; cb
+ * returns 0 to go on, anything else ends the walk and is returned. *files gets the number of
+ * distinct files the trace read, *found how many of them are regular files of m.
+ */
+struct manifest;
+struct mf_entry;
+typedef int (*trace_range_fn)(void *arg, const struct mf_entry *e, uint64_t file_off,
+			      uint32_t len);
+int trace_for_each_file(const struct trace *t, const struct manifest *m, trace_range_fn cb,
+			void *arg, uint64_t *files, uint64_t *found);
+
+/*
  * Write a trace atomically: the header's magic, version, header_size, record_count and
  * strings_size are filled in here; records must be valid (see trace_parse). -errno.
  */

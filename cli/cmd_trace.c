@@ -47,10 +47,8 @@ static void totals(const struct trace *t, struct trace_totals *s)
 			continue;
 		}
 		s->data += r->len;
-		if (r->path > last) { /* paths are interned in first-use order */
+		if (trace_record_new_file(r, &last))
 			s->files++;
-			last = r->path;
-		}
 	}
 }
 

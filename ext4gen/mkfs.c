@@ -565,12 +565,11 @@ static int place_order_trace(struct mkfs *k)
 		log_error("--order %s: %s", k->o->order_file, why ? why : strerror(-ret));
 		return ret;
 	}
-	for (size_t i = 0; i < t->n_records && ret <= 0; i++) {
+	for (size_t i = 0; i < t->n_records && !ret; i++) {
 		const struct trace_record *r = &t->records[i];
 
-		if (r->path <= last)
-			continue; /* metadata, or a file placed already (paths in first-use order) */
-		last = r->path;
+		if (!trace_record_new_file(r, &last))
+			continue; /* metadata, or a file placed already */
 		files++;
 		ret = place_path(k, trace_path(t, r));
 		if (ret > 0) {

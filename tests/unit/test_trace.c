@@ -364,12 +364,67 @@ static void test_record_and_plan(void **state)
 	img_free(&g);
 }
 
+struct walked {
+	const struct mf_entry *e[8];
+	uint64_t off[8];
+	unsigned n;
+};
+
+static int on_range(void *arg, const struct mf_entry *e, uint64_t file_off, uint32_t len)
+{
+	struct walked *w = arg;
+
+	(void)len;
+	assert_true(w->n < 8);
+	w->e[w->n] = e;
+	w->off[w->n++] = file_off;
+	return 0;
+}
+
+/* Records of two files interleaved (f, g, f, g), and one of a path the image lacks. */
+static void test_walk_interleaved(void **state)
+{
+	static const char strings[] = "\0/f\0/g\0/gone";
+	struct trace_record rec[5] = {
+		{ .t_us = 1, .disk_off = 20 * BLK, .file_off = 0, .len = 4096, .path = 1 },
+		{ .t_us = 2, .disk_off = 30 * BLK, .file_off = 0, .len = 50, .path = 4 },
+		{ .t_us = 3, .disk_off = 21 * BLK, .file_off = 12288, .len = 7712, .path = 1 },
+		{ .t_us = 4, .disk_off = 30 * BLK + 50, .file_off = 50, .len = 50, .path = 4 },
+		{ .t_us = 5, .disk_off = 40 * BLK, .file_off = 0, .len = 10, .path = 7 },
+	};
+	struct walked w = { 0 };
+	struct img g;
+	struct trace *t;
+	const char *why;
+	uint64_t files, found;
+	uint8_t *b;
+	size_t len;
+
+	(void)state;
+	img_make(&g, false, true);
+	b = mk_trace(rec, 5, strings, sizeof(strings), &len);
+	assert_int_equal(trace_parse(b, len, &t, &why), 0);
+	assert_int_equal(trace_for_each_file(t, g.m, on_range, &w, &files, &found), 0);
+	assert_int_equal(files, 3);
+	assert_int_equal(found, 2);
+	assert_int_equal(w.n, 4);
+	assert_ptr_equal(w.e[0], manifest_find(g.m, "/f"));
+	assert_ptr_equal(w.e[1], manifest_find(g.m, "/g"));
+	assert_ptr_equal(w.e[2], manifest_find(g.m, "/f"));
+	assert_int_equal(w.off[2], 12288);
+	assert_ptr_equal(w.e[3], manifest_find(g.m, "/g"));  /* not f's again */
+	assert_int_equal(w.off[3], 50);
+	trace_free(t);
+	img_free(&g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_format),
 		cmocka_unit_test(test_index),
 		cmocka_unit_test(test_record_and_plan),
+		cmocka_unit_test(test_walk_interleaved),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
