@@ -59,18 +59,9 @@ static int engine_trace_open(struct blkd_engine *e, const struct blkd_engine_opt
 
 	if (!o->manifest_path)
 		return o->trace_record || o->prefetch_trace ? -EINVAL : 0;
-	ret = manifest_load(o->manifest_path, &e->manifest, &why);
-	if (ret) {
-		log_error("%s: %s", o->manifest_path, why ? why : strerror(-ret));
+	ret = trace_plan_manifest(o->manifest_path, e->layout, o->layout_path, &e->manifest);
+	if (ret || !o->trace_record)
 		return ret;
-	}
-	if (memcmp(e->manifest->digest, e->layout->hdr.manifest_digest, SHA256_LEN)) {
-		log_error("%s: not the manifest %s was made from", o->manifest_path,
-			  o->layout_path);
-		return -EINVAL;
-	}
-	if (!o->trace_record)
-		return 0;
 	e->trace_path = strdup(o->trace_record);
 	if (!e->trace_path)
 		return -ENOMEM;
@@ -85,32 +76,13 @@ static int engine_prefetch_start(struct blkd_engine *e, const struct blkd_engine
 {
 	struct blkd_prefetch_opts po = { .background = true };
 	struct trace_plan *plan;
-	struct trace *t = NULL;
-	const char *why = NULL;
 	int ret;
 
 	if (!o->prefetch_trace && !o->prefetch_all)
 		return 0;
-	if (o->prefetch_trace) {
-		ret = trace_load(o->prefetch_trace, &t, &why);
-		if (ret) {
-			log_error("%s: %s", o->prefetch_trace, why ? why : strerror(-ret));
-			return ret;
-		}
-	}
-	ret = trace_plan_new(t, e->manifest, e->layout, o->prefetch_all, &plan);
-	trace_free(t);
-	if (ret) {
-		log_error("cannot plan the prefetch: %s", strerror(-ret));
-		return ret;
-	}
-	if (o->prefetch_trace && trace_plan_foreign(plan)) {
-		log_error("%s: recorded on another image (%llu of the %llu files it read exist in "
-			  "this one)", o->prefetch_trace, (unsigned long long)plan->files_found,
-			  (unsigned long long)plan->files);
-		trace_plan_free(plan);
-		return -EINVAL;
-	}
+	ret = trace_plan_load(o->prefetch_trace, e->manifest, e->layout, o->prefetch_all, &plan);
+	if (ret)
+		return ret; /* it said why */
 	if (o->prefetch_trace && !plan->same_image)
 		log_info("%s: recorded on another version of this image: %llu of its %llu files "
 			 "are here", o->prefetch_trace, (unsigned long long)plan->files_found,

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/log.h"
 #include "trace_index.h"
 
 struct plan_ctx {
@@ -87,4 +88,53 @@ void trace_plan_free(struct trace_plan *p)
 bool trace_plan_foreign(const struct trace_plan *p)
 {
 	return !p->same_image && p->files_found * 2 < p->files + (p->files == 0);
+}
+
+int trace_plan_manifest(const char *path, const struct layout *l, const char *layout_path,
+			struct manifest **out)
+{
+	const char *why = NULL;
+	int ret = manifest_load(path, out, &why);
+
+	if (ret) {
+		log_error("%s: %s", path, why ? why : strerror(-ret));
+		return ret;
+	}
+	if (memcmp((*out)->digest, l->hdr.manifest_digest, SHA256_LEN)) {
+		log_error("%s: not the manifest %s was made from", path, layout_path);
+		manifest_free(*out);
+		*out = NULL;
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int trace_plan_load(const char *trace_path, const struct manifest *m, const struct layout *l,
+		    bool all, struct trace_plan **out)
+{
+	struct trace *t = NULL;
+	const char *why = NULL;
+	int ret;
+
+	if (trace_path) {
+		ret = trace_load(trace_path, &t, &why);
+		if (ret) {
+			log_error("%s: %s", trace_path, why ? why : strerror(-ret));
+			return ret;
+		}
+	}
+	ret = trace_plan_new(t, m, l, all, out);
+	trace_free(t);
+	if (ret) {
+		log_error("cannot plan the fetches: %s", strerror(-ret));
+		return ret;
+	}
+	if (trace_path && trace_plan_foreign(*out)) {
+		log_error("%s: recorded on another image (%llu of the %llu files it read exist in "
+			  "this one)", trace_path, (unsigned long long)(*out)->files_found,
+			  (unsigned long long)(*out)->files);
+		trace_plan_free(*out);
+		return -EINVAL;
+	}
+	return 0;
 }

@@ -34,4 +34,16 @@ void trace_plan_free(struct trace_plan *p);
 /* Recorded on another image: another manifest, of which fewer than half the files exist here. */
 bool trace_plan_foreign(const struct trace_plan *p);
 
+/*
+ * For serve/run and warm, which print through the logger: one error line on failure.
+ * trace_plan_manifest loads the manifest at path, which must be the one layout l (at
+ * layout_path) was made from. trace_plan_load plans the trace at trace_path (NULL: none,
+ * then m may be NULL) against m and l as trace_plan_new, and refuses a trace of another
+ * image (-EINVAL).
+ */
+int trace_plan_manifest(const char *path, const struct layout *l, const char *layout_path,
+			struct manifest **out);
+int trace_plan_load(const char *trace_path, const struct manifest *m, const struct layout *l,
+		    bool all, struct trace_plan **out);
+
 #endif

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "../common/log.h"
-#include "../cas/trace.h"
 #include "trace_plan.h"
 
 struct blkd_warm {
@@ -20,42 +19,15 @@ struct blkd_warm {
 static int warm_plan(const struct blkd_warm_opts *o, struct blkd_warm *w,
 		     struct trace_plan **plan)
 {
-	struct trace *t = NULL;
-	const char *why = NULL;
-	int ret;
+	int ret = o->trace_path ? trace_plan_manifest(o->manifest_path, w->l, o->layout_path,
+						       &w->m) : 0;
 
-	if (o->trace_path) {
-		ret = manifest_load(o->manifest_path, &w->m, &why);
-		if (ret) {
-			log_error("%s: %s", o->manifest_path, why ? why : strerror(-ret));
-			return ret;
-		}
-		if (memcmp(w->m->digest, w->l->hdr.manifest_digest, SHA256_LEN)) {
-			log_error("%s: not the manifest %s was made from", o->manifest_path,
-				  o->layout_path);
-			return -EINVAL;
-		}
-		ret = trace_load(o->trace_path, &t, &why);
-		if (ret) {
-			log_error("%s: %s", o->trace_path, why ? why : strerror(-ret));
-			return ret;
-		}
-	}
-	ret = trace_plan_new(t, w->m, w->l, o->all, plan);
-	trace_free(t);
-	if (ret) {
-		log_error("cannot plan: %s", strerror(-ret));
-		return ret;
-	}
+	if (!ret)
+		ret = trace_plan_load(o->trace_path, w->m, w->l, o->all, plan);
+	if (ret)
+		return ret; /* it said why */
 	w->files = (*plan)->files;
 	w->found = (*plan)->files_found;
-	if (o->trace_path && trace_plan_foreign(*plan)) {
-		log_error("%s: recorded on another image (%llu of the %llu files it read exist in "
-			  "this one)", o->trace_path, (unsigned long long)w->found,
-			  (unsigned long long)w->files);
-		trace_plan_free(*plan);
-		return -EINVAL;
-	}
 	return 0;
 }
 
