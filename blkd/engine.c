@@ -557,6 +557,7 @@ void blkd_engine_get_stats(struct blkd_engine *e, struct blkd_engine_stats *st)
 	st->chunk_cache_hits = rs.cache_hits;
 	st->chunk_loaded_bytes = rs.loaded_bytes;
 	st->store_read_bytes = rs.store_bytes;
+	st->chunk_readahead = rs.readahead;
 	cas_source_get_stats(e->src, &st->cas);
 	st->prefetch_hits = rs.marked_hits;
 	if (e->prefetch) {
@@ -629,13 +630,14 @@ void blkd_engine_print_stats(struct blkd_engine *e, FILE *f, bool json)
 			   "\"read_bytes\":%llu,\"write_bytes\":%llu,\"blocks_from_overlay\":%llu,"
 			   "\"blocks_from_metadata\":%llu,\"blocks_from_chunks\":%llu,"
 			   "\"blocks_zero\":%llu,\"chunk_loads\":%llu,\"chunk_cache_hits\":%llu,"
-			   "\"chunk_loaded_bytes\":%llu,\"store_read_bytes\":%llu,"
+			   "\"chunk_loaded_bytes\":%llu,\"store_read_bytes\":%llu,\"chunk_readahead\":%llu,"
 			   "\"dirty_blocks\":%llu,\"zero_blocks\":%llu,\"snapshot_copies\":%llu,"
 			   "\"in_flight\":%llu",
 			U(s.reads), U(s.writes), U(s.flushes), U(s.discards), U(s.read_bytes),
 			U(s.write_bytes), U(s.overlay_hits), U(s.meta_hits), U(s.chunk_hits),
 			U(s.zero_hits), U(s.chunk_loads), U(s.chunk_cache_hits),
-			U(s.chunk_loaded_bytes), U(s.store_read_bytes), U(s.dirty_blocks),
+			U(s.chunk_loaded_bytes), U(s.store_read_bytes), U(s.chunk_readahead),
+			U(s.dirty_blocks),
 			U(s.zero_blocks), U(s.snapshot_copies), U(s.in_flight));
 		print_cas_json(f, &s.cas);
 		fprintf(f, ",\"prefetch\":%s,\"prefetch_planned\":%llu,\"prefetch_done\":%llu,"
@@ -657,10 +659,10 @@ void blkd_engine_print_stats(struct blkd_engine *e, FILE *f, bool json)
 		U(s.discards), U(s.in_flight));
 	fprintf(f, "blocks     %llu from the overlay, %llu metadata, %llu from chunks, %llu zero\n",
 		U(s.overlay_hits), U(s.meta_hits), U(s.chunk_hits), U(s.zero_hits));
-	fprintf(f, "chunks     %llu misses loaded (%llu bytes read, %llu decompressed), "
-		   "%llu memory cache hits\n",
+	fprintf(f, "chunks     %llu misses loaded (%llu bytes read, %llu decompressed, %llu read "
+		   "ahead), %llu memory cache hits\n",
 		U(s.chunk_loads), U(s.store_read_bytes), U(s.chunk_loaded_bytes),
-		U(s.chunk_cache_hits));
+		U(s.chunk_readahead), U(s.chunk_cache_hits));
 	blkd_engine_print_cas_stats(&s.cas, f);
 	if (s.has_prefetch)
 		fprintf(f, "prefetch   %llu of %llu chunks walked: %llu fetched (%llu bytes), %llu "

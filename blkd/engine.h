@@ -125,6 +125,7 @@ struct blkd_engine_stats {
 	uint64_t overlay_hits, meta_hits, chunk_hits, zero_hits;   /* blocks read per tier */
 	uint64_t chunk_loads, chunk_cache_hits;  /* misses (loaded from the store), hits */
 	uint64_t chunk_loaded_bytes, store_read_bytes;
+	uint64_t chunk_readahead;  /* of the loads, those made ahead of the reads (read-ahead) */
 	uint64_t dirty_blocks, zero_blocks;
 	uint64_t snapshot_copies;  /* blocks writers saved into a running snapshot first */
 	uint64_t in_flight;

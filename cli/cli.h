@@ -103,6 +103,8 @@ extern const char cli_trace_help[];
 /* 1: taken, 0: not ours, -1: bad value (the usage error printed). */
 int cli_trace_option(struct cli_trace *t, int c, const char *arg);
 int cli_trace_to_engine(struct cli_trace *t, const char *layout, struct blkd_engine_opts *eo);
+/* The manifest a trace needs (--manifest, else beside the layout); EXIT_USAGE, said why. */
+int cli_trace_manifest(struct cli_trace *t, const char *layout, const char **path);
 /* At exit: write the trace if still recording; prints what it did. 0, or 1 on failure. */
 int cli_trace_finish(struct cli_trace *t, struct blkd_engine *e);
 void cli_trace_free(struct cli_trace *t);

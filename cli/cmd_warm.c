@@ -11,7 +11,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "../blkd/engine.h"
 #include "../blkd/warm.h"
 #include "../common/clock.h"
 #include "../common/log.h"
@@ -159,7 +158,6 @@ int cmd_warm(int argc, char **argv)
 	struct blkd_warm_opts o = { 0 };
 	struct cli_remote rem = { 0 };
 	struct cli_trace tr = { 0 };
-	struct blkd_engine_opts eo = { 0 };
 	bool json = false;
 	int c, r;
 
@@ -192,10 +190,9 @@ int cmd_warm(int argc, char **argv)
 	if (cli_remote_check(&rem))
 		return EXIT_USAGE;
 	cli_remote_to_source(&rem, &o.src);
-	if (cli_trace_to_engine(&tr, argv[optind], &eo))
+	if (tr.prefetch && cli_trace_manifest(&tr, argv[optind], &o.manifest_path))
 		return EXIT_USAGE;
 	o.layout_path = argv[optind];
-	o.manifest_path = eo.manifest_path;
 	o.trace_path = tr.prefetch;
 	r = warm_run(&o, json);
 	cli_trace_free(&tr);

@@ -63,23 +63,31 @@ static char *manifest_beside(const char *layout)
 	return p;
 }
 
+int cli_trace_manifest(struct cli_trace *t, const char *layout, const char **path)
+{
+	if (t->manifest) {
+		*path = t->manifest;
+		return 0;
+	}
+	if (!t->found)
+		t->found = manifest_beside(layout);
+	if (!t->found)
+		return cli_usage_error("a trace needs the image's manifest: --manifest FILE (none "
+				       "beside %s)", layout);
+	*path = t->found;
+	return 0;
+}
+
 int cli_trace_to_engine(struct cli_trace *t, const char *layout, struct blkd_engine_opts *eo)
 {
-	const char *what = t->record ? "--trace-record" : t->prefetch ? "--prefetch" : NULL;
-
 	eo->prefetch_all = t->prefetch_all;
-	if (!what)
+	eo->readahead = t->readahead;
+	if (!t->record && !t->prefetch)
 		return 0; /* --prefetch-all alone needs no manifest */
 	if (t->record && t->prefetch && !strcmp(t->record, t->prefetch))
 		return cli_usage_error("--trace-record and --prefetch name the same file");
-	eo->manifest_path = t->manifest;
-	if (!eo->manifest_path) {
-		t->found = manifest_beside(layout);
-		if (!t->found)
-			return cli_usage_error("a trace needs the image's manifest: --manifest FILE "
-					       "(none beside %s)", layout);
-		eo->manifest_path = t->found;
-	}
+	if (cli_trace_manifest(t, layout, &eo->manifest_path))
+		return EXIT_USAGE;
 	eo->trace_record = t->record;
 	eo->prefetch_trace = t->prefetch;
 	return 0;

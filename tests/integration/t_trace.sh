@@ -185,13 +185,21 @@ echo "prefetch ok: $(grep '^prefetch' "$T/pf.out")"
   die "plain copies after the prefetch: $(find "$T/c4/plain" -type f | wc -l)"
 # a demand fetch serves the chunk without a plain copy; the next server's load makes one
 start_server pl1 "$NBD" "$T/a.layout" --store "$T/c9" --remote "$URL" --nbd "unix:$SOCK" \
-  --readahead 0
+  --readahead 0 --stats-json "$T/pl1.json"
 read_file "$T/a.raw" /small/f5
+read_file "$T/a.raw" /random.bin
 stop_server "$SRV" pl1
+json_expr "$T/pl1.json" 's["chunk_readahead"] == 0'  # --readahead 0: none, even sequential
+json_expr "$T/pf.json" 's["chunk_readahead"] == 0'   # --prefetch TRACE: none by default
 [ -z "$(find "$T/c9/plain" -type f 2>/dev/null)" ] || die "a demand fetch wrote a plain copy"
-start_server pl2 "$NBD" "$T/a.layout" --store "$T/c9" --remote "$URL" --nbd "unix:$SOCK"
-read_file "$T/a.raw" /small/f5
+start_server pl2 "$NBD" "$T/a.layout" --store "$T/c10" --remote "$URL" --nbd "unix:$SOCK" \
+  --stats-json "$T/pl2.json"
+read_file "$T/a.raw" /random.bin
 stop_server "$SRV" pl2
+json_expr "$T/pl2.json" 's["chunk_readahead"] > 0'   # by default, sequential reads read ahead
+start_server pl3 "$NBD" "$T/a.layout" --store "$T/c9" --remote "$URL" --nbd "unix:$SOCK"
+read_file "$T/a.raw" /small/f5
+stop_server "$SRV" pl3
 [ "$(find "$T/c9/plain" -type f | wc -l)" -ge 1 ] || die "a load from the store made no plain copy"
 stop_nginx
 
