@@ -42,7 +42,7 @@ struct cas_source {
 struct flight {
 	struct flight *next;
 	const uint8_t *d;
-	int prio;                /* HTTP_PRIO_*: a demand read raises a prefetch */
+	int prio;                /* REMOTE_PRIO_*: a demand read raises a prefetch */
 	bool done;
 	int ret;
 	unsigned waiters;
@@ -262,31 +262,11 @@ static int flight_join(struct cas_source *s, struct flight *f, int prio)
 	return ret;
 }
 
-/* The verified chunk from the store, for one who joined its fetch. -ENOENT: not there. */
-static int from_store(struct cas_source *s, const uint8_t d[SHA256_LEN], size_t max,
-		      size_t head, void **block, size_t *len, size_t *frame_len)
-{
-	const char *why = NULL;
-	uint8_t *frame;
-	size_t flen;
-	int ret = store_read(s->store, d, &frame, &flen);
-
-	if (ret)
-		return ret;
-	ret = decode(s, d, frame, flen, max, head, block, len, &why);
-	free(frame);
-	if (!ret) {
-		ADD(s->disk_hits, 1);
-		ADD(s->disk_bytes, flen);
-		*frame_len = flen;
-	}
-	return ret ? -ENOENT : 0; /* spoilt meanwhile: fetch it ourselves */
-}
-
 /*
  * Chunk d from the remote, one fetch per chunk at a time: a second asker waits for the first
- * one's fetch (raising its priority) and then reads the store. block == NULL: only make
- * sure the chunk is in the store.
+ * one's fetch (raising its priority) and gets 1: the chunk is in the store now (unless the
+ * store could not keep it), to be read from there. block == NULL: only make sure the chunk
+ * is in the store.
  */
 static int fetch(struct cas_source *s, const uint8_t d[SHA256_LEN], const char *hex, int prio,
 		 size_t max, size_t head, void **block, size_t *len, size_t *frame_len)
@@ -297,21 +277,14 @@ static int fetch(struct cas_source *s, const uint8_t d[SHA256_LEN], const char *
 	int ret;
 
 	pthread_mutex_lock(&s->flight_lock);
-	for (;;) {
+	{
 		struct flight *f = flight_find(s, d);
 
-		if (!f)
-			break;
-		ret = flight_join(s, f, prio);
-		if (ret)
-			goto unlock;
-		pthread_mutex_unlock(&s->flight_lock);
-		if (!block)
-			return 0;
-		ret = from_store(s, d, max, head, block, len, frame_len);
-		if (ret != -ENOENT)
-			return ret;
-		pthread_mutex_lock(&s->flight_lock);
+		if (f) {
+			ret = flight_join(s, f, prio);
+			pthread_mutex_unlock(&s->flight_lock);
+			return ret ? ret : 1;
+		}
 	}
 	pthread_cond_init(&self.cond, NULL);
 	self.next = s->flights;
@@ -340,7 +313,6 @@ static int fetch(struct cas_source *s, const uint8_t d[SHA256_LEN], const char *
 		}
 	}
 	pthread_cond_destroy(&self.cond);
-unlock:
 	pthread_mutex_unlock(&s->flight_lock);
 	return ret;
 }
@@ -356,18 +328,17 @@ int cas_source_fetch(struct cas_source *s, const uint8_t d[SHA256_LEN], size_t m
 		*frame_len = 0;
 	if (store_has(s->store, d) > 0)
 		return 0;
+	sha256_to_hex(d, hex);
 	if (!s->remote) {
-		sha256_to_hex(d, hex);
 		log_error("chunk %s missing from the store", hex);
 		return -ENOENT;
 	}
-	sha256_to_hex(d, hex);
 	ret = fetch(s, d, hex, bg ? REMOTE_PRIO_BG : REMOTE_PRIO_NOW, max, 0, NULL, NULL, &flen);
 	if (ret)
-		return ret;
+		return ret == 1 ? 0 : ret; /* 1: another asker's fetch brought it */
 	if (frame_len)
 		*frame_len = flen;
-	return flen ? 1 : 0;
+	return 1;
 }
 
 bool cas_source_has_room(struct cas_source *s, uint64_t bytes)
@@ -380,29 +351,18 @@ bool cas_source_has_room(struct cas_source *s, uint64_t bytes)
 	return cs.used + bytes <= cs.limit;
 }
 
-static int source_get(struct cas_source *s, const uint8_t d[SHA256_LEN], size_t max,
-		      size_t head, void **block, size_t *len, size_t *frame_len, bool *fetched);
-
-int cas_source_get(struct cas_source *s, const uint8_t d[SHA256_LEN], size_t max, size_t head,
-		   void **block, size_t *len, size_t *frame_len)
+/*
+ * Chunk d from the store, verified: 0 (served), 1 (not there, or corrupt and removed: fetch
+ * it from the remote), or -errno (said why).
+ */
+static int from_store(struct cas_source *s, const uint8_t d[SHA256_LEN], const char *hex,
+		      size_t max, size_t head, void **block, size_t *len, size_t *frame_len)
 {
-	bool fetched;
-
-	return source_get(s, d, max, head, block, len, frame_len, &fetched);
-}
-
-/* cas_source_get; *fetched: the bytes came from the remote (not the store). */
-static int source_get(struct cas_source *s, const uint8_t d[SHA256_LEN], size_t max,
-		      size_t head, void **block, size_t *len, size_t *frame_len, bool *fetched)
-{
-	char hex[SHA256_HEX_LEN + 1];
 	const char *why = NULL;
 	uint8_t *frame;
 	size_t flen;
 	int ret;
 
-	*fetched = false;
-	sha256_to_hex(d, hex);
 	ret = store_read(s->store, d, &frame, &flen);
 	if (!ret) {
 		ret = decode(s, d, frame, flen, max, head, block, len, &why);
@@ -443,8 +403,36 @@ static int source_get(struct cas_source *s, const uint8_t d[SHA256_LEN], size_t 
 		log_warn("chunk %s: %s: fetching it from %s", hex, strerror(-ret),
 			 remote_url(s->remote));
 	}
-	*fetched = true;
-	return fetch(s, d, hex, REMOTE_PRIO_NOW, max, head, block, len, frame_len);
+	return 1;
+}
+
+/* cas_source_get; *fetched: the bytes came from the remote, not from the store. */
+static int source_get(struct cas_source *s, const uint8_t d[SHA256_LEN], size_t max,
+		      size_t head, void **block, size_t *len, size_t *frame_len, bool *fetched)
+{
+	char hex[SHA256_HEX_LEN + 1];
+	int ret;
+
+	*fetched = false;
+	sha256_to_hex(d, hex);
+	for (;;) {
+		ret = from_store(s, d, hex, max, head, block, len, frame_len);
+		if (ret <= 0)
+			return ret;
+		*fetched = true;
+		ret = fetch(s, d, hex, REMOTE_PRIO_NOW, max, head, block, len, frame_len);
+		if (ret != 1)
+			return ret;
+		/* 1: another asker fetched it into the store: read it from there */
+	}
+}
+
+int cas_source_get(struct cas_source *s, const uint8_t d[SHA256_LEN], size_t max, size_t head,
+		   void **block, size_t *len, size_t *frame_len)
+{
+	bool fetched;
+
+	return source_get(s, d, max, head, block, len, frame_len, &fetched);
 }
 
 /* ------------------------------------------------------------------ the plain tier */

@@ -11,8 +11,9 @@
  *                  corrupt:  counted, fetched once more; still corrupt: -EIO
  *
  * cas_source_load puts the plain tier (cas/plain.h) in front of both: a chunk's verified
- * bytes kept uncompressed in STORE/plain, written right after a verification and checked
- * (size, trailer, crc32c) when opened; a plain copy that fails the check is removed and the
+ * bytes kept uncompressed in STORE/plain, written right after a verified load from the store
+ * (a chunk just fetched gets its copy at its next load) and checked (size, trailer, crc32c)
+ * when opened; a plain copy that fails the check is removed and the
  * chunk taken through the verified path above. A plain copy that cannot be written (a
  * read-only store, a full disk) is counted and skipped: the load still succeeds.
  *
@@ -86,7 +87,8 @@ bool cas_source_has_room(struct cas_source *s, uint64_t bytes);
 
 /*
  * A chunk's verified bytes, from its plain copy when there is a good one, else as
- * cas_source_get (and then a plain copy is written). Exactly one of:
+ * cas_source_get (and then, unless the chunk came from the remote, a plain copy is written).
+ * Exactly one of:
  *   fd >= 0:  a plain copy holding the len bytes at offset 0 (the caller closes it), block
  *             NULL, frame_len 0;
  *   block:    as cas_source_get (head bytes free in front), fd -1: no plain copy could be
