@@ -5,7 +5,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "../cas/chunk.h"
 
@@ -19,7 +18,6 @@ struct blkd_prefetch {
 	pthread_t threads[THREADS_MAX];
 	unsigned n_threads, running;
 	pthread_mutex_t lock;    /* next, running, stop, the stats */
-	pthread_cond_t cond;     /* running reached 0 */
 	size_t next;             /* the next plan entry to take */
 	uint64_t reserved;       /* cache room claimed by the fetches under way */
 	uint64_t worst;          /* the largest frame one chunk can have */
@@ -63,10 +61,8 @@ static void *prefetch_main(void *arg)
 			p->st.failed++;  /* logged; a demand read will try again */
 		}
 	}
-	if (--p->running == 0) {
+	if (--p->running == 0)
 		p->st.finished = true;
-		pthread_cond_broadcast(&p->cond);
-	}
 	pthread_mutex_unlock(&p->lock);
 	return NULL;
 }
@@ -90,7 +86,6 @@ int blkd_prefetch_start(struct cas_source *src, const struct layout *l, struct t
 	p->st.planned = plan->n;
 	p->worst = chunk_compress_bound(l->hdr.chunk_size);
 	pthread_mutex_init(&p->lock, NULL);
-	pthread_cond_init(&p->cond, NULL);
 	pthread_mutex_lock(&p->lock);
 	for (unsigned i = 0; i < n; i++) {
 		if (pthread_create(&p->threads[p->n_threads], NULL, prefetch_main, p))
@@ -126,27 +121,6 @@ void blkd_prefetch_stop(struct blkd_prefetch *p)
 	join_all(p);
 }
 
-bool blkd_prefetch_wait(struct blkd_prefetch *p, unsigned ms)
-{
-	struct timespec until;
-	bool fin;
-
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += ms / 1000;
-	until.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
-	pthread_mutex_lock(&p->lock);
-	while (!p->st.finished && ms &&
-	       pthread_cond_timedwait(&p->cond, &p->lock, &until) != ETIMEDOUT)
-		;
-	fin = p->st.finished;
-	pthread_mutex_unlock(&p->lock);
-	return fin;
-}
-
 void blkd_prefetch_get_stats(struct blkd_prefetch *p, struct blkd_prefetch_stats *st)
 {
 	pthread_mutex_lock(&p->lock);
@@ -159,7 +133,6 @@ void blkd_prefetch_free(struct blkd_prefetch *p)
 	if (!p)
 		return;
 	blkd_prefetch_stop(p);
-	pthread_cond_destroy(&p->cond);
 	pthread_mutex_destroy(&p->lock);
 	trace_plan_free(p->plan);
 	free(p);

@@ -40,8 +40,6 @@ int blkd_prefetch_start(struct cas_source *src, const struct layout *l, struct t
 			const struct blkd_prefetch_opts *o, struct blkd_prefetch **out);
 /* Ask the threads to end after the chunk each is fetching (a consistent store), and wait. */
 void blkd_prefetch_stop(struct blkd_prefetch *p);
-/* Wait until finished, or until ms pass (0: just look). true when finished. */
-bool blkd_prefetch_wait(struct blkd_prefetch *p, unsigned ms);
 void blkd_prefetch_get_stats(struct blkd_prefetch *p, struct blkd_prefetch_stats *st);
 /* Stop (if running) and free. NULL is a no-op. */
 void blkd_prefetch_free(struct blkd_prefetch *p);

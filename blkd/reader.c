@@ -356,12 +356,21 @@ static int chunk_get(struct blkd_reader *r, uint32_t idx, struct cache_entry **o
 	return ret;
 }
 
+/*
+ * Drop a reference to e. Under r->lock. True when e was taken out of the cache (dead) and
+ * this was its last reader: the caller frees it, outside the lock.
+ */
+static bool entry_unref(struct cache_entry *e)
+{
+	return --e->refs == 0 && e->dead;
+}
+
 static void chunk_put(struct blkd_reader *r, struct cache_entry *e)
 {
 	bool gone;
 
 	pthread_mutex_lock(&r->lock);
-	gone = --e->refs == 0 && e->dead;
+	gone = entry_unref(e);
 	pthread_mutex_unlock(&r->lock);
 	if (gone)
 		entry_free(e);
@@ -471,9 +480,8 @@ static void *ra_main(void *arg)
 		if (!ret) {
 			if (e->refs == 1)
 				e->ra_mark = true; /* nobody waited for it: not used yet */
-			e->refs--;
 			r->st.readahead++;
-			if (!e->refs && e->dead) {
+			if (entry_unref(e)) {
 				pthread_mutex_unlock(&r->lock);
 				entry_free(e);
 				pthread_mutex_lock(&r->lock);

@@ -98,16 +98,6 @@ void trace_recorder_free(struct trace_recorder *r)
 	free(r);
 }
 
-bool trace_recorder_active(struct trace_recorder *r)
-{
-	bool on;
-
-	pthread_mutex_lock(&r->lock);
-	on = !r->done;
-	pthread_mutex_unlock(&r->lock);
-	return on;
-}
-
 /* Append blocks [first, first + n) first touched at t. Under r->lock. */
 static void raw_add(struct trace_recorder *r, uint64_t t, uint64_t first, uint64_t n)
 {

@@ -35,6 +35,5 @@ void trace_recorder_touch(struct trace_recorder *r, uint64_t off, uint64_t len);
  */
 int trace_recorder_finish(struct trace_recorder *r, const char *path, uint64_t *records,
 			  const char **why);
-bool trace_recorder_active(struct trace_recorder *r);
 
 #endif

@@ -64,8 +64,9 @@ static void progress(struct blkd_prefetch *p, const struct timespec *t0)
 static int warm_wait(struct blkd_prefetch *p, const sigset_t *set, const struct timespec *t0)
 {
 	const struct timespec tick = { .tv_nsec = 100 * 1000000L };
+	struct blkd_prefetch_stats st;
 
-	while (!blkd_prefetch_wait(p, 0)) {
+	for (blkd_prefetch_get_stats(p, &st); !st.finished; blkd_prefetch_get_stats(p, &st)) {
 		int sig = sigtimedwait(set, NULL, &tick);
 
 		if (sig == SIGINT || sig == SIGTERM) {
