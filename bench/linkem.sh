@@ -39,6 +39,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 . "$ROOT/scripts/lib/nginx_conf.sh"
+. "$ROOT/scripts/lib/linkem.sh"
 LINKEM=${LINKEM:-$ROOT/build/tools/linkem}
 RUNS=${RUNS:-5}
 PAIRS=${PAIRS:-200}
@@ -97,13 +98,8 @@ ECHO_PORT=$(cat "$WORK/echo.port")
 start_linkem() {
   local up=$1
   shift
-  : >"$WORK/lk.out"
-  "$LINKEM" --listen 127.0.0.1:0 --connect "127.0.0.1:$up" "$@" >"$WORK/lk.out" 2>"$WORK/lk.err" &
-  LK_PID=$!
-  for _ in $(seq 400); do grep -q '^linkem: listening on ' "$WORK/lk.out" && break
-    kill -0 "$LK_PID" 2>/dev/null || die "linkem exited: $(cat "$WORK/lk.err")"; sleep 0.01; done
-  LK_PORT=$(sed -n 's/^linkem: listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$WORK/lk.out")
-  [ -n "$LK_PORT" ] || die "linkem printed no readiness line"
+  linkem_start "$WORK/lk.out" "$WORK/lk.err" --connect "127.0.0.1:$up" "$@"
+  LK_PID=$LINKEM_PID LK_PORT=$LINKEM_PORT
 }
 # stop_linkem: SIGTERM; its CPU seconds (user + system) go to $WORK/lk.cpu
 stop_linkem() {

@@ -34,6 +34,7 @@ cold_cleanup() {
 }
 
 . "$ROOT/scripts/lib/nginx_conf.sh"
+. "$ROOT/scripts/lib/linkem.sh"
 
 cold_free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -77,27 +78,20 @@ linkem_path() {
 }
 
 link_start() {
-  local prof=$1 port=$2 l n
+  local prof=$1 port=$2
   LINK_UP="" LINK_DOWN="" LINK_CONNS="" LINK_PID=""
   if [ "$prof" = none ]; then LINK_PORT=$port; return 0; fi
   link_parse "$prof"
-  l=$(linkem_path) || die "no link emulator: ${LINKEM:-build/tools/linkem} is missing (set LINKEM, or LINK=none)"
+  LINKEM=$(linkem_path) ||
+    die "no link emulator: ${LINKEM:-build/tools/linkem} is missing (set LINKEM, or LINK=none)"
   LINK_LOG=$WORK/linkem.$RANDOM.log
   # --buffer: what a bottleneck holds per connection (a few times the bandwidth-delay
   # product at 25 Mbit/s, 20 ms), not linkem's 4M default, which would let one connection's
   # queued bytes delay every other request by seconds (docs/linkem.md)
-  "$l" --listen 127.0.0.1:0 --connect "127.0.0.1:$port" --rate "$LINK_RATE" --delay "$LINK_DELAY" \
-    --buffer "${LINK_BUFFER:-256K}" >"$LINK_LOG" 2>&1 &
-  LINK_PID=$!
+  linkem_start "$LINK_LOG" "$LINK_LOG.err" --connect "127.0.0.1:$port" --rate "$LINK_RATE" \
+    --delay "$LINK_DELAY" --buffer "${LINK_BUFFER:-256K}"
+  LINK_PID=$LINKEM_PID LINK_PORT=$LINKEM_PORT
   COLD_PIDS+=("$LINK_PID")
-  LINK_PORT=""
-  for n in $(seq 200); do
-    LINK_PORT=$(sed -n 's/^linkem: listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$LINK_LOG" | head -1)
-    [ -n "$LINK_PORT" ] && return 0
-    kill -0 "$LINK_PID" 2>/dev/null || { cat "$LINK_LOG" >&2; die "linkem exited at start"; }
-    sleep 0.05
-  done
-  die "linkem did not print 'linkem: listening on 127.0.0.1:PORT' (log: $LINK_LOG)"
 }
 
 link_stop() {

@@ -8,6 +8,7 @@
 . "$(dirname "$0")/lib/common.sh"
 LINKEM=${LINKEM:-$(dirname "$LAZYBLK")/tools/linkem}
 PEERS=$TESTLIB/linkem_peers.py
+. "$TESTLIB/../../../scripts/lib/linkem.sh"
 [ -x "$LINKEM" ] || skip "linkem not built ($LINKEM): run make"
 
 PIDS=()
@@ -31,14 +32,9 @@ ECHO_PORT=$(cat "$T/echo.port")
 start_linkem() {
   local name=$1
   shift
-  "$LINKEM" --listen 127.0.0.1:0 "$@" >"$T/$name.out" 2>"$T/$name.err" &
-  LK_PID=$!
+  linkem_start "$T/$name.out" "$T/$name.err" "$@"
+  LK_PID=$LINKEM_PID LK_PORT=$LINKEM_PORT
   PIDS+=("$LK_PID")
-  for _ in $(seq 200); do grep -q '^linkem: listening on ' "$T/$name.out" && break
-    kill -0 "$LK_PID" 2>/dev/null || { cat "$T/$name.err" >&2; die "$name: linkem exited"; }
-    sleep 0.05; done
-  LK_PORT=$(sed -n 's/^linkem: listening on 127\.0\.0\.1:\([0-9][0-9]*\)$/\1/p' "$T/$name.out")
-  [ -n "$LK_PORT" ] && [ "$LK_PORT" -gt 0 ] || die "$name: no readiness line: $(cat "$T/$name.out")"
 }
 
 # stop_linkem NAME PID: SIGTERM, exit 0, gone; SUMMARY = its last stdout line
