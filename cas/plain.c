@@ -124,19 +124,6 @@ fail:
 	return ret;
 }
 
-/* Move tmp/name to plain/rel unless rel exists: 0, -EEXIST, -errno. */
-static int rename_in(int tmpfd, const char *name, int pfd, const char *rel)
-{
-	if (renameat2(tmpfd, name, pfd, rel, RENAME_NOREPLACE) == 0)
-		return 0;
-	if (errno != EINVAL && errno != ENOSYS)
-		return -errno;
-	if (linkat(tmpfd, name, pfd, rel, 0) < 0)
-		return -errno;
-	unlinkat(tmpfd, name, 0);
-	return 0;
-}
-
 int plain_put(struct store *s, const uint8_t d[SHA256_LEN], const void *data, size_t len,
 	      int *fd, uint64_t *file_bytes)
 {
@@ -167,23 +154,13 @@ int plain_put(struct store *s, const uint8_t d[SHA256_LEN], const void *data, si
 		ret = uring_pwrite_full(f, &t, sizeof(t), (off_t)len);
 	if (ret)
 		goto fail;
-	ret = rename_in(tmpfd, name, pfd, rel);
-	if (ret == -ENOENT) {
-		char sub[3] = { rel[0], rel[1], '\0' };
-
-		if (mkdirat(pfd, sub, 0755) < 0 && errno != EEXIST) {
-			ret = -errno;
-			goto fail;
-		}
-		ret = rename_in(tmpfd, name, pfd, rel);
-	}
-	if (ret == -EEXIST) {
-		unlinkat(tmpfd, name, 0);
+	ret = store_commit_tmp(tmpfd, name, pfd, rel);
+	if (ret < 0)
+		goto fail;
+	if (!ret) {
 		close(f);
 		return 0; /* another thread or process added it first */
 	}
-	if (ret)
-		goto fail;
 	*file_bytes = len + PLAIN_TRAILER;
 	if (fd)
 		*fd = f;

@@ -168,7 +168,7 @@ static void tmp_name(const struct store *s, const uint8_t d[SHA256_LEN], uint64_
 
 void store_chunk_path(const struct store *s, const uint8_t d[SHA256_LEN], char *buf, size_t len)
 {
-	char rel[3 + SHA256_HEX_LEN + 1];
+	char rel[STORE_REL_LEN];
 
 	rel_path(d, rel);
 	snprintf(buf, len, "%s/chunks/%s", s->dir, rel);
@@ -176,7 +176,7 @@ void store_chunk_path(const struct store *s, const uint8_t d[SHA256_LEN], char *
 
 int store_has(struct store *s, const uint8_t d[SHA256_LEN])
 {
-	char rel[3 + SHA256_HEX_LEN + 1];
+	char rel[STORE_REL_LEN];
 	struct stat st;
 
 	rel_path(d, rel);
@@ -256,7 +256,7 @@ int store_commit(struct store *s)
 		ret = -errno;
 	/* 2. each becomes visible under its name, complete */
 	for (size_t i = 0; i < n; i++) {
-		char name[SHA256_HEX_LEN + 48], rel[3 + SHA256_HEX_LEN + 1];
+		char name[SHA256_HEX_LEN + 48], rel[STORE_REL_LEN];
 
 		tmp_name(s, batch[i].digest, batch[i].seq, name, sizeof(name));
 		if (ret) {
@@ -293,7 +293,7 @@ out:
 
 int store_read(struct store *s, const uint8_t d[SHA256_LEN], uint8_t **frame, size_t *len)
 {
-	char rel[3 + SHA256_HEX_LEN + 1];
+	char rel[STORE_REL_LEN];
 	int fd, ret;
 
 	rel_path(d, rel);
@@ -338,24 +338,43 @@ out:
 }
 
 /*
- * Move tmp/name to chunks/rel unless rel exists: 0 moved, -EEXIST, -errno. Filesystems
+ * Move tmp/name to dirfd/rel unless rel exists: 0 moved, -EEXIST, -errno. Filesystems
  * without RENAME_NOREPLACE get link(2), which fails the same way on an existing name.
  */
-static int rename_noreplace(struct store *s, int tmpfd, const char *name, const char *rel)
+static int rename_noreplace(int tmpfd, const char *name, int dirfd, const char *rel)
 {
-	if (renameat2(tmpfd, name, s->chunksfd, rel, RENAME_NOREPLACE) == 0)
+	if (renameat2(tmpfd, name, dirfd, rel, RENAME_NOREPLACE) == 0)
 		return 0;
 	if (errno != EINVAL && errno != ENOSYS)
 		return -errno;
-	if (linkat(tmpfd, name, s->chunksfd, rel, 0) < 0)
+	if (linkat(tmpfd, name, dirfd, rel, 0) < 0)
 		return -errno;
 	unlinkat(tmpfd, name, 0);
 	return 0;
 }
 
+int store_commit_tmp(int tmpfd, const char *name, int topfd, const char *rel)
+{
+	int ret = rename_noreplace(tmpfd, name, topfd, rel);
+
+	if (ret == -ENOENT) {
+		/* the fan-out directory is missing (a cache made without them, a partial copy) */
+		char sub[3] = { rel[0], rel[1], '\0' };
+
+		if (mkdirat(topfd, sub, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		ret = rename_noreplace(tmpfd, name, topfd, rel);
+	}
+	if (ret == -EEXIST) {
+		unlinkat(tmpfd, name, 0);
+		return 0; /* another thread or process added it first */
+	}
+	return ret ? ret : 1;
+}
+
 int store_put_cached(struct store *s, const uint8_t d[SHA256_LEN], const void *frame, size_t len)
 {
-	char name[SHA256_HEX_LEN + 48], rel[3 + SHA256_HEX_LEN + 1];
+	char name[SHA256_HEX_LEN + 48], rel[STORE_REL_LEN];
 	int tmpfd, fd = -1, ret;
 
 	ret = store_has(s, d);
@@ -371,12 +390,7 @@ int store_put_cached(struct store *s, const uint8_t d[SHA256_LEN], const void *f
 	 * namespace sharing the store).
 	 */
 	for (int tries = 0; fd < 0 && tries < 16; tries++) {
-		uint64_t seq;
-
-		pthread_mutex_lock(&s->lock);
-		seq = s->seq++;
-		pthread_mutex_unlock(&s->lock);
-		tmp_name_pid(getpid(), d, seq, name, sizeof(name));
+		store_tmp_name(s, d, name, sizeof(name));
 		fd = openat(tmpfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 		if (fd < 0 && errno != EEXIST)
 			return -errno;
@@ -389,26 +403,9 @@ int store_put_cached(struct store *s, const uint8_t d[SHA256_LEN], const void *f
 	if (ret)
 		goto fail;
 	rel_path(d, rel);
-	ret = rename_noreplace(s, tmpfd, name, rel);
-	if (ret == -ENOENT) {
-		/* the fan-out directory is missing (a store made by hand, or a partial copy) */
-		char sub[3];
-
-		memcpy(sub, rel, 2);
-		sub[2] = '\0';
-		if (mkdirat(s->chunksfd, sub, 0755) < 0 && errno != EEXIST) {
-			ret = -errno;
-			goto fail;
-		}
-		ret = rename_noreplace(s, tmpfd, name, rel);
-	}
-	if (ret == -EEXIST) {
-		unlinkat(tmpfd, name, 0);
-		return 0; /* another thread or process added it first */
-	}
-	if (ret)
-		goto fail;
-	return 1;
+	ret = store_commit_tmp(tmpfd, name, s->chunksfd, rel);
+	if (ret >= 0)
+		return ret;
 fail:
 	unlinkat(tmpfd, name, 0);
 	return ret;
@@ -416,7 +413,7 @@ fail:
 
 int store_remove_sized(struct store *s, const uint8_t d[SHA256_LEN], uint64_t *plain_bytes)
 {
-	char rel[3 + SHA256_HEX_LEN + 1];
+	char rel[STORE_REL_LEN];
 	int pfd, ret = 0;
 
 	rel_path(d, rel);
@@ -487,7 +484,7 @@ out:
 
 uint64_t store_plain_size(struct store *s, const uint8_t d[SHA256_LEN])
 {
-	char rel[3 + SHA256_HEX_LEN + 1];
+	char rel[STORE_REL_LEN];
 	int pfd = store_plain_dir(s, false);
 	struct stat st;
 
@@ -503,7 +500,7 @@ void store_touch(struct store *s, const uint8_t d[SHA256_LEN])
 {
 	/* mtime only: atime stays what the file system makes of it */
 	const struct timespec times[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_nsec = UTIME_NOW } };
-	char rel[3 + SHA256_HEX_LEN + 1];
+	char rel[STORE_REL_LEN];
 	struct timespec now;
 	struct stat st;
 

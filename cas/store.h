@@ -81,6 +81,12 @@ int store_plain_dir(struct store *s, bool create);
 uint64_t store_plain_size(struct store *s, const uint8_t d[SHA256_LEN]);
 int store_tmp_dir(struct store *s);
 void store_tmp_name(struct store *s, const uint8_t d[SHA256_LEN], char *buf, size_t len);
+/*
+ * Commit the file tmp/name (tmpfd: store_tmp_dir) as topfd/rel, a fan-out name under
+ * chunks/ or plain/ (the fan-out directory is made if missing), unless rel exists: 1
+ * committed, 0 it existed (tmp/name removed), -errno (tmp/name left to the caller).
+ */
+int store_commit_tmp(int tmpfd, const char *name, int topfd, const char *rel);
 /* "xx/<64 hex>": a chunk's name under chunks/ and plain/. */
 #define STORE_REL_LEN (3 + SHA256_HEX_LEN + 1)
 void store_rel_path(const uint8_t d[SHA256_LEN], char rel[STORE_REL_LEN]);
