@@ -2,7 +2,6 @@
 #include "verify.h"
 
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,7 +12,7 @@ struct verify_state {
 	struct store *s;
 	struct chunk_codec *codec;
 	uint8_t *out;
-	void (*report)(void *arg, const char *hex, const char *why);
+	verify_report_fn report;
 	void *arg;
 	struct verify_result *res;
 };
@@ -61,7 +60,7 @@ static int verify_one(void *arg, const uint8_t d[SHA256_LEN], const char *path)
 	if (ret == -EBADMSG || ret == -EIO) {
 		st->res->corrupt++;
 		sha256_to_hex(d, hex);
-		st->report(st->arg, hex, why ? why : "unreadable");
+		st->report(st->arg, hex, why ? why : "unreadable", false);
 		return 0;
 	}
 	if (ret)
@@ -73,7 +72,7 @@ static int verify_one(void *arg, const uint8_t d[SHA256_LEN], const char *path)
 static int verify_plain_one(void *arg, const uint8_t d[SHA256_LEN], const char *path)
 {
 	struct verify_state *st = arg;
-	char hex[SHA256_HEX_LEN + 1], why_buf[96];
+	char hex[SHA256_HEX_LEN + 1];
 	const char *why = NULL;
 	uint64_t bytes;
 	int ret;
@@ -86,8 +85,7 @@ static int verify_plain_one(void *arg, const uint8_t d[SHA256_LEN], const char *
 		st->res->plain_bad++;
 		plain_remove(st->s, d, &bytes);
 		sha256_to_hex(d, hex);
-		snprintf(why_buf, sizeof(why_buf), "plain copy: %s", why ? why : "unreadable");
-		st->report(st->arg, hex, why_buf);
+		st->report(st->arg, hex, why ? why : "unreadable", true);
 		return 0;
 	}
 	if (ret)
@@ -96,8 +94,7 @@ static int verify_plain_one(void *arg, const uint8_t d[SHA256_LEN], const char *
 	return 0;
 }
 
-int store_verify(struct store *s, void (*report)(void *arg, const char *hex, const char *why),
-		 void *arg, struct verify_result *res)
+int store_verify(struct store *s, verify_report_fn report, void *arg, struct verify_result *res)
 {
 	struct verify_state st = { s, chunk_codec_new(0), malloc(CHUNK_SIZE_MAX), report, arg, res };
 	int ret = -ENOMEM;

@@ -3,6 +3,7 @@
 #ifndef LZ_CAS_VERIFY_H
 #define LZ_CAS_VERIFY_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "store.h"
@@ -13,13 +14,13 @@ struct verify_result {
 };
 
 /*
- * Decompress and re-hash every chunk; report(arg, hex, reason) is called for each bad one.
- * Then re-hash every plain copy (cas/plain.h): a bad one is removed (it is derived data,
- * made again from its chunk) and reported with a reason starting "plain copy: ".
+ * Decompress and re-hash every chunk; report(arg, hex, reason, false) is called for each bad
+ * one. Then re-hash every plain copy (cas/plain.h): a bad one is removed (it is derived data,
+ * made again from its chunk) and reported with plain true.
  * Returns 0 (even with corrupt chunks) or -errno when the store cannot be read.
  */
-int store_verify(struct store *s, void (*report)(void *arg, const char *hex, const char *why),
-		 void *arg, struct verify_result *res);
+typedef void (*verify_report_fn)(void *arg, const char *hex, const char *why, bool plain);
+int store_verify(struct store *s, verify_report_fn report, void *arg, struct verify_result *res);
 /* Check one chunk: 0 ok, -EBADMSG corrupt (why set), -ENOENT missing, -errno. */
 int store_verify_one(struct store *s, const uint8_t d[SHA256_LEN], const char **why);
 

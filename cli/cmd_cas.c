@@ -40,11 +40,10 @@ static const char cas_usage[] =
 	"  -n, --dry-run        gc: report what would be removed, remove nothing\n"
 	"  -h, --help           this text\n";
 
-static void report(void *arg, const char *hex, const char *why)
+static void report(void *arg, const char *hex, const char *why, bool plain)
 {
 	(void)arg;
-	printf("%s: %s (%s)\n", strncmp(why, "plain copy: ", 12) ? "corrupt" : "bad plain copy",
-	       hex, strncmp(why, "plain copy: ", 12) ? why : why + 12);
+	printf("%s: %s (%s)\n", plain ? "bad plain copy" : "corrupt", hex, why);
 }
 
 static int parse_grace(const char *arg, uint64_t *out)

@@ -436,13 +436,14 @@ struct reports {
 	int n;
 };
 
-static void on_report(void *arg, const char *hex, const char *why)
+static void on_report(void *arg, const char *hex, const char *why, bool plain)
 {
 	struct reports *r = arg;
 
 	if (r->n < 8) {
 		snprintf(r->hex[r->n], sizeof(r->hex[0]), "%s", hex);
-		snprintf(r->why[r->n], sizeof(r->why[0]), "%s", why ? why : "(null)");
+		snprintf(r->why[r->n], sizeof(r->why[0]), "%s%s", plain ? "plain copy: " : "",
+			 why ? why : "(null)");
 	}
 	r->n++;
 }
