@@ -45,10 +45,9 @@ struct repack {
 	struct span *spans;
 	size_t n_spans, cap_spans;
 	struct bpiece *bp;
-	size_t n_bp, cap_bp;
+	size_t n_bp;                 /* bp and slots: sized once, by stream_alloc */
 	struct mf_chunk *slots;      /* the boot pieces' chunk references (digests set later) */
-	size_t n_slots, cap_slots;
-	uint8_t *traced;             /* entry -> has boot pieces */
+	size_t n_slots;
 	struct rcache rc[READ_CACHE];
 	uint64_t tick;
 	struct repack_result *res;
@@ -198,7 +197,6 @@ static int stream_alloc(struct repack *rp)
 			n += rp->spans[i].len / rp->chunk_size + 2;
 	rp->bp = malloc(n * sizeof(*rp->bp));
 	rp->slots = calloc(n, sizeof(*rp->slots));   /* stable: the chunker writes digests */
-	rp->cap_bp = rp->cap_slots = n;
 	return rp->bp && rp->slots ? 0 : -ENOMEM;
 }
 
@@ -230,7 +228,6 @@ static int stream(struct repack *rp)
 							      .d0 = d, .slot = rp->n_slots++ };
 			b->fill += n;
 			b->slots[b->n_slots++] = sl;
-			rp->traced[s->entry] = 1;
 			rp->res->boot_bytes += n;
 			d += n;
 			left -= n;
@@ -445,9 +442,6 @@ static int repack_open(struct repack *rp)
 	}
 	if (!rp->chunk_size)
 		rp->chunk_size = co.chunk_size = rp->m->hdr->chunk_size;
-	rp->traced = calloc(rp->m->n_entries ? rp->m->n_entries : 1, 1);
-	if (!rp->traced)
-		return -ENOMEM;
 	ret = cas_source_open(&o->src, &rp->src);
 	if (ret)
 		return ret; /* it said why */
@@ -499,7 +493,6 @@ int repack_run(const struct repack_opts *o, struct repack_result *res)
 	free(rp.spans);
 	free(rp.bp);
 	free(rp.slots);
-	free(rp.traced);
 	if (ret == -ENOMEM)
 		log_error("out of memory");
 	return ret;
