@@ -309,32 +309,40 @@ int store_read(struct store *s, const uint8_t d[SHA256_LEN], uint8_t **frame, si
  * tmp/ for store_put_cached. A store opened without create has no tmpfd (store_put refuses
  * to stage there), so cached puts use a descriptor of their own, made on first use.
  */
-static int cached_tmp_dir(struct store *s)
+/*
+ * The descriptor of subdirectory name of the store, opened on first use and kept in *slot
+ * (made first if create): the descriptor, or -errno (then tried again on the next call).
+ */
+static int subdir_fd(struct store *s, int *slot, const char *name, bool create)
 {
-	int fd;
+	int fd = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
 
-	if (s->tmpfd >= 0)
-		return s->tmpfd; /* set once by store_open, never changed */
-	fd = __atomic_load_n(&s->cached_tmpfd, __ATOMIC_ACQUIRE);
 	if (fd >= 0)
 		return fd;
 	pthread_mutex_lock(&s->lock);
-	fd = s->cached_tmpfd;
+	fd = *slot;
 	if (fd < 0) {
-		if (mkdirat(s->dirfd, "tmp", 0755) < 0 && errno != EEXIST) {
+		if (create && mkdirat(s->dirfd, name, 0755) < 0 && errno != EEXIST) {
 			fd = -errno;
 			goto out;
 		}
-		fd = openat(s->dirfd, "tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		fd = openat(s->dirfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (fd < 0) {
 			fd = -errno;
 			goto out;
 		}
-		__atomic_store_n(&s->cached_tmpfd, fd, __ATOMIC_RELEASE);
+		__atomic_store_n(slot, fd, __ATOMIC_RELEASE);
 	}
 out:
 	pthread_mutex_unlock(&s->lock);
 	return fd;
+}
+
+static int cached_tmp_dir(struct store *s)
+{
+	if (s->tmpfd >= 0)
+		return s->tmpfd; /* set once by store_open, never changed */
+	return subdir_fd(s, &s->cached_tmpfd, "tmp", true);
 }
 
 /*
@@ -459,27 +467,7 @@ void store_tmp_name(struct store *s, const uint8_t d[SHA256_LEN], char *buf, siz
 
 int store_plain_dir(struct store *s, bool create)
 {
-	int fd = __atomic_load_n(&s->plainfd, __ATOMIC_ACQUIRE);
-
-	if (fd >= 0)
-		return fd;
-	pthread_mutex_lock(&s->lock);
-	fd = s->plainfd;
-	if (fd < 0) {
-		if (create && mkdirat(s->dirfd, "plain", 0755) < 0 && errno != EEXIST) {
-			fd = -errno;
-			goto out;
-		}
-		fd = openat(s->dirfd, "plain", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (fd < 0) {
-			fd = -errno;
-			goto out;
-		}
-		__atomic_store_n(&s->plainfd, fd, __ATOMIC_RELEASE);
-	}
-out:
-	pthread_mutex_unlock(&s->lock);
-	return fd;
+	return subdir_fd(s, &s->plainfd, "plain", create);
 }
 
 uint64_t store_plain_size(struct store *s, const uint8_t d[SHA256_LEN])
