@@ -85,6 +85,15 @@ struct boot_kernel_opts {
 
 /* bzimage.c */
 int bzimage_parse(const uint8_t *buf, size_t len, struct bzimage *bz, const char **why);
+/*
+ * The release string ("6.1.0-27-cloud-amd64 (debian-kernel@...) #1 ...") the setup header's
+ * kernel_version field points to (boot protocol 2.00+): *s points into buf, *max is the
+ * number of bytes of buf from there (the string is not NUL-checked). Needs only the "HdrS"
+ * magic (bzimage_parse checks what booting needs). -ENOENT: no setup header (not a
+ * bzImage); -ENOEXEC with *why set: a setup header without the string.
+ */
+int bzimage_kernel_version(const uint8_t *buf, size_t len, const char **s, size_t *max,
+			   const char **why);
 /* The compressor named by the payload's magic ("gzip", ...) or NULL. */
 const char *bzimage_compression(const uint8_t *p, size_t len);
 /*
@@ -98,8 +107,29 @@ int bzimage_decompress(const uint8_t *p, size_t len, size_t limit, uint8_t **out
 int bzimage_load_pm(const uint8_t *buf, size_t len, const struct bzimage *bz,
 		    const struct gmem *ram, struct boot_kernel *k, const char **why);
 
-/* elf.c */
+/* elf.c: the structures are read in host byte order (x86-64 hosts only, as the VMM). */
 bool elf_is_elf(const uint8_t *buf, size_t len);
+/* An ELF64 little-endian file header (magic, class, data; nothing else checked). */
+bool elf_is_elf64le(const uint8_t *buf, size_t len);
+/*
+ * Whether an x86-64 ELF executable (any e_type) is statically linked: 1 static (no
+ * PT_INTERP), 0 dynamically linked, -ENOEXEC not an x86-64 ELF64 or its program headers
+ * outside the file.
+ */
+int elf_is_static(const uint8_t *buf, size_t len);
+/*
+ * The contents of the section called name (a kernel module's ".modinfo", ...): 0 with
+ * *data into buf and *size, or with *data NULL and *size 0 when there is no such section;
+ * -ENOEXEC not an ELF64 LE file, or its section headers, section names or that section
+ * outside the file.
+ */
+int elf_section(const uint8_t *buf, size_t len, const char *name, const uint8_t **data,
+		size_t *size);
+/*
+ * A vmlinux's release: *s just after the first "Linux version " banner in buf, *max the
+ * bytes from there to the end of buf; -ENOENT without one.
+ */
+int elf_linux_version(const uint8_t *buf, size_t len, const char **s, size_t *max);
 /*
  * Copy the PT_LOAD segments to their p_paddr (each wholly inside RAM at or above
  * BOOT_HIMEM_ADDR: the VMM's own pages, ACPI and the MMIO hole are refused); k->entry is the

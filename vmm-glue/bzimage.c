@@ -18,6 +18,7 @@
 #define HDR_JUMP 0x200
 #define HDR_HEADER 0x202
 #define HDR_VERSION 0x206
+#define HDR_KERNEL_VERSION 0x20e  /* + 0x200: the release string (2.00+) */
 #define HDR_LOADFLAGS 0x211
 #define HDR_INITRD_ADDR_MAX 0x22c
 #define HDR_KERNEL_ALIGNMENT 0x230
@@ -91,6 +92,24 @@ int bzimage_parse(const uint8_t *buf, size_t len, struct bzimage *bz, const char
 	bz->cmdline_size = le32(buf + HDR_CMDLINE_SIZE);
 	bz->pref_address = le64(buf + HDR_PREF_ADDRESS);
 	bz->init_size = le32(buf + HDR_INIT_SIZE);
+	return 0;
+}
+
+int bzimage_kernel_version(const uint8_t *buf, size_t len, const char **s, size_t *max,
+			   const char **why)
+{
+	uint16_t proto, off;
+
+	if (len < HDR_KERNEL_VERSION + 2 || memcmp(buf + HDR_HEADER, "HdrS", 4))
+		return -ENOENT;
+	proto = le16(buf + HDR_VERSION);
+	off = le16(buf + HDR_KERNEL_VERSION);
+	if (proto < 0x0200 || !off || (size_t)off + HDR_JUMP >= len) {
+		*why = "bzImage has no kernel_version string in its setup header";
+		return -ENOEXEC;
+	}
+	*s = (const char *)buf + off + HDR_JUMP;
+	*max = len - off - HDR_JUMP;
 	return 0;
 }
 

@@ -19,6 +19,77 @@ bool elf_is_elf(const uint8_t *buf, size_t len)
 	return len >= SELFMAG && !memcmp(buf, ELFMAG, SELFMAG);
 }
 
+bool elf_is_elf64le(const uint8_t *buf, size_t len)
+{
+	return len >= sizeof(Elf64_Ehdr) && elf_is_elf(buf, len) && buf[EI_CLASS] == ELFCLASS64 &&
+	       buf[EI_DATA] == ELFDATA2LSB;
+}
+
+int elf_is_static(const uint8_t *buf, size_t len)
+{
+	Elf64_Ehdr eh;
+
+	if (!elf_is_elf64le(buf, len))
+		return -ENOEXEC;
+	memcpy(&eh, buf, sizeof(eh));
+	if (eh.e_machine != EM_X86_64 || eh.e_phentsize < sizeof(Elf64_Phdr) || eh.e_phoff > len ||
+	    (uint64_t)eh.e_phnum * eh.e_phentsize > len - eh.e_phoff)
+		return -ENOEXEC;
+	for (unsigned i = 0; i < eh.e_phnum; i++) {
+		uint32_t type;
+
+		memcpy(&type, buf + eh.e_phoff + (uint64_t)i * eh.e_phentsize, sizeof(type));
+		if (type == PT_INTERP)
+			return 0;
+	}
+	return 1;
+}
+
+int elf_section(const uint8_t *buf, size_t len, const char *name, const uint8_t **data,
+		size_t *size)
+{
+	size_t nlen = strlen(name) + 1;
+	Elf64_Ehdr eh;
+	Elf64_Shdr str, sh;
+
+	*data = NULL;
+	*size = 0;
+	if (!elf_is_elf64le(buf, len))
+		return -ENOEXEC;
+	memcpy(&eh, buf, sizeof(eh));
+	if (eh.e_shentsize < sizeof(Elf64_Shdr) || eh.e_shoff > len ||
+	    (uint64_t)eh.e_shnum * eh.e_shentsize > len - eh.e_shoff || eh.e_shstrndx >= eh.e_shnum)
+		return -ENOEXEC;
+	memcpy(&str, buf + eh.e_shoff + (uint64_t)eh.e_shstrndx * eh.e_shentsize, sizeof(str));
+	if (str.sh_offset > len || str.sh_size > len - str.sh_offset)
+		return -ENOEXEC;
+	for (unsigned i = 0; i < eh.e_shnum; i++) {
+		memcpy(&sh, buf + eh.e_shoff + (uint64_t)i * eh.e_shentsize, sizeof(sh));
+		if (sh.sh_name >= str.sh_size || str.sh_size - sh.sh_name < nlen ||
+		    memcmp(buf + str.sh_offset + sh.sh_name, name, nlen))
+			continue;
+		if (sh.sh_offset > len || sh.sh_size > len - sh.sh_offset)
+			return -ENOEXEC;
+		*data = buf + sh.sh_offset;
+		*size = sh.sh_size;
+		return 0;
+	}
+	return 0;
+}
+
+int elf_linux_version(const uint8_t *buf, size_t len, const char **s, size_t *max)
+{
+	static const char banner[] = "Linux version ";
+	const uint8_t *p = memmem(buf, len, banner, sizeof(banner) - 1);
+
+	if (!p)
+		return -ENOENT;
+	p += sizeof(banner) - 1;
+	*s = (const char *)p;
+	*max = len - (size_t)(p - buf);
+	return 0;
+}
+
 /* Header checks; *ph gets the program header table (bounds-checked). */
 static int elf_check(const uint8_t *buf, size_t len, const Elf64_Phdr **ph, const char **why)
 {

@@ -480,6 +480,128 @@ static void test_elf_bad(void **state)
 	free(r.buf);
 }
 
+/* The kernel release a bzImage's setup header names (what the initramfs builder needs). */
+static void test_bzimage_kernel_version(void **state)
+{
+	uint8_t payload[64] = { 0x1f, 0x8b };
+	static const char rel[] = "6.1.0-99-test (me@host) #1";
+	const char *why = NULL, *s = NULL;
+	size_t len, max = 0;
+	uint8_t *b = make_bzimage(payload, sizeof(payload), &len);
+	uint16_t off;
+
+	(void)state;
+	/* a header without the string */
+	assert_int_equal(bzimage_kernel_version(b, len, &s, &max, &why), -ENOEXEC);
+	assert_non_null(strstr(why, "no kernel_version"));
+	/* kernel_version: an offset from 0x200 */
+	off = 0x100;
+	memcpy(b + 0x20e, &off, 2);
+	memcpy(b + 0x300, rel, sizeof(rel));
+	assert_int_equal(bzimage_kernel_version(b, len, &s, &max, &why), 0);
+	assert_ptr_equal(s, (const char *)b + 0x300);
+	assert_int_equal(max, len - 0x300);
+	/* only "HdrS" is needed: no boot flag, and far too short to boot */
+	b[0x1fe] = 0;
+	assert_int_equal(bzimage_kernel_version(b, 0x301, &s, &max, &why), 0);
+	assert_int_equal(max, 1);
+	/* the string at or past the end of the file; a protocol before 2.00 */
+	assert_int_equal(bzimage_kernel_version(b, 0x300, &s, &max, &why), -ENOEXEC);
+	b[0x207] = 0x01;
+	assert_int_equal(bzimage_kernel_version(b, len, &s, &max, &why), -ENOEXEC);
+	/* no setup header: not a bzImage */
+	assert_int_equal(bzimage_kernel_version(b, 0x20f, &s, &max, &why), -ENOENT);
+	memcpy(b + 0x202, "HdrX", 4);
+	assert_int_equal(bzimage_kernel_version(b, len, &s, &max, &why), -ENOENT);
+	free(b);
+}
+
+/*
+ * A relocatable ELF64 (a kernel module's shape) at out + shift (shift: a misaligned copy
+ * is read as well): sections null, .modinfo, .shstrtab. Its length.
+ */
+static size_t make_module(uint8_t *out, size_t shift)
+{
+	static const char info[] = "license=GPL\0depends=virtio";
+	static const char names[] = "\0.modinfo\0.shstrtab";
+	_Alignas(8) uint8_t b[1024] = { 0 };
+	Elf64_Ehdr *eh = (Elf64_Ehdr *)b;
+	Elf64_Shdr sh[3] = { 0 };
+	size_t info_off = 64, names_off = info_off + sizeof(info), sh_off = 256;
+
+	elf_header_init(eh, 0, 0);
+	eh->e_type = ET_REL;
+	eh->e_phoff = 0;
+	eh->e_shoff = sh_off;
+	eh->e_shentsize = sizeof(Elf64_Shdr);
+	eh->e_shnum = 3;
+	eh->e_shstrndx = 2;
+	memcpy(b + info_off, info, sizeof(info));
+	memcpy(b + names_off, names, sizeof(names));
+	sh[1].sh_name = 1;
+	sh[1].sh_offset = info_off;
+	sh[1].sh_size = sizeof(info);
+	sh[2].sh_name = 10;
+	sh[2].sh_offset = names_off;
+	sh[2].sh_size = sizeof(names);
+	memcpy(b + sh_off, sh, sizeof(sh));
+	memcpy(out + shift, b, sh_off + sizeof(sh));
+	return sh_off + sizeof(sh);
+}
+
+/* What the initramfs builder asks of an ELF: 64-bit LE, static, a section, the banner. */
+static void test_elf_inspect(void **state)
+{
+	uint8_t buf[1024 + 8], *m = buf + 1, *elf;
+	const uint8_t *data;
+	const char *s;
+	size_t len, elen, size, max;
+	Elf64_Phdr *ph;
+	uint16_t v;
+
+	(void)state;
+	/* sections, read from a misaligned copy */
+	len = make_module(buf, 1);
+	assert_true(elf_is_elf64le(m, len));
+	assert_int_equal(elf_section(m, len, ".modinfo", &data, &size), 0);
+	assert_ptr_equal(data, m + 64);
+	assert_int_equal(size, sizeof("license=GPL\0depends=virtio"));
+	assert_int_equal(elf_section(m, len, ".modinf", &data, &size), 0);
+	assert_null(data);
+	assert_int_equal(size, 0);
+	assert_int_equal(elf_section(m, len, ".shstrtab", &data, &size), 0);
+	assert_non_null(data);
+	/* the section, the section headers or the names outside the file; not an ELF64 LE */
+	assert_int_equal(elf_section(m, 64 + 10, ".modinfo", &data, &size), -ENOEXEC);
+	assert_int_equal(elf_section(m, len - 1, ".modinfo", &data, &size), -ENOEXEC);
+	v = 3;
+	memcpy(m + offsetof(Elf64_Ehdr, e_shstrndx), &v, 2);
+	assert_int_equal(elf_section(m, len, ".modinfo", &data, &size), -ENOEXEC);
+	m[EI_DATA] = ELFDATA2MSB;
+	assert_false(elf_is_elf64le(m, len));
+	assert_int_equal(elf_section(m, len, ".modinfo", &data, &size), -ENOEXEC);
+	assert_false(elf_is_elf64le(m, 63));
+	assert_int_equal(elf_is_static(m, len), -ENOEXEC);
+
+	/* static or dynamic */
+	elf = make_elf(4096, KERNEL_PADDR, true, &elen);
+	assert_int_equal(elf_is_static(elf, elen), 1);
+	ph = (Elf64_Phdr *)(elf + sizeof(Elf64_Ehdr));
+	ph[1].p_type = PT_INTERP;
+	assert_int_equal(elf_is_static(elf, elen), 0);
+	assert_int_equal(elf_is_static(elf, sizeof(Elf64_Ehdr) + 60), -ENOEXEC);
+	((Elf64_Ehdr *)elf)->e_machine = EM_AARCH64;
+	assert_int_equal(elf_is_static(elf, elen), -ENOEXEC);
+
+	/* the "Linux version" banner */
+	assert_int_equal(elf_linux_version(elf, elen, &s, &max), -ENOENT);
+	memcpy(elf + 3000, "Linux version 6.9.1-custom (me@host)", 36);
+	assert_int_equal(elf_linux_version(elf, elen, &s, &max), 0);
+	assert_ptr_equal(s, (const char *)elf + 3014);
+	assert_int_equal(max, elen - 3014);
+	free(elf);
+}
+
 static void test_e820(void **state)
 {
 	struct e820_entry e[BOOT_E820_MAX];
@@ -766,6 +888,8 @@ int main(void)
 		cmocka_unit_test(test_kernel_load_cache),
 		cmocka_unit_test(test_kernel_fallback),
 		cmocka_unit_test(test_elf_bad),
+		cmocka_unit_test(test_bzimage_kernel_version),
+		cmocka_unit_test(test_elf_inspect),
 		cmocka_unit_test(test_e820),
 		cmocka_unit_test(test_cmdline),
 		cmocka_unit_test(test_boot_params),
