@@ -1,6 +1,7 @@
 # lazyblk — top-level build.  `make` builds build/lazyblk; `make test` runs every test;
 # `make test SAN=1` runs them under ASan+UBSan; `make run` runs the built-in sample.
 CC      ?= gcc
+OBJCOPY ?= objcopy
 SAN     ?= 0
 # libcurl and libarchive are loaded at first use (common/dl.h): headers only for the binary.
 PKGS    := liburing libzstd libcrypto json-c zlib liblzma liblz4
@@ -27,19 +28,25 @@ TEST_LIBS  = $(shell pkg-config --libs $(DL_PKGS))
 CFLAGS  += -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -pthread -MMD -MP $(SANFLAGS)
 LDFLAGS += -pthread $(SANFLAGS)
 
-MODULES := common cas ext4gen blkd vmm-glue
+MODULES := common cas ext4gen blkd vmm-glue vmm-glue/initramfs
+# the initramfs's built-in files, assembled (see "the initramfs's built-in files" below)
+INITRAMFS_DIR := vmm-glue/initramfs
+INITRAMFS_GEN := $(BUILD)/gen/initramfs
+INITRAMFS_SH := $(INITRAMFS_DIR)/init.sh $(INITRAMFS_DIR)/stage2.sh
+INITRAMFS_HELPERS := $(INITRAMFS_GEN)/lazyblk-outb $(INITRAMFS_GEN)/lazyblk-exec
+INITRAMFS_EMBED := $(BUILD)/obj/$(INITRAMFS_DIR)/embed.o
 LIB_SRCS := $(foreach m,$(MODULES),$(wildcard $(m)/*.c))
 CLI_SRCS := $(wildcard cli/*.c)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 
-LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o) $(INITRAMFS_EMBED)
 CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/obj/%.o)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
 # tests/tools/linkem: a loopback link emulator (docs/linkem.md), standalone, no library code
 LINKEM := $(BUILD)/tools/linkem
 
-.PHONY: all deps test unit integration run clean bench bench-cold
+.PHONY: all deps test unit integration run clean bench bench-cold check-sh
 all: $(BUILD)/lazyblk $(LINKEM)
 
 deps:
@@ -66,7 +73,7 @@ unit: $(UNIT_BINS)
 integration: $(BUILD)/lazyblk
 	@LAZYBLK=$(abspath $(BUILD)/lazyblk) tests/run-integration.sh
 
-test: $(BUILD)/lazyblk $(UNIT_BINS)
+test: check-sh $(BUILD)/lazyblk $(UNIT_BINS)
 	@tests/run-unit.sh $(UNIT_BINS)
 	@LAZYBLK=$(abspath $(BUILD)/lazyblk) tests/run-integration.sh
 
@@ -91,6 +98,22 @@ bench-cold: $(BUILD)/lazyblk
 
 clean:
 	rm -rf build
+
+# ---- the initramfs's built-in files (vmm-glue/initramfs/internal.h): the guest's scripts,
+# checked by shellcheck (`make check-sh`, part of `make test`), and two helpers written in
+# assembly as whole tiny ELF executables (tiny_elf.h: the .text section is the file). embed.S
+# puts them into the library with .incbin; as does not track those, so they are listed here.
+# (INITRAMFS_* are set at the top: LIB_OBJS needs them.)
+$(INITRAMFS_GEN)/lazyblk-%: $(INITRAMFS_DIR)/helper_%.S $(INITRAMFS_DIR)/tiny_elf.h
+	@mkdir -p $(dir $@)
+	$(CC) -c -Wa,--fatal-warnings -o $@.o $<
+	$(OBJCOPY) -O binary -j .text $@.o $@
+$(INITRAMFS_EMBED): $(INITRAMFS_DIR)/embed.S $(INITRAMFS_SH) $(INITRAMFS_HELPERS) | deps
+	@mkdir -p $(dir $@)
+	$(CC) -c -Wa,--fatal-warnings -Wa,-I$(INITRAMFS_GEN) -o $@ $<
+check-sh: | deps
+	shellcheck $(INITRAMFS_SH)
+# ---- end of the initramfs's built-in files
 
 # ---- the freestanding test guest for the built-in VMM (tests/guest/README.md): an ELF64 at
 # physical 2 MiB with a Linux 64-bit boot protocol entry and a PVH note; no libc, no SSE.

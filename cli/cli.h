@@ -122,7 +122,7 @@ int cli_write_stats_json(struct blkd_engine *e, const char *path);
  * for the initramfs (run, initramfs). *found: the manifest has one. Prints one line on error.
  */
 #include <stdbool.h>
-struct initramfs_image_config;
-int cli_image_config_load(const char *manifest, struct initramfs_image_config *cfg, bool *found);
+struct oci_config;
+int cli_image_config_load(const char *manifest, struct oci_config *cfg, bool *found);
 
 #endif

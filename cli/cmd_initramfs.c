@@ -63,7 +63,7 @@ int cmd_initramfs(int argc, char **argv)
 		{ 0 },
 	};
 	struct initramfs_opts o = { 0 };
-	struct initramfs_image_config img = { 0 };
+	struct oci_config img = { 0 };
 	const char *manifest = NULL, *out = NULL, **env = NULL;
 	char path[PATH_MAX], err[512];
 	int c, rc = 1;
@@ -141,7 +141,7 @@ int cmd_initramfs(int argc, char **argv)
 	}
 	rc = 0;
 out:
-	initramfs_config_free(&img);
+	oci_config_free(&img);
 	free(env);
 	return rc;
 }

@@ -149,7 +149,7 @@ static int run_initramfs(struct run_args *a, char *path, size_t len)
 		.err = err,
 		.err_len = sizeof(err),
 	};
-	struct initramfs_image_config img = { 0 };
+	struct oci_config img = { 0 };
 	bool found = false;
 	int ret;
 
@@ -165,7 +165,7 @@ static int run_initramfs(struct run_args *a, char *path, size_t len)
 		log_error("initramfs: %s", err[0] ? err : strerror(-ret));
 	else
 		log_info("initramfs %s (ready at %.1f ms)", path, clock_ms_since(&a->vo.t0));
-	initramfs_config_free(&img);
+	oci_config_free(&img);
 	return ret;
 }
 

@@ -10,9 +10,9 @@
 #include "../blkd/engine.h"
 #include "../cas/chunk.h"
 #include "../cas/manifest.h"
+#include "../cas/oci_config.h"
 #include "../cas/source.h"
 #include "../common/size.h"
-#include "../vmm-glue/initramfs.h"
 #include "cli.h"
 
 int cli_usage_error(const char *fmt, ...)
@@ -107,7 +107,7 @@ int cli_remote_option(struct cli_remote *r, int c, const char *arg)
 	return 0;
 }
 
-int cli_image_config_load(const char *manifest, struct initramfs_image_config *cfg, bool *found)
+int cli_image_config_load(const char *manifest, struct oci_config *cfg, bool *found)
 {
 	struct manifest *m;
 	const char *why = NULL;
@@ -119,8 +119,8 @@ int cli_image_config_load(const char *manifest, struct initramfs_image_config *c
 		return r;
 	}
 	if (m->hdr->config_len) {
-		r = initramfs_config_parse(manifest_str(m, m->hdr->config_off), m->hdr->config_len,
-					   cfg, &why);
+		r = oci_config_parse(manifest_str(m, m->hdr->config_off), m->hdr->config_len, cfg,
+				     &why);
 		if (r)
 			log_error("%s: %s", manifest, why);
 		else

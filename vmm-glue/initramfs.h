@@ -8,13 +8,14 @@
  *   /init                  busybox sh script (the supervisor, stays PID 1; see below)
  *   /bin/busybox + applet symlinks       a static busybox (default /bin/busybox of
  *                          busybox-static; a dynamically linked one is refused)
- *   /bin/lazyblk-outb      tiny static helper: writes one byte from stdin to port 0x441
- *                          (the exit-status port; Debian kernels have no /dev/port)
+ *   /bin/lazyblk-outb      tiny static helper: stdin's 3 bytes (port, le16; value) →
+ *                          outb: the boot timer (0x440) and the exit status (0x441);
+ *                          Debian kernels have no /dev/port
  *   /bin/lazyblk-exec      tiny static helper: UID GID PATH ARGV0 ARGS... →
  *                          setgroups(0), setgid, setuid, execve(PATH, [ARGV0, ARGS...])
- *   /lib/modules/VER/NN-name.ko   the virtio modules (+ their dependencies and soft
- *                          pre-dependencies, + ext4 when it is a module), decompressed,
- *                          numbered in load order; /etc/lazyblk/modules lists them
+ *   /lib/modules/VER/name.ko   the virtio modules (+ their dependencies and soft
+ *                          pre-dependencies, + ext4 when it is a module), decompressed;
+ *                          /etc/lazyblk/modules lists them in load order
  *   /etc/lazyblk/config    root device, fstype, console, workdir, user (sh assignments)
  *   /etc/lazyblk/cmd       the command as `set -- 'arg' ...` (single-quoted words)
  *   /etc/lazyblk/env       the environment as `export 'K=V'` lines
@@ -32,6 +33,10 @@
  * `lazyblk-exit: N` on the console, writes N to port 0x441, and `reboot -f` (the kernel
  * command line should carry `reboot=k`: the VMM ends the VM on the i8042 reset; QEMU needs
  * -no-reboot). If /init fails before the command runs, N is 125.
+ *
+ * The sources are in vmm-glue/initramfs/ (internal.h lists them): /init and stage 2 are
+ * init.sh and stage2.sh there, the helpers helper_outb.S and helper_exec.S, all built into
+ * lazyblk.
  */
 #ifndef LZ_VMM_INITRAMFS_H
 #define LZ_VMM_INITRAMFS_H
@@ -39,25 +44,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* The parts of an OCI image config ("config" of the manifest) that matter for running. */
-struct initramfs_image_config {
-	char **entrypoint;
-	size_t n_entrypoint;
-	char **cmd;
-	size_t n_cmd;
-	char **env;             /* "KEY=VALUE" */
-	size_t n_env;
-	char *workdir;          /* NULL: "/" */
-	char *user;             /* NULL: root; "uid", "uid:gid", "name", "name:group" */
-};
-
-/*
- * Parse an OCI image config JSON (the whole config, {"config": {...}}, or the inner object).
- * Returns 0, or -EINVAL with *why set. Free with initramfs_config_free.
- */
-int initramfs_config_parse(const char *json, size_t len, struct initramfs_image_config *out,
-			   const char **why);
-void initramfs_config_free(struct initramfs_image_config *c);
+#include "../cas/oci_config.h"
 
 struct initramfs_opts {
 	const char *kernel;       /* bzImage or vmlinux ELF (required): names the modules */
@@ -75,7 +62,7 @@ struct initramfs_opts {
 	/* The command: argc > 0 replaces the image's Entrypoint + Cmd (like --entrypoint). */
 	const char *const *argv;
 	size_t argc;
-	const struct initramfs_image_config *image;  /* may be NULL */
+	const struct oci_config *image;  /* may be NULL (cas/oci_config.h) */
 	const char *const *env;   /* "K=V", after the image's Env (a later K wins) */
 	size_t n_env;
 	const char *workdir;      /* NULL: the image's */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests for vmm-glue/initramfs: a fake kernel (synthetic bzImage setup header) with a
+ * Unit tests for vmm-glue/initramfs/: a fake kernel (synthetic bzImage setup header) with a
  * fake lib/modules/VER next to it (dummy ELF modules with .modinfo, some .ko.xz / .ko.zst),
  * built into a cpio that is read back with libarchive: entries, modes, module order,
  * decompression, the command's quoting, the cache, and the errors for bad inputs.
@@ -8,6 +8,8 @@
 #include "helpers.h"
 
 #include <dirent.h>
+#include <elf.h>
+#include <sys/wait.h>
 #include <archive.h>
 #include <archive_entry.h>
 #include <zstd.h>
@@ -378,6 +380,30 @@ static void test_build_contents(void **state)
 	assert_memory_equal(e->data, "\x7f" "ELF\x02\x01\x01", 7);
 	assert_true(e->len < 512);
 	assert_memory_equal(find(&r, "bin/lazyblk-exec")->data, "\x7f" "ELF", 4);
+	/* whole files (vmm-glue/initramfs/tiny_elf.h): one PT_LOAD maps all of it */
+	for (const char *const *h = (const char *const[]){ "bin/lazyblk-outb",
+							     "bin/lazyblk-exec", NULL };
+	     *h; h++) {
+		Elf64_Ehdr eh;
+		Elf64_Phdr ph;
+
+		e = find(&r, *h);
+		assert_true(e->len > sizeof(eh) + sizeof(ph));
+		memcpy(&eh, e->data, sizeof(eh));
+		memcpy(&ph, e->data + sizeof(eh), sizeof(ph));
+		assert_int_equal(eh.e_type, ET_EXEC);
+		assert_int_equal(eh.e_machine, EM_X86_64);
+		assert_int_equal(eh.e_entry, 0x400000 + sizeof(eh) + sizeof(ph));
+		assert_int_equal(eh.e_phoff, sizeof(eh));
+		assert_int_equal(eh.e_phnum, 1);
+		assert_int_equal(eh.e_shnum, 0);
+		assert_int_equal(ph.p_type, PT_LOAD);
+		assert_int_equal(ph.p_flags, PF_R | PF_X);
+		assert_int_equal(ph.p_offset, 0);
+		assert_int_equal(ph.p_vaddr, 0x400000);
+		assert_int_equal(ph.p_filesz, e->len);
+		assert_int_equal(ph.p_memsz, e->len);
+	}
 
 	/* load order: dependencies (and soft pre-dependencies) first; nothing unneeded */
 	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
@@ -423,6 +449,88 @@ static void test_build_contents(void **state)
 	}
 	assert_true(pos > 0);
 	free_cpio(&r);
+}
+
+/* Run path with argv and stdin from in (len bytes): its exit status, or -1 if it cannot run. */
+static int run_helper(const char *path, const char *const *argv, const void *in, size_t len)
+{
+	int pfd[2], st;
+	pid_t pid;
+
+	assert_int_equal(pipe(pfd), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		dup2(pfd[0], 0);
+		close(pfd[0]);
+		close(pfd[1]);
+		execv(path, (char *const *)argv);
+		_exit(errno == EACCES || errno == EPERM ? 200 : 201);
+	}
+	close(pfd[0]);
+	assert_int_equal(write(pfd[1], in, len), (ssize_t)len);
+	close(pfd[1]);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	return WEXITSTATUS(st) == 200 ? -1 : WEXITSTATUS(st);
+}
+
+/*
+ * The helpers run on the host (x86-64 Linux, as the guest): lazyblk-exec's argument checks
+ * and, as root, its exec; lazyblk-outb only where it writes no port (a short stdin).
+ */
+static void test_helpers(void **state)
+{
+	struct fx *f = *state;
+	const char *argv[] = { "/bin/true" };
+	struct initramfs_opts o = base_opts(f, argv, 1);
+	char outb[PATH_MAX], exec[PATH_MAX];
+	struct cpio_rd r;
+	const struct ent *e;
+	int rc;
+
+	if (initramfs_build(&o, f->out, sizeof(f->out)))
+		fail_msg("build: %s", f->err);
+	read_cpio(f->out, &r, false);
+	path_fmt(outb, "%s/lazyblk-outb", f->dir);
+	path_fmt(exec, "%s/lazyblk-exec", f->dir);
+	e = find(&r, "bin/lazyblk-outb");
+	write_file(outb, e->data, e->len);
+	e = find(&r, "bin/lazyblk-exec");
+	write_file(exec, e->data, e->len);
+	free_cpio(&r);
+	assert_int_equal(chmod(outb, 0755), 0);
+	assert_int_equal(chmod(exec, 0755), 0);
+
+	/* lazyblk-outb: fewer than 3 bytes on stdin: 1, no port touched */
+	rc = run_helper(outb, (const char *const[]){ "lazyblk-outb", NULL }, "\x41\x04", 2);
+	if (rc < 0)
+		skip(); /* a noexec temporary directory */
+	assert_int_equal(rc, 1);
+	/* lazyblk-exec: too few arguments, a bad UID or GID: 126 */
+	assert_int_equal(run_helper(exec, (const char *const[]){ "x", "0", "0", "/bin/true", NULL },
+				    "", 0), 126);
+	assert_int_equal(run_helper(exec, (const char *const[]){ "x", "0x1", "0", "/bin/true",
+								 "true", NULL }, "", 0), 126);
+	assert_int_equal(run_helper(exec, (const char *const[]){ "x", "0", "4294967295",
+								 "/bin/true", "true", NULL }, "", 0),
+			 126);
+	assert_int_equal(run_helper(exec, (const char *const[]){ "x", "", "0", "/bin/true", "true",
+								 NULL }, "", 0), 126);
+	if (geteuid() != 0)
+		return; /* setgroups needs CAP_SETGID: 126 from here on */
+	/* as root, to root: the program runs with its argv[0] and arguments; 127: no program */
+	assert_int_equal(run_helper(exec, (const char *const[]){ "x", "0", "0", "/bin/sh", "sh",
+								 "-c", "exit 7", NULL }, "", 0), 7);
+	assert_int_equal(run_helper(exec, (const char *const[]){ "x", "0", "0", "/bin/sh", "sh",
+								 "-c", "[ \"$0\" = a ] && [ \"$1\" = b ]",
+								 "a", "b", NULL }, "", 0), 0);
+	if (!access("/bin/busybox", X_OK)) /* argv[0] picks busybox's applet */
+		assert_int_equal(run_helper(exec, (const char *const[]){ "x", "0", "0",
+									 "/bin/busybox", "false",
+									 NULL }, "", 0), 1);
+	assert_int_equal(run_helper(exec, (const char *const[]){ "x", "0", "0", "/nonexistent",
+								 "x", NULL }, "", 0), 127);
 }
 
 static void test_cache(void **state)
@@ -584,6 +692,7 @@ static void test_bad_inputs(void **state)
 	assert_non_null(strstr(f->err, "bad environment entry '1BAD=x'"));
 }
 
+/* A command from the image config (its parsing: tests/unit/test_oci_config.c). */
 static void test_image_config(void **state)
 {
 	struct fx *f = *state;
@@ -591,18 +700,13 @@ static void test_image_config(void **state)
 		"{\"architecture\":\"amd64\",\"config\":{\"Entrypoint\":[\"/entry\",\"--flag\"],"
 		"\"Cmd\":[\"serve\",\"a b\"],\"Env\":[\"PATH=/usr/bin:/bin\",\"A=x'y\",\"bad-name=1\"],"
 		"\"WorkingDir\":\"/srv\",\"User\":\"app:staff\"}}";
-	struct initramfs_image_config c;
+	struct oci_config c;
 	struct initramfs_opts o = base_opts(f, NULL, 0);
 	const char *why = NULL;
 	struct cpio_rd r;
 	const char *data;
 
-	assert_int_equal(initramfs_config_parse(json, strlen(json), &c, &why), 0);
-	assert_int_equal(c.n_entrypoint, 2);
-	assert_int_equal(c.n_cmd, 2);
-	assert_int_equal(c.n_env, 3);
-	assert_string_equal(c.workdir, "/srv");
-	assert_string_equal(c.user, "app:staff");
+	assert_int_equal(oci_config_parse(json, strlen(json), &c, &why), 0);
 	o.image = &c;
 	o.env = (const char *const[]){ "EXTRA=1" };
 	o.n_env = 1;
@@ -628,21 +732,15 @@ static void test_image_config(void **state)
 	assert_string_equal((char *)find(&r, "etc/lazyblk/cmd")->data, "set -- '/bin/sh'\n");
 	assert_non_null(strstr((char *)find(&r, "etc/lazyblk/config")->data, "LZ_USER='0'\n"));
 	free_cpio(&r);
-	initramfs_config_free(&c);
+	oci_config_free(&c);
 
-	/* the inner object alone; an empty one; bad ones */
-	assert_int_equal(initramfs_config_parse("{\"Cmd\":[\"x\"]}", 13, &c, &why), 0);
-	assert_int_equal(c.n_cmd, 1);
-	initramfs_config_free(&c);
-	assert_int_equal(initramfs_config_parse("{}", 2, &c, &why), 0);
+	/* an empty config and no command: nothing to run */
+	assert_int_equal(oci_config_parse("{}", 2, &c, &why), 0);
 	o.image = &c;
 	o.argc = 0;
 	assert_int_equal(initramfs_build(&o, f->out, sizeof(f->out)), -EINVAL);
 	assert_non_null(strstr(f->err, "image config has no Entrypoint or Cmd"));
-	initramfs_config_free(&c);
-	assert_int_equal(initramfs_config_parse("[1]", 3, &c, &why), -EINVAL);
-	assert_int_equal(initramfs_config_parse("{\"config\":{\"Cmd\":[1]}}", 22, &c, &why), -EINVAL);
-	assert_non_null(strstr(why, "wrong type"));
+	oci_config_free(&c);
 }
 
 /* The one recipe memo in the cache directory (there must be exactly one). */
@@ -684,7 +782,7 @@ static void memo_forge(struct fx *f, const char *forged)
 }
 
 /*
- * The recipe memo (vmm-glue/initramfs_memo.h): a second build with the same inputs is
+ * The recipe memo (vmm-glue/initramfs/memo.h): a second build with the same inputs is
  * answered from it without resolving modules; any change to what the resolution read — a
  * module file, modules.builtin, a directory of the walked tree, the kernel — is a miss; a
  * damaged memo is a miss too.
@@ -743,6 +841,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_kernel_version, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_build_contents, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_helpers, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cache, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_modules_dep_and_override, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_inputs, setup, teardown),

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../common/sha256.h"
+#include "../../common/sha256.h"
 
 /* 0 and cpio (a path under dir) set on a hit; -ENOENT on any miss. */
 int initramfs_memo_lookup(const char *dir, const uint8_t recipe[SHA256_LEN], char *cpio,

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
- * Recipe memos of the initramfs builder (see initramfs_memo.h). A memo is a text file
+ * Recipe memos of the initramfs builder (see memo.h). A memo is a text file
  * DIR/recipe-HEX:
  *
  *   lazyblk-initramfs-recipe-1
  *   cpio NAME
  *   file IDENTITY PATH          (one per file or directory read; IDENTITY "-": absent)
  */
-#include "initramfs_memo.h"
+#include "memo.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -17,8 +17,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../common/digest_memo.h"
-#include "../common/fsutil.h"
+#include "../../common/digest_memo.h"
+#include "../../common/fsutil.h"
 
 #define MEMO_HEADER "lazyblk-initramfs-recipe-1\n"
 #define MEMO_MAX (1u << 20)

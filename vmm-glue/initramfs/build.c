@@ -1,0 +1,354 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * initramfs_build (initramfs.h): the inputs checked and digested, the cached cpio found by
+ * its content key — or, before any of that, by its recipe (memo.h) — else written.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../common/digest_memo.h"
+#include "../../common/fsutil.h"
+#include "../../common/sha256.h"
+#include "../boot.h"
+#include "internal.h"
+#include "memo.h"
+
+#define FORMAT_TAG "lazyblk-initramfs-v1"
+
+int initramfs_fail(const struct initramfs_opts *o, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (o->err && o->err_len) {
+		va_start(ap, fmt);
+		vsnprintf(o->err, o->err_len, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
+
+/* What one initramfs_build works with. */
+struct build {
+	const struct initramfs_opts *o;
+	const char *busybox;
+	char dir[PATH_MAX];               /* the cache directory */
+	char memo[PATH_MAX];              /* its digest memos (common/digest_memo.h) */
+	struct fs_map bb;                 /* busybox */
+	uint8_t kd[SHA256_LEN], bd[SHA256_LEN];    /* the kernel's and busybox's digests */
+	struct modset m;
+	struct guest_files f;
+	bool have_recipe;                 /* remember the result under recipe */
+	uint8_t recipe[SHA256_LEN];
+	uint8_t rkd[SHA256_LEN], rbd[SHA256_LEN]; /* the digests the recipe used */
+};
+
+/* ------------------------------------------------------------------ keys */
+
+static void key_add(struct sha256_ctx *c, const char *tag, const void *d, size_t len)
+{
+	uint64_t l = len;
+
+	sha256_update(c, tag, strlen(tag) + 1);
+	sha256_update(c, &l, sizeof(l));
+	sha256_update(c, d, len);
+}
+
+/* The built-in files (embed.S). */
+static void key_add_builtin(struct sha256_ctx *c)
+{
+	key_add(c, "init", initramfs_init_sh, initramfs_init_sh_len);
+	key_add(c, "stage2", initramfs_stage2_sh, initramfs_stage2_sh_len);
+	key_add(c, "outb", initramfs_outb_elf, initramfs_outb_elf_len);
+	key_add(c, "exec", initramfs_exec_elf, initramfs_exec_elf_len);
+}
+
+/* sha256 of a file, remembered by its identity in memo_dir (common/digest_memo.h). */
+static int file_digest(const char *memo_dir, const char *path, uint8_t d[SHA256_LEN])
+{
+	struct fs_map m;
+	int rc = fs_map_file(path, &m);
+
+	if (rc)
+		return rc;
+	rc = digest_memo_sha256(memo_dir, &m, d);
+	fs_unmap(&m);
+	return rc;
+}
+
+/*
+ * The recipe (memo.h): everything the initramfs is made from, known without reading the
+ * modules — the kernel and busybox by digest, the built-in files, the options, and the
+ * files made from them with the kernel-dependent parts (its release, its modules) left out,
+ * since the kernel's digest stands for those. -errno with o->err set when the options are
+ * unusable (the same errors the full path reports). b->rkd and b->rbd: the digests it used.
+ */
+static int recipe_digest(struct build *b)
+{
+	const struct initramfs_opts *o = b->o;
+	struct modset none = { 0 };
+	struct guest_files f = { 0 };
+	struct sha256_ctx *c = NULL;
+	int rc;
+
+	rc = file_digest(b->memo, o->kernel, b->rkd);
+	if (!rc)
+		rc = file_digest(b->memo, b->busybox, b->rbd);
+	if (!rc)
+		rc = guest_files_make(o, &none, &f);
+	if (!rc && !(c = sha256_new()))
+		rc = -ENOMEM;
+	if (!rc) {
+		key_add(c, "recipe", FORMAT_TAG, sizeof(FORMAT_TAG));
+		key_add(c, "kernel", b->rkd, SHA256_LEN);
+		key_add(c, "busybox", b->rbd, SHA256_LEN);
+		key_add(c, "modules-dir", o->modules_dir ? o->modules_dir : "",
+			o->modules_dir ? strlen(o->modules_dir) : 0);
+		key_add_builtin(c);
+		key_add(c, "config", f.config.p, f.config.len);
+		key_add(c, "cmd", f.cmd.p, f.cmd.len);
+		key_add(c, "env", f.env.p, f.env.len);
+		key_add(c, "gzip", o->gzip ? "1" : "0", 1);
+		rc = sha256_final(c, b->recipe);
+	}
+	sha256_free(c);
+	guest_files_free(&f);
+	return rc;
+}
+
+/*
+ * Remember the recipe's result: the cpio at path, made from the modules in b->m after a
+ * resolution that looked at b->m.watch.
+ */
+static void recipe_remember(const struct build *b, const char *path)
+{
+	const struct modset *m = &b->m;
+	size_t n = m->n_watch + m->n_order;
+	const char **paths = calloc(n + 1, sizeof(*paths));
+	const char **ids = calloc(n + 1, sizeof(*ids));
+	const char *base = strrchr(path, '/');
+
+	if (paths && ids && base) {
+		for (size_t i = 0; i < m->n_watch; i++) {
+			paths[i] = m->watch[i].path;
+			ids[i] = m->watch[i].id;
+		}
+		for (size_t i = 0; i < m->n_order; i++) {
+			paths[m->n_watch + i] = m->order[i]->path;
+			ids[m->n_watch + i] = m->order[i]->id;
+		}
+		initramfs_memo_store(b->dir, b->recipe, base + 1, paths, ids, n);
+	}
+	free(paths);
+	free(ids);
+}
+
+/* The content key: the digest of everything the cpio holds. */
+static int content_key(struct build *b, uint8_t key[SHA256_LEN])
+{
+	const struct modset *m = &b->m;
+	struct sha256_ctx *c = sha256_new();
+	int rc;
+
+	if (!c)
+		return initramfs_fail(b->o, -ENOMEM, "out of memory");
+	key_add(c, "format", FORMAT_TAG, sizeof(FORMAT_TAG));
+	key_add(c, "kernel", b->kd, SHA256_LEN);
+	key_add(c, "busybox", b->bd, SHA256_LEN);
+	for (size_t i = 0; i < m->n_order; i++) {
+		key_add(c, "module", m->order[i]->name, strlen(m->order[i]->name));
+		key_add(c, "module-data", m->order[i]->data, m->order[i]->len);
+	}
+	key_add_builtin(c);
+	key_add(c, "config", b->f.config.p, b->f.config.len);
+	key_add(c, "cmd", b->f.cmd.p, b->f.cmd.len);
+	key_add(c, "env", b->f.env.p, b->f.env.len);
+	key_add(c, "modules", b->f.modules.p, b->f.modules.len);
+	key_add(c, "gzip", b->o->gzip ? "1" : "0", 1);
+	rc = sha256_final(c, key);
+	sha256_free(c);
+	if (rc)
+		return initramfs_fail(b->o, rc, "sha256: %s", strerror(-rc));
+	return 0;
+}
+
+/* ------------------------------------------------------------------ inputs */
+
+static int cache_dir(const struct initramfs_opts *o, char *dir, size_t len)
+{
+	const char *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
+
+	if (o->cache_dir)
+		snprintf(dir, len, "%s", o->cache_dir);
+	else if (x && x[0] == '/')
+		snprintf(dir, len, "%s/lazyblk/initramfs", x);
+	else if (h && h[0] == '/')
+		snprintf(dir, len, "%s/.cache/lazyblk/initramfs", h);
+	else
+		snprintf(dir, len, "/var/tmp/lazyblk-initramfs-%u", (unsigned)getuid());
+	return fs_mkdir_p(dir, 0755);
+}
+
+/* The kernel: its release (b->m.ver) and its digest (b->kd). */
+static int kernel_read(struct build *b)
+{
+	const struct initramfs_opts *o = b->o;
+	struct fs_map kern;
+	const char *why = NULL;
+	int rc = fs_map_file(o->kernel, &kern);
+
+	if (rc)
+		return initramfs_fail(o, rc, "%s: %s", o->kernel, strerror(-rc));
+	rc = kernel_release(kern.data, kern.len, b->m.ver, sizeof(b->m.ver), &why);
+	if (rc) {
+		initramfs_fail(o, rc, "%s: %s", o->kernel, why);
+	} else {
+		rc = digest_memo_sha256(b->memo, &kern, b->kd);
+		if (rc)
+			initramfs_fail(o, rc, "sha256: %s", strerror(-rc));
+	}
+	fs_unmap(&kern);
+	return rc;
+}
+
+/* busybox: mapped (b->bb), a static x86-64 executable, its digest (b->bd). */
+static int busybox_read(struct build *b)
+{
+	const struct initramfs_opts *o = b->o;
+	int rc = fs_map_file(b->busybox, &b->bb);
+
+	if (rc)
+		return initramfs_fail(o, rc, "%s: %s (install busybox-static)", b->busybox,
+				      strerror(-rc));
+	switch (elf_is_static(b->bb.data, b->bb.len)) {
+	case 1:
+		break;
+	case 0:
+		return initramfs_fail(o, -EINVAL, "%s is dynamically linked: the initramfs needs "
+				      "a static busybox (install busybox-static)", b->busybox);
+	default:
+		return initramfs_fail(o, -ENOEXEC, "%s is not an x86-64 ELF executable",
+				      b->busybox);
+	}
+	rc = digest_memo_sha256(b->memo, &b->bb, b->bd);
+	if (rc)
+		return initramfs_fail(o, rc, "sha256: %s", strerror(-rc));
+	return 0;
+}
+
+/* ------------------------------------------------------------------ building */
+
+/* Write the cpio to path (a temporary file first, renamed into place once complete). */
+static int cpio_store(struct build *b, const char *path)
+{
+	const struct initramfs_opts *o = b->o;
+	char tmp[PATH_MAX + 16];
+	int rc, fd;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path);
+	fd = mkstemp(tmp);
+	if (fd < 0)
+		return initramfs_fail(o, -errno, "%s: %s", tmp, strerror(errno));
+	rc = image_write(o, fd, &b->m, b->bb.data, b->bb.len, &b->f);
+	if (!rc && (fchmod(fd, 0644) || fsync(fd)))
+		rc = initramfs_fail(o, -errno, "%s: %s", tmp, strerror(errno));
+	if (!rc && rename(tmp, path))
+		rc = initramfs_fail(o, -errno, "%s: %s", path, strerror(errno));
+	if (rc)
+		unlink(tmp);
+	close(fd);
+	return rc;
+}
+
+/* The full path: read everything, find the cpio by its content key or write it. */
+static int build_full(struct build *b, char *out_path, size_t out_len)
+{
+	const struct initramfs_opts *o = b->o;
+	uint8_t key[SHA256_LEN];
+	char hex[SHA256_HEX_LEN + 1], path[PATH_MAX];
+	struct stat st;
+	int rc;
+
+	rc = kernel_read(b);
+	if (!rc)
+		rc = busybox_read(b);
+	if (rc)
+		return rc;
+	/* a kernel or busybox replaced since the recipe was made: do not remember it */
+	if (memcmp(b->kd, b->rkd, SHA256_LEN) || memcmp(b->bd, b->rbd, SHA256_LEN))
+		b->have_recipe = false;
+	if (!o->modules_dir || strcmp(o->modules_dir, "none")) {
+		rc = modset_resolve(o, &b->m, o->root_fstype ? o->root_fstype : "ext4");
+		if (rc)
+			return rc;
+	}
+	rc = guest_files_make(o, &b->m, &b->f);
+	if (!rc)
+		rc = content_key(b, key);
+	if (rc)
+		return rc;
+	sha256_to_hex(key, hex);
+	if (snprintf(path, sizeof(path), "%s/%s.cpio%s", b->dir, hex, o->gzip ? ".gz" : "") >=
+	    (int)sizeof(path))
+		return initramfs_fail(o, -ENAMETOOLONG, "cache directory name too long");
+	if (strlen(path) >= out_len)
+		return initramfs_fail(o, -ENAMETOOLONG, "output path buffer too small");
+	/* not there yet (or empty): write it */
+	if (stat(path, &st) || !S_ISREG(st.st_mode) || st.st_size <= 0) {
+		rc = cpio_store(b, path);
+		if (rc)
+			return rc;
+	}
+	snprintf(out_path, out_len, "%s", path);
+	if (b->have_recipe)
+		recipe_remember(b, path);
+	return 0;
+}
+
+int initramfs_build(const struct initramfs_opts *o, char *out_path, size_t out_len)
+{
+	struct build *b;
+	char path[PATH_MAX];
+	int rc;
+
+	if (o->err && o->err_len)
+		o->err[0] = 0;
+	if (!o->kernel)
+		return initramfs_fail(o, -EINVAL, "no kernel given");
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return initramfs_fail(o, -ENOMEM, "out of memory");
+	b->o = o;
+	b->busybox = o->busybox ? o->busybox : "/bin/busybox";
+	rc = cache_dir(o, b->dir, sizeof(b->dir));
+	if (!rc)
+		rc = digest_memo_dir(b->dir, b->memo, sizeof(b->memo));
+	if (rc) {
+		rc = initramfs_fail(o, rc, "cache directory %s: %s", b->dir, strerror(-rc));
+		goto out;
+	}
+	/* the fast path: a recipe seen before whose inputs are all unchanged */
+	if (!recipe_digest(b)) {
+		b->have_recipe = true;
+		if (!initramfs_memo_lookup(b->dir, b->recipe, path, sizeof(path))) {
+			if (strlen(path) >= out_len)
+				rc = initramfs_fail(o, -ENAMETOOLONG, "output path buffer too small");
+			else
+				snprintf(out_path, out_len, "%s", path);
+			goto out;
+		}
+	}
+	if (o->err && o->err_len)
+		o->err[0] = 0; /* the full path says what is wrong, if anything */
+	rc = build_full(b, out_path, out_len);
+out:
+	fs_unmap(&b->bb);
+	guest_files_free(&b->f);
+	modset_free(&b->m);
+	free(b);
+	return rc;
+}
