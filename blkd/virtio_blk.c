@@ -2,7 +2,6 @@
 /* blkd/virtio_blk: virtio-blk requests on a backend, shared by every virtio transport. */
 #include "virtio_blk.h"
 
-#include <endian.h>
 #include <errno.h>
 #include <stddef.h>
 #include <string.h>
@@ -10,6 +9,7 @@
 #include <linux/virtio_blk.h>
 #include <linux/virtio_config.h>
 
+#include "../common/le.h"
 #include "engine.h"
 
 #define SECTOR 512u
@@ -21,24 +21,6 @@
 
 _Static_assert(offsetof(struct virtio_blk_config, unused1) + 3 == VBLK_CONFIG_SIZE,
 	       "config layout");
-
-static void put_le16(uint8_t *p, uint16_t v)
-{
-	v = htole16(v);
-	memcpy(p, &v, 2);
-}
-
-static void put_le32(uint8_t *p, uint32_t v)
-{
-	v = htole32(v);
-	memcpy(p, &v, 4);
-}
-
-static void put_le64(uint8_t *p, uint64_t v)
-{
-	v = htole64(v);
-	memcpy(p, &v, 8);
-}
 
 #define CFG(d, field) ((d)->config + offsetof(struct virtio_blk_config, field))
 
@@ -71,17 +53,17 @@ int vblk_dev_init(struct vblk_dev *d, const struct vblk_backend *disk, unsigned 
 		f |= BIT(VIRTIO_BLK_F_MQ);
 	d->features = f;
 
-	put_le64(CFG(d, capacity), disk->size / SECTOR);
-	put_le32(CFG(d, seg_max), VBLK_SEG_MAX);
-	put_le32(CFG(d, blk_size), SECTOR);
+	le64_put(CFG(d, capacity), disk->size / SECTOR);
+	le32_put(CFG(d, seg_max), VBLK_SEG_MAX);
+	le32_put(CFG(d, blk_size), SECTOR);
 	*CFG(d, physical_block_exp) = 3;                 /* 4096-byte physical blocks */
-	put_le16(CFG(d, min_io_size), BLKD_BLOCK / SECTOR);
-	put_le16(CFG(d, num_queues), (uint16_t)num_queues);
-	put_le32(CFG(d, max_discard_sectors), VBLK_MAX_DISCARD_SECTORS);
-	put_le32(CFG(d, max_discard_seg), VBLK_DISCARD_SEG_MAX);
-	put_le32(CFG(d, discard_sector_alignment), BLKD_BLOCK / SECTOR);
-	put_le32(CFG(d, max_write_zeroes_sectors), VBLK_MAX_DISCARD_SECTORS);
-	put_le32(CFG(d, max_write_zeroes_seg), VBLK_DISCARD_SEG_MAX);
+	le16_put(CFG(d, min_io_size), BLKD_BLOCK / SECTOR);
+	le16_put(CFG(d, num_queues), (uint16_t)num_queues);
+	le32_put(CFG(d, max_discard_sectors), VBLK_MAX_DISCARD_SECTORS);
+	le32_put(CFG(d, max_discard_seg), VBLK_DISCARD_SEG_MAX);
+	le32_put(CFG(d, discard_sector_alignment), BLKD_BLOCK / SECTOR);
+	le32_put(CFG(d, max_write_zeroes_sectors), VBLK_MAX_DISCARD_SECTORS);
+	le32_put(CFG(d, max_write_zeroes_seg), VBLK_DISCARD_SEG_MAX);
 	*CFG(d, write_zeroes_may_unmap) = 1;
 	return 0;
 }
@@ -286,12 +268,9 @@ static uint8_t do_dwz(struct vblk_dev *d, const struct vring_chain *c, bool wz)
 			int ret;
 
 			cursor_copy(&k, s, DWZ_LEN, false);
-			memcpy(&sector, s, 8);
-			memcpy(&nsect, s + 8, 4);
-			memcpy(&flags, s + 12, 4);
-			sector = le64toh(sector);
-			nsect = le32toh(nsect);
-			flags = le32toh(flags);
+			sector = le64_get(s);
+			nsect = le32_get(s + 8);
+			flags = le32_get(s + 12);
 			if (pass == 0) {
 				if (flags & ~allowed)
 					return VIRTIO_BLK_S_UNSUPP;
@@ -330,10 +309,8 @@ static uint8_t request_exec(struct vblk_dev *d, const struct vring_chain *c)
 		return VIRTIO_BLK_S_IOERR;
 	cursor_init(&k, c, false, 0);
 	cursor_copy(&k, hdr, HDR_LEN, false);
-	memcpy(&type, hdr, 4);
-	memcpy(&sector, hdr + 8, 8);
-	type = le32toh(type);
-	sector = le64toh(sector);
+	type = le32_get(hdr);
+	sector = le64_get(hdr + 8);
 
 	/*
 	 * Directions: a request whose data goes to the device has only the status byte

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests for common/: size parsing, sha256 helpers, UTF-8 validation, fs helpers. */
+/*
+ * Unit tests for common/: size parsing, sha256 helpers, UTF-8 validation, fs helpers,
+ * byte-order loads and stores.
+ */
 #include "helpers.h"
 
 #include <ctype.h>
@@ -12,6 +15,7 @@
 #include "../../common/fsutil.h"
 #include "../../common/hash.h"
 #include "../../common/json_out.h"
+#include "../../common/le.h"
 #include "../../common/sha256.h"
 #include "../../common/size.h"
 
@@ -505,6 +509,42 @@ static void test_hash_bytes(void **state)
 	assert_true(hash_bytes("abc", 3, 0) != hash_bytes("abc", 2, 0));
 }
 
+/* ------------------------------------------------------------------ le.h */
+
+/* Byte by byte, at an odd address, and nothing written outside the field. */
+static void test_le_be(void **state)
+{
+	static const uint8_t b[9] = { 0xee, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x88 };
+	uint8_t o[10];
+
+	(void)state;
+	assert_int_equal(le16_get(b + 1), 0x0201);
+	assert_int_equal(le32_get(b + 1), 0x04030201);
+	assert_true(le64_get(b + 1) == 0x8807060504030201ull);
+	assert_int_equal(be16_get(b + 1), 0x0102);
+	assert_int_equal(be32_get(b + 1), 0x01020304);
+	assert_true(be64_get(b + 1) == 0x0102030405060788ull);
+
+	memset(o, 0xaa, sizeof(o));
+	le16_put(o + 1, 0x0201);
+	assert_memory_equal(o, ((uint8_t[]){ 0xaa, 0x01, 0x02, 0xaa }), 4);
+	memset(o, 0xaa, sizeof(o));
+	le32_put(o + 1, 0x04030201);
+	assert_memory_equal(o, ((uint8_t[]){ 0xaa, 0x01, 0x02, 0x03, 0x04, 0xaa }), 6);
+	memset(o, 0xaa, sizeof(o));
+	le64_put(o + 1, 0x8807060504030201ull);
+	assert_memory_equal(o, ((uint8_t[]){ 0xaa, 1, 2, 3, 4, 5, 6, 7, 0x88, 0xaa }), 10);
+	memset(o, 0xaa, sizeof(o));
+	be16_put(o + 1, 0x0102);
+	assert_memory_equal(o, ((uint8_t[]){ 0xaa, 0x01, 0x02, 0xaa }), 4);
+	memset(o, 0xaa, sizeof(o));
+	be32_put(o + 1, 0x01020304);
+	assert_memory_equal(o, ((uint8_t[]){ 0xaa, 0x01, 0x02, 0x03, 0x04, 0xaa }), 6);
+	memset(o, 0xaa, sizeof(o));
+	be64_put(o + 1, 0x0102030405060788ull);
+	assert_memory_equal(o, ((uint8_t[]){ 0xaa, 1, 2, 3, 4, 5, 6, 7, 0x88, 0xaa }), 10);
+}
+
 /* Runs fn with stderr captured; returns the number of lines it printed there. */
 static int stderr_lines(int (*fn)(void *), void *arg, int *ret)
 {
@@ -649,6 +689,7 @@ int main(void)
 		cmocka_unit_test(test_fs_mkdir_p),
 		cmocka_unit_test(test_fs_dirname),
 		cmocka_unit_test(test_hash_bytes),
+		cmocka_unit_test(test_le_be),
 		cmocka_unit_test(test_digest_memo),
 		cmocka_unit_test(test_dl_load),
 		cmocka_unit_test(test_dl_curl_archive),
