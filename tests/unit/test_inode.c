@@ -99,7 +99,8 @@ static void test_field_placement(void **state)
 	assert_int_equal(le32_get(out + 0x20), 0x00080010);       /* i_flags, no HUGE_FILE */
 	assert_int_equal(le32_get(out + 0x24), 0);                /* osd1 */
 	for (int i = 0; i < 15; i++)
-		assert_int_equal(le32_get(out + 0x28 + 4 * (size_t)i), 0x01010101u * (uint32_t)(i + 1));
+		assert_int_equal(le32_get(out + 0x28 + 4 * (size_t)i),
+				 0x01010101u * (uint32_t)(i + 1));
 	assert_int_equal(le32_get(out + 0x64), 0x13579BDF);       /* i_generation */
 	assert_int_equal(le32_get(out + 0x68), 0x87654321);       /* i_file_acl_lo */
 	assert_int_equal(le32_get(out + 0x6C), 0x123);            /* i_size_high */

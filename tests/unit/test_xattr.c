@@ -658,7 +658,7 @@ static void test_exact_fit(void **state)
 		build_ok(x, 1, &l);
 		assert_true(l.has_ibody);
 		assert_false(l.has_block);
-		assert_int_equal(le16_get(l.ibody + 6), 4 + 20 + 4 - 4);   /* value right after end */
+		assert_int_equal(le16_get(l.ibody + 6), 4 + 20 + 4 - 4); /* value right after end */
 		ref_parse(l.ibody, XATTR_IBODY_SIZE, false, true, r, 2);
 	}
 	{
