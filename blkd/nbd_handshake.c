@@ -139,7 +139,7 @@ static int opt_info(struct nbd_session *s, uint32_t opt, const uint8_t *data, ui
 		return opt_error(s, opt, NBD_REP_ERR_UNKNOWN, "no such export");
 	be64_put(exp, s->x->size);
 	be16_put(exp + 8, nbd_tflags(s));
-	be32_put(bs, NBD_MIN_BLOCK);
+	be32_put(bs, BLKD_SECTOR);
 	be32_put(bs + 4, NBD_PREF_BLOCK);
 	be32_put(bs + 8, NBD_MAX_PAYLOAD);
 	ret = send_info(s, opt, NBD_INFO_EXPORT, exp, sizeof(exp));

@@ -543,7 +543,7 @@ static int check(const struct nbd_session *s, struct xreq *r)
 		return 0; /* offset and length are reserved */
 	if ((r->type == NBD_CMD_READ || r->type == NBD_CMD_WRITE) && r->len > NBD_MAX_PAYLOAD)
 		return reject(r, NBD_EINVAL, "length over the 32 MiB maximum payload");
-	if (r->off % NBD_MIN_BLOCK || r->len % NBD_MIN_BLOCK)
+	if (r->off % BLKD_SECTOR || r->len % BLKD_SECTOR)
 		return reject(r, NBD_EINVAL, "offset or length not a multiple of 512");
 	if (r->off > s->x->size || r->len > s->x->size - r->off)
 		return reject(r, writes && r->type != NBD_CMD_TRIM ? NBD_ENOSPC : NBD_EINVAL,

@@ -12,7 +12,6 @@
 #include "../common/le.h"
 #include "engine.h"
 
-#define SECTOR 512u
 #define HDR_LEN 16u   /* le32 type, le32 reserved (ioprio), le64 sector */
 #define DWZ_LEN 16u   /* le64 sector, le32 num_sectors, le32 flags */
 
@@ -30,7 +29,7 @@ int vblk_dev_init(struct vblk_dev *d, const struct vblk_backend *disk, unsigned 
 	uint64_t f;
 
 	memset(d, 0, sizeof(*d));
-	if (!disk || !disk->read || !disk->write || !disk->flush || disk->size % SECTOR ||
+	if (!disk || !disk->read || !disk->write || !disk->flush || disk->size % BLKD_SECTOR ||
 	    !num_queues || num_queues > 256)
 		return -EINVAL;
 	d->disk = disk;
@@ -53,15 +52,15 @@ int vblk_dev_init(struct vblk_dev *d, const struct vblk_backend *disk, unsigned 
 		f |= BIT(VIRTIO_BLK_F_MQ);
 	d->features = f;
 
-	le64_put(CFG(d, capacity), disk->size / SECTOR);
+	le64_put(CFG(d, capacity), disk->size / BLKD_SECTOR);
 	le32_put(CFG(d, seg_max), VBLK_SEG_MAX);
-	le32_put(CFG(d, blk_size), SECTOR);
+	le32_put(CFG(d, blk_size), BLKD_SECTOR);
 	*CFG(d, physical_block_exp) = 3;                 /* 4096-byte physical blocks */
-	le16_put(CFG(d, min_io_size), BLKD_BLOCK / SECTOR);
+	le16_put(CFG(d, min_io_size), BLKD_BLOCK / BLKD_SECTOR);
 	le16_put(CFG(d, num_queues), (uint16_t)num_queues);
 	le32_put(CFG(d, max_discard_sectors), VBLK_MAX_DISCARD_SECTORS);
 	le32_put(CFG(d, max_discard_seg), VBLK_DISCARD_SEG_MAX);
-	le32_put(CFG(d, discard_sector_alignment), BLKD_BLOCK / SECTOR);
+	le32_put(CFG(d, discard_sector_alignment), BLKD_BLOCK / BLKD_SECTOR);
 	le32_put(CFG(d, max_write_zeroes_sectors), VBLK_MAX_DISCARD_SECTORS);
 	le32_put(CFG(d, max_write_zeroes_seg), VBLK_DISCARD_SEG_MAX);
 	*CFG(d, write_zeroes_may_unmap) = 1;
@@ -170,15 +169,15 @@ static int data_io(const struct vblk_backend *b, const struct vring_chain *c, bo
 		   uint64_t pos, uint64_t off, uint64_t len)
 {
 	struct cursor k;
-	uint8_t bounce[SECTOR], *p;
+	uint8_t bounce[BLKD_SECTOR], *p;
 	int ret;
 
 	cursor_init(&k, c, to_guest, pos);
 	while (len) {
 		uint32_t n = cursor_span(&k, &p);
 
-		if (n >= SECTOR) {
-			n &= ~(SECTOR - 1);
+		if (n >= BLKD_SECTOR) {
+			n &= ~(BLKD_SECTOR - 1);
 			if (n > len)
 				n = (uint32_t)len;
 			ret = to_guest ? b->read(b->ctx, off, n, p) : b->write(b->ctx, off, n, p, false);
@@ -186,7 +185,7 @@ static int data_io(const struct vblk_backend *b, const struct vring_chain *c, bo
 				return ret;
 			cursor_skip(&k, n);
 		} else {
-			n = SECTOR;
+			n = BLKD_SECTOR;
 			if (to_guest) {
 				ret = b->read(b->ctx, off, n, bounce);
 				if (ret < 0)
@@ -207,7 +206,7 @@ static int data_io(const struct vblk_backend *b, const struct vring_chain *c, bo
 
 static bool range_ok(const struct vblk_dev *d, uint64_t sector, uint64_t nsect)
 {
-	uint64_t cap = d->disk->size / SECTOR;
+	uint64_t cap = d->disk->size / BLKD_SECTOR;
 
 	return sector <= cap && nsect <= cap - sector;
 }
@@ -217,11 +216,11 @@ static uint8_t do_rw(struct vblk_dev *d, const struct vring_chain *c, bool in, u
 {
 	int ret;
 
-	if (data_len % SECTOR || !range_ok(d, sector, data_len / SECTOR))
+	if (data_len % BLKD_SECTOR || !range_ok(d, sector, data_len / BLKD_SECTOR))
 		return VIRTIO_BLK_S_IOERR;
 	if (!in && d->disk->read_only)
 		return VIRTIO_BLK_S_IOERR;
-	ret = data_io(d->disk, c, in, in ? 0 : HDR_LEN, sector * SECTOR, data_len);
+	ret = data_io(d->disk, c, in, in ? 0 : HDR_LEN, sector * BLKD_SECTOR, data_len);
 	if (ret < 0)
 		return VIRTIO_BLK_S_IOERR;
 	if (in) {
@@ -279,11 +278,11 @@ static uint8_t do_dwz(struct vblk_dev *d, const struct vring_chain *c, bool wz)
 				continue;
 			}
 			if (wz)
-				ret = d->disk->write_zeroes(d->disk->ctx, sector * SECTOR,
-							    (uint64_t)nsect * SECTOR);
+				ret = d->disk->write_zeroes(d->disk->ctx, sector * BLKD_SECTOR,
+							    (uint64_t)nsect * BLKD_SECTOR);
 			else
-				ret = d->disk->discard(d->disk->ctx, sector * SECTOR,
-						       (uint64_t)nsect * SECTOR);
+				ret = d->disk->discard(d->disk->ctx, sector * BLKD_SECTOR,
+						       (uint64_t)nsect * BLKD_SECTOR);
 			if (ret < 0)
 				return VIRTIO_BLK_S_IOERR;
 		}
@@ -446,7 +445,7 @@ void vblk_backend_engine(struct blkd_engine *e, struct vblk_backend *out)
 {
 	*out = (struct vblk_backend){
 		.ctx = e,
-		.size = blkd_engine_size(e) / SECTOR * SECTOR,
+		.size = blkd_engine_size(e) / BLKD_SECTOR * BLKD_SECTOR,
 		.read_only = blkd_engine_read_only(e),
 		.read = eng_read,
 		.write = eng_write,
