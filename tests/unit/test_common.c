@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Unit tests for common/: size parsing, sha256 helpers, UTF-8 validation, fs helpers,
- * byte-order loads and stores.
+ * byte-order loads and stores, growing arrays.
  */
 #include "helpers.h"
 
@@ -13,6 +13,7 @@
 #include "../../common/dl_archive.h"
 #include "../../common/dl_curl.h"
 #include "../../common/fsutil.h"
+#include "../../common/grow.h"
 #include "../../common/hash.h"
 #include "../../common/json_out.h"
 #include "../../common/le.h"
@@ -545,6 +546,55 @@ static void test_le_be(void **state)
 	assert_memory_equal(o, ((uint8_t[]){ 0xaa, 1, 2, 3, 4, 5, 6, 7, 0x88, 0xaa }), 10);
 }
 
+/* ------------------------------------------------------------------ grow.h */
+
+static void test_grow(void **state)
+{
+	uint32_t *a = NULL, *keep;
+	size_t cap = 0;
+
+	(void)state;
+	/* appending one at a time: 64, then doubling; old elements kept */
+	for (uint32_t i = 0; i < 200; i++) {
+		assert_non_null(grow((void **)&a, &cap, i + 1, sizeof(*a)));
+		a[i] = i * 7;
+		assert_int_equal(cap, i < 64 ? 64 : i < 128 ? 128 : 256);
+	}
+	for (uint32_t i = 0; i < 200; i++)
+		assert_int_equal(a[i], i * 7);
+	/* enough already: same array, same capacity */
+	keep = a;
+	assert_ptr_equal(grow((void **)&a, &cap, 256, sizeof(*a)), keep);
+	assert_ptr_equal(a, keep);
+	assert_int_equal(cap, 256);
+	/* far more than twice: doubled as often as needed */
+	assert_non_null(grow((void **)&a, &cap, 1025, sizeof(*a)));
+	assert_int_equal(cap, 2048);
+	assert_int_equal(a[199], 199 * 7);
+	/* sizes that overflow: NULL, and the array and capacity untouched */
+	keep = a;
+	assert_null(grow((void **)&a, &cap, SIZE_MAX, sizeof(*a)));
+	assert_null(grow((void **)&a, &cap, SIZE_MAX / 2, sizeof(*a)));
+	assert_ptr_equal(a, keep);
+	assert_int_equal(cap, 2048);
+	assert_int_equal(a[199], 199 * 7);
+	free(a);
+
+	/* grow_from: its own first capacity; need 0 still allocates (never NULL on success) */
+	a = NULL;
+	cap = 0;
+	assert_non_null(grow_from((void **)&a, &cap, 0, sizeof(*a), 16));
+	assert_int_equal(cap, 16);
+	assert_non_null(grow_from((void **)&a, &cap, 17, sizeof(*a), 16));
+	assert_int_equal(cap, 32);
+	free(a);
+	a = NULL;
+	cap = 0;
+	assert_non_null(grow_from((void **)&a, &cap, 100, sizeof(*a), 3));
+	assert_int_equal(cap, 192);
+	free(a);
+}
+
 /* Runs fn with stderr captured; returns the number of lines it printed there. */
 static int stderr_lines(int (*fn)(void *), void *arg, int *ret)
 {
@@ -690,6 +740,7 @@ int main(void)
 		cmocka_unit_test(test_fs_dirname),
 		cmocka_unit_test(test_hash_bytes),
 		cmocka_unit_test(test_le_be),
+		cmocka_unit_test(test_grow),
 		cmocka_unit_test(test_digest_memo),
 		cmocka_unit_test(test_dl_load),
 		cmocka_unit_test(test_dl_curl_archive),
