@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Shared pieces of the ext4gen unit tests: an independent bitwise CRC-32C and the identity
- * of the reference image the real e2fsprogs vectors come from. Header-only (static inline),
- * like helpers.h. Fields are read with common/le.h (le16_get(p + off), be32_get(...)).
+ * Shared pieces of the ext4gen unit tests: geom_make(), an independent bitwise CRC-32C and
+ * the identity of the reference image the real e2fsprogs vectors come from. Header-only
+ * (static inline) like helpers.h, and included after it (geom_make() asserts with cmocka).
+ * Fields are read with common/le.h: le16_get(p + off), be32_get(p + off), ...
  *
  * The reference image (tests/unit/test_super.c, test_inode.c, test_extent.c embed bytes of
  * it) was made with e2fsprogs 1.47.0:
@@ -41,6 +42,14 @@
 #include <string.h>
 
 #include "../../common/le.h"
+#include "../../ext4gen/geom.h"
+
+/* A geometry for blocks and inodes that geom_init() must accept. */
+static inline void geom_make(struct geom *g, uint64_t blocks, uint64_t inodes)
+{
+	memset(g, 0, sizeof(*g));
+	assert_int_equal(geom_init(g, blocks, inodes), 0);
+}
 
 /* Bitwise CRC-32C (reflected polynomial 0x82F63B78) without pre/post inversion. */
 static inline uint32_t ref_crc32c(uint32_t crc, const void *buf, size_t len)

@@ -15,12 +15,6 @@
 
 /* ------------------------------------------------------------------ helpers */
 
-static void geom_make(struct geom *g, uint64_t blocks, uint64_t inodes)
-{
-	memset(g, 0, sizeof(*g));
-	assert_int_equal(geom_init(g, blocks, inodes), 0);
-}
-
 static uint64_t ext_start(const struct ext4_extent *e)
 {
 	return (uint64_t)e->ee_start_hi << 32 | e->ee_start_lo;

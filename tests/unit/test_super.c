@@ -71,12 +71,6 @@ static void bits(uint8_t *bm, uint32_t a, uint32_t b)
 		bm[i / 8] |= (uint8_t)(1u << (i % 8));
 }
 
-static void geom_make(struct geom *g, uint64_t blocks, uint64_t inodes)
-{
-	memset(g, 0, sizeof(*g));
-	assert_int_equal(geom_init(g, blocks, inodes), 0);
-}
-
 /* The reference image's filesystem, described as ext4gen's inputs. */
 static void real_fs(struct fs_info *fs, const struct geom *g)
 {

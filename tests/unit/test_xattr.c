@@ -10,9 +10,11 @@
  *
  * Everything else is checked by an independent reader (ref_parse: bounds, overlaps,
  * order, hashes, zero padding, the way e2fsck's pass 1 walks an xattr area), with the
- * hash and crc32c reimplemented here rather than taken from the code under test.
+ * hash reimplemented here and the bitwise crc32c of ext4_test.h, rather than taken from the
+ * code under test.
  */
 #include "helpers.h"
+#include "ext4_test.h"
 
 #include "../../common/le.h"
 #include "../../ext4gen/xattr.h"
@@ -22,17 +24,6 @@
 #define ACL_DEFAULT "system.posix_acl_default"
 
 /* ------------------------------------------------------------------ references */
-
-/* bit-at-a-time CRC-32C, no table, no inversion (like the kernel's crc32c_le) */
-static uint32_t ref_crc32c(uint32_t crc, const uint8_t *p, size_t len)
-{
-	while (len--) {
-		crc ^= *p++;
-		for (int k = 0; k < 8; k++)
-			crc = (crc >> 1) ^ (0x82F63B78u & -(crc & 1));
-	}
-	return crc;
-}
 
 static uint32_t ref_hash(const uint8_t *name, size_t name_len, const uint8_t *value,
 			 size_t value_len, bool signed_chars)
