@@ -230,7 +230,7 @@ server directly.  {runs} alternating runs per line, a fresh linkem each run (met
 
 - A new connection's first 64-byte exchange through linkem takes {b_first:.1f} ms (median): the
   emulated handshake adds one round trip, as on a real link (4 × delay = 40 ms).
-- (c) uses the best run: on this shared machine a stalled curl or nginx idles the emulated
+- (c) uses the best run: on a shared machine a stalled curl or nginx idles the emulated
   link (see the script's header); the load average above says how busy the machine was.
 - linkem's CPU time for 500 MB at 1 Gbit/s: {', '.join('%.2f' % x for x in cap_cpu)} s (one thread).
 - Rates count TCP payload bytes; a real 25 Mbit/s Ethernet link carries about 3 % less

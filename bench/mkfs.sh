@@ -322,7 +322,7 @@ Load average before: {E['LOADAVG_B']}.
     with every file's data copied in, uncompressed; {P['dumpe2fs'].get('Inode count', '?')} inodes,
     {P['dumpe2fs'].get('Block count', '?')} blocks, journal {P['dumpe2fs'].get('Total journal size', '?')}.
   - lazyblk mkfs said: `{L['mkfs_said']}`
-- mke2fs is CPU-bound here ({peer['median_cpu_s']:.1f} s CPU for {peer['median_wall_s']:.1f} s wall): `mke2fs -d`
+- mke2fs is CPU-bound on the {E['NPROC']}-CPU benchmark machine ({peer['median_cpu_s']:.1f} s CPU for {peer['median_wall_s']:.1f} s wall): `mke2fs -d`
   adds each entry to its directory by scanning that directory's blocks (in a perf profile of
   e2fsprogs 1.47.0 most samples are in libext2fs's directory iteration,
   `ext2fs_process_dir_block`), so its cost grows with the square of directory size; trees without

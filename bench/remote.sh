@@ -268,8 +268,8 @@ nginx on 127.0.0.1 serves the store; page cache dropped before every run; {runs}
 | `curl --parallel` of the same chunk files (download only) | {med_cu:.2f} s | {', '.join('%.2f' % x for x in cu)} | {tput(med_cu, store_bytes):,.0f} MiB/s stored |
 
 - lazyblk / peer speed: **{med_cu / med_lz:.2f}×** (goal ≥ 0.8×).
-- CPU seconds (medians), lazyblk side: lazyblk {med(lz_cpu):.2f} + nbdcopy {med(lz_nbdcopy):.2f} + nginx {med(lz_nginx):.2f}; peer side: curl {med(cu_cpu):.2f} + nginx {med(cu_nginx):.2f}. This machine has {ncpu} CPUs.
-- The floor — work any reader that verifies every chunk must do here, whatever its design:
+- CPU seconds (medians), lazyblk side: lazyblk {med(lz_cpu):.2f} + nbdcopy {med(lz_nbdcopy):.2f} + nginx {med(lz_nginx):.2f}; peer side: curl {med(cu_cpu):.2f} + nginx {med(cu_nginx):.2f}. The benchmark machine has {ncpu} CPUs.
+- The floor — work any reader that verifies every chunk must do on a {ncpu}-CPU machine, whatever its design:
 
   | work | CPU s | measured as |
   |---|---:|---|
@@ -278,7 +278,7 @@ nginx on 127.0.0.1 serves the store; page cache dropped before every run; {runs}
   | deliver | {deliver:.2f} | `qemu-nbd` serving the exported raw disk from the page cache to the same `nbdcopy … null:` (server + client) |
   | total | {work:.2f} | on {ncpu} CPUs, perfectly parallel: **{floor:.2f} s** |
 
-  So the best ratio any verifying reader could reach against this peer on this machine is **{med_cu / floor:.2f}×**; lazyblk reaches {med_cu / med_lz:.2f}× ({floor / med_lz:.0%} of that bound). Even leaving delivery out (as if the client's reads were free), verify + fetch alone take {(verify + fetch) / ncpu:.2f} s here: at most {med_cu * ncpu / (verify + fetch):.2f}×.
+  So the best ratio any verifying reader could reach against this peer on a {ncpu}-CPU machine is **{med_cu / floor:.2f}×**; lazyblk reaches {med_cu / med_lz:.2f}× ({floor / med_lz:.0%} of that bound). Even leaving delivery out (as if the client's reads were free), verify + fetch alone take {(verify + fetch) / ncpu:.2f} s on {ncpu} CPUs: at most {med_cu * ncpu / (verify + fetch):.2f}×.
 - HTTP requests: {st['remote_requests']:,} for {st['remote_fetches']:,} chunks (nginx logged {reqs[-1]:,}) = {res['requests_per_mib_read']:.3f} per MiB of disk read, {res['requests_per_mib_data']:.3f} per MiB of file data; curl made {res['chunk_files']:,}.
 - fetch latency (last run): p50 {st['fetch_ms_p50']:.1f} ms, p90 {st['fetch_ms_p90']:.1f} ms, p99 {st['fetch_ms_p99']:.1f} ms, max {st['fetch_ms_max']:.1f} ms.
 """

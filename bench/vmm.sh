@@ -19,8 +19,8 @@
 #   start = first byte - spawn     (exec, VMM set-up, firmware if any, first instruction)
 #   stop  = exit - last byte       (halt detection or debug-exit, teardown, process exit)
 # The serial output is unbuffered in both, so a byte reaches the pipe when the guest's OUT
-# instruction is handled. KVM on this machine may be a software implementation (see
-# DESIGN.md); both VMMs use the same one.
+# instruction is handled. KVM on the benchmark host may be a software implementation (see
+# docs/design.md, "Kinds of host"); both VMMs use the same one.
 #
 # Writes: build/bench/vmm.json and the `vmm` section of docs/benchmarks.md.
 set -euo pipefail

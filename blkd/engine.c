@@ -17,7 +17,6 @@
 
 #define STRIPES 256
 #define WORKERS 4
-#define SECTOR 512u
 #define STATUS_MAX_BLOCKS (1u << 16)   /* one status reply covers at most 256 MiB */
 #define MEM_CACHE_DEFAULT (256ull << 20)
 #define READAHEAD_CHUNKS 16  /* sequential reads: chunks loaded ahead, at most */
@@ -221,7 +220,8 @@ bool blkd_engine_read_only(const struct blkd_engine *e) { return e->read_only; }
 
 static bool range_ok(const struct blkd_engine *e, uint64_t off, uint64_t len)
 {
-	return off % SECTOR == 0 && len % SECTOR == 0 && off <= e->size && len <= e->size - off;
+	return off % BLKD_SECTOR == 0 && len % BLKD_SECTOR == 0 && off <= e->size &&
+	       len <= e->size - off;
 }
 
 /*

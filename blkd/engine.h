@@ -16,6 +16,7 @@
 
 #include "../cas/source.h"
 #include "prefetch.h"
+#include "sector.h"
 
 #define BLKD_BLOCK 4096u
 

@@ -15,7 +15,6 @@
 
 #include "engine.h"
 
-#define NBD_MIN_BLOCK 512u                  /* alignment of every offset and length */
 #define NBD_PREF_BLOCK BLKD_BLOCK
 #define NBD_MAX_PAYLOAD (32u << 20)         /* largest READ or WRITE */
 #define NBD_MAX_OPTION (64u << 10)          /* larger option data: hard disconnect */

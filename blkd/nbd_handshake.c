@@ -63,10 +63,10 @@ static int opt_reply2(struct nbd_session *s, uint32_t opt, uint32_t type, const 
 	uint8_t hdr[20];
 	struct iovec iov[3] = { { hdr, sizeof(hdr) }, { (void *)a, alen }, { (void *)b, blen } };
 
-	nbd_put64(hdr, NBD_REP_MAGIC);
-	nbd_put32(hdr + 8, opt);
-	nbd_put32(hdr + 12, type);
-	nbd_put32(hdr + 16, (uint32_t)(alen + blen));
+	be64_put(hdr, NBD_REP_MAGIC);
+	be32_put(hdr + 8, opt);
+	be32_put(hdr + 12, type);
+	be32_put(hdr + 16, (uint32_t)(alen + blen));
 	return nbd_sendv(s->fd, iov, 3);
 }
 
@@ -94,8 +94,8 @@ static int opt_export_name(struct nbd_session *s, const uint8_t *data, uint32_t 
 			 printable(data, len, shown));
 		return -ENOENT;
 	}
-	nbd_put64(reply, s->x->size);
-	nbd_put16(reply + 8, nbd_tflags(s));
+	be64_put(reply, s->x->size);
+	be16_put(reply + 8, nbd_tflags(s));
 	ret = nbd_send(s->fd, reply, s->no_zeroes ? 10 : sizeof(reply));
 	return ret ? ret : OPT_GO;
 }
@@ -105,7 +105,7 @@ static int send_info(struct nbd_session *s, uint32_t opt, uint16_t type, const v
 {
 	uint8_t t[2];
 
-	nbd_put16(t, type);
+	be16_put(t, type);
 	return opt_reply2(s, opt, NBD_REP_INFO, t, 2, data, len);
 }
 
@@ -122,26 +122,26 @@ static int opt_info(struct nbd_session *s, uint32_t opt, const uint8_t *data, ui
 	const char *name = export_name(s), *desc = "lazyblk lazily loaded disk";
 	int ret;
 
-	if (len < 6 || (nlen = nbd_get32(data)) > len - 6)
+	if (len < 6 || (nlen = be32_get(data)) > len - 6)
 		return opt_error(s, opt, NBD_REP_ERR_INVALID, "malformed request");
 	p = 4 + nlen;
-	nreq = nbd_get16(data + p);
+	nreq = be16_get(data + p);
 	p += 2;
 	if (len - p != 2 * nreq)
 		return opt_error(s, opt, NBD_REP_ERR_INVALID, "malformed information list");
 	for (uint32_t i = 0; i < nreq; i++) {
-		uint16_t t = nbd_get16(data + p + 2 * i);
+		uint16_t t = be16_get(data + p + 2 * i);
 
 		want_name |= t == NBD_INFO_NAME;
 		want_desc |= t == NBD_INFO_DESCRIPTION;
 	}
 	if (!name_ok(s, data + 4, nlen))
 		return opt_error(s, opt, NBD_REP_ERR_UNKNOWN, "no such export");
-	nbd_put64(exp, s->x->size);
-	nbd_put16(exp + 8, nbd_tflags(s));
-	nbd_put32(bs, NBD_MIN_BLOCK);
-	nbd_put32(bs + 4, NBD_PREF_BLOCK);
-	nbd_put32(bs + 8, NBD_MAX_PAYLOAD);
+	be64_put(exp, s->x->size);
+	be16_put(exp + 8, nbd_tflags(s));
+	be32_put(bs, BLKD_SECTOR);
+	be32_put(bs + 4, NBD_PREF_BLOCK);
+	be32_put(bs + 8, NBD_MAX_PAYLOAD);
 	ret = send_info(s, opt, NBD_INFO_EXPORT, exp, sizeof(exp));
 	if (!ret)
 		ret = send_info(s, opt, NBD_INFO_BLOCK_SIZE, bs, sizeof(bs));
@@ -165,7 +165,7 @@ static int opt_list(struct nbd_session *s, uint32_t len)
 	if (len)
 		return opt_error(s, NBD_OPT_LIST, NBD_REP_ERR_INVALID,
 				 "NBD_OPT_LIST takes no data");
-	nbd_put32(nlen, (uint32_t)strlen(name));
+	be32_put(nlen, (uint32_t)strlen(name));
 	ret = opt_reply2(s, NBD_OPT_LIST, NBD_REP_SERVER, nlen, 4, name, strlen(name));
 	return ret ? ret : opt_reply(s, NBD_OPT_LIST, NBD_REP_ACK, NULL, 0);
 }
@@ -203,15 +203,15 @@ static int opt_meta(struct nbd_session *s, uint32_t opt, const uint8_t *data, ui
 	if (!s->structured)
 		return opt_error(s, opt, NBD_REP_ERR_INVALID,
 				 "negotiate structured replies first");
-	if (len < 8 || (nlen = nbd_get32(data)) > len - 8)
+	if (len < 8 || (nlen = be32_get(data)) > len - 8)
 		return opt_error(s, opt, NBD_REP_ERR_INVALID, "malformed request");
 	p = 4 + nlen;
-	nq = nbd_get32(data + p);
+	nq = be32_get(data + p);
 	p += 4;
 	for (uint32_t i = 0; i < nq; i++) {
 		uint32_t qlen;
 
-		if (len - p < 4 || (qlen = nbd_get32(data + p)) > len - p - 4)
+		if (len - p < 4 || (qlen = be32_get(data + p)) > len - p - 4)
 			return opt_error(s, opt, NBD_REP_ERR_INVALID, "malformed query list");
 		ctx_match(data + p + 4, qlen, list, sel);
 		p += 4 + qlen;
@@ -228,7 +228,7 @@ static int opt_meta(struct nbd_session *s, uint32_t opt, const uint8_t *data, ui
 
 		if (!sel[c])
 			continue;
-		nbd_put32(id, list ? 0 : (uint32_t)c + 1);
+		be32_put(id, list ? 0 : (uint32_t)c + 1);
 		ret = opt_reply2(s, opt, NBD_REP_META_CONTEXT, id, 4, name, strlen(name));
 		if (ret)
 			return ret;
@@ -275,9 +275,9 @@ int nbd_handshake(struct nbd_session *s)
 	uint32_t flags, opt, len;
 	int ret;
 
-	nbd_put64(hello, NBD_MAGIC);
-	nbd_put64(hello + 8, NBD_OPTS_MAGIC);
-	nbd_put16(hello + 16, NBD_FLAG_FIXED_NEWSTYLE | NBD_FLAG_NO_ZEROES);
+	be64_put(hello, NBD_MAGIC);
+	be64_put(hello + 8, NBD_OPTS_MAGIC);
+	be16_put(hello + 16, NBD_FLAG_FIXED_NEWSTYLE | NBD_FLAG_NO_ZEROES);
 	ret = nbd_send(s->fd, hello, sizeof(hello));
 	if (ret == -EPIPE || ret == -ECONNRESET)
 		return 1; /* connected and left at once: a probe */
@@ -287,7 +287,7 @@ int nbd_handshake(struct nbd_session *s)
 		return 1;
 	if (ret)
 		goto io_error;
-	flags = nbd_get32(cf);
+	flags = be32_get(cf);
 	if (flags & ~(NBD_FLAG_C_FIXED_NEWSTYLE | NBD_FLAG_C_NO_ZEROES)) {
 		log_warn("nbd: client %u: unknown client flags 0x%x, disconnecting", s->id, flags);
 		return -EPROTO;
@@ -299,12 +299,12 @@ int nbd_handshake(struct nbd_session *s)
 			return 1;
 		if (ret)
 			goto io_error;
-		if (nbd_get64(hdr) != NBD_OPTS_MAGIC) {
+		if (be64_get(hdr) != NBD_OPTS_MAGIC) {
 			log_warn("nbd: client %u: bad option magic, disconnecting", s->id);
 			return -EPROTO;
 		}
-		opt = nbd_get32(hdr + 8);
-		len = nbd_get32(hdr + 12);
+		opt = be32_get(hdr + 8);
+		len = be32_get(hdr + 12);
 		if (len > NBD_MAX_OPTION) {
 			log_warn("nbd: client %u: option %u with %u bytes of data, disconnecting",
 				 s->id, opt, len);

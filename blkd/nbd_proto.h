@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * NBD wire constants (the protocol's doc/proto.md, newstyle fixed handshake with
- * structured replies and metadata contexts) and big-endian field helpers. Every field on
- * the wire is in network byte order; messages are built and parsed byte by byte, never by
- * casting packed structs over buffers.
+ * structured replies and metadata contexts). Every field on the wire is in network byte
+ * order; messages are built and parsed field by field with be16_get() .. be64_put()
+ * (common/le.h, included here for every user), never by casting packed structs over buffers.
  */
 #ifndef LZ_BLKD_NBD_PROTO_H
 #define LZ_BLKD_NBD_PROTO_H
 
 #include <stdint.h>
+
+#include "../common/le.h"
 
 /* handshake */
 #define NBD_MAGIC               0x4e42444d41474943ull   /* "NBDMAGIC" */
@@ -110,39 +112,5 @@
 /* base:allocation flags */
 #define NBD_STATE_HOLE          (1u << 0)
 #define NBD_STATE_ZERO          (1u << 1)
-
-/* big-endian fields */
-static inline void nbd_put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-static inline void nbd_put32(uint8_t *p, uint32_t v)
-{
-	nbd_put16(p, (uint16_t)(v >> 16));
-	nbd_put16(p + 2, (uint16_t)v);
-}
-
-static inline void nbd_put64(uint8_t *p, uint64_t v)
-{
-	nbd_put32(p, (uint32_t)(v >> 32));
-	nbd_put32(p + 4, (uint32_t)v);
-}
-
-static inline uint16_t nbd_get16(const uint8_t *p)
-{
-	return (uint16_t)((unsigned)p[0] << 8 | p[1]);
-}
-
-static inline uint32_t nbd_get32(const uint8_t *p)
-{
-	return (uint32_t)nbd_get16(p) << 16 | nbd_get16(p + 2);
-}
-
-static inline uint64_t nbd_get64(const uint8_t *p)
-{
-	return (uint64_t)nbd_get32(p) << 32 | nbd_get32(p + 4);
-}
 
 #endif

@@ -93,19 +93,19 @@ static void send_locked(struct xmit *x, struct iovec *iov, int n)
 
 static void put_simple(uint8_t h[NBD_SIMPLE_REPLY_SIZE], uint32_t err, uint64_t handle)
 {
-	nbd_put32(h, NBD_SIMPLE_REPLY_MAGIC);
-	nbd_put32(h + 4, err);
-	nbd_put64(h + 8, handle);
+	be32_put(h, NBD_SIMPLE_REPLY_MAGIC);
+	be32_put(h + 4, err);
+	be64_put(h + 8, handle);
 }
 
 static void put_chunk(uint8_t h[NBD_CHUNK_HDR_SIZE], uint16_t flags, uint16_t type,
 		      uint64_t handle, uint32_t len)
 {
-	nbd_put32(h, NBD_STRUCTURED_REPLY_MAGIC);
-	nbd_put16(h + 4, flags);
-	nbd_put16(h + 6, type);
-	nbd_put64(h + 8, handle);
-	nbd_put32(h + 16, len);
+	be32_put(h, NBD_STRUCTURED_REPLY_MAGIC);
+	be16_put(h + 4, flags);
+	be16_put(h + 6, type);
+	be64_put(h + 8, handle);
+	be32_put(h + 16, len);
 }
 
 /* Success without data, or an error: a simple reply, or an error chunk with a message. */
@@ -122,8 +122,8 @@ static void reply_status(struct xmit *x, const struct xreq *r, uint32_t err, con
 
 		put_chunk(h, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_ERROR, r->handle,
 			  (uint32_t)(6 + mlen));
-		nbd_put32(h + NBD_CHUNK_HDR_SIZE, err);
-		nbd_put16(h + NBD_CHUNK_HDR_SIZE + 4, (uint16_t)mlen);
+		be32_put(h + NBD_CHUNK_HDR_SIZE, err);
+		be16_put(h + NBD_CHUNK_HDR_SIZE + 4, (uint16_t)mlen);
 		iov[0].iov_len = sizeof(h);
 		iov[1].iov_base = (void *)why;
 		iov[1].iov_len = mlen;
@@ -298,10 +298,10 @@ static void send_segments(struct xmit *x, const struct xreq *r, struct rreply *r
 		uint16_t flags = !ret && i + 1 == nok ? NBD_REPLY_FLAG_DONE : 0;
 		uint8_t *h = rr->hdr[i];
 
-		nbd_put64(h + NBD_CHUNK_HDR_SIZE, g->off);
+		be64_put(h + NBD_CHUNK_HDR_SIZE, g->off);
 		if (g->hole) {
 			put_chunk(h, flags, NBD_REPLY_TYPE_OFFSET_HOLE, r->handle, 12);
-			nbd_put32(h + NBD_CHUNK_HDR_SIZE + 8, g->len);
+			be32_put(h + NBD_CHUNK_HDR_SIZE + 8, g->len);
 			rr->iov[n++] = (struct iovec){ h, NBD_CHUNK_HDR_SIZE + 12 };
 			continue;
 		}
@@ -316,9 +316,9 @@ static void send_segments(struct xmit *x, const struct xreq *r, struct rreply *r
 
 		put_chunk(rr->err, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_ERROR_OFFSET, r->handle,
 			  (uint32_t)(6 + mlen + 8));
-		nbd_put32(rr->err + NBD_CHUNK_HDR_SIZE, nbd_errno(ret));
-		nbd_put16(rr->err + NBD_CHUNK_HDR_SIZE + 4, (uint16_t)mlen);
-		nbd_put64(rr->err_off, p->seg[nok].off);
+		be32_put(rr->err + NBD_CHUNK_HDR_SIZE, nbd_errno(ret));
+		be16_put(rr->err + NBD_CHUNK_HDR_SIZE + 4, (uint16_t)mlen);
+		be64_put(rr->err_off, p->seg[nok].off);
 		rr->iov[n++] = (struct iovec){ rr->err, sizeof(rr->err) };
 		rr->iov[n++] = (struct iovec){ (void *)why, mlen };
 		rr->iov[n++] = (struct iovec){ rr->err_off, sizeof(rr->err_off) };
@@ -401,16 +401,16 @@ static int extent_add(void *arg, uint64_t off, uint64_t len, uint32_t flags)
 		len = most; /* and stop there: descriptors must stay consecutive */
 	if (ex->n) { /* the same flags as the last one: extend it */
 		d = ex->p + 4 + 8 * (size_t)(ex->n - 1);
-		if (nbd_get32(d + 4) == f && nbd_get32(d) + len <= most) {
-			nbd_put32(d, nbd_get32(d) + (uint32_t)len);
+		if (be32_get(d + 4) == f && be32_get(d) + len <= most) {
+			be32_put(d, be32_get(d) + (uint32_t)len);
 			return cut ? 1 : 0;
 		}
 	}
 	if (ex->n == ex->max)
 		return 1; /* enough: the client asks again from where this ends */
 	d = ex->p + 4 + 8 * (size_t)ex->n++;
-	nbd_put32(d, (uint32_t)len);
-	nbd_put32(d + 4, f);
+	be32_put(d, (uint32_t)len);
+	be32_put(d + 4, f);
 	return cut || ex->n == ex->max ? 1 : 0;
 }
 
@@ -435,7 +435,7 @@ static void do_status(struct xmit *x, const struct xreq *r)
 			ret = -ENOMEM;
 			break;
 		}
-		nbd_put32(ex[c].p, (uint32_t)c + 1);
+		be32_put(ex[c].p, (uint32_t)c + 1);
 		ret = blkd_engine_status(x->s->x->e, c == NBD_CTX_ALLOCATION ? BLKD_CTX_ALLOCATION
 										: BLKD_CTX_DIRTY,
 					 r->off, r->len, extent_add, &ex[c]);
@@ -543,7 +543,7 @@ static int check(const struct nbd_session *s, struct xreq *r)
 		return 0; /* offset and length are reserved */
 	if ((r->type == NBD_CMD_READ || r->type == NBD_CMD_WRITE) && r->len > NBD_MAX_PAYLOAD)
 		return reject(r, NBD_EINVAL, "length over the 32 MiB maximum payload");
-	if (r->off % NBD_MIN_BLOCK || r->len % NBD_MIN_BLOCK)
+	if (r->off % BLKD_SECTOR || r->len % BLKD_SECTOR)
 		return reject(r, NBD_EINVAL, "offset or length not a multiple of 512");
 	if (r->off > s->x->size || r->len > s->x->size - r->off)
 		return reject(r, writes && r->type != NBD_CMD_TRIM ? NBD_ENOSPC : NBD_EINVAL,
@@ -639,19 +639,19 @@ static int receive(struct xmit *x)
 				 ret == -ECONNRESET ? "truncated request" : strerror(-ret));
 		return ret;
 	}
-	if (nbd_get32(h) != NBD_REQUEST_MAGIC) {
+	if (be32_get(h) != NBD_REQUEST_MAGIC) {
 		log_warn("nbd: client %u: bad request magic 0x%08x, disconnecting", s->id,
-			 nbd_get32(h));
+			 be32_get(h));
 		return -EPROTO;
 	}
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
-	r->flags = nbd_get16(h + 4);
-	r->type = nbd_get16(h + 6);
-	r->handle = nbd_get64(h + 8);
-	r->off = nbd_get64(h + 16);
-	r->len = nbd_get32(h + 24);
+	r->flags = be16_get(h + 4);
+	r->type = be16_get(h + 6);
+	r->handle = be64_get(h + 8);
+	r->off = be64_get(h + 16);
+	r->len = be32_get(h + 24);
 	if (r->type == NBD_CMD_DISC) {
 		free(r);
 		return 1;

@@ -20,7 +20,8 @@ struct rawdisk {
 
 static bool raw_range_ok(const struct rawdisk *r, uint64_t off, uint64_t len)
 {
-	return !(off % 512) && !(len % 512) && off <= r->size && len <= r->size - off;
+	return !(off % BLKD_SECTOR) && !(len % BLKD_SECTOR) && off <= r->size &&
+	       len <= r->size - off;
 }
 
 static int raw_read(void *ctx, uint64_t off, uint32_t len, void *buf)
@@ -132,7 +133,7 @@ int vblk_backend_raw_open(const char *path, bool read_only, struct vblk_backend 
 		goto fail_errno;
 	}
 	r->fd = fd;
-	r->size = size / 512 * 512;
+	r->size = size / BLKD_SECTOR * BLKD_SECTOR;
 	*out = (struct vblk_backend){
 		.ctx = r,
 		.size = r->size,

@@ -16,8 +16,8 @@
 
 #include "../cas/source.h"
 #include "../ext4gen/layout.h"
+#include "sector.h"
 
-#define BLKD_SECTOR 512u
 #define BLKD_READER_CACHE_DEFAULT ((size_t)64 << 20)
 
 struct blkd_reader;

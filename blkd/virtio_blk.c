@@ -2,7 +2,6 @@
 /* blkd/virtio_blk: virtio-blk requests on a backend, shared by every virtio transport. */
 #include "virtio_blk.h"
 
-#include <endian.h>
 #include <errno.h>
 #include <stddef.h>
 #include <string.h>
@@ -10,9 +9,9 @@
 #include <linux/virtio_blk.h>
 #include <linux/virtio_config.h>
 
+#include "../common/le.h"
 #include "engine.h"
 
-#define SECTOR 512u
 #define HDR_LEN 16u   /* le32 type, le32 reserved (ioprio), le64 sector */
 #define DWZ_LEN 16u   /* le64 sector, le32 num_sectors, le32 flags */
 
@@ -22,24 +21,6 @@
 _Static_assert(offsetof(struct virtio_blk_config, unused1) + 3 == VBLK_CONFIG_SIZE,
 	       "config layout");
 
-static void put_le16(uint8_t *p, uint16_t v)
-{
-	v = htole16(v);
-	memcpy(p, &v, 2);
-}
-
-static void put_le32(uint8_t *p, uint32_t v)
-{
-	v = htole32(v);
-	memcpy(p, &v, 4);
-}
-
-static void put_le64(uint8_t *p, uint64_t v)
-{
-	v = htole64(v);
-	memcpy(p, &v, 8);
-}
-
 #define CFG(d, field) ((d)->config + offsetof(struct virtio_blk_config, field))
 
 int vblk_dev_init(struct vblk_dev *d, const struct vblk_backend *disk, unsigned num_queues,
@@ -48,7 +29,7 @@ int vblk_dev_init(struct vblk_dev *d, const struct vblk_backend *disk, unsigned 
 	uint64_t f;
 
 	memset(d, 0, sizeof(*d));
-	if (!disk || !disk->read || !disk->write || !disk->flush || disk->size % SECTOR ||
+	if (!disk || !disk->read || !disk->write || !disk->flush || disk->size % BLKD_SECTOR ||
 	    !num_queues || num_queues > 256)
 		return -EINVAL;
 	d->disk = disk;
@@ -71,17 +52,17 @@ int vblk_dev_init(struct vblk_dev *d, const struct vblk_backend *disk, unsigned 
 		f |= BIT(VIRTIO_BLK_F_MQ);
 	d->features = f;
 
-	put_le64(CFG(d, capacity), disk->size / SECTOR);
-	put_le32(CFG(d, seg_max), VBLK_SEG_MAX);
-	put_le32(CFG(d, blk_size), SECTOR);
+	le64_put(CFG(d, capacity), disk->size / BLKD_SECTOR);
+	le32_put(CFG(d, seg_max), VBLK_SEG_MAX);
+	le32_put(CFG(d, blk_size), BLKD_SECTOR);
 	*CFG(d, physical_block_exp) = 3;                 /* 4096-byte physical blocks */
-	put_le16(CFG(d, min_io_size), BLKD_BLOCK / SECTOR);
-	put_le16(CFG(d, num_queues), (uint16_t)num_queues);
-	put_le32(CFG(d, max_discard_sectors), VBLK_MAX_DISCARD_SECTORS);
-	put_le32(CFG(d, max_discard_seg), VBLK_DISCARD_SEG_MAX);
-	put_le32(CFG(d, discard_sector_alignment), BLKD_BLOCK / SECTOR);
-	put_le32(CFG(d, max_write_zeroes_sectors), VBLK_MAX_DISCARD_SECTORS);
-	put_le32(CFG(d, max_write_zeroes_seg), VBLK_DISCARD_SEG_MAX);
+	le16_put(CFG(d, min_io_size), BLKD_BLOCK / BLKD_SECTOR);
+	le16_put(CFG(d, num_queues), (uint16_t)num_queues);
+	le32_put(CFG(d, max_discard_sectors), VBLK_MAX_DISCARD_SECTORS);
+	le32_put(CFG(d, max_discard_seg), VBLK_DISCARD_SEG_MAX);
+	le32_put(CFG(d, discard_sector_alignment), BLKD_BLOCK / BLKD_SECTOR);
+	le32_put(CFG(d, max_write_zeroes_sectors), VBLK_MAX_DISCARD_SECTORS);
+	le32_put(CFG(d, max_write_zeroes_seg), VBLK_DISCARD_SEG_MAX);
 	*CFG(d, write_zeroes_may_unmap) = 1;
 	return 0;
 }
@@ -188,15 +169,15 @@ static int data_io(const struct vblk_backend *b, const struct vring_chain *c, bo
 		   uint64_t pos, uint64_t off, uint64_t len)
 {
 	struct cursor k;
-	uint8_t bounce[SECTOR], *p;
+	uint8_t bounce[BLKD_SECTOR], *p;
 	int ret;
 
 	cursor_init(&k, c, to_guest, pos);
 	while (len) {
 		uint32_t n = cursor_span(&k, &p);
 
-		if (n >= SECTOR) {
-			n &= ~(SECTOR - 1);
+		if (n >= BLKD_SECTOR) {
+			n &= ~(BLKD_SECTOR - 1);
 			if (n > len)
 				n = (uint32_t)len;
 			ret = to_guest ? b->read(b->ctx, off, n, p) : b->write(b->ctx, off, n, p, false);
@@ -204,7 +185,7 @@ static int data_io(const struct vblk_backend *b, const struct vring_chain *c, bo
 				return ret;
 			cursor_skip(&k, n);
 		} else {
-			n = SECTOR;
+			n = BLKD_SECTOR;
 			if (to_guest) {
 				ret = b->read(b->ctx, off, n, bounce);
 				if (ret < 0)
@@ -225,7 +206,7 @@ static int data_io(const struct vblk_backend *b, const struct vring_chain *c, bo
 
 static bool range_ok(const struct vblk_dev *d, uint64_t sector, uint64_t nsect)
 {
-	uint64_t cap = d->disk->size / SECTOR;
+	uint64_t cap = d->disk->size / BLKD_SECTOR;
 
 	return sector <= cap && nsect <= cap - sector;
 }
@@ -235,11 +216,11 @@ static uint8_t do_rw(struct vblk_dev *d, const struct vring_chain *c, bool in, u
 {
 	int ret;
 
-	if (data_len % SECTOR || !range_ok(d, sector, data_len / SECTOR))
+	if (data_len % BLKD_SECTOR || !range_ok(d, sector, data_len / BLKD_SECTOR))
 		return VIRTIO_BLK_S_IOERR;
 	if (!in && d->disk->read_only)
 		return VIRTIO_BLK_S_IOERR;
-	ret = data_io(d->disk, c, in, in ? 0 : HDR_LEN, sector * SECTOR, data_len);
+	ret = data_io(d->disk, c, in, in ? 0 : HDR_LEN, sector * BLKD_SECTOR, data_len);
 	if (ret < 0)
 		return VIRTIO_BLK_S_IOERR;
 	if (in) {
@@ -286,12 +267,9 @@ static uint8_t do_dwz(struct vblk_dev *d, const struct vring_chain *c, bool wz)
 			int ret;
 
 			cursor_copy(&k, s, DWZ_LEN, false);
-			memcpy(&sector, s, 8);
-			memcpy(&nsect, s + 8, 4);
-			memcpy(&flags, s + 12, 4);
-			sector = le64toh(sector);
-			nsect = le32toh(nsect);
-			flags = le32toh(flags);
+			sector = le64_get(s);
+			nsect = le32_get(s + 8);
+			flags = le32_get(s + 12);
 			if (pass == 0) {
 				if (flags & ~allowed)
 					return VIRTIO_BLK_S_UNSUPP;
@@ -300,11 +278,11 @@ static uint8_t do_dwz(struct vblk_dev *d, const struct vring_chain *c, bool wz)
 				continue;
 			}
 			if (wz)
-				ret = d->disk->write_zeroes(d->disk->ctx, sector * SECTOR,
-							    (uint64_t)nsect * SECTOR);
+				ret = d->disk->write_zeroes(d->disk->ctx, sector * BLKD_SECTOR,
+							    (uint64_t)nsect * BLKD_SECTOR);
 			else
-				ret = d->disk->discard(d->disk->ctx, sector * SECTOR,
-						       (uint64_t)nsect * SECTOR);
+				ret = d->disk->discard(d->disk->ctx, sector * BLKD_SECTOR,
+						       (uint64_t)nsect * BLKD_SECTOR);
 			if (ret < 0)
 				return VIRTIO_BLK_S_IOERR;
 		}
@@ -330,10 +308,8 @@ static uint8_t request_exec(struct vblk_dev *d, const struct vring_chain *c)
 		return VIRTIO_BLK_S_IOERR;
 	cursor_init(&k, c, false, 0);
 	cursor_copy(&k, hdr, HDR_LEN, false);
-	memcpy(&type, hdr, 4);
-	memcpy(&sector, hdr + 8, 8);
-	type = le32toh(type);
-	sector = le64toh(sector);
+	type = le32_get(hdr);
+	sector = le64_get(hdr + 8);
 
 	/*
 	 * Directions: a request whose data goes to the device has only the status byte
@@ -469,7 +445,7 @@ void vblk_backend_engine(struct blkd_engine *e, struct vblk_backend *out)
 {
 	*out = (struct vblk_backend){
 		.ctx = e,
-		.size = blkd_engine_size(e) / SECTOR * SECTOR,
+		.size = blkd_engine_size(e) / BLKD_SECTOR * BLKD_SECTOR,
 		.read_only = blkd_engine_read_only(e),
 		.read = eng_read,
 		.write = eng_write,

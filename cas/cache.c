@@ -37,6 +37,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../common/grow.h"
 #include "../common/log.h"
 #include "plain.h"
 
@@ -149,15 +150,8 @@ static int scan_one(void *arg, const uint8_t d[SHA256_LEN], const char *path)
 	sc->total += (uint64_t)st.st_size + store_plain_size(sc->s, d);
 	if (!sc->keep_entries)
 		return 0;
-	if (sc->n == sc->cap) {
-		size_t cap = sc->cap ? sc->cap * 2 : 1024;
-		struct entry *n = realloc(sc->e, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		sc->e = n;
-		sc->cap = cap;
-	}
+	if (!grow_from((void **)&sc->e, &sc->cap, sc->n + 1, sizeof(*sc->e), 1024))
+		return -ENOMEM;
 	sc->e[sc->n].mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
 	sc->e[sc->n].size = (uint64_t)st.st_size;
 	memcpy(sc->e[sc->n].digest, d, SHA256_LEN);

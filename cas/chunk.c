@@ -8,6 +8,8 @@
 
 #include <zstd.h>
 
+#include "../common/le.h"
+
 struct chunk_codec {
 	ZSTD_CCtx *cctx;
 	ZSTD_DCtx *dctx;
@@ -64,7 +66,7 @@ int chunk_content_size(const void *src, size_t len, uint64_t *size)
 	unsigned long long n;
 
 	/* a real zstd frame, not a skippable one (which would "contain" 0 bytes) */
-	if (len < 4 || (p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24) != ZSTD_MAGICNUMBER)
+	if (len < 4 || le32_get(p) != ZSTD_MAGICNUMBER)
 		return -EBADMSG;
 	n = ZSTD_getFrameContentSize(src, len);
 	if (n == ZSTD_CONTENTSIZE_UNKNOWN || n == ZSTD_CONTENTSIZE_ERROR)

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "../common/dl_curl.h"
+#include "../common/grow.h"
 
 #define CONNECT_TIMEOUT_MS_MAX 10000
 #define EASY_POOL_MAX 64
@@ -77,19 +78,13 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg)
 	}
 	if (rq->body_out_len + len > j->cap) {
 		curl_off_t cl = -1;
-		size_t cap = j->cap ? j->cap * 2 : 64 << 10;
-		uint8_t *nb;
+		size_t first = 64 << 10;   /* or the whole body, when its length is known */
 
 		if (!j->cap && sym_curl_easy_getinfo(j->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl) ==
 				       CURLE_OK && cl > 0 && (uint64_t)cl <= rq->max_body)
-			cap = (size_t)cl;
-		while (cap < rq->body_out_len + len)
-			cap *= 2;
-		nb = realloc(rq->body_out, cap);
-		if (!nb)
+			first = (size_t)cl;
+		if (!grow_from((void **)&rq->body_out, &j->cap, rq->body_out_len + len, 1, first))
 			return 0;
-		rq->body_out = nb;
-		j->cap = cap;
 	}
 	memcpy(rq->body_out + rq->body_out_len, p, len);
 	rq->body_out_len += len;

@@ -12,6 +12,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "../common/grow.h"
 #include "../common/hash.h"
 #include "../common/log.h"
 #include "import.h"
@@ -318,16 +319,9 @@ static int walk_dir(struct walk *w, int dfd, struct tree_node *dir, size_t plen)
 		}
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 64;
-			char **nn = realloc(names, ncap * sizeof(*nn));
-
-			if (!nn) {
-				ret = -ENOMEM;
-				break;
-			}
-			names = nn;
-			cap = ncap;
+		if (!grow((void **)&names, &cap, n + 1, sizeof(*names))) {
+			ret = -ENOMEM;
+			break;
 		}
 		size_t len = strlen(de->d_name);
 

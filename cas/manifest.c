@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../common/fsutil.h"
+#include "../common/grow.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -175,15 +176,8 @@ static int check_parent(struct manifest *m, struct dir_stack *st, const struct m
 push:
 	if (e->type != MF_DIR)
 		return 0;
-	if (st->n == st->cap) {
-		size_t cap = st->cap ? st->cap * 2 : 64;
-		const struct mf_entry **n = realloc(st->e, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		st->e = n;
-		st->cap = cap;
-	}
+	if (!grow((void **)&st->e, &st->cap, st->n + 1, sizeof(*st->e)))
+		return -ENOMEM;
 	st->e[st->n++] = e;
 	return 0;
 }
@@ -497,18 +491,8 @@ struct vec {
 
 static void *vec_push(struct vec *v, size_t n)
 {
-	if (v->len + n > v->cap) {
-		size_t cap = v->cap ? v->cap * 2 : 64;
-		void *d;
-
-		while (cap < v->len + n)
-			cap *= 2;
-		d = realloc(v->data, cap * v->elem);
-		if (!d)
-			return NULL;
-		v->data = d;
-		v->cap = cap;
-	}
+	if (!grow(&v->data, &v->cap, v->len + n, v->elem))
+		return NULL;
 	void *p = (uint8_t *)v->data + v->len * v->elem;
 	v->len += n;
 	return p;

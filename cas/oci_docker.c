@@ -23,6 +23,7 @@
 #include <json-c/json.h>
 
 #include "../common/dl_archive.h"
+#include "../common/grow.h"
 #include "../common/log.h"
 #include "import.h"
 #include "oci_blob.h"
@@ -100,21 +101,17 @@ static int read_member(struct da *da, struct archive *a, const char *name, char 
 		la_ssize_t r;
 
 		if (cap - fill < 2) {
-			char *nb;
-
-			cap = cap ? 2 * cap : 65536;
-			if (cap > (size_t)OCI_JSON_MAX + 2) {
+			/* the next capacity, 2 * cap (65536 first), over the limit */
+			if (cap > ((size_t)OCI_JSON_MAX + 2) / 2) {
 				log_error("%s: %s: larger than %u bytes", da->label, name,
 					  OCI_JSON_MAX);
 				free(buf);
 				return -EFBIG;
 			}
-			nb = realloc(buf, cap);
-			if (!nb) {
+			if (!grow_from((void **)&buf, &cap, fill + 2, 1, 65536)) {
 				free(buf);
 				return -ENOMEM;
 			}
-			buf = nb;
 		}
 		r = sym_archive_read_data(a, buf + fill, cap - fill - 1);
 		if (r < 0) {
@@ -159,16 +156,9 @@ static int da_scan(struct da *da)
 		const char *hl = sym_archive_entry_hardlink(e);
 		struct da_member *m;
 
-		if (da->n == da->cap) {
-			size_t ncap = da->cap ? 2 * da->cap : 64;
-			struct da_member *nm = realloc(da->m, ncap * sizeof(*nm));
-
-			if (!nm) {
-				ret = -ENOMEM;
-				break;
-			}
-			da->m = nm;
-			da->cap = ncap;
+		if (!grow((void **)&da->m, &da->cap, da->n + 1, sizeof(*da->m))) {
+			ret = -ENOMEM;
+			break;
 		}
 		m = &da->m[da->n++];
 		memset(m, 0, sizeof(*m));

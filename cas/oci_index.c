@@ -15,6 +15,7 @@
 
 #include <json-c/json.h>
 
+#include "../common/grow.h"
 #include "oci_blob.h"
 
 /* ------------------------------------------------------------------ refs */
@@ -28,18 +29,8 @@ void oci_refs_free(struct oci_refs *r)
 
 int oci_refs_add(struct oci_refs *r, const struct oci_chunk_ref *ref)
 {
-	if (r->n == r->cap) {
-		size_t cap = r->cap ? r->cap * 2 : 64;
-		struct oci_chunk_ref *v;
-
-		if (cap < r->cap || cap > SIZE_MAX / sizeof(*v))
-			return -ENOMEM;
-		v = realloc(r->v, cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		r->v = v;
-		r->cap = cap;
-	}
+	if (!grow((void **)&r->v, &r->cap, r->n + 1, sizeof(*r->v)))
+		return -ENOMEM;
 	r->v[r->n++] = *ref;
 	return 0;
 }
@@ -259,26 +250,11 @@ struct sbuf {
 
 static void sb_reserve(struct sbuf *b, size_t more)
 {
-	size_t cap;
-	char *p;
-
 	if (b->err || b->cap - b->len > more)
 		return;
-	cap = b->cap ? b->cap : 256;
-	while (cap - b->len <= more) {
-		if (cap > SIZE_MAX / 2) {
-			b->err = -ENOMEM;
-			return;
-		}
-		cap *= 2;
-	}
-	p = realloc(b->p, cap);
-	if (!p) {
+	if (more >= SIZE_MAX - b->len ||
+	    !grow_from((void **)&b->p, &b->cap, b->len + more + 1, 1, 256))
 		b->err = -ENOMEM;
-		return;
-	}
-	b->p = p;
-	b->cap = cap;
 }
 
 static void sb_put(struct sbuf *b, const char *s, size_t n)

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "../common/fsutil.h"
+#include "../common/grow.h"
 #include "chunk.h"
 
 #define STAGE_MAX_CHUNKS 4096
@@ -212,17 +213,10 @@ int store_put(struct store *s, const uint8_t d[SHA256_LEN], const void *frame, s
 		return ret;
 	}
 	pthread_mutex_lock(&s->lock);
-	if (s->n_stage == s->cap_stage) {
-		size_t cap = s->cap_stage ? s->cap_stage * 2 : 256;
-		struct staged *n = realloc(s->stage, cap * sizeof(*n));
-
-		if (!n) {
-			pthread_mutex_unlock(&s->lock);
-			unlinkat(s->tmpfd, name, 0);
-			return -ENOMEM;
-		}
-		s->stage = n;
-		s->cap_stage = cap;
+	if (!grow_from((void **)&s->stage, &s->cap_stage, s->n_stage + 1, sizeof(*s->stage), 256)) {
+		pthread_mutex_unlock(&s->lock);
+		unlinkat(s->tmpfd, name, 0);
+		return -ENOMEM;
 	}
 	memcpy(s->stage[s->n_stage].digest, d, SHA256_LEN);
 	s->stage[s->n_stage].seq = seq;

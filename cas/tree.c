@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/grow.h"
 #include "../common/hash.h"
 
 #define ARENA_BLOCK (1u << 20)
@@ -25,7 +26,8 @@ struct tree {
 	size_t n_segs, cap_segs;
 	uint64_t n_chunks;
 	struct mf_hole *holes;
-	uint64_t n_holes, cap_holes;
+	uint64_t n_holes;
+	size_t cap_holes;
 	uint32_t write_gen;           /* tree_write() calls so far */
 };
 
@@ -274,15 +276,9 @@ struct mf_chunk *tree_chunk_new(struct tree *t, uint64_t *index)
 	size_t seg = i / CHUNK_SEG;
 
 	if (seg >= t->n_segs) {
-		if (t->n_segs == t->cap_segs) {
-			size_t cap = t->cap_segs ? t->cap_segs * 2 : 16;
-			struct mf_chunk **s = realloc(t->chunk_segs, cap * sizeof(*s));
-
-			if (!s)
-				return NULL;
-			t->chunk_segs = s;
-			t->cap_segs = cap;
-		}
+		if (!grow_from((void **)&t->chunk_segs, &t->cap_segs, t->n_segs + 1,
+			       sizeof(*t->chunk_segs), 16))
+			return NULL;
 		t->chunk_segs[t->n_segs] = calloc(CHUNK_SEG, sizeof(struct mf_chunk));
 		if (!t->chunk_segs[t->n_segs])
 			return NULL;
@@ -308,15 +304,8 @@ int tree_hole_add(struct tree *t, struct tree_inode *ino, uint64_t off, uint64_t
 			return 0;
 		}
 	}
-	if (t->n_holes == t->cap_holes) {
-		uint64_t cap = t->cap_holes ? t->cap_holes * 2 : 256;
-		struct mf_hole *h = realloc(t->holes, cap * sizeof(*h));
-
-		if (!h)
-			return -ENOMEM;
-		t->holes = h;
-		t->cap_holes = cap;
-	}
+	if (!grow_from((void **)&t->holes, &t->cap_holes, t->n_holes + 1, sizeof(*t->holes), 256))
+		return -ENOMEM;
 	if (!ino->hole_count)
 		ino->hole_first = t->n_holes;
 	else if (ino->hole_first + ino->hole_count != t->n_holes)
@@ -414,17 +403,7 @@ static int emit_one(struct emit_state *s, struct tree_node *n, size_t path_len)
 
 static int path_reserve(struct emit_state *s, size_t need)
 {
-	if (need <= s->path_cap)
-		return 0;
-	size_t cap = s->path_cap ? s->path_cap : 256;
-	while (cap < need)
-		cap *= 2;
-	char *p = realloc(s->path, cap);
-	if (!p)
-		return -ENOMEM;
-	s->path = p;
-	s->path_cap = cap;
-	return 0;
+	return grow_from((void **)&s->path, &s->path_cap, need, 1, 256) ? 0 : -ENOMEM;
 }
 
 /* Depth-first, children in byte order of their names. */

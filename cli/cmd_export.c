@@ -16,6 +16,7 @@
 #include "../blkd/reader.h"
 #include "../cas/source.h"
 #include "../common/fsutil.h"
+#include "../common/grow.h"
 #include "../common/first_error.h"
 #include "../common/log.h"
 #include "../common/size.h"
@@ -227,16 +228,10 @@ static int export_all(struct export_ctx *x, unsigned threads)
 	while (walk_next(&w, &first, &end)) {
 		x->mapped += (end - first) * LAYOUT_BLOCK;
 		for (uint64_t b = first; b < end; b += per) {
-			if (x->n_pieces == cap) {
-				struct piece *np;
-
-				cap = cap ? cap * 2 : 256;
-				np = realloc(x->pieces, cap * sizeof(*np));
-				if (!np) {
-					log_error("out of memory");
-					return -ENOMEM;
-				}
-				x->pieces = np;
+			if (!grow_from((void **)&x->pieces, &cap, x->n_pieces + 1,
+				       sizeof(*x->pieces), 256)) {
+				log_error("out of memory");
+				return -ENOMEM;
 			}
 			x->pieces[x->n_pieces].b = b;
 			x->pieces[x->n_pieces].n = (uint32_t)(end - b < per ? end - b : per);

@@ -12,6 +12,7 @@
 #include "../cas/store.h"
 #include "../cas/chunk.h"
 #include "../common/first_error.h"
+#include "../common/grow.h"
 #include "../common/log.h"
 #include "../common/size.h"
 #include "../ext4gen/refs.h"
@@ -61,15 +62,8 @@ static double now(void)
 
 static int add_chunk(struct push_ctx *x, const uint8_t d[SHA256_LEN])
 {
-	if (x->n == x->cap) {
-		size_t cap = x->cap ? x->cap * 2 : 1024;
-		void *nc = realloc(x->chunks, cap * SHA256_LEN);
-
-		if (!nc)
-			return -ENOMEM;
-		x->chunks = nc;
-		x->cap = cap;
-	}
+	if (!grow_from((void **)&x->chunks, &x->cap, x->n + 1, sizeof(*x->chunks), 1024))
+		return -ENOMEM;
 	memcpy(x->chunks[x->n++], d, SHA256_LEN);
 	return 0;
 }

@@ -8,14 +8,23 @@
 #include <stdlib.h>
 
 /*
- * Make *p (an array of *cap elements of elem bytes) hold at least need elements, doubling
- * from 64. Returns *p, or NULL (out of memory, or a size that overflows) with *p and *cap
- * unchanged.
+ * Make *p (an array of *cap elements of elem bytes) hold at least need elements: when it
+ * does not, or when nothing is allocated yet (*cap 0), the capacity becomes first (if *cap
+ * is 0) or *cap, doubled until it holds need, and *p is realloc'd to it. Elements already
+ * there keep their values; new ones are not initialised.
+ *
+ * Returns *p, never NULL on success (even for need 0); NULL for out of memory or a size
+ * that overflows, with *p and *cap unchanged (the caller still owns and frees *p).
+ * first must not be 0. Callers append with
+ *
+ *	if (!grow((void **)&a, &cap, n + 1, sizeof(*a)))
+ *		return -ENOMEM;
+ *	a[n++] = x;
  */
-static inline void *grow(void **p, size_t *cap, size_t need, size_t elem)
+static inline void *grow_from(void **p, size_t *cap, size_t need, size_t elem, size_t first)
 {
-	if (need > *cap) {
-		size_t c = *cap ? *cap : 64;
+	if (need > *cap || !*cap) {
+		size_t c = *cap ? *cap : first;
 		void *n;
 
 		while (c < need) {
@@ -32,6 +41,12 @@ static inline void *grow(void **p, size_t *cap, size_t need, size_t elem)
 		*cap = c;
 	}
 	return *p;
+}
+
+/* grow_from() with a first capacity of 64 elements. */
+static inline void *grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+	return grow_from(p, cap, need, elem, 64);
 }
 
 #endif

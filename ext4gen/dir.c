@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "csum.h"
+#include "../common/le.h"
 #include "ext4_fs.h"
 
 #define BLK EXT4_BLOCK_SIZE
@@ -65,20 +66,6 @@ struct dir_plan {
 	uint32_t nblocks;
 };
 
-static inline void put_le16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-}
-
-static inline void put_le32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-	p[2] = (uint8_t)(v >> 16);
-	p[3] = (uint8_t)(v >> 24);
-}
-
 /* Size of the record of an entry with a name of len bytes: 8-byte header, 4-aligned. */
 static inline uint32_t rec_size(uint32_t len)
 {
@@ -89,8 +76,8 @@ static inline uint32_t rec_size(uint32_t len)
 static void put_dirent(uint8_t *p, uint32_t ino, uint32_t rec_len, const char *name,
 		       uint8_t name_len, uint8_t file_type)
 {
-	put_le32(p, ino);
-	put_le16(p + 4, (uint16_t)rec_len);
+	le32_put(p, ino);
+	le16_put(p + 4, (uint16_t)rec_len);
 	p[6] = name_len;
 	p[7] = file_type;
 	memcpy(p + 8, name, name_len);
@@ -101,11 +88,11 @@ static void put_leaf_tail(uint8_t *blk, uint32_t iseed)
 {
 	uint8_t *t = blk + LEAF_SPACE;
 
-	put_le32(t, 0);
-	put_le16(t + 4, DIRENT_TAIL_SIZE);
+	le32_put(t, 0);
+	le16_put(t + 4, DIRENT_TAIL_SIZE);
 	t[6] = 0;
 	t[7] = EXT4_FT_DIR_CSUM;
-	put_le32(t + 8, crc32c(iseed, blk, LEAF_SPACE));
+	le32_put(t + 8, crc32c(iseed, blk, LEAF_SPACE));
 }
 
 /*
@@ -119,25 +106,25 @@ static void put_dx_tail(uint8_t *blk, uint32_t count_off, uint32_t limit, uint32
 	uint8_t *t = blk + count_off + limit * 8u;
 	uint32_t c;
 
-	put_le32(t, 0);
-	put_le32(t + 4, 0);
+	le32_put(t, 0);
+	le32_put(t + 4, 0);
 	c = crc32c(iseed, blk, count_off + count * 8u);
 	c = crc32c(c, t, DX_TAIL_SIZE);
-	put_le32(t + 4, c);
+	le32_put(t + 4, c);
 }
 
 static void put_countlimit(uint8_t *p, uint32_t limit, uint32_t count)
 {
-	put_le16(p, (uint16_t)limit);
-	put_le16(p + 2, (uint16_t)count);
+	le16_put(p, (uint16_t)limit);
+	le16_put(p + 2, (uint16_t)count);
 }
 
 /* Index entry i of an index whose count/limit starts at ents (entry 0 has no hash). */
 static void put_dx_entry(uint8_t *ents, uint32_t i, uint32_t hash, uint32_t block)
 {
 	if (i)
-		put_le32(ents + i * 8u, hash);
-	put_le32(ents + i * 8u + 4, block);
+		le32_put(ents + i * 8u, hash);
+	le32_put(ents + i * 8u + 4, block);
 }
 
 static bool hent_before(const struct dir_hent *x, const struct dir_hent *y)
@@ -370,8 +357,8 @@ static void render_index_heads(const struct dir_plan *d, uint8_t *out)
 	for (uint32_t j = 0; j < d->nnodes; j++) {
 		uint8_t *node = out + (size_t)(1 + j) * BLK;
 
-		put_le32(node, 0);      /* inode 0, name_len 0, file_type 0 */
-		put_le16(node + 4, (uint16_t)BLK);
+		le32_put(node, 0);      /* inode 0, name_len 0, file_type 0 */
+		le16_put(node + 4, (uint16_t)BLK);
 		put_countlimit(node + DX_NODE_COUNT_OFF, DX_NODE_LIMIT, node_leaves(d, j));
 	}
 }
@@ -431,7 +418,7 @@ static void render_htree(const struct dir_plan *d, uint8_t *out)
 
 			if (i) {
 				/* close the previous leaf */
-				put_le16(last + 4, (uint16_t)(LEAF_SPACE - (last - leaf)));
+				le16_put(last + 4, (uint16_t)(LEAF_SPACE - (last - leaf)));
 				put_leaf_tail(leaf, iseed);
 				leaf += BLK;
 				k++;
@@ -447,7 +434,7 @@ static void render_htree(const struct dir_plan *d, uint8_t *out)
 		used += r;
 		prev_major = h->major;
 	}
-	put_le16(last + 4, (uint16_t)(LEAF_SPACE - (last - leaf)));
+	le16_put(last + 4, (uint16_t)(LEAF_SPACE - (last - leaf)));
 	put_leaf_tail(leaf, iseed);
 
 	put_dx_tail(out, DX_ROOT_COUNT_OFF, DX_ROOT_LIMIT, d->nnodes ? d->nnodes : d->nleaves,

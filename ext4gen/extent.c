@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../common/crc32c.h"
+#include "../common/grow.h"
 
 #define EXT_PER_BLOCK ((EXT4_BLOCK_SIZE - sizeof(struct ext4_extent_header)) / 12)   /* 340 */
 #define EXT_IN_INODE 4
@@ -39,15 +40,8 @@ static int push(struct ext_list *l, uint64_t lblk, uint64_t phys, uint32_t len)
 			return 0;
 		}
 	}
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 16;
-		struct ext4_extent *e = realloc(l->e, cap * sizeof(*e));
-
-		if (!e)
-			return -ENOMEM;
-		l->e = e;
-		l->cap = cap;
-	}
+	if (!grow_from((void **)&l->e, &l->cap, l->n + 1, sizeof(*l->e), 16))
+		return -ENOMEM;
 	l->e[l->n++] = (struct ext4_extent){
 		.ee_block = (uint32_t)lblk,
 		.ee_len = (uint16_t)len,

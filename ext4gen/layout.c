@@ -14,27 +14,11 @@
 #include "../cas/chunk.h"
 #include "../common/crc32c.h"
 #include "../common/fsutil.h"
+#include "../common/grow.h"
 #include "../common/hash.h"
 
 #define WBUF_SIZE (1u << 20)       /* writer: output buffer */
 #define VERIFY_READ (4u << 20)     /* reader: metadata area hashed in reads this large */
-
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	size_t n = *cap ? *cap : 64;
-	void *q;
-
-	if (need <= *cap)
-		return 0;
-	while (n < need)
-		n *= 2;
-	q = realloc(*p, n * elem);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = n;
-	return 0;
-}
 
 /* crc32c(~0, header with header_crc = 0), as ext4 computes its checksums. */
 static uint32_t header_crc(const struct layout_header *hdr)
@@ -181,9 +165,8 @@ int layout_add_meta(struct layout_writer *w, uint64_t lba, const void *blocks, u
 		return -EINVAL;
 	if (last && lba < last->lba + last->count)
 		return -EINVAL; /* out of order or overlapping */
-	ret = grow((void **)&w->meta, &w->cap_meta, w->n_meta + 1, sizeof(*w->meta));
-	if (ret)
-		return ret;
+	if (!grow((void **)&w->meta, &w->cap_meta, w->n_meta + 1, sizeof(*w->meta)))
+		return -ENOMEM;
 	last = w->n_meta ? &w->meta[w->n_meta - 1] : NULL;
 	ret = body_put(w, blocks, (size_t)count * LAYOUT_BLOCK);
 	if (ret) {
@@ -241,9 +224,8 @@ static int chunk_intern(struct layout_writer *w, const uint8_t d[SHA256_LEN], ui
 	}
 	if (w->n_chunks >= UINT32_MAX - 1)
 		return -EOVERFLOW;
-	ret = grow((void **)&w->chunks, &w->cap_chunks, w->n_chunks + 1, sizeof(*w->chunks));
-	if (ret)
-		return ret;
+	if (!grow((void **)&w->chunks, &w->cap_chunks, w->n_chunks + 1, sizeof(*w->chunks)))
+		return -ENOMEM;
 	memcpy(w->chunks[w->n_chunks], d, SHA256_LEN);
 	w->slots[k] = (uint32_t)(w->n_chunks + 1);
 	*idx = (uint32_t)w->n_chunks++;
@@ -262,9 +244,8 @@ int layout_add_data(struct layout_writer *w, uint64_t disk_byte, uint32_t len,
 	if (len == 0 || disk_byte > disk || len > disk - disk_byte || disk_byte < w->data_end ||
 	    chunk_off > UINT32_MAX - len)
 		return -EINVAL;
-	ret = grow((void **)&w->data, &w->cap_data, w->n_data + 1, sizeof(*w->data));
-	if (ret)
-		return ret;
+	if (!grow((void **)&w->data, &w->cap_data, w->n_data + 1, sizeof(*w->data)))
+		return -ENOMEM;
 	ret = chunk_intern(w, digest, &idx);
 	if (ret)
 		return ret;

@@ -8,19 +8,13 @@
 #include <unistd.h>
 
 #include "../cas/manifest.h"
+#include "../common/grow.h"
 #include "layout.h"
 
 static int refs_add(struct chunk_refs *r, const uint8_t d[SHA256_LEN])
 {
-	if (r->n == r->cap) {
-		size_t cap = r->cap ? r->cap * 2 : 1024;
-		uint8_t (*n)[SHA256_LEN] = realloc(r->d, cap * SHA256_LEN);
-
-		if (!n)
-			return -ENOMEM;
-		r->d = n;
-		r->cap = cap;
-	}
+	if (!grow_from((void **)&r->d, &r->cap, r->n + 1, sizeof(*r->d), 1024))
+		return -ENOMEM;
 	memcpy(r->d[r->n++], d, SHA256_LEN);
 	return 0;
 }

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/le.h"
 #include "csum.h"
 #include "ext4_fs.h"
 
@@ -67,28 +68,6 @@
 
 static_assert(sizeof(struct ext4_xattr_entry) == 16, "ext4_xattr_entry is 16 bytes");
 static_assert(sizeof(struct ext4_xattr_header) == 32, "ext4_xattr_header is 32 bytes");
-
-static inline void put_le16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-}
-
-static inline void put_le32(uint8_t *p, uint32_t v)
-{
-	put_le16(p, (uint16_t)v);
-	put_le16(p + 2, (uint16_t)(v >> 16));
-}
-
-static inline uint16_t get_le16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static inline uint32_t get_le32(const uint8_t *p)
-{
-	return get_le16(p) | (uint32_t)get_le16(p + 2) << 16;
-}
 
 /* One attribute, resolved to its on-disk name and value size. */
 struct xattr_item {
@@ -177,7 +156,7 @@ static int acl_check(const uint8_t *v, uint32_t len, uint32_t *disk_len, const c
 
 	if (!v || len < POSIX_ACL_XATTR_HDR_LEN)
 		return fail(why, "ACL xattr shorter than its 4-byte header", -EINVAL);
-	if (get_le32(v) != POSIX_ACL_XATTR_VERSION)
+	if (le32_get(v) != POSIX_ACL_XATTR_VERSION)
 		return fail(why, "ACL xattr has an unknown version (want 2)", -EINVAL);
 	if ((len - POSIX_ACL_XATTR_HDR_LEN) % POSIX_ACL_XATTR_ENTRY_LEN)
 		return fail(why, "ACL xattr size is not 4 + 8 * entries", -EINVAL);
@@ -187,7 +166,7 @@ static int acl_check(const uint8_t *v, uint32_t len, uint32_t *disk_len, const c
 
 	for (uint32_t i = 0; i < count; i++) {
 		const uint8_t *e = v + POSIX_ACL_XATTR_HDR_LEN + i * POSIX_ACL_XATTR_ENTRY_LEN;
-		uint16_t tag = get_le16(e), perm = get_le16(e + 2);
+		uint16_t tag = le16_get(e), perm = le16_get(e + 2);
 
 		if (perm & ~ACL_PERM_MASK)
 			return fail(why, "ACL entry has permission bits other than rwx",
@@ -250,16 +229,16 @@ static void acl_to_disk(const uint8_t *v, uint32_t len, uint8_t *out)
 	uint32_t count = (len - POSIX_ACL_XATTR_HDR_LEN) / POSIX_ACL_XATTR_ENTRY_LEN;
 	uint8_t *p = out;
 
-	put_le32(p, EXT4_ACL_VERSION);
+	le32_put(p, EXT4_ACL_VERSION);
 	p += EXT4_ACL_HDR_LEN;
 	for (uint32_t i = 0; i < count; i++) {
 		const uint8_t *e = v + POSIX_ACL_XATTR_HDR_LEN + i * POSIX_ACL_XATTR_ENTRY_LEN;
-		uint16_t tag = get_le16(e);
+		uint16_t tag = le16_get(e);
 
-		put_le16(p, tag);
-		put_le16(p + 2, get_le16(e + 2));
+		le16_put(p, tag);
+		le16_put(p + 2, le16_get(e + 2));
 		if (tag == ACL_USER || tag == ACL_GROUP) {
-			put_le32(p + 4, get_le32(e + 4));
+			le32_put(p + 4, le32_get(e + 4));
 			p += EXT4_ACL_ENTRY_LEN;
 		} else {
 			p += EXT4_ACL_ENTRY_SHORT_LEN;
@@ -287,7 +266,7 @@ static uint32_t xattr_entry_hash(const uint8_t *name, size_t name_len, const uin
 	for (size_t i = 0; i < name_len; i++)
 		hash = (hash << 5) ^ (hash >> 27) ^ name[i];
 	for (size_t i = 0; i < padded_len; i += 4)
-		hash = (hash << 16) ^ (hash >> 16) ^ get_le32(value + i);
+		hash = (hash << 16) ^ (hash >> 16) ^ le32_get(value + i);
 	return hash;
 }
 
@@ -326,14 +305,14 @@ static uint32_t xattr_render(const struct xattr_item *items, uint32_t n, bool ib
 				acl_to_disk(it->value, it->value_len, area + voff);
 			else
 				memcpy(area + voff, it->value, it->disk_len);
-			put_le16(e + offsetof(struct ext4_xattr_entry, e_value_offs),
+			le16_put(e + offsetof(struct ext4_xattr_entry, e_value_offs),
 				 (uint16_t)(voff - base_off));
 		}
-		put_le32(e + offsetof(struct ext4_xattr_entry, e_value_size), it->disk_len);
+		le32_put(e + offsetof(struct ext4_xattr_entry, e_value_size), it->disk_len);
 		if (!ibody) {
 			hash = xattr_entry_hash(it->name, it->name_len, area + voff,
 						it->disk_len ? padded : 0);
-			put_le32(e + offsetof(struct ext4_xattr_entry, e_hash), hash);
+			le32_put(e + offsetof(struct ext4_xattr_entry, e_hash), hash);
 			if (!hash)
 				hash_zero = true;
 			block_hash = (block_hash << 16) ^ (block_hash >> 16) ^ hash;
@@ -430,19 +409,19 @@ int xattr_build(const struct mf_xattr_in *x, uint32_t n, struct xattr_layout *ou
 		goto out;
 
 	if (out->has_ibody) {
-		put_le32(out->ibody, EXT4_XATTR_MAGIC);
+		le32_put(out->ibody, EXT4_XATTR_MAGIC);
 		xattr_render(items, n, true, out->ibody, XATTR_IBODY_SIZE,
 			     XATTR_IBODY_HDR_LEN, XATTR_IBODY_HDR_LEN);
 	}
 	if (out->has_block) {
 		uint8_t *b = out->block;
 
-		put_le32(b + offsetof(struct ext4_xattr_header, h_magic), EXT4_XATTR_MAGIC);
-		put_le32(b + offsetof(struct ext4_xattr_header, h_refcount), 1);
-		put_le32(b + offsetof(struct ext4_xattr_header, h_blocks), 1);
+		le32_put(b + offsetof(struct ext4_xattr_header, h_magic), EXT4_XATTR_MAGIC);
+		le32_put(b + offsetof(struct ext4_xattr_header, h_refcount), 1);
+		le32_put(b + offsetof(struct ext4_xattr_header, h_blocks), 1);
 		hash = xattr_render(items, n, false, b, EXT4_BLOCK_SIZE,
 				    XATTR_BLOCK_HDR_LEN, 0);
-		put_le32(b + offsetof(struct ext4_xattr_header, h_hash), hash);
+		le32_put(b + offsetof(struct ext4_xattr_header, h_hash), hash);
 	}
 out:
 	if (ret)
@@ -457,10 +436,10 @@ void xattr_block_csum(uint8_t *block, uint64_t blocknr, uint32_t csum_seed)
 	uint8_t nr[8];
 	uint32_t crc;
 
-	put_le32(nr, (uint32_t)blocknr);
-	put_le32(nr + 4, (uint32_t)(blocknr >> 32));
-	put_le32(field, 0);
+	le32_put(nr, (uint32_t)blocknr);
+	le32_put(nr + 4, (uint32_t)(blocknr >> 32));
+	le32_put(field, 0);
 	crc = crc32c(csum_seed, nr, sizeof(nr));
 	crc = crc32c(crc, block, EXT4_BLOCK_SIZE);
-	put_le32(field, crc);
+	le32_put(field, crc);
 }

@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "../common/le.h"
 #include "acpi.h"
 
 #define OEM_ID		"LAZYBK"	/* 6 bytes */
@@ -74,24 +75,6 @@
 #define COM1_PORT		0x3f8
 #define COM1_PORTS		8
 
-static void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = v;
-	p[1] = v >> 8;
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	put16(p, v);
-	put16(p + 2, v >> 16);
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	put32(p, v);
-	put32(p + 4, v >> 32);
-}
-
 static uint8_t sum8(const uint8_t *p, size_t n)
 {
 	uint8_t s = 0;
@@ -105,13 +88,13 @@ static uint8_t sum8(const uint8_t *p, size_t n)
 static void table_header(uint8_t *t, const char sig[4], uint32_t len, uint8_t rev)
 {
 	memcpy(t, sig, 4);
-	put32(t + 4, len);
+	le32_put(t + 4, len);
 	t[8] = rev;
 	memcpy(t + 10, OEM_ID, 6);
 	memcpy(t + 16, OEM_TABLE_ID, 8);
-	put32(t + 24, OEM_REVISION);
+	le32_put(t + 24, OEM_REVISION);
 	memcpy(t + 28, CREATOR_ID, 4);
-	put32(t + 32, CREATOR_REV);
+	le32_put(t + 32, CREATOR_REV);
 }
 
 static void table_seal(uint8_t *t, size_t len)
@@ -127,7 +110,7 @@ static void gas(uint8_t *p, uint8_t space, uint8_t bits, uint8_t access, uint64_
 	p[1] = bits;
 	p[2] = 0;
 	p[3] = access;
-	put64(p + 4, addr);
+	le64_put(p + 4, addr);
 }
 
 /*
@@ -209,7 +192,7 @@ static void aml_int(struct aml *a, uint64_t v)
 		op = AML_QWORD;
 		n = 8;
 	}
-	put64(le, v);
+	le64_put(le, v);
 	aml_byte(a, op);
 	aml_bytes(a, le, n);
 }
@@ -254,10 +237,10 @@ static void res_mem32fixed(struct res *r, uint32_t base, uint32_t size)
 	uint8_t *p = r->b + r->n;
 
 	p[0] = 0x86;		/* large item 0x06 */
-	put16(p + 1, 9);
+	le16_put(p + 1, 9);
 	p[3] = 1;		/* read-write */
-	put32(p + 4, base);
-	put32(p + 8, size);
+	le32_put(p + 4, base);
+	le32_put(p + 8, size);
 	r->n += 12;
 }
 
@@ -266,11 +249,11 @@ static void res_ext_irq(struct res *r, uint32_t gsi, bool shared)
 	uint8_t *p = r->b + r->n;
 
 	p[0] = 0x89;		/* large item 0x09 */
-	put16(p + 1, 6);
+	le16_put(p + 1, 6);
 	/* consumer (bit 0), edge (bit 1), active high (bit 2 = 0), shared (bit 3) */
 	p[3] = 0x01 | 0x02 | (shared ? 0x08 : 0);
 	p[4] = 1;		/* one interrupt */
-	put32(p + 5, gsi);
+	le32_put(p + 5, gsi);
 	r->n += 9;
 }
 
@@ -280,8 +263,8 @@ static void res_io16(struct res *r, uint16_t port, uint8_t count)
 
 	p[0] = 0x47;		/* small item 0x08, length 7 */
 	p[1] = 1;		/* 16-bit decode */
-	put16(p + 2, port);
-	put16(p + 4, port);
+	le16_put(p + 2, port);
+	le16_put(p + 4, port);
 	p[6] = 0;		/* alignment */
 	p[7] = count;
 	r->n += 8;
@@ -292,7 +275,7 @@ static void res_irq_noflags(struct res *r, unsigned irq)
 	uint8_t *p = r->b + r->n;
 
 	p[0] = 0x22;		/* small item 0x04, length 2: edge, active high, exclusive */
-	put16(p + 1, 1u << irq);
+	le16_put(p + 1, 1u << irq);
 	r->n += 3;
 }
 
@@ -403,9 +386,9 @@ static void build_rsdp(uint8_t *t, uint64_t xsdt)
 	memcpy(t, "RSD PTR ", 8);
 	memcpy(t + 9, OEM_ID, 6);
 	t[15] = 2;			/* revision: ACPI 2.0+ (XSDT) */
-	put32(t + 16, 0);		/* no RSDT */
-	put32(t + 20, RSDP_LEN);
-	put64(t + 24, xsdt);
+	le32_put(t + 16, 0);		/* no RSDT */
+	le32_put(t + 20, RSDP_LEN);
+	le64_put(t + 24, xsdt);
 	t[8] = -sum8(t, RSDP_V1_LEN);
 	t[32] = -sum8(t, RSDP_LEN);
 }
@@ -413,23 +396,23 @@ static void build_rsdp(uint8_t *t, uint64_t xsdt)
 static void build_xsdt(uint8_t *t, uint64_t fadt, uint64_t madt)
 {
 	table_header(t, "XSDT", XSDT_LEN, 1);
-	put64(t + HDR_LEN, fadt);
-	put64(t + HDR_LEN + 8, madt);
+	le64_put(t + HDR_LEN, fadt);
+	le64_put(t + HDR_LEN + 8, madt);
 	table_seal(t, XSDT_LEN);
 }
 
 static void build_fadt(uint8_t *t, uint64_t dsdt)
 {
 	table_header(t, "FACP", FADT_LEN, 6);
-	put32(t + 40, dsdt);		/* DSDT (32-bit copy of X_DSDT) */
-	put16(t + 109, IAPC_VGA_NOT_PRESENT | IAPC_MSI_NOT_SUPPORTED |
+	le32_put(t + 40, dsdt);		/* DSDT (32-bit copy of X_DSDT) */
+	le16_put(t + 109, IAPC_VGA_NOT_PRESENT | IAPC_MSI_NOT_SUPPORTED |
 		       IAPC_PCIE_ASPM_CONTROLS | IAPC_CMOS_RTC_NOT_PRESENT);
-	put32(t + 112, FADT_F_WBINVD | FADT_F_PWR_BUTTON | FADT_F_SLP_BUTTON |
+	le32_put(t + 112, FADT_F_WBINVD | FADT_F_PWR_BUTTON | FADT_F_SLP_BUTTON |
 		       FADT_F_RESET_REG_SUP | FADT_F_HW_REDUCED_ACPI);
 	gas(t + 116, 1, 8, 1, RESET_PORT);	/* RESET_REG: system I/O, 8 bits, byte access */
 	t[128] = RESET_VALUE;
 	t[131] = 5;			/* FADT minor version: ACPI 6.5 */
-	put64(t + 140, dsdt);		/* X_DSDT */
+	le64_put(t + 140, dsdt);		/* X_DSDT */
 	memcpy(t + 268, HV_VENDOR_ID, 8);
 	table_seal(t, FADT_LEN);
 }
@@ -440,33 +423,33 @@ static void build_madt(uint8_t *t, const struct acpi_config *c)
 	uint8_t *p = t + MADT_HDR_LEN;
 
 	table_header(t, "APIC", len, 5);
-	put32(t + 36, c->lapic_addr);
-	put32(t + 40, MADT_PCAT_COMPAT);
+	le32_put(t + 36, c->lapic_addr);
+	le32_put(t + 40, MADT_PCAT_COMPAT);
 	for (unsigned i = 0; i < c->ncpus; i++, p += MADT_LAPIC_LEN) {
 		p[0] = MADT_T_LAPIC;
 		p[1] = MADT_LAPIC_LEN;
 		p[2] = i;		/* ACPI processor UID */
 		p[3] = i;		/* APIC id */
-		put32(p + 4, MADT_LAPIC_ENABLED);
+		le32_put(p + 4, MADT_LAPIC_ENABLED);
 	}
 	p[0] = MADT_T_IOAPIC;
 	p[1] = MADT_IOAPIC_LEN;
 	p[2] = 0;			/* IOAPIC id: what KVM's IOAPIC reports after reset */
 	p[3] = 0;
-	put32(p + 4, c->ioapic_addr);
-	put32(p + 8, 0);		/* GSI base */
+	le32_put(p + 4, c->ioapic_addr);
+	le32_put(p + 8, 0);		/* GSI base */
 	p += MADT_IOAPIC_LEN;
 	p[0] = MADT_T_ISO;
 	p[1] = MADT_ISO_LEN;
 	p[2] = 0;			/* bus: ISA */
 	p[3] = PIT_IRQ;
-	put32(p + 4, PIT_GSI);
-	put16(p + 8, 1 << 2 | 1);	/* edge (trigger 01), active high (polarity 01) */
+	le32_put(p + 4, PIT_GSI);
+	le16_put(p + 8, 1 << 2 | 1);	/* edge (trigger 01), active high (polarity 01) */
 	p += MADT_ISO_LEN;
 	p[0] = MADT_T_LAPIC_NMI;	/* LINT1 = NMI on every processor, as the VMM sets it */
 	p[1] = MADT_LAPIC_NMI_LEN;
 	p[2] = 0xff;			/* all processors */
-	put16(p + 3, 0);		/* conforming */
+	le16_put(p + 3, 0);		/* conforming */
 	p[5] = 1;			/* LINT1 */
 	table_seal(t, len);
 }

@@ -14,6 +14,7 @@
 
 #include "../common/digest_memo.h"
 #include "../common/fsutil.h"
+#include "../common/le.h"
 #include "../common/log.h"
 #include "../common/sha256.h"
 #include "../common/size.h"
@@ -45,10 +46,6 @@
 #define PVH_MODLIST_OFF 0x40
 #define PVH_MEMMAP_OFF 0x60
 #define PVH_MEMMAP_MAX 8
-
-static void put16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
-static void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
-static void put64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
 
 static void boot_cache_dir(const struct boot_kernel_opts *o, char *buf, size_t len)
 {
@@ -312,27 +309,27 @@ void boot_params_build(uint8_t zp[4096], const struct boot_kernel *k,
 	if (k->hdr_len) {
 		memcpy(zp + BP_HDR, k->hdr, k->hdr_len);
 	} else {
-		put16(zp + BP_BOOT_FLAG, 0xaa55);
+		le16_put(zp + BP_BOOT_FLAG, 0xaa55);
 		memcpy(zp + BP_HEADER, "HdrS", 4);
-		put16(zp + BP_VERSION, 0x020c);
-		put32(zp + BP_KERNEL_ALIGNMENT, 0x1000000);
-		put32(zp + BP_CMDLINE_SIZE, BOOT_CMDLINE_MAX - 1);
+		le16_put(zp + BP_VERSION, 0x020c);
+		le32_put(zp + BP_KERNEL_ALIGNMENT, 0x1000000);
+		le32_put(zp + BP_CMDLINE_SIZE, BOOT_CMDLINE_MAX - 1);
 	}
 	zp[BP_TYPE_OF_LOADER] = 0xff;
 	zp[BP_LOADFLAGS] |= LOADED_HIGH;
-	put32(zp + BP_CMD_LINE_PTR, (uint32_t)l->cmdline_addr);
-	put32(zp + BP_EXT_CMD_LINE_PTR, (uint32_t)(l->cmdline_addr >> 32));
-	put32(zp + BP_RAMDISK_IMAGE, (uint32_t)l->initrd_addr);
-	put32(zp + BP_EXT_RAMDISK_IMAGE, (uint32_t)(l->initrd_addr >> 32));
-	put32(zp + BP_RAMDISK_SIZE, (uint32_t)l->initrd_size);
-	put32(zp + BP_EXT_RAMDISK_SIZE, (uint32_t)(l->initrd_size >> 32));
-	put64(zp + BP_ACPI_RSDP, l->rsdp_addr);
+	le32_put(zp + BP_CMD_LINE_PTR, (uint32_t)l->cmdline_addr);
+	le32_put(zp + BP_EXT_CMD_LINE_PTR, (uint32_t)(l->cmdline_addr >> 32));
+	le32_put(zp + BP_RAMDISK_IMAGE, (uint32_t)l->initrd_addr);
+	le32_put(zp + BP_EXT_RAMDISK_IMAGE, (uint32_t)(l->initrd_addr >> 32));
+	le32_put(zp + BP_RAMDISK_SIZE, (uint32_t)l->initrd_size);
+	le32_put(zp + BP_EXT_RAMDISK_SIZE, (uint32_t)(l->initrd_size >> 32));
+	le64_put(zp + BP_ACPI_RSDP, l->rsdp_addr);
 	n = boot_e820_build(l->mem_size, e, BOOT_E820_MAX);
 	zp[BP_E820_ENTRIES] = (uint8_t)n;
 	for (unsigned i = 0; i < n; i++) {
-		put64(zp + BP_E820_TABLE + 20 * i, e[i].addr);
-		put64(zp + BP_E820_TABLE + 20 * i + 8, e[i].size);
-		put32(zp + BP_E820_TABLE + 20 * i + 16, e[i].type);
+		le64_put(zp + BP_E820_TABLE + 20 * i, e[i].addr);
+		le64_put(zp + BP_E820_TABLE + 20 * i + 8, e[i].size);
+		le32_put(zp + BP_E820_TABLE + 20 * i + 16, e[i].type);
 	}
 }
 
@@ -346,23 +343,23 @@ size_t boot_pvh_build(uint8_t *buf, size_t len, const struct boot_layout *l)
 		return 0;
 	memset(buf, 0, need);
 	n = boot_e820_build(l->mem_size, e, PVH_MEMMAP_MAX);
-	put32(buf + 0, PVH_MAGIC);
-	put32(buf + 4, 1);  /* version 1: memmap present */
-	put32(buf + 8, 0);  /* flags */
+	le32_put(buf + 0, PVH_MAGIC);
+	le32_put(buf + 4, 1);  /* version 1: memmap present */
+	le32_put(buf + 8, 0);  /* flags */
 	if (l->initrd_size) {
-		put32(buf + 12, 1);
-		put64(buf + 16, BOOT_PVH_INFO_ADDR + PVH_MODLIST_OFF);
-		put64(buf + PVH_MODLIST_OFF, l->initrd_addr);
-		put64(buf + PVH_MODLIST_OFF + 8, l->initrd_size);
+		le32_put(buf + 12, 1);
+		le64_put(buf + 16, BOOT_PVH_INFO_ADDR + PVH_MODLIST_OFF);
+		le64_put(buf + PVH_MODLIST_OFF, l->initrd_addr);
+		le64_put(buf + PVH_MODLIST_OFF + 8, l->initrd_size);
 	}
-	put64(buf + 24, l->cmdline_addr);
-	put64(buf + 32, l->rsdp_addr);
-	put64(buf + 40, BOOT_PVH_INFO_ADDR + PVH_MEMMAP_OFF);
-	put32(buf + 48, n);
+	le64_put(buf + 24, l->cmdline_addr);
+	le64_put(buf + 32, l->rsdp_addr);
+	le64_put(buf + 40, BOOT_PVH_INFO_ADDR + PVH_MEMMAP_OFF);
+	le32_put(buf + 48, n);
 	for (unsigned i = 0; i < n; i++) {
-		put64(buf + PVH_MEMMAP_OFF + 24 * i, e[i].addr);
-		put64(buf + PVH_MEMMAP_OFF + 24 * i + 8, e[i].size);
-		put32(buf + PVH_MEMMAP_OFF + 24 * i + 16, e[i].type);
+		le64_put(buf + PVH_MEMMAP_OFF + 24 * i, e[i].addr);
+		le64_put(buf + PVH_MEMMAP_OFF + 24 * i + 8, e[i].size);
+		le32_put(buf + PVH_MEMMAP_OFF + 24 * i + 16, e[i].type);
 	}
 	return need;
 }

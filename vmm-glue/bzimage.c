@@ -11,6 +11,7 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include "../common/le.h"
 #include "boot.h"
 
 #define HDR_SETUP_SECTS 0x1f1
@@ -35,13 +36,6 @@
 #define LZ4_LEGACY_MAGIC 0x184c2102u
 #define LZ4_LEGACY_BLOCK (8u << 20)
 
-static uint16_t le16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
-static uint32_t le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-static uint64_t le64(const uint8_t *p) { return le32(p) | (uint64_t)le32(p + 4) << 32; }
-
 int bzimage_parse(const uint8_t *buf, size_t len, struct bzimage *bz, const char **why)
 {
 	size_t sects, off, plen;
@@ -51,16 +45,16 @@ int bzimage_parse(const uint8_t *buf, size_t len, struct bzimage *bz, const char
 		*why = "too short for a bzImage (truncated?)";
 		return -EINVAL;
 	}
-	if (le16(buf + HDR_BOOT_FLAG) != 0xaa55 || memcmp(buf + HDR_HEADER, "HdrS", 4)) {
+	if (le16_get(buf + HDR_BOOT_FLAG) != 0xaa55 || memcmp(buf + HDR_HEADER, "HdrS", 4)) {
 		*why = "no bzImage setup header (bad magic)";
 		return -EINVAL;
 	}
-	bz->version = le16(buf + HDR_VERSION);
+	bz->version = le16_get(buf + HDR_VERSION);
 	if (bz->version < 0x020c) {
 		*why = "boot protocol older than 2.12 (no 64-bit entry)";
 		return -ENOEXEC;
 	}
-	bz->xloadflags = le16(buf + HDR_XLOADFLAGS);
+	bz->xloadflags = le16_get(buf + HDR_XLOADFLAGS);
 	if (!(bz->xloadflags & XLF_KERNEL_64)) {
 		*why = "not a 64-bit kernel (XLF_KERNEL_64 unset)";
 		return -ENOEXEC;
@@ -79,19 +73,19 @@ int bzimage_parse(const uint8_t *buf, size_t len, struct bzimage *bz, const char
 		bz->hdr_len = HDR_END_212 - HDR_SETUP_SECTS;
 	if (bz->hdr_len > 0x80)
 		bz->hdr_len = 0x80;
-	off = le32(buf + HDR_PAYLOAD_OFFSET);
-	plen = le32(buf + HDR_PAYLOAD_LENGTH);
+	off = le32_get(buf + HDR_PAYLOAD_OFFSET);
+	plen = le32_get(buf + HDR_PAYLOAD_LENGTH);
 	if (off > bz->pm_len || plen > bz->pm_len - off || plen < 8) {
 		*why = "payload outside the file (truncated or corrupt bzImage)";
 		return -EINVAL;
 	}
 	bz->payload_off = bz->pm_off + off;
 	bz->payload_len = plen;
-	bz->initrd_addr_max = le32(buf + HDR_INITRD_ADDR_MAX);
-	bz->kernel_alignment = le32(buf + HDR_KERNEL_ALIGNMENT);
-	bz->cmdline_size = le32(buf + HDR_CMDLINE_SIZE);
-	bz->pref_address = le64(buf + HDR_PREF_ADDRESS);
-	bz->init_size = le32(buf + HDR_INIT_SIZE);
+	bz->initrd_addr_max = le32_get(buf + HDR_INITRD_ADDR_MAX);
+	bz->kernel_alignment = le32_get(buf + HDR_KERNEL_ALIGNMENT);
+	bz->cmdline_size = le32_get(buf + HDR_CMDLINE_SIZE);
+	bz->pref_address = le64_get(buf + HDR_PREF_ADDRESS);
+	bz->init_size = le32_get(buf + HDR_INIT_SIZE);
 	return 0;
 }
 
@@ -180,7 +174,7 @@ static int bz_unlz4(const uint8_t *p, size_t len, uint8_t *out, size_t cap, size
 	int r;
 
 	while (len - pos >= 4) {
-		c = le32(p + pos);
+		c = le32_get(p + pos);
 		if (c == LZ4_LEGACY_MAGIC) {
 			pos += 4;
 			continue;
@@ -261,7 +255,7 @@ int bzimage_decompress(const uint8_t *p, size_t len, size_t limit, uint8_t **out
 		*why = "payload too short";
 		return -EBADMSG;
 	}
-	declared = le32(p + len - 4);
+	declared = le32_get(p + len - 4);
 	if (!declared) {
 		*why = "payload declares an empty kernel";
 		return -EBADMSG;

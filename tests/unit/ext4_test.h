@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Shared pieces of the ext4gen unit tests: an independent bitwise CRC-32C, little- and
- * big-endian field readers, and the identity of the reference image the real e2fsprogs
- * vectors come from. Header-only (static inline), like helpers.h.
+ * Shared pieces of the ext4gen unit tests: geom_make(), an independent bitwise CRC-32C and
+ * the identity of the reference image the real e2fsprogs vectors come from. Header-only
+ * (static inline) like helpers.h, and included after it (geom_make() asserts with cmocka).
+ * Fields are read with common/le.h: le16_get(p + off), be32_get(p + off), ...
  *
  * The reference image (tests/unit/test_super.c, test_inode.c, test_extent.c embed bytes of
  * it) was made with e2fsprogs 1.47.0:
@@ -40,6 +41,16 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "../../common/le.h"
+#include "../../ext4gen/geom.h"
+
+/* A geometry for blocks and inodes that geom_init() must accept. */
+static inline void geom_make(struct geom *g, uint64_t blocks, uint64_t inodes)
+{
+	memset(g, 0, sizeof(*g));
+	assert_int_equal(geom_init(g, blocks, inodes), 0);
+}
+
 /* Bitwise CRC-32C (reflected polynomial 0x82F63B78) without pre/post inversion. */
 static inline uint32_t ref_crc32c(uint32_t crc, const void *buf, size_t len)
 {
@@ -55,35 +66,10 @@ static inline uint32_t ref_crc32c(uint32_t crc, const void *buf, size_t len)
 
 static inline uint32_t ref_crc32c_le32(uint32_t crc, uint32_t v)
 {
-	uint8_t b[4] = { (uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24) };
+	uint8_t b[4];
 
+	le32_put(b, v);
 	return ref_crc32c(crc, b, 4);
-}
-
-static inline uint16_t get_le16(const void *p, size_t off)
-{
-	const uint8_t *b = (const uint8_t *)p + off;
-
-	return (uint16_t)(b[0] | b[1] << 8);
-}
-
-static inline uint32_t get_le32(const void *p, size_t off)
-{
-	const uint8_t *b = (const uint8_t *)p + off;
-
-	return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
-}
-
-static inline uint64_t get_le64(const void *p, size_t off)
-{
-	return (uint64_t)get_le32(p, off) | (uint64_t)get_le32(p, off + 4) << 32;
-}
-
-static inline uint32_t get_be32(const void *p, size_t off)
-{
-	const uint8_t *b = (const uint8_t *)p + off;
-
-	return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | (uint32_t)b[3];
 }
 
 /* The reference image's s_uuid and the metadata_csum seed crc32c(~0, uuid) it implies. */

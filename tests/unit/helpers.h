@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Shared helpers for the cmocka unit tests: temporary directories, recursive removal,
- * a deterministic PRNG and small file helpers. Header-only (static inline) so that each
- * test binary stays a single translation unit.
+ * a deterministic PRNG, small file helpers, and the fixtures more than one test builds (a
+ * store in a temporary directory, chunk contents, a raw disk file, resealed digests).
+ * Header-only (static inline) so that each test binary stays a single translation unit.
  */
 #ifndef LZ_TESTS_UNIT_HELPERS_H
 #define LZ_TESTS_UNIT_HELPERS_H
@@ -24,6 +25,9 @@
 
 #include <setjmp.h>
 #include <cmocka.h>
+
+#include "../../cas/store.h"
+#include "../../common/sha256.h"
 
 /*
  * A fresh directory under $TMPDIR, else /dev/shm, else /tmp; aborts the test on failure.
@@ -119,6 +123,49 @@ static inline double now_monotonic(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* ------------------------------------------------------------------ shared fixtures */
+
+/* dir: a fresh temporary directory; store: dir/store, opened (created) into *s. */
+static inline int store_tmp_open(char dir[PATH_MAX], char store[PATH_MAX], struct store **s)
+{
+	tmpdir_make(dir);
+	path_fmt(store, "%s/store", dir);
+	return store_open(store, true, s);
+}
+
+/*
+ * len bytes of chunk content from seed into raw, and their sha256 into digest.
+ * compressible: letters from a 4-letter alphabet (zstd shrinks them); else random bytes.
+ */
+static inline void content_make(uint8_t *raw, size_t len, uint64_t seed, bool compressible,
+				uint8_t digest[SHA256_LEN])
+{
+	prng_fill(&seed, raw, len);
+	if (compressible)
+		for (size_t i = 0; i < len; i++)
+			raw[i] = (uint8_t)(raw[i] % 4 + 'a');
+	assert_int_equal(sha256_buf(raw, len, digest), 0);
+}
+
+/*
+ * A file whose last SHA256_LEN bytes are the sha256 of the rest (manifests, traces): make
+ * them match again after a test edited the body.
+ */
+static inline void sha256_reseal(uint8_t *buf, size_t len)
+{
+	assert_int_equal(sha256_buf(buf, len - SHA256_LEN, buf + len - SHA256_LEN), 0);
+}
+
+/* dir: a fresh temporary directory; path: dir/disk.raw, the len bytes from seed left in img. */
+static inline void disk_file_make(char dir[PATH_MAX], char path[PATH_MAX], uint8_t *img,
+				  size_t len, uint64_t seed)
+{
+	tmpdir_make(dir);
+	path_fmt(path, "%s/disk.raw", dir);
+	prng_fill(&seed, img, len);
+	write_file(path, img, len);
 }
 
 #endif

@@ -9,6 +9,7 @@
  */
 #include "helpers.h"
 
+#include "../../common/le.h"
 #include "../../vmm-glue/acpi.h"
 
 #define GPA		0xe0000u
@@ -51,21 +52,6 @@ static const struct {
 	{ 2, 0, 0 },
 };
 
-static uint16_t le16(const uint8_t *p)
-{
-	return p[0] | p[1] << 8;
-}
-
-static uint32_t le32(const uint8_t *p)
-{
-	return le16(p) | (uint32_t)le16(p + 2) << 16;
-}
-
-static uint64_t le64(const uint8_t *p)
-{
-	return le32(p) | (uint64_t)le32(p + 4) << 32;
-}
-
 static uint8_t sum8(const uint8_t *p, size_t n)
 {
 	uint8_t s = 0;
@@ -84,14 +70,14 @@ static const uint8_t *table_at(const uint8_t *buf, size_t used, uint64_t addr, c
 	assert_true(addr >= GPA && addr - GPA + 36 <= used);
 	t = buf + (addr - GPA);
 	assert_memory_equal(t, sig, 4);
-	len = le32(t + 4);
+	len = le32_get(t + 4);
 	assert_true(len >= 36 && addr - GPA + len <= used);
 	assert_int_equal(sum8(t, len), 0);
 	assert_memory_equal(t + 10, "LAZYBK", 6);
 	assert_memory_equal(t + 16, "LAZYBLK ", 8);
-	assert_int_not_equal(le32(t + 24), 0);	/* OEM revision */
-	assert_int_not_equal(le32(t + 28), 0);	/* creator id */
-	assert_int_not_equal(le32(t + 32), 0);	/* creator revision */
+	assert_int_not_equal(le32_get(t + 24), 0);	/* OEM revision */
+	assert_int_not_equal(le32_get(t + 28), 0);	/* creator id */
+	assert_int_not_equal(le32_get(t + 32), 0);	/* creator revision */
 	return t;
 }
 
@@ -106,19 +92,19 @@ static void check_rsdp_xsdt(const uint8_t *buf, size_t used, struct tables *t)
 	assert_int_equal(sum8(buf, 36), 0);
 	assert_memory_equal(buf + 9, "LAZYBK", 6);
 	assert_int_equal(buf[15], 2);
-	assert_int_equal(le32(buf + 20), 36);
-	t->xsdt = table_at(buf, used, le64(buf + 24), "XSDT");
-	assert_int_equal(le32(t->xsdt + 4), 36 + 2 * 8);
-	t->fadt = table_at(buf, used, le64(t->xsdt + 36), "FACP");
-	t->madt = table_at(buf, used, le64(t->xsdt + 44), "APIC");
+	assert_int_equal(le32_get(buf + 20), 36);
+	t->xsdt = table_at(buf, used, le64_get(buf + 24), "XSDT");
+	assert_int_equal(le32_get(t->xsdt + 4), 36 + 2 * 8);
+	t->fadt = table_at(buf, used, le64_get(t->xsdt + 36), "FACP");
+	t->madt = table_at(buf, used, le64_get(t->xsdt + 44), "APIC");
 }
 
 static void check_fadt(const uint8_t *buf, size_t used, struct tables *t)
 {
 	const uint8_t *f = t->fadt;
-	uint32_t flags = le32(f + 112);
+	uint32_t flags = le32_get(f + 112);
 
-	assert_int_equal(le32(f + 4), 276);
+	assert_int_equal(le32_get(f + 4), 276);
 	assert_int_equal(f[8], 6);			/* major */
 	assert_int_equal(f[131], 5);			/* minor: 6.5, whose length is 276 */
 	assert_true(flags & 1u << 20);			/* HW_REDUCED_ACPI */
@@ -126,27 +112,27 @@ static void check_fadt(const uint8_t *buf, size_t used, struct tables *t)
 	assert_true(flags & 1u << 5);			/* no fixed sleep button */
 	assert_true(flags & 1u << 10);			/* reset register */
 	assert_false(flags & 1u << 15);			/* no platform (PM) timer */
-	assert_int_equal(le32(f + 76), 0);		/* PM_TMR_BLK */
+	assert_int_equal(le32_get(f + 76), 0);		/* PM_TMR_BLK */
 	assert_int_equal(f[91], 0);			/* PM_TMR_LEN */
-	assert_int_equal(le64(f + 208 + 4), 0);		/* X_PM_TMR_BLK */
-	assert_false(le16(f + 109) & 3);		/* no legacy devices, no 8042 */
+	assert_int_equal(le64_get(f + 208 + 4), 0);		/* X_PM_TMR_BLK */
+	assert_false(le16_get(f + 109) & 3);		/* no legacy devices, no 8042 */
 	assert_int_equal(f[116], 1);			/* reset reg in system I/O */
-	assert_int_equal(le64(f + 120), 0x64);
+	assert_int_equal(le64_get(f + 120), 0x64);
 	assert_int_equal(f[128], 0xfe);
 	assert_memory_equal(f + 268, "LAZYBLK ", 8);	/* hypervisor vendor identity */
-	assert_int_equal(le64(f + 140), le32(f + 40));	/* X_DSDT == DSDT */
-	t->dsdt = table_at(buf, used, le64(f + 140), "DSDT");
+	assert_int_equal(le64_get(f + 140), le32_get(f + 40));	/* X_DSDT == DSDT */
+	t->dsdt = table_at(buf, used, le64_get(f + 140), "DSDT");
 	assert_int_equal(t->dsdt[8], 2);
 }
 
 static void check_madt(const struct cfg *cf, const uint8_t *m)
 {
-	uint32_t len = le32(m + 4);
+	uint32_t len = le32_get(m + 4);
 	unsigned lapics = 0, ioapics = 0, isos = 0, nmis = 0;
 	uint32_t off = 44;
 
-	assert_int_equal(le32(m + 36), LAPIC);
-	assert_int_equal(le32(m + 40), 1);		/* PCAT_COMPAT */
+	assert_int_equal(le32_get(m + 36), LAPIC);
+	assert_int_equal(le32_get(m + 40), 1);		/* PCAT_COMPAT */
 	while (off < len) {
 		const uint8_t *e = m + off;
 
@@ -156,21 +142,21 @@ static void check_madt(const struct cfg *cf, const uint8_t *m)
 			assert_int_equal(e[1], 8);
 			assert_int_equal(e[2], lapics);	/* processor UID */
 			assert_int_equal(e[3], lapics);	/* APIC id */
-			assert_int_equal(le32(e + 4), 1);	/* enabled */
+			assert_int_equal(le32_get(e + 4), 1);	/* enabled */
 			lapics++;
 			break;
 		case 1:
 			assert_int_equal(e[1], 12);
-			assert_int_equal(le32(e + 4), IOAPIC);
-			assert_int_equal(le32(e + 8), 0);	/* GSI base */
+			assert_int_equal(le32_get(e + 4), IOAPIC);
+			assert_int_equal(le32_get(e + 8), 0);	/* GSI base */
 			ioapics++;
 			break;
 		case 2:
 			assert_int_equal(e[1], 10);
 			assert_int_equal(e[2], 0);
 			assert_int_equal(e[3], 0);		/* IRQ 0 (the PIT) ... */
-			assert_int_equal(le32(e + 4), 0);	/* ... -> GSI 0: KVM's routing */
-			assert_int_equal(le16(e + 8), 5);	/* edge, active high */
+			assert_int_equal(le32_get(e + 4), 0);	/* ... -> GSI 0: KVM's routing */
+			assert_int_equal(le16_get(e + 8), 5);	/* edge, active high */
 			isos++;
 			break;
 		case 4:
@@ -214,7 +200,7 @@ static unsigned memcount(const uint8_t *h, size_t hn, const void *n, size_t nn)
 /* Every device's _CRS bytes: Memory32Fixed, Extended Interrupt, EndTag with checksum. */
 static void check_dsdt(const struct cfg *cf, const uint8_t *d)
 {
-	uint32_t len = le32(d + 4);
+	uint32_t len = le32_get(d + 4);
 	uint8_t com1[] = { 0x47, 1, 0xf8, 3, 0xf8, 3, 0, 8, 0x22, 0x10, 0, 0x79 };
 	const uint8_t *p;
 
@@ -271,7 +257,7 @@ static uint32_t pkg_end(const uint8_t *d, uint32_t *off)
  */
 static void check_aml_packages(const struct cfg *cf, const uint8_t *d)
 {
-	uint32_t len = le32(d + 4), off = 36, scope_end, ndev = 0;
+	uint32_t len = le32_get(d + 4), off = 36, scope_end, ndev = 0;
 
 	assert_int_equal(d[off++], 0x10);
 	scope_end = pkg_end(d, &off);
@@ -534,7 +520,7 @@ static void write_table(const char *dir, const char *name, const uint8_t *t)
 	char path[PATH_MAX];
 
 	path_fmt(path, "%s/%s", dir, name);
-	write_file(path, t, le32(t + 4));
+	write_file(path, t, le32_get(t + 4));
 }
 
 /*
@@ -718,7 +704,7 @@ static void test_iasl(void **state)
 		expect_in(dsl, "Signature : \"XSDT\"");
 		free(dsl);
 		dsl = iasl_d(dir, "facp", false);
-		iasl_check_fadt(dsl, le64(t.fadt + 140));
+		iasl_check_fadt(dsl, le64_get(t.fadt + 140));
 		free(dsl);
 		dsl = iasl_d(dir, "apic", false);
 		iasl_check_madt(&cf, dsl);

@@ -14,6 +14,7 @@
 
 #include "helpers.h"
 #include "../../common/fsutil.h"
+#include "../../common/le.h"
 #include "../../common/log.h"
 #include "../../vmm-glue/boot.h"
 
@@ -84,8 +85,6 @@ static uint8_t *make_elf(size_t len, uint64_t paddr, bool pvh, size_t *out_len)
 	return b;
 }
 
-static void put_le32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
-
 /* Linux appends the uncompressed size (gzip's own trailer already is that size). */
 static uint8_t *compress_gzip(const uint8_t *in, size_t len, size_t *out_len)
 {
@@ -112,7 +111,7 @@ static uint8_t *compress_xz(const uint8_t *in, size_t len, size_t *out_len)
 
 	assert_int_equal(lzma_easy_buffer_encode(6, LZMA_CHECK_CRC32, NULL, in, len, o, &pos,
 						 cap - 4), LZMA_OK);
-	put_le32(o + pos, (uint32_t)len);
+	le32_put(o + pos, (uint32_t)len);
 	*out_len = pos + 4;
 	return o;
 }
@@ -123,17 +122,17 @@ static uint8_t *compress_lz4(const uint8_t *in, size_t len, size_t *out_len, siz
 	size_t cap = 4 + len + len / 100 + 1024 * (len / block + 2), pos = 4;
 	uint8_t *o = malloc(cap);
 
-	put_le32(o, 0x184c2102u);
+	le32_put(o, 0x184c2102u);
 	for (size_t i = 0; i < len; i += block) {
 		size_t n = len - i < block ? len - i : block;
 		int c = LZ4_compress_default((const char *)in + i, (char *)o + pos + 4, (int)n,
 					     (int)(cap - pos - 8));
 
 		assert_true(c > 0);
-		put_le32(o + pos, (uint32_t)c);
+		le32_put(o + pos, (uint32_t)c);
 		pos += 4 + (size_t)c;
 	}
-	put_le32(o + pos, (uint32_t)len);
+	le32_put(o + pos, (uint32_t)len);
 	*out_len = pos + 4;
 	return o;
 }
@@ -145,7 +144,7 @@ static uint8_t *compress_zstd(const uint8_t *in, size_t len, size_t *out_len)
 	size_t n = ZSTD_compress(o, cap - 4, in, len, 19);
 
 	assert_false(ZSTD_isError(n));
-	put_le32(o + n, (uint32_t)len);
+	le32_put(o + n, (uint32_t)len);
 	*out_len = n + 4;
 	return o;
 }
@@ -329,16 +328,16 @@ static void test_decompress_bomb(void **state)
 	c = compress_zstd(zeros, n, &clen);
 	assert_int_equal(bzimage_decompress(c, clen, 1u << 20, &d, &dlen, &why), -EFBIG);
 	/* a trailer that lies (declares 4 KiB): stops at the declared size */
-	put_le32(c + clen - 4, 4096);
+	le32_put(c + clen - 4, 4096);
 	assert_int_equal(bzimage_decompress(c, clen, 1u << 20, &d, &dlen, &why), -EFBIG);
 	assert_null(d);
 	free(c);
 	c = compress_gzip(zeros, n, &clen);
-	put_le32(c + clen - 4, 4096);
+	le32_put(c + clen - 4, 4096);
 	assert_int_equal(bzimage_decompress(c, clen, 1u << 20, &d, &dlen, &why), -EFBIG);
 	free(c);
 	c = compress_xz(zeros, n, &clen);
-	put_le32(c + clen - 4, 4096);
+	le32_put(c + clen - 4, 4096);
 	assert_int_equal(bzimage_decompress(c, clen, 1u << 20, &d, &dlen, &why), -EFBIG);
 	free(c);
 	/* unknown and unsupported compressors */
@@ -649,9 +648,6 @@ static void test_cmdline(void **state)
 	assert_int_equal(boot_cmdline_build("012345678", 0, buf, 10), 0);
 }
 
-static uint32_t rd32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
-static uint64_t rd64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
-
 static void test_boot_params(void **state)
 {
 	uint8_t zp[4096];
@@ -668,15 +664,15 @@ static void test_boot_params(void **state)
 	assert_memory_equal(zp + 0x202, "HdrS", 4);
 	assert_int_equal(zp[0x210], 0xff);          /* type_of_loader */
 	assert_true(zp[0x211] & 0x01);              /* LOADED_HIGH */
-	assert_int_equal(rd32(zp + 0x228), BOOT_CMDLINE_ADDR);
-	assert_int_equal(rd32(zp + 0x238), BOOT_CMDLINE_MAX - 1);
-	assert_int_equal(rd32(zp + 0x218), 0x7f000000);
-	assert_int_equal(rd32(zp + 0x21c), 0x123456);
-	assert_int_equal(rd64(zp + 0x070), BOOT_ACPI_ADDR);
+	assert_int_equal(le32_get(zp + 0x228), BOOT_CMDLINE_ADDR);
+	assert_int_equal(le32_get(zp + 0x238), BOOT_CMDLINE_MAX - 1);
+	assert_int_equal(le32_get(zp + 0x218), 0x7f000000);
+	assert_int_equal(le32_get(zp + 0x21c), 0x123456);
+	assert_int_equal(le64_get(zp + 0x070), BOOT_ACPI_ADDR);
 	assert_int_equal(zp[0x1e8], 5);
-	assert_int_equal(rd64(zp + 0x2d0 + 20 * 4), 1ull << 32);
-	assert_int_equal(rd64(zp + 0x2d0 + 20 * 4 + 8), 2ull << 30);
-	assert_int_equal(rd32(zp + 0x2d0 + 20 * 4 + 16), E820_RAM);
+	assert_int_equal(le64_get(zp + 0x2d0 + 20 * 4), 1ull << 32);
+	assert_int_equal(le64_get(zp + 0x2d0 + 20 * 4 + 8), 2ull << 30);
+	assert_int_equal(le32_get(zp + 0x2d0 + 20 * 4 + 16), E820_RAM);
 
 	/* a bzImage's header is copied as it is, then the loader's fields set */
 	memset(k.hdr, 0, sizeof(k.hdr));
@@ -689,7 +685,7 @@ static void test_boot_params(void **state)
 	assert_int_equal(zp[0x206] | zp[0x207] << 8, 0x020f);
 	assert_int_equal(zp[0x211], 0x81);
 	assert_int_equal(zp[0x210], 0xff);
-	assert_int_equal(rd32(zp + 0x238), 0); /* the kernel's own (here 0) */
+	assert_int_equal(le32_get(zp + 0x238), 0); /* the kernel's own (here 0) */
 }
 
 static void test_pvh_info(void **state)
@@ -704,21 +700,21 @@ static void test_pvh_info(void **state)
 	(void)state;
 	n = boot_pvh_build(b, sizeof(b), &l);
 	assert_true(n > 56 && n <= sizeof(b));
-	assert_int_equal(rd32(b), 0x336ec578);
-	assert_int_equal(rd32(b + 4), 1);
-	assert_int_equal(rd32(b + 12), 1);                         /* nr_modules */
-	assert_int_equal(rd64(rd64(b + 16) - BOOT_PVH_INFO_ADDR + b), 0x7000000);
-	assert_int_equal(rd64(b + 24), BOOT_CMDLINE_ADDR);
-	assert_int_equal(rd64(b + 32), BOOT_ACPI_ADDR);
-	assert_int_equal(rd32(b + 48), 4);                         /* memmap entries */
-	uint8_t *mm = b + (rd64(b + 40) - BOOT_PVH_INFO_ADDR);
-	assert_int_equal(rd64(mm + 2 * 24), 0x100000);
-	assert_int_equal(rd64(mm + 2 * 24 + 8), (128u << 20) - 0x100000);
-	assert_int_equal(rd32(mm + 2 * 24 + 16), E820_RAM);
+	assert_int_equal(le32_get(b), 0x336ec578);
+	assert_int_equal(le32_get(b + 4), 1);
+	assert_int_equal(le32_get(b + 12), 1);                         /* nr_modules */
+	assert_int_equal(le64_get(le64_get(b + 16) - BOOT_PVH_INFO_ADDR + b), 0x7000000);
+	assert_int_equal(le64_get(b + 24), BOOT_CMDLINE_ADDR);
+	assert_int_equal(le64_get(b + 32), BOOT_ACPI_ADDR);
+	assert_int_equal(le32_get(b + 48), 4);                         /* memmap entries */
+	uint8_t *mm = b + (le64_get(b + 40) - BOOT_PVH_INFO_ADDR);
+	assert_int_equal(le64_get(mm + 2 * 24), 0x100000);
+	assert_int_equal(le64_get(mm + 2 * 24 + 8), (128u << 20) - 0x100000);
+	assert_int_equal(le32_get(mm + 2 * 24 + 16), E820_RAM);
 	/* no initrd: no module */
 	l.initrd_size = 0;
 	boot_pvh_build(b, sizeof(b), &l);
-	assert_int_equal(rd32(b + 12), 0);
+	assert_int_equal(le32_get(b + 12), 0);
 	assert_int_equal(boot_pvh_build(b, 64, &l), 0);
 }
 
@@ -734,13 +730,13 @@ static void test_tables_and_initrd(void **state)
 	(void)state;
 	ram_new(&r, RAM_SIZE);
 	assert_int_equal(boot_tables_setup(&r.mem, BOOT_LINUX64), 0);
-	assert_int_equal(rd64(r.buf + BOOT_GDT_ADDR + 8), 0x00af9b000000ffffull);
-	assert_int_equal(rd64(r.buf + BOOT_GDT_ADDR + 16), 0x00cf93000000ffffull);
-	assert_int_equal(rd64(r.buf + BOOT_PML4_ADDR), BOOT_PDPT_ADDR | 3);
-	assert_int_equal(rd64(r.buf + BOOT_PDPT_ADDR + 8 * 3), (BOOT_PD_ADDR + 3 * 4096) | 3);
-	assert_int_equal(rd64(r.buf + BOOT_PD_ADDR + 8 * 2047), (2047ull << 21) | 0x83);
+	assert_int_equal(le64_get(r.buf + BOOT_GDT_ADDR + 8), 0x00af9b000000ffffull);
+	assert_int_equal(le64_get(r.buf + BOOT_GDT_ADDR + 16), 0x00cf93000000ffffull);
+	assert_int_equal(le64_get(r.buf + BOOT_PML4_ADDR), BOOT_PDPT_ADDR | 3);
+	assert_int_equal(le64_get(r.buf + BOOT_PDPT_ADDR + 8 * 3), (BOOT_PD_ADDR + 3 * 4096) | 3);
+	assert_int_equal(le64_get(r.buf + BOOT_PD_ADDR + 8 * 2047), (2047ull << 21) | 0x83);
 	assert_int_equal(boot_tables_setup(&r.mem, BOOT_PVH), 0);
-	assert_int_equal(rd64(r.buf + BOOT_GDT_ADDR + 8), 0x00cf9b000000ffffull);
+	assert_int_equal(le64_get(r.buf + BOOT_GDT_ADDR + 8), 0x00cf9b000000ffffull);
 
 	tmpdir_make(dir);
 	path_fmt(path, "%s/initrd", dir);

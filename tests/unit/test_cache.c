@@ -29,9 +29,7 @@ static int setup(void **state)
 
 	if (!f)
 		return -1;
-	tmpdir_make(f->dir);
-	path_fmt(f->store, "%s/store", f->dir);
-	if (store_open(f->store, true, &f->s))
+	if (store_tmp_open(f->dir, f->store, &f->s))
 		return -1;
 	*state = f;
 	return 0;

@@ -6,6 +6,7 @@
 #include "../../cas/chunker.h"
 #include "../../cas/store.h"
 #include "../../cas/verify.h"
+#include "../../common/grow.h"
 #include "../../common/sha256.h"
 
 #define CSIZE (64u << 10)
@@ -22,9 +23,7 @@ static int setup(void **state)
 
 	if (!f)
 		return -1;
-	tmpdir_make(f->dir);
-	path_fmt(f->store, "%s/store", f->dir);
-	if (store_open(f->store, true, &f->s))
+	if (store_tmp_open(f->dir, f->store, &f->s))
 		return -1;
 	*state = f;
 	return 0;
@@ -154,11 +153,7 @@ static int collect(void *arg, const uint8_t d[SHA256_LEN], const char *path)
 	struct digest_list *l = arg;
 
 	(void)path;
-	if (l->n == l->cap) {
-		l->cap = l->cap ? l->cap * 2 : 256;
-		l->d = realloc(l->d, l->cap * SHA256_LEN);
-		assert_non_null(l->d);
-	}
+	assert_non_null(grow((void **)&l->d, &l->cap, l->n + 1, sizeof(*l->d)));
 	memcpy(l->d[l->n++], d, SHA256_LEN);
 	return 0;
 }

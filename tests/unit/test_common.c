@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests for common/: size parsing, sha256 helpers, UTF-8 validation, fs helpers. */
+/*
+ * Unit tests for common/: size parsing, sha256 helpers, UTF-8 validation, fs helpers,
+ * byte-order loads and stores, growing arrays.
+ */
 #include "helpers.h"
 
 #include <ctype.h>
@@ -10,8 +13,10 @@
 #include "../../common/dl_archive.h"
 #include "../../common/dl_curl.h"
 #include "../../common/fsutil.h"
+#include "../../common/grow.h"
 #include "../../common/hash.h"
 #include "../../common/json_out.h"
+#include "../../common/le.h"
 #include "../../common/sha256.h"
 #include "../../common/size.h"
 
@@ -505,6 +510,91 @@ static void test_hash_bytes(void **state)
 	assert_true(hash_bytes("abc", 3, 0) != hash_bytes("abc", 2, 0));
 }
 
+/* ------------------------------------------------------------------ le.h */
+
+/* Byte by byte, at an odd address, and nothing written outside the field. */
+static void test_le_be(void **state)
+{
+	static const uint8_t b[9] = { 0xee, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x88 };
+	uint8_t o[10];
+
+	(void)state;
+	assert_int_equal(le16_get(b + 1), 0x0201);
+	assert_int_equal(le32_get(b + 1), 0x04030201);
+	assert_true(le64_get(b + 1) == 0x8807060504030201ull);
+	assert_int_equal(be16_get(b + 1), 0x0102);
+	assert_int_equal(be32_get(b + 1), 0x01020304);
+	assert_true(be64_get(b + 1) == 0x0102030405060788ull);
+
+	memset(o, 0xaa, sizeof(o));
+	le16_put(o + 1, 0x0201);
+	assert_memory_equal(o, ((uint8_t[]){ 0xaa, 0x01, 0x02, 0xaa }), 4);
+	memset(o, 0xaa, sizeof(o));
+	le32_put(o + 1, 0x04030201);
+	assert_memory_equal(o, ((uint8_t[]){ 0xaa, 0x01, 0x02, 0x03, 0x04, 0xaa }), 6);
+	memset(o, 0xaa, sizeof(o));
+	le64_put(o + 1, 0x8807060504030201ull);
+	assert_memory_equal(o, ((uint8_t[]){ 0xaa, 1, 2, 3, 4, 5, 6, 7, 0x88, 0xaa }), 10);
+	memset(o, 0xaa, sizeof(o));
+	be16_put(o + 1, 0x0102);
+	assert_memory_equal(o, ((uint8_t[]){ 0xaa, 0x01, 0x02, 0xaa }), 4);
+	memset(o, 0xaa, sizeof(o));
+	be32_put(o + 1, 0x01020304);
+	assert_memory_equal(o, ((uint8_t[]){ 0xaa, 0x01, 0x02, 0x03, 0x04, 0xaa }), 6);
+	memset(o, 0xaa, sizeof(o));
+	be64_put(o + 1, 0x0102030405060788ull);
+	assert_memory_equal(o, ((uint8_t[]){ 0xaa, 1, 2, 3, 4, 5, 6, 7, 0x88, 0xaa }), 10);
+}
+
+/* ------------------------------------------------------------------ grow.h */
+
+static void test_grow(void **state)
+{
+	uint32_t *a = NULL, *keep;
+	size_t cap = 0;
+
+	(void)state;
+	/* appending one at a time: 64, then doubling; old elements kept */
+	for (uint32_t i = 0; i < 200; i++) {
+		assert_non_null(grow((void **)&a, &cap, i + 1, sizeof(*a)));
+		a[i] = i * 7;
+		assert_int_equal(cap, i < 64 ? 64 : i < 128 ? 128 : 256);
+	}
+	for (uint32_t i = 0; i < 200; i++)
+		assert_int_equal(a[i], i * 7);
+	/* enough already: same array, same capacity */
+	keep = a;
+	assert_ptr_equal(grow((void **)&a, &cap, 256, sizeof(*a)), keep);
+	assert_ptr_equal(a, keep);
+	assert_int_equal(cap, 256);
+	/* far more than twice: doubled as often as needed */
+	assert_non_null(grow((void **)&a, &cap, 1025, sizeof(*a)));
+	assert_int_equal(cap, 2048);
+	assert_int_equal(a[199], 199 * 7);
+	/* sizes that overflow: NULL, and the array and capacity untouched */
+	keep = a;
+	assert_null(grow((void **)&a, &cap, SIZE_MAX, sizeof(*a)));
+	assert_null(grow((void **)&a, &cap, SIZE_MAX / 2, sizeof(*a)));
+	assert_ptr_equal(a, keep);
+	assert_int_equal(cap, 2048);
+	assert_int_equal(a[199], 199 * 7);
+	free(a);
+
+	/* grow_from: its own first capacity; need 0 still allocates (never NULL on success) */
+	a = NULL;
+	cap = 0;
+	assert_non_null(grow_from((void **)&a, &cap, 0, sizeof(*a), 16));
+	assert_int_equal(cap, 16);
+	assert_non_null(grow_from((void **)&a, &cap, 17, sizeof(*a), 16));
+	assert_int_equal(cap, 32);
+	free(a);
+	a = NULL;
+	cap = 0;
+	assert_non_null(grow_from((void **)&a, &cap, 100, sizeof(*a), 3));
+	assert_int_equal(cap, 192);
+	free(a);
+}
+
 /* Runs fn with stderr captured; returns the number of lines it printed there. */
 static int stderr_lines(int (*fn)(void *), void *arg, int *ret)
 {
@@ -649,6 +739,8 @@ int main(void)
 		cmocka_unit_test(test_fs_mkdir_p),
 		cmocka_unit_test(test_fs_dirname),
 		cmocka_unit_test(test_hash_bytes),
+		cmocka_unit_test(test_le_be),
+		cmocka_unit_test(test_grow),
 		cmocka_unit_test(test_digest_memo),
 		cmocka_unit_test(test_dl_load),
 		cmocka_unit_test(test_dl_curl_archive),

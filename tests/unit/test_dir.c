@@ -9,6 +9,7 @@
 #include "helpers.h"
 
 #include "../../common/crc32c.h"
+#include "../../common/le.h"
 #include "../../ext4gen/dir.h"
 #include "../../ext4gen/ext4_fs.h"
 
@@ -441,17 +442,6 @@ static void test_hash_vectors(void **state)
 
 /* ------------------------------------------------------------------ helpers */
 
-static uint16_t get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
-
 static uint32_t rec_size(uint32_t name_len)
 {
 	return (8 + name_len + 3) & ~3u;
@@ -599,7 +589,7 @@ static uint8_t *plan_render(const struct ents *E, const struct dir_params *p,
 static void check_dirent(const uint8_t *p, uint32_t ino, const char *name, uint8_t name_len,
 			 uint8_t ft)
 {
-	assert_int_equal(get32(p), ino);
+	assert_int_equal(le32_get(p), ino);
 	assert_int_equal(p[6], name_len);
 	assert_int_equal(p[7], ft);
 	assert_memory_equal(p + 8, name, name_len);
@@ -610,11 +600,11 @@ static void check_leaf_tail(const uint8_t *b, uint32_t iseed)
 {
 	const uint8_t *t = b + BLK - 12;
 
-	assert_int_equal(get32(t), 0);
-	assert_int_equal(get16(t + 4), 12);
+	assert_int_equal(le32_get(t), 0);
+	assert_int_equal(le16_get(t + 4), 12);
 	assert_int_equal(t[6], 0);
 	assert_int_equal(t[7], 0xde);
-	assert_int_equal(get32(t + 8), crc32c(iseed, b, BLK - 12));
+	assert_int_equal(le32_get(t + 8), crc32c(iseed, b, BLK - 12));
 }
 
 /*
@@ -630,7 +620,7 @@ static size_t walk_dirents(const uint8_t *b, uint32_t skip, dirent_fn fn, void *
 
 	while (off < BLK - 12) {
 		const uint8_t *de = b + off;
-		uint32_t rl = get16(de + 4);
+		uint32_t rl = le16_get(de + 4);
 
 		assert_int_equal(rl % 4, 0);
 		assert_true(rl >= 12);
@@ -659,7 +649,7 @@ struct seen_ctx {
 static void seen_dirent(const uint8_t *de, void *arg)
 {
 	struct seen_ctx *c = arg;
-	uint32_t ino = get32(de), idx;
+	uint32_t ino = le32_get(de), idx;
 	const struct dir_entry_in *e;
 
 	assert_true(ino >= INO_BASE && ino < INO_BASE + c->E->n);
@@ -684,9 +674,9 @@ static void check_linear(const uint8_t *b, const struct ents *E, const struct di
 
 	assert_non_null(seen);
 	check_dirent(b, p->ino, ".", 1, EXT4_FT_DIR);
-	assert_int_equal(get16(b + 4), 12);
+	assert_int_equal(le16_get(b + 4), 12);
 	check_dirent(b + 12, p->parent_ino, "..", 2, EXT4_FT_DIR);
-	assert_int_equal(get16(b + 16), E->n ? 12 : BLK - 12 - 12);
+	assert_int_equal(le16_get(b + 16), E->n ? 12 : BLK - 12 - 12);
 	if (E->n)
 		assert_int_equal(walk_dirents(b, 24, seen_dirent, &c), E->n);
 	for (size_t i = 0; i < E->n; i++)
@@ -694,10 +684,10 @@ static void check_linear(const uint8_t *b, const struct ents *E, const struct di
 	/* order kept: entry i is the i-th record */
 	off = 24;
 	for (size_t i = 0; i < E->n; i++) {
-		assert_int_equal(get32(b + off), E->e[i].ino);
+		assert_int_equal(le32_get(b + off), E->e[i].ino);
 		if (i + 1 < E->n)
-			assert_int_equal(get16(b + off + 4), rec_size(E->e[i].name_len));
-		off += get16(b + off + 4);
+			assert_int_equal(le16_get(b + off + 4), rec_size(E->e[i].name_len));
+		off += le16_get(b + off + 4);
 	}
 	check_leaf_tail(b, inode_seed(p));
 	free(seen);
@@ -707,17 +697,17 @@ static void check_linear(const uint8_t *b, const struct ents *E, const struct di
 static void check_dx_tail(const uint8_t *b, uint32_t count_off, uint32_t iseed)
 {
 	const uint8_t zero[8] = { 0 };
-	uint32_t limit = get16(b + count_off), count = get16(b + count_off + 2), c;
+	uint32_t limit = le16_get(b + count_off), count = le16_get(b + count_off + 2), c;
 
 	assert_int_equal(count_off + limit * 8, BLK - 8);
 	assert_true(count >= 1 && count <= limit);
 	/* unused entries are zero */
 	for (uint32_t k = count_off + count * 8; k < BLK - 8; k++)
 		assert_int_equal(b[k], 0);
-	assert_int_equal(get32(b + BLK - 8), 0);
+	assert_int_equal(le32_get(b + BLK - 8), 0);
 	c = crc32c(iseed, b, count_off + count * 8);
 	c = crc32c(c, zero, 8);
-	assert_int_equal(get32(b + BLK - 4), c);
+	assert_int_equal(le32_get(b + BLK - 4), c);
 }
 
 struct leaf_ref {
@@ -728,7 +718,7 @@ struct leaf_ref {
 /* Index entry i of the count/limit array at ents: hash (0 for entry 0) and block. */
 static struct leaf_ref dx_at(const uint8_t *ents, uint32_t i)
 {
-	struct leaf_ref r = { i ? get32(ents + 8 * i) : 0, get32(ents + 8 * i + 4) };
+	struct leaf_ref r = { i ? le32_get(ents + 8 * i) : 0, le32_get(ents + 8 * i + 4) };
 
 	return r;
 }
@@ -736,12 +726,12 @@ static struct leaf_ref dx_at(const uint8_t *ents, uint32_t i)
 /* Like the kernel's dx_probe(): the last entry whose hash is <= h. */
 static uint32_t dx_search(const uint8_t *ents, uint32_t h)
 {
-	uint32_t lo = 1, hi = get16(ents + 2);
+	uint32_t lo = 1, hi = le16_get(ents + 2);
 
 	while (lo < hi) {
 		uint32_t m = lo + (hi - lo) / 2;
 
-		if (get32(ents + 8 * m) > h)
+		if (le32_get(ents + 8 * m) > h)
 			hi = m;
 		else
 			lo = m + 1;
@@ -772,16 +762,16 @@ static void parse_htree(struct htree *t, const uint8_t *blocks, uint32_t nblocks
 	t->nblocks = nblocks;
 	/* fake "." and "..", dx_root_info */
 	check_dirent(root, p->ino, ".", 1, EXT4_FT_DIR);
-	assert_int_equal(get16(root + 4), 12);
+	assert_int_equal(le16_get(root + 4), 12);
 	check_dirent(root + 12, p->parent_ino, "..", 2, EXT4_FT_DIR);
-	assert_int_equal(get16(root + 16), BLK - 12);
-	assert_int_equal(get32(root + 24), 0);
+	assert_int_equal(le16_get(root + 16), BLK - 12);
+	assert_int_equal(le32_get(root + 24), 0);
 	assert_int_equal(root[28], p->hash_version);
 	assert_int_equal(root[29], 8);
 	t->levels = root[30];
 	assert_true(t->levels <= 1);     /* no largedir: indirect_levels 0 or 1 */
 	assert_int_equal(root[31], 0);
-	assert_int_equal(get16(rents), (BLK - 32 - 8) / 8);     /* 507 */
+	assert_int_equal(le16_get(rents), (BLK - 32 - 8) / 8);     /* 507 */
 	check_dx_tail(root, 32, iseed);
 	refd[0] = 1;
 
@@ -789,7 +779,7 @@ static void parse_htree(struct htree *t, const uint8_t *blocks, uint32_t nblocks
 	t->pos_of_block = calloc(nblocks, sizeof(*t->pos_of_block));
 	assert_non_null(t->leaves);
 	assert_non_null(t->pos_of_block);
-	rcount = get16(rents + 2);
+	rcount = le16_get(rents + 2);
 	for (uint32_t i = 0; i < rcount; i++) {
 		struct leaf_ref r = dx_at(rents, i);
 
@@ -804,13 +794,13 @@ static void parse_htree(struct htree *t, const uint8_t *blocks, uint32_t nblocks
 		const uint8_t *nb = blocks + (size_t)r.block * BLK;
 		const uint8_t *nents = nb + 8;
 
-		assert_int_equal(get32(nb), 0);
-		assert_int_equal(get16(nb + 4), BLK);
+		assert_int_equal(le32_get(nb), 0);
+		assert_int_equal(le16_get(nb + 4), BLK);
 		assert_int_equal(nb[6], 0);
 		assert_int_equal(nb[7], 0);
-		assert_int_equal(get16(nents), (BLK - 8 - 8) / 8);      /* 510 */
+		assert_int_equal(le16_get(nents), (BLK - 8 - 8) / 8);      /* 510 */
 		check_dx_tail(nb, 8, iseed);
-		for (uint32_t j = 0; j < get16(nents + 2); j++) {
+		for (uint32_t j = 0; j < le16_get(nents + 2); j++) {
 			struct leaf_ref l = dx_at(nents, j);
 
 			/* a node's first range starts where the node's own does */
@@ -842,9 +832,9 @@ static const uint8_t *leaf_find(const uint8_t *b, const char *name, uint8_t len)
 	while (off < BLK - 12) {
 		const uint8_t *de = b + off;
 
-		if (get32(de) && de[6] == len && !memcmp(de + 8, name, len))
+		if (le32_get(de) && de[6] == len && !memcmp(de + 8, name, len))
 			return de;
-		off += get16(de + 4);
+		off += le16_get(de + 4);
 	}
 	return NULL;
 }
@@ -893,7 +883,7 @@ static void check_htree(const uint8_t *blocks, uint32_t nblocks, const struct en
 
 	assert_non_null(seen);
 	parse_htree(&t, blocks, nblocks, p);
-	assert_int_equal(1 + (t.levels ? get16(blocks + 34) : 0) + t.nleaves, nblocks);
+	assert_int_equal(1 + (t.levels ? le16_get(blocks + 34) : 0) + t.nleaves, nblocks);
 	for (uint32_t i = 0; i < t.nleaves; i++) {
 		const uint8_t *b = blocks + (size_t)t.leaves[i].block * BLK;
 
@@ -912,7 +902,7 @@ static void check_htree(const uint8_t *blocks, uint32_t nblocks, const struct en
 
 		if (!de)
 			fail_msg("entry %zu not found through the index", i);
-		assert_int_equal(get32(de), e->ino);
+		assert_int_equal(le32_get(de), e->ino);
 	}
 	if (levels)
 		*levels = t.levels;
@@ -991,7 +981,7 @@ static void test_linear_exactly_full(void **state)
 	assert_false(dir_is_htree(d));
 	check_linear(b, &E, &p);
 	/* the last record is exactly its own size: nothing to stretch */
-	assert_int_equal(get16(b + BLK - 12 - 12 + 4), 12);
+	assert_int_equal(le16_get(b + BLK - 12 - 12 + 4), 12);
 	dir_plan_free(d);
 	free(b);
 
@@ -1000,7 +990,7 @@ static void test_linear_exactly_full(void **state)
 	assert_true(dir_is_htree(d));
 	assert_int_equal(dir_nblocks(d), 2);    /* root + one leaf */
 	check_htree(b, dir_nblocks(d), &E, &p, NULL);
-	assert_int_equal(get16(b + 32 + 2), 1);
+	assert_int_equal(le16_get(b + 32 + 2), 1);
 	dir_plan_free(d);
 	free(b);
 
@@ -1197,18 +1187,18 @@ static void test_htree_collision(void **state)
 	assert_int_equal(dir_nblocks(d), 3);
 	check_htree(b, dir_nblocks(d), &E, &p, NULL);
 	/* root entry 1 -> second leaf, hash H with the collision bit */
-	assert_int_equal(get16(b + 32 + 2), 2);
-	assert_int_equal(get32(b + 32 + 8), H | 1);
+	assert_int_equal(le16_get(b + 32 + 2), 2);
+	assert_int_equal(le32_get(b + 32 + 8), H | 1);
 	/* the first leaf ends with a, the second leaf is c alone */
 	{
-		uint32_t l0 = get32(b + 32 + 4), l1 = get32(b + 32 + 12), nread;
+		uint32_t l0 = le32_get(b + 32 + 4), l1 = le32_get(b + 32 + 12), nread;
 		struct htree t;
 		const uint8_t *de;
 
 		assert_non_null(leaf_find(b + (size_t)l0 * BLK, cand + (size_t)a * LEN, LEN));
 		assert_non_null(leaf_find(b + (size_t)l1 * BLK, cand + (size_t)c * LEN, LEN));
-		assert_int_equal(get32(b + (size_t)l1 * BLK), E.e[E.n - 1].ino);
-		assert_int_equal(get16(b + (size_t)l1 * BLK + 4), BLK - 12);
+		assert_int_equal(le32_get(b + (size_t)l1 * BLK), E.e[E.n - 1].ino);
+		assert_int_equal(le16_get(b + (size_t)l1 * BLK + 4), BLK - 12);
 		parse_htree(&t, b, dir_nblocks(d), &p);
 		de = htree_lookup(&t, &p, cand + (size_t)c * LEN, LEN, &nread);
 		assert_non_null(de);

@@ -15,12 +15,6 @@
 
 /* ------------------------------------------------------------------ helpers */
 
-static void geom_make(struct geom *g, uint64_t blocks, uint64_t inodes)
-{
-	memset(g, 0, sizeof(*g));
-	assert_int_equal(geom_init(g, blocks, inodes), 0);
-}
-
 static uint64_t ext_start(const struct ext4_extent *e)
 {
 	return (uint64_t)e->ee_start_hi << 32 | e->ee_start_lo;
@@ -430,12 +424,12 @@ struct walk {
 static void walk_node(struct walk *w, const uint8_t *node, uint16_t max, uint16_t depth,
 		      bool root)
 {
-	uint16_t entries = get_le16(node, 2);
+	uint16_t entries = le16_get(node + 2);
 
-	assert_int_equal(get_le16(node, 0), 0xF30A);
-	assert_int_equal(get_le16(node, 4), max);
-	assert_int_equal(get_le16(node, 6), depth);
-	assert_int_equal(get_le32(node, 8), 0);          /* eh_generation */
+	assert_int_equal(le16_get(node), 0xF30A);
+	assert_int_equal(le16_get(node + 4), max);
+	assert_int_equal(le16_get(node + 6), depth);
+	assert_int_equal(le32_get(node + 8), 0);          /* eh_generation */
 	assert_true(entries >= 1 && entries <= max);
 	if (depth == 0) {
 		if (w->nleaf + entries > w->want->n)
@@ -448,12 +442,12 @@ static void walk_node(struct walk *w, const uint8_t *node, uint16_t max, uint16_
 
 		for (uint16_t k = 0; k < entries; k++) {
 			const uint8_t *ix = node + 12 + 12 * (size_t)k;
-			uint32_t ei_block = get_le32(ix, 0);
-			uint64_t child = get_le32(ix, 4) | (uint64_t)get_le16(ix, 8) << 32;
+			uint32_t ei_block = le32_get(ix);
+			uint64_t child = le32_get(ix + 4) | (uint64_t)le16_get(ix + 8) << 32;
 			size_t first = w->nleaf;
 			const uint8_t *cb;
 
-			assert_int_equal(get_le16(ix, 10), 0);   /* ei_unused */
+			assert_int_equal(le16_get(ix + 10), 0);   /* ei_unused */
 			if (k)
 				assert_true(ei_block > prev);
 			prev = ei_block;
@@ -465,9 +459,9 @@ static void walk_node(struct walk *w, const uint8_t *node, uint16_t max, uint16_
 			w->seen[child - w->tree_first] = 1;
 			cb = w->tree + (child - w->tree_first) * 4096;
 			/* tail: crc32c(inode seed, header + eh_max entries) at 12 + 12 * 340 */
-			assert_int_equal(get_le32(cb, 4092), ref_crc32c(w->seed, cb, 4092));
+			assert_int_equal(le32_get(cb + 4092), ref_crc32c(w->seed, cb, 4092));
 			/* nothing between the last entry and the tail */
-			for (size_t o = 12 + 12 * (size_t)get_le16(cb, 2); o < 4092; o++)
+			for (size_t o = 12 + 12 * (size_t)le16_get(cb + 2); o < 4092; o++)
 				if (cb[o])
 					fail_msg("block %llu: byte %zu is not zero",
 						 (unsigned long long)child, o);
@@ -486,6 +480,7 @@ static void render_and_check(size_t n, uint64_t tree_first, uint32_t seed)
 	uint32_t nb = extent_tree_blocks(n);
 	uint8_t *tree = malloc((size_t)(nb ? nb : 1) * 4096);
 	uint32_t i_block[15];
+	const uint8_t *ib = (const uint8_t *)i_block;
 	struct walk w = { .want = &l, .tree = tree, .tree_first = tree_first, .nblocks = nb,
 			  .seed = seed };
 
@@ -495,23 +490,23 @@ static void render_and_check(size_t n, uint64_t tree_first, uint32_t seed)
 	make_list(&l, n, n * 7919 + 1);
 	extent_render(&l, tree_first, i_block, nb ? tree : NULL, seed);
 
-	assert_int_equal(get_le16(i_block, 6), model_depth(n));
+	assert_int_equal(le16_get(ib + 6), model_depth(n));
 	w.seen = calloc(nb + 1, 1);
 	assert_non_null(w.seen);
 	if (n == 0) {
-		assert_int_equal(get_le16(i_block, 0), 0xF30A);
-		assert_int_equal(get_le16(i_block, 2), 0);
-		assert_int_equal(get_le16(i_block, 4), 4);
+		assert_int_equal(le16_get(ib), 0xF30A);
+		assert_int_equal(le16_get(ib + 2), 0);
+		assert_int_equal(le16_get(ib + 4), 4);
 	} else {
-		walk_node(&w, (const uint8_t *)i_block, 4, (uint16_t)model_depth(n), true);
+		walk_node(&w, ib, 4, (uint16_t)model_depth(n), true);
 	}
 	assert_int_equal(w.nleaf, n);
 	for (uint32_t b = 0; b < nb; b++)
 		if (!w.seen[b])
 			fail_msg("n %zu: tree block %u is not reachable from the root", n, b);
 	/* the root's unused slots are zero */
-	for (size_t o = 12 + 12 * (size_t)get_le16(i_block, 2); o < 60; o++)
-		assert_int_equal(((const uint8_t *)i_block)[o], 0);
+	for (size_t o = 12 + 12 * (size_t)le16_get(ib + 2); o < 60; o++)
+		assert_int_equal(ib[o], 0);
 	free(w.seen);
 	free(tree);
 	free(l.e);
@@ -557,10 +552,10 @@ static void test_empty_root(void **state)
 	(void)state;
 	memset(i_block, 0xAA, sizeof(i_block));
 	extent_empty_root(i_block);
-	assert_int_equal(get_le16(p, 0), 0xF30A);
-	assert_int_equal(get_le16(p, 2), 0);
-	assert_int_equal(get_le16(p, 4), 4);
-	assert_int_equal(get_le16(p, 6), 0);
+	assert_int_equal(le16_get(p), 0xF30A);
+	assert_int_equal(le16_get(p + 2), 0);
+	assert_int_equal(le16_get(p + 4), 4);
+	assert_int_equal(le16_get(p + 6), 0);
 	for (size_t o = 8; o < 60; o++)
 		assert_int_equal(p[o], 0);
 }
@@ -581,9 +576,9 @@ static void test_render_checksum_range(void **state)
 	/* a different seed changes only the tail */
 	assert_memory_equal(t1, t2, 4092);
 	assert_memory_not_equal(t1 + 4092, t2 + 4092, 4);
-	assert_int_equal(get_le32(t1, 4092), ref_crc32c(0x11111111, t1, 4092));
-	assert_int_equal(get_le32(t2, 4092), ref_crc32c(0x22222222, t2, 4092));
-	assert_true(get_le32(t1, 4092) != ref_crc32c(0x11111111, t1, 12 + 12 * 10));
+	assert_int_equal(le32_get(t1 + 4092), ref_crc32c(0x11111111, t1, 4092));
+	assert_int_equal(le32_get(t2 + 4092), ref_crc32c(0x22222222, t2, 4092));
+	assert_true(le32_get(t1 + 4092) != ref_crc32c(0x11111111, t1, 12 + 12 * 10));
 	free(t1);
 	free(t2);
 	free(l.e);
@@ -634,8 +629,8 @@ static void test_real_leaf_block(void **state)
 	(void)state;
 	assert_non_null(tree);
 	/* the checksum algorithm, as e2fsprogs computed it */
-	assert_int_equal(get_le32(real_etb13, 4092), ref_crc32c(seed, real_etb13, 4092));
-	assert_int_equal(get_le32(real_etb13, 4092), 0xd645eaecu);
+	assert_int_equal(le32_get(real_etb13 + 4092), ref_crc32c(seed, real_etb13, 4092));
+	assert_int_equal(le32_get(real_etb13 + 4092), 0xd645eaecu);
 
 	/* the same ten extents rendered by us give the same bytes */
 	l.n = l.cap = 10;

@@ -5,6 +5,7 @@
  * geom_walk_run), checked against an independent model of where the copies are.
  */
 #include "helpers.h"
+#include "ext4_test.h"
 
 #include "../../ext4gen/ext4_fs.h"
 #include "../../ext4gen/geom.h"
@@ -117,12 +118,6 @@ static size_t ref_pieces(const struct model *m, uint64_t first, uint64_t n, stru
 		n -= len;
 	}
 	return np;
-}
-
-static void geom_make(struct geom *g, uint64_t blocks, uint64_t inodes)
-{
-	memset(g, 0, sizeof(*g));
-	assert_int_equal(geom_init(g, blocks, inodes), 0);
 }
 
 /* ------------------------------------------------------------------ which groups */

@@ -15,6 +15,7 @@
 #include <zstd.h>
 
 #include "../../common/fsutil.h"
+#include "../../common/le.h"
 #include "../../vmm-glue/initramfs.h"
 
 #define VER "6.1.0-99-test-amd64"
@@ -30,10 +31,6 @@ struct fx {
 };
 
 /* ------------------------------------------------------------------ fixtures */
-
-static void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
-static void put32(uint8_t *p, uint32_t v) { put16(p, (uint16_t)v); put16(p + 2, (uint16_t)(v >> 16)); }
-static void put64(uint8_t *p, uint64_t v) { put32(p, (uint32_t)v); put32(p + 4, (uint32_t)(v >> 32)); }
 
 /* A relocatable ELF64 with sections: null, .text (a marker), .modinfo, .shstrtab. */
 static size_t fake_module(uint8_t *out, const char *name, const char *depends,
@@ -53,13 +50,13 @@ static size_t fake_module(uint8_t *out, const char *name, const char *depends,
 
 	memset(out, 0, 4096);
 	memcpy(out, "\x7f" "ELF\x02\x01\x01", 7);
-	put16(out + 16, 1);           /* ET_REL */
-	put16(out + 18, 62);
-	put32(out + 20, 1);
-	put16(out + 52, 64);
-	put16(out + 58, 64);          /* e_shentsize */
-	put16(out + 60, 4);           /* e_shnum */
-	put16(out + 62, 3);           /* e_shstrndx */
+	le16_put(out + 16, 1);           /* ET_REL */
+	le16_put(out + 18, 62);
+	le32_put(out + 20, 1);
+	le16_put(out + 52, 64);
+	le16_put(out + 58, 64);          /* e_shentsize */
+	le16_put(out + 60, 4);           /* e_shnum */
+	le16_put(out + 62, 3);           /* e_shstrndx */
 	off = 64;
 	memcpy(out + off, text, sizeof(text));
 	size_t text_off = off;
@@ -71,23 +68,23 @@ static size_t fake_module(uint8_t *out, const char *name, const char *depends,
 	size_t str_off = off;
 	off += sizeof(shstr);
 	off = (off + 7) & ~(size_t)7;
-	put64(out + 40, off);         /* e_shoff */
+	le64_put(out + 40, off);         /* e_shoff */
 	uint8_t *sh = out + off;
 	/* [1] .text */
-	put32(sh + 64 + 0, 1);
-	put32(sh + 64 + 4, 1);
-	put64(sh + 64 + 24, text_off);
-	put64(sh + 64 + 32, sizeof(text));
+	le32_put(sh + 64 + 0, 1);
+	le32_put(sh + 64 + 4, 1);
+	le64_put(sh + 64 + 24, text_off);
+	le64_put(sh + 64 + 32, sizeof(text));
 	/* [2] .modinfo */
-	put32(sh + 128 + 0, 7);
-	put32(sh + 128 + 4, 1);
-	put64(sh + 128 + 24, info_off);
-	put64(sh + 128 + 32, il);
+	le32_put(sh + 128 + 0, 7);
+	le32_put(sh + 128 + 4, 1);
+	le64_put(sh + 128 + 24, info_off);
+	le64_put(sh + 128 + 32, il);
 	/* [3] .shstrtab */
-	put32(sh + 192 + 0, 16);
-	put32(sh + 192 + 4, 3);
-	put64(sh + 192 + 24, str_off);
-	put64(sh + 192 + 32, sizeof(shstr));
+	le32_put(sh + 192 + 0, 16);
+	le32_put(sh + 192 + 4, 3);
+	le64_put(sh + 192 + 24, str_off);
+	le64_put(sh + 192 + 32, sizeof(shstr));
 	return off + 4 * 64;
 }
 
@@ -161,8 +158,8 @@ static void write_kernel(const char *path, const char *ver)
 	memset(k, 0x90, sizeof(k));
 	k[0x1f1] = 4;
 	memcpy(k + 0x202, "HdrS", 4);
-	put16(k + 0x206, 0x020f);
-	put16(k + 0x20e, 0x400);
+	le16_put(k + 0x206, 0x020f);
+	le16_put(k + 0x20e, 0x400);
 	snprintf((char *)k + 0x600, 200, "%s (builder@example) #1 SMP Debian", ver);
 	write_file(path, k, sizeof(k));
 }
@@ -174,13 +171,13 @@ static void write_busybox(const char *path, bool dynamic)
 
 	memset(b, 0, sizeof(b));
 	memcpy(b, "\x7f" "ELF\x02\x01\x01", 7);
-	put16(b + 16, 2);
-	put16(b + 18, 62);
-	put64(b + 32, 64);
-	put16(b + 54, 56);
-	put16(b + 56, 2);
-	put32(b + 64, 1);                        /* PT_LOAD */
-	put32(b + 64 + 56, dynamic ? 3 : 4);     /* PT_INTERP or PT_NOTE */
+	le16_put(b + 16, 2);
+	le16_put(b + 18, 62);
+	le64_put(b + 32, 64);
+	le16_put(b + 54, 56);
+	le16_put(b + 56, 2);
+	le32_put(b + 64, 1);                        /* PT_LOAD */
+	le32_put(b + 64 + 56, dynamic ? 3 : 4);     /* PT_INTERP or PT_NOTE */
 	memcpy(b + 1024, "fake busybox", 12);
 	write_file(path, b, sizeof(b));
 }

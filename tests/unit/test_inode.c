@@ -22,7 +22,7 @@
 static bool ref_inode_csum_ok(const uint8_t raw[256], uint32_t ino, uint32_t gen, uint32_t seed)
 {
 	uint8_t tmp[256];
-	bool hi = get_le16(raw, 0x80) >= 4;   /* i_checksum_hi ends at 0x84 = 128 + 4 */
+	bool hi = le16_get(raw + 0x80) >= 4;   /* i_checksum_hi ends at 0x84 = 128 + 4 */
 	uint32_t c, stored;
 
 	memcpy(tmp, raw, 256);
@@ -30,7 +30,7 @@ static bool ref_inode_csum_ok(const uint8_t raw[256], uint32_t ino, uint32_t gen
 	if (hi)
 		tmp[0x82] = tmp[0x83] = 0;
 	c = ref_crc32c(ref_crc32c_le32(ref_crc32c_le32(seed, ino), gen), tmp, 256);
-	stored = get_le16(raw, 0x7C) | (hi ? (uint32_t)get_le16(raw, 0x82) << 16 : 0);
+	stored = le16_get(raw + 0x7C) | (hi ? (uint32_t)le16_get(raw + 0x82) << 16 : 0);
 	return (hi ? c : (c & 0xffff)) == stored;
 }
 
@@ -86,37 +86,38 @@ static void test_field_placement(void **state)
 
 	memset(out, 0xCC, sizeof(out));
 	assert_false(inode_encode(&in, 77, seed, out));
-	assert_int_equal(get_le16(out, 0x00), 0120777);
-	assert_int_equal(get_le16(out, 0x02), 0x1234);           /* i_uid */
-	assert_int_equal(get_le32(out, 0x04), 0x89ABCDEF);       /* i_size_lo */
-	assert_int_equal(get_le32(out, 0x08), 1000);             /* i_atime */
-	assert_int_equal(get_le32(out, 0x0C), 2000);             /* i_ctime */
-	assert_int_equal(get_le32(out, 0x10), 3000);             /* i_mtime */
-	assert_int_equal(get_le32(out, 0x14), 0);                /* i_dtime */
-	assert_int_equal(get_le16(out, 0x18), 0xEF01);           /* i_gid */
-	assert_int_equal(get_le16(out, 0x1A), 65000);            /* i_links_count */
-	assert_int_equal(get_le32(out, 0x1C), 0x12345678);       /* i_blocks_lo */
-	assert_int_equal(get_le32(out, 0x20), 0x00080010);       /* i_flags, no HUGE_FILE */
-	assert_int_equal(get_le32(out, 0x24), 0);                /* osd1 */
+	assert_int_equal(le16_get(out + 0x00), 0120777);
+	assert_int_equal(le16_get(out + 0x02), 0x1234);           /* i_uid */
+	assert_int_equal(le32_get(out + 0x04), 0x89ABCDEF);       /* i_size_lo */
+	assert_int_equal(le32_get(out + 0x08), 1000);             /* i_atime */
+	assert_int_equal(le32_get(out + 0x0C), 2000);             /* i_ctime */
+	assert_int_equal(le32_get(out + 0x10), 3000);             /* i_mtime */
+	assert_int_equal(le32_get(out + 0x14), 0);                /* i_dtime */
+	assert_int_equal(le16_get(out + 0x18), 0xEF01);           /* i_gid */
+	assert_int_equal(le16_get(out + 0x1A), 65000);            /* i_links_count */
+	assert_int_equal(le32_get(out + 0x1C), 0x12345678);       /* i_blocks_lo */
+	assert_int_equal(le32_get(out + 0x20), 0x00080010);       /* i_flags, no HUGE_FILE */
+	assert_int_equal(le32_get(out + 0x24), 0);                /* osd1 */
 	for (int i = 0; i < 15; i++)
-		assert_int_equal(get_le32(out, 0x28 + 4 * (size_t)i), 0x01010101u * (uint32_t)(i + 1));
-	assert_int_equal(get_le32(out, 0x64), 0x13579BDF);       /* i_generation */
-	assert_int_equal(get_le32(out, 0x68), 0x87654321);       /* i_file_acl_lo */
-	assert_int_equal(get_le32(out, 0x6C), 0x123);            /* i_size_high */
-	assert_int_equal(get_le32(out, 0x70), 0);                /* i_obso_faddr */
-	assert_int_equal(get_le16(out, 0x74), 0xBEEF);           /* i_blocks_high */
-	assert_int_equal(get_le16(out, 0x76), 0x4321);           /* i_file_acl_high */
-	assert_int_equal(get_le16(out, 0x78), 0xABCD);           /* i_uid_high */
-	assert_int_equal(get_le16(out, 0x7A), 0x5678);           /* i_gid_high */
-	assert_int_equal(get_le16(out, 0x7E), 0);                /* l_i_reserved */
-	assert_int_equal(get_le16(out, 0x80), 32);               /* i_extra_isize */
-	assert_int_equal(get_le32(out, 0x84), 2 << 2);           /* i_ctime_extra */
-	assert_int_equal(get_le32(out, 0x88), 3 << 2);           /* i_mtime_extra */
-	assert_int_equal(get_le32(out, 0x8C), 1 << 2);           /* i_atime_extra */
-	assert_int_equal(get_le32(out, 0x90), 4000);             /* i_crtime */
-	assert_int_equal(get_le32(out, 0x94), 4 << 2);           /* i_crtime_extra */
-	assert_int_equal(get_le32(out, 0x98), 0);                /* i_version_hi */
-	assert_int_equal(get_le32(out, 0x9C), 0);                /* i_projid */
+		assert_int_equal(le32_get(out + 0x28 + 4 * (size_t)i),
+				 0x01010101u * (uint32_t)(i + 1));
+	assert_int_equal(le32_get(out + 0x64), 0x13579BDF);       /* i_generation */
+	assert_int_equal(le32_get(out + 0x68), 0x87654321);       /* i_file_acl_lo */
+	assert_int_equal(le32_get(out + 0x6C), 0x123);            /* i_size_high */
+	assert_int_equal(le32_get(out + 0x70), 0);                /* i_obso_faddr */
+	assert_int_equal(le16_get(out + 0x74), 0xBEEF);           /* i_blocks_high */
+	assert_int_equal(le16_get(out + 0x76), 0x4321);           /* i_file_acl_high */
+	assert_int_equal(le16_get(out + 0x78), 0xABCD);           /* i_uid_high */
+	assert_int_equal(le16_get(out + 0x7A), 0x5678);           /* i_gid_high */
+	assert_int_equal(le16_get(out + 0x7E), 0);                /* l_i_reserved */
+	assert_int_equal(le16_get(out + 0x80), 32);               /* i_extra_isize */
+	assert_int_equal(le32_get(out + 0x84), 2 << 2);           /* i_ctime_extra */
+	assert_int_equal(le32_get(out + 0x88), 3 << 2);           /* i_mtime_extra */
+	assert_int_equal(le32_get(out + 0x8C), 1 << 2);           /* i_atime_extra */
+	assert_int_equal(le32_get(out + 0x90), 4000);             /* i_crtime */
+	assert_int_equal(le32_get(out + 0x94), 4 << 2);           /* i_crtime_extra */
+	assert_int_equal(le32_get(out + 0x98), 0);                /* i_version_hi */
+	assert_int_equal(le32_get(out + 0x9C), 0);                /* i_projid */
 	assert_memory_equal(out + 160, ibody, 96);               /* in-inode xattrs */
 	assert_true(ref_inode_csum_ok(out, 77, 0x13579BDF, seed));
 
@@ -156,11 +157,11 @@ static void test_huge_file(void **state)
 		in_init(&in);
 		in.blocks512 = t[i].blocks512;
 		inode_encode(&in, 12, 1, out);
-		if (get_le32(out, 0x1C) != t[i].lo || get_le16(out, 0x74) != t[i].hi)
+		if (le32_get(out + 0x1C) != t[i].lo || le16_get(out + 0x74) != t[i].hi)
 			fail_msg("blocks512 %llu: i_blocks %08x:%04x, expected %08x:%04x",
-				 (unsigned long long)t[i].blocks512, get_le32(out, 0x1C),
-				 get_le16(out, 0x74), t[i].lo, t[i].hi);
-		assert_int_equal(get_le32(out, 0x20), 0x80000u | (t[i].huge ? 0x40000u : 0));
+				 (unsigned long long)t[i].blocks512, le32_get(out + 0x1C),
+				 le16_get(out + 0x74), t[i].lo, t[i].hi);
+		assert_int_equal(le32_get(out + 0x20), 0x80000u | (t[i].huge ? 0x40000u : 0));
 		assert_true(ref_inode_csum_ok(out, 12, 0, 1));
 	}
 }
@@ -237,7 +238,7 @@ static void test_times(void **state)
 		if (got != clamped)
 			fail_msg("cases %zu..: inode_encode returned %d, expected %d", i, got, clamped);
 		for (int s = 0; s < 4; s++) {
-			uint32_t lo = get_le32(out, off[s][0]), extra = get_le32(out, off[s][1]);
+			uint32_t lo = le32_get(out + off[s][0]), extra = le32_get(out + off[s][1]);
 
 			if (lo != c[s]->lo || extra != c[s]->extra)
 				fail_msg("slot %d, sec %lld ns %u: %08x/%08x, expected %08x/%08x", s,
@@ -288,8 +289,8 @@ static void test_time_roundtrip_random(void **state)
 		in.mtime = sec;
 		in.mtime_ns = ns;
 		assert_false(inode_encode(&in, 11, 0, out));
-		assert_int_equal(decode_sec(get_le32(out, 0x10), get_le32(out, 0x88)), sec);
-		assert_int_equal(get_le32(out, 0x88) >> 2, ns);
+		assert_int_equal(decode_sec(le32_get(out + 0x10), le32_get(out + 0x88)), sec);
+		assert_int_equal(le32_get(out + 0x88) >> 2, ns);
 	}
 }
 
@@ -327,8 +328,8 @@ static void test_checksum(void **state)
 			c = ref_crc32c(ref_crc32c_le32(ref_crc32c_le32(seed, ino), in.generation), tmp,
 				       256);
 		}
-		assert_int_equal(get_le16(out, 0x7C), c & 0xffff);
-		assert_int_equal(get_le16(out, 0x82), c >> 16);
+		assert_int_equal(le16_get(out + 0x7C), c & 0xffff);
+		assert_int_equal(le16_get(out + 0x82), c >> 16);
 		assert_true(ref_inode_csum_ok(out, ino, in.generation, seed));
 		/* wrong inode number, generation or seed: no longer verifies */
 		assert_false(ref_inode_csum_ok(out, ino ^ 1, in.generation, seed));
@@ -388,11 +389,11 @@ static void test_inode_csum_no_extra_isize(void **state)
 		want[0x7D] = (uint8_t)(real[i].lo >> 8);
 		assert_true(ref_inode_csum_ok(want, real[i].ino, 0, seed));   /* e2fsprogs agrees */
 		inode_csum(out, real[i].ino, 0, seed);
-		assert_int_equal(get_le16(out, 0x7C), real[i].lo);
-		if (get_le16(out, 0x82) != 0)
+		assert_int_equal(le16_get(out + 0x7C), real[i].lo);
+		if (le16_get(out + 0x82) != 0)
 			fail_msg("inode %u (i_extra_isize 0): i_checksum_hi written as %04x; the kernel "
 				 "then checksums those bytes and the inode fails verification",
-				 real[i].ino, get_le16(out, 0x82));
+				 real[i].ino, le16_get(out + 0x82));
 		assert_true(ref_inode_csum_ok(out, real[i].ino, 0, seed));
 		assert_memory_equal(out, want, 256);
 	}
@@ -441,7 +442,7 @@ static const uint8_t real_ino13[256] = {
 static void encode_like(const uint8_t real[256], struct inode_in *in)
 {
 	memcpy(in->i_block, real + 0x28, 60);
-	assert_int_equal(get_le16(real, 0x80), 32);
+	assert_int_equal(le16_get(real + 0x80), 32);
 }
 
 static void test_real_vectors(void **state)

@@ -723,11 +723,6 @@ static void mv_init(struct mv *v, uint8_t *buf, size_t len)
 	v->s = (char *)(v->x + v->h->xattr_count);
 }
 
-static void reseal(uint8_t *buf, size_t len)
-{
-	assert_int_equal(sha256_buf(buf, len - SHA256_LEN, buf + len - SHA256_LEN), 0);
-}
-
 /* Overwrite the 7-byte path "/zzzzzz" in place (same length, so every offset holds). */
 static void set_z_path(struct mv *v, const char *p7)
 {
@@ -786,7 +781,7 @@ static void test_base_is_valid(void **state)
 	assert_string_equal(v.s + v.e[E_L].link_off, "target");
 	assert_string_equal(v.s + v.h->config_off, "{\"a\":1}");
 	/* resealing an untouched copy keeps it valid */
-	reseal(b, base_len);
+	sha256_reseal(b, base_len);
 	assert_int_equal(parse_copy(b, base_len, &why), 0);
 	free(b);
 }
@@ -855,7 +850,7 @@ static void test_trailing_garbage(void **state)
 		assert_int_equal(parse_copy(b, len, &why), -EBADMSG);
 		assert_non_null(strstr(why, "trailing"));
 		/* a valid-looking checksum at the new end does not help */
-		reseal(b, len);
+		sha256_reseal(b, len);
 		assert_int_equal(parse_copy(b, len, &why), -EBADMSG);
 		assert_non_null(strstr(why, "trailing"));
 		free(b);
@@ -1135,7 +1130,7 @@ static bool run_tamper(const struct tamper *t)
 	memcpy(b, base_buf, base_len);
 	mv_init(&v, b, base_len);
 	t->fn(&v);
-	reseal(b, base_len);
+	sha256_reseal(b, base_len);
 	ret = parse_copy(b, base_len, &why);
 	free(b);
 	if (!t->why) {
@@ -1185,7 +1180,7 @@ static void test_string_at_section_end(void **state)
 	v.h->config_len++;
 	for (k = 0; k < 1000000; k++) {
 		v.h->reserved[0] = k;
-		reseal(b, base_len);
+		sha256_reseal(b, base_len);
 		if (b[base_len - SHA256_LEN] == 0)
 			break;
 	}

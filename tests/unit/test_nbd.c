@@ -272,10 +272,10 @@ static void c_hello(int fd, uint32_t cflags)
 	uint8_t h[18], f[4];
 
 	c_recv(fd, h, sizeof(h));
-	assert_true(nbd_get64(h) == NBD_MAGIC);
-	assert_true(nbd_get64(h + 8) == NBD_OPTS_MAGIC);
-	assert_int_equal(nbd_get16(h + 16), NBD_FLAG_FIXED_NEWSTYLE | NBD_FLAG_NO_ZEROES);
-	nbd_put32(f, cflags);
+	assert_true(be64_get(h) == NBD_MAGIC);
+	assert_true(be64_get(h + 8) == NBD_OPTS_MAGIC);
+	assert_int_equal(be16_get(h + 16), NBD_FLAG_FIXED_NEWSTYLE | NBD_FLAG_NO_ZEROES);
+	be32_put(f, cflags);
 	c_send(fd, f, 4);
 }
 
@@ -283,9 +283,9 @@ static void c_opt(int fd, uint32_t opt, const void *data, uint32_t len)
 {
 	uint8_t h[16];
 
-	nbd_put64(h, NBD_OPTS_MAGIC);
-	nbd_put32(h + 8, opt);
-	nbd_put32(h + 12, len);
+	be64_put(h, NBD_OPTS_MAGIC);
+	be32_put(h + 8, opt);
+	be32_put(h + 12, len);
 	c_send(fd, h, sizeof(h));
 	if (len)
 		c_send(fd, data, len);
@@ -301,10 +301,10 @@ static void c_rep(int fd, struct rep *r)
 	uint8_t h[20];
 
 	c_recv(fd, h, sizeof(h));
-	assert_true(nbd_get64(h) == NBD_REP_MAGIC);
-	r->opt = nbd_get32(h + 8);
-	r->type = nbd_get32(h + 12);
-	r->len = nbd_get32(h + 16);
+	assert_true(be64_get(h) == NBD_REP_MAGIC);
+	r->opt = be32_get(h + 8);
+	r->type = be32_get(h + 12);
+	r->len = be32_get(h + 16);
 	assert_true(r->len <= sizeof(r->data));
 	c_recv(fd, r->data, r->len);
 }
@@ -325,13 +325,13 @@ static uint32_t info_data(uint8_t *buf, const char *name, const uint16_t *req, u
 {
 	uint32_t nl = (uint32_t)strlen(name), p = 0;
 
-	nbd_put32(buf, nl);
+	be32_put(buf, nl);
 	memcpy(buf + 4, name, nl);
 	p = 4 + nl;
-	nbd_put16(buf + p, nreq);
+	be16_put(buf + p, nreq);
 	p += 2;
 	for (uint16_t i = 0; i < nreq; i++, p += 2)
-		nbd_put16(buf + p, req[i]);
+		be16_put(buf + p, req[i]);
 	return p;
 }
 
@@ -340,15 +340,15 @@ static uint32_t meta_data(uint8_t *buf, const char *name, const char *const *q, 
 {
 	uint32_t nl = (uint32_t)strlen(name), p;
 
-	nbd_put32(buf, nl);
+	be32_put(buf, nl);
 	memcpy(buf + 4, name, nl);
 	p = 4 + nl;
-	nbd_put32(buf + p, nq);
+	be32_put(buf + p, nq);
 	p += 4;
 	for (uint32_t i = 0; i < nq; i++) {
 		uint32_t ql = (uint32_t)strlen(q[i]);
 
-		nbd_put32(buf + p, ql);
+		be32_put(buf + p, ql);
 		memcpy(buf + p + 4, q[i], ql);
 		p += 4 + ql;
 	}
@@ -368,7 +368,7 @@ static uint32_t c_meta_replies(int fd, uint32_t opt, char names[][64], uint32_t 
 		if (r.type != NBD_REP_META_CONTEXT)
 			return r.type;
 		assert_true(r.len > 4 && r.len - 4 < 64);
-		ids[*n] = nbd_get32(r.data);
+		ids[*n] = be32_get(r.data);
 		memcpy(names[*n], r.data + 4, r.len - 4);
 		names[*n][r.len - 4] = '\0';
 		(*n)++;
@@ -421,10 +421,10 @@ static void c_connect(int fd, bool structured, bool alloc, bool dirty, struct se
 		if (r.type == NBD_REP_ACK)
 			break;
 		assert_int_equal(r.type, NBD_REP_INFO);
-		if (nbd_get16(r.data) == NBD_INFO_EXPORT) {
+		if (be16_get(r.data) == NBD_INFO_EXPORT) {
 			assert_int_equal(r.len, 12);
-			assert_true(nbd_get64(r.data + 2) == DISK);
-			s->tflags = nbd_get16(r.data + 10);
+			assert_true(be64_get(r.data + 2) == DISK);
+			s->tflags = be16_get(r.data + 10);
 			got_export = true;
 		}
 	}
@@ -436,12 +436,12 @@ static void c_req(int fd, uint16_t flags, uint16_t type, uint64_t handle, uint64
 {
 	uint8_t h[NBD_REQUEST_SIZE];
 
-	nbd_put32(h, NBD_REQUEST_MAGIC);
-	nbd_put16(h + 4, flags);
-	nbd_put16(h + 6, type);
-	nbd_put64(h + 8, handle);
-	nbd_put64(h + 16, off);
-	nbd_put32(h + 24, len);
+	be32_put(h, NBD_REQUEST_MAGIC);
+	be16_put(h + 4, flags);
+	be16_put(h + 6, type);
+	be64_put(h + 8, handle);
+	be64_put(h + 16, off);
+	be32_put(h + 24, len);
 	c_send(fd, h, sizeof(h));
 	if (payload)
 		c_send(fd, payload, len);
@@ -454,9 +454,9 @@ static uint32_t c_simple(int fd, uint64_t handle, void *data, size_t dlen)
 	uint32_t err;
 
 	c_recv(fd, h, sizeof(h));
-	assert_int_equal(nbd_get32(h), NBD_SIMPLE_REPLY_MAGIC);
-	assert_true(nbd_get64(h + 8) == handle);
-	err = nbd_get32(h + 4);
+	assert_int_equal(be32_get(h), NBD_SIMPLE_REPLY_MAGIC);
+	assert_true(be64_get(h + 8) == handle);
+	err = be32_get(h + 4);
 	if (!err && data)
 		c_recv(fd, data, dlen);
 	return err;
@@ -474,11 +474,11 @@ static void c_chunk(int fd, struct chunk *c)
 	uint8_t h[NBD_CHUNK_HDR_SIZE];
 
 	c_recv(fd, h, sizeof(h));
-	assert_int_equal(nbd_get32(h), NBD_STRUCTURED_REPLY_MAGIC);
-	c->flags = nbd_get16(h + 4);
-	c->type = nbd_get16(h + 6);
-	c->handle = nbd_get64(h + 8);
-	c->len = nbd_get32(h + 16);
+	assert_int_equal(be32_get(h), NBD_STRUCTURED_REPLY_MAGIC);
+	c->flags = be16_get(h + 4);
+	c->type = be16_get(h + 6);
+	c->handle = be64_get(h + 8);
+	c->len = be32_get(h + 16);
 	assert_true(c->len <= NBD_MAX_PAYLOAD + 8);
 	c->p = malloc(c->len + 1);
 	assert_non_null(c->p);
@@ -496,8 +496,8 @@ static uint32_t c_error_chunk(int fd, uint64_t handle)
 	assert_int_equal(c.type, NBD_REPLY_TYPE_ERROR);
 	assert_int_equal(c.flags, NBD_REPLY_FLAG_DONE);
 	assert_true(c.len >= 6);
-	assert_int_equal(nbd_get16(c.p + 4), c.len - 6); /* the message fills the rest */
-	err = nbd_get32(c.p);
+	assert_int_equal(be16_get(c.p + 4), c.len - 6); /* the message fills the rest */
+	err = be32_get(c.p);
 	free(c.p);
 	return err;
 }
@@ -512,20 +512,20 @@ static uint32_t c_sread(int fd, uint64_t handle, uint64_t off, uint8_t *buf, uin
 		c_chunk(fd, &c);
 		assert_true(c.handle == handle);
 		if (c.type == NBD_REPLY_TYPE_OFFSET_DATA) {
-			uint64_t at = nbd_get64(c.p);
+			uint64_t at = be64_get(c.p);
 
 			assert_true(c.len > 8);
 			assert_true(at >= off && at + c.len - 8 <= off + len);
 			memcpy(buf + (at - off), c.p + 8, c.len - 8);
 		} else if (c.type == NBD_REPLY_TYPE_OFFSET_HOLE) {
-			uint64_t at = nbd_get64(c.p);
-			uint32_t n = nbd_get32(c.p + 8);
+			uint64_t at = be64_get(c.p);
+			uint32_t n = be32_get(c.p + 8);
 
 			assert_int_equal(c.len, 12);
 			assert_true(n && at >= off && at + n <= off + len);
 			memset(buf + (at - off), 0, n);
 		} else if (c.type == NBD_REPLY_TYPE_ERROR) {
-			err = nbd_get32(c.p);
+			err = be32_get(c.p);
 		} else {
 			assert_int_equal(c.type, NBD_REPLY_TYPE_NONE);
 		}
@@ -576,8 +576,8 @@ static void test_export_name_old_style(void **state)
 	c_hello(f->cfd, NBD_FLAG_C_FIXED_NEWSTYLE);
 	c_opt(f->cfd, NBD_OPT_EXPORT_NAME, "anything", 8);
 	c_recv(f->cfd, r, sizeof(r));
-	assert_true(nbd_get64(r) == DISK);
-	assert_int_equal(nbd_get16(r + 8) & (NBD_FLAG_HAS_FLAGS | NBD_FLAG_READ_ONLY),
+	assert_true(be64_get(r) == DISK);
+	assert_int_equal(be16_get(r + 8) & (NBD_FLAG_HAS_FLAGS | NBD_FLAG_READ_ONLY),
 			 NBD_FLAG_HAS_FLAGS);
 	assert_memory_equal(r + 10, zeros, sizeof(zeros));
 	c_req(f->cfd, 0, NBD_CMD_READ, 1, 4096, 512, NULL);
@@ -592,7 +592,7 @@ static void test_export_name_old_style(void **state)
 	c_hello(f->cfd, NBD_FLAG_C_FIXED_NEWSTYLE | NBD_FLAG_C_NO_ZEROES);
 	c_opt(f->cfd, NBD_OPT_EXPORT_NAME, NULL, 0);
 	c_recv(f->cfd, r, 10);
-	assert_true(nbd_get64(r) == DISK);
+	assert_true(be64_get(r) == DISK);
 	c_req(f->cfd, 0, NBD_CMD_FLUSH, 3, 0, 0, NULL);
 	assert_int_equal(c_simple(f->cfd, 3, NULL, 0), 0);
 	assert_int_equal(f->e.flushes, 1);
@@ -624,7 +624,7 @@ static void test_info_go_list(void **state)
 	c_rep(f->cfd, &r);
 	assert_int_equal(r.type, NBD_REP_SERVER);
 	assert_int_equal(r.len, 8);
-	assert_int_equal(nbd_get32(r.data), 4);
+	assert_int_equal(be32_get(r.data), 4);
 	assert_memory_equal(r.data + 4, "disk", 4);
 	c_rep(f->cfd, &r);
 	assert_int_equal(r.type, NBD_REP_ACK);
@@ -641,21 +641,21 @@ static void test_info_go_list(void **state)
 		if (r.type == NBD_REP_ACK)
 			break;
 		assert_int_equal(r.type, NBD_REP_INFO);
-		switch (nbd_get16(r.data)) {
+		switch (be16_get(r.data)) {
 		case NBD_INFO_EXPORT:
 			assert_int_equal(r.len, 12);
-			assert_true(nbd_get64(r.data + 2) == DISK);
+			assert_true(be64_get(r.data + 2) == DISK);
 			want_flags = NBD_FLAG_HAS_FLAGS | NBD_FLAG_SEND_FLUSH | NBD_FLAG_SEND_FUA |
 				     NBD_FLAG_SEND_TRIM | NBD_FLAG_SEND_WRITE_ZEROES |
 				     NBD_FLAG_CAN_MULTI_CONN;
-			assert_int_equal(nbd_get16(r.data + 10), want_flags);
+			assert_int_equal(be16_get(r.data + 10), want_flags);
 			seen[0] = true;
 			break;
 		case NBD_INFO_BLOCK_SIZE:
 			assert_int_equal(r.len, 14);
-			assert_int_equal(nbd_get32(r.data + 2), 512);
-			assert_int_equal(nbd_get32(r.data + 6), 4096);
-			assert_int_equal(nbd_get32(r.data + 10), 32u << 20);
+			assert_int_equal(be32_get(r.data + 2), 512);
+			assert_int_equal(be32_get(r.data + 6), 4096);
+			assert_int_equal(be32_get(r.data + 10), 32u << 20);
 			seen[1] = true;
 			break;
 		case NBD_INFO_NAME:
@@ -667,7 +667,7 @@ static void test_info_go_list(void **state)
 			seen[3] = true;
 			break;
 		default:
-			fail_msg("unexpected info type %u", nbd_get16(r.data));
+			fail_msg("unexpected info type %u", be16_get(r.data));
 		}
 	}
 	assert_true(seen[0] && seen[1] && seen[2] && seen[3]);
@@ -678,8 +678,8 @@ static void test_info_go_list(void **state)
 	c_opt(f->cfd, NBD_OPT_GO, buf, len);
 	c_rep(f->cfd, &r);
 	assert_int_equal(r.type, NBD_REP_INFO);
-	assert_int_equal(nbd_get16(r.data), NBD_INFO_EXPORT);
-	assert_true(nbd_get16(r.data + 10) & NBD_FLAG_SEND_DF);
+	assert_int_equal(be16_get(r.data), NBD_INFO_EXPORT);
+	assert_true(be16_get(r.data + 10) & NBD_FLAG_SEND_DF);
 	do
 		c_rep(f->cfd, &r);
 	while (r.type == NBD_REP_INFO);
@@ -719,13 +719,13 @@ static void test_unknown_and_malformed_options(void **state)
 	c_opt_expect(f->cfd, 0xdeadbeef, "junk", 4, NBD_REP_ERR_UNSUP);
 	/* INFO: too short, a name longer than the data, a request list of the wrong size */
 	c_opt_expect(f->cfd, NBD_OPT_INFO, "\0\0\0\0\0", 5, NBD_REP_ERR_INVALID);
-	nbd_put32(buf, 100);
-	nbd_put16(buf + 4, 0);
+	be32_put(buf, 100);
+	be16_put(buf + 4, 0);
 	c_opt_expect(f->cfd, NBD_OPT_GO, buf, 6, NBD_REP_ERR_INVALID);
-	nbd_put32(big, 0xffffffff);
+	be32_put(big, 0xffffffff);
 	c_opt_expect(f->cfd, NBD_OPT_GO, big, sizeof(big), NBD_REP_ERR_INVALID);
 	len = info_data(buf, "", NULL, 0);
-	nbd_put16(buf + 4, 3); /* three requests announced, none sent */
+	be16_put(buf + 4, 3); /* three requests announced, none sent */
 	c_opt_expect(f->cfd, NBD_OPT_GO, buf, len, NBD_REP_ERR_INVALID);
 	c_opt_expect(f->cfd, NBD_OPT_GO, buf, len + 1, NBD_REP_ERR_INVALID);
 	/* structured replies take no data; meta contexts need them first */
@@ -736,12 +736,12 @@ static void test_unknown_and_malformed_options(void **state)
 	c_opt_expect(f->cfd, NBD_OPT_STRUCTURED_REPLY, NULL, 0, NBD_REP_ACK);
 	/* meta: short, name too long, a query running past the end, trailing bytes */
 	c_opt_expect(f->cfd, NBD_OPT_SET_META_CONTEXT, buf, 7, NBD_REP_ERR_INVALID);
-	nbd_put32(big, 299);
+	be32_put(big, 299);
 	c_opt_expect(f->cfd, NBD_OPT_SET_META_CONTEXT, big, sizeof(big), NBD_REP_ERR_INVALID);
 	c_opt_expect(f->cfd, NBD_OPT_SET_META_CONTEXT, buf, len - 1, NBD_REP_ERR_INVALID);
 	buf[len] = 'x';
 	c_opt_expect(f->cfd, NBD_OPT_SET_META_CONTEXT, buf, len + 1, NBD_REP_ERR_INVALID);
-	nbd_put32(buf + 4, 1000); /* a thousand queries announced */
+	be32_put(buf + 4, 1000); /* a thousand queries announced */
 	c_opt_expect(f->cfd, NBD_OPT_LIST_META_CONTEXT, buf, len, NBD_REP_ERR_INVALID);
 	/* after all that, a normal GO still works */
 	len = info_data(buf, "", NULL, 0);
@@ -767,9 +767,9 @@ static void test_option_hostile(void **state)
 	/* more option data than the server takes: disconnect */
 	start(f);
 	c_hello(f->cfd, NBD_FLAG_C_FIXED_NEWSTYLE);
-	nbd_put64(h, NBD_OPTS_MAGIC);
-	nbd_put32(h + 8, NBD_OPT_GO);
-	nbd_put32(h + 12, 0xfffffff0u);
+	be64_put(h, NBD_OPTS_MAGIC);
+	be32_put(h + 8, NBD_OPT_GO);
+	be32_put(h + 12, 0xfffffff0u);
 	c_send(f->cfd, h, sizeof(h));
 	c_expect_eof(f->cfd);
 	assert_int_equal(finish(f), -EPROTO);
@@ -785,9 +785,9 @@ static void test_option_hostile(void **state)
 	/* a truncated option: the client goes away part way */
 	start(f);
 	c_hello(f->cfd, NBD_FLAG_C_FIXED_NEWSTYLE);
-	nbd_put64(h, NBD_OPTS_MAGIC);
-	nbd_put32(h + 8, NBD_OPT_GO);
-	nbd_put32(h + 12, 100);
+	be64_put(h, NBD_OPTS_MAGIC);
+	be32_put(h + 8, NBD_OPT_GO);
+	be32_put(h + 12, 100);
 	c_send(f->cfd, h, sizeof(h));
 	c_send(f->cfd, "abc", 3);
 	shutdown(f->cfd, SHUT_WR);
@@ -974,24 +974,24 @@ static void test_commands_structured(void **state)
 	assert_int_equal(c.type, NBD_REPLY_TYPE_OFFSET_DATA);
 	assert_int_equal(c.flags, 0);
 	assert_int_equal(c.len, 8 + (1 << 20));
-	assert_true(nbd_get64(c.p) == 0);
+	assert_true(be64_get(c.p) == 0);
 	assert_memory_equal(c.p + 8, w, 1 << 20);
 	free(c.p);
 	c_chunk(f->cfd, &c);
 	assert_int_equal(c.type, NBD_REPLY_TYPE_OFFSET_HOLE);
 	assert_int_equal(c.flags, 0);
 	assert_int_equal(c.len, 12);
-	assert_true(nbd_get64(c.p) == 1 << 20);
-	assert_int_equal(nbd_get32(c.p + 8), FAIL_READ_BLOCK * BLKD_BLOCK - (1 << 20));
+	assert_true(be64_get(c.p) == 1 << 20);
+	assert_int_equal(be32_get(c.p + 8), FAIL_READ_BLOCK * BLKD_BLOCK - (1 << 20));
 	free(c.p);
 	c_chunk(f->cfd, &c);
 	assert_true(c.handle == 22);
 	assert_int_equal(c.type, NBD_REPLY_TYPE_ERROR_OFFSET);
 	assert_int_equal(c.flags, NBD_REPLY_FLAG_DONE);
 	assert_true(c.len >= 14);
-	assert_int_equal(nbd_get32(c.p), NBD_EIO);
-	assert_int_equal(nbd_get16(c.p + 4), c.len - 14);
-	assert_true(nbd_get64(c.p + c.len - 8) == FAIL_READ_BLOCK * BLKD_BLOCK);
+	assert_int_equal(be32_get(c.p), NBD_EIO);
+	assert_int_equal(be16_get(c.p + 4), c.len - 14);
+	assert_true(be64_get(c.p + c.len - 8) == FAIL_READ_BLOCK * BLKD_BLOCK);
 	free(c.p);
 	/* one data chunk, DONE */
 	c_req(f->cfd, 0, NBD_CMD_READ, 3, 4096, 1024, NULL);
@@ -999,7 +999,7 @@ static void test_commands_structured(void **state)
 	assert_int_equal(c.type, NBD_REPLY_TYPE_OFFSET_DATA);
 	assert_int_equal(c.flags, NBD_REPLY_FLAG_DONE);
 	assert_int_equal(c.len, 8 + 1024);
-	assert_true(nbd_get64(c.p) == 4096);
+	assert_true(be64_get(c.p) == 4096);
 	assert_memory_equal(c.p + 8, w + 4096, 1024);
 	free(c.p);
 	/* zero length: a NONE chunk */
@@ -1036,12 +1036,12 @@ static void c_status_chunk(int fd, uint64_t handle, struct desc *d, bool *done)
 	assert_true(c.handle == handle);
 	assert_int_equal(c.type, NBD_REPLY_TYPE_BLOCK_STATUS);
 	assert_true(c.len >= 12 && (c.len - 4) % 8 == 0);
-	d->id = nbd_get32(c.p);
+	d->id = be32_get(c.p);
 	d->n = (c.len - 4) / 8;
 	assert_true(d->n <= 1024);
 	for (uint32_t i = 0; i < d->n; i++) {
-		d->len[i] = nbd_get32(c.p + 4 + 8 * i);
-		d->flags[i] = nbd_get32(c.p + 8 + 8 * i);
+		d->len[i] = be32_get(c.p + 4 + 8 * i);
+		d->flags[i] = be32_get(c.p + 8 + 8 * i);
 		assert_true(d->len[i] > 0 && d->len[i] % 512 == 0);
 	}
 	*done = c.flags & NBD_REPLY_FLAG_DONE;
@@ -1149,7 +1149,7 @@ static void c_sread_chunks(int fd, uint16_t flags, uint64_t handle, uint64_t off
 		assert_true(c.handle == handle);
 		assert_true(ch->n < 64);
 		ch->type[ch->n] = c.type;
-		ch->off[ch->n] = nbd_get64(c.p);
+		ch->off[ch->n] = be64_get(c.p);
 		if (c.type == NBD_REPLY_TYPE_OFFSET_DATA) {
 			assert_true(c.len > 8);
 			ch->len[ch->n] = c.len - 8;
@@ -1157,7 +1157,7 @@ static void c_sread_chunks(int fd, uint16_t flags, uint64_t handle, uint64_t off
 		} else {
 			assert_int_equal(c.type, NBD_REPLY_TYPE_OFFSET_HOLE);
 			assert_int_equal(c.len, 12);
-			ch->len[ch->n] = nbd_get32(c.p + 8);
+			ch->len[ch->n] = be32_get(c.p + 8);
 			memset(buf + (ch->off[ch->n] - off), 0, ch->len[ch->n]);
 		}
 		assert_true(ch->off[ch->n] >= off && ch->len[ch->n] &&
@@ -1430,8 +1430,8 @@ static void test_pipelined(void **state)
 				uint64_t hd;
 
 				c_recv(f->cfd, h, sizeof(h));
-				assert_int_equal(nbd_get32(h + 4), 0);
-				hd = nbd_get64(h + 8);
+				assert_int_equal(be32_get(h + 4), 0);
+				hd = be64_get(h + 8);
 				assert_true(hd >= 1000 && hd < 1000 + N && !seen[hd - 1000]);
 				seen[hd - 1000] = true;
 			}
@@ -1448,7 +1448,7 @@ static void test_pipelined(void **state)
 		uint64_t hd;
 
 		c_recv(f->cfd, h, sizeof(h));
-		hd = nbd_get64(h + 8);
+		hd = be64_get(h + 8);
 		assert_true(hd >= 5000 && hd < 5008);
 		c_recv(f->cfd, r, LEN);
 		assert_memory_equal(r, f->e.data + (hd - 5000) * LEN, LEN);
@@ -1463,8 +1463,8 @@ static void test_pipelined(void **state)
 		uint64_t hd;
 
 		c_recv(f->cfd, h, sizeof(h));
-		assert_int_equal(nbd_get32(h + 4), 0);
-		hd = nbd_get64(h + 8);
+		assert_int_equal(be32_get(h + 4), 0);
+		hd = be64_get(h + 8);
 		assert_true(hd >= 7000 && hd < 7016 && !seen[hd - 7000]);
 		seen[hd - 7000] = true;
 	}
@@ -1639,7 +1639,7 @@ static void test_serve_unix(void **state)
 		int t = unix_connect(path);
 
 		if (recv(t, h, sizeof(h), MSG_WAITALL) == (ssize_t)sizeof(h)) {
-			nbd_put32(h, NBD_FLAG_C_FIXED_NEWSTYLE);
+			be32_put(h, NBD_FLAG_C_FIXED_NEWSTYLE);
 			c_send(t, h, 4);
 			fd[0] = t;
 		} else {

@@ -57,11 +57,7 @@ static void chunk_make(struct chunk *c, uint64_t seed, size_t len, bool compress
 	c->raw = malloc(len);
 	assert_non_null(c->raw);
 	c->len = len;
-	prng_fill(&seed, c->raw, len);
-	if (compressible)
-		for (size_t i = 0; i < len; i++)
-			c->raw[i] = (uint8_t)(c->raw[i] % 3 + 'x');
-	assert_int_equal(sha256_buf(c->raw, len, c->digest), 0);
+	content_make(c->raw, len, seed, compressible, c->digest);
 }
 
 static int setup(void **state)
@@ -71,12 +67,10 @@ static int setup(void **state)
 
 	if (!f)
 		return -1;
-	tmpdir_make(f->dir);
-	path_fmt(f->store, "%s/store", f->dir);
+	assert_int_equal(store_tmp_open(f->dir, f->store, &f->s), 0);
 	path_fmt(f->layout, "%s/img.layout", f->dir);
 	f->codec = chunk_codec_new(CHUNK_LEVEL_DEFAULT);
 	assert_non_null(f->codec);
-	assert_int_equal(store_open(f->store, true, &f->s), 0);
 
 	chunk_make(&f->c[A], 1, 20000, false);
 	chunk_make(&f->c[B], 2, 8192, true);

@@ -65,11 +65,7 @@ static void chunk_make(struct fixture *f, struct chunk *c, uint64_t seed, size_t
 	assert_non_null(c->raw);
 	assert_non_null(c->frame);
 	c->raw_len = len;
-	prng_fill(&seed, c->raw, len);
-	if (compressible)
-		for (size_t i = 0; i < len; i++)
-			c->raw[i] = (uint8_t)(c->raw[i] % 4 + 'a');
-	assert_int_equal(sha256_buf(c->raw, len, c->digest), 0);
+	content_make(c->raw, len, seed, compressible, c->digest);
 	assert_int_equal(chunk_compress(f->codec, c->raw, len, c->frame, cap, &c->frame_len), 0);
 }
 

@@ -71,12 +71,6 @@ static void bits(uint8_t *bm, uint32_t a, uint32_t b)
 		bm[i / 8] |= (uint8_t)(1u << (i % 8));
 }
 
-static void geom_make(struct geom *g, uint64_t blocks, uint64_t inodes)
-{
-	memset(g, 0, sizeof(*g));
-	assert_int_equal(geom_init(g, blocks, inodes), 0);
-}
-
 /* The reference image's filesystem, described as ext4gen's inputs. */
 static void real_fs(struct fs_info *fs, const struct geom *g)
 {
@@ -139,17 +133,17 @@ static void test_super_matches_mke2fs(void **state)
 
 	(void)state;
 	/* the checksum algorithm: crc32c(~0, bytes 0..0x3FB), no uuid seed */
-	assert_int_equal(get_le32(real_sb, 0x3FC), ref_crc32c(~0u, real_sb, 0x3FC));
+	assert_int_equal(le32_get(real_sb + 0x3FC), ref_crc32c(~0u, real_sb, 0x3FC));
 
 	geom_make(&g, 40960, 40960);
 	real_fs(&fs, &g);
 	super_build(&fs, 0, &sb);
-	assert_int_equal(get_le32(p, 0x3FC), ref_crc32c(~0u, p, 0x3FC));
+	assert_int_equal(le32_get(p + 0x3FC), ref_crc32c(~0u, p, 0x3FC));
 
 	/* only these differ */
-	assert_int_equal(get_le32(p, 0x08), 0);           /* s_r_blocks_count_lo */
+	assert_int_equal(le32_get(p + 0x08), 0);           /* s_r_blocks_count_lo */
 	memcpy(p + 0x08, real_sb + 0x08, 4);
-	assert_int_equal(get_le32(p, 0x30), 1700000000);  /* s_wtime (debugfs rewrote it) */
+	assert_int_equal(le32_get(p + 0x30), 1700000000);  /* s_wtime (debugfs rewrote it) */
 	memcpy(p + 0x30, real_sb + 0x30, 4);
 	memcpy(p + 0x178, real_sb + 0x178, 8);            /* s_kbytes_written */
 	memcpy(p + 0x248, real_sb + 0x248, 4);            /* s_overhead_clusters */
@@ -166,7 +160,7 @@ static void test_super_fields(void **state)
 	struct geom g;
 	struct fs_info fs;
 	struct ext4_super_block sb, sb5;
-	const uint8_t *p = (const uint8_t *)&sb;
+	const uint8_t *p = (const uint8_t *)&sb, *p5 = (const uint8_t *)&sb5;
 
 	(void)state;
 	geom_make(&g, (1ull << 32) + 5 * 32768 + 100, 3000000);   /* > 2^32 blocks */
@@ -187,64 +181,64 @@ static void test_super_fields(void **state)
 
 	memset(&sb, 0xCC, sizeof(sb));
 	super_build(&fs, 0, &sb);
-	assert_int_equal(get_le32(p, 0x00), g.inodes);
-	assert_int_equal(get_le32(p, 0x04), (uint32_t)g.blocks);          /* s_blocks_count_lo */
-	assert_int_equal(get_le32(p, 0x150), 1);                          /* s_blocks_count_hi */
-	assert_int_equal(get_le32(p, 0x0C), 0x23456789);                  /* free blocks lo */
-	assert_int_equal(get_le32(p, 0x158), 1);                          /* free blocks hi */
-	assert_int_equal(get_le32(p, 0x10), 2999000);
-	assert_int_equal(get_le32(p, 0x14), 0);                           /* first data block */
-	assert_int_equal(get_le32(p, 0x18), 2);                           /* 4096 = 1024 << 2 */
-	assert_int_equal(get_le32(p, 0x1C), 2);
-	assert_int_equal(get_le32(p, 0x20), 32768);
-	assert_int_equal(get_le32(p, 0x24), 32768);
-	assert_int_equal(get_le32(p, 0x28), g.inodes_per_group);
-	assert_int_equal((uint64_t)get_le32(p, 0x28) * g.groups, get_le32(p, 0x00));
-	assert_int_equal(get_le32(p, 0x30), 0x65000000);                  /* s_wtime */
-	assert_int_equal(get_le16(p, 0x38), 0xEF53);
-	assert_int_equal(get_le16(p, 0x3A), 1);                           /* clean */
-	assert_int_equal(get_le32(p, 0x4C), 1);                           /* dynamic rev */
-	assert_int_equal(get_le32(p, 0x54), 11);                          /* s_first_ino */
-	assert_int_equal(get_le16(p, 0x58), 256);                         /* s_inode_size */
-	assert_int_equal(get_le16(p, 0x5A), 0);
+	assert_int_equal(le32_get(p + 0x00), g.inodes);
+	assert_int_equal(le32_get(p + 0x04), (uint32_t)g.blocks);          /* s_blocks_count_lo */
+	assert_int_equal(le32_get(p + 0x150), 1);                          /* s_blocks_count_hi */
+	assert_int_equal(le32_get(p + 0x0C), 0x23456789);                  /* free blocks lo */
+	assert_int_equal(le32_get(p + 0x158), 1);                          /* free blocks hi */
+	assert_int_equal(le32_get(p + 0x10), 2999000);
+	assert_int_equal(le32_get(p + 0x14), 0);                           /* first data block */
+	assert_int_equal(le32_get(p + 0x18), 2);                           /* 4096 = 1024 << 2 */
+	assert_int_equal(le32_get(p + 0x1C), 2);
+	assert_int_equal(le32_get(p + 0x20), 32768);
+	assert_int_equal(le32_get(p + 0x24), 32768);
+	assert_int_equal(le32_get(p + 0x28), g.inodes_per_group);
+	assert_int_equal((uint64_t)le32_get(p + 0x28) * g.groups, le32_get(p + 0x00));
+	assert_int_equal(le32_get(p + 0x30), 0x65000000);                  /* s_wtime */
+	assert_int_equal(le16_get(p + 0x38), 0xEF53);
+	assert_int_equal(le16_get(p + 0x3A), 1);                           /* clean */
+	assert_int_equal(le32_get(p + 0x4C), 1);                           /* dynamic rev */
+	assert_int_equal(le32_get(p + 0x54), 11);                          /* s_first_ino */
+	assert_int_equal(le16_get(p + 0x58), 256);                         /* s_inode_size */
+	assert_int_equal(le16_get(p + 0x5A), 0);
 	/* compat: has_journal, ext_attr, dir_index (no resize_inode: no reserved GDT) */
-	assert_int_equal(get_le32(p, 0x5C), 0x0004 | 0x0008 | 0x0020);
+	assert_int_equal(le32_get(p + 0x5C), 0x0004 | 0x0008 | 0x0020);
 	/* incompat: filetype, extents, 64bit, flex_bg; no recover, no csum_seed */
-	assert_int_equal(get_le32(p, 0x60), 0x0002 | 0x0040 | 0x0080 | 0x0200);
+	assert_int_equal(le32_get(p + 0x60), 0x0002 | 0x0040 | 0x0080 | 0x0200);
 	/* ro_compat: sparse_super, large_file, huge_file, dir_nlink, extra_isize, metadata_csum */
-	assert_int_equal(get_le32(p, 0x64), 0x0001 | 0x0002 | 0x0008 | 0x0020 | 0x0040 | 0x0400);
-	assert_int_equal(get_le32(p, 0x64) & 0x0010, 0);                  /* never gdt_csum */
+	assert_int_equal(le32_get(p + 0x64), 0x0001 | 0x0002 | 0x0008 | 0x0020 | 0x0040 | 0x0400);
+	assert_int_equal(le32_get(p + 0x64) & 0x0010, 0);                  /* never gdt_csum */
 	assert_memory_equal(p + 0x68, fs.uuid, 16);
 	assert_memory_equal(p + 0x78, "lazyblk-test\0\0\0\0", 16);
-	assert_int_equal(get_le16(p, 0xCE), 0);                           /* reserved GDT */
-	assert_int_equal(get_le32(p, 0xE0), 8);                           /* journal inode */
-	assert_int_equal(get_le32(p, 0xEC), 0x01020304);
-	assert_int_equal(get_le32(p, 0xF8), 0xF1F2F3F4);
+	assert_int_equal(le16_get(p + 0xCE), 0);                           /* reserved GDT */
+	assert_int_equal(le32_get(p + 0xE0), 8);                           /* journal inode */
+	assert_int_equal(le32_get(p + 0xEC), 0x01020304);
+	assert_int_equal(le32_get(p + 0xF8), 0xF1F2F3F4);
 	assert_int_equal(p[0xFC], 1);                                     /* half_md4 */
 	assert_int_equal(p[0xFD], 1);                                     /* jnl backup */
-	assert_int_equal(get_le16(p, 0xFE), 64);                          /* s_desc_size */
+	assert_int_equal(le16_get(p + 0xFE), 64);                          /* s_desc_size */
 	for (int i = 0; i < 17; i++)
-		assert_int_equal(get_le32(p, 0x10C + 4 * (size_t)i), fs.jnl_blocks[i]);
-	assert_int_equal(get_le32(p, 0x108), 0x65000000);                 /* s_mkfs_time */
-	assert_int_equal(get_le16(p, 0x15C), 32);                         /* min extra isize */
-	assert_int_equal(get_le16(p, 0x15E), 32);                         /* want extra isize */
-	assert_int_equal(get_le32(p, 0x160) & 3, 1);                      /* signed hash */
+		assert_int_equal(le32_get(p + 0x10C + 4 * (size_t)i), fs.jnl_blocks[i]);
+	assert_int_equal(le32_get(p + 0x108), 0x65000000);                 /* s_mkfs_time */
+	assert_int_equal(le16_get(p + 0x15C), 32);                         /* min extra isize */
+	assert_int_equal(le16_get(p + 0x15E), 32);                         /* want extra isize */
+	assert_int_equal(le32_get(p + 0x160) & 3, 1);                      /* signed hash */
 	assert_int_equal(p[0x174], 4);                                    /* flex_bg: 16 */
 	assert_int_equal(p[0x175], 1);                                    /* crc32c */
-	assert_int_equal(get_le32(p, 0x270), 0);                          /* no csum_seed */
-	assert_int_equal(get_le32(p, 0x3FC), ref_crc32c(~0u, p, 0x3FC));
+	assert_int_equal(le32_get(p + 0x270), 0);                          /* no csum_seed */
+	assert_int_equal(le32_get(p + 0x3FC), ref_crc32c(~0u, p, 0x3FC));
 	/* everything past the fields ext4gen sets is zero (no 0xCC left over) */
 	for (size_t o = 0x17C; o < 0x3FC; o++)
 		assert_int_equal(p[o], 0);
 
 	/* a backup in group 5: only s_block_group_nr and the checksum differ */
 	super_build(&fs, 5, &sb5);
-	assert_int_equal(get_le16(&sb5, 0x5A), 5);
-	assert_int_equal(get_le32(&sb5, 0x3FC), ref_crc32c(~0u, &sb5, 0x3FC));
-	assert_true(get_le32(&sb5, 0x3FC) != get_le32(p, 0x3FC));
+	assert_int_equal(le16_get(p5 + 0x5A), 5);
+	assert_int_equal(le32_get(p5 + 0x3FC), ref_crc32c(~0u, p5, 0x3FC));
+	assert_true(le32_get(p5 + 0x3FC) != le32_get(p + 0x3FC));
 	for (size_t o = 0; o < 1024; o++)
 		if (o != 0x5A && (o < 0x3FC))
-			assert_int_equal(((const uint8_t *)&sb5)[o], p[o]);
+			assert_int_equal(p5[o], p[o]);
 	geom_free(&g);
 }
 
@@ -259,7 +253,7 @@ static void test_gdt_csum_real(void **state)
 	/* the algorithm: crc32c(seed, le32 group, descriptor with bg_checksum 0) & 0xffff */
 	memcpy(&d, real_gd0, 64);
 	d.bg_checksum = 0;
-	assert_int_equal(get_le16(real_gd0, 0x1E),
+	assert_int_equal(le16_get(real_gd0 + 0x1E),
 			 ref_crc32c(ref_crc32c_le32(seed, 0), &d, 64) & 0xffff);
 
 	memcpy(&d, real_gd0, 64);
@@ -430,21 +424,21 @@ static void test_journal_super_fields(void **state)
 		fs.uuid[i] = (uint8_t)(i * 17 + 3);
 	memset(out, 0xCC, 4096);
 	journal_super_build(&fs, 262144, out);
-	assert_int_equal(get_be32(out, 0x00), 0xC03B3998);   /* h_magic, big-endian */
+	assert_int_equal(be32_get(out + 0x00), 0xC03B3998);   /* h_magic, big-endian */
 	assert_int_equal(out[0], 0xC0);
-	assert_int_equal(get_be32(out, 0x04), 4);            /* superblock v2 */
-	assert_int_equal(get_be32(out, 0x08), 0);            /* h_sequence */
-	assert_int_equal(get_be32(out, 0x0C), 4096);         /* s_blocksize */
-	assert_int_equal(get_be32(out, 0x10), 262144);       /* s_maxlen */
-	assert_int_equal(get_be32(out, 0x14), 1);            /* s_first */
-	assert_int_equal(get_be32(out, 0x18), 1);            /* s_sequence */
-	assert_int_equal(get_be32(out, 0x1C), 0);            /* s_start: clean */
-	assert_int_equal(get_be32(out, 0x20), 0);            /* s_errno */
-	assert_int_equal(get_be32(out, 0x24), 0);            /* compat */
-	assert_int_equal(get_be32(out, 0x28), 0);            /* incompat: no RECOVER */
-	assert_int_equal(get_be32(out, 0x2C), 0);            /* ro compat */
+	assert_int_equal(be32_get(out + 0x04), 4);            /* superblock v2 */
+	assert_int_equal(be32_get(out + 0x08), 0);            /* h_sequence */
+	assert_int_equal(be32_get(out + 0x0C), 4096);         /* s_blocksize */
+	assert_int_equal(be32_get(out + 0x10), 262144);       /* s_maxlen */
+	assert_int_equal(be32_get(out + 0x14), 1);            /* s_first */
+	assert_int_equal(be32_get(out + 0x18), 1);            /* s_sequence */
+	assert_int_equal(be32_get(out + 0x1C), 0);            /* s_start: clean */
+	assert_int_equal(be32_get(out + 0x20), 0);            /* s_errno */
+	assert_int_equal(be32_get(out + 0x24), 0);            /* compat */
+	assert_int_equal(be32_get(out + 0x28), 0);            /* incompat: no RECOVER */
+	assert_int_equal(be32_get(out + 0x2C), 0);            /* ro compat */
 	assert_memory_equal(out + 0x30, fs.uuid, 16);
-	assert_int_equal(get_be32(out, 0x40), 1);            /* s_nr_users */
+	assert_int_equal(be32_get(out + 0x40), 1);            /* s_nr_users */
 	for (size_t o = 0x44; o < 4096; o++)
 		assert_int_equal(out[o], 0);
 	free(out);

@@ -35,11 +35,6 @@ static uint8_t *mk_trace(const struct trace_record *rec, size_t n, const char *s
 	return b;
 }
 
-static void reseal(uint8_t *b, size_t len)
-{
-	assert_int_equal(sha256_buf(b, len - SHA256_LEN, b + len - SHA256_LEN), 0);
-}
-
 static void expect_bad(uint8_t *b, size_t len, const char *want)
 {
 	struct trace *t = NULL;
@@ -84,11 +79,11 @@ static void test_format(void **state)
 	expect_bad(b, len, "version");
 	b = mk_trace(rec, 2, STR, sizeof(STR), &len);
 	((struct trace_header *)b)->flags = 2;
-	reseal(b, len);
+	sha256_reseal(b, len);
 	expect_bad(b, len, "unknown flags");
 	b = mk_trace(rec, 2, STR, sizeof(STR), &len);
 	((struct trace_header *)b)->flags = TRACE_F_TRUNCATED;
-	reseal(b, len);
+	sha256_reseal(b, len);
 	assert_int_equal(trace_parse(b, len, &t, &why), 0);
 	trace_free(t);
 	b = mk_trace(rec, 2, STR, sizeof(STR), &len);
@@ -96,11 +91,11 @@ static void test_format(void **state)
 	expect_bad(b, len, "checksum");
 	b = mk_trace(rec, 2, STR, sizeof(STR), &len);
 	((struct trace_header *)b)->record_count = (uint64_t)1 << 40;
-	reseal(b, len);
+	sha256_reseal(b, len);
 	expect_bad(b, len, "out of range");
 	b = mk_trace(rec, 2, STR, sizeof(STR), &len);
 	((struct trace_header *)b)->record_count = 3;
-	reseal(b, len);
+	sha256_reseal(b, len);
 	expect_bad(b, len, "truncated");
 
 	rec[1].path = 99;       /* outside the strings */

@@ -106,15 +106,10 @@ static void guest_init(struct fx *f, unsigned q)
 
 static void fx_open(struct fx *f)
 {
-	uint64_t seed = 7;
-
 	memset(f, 0, sizeof(*f));
-	tmpdir_make(f->dir);
-	path_fmt(f->path, "%s/disk.raw", f->dir);
 	f->img = malloc(DISK);
 	assert_non_null(f->img);
-	prng_fill(&seed, f->img, DISK);
-	write_file(f->path, f->img, DISK);
+	disk_file_make(f->dir, f->path, f->img, DISK, 7);
 	assert_int_equal(vblk_backend_raw_open(f->path, false, &f->be), 0);
 	assert_int_equal(vhost_user_dev_new(&f->be, NQ, "vu-test", &f->d), 0);
 	f->memfd = memfd_create("guest", MFD_CLOEXEC);
@@ -321,25 +316,12 @@ static bool wait_fd(int fd, int ms)
 	return eventfd_read(fd, &v) == 0;
 }
 
-static uint64_t hdr_new(struct tguest *g, uint32_t type, uint64_t sector)
-{
-	uint64_t h = tg_alloc(g, 16, 8);
-	uint8_t *p = tg_ptr(g, h);
-	uint32_t t = htole32(type);
-	uint64_t s = htole64(sector);
-
-	memset(p, 0, 16);
-	memcpy(p, &t, 4);
-	memcpy(p + 8, &s, 8);
-	return h;
-}
-
 /* Submit an IN or OUT of len bytes at sector on queue q (data at *data): its head. */
 static uint16_t req_submit(struct fx *f, unsigned q, uint32_t type, uint64_t sector,
 			   uint32_t len, uint64_t *data, uint64_t *st)
 {
 	struct tguest *g = &f->g[q];
-	uint64_t h = hdr_new(g, type, sector);
+	uint64_t h = tg_blk_hdr(g, type, sector);
 	uint16_t head;
 
 	*data = tg_alloc(g, len, 512);
@@ -775,7 +757,7 @@ static void test_inflight_layout(void **state)
 			    h->desc[tg_used(&f.g[q])->ring[2].id].counter);
 	}
 	/* a request without a status byte breaks the queue: it is not left in flight */
-	struct tg_buf b[] = { { hdr_new(&f.g[0], VIRTIO_BLK_T_IN, 0), 16, false } };
+	struct tg_buf b[] = { { tg_blk_hdr(&f.g[0], VIRTIO_BLK_T_IN, 0), 16, false } };
 	uint16_t bad = tg_chain(&f.g[0], b, 1);
 	tg_submit(&f.g[0], bad);
 	eventfd_write(f.kick[0], 1);

@@ -23,15 +23,10 @@ struct fx {
 
 static void fx_open(struct fx *f, bool ro)
 {
-	uint64_t seed = 42;
-
 	memset(f, 0, sizeof(*f));
-	tmpdir_make(f->dir);
-	path_fmt(f->path, "%s/disk.raw", f->dir);
 	f->img = malloc(DISK);
 	assert_non_null(f->img);
-	prng_fill(&seed, f->img, DISK);
-	write_file(f->path, f->img, DISK);
+	disk_file_make(f->dir, f->path, f->img, DISK, 42);
 	assert_int_equal(vblk_backend_raw_open(f->path, ro, &f->be), 0);
 	assert_int_equal(vblk_dev_init(&f->d, &f->be, 1, SERIAL), 0);
 	assert_int_equal(vblk_dev_ack_features(&f->d, f->d.features), 0);
@@ -60,18 +55,6 @@ static void check_file(struct fx *f)
 	close(fd);
 	assert_memory_equal(buf, f->img, DISK);
 	free(buf);
-}
-
-static uint64_t hdr_new(struct fx *f, uint32_t type, uint64_t sector)
-{
-	uint64_t h = tg_alloc(&f->g, 16, 8);
-	uint8_t *p = tg_ptr(&f->g, h);
-	uint32_t t = htole32(type);
-	uint64_t s = htole64(sector);
-
-	memcpy(p, &t, 4);
-	memcpy(p + 8, &s, 8);
-	return h;
 }
 
 static uint64_t status_new(struct fx *f)
@@ -163,7 +146,7 @@ static void test_read(void **state)
 	(void)state;
 	fx_open(&f, false);
 	/* one data descriptor */
-	h = hdr_new(&f, VIRTIO_BLK_T_IN, 8);
+	h = tg_blk_hdr(&f.g, VIRTIO_BLK_T_IN, 8);
 	data = tg_alloc(&f.g, 4096, 4096);
 	st = status_new(&f);
 	struct tg_buf b1[] = { { h, 16, false }, { data, 4096, true }, { st, 1, true } };
@@ -171,7 +154,7 @@ static void test_read(void **state)
 	assert_memory_equal(tg_ptr(&f.g, data), f.img + 8 * 512, 4096);
 
 	/* split anywhere: 100 + 924 + 3072 (sectors straddle), status inside the last one */
-	h = hdr_new(&f, VIRTIO_BLK_T_IN, 100);
+	h = tg_blk_hdr(&f.g, VIRTIO_BLK_T_IN, 100);
 	data = tg_alloc(&f.g, 4097, 4096);
 	struct tg_buf b2[] = { { h, 16, false }, { data, 100, true }, { data + 100, 924, true },
 			       { data + 1024, 3073, true } };
@@ -179,7 +162,7 @@ static void test_read(void **state)
 	assert_memory_equal(tg_ptr(&f.g, data), f.img + 100 * 512, 4096);
 
 	/* many one-byte-ish pieces: 7 * 73 + rest */
-	h = hdr_new(&f, VIRTIO_BLK_T_IN, 2040);
+	h = tg_blk_hdr(&f.g, VIRTIO_BLK_T_IN, 2040);
 	data = tg_alloc(&f.g, 4096, 4096);
 	st = status_new(&f);
 	struct tg_buf b3[10];
@@ -192,7 +175,7 @@ static void test_read(void **state)
 	assert_memory_equal(tg_ptr(&f.g, data), f.img + 2040 * 512, 4096);
 
 	/* indirect */
-	h = hdr_new(&f, VIRTIO_BLK_T_IN, 0);
+	h = tg_blk_hdr(&f.g, VIRTIO_BLK_T_IN, 0);
 	data = tg_alloc(&f.g, 8192, 4096);
 	st = status_new(&f);
 	struct tg_buf b4[] = { { h, 16, false }, { data, 512, true }, { data + 512, 7680, true },
@@ -212,14 +195,7 @@ static void test_write(void **state)
 	fx_open(&f, false);
 	/* header and the first 500 data bytes in one descriptor (any layout), then 12, 3584 */
 	h = tg_alloc(&f.g, 16 + 4096, 8);
-	{
-		uint32_t t = htole32(VIRTIO_BLK_T_OUT);
-		uint64_t s = htole64(33);
-
-		memcpy(tg_ptr(&f.g, h), &t, 4);
-		memset((uint8_t *)tg_ptr(&f.g, h) + 4, 0, 4);
-		memcpy((uint8_t *)tg_ptr(&f.g, h) + 8, &s, 8);
-	}
+	tg_blk_hdr_at(&f.g, h, VIRTIO_BLK_T_OUT, 33);
 	data = h + 16;
 	prng_fill(&seed, tg_ptr(&f.g, data), 4096);
 	memcpy(f.img + 33 * 512, tg_ptr(&f.g, data), 4096);
@@ -230,7 +206,7 @@ static void test_write(void **state)
 	check_file(&f);
 
 	/* the header itself split 5 + 11, indirect, data in one piece */
-	uint64_t h2 = hdr_new(&f, VIRTIO_BLK_T_OUT, 2047);
+	uint64_t h2 = tg_blk_hdr(&f.g, VIRTIO_BLK_T_OUT, 2047);
 	data = tg_alloc(&f.g, 512, 512);
 	prng_fill(&seed, tg_ptr(&f.g, data), 512);
 	memcpy(f.img + 2047 * 512, tg_ptr(&f.g, data), 512);
@@ -241,7 +217,7 @@ static void test_write(void **state)
 	check_file(&f);
 
 	/* FLUSH */
-	h = hdr_new(&f, VIRTIO_BLK_T_FLUSH, 0);
+	h = tg_blk_hdr(&f.g, VIRTIO_BLK_T_FLUSH, 0);
 	st = status_new(&f);
 	struct tg_buf b3[] = { { h, 16, false }, { st, 1, true } };
 	assert_int_equal(run(&f, tg_chain(&f.g, b3, 2), st, 1), VIRTIO_BLK_S_OK);
@@ -261,7 +237,7 @@ static void test_get_id(void **state)
 
 	(void)state;
 	fx_open(&f, false);
-	h = hdr_new(&f, VIRTIO_BLK_T_GET_ID, 0);
+	h = tg_blk_hdr(&f.g, VIRTIO_BLK_T_GET_ID, 0);
 	data = tg_alloc(&f.g, 20, 8);
 	st = status_new(&f);
 	struct tg_buf b[] = { { h, 16, false }, { data, 20, true }, { st, 1, true } };
@@ -273,16 +249,14 @@ static void test_get_id(void **state)
 /* A DISCARD / WRITE_ZEROES request of n segments. */
 static uint8_t dwz(struct fx *f, uint32_t type, const uint64_t (*segs)[3], unsigned n)
 {
-	uint64_t h = hdr_new(f, type, 0), s = tg_alloc(&f->g, 16ull * n, 8), st = status_new(f);
+	uint64_t h = tg_blk_hdr(&f->g, type, 0), s = tg_alloc(&f->g, 16ull * n, 8), st = status_new(f);
 
 	for (unsigned i = 0; i < n; i++) {
 		uint8_t *p = (uint8_t *)tg_ptr(&f->g, s) + 16 * i;
-		uint64_t sector = htole64(segs[i][0]);
-		uint32_t num = htole32((uint32_t)segs[i][1]), flags = htole32((uint32_t)segs[i][2]);
 
-		memcpy(p, &sector, 8);
-		memcpy(p + 8, &num, 4);
-		memcpy(p + 12, &flags, 4);
+		le64_put(p, segs[i][0]);
+		le32_put(p + 8, (uint32_t)segs[i][1]);
+		le32_put(p + 12, (uint32_t)segs[i][2]);
 	}
 	struct tg_buf b[] = { { h, 16, false }, { s, 16 * n, false }, { st, 1, true } };
 	return run(f, tg_chain(&f->g, b, 3), st, 1);
@@ -347,7 +321,7 @@ static void test_errors(void **state)
 		   { 0, 1000 } };
 	for (unsigned i = 0; i < sizeof(rw) / sizeof(rw[0]); i++) {
 		for (uint32_t type = VIRTIO_BLK_T_IN; type <= VIRTIO_BLK_T_OUT; type++) {
-			h = hdr_new(&f, type, rw[i].sector);
+			h = tg_blk_hdr(&f.g, type, rw[i].sector);
 			st = status_new(&f);
 			struct tg_buf b[] = { { h, 16, false }, { data, rw[i].len, type == 0 },
 					      { st, 1, true } };
@@ -356,7 +330,7 @@ static void test_errors(void **state)
 		}
 	}
 	/* unknown type */
-	h = hdr_new(&f, 99, 0);
+	h = tg_blk_hdr(&f.g, 99, 0);
 	st = status_new(&f);
 	struct tg_buf b1[] = { { h, 16, false }, { st, 1, true } };
 	assert_int_equal(run(&f, tg_chain(&f.g, b1, 2), st, 1), VIRTIO_BLK_S_UNSUPP);
@@ -365,12 +339,12 @@ static void test_errors(void **state)
 	struct tg_buf b2[] = { { h, 8, false }, { st, 1, true } };
 	assert_int_equal(run(&f, tg_chain(&f.g, b2, 2), st, 1), VIRTIO_BLK_S_IOERR);
 	/* a data buffer outside guest memory: an error, nothing written anywhere */
-	h = hdr_new(&f, VIRTIO_BLK_T_OUT, 0);
+	h = tg_blk_hdr(&f.g, VIRTIO_BLK_T_OUT, 0);
 	st = status_new(&f);
 	struct tg_buf b3[] = { { h, 16, false }, { data, 512, false }, { 0x1000, 512, false },
 			       { st, 1, true } };
 	assert_int_equal(run(&f, tg_chain(&f.g, b3, 4), st, 1), VIRTIO_BLK_S_IOERR);
-	h = hdr_new(&f, VIRTIO_BLK_T_IN, 0);
+	h = tg_blk_hdr(&f.g, VIRTIO_BLK_T_IN, 0);
 	st = status_new(&f);
 	struct tg_buf b4[] = { { h, 16, false }, { TG_GPA + TG_SIZE - 256, 512, true },
 			       { st, 1, true } };
@@ -384,7 +358,7 @@ static void test_errors(void **state)
 	assert_int_equal(s.bad_chains, 2);
 
 	/* no status byte: the device is broken */
-	h = hdr_new(&f, VIRTIO_BLK_T_FLUSH, 0);
+	h = tg_blk_hdr(&f.g, VIRTIO_BLK_T_FLUSH, 0);
 	struct tg_buf b5[] = { { h, 16, false } };
 	tg_submit(&f.g, tg_chain(&f.g, b5, 1));
 	assert_int_equal(vblk_queue_process(&f.d, &f.vq, &notify), -EPROTO);
@@ -392,7 +366,7 @@ static void test_errors(void **state)
 
 	/* a status byte outside guest memory: broken too */
 	fx_open(&f, false);
-	h = hdr_new(&f, VIRTIO_BLK_T_FLUSH, 0);
+	h = tg_blk_hdr(&f.g, VIRTIO_BLK_T_FLUSH, 0);
 	struct tg_buf b6[] = { { h, 16, false }, { 0x10, 1, true } };
 	tg_submit(&f.g, tg_chain(&f.g, b6, 2));
 	assert_int_equal(vblk_queue_process(&f.d, &f.vq, &notify), -EPROTO);
@@ -408,7 +382,7 @@ static void test_read_only(void **state)
 	fx_open(&f, true);
 	assert_true(f.d.features & (1ull << VIRTIO_BLK_F_RO));
 	assert_false(f.d.features & (1ull << VIRTIO_BLK_F_WRITE_ZEROES));
-	h = hdr_new(&f, VIRTIO_BLK_T_OUT, 0);
+	h = tg_blk_hdr(&f.g, VIRTIO_BLK_T_OUT, 0);
 	data = tg_alloc(&f.g, 512, 512);
 	st = status_new(&f);
 	struct tg_buf b[] = { { h, 16, false }, { data, 512, false }, { st, 1, true } };
@@ -417,12 +391,12 @@ static void test_read_only(void **state)
 	const uint64_t wz[][3] = { { 0, 8, 0 } };
 	assert_int_equal(dwz(&f, VIRTIO_BLK_T_WRITE_ZEROES, wz, 1), VIRTIO_BLK_S_UNSUPP);
 	/* reads and flushes work */
-	h = hdr_new(&f, VIRTIO_BLK_T_IN, 1);
+	h = tg_blk_hdr(&f.g, VIRTIO_BLK_T_IN, 1);
 	st = status_new(&f);
 	struct tg_buf b2[] = { { h, 16, false }, { data, 512, true }, { st, 1, true } };
 	assert_int_equal(run(&f, tg_chain(&f.g, b2, 3), st, 513), VIRTIO_BLK_S_OK);
 	assert_memory_equal(tg_ptr(&f.g, data), f.img + 512, 512);
-	h = hdr_new(&f, VIRTIO_BLK_T_FLUSH, 0);
+	h = tg_blk_hdr(&f.g, VIRTIO_BLK_T_FLUSH, 0);
 	st = status_new(&f);
 	struct tg_buf b3[] = { { h, 16, false }, { st, 1, true } };
 	assert_int_equal(run(&f, tg_chain(&f.g, b3, 2), st, 1), VIRTIO_BLK_S_OK);
@@ -439,7 +413,7 @@ static void test_batch(void **state)
 	(void)state;
 	fx_open(&f, false);
 	for (int i = 0; i < 20; i++) {
-		uint64_t h = hdr_new(&f, VIRTIO_BLK_T_IN, (uint64_t)i * 8);
+		uint64_t h = tg_blk_hdr(&f.g, VIRTIO_BLK_T_IN, (uint64_t)i * 8);
 		uint64_t data = tg_alloc(&f.g, 4096, 4096);
 
 		st[i] = status_new(&f);
@@ -461,7 +435,7 @@ static void test_batch(void **state)
 	assert_false(notify);
 	/* used_event far ahead: completions without an interrupt */
 	*tg_used_event(&f.g) = 100;
-	uint64_t h = hdr_new(&f, VIRTIO_BLK_T_FLUSH, 0), s = status_new(&f);
+	uint64_t h = tg_blk_hdr(&f.g, VIRTIO_BLK_T_FLUSH, 0), s = status_new(&f);
 	struct tg_buf b[] = { { h, 16, false }, { s, 1, true } };
 	tg_submit(&f.g, tg_chain(&f.g, b, 2));
 	assert_int_equal(vblk_queue_process(&f.d, &f.vq, &notify), 1);

@@ -32,14 +32,10 @@ static struct fx fx;
 
 static void fx_open(struct fx *f, unsigned nq, int vm_fd)
 {
-	uint64_t seed = 3;
 	struct virtio_mmio_opts o = { .vm_fd = vm_fd, .base = BASE, .gsi = 5, .num_queues = nq,
 				      .serial = "mmio" };
 
-	tmpdir_make(f->dir);
-	path_fmt(f->path, "%s/disk.raw", f->dir);
-	prng_fill(&seed, f->img, DISK);
-	write_file(f->path, f->img, DISK);
+	disk_file_make(f->dir, f->path, f->img, DISK, 3);
 	assert_int_equal(vblk_backend_raw_open(f->path, false, &f->be), 0);
 	tg_init(&f->g, 16);
 	o.mem = &f->g.mem;
@@ -121,12 +117,8 @@ static void bring_up(struct fx *f)
 /* Queue an IN request of 1024 bytes at sector; returns the data's gpa (status after it). */
 static uint64_t submit_read(struct fx *f, uint64_t sector)
 {
-	uint64_t h = tg_alloc(&f->g, 16, 8), data = tg_alloc(&f->g, 1025, 512);
-	uint32_t t = htole32(VIRTIO_BLK_T_IN);
-	uint64_t s = htole64(sector);
+	uint64_t h = tg_blk_hdr(&f->g, VIRTIO_BLK_T_IN, sector), data = tg_alloc(&f->g, 1025, 512);
 
-	memcpy(tg_ptr(&f->g, h), &t, 4);
-	memcpy((uint8_t *)tg_ptr(&f->g, h) + 8, &s, 8);
 	*((uint8_t *)tg_ptr(&f->g, data) + 1024) = 0xee;
 	struct tg_buf b[] = { { h, 16, false }, { data, 1025, true } };
 	__atomic_store_n(tg_used_event(&f->g), f->g.last_used, __ATOMIC_RELAXED);

@@ -10,10 +10,13 @@
  *
  * Everything else is checked by an independent reader (ref_parse: bounds, overlaps,
  * order, hashes, zero padding, the way e2fsck's pass 1 walks an xattr area), with the
- * hash and crc32c reimplemented here rather than taken from the code under test.
+ * hash reimplemented here and the bitwise crc32c of ext4_test.h, rather than taken from the
+ * code under test.
  */
 #include "helpers.h"
+#include "ext4_test.h"
 
+#include "../../common/le.h"
 #include "../../ext4gen/xattr.h"
 
 #define BLK 4096u
@@ -21,27 +24,6 @@
 #define ACL_DEFAULT "system.posix_acl_default"
 
 /* ------------------------------------------------------------------ references */
-
-static uint32_t le32(const uint8_t *p)
-{
-	return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint16_t le16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] | p[1] << 8);
-}
-
-/* bit-at-a-time CRC-32C, no table, no inversion (like the kernel's crc32c_le) */
-static uint32_t ref_crc32c(uint32_t crc, const uint8_t *p, size_t len)
-{
-	while (len--) {
-		crc ^= *p++;
-		for (int k = 0; k < 8; k++)
-			crc = (crc >> 1) ^ (0x82F63B78u & -(crc & 1));
-	}
-	return crc;
-}
 
 static uint32_t ref_hash(const uint8_t *name, size_t name_len, const uint8_t *value,
 			 size_t value_len, bool signed_chars)
@@ -57,7 +39,7 @@ static uint32_t ref_hash(const uint8_t *name, size_t name_len, const uint8_t *va
 		uint8_t w[4] = { 0 };
 
 		memcpy(w, value + 4 * i, value_len - 4 * i < 4 ? value_len - 4 * i : 4);
-		h = (h << 16) ^ (h >> 16) ^ le32(w);
+		h = (h << 16) ^ (h >> 16) ^ le32_get(w);
 	}
 	return h;
 }
@@ -102,13 +84,13 @@ static int ref_parse(const uint8_t *area, size_t size, bool block, bool sorted,
 	bool zero_hash = false;
 	int n = 0;
 
-	assert_int_equal(le32(area), 0xEA020000u);
+	assert_int_equal(le32_get(area), 0xEA020000u);
 	if (block) {
-		assert_int_equal(le32(area + 4), 1);   /* h_refcount */
-		assert_int_equal(le32(area + 8), 1);   /* h_blocks */
+		assert_int_equal(le32_get(area + 4), 1);   /* h_refcount */
+		assert_int_equal(le32_get(area + 8), 1);   /* h_blocks */
 	}
 	memset(used, 1, first);
-	while (le32(area + off)) {
+	while (le32_get(area + off)) {
 		const uint8_t *e = area + off;
 		struct ref_x *x = &out[n];
 		size_t elen = (16 + e[0] + 3) & ~3u;
@@ -118,8 +100,8 @@ static int ref_parse(const uint8_t *area, size_t size, bool block, bool sorted,
 		x->name_len = e[0];
 		x->index = e[1];
 		x->name = e + 16;
-		x->size = le32(e + 8);
-		assert_int_equal(le32(e + 4), 0);              /* e_value_inum */
+		x->size = le32_get(e + 8);
+		assert_int_equal(le32_get(e + 4), 0);              /* e_value_inum */
 		assert_null(memchr(x->name, 0, x->name_len));
 		assert_true(x->index != 0);
 		for (size_t i = 16 + x->name_len; i < elen; i++)
@@ -127,7 +109,7 @@ static int ref_parse(const uint8_t *area, size_t size, bool block, bool sorted,
 		for (size_t i = 0; i < elen; i++)
 			used[off + i] = 1;
 		if (x->size) {
-			size_t v = base + le16(e + 2), pad = (x->size + 3) & ~3u;
+			size_t v = base + le16_get(e + 2), pad = (x->size + 3) & ~3u;
 
 			assert_true(v + pad <= size);
 			for (size_t i = 0; i < pad; i++) {
@@ -140,17 +122,17 @@ static int ref_parse(const uint8_t *area, size_t size, bool block, bool sorted,
 			if (v < min_val)
 				min_val = v;
 		} else {
-			assert_int_equal(le16(e + 2), 0);
+			assert_int_equal(le16_get(e + 2), 0);
 			x->value = area + size;
 		}
 		if (block) {
 			uint32_t h = ref_hash(x->name, x->name_len, x->value, x->size, false);
 
-			assert_int_equal(le32(e + 12), h);
+			assert_int_equal(le32_get(e + 12), h);
 			zero_hash |= h == 0;
 			bhash = (bhash << 16) ^ (bhash >> 16) ^ h;
 		} else {
-			assert_int_equal(le32(e + 12), 0);
+			assert_int_equal(le32_get(e + 12), 0);
 		}
 		if (sorted && n) {
 			const struct ref_x *p = &out[n - 1];
@@ -166,7 +148,7 @@ static int ref_parse(const uint8_t *area, size_t size, bool block, bool sorted,
 	assert_true(off + 4 <= min_val);                      /* values after the end marker */
 	memset(used + off, 1, 4);
 	if (block)
-		assert_int_equal(le32(area + 12), zero_hash ? 0 : bhash);
+		assert_int_equal(le32_get(area + 12), zero_hash ? 0 : bhash);
 	for (size_t i = 0; i < size; i++)
 		if (!used[i] && !(block && i >= 16 && i < 20))  /* h_checksum is stamped later */
 			assert_int_equal(area[i], 0);
@@ -322,7 +304,7 @@ static void test_kernel_mixed(void **state)
 	assert_true(l.has_ibody);
 	assert_true(l.has_block);
 	assert_memory_equal(l.ibody, ib, sizeof(ib));
-	assert_int_equal(le32(l.block + 16), 0);
+	assert_int_equal(le32_get(l.block + 16), 0);
 	xattr_block_csum(l.block, 2066, fs_seed());
 	assert_memory_equal(l.block, blk, sizeof(blk));
 	free(big);
@@ -429,9 +411,9 @@ static void test_kernel_acl_blocks(void **state)
 	      { 0x00, 0, 0, "000002ea 01000000 01000000 4700f703 bbae9ba3" },
 	      { 0x20, 0, 0, "0002dc0f 00000000 24000000 4700f703" },
 	      { 0xfdc, 0, 0, ACL_F2_DISK });
-	assert_int_equal(le32(blk + 16), ref_block_csum(blk, 2065, fs_seed()));
+	assert_int_equal(le32_get(blk + 16), ref_block_csum(blk, 2065, fs_seed()));
 	xattr_block_csum(blk, 2065, fs_seed());
-	assert_int_equal(le32(blk + 16), 0xa39baebbu);
+	assert_int_equal(le32_get(blk + 16), 0xa39baebbu);
 	dn = unhex(ACL_F2_DISK, disk);
 	assert_int_equal(ref_hash(NULL, 0, disk, dn, false), 0x03f70047u);
 
@@ -446,8 +428,8 @@ static void test_kernel_acl_blocks(void **state)
 	assert_false(l.has_block);
 	assert_int_equal(l.ibody[4], 0);               /* e_name_len */
 	assert_int_equal(l.ibody[5], 2);               /* e_name_index */
-	assert_int_equal(le32(l.ibody + 12), dn);
-	assert_int_equal(le16(l.ibody + 6) + 4, XATTR_IBODY_SIZE - dn);
+	assert_int_equal(le32_get(l.ibody + 12), dn);
+	assert_int_equal(le16_get(l.ibody + 6) + 4, XATTR_IBODY_SIZE - dn);
 	assert_memory_equal(l.ibody + XATTR_IBODY_SIZE - dn, disk, dn);
 
 	dn = unhex(ACL_D_ACCESS_DISK, disk);
@@ -456,8 +438,8 @@ static void test_kernel_acl_blocks(void **state)
 	      { 0x20, 0, 0, "0002e40f 00000000 1c000000 2500fc03" },
 	      { 0xfe4, 0, 0, ACL_D_ACCESS_DISK });
 	xattr_block_csum(blk, 2068, fs_seed());
-	assert_int_equal(le32(blk + 16), 0x29908283u);
-	assert_int_equal(le32(blk + 16), ref_block_csum(blk, 2068, fs_seed()));
+	assert_int_equal(le32_get(blk + 16), 0x29908283u);
+	assert_int_equal(le32_get(blk + 16), ref_block_csum(blk, 2068, fs_seed()));
 	assert_int_equal(ref_hash(NULL, 0, disk, dn, false), 0x03fc0025u);
 }
 
@@ -540,7 +522,7 @@ static void test_zero_length(void **state)
 		assert_int_equal(ref_parse(l.block, BLK, true, true, r, 4), 2);
 		assert_int_equal(r[1].index, 4);
 		assert_int_equal(r[1].size, 0);
-		assert_int_equal(le32(l.block + 32 + 20 + 12),
+		assert_int_equal(le32_get(l.block + 32 + 20 + 12),
 				 ref_hash((const uint8_t *)"nil", 3, NULL, 0, false));
 		free(big);
 		free(a);
@@ -621,8 +603,8 @@ static void test_zero_entry_hash(void **state)
 	build_ok(x, 3, &l);
 	assert_int_equal(ref_parse(l.ibody, XATTR_IBODY_SIZE, false, true, r, 3), 1);
 	assert_int_equal(ref_parse(l.block, BLK, true, true, r, 3), 2);
-	assert_int_equal(le32(l.block + 32 + 12), 0);
-	assert_int_equal(le32(l.block + 12), 0);
+	assert_int_equal(le32_get(l.block + 32 + 12), 0);
+	assert_int_equal(le32_get(l.block + 12), 0);
 	free(fill);
 	free(big);
 }
@@ -667,7 +649,7 @@ static void test_exact_fit(void **state)
 		build_ok(x, 1, &l);
 		assert_true(l.has_ibody);
 		assert_false(l.has_block);
-		assert_int_equal(le16(l.ibody + 6), 4 + 20 + 4 - 4);   /* value right after end */
+		assert_int_equal(le16_get(l.ibody + 6), 4 + 20 + 4 - 4); /* value right after end */
 		ref_parse(l.ibody, XATTR_IBODY_SIZE, false, true, r, 2);
 	}
 	{
@@ -682,7 +664,7 @@ static void test_exact_fit(void **state)
 		const struct mf_xattr_in x[] = { X("user.v", v, 4040) };
 
 		build_ok(x, 1, &l);
-		assert_int_equal(le16(l.block + 32 + 2), 56);
+		assert_int_equal(le16_get(l.block + 32 + 2), 56);
 		ref_parse(l.block, BLK, true, true, r, 2);
 	}
 	{
@@ -1017,10 +999,10 @@ static void test_block_csum(void **state)
 
 		prng_fill(&seed, blk, BLK);
 		xattr_block_csum(blk, nrs[i], s);
-		assert_int_equal(le32(blk + 16), ref_block_csum(blk, nrs[i], s));
+		assert_int_equal(le32_get(blk + 16), ref_block_csum(blk, nrs[i], s));
 		/* stamping again is idempotent: the old value does not leak in */
 		xattr_block_csum(blk, nrs[i], s);
-		assert_int_equal(le32(blk + 16), ref_block_csum(blk, nrs[i], s));
+		assert_int_equal(le32_get(blk + 16), ref_block_csum(blk, nrs[i], s));
 	}
 	free(blk);
 }

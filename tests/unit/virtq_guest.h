@@ -3,7 +3,7 @@
  * The driver side of a split virtqueue for the virtio unit tests: a fake guest memory (one
  * malloc'd region at a guest-physical address), a bump allocator in it, descriptor chains
  * (direct or indirect) and the available/used rings, written as a driver (Linux's
- * virtio_ring) does. Header-only, like helpers.h.
+ * virtio_ring) does, and virtio-blk request headers. Header-only, like helpers.h.
  */
 #ifndef LZ_TESTS_UNIT_VIRTQ_GUEST_H
 #define LZ_TESTS_UNIT_VIRTQ_GUEST_H
@@ -15,6 +15,7 @@
 
 #include "../../blkd/gmem.h"
 #include "../../blkd/vring.h"
+#include "../../common/le.h"
 
 #define TG_GPA 0x40000000ull
 #define TG_SIZE (4u << 20)
@@ -128,6 +129,25 @@ static inline struct virtq_avail *tg_avail(struct tguest *g)
 static inline struct virtq_used *tg_used(struct tguest *g)
 {
 	return tg_ptr(g, g->used);
+}
+
+/* A virtio-blk request header at gpa h: le32 type, le32 reserved (0), le64 sector. */
+static inline void tg_blk_hdr_at(struct tguest *g, uint64_t h, uint32_t type, uint64_t sector)
+{
+	uint8_t *p = tg_ptr(g, h);
+
+	le32_put(p, type);
+	le32_put(p + 4, 0);
+	le64_put(p + 8, sector);
+}
+
+/* The same in 16 fresh bytes; returns their gpa. */
+static inline uint64_t tg_blk_hdr(struct tguest *g, uint32_t type, uint64_t sector)
+{
+	uint64_t h = tg_alloc(g, 16, 8);
+
+	tg_blk_hdr_at(g, h, type, sector);
+	return h;
 }
 
 /* Make head available (publishing avail->idx with release semantics). */
