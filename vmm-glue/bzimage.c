@@ -96,8 +96,8 @@ int bzimage_kernel_version(const uint8_t *buf, size_t len, const char **s, size_
 
 	if (len < HDR_KERNEL_VERSION + 2 || memcmp(buf + HDR_HEADER, "HdrS", 4))
 		return -ENOENT;
-	proto = le16(buf + HDR_VERSION);
-	off = le16(buf + HDR_KERNEL_VERSION);
+	proto = le16_get(buf + HDR_VERSION);
+	off = le16_get(buf + HDR_KERNEL_VERSION);
 	if (proto < 0x0200 || !off || (size_t)off + HDR_JUMP >= len) {
 		*why = "bzImage has no kernel_version string in its setup header";
 		return -ENOEXEC;
