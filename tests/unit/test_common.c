@@ -6,7 +6,9 @@
 #include "helpers.h"
 
 #include <ctype.h>
+#include <pthread.h>
 #include <dirent.h>
+#include <unistd.h>
 
 #include "../../common/digest_memo.h"
 #include "../../common/dl.h"
@@ -19,6 +21,7 @@
 #include "../../common/le.h"
 #include "../../common/sha256.h"
 #include "../../common/size.h"
+#include "../../common/workq.h"
 
 /* ------------------------------------------------------------------ size_parse */
 
@@ -723,9 +726,160 @@ static void test_digest_memo(void **state)
 	rm_rf(dir);
 }
 
+/* ---- workq */
+
+struct wq_item {
+	struct workq_item link;
+	unsigned id;
+};
+
+struct wq_ctx {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned *seen;                /* id -> times run */
+	unsigned ran;
+	bool hold;                     /* workers wait here until released */
+	unsigned held;                 /* workers waiting at the gate */
+};
+
+static void wq_run(struct workq_item *it, void *arg)
+{
+	struct wq_item *w = (struct wq_item *)it;
+	struct wq_ctx *c = arg;
+
+	pthread_mutex_lock(&c->lock);
+	c->held++;
+	pthread_cond_broadcast(&c->cond);
+	while (c->hold)
+		pthread_cond_wait(&c->cond, &c->lock);
+	c->held--;
+	c->seen[w->id]++;
+	c->ran++;
+	pthread_mutex_unlock(&c->lock);
+}
+
+static void wq_ctx_init(struct wq_ctx *c, unsigned n)
+{
+	memset(c, 0, sizeof(*c));
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->cond, NULL);
+	c->seen = calloc(n, sizeof(*c->seen));
+	assert_non_null(c->seen);
+}
+
+static void wq_ctx_fini(struct wq_ctx *c)
+{
+	free(c->seen);
+	pthread_cond_destroy(&c->cond);
+	pthread_mutex_destroy(&c->lock);
+}
+
+/* Every item runs exactly once, on several threads; close drains the queue. */
+static void test_workq_runs_each_once(void **state)
+{
+	enum { N = 2000 };
+	struct wq_item *items = calloc(N, sizeof(*items));
+	struct wq_ctx c;
+	struct workq *q;
+
+	(void)state;
+	assert_non_null(items);
+	wq_ctx_init(&c, N);
+	assert_int_equal(workq_new(4, 0, wq_run, &c, &q), 0);
+	assert_int_equal(workq_threads(q), 4);
+	for (unsigned i = 0; i < N; i++) {
+		items[i].id = i;
+		assert_int_equal(workq_push(q, &items[i].link), 0);
+	}
+	workq_close(q);
+	assert_int_equal(c.ran, N);
+	for (unsigned i = 0; i < N; i++)
+		assert_int_equal(c.seen[i], 1);
+	assert_int_equal(workq_pending(q), 0);
+	/* closed: refused, the item stays the caller's */
+	assert_int_equal(workq_push(q, &items[0].link), -ESHUTDOWN);
+	workq_close(q); /* again: nothing */
+	workq_free(q);
+	assert_int_equal(c.seen[0], 1);
+	wq_ctx_fini(&c);
+	free(items);
+}
+
+struct wq_pusher {
+	struct workq *q;
+	struct wq_item *item;
+	int ret;
+	bool done;
+};
+
+static void *wq_push_main(void *arg)
+{
+	struct wq_pusher *p = arg;
+
+	p->ret = workq_push(p->q, &p->item->link);
+	__atomic_store_n(&p->done, true, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* A bounded queue holds its producer back until a worker takes an item. */
+static void test_workq_bounded(void **state)
+{
+	struct wq_item items[4] = { { .id = 0 }, { .id = 1 }, { .id = 2 }, { .id = 3 } };
+	struct wq_pusher p = { .item = &items[3] };
+	struct wq_ctx c;
+	struct workq *q;
+	pthread_t t;
+
+	(void)state;
+	wq_ctx_init(&c, 4);
+	c.hold = true;
+	assert_int_equal(workq_new(1, 2, wq_run, &c, &q), 0);
+	/* the worker takes item 0 and waits at the gate; items 1 and 2 fill the queue */
+	assert_int_equal(workq_push(q, &items[0].link), 0);
+	pthread_mutex_lock(&c.lock);
+	while (c.held < 1)
+		pthread_cond_wait(&c.cond, &c.lock);
+	pthread_mutex_unlock(&c.lock);
+	assert_int_equal(workq_push(q, &items[1].link), 0);
+	assert_int_equal(workq_push(q, &items[2].link), 0);
+	assert_int_equal(workq_pending(q), 3);
+	p.q = q;
+	assert_int_equal(pthread_create(&t, NULL, wq_push_main, &p), 0);
+	usleep(50 * 1000);
+	assert_false(__atomic_load_n(&p.done, __ATOMIC_ACQUIRE)); /* full: it waits */
+	pthread_mutex_lock(&c.lock);
+	c.hold = false;
+	pthread_cond_broadcast(&c.cond);
+	pthread_mutex_unlock(&c.lock);
+	pthread_join(t, NULL);
+	assert_int_equal(p.ret, 0);
+	workq_free(q);
+	assert_int_equal(c.ran, 4);
+	for (unsigned i = 0; i < 4; i++)
+		assert_int_equal(c.seen[i], 1);
+	wq_ctx_fini(&c);
+}
+
+static void test_workq_invalid(void **state)
+{
+	struct wq_ctx c;
+	struct workq *q = NULL;
+
+	(void)state;
+	wq_ctx_init(&c, 1);
+	assert_int_equal(workq_new(0, 0, wq_run, &c, &q), -EINVAL);
+	assert_int_equal(workq_new(1, 0, NULL, &c, &q), -EINVAL);
+	assert_null(q);
+	workq_free(NULL);
+	wq_ctx_fini(&c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_workq_runs_each_once),
+		cmocka_unit_test(test_workq_bounded),
+		cmocka_unit_test(test_workq_invalid),
 		cmocka_unit_test(test_size_parse_valid),
 		cmocka_unit_test(test_size_parse_invalid),
 		cmocka_unit_test(test_size_human),
