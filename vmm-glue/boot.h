@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../blkd/gmem.h"
+#include "../blkd/virtio/gmem.h"
 
 #define BOOT_GDT_ADDR 0x500u
 #define BOOT_IDT_ADDR 0x520u

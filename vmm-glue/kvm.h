@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../blkd/gmem.h"
+#include "../blkd/virtio/gmem.h"
 
 #define KVM_TSS_ADDR 0xfffbd000u
 #define KVM_MMIO_HOLE_START 0xc0000000ull   /* 3 GiB */
