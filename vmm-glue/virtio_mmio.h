@@ -24,7 +24,7 @@ struct virtio_mmio;
 
 struct virtio_mmio_opts {
 	int vm_fd;                      /* KVM_IOEVENTFD, KVM_IRQFD */
-	const struct gmem *mem;         /* the guest's memory (borrowed) */
+	const struct gmem *mem;         /* the view of the guest's memory (borrowed; ram.h) */
 	uint64_t base;                  /* guest-physical base of the register window */
 	uint32_t gsi;                   /* the device's interrupt line */
 	const struct vblk_backend *disk;/* the disk (borrowed; see blkd/virtio/virtio_blk.h) */

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A guest's memory as the host sees it: up to GMEM_MAX_REGIONS regions, each a range of
- * guest-physical addresses mapped at a host address. Used by the virtio code (rings and
- * buffers live in guest memory), by the built-in VMM (one or two regions of its own RAM) and
- * by vhost-user (the regions QEMU passes). Every access to guest memory goes through
- * gmem_ptr(), which refuses any range that is not wholly inside one region: a guest address
- * never turns into a host pointer outside the guest's memory.
+ * The virtio device model's view of a guest's memory: up to GMEM_MAX_REGIONS regions, each
+ * a range of guest-physical addresses mapped at a host address. Rings and buffers live in
+ * guest memory, and every access to it goes through gmem_ptr(), which refuses any range
+ * that is not wholly inside one region: a guest address never turns into a host pointer
+ * outside the guest's memory.
+ *
+ * A view owns nothing. Whoever owns the memory builds the view for the device: the
+ * built-in VMM from its RAM and KVM slots (vmm-glue/ram.h, vm_ram_view()), the vhost-user
+ * export from the regions its master passes (export/vhost_user_mem.c, which maps them).
  */
 #ifndef LZ_BLKD_GMEM_H
 #define LZ_BLKD_GMEM_H
