@@ -8,10 +8,10 @@
  *   vhost_user_inflight.c  GET/SET_INFLIGHT_FD: the region tracking chains in flight.
  *
  * Threads: the connection thread handles every message; each running queue has an I/O
- * thread. q->lock is held by the I/O thread while it processes the ring, and by the
- * connection thread when it changes what the I/O thread uses while running (the call and
- * error eventfds). Everything else a queue thread uses (memory, ring, kick fd) only
- * changes while it is stopped (vu_queue_stop() joins it).
+ * thread, its runner's (virtio/vq_runner.h). q->run.lock is held by the I/O thread while it
+ * processes the ring, and by the connection thread when it changes what the I/O thread
+ * uses while running (the call and error eventfds). Everything else a queue thread uses
+ * (memory, ring, kick fd) only changes while it is stopped (vu_queue_stop() joins it).
  */
 #ifndef LZ_BLKD_VHOST_USER_INT_H
 #define LZ_BLKD_VHOST_USER_INT_H
@@ -21,13 +21,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../virtio/vq_runner.h"
 #include "vhost_user.h"
 #include "vhost_user_proto.h"
 
 struct vu_queue {
 	struct vhost_user_dev *d;
 	unsigned idx;
-	pthread_mutex_t lock;
 	/* set by messages */
 	unsigned num;                /* SET_VRING_NUM (0: not yet) */
 	struct vu_vring_addr addr;   /* SET_VRING_ADDR (master user addresses) */
@@ -38,10 +38,8 @@ struct vu_queue {
 	bool enabled;                /* SET_VRING_ENABLE */
 	bool broken;                 /* the guest broke the ring (atomic): not served until set up again */
 	unsigned resubmit;           /* chains in flight in the region when started: resubmit them */
-	/* while running */
-	struct vring_queue vq;
-	pthread_t thread;
-	bool running;
+	/* the ring, its lock and, while running (run.has_thread), its I/O thread */
+	struct vq_runner run;
 	int stop_fd;
 };
 

@@ -1,23 +1,25 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * blkd/export/vhost_user_queue: one virtqueue of the vhost-user-blk device. A queue runs (has an
- * I/O thread) while it is started (SET_VRING_KICK), enabled (SET_VRING_ENABLE, or always
- * without VHOST_USER_F_PROTOCOL_FEATURES), its memory is mapped and its ring is set up; the
- * thread waits on the kick eventfd, drains the ring with vblk_queue_process() and signals
- * the call eventfd when the driver wants an interrupt.
+ * blkd/export/vhost_user_queue: one virtqueue of the vhost-user-blk device. A queue runs (its
+ * runner has an I/O thread) while it is started (SET_VRING_KICK), enabled
+ * (SET_VRING_ENABLE, or always without VHOST_USER_F_PROTOCOL_FEATURES), its memory is
+ * mapped and its ring is set up; the runner (virtio/vq_runner.h) waits on the master's kick
+ * eventfd, drains the ring and, through queue_notify(), signals the call eventfd when the
+ * driver wants an interrupt. What is vhost-user's own: the error eventfd of a broken ring,
+ * and the in-flight region (chains a previous instance popped are resubmitted first).
  */
-#include "../../common/kick.h"
 #include "vhost_user_int.h"
 
 #include <endian.h>
 #include <errno.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "../../common/log.h"
+
+static const struct vq_runner_ops queue_ops;
 
 void vu_queue_init(struct vu_queue *q, struct vhost_user_dev *d, unsigned idx)
 {
@@ -26,7 +28,7 @@ void vu_queue_init(struct vu_queue *q, struct vhost_user_dev *d, unsigned idx)
 	q->idx = idx;
 	q->kick_fd = q->call_fd = q->err_fd = -1;
 	q->stop_fd = -1;
-	pthread_mutex_init(&q->lock, NULL);
+	vq_runner_init(&q->run, &d->blk, &queue_ops, q);
 }
 
 void vu_queue_destroy(struct vu_queue *q)
@@ -34,22 +36,22 @@ void vu_queue_destroy(struct vu_queue *q)
 	vu_queue_reset(q);
 	if (q->stop_fd >= 0)
 		close(q->stop_fd);
-	pthread_mutex_destroy(&q->lock);
+	vq_runner_destroy(&q->run);
 }
 
 void vu_queue_set_fd(struct vu_queue *q, int *slot, int fd)
 {
 	int old;
 
-	pthread_mutex_lock(&q->lock);
+	pthread_mutex_lock(&q->run.lock);
 	old = *slot;
 	*slot = fd;
-	pthread_mutex_unlock(&q->lock);
+	pthread_mutex_unlock(&q->run.lock);
 	if (old >= 0)
 		close(old);
 }
 
-/* The guest broke the ring (q->lock held): stop serving it, tell the master. */
+/* The guest broke the ring (q->run.lock held): stop serving it, tell the master. */
 static void queue_break(struct vu_queue *q, const char *why)
 {
 	if (__atomic_load_n(&q->broken, __ATOMIC_RELAXED))
@@ -60,24 +62,28 @@ static void queue_break(struct vu_queue *q, const char *why)
 		eventfd_write(q->err_fd, 1);
 }
 
-static void queue_run(struct vu_queue *q)
-{
-	struct vhost_user_dev *d = q->d;
-	bool notify = false;
-	int ret;
+/* ---- the runner's ops */
 
-	pthread_mutex_lock(&q->lock);
-	if (!__atomic_load_n(&q->broken, __ATOMIC_RELAXED)) {
-		ret = vblk_queue_process(&d->blk, &q->vq, &notify);
-		if (notify && q->call_fd >= 0)
-			eventfd_write(q->call_fd, 1);
-		if (ret < 0) {
-			/* the chain that broke it was popped: not one to resubmit after a reset */
-			vring_inflight_drop(&q->vq);
-			queue_break(q, "malformed descriptor chain or ring index");
-		}
-	}
-	pthread_mutex_unlock(&q->lock);
+static bool queue_ready(struct vq_runner *r)
+{
+	struct vu_queue *q = r->ctx;
+
+	return !__atomic_load_n(&q->broken, __ATOMIC_RELAXED);
+}
+
+static void queue_notify(struct vq_runner *r)
+{
+	struct vu_queue *q = r->ctx;
+
+	if (q->call_fd >= 0)
+		eventfd_write(q->call_fd, 1);
+}
+
+static void queue_broken(struct vq_runner *r, const char *why)
+{
+	/* the chain that broke it was popped: not one to resubmit after a reset */
+	vring_inflight_drop(&r->vq);
+	queue_break(r->ctx, why);
 }
 
 /*
@@ -85,44 +91,34 @@ static void queue_run(struct vu_queue *q)
  * kill -9): executed again, in the order they were popped, before anything else. Writes
  * to a block device are idempotent, so one that had reached the disk is harmless.
  */
-static void queue_resubmit(struct vu_queue *q)
+static void queue_started(struct vq_runner *r)
 {
-	struct vhost_user_dev *d = q->d;
-	bool notify = false;
+	struct vu_queue *q = r->ctx;
 	uint16_t *heads;
-	int n, ret;
+	int n;
 
-	pthread_mutex_lock(&q->lock);
-	n = vring_inflight_heads(&q->vq, &heads);
+	if (!q->resubmit)
+		return;
+	pthread_mutex_lock(&r->lock);
+	n = vring_inflight_heads(&r->vq, &heads);
 	if (n < 0) {
 		queue_break(q, "no memory for the chains in flight");
 	} else if (n) {
 		log_warn("vhost-user: queue %u: resubmitting %d request%s in flight before the "
 			 "restart", q->idx, n, n == 1 ? "" : "s");
-		ret = vblk_queue_resubmit(&d->blk, &q->vq, heads, (unsigned)n, &notify);
-		if (notify && q->call_fd >= 0)
-			eventfd_write(q->call_fd, 1);
-		if (ret < 0) {
-			vring_inflight_drop(&q->vq);
-			queue_break(q, "malformed descriptor chain in flight");
-		}
+		vq_runner_resubmit(r, heads, (unsigned)n);
 	}
 	q->resubmit = 0;
-	pthread_mutex_unlock(&q->lock);
+	pthread_mutex_unlock(&r->lock);
 	free(heads);
 }
 
-static void *queue_thread(void *arg)
-{
-	struct vu_queue *q = arg;
-
-	if (q->resubmit)
-		queue_resubmit(q);
-	queue_run(q);   /* buffers made available before the ring was started */
-	while (kick_wait(q->kick_fd, q->stop_fd))
-		queue_run(q);
-	return NULL;
-}
+static const struct vq_runner_ops queue_ops = {
+	.ready = queue_ready,
+	.notify = queue_notify,
+	.broken = queue_broken,
+	.started = queue_started,
+};
 
 bool vu_queue_should_run(const struct vu_queue *q)
 {
@@ -142,12 +138,12 @@ static int queue_setup(struct vu_queue *q)
 	uint16_t used_idx;
 	int n, ret;
 
-	q->vq.inflight = NULL;   /* the region may have been unmapped since */
+	q->run.vq.inflight = NULL;   /* the region may have been unmapped since */
 	if (vu_uva_to_gpa(d, q->addr.desc, 16ull * q->num, &desc) ||
 	    vu_uva_to_gpa(d, q->addr.avail, 6 + 2ull * q->num, &avail) ||
 	    vu_uva_to_gpa(d, q->addr.used, 6 + 8ull * q->num, &used))
 		return -EFAULT;
-	ret = vblk_ring_setup(&d->blk, &q->vq, &d->mem, q->num, desc, avail, used);
+	ret = vblk_ring_setup(&d->blk, &q->run.vq, &d->mem, q->num, desc, avail, used);
 	if (ret < 0)
 		return ret;
 	/*
@@ -158,18 +154,18 @@ static int queue_setup(struct vu_queue *q)
 	 * master's SET_VRING_BASE is not trusted for this: after losing a backend, QEMU
 	 * guesses it from its own copy of the used index.
 	 */
-	used_idx = le16toh(__atomic_load_n(&q->vq.used->idx, __ATOMIC_ACQUIRE));
-	q->vq.used_idx = used_idx;
+	used_idx = le16toh(__atomic_load_n(&q->run.vq.used->idx, __ATOMIC_ACQUIRE));
+	q->run.vq.used_idx = used_idx;
 	region = vu_inflight_region(d, q->idx, q->num);
-	n = vring_inflight_attach(&q->vq, region);
+	n = vring_inflight_attach(&q->run.vq, region);
 	if (n < 0) {
 		log_warn("vhost-user: queue %u: in-flight region of another version or queue "
 			 "size: not tracked", q->idx);
 		n = 0;
 	}
-	q->vq.last_avail_idx = (uint16_t)(used_idx + n);
+	q->run.vq.last_avail_idx = (uint16_t)(used_idx + n);
 	q->resubmit = (unsigned)n;
-	if (q->vq.last_avail_idx != q->base || n)
+	if (q->run.vq.last_avail_idx != q->base || n)
 		log_info("vhost-user: queue %u: resuming at used index %u, %d in flight (base %u)",
 			 q->idx, used_idx, n, q->base);
 	return 0;
@@ -183,27 +179,26 @@ int vu_queue_update(struct vu_queue *q)
 		vu_queue_stop(q);
 		return 0;
 	}
-	if (q->running)
+	if (q->run.has_thread)
 		return 0;
 	if (q->stop_fd < 0) {
 		q->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 		if (q->stop_fd < 0)
 			return -errno;
 	}
-	pthread_mutex_lock(&q->lock);
+	pthread_mutex_lock(&q->run.lock);
 	ret = queue_setup(q);
 	if (ret < 0)
 		queue_break(q, ret == -EFAULT ? "ring outside the shared memory" :
 			       "bad ring size or alignment");
-	pthread_mutex_unlock(&q->lock);
+	pthread_mutex_unlock(&q->run.lock);
 	if (ret < 0)
 		return ret;
-	ret = -pthread_create(&q->thread, NULL, queue_thread, q);
+	ret = vq_runner_start(&q->run, q->kick_fd, q->stop_fd);
 	if (ret < 0) {
 		log_warn("vhost-user: queue %u: cannot start its thread", q->idx);
 		return ret;
 	}
-	q->running = true;
 	log_debug("vhost-user: queue %u started (%u entries)", q->idx, q->num);
 	return 0;
 }
@@ -212,13 +207,12 @@ void vu_queue_stop(struct vu_queue *q)
 {
 	eventfd_t v;
 
-	if (!q->running)
+	if (!q->run.has_thread)
 		return;
 	eventfd_write(q->stop_fd, 1);
-	pthread_join(q->thread, NULL);
+	vq_runner_join(&q->run);
 	eventfd_read(q->stop_fd, &v);
-	q->running = false;
-	q->base = q->vq.last_avail_idx;
+	q->base = q->run.vq.last_avail_idx;
 }
 
 void vu_queue_reset(struct vu_queue *q)
@@ -232,5 +226,5 @@ void vu_queue_reset(struct vu_queue *q)
 	q->base = 0;
 	q->resubmit = 0;
 	memset(&q->addr, 0, sizeof(q->addr));
-	memset(&q->vq, 0, sizeof(q->vq));
+	memset(&q->run.vq, 0, sizeof(q->run.vq));
 }
