@@ -27,7 +27,7 @@
 #include <stdint.h>
 
 #include "../common/sha256.h"
-#include "remote.h"
+#include "remote/remote.h"
 #include "store.h"
 
 struct cas_source;

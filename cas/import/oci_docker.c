@@ -22,8 +22,8 @@
 
 #include <json-c/json.h>
 
-#include "../common/dl_archive.h"
-#include "../common/log.h"
+#include "../../common/dl_archive.h"
+#include "../../common/log.h"
 #include "import.h"
 #include "oci_blob.h"
 

@@ -6,8 +6,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "chunker.h"
-#include "store.h"
+#include "../chunker.h"
+#include "../store.h"
 #include "tree.h"
 
 struct import_opts {

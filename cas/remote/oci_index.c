@@ -15,7 +15,7 @@
 
 #include <json-c/json.h>
 
-#include "oci_blob.h"
+#include "../oci_json.h"
 
 /* ------------------------------------------------------------------ refs */
 

@@ -10,7 +10,7 @@
 #include <strings.h>
 #include <time.h>
 
-#include "../common/dl_curl.h"
+#include "../../common/dl_curl.h"
 
 #define CONNECT_TIMEOUT_MS_MAX 10000
 #define EASY_POOL_MAX 64

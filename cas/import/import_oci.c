@@ -16,7 +16,7 @@
 
 #include <json-c/json.h>
 
-#include "../common/log.h"
+#include "../../common/log.h"
 #include "import.h"
 #include "oci_blob.h"
 

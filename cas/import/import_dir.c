@@ -12,8 +12,8 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "../common/hash.h"
-#include "../common/log.h"
+#include "../../common/hash.h"
+#include "../../common/log.h"
 #include "import.h"
 
 /* (st_dev, st_ino) → inode, for files with more than one link */

@@ -13,9 +13,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../common/dl_curl.h"
-#include "../common/log.h"
-#include "chunk.h"
+#include "../../common/dl_curl.h"
+#include "../../common/log.h"
+#include "../chunk.h"
 #include "http.h"
 #include "oci_index.h"
 

@@ -24,7 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../common/sha256.h"
+#include "../../common/sha256.h"
 
 #define OCI_INDEX_MAX_LAYERS 4000
 #define OCI_MT_INDEX "application/vnd.oci.image.index.v1+json"

@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "manifest.h"
+#include "../manifest.h"
 
 struct tree_inode {
 	uint8_t type;                 /* enum mf_type, never MF_HARDLINK */

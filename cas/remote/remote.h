@@ -27,7 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../common/sha256.h"
+#include "../../common/sha256.h"
 
 #define REMOTE_CONCURRENCY_DEFAULT 16
 #define REMOTE_TIMEOUT_MS_DEFAULT 30000

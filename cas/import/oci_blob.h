@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Helpers shared by the OCI layout and docker-archive importers: digest and media type
- * parsing, strict JSON parsing, reading small verified blobs, and applying one layer blob
- * while its digest (and the digest of its uncompressed tar, the config's diff_id) is
- * checked on the fly.
+ * Helpers shared by the OCI layout and docker-archive importers: media type parsing, the
+ * config's diff_ids, archive paths, reading small verified blobs, and applying one layer
+ * blob while its digest (and the digest of its uncompressed tar, the config's diff_id) is
+ * checked on the fly. Digests and strict JSON: ../oci_json.h.
  */
 #ifndef LZ_CAS_OCI_BLOB_H
 #define LZ_CAS_OCI_BLOB_H
@@ -14,7 +14,8 @@
 
 #include <json-c/json.h>
 
-#include "../common/sha256.h"
+#include "../../common/sha256.h"
+#include "../oci_json.h"
 #include "import.h"
 
 #define OCI_JSON_MAX (64u << 20) /* largest index, manifest or config we read */
@@ -27,21 +28,8 @@ enum oci_compression {
 	OCI_COMP_DETECT, /* docker-archive members: whatever the bytes say */
 };
 
-/*
- * "sha256:" followed by exactly 64 lowercase hex digits, nothing else. Anything else
- * (other algorithms, upper case, "sha256:../../x") is -EINVAL, so a digest can always be
- * used as a file name.
- */
-int oci_digest_parse(const char *s, uint8_t d[SHA256_LEN]);
-
 /* Layer media type → compression; -ENOTSUP for a type that is not a tar layer. */
 int oci_layer_media_type(const char *media_type, enum oci_compression *comp);
-
-/* The whole of buf must be one JSON value (trailing white space allowed). */
-struct json_object *oci_json_parse(const char *buf, size_t len, const char **why);
-/* Member key of object o if it has that type, else NULL (also for o == NULL). */
-struct json_object *oci_json_get(struct json_object *o, const char *key, enum json_type type);
-const char *oci_json_str(struct json_object *o, const char *key);
 
 /*
  * The config's rootfs.diff_ids (sha256 of each uncompressed layer tar) into diff_ids[n].
@@ -50,9 +38,6 @@ const char *oci_json_str(struct json_object *o, const char *key);
  */
 int oci_config_diff_ids(struct json_object *config, size_t n, uint8_t (*diff_ids)[SHA256_LEN],
 			bool *have, const char *label);
-
-/* A copy of s fit for one line of a message: control bytes become '?', long text is cut. */
-const char *oci_printable(const char *s, char *buf, size_t len);
 
 /*
  * Normalize a path inside an archive relative to directory `base` (may be NULL or ""):

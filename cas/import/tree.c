@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/hash.h"
+#include "../../common/hash.h"
 
 #define ARENA_BLOCK (1u << 20)
 #define CHUNK_SEG 65536u

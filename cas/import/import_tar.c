@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/dl_archive.h"
+#include "../../common/dl_archive.h"
 
-#include "../common/log.h"
+#include "../../common/log.h"
 #include "import.h"
 
 #define WH_PREFIX ".wh."

@@ -11,10 +11,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../common/fsutil.h"
-#include "../common/log.h"
-#include "../common/size.h"
-#include "chunk.h"
+#include "../../common/fsutil.h"
+#include "../../common/log.h"
+#include "../../common/size.h"
+#include "../chunk.h"
 
 static double now_sec(void)
 {
