@@ -28,14 +28,16 @@ TEST_LIBS  = $(shell pkg-config --libs $(DL_PKGS))
 CFLAGS  += -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -pthread -MMD -MP $(SANFLAGS)
 LDFLAGS += -pthread $(SANFLAGS)
 
-MODULES := common cas ext4gen blkd vmm-glue vmm-glue/initramfs
+# a module's sources are its folder's *.c and its subfolders' (blkd/engine/, cas/import/,
+# vmm-glue/initramfs/, ...: one level down)
+MODULES := common cas ext4gen blkd vmm-glue
 # the initramfs's built-in files, assembled (see "the initramfs's built-in files" below)
 INITRAMFS_DIR := vmm-glue/initramfs
 INITRAMFS_GEN := $(BUILD)/gen/initramfs
 INITRAMFS_SH := $(INITRAMFS_DIR)/init.sh $(INITRAMFS_DIR)/stage2.sh
 INITRAMFS_HELPERS := $(INITRAMFS_GEN)/lazyblk-outb $(INITRAMFS_GEN)/lazyblk-exec
 INITRAMFS_EMBED := $(BUILD)/obj/$(INITRAMFS_DIR)/embed.o
-LIB_SRCS := $(foreach m,$(MODULES),$(wildcard $(m)/*.c))
+LIB_SRCS := $(foreach m,$(MODULES),$(wildcard $(m)/*.c $(m)/*/*.c))
 CLI_SRCS := $(wildcard cli/*.c)
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 

@@ -17,7 +17,7 @@
  * chunk taken through the verified path above. A plain copy that cannot be written (a
  * read-only store, a full disk) is counted and skipped: the load still succeeds.
  *
- * Thread-safe. The memory tier (decompressed chunks) is the reader's (blkd/reader.c).
+ * Thread-safe. The memory tier (decompressed chunks) is the reader's (blkd/engine/reader.c).
  */
 #ifndef LZ_CAS_SOURCE_H
 #define LZ_CAS_SOURCE_H
@@ -27,7 +27,7 @@
 #include <stdint.h>
 
 #include "../common/sha256.h"
-#include "remote.h"
+#include "remote/remote.h"
 #include "store.h"
 
 struct cas_source;

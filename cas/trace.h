@@ -9,8 +9,8 @@
  * a trace outlive its layout: replayed against another layout, or a newer manifest of the
  * same image, every path that still exists still counts (trace_plan.h).
  *
- * Recording is the block engine's (blkd/trace_record.h); replaying plans chunks from a
- * trace (blkd/trace_plan.h); repacking (repack.h) and mkfs --order read it too.
+ * Recording is the block engine's (blkd/coldstart/trace_record.h); replaying plans chunks from a
+ * trace (blkd/coldstart/trace_plan.h); repacking (repack.h) and mkfs --order read it too.
  */
 #ifndef LZ_CAS_TRACE_H
 #define LZ_CAS_TRACE_H

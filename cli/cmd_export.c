@@ -12,8 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../blkd/engine.h"
-#include "../blkd/reader.h"
+#include "../blkd/engine/engine.h"
+#include "../blkd/engine/reader.h"
 #include "../cas/source.h"
 #include "../common/fsutil.h"
 #include "../common/grow.h"

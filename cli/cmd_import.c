@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "../cas/chunk.h"
-#include "../cas/import.h"
+#include "../cas/import/import.h"
 #include "../common/log.h"
 #include "../common/size.h"
 #include "cli.h"

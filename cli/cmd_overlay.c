@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../blkd/overlay.h"
+#include "../blkd/engine/overlay.h"
 #include "../common/log.h"
 #include "../common/sha256.h"
 #include "../common/size.h"

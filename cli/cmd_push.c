@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../cas/remote.h"
+#include "../cas/remote/remote.h"
 #include "../cas/store.h"
 #include "../cas/chunk.h"
 #include "../common/first_error.h"

@@ -14,8 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../blkd/engine.h"
-#include "../blkd/virtio_blk.h"
+#include "../blkd/engine/engine.h"
+#include "../blkd/virtio/virtio_blk.h"
 #include "../common/clock.h"
 #include "../common/log.h"
 #include "../common/size.h"

@@ -12,11 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../blkd/control.h"
-#include "../blkd/engine.h"
-#include "../blkd/nbd.h"
-#include "../blkd/vhost_user.h"
-#include "../blkd/virtio_blk.h"
+#include "../blkd/export/control.h"
+#include "../blkd/engine/engine.h"
+#include "../blkd/export/nbd.h"
+#include "../blkd/export/vhost_user.h"
+#include "../blkd/virtio/virtio_blk.h"
 #include "../common/log.h"
 #include "../common/size.h"
 #include "cli.h"

@@ -13,8 +13,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "../blkd/control.h"
-#include "../blkd/overlay.h"
+#include "../blkd/export/control.h"
+#include "../blkd/engine/overlay.h"
 #include "../common/log.h"
 #include "../common/size.h"
 #include "cli.h"

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../blkd/warm.h"
+#include "../blkd/coldstart/warm.h"
 #include "../common/clock.h"
 #include "../common/log.h"
 #include "../common/size.h"

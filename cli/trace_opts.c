@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../blkd/engine.h"
+#include "../blkd/engine/engine.h"
 #include "../common/log.h"
 #include "cli.h"
 

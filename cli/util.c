@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "../common/log.h"
-#include "../blkd/engine.h"
+#include "../blkd/engine/engine.h"
 #include "../cas/chunk.h"
 #include "../cas/manifest.h"
 #include "../cas/oci_config.h"

@@ -128,7 +128,7 @@ static int boot_vmlinux_get(const struct fs_map *img, const struct bzimage *bz,
 }
 
 static int boot_bzimage_load(const struct fs_map *map, const struct bzimage *bz,
-			     const struct boot_kernel_opts *o, const struct gmem *ram,
+			     const struct boot_kernel_opts *o, const struct vm_ram *ram,
 			     struct boot_kernel *k, const char **why)
 {
 	const uint8_t *img = map->data;
@@ -161,7 +161,7 @@ static int boot_bzimage_load(const struct fs_map *map, const struct bzimage *bz,
 }
 
 int boot_kernel_load(const char *path, const struct boot_kernel_opts *o,
-		     const struct gmem *ram, struct boot_kernel *k)
+		     const struct vm_ram *ram, struct boot_kernel *k)
 {
 	struct bzimage bz;
 	const char *why = "unknown error", *bz_why = NULL;
@@ -199,15 +199,15 @@ int boot_kernel_load(const char *path, const struct boot_kernel_opts *o,
 	return ret;
 }
 
-static uint64_t boot_low_ram_end(const struct gmem *ram)
+static uint64_t boot_low_ram_end(const struct vm_ram *ram)
 {
-	for (unsigned i = 0; i < ram->n; i++)
-		if (ram->r[i].gpa == 0)
-			return ram->r[i].size;
+	for (unsigned i = 0; i < ram->nslots; i++)
+		if (ram->slot[i].gpa == 0)
+			return ram->slot[i].size;
 	return 0;
 }
 
-int boot_initrd_load(const char *path, const struct gmem *ram, const struct boot_kernel *k,
+int boot_initrd_load(const char *path, const struct vm_ram *ram, const struct boot_kernel *k,
 		     uint64_t *addr, uint64_t *size)
 {
 	uint64_t top = boot_low_ram_end(ram), max = k->initrd_addr_max;
@@ -242,7 +242,7 @@ int boot_initrd_load(const char *path, const struct gmem *ram, const struct boot
 	}
 	*addr = (top - st.st_size) & ~0xfffull;
 	*size = st.st_size;
-	dst = gmem_ptr(ram, *addr, *size);
+	dst = vm_ram_ptr(ram, *addr, *size);
 	ret = dst ? fs_pread_full(fd, dst, *size, 0) : -EFAULT;
 	close(fd);
 	if (ret)
@@ -372,7 +372,7 @@ static uint64_t gdt_entry(uint16_t flags, uint32_t base, uint32_t limit)
 	       ((uint64_t)(base & 0xffffu) << 16) | (limit & 0xffffu);
 }
 
-int boot_tables_setup(const struct gmem *ram, enum boot_proto proto)
+int boot_tables_setup(const struct vm_ram *ram, enum boot_proto proto)
 {
 	uint64_t gdt[4] = {
 		0,
@@ -380,8 +380,8 @@ int boot_tables_setup(const struct gmem *ram, enum boot_proto proto)
 		gdt_entry(0xc093, 0, 0xfffff),
 		gdt_entry(0x008b, 0, 0xfffff),
 	};
-	uint8_t *g = gmem_ptr(ram, BOOT_GDT_ADDR, sizeof(gdt) + 8);
-	uint8_t *pt = gmem_ptr(ram, BOOT_PML4_ADDR, BOOT_PD_ADDR + 4 * 4096 - BOOT_PML4_ADDR);
+	uint8_t *g = vm_ram_ptr(ram, BOOT_GDT_ADDR, sizeof(gdt) + 8);
+	uint8_t *pt = vm_ram_ptr(ram, BOOT_PML4_ADDR, BOOT_PD_ADDR + 4 * 4096 - BOOT_PML4_ADDR);
 	uint64_t *pml4, *pdpt, *pd;
 
 	if (!g || !pt)
@@ -403,12 +403,12 @@ int boot_tables_setup(const struct gmem *ram, enum boot_proto proto)
 	return 0;
 }
 
-int boot_memory_setup(const struct gmem *ram, const struct boot_kernel *k,
+int boot_memory_setup(const struct vm_ram *ram, const struct boot_kernel *k,
 		      const struct boot_layout *l, const char *cmdline)
 {
-	uint8_t *cl = gmem_ptr(ram, l->cmdline_addr, l->cmdline_len + 1);
-	uint8_t *zp = gmem_ptr(ram, BOOT_ZERO_PAGE_ADDR, 4096);
-	uint8_t *pvh = gmem_ptr(ram, BOOT_PVH_INFO_ADDR, 4096);
+	uint8_t *cl = vm_ram_ptr(ram, l->cmdline_addr, l->cmdline_len + 1);
+	uint8_t *zp = vm_ram_ptr(ram, BOOT_ZERO_PAGE_ADDR, 4096);
+	uint8_t *pvh = vm_ram_ptr(ram, BOOT_PVH_INFO_ADDR, 4096);
 	int ret = boot_tables_setup(ram, k->proto);
 
 	if (ret || !cl || !zp || !pvh)

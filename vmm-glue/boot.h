@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../blkd/gmem.h"
+#include "ram.h"
 
 #define BOOT_GDT_ADDR 0x500u
 #define BOOT_IDT_ADDR 0x520u
@@ -105,7 +105,7 @@ int bzimage_decompress(const uint8_t *p, size_t len, size_t limit, uint8_t **out
 		       size_t *out_len, const char **why);
 /* Load the protected-mode kernel at its pref_address; entry = that + 0x200 (64-bit). */
 int bzimage_load_pm(const uint8_t *buf, size_t len, const struct bzimage *bz,
-		    const struct gmem *ram, struct boot_kernel *k, const char **why);
+		    const struct vm_ram *ram, struct boot_kernel *k, const char **why);
 
 /* elf.c: the structures are read in host byte order (x86-64 hosts only, as the VMM). */
 bool elf_is_elf(const uint8_t *buf, size_t len);
@@ -136,7 +136,7 @@ int elf_linux_version(const uint8_t *buf, size_t len, const char **s, size_t *ma
  * 64-bit entry (e_entry, turned physical if it is a virtual address of a segment) or, for
  * BOOT_PVH, the XEN_ELFNOTE_PHYS32_ENTRY note (-ENOEXEC without one).
  */
-int elf_load(const uint8_t *buf, size_t len, const struct gmem *ram, enum boot_proto proto,
+int elf_load(const uint8_t *buf, size_t len, const struct vm_ram *ram, enum boot_proto proto,
 	     struct boot_kernel *k, const char **why);
 /*
  * elf_load, but buf is a mapping of the file open as fd, which nobody modifies in place (a
@@ -146,7 +146,7 @@ int elf_load(const uint8_t *buf, size_t len, const struct gmem *ram, enum boot_p
  * pages (not hugetlb). Falls back to copying a segment whose file offset and address are
  * not congruent modulo the page size.
  */
-int elf_load_mapped(const uint8_t *buf, size_t len, int fd, const struct gmem *ram,
+int elf_load_mapped(const uint8_t *buf, size_t len, int fd, const struct vm_ram *ram,
 		    enum boot_proto proto, struct boot_kernel *k, const char **why);
 /* The PVH entry from the ELF's notes: 0 and *entry, or -ENOENT. */
 int elf_pvh_entry(const uint8_t *buf, size_t len, uint64_t *entry);
@@ -154,12 +154,12 @@ int elf_pvh_entry(const uint8_t *buf, size_t len, uint64_t *entry);
 /* boot.c */
 /* Loads a bzImage or an ELF from path into ram; prints one error line on failure. */
 int boot_kernel_load(const char *path, const struct boot_kernel_opts *o,
-		     const struct gmem *ram, struct boot_kernel *k);
+		     const struct vm_ram *ram, struct boot_kernel *k);
 /*
  * Reads the initrd into RAM, page-aligned at the top of low RAM (below initrd_addr_max,
  * above the kernel); prints one error line on failure.
  */
-int boot_initrd_load(const char *path, const struct gmem *ram, const struct boot_kernel *k,
+int boot_initrd_load(const char *path, const struct vm_ram *ram, const struct boot_kernel *k,
 		     uint64_t *addr, uint64_t *size);
 /* The e820 map for mem_size bytes of RAM (split around the MMIO hole): entry count. */
 unsigned boot_e820_build(uint64_t mem_size, struct e820_entry *e, unsigned max);
@@ -179,9 +179,9 @@ void boot_params_build(uint8_t zp[4096], const struct boot_kernel *k,
 /* hvm_start_info (version 1) + memmap + modlist (initrd) at gpa BOOT_PVH_INFO_ADDR into buf. */
 size_t boot_pvh_build(uint8_t *buf, size_t len, const struct boot_layout *l);
 /* GDT (64-bit or 32-bit code segment per proto), IDT and, for Linux64, the page tables. */
-int boot_tables_setup(const struct gmem *ram, enum boot_proto proto);
+int boot_tables_setup(const struct vm_ram *ram, enum boot_proto proto);
 /* Everything below 1 MiB the VMM writes, and the rest of the boot data, in one call. */
-int boot_memory_setup(const struct gmem *ram, const struct boot_kernel *k,
+int boot_memory_setup(const struct vm_ram *ram, const struct boot_kernel *k,
 		      const struct boot_layout *l, const char *cmdline);
 
 #endif

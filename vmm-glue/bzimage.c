@@ -290,11 +290,11 @@ int bzimage_decompress(const uint8_t *p, size_t len, size_t limit, uint8_t **out
 }
 
 int bzimage_load_pm(const uint8_t *buf, size_t len, const struct bzimage *bz,
-		    const struct gmem *ram, struct boot_kernel *k, const char **why)
+		    const struct vm_ram *ram, struct boot_kernel *k, const char **why)
 {
 	uint64_t at = bz->pref_address >= BOOT_HIMEM_ADDR ? bz->pref_address : 0x1000000;
 	uint64_t need = bz->init_size > bz->pm_len ? bz->init_size : bz->pm_len;
-	uint8_t *dst = gmem_ptr(ram, at, need);
+	uint8_t *dst = vm_ram_ptr(ram, at, need);
 
 	(void)len;
 	if (!dst) {

@@ -199,13 +199,13 @@ static int elf_segment_place(uint8_t *dst, const uint8_t *buf, uint64_t off, uin
 	return 0;
 }
 
-int elf_load(const uint8_t *buf, size_t len, const struct gmem *ram, enum boot_proto proto,
+int elf_load(const uint8_t *buf, size_t len, const struct vm_ram *ram, enum boot_proto proto,
 	     struct boot_kernel *k, const char **why)
 {
 	return elf_load_mapped(buf, len, -1, ram, proto, k, why);
 }
 
-int elf_load_mapped(const uint8_t *buf, size_t len, int fd, const struct gmem *ram,
+int elf_load_mapped(const uint8_t *buf, size_t len, int fd, const struct vm_ram *ram,
 		    enum boot_proto proto, struct boot_kernel *k, const char **why)
 {
 	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)buf;
@@ -230,7 +230,7 @@ int elf_load_mapped(const uint8_t *buf, size_t len, int fd, const struct gmem *r
 			*why = "ELF segment below 1 MiB (over the VMM's boot pages)";
 			return -EINVAL;
 		}
-		dst = gmem_ptr(ram, p->p_paddr, p->p_memsz);
+		dst = vm_ram_ptr(ram, p->p_paddr, p->p_memsz);
 		if (!dst) {
 			*why = "ELF segment outside guest RAM (more --mem?)";
 			return -ENOSPC;

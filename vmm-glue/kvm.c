@@ -143,10 +143,9 @@ static int kvm_slot_add(struct kvm_vm *vm, uint32_t slot, uint64_t gpa, uint64_t
 			  (unsigned long long)(size >> 20), (unsigned long long)gpa, strerror(e));
 		return -e;
 	}
-	vm->mem.r[vm->mem.n].gpa = gpa;
-	vm->mem.r[vm->mem.n].size = size;
-	vm->mem.r[vm->mem.n].host = host;
-	vm->mem.n++;
+	vm->ram.slot[vm->ram.nslots++] = (struct vm_ram_slot){
+		.gpa = gpa, .size = size, .host = host,
+	};
 	return 0;
 }
 
@@ -190,14 +189,14 @@ static int kvm_ram_setup(struct kvm_vm *vm, const struct kvm_ram_opts *o)
 				  (unsigned long long)(o->size >> 20), strerror(e));
 		return -e;
 	}
-	vm->ram = p;
-	vm->ram_size = o->size;
+	vm->ram.map = p;
+	vm->ram.size = o->size;
 	lo = o->size < KVM_MMIO_HOLE_START ? o->size : KVM_MMIO_HOLE_START;
-	ret = kvm_slot_add(vm, 0, 0, lo, vm->ram);
+	ret = kvm_slot_add(vm, 0, 0, lo, vm->ram.map);
 	if (ret)
 		return ret;
 	if (o->size > lo)
-		ret = kvm_slot_add(vm, 1, KVM_MMIO_HOLE_END, o->size - lo, vm->ram + lo);
+		ret = kvm_slot_add(vm, 1, KVM_MMIO_HOLE_END, o->size - lo, vm->ram.map + lo);
 	return ret;
 }
 
@@ -207,10 +206,10 @@ void kvm_vm_destroy(struct kvm_vm *vm)
 		close(vm->vm_fd);
 	if (vm->sys_fd >= 0)
 		close(vm->sys_fd);
-	if (vm->ram)
-		munmap(vm->ram, vm->ram_size);
+	if (vm->ram.map)
+		munmap(vm->ram.map, vm->ram.size);
 	vm->vm_fd = vm->sys_fd = -1;
-	vm->ram = NULL;
+	memset(&vm->ram, 0, sizeof(vm->ram));
 }
 
 int kvm_irq_line(int vm_fd, uint32_t gsi, int level)

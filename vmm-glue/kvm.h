@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../blkd/gmem.h"
+#include "ram.h"
 
 #define KVM_TSS_ADDR 0xfffbd000u
 #define KVM_MMIO_HOLE_START 0xc0000000ull   /* 3 GiB */
@@ -29,9 +29,7 @@ struct kvm_vm {
 	int vm_fd;
 	int vcpu_mmap_size;  /* KVM_GET_VCPU_MMAP_SIZE */
 	bool immediate_exit; /* KVM_CAP_IMMEDIATE_EXIT */
-	uint8_t *ram;        /* the whole mapping */
-	uint64_t ram_size;
-	struct gmem mem;     /* slot 0 at 0 (below 3 GiB), slot 1 at 4 GiB (the rest) */
+	struct vm_ram ram;   /* slot 0 at 0 (below 3 GiB), slot 1 at 4 GiB (the rest) */
 };
 
 /*

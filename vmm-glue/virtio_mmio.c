@@ -2,22 +2,24 @@
 /*
  * vmm-glue/virtio_mmio: the virtio-mmio (version 2) transport of a virtio-blk device.
  *
- * Locks: d->lock serializes register accesses (vCPUs); q->lock is held by whoever processes
- * queue q (its I/O thread, or the vCPU kicking it when there is no KVM), and by register
- * writes that start or stop the queue, so a reset waits for the batch in progress. Order:
- * d->lock, then q->lock. The fields I/O threads change themselves (InterruptStatus,
- * DEVICE_NEEDS_RESET in Status) are atomics.
+ * Each queue is a runner (blkd/virtio/vq_runner.h): its I/O thread waits on the queue's
+ * ioeventfd, drains the ring and raises the interrupt through the ops below; without KVM
+ * (no ioeventfd) a QueueNotify write drains the ring on the vCPU that wrote it.
+ *
+ * Locks: d->lock serializes register accesses (vCPUs); q->run.lock is held by whoever
+ * processes queue q (its I/O thread, or the vCPU kicking it when there is no KVM), and by
+ * register writes that start or stop the queue, so a reset waits for the batch in progress.
+ * Order: d->lock, then q->run.lock. The fields I/O threads change themselves
+ * (InterruptStatus, DEVICE_NEEDS_RESET in Status) are atomics.
  *
  * Interrupts are edge-triggered: every notification is one irqfd write (a pulse on the
  * GSI), as in Firecracker; the DSDT declares the line Edge, ActiveHigh (and GSIs 5..15 are
  * edge-triggered ISA lines by default anyway). InterruptStatus only tells the driver why.
  */
-#include "../common/kick.h"
 #include "virtio_mmio.h"
 
 #include <endian.h>
 #include <errno.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +31,8 @@
 #include <linux/virtio_config.h>
 #include <linux/virtio_ids.h>
 #include <linux/virtio_mmio.h>
+
+#include "../blkd/virtio/vq_runner.h"
 
 #define MMIO_MAGIC 0x74726976u    /* "virt" */
 #define MMIO_VERSION 2u
@@ -42,14 +46,11 @@ struct vmmio_queue {
 	/* registers, under d->lock */
 	uint32_t num, ready;
 	uint64_t desc, driver, device;
-	/* processing, under lock */
-	pthread_mutex_t lock;
-	bool active;
-	struct vring_queue vq;
-	/* notification */
+	/* processing: the ring, its lock, the I/O thread */
+	struct vq_runner run;
+	bool active;               /* under run.lock */
 	int kick_fd;               /* ioeventfd, or -1 without KVM (kicks run inline) */
-	pthread_t thread;
-	bool has_thread, has_ioeventfd;
+	bool has_ioeventfd;
 };
 
 struct virtio_mmio {
@@ -80,61 +81,51 @@ static void device_break(struct virtio_mmio *d)
 	irq_raise(d, VIRTIO_MMIO_INT_CONFIG);
 }
 
-/* Drain q; q->lock held. */
-static void queue_run(struct vmmio_queue *q)
-{
-	struct virtio_mmio *d = q->d;
-	bool notify;
-	int ret;
+/* ---- the runner's ops (run.lock held) */
 
-	if (!q->active ||
-	    (__atomic_load_n(&d->status, __ATOMIC_SEQ_CST) & VIRTIO_CONFIG_S_NEEDS_RESET))
-		return;
-	ret = vblk_queue_process(&d->blk, &q->vq, &notify);
-	if (notify)
-		irq_raise(d, VIRTIO_MMIO_INT_VRING);
-	if (ret < 0) {
-		q->active = false;
-		device_break(d);
-	}
+static bool queue_ready(struct vq_runner *r)
+{
+	struct vmmio_queue *q = r->ctx;
+
+	return q->active &&
+	       !(__atomic_load_n(&q->d->status, __ATOMIC_SEQ_CST) & VIRTIO_CONFIG_S_NEEDS_RESET);
 }
 
-static void *queue_thread(void *arg)
+static void queue_notify(struct vq_runner *r)
 {
-	struct vmmio_queue *q = arg;
+	struct vmmio_queue *q = r->ctx;
 
-	while (kick_wait(q->kick_fd, q->d->stop_fd)) {
-		pthread_mutex_lock(&q->lock);
-		queue_run(q);
-		pthread_mutex_unlock(&q->lock);
-	}
-	return NULL;
+	irq_raise(q->d, VIRTIO_MMIO_INT_VRING);
 }
 
-static void queue_kick(struct vmmio_queue *q)
+static void queue_broken(struct vq_runner *r, const char *why)
 {
-	if (q->kick_fd >= 0) {
-		eventfd_write(q->kick_fd, 1);
-		return;
-	}
-	pthread_mutex_lock(&q->lock);
-	queue_run(q);
-	pthread_mutex_unlock(&q->lock);
+	struct vmmio_queue *q = r->ctx;
+
+	(void)why;   /* the driver learns it from DEVICE_NEEDS_RESET */
+	q->active = false;
+	device_break(q->d);
 }
+
+static const struct vq_runner_ops queue_ops = {
+	.ready = queue_ready,
+	.notify = queue_notify,
+	.broken = queue_broken,
+};
 
 static void queue_stop(struct vmmio_queue *q)
 {
-	pthread_mutex_lock(&q->lock);
+	pthread_mutex_lock(&q->run.lock);
 	q->active = false;
-	pthread_mutex_unlock(&q->lock);
+	pthread_mutex_unlock(&q->run.lock);
 }
 
 static void queue_start(struct vmmio_queue *q)
 {
-	pthread_mutex_lock(&q->lock);
+	pthread_mutex_lock(&q->run.lock);
 	q->active = true;
-	pthread_mutex_unlock(&q->lock);
-	queue_kick(q);   /* buffers made available before DRIVER_OK */
+	pthread_mutex_unlock(&q->run.lock);
+	vq_runner_kick(&q->run);   /* buffers made available before DRIVER_OK */
 }
 
 static bool driver_ok(uint32_t status)
@@ -152,7 +143,7 @@ static void device_reset(struct virtio_mmio *d)
 		queue_stop(q);   /* waits for the batch in progress */
 		q->num = q->ready = 0;
 		q->desc = q->driver = q->device = 0;
-		memset(&q->vq, 0, sizeof(q->vq));
+		memset(&q->run.vq, 0, sizeof(q->run.vq));
 		if (q->kick_fd >= 0) {
 			eventfd_t v;
 
@@ -198,10 +189,10 @@ static void queue_ready_write(struct virtio_mmio *d, struct vmmio_queue *q, uint
 	int ret;
 
 	if (v && !q->ready) {
-		pthread_mutex_lock(&q->lock);
-		ret = vblk_ring_setup(&d->blk, &q->vq, d->o.mem, q->num, q->desc, q->driver,
+		pthread_mutex_lock(&q->run.lock);
+		ret = vblk_ring_setup(&d->blk, &q->run.vq, d->o.mem, q->num, q->desc, q->driver,
 				      q->device);
-		pthread_mutex_unlock(&q->lock);
+		pthread_mutex_unlock(&q->run.lock);
 		if (ret < 0) {
 			device_break(d);   /* rings outside guest memory, bad size */
 			return;
@@ -257,7 +248,7 @@ static void reg_write(struct virtio_mmio *d, uint32_t off, uint32_t v)
 		break;
 	case VIRTIO_MMIO_QUEUE_NOTIFY:
 		if (v < d->nq)
-			queue_kick(&d->q[v]);
+			vq_runner_kick(&d->q[v].run);
 		break;
 	case VIRTIO_MMIO_INTERRUPT_ACK:
 		__atomic_fetch_and(&d->isr, ~v, __ATOMIC_SEQ_CST);
@@ -387,13 +378,11 @@ void virtio_mmio_free(struct virtio_mmio *d)
 	for (unsigned i = 0; i < d->nq; i++) {
 		struct vmmio_queue *q = &d->q[i];
 
-		if (q->has_thread)
-			pthread_join(q->thread, NULL);
+		vq_runner_destroy(&q->run);   /* joins the I/O thread */
 		if (q->has_ioeventfd)
 			kvm_ioeventfd(d, q, false);
 		if (q->kick_fd >= 0)
 			close(q->kick_fd);
-		pthread_mutex_destroy(&q->lock);
 	}
 	if (d->has_irqfd)
 		kvm_irqfd(d, false);
@@ -428,10 +417,9 @@ static int kvm_wire(struct virtio_mmio *d)
 		if (ret < 0)
 			return ret;
 		q->has_ioeventfd = true;
-		ret = -pthread_create(&q->thread, NULL, queue_thread, q);
+		ret = vq_runner_start(&q->run, q->kick_fd, d->stop_fd);
 		if (ret < 0)
 			return ret;
-		q->has_thread = true;
 	}
 	return 0;
 }
@@ -455,7 +443,7 @@ int virtio_mmio_blk_new(const struct virtio_mmio_opts *o, struct virtio_mmio **o
 		d->q[i].d = d;
 		d->q[i].idx = i;
 		d->q[i].kick_fd = -1;
-		pthread_mutex_init(&d->q[i].lock, NULL);
+		vq_runner_init(&d->q[i].run, &d->blk, &queue_ops, &d->q[i]);
 	}
 	ret = vblk_dev_init(&d->blk, o->disk, o->num_queues, o->serial);
 	if (!ret && o->vm_fd >= 0)

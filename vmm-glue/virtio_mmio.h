@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * virtio-mmio transport (virtio 1.2 section 4.2, version 2 registers only) for a virtio-blk
- * device whose request logic is blkd/virtio_blk.[ch]. The guest's QueueNotify writes are
+ * device whose request logic is blkd/virtio/virtio_blk.[ch]. The guest's QueueNotify writes are
  * KVM ioeventfds (one per queue, datamatch on the queue index) read by one I/O thread per
  * queue; interrupts are a KVM irqfd on the device's GSI (InterruptStatus bit 0 for used
  * buffers, bit 1 for a configuration change). A vCPU exit for any other register comes in
@@ -15,8 +15,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../blkd/gmem.h"
-#include "../blkd/virtio_blk.h"
+#include "../blkd/virtio/gmem.h"
+#include "../blkd/virtio/virtio_blk.h"
 
 #define VIRTIO_MMIO_WINDOW 0x1000u
 
@@ -24,10 +24,10 @@ struct virtio_mmio;
 
 struct virtio_mmio_opts {
 	int vm_fd;                      /* KVM_IOEVENTFD, KVM_IRQFD */
-	const struct gmem *mem;         /* the guest's memory (borrowed) */
+	const struct gmem *mem;         /* the view of the guest's memory (borrowed; ram.h) */
 	uint64_t base;                  /* guest-physical base of the register window */
 	uint32_t gsi;                   /* the device's interrupt line */
-	const struct vblk_backend *disk;/* the disk (borrowed; see blkd/virtio_blk.h) */
+	const struct vblk_backend *disk;/* the disk (borrowed; see blkd/virtio/virtio_blk.h) */
 	unsigned num_queues;            /* >= 1: VIRTIO_BLK_F_MQ when > 1 */
 	const char *serial;             /* VIRTIO_BLK_T_GET_ID answer (<= 20 bytes), or NULL */
 };

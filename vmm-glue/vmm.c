@@ -24,6 +24,7 @@
 struct vmm {
 	const struct vmm_opts *o;
 	struct kvm_vm vm;
+	struct gmem ram_view;       /* vm.ram as the virtio devices see it (vm_ram_view) */
 	struct boot_kernel kernel;
 	struct serial *serial;
 	struct pio_devs pio;
@@ -134,7 +135,7 @@ static int vmm_acpi(struct vmm *v, uint64_t *rsdp)
 		.devs = devs,
 		.ndevs = v->o->ndisks,
 	};
-	uint8_t *buf = gmem_ptr(&v->vm.mem, BOOT_ACPI_ADDR, BOOT_ACPI_MAX);
+	uint8_t *buf = vm_ram_ptr(&v->vm.ram, BOOT_ACPI_ADDR, BOOT_ACPI_MAX);
 	size_t used;
 	int ret;
 
@@ -160,13 +161,13 @@ static int vmm_load(struct vmm *v)
 	size_t max = BOOT_CMDLINE_MAX;
 	int ret;
 
-	ret = boot_kernel_load(o->kernel, &ko, &v->vm.mem, &v->kernel);
+	ret = boot_kernel_load(o->kernel, &ko, &v->vm.ram, &v->kernel);
 	if (ret)
 		return ret;
 	log_info("kernel %s: %s, entry 0x%llx (loaded at %.1f ms)", o->kernel, v->kernel.how,
 		 (unsigned long long)v->kernel.entry, clock_ms_since(&o->t0));
 	if (o->initrd) {
-		ret = boot_initrd_load(o->initrd, &v->vm.mem, &v->kernel, &l.initrd_addr,
+		ret = boot_initrd_load(o->initrd, &v->vm.ram, &v->kernel, &l.initrd_addr,
 				       &l.initrd_size);
 		if (ret)
 			return ret;
@@ -182,7 +183,7 @@ static int vmm_load(struct vmm *v)
 	ret = vmm_acpi(v, &l.rsdp_addr);
 	if (ret)
 		return ret;
-	ret = boot_memory_setup(&v->vm.mem, &v->kernel, &l, cmdline);
+	ret = boot_memory_setup(&v->vm.ram, &v->kernel, &l, cmdline);
 	if (ret)
 		log_error("boot tables: %s", strerror(-ret));
 	return ret;
@@ -205,10 +206,11 @@ static int vmm_devices(struct vmm *v)
 		log_error("serial console: %s", strerror(-ret));
 		return ret;
 	}
+	vm_ram_view(&v->vm.ram, &v->ram_view);
 	for (unsigned i = 0; i < o->ndisks; i++) {
 		struct virtio_mmio_opts vo = {
 			.vm_fd = v->vm.vm_fd,
-			.mem = &v->vm.mem,
+			.mem = &v->ram_view,
 			.base = BOOT_VIRTIO_BASE + i * VIRTIO_MMIO_WINDOW,
 			.gsi = BOOT_VIRTIO_GSI + i,
 			.disk = &o->disks[i],

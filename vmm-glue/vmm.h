@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "../blkd/virtio_blk.h"
+#include "../blkd/virtio/virtio_blk.h"
 #include "boot.h"
 
 #define VMM_MAX_DISKS 19   /* GSIs 5..23 of the IOAPIC */

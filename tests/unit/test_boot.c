@@ -23,15 +23,15 @@
 
 struct ram {
 	uint8_t *buf;
-	struct gmem mem;
+	struct vm_ram mem;
 };
 
 static void ram_new(struct ram *r, uint64_t size)
 {
 	r->buf = calloc(1, size);
 	assert_non_null(r->buf);
-	r->mem.n = 1;
-	r->mem.r[0] = (struct gmem_region){ .gpa = 0, .size = size, .host = r->buf };
+	r->mem = (struct vm_ram){ .map = r->buf, .size = size, .nslots = 1 };
+	r->mem.slot[0] = (struct vm_ram_slot){ .gpa = 0, .size = size, .host = r->buf };
 }
 
 /* An x86-64 ET_EXEC header with phnum program headers right after it. */
@@ -798,7 +798,7 @@ static void test_elf_mapped(void **state)
 	Elf64_Phdr *ph = (Elf64_Phdr *)(file + sizeof(*eh));
 	char dir[PATH_MAX], path[PATH_MAX + 16];
 	struct boot_kernel k = { 0 };
-	struct gmem mem = { 0 };
+	struct vm_ram mem = { 0 };
 	const char *why = NULL;
 	struct fs_map map;
 	uint64_t seed = 7;
@@ -822,8 +822,8 @@ static void test_elf_mapped(void **state)
 	ram_buf = mmap(NULL, 8u << 20, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	assert_true(ram_buf != MAP_FAILED);
-	mem.n = 1;
-	mem.r[0] = (struct gmem_region){ .gpa = 0, .size = 8u << 20, .host = ram_buf };
+	mem = (struct vm_ram){ .map = ram_buf, .size = 8u << 20, .nslots = 1 };
+	mem.slot[0] = (struct vm_ram_slot){ .gpa = 0, .size = 8u << 20, .host = ram_buf };
 
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	assert_true(fd >= 0);

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* blkd/engine: read order, read-modify-write, zeroes, status, asynchronous requests. */
+/* blkd/engine/engine: read order, read-modify-write, zeroes, status, asynchronous requests. */
 #include "helpers.h"
 
 #include <pthread.h>
 
-#include "../../blkd/engine.h"
+#include "../../blkd/engine/engine.h"
 #include "../../cas/store.h"
 #include "../../ext4gen/layout.h"
 

@@ -13,10 +13,10 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
-#include "../../blkd/engine.h"
-#include "../../blkd/nbd.h"
-#include "../../blkd/nbd_conn.h"
-#include "../../blkd/nbd_proto.h"
+#include "../../blkd/engine/engine.h"
+#include "../../blkd/export/nbd.h"
+#include "../../blkd/export/nbd_conn.h"
+#include "../../blkd/export/nbd_proto.h"
 #include "../../common/log.h"
 
 /* ---- the fake engine */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests for cas/oci_blob.c: digest and media type parsing, strict JSON, archive path
- * normalization, verified small-blob reads, and layer application with on-the-fly digest
- * and diff_id checks (layers made here with libarchive's writer).
+ * Unit tests for cas/import/oci_blob.c and cas/oci_json.c: digest and media type parsing,
+ * strict JSON, archive path normalization, verified small-blob reads, and layer application
+ * with on-the-fly digest and diff_id checks (layers made here with libarchive's writer).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,10 +24,10 @@
 
 #include "../../cas/chunk.h"
 #include "../../cas/chunker.h"
-#include "../../cas/import.h"
-#include "../../cas/oci_blob.h"
+#include "../../cas/import/import.h"
+#include "../../cas/import/oci_blob.h"
 #include "../../cas/store.h"
-#include "../../cas/tree.h"
+#include "../../cas/import/tree.h"
 #include "../../common/sha256.h"
 
 #define HEX64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests for cas/oci_index.c: the sorted chunk -> blob reference list, the image
+ * Unit tests for cas/remote/oci_index.c: the sorted chunk -> blob reference list, the image
  * manifests and image index built from it (exact bytes, determinism, splitting at
  * OCI_INDEX_MAX_LAYERS), their strict parser against hostile documents, and the parsing
  * of a registry's Bearer challenge.
@@ -9,7 +9,7 @@
 
 #include <json-c/json.h>
 
-#include "../../cas/oci_index.h"
+#include "../../cas/remote/oci_index.h"
 #include "../../common/sha256.h"
 
 #define HEX64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests for blkd/overlay: states, data, persistence (close, kill -9), refusals,
+ * Unit tests for blkd/engine/overlay: states, data, persistence (close, kill -9), refusals,
  * deltas (offline, copy-before-write, a concurrent writer stamping sequence numbers)
  * and applying them.
  */
@@ -11,8 +11,8 @@
 #include <stdatomic.h>
 #include <sys/wait.h>
 
-#include "../../blkd/delta.h"
-#include "../../blkd/overlay.h"
+#include "../../blkd/engine/delta.h"
+#include "../../blkd/engine/overlay.h"
 #include "../../common/fsutil.h"
 
 #define BLK OV_BLOCK

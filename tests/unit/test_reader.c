@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests for blkd/reader: the read path over a hand-built layout and a real store. */
+/* Unit tests for blkd/engine/reader: the read path over a hand-built layout and a real store. */
 #include "helpers.h"
 
 #include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../blkd/reader.h"
+#include "../../blkd/engine/reader.h"
 #include "../../cas/chunk.h"
 #include "../../cas/plain.h"
 #include "../../cas/store.h"

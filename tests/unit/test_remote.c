@@ -13,7 +13,7 @@
 #include <sys/socket.h>
 
 #include "../../cas/chunk.h"
-#include "../../cas/remote.h"
+#include "../../cas/remote/remote.h"
 #include "../../cas/source.h"
 #include "../../cas/store.h"
 #include "../../common/log.h"

@@ -7,9 +7,9 @@
 #include "helpers.h"
 
 #include "../../cas/trace.h"
-#include "../../blkd/trace_record.h"
-#include "../../blkd/trace_index.h"
-#include "../../blkd/trace_plan.h"
+#include "../../blkd/coldstart/trace_record.h"
+#include "../../blkd/coldstart/trace_index.h"
+#include "../../blkd/coldstart/trace_plan.h"
 #include "../../common/sha256.h"
 
 #define BLK 4096u

@@ -3,7 +3,7 @@
 #include "helpers.h"
 
 #include "../../cas/manifest.h"
-#include "../../cas/tree.h"
+#include "../../cas/import/tree.h"
 
 static struct tree_node *put(struct tree *t, struct tree_node *dir, const char *name,
 			     uint32_t layer, uint8_t type)

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* blkd/virtio_blk: requests built in a fake guest memory, served from a raw disk file. */
+/* blkd/virtio/virtio_blk: requests built in a fake guest memory, served from a raw disk file. */
 #include "helpers.h"
 
 #include <endian.h>
 #include <linux/virtio_blk.h>
 #include <linux/virtio_config.h>
 
-#include "../../blkd/virtio_blk.h"
+#include "../../blkd/virtio/virtio_blk.h"
 #include "virtq_guest.h"
 
 #define DISK (1u << 20)

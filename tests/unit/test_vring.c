@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* blkd/vring: the device side of split virtqueues against hostile drivers. */
+/* blkd/virtio/vring: the device side of split virtqueues against hostile drivers. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "../../blkd/vring.h"
+#include "../../blkd/virtio/vring.h"
 #include "virtq_guest.h"
 
 static struct vring_chain chain;

@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../blkd/gmem.h"
-#include "../../blkd/vring.h"
+#include "../../blkd/virtio/gmem.h"
+#include "../../blkd/virtio/vring.h"
 #include "../../common/le.h"
 
 #define TG_GPA 0x40000000ull

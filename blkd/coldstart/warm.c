@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+#include "warm.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../common/log.h"
+#include "trace_plan.h"
+
+struct blkd_warm {
+	struct layout *l;
+	struct manifest *m;
+	struct cas_source *src;
+	struct blkd_prefetch *p;
+	uint64_t files, found;
+};
+
+static int warm_plan(const struct blkd_warm_opts *o, struct blkd_warm *w,
+		     struct trace_plan **plan)
+{
+	int ret = o->trace_path ? trace_plan_manifest(o->manifest_path, w->l, o->layout_path,
+						       &w->m) : 0;
+
+	if (!ret)
+		ret = trace_plan_load(o->trace_path, w->m, w->l, o->all, plan);
+	if (ret)
+		return ret; /* it said why */
+	w->files = (*plan)->files;
+	w->found = (*plan)->files_found;
+	return 0;
+}
+
+int blkd_warm_start(const struct blkd_warm_opts *o, struct blkd_warm **out)
+{
+	struct blkd_warm *w = calloc(1, sizeof(*w));
+	struct blkd_prefetch_opts po = { .background = false };
+	struct trace_plan *plan;
+	const char *why = NULL;
+	int ret;
+
+	if (!w)
+		return -ENOMEM;
+	ret = layout_open(o->layout_path, &w->l, &why);
+	if (ret) {
+		log_error("%s: %s", o->layout_path, why ? why : strerror(-ret));
+		goto fail;
+	}
+	ret = warm_plan(o, w, &plan);
+	if (ret)
+		goto fail;
+	ret = cas_source_open(&o->src, &w->src);
+	if (ret) {
+		trace_plan_free(plan);
+		goto fail; /* it said why */
+	}
+	po.threads = o->src.concurrency ? o->src.concurrency : REMOTE_CONCURRENCY_DEFAULT;
+	ret = blkd_prefetch_start(w->src, w->l, plan, &po, &w->p);
+	if (ret) {
+		log_error("cannot start fetching: %s", strerror(-ret));
+		goto fail;
+	}
+	*out = w;
+	return 0;
+fail:
+	blkd_warm_free(w);
+	return ret;
+}
+
+struct blkd_prefetch *blkd_warm_prefetch(struct blkd_warm *w)
+{
+	return w->p;
+}
+
+void blkd_warm_files(const struct blkd_warm *w, uint64_t *files, uint64_t *found)
+{
+	*files = w->files;
+	*found = w->found;
+}
+
+void blkd_warm_free(struct blkd_warm *w)
+{
+	if (!w)
+		return;
+	blkd_prefetch_free(w->p);
+	cas_source_close(w->src);
+	manifest_free(w->m);
+	layout_close(w->l);
+	free(w);
+}

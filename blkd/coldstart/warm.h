@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lazyblk warm: fill a store (a cache of a remote) with an image's chunks before it boots —
+ * a trace's chunks in its order, then, if asked, every other chunk — through the same
+ * prefetch threads as serve --prefetch, but in the foreground and at full priority. Chunks
+ * are written atomically one by one, so a warm stopped at any point leaves a consistent
+ * cache, and a second one fetches only what is missing.
+ */
+#ifndef LZ_BLKD_WARM_H
+#define LZ_BLKD_WARM_H
+
+#include <stdbool.h>
+
+#include "../../cas/source.h"
+#include "prefetch.h"
+
+struct blkd_warm_opts {
+	const char *layout_path;
+	const char *manifest_path;   /* needed with trace_path */
+	const char *trace_path;      /* NULL: no trace */
+	bool all;
+	struct cas_source_opts src;
+};
+
+struct blkd_warm;
+
+/*
+ * Open everything and start fetching. Prints one error line on failure (through the
+ * logger): a trace of another image, a manifest that is not the layout's, a store or remote
+ * that cannot be used.
+ */
+int blkd_warm_start(const struct blkd_warm_opts *o, struct blkd_warm **out);
+struct blkd_prefetch *blkd_warm_prefetch(struct blkd_warm *w);
+/* Files the trace read, and those found in this image (0, 0 without a trace). */
+void blkd_warm_files(const struct blkd_warm *w, uint64_t *files, uint64_t *found);
+void blkd_warm_free(struct blkd_warm *w);
+
+#endif

@@ -1,0 +1,756 @@
+/* SPDX-License-Identifier: MIT */
+#include "engine.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../cas/store.h"
+#include "../../common/log.h"
+#include "../../ext4gen/layout.h"
+#include "overlay.h"
+#include "reader.h"
+#include "../coldstart/prefetch.h"
+#include "../coldstart/trace_record.h"
+#include "../coldstart/trace_plan.h"
+
+#define STRIPES 256
+#define WORKERS 4
+#define STATUS_MAX_BLOCKS (1u << 16)   /* one status reply covers at most 256 MiB */
+#define MEM_CACHE_DEFAULT (256ull << 20)
+#define READAHEAD_CHUNKS 16  /* sequential reads: chunks loaded ahead, at most */
+
+struct blkd_engine {
+	struct layout *layout;
+	struct cas_source *src;        /* store, remote */
+	struct overlay *ov;             /* NULL: read-only */
+	struct blkd_reader *reader;     /* thread-safe, single-flight chunk loads */
+	struct manifest *manifest;      /* NULL unless traces need it */
+	struct trace_recorder *trace;   /* NULL: not recording */
+	char *trace_path;
+	struct timespec t0;             /* opened: traces count time from here */
+	struct blkd_prefetch *prefetch; /* NULL: none */
+	uint8_t *prefetched;            /* layout chunk -> prefetched (1), then used (2) */
+	pthread_mutex_t stripe[STRIPES]; /* read-modify-write of one block at a time */
+	uint64_t size;
+	bool read_only;
+	/* asynchronous requests: a FIFO served by WORKERS threads, started on first use */
+	pthread_mutex_t q_lock;
+	pthread_cond_t q_cond;
+	struct blkd_req *q_head, *q_tail;
+	pthread_t workers[WORKERS];
+	unsigned n_workers;
+	bool q_stop;
+	/* counters (atomic) */
+	uint64_t reads, writes, flushes, discards, read_bytes, write_bytes;
+	uint64_t overlay_hits, meta_hits, chunk_hits, zero_hits, in_flight;
+};
+
+#define INC(field, v) __atomic_add_fetch(&(field), (v), __ATOMIC_RELAXED)
+#define GET(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
+
+/* The manifest (checked against the layout) and the recorder, when asked for. */
+static int engine_trace_open(struct blkd_engine *e, const struct blkd_engine_opts *o)
+{
+	const char *why = NULL;
+	int ret;
+
+	if (!o->manifest_path)
+		return o->trace_record || o->prefetch_trace ? -EINVAL : 0;
+	ret = trace_plan_manifest(o->manifest_path, e->layout, o->layout_path, &e->manifest);
+	if (ret || !o->trace_record)
+		return ret;
+	e->trace_path = strdup(o->trace_record);
+	if (!e->trace_path)
+		return -ENOMEM;
+	ret = trace_recorder_new(e->layout, e->manifest, &e->t0, &e->trace, &why);
+	if (ret)
+		log_error("cannot record a trace: %s", why ? why : strerror(-ret));
+	return ret;
+}
+
+/* --prefetch TRACE / --prefetch-all: the plan, checked, and its threads started. */
+static int engine_prefetch_start(struct blkd_engine *e, const struct blkd_engine_opts *o)
+{
+	struct blkd_prefetch_opts po = { .background = true };
+	struct trace_plan *plan;
+	int ret;
+
+	if (!o->prefetch_trace && !o->prefetch_all)
+		return 0;
+	ret = trace_plan_load(o->prefetch_trace, e->manifest, e->layout, o->prefetch_all, &plan);
+	if (ret)
+		return ret; /* it said why */
+	if (o->prefetch_trace && !plan->same_image)
+		log_info("%s: recorded on another version of this image: %llu of its %llu files "
+			 "are here", o->prefetch_trace, (unsigned long long)plan->files_found,
+			 (unsigned long long)plan->files);
+	e->prefetched = calloc(e->layout->hdr.chunk_count ? e->layout->hdr.chunk_count : 1, 1);
+	if (!e->prefetched) {
+		trace_plan_free(plan);
+		return -ENOMEM;
+	}
+	blkd_reader_set_marks(e->reader, e->prefetched);
+	po.marks = e->prefetched;
+	po.threads = (o->fetch_concurrency ? o->fetch_concurrency : REMOTE_CONCURRENCY_DEFAULT) / 2;
+	ret = blkd_prefetch_start(e->src, e->layout, plan, &po, &e->prefetch);
+	if (ret)
+		log_error("cannot start the prefetch: %s", strerror(-ret));
+	return ret;
+}
+
+int blkd_engine_trace_finish(struct blkd_engine *e, const char *path, uint64_t *records,
+			     const char **why)
+{
+	if (why)
+		*why = NULL;
+	if (!e->trace)
+		return -ENOENT;
+	return trace_recorder_finish(e->trace, path ? path : e->trace_path, records,
+				     why ? why : &(const char *){ NULL });
+}
+
+const char *blkd_engine_trace_path(const struct blkd_engine *e)
+{
+	return e->trace ? e->trace_path : NULL;
+}
+
+int blkd_engine_open(const struct blkd_engine_opts *o, struct blkd_engine **out)
+{
+	struct blkd_engine *e = calloc(1, sizeof(*e));
+	const char *why = NULL;
+	int ret;
+
+	if (!e)
+		return -ENOMEM;
+	clock_gettime(CLOCK_MONOTONIC, &e->t0);
+	for (int i = 0; i < STRIPES; i++)
+		pthread_mutex_init(&e->stripe[i], NULL);
+	pthread_mutex_init(&e->q_lock, NULL);
+	pthread_cond_init(&e->q_cond, NULL);
+	ret = layout_open(o->layout_path, &e->layout, &why);
+	if (ret) {
+		log_error("%s: %s", o->layout_path, why ? why : strerror(-ret));
+		goto fail;
+	}
+	e->size = e->layout->hdr.block_count * BLKD_BLOCK;
+	{
+		struct cas_source_opts so = {
+			.store_dir = o->store_dir,
+			.remote_url = o->remote_url,
+			.cache_size = o->cache_size,
+			.concurrency = o->fetch_concurrency,
+			.timeout_ms = o->fetch_timeout_ms,
+			.retries = o->fetch_retries,
+			.no_plain = o->no_plain,
+		};
+
+		ret = cas_source_open(&so, &e->src);
+		if (ret)
+			goto fail; /* it said why */
+	}
+	ret = blkd_reader_new(e->layout, e->src, o->mem_cache ? o->mem_cache : MEM_CACHE_DEFAULT,
+			      &e->reader);
+	if (!ret && o->readahead >= 0 && (o->readahead > 0 || !o->prefetch_trace))
+		ret = blkd_reader_readahead(e->reader, o->readahead > 0 ? (unsigned)o->readahead :
+						       o->fetch_concurrency ? o->fetch_concurrency :
+						       READAHEAD_CHUNKS);
+	if (ret) {
+		log_error("cannot start the reader: %s", strerror(-ret));
+		goto fail;
+	}
+	ret = engine_trace_open(e, o);
+	if (!ret)
+		ret = engine_prefetch_start(e, o);
+	if (ret)
+		goto fail; /* it said why */
+	e->read_only = o->read_only || !o->overlay_path;
+	if (o->overlay_path) {
+		ret = overlay_open(o->overlay_path, e->size, e->layout->digest, !o->read_only,
+				   &e->ov, &why);
+		if (ret) {
+			log_error("%s: %s", o->overlay_path, why ? why : strerror(-ret));
+			goto fail;
+		}
+	}
+	*out = e;
+	return 0;
+fail:
+	blkd_engine_close(e);
+	return ret;
+}
+
+static void workers_stop(struct blkd_engine *e)
+{
+	pthread_mutex_lock(&e->q_lock);
+	e->q_stop = true;
+	pthread_cond_broadcast(&e->q_cond);
+	pthread_mutex_unlock(&e->q_lock);
+	for (unsigned i = 0; i < e->n_workers; i++)
+		pthread_join(e->workers[i], NULL);
+	e->n_workers = 0;
+}
+
+void blkd_engine_close(struct blkd_engine *e)
+{
+	if (!e)
+		return;
+	workers_stop(e); /* queued requests complete first */
+	blkd_prefetch_free(e->prefetch);
+	if (e->ov && !e->read_only)
+		overlay_flush(e->ov);
+	overlay_close(e->ov);
+	blkd_reader_free(e->reader);
+	trace_recorder_free(e->trace);
+	free(e->prefetched);
+	free(e->trace_path);
+	manifest_free(e->manifest);
+	cas_source_close(e->src);
+	layout_close(e->layout);
+	for (int i = 0; i < STRIPES; i++)
+		pthread_mutex_destroy(&e->stripe[i]);
+	pthread_cond_destroy(&e->q_cond);
+	pthread_mutex_destroy(&e->q_lock);
+	free(e);
+}
+
+uint64_t blkd_engine_size(const struct blkd_engine *e) { return e->size; }
+bool blkd_engine_read_only(const struct blkd_engine *e) { return e->read_only; }
+
+static bool range_ok(const struct blkd_engine *e, uint64_t off, uint64_t len)
+{
+	return off % BLKD_SECTOR == 0 && len % BLKD_SECTOR == 0 && off <= e->size &&
+	       len <= e->size - off;
+}
+
+/*
+ * What the base holds at consecutive blocks: one binary search per table to start, then
+ * the cursor only moves forward (blocks must be asked for in increasing order).
+ */
+enum base_kind { BASE_META, BASE_DATA, BASE_ZERO };
+
+struct base_cursor {
+	size_t meta, data;   /* first meta / data run ending after the last block asked for */
+};
+
+static void base_seek(const struct blkd_engine *e, struct base_cursor *c, uint64_t lba)
+{
+	c->meta = layout_meta_run_at(e->layout, lba);
+	c->data = layout_data_run_at(e->layout, lba * BLKD_BLOCK);
+}
+
+static enum base_kind base_next(const struct blkd_engine *e, struct base_cursor *c, uint64_t lba)
+{
+	const struct layout *l = e->layout;
+
+	while (c->meta < l->hdr.meta_run_count &&
+	       l->meta_runs[c->meta].lba + l->meta_runs[c->meta].count <= lba)
+		c->meta++;
+	if (c->meta < l->hdr.meta_run_count && l->meta_runs[c->meta].lba <= lba)
+		return BASE_META;
+	while (c->data < l->hdr.data_run_count &&
+	       layout_data_run_pos(&l->data_runs[c->data]) + l->data_runs[c->data].len <=
+		       lba * BLKD_BLOCK)
+		c->data++;
+	if (c->data < l->hdr.data_run_count &&
+	    layout_data_run_pos(&l->data_runs[c->data]) < (lba + 1) * BLKD_BLOCK)
+		return BASE_DATA;
+	return BASE_ZERO;
+}
+
+/* Statistics of blocks [first, first+n) read from the base: counted locally, added once. */
+static void count_base(struct blkd_engine *e, uint64_t first, uint64_t n)
+{
+	uint64_t hits[3] = { 0 };
+	struct base_cursor c;
+
+	base_seek(e, &c, first);
+	for (uint64_t b = first; b < first + n; b++)
+		hits[base_next(e, &c, b)]++;
+	INC(e->meta_hits, hits[BASE_META]);
+	INC(e->chunk_hits, hits[BASE_DATA]);
+	INC(e->zero_hits, hits[BASE_ZERO]);
+}
+
+/* Read [off, off+len) without taking stripe locks. */
+static int read_range(struct blkd_engine *e, uint64_t off, uint64_t len, uint8_t *buf)
+{
+	while (len) {
+		uint64_t block = off / BLKD_BLOCK, in = off % BLKD_BLOCK, run = 1, bytes;
+		enum ov_state st = OV_CLEAN;
+		int ret;
+
+		if (e->ov)
+			run = overlay_run(e->ov, block, &st);
+		else
+			run = (e->size - off + BLKD_BLOCK - 1) / BLKD_BLOCK;
+		bytes = run * BLKD_BLOCK - in;
+		if (bytes > len)
+			bytes = len;
+		if (st == OV_ZERO) {
+			memset(buf, 0, bytes);
+			INC(e->zero_hits, (bytes + BLKD_BLOCK - 1) / BLKD_BLOCK);
+		} else if (st == OV_DIRTY) {
+			uint64_t nblk = (in + bytes + BLKD_BLOCK - 1) / BLKD_BLOCK;
+
+			if (in == 0 && bytes % BLKD_BLOCK == 0) {
+				ret = overlay_read(e->ov, block, (uint32_t)nblk, buf);
+			} else {
+				uint8_t *tmp = malloc(nblk * BLKD_BLOCK);
+
+				if (!tmp)
+					return -ENOMEM;
+				ret = overlay_read(e->ov, block, (uint32_t)nblk, tmp);
+				if (!ret)
+					memcpy(buf, tmp + in, bytes);
+				free(tmp);
+			}
+			if (ret)
+				return ret;
+			INC(e->overlay_hits, nblk);
+		} else {
+			if (e->trace)
+				trace_recorder_touch(e->trace, off, bytes);
+			ret = blkd_reader_read(e->reader, off, buf, bytes);
+			if (ret)
+				return ret;
+			count_base(e, block, (in + bytes + BLKD_BLOCK - 1) / BLKD_BLOCK);
+		}
+		off += bytes;
+		buf += bytes;
+		len -= bytes;
+	}
+	return 0;
+}
+
+int blkd_engine_read(struct blkd_engine *e, uint64_t off, uint32_t len, void *buf)
+{
+	int ret;
+
+	if (!range_ok(e, off, len))
+		return -EINVAL;
+	INC(e->in_flight, 1);
+	ret = read_range(e, off, len, buf);
+	__atomic_sub_fetch(&e->in_flight, 1, __ATOMIC_RELAXED);
+	INC(e->reads, 1);
+	INC(e->read_bytes, len);
+	return ret;
+}
+
+/* Lock the stripes of blocks [first, first+n) in ascending stripe order. */
+static void stripes_lock(struct blkd_engine *e, uint64_t first, uint64_t n, bool lock)
+{
+	uint8_t want[STRIPES] = { 0 };
+
+	if (n >= STRIPES) {
+		memset(want, 1, sizeof(want));
+	} else {
+		for (uint64_t b = first; b < first + n; b++)
+			want[b % STRIPES] = 1;
+	}
+	for (int i = 0; i < STRIPES; i++) {
+		if (!want[i])
+			continue;
+		if (lock)
+			pthread_mutex_lock(&e->stripe[i]);
+		else
+			pthread_mutex_unlock(&e->stripe[i]);
+	}
+}
+
+/*
+ * Apply [off, off+len) of new content (data, or zeros when data is NULL) to the overlay:
+ * whole blocks directly, partial blocks by read-modify-write of that one block.
+ */
+static int apply(struct blkd_engine *e, uint64_t off, uint64_t len, const uint8_t *data)
+{
+	uint64_t first = off / BLKD_BLOCK, last = (off + len - 1) / BLKD_BLOCK;
+	uint8_t *blk = NULL;
+	int ret = 0;
+
+	stripes_lock(e, first, last - first + 1, true);
+	while (len && !ret) {
+		uint64_t block = off / BLKD_BLOCK, in = off % BLKD_BLOCK;
+
+		if (in == 0 && len >= BLKD_BLOCK) {
+			uint64_t n = len / BLKD_BLOCK;
+
+			if (n > UINT32_MAX / BLKD_BLOCK)
+				n = UINT32_MAX / BLKD_BLOCK;
+			ret = data ? overlay_write(e->ov, block, (uint32_t)n, data)
+				   : overlay_zero(e->ov, block, n);
+			off += n * BLKD_BLOCK;
+			len -= n * BLKD_BLOCK;
+			if (data)
+				data += n * BLKD_BLOCK;
+			continue;
+		}
+		/* a partial block: the worst case is this one block copied */
+		uint64_t part = BLKD_BLOCK - in < len ? BLKD_BLOCK - in : len;
+
+		if (!blk && !(blk = malloc(BLKD_BLOCK))) {
+			ret = -ENOMEM;
+			break;
+		}
+		ret = read_range(e, block * BLKD_BLOCK, BLKD_BLOCK, blk);
+		if (ret)
+			break;
+		if (data)
+			memcpy(blk + in, data, part);
+		else
+			memset(blk + in, 0, part);
+		ret = overlay_write(e->ov, block, 1, blk);
+		off += part;
+		len -= part;
+		if (data)
+			data += part;
+	}
+	stripes_lock(e, first, last - first + 1, false);
+	free(blk);
+	return ret;
+}
+
+int blkd_engine_write(struct blkd_engine *e, uint64_t off, uint32_t len, const void *buf, bool fua)
+{
+	int ret;
+
+	if (!range_ok(e, off, len))
+		return -EINVAL;
+	if (e->read_only)
+		return -EPERM;
+	if (!len)
+		return 0;
+	INC(e->in_flight, 1);
+	ret = apply(e, off, len, buf);
+	if (!ret && fua)
+		ret = overlay_flush(e->ov);
+	__atomic_sub_fetch(&e->in_flight, 1, __ATOMIC_RELAXED);
+	INC(e->writes, 1);
+	INC(e->write_bytes, len);
+	return ret;
+}
+
+int blkd_engine_flush(struct blkd_engine *e)
+{
+	INC(e->flushes, 1);
+	if (e->read_only || !e->ov)
+		return 0;
+	return overlay_flush(e->ov);
+}
+
+int blkd_engine_write_zeroes(struct blkd_engine *e, uint64_t off, uint64_t len)
+{
+	if (!range_ok(e, off, len))
+		return -EINVAL;
+	if (e->read_only)
+		return -EPERM;
+	INC(e->discards, 1);
+	return len ? apply(e, off, len, NULL) : 0;
+}
+
+int blkd_engine_discard(struct blkd_engine *e, uint64_t off, uint64_t len)
+{
+	uint64_t a = (off + BLKD_BLOCK - 1) / BLKD_BLOCK * BLKD_BLOCK;
+	uint64_t b = (off + len) / BLKD_BLOCK * BLKD_BLOCK;
+
+	if (!range_ok(e, off, len))
+		return -EINVAL;
+	if (e->read_only)
+		return -EPERM;
+	INC(e->discards, 1);
+	/* only whole blocks are dropped; the edges keep their data (allowed for trim) */
+	return b > a ? apply(e, a, b - a, NULL) : 0;
+}
+
+int blkd_engine_status(struct blkd_engine *e, enum blkd_status_ctx ctx, uint64_t off,
+		       uint64_t len, blkd_status_fn cb, void *arg)
+{
+	uint64_t end, block;
+	uint32_t cur = UINT32_MAX;
+	uint64_t start = off;
+	struct base_cursor base;
+	int ret;
+
+	if (!range_ok(e, off, len) || !len)
+		return -EINVAL;
+	base_seek(e, &base, off / BLKD_BLOCK);
+	end = off + len;
+	if ((end - off) / BLKD_BLOCK > STATUS_MAX_BLOCKS)
+		end = (off / BLKD_BLOCK + STATUS_MAX_BLOCKS) * BLKD_BLOCK;
+	for (block = off / BLKD_BLOCK; block * BLKD_BLOCK < end; block++) {
+		enum ov_state st = e->ov ? overlay_state(e->ov, block) : OV_CLEAN;
+		uint32_t flags;
+
+		if (ctx == BLKD_CTX_DIRTY)
+			flags = st != OV_CLEAN ? BLKD_STATUS_DIRTY : 0;
+		else if (st == OV_DIRTY)
+			flags = 0;
+		else if (st == OV_ZERO)
+			flags = BLKD_STATUS_HOLE | BLKD_STATUS_ZERO;
+		else
+			flags = base_next(e, &base, block) != BASE_ZERO
+					? 0
+					: BLKD_STATUS_HOLE | BLKD_STATUS_ZERO;
+		if (cur != UINT32_MAX && flags != cur) {
+			uint64_t pos = block * BLKD_BLOCK;
+
+			ret = cb(arg, start, pos - start, cur);
+			if (ret)
+				return ret > 0 ? 0 : ret;
+			start = pos;
+		}
+		cur = flags;
+	}
+	if (end > e->size)
+		end = e->size;
+	ret = cb(arg, start, end - start, cur);
+	return ret < 0 ? ret : 0;
+}
+
+int blkd_engine_snapshot(struct blkd_engine *e, const char *delta_path, uint64_t *dirty,
+			 uint64_t *zero, const char **why)
+{
+	struct overlay_snapshot *s;
+	uint64_t d, z;
+	int ret;
+
+	if (why)
+		*why = NULL;
+	if (!e->ov) {
+		if (why)
+			*why = "the disk has no overlay (serve it with --overlay)";
+		return -ENOENT;
+	}
+	ret = overlay_snapshot_begin(e->ov, delta_path, &s, why);
+	if (ret)
+		return ret;
+	overlay_snapshot_counts(s, &d, &z);
+	ret = overlay_snapshot_end(s, why);
+	if (ret)
+		return ret;
+	if (dirty)
+		*dirty = d;
+	if (zero)
+		*zero = z;
+	return 0;
+}
+
+void blkd_engine_get_stats(struct blkd_engine *e, struct blkd_engine_stats *st)
+{
+	struct blkd_reader_stats rs;
+
+	memset(st, 0, sizeof(*st));
+	st->reads = GET(e->reads);
+	st->writes = GET(e->writes);
+	st->flushes = GET(e->flushes);
+	st->discards = GET(e->discards);
+	st->read_bytes = GET(e->read_bytes);
+	st->write_bytes = GET(e->write_bytes);
+	st->overlay_hits = GET(e->overlay_hits);
+	st->meta_hits = GET(e->meta_hits);
+	st->chunk_hits = GET(e->chunk_hits);
+	st->zero_hits = GET(e->zero_hits);
+	st->in_flight = GET(e->in_flight);
+	blkd_reader_stats(e->reader, &rs);
+	st->chunk_loads = rs.chunk_loads;
+	st->chunk_cache_hits = rs.cache_hits;
+	st->chunk_loaded_bytes = rs.loaded_bytes;
+	st->store_read_bytes = rs.store_bytes;
+	st->chunk_readahead = rs.readahead;
+	cas_source_get_stats(e->src, &st->cas);
+	st->prefetch_hits = rs.marked_hits;
+	if (e->prefetch) {
+		st->has_prefetch = true;
+		blkd_prefetch_get_stats(e->prefetch, &st->prefetch);
+	}
+	if (e->ov) {
+		struct overlay_stats os;
+
+		overlay_get_stats(e->ov, &os);
+		st->dirty_blocks = os.dirty_blocks;
+		st->zero_blocks = os.zero_blocks;
+		st->snapshot_copies = os.snapshot_copies;
+	}
+}
+
+#define U(x) ((unsigned long long)(x))
+
+static void print_cas_json(FILE *f, const struct cas_source_stats *c)
+{
+	const struct remote_stats *r = &c->remote;
+
+	fprintf(f, ",\"disk_hits\":%llu,\"disk_bytes\":%llu,\"verify_failures\":%llu,"
+		   "\"remote_fetches\":%llu,\"remote_bytes\":%llu,\"remote_requests\":%llu,"
+		   "\"remote_retries\":%llu,\"remote_failures\":%llu,\"remote_not_found\":%llu,"
+		   "\"fetch_ms_p50\":%.3f,\"fetch_ms_p90\":%.3f,\"fetch_ms_p99\":%.3f,"
+		   "\"fetch_ms_max\":%.3f,\"cache_limit_bytes\":%llu,\"cache_used_bytes\":%llu,"
+		   "\"cache_evictions\":%llu,\"cache_evicted_bytes\":%llu,\"plain_hits\":%llu,"
+		   "\"plain_bytes\":%llu,\"plain_writes\":%llu,\"plain_write_failures\":%llu,"
+		   "\"plain_bad\":%llu",
+		U(c->disk_hits), U(c->disk_bytes), U(c->verify_failures), U(c->remote_fetches),
+		U(r->fetched_bytes), U(r->requests), U(r->retries), U(r->failures), U(r->not_found),
+		r->lat_p50_us / 1e3, r->lat_p90_us / 1e3, r->lat_p99_us / 1e3, r->lat_max_us / 1e3,
+		U(c->cache_limit), U(c->cache_used), U(c->cache_evictions),
+		U(c->cache_evicted_bytes), U(c->plain_hits), U(c->plain_bytes), U(c->plain_writes),
+		U(c->plain_write_failures), U(c->plain_bad));
+}
+
+void blkd_engine_print_cas_stats(const struct cas_source_stats *c, FILE *f)
+{
+	const struct remote_stats *r = &c->remote;
+
+	fprintf(f, "store      %llu chunks read (%llu bytes), %llu failed verification\n",
+		U(c->disk_hits), U(c->disk_bytes), U(c->verify_failures));
+	if (c->has_remote)
+		fprintf(f, "remote     %llu chunks fetched (%llu bytes) in %llu requests, %llu retries, "
+			   "%llu failed, %llu not found; fetch ms p50 %.1f p90 %.1f p99 %.1f "
+			   "max %.1f\n",
+			U(c->remote_fetches), U(r->fetched_bytes), U(r->requests), U(r->retries),
+			U(r->failures), U(r->not_found), r->lat_p50_us / 1e3, r->lat_p90_us / 1e3,
+			r->lat_p99_us / 1e3, r->lat_max_us / 1e3);
+	if (c->has_plain)
+		fprintf(f, "plain      %llu chunks from plain copies (%llu bytes), %llu written, "
+			   "%llu not written, %llu bad (removed)\n",
+			U(c->plain_hits), U(c->plain_bytes), U(c->plain_writes),
+			U(c->plain_write_failures), U(c->plain_bad));
+	if (c->has_cache)
+		fprintf(f, "cache      %llu of %llu bytes used, %llu chunks evicted (%llu bytes)\n",
+			U(c->cache_used), U(c->cache_limit), U(c->cache_evictions),
+			U(c->cache_evicted_bytes));
+}
+
+void blkd_engine_print_stats(struct blkd_engine *e, FILE *f, bool json)
+{
+	struct blkd_engine_stats s;
+
+	blkd_engine_get_stats(e, &s);
+	if (json) {
+		fprintf(f, "{\"reads\":%llu,\"writes\":%llu,\"flushes\":%llu,\"discards\":%llu,"
+			   "\"read_bytes\":%llu,\"write_bytes\":%llu,\"blocks_from_overlay\":%llu,"
+			   "\"blocks_from_metadata\":%llu,\"blocks_from_chunks\":%llu,"
+			   "\"blocks_zero\":%llu,\"chunk_loads\":%llu,\"chunk_cache_hits\":%llu,"
+			   "\"chunk_loaded_bytes\":%llu,\"store_read_bytes\":%llu,\"chunk_readahead\":%llu,"
+			   "\"dirty_blocks\":%llu,\"zero_blocks\":%llu,\"snapshot_copies\":%llu,"
+			   "\"in_flight\":%llu",
+			U(s.reads), U(s.writes), U(s.flushes), U(s.discards), U(s.read_bytes),
+			U(s.write_bytes), U(s.overlay_hits), U(s.meta_hits), U(s.chunk_hits),
+			U(s.zero_hits), U(s.chunk_loads), U(s.chunk_cache_hits),
+			U(s.chunk_loaded_bytes), U(s.store_read_bytes), U(s.chunk_readahead),
+			U(s.dirty_blocks),
+			U(s.zero_blocks), U(s.snapshot_copies), U(s.in_flight));
+		print_cas_json(f, &s.cas);
+		fprintf(f, ",\"prefetch\":%s,\"prefetch_planned\":%llu,\"prefetch_done\":%llu,"
+			   "\"prefetch_fetched\":%llu,\"prefetch_fetched_bytes\":%llu,"
+			   "\"prefetch_present\":%llu,\"prefetch_failed\":%llu,"
+			   "\"prefetch_cache_full\":%s,\"prefetch_finished\":%s,"
+			   "\"prefetch_hits\":%llu,\"prefetch_joins\":%llu,\"fetch_joins\":%llu",
+			s.has_prefetch ? "true" : "false", U(s.prefetch.planned), U(s.prefetch.done),
+			U(s.prefetch.fetched), U(s.prefetch.fetched_bytes), U(s.prefetch.present),
+			U(s.prefetch.failed), s.prefetch.cache_full ? "true" : "false",
+			s.prefetch.finished ? "true" : "false", U(s.prefetch_hits),
+			U(s.cas.bg_joins), U(s.cas.joins));
+		fputs("}\n", f);
+		return;
+	}
+	fprintf(f, "requests   %llu reads (%llu bytes), %llu writes (%llu bytes), %llu flushes, "
+		   "%llu discards, %llu in flight\n",
+		U(s.reads), U(s.read_bytes), U(s.writes), U(s.write_bytes), U(s.flushes),
+		U(s.discards), U(s.in_flight));
+	fprintf(f, "blocks     %llu from the overlay, %llu metadata, %llu from chunks, %llu zero\n",
+		U(s.overlay_hits), U(s.meta_hits), U(s.chunk_hits), U(s.zero_hits));
+	fprintf(f, "chunks     %llu misses loaded (%llu bytes read, %llu decompressed, %llu read "
+		   "ahead), %llu memory cache hits\n",
+		U(s.chunk_loads), U(s.store_read_bytes), U(s.chunk_loaded_bytes),
+		U(s.chunk_readahead), U(s.chunk_cache_hits));
+	blkd_engine_print_cas_stats(&s.cas, f);
+	if (s.has_prefetch)
+		fprintf(f, "prefetch   %llu of %llu chunks walked: %llu fetched (%llu bytes), %llu "
+			   "there already, %llu failed%s%s; %llu demand reads used a prefetched chunk, "
+			   "%llu joined a prefetch under way\n",
+			U(s.prefetch.done), U(s.prefetch.planned), U(s.prefetch.fetched),
+			U(s.prefetch.fetched_bytes), U(s.prefetch.present), U(s.prefetch.failed),
+			s.prefetch.cache_full ? ", stopped at the cache bound" : "",
+			s.prefetch.finished ? "" : ", running", U(s.prefetch_hits),
+			U(s.cas.bg_joins));
+	fprintf(f, "overlay    %llu dirty blocks, %llu zeroed blocks\n", U(s.dirty_blocks),
+		U(s.zero_blocks));
+}
+
+/* ------------------------------------------------------------ asynchronous requests */
+
+static int run_req(struct blkd_engine *e, struct blkd_req *r)
+{
+	switch (r->op) {
+	case BLKD_OP_READ:
+		return r->len > UINT32_MAX ? -EINVAL
+					   : blkd_engine_read(e, r->off, (uint32_t)r->len, r->buf);
+	case BLKD_OP_WRITE:
+		return r->len > UINT32_MAX ? -EINVAL
+					   : blkd_engine_write(e, r->off, (uint32_t)r->len, r->buf,
+							       r->fua);
+	case BLKD_OP_FLUSH:
+		return blkd_engine_flush(e);
+	case BLKD_OP_DISCARD:
+		return blkd_engine_discard(e, r->off, r->len);
+	case BLKD_OP_WRITE_ZEROES:
+		return blkd_engine_write_zeroes(e, r->off, r->len);
+	}
+	return -EINVAL;
+}
+
+static void *worker(void *arg)
+{
+	struct blkd_engine *e = arg;
+
+	for (;;) {
+		struct blkd_req *r;
+
+		pthread_mutex_lock(&e->q_lock);
+		while (!e->q_head && !e->q_stop)
+			pthread_cond_wait(&e->q_cond, &e->q_lock);
+		r = e->q_head;
+		if (!r) {
+			pthread_mutex_unlock(&e->q_lock);
+			return NULL; /* stopping, and the queue is drained */
+		}
+		e->q_head = r->next;
+		if (!e->q_head)
+			e->q_tail = NULL;
+		pthread_mutex_unlock(&e->q_lock);
+		r->next = NULL;
+		r->done(r, run_req(e, r));
+	}
+}
+
+int blkd_engine_submit(struct blkd_engine *e, struct blkd_req *req)
+{
+	int ret = 0;
+
+	if (!req || !req->done || req->op > BLKD_OP_WRITE_ZEROES)
+		return -EINVAL;
+	pthread_mutex_lock(&e->q_lock);
+	if (e->q_stop) {
+		ret = -ESHUTDOWN;
+		goto out;
+	}
+	while (e->n_workers < WORKERS) {
+		if (pthread_create(&e->workers[e->n_workers], NULL, worker, e) != 0)
+			break;
+		e->n_workers++;
+	}
+	if (!e->n_workers) {
+		ret = -EAGAIN;
+		goto out;
+	}
+	req->next = NULL;
+	if (e->q_tail)
+		e->q_tail->next = req;
+	else
+		e->q_head = req;
+	e->q_tail = req;
+	pthread_cond_signal(&e->q_cond);
+out:
+	pthread_mutex_unlock(&e->q_lock);
+	return ret;
+}

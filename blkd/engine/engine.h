@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The block engine: the disk a layout describes, with its writes in an overlay.
+ * read:  overlay (dirty → its data, zeroed → zeros) → layout metadata → chunk data
+ *        (verified) → zeros.
+ * write: whole blocks go to the overlay; a partial block is read, merged and written
+ *        whole (never more than one block copied).
+ * Every export (NBD, vhost-user, virtio in the VMM) drives this API. Thread-safe.
+ */
+#ifndef LZ_BLKD_ENGINE_H
+#define LZ_BLKD_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../../cas/source.h"
+#include "../coldstart/prefetch.h"
+#include "../sector.h"
+
+#define BLKD_BLOCK 4096u
+
+struct blkd_engine_opts {
+	const char *layout_path;
+	const char *store_dir;
+	const char *overlay_path;  /* NULL: a read-only disk */
+	uint64_t mem_cache;        /* decompressed chunk cache bytes (0: 256 MiB) */
+	bool read_only;
+	/* remote tier (see cas/source.h): the store becomes a cache in front of it */
+	const char *remote_url;    /* NULL: the store is the only tier */
+	uint64_t cache_size;       /* > 0: bound the store as a cache */
+	unsigned fetch_concurrency, fetch_timeout_ms;  /* 0: defaults */
+	int fetch_retries;         /* 0: default, < 0: none */
+	/* boot traces (trace.h): both need the manifest the layout was made from */
+	const char *manifest_path;
+	const char *trace_record;  /* record first touches, written here (blkd_engine_trace_finish) */
+	const char *prefetch_trace; /* replay this trace's chunks in the background */
+	bool prefetch_all;         /* then every other chunk of the layout */
+	/*
+	 * Chunks loaded ahead of sequential reads: 0 default (the fetch concurrency, 16), < 0
+	 * none. By default none with a trace prefetch (it knows what comes next, and read-ahead
+	 * would fetch untraced chunks at demand priority).
+	 */
+	int readahead;
+	bool no_plain;             /* no plain tier (cas/source.h) */
+};
+
+struct blkd_engine;
+
+/* Prints one error line on failure. */
+int blkd_engine_open(const struct blkd_engine_opts *o, struct blkd_engine **out);
+void blkd_engine_close(struct blkd_engine *e);
+uint64_t blkd_engine_size(const struct blkd_engine *e);
+bool blkd_engine_read_only(const struct blkd_engine *e);
+
+/* Offsets and lengths: multiples of 512, inside the disk (-EINVAL otherwise). */
+int blkd_engine_read(struct blkd_engine *e, uint64_t off, uint32_t len, void *buf);
+int blkd_engine_write(struct blkd_engine *e, uint64_t off, uint32_t len, const void *buf,
+		      bool fua);
+int blkd_engine_flush(struct blkd_engine *e);
+int blkd_engine_discard(struct blkd_engine *e, uint64_t off, uint64_t len);
+int blkd_engine_write_zeroes(struct blkd_engine *e, uint64_t off, uint64_t len);
+
+/*
+ * Status of [off, off+len) (at most 256 MiB per call; the extents may stop short of
+ * len): cb(arg, off, len, flags) for consecutive extents; cb returns 0 to go on, > 0 to
+ * stop early, < 0 to fail (returned as is).
+ */
+#define BLKD_STATUS_HOLE 1u   /* base:allocation: not allocated */
+#define BLKD_STATUS_ZERO 2u   /* base:allocation: reads as zeros */
+#define BLKD_STATUS_DIRTY 1u  /* lazyblk:dirty: written since the base (or zeroed) */
+enum blkd_status_ctx { BLKD_CTX_ALLOCATION, BLKD_CTX_DIRTY };
+typedef int (*blkd_status_fn)(void *arg, uint64_t off, uint64_t len, uint32_t flags);
+int blkd_engine_status(struct blkd_engine *e, enum blkd_status_ctx ctx, uint64_t off,
+		       uint64_t len, blkd_status_fn cb, void *arg);
+
+/*
+ * Asynchronous requests: blkd_engine_submit() queues req and returns at once; an engine
+ * thread runs it and calls req->done(req, result) exactly once (result as the synchronous
+ * call would return). req must stay valid until then. Requests are independent: the
+ * caller orders them (e.g. a flush after the writes it covers have completed).
+ */
+enum blkd_op {
+	BLKD_OP_READ,
+	BLKD_OP_WRITE,
+	BLKD_OP_FLUSH,
+	BLKD_OP_DISCARD,
+	BLKD_OP_WRITE_ZEROES,
+};
+
+struct blkd_req {
+	enum blkd_op op;
+	bool fua;
+	uint64_t off, len;
+	void *buf;                 /* read into / write from (len bytes) */
+	void (*done)(struct blkd_req *req, int ret);
+	void *priv;                /* the caller's */
+	struct blkd_req *next;     /* the engine's */
+};
+
+/* -EINVAL for a bad op or a NULL done; -ESHUTDOWN once the engine is closing. */
+int blkd_engine_submit(struct blkd_engine *e, struct blkd_req *req);
+
+/*
+ * Point-in-time delta of the overlay (see overlay_snapshot): every write completed before
+ * the call and none after, while requests go on. dirty/zero (may be NULL) get the blocks
+ * it records. Prints nothing; on failure *why (may be NULL) gets a reason or NULL (then
+ * strerror of the result). -ENOENT: the engine has no overlay.
+ */
+int blkd_engine_snapshot(struct blkd_engine *e, const char *delta_path, uint64_t *dirty,
+			 uint64_t *zero, const char **why);
+
+/*
+ * Stop recording and write the trace to the --trace-record path (or to path, if not NULL).
+ * -ENOENT: not recording; -EALREADY: written already. *records gets the count written.
+ * Prints nothing; *why (may be NULL) gets a reason or NULL.
+ */
+int blkd_engine_trace_finish(struct blkd_engine *e, const char *path, uint64_t *records,
+			     const char **why);
+/* The path the trace goes to (NULL: not recording). */
+const char *blkd_engine_trace_path(const struct blkd_engine *e);
+
+struct blkd_engine_stats {
+	uint64_t reads, writes, flushes, discards;
+	uint64_t read_bytes, write_bytes;
+	uint64_t overlay_hits, meta_hits, chunk_hits, zero_hits;   /* blocks read per tier */
+	uint64_t chunk_loads, chunk_cache_hits;  /* misses (loaded from the store), hits */
+	uint64_t chunk_loaded_bytes, store_read_bytes;
+	uint64_t chunk_readahead;  /* of the loads, those made ahead of the reads (read-ahead) */
+	uint64_t dirty_blocks, zero_blocks;
+	uint64_t snapshot_copies;  /* blocks writers saved into a running snapshot first */
+	uint64_t in_flight;
+	struct cas_source_stats cas;  /* store, remote and disk cache tiers */
+	bool has_prefetch;
+	struct blkd_prefetch_stats prefetch;
+	uint64_t prefetch_hits;       /* chunks loaded for a read that a prefetch brought in */
+};
+void blkd_engine_get_stats(struct blkd_engine *e, struct blkd_engine_stats *st);
+/* Human lines, or one JSON object when json. */
+void blkd_engine_print_stats(struct blkd_engine *e, FILE *f, bool json);
+/* The store/remote/cache lines of the above (also used by lazyblk export). */
+void blkd_engine_print_cas_stats(const struct cas_source_stats *c, FILE *f);
+
+#endif

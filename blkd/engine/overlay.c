@@ -1,0 +1,536 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The overlay: OVERLAY (sparse data, block i at i * 4096) and OVERLAY.state (a header and
+ * 2 bits per block). Data is read and written outside any lock; a state change updates
+ * the in-memory bitmap and writes the bytes it touched back to the state file under the
+ * mutex, so the file never goes back to an older value and kill -9 loses nothing the
+ * kernel has. Data is written before its block is marked dirty: a block is never dirty
+ * with data that was not written.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../common/uring.h"
+#include "../../common/crc32c.h"
+#include "../../common/fsutil.h"
+#include "overlay_int.h"
+
+static int bad(const char **why, const char *msg)
+{
+	if (why)
+		*why = msg;
+	return -EBADMSG;
+}
+
+/* ------------------------------------------------------------------ bitmaps */
+
+/* The mask of the 2-bit states [first, last) of a word (0 <= first < last <= 32). */
+static uint64_t state_mask(unsigned int first, unsigned int last)
+{
+	uint64_t m = last - first == 32 ? ~0ULL : (1ULL << (2 * (last - first))) - 1;
+
+	return m << (2 * first);
+}
+
+uint64_t ov_bits_run(const uint64_t *words, uint64_t blocks, uint64_t b, enum ov_state *st)
+{
+	size_t nw = ov_words(blocks), w = (size_t)(b / 32);
+	enum ov_state s = ov_get(words, b);
+	uint64_t pat = (uint64_t)s * OV_LO, diff, end;
+
+	diff = (words[w] ^ pat) >> (2 * (b % 32));
+	if (diff) {
+		end = b + (uint64_t)__builtin_ctzll(diff) / 2;
+	} else {
+		for (w++; w < nw && words[w] == pat; w++)
+			;
+		end = w < nw ? (uint64_t)w * 32 + (uint64_t)__builtin_ctzll(words[w] ^ pat) / 2
+			     : (uint64_t)nw * 32;
+	}
+	if (st)
+		*st = s;
+	return (end < blocks ? end : blocks) - b;
+}
+
+bool ov_bits_set(uint64_t *words, uint64_t b, uint64_t n, enum ov_state st, uint64_t *dirty,
+		 uint64_t *zero)
+{
+	uint64_t pat = (uint64_t)st * OV_LO, end = b + n;
+	bool changed = false;
+
+	while (b < end) {
+		size_t w = (size_t)(b / 32);
+		uint64_t base = (uint64_t)w * 32;
+		unsigned int first = (unsigned int)(b - base);
+		unsigned int last = end - base < 32 ? (unsigned int)(end - base) : 32;
+		uint64_t m = state_mask(first, last), old = words[w];
+		uint64_t new = (old & ~m) | (pat & m);
+
+		if (old != new) {
+			*dirty += ov_count_dirty(new & m) - ov_count_dirty(old & m);
+			*zero += ov_count_zero(new & m) - ov_count_zero(old & m);
+			words[w] = new;
+			changed = true;
+		}
+		b = base + last;
+	}
+	return changed;
+}
+
+/* ------------------------------------------------------------------ state file */
+
+static uint32_t state_crc(const struct ov_state_header *hdr)
+{
+	struct ov_state_header h = *hdr;
+
+	h.header_crc = 0;
+	return crc32c(~0u, &h, sizeof(h));
+}
+
+void ov_state_header_init(struct ov_state_header *h, uint64_t disk_bytes,
+			  const uint8_t digest[SHA256_LEN])
+{
+	memset(h, 0, sizeof(*h));
+	memcpy(h->magic, OV_STATE_MAGIC, sizeof(h->magic));
+	h->version = OV_STATE_VERSION;
+	h->block_size = OV_BLOCK;
+	h->disk_bytes = disk_bytes;
+	h->block_count = disk_bytes / OV_BLOCK;
+	memcpy(h->layout_digest, digest, SHA256_LEN);
+	h->header_crc = state_crc(h);
+}
+
+int ov_state_fill(int fd, uint64_t disk_bytes, const uint8_t digest[SHA256_LEN],
+		  const uint64_t *words)
+{
+	size_t bytes = ov_words(disk_bytes / OV_BLOCK) * sizeof(uint64_t);
+	uint8_t block[OV_STATE_HDR] = { 0 };
+	int ret;
+
+	ov_state_header_init((struct ov_state_header *)block, disk_bytes, digest);
+	ret = fs_pwrite_full(fd, block, sizeof(block), 0);
+	if (!ret && words)
+		ret = fs_pwrite_full(fd, words, bytes, OV_STATE_HDR);
+	if (!ret && ftruncate(fd, (off_t)(OV_STATE_HDR + bytes)) < 0)
+		ret = -errno;
+	if (!ret && (fchmod(fd, 0644) < 0 || fsync(fd) < 0))
+		ret = -errno;
+	return ret;
+}
+
+int ov_state_path(const char *path, char *buf, size_t len)
+{
+	return snprintf(buf, len, "%s.state", path) >= (int)len ? -ENAMETOOLONG : 0;
+}
+
+/* The header against what the caller expects (want_* may be NULL / 0: anything). */
+static int state_check_header(const struct ov_state_header *h, uint64_t size,
+			      uint64_t want_bytes, const uint8_t *want_digest, const char **why)
+{
+	uint64_t need;
+
+	if (h->version != OV_STATE_VERSION)
+		return bad(why, "unsupported overlay state version");
+	if (h->header_crc != state_crc(h))
+		return bad(why, "state header checksum mismatch (file corrupt)");
+	if (h->block_size != OV_BLOCK || h->flags)
+		return bad(why, "unsupported block size or flags in the state file");
+	if (!h->block_count || h->block_count > OV_MAX_BLOCKS ||
+	    h->disk_bytes != h->block_count * OV_BLOCK)
+		return bad(why, "bad disk size in the state file (file corrupt)");
+	for (size_t i = 0; i < sizeof(h->reserved); i++)
+		if (h->reserved[i])
+			return bad(why, "state header reserved bytes not zero (file corrupt)");
+	if (want_digest && memcmp(h->layout_digest, want_digest, SHA256_LEN))
+		return bad(why, "overlay belongs to another layout");
+	if (want_bytes && h->disk_bytes != want_bytes)
+		return bad(why, "overlay is for a disk of another size");
+	need = OV_STATE_HDR + ov_words(h->block_count) * sizeof(uint64_t);
+	if (size != need)
+		return bad(why, size < need ? "truncated state file"
+					    : "trailing garbage after the state bitmap");
+	return 0;
+}
+
+/* Every state valid (no 3), padding clean; counts. */
+static int state_check_bits(struct overlay *ov, const char **why)
+{
+	size_t nw = ov_words(ov->blocks);
+	unsigned int tail = (unsigned int)(ov->blocks % 32);
+
+	for (size_t w = 0; w < nw; w++) {
+		uint64_t x = ov->words[w];
+
+		if (x & (x >> 1) & OV_LO)
+			return bad(why, "invalid block state in the state file (file corrupt)");
+		ov->dirty += ov_count_dirty(x);
+		ov->zero += ov_count_zero(x);
+	}
+	if (tail && (ov->words[nw - 1] & ~state_mask(0, tail)))
+		return bad(why, "state bitmap padding not clean (file corrupt)");
+	return 0;
+}
+
+static int state_load(struct overlay *ov, uint64_t want_bytes, const uint8_t *want_digest,
+		      const char **why)
+{
+	struct ov_state_header h;
+	struct stat st;
+	size_t bytes;
+	int ret;
+
+	if (fstat(ov->state_fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return bad(why, "state file is not a regular file");
+	if ((uint64_t)st.st_size < sizeof(h.magic))
+		return bad(why, "truncated state file");
+	ret = fs_pread_full(ov->state_fd, &h,
+			    (uint64_t)st.st_size < sizeof(h) ? sizeof(h.magic) : sizeof(h), 0);
+	if (ret)
+		return ret;
+	if (memcmp(h.magic, OV_STATE_MAGIC, sizeof(h.magic)))
+		return bad(why, "bad magic (not a lazyblk overlay state file)");
+	if ((uint64_t)st.st_size < OV_STATE_HDR)
+		return bad(why, "truncated state file");
+	ret = state_check_header(&h, (uint64_t)st.st_size, want_bytes, want_digest, why);
+	if (ret)
+		return ret;
+	ov->blocks = h.block_count;
+	ov->disk_bytes = h.disk_bytes;
+	memcpy(ov->digest, h.layout_digest, SHA256_LEN);
+	bytes = ov_words(ov->blocks) * sizeof(uint64_t);
+	ov->words = malloc(bytes);
+	if (!ov->words)
+		return -ENOMEM;
+	ret = fs_pread_full(ov->state_fd, ov->words, bytes, OV_STATE_HDR);
+	return ret ? ret : state_check_bits(ov, why);
+}
+
+/* ------------------------------------------------------------------ open / create */
+
+/*
+ * Make OVERLAY (sized, sparse) and then OVERLAY.state (written aside, fsync'ed, linked
+ * into place so that a racing creator's file is never replaced). An OVERLAY left by an
+ * interrupted creation (nothing allocated) is reused; anything else is not ours.
+ */
+static int ov_create(const char *path, const char *state_path, uint64_t disk_bytes,
+		     const uint8_t digest[SHA256_LEN], const char **why)
+{
+	char tmp[PATH_MAX], dir[PATH_MAX];
+	struct stat st;
+	int fd, ret = 0;
+
+	if (stat(path, &st) == 0) {
+		if (!S_ISREG(st.st_mode) || st.st_blocks ||
+		    (st.st_size && (uint64_t)st.st_size != disk_bytes))
+			return bad(why, "file exists without a state file (not a lazyblk overlay)");
+	} else if (errno != ENOENT) {
+		return -errno;
+	}
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)disk_bytes) < 0 || fsync(fd) < 0)
+		ret = -errno;
+	close(fd);
+	if (ret)
+		return ret;
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", state_path) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ret = ov_state_fill(fd, disk_bytes, digest, NULL);
+	close(fd);
+	if (!ret && link(tmp, state_path) < 0 && errno != EEXIST)
+		ret = -errno;
+	unlink(tmp);
+	if (ret)
+		return ret;
+	fs_dirname(path, dir, sizeof(dir));
+	return fs_fsync_dir(dir);
+}
+
+static int ov_open_data(struct overlay *ov, const char **why)
+{
+	struct stat st;
+
+	ov->fd = open(ov->path, (ov->read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+	if (ov->fd < 0) {
+		if (errno == ENOENT)
+			return bad(why, "overlay data file missing (only its .state file exists)");
+		return -errno;
+	}
+	if (fstat(ov->fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return bad(why, "overlay data file is not a regular file");
+	if ((uint64_t)st.st_size != ov->disk_bytes)
+		return bad(why, "overlay data file has the wrong size (truncated or foreign)");
+	return 0;
+}
+
+static int ov_init_locks(struct overlay *ov)
+{
+	pthread_rwlockattr_t a;
+	int ret;
+
+	ret = pthread_rwlockattr_init(&a);
+	if (ret)
+		return -ret;
+	pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	ret = pthread_rwlock_init(&ov->io_lock, &a);
+	pthread_rwlockattr_destroy(&a);
+	if (ret)
+		return -ret;
+	pthread_mutex_init(&ov->lock, NULL);
+	pthread_cond_init(&ov->cow_done, NULL);
+	return 0;
+}
+
+static void ov_free(struct overlay *ov)
+{
+	if (ov->fd >= 0)
+		close(ov->fd);
+	if (ov->state_fd >= 0)
+		close(ov->state_fd);
+	free(ov->words);
+	free(ov->path);
+	free(ov);
+}
+
+static int ov_open(const char *path, bool read_only, bool create, uint64_t want_bytes,
+		   const uint8_t *want_digest, struct overlay **out, const char **why)
+{
+	char state_path[PATH_MAX];
+	struct overlay *ov;
+	int ret;
+
+	*out = NULL;
+	if (why)
+		*why = NULL;
+	ret = ov_state_path(path, state_path, sizeof(state_path));
+	if (ret)
+		return ret;
+	ov = calloc(1, sizeof(*ov));
+	if (!ov)
+		return -ENOMEM;
+	ov->fd = ov->state_fd = -1;
+	ov->read_only = read_only;
+	ov->path = strdup(path);
+	if (!ov->path) {
+		ov_free(ov);
+		return -ENOMEM;
+	}
+	ov->state_fd = open(state_path, (read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+	if (ov->state_fd < 0 && errno == ENOENT) {
+		if (!create) {
+			ret = access(path, F_OK) < 0 ? -ENOENT
+			      : bad(why, "state file missing (not a lazyblk overlay, or an interrupted apply)");
+		} else {
+			ret = ov_create(path, state_path, want_bytes, want_digest, why);
+			if (!ret) {
+				ov->state_fd = open(state_path, O_RDWR | O_CLOEXEC);
+				ret = ov->state_fd < 0 ? -errno : 0;
+			}
+		}
+	} else if (ov->state_fd < 0) {
+		ret = -errno;
+	}
+	if (!ret && flock(ov->state_fd, (read_only ? LOCK_SH : LOCK_EX) | LOCK_NB) < 0) {
+		ret = -errno;
+		if (ret == -EWOULDBLOCK) {
+			ret = -EBUSY;
+			if (why)
+				*why = "overlay is in use by another process";
+		}
+	}
+	if (!ret)
+		ret = state_load(ov, want_bytes, want_digest, why);
+	if (!ret)
+		ret = ov_open_data(ov, why);
+	if (!ret)
+		ret = ov_init_locks(ov);
+	if (ret) {
+		ov_free(ov);
+		return ret;
+	}
+	*out = ov;
+	return 0;
+}
+
+int overlay_open(const char *path, uint64_t disk_bytes, const uint8_t layout_digest[SHA256_LEN],
+		 bool create, struct overlay **out, const char **why)
+{
+	if (!disk_bytes || disk_bytes % OV_BLOCK || disk_bytes / OV_BLOCK > OV_MAX_BLOCKS)
+		return -EINVAL;
+	return ov_open(path, false, create, disk_bytes, layout_digest, out, why);
+}
+
+int overlay_open_existing(const char *path, bool read_only, struct overlay **out,
+			  const char **why)
+{
+	return ov_open(path, read_only, false, 0, NULL, out, why);
+}
+
+void overlay_close(struct overlay *ov)
+{
+	if (!ov)
+		return;
+	pthread_cond_destroy(&ov->cow_done);
+	pthread_mutex_destroy(&ov->lock);
+	pthread_rwlock_destroy(&ov->io_lock);
+	ov_free(ov);
+}
+
+uint64_t overlay_blocks(const struct overlay *ov)
+{
+	return ov->blocks;
+}
+
+const uint8_t *overlay_layout_digest(const struct overlay *ov)
+{
+	return ov->digest;
+}
+
+uint64_t overlay_disk_bytes(const struct overlay *ov)
+{
+	return ov->disk_bytes;
+}
+
+/* ------------------------------------------------------------------ state */
+
+enum ov_state overlay_state(struct overlay *ov, uint64_t block)
+{
+	enum ov_state s;
+
+	if (block >= ov->blocks)
+		return OV_CLEAN;
+	pthread_mutex_lock(&ov->lock);
+	s = ov_get(ov->words, block);
+	pthread_mutex_unlock(&ov->lock);
+	return s;
+}
+
+uint64_t overlay_run(struct overlay *ov, uint64_t block, enum ov_state *state)
+{
+	uint64_t n;
+
+	if (block >= ov->blocks) {
+		if (state)
+			*state = OV_CLEAN;
+		return 1;
+	}
+	pthread_mutex_lock(&ov->lock);
+	n = ov_bits_run(ov->words, ov->blocks, block, state);
+	pthread_mutex_unlock(&ov->lock);
+	return n;
+}
+
+/* Mark [b, b + n) and write the bytes of the state file that changed. */
+static int ov_mark(struct overlay *ov, uint64_t b, uint64_t n, enum ov_state st, bool write)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&ov->lock);
+	if (ov_bits_set(ov->words, b, n, st, &ov->dirty, &ov->zero)) {
+		uint64_t first = b / 32 * 8, last = (b + n - 1) / 32 * 8 + 8;
+
+		ret = fs_pwrite_full(ov->state_fd, (const uint8_t *)ov->words + first,
+				     (size_t)(last - first), (off_t)(OV_STATE_HDR + first));
+		if (ret && !ov->state_err)
+			ov->state_err = ret;
+	}
+	if (write)
+		ov->writes++;
+	pthread_mutex_unlock(&ov->lock);
+	return ret;
+}
+
+static int ov_check(struct overlay *ov, uint64_t block, uint64_t n)
+{
+	if (ov->read_only)
+		return -EROFS;
+	if (!n || block >= ov->blocks || n > ov->blocks - block)
+		return -EINVAL;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ I/O */
+
+int overlay_read(struct overlay *ov, uint64_t block, uint32_t n, void *buf)
+{
+	if (!n || block >= ov->blocks || n > ov->blocks - block)
+		return -EINVAL;
+	return uring_pread_full(ov->fd, buf, (size_t)n * OV_BLOCK, (off_t)(block * OV_BLOCK));
+}
+
+int overlay_write(struct overlay *ov, uint64_t block, uint32_t n, const void *buf)
+{
+	int ret = ov_check(ov, block, n);
+
+	if (ret)
+		return ret;
+	pthread_rwlock_rdlock(&ov->io_lock);
+	ov_snapshot_cow(ov, block, n);
+	ret = uring_pwrite_full(ov->fd, buf, (size_t)n * OV_BLOCK, (off_t)(block * OV_BLOCK));
+	if (!ret)
+		ret = ov_mark(ov, block, n, OV_DIRTY, true);
+	pthread_rwlock_unlock(&ov->io_lock);
+	return ret;
+}
+
+int overlay_zero(struct overlay *ov, uint64_t block, uint64_t n)
+{
+	int ret = ov_check(ov, block, n);
+
+	if (ret)
+		return ret;
+	pthread_rwlock_rdlock(&ov->io_lock);
+	ov_snapshot_cow(ov, block, n);
+	/* Zeroed blocks read as zeros whatever the file holds: the hole only frees space. */
+	if (fallocate(ov->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)(block * OV_BLOCK),
+		      (off_t)(n * OV_BLOCK)) < 0 && errno != EOPNOTSUPP && errno != ENOSYS)
+		ret = -errno;
+	if (!ret)
+		ret = ov_mark(ov, block, n, OV_ZERO, true);
+	pthread_rwlock_unlock(&ov->io_lock);
+	return ret;
+}
+
+int overlay_flush(struct overlay *ov)
+{
+	int ret = 0;
+
+	if (ov->read_only)
+		return 0;
+	/* the data first, then the states that point at it */
+	ret = uring_fdatasync(ov->fd);
+	if (!ret)
+		ret = uring_fdatasync(ov->state_fd);
+	pthread_mutex_lock(&ov->lock);
+	ov->flushes++;
+	if (!ret)
+		ret = ov->state_err;
+	pthread_mutex_unlock(&ov->lock);
+	return ret;
+}
+
+void overlay_get_stats(struct overlay *ov, struct overlay_stats *st)
+{
+	pthread_mutex_lock(&ov->lock);
+	st->dirty_blocks = ov->dirty;
+	st->zero_blocks = ov->zero;
+	st->writes = ov->writes;
+	st->flushes = ov->flushes;
+	st->snapshot_copies = ov->snapshot_copies;
+	pthread_mutex_unlock(&ov->lock);
+}

@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The copy-on-write overlay of a served disk: OVERLAY is a sparse file the size of the
+ * disk (block i at offset i * 4096) holding the blocks the guest wrote; OVERLAY.state
+ * records, per 4 KiB block, whether it is clean (read the base), dirty (read OVERLAY) or
+ * zeroed (reads as zeros; its range of OVERLAY is a hole), and the digest of the layout
+ * the overlay belongs to. Format in docs/formats.md.
+ *
+ * Durability: every state change is written to OVERLAY.state as it happens (so kill -9
+ * loses nothing the kernel has); overlay_flush() makes the data durable first and then
+ * the state, so after a host crash a block is never marked dirty with stale data.
+ * Thread-safe.
+ */
+#ifndef LZ_BLKD_OVERLAY_H
+#define LZ_BLKD_OVERLAY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../../common/sha256.h"
+
+#define OV_BLOCK 4096u
+
+enum ov_state {
+	OV_CLEAN = 0,
+	OV_DIRTY = 1,
+	OV_ZERO = 2,
+};
+
+struct overlay;
+
+/*
+ * Open OVERLAY (and OVERLAY.state); with create, make both if missing. An existing
+ * overlay must be for the same layout digest and disk size: otherwise -EBADMSG / why
+ * ("overlay belongs to another layout", "truncated state file", ...).
+ */
+int overlay_open(const char *path, uint64_t disk_bytes, const uint8_t layout_digest[SHA256_LEN],
+		 bool create, struct overlay **out, const char **why);
+void overlay_close(struct overlay *ov);
+/*
+ * Open an existing overlay for the layout its state file records (overlay_layout_digest,
+ * overlay_disk_bytes): lazyblk snapshot and overlay show use it without the layout.
+ * read_only: writes fail with -EROFS and several readers may share the overlay.
+ * An overlay open for writing is locked (flock) against every other open: a second
+ * opener gets -EBUSY / "overlay is in use by another process".
+ */
+int overlay_open_existing(const char *path, bool read_only, struct overlay **out,
+			  const char **why);
+const uint8_t *overlay_layout_digest(const struct overlay *ov);
+uint64_t overlay_disk_bytes(const struct overlay *ov);
+
+uint64_t overlay_blocks(const struct overlay *ov);
+enum ov_state overlay_state(struct overlay *ov, uint64_t block);
+/* Length (in blocks, >= 1) of the run of equal state starting at block. */
+uint64_t overlay_run(struct overlay *ov, uint64_t block, enum ov_state *state);
+
+/* Whole blocks only; the caller does any read-modify-write. */
+int overlay_read(struct overlay *ov, uint64_t block, uint32_t n, void *buf);
+int overlay_write(struct overlay *ov, uint64_t block, uint32_t n, const void *buf);
+/* Punch the range out of OVERLAY and mark it zeroed. */
+int overlay_zero(struct overlay *ov, uint64_t block, uint64_t n);
+/* Data, then state, durable. */
+int overlay_flush(struct overlay *ov);
+
+struct overlay_stats {
+	uint64_t dirty_blocks, zero_blocks;
+	uint64_t writes, flushes;
+	uint64_t snapshot_copies;  /* blocks writers copied into a running snapshot first */
+};
+void overlay_get_stats(struct overlay *ov, struct overlay_stats *st);
+
+/*
+ * Deltas (snapshots): the dirty and zeroed blocks of an overlay, as one file.
+ * overlay_snapshot() writes a point-in-time delta: blocks whose state or data change
+ * while it runs are saved as they were when it started (writers copy the old block to
+ * the delta first), so it holds every write completed before the call and none after.
+ */
+int overlay_snapshot(struct overlay *ov, const char *delta_path, const char **why);
+/*
+ * overlay_snapshot() in two steps: begin captures the point in time (it waits for the
+ * writes in flight and pauses new ones only while it copies the state bitmap), end
+ * copies the blocks and commits DELTA (atomically: DELTA.tmp.XXXXXX, fsync, rename).
+ * A server may acknowledge a snapshot request once begin returns. One at a time per
+ * overlay (-EBUSY). end frees s whatever it returns.
+ */
+struct overlay_snapshot;
+int overlay_snapshot_begin(struct overlay *ov, const char *delta_path,
+			   struct overlay_snapshot **out, const char **why);
+int overlay_snapshot_end(struct overlay_snapshot *s, const char **why);
+/* Between begin and end: the dirty and zeroed blocks captured (what the delta records). */
+void overlay_snapshot_counts(const struct overlay_snapshot *s, uint64_t *dirty,
+			     uint64_t *zero);
+/* Start (or overwrite) an overlay from a delta: the new overlay's state and data are the
+ * delta's, for the same layout. */
+int overlay_apply_delta(const char *delta_path, const char *overlay_path,
+			const uint8_t layout_digest[SHA256_LEN], uint64_t disk_bytes,
+			const char **why);
+
+#endif

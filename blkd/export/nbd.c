@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The NBD server: listen on a unix socket or a TCP address, give every client a thread
+ * (at most max_conns at once; more are refused), stop when *stop is set. On stop the
+ * clients' receive sides are shut so that they finish the requests they hold; a client
+ * that does not read its replies within NBD_STOP_GRACE_MS is cut off.
+ *
+ * The server owns the client sockets: a client thread shuts its socket down when it is
+ * done (the client sees the end at once) and the accept loop closes it after joining the
+ * thread, so no descriptor is ever shut down after its number was reused.
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../common/log.h"
+#include "../../common/sock.h"
+#include "nbd.h"
+#include "nbd_conn.h"
+
+#define NBD_DEFAULT_CONNS 16u
+#define NBD_POLL_MS 100
+#define NBD_STOP_GRACE_MS 5000
+
+/* SO_RCVTIMEO on fd (0: none); a socketpair or socket takes it, anything else ignores it. */
+static void recv_timeout(int fd, int seconds)
+{
+	struct timeval tv = { seconds, 0 };
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+}
+
+int nbd_conn_run(const struct nbd_export *x, int fd, unsigned id)
+{
+	struct nbd_session s = { .x = x, .fd = fd, .id = id };
+	int ret;
+
+	/* a client that connects and says nothing does not hold its slot for ever */
+	recv_timeout(fd, NBD_HANDSHAKE_TIMEOUT_S);
+	ret = nbd_handshake(&s);
+	recv_timeout(fd, 0);
+	if (ret == 0) {
+		log_info("nbd: client %u: transmission phase (%s replies)", id,
+			 s.structured ? "structured" : "simple");
+		ret = nbd_transmit(&s);
+	} else if (ret == 1) {
+		ret = 0;
+	}
+	return ret == -ENODATA ? 0 : ret;
+}
+
+struct client {
+	pthread_t thread;
+	int fd;                    /* -1: the slot is free */
+	unsigned id;
+	int done;                  /* set (atomically) by the thread as it ends */
+	const struct nbd_export *x;
+};
+
+static void *client_main(void *arg)
+{
+	struct client *c = arg;
+
+	nbd_conn_run(c->x, c->fd, c->id);
+	shutdown(c->fd, SHUT_RDWR);
+	__atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* Join the threads that ended and close their sockets; returns how many still run. */
+static unsigned clients_reap(struct client *cl, unsigned n)
+{
+	unsigned running = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		if (cl[i].fd < 0)
+			continue;
+		if (!__atomic_load_n(&cl[i].done, __ATOMIC_ACQUIRE)) {
+			running++;
+			continue;
+		}
+		pthread_join(cl[i].thread, NULL);
+		close(cl[i].fd);
+		cl[i].fd = -1;
+	}
+	return running;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+/* Let every client finish what it holds, then cut off the ones that do not. */
+static void clients_stop(struct client *cl, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (cl[i].fd >= 0)
+			shutdown(cl[i].fd, SHUT_RD);
+	for (int waited = 0; clients_reap(cl, n) && waited < NBD_STOP_GRACE_MS; waited += 10)
+		sleep_ms(10);
+	for (unsigned i = 0; i < n; i++)
+		if (cl[i].fd >= 0)
+			shutdown(cl[i].fd, SHUT_RDWR);
+	for (unsigned i = 0; i < n; i++) {
+		if (cl[i].fd < 0)
+			continue;
+		pthread_join(cl[i].thread, NULL);
+		close(cl[i].fd);
+		cl[i].fd = -1;
+	}
+}
+
+static int listen_unix(const char *path, int *out)
+{
+	char label[sizeof(((struct sockaddr_un *)0)->sun_path) + 16];
+
+	snprintf(label, sizeof(label), "unix:%.*s", (int)sizeof(label) - 8, path);
+	return sock_listen_unix(path, 0, 64, label, out);
+}
+
+static int listen_tcp(const char *host, const char *port, int *out)
+{
+	struct addrinfo hints = { 0 }, *res = NULL;
+	int fd = -1, ret, one = 1;
+
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE;
+	ret = getaddrinfo(host, port, &hints, &res);
+	if (ret) {
+		log_error("tcp:%s:%s: %s", host, port, gai_strerror(ret));
+		return -EINVAL;
+	}
+	ret = -EADDRNOTAVAIL;
+	for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
+			    ai->ai_protocol);
+		if (fd < 0) {
+			ret = -errno;
+			continue;
+		}
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 64) == 0)
+			break;
+		ret = -errno;
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(res);
+	if (fd < 0) {
+		log_error("tcp:%s:%s: %s", host, port, strerror(-ret));
+		return ret;
+	}
+	*out = fd;
+	return 0;
+}
+
+/* Take one pending connection into a free slot, or refuse it. */
+static void accept_one(int lfd, bool tcp, struct client *cl, unsigned n, unsigned *next_id,
+		       const struct nbd_export *x)
+{
+	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC), one = 1;
+	unsigned i;
+
+	if (fd < 0) {
+		if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+			log_warn("nbd: accept: %s", strerror(errno));
+		return;
+	}
+	if (tcp)
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	clients_reap(cl, n);
+	for (i = 0; i < n && cl[i].fd >= 0; i++)
+		;
+	if (i == n) {
+		log_warn("nbd: %u clients connected already; refusing another", n);
+		close(fd);
+		return;
+	}
+	cl[i] = (struct client){ .fd = fd, .id = ++*next_id, .x = x };
+	if (pthread_create(&cl[i].thread, NULL, client_main, &cl[i])) {
+		log_warn("nbd: no thread for a new client; refusing it");
+		close(fd);
+		cl[i].fd = -1;
+		return;
+	}
+	log_info("nbd: client %u connected", cl[i].id);
+}
+
+int nbd_serve(struct blkd_engine *e, const struct nbd_server_opts *o,
+	      volatile sig_atomic_t *stop)
+{
+	struct nbd_export x = {
+		.e = e,
+		.name = o->export_name ? o->export_name : "",
+		.size = blkd_engine_size(e),
+		.read_only = o->read_only || blkd_engine_read_only(e),
+	};
+	unsigned n = o->max_conns ? o->max_conns : NBD_DEFAULT_CONNS, next_id = 0;
+	bool tcp = !o->unix_path;
+	struct client *cl;
+	int lfd = -1, ret;
+
+	if (tcp && !o->tcp_port) {
+		log_error("nbd: no socket path and no TCP port to listen on");
+		return -EINVAL;
+	}
+	cl = calloc(n, sizeof(*cl));
+	if (!cl)
+		return -ENOMEM;
+	for (unsigned i = 0; i < n; i++)
+		cl[i].fd = -1;
+	ret = tcp ? listen_tcp(o->tcp_host ? o->tcp_host : "127.0.0.1", o->tcp_port, &lfd)
+		  : listen_unix(o->unix_path, &lfd);
+	if (ret) {
+		free(cl);
+		return ret;
+	}
+	if (o->on_listen)
+		o->on_listen(o->on_listen_arg);
+	/* *stop is set by a signal handler or by another thread */
+	while (!__atomic_load_n(stop, __ATOMIC_RELAXED)) {
+		struct pollfd p = { .fd = lfd, .events = POLLIN };
+
+		clients_reap(cl, n);
+		if (poll(&p, 1, NBD_POLL_MS) > 0 && (p.revents & POLLIN))
+			accept_one(lfd, tcp, cl, n, &next_id, &x);
+	}
+	close(lfd);
+	if (!tcp)
+		unlink(o->unix_path);
+	clients_stop(cl, n);
+	free(cl);
+	return 0;
+}

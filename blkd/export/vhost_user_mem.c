@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * blkd/export/vhost_user_mem: the master's memory table. Each region is a file descriptor (a
+ * memfd, a hugetlbfs or /dev/shm file) mapped here; guest buffers are translated by guest
+ * physical address (struct gmem), ring addresses from SET_VRING_ADDR by the master's user
+ * address (vu_uva_to_gpa).
+ */
+#include "vhost_user_int.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../common/log.h"
+
+static bool overlap(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
+{
+	return a < b + blen && b < a + alen;
+}
+
+/* A region that can be mapped: sizes without overflow, inside its file. */
+static int region_check(const struct vu_region *r, int fd, unsigned i)
+{
+	struct stat st;
+
+	if (!r->size || r->gpa + r->size < r->gpa || r->uva + r->size < r->uva ||
+	    r->mmap_offset + r->size < r->mmap_offset) {
+		log_warn("vhost-user: memory region %u: bad size or address", i);
+		return -EINVAL;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		log_warn("vhost-user: memory region %u: not a memory file", i);
+		return -EINVAL;
+	}
+	/* a mapping past the end of the file would SIGBUS on access */
+	if ((uint64_t)st.st_size < r->mmap_offset + r->size) {
+		log_warn("vhost-user: memory region %u: beyond the end of its file", i);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int table_check(const struct vu_mem_table *t, const int *fds)
+{
+	for (unsigned i = 0; i < t->nregions; i++) {
+		const struct vu_region *a = &t->r[i];
+		int ret = region_check(a, fds[i], i);
+
+		if (ret < 0)
+			return ret;
+		for (unsigned j = 0; j < i; j++) {
+			const struct vu_region *b = &t->r[j];
+
+			if (overlap(a->gpa, a->size, b->gpa, b->size) ||
+			    overlap(a->uva, a->size, b->uva, b->size)) {
+				log_warn("vhost-user: memory regions %u and %u overlap", j, i);
+				return -EINVAL;
+			}
+		}
+	}
+	return 0;
+}
+
+static void maps_free(struct vu_map *m, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (m[i].base)
+			munmap(m[i].base, m[i].len);
+}
+
+void vu_mem_unmap(struct vhost_user_dev *d)
+{
+	maps_free(d->map, d->mem.n);
+	memset(d->map, 0, sizeof(d->map));
+	memset(&d->mem, 0, sizeof(d->mem));
+}
+
+int vu_mem_set(struct vhost_user_dev *d, const struct vu_mem_table *t, int *fds)
+{
+	struct vu_map map[GMEM_MAX_REGIONS] = { 0 };
+	struct gmem mem = { .n = t->nregions };
+	int ret;
+
+	if (!t->nregions || t->nregions > GMEM_MAX_REGIONS)
+		return -EINVAL;
+	ret = table_check(t, fds);
+	if (ret < 0)
+		return ret;
+	for (unsigned i = 0; i < t->nregions; i++) {
+		const struct vu_region *r = &t->r[i];
+		/* from offset 0, as the offset need not be page (or huge page) aligned */
+		size_t len = r->mmap_offset + r->size;
+		void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE,
+			       fds[i], 0);
+
+		if (p == MAP_FAILED) {
+			ret = -errno;
+			log_warn("vhost-user: memory region %u: mmap: %s", i, strerror(-ret));
+			maps_free(map, i);
+			return ret;
+		}
+		map[i] = (struct vu_map){ .base = p, .len = len, .uva = r->uva };
+		mem.r[i] = (struct gmem_region){
+			.gpa = r->gpa, .size = r->size, .host = (uint8_t *)p + r->mmap_offset,
+		};
+	}
+	/* the I/O threads use the old mappings until they are stopped */
+	for (unsigned i = 0; i < d->nq; i++)
+		vu_queue_stop(&d->q[i]);
+	vu_mem_unmap(d);
+	memcpy(d->map, map, sizeof(map));
+	d->mem = mem;
+	for (unsigned i = 0; i < d->nq; i++)
+		vu_queue_update(&d->q[i]);   /* a failure marks that queue broken */
+	for (unsigned i = 0; i < t->nregions; i++) {
+		close(fds[i]);               /* the mappings stay */
+		fds[i] = -1;
+	}
+	return 0;
+}
+
+int vu_uva_to_gpa(const struct vhost_user_dev *d, uint64_t uva, uint64_t len, uint64_t *gpa)
+{
+	for (unsigned i = 0; i < d->mem.n; i++) {
+		uint64_t u = d->map[i].uva, size = d->mem.r[i].size;
+
+		if (uva >= u && uva - u < size && len <= size - (uva - u)) {
+			*gpa = d->mem.r[i].gpa + (uva - u);
+			return 0;
+		}
+	}
+	return -EFAULT;
+}

@@ -1,0 +1,386 @@
+/* SPDX-License-Identifier: MIT */
+/* import_run(): source dispatch, chunking of file data, and writing the manifest. */
+#include "import.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../common/fsutil.h"
+#include "../../common/log.h"
+#include "../../common/size.h"
+#include "../chunk.h"
+
+static double now_sec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void import_progress(struct import_ctx *ic)
+{
+	char hb[32];
+
+	if (!log_progress_due())
+		return;
+	log_progress("importing %s: %llu files, %s", ic->src_label, (unsigned long long)ic->files,
+		     size_human(ic->bytes, hb, sizeof(hb)));
+}
+
+/* A new manifest piece for ino: len bytes at off of the chunk in b. */
+static int add_piece(struct import_ctx *ic, struct tree_inode *ino, struct chunk_buf *b,
+		     size_t off, size_t len)
+{
+	struct mf_chunk *slot;
+	uint64_t idx;
+
+	slot = tree_chunk_new(ic->tree, &idx);
+	if (!slot)
+		return -ENOMEM;
+	slot->len = (uint32_t)len;
+	slot->off = (uint32_t)off;
+	b->slots[b->n_slots++] = slot;
+	if (!ino->chunk_count)
+		ino->chunk_first = idx;
+	ino->chunk_count++;
+	ic->bytes += len;
+	return 0;
+}
+
+/* A chunk of its own for len bytes of ino (already in b->data). */
+static int submit_own(struct import_ctx *ic, struct tree_inode *ino, struct chunk_buf *b,
+		      size_t len)
+{
+	int ret;
+
+	b->fill = len;
+	ret = add_piece(ic, ino, b, 0, len);
+	if (ret) {
+		chunker_buf_put(ic->chunker, b);
+		return ret;
+	}
+	return chunker_submit(ic->chunker, b);
+}
+
+int import_pack_flush(struct import_ctx *ic)
+{
+	struct chunk_buf *b = ic->pack;
+
+	ic->pack = NULL;
+	if (!b)
+		return 0;
+	if (!b->fill) {
+		chunker_buf_put(ic->chunker, b);
+		return 0;
+	}
+	return chunker_submit(ic->chunker, b);
+}
+
+/* Reserve len bytes for ino in the packed chunk; returns where they go, or NULL. */
+static uint8_t *pack_reserve(struct import_ctx *ic, struct tree_inode *ino, size_t len, int *err)
+{
+	uint32_t csize = chunker_chunk_size(ic->chunker);
+	struct chunk_buf *b = ic->pack;
+	size_t off;
+
+	if (b && (csize - b->fill < len || b->n_slots == CHUNK_PACK_MAX_PIECES)) {
+		*err = import_pack_flush(ic);
+		if (*err)
+			return NULL;
+		b = NULL;
+	}
+	if (!b)
+		b = ic->pack = chunker_buf_get(ic->chunker);
+	off = b->fill;
+	*err = add_piece(ic, ino, b, off, len);
+	if (*err)
+		return NULL;
+	b->fill += len;
+	return b->data + off;
+}
+
+static bool packable(struct import_ctx *ic, uint64_t size)
+{
+	return size > 0 && size <= ic->pack_max;
+}
+
+int import_file_data(struct import_ctx *ic, struct tree_inode *ino, int fd, uint64_t size,
+		     bool maybe_sparse)
+{
+	uint32_t csize = chunker_chunk_size(ic->chunker);
+	uint64_t off = 0;
+	int ret = 0;
+
+	ino->size = size;
+	if (!maybe_sparse && packable(ic, size)) {
+		uint8_t *dst = pack_reserve(ic, ino, (size_t)size, &ret);
+
+		return dst ? fs_pread_full(fd, dst, (size_t)size, 0) : ret;
+	}
+	while (off < size) {
+		off_t data = (off_t)off, hole = (off_t)size;
+
+		if (maybe_sparse) {
+			data = lseek(fd, (off_t)off, SEEK_DATA);
+			if (data < 0)
+				data = errno == ENXIO ? (off_t)size : (off_t)off;
+			if ((uint64_t)data > size)
+				data = (off_t)size;
+		}
+		if ((uint64_t)data > off) {
+			ret = tree_hole_add(ic->tree, ino, off, (uint64_t)data - off);
+			if (ret)
+				return ret;
+			off = (uint64_t)data;
+			if (off >= size)
+				break;
+		}
+		if (maybe_sparse) {
+			hole = lseek(fd, (off_t)off, SEEK_HOLE);
+			if (hole < 0 || (uint64_t)hole > size || (uint64_t)hole <= off)
+				hole = (off_t)size;
+		}
+		while (off < (uint64_t)hole) {
+			size_t len = (uint64_t)hole - off < csize ? (size_t)((uint64_t)hole - off) : csize;
+			struct chunk_buf *b = chunker_buf_get(ic->chunker);
+
+
+			ret = fs_pread_full(fd, b->data, len, (off_t)off);
+			if (ret) {
+				chunker_buf_put(ic->chunker, b);
+				return ret;
+			}
+			ret = submit_own(ic, ino, b, len);
+			if (ret)
+				return ret;
+			off += len;
+		}
+	}
+	return 0;
+}
+
+/* ---- streaming (tar): data arrives in arbitrary pieces, holes by offset jumps ---- */
+
+int import_stream_begin(struct import_ctx *ic, struct import_stream *st, struct tree_inode *ino,
+			uint64_t size, bool sparse)
+{
+	int ret = 0;
+
+	memset(st, 0, sizeof(*st));
+	st->ic = ic;
+	st->ino = ino;
+	if (!sparse && packable(ic, size)) {
+		st->packed = pack_reserve(ic, ino, (size_t)size, &ret);
+		st->size = size;
+	}
+	return ret;
+}
+
+static int stream_flush(struct import_stream *st)
+{
+	struct chunk_buf *b = st->buf;
+
+	st->buf = NULL;
+	if (!b)
+		return 0;
+	if (!b->fill) {
+		chunker_buf_put(st->ic->chunker, b);
+		return 0;
+	}
+	return submit_own(st->ic, st->ino, b, b->fill);
+}
+
+int import_stream_write(struct import_stream *st, const void *data, size_t len)
+{
+	uint32_t csize = chunker_chunk_size(st->ic->chunker);
+	const uint8_t *p = data;
+
+	if (st->packed) {
+		if (len > st->size - st->pos)
+			return -EFBIG; /* more data than the header declared */
+		memcpy(st->packed + st->pos, data, len);
+		st->pos += len;
+		return 0;
+	}
+	while (len) {
+		size_t n;
+		int ret;
+
+		if (!st->buf)
+			st->buf = chunker_buf_get(st->ic->chunker);
+		n = csize - st->buf->fill < len ? csize - st->buf->fill : len;
+		memcpy(st->buf->data + st->buf->fill, p, n);
+		st->buf->fill += n;
+		st->pos += n;
+		p += n;
+		len -= n;
+		if (st->buf->fill == csize) {
+			ret = stream_flush(st);
+			if (ret)
+				return ret;
+		}
+	}
+	return 0;
+}
+
+int import_stream_hole(struct import_stream *st, uint64_t len)
+{
+	int ret;
+
+	if (!len)
+		return 0;
+	if (st->packed) { /* declared dense but has a gap: keep the zeros */
+		if (len > st->size - st->pos)
+			return -EFBIG;
+		memset(st->packed + st->pos, 0, (size_t)len);
+		st->pos += len;
+		return 0;
+	}
+	ret = stream_flush(st); /* chunks never span a hole */
+	if (ret)
+		return ret;
+	ret = tree_hole_add(st->ic->tree, st->ino, st->pos, len);
+	st->pos += len;
+	return ret;
+}
+
+int import_stream_end(struct import_stream *st, uint64_t size)
+{
+	int ret;
+
+	if (st->packed) {
+		if (st->pos != st->size)
+			return -EIO; /* the archive ended inside the file */
+		st->ino->size = st->size;
+		return 0;
+	}
+	ret = stream_flush(st);
+	if (!ret && size > st->pos)
+		ret = import_stream_hole(st, size - st->pos);
+	st->ino->size = st->pos;
+	return ret;
+}
+
+void import_stream_abort(struct import_stream *st)
+{
+	if (st->buf)
+		chunker_buf_put(st->ic->chunker, st->buf);
+	st->buf = NULL;
+}
+
+/* ---------------------------------------------------------------- dispatch */
+
+static int run_source(struct import_ctx *ic, const char *src)
+{
+	struct stat st;
+
+	if (!strncmp(src, "oci:", 4))
+		return import_oci(ic, src + 4);
+	if (!strncmp(src, "docker-archive:", 15))
+		return import_docker_archive(ic, src + 15);
+	if (stat(src, &st) < 0) {
+		log_error("%s: %s", src, strerror(errno));
+		return -errno;
+	}
+	if (S_ISDIR(st.st_mode))
+		return import_dir(ic, src);
+	if (S_ISREG(st.st_mode))
+		return import_tar_file(ic, src);
+	log_error("%s: not a directory, a tar file, oci:DIR or docker-archive:FILE", src);
+	return -EINVAL;
+}
+
+int import_run(const struct import_opts *o, struct import_result *res)
+{
+	struct chunker_opts copts = { o->threads, o->chunk_size, o->level };
+	struct import_ctx ic = { 0 };
+	struct manifest_writer *w = NULL;
+	struct store *store = NULL;
+	const char *why = NULL;
+	double t0 = now_sec();
+	int ret;
+
+	memset(res, 0, sizeof(*res));
+	ret = store_open(o->store_dir, true, &store);
+	if (ret) {
+		log_error("store %s: %s", o->store_dir, strerror(-ret));
+		return ret;
+	}
+	ic.src_label = o->src;
+	ic.tree = tree_new();
+	if (!ic.tree) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	ret = chunker_new(store, &copts, &ic.chunker);
+	if (ret) {
+		log_error("cannot start chunker: %s", strerror(-ret));
+		goto out;
+	}
+	ic.pack_max = o->pack_max;
+	ret = run_source(&ic, o->src);
+	if (!ret)
+		ret = import_pack_flush(&ic);
+	if (ret) {
+		chunker_finish(ic.chunker); /* let staged chunks land; they are valid */
+		goto out;
+	}
+	ret = chunker_finish(ic.chunker);
+	log_progress_done();
+	if (ret) {
+		log_error("store %s: %s", o->store_dir, strerror(-ret));
+		goto out;
+	}
+	chunker_get_stats(ic.chunker, &res->chunks);
+	w = manifest_writer_new(chunker_chunk_size(ic.chunker));
+	if (!w) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	ret = tree_write(ic.tree, w);
+	if (!ret && ic.config_json)
+		ret = manifest_writer_set_config(w, ic.config_json, ic.config_len);
+	if (ret) {
+		log_error("building manifest: %s", strerror(-ret));
+		goto out;
+	}
+	res->entries = tree_node_count(ic.tree);
+	ret = manifest_writer_write(w, o->output, res->digest, &why);
+	if (ret) {
+		log_error("%s: %s", o->output, why ? why : strerror(-ret));
+		goto out;
+	}
+	res->seconds = now_sec() - t0;
+out:
+	log_progress_done();
+	if (ret == -ENOMEM)
+		log_error("out of memory");
+	manifest_writer_free(w);
+	chunker_free(ic.chunker);
+	tree_free(ic.tree);
+	free(ic.config_json);
+	store_close(store);
+	return ret;
+}
+
+static int xattr_cmp(const void *a, const void *b)
+{
+	const struct mf_xattr_in *x = a, *y = b;
+	size_t n = x->name_len < y->name_len ? x->name_len : y->name_len;
+	int c = memcmp(x->name, y->name, n);
+
+	return c ? c : (x->name_len > y->name_len) - (x->name_len < y->name_len);
+}
+
+void import_sort_xattrs(struct mf_xattr_in *x, uint32_t n)
+{
+	if (n > 1)
+		qsort(x, n, sizeof(*x), xattr_cmp);
+}

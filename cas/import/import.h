@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT */
+/* Importing images into the store: SRC → chunks in the store + one manifest file. */
+#ifndef LZ_CAS_IMPORT_H
+#define LZ_CAS_IMPORT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../chunker.h"
+#include "../store.h"
+#include "tree.h"
+
+struct import_opts {
+	const char *src;        /* DIR | FILE.tar[.gz|.zst] | oci:DIR[:TAG] | docker-archive:FILE */
+	const char *store_dir;
+	const char *output;     /* manifest path */
+	uint32_t chunk_size;
+	uint32_t pack_max;      /* files up to this size share packed chunks; 0: never */
+	int level;
+	unsigned threads;
+};
+
+struct import_result {
+	uint64_t entries;
+	struct chunker_stats chunks;
+	uint8_t digest[SHA256_LEN];
+	double seconds;
+};
+
+/* What each source importer gets. */
+struct import_ctx {
+	struct tree *tree;
+	struct chunker *chunker;
+	const char *src_label;   /* for messages */
+	char *config_json;       /* malloc'ed OCI image config, if the source has one */
+	size_t config_len;
+	uint64_t files, bytes;   /* progress */
+	uint32_t pack_max;       /* see import_opts */
+	struct chunk_buf *pack;  /* the packed chunk being filled */
+};
+
+/*
+ * Runs the whole import. On failure returns -errno (or -EBADMSG etc.) after printing one
+ * clear error line with log_error(); the output file is not written.
+ */
+int import_run(const struct import_opts *o, struct import_result *res);
+
+/* Sources. Each prints its own error line (log_error) before returning non-zero. */
+int import_dir(struct import_ctx *ic, const char *dir);
+int import_tar_file(struct import_ctx *ic, const char *path);
+
+struct archive;
+/*
+ * Apply one tar stream to the tree as layer `layer`. With `whiteouts`, OCI/docker
+ * whiteout entries (.wh.NAME, .wh..wh..opq) delete from lower layers instead of being
+ * stored. `what` names the stream in messages.
+ */
+int import_tar_archive(struct import_ctx *ic, struct archive *a, uint32_t layer, bool whiteouts,
+		       const char *what);
+int import_oci(struct import_ctx *ic, const char *spec);            /* "DIR[:TAG]" */
+int import_docker_archive(struct import_ctx *ic, const char *file);
+
+/*
+ * Read a whole regular file's content through the chunker into ino (chunks + holes).
+ * maybe_sparse: the file may have holes (st_blocks says so), look for them.
+ */
+int import_file_data(struct import_ctx *ic, struct tree_inode *ino, int fd, uint64_t size,
+		     bool maybe_sparse);
+/* Submit the partly filled packed chunk, if any. */
+int import_pack_flush(struct import_ctx *ic);
+void import_progress(struct import_ctx *ic);
+
+/* Streaming file data (tar): pieces in order, holes as gaps. */
+struct import_stream {
+	struct import_ctx *ic;
+	struct tree_inode *ino;
+	struct chunk_buf *buf;   /* own chunk being filled (unpacked mode) */
+	uint8_t *packed;         /* unpacked: NULL; packed: the file's bytes in ic->pack */
+	uint64_t size;           /* packed: reserved length */
+	uint64_t pos;
+};
+/* size: the declared size; sparse: the data may have gaps (never packed). */
+int import_stream_begin(struct import_ctx *ic, struct import_stream *st, struct tree_inode *ino,
+			uint64_t size, bool sparse);
+int import_stream_write(struct import_stream *st, const void *data, size_t len);
+int import_stream_hole(struct import_stream *st, uint64_t len);
+int import_stream_end(struct import_stream *st, uint64_t size); /* trailing hole up to size */
+void import_stream_abort(struct import_stream *st);
+
+/* Xattrs sorted by name, so the manifest does not depend on listxattr order. */
+void import_sort_xattrs(struct mf_xattr_in *x, uint32_t n);
+
+#endif

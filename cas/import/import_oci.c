@@ -1,0 +1,563 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Import an OCI image layout (oci:DIR[:TAG]): oci-layout, index.json, then a manifest
+ * (possibly through nested image indexes), its config and its layers from
+ * DIR/blobs/sha256/. Every blob is checked against its descriptor's size and digest;
+ * layers also against the config's diff_ids.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "../../common/log.h"
+#include "import.h"
+#include "oci_blob.h"
+
+#define OCI_MAX_NESTING 4
+#define OCI_REF_NAME "org.opencontainers.image.ref.name"
+
+#define MT_OCI_MANIFEST "application/vnd.oci.image.manifest.v1+json"
+#define MT_OCI_INDEX "application/vnd.oci.image.index.v1+json"
+#define MT_DOCKER_MANIFEST "application/vnd.docker.distribution.manifest.v2+json"
+#define MT_DOCKER_LIST "application/vnd.docker.distribution.manifest.list.v2+json"
+
+/* A content descriptor: what a blob is, how big, and its digest. */
+struct oci_desc {
+	const char *media_type;       /* NULL if absent; points into its JSON object */
+	uint8_t digest[SHA256_LEN];
+	char hex[SHA256_HEX_LEN + 1];
+	uint64_t size;
+};
+
+struct oci_image {
+	struct import_ctx *ic;
+	const char *label;            /* "oci:DIR[:TAG]", prefixes every message */
+	char *dir;
+	const char *tag;              /* NULL: the only image */
+};
+
+static struct json_object *json_array(struct json_object *o, const char *key)
+{
+	return oci_json_get(o, key, json_type_array);
+}
+
+static struct json_object *json_obj(struct json_object *o, const char *key)
+{
+	return oci_json_get(o, key, json_type_object);
+}
+
+/* Parse a descriptor object; `what` names it in messages ("layer 2"). */
+static int desc_parse(const struct oci_image *im, struct json_object *o, const char *what,
+		      struct oci_desc *d)
+{
+	struct json_object *size;
+	const char *digest;
+	char pb[128];
+
+	memset(d, 0, sizeof(*d));
+	if (!json_object_is_type(o, json_type_object)) {
+		log_error("%s: %s: descriptor is not a JSON object", im->label, what);
+		return -EBADMSG;
+	}
+	d->media_type = oci_json_str(o, "mediaType");
+	digest = oci_json_str(o, "digest");
+	if (!digest) {
+		log_error("%s: %s: descriptor has no digest", im->label, what);
+		return -EBADMSG;
+	}
+	if (oci_digest_parse(digest, d->digest)) {
+		log_error("%s: %s: bad digest '%s' (want sha256:<64 lowercase hex>)", im->label,
+			  what, oci_printable(digest, pb, sizeof(pb)));
+		return -EBADMSG;
+	}
+	sha256_to_hex(d->digest, d->hex);
+	if (!json_object_object_get_ex(o, "size", &size) ||
+	    !json_object_is_type(size, json_type_int) || json_object_get_int64(size) < 0) {
+		log_error("%s: %s sha256:%s: descriptor has no valid size", im->label, what,
+			  d->hex);
+		return -EBADMSG;
+	}
+	d->size = (uint64_t)json_object_get_int64(size);
+	return 0;
+}
+
+static int blob_open(const struct oci_image *im, const struct oci_desc *d, const char *what)
+{
+	char path[PATH_MAX];
+	int fd, ret;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/blobs/sha256/%s", im->dir, d->hex) >=
+	    sizeof(path)) {
+		log_error("%s: %s sha256:%s: path too long", im->label, what, d->hex);
+		return -ENAMETOOLONG;
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		ret = -errno;
+		log_error("%s: %s sha256:%s: %s", im->label, what, d->hex,
+			  errno == ENOENT ? "blob missing from the layout" : strerror(errno));
+		return ret;
+	}
+	return fd;
+}
+
+/* Read, verify and parse a JSON object from fd; keeps its text if text != NULL. */
+static int fd_json(int fd, uint64_t size, const uint8_t *digest, const char *label, char **text,
+		   size_t *len, struct json_object **obj)
+{
+	const char *why = NULL;
+	char *buf;
+	size_t n;
+	int ret;
+
+	ret = oci_blob_read(fd, size, digest, OCI_JSON_MAX, &buf, &n, label);
+	if (ret)
+		return ret;
+	*obj = oci_json_parse(buf, n, &why);
+	if (!*obj || !json_object_is_type(*obj, json_type_object)) {
+		log_error("%s: %s", label, *obj ? "not a JSON object" : why);
+		json_object_put(*obj);
+		*obj = NULL;
+		free(buf);
+		return -EBADMSG;
+	}
+	if (text) {
+		*text = buf;
+		*len = n;
+	} else {
+		free(buf);
+	}
+	return 0;
+}
+
+/* A JSON blob (index, manifest, config): size and digest checked. */
+static int blob_json(const struct oci_image *im, const struct oci_desc *d, const char *what,
+		     char **text, size_t *len, struct json_object **obj)
+{
+	char label[PATH_MAX + 256];
+	int fd, ret;
+
+	fd = blob_open(im, d, what);
+	if (fd < 0)
+		return fd;
+	snprintf(label, sizeof(label), "%s: %s sha256:%s", im->label, what, d->hex);
+	ret = fd_json(fd, d->size, d->digest, label, text, len, obj);
+	close(fd);
+	return ret;
+}
+
+/* A file of the layout itself (oci-layout, index.json): no digest to check. */
+static int layout_json(const struct oci_image *im, const char *name, struct json_object **obj)
+{
+	char path[PATH_MAX], label[PATH_MAX + 256];
+	int fd, ret;
+
+	snprintf(path, sizeof(path), "%s/%s", im->dir, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		ret = -errno;
+		log_error("%s: %s: %s", im->label, path,
+			  errno == ENOENT ? "missing (not an OCI image layout)" : strerror(errno));
+		return ret;
+	}
+	snprintf(label, sizeof(label), "%s: %s", im->label, name);
+	ret = fd_json(fd, OCI_SIZE_UNKNOWN, NULL, label, NULL, NULL, obj);
+	close(fd);
+	return ret;
+}
+
+static int check_layout_version(const struct oci_image *im)
+{
+	struct json_object *o;
+	const char *v;
+	char pb[64];
+	int ret;
+
+	ret = layout_json(im, "oci-layout", &o);
+	if (ret)
+		return ret;
+	v = oci_json_str(o, "imageLayoutVersion");
+	if (!v) {
+		log_error("%s: oci-layout: no imageLayoutVersion", im->label);
+		ret = -EBADMSG;
+	} else if (strcmp(v, "1.0.0") && strncmp(v, "1.", 2)) {
+		log_error("%s: oci-layout: unsupported imageLayoutVersion '%s' (want 1.x)",
+			  im->label, oci_printable(v, pb, sizeof(pb)));
+		ret = -ENOTSUP;
+	}
+	json_object_put(o);
+	return ret;
+}
+
+static const char *ref_name(struct json_object *desc)
+{
+	return oci_json_str(json_obj(desc, "annotations"), OCI_REF_NAME);
+}
+
+/* "a, b, (untagged)" for messages. */
+static const char *list_tags(struct json_object *list, char *buf, size_t len)
+{
+	size_t n = json_object_array_length(list), used = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && used < len; i++) {
+		const char *t = ref_name(json_object_array_get_idx(list, i));
+		char pb[128];
+		int w;
+
+		w = snprintf(buf + used, len - used, "%s%s", used ? ", " : "",
+			     t ? oci_printable(t, pb, sizeof(pb)) : "(untagged)");
+		used += w > 0 ? (size_t)w : 0;
+	}
+	return buf;
+}
+
+/* "linux/amd64, linux/arm64/v8" for messages. */
+static const char *list_platforms(struct json_object *list, char *buf, size_t len)
+{
+	size_t n = json_object_array_length(list), used = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && used < len; i++) {
+		struct json_object *p = json_obj(json_object_array_get_idx(list, i), "platform");
+		const char *os = oci_json_str(p, "os"), *arch = oci_json_str(p, "architecture");
+		const char *var = oci_json_str(p, "variant");
+		char b1[32], b2[32], b3[32];
+		int w;
+
+		w = snprintf(buf + used, len - used, "%s%s/%s%s%s", used ? ", " : "",
+			     os ? oci_printable(os, b1, sizeof(b1)) : "?",
+			     arch ? oci_printable(arch, b2, sizeof(b2)) : "?", var ? "/" : "",
+			     var ? oci_printable(var, b3, sizeof(b3)) : "");
+		used += w > 0 ? (size_t)w : 0;
+	}
+	return buf;
+}
+
+/* From an index's manifests: the only one, else the first linux/amd64 one. */
+static struct json_object *pick_platform(const struct oci_image *im, struct json_object *list,
+					 const char *what)
+{
+	size_t n = json_object_array_length(list);
+	char buf[512];
+
+	if (n == 1)
+		return json_object_array_get_idx(list, 0);
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *p = json_obj(json_object_array_get_idx(list, i), "platform");
+		const char *os = oci_json_str(p, "os"), *arch = oci_json_str(p, "architecture");
+
+		if (os && arch && !strcmp(os, "linux") && !strcmp(arch, "amd64"))
+			return json_object_array_get_idx(list, i);
+	}
+	if (n == 0)
+		log_error("%s: %s lists no images", im->label, what);
+	else
+		log_error("%s: %s has no linux/amd64 image (platforms: %s)", im->label, what,
+			  list_platforms(list, buf, sizeof(buf)));
+	return NULL;
+}
+
+/* The descriptor index.json names for the wanted tag (or the only image). */
+static int pick_top(const struct oci_image *im, struct json_object *index, struct oci_desc *d,
+		    struct json_object **keep)
+{
+	struct json_object *list = json_array(index, "manifests"), *pick = NULL, *cand;
+	size_t n;
+	char buf[1024];
+	bool tagged = false;
+
+	if (!list) {
+		log_error("%s: index.json: no \"manifests\" array", im->label);
+		return -EBADMSG;
+	}
+	n = json_object_array_length(list);
+	if (n == 0) {
+		log_error("%s: index.json lists no images", im->label);
+		return -ENOENT;
+	}
+	for (size_t i = 0; i < n; i++)
+		tagged |= ref_name(json_object_array_get_idx(list, i)) != NULL;
+	if (!im->tag) {
+		if (n == 1) {
+			pick = json_object_array_get_idx(list, 0);
+		} else if (tagged) {
+			log_error("%s: %zu images in index.json, name one with oci:DIR:TAG "
+				  "(tags: %s)", im->label, n, list_tags(list, buf, sizeof(buf)));
+			return -EINVAL;
+		} else {
+			pick = pick_platform(im, list, "index.json");
+			if (!pick)
+				return -ENOENT;
+		}
+		return desc_parse(im, pick, "image", d);
+	}
+	cand = json_object_new_array();
+	if (!cand)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *e = json_object_array_get_idx(list, i);
+		const char *t = ref_name(e);
+
+		if (t && !strcmp(t, im->tag))
+			json_object_array_add(cand, json_object_get(e));
+	}
+	if (json_object_array_length(cand) == 0) {
+		char pb[128];
+
+		log_error("%s: no image tagged '%s' in index.json (tags: %s)", im->label,
+			  oci_printable(im->tag, pb, sizeof(pb)),
+			  list_tags(list, buf, sizeof(buf)));
+		json_object_put(cand);
+		return -ENOENT;
+	}
+	pick = pick_platform(im, cand, "index.json");
+	if (!pick) {
+		json_object_put(cand);
+		return -ENOENT;
+	}
+	*keep = cand; /* d->media_type points into it */
+	return desc_parse(im, pick, "image", d);
+}
+
+static bool is_index_type(const char *mt)
+{
+	return mt && (!strcmp(mt, MT_OCI_INDEX) || !strcmp(mt, MT_DOCKER_LIST));
+}
+
+static bool is_manifest_type(const char *mt)
+{
+	return mt && (!strcmp(mt, MT_OCI_MANIFEST) || !strcmp(mt, MT_DOCKER_MANIFEST));
+}
+
+struct oci_layer {
+	struct oci_desc desc;
+	enum oci_compression comp;
+};
+
+/* Check every layer descriptor before any layer is applied. */
+static int parse_layers(const struct oci_image *im, struct json_object *layers,
+			struct oci_layer *out)
+{
+	size_t n = json_object_array_length(layers);
+	char what[64], pb[160];
+	int ret;
+
+	for (size_t i = 0; i < n; i++) {
+		struct oci_layer *l = &out[i];
+
+		snprintf(what, sizeof(what), "layer %zu", i + 1);
+		ret = desc_parse(im, json_object_array_get_idx(layers, i), what, &l->desc);
+		if (ret)
+			return ret;
+		if (oci_layer_media_type(l->desc.media_type, &l->comp)) {
+			log_error("%s: %s sha256:%s: unknown layer media type %s", im->label, what,
+				  l->desc.hex,
+				  l->desc.media_type ? oci_printable(l->desc.media_type, pb,
+								     sizeof(pb))
+						     : "(none)");
+			return -ENOTSUP;
+		}
+	}
+	return 0;
+}
+
+static int apply_layers(const struct oci_image *im, const struct oci_layer *layers, size_t n,
+			uint8_t (*diff_ids)[SHA256_LEN])
+{
+	char what[PATH_MAX + 256];
+	int ret = 0;
+
+	for (size_t i = 0; i < n && !ret; i++) {
+		const struct oci_layer *l = &layers[i];
+		struct oci_layer_src src = {
+			.size = l->desc.size,
+			.digest = l->desc.digest,
+			.diff_id = diff_ids ? diff_ids[i] : NULL,
+			.comp = l->comp,
+		};
+
+		snprintf(what, sizeof(what), "layer %zu", i + 1);
+		src.fd = blob_open(im, &l->desc, what);
+		if (src.fd < 0)
+			return src.fd;
+		snprintf(what, sizeof(what), "%s: layer %zu sha256:%s", im->label, i + 1,
+			 l->desc.hex);
+		ret = oci_layer_apply(im->ic, &src, (uint32_t)(i + 1), what);
+		close(src.fd);
+	}
+	return ret;
+}
+
+/* An image manifest m (blob md): read its config, check its layers, apply them. */
+static int import_manifest(const struct oci_image *im, const struct oci_desc *md,
+			   struct json_object *m)
+{
+	struct json_object *cfg = NULL, *layers = json_array(m, "layers"), *sv;
+	uint8_t (*diff_ids)[SHA256_LEN] = NULL;
+	struct oci_layer *ls = NULL;
+	struct oci_desc cd;
+	char *ctext = NULL;
+	size_t clen = 0, n;
+	bool have_diffs = false;
+	int ret;
+
+	if (json_object_object_get_ex(m, "schemaVersion", &sv) &&
+	    (!json_object_is_type(sv, json_type_int) || json_object_get_int(sv) != 2)) {
+		log_error("%s: manifest sha256:%s: schemaVersion is not 2", im->label, md->hex);
+		return -ENOTSUP;
+	}
+	if (!layers || !json_obj(m, "config")) {
+		log_error("%s: manifest sha256:%s: not an image manifest (no config or layers)",
+			  im->label, md->hex);
+		return -EBADMSG;
+	}
+	ret = desc_parse(im, json_obj(m, "config"), "config", &cd);
+	if (!ret)
+		ret = blob_json(im, &cd, "config", &ctext, &clen, &cfg);
+	if (ret)
+		return ret;
+	n = json_object_array_length(layers);
+	ls = calloc(n ? n : 1, sizeof(*ls));
+	diff_ids = calloc(n ? n : 1, sizeof(*diff_ids));
+	if (!ls || !diff_ids) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	ret = oci_config_diff_ids(cfg, n, diff_ids, &have_diffs, im->label);
+	if (!ret)
+		ret = parse_layers(im, layers, ls);
+	if (!ret)
+		ret = apply_layers(im, ls, n, have_diffs ? diff_ids : NULL);
+	if (!ret) {
+		free(im->ic->config_json);
+		im->ic->config_json = ctext;
+		im->ic->config_len = clen;
+		ctext = NULL;
+	}
+out:
+	free(diff_ids);
+	free(ls);
+	free(ctext);
+	json_object_put(cfg);
+	return ret;
+}
+
+/*
+ * Follow image indexes from the chosen descriptor down to one image manifest. A
+ * descriptor without a media type is taken for what its blob looks like.
+ */
+static int resolve(const struct oci_image *im, struct oci_desc *d, struct json_object *keep)
+{
+	struct json_object *held = keep; /* d points into it */
+	int ret = 0;
+
+	for (int depth = 0;; depth++) {
+		bool index = is_index_type(d->media_type);
+		struct json_object *blob = NULL, *pick;
+		char what[96], pb[160];
+
+		if (d->media_type && !index && !is_manifest_type(d->media_type)) {
+			log_error("%s: image sha256:%s: unknown manifest media type %s", im->label,
+				  d->hex, oci_printable(d->media_type, pb, sizeof(pb)));
+			ret = -ENOTSUP;
+			break;
+		}
+		if (depth > OCI_MAX_NESTING) {
+			log_error("%s: image indexes nested more than %d deep", im->label,
+				  OCI_MAX_NESTING);
+			ret = -ELOOP;
+			break;
+		}
+		ret = blob_json(im, d, index ? "index" : "manifest", NULL, NULL, &blob);
+		if (ret)
+			break;
+		if (!d->media_type)
+			index = json_array(blob, "manifests") && !json_array(blob, "layers");
+		if (!index) {
+			ret = import_manifest(im, d, blob);
+			json_object_put(blob);
+			break;
+		}
+		snprintf(what, sizeof(what), "index sha256:%s", d->hex);
+		if (!json_array(blob, "manifests")) {
+			log_error("%s: %s: no \"manifests\" array", im->label, what);
+			json_object_put(blob);
+			ret = -EBADMSG;
+			break;
+		}
+		pick = pick_platform(im, json_array(blob, "manifests"), what);
+		ret = pick ? desc_parse(im, pick, "image", d) : -ENOENT;
+		json_object_put(held);
+		held = blob;
+		if (ret)
+			break;
+	}
+	json_object_put(held);
+	return ret;
+}
+
+/*
+ * "DIR[:TAG]": DIR may itself contain ':' (and a ref name may too), so the split is at
+ * the first ':' whose left side is a directory; the whole spec wins if it is one.
+ */
+static int split_spec(struct oci_image *im, const char *spec)
+{
+	struct stat st;
+	const char *c;
+
+	if (stat(spec, &st) == 0 && S_ISDIR(st.st_mode)) {
+		im->dir = strdup(spec);
+		return im->dir ? 0 : -ENOMEM;
+	}
+	for (c = strchr(spec, ':'); c; c = strchr(c + 1, ':')) {
+		char *dir = strndup(spec, (size_t)(c - spec));
+
+		if (!dir)
+			return -ENOMEM;
+		if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode)) {
+			im->dir = dir;
+			im->tag = c[1] ? c + 1 : NULL;
+			return 0;
+		}
+		free(dir);
+	}
+	log_error("%s: no such directory", im->label);
+	return -ENOENT;
+}
+
+int import_oci(struct import_ctx *ic, const char *spec)
+{
+	struct oci_image im = { .ic = ic, .label = ic->src_label };
+	struct json_object *index = NULL, *keep = NULL;
+	struct oci_desc d;
+	char label[PATH_MAX];
+	int ret;
+
+	if (!im.label) {
+		snprintf(label, sizeof(label), "oci:%s", spec);
+		im.label = label;
+	}
+	ret = split_spec(&im, spec);
+	if (!ret)
+		ret = check_layout_version(&im);
+	if (!ret)
+		ret = layout_json(&im, "index.json", &index);
+	if (!ret)
+		ret = pick_top(&im, index, &d, &keep);
+	if (!ret) {
+		ret = resolve(&im, &d, keep); /* takes keep */
+	} else {
+		json_object_put(keep);
+	}
+	json_object_put(index); /* import_run reports -ENOMEM */
+	free(im.dir);
+	return ret;
+}

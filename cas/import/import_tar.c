@@ -1,0 +1,429 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Import tar streams (plain, gzip, zstd, ... via libarchive): PAX headers with nanosecond
+ * times and xattrs, GNU long names, sparse entries. Used for .tar files and for every
+ * layer of OCI and docker-archive images (with whiteouts).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../common/dl_archive.h"
+
+#include "../../common/log.h"
+#include "import.h"
+
+#define WH_PREFIX ".wh."
+#define WH_OPAQUE ".wh..wh..opq"
+#define PATH_MAX_COMPONENTS 2048
+
+/* A path split into components, after refusing what could escape the root. */
+struct comps {
+	const char *c[PATH_MAX_COMPONENTS];
+	size_t len[PATH_MAX_COMPONENTS];
+	size_t n;
+};
+
+/*
+ * Split an archive path. "./a//b/" → a, b. Absolute paths and ".." are refused:
+ * a layer must not name anything outside its root.
+ */
+static int split_path(const char *p, struct comps *out, const char **why)
+{
+	out->n = 0;
+	if (p[0] == '/') {
+		*why = "absolute path";
+		return -EINVAL;
+	}
+	while (*p) {
+		const char *s = p;
+
+		while (*p && *p != '/')
+			p++;
+		size_t len = (size_t)(p - s);
+
+		while (*p == '/')
+			p++;
+		if (len == 0 || (len == 1 && s[0] == '.'))
+			continue;
+		if (len == 2 && s[0] == '.' && s[1] == '.') {
+			*why = "path contains '..'";
+			return -EINVAL;
+		}
+		if (out->n == PATH_MAX_COMPONENTS) {
+			*why = "path too deep";
+			return -EINVAL;
+		}
+		out->c[out->n] = s;
+		out->len[out->n] = len;
+		out->n++;
+	}
+	return 0;
+}
+
+/*
+ * Walk to the directory that holds the last component, creating missing directories
+ * (as a tar extractor would). Refuses to pass through a symlink or a non-directory.
+ */
+static int walk_parent(struct import_ctx *ic, const struct comps *c, uint32_t layer, bool create,
+		       struct tree_node **out, const char **why)
+{
+	struct tree_node *dir = tree_root(ic->tree);
+
+	for (size_t i = 0; i + 1 < c->n; i++) {
+		struct tree_node *n = tree_lookup(ic->tree, dir, c->c[i], c->len[i]);
+
+		if (!n) {
+			struct tree_inode *ino;
+
+			if (!create) {
+				*out = NULL;
+				return 0;
+			}
+			ino = tree_inode_new(ic->tree, MF_DIR);
+			if (!ino)
+				return -ENOMEM;
+			n = tree_put(ic->tree, dir, c->c[i], c->len[i], layer, ino);
+			if (!n)
+				return -ENOMEM;
+		} else if (n->ino->type == MF_SYMLINK) {
+			*why = "climbs through a symlinked parent directory";
+			return -ELOOP;
+		} else if (n->ino->type != MF_DIR) {
+			*why = "a parent is not a directory";
+			return -ENOTDIR;
+		}
+		dir = n;
+	}
+	*out = dir;
+	return 0;
+}
+
+static int entry_xattrs(struct import_ctx *ic, struct archive_entry *e, struct tree_inode *ino)
+{
+	int n = sym_archive_entry_xattr_reset(e);
+	const char *name;
+	const void *value;
+	size_t size;
+
+	if (n <= 0)
+		return 0;
+	ino->xattrs = tree_alloc(ic->tree, (size_t)n * sizeof(*ino->xattrs));
+	if (!ino->xattrs)
+		return -ENOMEM;
+	while (sym_archive_entry_xattr_next(e, &name, &value, &size) == ARCHIVE_OK) {
+		struct mf_xattr_in *x = &ino->xattrs[ino->xattr_count];
+		size_t nlen = strlen(name);
+
+		if (ino->xattr_count == (uint32_t)n || !nlen)
+			break;
+		x->name = tree_strdup(ic->tree, name, nlen);
+		x->value = tree_strdup(ic->tree, value, size);
+		if (!x->name || !x->value)
+			return -ENOMEM;
+		x->name_len = (uint32_t)nlen;
+		x->value_len = (uint32_t)size;
+		ino->xattr_count++;
+	}
+	import_sort_xattrs(ino->xattrs, ino->xattr_count);
+	return 0;
+}
+
+/*
+ * A pax time "-X.F" means -(X + 0.F) seconds, but libarchive hands it over as seconds -X
+ * and a positive fraction F, i.e. -X + 0.F. Normalize to seconds rounded down and
+ * nanoseconds in [0, 1e9), the way stat(2) and the manifest count.
+ */
+static void pax_negative_time_fix(int64_t *sec, uint32_t *nsec)
+{
+	if (*sec < 0 && *nsec > 0) {
+		*sec -= 1;
+		*nsec = 1000000000u - *nsec;
+	}
+}
+
+static void entry_attrs(struct archive_entry *e, struct tree_inode *ino)
+{
+	ino->mode = sym_archive_entry_perm(e) & 07777;
+	ino->uid = (uint32_t)sym_archive_entry_uid(e);
+	ino->gid = (uint32_t)sym_archive_entry_gid(e);
+	ino->mtime = sym_archive_entry_mtime(e);
+	ino->mtime_ns = (uint32_t)sym_archive_entry_mtime_nsec(e);
+	if (sym_archive_entry_atime_is_set(e)) {
+		ino->atime = sym_archive_entry_atime(e);
+		ino->atime_ns = (uint32_t)sym_archive_entry_atime_nsec(e);
+	} else {
+		ino->atime = ino->mtime;
+		ino->atime_ns = ino->mtime_ns;
+	}
+	if (sym_archive_entry_ctime_is_set(e)) {
+		ino->ctime = sym_archive_entry_ctime(e);
+		ino->ctime_ns = (uint32_t)sym_archive_entry_ctime_nsec(e);
+	} else {
+		ino->ctime = ino->mtime;
+		ino->ctime_ns = ino->mtime_ns;
+	}
+	pax_negative_time_fix(&ino->mtime, &ino->mtime_ns);
+	if (sym_archive_entry_atime_is_set(e))
+		pax_negative_time_fix(&ino->atime, &ino->atime_ns);
+	if (sym_archive_entry_ctime_is_set(e))
+		pax_negative_time_fix(&ino->ctime, &ino->ctime_ns);
+	if (ino->type == MF_CHR || ino->type == MF_BLK) {
+		ino->rdev_major = (uint32_t)sym_archive_entry_rdevmajor(e);
+		ino->rdev_minor = (uint32_t)sym_archive_entry_rdevminor(e);
+	}
+}
+
+static int read_data(struct import_ctx *ic, struct archive *a, struct archive_entry *e,
+		     struct tree_inode *ino, uint64_t size, const char **why)
+{
+	struct import_stream st;
+	int ret;
+
+	ret = import_stream_begin(ic, &st, ino, size, sym_archive_entry_sparse_count(e) > 0);
+	if (ret)
+		return ret;
+	for (;;) {
+		const void *buf;
+		size_t len;
+		la_int64_t off;
+		int r = sym_archive_read_data_block(a, &buf, &len, &off);
+
+		if (r == ARCHIVE_EOF)
+			break;
+		if (r < ARCHIVE_WARN) {
+			import_stream_abort(&st);
+			*why = sym_archive_error_string(a);
+			return -EIO;
+		}
+		if (off < 0 || (uint64_t)off < st.pos) {
+			import_stream_abort(&st);
+			*why = "sparse map goes backwards";
+			return -EINVAL;
+		}
+		ret = import_stream_hole(&st, (uint64_t)off - st.pos);
+		if (!ret && len)
+			ret = import_stream_write(&st, buf, len);
+		if (ret) {
+			import_stream_abort(&st);
+			return ret;
+		}
+	}
+	if (st.pos > size)
+		size = st.pos;
+	ret = import_stream_end(&st, size);
+	if (ret == -EIO)
+		*why = "archive ends inside the file's data";
+	ic->files++;
+	import_progress(ic);
+	return ret;
+}
+
+static uint8_t entry_type(struct archive_entry *e)
+{
+	switch (sym_archive_entry_filetype(e)) {
+	case AE_IFREG: return MF_REG;
+	case AE_IFDIR: return MF_DIR;
+	case AE_IFLNK: return MF_SYMLINK;
+	case AE_IFCHR: return MF_CHR;
+	case AE_IFBLK: return MF_BLK;
+	case AE_IFIFO: return MF_FIFO;
+	case AE_IFSOCK: return MF_SOCK;
+	}
+	return 0;
+}
+
+static int whiteout(struct import_ctx *ic, struct tree_node *dir, const struct comps *c,
+		    uint32_t layer)
+{
+	const char *name = c->c[c->n - 1];
+	size_t len = c->len[c->n - 1];
+
+	if (!dir)
+		return 0; /* the parent does not exist: nothing to delete */
+	if (len == strlen(WH_OPAQUE) && !memcmp(name, WH_OPAQUE, len)) {
+		tree_remove_lower(ic->tree, dir, layer);
+		return 0;
+	}
+	struct tree_node *victim = tree_lookup(ic->tree, dir, name + 4, len - 4);
+
+	if (victim && victim->layer < layer)
+		tree_remove(ic->tree, victim);
+	return 0;
+}
+
+static bool is_whiteout(const struct comps *c)
+{
+	return c->n && c->len[c->n - 1] >= 4 && !memcmp(c->c[c->n - 1], WH_PREFIX, 4);
+}
+
+static int apply_entry(struct import_ctx *ic, struct archive *a, struct archive_entry *e,
+		       uint32_t layer, bool whiteouts, const char **why)
+{
+	const char *path = sym_archive_entry_pathname(e);
+	const char *hl = sym_archive_entry_hardlink(e);
+	struct tree_node *dir, *n;
+	struct tree_inode *ino;
+	struct comps c, hc;
+	uint8_t type;
+	int ret;
+
+	if (!path) {
+		*why = "entry without a usable path name";
+		return -EINVAL;
+	}
+	ret = split_path(path, &c, why);
+	if (ret)
+		return ret;
+	if (whiteouts && is_whiteout(&c)) {
+		ret = walk_parent(ic, &c, layer, false, &dir, why);
+		return ret ? ret : whiteout(ic, dir, &c, layer);
+	}
+	if (hl) {
+		ret = split_path(hl, &hc, why);
+		if (ret)
+			return ret;
+		if (hc.n == 0) {
+			*why = "hardlink to the root directory";
+			return -EINVAL;
+		}
+		ret = walk_parent(ic, &hc, layer, false, &dir, why);
+		if (ret)
+			return ret;
+		n = dir ? tree_lookup(ic->tree, dir, hc.c[hc.n - 1], hc.len[hc.n - 1]) : NULL;
+		if (!n) {
+			*why = "hardlink to a missing target";
+			return -ENOENT;
+		}
+		if (n->ino->type == MF_DIR) {
+			*why = "hardlink to a directory";
+			return -EINVAL;
+		}
+		if (c.n == 0) {
+			*why = "hardlink over the root directory";
+			return -EINVAL;
+		}
+		ino = n->ino;
+		ret = walk_parent(ic, &c, layer, true, &dir, why);
+		if (ret)
+			return ret;
+		n = tree_lookup(ic->tree, dir, c.c[c.n - 1], c.len[c.n - 1]);
+		if (n && n->ino == ino)
+			return 0; /* a link to itself: nothing changes */
+		return tree_put(ic->tree, dir, c.c[c.n - 1], c.len[c.n - 1], layer, ino) ? 0
+											  : -ENOMEM;
+	}
+	type = entry_type(e);
+	if (!type) {
+		*why = "unsupported entry type";
+		return -EINVAL;
+	}
+	if (c.n == 0) { /* "./": the root directory's own attributes */
+		if (type != MF_DIR) {
+			*why = "the root is not a directory";
+			return -EINVAL;
+		}
+		ino = tree_root(ic->tree)->ino;
+		entry_attrs(e, ino);
+		ino->xattr_count = 0;
+		return entry_xattrs(ic, e, ino);
+	}
+	ret = walk_parent(ic, &c, layer, true, &dir, why);
+	if (ret)
+		return ret;
+	ino = tree_inode_new(ic->tree, type);
+	if (!ino)
+		return -ENOMEM;
+	entry_attrs(e, ino);
+	ret = entry_xattrs(ic, e, ino);
+	if (ret)
+		return ret;
+	if (type == MF_SYMLINK) {
+		const char *target = sym_archive_entry_symlink(e);
+		size_t tlen = target ? strlen(target) : 0;
+
+		if (!tlen) {
+			*why = "symlink without a target";
+			return -EINVAL;
+		}
+		if (tlen > 4095) {
+			*why = "symlink target longer than 4095 bytes";
+			return -ENAMETOOLONG;
+		}
+		ino->link = tree_strdup(ic->tree, target, tlen);
+		if (!ino->link)
+			return -ENOMEM;
+		ino->link_len = (uint32_t)tlen;
+		ino->size = tlen;
+	}
+	if (type == MF_REG) {
+		la_int64_t size = sym_archive_entry_size_is_set(e) ? sym_archive_entry_size(e) : 0;
+
+		ret = read_data(ic, a, e, ino, size > 0 ? (uint64_t)size : 0, why);
+		if (ret)
+			return ret;
+	}
+	n = tree_put(ic->tree, dir, c.c[c.n - 1], c.len[c.n - 1], layer, ino);
+	return n ? 0 : -ENOMEM;
+}
+
+int import_tar_archive(struct import_ctx *ic, struct archive *a, uint32_t layer, bool whiteouts,
+		       const char *what)
+{
+	struct archive_entry *e;
+	uint64_t count = 0;
+
+	for (;;) {
+		const char *why = NULL;
+		int r = sym_archive_read_next_header(a, &e), ret;
+
+		if (r == ARCHIVE_EOF)
+			break;
+		if (r == ARCHIVE_WARN) {
+			log_warn("%s: %s", what, sym_archive_error_string(a));
+		} else if (r != ARCHIVE_OK) {
+			const char *msg = sym_archive_error_string(a);
+
+			log_error("%s: %s", what, msg ? msg : "corrupt archive");
+			return -EIO;
+		}
+		ret = apply_entry(ic, a, e, layer, whiteouts, &why);
+		if (ret == -ENOMEM)
+			return ret; /* import_run says it, once */
+		if (ret) {
+			const char *p = sym_archive_entry_pathname(e);
+
+			log_error("%s: %s: %s", what, p ? p : "?", why ? why : strerror(-ret));
+			return ret;
+		}
+		count++;
+	}
+	if (count == 0 && layer == 0)
+		log_warn("%s: empty archive", what);
+	return 0;
+}
+
+int import_tar_file(struct import_ctx *ic, const char *path)
+{
+	struct archive *a;
+	int ret = dl_archive_load();
+
+	if (ret)
+		return ret;
+	a = sym_archive_read_new();
+	if (!a)
+		return -ENOMEM;
+	sym_archive_read_support_filter_all(a);
+	sym_archive_read_support_format_tar(a);
+	if (sym_archive_read_open_filename(a, path, 1 << 20) != ARCHIVE_OK) {
+		const char *msg = sym_archive_error_string(a);
+
+		log_error("%s: %s", path, msg ? msg : "cannot open");
+		sym_archive_read_free(a);
+		return -EIO;
+	}
+	ret = import_tar_archive(ic, a, 0, false, path);
+	sym_archive_read_free(a);
+	return ret;
+}

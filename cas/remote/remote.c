@@ -1,0 +1,390 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Remote chunk tiers: the public API over one backend (remote_int.h): a static HTTP tree of
+ * the store (remote_http.c) or an OCI registry repository (remote_oci.c). Here: picking the
+ * backend, requests with retries and authentication, fetching a chunk, uploading,
+ * statistics.
+ */
+#include "remote_int.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../common/log.h"
+#include "../chunk.h"
+
+#define BACKOFF_BASE_MS 100
+#define BACKOFF_CAP_MS 5000
+
+static const struct remote_ops *const backends[] = { &remote_http_ops, &remote_oci_ops };
+
+/* ------------------------------------------------------------------ requests */
+
+static unsigned rand_below(struct remote *r, unsigned n)
+{
+	uint64_t x;
+
+	pthread_mutex_lock(&r->lock);
+	x = r->rng;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	r->rng = x;
+	pthread_mutex_unlock(&r->lock);
+	return n ? (unsigned)(x % n) : 0;
+}
+
+/* Exponential backoff with jitter: a random time in [d/2, d], d = base * 2^attempt. */
+static void backoff(struct remote *r, int attempt)
+{
+	unsigned d = BACKOFF_BASE_MS;
+	struct timespec ts;
+
+	for (int i = 0; i < attempt && d < BACKOFF_CAP_MS; i++)
+		d *= 2;
+	if (d > BACKOFF_CAP_MS)
+		d = BACKOFF_CAP_MS;
+	d = d / 2 + rand_below(r, d / 2 + 1);
+	ts.tv_sec = d / 1000;
+	ts.tv_nsec = (long)(d % 1000) * 1000000L;
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+int remote_do(struct remote *r, struct http_req *rq, int retries, const char **why)
+{
+	bool auth_tried = false;
+	char bearer[8192];
+
+	for (int attempt = 0;; attempt++) {
+		int ret;
+
+		rq->bearer = NULL;
+		rq->user = rq->password = NULL;
+		pthread_mutex_lock(&r->lock);
+		if (r->token && strlen(r->token) < sizeof(bearer)) {
+			strcpy(bearer, r->token);
+			rq->bearer = bearer;
+		}
+		if (r->basic) {
+			rq->user = r->user;
+			rq->password = r->password;
+		}
+		pthread_mutex_unlock(&r->lock);
+
+		REMOTE_STAT_ADD(r, requests, 1);
+		ret = http_do(r->http, rq);
+		if (ret == -ENOMEM)
+			return ret;
+		if (!ret && rq->status == 401 && r->ops->auth && !auth_tried) {
+			auth_tried = true;
+			ret = r->ops->auth(r, rq->www_authenticate, why);
+			http_req_clear(rq);
+			if (ret)
+				return ret;
+			attempt--; /* not a retry */
+			continue;
+		}
+		if (!http_req_transient(rq) || attempt >= retries)
+			return ret;
+		REMOTE_STAT_ADD(r, retries, 1);
+		http_req_clear(rq);
+		backoff(r, attempt);
+	}
+}
+
+const char *remote_failure(const struct http_req *rq, char *buf, size_t len)
+{
+	if (rq->curl_code)
+		return rq->err;
+	snprintf(buf, len, "HTTP %ld", rq->status);
+	return buf;
+}
+
+int remote_send(struct remote *r, const char *method, const char *url, const void *body,
+		size_t len, const char *ctype, long ok1, long ok2, const char *what,
+		char **location)
+{
+	struct http_req rq = { 0 };
+	const char *why = NULL;
+	char fb[32];
+	int ret;
+
+	rq.method = method;
+	rq.url = url;
+	rq.body = body;
+	rq.body_len = len;
+	rq.content_type = ctype;
+	rq.max_body = 1u << 20;
+	ret = remote_do(r, &rq, r->retries, &why);
+	if (ret == -EACCES) {
+		log_error("%s: %s", what, why);
+	} else if (ret == -ENOMEM) {
+		log_error("%s: out of memory", what);
+	} else if (ret || rq.status < 200 || rq.status > 299 ||
+		   (ok1 && rq.status != ok1 && rq.status != ok2)) {
+		log_error("%s: %s %s: %s", what, method, url, remote_failure(&rq, fb, sizeof(fb)));
+		ret = -EIO;
+	} else if (location) {
+		*location = rq.location;
+		rq.location = NULL;
+	}
+	http_req_clear(&rq);
+	return ret;
+}
+
+int remote_head(struct remote *r, const char *url, const char *what)
+{
+	struct http_req rq = { 0 };
+	const char *why = NULL;
+	char fb[32];
+	int ret;
+
+	rq.method = "HEAD";
+	rq.url = url;
+	rq.follow = true;
+	ret = remote_do(r, &rq, r->retries, &why);
+	if (ret == -EACCES)
+		log_error("%s: %s", what, why);
+	else if (ret)
+		log_error("%s: HEAD %s: %s", what, url, remote_failure(&rq, fb, sizeof(fb)));
+	else if (rq.status == 200)
+		ret = 1;
+	else if (rq.status == 404)
+		ret = 0;
+	else {
+		log_error("%s: HEAD %s: %s", what, url, remote_failure(&rq, fb, sizeof(fb)));
+		ret = -EIO;
+	}
+	http_req_clear(&rq);
+	return ret;
+}
+
+/* ------------------------------------------------------------------ open / close */
+
+int remote_open(const struct remote_opts *o, struct remote **out, const char **why)
+{
+	struct remote *r;
+	const char *u, *p;
+	int ret;
+
+	*why = NULL;
+	if (!o->url || !*o->url) {
+		*why = "empty remote URL";
+		return -EINVAL;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	pthread_mutex_init(&r->lock, NULL);
+	r->rng = (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid() << 17 ^
+		 (uint64_t)(uintptr_t)r;
+	if (!r->rng)
+		r->rng = 1;
+	r->push = o->push;
+	r->retries = o->retries < 0 ? 0 : o->retries ? o->retries : REMOTE_RETRIES_DEFAULT;
+	r->url = strdup(o->url);
+	if (!r->url) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	for (size_t i = 0; !r->ops && i < sizeof(backends) / sizeof(backends[0]); i++)
+		if (backends[i]->match(o->url))
+			r->ops = backends[i];
+	if (!r->ops) {
+		*why = "unsupported remote (want http(s)://HOST/PATH/ or oci://HOST/REPO)";
+		ret = -EINVAL;
+		goto fail;
+	}
+	ret = r->ops->parse(r, o->url, why);
+	if (ret)
+		goto fail;
+	u = getenv("LAZYBLK_REMOTE_USER");
+	p = getenv("LAZYBLK_REMOTE_PASSWORD");
+	if (u && *u) {
+		r->user = strdup(u);
+		r->password = strdup(p ? p : "");
+		if (!r->user || !r->password) {
+			ret = -ENOMEM;
+			goto fail;
+		}
+	}
+	ret = http_open(o->concurrency ? o->concurrency : REMOTE_CONCURRENCY_DEFAULT,
+			o->timeout_ms ? o->timeout_ms : REMOTE_TIMEOUT_MS_DEFAULT, &r->http);
+	if (ret)
+		goto fail;
+	if (r->ops->start) {
+		ret = r->ops->start(r, why);
+		if (ret)
+			goto fail;
+	}
+	*out = r;
+	return 0;
+fail:
+	remote_close(r);
+	return ret;
+}
+
+void remote_close(struct remote *r)
+{
+	if (!r)
+		return;
+	http_close(r->http);
+	if (r->ops && r->ops->free)
+		r->ops->free(r);
+	free(r->token);
+	free(r->user);
+	free(r->password);
+	free(r->base);
+	free(r->url);
+	pthread_mutex_destroy(&r->lock);
+	free(r);
+}
+
+const char *remote_url(const struct remote *r) { return r->url; }
+bool remote_is_oci(const struct remote *r) { return r->ops == &remote_oci_ops; }
+
+/* ------------------------------------------------------------------ chunks */
+
+static void lat_record(struct remote *r, uint64_t usec)
+{
+	pthread_mutex_lock(&r->lock);
+	r->lat[r->lat_n++ % REMOTE_LAT_RING] = usec > UINT32_MAX ? UINT32_MAX : (uint32_t)usec;
+	pthread_mutex_unlock(&r->lock);
+}
+
+int remote_get(struct remote *r, const uint8_t d[SHA256_LEN], uint8_t **frame, size_t *len)
+{
+	return remote_get_prio(r, d, NULL, frame, len);
+}
+
+_Static_assert((int)REMOTE_PRIO_NOW == (int)HTTP_PRIO_NOW && (int)REMOTE_PRIO_BG == (int)HTTP_PRIO_BG,
+	       "remote and http priorities");
+
+void remote_kick(struct remote *r)
+{
+	http_kick(r->http);
+}
+
+int remote_get_prio(struct remote *r, const uint8_t d[SHA256_LEN], const int *prio,
+		    uint8_t **frame, size_t *len)
+{
+	char hex[SHA256_HEX_LEN + 1], fb[32];
+	struct remote_loc loc = { 0 };
+	struct http_req rq = { 0 };
+	const char *why = NULL;
+	struct timespec t0, t1;
+	int ret;
+
+	sha256_to_hex(d, hex);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ret = r->ops->locate(r, d, hex, &loc);
+	if (ret == -ENOENT)
+		REMOTE_STAT_ADD(r, not_found, 1);
+	if (ret)
+		return ret;
+	rq.method = "GET";
+	rq.url = loc.url;
+	rq.follow = true;
+	rq.prio = prio;
+	rq.max_body = chunk_compress_bound(CHUNK_SIZE_MAX);
+	ret = remote_do(r, &rq, r->retries, &why);
+	if (ret == -ENOMEM)
+		goto out;
+	if (ret == -EACCES) {
+		log_error("chunk %s: %s: %s", hex, r->url, why);
+		REMOTE_STAT_ADD(r, failures, 1);
+		ret = -EIO;
+		goto out;
+	}
+	if (!ret && (rq.status == 404 || rq.status == 410)) {
+		REMOTE_STAT_ADD(r, not_found, 1);
+		log_error("chunk %s: not found at %s", hex, loc.url);
+		ret = -ENOENT;
+		goto out;
+	}
+	if (ret || rq.status != 200) {
+		bool timeout = ret && http_req_timed_out(&rq);
+
+		REMOTE_STAT_ADD(r, failures, 1);
+		log_error("chunk %s: %s: %s%s", hex, loc.url, remote_failure(&rq, fb, sizeof(fb)),
+			  r->retries && http_req_transient(&rq) ? " (retries exhausted)" : "");
+		ret = timeout ? -ETIMEDOUT : -EIO;
+		goto out;
+	}
+	if (r->ops->check) {
+		ret = r->ops->check(r, &loc, rq.body_out, rq.body_out_len, hex);
+		if (ret)
+			goto out;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	lat_record(r, (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000u +
+			      (uint64_t)((t1.tv_nsec - t0.tv_nsec) / 1000));
+	REMOTE_STAT_ADD(r, fetches, 1);
+	REMOTE_STAT_ADD(r, fetched_bytes, rq.body_out_len);
+	*frame = rq.body_out ? rq.body_out : malloc(1);
+	*len = rq.body_out_len;
+	rq.body_out = NULL;
+	ret = *frame ? 0 : -ENOMEM;
+out:
+	http_req_clear(&rq);
+	free(loc.url);
+	return ret;
+}
+
+int remote_put(struct remote *r, const uint8_t d[SHA256_LEN], const void *frame, size_t len)
+{
+	char hex[SHA256_HEX_LEN + 1], what[80];
+	int ret;
+
+	sha256_to_hex(d, hex);
+	snprintf(what, sizeof(what), "chunk %s", hex);
+	ret = r->ops->put(r, d, frame, len, what);
+	if (ret == 1) {
+		REMOTE_STAT_ADD(r, uploads, 1);
+		REMOTE_STAT_ADD(r, uploaded_bytes, len);
+	}
+	return ret;
+}
+
+int remote_publish(struct remote *r)
+{
+	return r->ops->publish ? r->ops->publish(r) : 0;
+}
+
+/* ------------------------------------------------------------------ stats */
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+void remote_get_stats(struct remote *r, struct remote_stats *st)
+{
+	uint32_t *lat = NULL;
+	size_t n;
+
+	pthread_mutex_lock(&r->lock);
+	*st = r->st;
+	n = r->lat_n < REMOTE_LAT_RING ? r->lat_n : REMOTE_LAT_RING;
+	if (n && (lat = malloc(n * sizeof(*lat))))
+		memcpy(lat, r->lat, n * sizeof(*lat));
+	pthread_mutex_unlock(&r->lock);
+	st->requests = __atomic_load_n(&r->st.requests, __ATOMIC_RELAXED);
+	st->lat_p50_us = st->lat_p90_us = st->lat_p99_us = st->lat_max_us = 0;
+	if (lat) {
+		qsort(lat, n, sizeof(*lat), cmp_u32);
+		st->lat_p50_us = lat[(n - 1) * 50 / 100];
+		st->lat_p90_us = lat[(n - 1) * 90 / 100];
+		st->lat_p99_us = lat[(n - 1) * 99 / 100];
+		st->lat_max_us = lat[n - 1];
+		free(lat);
+	}
+}

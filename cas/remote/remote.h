@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Remote chunk tiers over libcurl.
+ *
+ *   http(s)://HOST[:PORT]/PATH/   the store layout as static files: GET PATH/chunks/xx/<hex>
+ *                                 (push: PUT to the same name, for servers that accept it)
+ *   oci://HOST[:PORT]/REPO[:TAG]  chunks as blobs of an OCI registry repository, found through
+ *                                 the index published under TAG (default lazyblk-chunks; see
+ *                                 oci_index.h). https, except for loopback hosts (localhost,
+ *                                 127.0.0.0/8, [::1]) which use plain http, as docker does;
+ *                                 oci+http:// and oci+https:// choose explicitly.
+ *
+ * Credentials come from LAZYBLK_REMOTE_USER / LAZYBLK_REMOTE_PASSWORD (HTTP basic for http
+ * remotes and for a registry's token endpoint). Registry token auth follows the distribution
+ * spec (a 401 with a Bearer challenge, a token from its realm, retried). Redirects are
+ * followed; credentials are never sent to another host.
+ *
+ * Requests run in one thread driving a curl multi handle (connections reused, HTTP/2 where
+ * offered), at most `concurrency` at a time; callers block on their own request. A request
+ * that times out, is reset, or gets a 5xx (or 429) is retried after an exponential backoff
+ * with jitter, at most `retries` times.
+ */
+#ifndef LZ_CAS_REMOTE_H
+#define LZ_CAS_REMOTE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../../common/sha256.h"
+
+#define REMOTE_CONCURRENCY_DEFAULT 16
+#define REMOTE_TIMEOUT_MS_DEFAULT 30000
+#define REMOTE_RETRIES_DEFAULT 4
+#define REMOTE_OCI_TAG_DEFAULT "lazyblk-chunks"
+
+struct remote;
+
+/* Fetch priorities: demand reads, and prefetch (background). */
+enum { REMOTE_PRIO_NOW = 0, REMOTE_PRIO_BG = 1 };
+
+struct remote_opts {
+	const char *url;
+	unsigned concurrency;  /* 0: default */
+	unsigned timeout_ms;   /* per request attempt; 0: default */
+	int retries;           /* 0: default, < 0: none */
+	bool push;             /* will upload (oci: ask for a push token) */
+};
+
+struct remote_stats {
+	uint64_t requests;      /* HTTP requests sent, retries and auth included */
+	uint64_t fetches;       /* chunks fetched (successful GETs of a chunk) */
+	uint64_t fetched_bytes; /* their bytes as transferred (compressed frames) */
+	uint64_t retries;
+	uint64_t failures;      /* chunk fetches that failed after all retries */
+	uint64_t not_found;
+	uint64_t uploads, uploaded_bytes;
+	/* latency of successful chunk fetches, retries included, in microseconds */
+	uint64_t lat_p50_us, lat_p90_us, lat_p99_us, lat_max_us;
+};
+
+/*
+ * Parse the URL and start the request thread. For oci, also authenticates and loads the
+ * chunk index (a missing tag is an empty index). On failure prints nothing: *why gets a
+ * static reason or NULL (then strerror of the result).
+ */
+int remote_open(const struct remote_opts *o, struct remote **out, const char **why);
+void remote_close(struct remote *r);
+/* The URL as given, for messages. */
+const char *remote_url(const struct remote *r);
+bool remote_is_oci(const struct remote *r);
+
+/*
+ * Fetch chunk d's stored frame into a malloc'ed buffer. Blocking, thread-safe. -ENOENT: the
+ * remote does not have it (404, or not in the OCI index); -EIO (or -ETIMEDOUT) after the
+ * retries, with one log_error line naming the chunk and the last failure; -ENOMEM.
+ * For oci the frame's sha256 is checked against the blob digest before it is returned.
+ */
+int remote_get(struct remote *r, const uint8_t d[SHA256_LEN], uint8_t **frame, size_t *len);
+/*
+ * The same at a priority (NULL or *prio REMOTE_PRIO_NOW, or REMOTE_PRIO_BG for
+ * prefetch: after every waiting demand fetch, on at most half the connections). *prio may be
+ * raised while the fetch waits; then call remote_kick().
+ */
+int remote_get_prio(struct remote *r, const uint8_t d[SHA256_LEN], const int *prio,
+		    uint8_t **frame, size_t *len);
+void remote_kick(struct remote *r);
+
+/*
+ * Upload chunk d's frame unless the remote has it already. Blocking, thread-safe.
+ * 1 uploaded, 0 already there, -errno with one log_error line.
+ * For oci the chunk is recorded for remote_publish().
+ */
+int remote_put(struct remote *r, const uint8_t d[SHA256_LEN], const void *frame, size_t len);
+/* oci: publish the index (existing entries under the tag plus every remote_put); http: no-op. */
+int remote_publish(struct remote *r);
+
+void remote_get_stats(struct remote *r, struct remote_stats *st);
+
+#endif

@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internals of the remote tier, shared by its files:
+ *   remote.c       the public API (remote.h) over one backend: opening, fetching a chunk
+ *                  (the request, retries, status, statistics), uploading, statistics;
+ *                  the request helpers the backends use;
+ *   remote_http.c  the http(s):// backend: the store's layout as static files;
+ *   remote_oci.c   the oci:// backend: blobs of a registry repository, found through the
+ *                  chunk index published under a tag (oci_index.h), registry token auth.
+ * A backend is a struct remote_ops; remote_open() picks the one whose match() takes the
+ * URL. Its state hangs off r->be.
+ */
+#ifndef LZ_CAS_REMOTE_INT_H
+#define LZ_CAS_REMOTE_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "http.h"
+#include "remote.h"
+
+#define REMOTE_LAT_RING 8192
+
+/* Where a chunk is fetched from: what a backend's locate() says. */
+struct remote_loc {
+	char *url;                   /* malloc'ed; the core frees it */
+	uint8_t blob[SHA256_LEN];    /* oci: the blob the frame must be (check()) */
+	uint64_t size;               /* oci: its size */
+};
+
+struct remote_ops {
+	/* Whether url is for this backend (by its scheme). */
+	bool (*match)(const char *url);
+	/* Parse url into r->base and the backend's state. -EINVAL with *why, -ENOMEM. */
+	int (*parse)(struct remote *r, const char *url, const char **why);
+	/* Once requests can run (NULL: nothing). -errno with *why (NULL: strerror). */
+	int (*start)(struct remote *r, const char **why);
+	/*
+	 * A 401's challenge (WWW-Authenticate, maybe NULL): get what the next attempt needs
+	 * (r->token, or r->basic). 0: retry once; -EACCES with *why. NULL: a 401 is the answer.
+	 */
+	int (*auth)(struct remote *r, const char *challenge, const char **why);
+	/* Where chunk d (hex: its name) is. 0; -ENOENT not there (logged); -ENOMEM. */
+	int (*locate)(struct remote *r, const uint8_t d[SHA256_LEN], const char *hex,
+		      struct remote_loc *loc);
+	/* Whether the fetched frame is what loc promised (NULL: no check). 0, or -EBADMSG. */
+	int (*check)(struct remote *r, const struct remote_loc *loc, const uint8_t *frame,
+		     size_t len, const char *hex);
+	/* Upload d's frame unless present: 1 uploaded, 0 present, -errno (logged). */
+	int (*put)(struct remote *r, const uint8_t d[SHA256_LEN], const void *frame, size_t len,
+		   const char *what);
+	/* Publish what put() uploaded (NULL: nothing to publish). */
+	int (*publish)(struct remote *r);
+	/* Free the backend's state (NULL: none). Also after a failed parse(). */
+	void (*free)(struct remote *r);
+};
+
+extern const struct remote_ops remote_http_ops, remote_oci_ops;
+
+struct remote {
+	const struct remote_ops *ops;
+	void *be;               /* the backend's state */
+	char *url;              /* as given */
+	char *base;             /* http: ".../PATH/" (with the slash); oci: "scheme://host[:port]" */
+	bool push;
+	struct http *http;
+	int retries;
+	char *user, *password;  /* LAZYBLK_REMOTE_USER / _PASSWORD, or NULL */
+
+	pthread_mutex_t lock;   /* everything below, and the backend's state */
+	char *token;            /* bearer token (oci: the registry's) */
+	bool basic;             /* send user and password (http: always; oci: when asked) */
+	uint64_t rng;
+	uint32_t lat[REMOTE_LAT_RING]; /* fetch latencies, microseconds (ring) */
+	uint64_t lat_n;
+	struct remote_stats st;
+};
+
+#define REMOTE_STAT_ADD(r, f, v) __atomic_add_fetch(&(r)->st.f, (v), __ATOMIC_RELAXED)
+
+/* remote.c: requests for the backends */
+/*
+ * Run rq with authentication and retries. Returns 0 with a response whose status the caller
+ * judges (possibly a 5xx after the last retry), -EIO after the last transport failure,
+ * -EACCES (with *why) when authentication failed, -ENOMEM. On return rq holds the last
+ * attempt's outputs (clear them with http_req_clear).
+ */
+int remote_do(struct remote *r, struct http_req *rq, int retries, const char **why);
+/* "HTTP 503" or the transport error, for messages. */
+const char *remote_failure(const struct http_req *rq, char *buf, size_t len);
+/*
+ * PUT/POST body to url; 0 if the status is ok1 or ok2 (0: any 2xx), else -EIO, logged.
+ * location: the response's Location (malloc'ed), when not NULL.
+ */
+int remote_send(struct remote *r, const char *method, const char *url, const void *body,
+		size_t len, const char *ctype, long ok1, long ok2, const char *what,
+		char **location);
+/* HEAD url: 1 present, 0 absent, -errno (logged). */
+int remote_head(struct remote *r, const char *url, const char *what);
+
+#endif

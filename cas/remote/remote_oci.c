@@ -1,0 +1,592 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cas/remote/remote_oci: the oci:// backend. Chunks are blobs of a registry repository (a
+ * frame's blob digest is the sha256 of its compressed bytes, checked on every fetch), found
+ * through the chunk index published under a tag (oci_index.h): loaded at open, reloaded
+ * (at most every INDEX_RELOAD_SECS) when a chunk is not in it, extended by push and
+ * published by remote_publish(). Registry token auth as the distribution spec says: a 401
+ * with a Bearer challenge, a token from its realm, the request retried; or HTTP basic when
+ * the challenge asks for it.
+ */
+#include "remote_int.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <json-c/json.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "../../common/dl_curl.h"
+#include "../../common/log.h"
+#include "oci_index.h"
+
+#define DOC_MAX (64u << 20)
+#define INDEX_RELOAD_SECS 5
+
+/* Under r->lock, but for repo and tag (set at open). */
+struct remote_oci {
+	char *repo, *tag;
+	struct oci_refs index;  /* sorted: chunk -> blob, as published under the tag */
+	struct oci_refs pushed; /* what remote_put uploaded or found */
+	time_t index_loaded;
+};
+
+/* ------------------------------------------------------------------ URLs */
+
+static bool host_is_loopback(const char *h, size_t n)
+{
+	if ((n == 9 && !strncmp(h, "localhost", 9)) || (n == 5 && !strncmp(h, "[::1]", 5)))
+		return true;
+	return n >= 4 && !strncmp(h, "127.", 4);
+}
+
+/* Lowercase path components of [a-z0-9]+([._-][a-z0-9]+)* (the distribution spec). */
+static bool repo_valid(const char *s)
+{
+	bool start = true;
+
+	if (!*s)
+		return false;
+	for (; *s; s++) {
+		if (islower((unsigned char)*s) || isdigit((unsigned char)*s)) {
+			start = false;
+			continue;
+		}
+		if (start || !s[1])
+			return false;
+		if (*s != '/' && *s != '.' && *s != '_' && *s != '-')
+			return false;
+		start = true;
+	}
+	return true;
+}
+
+static bool tag_valid(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (!n || n > 128 || !(isalnum((unsigned char)s[0]) || s[0] == '_'))
+		return false;
+	for (size_t i = 1; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && !strchr("._-", s[i]))
+			return false;
+	return true;
+}
+
+static bool oci_match(const char *url)
+{
+	return !strncmp(url, "oci://", 6) || !strncmp(url, "oci+http://", 11) ||
+	       !strncmp(url, "oci+https://", 12);
+}
+
+static int oci_parse(struct remote *r, const char *url, const char **why)
+{
+	struct remote_oci *o;
+	const char *rest, *slash, *scheme;
+	char *path, *colon;
+	size_t hl;
+
+	o = calloc(1, sizeof(*o));
+	if (!o)
+		return -ENOMEM;
+	r->be = o;
+	if (!strncmp(url, "oci+http://", 11)) {
+		rest = url + 11;
+		scheme = "http";
+	} else if (!strncmp(url, "oci+https://", 12)) {
+		rest = url + 12;
+		scheme = "https";
+	} else {
+		rest = url + 6;
+		scheme = NULL;
+	}
+	slash = strchr(rest, '/');
+	if (!slash || slash == rest || !slash[1]) {
+		*why = "an OCI remote is oci://HOST[:PORT]/REPO[:TAG]";
+		return -EINVAL;
+	}
+	hl = (size_t)(slash - rest);
+	if (strpbrk(url, "?#@ \t\r\n")) {
+		*why = "the remote URL must not have a query, a fragment, credentials or spaces";
+		return -EINVAL;
+	}
+	if (!scheme)
+		scheme = host_is_loopback(rest, hl) ? "http" : "https";
+	if (asprintf(&r->base, "%s://%.*s", scheme, (int)hl, rest) < 0) {
+		r->base = NULL;
+		return -ENOMEM;
+	}
+	path = strdup(slash + 1);
+	if (!path)
+		return -ENOMEM;
+	colon = strrchr(path, ':');
+	if (colon && !strchr(colon, '/')) {
+		*colon = '\0';
+		o->tag = strdup(colon + 1);
+	} else {
+		o->tag = strdup(REMOTE_OCI_TAG_DEFAULT);
+	}
+	o->repo = path;
+	if (!o->tag)
+		return -ENOMEM;
+	if (!repo_valid(o->repo)) {
+		*why = "bad repository name in the OCI remote (lowercase letters, digits, "
+		       "separators . _ - /)";
+		return -EINVAL;
+	}
+	if (!tag_valid(o->tag)) {
+		*why = "bad tag in the OCI remote";
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void oci_free(struct remote *r)
+{
+	struct remote_oci *o = r->be;
+
+	if (!o)
+		return;
+	oci_refs_free(&o->index);
+	oci_refs_free(&o->pushed);
+	free(o->repo);
+	free(o->tag);
+	free(o);
+	r->be = NULL;
+}
+
+/* ------------------------------------------------------------------ authentication */
+
+static char *url_escape(const char *s)
+{
+	char *e = sym_curl_easy_escape(NULL, s, 0), *c;
+
+	if (!e)
+		return NULL;
+	c = strdup(e);
+	sym_curl_free(e);
+	return c;
+}
+
+/* Get a registry token for the challenge (Bearer), or switch to basic auth (Basic). */
+static int oci_auth(struct remote *r, const char *challenge, const char **why)
+{
+	struct remote_oci *o = r->be;
+	char *realm = NULL, *service = NULL, *scope = NULL, *url = NULL, *es = NULL, *esc = NULL;
+	char want[1024];
+	struct http_req rq = { 0 };
+	struct json_object *root = NULL, *tok;
+	int ret;
+
+	if (challenge && !strncasecmp(challenge, "Basic", 5)) {
+		if (!r->user) {
+			*why = "the registry wants credentials (set LAZYBLK_REMOTE_USER and "
+			       "LAZYBLK_REMOTE_PASSWORD)";
+			return -EACCES;
+		}
+		pthread_mutex_lock(&r->lock);
+		r->basic = true;
+		pthread_mutex_unlock(&r->lock);
+		return 0;
+	}
+	if (!challenge || oci_parse_bearer(challenge, &realm, &service, &scope)) {
+		*why = "the registry refused access without a usable authentication challenge";
+		return -EACCES;
+	}
+	snprintf(want, sizeof(want), "repository:%s:%s", o->repo, r->push ? "pull,push" : "pull");
+	es = service ? url_escape(service) : strdup("");
+	esc = url_escape(want);
+	if (!es || !esc || asprintf(&url, "%s%sservice=%s&scope=%s", realm,
+				    strchr(realm, '?') ? "&" : "?", es, esc) < 0) {
+		url = NULL;
+		ret = -ENOMEM;
+		goto out;
+	}
+	if (strncmp(url, "http://", 7) && strncmp(url, "https://", 8)) {
+		*why = "the registry's token realm is not an http(s) URL";
+		ret = -EACCES;
+		goto out;
+	}
+	rq.method = "GET";
+	rq.url = url;
+	rq.user = r->user;
+	rq.password = r->password;
+	rq.follow = true;
+	rq.max_body = 1u << 20;
+	rq.accept = "application/json";
+	REMOTE_STAT_ADD(r, requests, 1);
+	ret = http_do(r->http, &rq);
+	if (ret) {
+		*why = "the registry's token endpoint did not answer";
+		goto out;
+	}
+	if (rq.status == 401 || rq.status == 403) {
+		*why = r->user ? "the registry's token endpoint refused the credentials"
+			       : "the registry wants credentials (set LAZYBLK_REMOTE_USER and "
+				 "LAZYBLK_REMOTE_PASSWORD)";
+		ret = -EACCES;
+		goto out;
+	}
+	if (rq.status != 200 || !rq.body_out_len) {
+		*why = "the registry's token endpoint failed";
+		ret = -EACCES;
+		goto out;
+	}
+	{
+		struct json_tokener *tk = json_tokener_new();
+
+		if (!tk) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		root = json_tokener_parse_ex(tk, (const char *)rq.body_out, (int)rq.body_out_len);
+		json_tokener_free(tk);
+	}
+	ret = -EACCES;
+	*why = "the registry's token endpoint sent no token";
+	if (root && (json_object_object_get_ex(root, "token", &tok) ||
+		     json_object_object_get_ex(root, "access_token", &tok)) &&
+	    json_object_is_type(tok, json_type_string) && json_object_get_string_len(tok) > 0 &&
+	    json_object_get_string_len(tok) < 8192) {
+		const char *t = json_object_get_string(tok);
+		bool clean = true;
+
+		for (const char *p = t; *p; p++)
+			if ((unsigned char)*p < 0x21 || (unsigned char)*p > 0x7e)
+				clean = false;
+		if (clean) {
+			char *copy = strdup(t);
+
+			if (!copy) {
+				ret = -ENOMEM;
+				goto out;
+			}
+			pthread_mutex_lock(&r->lock);
+			free(r->token);
+			r->token = copy;
+			pthread_mutex_unlock(&r->lock);
+			ret = 0;
+		}
+	}
+out:
+	json_object_put(root);
+	http_req_clear(&rq);
+	free(realm);
+	free(service);
+	free(scope);
+	free(es);
+	free(esc);
+	free(url);
+	return ret;
+}
+
+/* ------------------------------------------------------------------ the chunk index */
+
+static int fetch_doc(struct remote *r, const char *ref, struct http_req *rq, const char **why)
+{
+	struct remote_oci *o = r->be;
+	char *url;
+	int ret;
+
+	if (asprintf(&url, "%s/v2/%s/manifests/%s", r->base, o->repo, ref) < 0)
+		return -ENOMEM;
+	memset(rq, 0, sizeof(*rq));
+	rq->method = "GET";
+	rq->url = url;
+	rq->accept = OCI_MT_INDEX ", " OCI_MT_MANIFEST;
+	rq->max_body = DOC_MAX;
+	rq->follow = true;
+	ret = remote_do(r, rq, r->retries, why);
+	rq->url = NULL;
+	free(url);
+	return ret;
+}
+
+/* Load the chunk index under the tag into o->index (empty if the tag does not exist). */
+static int index_load(struct remote *r, const char **why)
+{
+	struct remote_oci *o = r->be;
+	struct oci_refs refs = { 0 };
+	uint8_t (*mans)[SHA256_LEN] = NULL;
+	size_t n_mans = 0;
+	struct http_req rq;
+	int ret;
+
+	ret = fetch_doc(r, o->tag, &rq, why);
+	if (ret == -EIO) {
+		*why = "the registry did not answer";
+		goto out;
+	}
+	if (ret)
+		goto out;
+	if (rq.status == 404) {
+		ret = 0; /* nothing published yet */
+		goto out;
+	}
+	if (rq.status != 200) {
+		*why = rq.status == 401 || rq.status == 403 ? "the registry refused access"
+							    : "the registry failed to send the chunk index";
+		ret = -EIO;
+		goto out;
+	}
+	ret = oci_index_parse((const char *)rq.body_out, rq.body_out_len, &refs, &mans, &n_mans,
+			      why);
+	for (size_t i = 0; !ret && i < n_mans; i++) {
+		char hex[SHA256_HEX_LEN + 1], ref[8 + SHA256_HEX_LEN];
+		uint8_t sum[SHA256_LEN];
+		uint8_t (*more)[SHA256_LEN] = NULL;
+		size_t n_more = 0;
+
+		sha256_to_hex(mans[i], hex);
+		snprintf(ref, sizeof(ref), "sha256:%s", hex);
+		http_req_clear(&rq);
+		ret = fetch_doc(r, ref, &rq, why);
+		if (ret)
+			break;
+		if (rq.status != 200) {
+			*why = "the registry failed to send a manifest of the chunk index";
+			ret = -EIO;
+			break;
+		}
+		if (sha256_buf(rq.body_out, rq.body_out_len, sum) || memcmp(sum, mans[i], SHA256_LEN)) {
+			*why = "a manifest of the chunk index does not match its digest";
+			ret = -EIO;
+			break;
+		}
+		ret = oci_index_parse((const char *)rq.body_out, rq.body_out_len, &refs, &more,
+				      &n_more, why);
+		free(more);
+		if (!ret && n_more) {
+			*why = "the chunk index nests image indexes";
+			ret = -EBADMSG;
+		}
+	}
+	if (!ret) {
+		oci_refs_sort(&refs);
+		pthread_mutex_lock(&r->lock);
+		oci_refs_free(&o->index);
+		o->index = refs;
+		memset(&refs, 0, sizeof(refs));
+		pthread_mutex_unlock(&r->lock);
+	}
+out:
+	if (!ret) {
+		pthread_mutex_lock(&r->lock);
+		o->index_loaded = time(NULL);
+		pthread_mutex_unlock(&r->lock);
+	}
+	http_req_clear(&rq);
+	oci_refs_free(&refs);
+	free(mans);
+	return ret;
+}
+
+static int oci_start(struct remote *r, const char **why)
+{
+	return index_load(r, why);
+}
+
+/* ------------------------------------------------------------------ chunks */
+
+/* The blob of chunk d in the OCI index; reloads the index (at most every few seconds) once. */
+static int oci_lookup(struct remote *r, const uint8_t d[SHA256_LEN], struct oci_chunk_ref *ref)
+{
+	struct remote_oci *o = r->be;
+	for (int pass = 0; pass < 2; pass++) {
+		const struct oci_chunk_ref *f;
+		const char *why = NULL;
+		bool reload;
+
+		pthread_mutex_lock(&r->lock);
+		f = oci_refs_find(&o->index, d);
+		if (f)
+			*ref = *f;
+		reload = !f && pass == 0 && time(NULL) - o->index_loaded >= INDEX_RELOAD_SECS;
+		pthread_mutex_unlock(&r->lock);
+		if (f)
+			return 0;
+		if (!reload || index_load(r, &why))
+			break;
+	}
+	return -ENOENT;
+}
+
+static int oci_locate(struct remote *r, const uint8_t d[SHA256_LEN], const char *hex,
+		      struct remote_loc *loc)
+{
+	struct remote_oci *o = r->be;
+	char bhex[SHA256_HEX_LEN + 1];
+	struct oci_chunk_ref ref;
+
+	if (oci_lookup(r, d, &ref)) {
+		log_error("chunk %s is not in the chunk index of %s", hex, r->url);
+		return -ENOENT;
+	}
+	memcpy(loc->blob, ref.blob, SHA256_LEN);
+	loc->size = ref.size;
+	sha256_to_hex(ref.blob, bhex);
+	if (asprintf(&loc->url, "%s/v2/%s/blobs/sha256:%s", r->base, o->repo, bhex) < 0) {
+		loc->url = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static int oci_check(struct remote *r, const struct remote_loc *loc, const uint8_t *frame,
+		     size_t len, const char *hex)
+{
+	uint8_t sum[SHA256_LEN];
+
+	(void)r;
+	if (len != loc->size || sha256_buf(frame, len, sum) ||
+	    memcmp(sum, loc->blob, SHA256_LEN)) {
+		log_warn("chunk %s: the registry sent a blob that does not match its digest", hex);
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+/* Upload one blob (monolithic: POST then PUT with the digest) unless present. 1/0/-errno. */
+static int oci_blob_put(struct remote *r, const uint8_t digest[SHA256_LEN], const void *data,
+			size_t len, const char *what)
+{
+	struct remote_oci *o = r->be;
+	char hex[SHA256_HEX_LEN + 1], *url = NULL, *loc = NULL, *put = NULL;
+	int ret;
+
+	sha256_to_hex(digest, hex);
+	if (asprintf(&url, "%s/v2/%s/blobs/sha256:%s", r->base, o->repo, hex) < 0)
+		return -ENOMEM;
+	ret = remote_head(r, url, what);
+	free(url);
+	if (ret)
+		return ret < 0 ? ret : 0;
+	if (asprintf(&url, "%s/v2/%s/blobs/uploads/", r->base, o->repo) < 0)
+		return -ENOMEM;
+	ret = remote_send(r, "POST", url, NULL, 0, NULL, 202, 202, what, &loc);
+	free(url);
+	if (ret)
+		return ret;
+	if (!loc || !*loc) {
+		log_error("%s: the registry gave no upload location", what);
+		free(loc);
+		return -EIO;
+	}
+	/* the location may be absolute or a path on the registry */
+	if (asprintf(&put, "%s%s%sdigest=sha256:%s", loc[0] == '/' ? r->base : "", loc,
+		     strchr(loc, '?') ? "&" : "?", hex) < 0) {
+		free(loc);
+		return -ENOMEM;
+	}
+	free(loc);
+	if (strncmp(put, r->base, strlen(r->base))) {
+		log_error("%s: the registry's upload location is on another host", what);
+		free(put);
+		return -EIO;
+	}
+	ret = remote_send(r, "PUT", put, data, len, NULL, 201, 201, what, NULL);
+	free(put);
+	return ret ? ret : 1;
+}
+
+static int oci_put(struct remote *r, const uint8_t d[SHA256_LEN], const void *frame,
+		   size_t len, const char *what)
+{
+	struct remote_oci *o = r->be;
+	struct oci_chunk_ref ref = { .size = len };
+	int ret, a;
+
+	memcpy(ref.chunk, d, SHA256_LEN);
+	ret = sha256_buf(frame, len, ref.blob);
+	if (ret)
+		return ret;
+	ret = oci_blob_put(r, ref.blob, frame, len, what);
+	if (ret >= 0) {
+		pthread_mutex_lock(&r->lock);
+		a = oci_refs_add(&o->pushed, &ref);
+		pthread_mutex_unlock(&r->lock);
+		if (a)
+			return a;
+	}
+	return ret;
+}
+
+static int oci_publish(struct remote *r)
+{
+	struct remote_oci *o = r->be;
+	static const char empty[] = OCI_EMPTY_JSON;
+	struct oci_refs all = { 0 };
+	struct oci_doc *docs = NULL;
+	uint8_t ed[SHA256_LEN];
+	bool news = false;
+	size_t nd = 0;
+	int ret = 0;
+
+	pthread_mutex_lock(&r->lock);
+	for (size_t i = 0; i < o->pushed.n && !ret; i++) {
+		const struct oci_chunk_ref *f = oci_refs_find(&o->index, o->pushed.v[i].chunk);
+
+		if (!f || memcmp(f->blob, o->pushed.v[i].blob, SHA256_LEN))
+			news = true;
+	}
+	for (size_t i = 0; i < o->index.n && !ret; i++)
+		ret = oci_refs_add(&all, &o->index.v[i]);
+	for (size_t i = 0; i < o->pushed.n && !ret; i++)
+		ret = oci_refs_add(&all, &o->pushed.v[i]);
+	pthread_mutex_unlock(&r->lock);
+	if (ret || (!news && o->index_loaded && o->index.n))
+		goto out; /* nothing new: the published index already covers it */
+	oci_refs_sort(&all);
+	ret = sha256_buf(empty, 2, ed);
+	if (!ret)
+		ret = oci_blob_put(r, ed, empty, 2, "the empty config blob");
+	if (ret < 0)
+		goto out;
+	ret = oci_index_build(&all, &docs, &nd);
+	for (size_t i = 0; !ret && i < nd; i++) {
+		char hex[SHA256_HEX_LEN + 1], *url;
+		bool last = i + 1 == nd;
+
+		sha256_to_hex(docs[i].digest, hex);
+		if (last)
+			ret = asprintf(&url, "%s/v2/%s/manifests/%s", r->base, o->repo, o->tag);
+		else
+			ret = asprintf(&url, "%s/v2/%s/manifests/sha256:%s", r->base, o->repo, hex);
+		if (ret < 0) {
+			ret = -ENOMEM;
+			break;
+		}
+		ret = remote_send(r, "PUT", url, docs[i].json, docs[i].len, docs[i].media_type, 201,
+				 201, last ? "the chunk index" : "a manifest of the chunk index",
+				 NULL);
+		free(url);
+	}
+	if (!ret) {
+		oci_refs_sort(&all);
+		pthread_mutex_lock(&r->lock);
+		oci_refs_free(&o->index);
+		o->index = all;
+		memset(&all, 0, sizeof(all));
+		pthread_mutex_unlock(&r->lock);
+	}
+out:
+	oci_docs_free(docs, nd);
+	oci_refs_free(&all);
+	return ret < 0 ? ret : 0;
+}
+
+const struct remote_ops remote_oci_ops = {
+	.match = oci_match,
+	.parse = oci_parse,
+	.start = oci_start,
+	.auth = oci_auth,
+	.locate = oci_locate,
+	.check = oci_check,
+	.put = oci_put,
+	.publish = oci_publish,
+	.free = oci_free,
+};
