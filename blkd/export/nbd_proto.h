@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 
-#include "../common/le.h"
+#include "../../common/le.h"
 
 /* handshake */
 #define NBD_MAGIC               0x4e42444d41474943ull   /* "NBDMAGIC" */

@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #include "gmem.h"
-#include "sector.h"
+#include "../sector.h"
 #include "vring.h"
 
 struct blkd_engine;
