@@ -47,20 +47,6 @@ struct inflight {
 /* Read-ahead: chunks queued for the prefetch threads. */
 #define RA_QUEUE 256
 
-/*
- * Read-ahead follows up to RA_STREAMS sequential readers at once (a guest reading several
- * files, a copy tool reading several regions of the disk in parallel), each with its own
- * window, like the kernel's per-file read-ahead state.
- */
-#define RA_STREAMS 8
-
-struct ra_stream {
-	size_t last_run;                  /* the furthest data run this reader read */
-	size_t reach;                     /* the furthest data run its window looked at */
-	unsigned window;                  /* chunks ahead; 0: not known to be sequential yet */
-	uint64_t used;                    /* ra_clock at its last use (0: free slot) */
-};
-
 struct blkd_reader {
 	const struct layout *l;
 	struct cas_source *src;
@@ -75,8 +61,8 @@ struct blkd_reader {
 	struct blkd_reader_stats st;
 	/* read-ahead (off unless blkd_reader_readahead was called) */
 	unsigned ra_max;                  /* chunks ahead at most */
-	struct ra_stream ra_streams[RA_STREAMS];
-	uint64_t ra_clock;                /* ticks at each use of a stream */
+	unsigned ra_window;               /* current window, chunks */
+	size_t ra_last_run;               /* the data run of the last miss */
 	uint32_t ra_q[RA_QUEUE];          /* chunk indexes, a ring */
 	unsigned ra_head, ra_len;
 	bool ra_stop;
@@ -415,28 +401,24 @@ static void chunk_plain_failed(struct blkd_reader *r, struct cache_entry *e, int
 
 #define RA_START 4        /* chunks, when a sequential pattern is first seen */
 #define RA_SCAN 4096      /* data runs looked at, at most, per scheduling */
-#define RA_GAP 8          /* data runs a sequential reader may skip between two misses */
-#define RA_BEHIND 64      /* data runs a stream's reads may go back (parallel requests) */
 
 /*
- * Queue the chunks of the data runs after `run` that are among the next st->window distinct
- * chunks and are neither cached, loading nor queued; st->reach becomes the last run looked
- * at. Under r->lock.
+ * Queue the chunks of the data runs after `run` that are among the next ra_window distinct
+ * chunks and are neither cached, loading nor queued. Under r->lock.
  */
-static void ra_schedule(struct blkd_reader *r, struct ra_stream *st, size_t run)
+static void ra_schedule(struct blkd_reader *r, size_t run)
 {
 	const struct layout *l = r->l;
 	uint32_t last = l->data_runs[run].chunk;
 	unsigned seen = 0, queued = 0;
-	size_t i;
 
-	for (i = run + 1; i < l->hdr.data_run_count && i <= run + RA_SCAN; i++) {
+	for (size_t i = run + 1; i < l->hdr.data_run_count && i <= run + RA_SCAN; i++) {
 		uint32_t c = l->data_runs[i].chunk;
 
 		if (c == last)
 			continue;
 		last = c;
-		if (++seen > st->window || r->ra_len == RA_QUEUE)
+		if (++seen > r->ra_window || r->ra_len == RA_QUEUE)
 			break;
 		if (r->by_chunk[c] || r->ra_queued[c] || inflight_find(r, c))
 			continue;
@@ -445,73 +427,31 @@ static void ra_schedule(struct blkd_reader *r, struct ra_stream *st, size_t run)
 		r->ra_queued[c] = 1;
 		queued++;
 	}
-	if (i - 1 > st->reach)
-		st->reach = i - 1;
 	if (queued)
 		pthread_cond_broadcast(&r->ra_cond);
 }
 
 /*
- * The stream a read of data run `run` continues: one whose last read is at most a little
- * behind it and whose window (or the usual gap of a sequential reader) reaches it. NULL:
- * none. Under r->lock.
- */
-static struct ra_stream *ra_stream_find(struct blkd_reader *r, size_t run)
-{
-	for (unsigned k = 0; k < RA_STREAMS; k++) {
-		struct ra_stream *st = &r->ra_streams[k];
-		size_t lo = st->last_run > RA_BEHIND ? st->last_run - RA_BEHIND : 0;
-		size_t hi = st->last_run + 2 * (size_t)st->window + RA_GAP;
-
-		if (!st->used)
-			continue;
-		if (st->reach > hi)
-			hi = st->reach;
-		if (run >= lo && run <= hi)
-			return st;
-	}
-	return NULL;
-}
-
-/* A free stream slot, or the least recently used one. Under r->lock. */
-static struct ra_stream *ra_stream_take(struct blkd_reader *r)
-{
-	struct ra_stream *old = &r->ra_streams[0];
-
-	for (unsigned k = 0; k < RA_STREAMS; k++) {
-		struct ra_stream *st = &r->ra_streams[k];
-
-		if (!st->used)
-			return st;
-		if (st->used < old->used)
-			old = st;
-	}
-	return old;
-}
-
-/*
- * A read of data run `run` missed the cache (miss) or used a chunk that read-ahead brought
- * in or is bringing in (!miss). A read that continues a stream widens its window (from
- * RA_START chunks, doubling up to ra_max) and reads further ahead; a miss anywhere else
- * starts a new stream, read ahead from its second nearby miss on. Under r->lock.
+ * A read of data run `run` missed the cache (miss) or used a chunk read ahead (!miss).
+ * Misses close to the previous one are a sequential pattern: the window starts at RA_START
+ * chunks and doubles up to ra_max; a miss elsewhere stops reading ahead. Under r->lock.
  */
 static void ra_trigger(struct blkd_reader *r, size_t run, bool miss)
 {
-	struct ra_stream *st = ra_stream_find(r, run);
-	unsigned w;
+	unsigned w = r->ra_window;
 
-	if (!st) {
-		st = ra_stream_take(r);
-		*st = (struct ra_stream){ .last_run = run, .reach = run, .used = ++r->ra_clock };
-		if (miss)
+	if (miss) {
+		bool seq = run >= r->ra_last_run && run <= r->ra_last_run + 2 * (size_t)w + 8;
+
+		r->ra_last_run = run;
+		if (!seq) {
+			r->ra_window = 0;
 			return;
+		}
 	}
-	st->used = ++r->ra_clock;
-	if (run > st->last_run)
-		st->last_run = run;
-	w = st->window ? st->window * 2 : RA_START;
-	st->window = w < r->ra_max ? w : r->ra_max;
-	ra_schedule(r, st, run);
+	w = w ? w * 2 : RA_START;
+	r->ra_window = w < r->ra_max ? w : r->ra_max;
+	ra_schedule(r, run);
 }
 
 static void *ra_main(void *arg)
@@ -573,7 +513,7 @@ int blkd_reader_readahead(struct blkd_reader *r, unsigned max_chunks)
 	r->ra_queued = calloc(r->l->hdr.chunk_count ? r->l->hdr.chunk_count : 1, 1);
 	if (!r->ra_queued)
 		return -ENOMEM;
-	n = max_chunks < BLKD_READER_RA_THREADS_MAX / 2 ? 2 * max_chunks : BLKD_READER_RA_THREADS_MAX;
+	n = max_chunks < BLKD_READER_RA_THREADS_MAX ? max_chunks : BLKD_READER_RA_THREADS_MAX;
 	while (r->ra_nthreads < n &&
 	       !pthread_create(&r->ra_threads[r->ra_nthreads], NULL, ra_main, r))
 		r->ra_nthreads++;
@@ -630,8 +570,8 @@ static int read_data(struct blkd_reader *r, uint64_t off, uint64_t end, uint8_t 
 again:
 		if (r->ra_max) {
 			pthread_mutex_lock(&r->lock);
-			if (!r->by_chunk[d->chunk]) /* read ahead already, or a miss */
-				ra_trigger(r, i, !r->ra_queued[d->chunk]);
+			if (!r->by_chunk[d->chunk])
+				ra_trigger(r, i, true);
 			pthread_mutex_unlock(&r->lock);
 		}
 		ret = chunk_get(r, d->chunk, &c, r->ra_max ? &ahead : NULL);

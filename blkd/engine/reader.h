@@ -61,16 +61,12 @@ void blkd_reader_stats(struct blkd_reader *r, struct blkd_reader_stats *st);
 void blkd_reader_set_marks(struct blkd_reader *r, uint8_t *marks);
 
 /*
- * Read ahead up to max_chunks chunks (in disk order) per sequential reader (up to 8 at once,
- * each with its own window) when reads go through the data runs sequentially, with
- * min(2 * max_chunks, BLKD_READER_RA_THREADS_MAX) threads loading them: a loading thread
- * waits for the remote, then decompresses and verifies, so twice as many threads as chunks
- * keep max_chunks fetches under way while others decode.
- * The window starts small and doubles while the pattern holds; a read elsewhere starts
- * another reader's. Chunks read ahead live in the same bounded cache. Call once, before
- * reading.
+ * Read ahead up to max_chunks chunks (in disk order) when reads go through the data runs
+ * sequentially, with min(max_chunks, BLKD_READER_RA_THREADS_MAX) threads loading them.
+ * The window starts small and doubles while the pattern holds; a read elsewhere ends it.
+ * Chunks read ahead live in the same bounded cache. Call once, before reading.
  */
-#define BLKD_READER_RA_THREADS_MAX 64
+#define BLKD_READER_RA_THREADS_MAX 16
 int blkd_reader_readahead(struct blkd_reader *r, unsigned max_chunks);
 
 #endif

@@ -435,65 +435,6 @@ static void test_readahead(void **state)
 }
 
 
-/*
- * Two sequential readers at once, far apart on the disk, their reads interleaved (a copy
- * tool reading two regions in parallel): each is followed by read-ahead of its own, and
- * every byte is right.
- */
-static void test_readahead_streams(void **state)
-{
-	enum { PER = 10, FILL = 40 };
-	struct fixture *f = *state;
-	struct chunk c[2 * PER], fill;
-	struct blkd_reader_stats st;
-	struct layout_writer *w;
-	uint8_t buf[BLK];
-
-	/* blocks 0-9: reader one's chunks; 10-49: runs nobody reads; 50-59: reader two's */
-	assert_int_equal(layout_writer_new(f->layout, 2 * PER + FILL, &w), 0);
-	chunk_make(&fill, 999, (size_t)FILL * BLK, false);
-	chunk_put(f, &fill, fill.raw, fill.len);
-	for (int i = 0; i < 2 * PER; i++) {
-		uint64_t blk = i < PER ? (uint64_t)i : PER + FILL + (uint64_t)(i - PER);
-
-		chunk_make(&c[i], 1000 + (uint64_t)i, BLK, false);
-		chunk_put(f, &c[i], c[i].raw, c[i].len);
-		if (i == PER)
-			for (uint32_t k = 0; k < FILL; k++)
-				assert_int_equal(layout_add_data(w, (PER + (uint64_t)k) * BLK, BLK,
-								 fill.digest, k * BLK), 0);
-		assert_int_equal(layout_add_data(w, blk * BLK, BLK, c[i].digest, 0), 0);
-	}
-	assert_int_equal(store_commit(f->s), 0);
-	assert_int_equal(layout_writer_finish(w, NULL, NULL, FILL * BLK, NULL), 0);
-	layout_writer_free(w);
-	assert_int_equal(layout_open(f->layout, &f->l, NULL), 0);
-	assert_int_equal(blkd_reader_new(f->l, reader_src(f), 0, &f->r), 0);
-	assert_int_equal(blkd_reader_readahead(f->r, 4), 0);
-	for (int i = 0; i < PER; i++) {
-		for (int k = 0; k < 2; k++) {
-			uint64_t blk = k ? PER + FILL + (uint64_t)i : (uint64_t)i;
-
-			assert_int_equal(blkd_reader_read(f->r, blk * BLK, buf, BLK), 0);
-			assert_memory_equal(buf, c[k * PER + i].raw, BLK);
-		}
-	}
-	/* read-ahead threads may still be finishing what they took: wait for them (<= 10 s) */
-	for (int t = 0; t < 1000; t++) {
-		blkd_reader_stats(f->r, &st);
-		if (st.readahead >= 2)
-			break;
-		usleep(10 * 1000);
-	}
-	/* ahead or not, each chunk once (the filler too, if reader one's window reached it) */
-	assert_true(st.chunk_loads == 2 * PER || st.chunk_loads == 2 * PER + 1);
-	/* read-ahead ran (how much of it before the reads got there depends on timing) */
-	assert_true(st.readahead >= 2);
-	for (int i = 0; i < 2 * PER; i++)
-		free(c[i].raw);
-	free(fill.raw);
-}
-
 /* ------------------------------------------------------------------ the plain tier */
 
 static void plain_path(struct fixture *f, int chunk, char path[PATH_MAX])
@@ -694,7 +635,6 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_full_read, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_readahead, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_readahead_streams, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_concurrent_single_flight, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_concurrent_tiny_cache, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_windows, setup, teardown),
