@@ -18,7 +18,9 @@
 # Method:
 #   - the image: bench/lib/realistic_image.sh (Debian bookworm minbase + python3 + numpy +
 #     sqlite3), its store published by a private nginx on 127.0.0.1 at /store/, reached
-#     through linkem (a fresh linkem per run, so its byte counts are per run).
+#     through linkem (a fresh linkem per run, so its byte counts are per run). nginx and
+#     linkem run at nice -10 (COLD_NICE, bench/lib/coldlib.sh): they stand for another
+#     machine and the network, which do not take CPU from the client on a real link.
 #   - lazyblk side: `lazyblk serve IMAGE.layout --store EMPTY --remote URL --read-only
 #     --nbd unix:S` (default --fetch-concurrency), then, timed, `nbdcopy nbd+unix:///?socket=S
 #     null:` (the whole disk: metadata, every data block, the zero blocks).
@@ -139,7 +141,8 @@ md = f"""## coldread: cold full read of the disk through the link, lazyblk vs cu
 Image: the coldstart image (`bench/lib/realistic_image.sh`), {info['chunks']} chunks,
 {mib(info['chunk_stored_bytes'])} compressed; its disk read whole with `nbdcopy nbd+unix:///?socket=S null:` from
 `lazyblk serve --remote` (empty cache, NBD) against `curl --parallel --parallel-max 16` of
-every chunk URL, through the same link; sides alternate; medians. Goal: lazyblk / curl ≤ 1.1×.
+every chunk URL, through the same link (nginx and linkem at nice -10: they stand for
+another machine and the network); sides alternate; medians. Goal: lazyblk / curl ≤ 1.1×.
 Method: header of `bench/coldread.sh`.
 
 | link (rate/RTT) | lazyblk (runs) | curl (runs) | lazyblk / curl | lazyblk fetched / requests | curl fetched / requests | date, lazyblk, runs |
