@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "store.h"
+#include "../common/test_hook.h"
 
 struct cache;
 
@@ -59,7 +60,9 @@ int cache_drop_plain(struct cache *c, const uint8_t d[SHA256_LEN]);
  * from a concurrent rescan, so the counter may err by those files until the next rescan.
  * cache_added evicts if usage went over the bound.
  */
+TEST_HOOK
 void cache_added(struct cache *c, uint64_t len);
+TEST_HOOK
 void cache_removed(struct cache *c, uint64_t len);
 void cache_get_stats(struct cache *c, struct cache_stats *st);
 

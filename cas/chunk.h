@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "../common/sha256.h"
+#include "../common/test_hook.h"
 
 #define CHUNK_SIZE_DEFAULT (1u << 20)
 #define CHUNK_SIZE_MIN 4096u
@@ -29,6 +30,7 @@ int chunk_compress(struct chunk_codec *c, const void *src, size_t len, void *dst
  * Decompress a stored chunk. Rejects anything but exactly one frame whose declared
  * content size is known and <= cap (-EBADMSG), so a hostile chunk cannot overrun dst.
  */
+TEST_HOOK
 int chunk_decompress(struct chunk_codec *c, const void *src, size_t len, void *dst, size_t cap,
 		     size_t *out_len);
 /*

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "../common/sha256.h"
+#include "../common/test_hook.h"
 
 #define MF_MAGIC "LZBKMANI"
 #define MF_VERSION 1
@@ -115,6 +116,7 @@ struct manifest {
  */
 int manifest_load(const char *path, struct manifest **out, const char **why);
 /* Same over a caller-provided buffer, which the manifest takes ownership of. */
+TEST_HOOK
 int manifest_parse(uint8_t *buf, size_t len, struct manifest **out, const char **why);
 void manifest_free(struct manifest *m);
 
@@ -146,6 +148,7 @@ int manifest_pieces_in(const struct manifest *m, const struct mf_entry *e, uint6
 /* Binary search by path; NULL if absent. */
 const struct mf_entry *manifest_find(const struct manifest *m, const char *path);
 /* Depth-first path order used for entries: '/' sorts before every other byte. */
+TEST_HOOK
 int manifest_path_cmp(const char *a, size_t alen, const char *b, size_t blen);
 const char *manifest_type_name(uint8_t type);
 
@@ -189,6 +192,7 @@ int manifest_writer_set_config(struct manifest_writer *w, const char *json, size
 int manifest_writer_write(struct manifest_writer *w, const char *path,
 			  uint8_t digest_out[SHA256_LEN], const char **why);
 /* Serialize to a malloc'ed buffer instead of a file. */
+TEST_HOOK
 int manifest_writer_serialize(struct manifest_writer *w, uint8_t **buf, size_t *len,
 			      const char **why);
 

@@ -29,6 +29,7 @@
 #include "../common/sha256.h"
 #include "remote/remote.h"
 #include "store.h"
+#include "../common/test_hook.h"
 
 struct cas_source;
 
@@ -62,6 +63,7 @@ struct cas_source_stats {
  * remote is given (an empty cache); otherwise it must be a store. */
 int cas_source_open(const struct cas_source_opts *o, struct cas_source **out);
 void cas_source_close(struct cas_source *s);
+TEST_HOOK
 struct store *cas_source_store(struct cas_source *s);
 
 /*

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "../common/sha256.h"
+#include "../common/test_hook.h"
 
 #define TRACE_MAGIC "LZBKTRAC"
 #define TRACE_VERSION 1
@@ -68,6 +69,7 @@ struct trace {
 
 /* -EBADMSG with *why set on a format problem ("bad magic (not a lazyblk trace)"), -errno. */
 int trace_load(const char *path, struct trace **out, const char **why);
+TEST_HOOK
 int trace_parse(uint8_t *buf, size_t len, struct trace **out, const char **why);
 void trace_free(struct trace *t);
 

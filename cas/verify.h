@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "store.h"
+#include "../common/test_hook.h"
 
 struct verify_result {
 	uint64_t checked, ok, corrupt;
@@ -22,6 +23,7 @@ struct verify_result {
 typedef void (*verify_report_fn)(void *arg, const char *hex, const char *why, bool plain);
 int store_verify(struct store *s, verify_report_fn report, void *arg, struct verify_result *res);
 /* Check one chunk: 0 ok, -EBADMSG corrupt (why set), -ENOENT missing, -errno. */
+TEST_HOOK
 int store_verify_one(struct store *s, const uint8_t d[SHA256_LEN], const char **why);
 
 #endif

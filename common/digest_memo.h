@@ -19,14 +19,17 @@
 
 #include "fsutil.h"
 #include "sha256.h"
+#include "test_hook.h"
 
 /* The memo directory of a cache directory: CACHE_DIR/digests. -ENAMETOOLONG if len is short. */
 int digest_memo_dir(const char *cache_dir, char *buf, size_t len);
 /* The identity of a file as text ("DEV-INO-SIZE-MTIME.NS-CTIME.NS", hex); -1 if len is short. */
 int digest_memo_identity(const struct stat *st, char *buf, size_t len);
 /* true and d filled when DIR remembers the digest of the file with this stat. */
+TEST_HOOK
 bool digest_memo_get(const char *dir, const struct stat *st, uint8_t d[SHA256_LEN]);
 /* Remember d for the file with this stat (creates DIR; failures are ignored). */
+TEST_HOOK
 void digest_memo_put(const char *dir, const struct stat *st, const uint8_t d[SHA256_LEN]);
 /*
  * The sha256 of a mapped file (fs_map_file): remembered in DIR by m->st, else hashed now and

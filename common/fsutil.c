@@ -117,12 +117,8 @@ int fs_pwrite_full(int fd, const void *buf, size_t len, off_t off)
 	return 0;
 }
 
-int fs_read_fd(int fd, uint8_t **data, size_t *len)
-{
-	return fs_read_fd_max(fd, UINT64_MAX, data, len);
-}
-
-int fs_read_fd_max(int fd, uint64_t max, uint8_t **data, size_t *len)
+/* fs_read_fd, -EFBIG for a file larger than max bytes (nothing read). */
+static int fs_read_fd_max(int fd, uint64_t max, uint8_t **data, size_t *len)
 {
 	struct stat st;
 	uint8_t *buf;
@@ -146,6 +142,11 @@ int fs_read_fd_max(int fd, uint64_t max, uint8_t **data, size_t *len)
 	*data = buf;
 	*len = (size_t)st.st_size;
 	return 0;
+}
+
+int fs_read_fd(int fd, uint8_t **data, size_t *len)
+{
+	return fs_read_fd_max(fd, UINT64_MAX, data, len);
 }
 
 int fs_read_file(const char *path, uint8_t **data, size_t *len)

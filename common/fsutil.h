@@ -8,9 +8,12 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include "test_hook.h"
+
 /* mkdir -p with the given mode for created components. */
 int fs_mkdir_p(const char *path, mode_t mode);
 /* read(2)/write(2) loops that retry on EINTR and short counts. */
+TEST_HOOK
 int fs_read_full(int fd, void *buf, size_t len);              /* -EIO on early EOF */
 int fs_pread_full(int fd, void *buf, size_t len, off_t off);  /* -EIO on early EOF */
 int fs_write_full(int fd, const void *buf, size_t len);
@@ -19,7 +22,6 @@ int fs_pwrite_full(int fd, const void *buf, size_t len, off_t off);
 int fs_read_fd(int fd, uint8_t **data, size_t *len);
 int fs_read_file(const char *path, uint8_t **data, size_t *len);
 /* The same, -EFBIG for a file larger than max bytes (nothing read). */
-int fs_read_fd_max(int fd, uint64_t max, uint8_t **data, size_t *len);
 int fs_read_file_max(const char *path, uint64_t max, uint8_t **data, size_t *len);
 /*
  * A whole regular file mapped read-only (private): no copy and no allocation, and only the

@@ -7,6 +7,9 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "test_hook.h"
+
+TEST_HOOK
 bool json_utf8_valid(const char *s, size_t len);
 /* Writes "s" escaped (caller checked json_utf8_valid, NUL-free). */
 void json_write_str(FILE *f, const char *s, size_t len);

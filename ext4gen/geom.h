@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "../common/test_hook.h"
 
 struct geom {
 	uint64_t blocks;          /* filesystem size in blocks */
@@ -34,6 +35,7 @@ struct alloc {
 };
 
 /* Next free block at or after a->next (skipping superblock copies), not yet taken. */
+TEST_HOOK
 uint64_t alloc_peek(struct alloc *a);
 /* n blocks in one piece (no superblock copy inside); returns the first, or -1 if full. */
 int64_t alloc_contig(struct alloc *a, uint64_t n);

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "../common/sha256.h"
+#include "../common/test_hook.h"
 
 #define LAYOUT_MAGIC "LZBKLAYT"
 #define LAYOUT_VERSION 1
@@ -108,6 +109,7 @@ struct layout {
 int layout_open(const char *path, struct layout **out, const char **why);
 void layout_close(struct layout *l);
 /* If lba is a metadata block, read it into buf and return 1; 0 if not; -errno. */
+TEST_HOOK
 int layout_read_meta(const struct layout *l, uint64_t lba, void *buf);
 /* Index of the first data run that ends after disk byte pos (n_runs if none). */
 size_t layout_data_run_at(const struct layout *l, uint64_t pos);

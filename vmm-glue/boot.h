@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "ram.h"
+#include "../common/test_hook.h"
 
 #define BOOT_GDT_ADDR 0x500u
 #define BOOT_IDT_ADDR 0x520u
@@ -148,8 +149,6 @@ int elf_load(const uint8_t *buf, size_t len, const struct vm_ram *ram, enum boot
  */
 int elf_load_mapped(const uint8_t *buf, size_t len, int fd, const struct vm_ram *ram,
 		    enum boot_proto proto, struct boot_kernel *k, const char **why);
-/* The PVH entry from the ELF's notes: 0 and *entry, or -ENOENT. */
-int elf_pvh_entry(const uint8_t *buf, size_t len, uint64_t *entry);
 
 /* boot.c */
 /* Loads a bzImage or an ELF from path into ram; prints one error line on failure. */
@@ -162,6 +161,7 @@ int boot_kernel_load(const char *path, const struct boot_kernel_opts *o,
 int boot_initrd_load(const char *path, const struct vm_ram *ram, const struct boot_kernel *k,
 		     uint64_t *addr, uint64_t *size);
 /* The e820 map for mem_size bytes of RAM (split around the MMIO hole): entry count. */
+TEST_HOOK
 unsigned boot_e820_build(uint64_t mem_size, struct e820_entry *e, unsigned max);
 /* append + " virtio_mmio.device=4K@0x...:GSI" per disk; -ENAMETOOLONG past max - 1. */
 int boot_cmdline_build(const char *append, unsigned ndisks, char *buf, size_t max);
@@ -174,9 +174,11 @@ struct boot_layout {
 	uint64_t rsdp_addr;
 };
 /* The zero page (4096 bytes). */
+TEST_HOOK
 void boot_params_build(uint8_t zp[4096], const struct boot_kernel *k,
 		       const struct boot_layout *l);
 /* hvm_start_info (version 1) + memmap + modlist (initrd) at gpa BOOT_PVH_INFO_ADDR into buf. */
+TEST_HOOK
 size_t boot_pvh_build(uint8_t *buf, size_t len, const struct boot_layout *l);
 /* GDT (64-bit or 32-bit code segment per proto), IDT and, for Linux64, the page tables. */
 int boot_tables_setup(const struct vm_ram *ram, enum boot_proto proto);

@@ -117,7 +117,8 @@ static int elf_check(const uint8_t *buf, size_t len, const Elf64_Phdr **ph, cons
 	return 0;
 }
 
-int elf_pvh_entry(const uint8_t *buf, size_t len, uint64_t *entry)
+/* The PVH entry from the ELF's notes: 0 and *entry, or -ENOENT. */
+static int elf_pvh_entry(const uint8_t *buf, size_t len, uint64_t *entry)
 {
 	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)buf;
 	const Elf64_Phdr *ph;

@@ -45,6 +45,7 @@
 #include <stddef.h>
 
 #include "../cas/oci_config.h"
+#include "../common/test_hook.h"
 
 struct initramfs_opts {
 	const char *kernel;       /* bzImage or vmlinux ELF (required): names the modules */
@@ -84,6 +85,7 @@ int initramfs_build(const struct initramfs_opts *o, char *out_path, size_t out_l
  * The kernel release string ("6.1.0-27-cloud-amd64") of a bzImage (setup header
  * kernel_version) or a vmlinux ELF ("Linux version ..." banner). 0 or -errno, why set.
  */
+TEST_HOOK
 int initramfs_kernel_version(const char *kernel, char *ver, size_t len, const char **why);
 
 /* The status /init reports when it fails before the command runs. */

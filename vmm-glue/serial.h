@@ -15,6 +15,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "../common/test_hook.h"
 
 #define SERIAL_COM1_BASE 0x3f8
 #define SERIAL_COM1_IRQ 4
@@ -35,6 +36,7 @@ void serial_free(struct serial *s);
 /* A 1-byte access at register off (0..7). Thread-safe. */
 void serial_access(struct serial *s, unsigned off, uint8_t *data, bool is_write);
 /* Queue received bytes as if they came from in_fd (what fits; returns the count). */
+TEST_HOOK
 unsigned serial_receive(struct serial *s, const uint8_t *buf, unsigned len);
 
 #endif

@@ -14,6 +14,7 @@
 
 #include "../../cas/manifest.h"
 #include "../../ext4gen/layout.h"
+#include "../../common/test_hook.h"
 
 struct trace_index;
 
@@ -36,6 +37,7 @@ int trace_index_file_chunks(const struct trace_index *x, const struct mf_entry *
 			    uint64_t len, trace_chunk_fn cb, void *arg);
 
 /* The layout chunk index of digest d, or -1. */
+TEST_HOOK
 int64_t trace_index_chunk(const struct trace_index *x, const uint8_t d[SHA256_LEN]);
 
 #endif

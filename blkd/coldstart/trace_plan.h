@@ -14,6 +14,7 @@
 #include "../../cas/manifest.h"
 #include "../../cas/trace.h"
 #include "../../ext4gen/layout.h"
+#include "../../common/test_hook.h"
 
 struct trace_plan {
 	uint32_t *chunks;        /* indexes into the layout's chunk table, each once */
@@ -28,10 +29,12 @@ struct trace_plan {
  * t (may be NULL: no trace) against manifest m (needed with t) and layout l (made from m);
  * all: then every other chunk of l, in disk order. -ENOMEM.
  */
+TEST_HOOK
 int trace_plan_new(const struct trace *t, const struct manifest *m, const struct layout *l,
 		   bool all, struct trace_plan **out);
 void trace_plan_free(struct trace_plan *p);
 /* Recorded on another image: another manifest, of which fewer than half the files exist here. */
+TEST_HOOK
 bool trace_plan_foreign(const struct trace_plan *p);
 
 /*

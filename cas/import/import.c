@@ -69,7 +69,8 @@ static int submit_own(struct import_ctx *ic, struct tree_inode *ino, struct chun
 	return chunker_submit(ic->chunker, b);
 }
 
-int import_pack_flush(struct import_ctx *ic)
+/* Submit the partly filled packed chunk, if any. */
+static int import_pack_flush(struct import_ctx *ic)
 {
 	struct chunk_buf *b = ic->pack;
 

@@ -66,8 +66,6 @@ int import_docker_archive(struct import_ctx *ic, const char *file);
  */
 int import_file_data(struct import_ctx *ic, struct tree_inode *ino, int fd, uint64_t size,
 		     bool maybe_sparse);
-/* Submit the partly filled packed chunk, if any. */
-int import_pack_flush(struct import_ctx *ic);
 void import_progress(struct import_ctx *ic);
 
 /* Streaming file data (tar): pieces in order, holes as gaps. */

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "../manifest.h"
+#include "../../common/test_hook.h"
 
 struct tree_inode {
 	uint8_t type;                 /* enum mf_type, never MF_HARDLINK */
@@ -73,8 +74,10 @@ void tree_remove_lower(struct tree *t, struct tree_node *dir, uint32_t layer);
 
 /* Chunk slots: stable addresses (workers fill them asynchronously). */
 struct mf_chunk *tree_chunk_new(struct tree *t, uint64_t *index);
+TEST_HOOK
 struct mf_chunk *tree_chunk_at(struct tree *t, uint64_t index);
 int tree_hole_add(struct tree *t, struct tree_inode *ino, uint64_t off, uint64_t len);
+TEST_HOOK
 struct mf_hole *tree_hole_at(struct tree *t, uint64_t index);
 
 /* Emit every reachable node, depth-first, into w. Optional config JSON. */

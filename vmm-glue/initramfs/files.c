@@ -36,12 +36,13 @@ void buf_add(struct buf *b, const void *data, size_t len)
 	b->p[b->len] = 0;
 }
 
-void buf_str(struct buf *b, const char *s)
+static void buf_str(struct buf *b, const char *s)
 {
 	buf_add(b, s, strlen(s));
 }
 
-void buf_quote(struct buf *b, const char *s)
+/* A word for sh, single-quoted: ' becomes '\'' */
+static void buf_quote(struct buf *b, const char *s)
 {
 	buf_str(b, "'");
 	for (const char *p = s; *p; p++) {

@@ -50,9 +50,6 @@ struct buf {
 };
 
 void buf_add(struct buf *b, const void *data, size_t len);
-void buf_str(struct buf *b, const char *s);
-/* A word for sh, single-quoted: ' becomes '\'' */
-void buf_quote(struct buf *b, const char *s);
 
 /* ------------------------------------------------------------------ modules.c */
 
