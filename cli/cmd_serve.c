@@ -320,7 +320,7 @@ static int serve_run(struct serve_args *a, const char *what)
 	return rc;
 }
 
-/* Options that need a layout: refused with --raw (the long name, without "--"). */
+/* Options that need a layout (refused with --raw): all but --read-only and the servers'. */
 static bool image_only(int c)
 {
 	switch (c) {

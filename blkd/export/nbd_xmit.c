@@ -4,10 +4,10 @@
  * requests, checks each one completely before anything touches the disk (the magic,
  * the command, its flags, alignment to 512 bytes, the range, the payload limit,
  * read-only, what the disk offers), reads a write's payload, and queues the request for
- * a few workers that call the disk (blkd/disk/disk.h) and send the reply. Replies may go out in any order (the client
- * matches them by handle); each reply is sent whole under the connection's send lock.
- * A request with an error decided on arrival is still queued, so its reply is ordered
- * like any other.
+ * a few workers that call the disk (blkd/disk/disk.h) and send the reply. Replies may go
+ * out in any order (the client matches them by handle); each reply is sent whole under
+ * the connection's send lock. A request with an error decided on arrival is still queued,
+ * so its reply is ordered like any other.
  *
  * Requests in flight are bounded in number and in payload bytes; the receiver waits for
  * room before it reads the next payload. NBD_CMD_DISC, a closed or broken connection,
