@@ -113,9 +113,9 @@ void cli_trace_free(struct cli_trace *t);
 int cli_parse_chunk_size(const char *arg, uint32_t *out);
 int cli_parse_level(const char *arg, int *out);
 
-/* The engine's statistics as one JSON object in path (--stats-json). -errno, said why. */
-struct blkd_engine;
-int cli_write_stats_json(struct blkd_engine *e, const char *path);
+/* The disk's statistics as one JSON object in path (--stats-json). -errno, said why. */
+struct disk;
+int cli_write_stats_json(const struct disk *d, const char *path);
 
 /*
  * The OCI image config (Entrypoint, Cmd, Env, WorkingDir, User) kept in an image manifest,

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "../blkd/engine/engine.h"
-#include "../blkd/virtio/virtio_blk.h"
+#include "../blkd/disk/disk.h"
 #include "../common/clock.h"
 #include "../common/log.h"
 #include "../common/size.h"
@@ -106,8 +106,8 @@ static int parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out)
 }
 
 /* Opens the disks: the image (when there is one), then every --disk. */
-static int run_open_disks(struct run_args *a, struct blkd_engine **e,
-			  struct vblk_backend *disks, unsigned *n)
+static int run_open_disks(struct run_args *a, struct blkd_engine **e, struct disk *disks,
+			  unsigned *n)
 {
 	int ret;
 
@@ -116,7 +116,7 @@ static int run_open_disks(struct run_args *a, struct blkd_engine **e,
 		a->eo.layout_path = a->layout;
 		if (blkd_engine_open(&a->eo, e))
 			return -EIO; /* it said why */
-		vblk_backend_engine(*e, &disks[(*n)++]);
+		disk_engine(*e, &disks[(*n)++]);
 	}
 	for (unsigned i = 0; i < a->ndisk_arg; i++) {
 		char path[PATH_MAX];
@@ -125,7 +125,7 @@ static int run_open_disks(struct run_args *a, struct blkd_engine **e,
 		bool ro = len > 3 && !strcmp(s + len - 3, ",ro");
 
 		snprintf(path, sizeof(path), "%.*s", (int)(ro ? len - 3 : len), s);
-		ret = vblk_backend_raw_open(path, ro, &disks[*n]);
+		ret = disk_raw_open(path, ro, &disks[*n]);
 		if (ret) {
 			log_error("--disk %s: %s", path, strerror(-ret));
 			return ret;
@@ -171,7 +171,7 @@ static int run_initramfs(struct run_args *a, char *path, size_t len)
 
 static int run_vm(struct run_args *a)
 {
-	struct vblk_backend disks[VMM_MAX_DISKS];
+	struct disk disks[VMM_MAX_DISKS];
 	struct blkd_engine *e = NULL;
 	char initrd[PATH_MAX];
 	unsigned n = 0;
@@ -189,8 +189,8 @@ static int run_vm(struct run_args *a)
 		a->vo.ndisks = n;
 		ret = vmm_run(&a->vo, &status);
 	}
-	for (unsigned i = a->layout ? 1 : 0; i < n; i++)
-		vblk_backend_raw_close(&disks[i]);
+	for (unsigned i = 0; i < n; i++)
+		disk_close(&disks[i]); /* the image's engine stays open: flushed and closed below */
 	if (e) {
 		int f = blkd_engine_flush(e);
 
@@ -200,8 +200,13 @@ static int run_vm(struct run_args *a)
 		}
 		if (cli_trace_finish(&a->tr, e) && !ret)
 			ret = -EIO;
-		if (a->stats_json && cli_write_stats_json(e, a->stats_json) && !ret)
-			ret = -EIO;
+		if (a->stats_json) {
+			struct disk ed;
+
+			disk_engine(e, &ed);
+			if (cli_write_stats_json(&ed, a->stats_json) && !ret)
+				ret = -EIO;
+		}
 		blkd_engine_close(e);
 	}
 	return ret ? 1 : status;

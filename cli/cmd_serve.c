@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lazyblk serve: a layout as a live disk over NBD and/or vhost-user-blk until SIGINT/SIGTERM;
- * statistics on SIGUSR1 and at exit. Signals are blocked in every thread and taken by one
- * thread with sigwait(), so nothing runs in a signal handler.
+ * lazyblk serve: a layout as a live disk (or, with --raw, a plain file as it is) over NBD
+ * and/or vhost-user-blk until SIGINT/SIGTERM; statistics on SIGUSR1 and at exit. Both kinds
+ * of disk are a struct disk (blkd/disk/disk.h) that the servers take. Signals are blocked
+ * in every thread and taken by one thread with sigwait(), so nothing runs in a signal
+ * handler.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -12,11 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../blkd/disk/disk.h"
 #include "../blkd/export/control.h"
 #include "../blkd/engine/engine.h"
 #include "../blkd/export/nbd.h"
 #include "../blkd/export/vhost_user.h"
-#include "../blkd/virtio/virtio_blk.h"
 #include "../common/log.h"
 #include "../common/size.h"
 #include "cli.h"
@@ -28,18 +30,27 @@ static const char serve_usage[] =
 	"              [--export-name NAME] [--stats-json FILE] [--control PATH]\n"
 	"              [--trace-record FILE] [--prefetch TRACE] [--prefetch-all]\n"
 	"              [--manifest IMAGE.manifest]\n"
+	"       lazyblk serve --raw FILE [--read-only]\n"
+	"              (--nbd unix:PATH | --nbd tcp:[HOST:]PORT | --vhost-user PATH)...\n"
+	"              [--export-name NAME] [--stats-json FILE] [--control PATH]\n"
 	"\n"
 	"Serve a layout as a lazily loaded disk: metadata from the layout, data fetched from\n"
 	"the store's chunks (or the remote's) on first read, each verified against its sha256;\n"
 	"writes kept block by block in the overlay. Runs until SIGINT or SIGTERM, then flushes the\n"
 	"overlay and prints statistics (also printed on SIGUSR1).\n"
+	"With --raw, serve a plain disk file (or block device) as it is, through the same NBD and\n"
+	"vhost-user servers: writes go to the file, unless --read-only.\n"
 	"\n"
 	"options:\n"
+	"      --raw FILE          serve FILE, a raw disk image or block device (its size rounded\n"
+	"                          down to 512 bytes), instead of a layout: no store, overlay,\n"
+	"                          remote, cache or trace options\n"
 	"  -s, --store DIR         the chunk store holding the image's chunks (with --remote:\n"
 	"                          the local cache, created if missing)\n"
 	"      --overlay FILE      copy-on-write overlay for writes (created if missing);\n"
 	"                          without it the disk is read-only\n"
-	"      --read-only         refuse writes (the overlay, if any, is only read)\n"
+	"      --read-only         refuse writes (the overlay, if any, or the --raw FILE is only\n"
+	"                          read)\n"
 	"      --mem-cache BYTES   decompressed chunk cache (default 256M); chunks with a plain\n"
 	"                          copy in STORE/plain are kept as open files instead\n"
 	"      --nbd unix:PATH     NBD on a unix socket\n"
@@ -59,24 +70,30 @@ static const char serve_usage[] =
 	"                          (default: IMAGE.manifest beside IMAGE.layout)\n"
 	"  -h, --help              this text\n";
 
+enum { O_OVERLAY = 256, O_RO, O_MEM, O_NBD, O_NAME, O_JSON, O_VHOST, O_CONTROL, O_MANIFEST,
+       O_RAW };
+
 struct serve_args {
 	struct blkd_engine_opts eo;
 	struct nbd_server_opts no;
 	const char *nbd, *stats_json, *vhost_user, *control;
+	const char *raw;           /* --raw FILE */
+	const char *image_opt;     /* the first option that needs a layout (refused with --raw) */
 	struct cli_remote rem;
 	struct cli_trace tr;
 	char host[256];
 };
 
 struct sig_ctx {
-	struct blkd_engine *e;
+	struct disk disk;
+	struct blkd_engine *e;     /* the lazy image's engine; NULL with --raw */
 	sigset_t set;
 	volatile sig_atomic_t stop;
 };
 
 /* "serving ..." on stdout once a server's socket accepts connections: a readiness signal. */
 struct banner {
-	const char *layout, *how, *where;
+	const char *layout, *how, *where;  /* layout: the IMAGE.layout or the --raw FILE */
 	char size[32];
 	bool read_only;
 };
@@ -92,7 +109,6 @@ static void banner_print(void *arg)
 
 /* The vhost-user server, in its own thread when NBD is served as well. */
 struct vu_ctx {
-	struct vblk_backend be;
 	struct vhost_user_dev *dev;
 	const char *path;
 	struct sig_ctx *sc;
@@ -122,12 +138,12 @@ static int servers_run(struct serve_args *a, struct sig_ctx *sc, struct vu_ctx *
 		return v->ret;
 	}
 	if (!a->vhost_user)
-		return nbd_serve(sc->e, &a->no, &sc->stop);
+		return nbd_serve(&sc->disk, &a->no, &sc->stop);
 	if (pthread_create(&t, NULL, vu_main, v)) {
 		log_error("cannot start the vhost-user thread");
 		return -EAGAIN;
 	}
-	ret = nbd_serve(sc->e, &a->no, &sc->stop);
+	ret = nbd_serve(&sc->disk, &a->no, &sc->stop);
 	if (ret && !__atomic_load_n(&sc->stop, __ATOMIC_RELAXED))
 		pthread_kill(v->sig_thread, SIGTERM);
 	pthread_join(t, NULL);
@@ -175,7 +191,7 @@ static void *sig_main(void *arg)
 		if (sigwait(&c->set, &sig))
 			continue;
 		if (sig == SIGUSR1) {
-			blkd_engine_print_stats(c->e, stdout, false);
+			disk_stats(&c->disk, stdout, false);
 			fflush(stdout);
 			continue;
 		}
@@ -184,15 +200,91 @@ static void *sig_main(void *arg)
 	}
 }
 
-static int serve_run(struct serve_args *a, const char *layout)
+/* The disk to serve: the --raw FILE, or the layout's engine. 0, or 1 (said why). */
+static int disk_open(struct serve_args *a, const char *what, struct sig_ctx *sc)
+{
+	int ret;
+
+	if (!a->raw) {
+		a->eo.layout_path = what;
+		if (blkd_engine_open(&a->eo, &sc->e))
+			return 1; /* it said why */
+		disk_engine(sc->e, &sc->disk);
+		return 0;
+	}
+	ret = disk_raw_open(what, a->no.read_only, &sc->disk);
+	if (ret == -EINVAL)
+		log_error("%s: not a disk (want a regular file or a block device of at least 512 "
+			  "bytes)", what);
+	else if (ret == -EACCES || ret == -EROFS || ret == -EPERM)
+		log_error("%s: %s (serve it with --read-only?)", what, strerror(-ret));
+	else if (ret)
+		log_error("%s: %s", what, strerror(-ret));
+	return ret ? 1 : 0;
+}
+
+static void disk_done(struct sig_ctx *sc)
+{
+	disk_close(&sc->disk);
+	if (sc->e)
+		blkd_engine_close(sc->e);
+	sc->e = NULL;
+}
+
+/* The servers' "serving" lines, and the vhost-user device. 0, or -errno (said why). */
+static int servers_prepare(struct serve_args *a, const char *what, struct sig_ctx *sc,
+			   struct vu_ctx *vu, struct banner *nb)
+{
+	char h[32];
+	int ret;
+
+	if (a->vhost_user) {
+		ret = vhost_user_dev_new(&sc->disk, 0, "lazyblk", &vu->dev);
+		if (ret) {
+			log_error("--vhost-user: %s", strerror(-ret));
+			return ret;
+		}
+	}
+	size_human(sc->disk.size, h, sizeof(h));
+	*nb = (struct banner){ .layout = what, .how = "NBD", .where = a->nbd,
+			       .read_only = a->no.read_only || sc->disk.read_only };
+	snprintf(nb->size, sizeof(nb->size), "%s", h);
+	a->no.on_listen = banner_print;
+	a->no.on_listen_arg = nb;
+	vu->banner = (struct banner){ .layout = what, .how = "vhost-user", .where = a->vhost_user,
+				      .read_only = sc->disk.read_only };
+	snprintf(vu->banner.size, sizeof(vu->banner.size), "%s", h);
+	return 0;
+}
+
+/* After the servers stopped: flush, the trace, statistics. 0, or 1 if any failed. */
+static int serve_finish(struct serve_args *a, struct sig_ctx *sc)
+{
+	int ret, rc = 0;
+
+	ret = disk_flush(&sc->disk);
+	if (ret) {
+		log_error("flush: %s", strerror(-ret));
+		rc = 1;
+	}
+	if (sc->e && cli_trace_finish(&a->tr, sc->e))
+		rc = 1;
+	disk_stats(&sc->disk, stdout, false);
+	fflush(stdout);
+	if (a->stats_json && cli_write_stats_json(&sc->disk, a->stats_json))
+		rc = 1;
+	return rc;
+}
+
+/* what: the IMAGE.layout, or the --raw FILE. */
+static int serve_run(struct serve_args *a, const char *what)
 {
 	struct sig_ctx sc = { 0 };
 	struct vu_ctx vu = { .path = a->vhost_user, .sc = &sc };
 	struct blkd_control *ctl = NULL;
 	pthread_t sig_thread;
 	struct banner nbd_banner;
-	char h[32];
-	int ret, rc = 0;
+	int ret, rc;
 
 	/* before any thread exists, so that every thread inherits the mask */
 	sigemptyset(&sc.set);
@@ -202,69 +294,82 @@ static int serve_run(struct serve_args *a, const char *layout)
 	pthread_sigmask(SIG_BLOCK, &sc.set, NULL);
 	signal(SIGPIPE, SIG_IGN); /* a closed stdout must not kill the server */
 
-	a->eo.layout_path = layout;
-	if (blkd_engine_open(&a->eo, &sc.e))
-		return 1; /* it said why */
-	if (a->control && blkd_control_start(sc.e, a->control, &ctl)) {
-		blkd_engine_close(sc.e); /* it said why */
+	if (disk_open(a, what, &sc))
+		return 1;
+	if (a->control && blkd_control_start(&sc.disk, sc.e, a->control, &ctl)) {
+		disk_done(&sc); /* it said why */
 		return 1;
 	}
 	if (pthread_create(&sig_thread, NULL, sig_main, &sc)) {
 		log_error("cannot start the signal thread");
 		blkd_control_stop(ctl);
-		blkd_engine_close(sc.e);
+		disk_done(&sc);
 		return 1;
 	}
 	vu.sig_thread = sig_thread;
-	ret = 0;
-	if (a->vhost_user) {
-		vblk_backend_engine(sc.e, &vu.be);
-		ret = vhost_user_dev_new(&vu.be, 0, "lazyblk", &vu.dev);
-		if (ret)
-			log_error("--vhost-user: %s", strerror(-ret));
-	}
-	if (!ret) {
-		size_human(blkd_engine_size(sc.e), h, sizeof(h));
-		nbd_banner = (struct banner){ .layout = layout, .how = "NBD", .where = a->nbd,
-					      .read_only = a->no.read_only ||
-							   blkd_engine_read_only(sc.e) };
-		snprintf(nbd_banner.size, sizeof(nbd_banner.size), "%s", h);
-		a->no.on_listen = banner_print;
-		a->no.on_listen_arg = &nbd_banner;
-		vu.banner = (struct banner){ .layout = layout, .how = "vhost-user",
-					     .where = a->vhost_user, .read_only = vu.be.read_only };
-		snprintf(vu.banner.size, sizeof(vu.banner.size), "%s", h);
+	ret = servers_prepare(a, what, &sc, &vu, &nbd_banner);
+	if (!ret)
 		ret = servers_run(a, &sc, &vu);
-	}
 	if (!__atomic_load_n(&sc.stop, __ATOMIC_RELAXED))
 		pthread_kill(sig_thread, SIGTERM); /* a server failed: end the signal thread */
 	pthread_join(sig_thread, NULL);
 	vhost_user_dev_free(vu.dev);
 	blkd_control_stop(ctl); /* a snapshot under way completes first */
-	if (ret) {
-		blkd_engine_close(sc.e); /* it said why; nothing was served */
-		return 1;
-	}
-
-	ret = blkd_engine_flush(sc.e);
-	if (ret) {
-		log_error("flush: %s", strerror(-ret));
-		rc = 1;
-	}
-	if (cli_trace_finish(&a->tr, sc.e))
-		rc = 1;
-	blkd_engine_print_stats(sc.e, stdout, false);
-	fflush(stdout);
-	if (a->stats_json && cli_write_stats_json(sc.e, a->stats_json))
-		rc = 1;
-	blkd_engine_close(sc.e);
+	rc = ret ? 1 : serve_finish(a, &sc); /* a server that failed said why; nothing served */
+	disk_done(&sc);
 	return rc;
+}
+
+/* Options that need a layout (refused with --raw): all but --read-only and the servers'. */
+static bool image_only(int c)
+{
+	switch (c) {
+	case O_RO: case O_NBD: case O_NAME: case O_JSON: case O_VHOST: case O_CONTROL: case O_RAW:
+	case 'h': case '?': case ':':
+		return false;
+	default:
+		return true;
+	}
+}
+
+/* After parsing: the combination makes sense. 0, or EXIT_USAGE (said why). */
+static int serve_check(struct serve_args *a, int argc, char **argv)
+{
+	if (a->raw) {
+		if (optind < argc)
+			return cli_usage_error("unexpected argument '%s' (--raw FILE is the disk: no "
+					       "IMAGE.layout)", argv[optind]);
+		if (!*a->raw)
+			return cli_usage_error("bad --raw '' (want a disk file)");
+		if (a->image_opt)
+			return cli_usage_error("--%s does not go with --raw (a raw file is served as "
+					       "it is: no store, overlay, remote or traces)",
+					       a->image_opt);
+	} else {
+		if (optind >= argc)
+			return cli_usage_error("missing IMAGE.layout (see lazyblk serve --help)");
+		if (optind + 1 < argc)
+			return cli_usage_error("unexpected argument '%s'", argv[optind + 1]);
+		if (!a->eo.store_dir)
+			return cli_usage_error("missing --store DIR");
+		if (cli_remote_check(&a->rem))
+			return EXIT_USAGE;
+		cli_remote_to_engine(&a->rem, &a->eo);
+	}
+	if (!a->nbd && !a->vhost_user)
+		return cli_usage_error("missing --nbd unix:PATH, --nbd tcp:HOST:PORT or "
+				       "--vhost-user PATH");
+	if (a->vhost_user && !*a->vhost_user)
+		return cli_usage_error("bad --vhost-user '' (want a socket path)");
+	if (a->nbd && parse_nbd(a))
+		return cli_usage_error("bad --nbd '%s' (want unix:PATH or tcp:HOST:PORT)", a->nbd);
+	if (!a->raw && cli_trace_to_engine(&a->tr, argv[optind], &a->eo))
+		return EXIT_USAGE;
+	return 0;
 }
 
 int cmd_serve(int argc, char **argv)
 {
-	enum { O_OVERLAY = 256, O_RO, O_MEM, O_NBD, O_NAME, O_JSON, O_VHOST, O_CONTROL,
-	       O_MANIFEST };
 	static const struct option opts[] = {
 		{ "store", required_argument, NULL, 's' },
 		{ "overlay", required_argument, NULL, O_OVERLAY },
@@ -274,6 +379,7 @@ int cmd_serve(int argc, char **argv)
 		{ "export-name", required_argument, NULL, O_NAME },
 		{ "stats-json", required_argument, NULL, O_JSON },
 		{ "vhost-user", required_argument, NULL, O_VHOST },
+		{ "raw", required_argument, NULL, O_RAW },
 		CLI_REMOTE_OPTIONS,
 		CLI_TRACE_OPTIONS,
 		{ "manifest", required_argument, NULL, O_MANIFEST },
@@ -283,11 +389,14 @@ int cmd_serve(int argc, char **argv)
 	};
 	struct serve_args a = { 0 };
 	uint64_t v;
-	int c, r;
+	int c, r, li = -1;
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":s:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":s:h", opts, &li)) != -1) {
+		if (!a.image_opt && image_only(c))
+			a.image_opt = li >= 0 ? opts[li].name : "store";
+		li = -1;
 		switch (c) {
 		case 's': a.eo.store_dir = optarg; break;
 		case O_OVERLAY: a.eo.overlay_path = optarg; break;
@@ -302,6 +411,7 @@ int cmd_serve(int argc, char **argv)
 		case O_JSON: a.stats_json = optarg; break;
 		case O_VHOST: a.vhost_user = optarg; break;
 		case O_CONTROL: a.control = optarg; break;
+		case O_RAW: a.raw = optarg; break;
 		case O_MANIFEST: a.tr.manifest = optarg; break;
 		case 'h': printf(serve_usage, cli_remote_help, cli_trace_help); return 0;
 		default:
@@ -317,25 +427,9 @@ int cmd_serve(int argc, char **argv)
 				return cli_bad_option("serve", argv, c);
 		}
 	}
-	if (optind >= argc)
-		return cli_usage_error("missing IMAGE.layout (see lazyblk serve --help)");
-	if (optind + 1 < argc)
-		return cli_usage_error("unexpected argument '%s'", argv[optind + 1]);
-	if (!a.eo.store_dir)
-		return cli_usage_error("missing --store DIR");
-	if (cli_remote_check(&a.rem))
-		return EXIT_USAGE;
-	cli_remote_to_engine(&a.rem, &a.eo);
-	if (!a.nbd && !a.vhost_user)
-		return cli_usage_error("missing --nbd unix:PATH, --nbd tcp:HOST:PORT or "
-				       "--vhost-user PATH");
-	if (a.vhost_user && !*a.vhost_user)
-		return cli_usage_error("bad --vhost-user '' (want a socket path)");
-	if (a.nbd && parse_nbd(&a))
-		return cli_usage_error("bad --nbd '%s' (want unix:PATH or tcp:HOST:PORT)", a.nbd);
-	if (cli_trace_to_engine(&a.tr, argv[optind], &a.eo))
-		return EXIT_USAGE;
-	r = serve_run(&a, argv[optind]);
+	r = serve_check(&a, argc, argv);
+	if (!r)
+		r = serve_run(&a, a.raw ? a.raw : argv[optind]);
 	cli_trace_free(&a.tr);
 	return r;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../common/log.h"
+#include "../blkd/disk/disk.h"
 #include "../blkd/engine/engine.h"
 #include "../cas/chunk.h"
 #include "../cas/manifest.h"
@@ -157,7 +158,7 @@ void cli_remote_to_source(const struct cli_remote *r, struct cas_source_opts *so
 	so->no_plain = r->no_plain;
 }
 
-int cli_write_stats_json(struct blkd_engine *e, const char *path)
+int cli_write_stats_json(const struct disk *d, const char *path)
 {
 	FILE *f = fopen(path, "w");
 	int ret;
@@ -167,7 +168,7 @@ int cli_write_stats_json(struct blkd_engine *e, const char *path)
 		log_error("%s: %s", path, strerror(-ret));
 		return ret;
 	}
-	blkd_engine_print_stats(e, f, true);
+	disk_stats(d, f, true);
 	if (fclose(f)) {
 		ret = -errno;
 		log_error("%s: %s", path, strerror(-ret));

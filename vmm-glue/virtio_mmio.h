@@ -27,7 +27,7 @@ struct virtio_mmio_opts {
 	const struct gmem *mem;         /* the view of the guest's memory (borrowed; ram.h) */
 	uint64_t base;                  /* guest-physical base of the register window */
 	uint32_t gsi;                   /* the device's interrupt line */
-	const struct vblk_backend *disk;/* the disk (borrowed; see blkd/virtio/virtio_blk.h) */
+	const struct disk *disk;        /* the disk (borrowed; see blkd/disk/disk.h) */
 	unsigned num_queues;            /* >= 1: VIRTIO_BLK_F_MQ when > 1 */
 	const char *serial;             /* VIRTIO_BLK_T_GET_ID answer (<= 20 bytes), or NULL */
 };

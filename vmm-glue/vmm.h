@@ -27,7 +27,7 @@ struct vmm_opts {
 	unsigned ncpus;                 /* 1..CPU_MAX */
 	uint64_t mem;                   /* bytes */
 	bool hugepages, populate;
-	const struct vblk_backend *disks; /* vda, vdb, ... (borrowed) */
+	const struct disk *disks;       /* vda, vdb, ... (borrowed; blkd/disk/disk.h) */
 	unsigned ndisks;
 	int in_fd, out_fd;              /* the serial console (in_fd -1: no input) */
 	struct timespec t0;             /* process start, for the boot timer */

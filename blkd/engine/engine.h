@@ -5,7 +5,8 @@
  *        (verified) → zeros.
  * write: whole blocks go to the overlay; a partial block is read, merged and written
  *        whole (never more than one block copied).
- * Every export (NBD, vhost-user, virtio in the VMM) drives this API. Thread-safe.
+ * Every export (NBD, vhost-user, virtio in the VMM) reaches it as a disk (blkd/disk/disk.h,
+ * disk_engine.c); the CLI opens and closes it. Thread-safe.
  */
 #ifndef LZ_BLKD_ENGINE_H
 #define LZ_BLKD_ENGINE_H

@@ -24,7 +24,8 @@
 #include "../../common/sock.h"
 
 struct blkd_control {
-	struct blkd_engine *e;
+	const struct disk *d;
+	struct blkd_engine *e;     /* NULL: not the lazy image (no traces) */
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	int lfd;
 	int stop[2];   /* a byte on stop[1] ends the thread */
@@ -92,9 +93,10 @@ static void ctl_snapshot(struct blkd_control *c, int fd, const char *path)
 		ctl_reply(fd, "error DELTA_PATH must be absolute: %s", path);
 		return;
 	}
-	ret = blkd_engine_snapshot(c->e, path, &dirty, &zero, &why);
+	ret = disk_snapshot(c->d, path, &dirty, &zero, &why);
 	if (ret) {
-		why = why ? why : strerror(-ret);
+		if (!why)
+			why = ret == -EOPNOTSUPP ? "this disk takes no snapshots" : strerror(-ret);
 		log_warn("control: snapshot %s: %s", path, why);
 		ctl_reply(fd, "error %s: %s", path, why);
 		return;
@@ -114,7 +116,7 @@ static void ctl_stats(struct blkd_control *c, int fd)
 		ctl_reply(fd, "error %s", strerror(errno));
 		return;
 	}
-	blkd_engine_print_stats(c->e, f, true);
+	disk_stats(c->d, f, true);
 	if (fclose(f) || !len) {
 		ctl_reply(fd, "error cannot format the statistics");
 	} else {
@@ -129,9 +131,9 @@ static void ctl_stats(struct blkd_control *c, int fd)
 /* End the --trace-record recording now and write the trace. */
 static void ctl_trace_stop(struct blkd_control *c, int fd)
 {
-	const char *path = blkd_engine_trace_path(c->e), *why = NULL;
+	const char *path = c->e ? blkd_engine_trace_path(c->e) : NULL, *why = NULL;
 	uint64_t n = 0;
-	int ret = blkd_engine_trace_finish(c->e, NULL, &n, &why);
+	int ret = c->e ? blkd_engine_trace_finish(c->e, NULL, &n, &why) : -ENOENT;
 
 	if (ret == -ENOENT) {
 		ctl_reply(fd, "error not recording a trace (serve --trace-record FILE)");
@@ -161,7 +163,7 @@ static void ctl_request(struct blkd_control *c, int fd, char *line, size_t len)
 	} else if (!strcmp(line, "stats")) {
 		ctl_stats(c, fd);
 	} else if (!strcmp(line, "flush")) {
-		ret = blkd_engine_flush(c->e);
+		ret = disk_flush(c->d);
 		if (ret)
 			ctl_reply(fd, "error flush: %s", strerror(-ret));
 		else
@@ -264,7 +266,8 @@ static void ctl_free(struct blkd_control *c)
 	free(c);
 }
 
-int blkd_control_start(struct blkd_engine *e, const char *path, struct blkd_control **out)
+int blkd_control_start(const struct disk *d, struct blkd_engine *e, const char *path,
+		       struct blkd_control **out)
 {
 	struct blkd_control *c = calloc(1, sizeof(*c));
 	int ret;
@@ -274,6 +277,7 @@ int blkd_control_start(struct blkd_engine *e, const char *path, struct blkd_cont
 		log_error("--control %s: %s", path, strerror(ENOMEM));
 		return -ENOMEM;
 	}
+	c->d = d;
 	c->e = e;
 	c->lfd = c->stop[0] = c->stop[1] = -1;
 	if (pipe2(c->stop, O_CLOEXEC) < 0) {

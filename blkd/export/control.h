@@ -17,6 +17,7 @@
 #ifndef LZ_BLKD_CONTROL_H
 #define LZ_BLKD_CONTROL_H
 
+#include "../disk/disk.h"
 #include "../engine/engine.h"
 
 #define BLKD_CONTROL_MAX_LINE 4096u
@@ -26,10 +27,14 @@ struct blkd_control;
 
 /*
  * Listen on the unix socket PATH (mode 0600; a stale socket file left by a server that
- * is gone is replaced, a live one or another file is refused) and start answering.
- * Prints one error line and returns -errno on failure.
+ * is gone is replaced, a live one or another file is refused) and start answering for the
+ * disk d: snapshots, statistics and flushes through it (a disk without snapshots answers
+ * "error DELTA_PATH: this disk takes no snapshots"), traces through e, the engine behind
+ * it (NULL: not the lazy image; "trace stop" is an error). d and e must outlive the
+ * control socket. Prints one error line and returns -errno on failure.
  */
-int blkd_control_start(struct blkd_engine *e, const char *path, struct blkd_control **out);
+int blkd_control_start(const struct disk *d, struct blkd_engine *e, const char *path,
+		       struct blkd_control **out);
 /* Finish the request being answered, stop, remove the socket file. NULL is a no-op. */
 void blkd_control_stop(struct blkd_control *c);
 

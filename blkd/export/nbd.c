@@ -203,20 +203,24 @@ static void accept_one(int lfd, bool tcp, struct client *cl, unsigned n, unsigne
 	log_info("nbd: client %u connected", cl[i].id);
 }
 
-int nbd_serve(struct blkd_engine *e, const struct nbd_server_opts *o,
+int nbd_serve(const struct disk *d, const struct nbd_server_opts *o,
 	      volatile sig_atomic_t *stop)
 {
 	struct nbd_export x = {
-		.e = e,
+		.d = d,
 		.name = o->export_name ? o->export_name : "",
-		.size = blkd_engine_size(e),
-		.read_only = o->read_only || blkd_engine_read_only(e),
+		.size = d ? d->size : 0,
+		.read_only = o->read_only || (d && d->read_only),
 	};
 	unsigned n = o->max_conns ? o->max_conns : NBD_DEFAULT_CONNS, next_id = 0;
 	bool tcp = !o->unix_path;
 	struct client *cl;
 	int lfd = -1, ret;
 
+	if (disk_check(d)) {
+		log_error("nbd: not a usable disk");
+		return -EINVAL;
+	}
 	if (tcp && !o->tcp_port) {
 		log_error("nbd: no socket path and no TCP port to listen on");
 		return -EINVAL;

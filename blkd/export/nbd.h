@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The NBD export (newstyle, fixed handshake): OPT_GO, OPT_INFO, OPT_LIST,
- * OPT_STRUCTURED_REPLY, OPT_LIST/SET_META_CONTEXT ("base:allocation", "lazyblk:dirty");
- * commands READ, WRITE (FUA), FLUSH, TRIM, WRITE_ZEROES, BLOCK_STATUS, DISC; many
- * connections at once (multi-conn with consistent flush); read-only mode.
+ * The NBD export of a disk (blkd/disk/disk.h: the lazy image or a raw file), newstyle
+ * fixed handshake: OPT_GO, OPT_INFO, OPT_LIST, OPT_STRUCTURED_REPLY,
+ * OPT_LIST/SET_META_CONTEXT ("base:allocation", "lazyblk:dirty": the contexts the disk's
+ * block status knows); commands READ, WRITE (FUA), FLUSH, TRIM, WRITE_ZEROES,
+ * BLOCK_STATUS, DISC (TRIM and WRITE_ZEROES when the disk can); many connections at once
+ * (multi-conn with consistent flush, when the disk says so); read-only mode.
  */
 #ifndef LZ_BLKD_NBD_H
 #define LZ_BLKD_NBD_H
@@ -11,7 +13,7 @@
 #include <signal.h>
 #include <stdbool.h>
 
-#include "../engine/engine.h"
+#include "../disk/disk.h"
 
 struct nbd_server_opts {
 	const char *unix_path;     /* listen on a unix socket, or */
@@ -21,16 +23,17 @@ struct nbd_server_opts {
 	/* called once, when the socket accepts connections (a readiness signal); may be NULL */
 	void (*on_listen)(void *arg);
 	void *on_listen_arg;
-	bool read_only;
+	bool read_only;            /* refuse writes even when the disk takes them */
 	unsigned max_conns;        /* 0: 16 */
 };
 
 /*
  * Serve until *stop becomes non-zero (a signal handler sets it). Each client gets a
  * thread; a client that misbehaves is disconnected with a log line, never crashes the
- * server. Prints one error line and returns -errno if it cannot listen.
+ * server. Prints one error line and returns -errno if it cannot listen (-EINVAL: the disk
+ * fails disk_check()). d must stay valid until it returns.
  */
-int nbd_serve(struct blkd_engine *e, const struct nbd_server_opts *o,
+int nbd_serve(const struct disk *d, const struct nbd_server_opts *o,
 	      volatile sig_atomic_t *stop);
 
 #endif

@@ -13,9 +13,9 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-#include "../engine/engine.h"
+#include "../disk/disk.h"
 
-#define NBD_PREF_BLOCK BLKD_BLOCK
+#define NBD_PREF_BLOCK 4096u                /* the engine's block */
 #define NBD_MAX_PAYLOAD (32u << 20)         /* largest READ or WRITE */
 #define NBD_MAX_OPTION (64u << 10)          /* larger option data: hard disconnect */
 #define NBD_MAX_STRING 4096u                /* export names, context queries */
@@ -37,8 +37,12 @@
 #define NBD_CONN_MAX_INFLIGHT 64u
 #define NBD_CONN_MAX_INFLIGHT_BYTES (64u << 20)
 
-/* Metadata contexts; the wire id of context i is i + 1. */
-enum nbd_ctx { NBD_CTX_ALLOCATION, NBD_CTX_DIRTY, NBD_CTX_COUNT };
+/* Metadata contexts: the disk's (disk.h); the wire id of context i is i + 1. */
+enum nbd_ctx {
+	NBD_CTX_ALLOCATION = DISK_CTX_ALLOCATION,
+	NBD_CTX_DIRTY = DISK_CTX_DIRTY,
+	NBD_CTX_COUNT = DISK_CTX_COUNT
+};
 
 static inline const char *nbd_ctx_name(enum nbd_ctx c)
 {
@@ -47,11 +51,17 @@ static inline const char *nbd_ctx_name(enum nbd_ctx c)
 
 /* What one export offers; shared read-only by every connection. */
 struct nbd_export {
-	struct blkd_engine *e;
+	const struct disk *d;
 	const char *name;          /* "" (or NULL): any name is this export */
-	uint64_t size;
-	bool read_only;
+	uint64_t size;             /* d->size */
+	bool read_only;            /* d->read_only, or the server refuses writes */
 };
+
+/* The export offers context c (its disk's block status knows it). */
+static inline bool nbd_ctx_offered(const struct nbd_export *x, enum nbd_ctx c)
+{
+	return disk_has_status(x->d, (enum disk_ctx)c);
+}
 
 /* The state one connection negotiates. */
 struct nbd_session {
@@ -76,7 +86,7 @@ int nbd_handshake(struct nbd_session *s);
 int nbd_transmit(struct nbd_session *s);
 /* Transmission flags for this session. */
 uint16_t nbd_tflags(const struct nbd_session *s);
-/* Engine -errno to an NBD error value. */
+/* A disk's -errno to an NBD error value. */
 uint32_t nbd_errno(int err);
 
 /*

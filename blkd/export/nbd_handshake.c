@@ -44,13 +44,21 @@ static const char *printable(const uint8_t *p, uint32_t len, char out[72])
 
 uint16_t nbd_tflags(const struct nbd_session *s)
 {
-	uint16_t f = NBD_FLAG_HAS_FLAGS | NBD_FLAG_SEND_FLUSH | NBD_FLAG_SEND_FUA |
-		     NBD_FLAG_CAN_MULTI_CONN;
+	const struct disk *d = s->x->d;
+	uint16_t f = NBD_FLAG_HAS_FLAGS;
 
+	if (d->can_flush)
+		f |= NBD_FLAG_SEND_FLUSH;
+	if (d->can_fua || d->can_flush) /* disk_write() flushes after a write without FUA */
+		f |= NBD_FLAG_SEND_FUA;
+	if (d->can_multi_conn)
+		f |= NBD_FLAG_CAN_MULTI_CONN;
 	if (s->x->read_only)
 		f |= NBD_FLAG_READ_ONLY;
-	else
-		f |= NBD_FLAG_SEND_TRIM | NBD_FLAG_SEND_WRITE_ZEROES;
+	if (!s->x->read_only && d->can_discard)
+		f |= NBD_FLAG_SEND_TRIM;
+	if (!s->x->read_only && d->can_write_zeroes)
+		f |= NBD_FLAG_SEND_WRITE_ZEROES;
 	if (s->structured)
 		f |= NBD_FLAG_SEND_DF; /* a read is always one data chunk */
 	return f;
@@ -119,7 +127,7 @@ static int opt_info(struct nbd_session *s, uint32_t opt, const uint8_t *data, ui
 	uint8_t exp[10], bs[12];
 	bool want_name = false, want_desc = false;
 	uint32_t nlen, nreq, p;
-	const char *name = export_name(s), *desc = "lazyblk lazily loaded disk";
+	const char *name = export_name(s), *desc = s->x->d->description;
 	int ret;
 
 	if (len < 6 || (nlen = be32_get(data)) > len - 6)
@@ -147,7 +155,7 @@ static int opt_info(struct nbd_session *s, uint32_t opt, const uint8_t *data, ui
 		ret = send_info(s, opt, NBD_INFO_BLOCK_SIZE, bs, sizeof(bs));
 	if (!ret && want_name)
 		ret = send_info(s, opt, NBD_INFO_NAME, name, strlen(name));
-	if (!ret && want_desc)
+	if (!ret && want_desc && desc)
 		ret = send_info(s, opt, NBD_INFO_DESCRIPTION, desc, strlen(desc));
 	if (!ret)
 		ret = opt_reply(s, opt, NBD_REP_ACK, NULL, 0);
@@ -171,14 +179,19 @@ static int opt_list(struct nbd_session *s, uint32_t len)
 }
 
 /*
- * Which contexts a query names. Listing accepts the namespaces "base:" and "lazyblk:"
- * as wildcards; selecting takes full names only. Unknown names are ignored.
+ * Which of the export's contexts a query names. Listing accepts the namespaces "base:"
+ * and "lazyblk:" as wildcards; selecting takes full names only. Unknown names, and
+ * contexts the disk does not know, are ignored.
  */
-static void ctx_match(const uint8_t *q, uint32_t len, bool list, bool sel[NBD_CTX_COUNT])
+static void ctx_match(const struct nbd_export *x, const uint8_t *q, uint32_t len, bool list,
+		      bool sel[NBD_CTX_COUNT])
 {
 	for (int c = 0; c < NBD_CTX_COUNT; c++) {
 		const char *name = nbd_ctx_name(c), *colon = strchr(name, ':');
 		size_t ns = (size_t)(colon - name) + 1;
+
+		if (!nbd_ctx_offered(x, c))
+			continue;
 
 		if (len == strlen(name) && !memcmp(q, name, len))
 			sel[c] = true;
@@ -213,7 +226,7 @@ static int opt_meta(struct nbd_session *s, uint32_t opt, const uint8_t *data, ui
 
 		if (len - p < 4 || (qlen = be32_get(data + p)) > len - p - 4)
 			return opt_error(s, opt, NBD_REP_ERR_INVALID, "malformed query list");
-		ctx_match(data + p + 4, qlen, list, sel);
+		ctx_match(s->x, data + p + 4, qlen, list, sel);
 		p += 4 + qlen;
 	}
 	if (p != len)
@@ -221,7 +234,8 @@ static int opt_meta(struct nbd_session *s, uint32_t opt, const uint8_t *data, ui
 	if (!name_ok(s, data + 4, nlen))
 		return opt_error(s, opt, NBD_REP_ERR_UNKNOWN, "no such export");
 	if (list && nq == 0)
-		memset(sel, 1, sizeof(sel));
+		for (int c = 0; c < NBD_CTX_COUNT; c++)
+			sel[c] = nbd_ctx_offered(s->x, c);
 	for (int c = 0; c < NBD_CTX_COUNT; c++) {
 		const char *name = nbd_ctx_name(c);
 		uint8_t id[4];

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The NBD transmission phase of one connection. The connection's thread receives
- * requests, checks each one completely before anything touches the engine (the magic,
+ * requests, checks each one completely before anything touches the disk (the magic,
  * the command, its flags, alignment to 512 bytes, the range, the payload limit,
- * read-only), reads a write's payload, and queues the request for a few workers that
- * call the engine and send the reply. Replies may go out in any order (the client
- * matches them by handle); each reply is sent whole under the connection's send lock.
- * A request with an error decided on arrival is still queued, so its reply is ordered
- * like any other.
+ * read-only, what the disk offers), reads a write's payload, and queues the request for
+ * a few workers that call the disk (blkd/disk/disk.h) and send the reply. Replies may go
+ * out in any order (the client matches them by handle); each reply is sent whole under
+ * the connection's send lock. A request with an error decided on arrival is still queued,
+ * so its reply is ordered like any other.
  *
  * Requests in flight are bounded in number and in payload bytes; the receiver waits for
  * room before it reads the next payload. NBD_CMD_DISC, a closed or broken connection,
@@ -142,7 +142,7 @@ static void read_simple(struct xmit *x, const struct xreq *r)
 	uint8_t h[NBD_SIMPLE_REPLY_SIZE];
 	struct iovec iov[2] = { { h, sizeof(h) }, { NULL, r->len } };
 	uint8_t *buf = malloc(r->len ? r->len : 1);
-	int ret = buf ? blkd_engine_read(x->s->x->e, r->off, r->len, buf) : -ENOMEM;
+	int ret = buf ? disk_read(x->s->x->d, r->off, r->len, buf) : -ENOMEM;
 
 	if (ret) {
 		free(buf);
@@ -159,7 +159,7 @@ static void read_simple(struct xmit *x, const struct xreq *r)
 
 /*
  * A structured read is planned from one base:allocation walk of its range: consecutive
- * segments, each a hole (sent as OFFSET_HOLE, never read) or data (read from the engine,
+ * segments, each a hole (sent as OFFSET_HOLE, never read) or data (read from the disk,
  * sent as OFFSET_DATA).
  */
 struct rseg {
@@ -203,10 +203,10 @@ static void plan_push(struct rplan *p, uint64_t len, bool hole)
 	p->pos += len;
 }
 
-/* blkd_status_fn over the request's range. */
+/* disk_extent_fn over the request's range. */
 static int plan_add(void *arg, uint64_t off, uint64_t len, uint32_t flags)
 {
-	const uint32_t zero = BLKD_STATUS_HOLE | BLKD_STATUS_ZERO;
+	const uint32_t zero = DISK_STATUS_HOLE | DISK_STATUS_ZERO;
 	struct rplan *p = arg;
 	bool hole = (flags & zero) == zero;
 
@@ -223,7 +223,8 @@ static int plan_add(void *arg, uint64_t off, uint64_t len, uint32_t flags)
 	return p->pos == p->end;
 }
 
-static void plan_read(struct blkd_engine *e, const struct xreq *r, struct rplan *p)
+/* A disk without allocation status (-EOPNOTSUPP) has no holes: the plan is all data. */
+static void plan_read(const struct disk *d, const struct xreq *r, struct rplan *p)
 {
 	bool df = r->flags & NBD_CMD_FLAG_DF;
 	int ret;
@@ -231,7 +232,7 @@ static void plan_read(struct blkd_engine *e, const struct xreq *r, struct rplan 
 	p->pos = r->off;
 	p->end = r->off + r->len;
 	p->n = 0;
-	ret = blkd_engine_status(e, BLKD_CTX_ALLOCATION, r->off, r->len, plan_add, p);
+	ret = disk_block_status(d, DISK_CTX_ALLOCATION, r->off, r->len, plan_add, p);
 	if (ret < 0) {
 		p->pos = r->off; /* no map: all data */
 		p->n = 0;
@@ -256,7 +257,7 @@ struct rreply {
 };
 
 /* Read the data segments into rr->buf; *nok: the segments before the first failure. */
-static int read_segments(struct blkd_engine *e, struct rreply *rr, uint32_t *nok)
+static int read_segments(const struct disk *d, struct rreply *rr, uint32_t *nok)
 {
 	const struct rplan *p = &rr->plan;
 	size_t total = 0, at = 0;
@@ -276,7 +277,7 @@ static int read_segments(struct blkd_engine *e, struct rreply *rr, uint32_t *nok
 
 		if (g->hole)
 			continue;
-		ret = blkd_engine_read(e, g->off, g->len, rr->buf + at);
+		ret = disk_read(d, g->off, g->len, rr->buf + at);
 		if (ret)
 			return ret;
 		at += g->len;
@@ -356,8 +357,8 @@ static void read_structured(struct xmit *x, const struct xreq *r)
 		return;
 	}
 	rr->buf = NULL;
-	plan_read(x->s->x->e, r, &rr->plan);
-	ret = read_segments(x->s->x->e, rr, &nok);
+	plan_read(x->s->x->d, r, &rr->plan);
+	ret = read_segments(x->s->x->d, rr, &nok);
 	if (ret && !nok)
 		reply_status(x, r, nbd_errno(ret), strerror(-ret));
 	else
@@ -383,7 +384,7 @@ struct extents {
 
 static int extent_add(void *arg, uint64_t off, uint64_t len, uint32_t flags)
 {
-	const uint64_t most = UINT32_MAX - (BLKD_BLOCK - 1); /* a u32 on the wire, aligned */
+	const uint64_t most = UINT32_MAX - (NBD_PREF_BLOCK - 1); /* a u32 on the wire, aligned */
 	struct extents *ex = arg;
 	bool cut = len > most;
 	uint32_t f = 0;
@@ -391,10 +392,10 @@ static int extent_add(void *arg, uint64_t off, uint64_t len, uint32_t flags)
 
 	(void)off;
 	if (ex->ctx == NBD_CTX_ALLOCATION)
-		f = (flags & BLKD_STATUS_HOLE ? NBD_STATE_HOLE : 0) |
-		    (flags & BLKD_STATUS_ZERO ? NBD_STATE_ZERO : 0);
+		f = (flags & DISK_STATUS_HOLE ? NBD_STATE_HOLE : 0) |
+		    (flags & DISK_STATUS_ZERO ? NBD_STATE_ZERO : 0);
 	else
-		f = flags & BLKD_STATUS_DIRTY ? 1u : 0;
+		f = flags & DISK_STATUS_DIRTY ? 1u : 0;
 	if (!len)
 		return 0;
 	if (cut)
@@ -436,9 +437,8 @@ static void do_status(struct xmit *x, const struct xreq *r)
 			break;
 		}
 		be32_put(ex[c].p, (uint32_t)c + 1);
-		ret = blkd_engine_status(x->s->x->e, c == NBD_CTX_ALLOCATION ? BLKD_CTX_ALLOCATION
-										: BLKD_CTX_DIRTY,
-					 r->off, r->len, extent_add, &ex[c]);
+		ret = disk_block_status(x->s->x->d, (enum disk_ctx)c, r->off, r->len, extent_add,
+					&ex[c]);
 		if (!ret && !ex[c].n) /* nothing known: one extent with no flags is always true */
 			extent_add(&ex[c], r->off, r->len, 0);
 		put_chunk(h[c], c == last ? NBD_REPLY_FLAG_DONE : 0, NBD_REPLY_TYPE_BLOCK_STATUS,
@@ -459,7 +459,7 @@ static void do_status(struct xmit *x, const struct xreq *r)
 
 static void handle(struct xmit *x, const struct xreq *r)
 {
-	struct blkd_engine *e = x->s->x->e;
+	const struct disk *d = x->s->x->d;
 	bool fua = r->flags & NBD_CMD_FLAG_FUA;
 	int ret = 0;
 
@@ -475,21 +475,21 @@ static void handle(struct xmit *x, const struct xreq *r)
 		do_status(x, r);
 		return;
 	case NBD_CMD_WRITE:
-		ret = blkd_engine_write(e, r->off, r->len, r->buf, fua);
+		ret = disk_write(d, r->off, r->len, r->buf, fua);
 		break;
 	case NBD_CMD_FLUSH:
-		ret = blkd_engine_flush(e);
+		ret = disk_flush(d);
 		break;
 	case NBD_CMD_TRIM:
-		ret = blkd_engine_discard(e, r->off, r->len);
+		ret = disk_discard(d, r->off, r->len);
 		if (!ret && fua)
-			ret = blkd_engine_flush(e);
+			ret = disk_flush(d);
 		break;
 	case NBD_CMD_WRITE_ZEROES:
-		/* zeroed blocks are recorded as such (NO_HOLE asks nothing more of us) */
-		ret = blkd_engine_write_zeroes(e, r->off, r->len);
+		/* NO_HOLE: the disk keeps the range allocated where it can */
+		ret = disk_write_zeroes(d, r->off, r->len, !(r->flags & NBD_CMD_FLAG_NO_HOLE));
 		if (!ret && fua)
-			ret = blkd_engine_flush(e);
+			ret = disk_flush(d);
 		break;
 	}
 	reply_status(x, r, ret ? nbd_errno(ret) : 0, ret ? strerror(-ret) : NULL);
@@ -497,7 +497,7 @@ static void handle(struct xmit *x, const struct xreq *r)
 
 /* ---- checks on arrival */
 
-/* Record why r fails (its reply says so without the engine being asked). */
+/* Record why r fails (its reply says so without the disk being asked). */
 static int reject(struct xreq *r, uint32_t err, const char *why)
 {
 	r->err = err;
@@ -539,6 +539,9 @@ static int check(const struct nbd_session *s, struct xreq *r)
 		return reject(r, NBD_EINVAL, "flags not valid for this command");
 	if (writes && s->x->read_only)
 		return reject(r, NBD_EPERM, "the export is read-only");
+	if ((r->type == NBD_CMD_TRIM && !s->x->d->can_discard) ||
+	    (r->type == NBD_CMD_WRITE_ZEROES && !s->x->d->can_write_zeroes))
+		return reject(r, NBD_EINVAL, "not supported by this export");
 	if (r->type == NBD_CMD_FLUSH)
 		return 0; /* offset and length are reserved */
 	if ((r->type == NBD_CMD_READ || r->type == NBD_CMD_WRITE) && r->len > NBD_MAX_PAYLOAD)

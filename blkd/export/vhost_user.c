@@ -16,7 +16,7 @@
 #define VU_POLL_MS 200       /* how often *stop is looked at */
 #define VU_MSG_TIMEOUT_S 5   /* for the rest of a message once its first byte came */
 
-int vhost_user_dev_new(const struct vblk_backend *disk, unsigned num_queues,
+int vhost_user_dev_new(const struct disk *disk, unsigned num_queues,
 		       const char *serial, struct vhost_user_dev **out)
 {
 	struct vhost_user_dev *d;

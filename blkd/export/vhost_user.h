@@ -34,7 +34,7 @@
 struct vhost_user_dev;
 
 /* A device over disk (borrowed); num_queues 1..256 (0: VHOST_USER_QUEUES). -errno. */
-int vhost_user_dev_new(const struct vblk_backend *disk, unsigned num_queues,
+int vhost_user_dev_new(const struct disk *disk, unsigned num_queues,
 		       const char *serial, struct vhost_user_dev **out);
 void vhost_user_dev_free(struct vhost_user_dev *d);
 void vhost_user_dev_stats(const struct vhost_user_dev *d, struct vblk_stats *st);

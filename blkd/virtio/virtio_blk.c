@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* blkd/virtio/virtio_blk: virtio-blk requests on a backend, shared by every virtio transport. */
+/* blkd/virtio/virtio_blk: virtio-blk requests on a disk, shared by every virtio transport. */
 #include "virtio_blk.h"
 
 #include <errno.h>
@@ -9,7 +9,6 @@
 #include <linux/virtio_blk.h>
 #include <linux/virtio_config.h>
 
-#include "../engine/engine.h"
 #include "../../common/le.h"
 
 #define HDR_LEN 16u   /* le32 type, le32 reserved (ioprio), le64 sector */
@@ -23,14 +22,13 @@ _Static_assert(offsetof(struct virtio_blk_config, unused1) + 3 == VBLK_CONFIG_SI
 
 #define CFG(d, field) ((d)->config + offsetof(struct virtio_blk_config, field))
 
-int vblk_dev_init(struct vblk_dev *d, const struct vblk_backend *disk, unsigned num_queues,
+int vblk_dev_init(struct vblk_dev *d, const struct disk *disk, unsigned num_queues,
 		  const char *serial)
 {
 	uint64_t f;
 
 	memset(d, 0, sizeof(*d));
-	if (!disk || !disk->read || !disk->write || !disk->flush || disk->size % BLKD_SECTOR ||
-	    !num_queues || num_queues > 256)
+	if (disk_check(disk) || !num_queues || num_queues > 256)
 		return -EINVAL;
 	d->disk = disk;
 	d->num_queues = num_queues;
@@ -43,9 +41,9 @@ int vblk_dev_init(struct vblk_dev *d, const struct vblk_backend *disk, unsigned 
 	if (disk->read_only) {
 		f |= BIT(VIRTIO_BLK_F_RO);
 	} else {
-		if (disk->discard)
+		if (disk->can_discard)
 			f |= BIT(VIRTIO_BLK_F_DISCARD);
-		if (disk->write_zeroes)
+		if (disk->can_write_zeroes)
 			f |= BIT(VIRTIO_BLK_F_WRITE_ZEROES);
 	}
 	if (num_queues > 1)
@@ -56,11 +54,11 @@ int vblk_dev_init(struct vblk_dev *d, const struct vblk_backend *disk, unsigned 
 	le32_put(CFG(d, seg_max), VBLK_SEG_MAX);
 	le32_put(CFG(d, blk_size), BLKD_SECTOR);
 	*CFG(d, physical_block_exp) = 3;                 /* 4096-byte physical blocks */
-	le16_put(CFG(d, min_io_size), BLKD_BLOCK / BLKD_SECTOR);
+	le16_put(CFG(d, min_io_size), VBLK_PHYS_BLOCK / BLKD_SECTOR);
 	le16_put(CFG(d, num_queues), (uint16_t)num_queues);
 	le32_put(CFG(d, max_discard_sectors), VBLK_MAX_DISCARD_SECTORS);
 	le32_put(CFG(d, max_discard_seg), VBLK_DISCARD_SEG_MAX);
-	le32_put(CFG(d, discard_sector_alignment), BLKD_BLOCK / BLKD_SECTOR);
+	le32_put(CFG(d, discard_sector_alignment), VBLK_PHYS_BLOCK / BLKD_SECTOR);
 	le32_put(CFG(d, max_write_zeroes_sectors), VBLK_MAX_DISCARD_SECTORS);
 	le32_put(CFG(d, max_write_zeroes_seg), VBLK_DISCARD_SEG_MAX);
 	*CFG(d, write_zeroes_may_unmap) = 1;
@@ -165,7 +163,7 @@ static void cursor_copy(struct cursor *k, void *buf, uint32_t len, bool to_chain
  * stream position pos: straight into/out of guest memory, a whole run of sectors per
  * segment; a sector split across segments goes through a 512-byte bounce buffer.
  */
-static int data_io(const struct vblk_backend *b, const struct vring_chain *c, bool to_guest,
+static int data_io(const struct disk *b, const struct vring_chain *c, bool to_guest,
 		   uint64_t pos, uint64_t off, uint64_t len)
 {
 	struct cursor k;
@@ -180,20 +178,20 @@ static int data_io(const struct vblk_backend *b, const struct vring_chain *c, bo
 			n &= ~(BLKD_SECTOR - 1);
 			if (n > len)
 				n = (uint32_t)len;
-			ret = to_guest ? b->read(b->ctx, off, n, p) : b->write(b->ctx, off, n, p, false);
+			ret = to_guest ? disk_read(b, off, n, p) : disk_write(b, off, n, p, false);
 			if (ret < 0)
 				return ret;
 			cursor_skip(&k, n);
 		} else {
 			n = BLKD_SECTOR;
 			if (to_guest) {
-				ret = b->read(b->ctx, off, n, bounce);
+				ret = disk_read(b, off, n, bounce);
 				if (ret < 0)
 					return ret;
 				cursor_copy(&k, bounce, n, true);
 			} else {
 				cursor_copy(&k, bounce, n, false);
-				ret = b->write(b->ctx, off, n, bounce, false);
+				ret = disk_write(b, off, n, bounce, false);
 				if (ret < 0)
 					return ret;
 			}
@@ -278,11 +276,12 @@ static uint8_t do_dwz(struct vblk_dev *d, const struct vring_chain *c, bool wz)
 				continue;
 			}
 			if (wz)
-				ret = d->disk->write_zeroes(d->disk->ctx, sector * BLKD_SECTOR,
-							    (uint64_t)nsect * BLKD_SECTOR);
+				ret = disk_write_zeroes(d->disk, sector * BLKD_SECTOR,
+							(uint64_t)nsect * BLKD_SECTOR,
+							flags & VIRTIO_BLK_WRITE_ZEROES_FLAG_UNMAP);
 			else
-				ret = d->disk->discard(d->disk->ctx, sector * BLKD_SECTOR,
-						       (uint64_t)nsect * BLKD_SECTOR);
+				ret = disk_discard(d->disk, sector * BLKD_SECTOR,
+						   (uint64_t)nsect * BLKD_SECTOR);
 			if (ret < 0)
 				return VIRTIO_BLK_S_IOERR;
 		}
@@ -337,7 +336,7 @@ static uint8_t request_exec(struct vblk_dev *d, const struct vring_chain *c)
 		return do_rw(d, c, false, sector, c->rd_len - HDR_LEN);
 	case VIRTIO_BLK_T_FLUSH:
 		STAT(d, flushes, 1);
-		return d->disk->flush(d->disk->ctx) < 0 ? VIRTIO_BLK_S_IOERR : VIRTIO_BLK_S_OK;
+		return disk_flush(d->disk) < 0 ? VIRTIO_BLK_S_IOERR : VIRTIO_BLK_S_OK;
 	case VIRTIO_BLK_T_GET_ID:
 		return do_get_id(d, c, wr_data);
 	case VIRTIO_BLK_T_DISCARD:
@@ -413,44 +412,4 @@ int vblk_queue_resubmit(struct vblk_dev *d, struct vring_queue *vq, const uint16
 	}
 	*notify = done && vring_need_notify(vq);
 	return ret < 0 ? ret : done;
-}
-
-/* The lazy image. */
-static int eng_read(void *ctx, uint64_t off, uint32_t len, void *buf)
-{
-	return blkd_engine_read(ctx, off, len, buf);
-}
-
-static int eng_write(void *ctx, uint64_t off, uint32_t len, const void *buf, bool fua)
-{
-	return blkd_engine_write(ctx, off, len, buf, fua);
-}
-
-static int eng_flush(void *ctx)
-{
-	return blkd_engine_flush(ctx);
-}
-
-static int eng_discard(void *ctx, uint64_t off, uint64_t len)
-{
-	return blkd_engine_discard(ctx, off, len);
-}
-
-static int eng_write_zeroes(void *ctx, uint64_t off, uint64_t len)
-{
-	return blkd_engine_write_zeroes(ctx, off, len);
-}
-
-void vblk_backend_engine(struct blkd_engine *e, struct vblk_backend *out)
-{
-	*out = (struct vblk_backend){
-		.ctx = e,
-		.size = blkd_engine_size(e) / BLKD_SECTOR * BLKD_SECTOR,
-		.read_only = blkd_engine_read_only(e),
-		.read = eng_read,
-		.write = eng_write,
-		.flush = eng_flush,
-		.discard = eng_discard,
-		.write_zeroes = eng_write_zeroes,
-	};
 }

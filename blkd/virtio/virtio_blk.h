@@ -4,7 +4,8 @@
  * VMM's virtio-mmio, and the vhost-user-blk export): features, the config space, split
  * virtqueues (indirect descriptors, event idx) read from guest memory with every address
  * and length checked, and requests (IN, OUT, FLUSH, GET_ID, DISCARD, WRITE_ZEROES) executed
- * on a backend. The transport only moves bytes of its registers and wakes queues.
+ * on a disk (blkd/disk/disk.h: the lazy image or a raw file). The transport only moves
+ * bytes of its registers and wakes queues.
  */
 #ifndef LZ_BLKD_VIRTIO_BLK_H
 #define LZ_BLKD_VIRTIO_BLK_H
@@ -12,29 +13,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "../disk/disk.h"
 #include "gmem.h"
-#include "../sector.h"
 #include "vring.h"
-
-struct blkd_engine;
-
-/* A disk behind virtio-blk. Offsets and lengths are bytes, multiples of 512. */
-struct vblk_backend {
-	void *ctx;
-	uint64_t size;
-	bool read_only;
-	int (*read)(void *ctx, uint64_t off, uint32_t len, void *buf);
-	int (*write)(void *ctx, uint64_t off, uint32_t len, const void *buf, bool fua);
-	int (*flush)(void *ctx);
-	int (*discard)(void *ctx, uint64_t off, uint64_t len);      /* NULL: not offered */
-	int (*write_zeroes)(void *ctx, uint64_t off, uint64_t len); /* NULL: not offered */
-};
-
-/* A blkd engine (the lazy image) as a backend; e must outlive it. */
-void vblk_backend_engine(struct blkd_engine *e, struct vblk_backend *out);
-/* A raw disk file (size: the file's, rounded down to 512). -errno. */
-int vblk_backend_raw_open(const char *path, bool read_only, struct vblk_backend *out);
-void vblk_backend_raw_close(struct vblk_backend *b);
 
 /*
  * The device, shared by the transports. A transport owns one struct vblk_dev per disk and
@@ -47,9 +28,11 @@ void vblk_backend_raw_close(struct vblk_backend *b);
  *   vblk_queue_process()       on every kick: pops, executes and completes every available
  *                              request; *notify says whether to interrupt the driver;
  *                              -EPROTO means the queue is broken (DEVICE_NEEDS_RESET).
- * Requests on different queues may run concurrently (the backend is thread-safe); one
- * queue is processed by one thread at a time. No allocation per request: the data moves
- * directly between the backend and guest memory.
+ * Requests on different queues may run concurrently (a disk is thread-safe); one queue is
+ * processed by one thread at a time. No allocation per request: the data moves directly
+ * between the disk and guest memory. Offered: DISCARD and WRITE_ZEROES when the disk can
+ * (and is writable), RO when it is read-only; FLUSH always (a no-op on a disk with nothing
+ * to flush).
  *
  * Disk geometry offered: 512-byte logical sectors (blk_size 512) with 4096-byte physical
  * blocks (VIRTIO_BLK_F_TOPOLOGY: physical_block_exp 3, min_io_size 8), matching the
@@ -60,6 +43,7 @@ void vblk_backend_raw_close(struct vblk_backend *b);
 #define VBLK_MAX_DISCARD_SECTORS (1u << 22)  /* 2 GiB per segment */
 #define VBLK_CONFIG_SIZE 60u         /* struct virtio_blk_config up to write_zeroes_may_unmap */
 #define VBLK_ID_BYTES 20u
+#define VBLK_PHYS_BLOCK 4096u       /* the physical block offered (the engine's block) */
 
 struct vblk_stats {
 	uint64_t requests, reads, writes, flushes, discards, write_zeroes, get_ids;
@@ -69,7 +53,7 @@ struct vblk_stats {
 };
 
 struct vblk_dev {
-	const struct vblk_backend *disk;   /* borrowed */
+	const struct disk *disk;           /* borrowed */
 	uint64_t features;                 /* offered */
 	uint64_t acked;                    /* negotiated (0 until FEATURES_OK) */
 	unsigned num_queues;
@@ -78,8 +62,8 @@ struct vblk_dev {
 	struct vblk_stats st;              /* updated atomically; vblk_get_stats() */
 };
 
-/* -EINVAL for a bad disk (size not a multiple of 512, no read) or num_queues 0 / > 256. */
-int vblk_dev_init(struct vblk_dev *d, const struct vblk_backend *disk, unsigned num_queues,
+/* -EINVAL for a bad disk (disk_check()) or num_queues 0 / > 256. */
+int vblk_dev_init(struct vblk_dev *d, const struct disk *disk, unsigned num_queues,
 		  const char *serial);
 /* Record the driver's features: -EINVAL when not a subset of d->features or no VERSION_1. */
 int vblk_dev_ack_features(struct vblk_dev *d, uint64_t driver);

@@ -1,7 +1,9 @@
 #!/bin/bash
 # lazyblk serve over NBD, judged by real clients: nbdinfo (size, contexts, maps), nbdcopy
 # (byte-identical to lazyblk export, writes), qemu-img compare, qemu-io (writes, zeroes,
-# read-back), plus a raw-protocol client in python for read-only refusals and hostile input.
+# read-back), plus a raw-protocol client in python (lib/nbdc.py) for read-only refusals and
+# hostile input; then the same protocol checks on the exported disk as a plain file
+# (serve --raw: the NBD server over the raw disk of blkd/disk/disk.h).
 # Unix sockets and loopback TCP only; every server started here is stopped by the trap.
 . "$(dirname "$0")/lib/common.sh"
 
@@ -18,7 +20,9 @@ expect_rc() { # expect_rc WANT CMD...
 }
 
 # ---- usage
-"$LAZYBLK" serve --help | grep -q "^usage: lazyblk serve IMAGE.layout --store DIR" ||
+# (into a file: under pipefail, grep -q leaving early would make a long --help a SIGPIPE)
+"$LAZYBLK" serve --help >"$T/help.txt"
+grep -q "^usage: lazyblk serve IMAGE.layout --store DIR" "$T/help.txt" ||
   die "serve --help"
 expect_error "no layout" "missing IMAGE.layout" -- "$LAZYBLK" serve --store "$T/s" --nbd unix:x
 expect_error "no store" "missing --store DIR" -- "$LAZYBLK" serve "$T/x.layout" --nbd unix:x
@@ -44,147 +48,8 @@ echo hello >"$T/src/dir/sub/hello"
 "$LAZYBLK" export "$T/img.layout" --store "$T/store" -o "$T/ref.raw" >/dev/null
 size=$(stat -c %s "$T/ref.raw")
 
-# the raw-protocol client
-cat >"$T/nbdc.py" <<'EOF'
-import os, random, socket, struct, sys, time
-
-OPTS, REQ, SIMPLE = 0x49484156454F5054, 0x25609513, 0x67446698
-EPERM, EINVAL = 1, 22
-
-def conn(path):
-    s = socket.socket(socket.AF_UNIX)
-    s.settimeout(20)
-    s.connect(path)
-    return s
-
-def recvn(s, n):
-    b = b""
-    while len(b) < n:
-        d = s.recv(n - len(b))
-        if not d:
-            raise EOFError("server closed")
-        b += d
-    return b
-
-def closed(s):
-    """True once the server hangs up (anything it still sends is skipped)."""
-    try:
-        while s.recv(65536):
-            pass
-        return True
-    except ConnectionResetError:
-        return True
-
-def hello(s, flags=3):
-    h = recvn(s, 18)
-    assert h[:16] == b"NBDMAGICIHAVEOPT", h
-    s.sendall(struct.pack(">I", flags))
-
-def opt(s, o, data=b""):
-    s.sendall(struct.pack(">QII", OPTS, o, len(data)) + data)
-
-def rep(s):
-    _, o, t, n = struct.unpack(">QIII", recvn(s, 20))
-    return o, t, recvn(s, n)
-
-def go(s):
-    hello(s)
-    opt(s, 7, struct.pack(">IH", 0, 0))
-    while True:
-        o, t, d = rep(s)
-        assert o == 7 and t in (1, 3), (o, t)
-        if t == 1:
-            return
-
-def req(s, typ, off, n, handle=1, flags=0, payload=b""):
-    s.sendall(struct.pack(">IHHQQI", REQ, flags, typ, handle, off, n) + payload)
-
-def simple(s, handle=1):
-    magic, err, h = struct.unpack(">IIQ", recvn(s, 16))
-    assert magic == SIMPLE and h == handle, (hex(magic), h)
-    return err
-
-def ro_write(path):
-    s = conn(path)
-    go(s)
-    req(s, 1, 0, 4096, payload=b"\xff" * 4096)
-    assert simple(s) == EPERM
-    req(s, 4, 0, 4096)
-    assert simple(s) == EPERM
-    req(s, 6, 0, 4096)
-    assert simple(s) == EPERM
-    req(s, 3, 0, 0)
-    assert simple(s) == 0
-    req(s, 2, 0, 0)
-    assert closed(s)
-
-def hostile(path, size):
-    rnd = random.Random(1)
-    # garbage instead of client flags, options or requests
-    s = conn(path)
-    s.sendall(os.urandom(4096))
-    assert closed(s)
-    for i in range(40):
-        s = conn(path)
-        hello(s)
-        try:
-            s.sendall(struct.pack(">Q", OPTS) + os.urandom(rnd.randint(1, 3000)))
-            s.shutdown(socket.SHUT_WR)
-            closed(s)
-        except (BrokenPipeError, ConnectionResetError):
-            pass
-        s.close()
-    # huge and malformed options get errors, then a disconnect for the huge one
-    s = conn(path)
-    hello(s)
-    opt(s, 6, b"\x00\x00\x10\x00")                     # INFO: name longer than the data
-    assert rep(s)[1] == 0x80000003
-    opt(s, 0x7777, b"x")                               # unknown option
-    assert rep(s)[1] == 0x80000001
-    s.sendall(struct.pack(">QII", OPTS, 7, 0xFFFFFFF0))  # 4 GiB of option data
-    assert closed(s)
-    # bad requests get errors and the stream stays in step
-    s = conn(path)
-    go(s)
-    req(s, 0, 1, 512); assert simple(s) == EINVAL                # misaligned
-    req(s, 0, size, 512); assert simple(s) == EINVAL             # past the end
-    req(s, 0, 2**64 - 512, 1024); assert simple(s) == EINVAL     # wraps around
-    req(s, 0, 0, 64 << 20); assert simple(s) == EINVAL           # over 32 MiB
-    req(s, 99, 0, 4096); assert simple(s) == EINVAL              # unknown command
-    req(s, 0, 0, 4096, flags=0x100); assert simple(s) == EINVAL  # unknown flag
-    req(s, 1, 0, 1000, payload=b"x" * 1000); assert simple(s) == EINVAL
-    req(s, 7, 0, 4096); assert simple(s) == EINVAL               # no context selected
-    req(s, 0, 0, 4096, handle=9)
-    assert simple(s, 9) == 0 and len(recvn(s, 4096)) == 4096
-    req(s, 1, 0, 64 << 20)                                       # a 64 MiB write
-    assert simple(s) == EINVAL and closed(s)
-    # a bad request magic, a truncated header, a truncated payload
-    s = conn(path); go(s); s.sendall(b"\0" * 28); assert closed(s)
-    s = conn(path); go(s); s.sendall(struct.pack(">IHH", REQ, 0, 0)); s.close()
-    s = conn(path); go(s); req(s, 1, 0, 1 << 20, payload=b"y" * 1000); s.close()
-    # a client vanishing with reads in flight
-    s = conn(path)
-    go(s)
-    for i in range(32):
-        req(s, 0, 0, 1 << 20, handle=i)
-    s.close()
-
-def idle(path):
-    s = conn(path)
-    go(s)
-    print("idle: connected", flush=True)
-    s.settimeout(60)
-    assert closed(s)
-
-cmd = sys.argv[1]
-if cmd == "ro-write":
-    ro_write(sys.argv[2])
-elif cmd == "hostile":
-    hostile(sys.argv[2], int(sys.argv[3]))
-elif cmd == "idle":
-    idle(sys.argv[2])
-print(cmd + ": ok")
-EOF
+# the raw-protocol client (read-only refusals, hostile input, an idle client)
+NBDC=$TESTLIB/nbdc.py
 
 # ---- serve with an overlay on a unix socket
 sock="$T/nbd.sock"
@@ -253,7 +118,7 @@ nbdcopy "$uri" "$T/got2.raw"
 cmp "$T/got2.raw" "$T/new.raw" || die "nbdcopy write round trip differs"
 
 # hostile clients: errors or a closed connection, and the server keeps serving
-python3 "$T/nbdc.py" hostile "$sock" "$size" || die "hostile client checks"
+python3 "$NBDC" hostile "$sock" "$size" || die "hostile client checks"
 kill -0 "$SRV" 2>/dev/null || die "server died under hostile clients"
 [ "$(nbdinfo --size "$uri")" = "$size" ] || die "server unusable after hostile clients"
 nbdcopy "$uri" "$T/got3.raw"
@@ -287,11 +152,11 @@ nbdinfo "$uri" | grep -q "is_read_only: true" || die "read-only not advertised"
 nbdcopy "$uri" "$T/got4.raw"
 cmp "$T/got4.raw" "$T/new.raw" || die "reopened overlay differs"
 expect_rc 1 qemu-io -f raw "$uri" -c "write -P 1 0 4k"
-python3 "$T/nbdc.py" ro-write "$sock" || die "read-only export accepted a write"
+python3 "$NBDC" ro-write "$sock" || die "read-only export accepted a write"
 nbdcopy "$uri" "$T/got5.raw"
 cmp "$T/got5.raw" "$T/new.raw" || die "read-only export changed"
 # stopping with a client connected in the transmission phase ends both
-python3 "$T/nbdc.py" idle "$sock" >"$T/idle.out" 2>&1 &
+python3 "$NBDC" idle "$sock" >"$T/idle.out" 2>&1 &
 idle=$!
 for _ in $(seq 1 100); do grep -q connected "$T/idle.out" && break; sleep 0.05; done
 start=$(date +%s)
@@ -320,4 +185,37 @@ expect_rc 1 nbdinfo "nbd://127.0.0.1:$port/other"
 nbdcopy "nbd://127.0.0.1:$port/disk" "$T/tcp.raw"
 cmp "$T/tcp.raw" "$T/ref.raw" || die "TCP copy differs from the export"
 stop_server "$SRV" tcp
+
+# ---- the same protocol over a plain file: serve --raw, no layout, store or overlay
+cp --sparse=always "$T/ref.raw" "$T/plain.raw"
+start_server raw "$uri" --raw "$T/plain.raw" --nbd "unix:$sock"
+grep -q "^serving $T/plain.raw ([^)]*) over NBD on unix:$sock" "$T/raw.out" ||
+  die "raw: serving line: $(cat "$T/raw.out")"
+[ "$(nbdinfo --size "$uri")" = "$size" ] || die "raw: nbdinfo size"
+nbdinfo "$uri" >"$T/rawinfo.txt"
+for want in "can_multi_conn: true" "can_flush: true" "can_fua: true" "can_trim: true" \
+            "can_zero: true" "is_read_only: false" "block_size_minimum: 512" \
+            "block_size_maximum: 33554432" "base:allocation"; do
+  grep -q "$want" "$T/rawinfo.txt" || die "raw: nbdinfo lacks '$want': $(cat "$T/rawinfo.txt")"
+done
+! grep -q "lazyblk:dirty" "$T/rawinfo.txt" || die "raw: a plain file offers lazyblk:dirty"
+nbdcopy "$uri" "$T/rawcopy.raw"
+cmp "$T/rawcopy.raw" "$T/ref.raw" || die "raw: nbdcopy differs from the file"
+qemu-img compare -f raw -F raw "$T/ref.raw" "$uri" >/dev/null || die "raw: qemu-img compare"
+qemu-io -f raw "$uri" -c "write -P 0xab 1M 64k" -c "write -z 4M 8k" \
+  -c "write -P 0xcd 10M 512" -c "flush" >/dev/null || die "raw: qemu-io writes"
+qemu-io -f raw "$uri" -c "read -P 0xab 1M 64k" -c "read -P 0 4M 8k" \
+  -c "read -P 0xcd 10M 512" >/dev/null || die "raw: qemu-io read-back"
+cmp "$T/plain.raw" "$T/want.raw" || die "raw: the file after qemu-io's writes differs"
+python3 "$NBDC" hostile "$sock" "$size" || die "raw: hostile client checks"
+kill -0 "$SRV" 2>/dev/null || die "raw: server died under hostile clients"
+cmp "$T/plain.raw" "$T/want.raw" || die "raw: hostile clients changed the file"
+stop_server "$SRV" raw
+start_server rawro "$uri" --raw "$T/plain.raw" --read-only --nbd "unix:$sock"
+grep -q "read-only" "$T/rawro.out" || die "raw: no read-only in the serving line"
+nbdinfo "$uri" | grep -q "is_read_only: true" || die "raw: read-only not advertised"
+expect_rc 1 qemu-io -f raw "$uri" -c "write -P 1 0 4k"
+python3 "$NBDC" ro-write "$sock" || die "raw: read-only export accepted a write"
+stop_server "$SRV" rawro
+cmp "$T/plain.raw" "$T/want.raw" || die "raw: the read-only export changed the file"
 echo "nbd: ok"

@@ -4,7 +4,8 @@
 # `lazyblk export` wrote it; libnbd's python bindings (pread_structured) see hole chunks
 # only where base:allocation says HOLE|ZERO, data chunks that equal the exported bytes,
 # one data chunk under DF, overlay-zeroed ranges as holes, and a corrupt chunk after a
-# hole as the hole then an error at the corrupt chunk's offset.
+# hole as the hole then an error at the corrupt chunk's offset. The same scan and writes
+# on the exported disk as a plain sparse file (serve --raw): its holes are the file's.
 # Unix sockets only; every server started here is stopped by the trap.
 . "$(dirname "$0")/lib/common.sh"
 
@@ -163,4 +164,16 @@ rm -f "$T/ov" "$T/ov".*
 start_server bad "$URI" "$T/l" --store "$T/store" --overlay "$T/ov" --nbd "unix:$SOCK" --no-plain
 "$PY" "$T/holes.py" error "$URI" "$T/ref.raw" "$vblk" || die "structured reads (error)"
 stop_server "$SRV" bad
+
+# ---- the exported disk as a plain sparse file: serve --raw, holes from SEEK_HOLE
+cp --sparse=always "$T/ref.raw" "$T/plain.raw"
+start_server raw "$URI" --raw "$T/plain.raw" --read-only --nbd "unix:$SOCK"
+nbdcopy "$URI" "$T/copy.raw"
+cmp "$T/ref.raw" "$T/copy.raw" || die "raw: nbdcopy differs from the file"
+rm -f "$T/copy.raw"
+"$PY" "$T/holes.py" scan "$URI" "$T/ref.raw" || die "raw: structured reads (scan)"
+stop_server "$SRV" raw
+start_server rawrw "$URI" --raw "$T/plain.raw" --nbd "unix:$SOCK"
+"$PY" "$T/holes.py" overlay "$URI" "$T/ref.raw" "$vblk" || die "raw: structured reads (writes)"
+stop_server "$SRV" rawrw
 echo "t_nbd_holes: ok"

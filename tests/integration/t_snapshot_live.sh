@@ -37,7 +37,8 @@ EOF
 }
 
 # ---- usage
-"$LAZYBLK" serve --help | grep -q -- "--control PATH" || die "serve --help lacks --control"
+"$LAZYBLK" serve --help >"$T/help.txt" # a file: under pipefail, an early grep -q exit is a SIGPIPE
+grep -q -- "--control PATH" "$T/help.txt" || die "serve --help lacks --control"
 "$LAZYBLK" snapshot --help | grep -q "^       lazyblk snapshot --server CONTROL_PATH -o DELTA" ||
   die "snapshot --help lacks --server"
 expect_error "server needs -o" "missing -o DELTA" -- "$LAZYBLK" snapshot --server "$T/c.sock"

@@ -21,7 +21,8 @@ BUSYBOX=/bin/busybox
 . "$TESTLIB/kernel.sh"
 
 # ---- usage ---------------------------------------------------------------------------------
-"$LAZYBLK" serve --help | grep -q -- "--vhost-user PATH" || die "serve --help lacks --vhost-user"
+"$LAZYBLK" serve --help >"$T/help.txt" # a file: under pipefail, an early grep -q exit is a SIGPIPE
+grep -q -- "--vhost-user PATH" "$T/help.txt" || die "serve --help lacks --vhost-user"
 expect_error "no transport" "missing --nbd unix:PATH, --nbd tcp:HOST:PORT or --vhost-user PATH" -- \
   "$LAZYBLK" serve "$T/none.layout" --store "$T/s"
 expect_error "vhost-user, no layout" "none.layout: No such file or directory" -- \

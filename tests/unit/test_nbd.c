@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests for the NBD export (blkd/nbd*.c): a client written here against the
+ * Unit tests for the NBD export (blkd/export/nbd*.c): a client written here against the
  * protocol text drives nbd_conn_run() over a socketpair, and nbd_serve() over a unix
- * socket. The block engine is a fake in memory defined below; the static library's
- * engine is never linked because every engine function the export calls is defined
- * here first.
+ * socket. The disk is a raw file on a temporary directory, opened with disk_raw_open()
+ * (blkd/disk/disk.h): its bytes and its allocation map (SEEK_DATA/SEEK_HOLE) are the
+ * file's. A thin test disk in front of it counts the requests, injects faults (a read or
+ * a write that fails at a given block) and keeps the dirty map (the lazyblk:dirty
+ * context) that a raw file does not have; a few tests export the raw disk alone.
  */
 #include "helpers.h"
 
@@ -13,160 +15,163 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
-#include "../../blkd/engine/engine.h"
+#include "../../blkd/disk/disk.h"
 #include "../../blkd/export/nbd.h"
 #include "../../blkd/export/nbd_conn.h"
 #include "../../blkd/export/nbd_proto.h"
 #include "../../common/log.h"
 
-/* ---- the fake engine */
+/* ---- the disk: a raw file, behind a test disk */
 
+#define BLK 4096u
 #define DISK ((uint64_t)2 << 20)
-#define NBLK (DISK / BLKD_BLOCK)
-#define BASE_BLOCKS 256u       /* the base holds data in blocks [0, 256) */
-#define FAIL_READ_BLOCK 300u   /* base data (a bad chunk): reads touching it fail, -EIO */
+#define NBLK (DISK / BLK)
+#define BASE_BLOCKS 256u       /* the file holds data in blocks [0, 256); the rest is a hole */
+#define FAIL_READ_BLOCK 300u   /* data in the file too (a bad chunk): reads touching it, -EIO */
 #define FAIL_WRITE_BLOCK 301u  /* writes touching it fail with -ENOSPC */
 
 enum { CLEAN, DIRTY, ZEROED };
 
-struct blkd_engine {
+struct tdisk {
+	struct disk raw;           /* disk_raw_open() of the file */
+	struct disk d;             /* what the export gets: this test disk */
 	pthread_mutex_t lock;
-	uint8_t *data;
-	uint8_t state[NBLK];
-	bool ro;
+	uint8_t state[NBLK];       /* for the dirty context */
 	unsigned reads, writes, fua_writes, flushes, discards, zeroes, statuses;
 	uint64_t read_bytes;
 };
 
 static bool touches(uint64_t off, uint64_t len, uint64_t block)
 {
-	return len && off < (block + 1) * BLKD_BLOCK && off + len > block * BLKD_BLOCK;
+	return len && off < (block + 1) * BLK && off + len > block * BLK;
 }
 
-static bool range_ok(const struct blkd_engine *e, uint64_t off, uint64_t len)
+static void count(struct tdisk *t, unsigned *counter)
 {
-	(void)e;
-	return off % 512 == 0 && len % 512 == 0 && off <= DISK && len <= DISK - off;
+	pthread_mutex_lock(&t->lock);
+	(*counter)++;
+	pthread_mutex_unlock(&t->lock);
 }
 
-uint64_t blkd_engine_size(const struct blkd_engine *e)
+static void mark(struct tdisk *t, uint64_t off, uint64_t len, uint8_t st)
 {
-	(void)e;
-	return DISK;
+	pthread_mutex_lock(&t->lock);
+	for (uint64_t b = off / BLK; len && b * BLK < off + len; b++)
+		t->state[b] = st;
+	pthread_mutex_unlock(&t->lock);
 }
 
-bool blkd_engine_read_only(const struct blkd_engine *e) { return e->ro; }
-
-int blkd_engine_read(struct blkd_engine *e, uint64_t off, uint32_t len, void *buf)
+static int t_read(void *ctx, uint64_t off, uint32_t len, void *buf)
 {
-	if (!range_ok(e, off, len))
-		return -EINVAL;
+	struct tdisk *t = ctx;
+	int ret;
+
 	if (touches(off, len, FAIL_READ_BLOCK))
 		return -EIO;
-	pthread_mutex_lock(&e->lock);
-	memcpy(buf, e->data + off, len);
-	e->reads++;
-	e->read_bytes += len;
-	pthread_mutex_unlock(&e->lock);
-	return 0;
+	ret = disk_read(&t->raw, off, len, buf);
+	if (!ret) {
+		pthread_mutex_lock(&t->lock);
+		t->reads++;
+		t->read_bytes += len;
+		pthread_mutex_unlock(&t->lock);
+	}
+	return ret;
 }
 
-static void mark(struct blkd_engine *e, uint64_t off, uint64_t len, uint8_t st)
+static int t_write(void *ctx, uint64_t off, uint32_t len, const void *buf, bool fua)
 {
-	for (uint64_t b = off / BLKD_BLOCK; len && b * BLKD_BLOCK < off + len; b++)
-		e->state[b] = st;
-}
+	struct tdisk *t = ctx;
+	int ret;
 
-int blkd_engine_write(struct blkd_engine *e, uint64_t off, uint32_t len, const void *buf,
-		      bool fua)
-{
-	if (!range_ok(e, off, len))
-		return -EINVAL;
-	if (e->ro)
-		return -EPERM;
 	if (touches(off, len, FAIL_WRITE_BLOCK))
 		return -ENOSPC;
-	pthread_mutex_lock(&e->lock);
-	memcpy(e->data + off, buf, len);
-	mark(e, off, len, DIRTY);
-	e->writes++;
-	e->fua_writes += fua;
-	pthread_mutex_unlock(&e->lock);
-	return 0;
+	ret = disk_write(&t->raw, off, len, buf, fua);
+	if (!ret) {
+		mark(t, off, len, DIRTY);
+		count(t, &t->writes);
+		if (fua)
+			count(t, &t->fua_writes);
+	}
+	return ret;
 }
 
-int blkd_engine_flush(struct blkd_engine *e)
+static int t_flush(void *ctx)
 {
-	pthread_mutex_lock(&e->lock);
-	e->flushes++;
-	pthread_mutex_unlock(&e->lock);
-	return 0;
+	struct tdisk *t = ctx;
+
+	count(t, &t->flushes);
+	return disk_flush(&t->raw);
 }
 
-static int zero(struct blkd_engine *e, uint64_t off, uint64_t len, unsigned *counter)
+static int t_discard(void *ctx, uint64_t off, uint64_t len)
 {
-	if (!range_ok(e, off, len))
-		return -EINVAL;
-	if (e->ro)
-		return -EPERM;
-	pthread_mutex_lock(&e->lock);
-	memset(e->data + off, 0, len);
-	mark(e, off, len, ZEROED);
-	(*counter)++;
-	pthread_mutex_unlock(&e->lock);
-	return 0;
+	struct tdisk *t = ctx;
+	int ret = disk_discard(&t->raw, off, len);
+
+	if (!ret) {
+		mark(t, off, len, ZEROED);
+		count(t, &t->discards);
+	}
+	return ret;
 }
 
-int blkd_engine_discard(struct blkd_engine *e, uint64_t off, uint64_t len)
+static int t_write_zeroes(void *ctx, uint64_t off, uint64_t len, bool may_unmap)
 {
-	return zero(e, off, len, &e->discards);
+	struct tdisk *t = ctx;
+	int ret = disk_write_zeroes(&t->raw, off, len, may_unmap);
+
+	if (!ret) {
+		mark(t, off, len, ZEROED);
+		count(t, &t->zeroes);
+	}
+	return ret;
 }
 
-int blkd_engine_write_zeroes(struct blkd_engine *e, uint64_t off, uint64_t len)
+/* Allocation: the raw file's. Dirty: blocks written, trimmed or zeroed, per 4 KiB block. */
+static int t_block_status(void *ctx, enum disk_ctx c, uint64_t off, uint64_t len,
+			  disk_extent_fn cb, void *arg)
 {
-	return zero(e, off, len, &e->zeroes);
-}
-
-static uint32_t fake_flags(struct blkd_engine *e, enum blkd_status_ctx ctx, uint64_t b)
-{
-	if (ctx == BLKD_CTX_DIRTY)
-		return e->state[b] != CLEAN ? BLKD_STATUS_DIRTY : 0;
-	if (e->state[b] == DIRTY ||
-	    (e->state[b] == CLEAN && (b < BASE_BLOCKS || b == FAIL_READ_BLOCK)))
-		return 0;
-	return BLKD_STATUS_HOLE | BLKD_STATUS_ZERO;
-}
-
-int blkd_engine_status(struct blkd_engine *e, enum blkd_status_ctx ctx, uint64_t off,
-		       uint64_t len, blkd_status_fn cb, void *arg)
-{
+	struct tdisk *t = ctx;
 	uint64_t end = off + len, start = off;
 	int ret;
 
-	if (!range_ok(e, off, len) || !len)
+	count(t, &t->statuses);
+	if (c == DISK_CTX_ALLOCATION)
+		return disk_block_status(&t->raw, c, off, len, cb, arg);
+	if (off % 512 || len % 512 || off > DISK || len > DISK - off || !len)
 		return -EINVAL;
-	pthread_mutex_lock(&e->lock);
-	e->statuses++;
-	for (uint64_t b = off / BLKD_BLOCK + 1; b * BLKD_BLOCK < end; b++) {
-		if (fake_flags(e, ctx, b) == fake_flags(e, ctx, b - 1))
+	pthread_mutex_lock(&t->lock);
+	for (uint64_t b = off / BLK + 1; b * BLK < end; b++) {
+		if (!t->state[b] == !t->state[b - 1])
 			continue;
-		ret = cb(arg, start, b * BLKD_BLOCK - start, fake_flags(e, ctx, b - 1));
+		ret = cb(arg, start, b * BLK - start, t->state[b - 1] ? DISK_STATUS_DIRTY : 0);
 		if (ret) {
-			pthread_mutex_unlock(&e->lock);
+			pthread_mutex_unlock(&t->lock);
 			return ret > 0 ? 0 : ret;
 		}
-		start = b * BLKD_BLOCK;
+		start = b * BLK;
 	}
-	ret = cb(arg, start, end - start, fake_flags(e, ctx, (end - 1) / BLKD_BLOCK));
-	pthread_mutex_unlock(&e->lock);
+	ret = cb(arg, start, end - start, t->state[(end - 1) / BLK] ? DISK_STATUS_DIRTY : 0);
+	pthread_mutex_unlock(&t->lock);
 	return ret < 0 ? ret : 0;
 }
 
-/* ---- fixture: an engine and a server thread on one end of a socketpair */
+static const struct disk_ops tdisk_ops = {
+	.read = t_read,
+	.write = t_write,
+	.flush = t_flush,
+	.discard = t_discard,
+	.write_zeroes = t_write_zeroes,
+	.block_status = t_block_status,
+};
+
+/* ---- fixture: the disk and a server thread on one end of a socketpair */
 
 struct fixture {
-	struct blkd_engine e;
+	struct tdisk t;
+	char dir[PATH_MAX], path[PATH_MAX];
 	uint8_t *base;               /* the disk as it started */
+	uint8_t *now;                /* the file as it is (disk_now()) */
 	struct nbd_export x;
 	int cfd, sfd;
 	pthread_t th;
@@ -174,21 +179,50 @@ struct fixture {
 	int ret;                     /* nbd_conn_run's result */
 };
 
+/* The file's bytes now. */
+static const uint8_t *disk_now(struct fixture *f)
+{
+	int fd = open(f->path, O_RDONLY | O_CLOEXEC);
+
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, f->now, DISK, 0), (ssize_t)DISK);
+	close(fd);
+	return f->now;
+}
+
 static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
 	uint64_t seed = 7;
+	int fd;
 
 	if (!f)
 		return -1;
-	pthread_mutex_init(&f->e.lock, NULL);
-	f->e.data = calloc(1, DISK);
-	f->base = malloc(DISK);
-	if (!f->e.data || !f->base)
+	f->base = calloc(1, DISK);
+	f->now = malloc(DISK);
+	if (!f->base || !f->now)
 		return -1;
-	prng_fill(&seed, f->e.data, BASE_BLOCKS * BLKD_BLOCK);
-	memcpy(f->base, f->e.data, DISK);
-	f->x = (struct nbd_export){ .e = &f->e, .name = "", .size = DISK };
+	/* a sparse file: data in [0, 256) and in FAIL_READ_BLOCK, holes elsewhere */
+	prng_fill(&seed, f->base, BASE_BLOCKS * BLK);
+	prng_fill(&seed, f->base + FAIL_READ_BLOCK * BLK, BLK);
+	tmpdir_make(f->dir);
+	path_fmt(f->path, "%s/disk.raw", f->dir);
+	fd = open(f->path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0 || ftruncate(fd, (off_t)DISK) ||
+	    pwrite(fd, f->base, BASE_BLOCKS * BLK, 0) != (ssize_t)(BASE_BLOCKS * BLK) ||
+	    pwrite(fd, f->base + FAIL_READ_BLOCK * BLK, BLK, FAIL_READ_BLOCK * BLK) != BLK ||
+	    fsync(fd) || close(fd))
+		return -1;
+	if (disk_raw_open(f->path, false, &f->t.raw))
+		return -1;
+	pthread_mutex_init(&f->t.lock, NULL);
+	f->t.d = (struct disk){ .ops = &tdisk_ops, .ctx = &f->t, .size = DISK,
+				.description = "a test disk", .can_flush = true,
+				.can_fua = true, .can_discard = true, .can_write_zeroes = true,
+				.can_multi_conn = true,
+				.status = DISK_CTX_BIT(DISK_CTX_ALLOCATION) |
+					  DISK_CTX_BIT(DISK_CTX_DIRTY) };
+	f->x = (struct nbd_export){ .d = &f->t.d, .name = "", .size = DISK };
 	f->cfd = f->sfd = -1;
 	*state = f;
 	return 0;
@@ -236,9 +270,11 @@ static int teardown(void **state)
 	struct fixture *f = *state;
 
 	finish(f);
-	free(f->e.data);
+	disk_close(&f->t.raw);
+	rm_rf(f->dir);
 	free(f->base);
-	pthread_mutex_destroy(&f->e.lock);
+	free(f->now);
+	pthread_mutex_destroy(&f->t.lock);
 	free(f);
 	return 0;
 }
@@ -595,7 +631,7 @@ static void test_export_name_old_style(void **state)
 	assert_true(be64_get(r) == DISK);
 	c_req(f->cfd, 0, NBD_CMD_FLUSH, 3, 0, 0, NULL);
 	assert_int_equal(c_simple(f->cfd, 3, NULL, 0), 0);
-	assert_int_equal(f->e.flushes, 1);
+	assert_int_equal(f->t.flushes, 1);
 	assert_int_equal(finish(f), 0);
 
 	/* a named export: another name ends the session (this option cannot fail) */
@@ -908,7 +944,7 @@ static void test_commands_simple(void **state)
 	assert_int_equal(c_simple(f->cfd, 10, NULL, 0), 0);
 	c_req(f->cfd, NBD_CMD_FLAG_FUA, NBD_CMD_WRITE, 11, 1024, 512, w);
 	assert_int_equal(c_simple(f->cfd, 11, NULL, 0), 0);
-	assert_int_equal(f->e.fua_writes, 1);
+	assert_int_equal(f->t.fua_writes, 1);
 	c_req(f->cfd, 0, NBD_CMD_READ, 12, 8192, 65536, NULL);
 	assert_int_equal(c_simple(f->cfd, 12, r, 65536), 0);
 	assert_memory_equal(r, w, 65536);
@@ -919,9 +955,9 @@ static void test_commands_simple(void **state)
 	c_req(f->cfd, NBD_CMD_FLAG_NO_HOLE | NBD_CMD_FLAG_FUA, NBD_CMD_WRITE_ZEROES, 15, 12288,
 	      8192, NULL);
 	assert_int_equal(c_simple(f->cfd, 15, NULL, 0), 0);
-	assert_int_equal(f->e.discards, 1);
-	assert_int_equal(f->e.zeroes, 1);
-	assert_int_equal(f->e.flushes, 2); /* FLUSH, and FUA on WRITE_ZEROES */
+	assert_int_equal(f->t.discards, 1);
+	assert_int_equal(f->t.zeroes, 1);
+	assert_int_equal(f->t.flushes, 2); /* FLUSH, and FUA on WRITE_ZEROES */
 	c_req(f->cfd, 0, NBD_CMD_READ, 16, 8192, 16384, NULL);
 	assert_int_equal(c_simple(f->cfd, 16, r, 16384), 0);
 	for (int i = 0; i < 12288; i++)
@@ -931,9 +967,9 @@ static void test_commands_simple(void **state)
 	c_req(f->cfd, 0, NBD_CMD_READ, 17, 0, 0, NULL);
 	assert_int_equal(c_simple(f->cfd, 17, NULL, 0), 0);
 	/* engine errors map to NBD errors; a failed read sends no data */
-	c_req(f->cfd, 0, NBD_CMD_READ, 18, FAIL_READ_BLOCK * BLKD_BLOCK, 4096, NULL);
+	c_req(f->cfd, 0, NBD_CMD_READ, 18, FAIL_READ_BLOCK * BLK, 4096, NULL);
 	assert_int_equal(c_simple(f->cfd, 18, r, 4096), NBD_EIO);
-	c_req(f->cfd, 0, NBD_CMD_WRITE, 19, FAIL_WRITE_BLOCK * BLKD_BLOCK, 4096, w);
+	c_req(f->cfd, 0, NBD_CMD_WRITE, 19, FAIL_WRITE_BLOCK * BLK, 4096, w);
 	assert_int_equal(c_simple(f->cfd, 19, NULL, 0), NBD_ENOSPC);
 	c_req(f->cfd, 0, NBD_CMD_FLUSH, 20, 0, 0, NULL);
 	assert_int_equal(c_simple(f->cfd, 20, NULL, 0), 0);
@@ -982,7 +1018,7 @@ static void test_commands_structured(void **state)
 	assert_int_equal(c.flags, 0);
 	assert_int_equal(c.len, 12);
 	assert_true(be64_get(c.p) == 1 << 20);
-	assert_int_equal(be32_get(c.p + 8), FAIL_READ_BLOCK * BLKD_BLOCK - (1 << 20));
+	assert_int_equal(be32_get(c.p + 8), FAIL_READ_BLOCK * BLK - (1 << 20));
 	free(c.p);
 	c_chunk(f->cfd, &c);
 	assert_true(c.handle == 22);
@@ -991,7 +1027,7 @@ static void test_commands_structured(void **state)
 	assert_true(c.len >= 14);
 	assert_int_equal(be32_get(c.p), NBD_EIO);
 	assert_int_equal(be16_get(c.p + 4), c.len - 14);
-	assert_true(be64_get(c.p + c.len - 8) == FAIL_READ_BLOCK * BLKD_BLOCK);
+	assert_true(be64_get(c.p + c.len - 8) == FAIL_READ_BLOCK * BLK);
 	free(c.p);
 	/* one data chunk, DONE */
 	c_req(f->cfd, 0, NBD_CMD_READ, 3, 4096, 1024, NULL);
@@ -1010,7 +1046,7 @@ static void test_commands_structured(void **state)
 	assert_int_equal(c.len, 0);
 	free(c.p);
 	/* errors as error chunks with a message */
-	c_req(f->cfd, 0, NBD_CMD_READ, 5, FAIL_READ_BLOCK * BLKD_BLOCK - 4096, 8192, NULL);
+	c_req(f->cfd, 0, NBD_CMD_READ, 5, FAIL_READ_BLOCK * BLK - 4096, 8192, NULL);
 	assert_int_equal(c_error_chunk(f->cfd, 5), NBD_EIO);
 	c_req(f->cfd, 0, NBD_CMD_READ, 6, 100, 512, NULL);
 	assert_int_equal(c_error_chunk(f->cfd, 6), NBD_EINVAL);
@@ -1077,11 +1113,11 @@ static void test_block_status(void **state)
 	assert_int_equal(alloc->n, 4);
 	assert_int_equal(alloc->len[0], 1 << 20);
 	assert_int_equal(alloc->flags[0], 0);
-	assert_int_equal(alloc->len[1], FAIL_READ_BLOCK * BLKD_BLOCK - (1 << 20));
+	assert_int_equal(alloc->len[1], FAIL_READ_BLOCK * BLK - (1 << 20));
 	assert_int_equal(alloc->flags[1], NBD_STATE_HOLE | NBD_STATE_ZERO);
-	assert_int_equal(alloc->len[2], BLKD_BLOCK);
+	assert_int_equal(alloc->len[2], BLK);
 	assert_int_equal(alloc->flags[2], 0);
-	assert_int_equal(alloc->len[3], DISK - (FAIL_READ_BLOCK + 1) * BLKD_BLOCK);
+	assert_int_equal(alloc->len[3], DISK - (FAIL_READ_BLOCK + 1) * BLK);
 	assert_int_equal(alloc->flags[3], NBD_STATE_HOLE | NBD_STATE_ZERO);
 	/* dirty: exactly the 16 KiB written or zeroed */
 	assert_int_equal(dirty->n, 3);
@@ -1176,7 +1212,7 @@ static void expect_chunk(const struct rchunks *ch, uint32_t i, uint16_t type, ui
 	assert_true(ch->len[i] == end - off);
 }
 
-#define B(n) ((uint64_t)(n) * BLKD_BLOCK)
+#define B(n) ((uint64_t)(n) * BLK)
 
 /*
  * Structured reads send holes as OFFSET_HOLE chunks without reading them: base holes and
@@ -1213,7 +1249,7 @@ static void test_structured_holes(void **state)
 		assert_int_equal(c_simple(f->cfd, 3 + i, NULL, 0), 0);
 	}
 
-	f->e.read_bytes = 0;
+	f->t.read_bytes = 0;
 	c_sread_chunks(f->cfd, 0, 10, off, len, a, &ch);
 	assert_int_equal(ch.n, 6);
 	expect_chunk(&ch, 0, NBD_REPLY_TYPE_OFFSET_DATA, off, B(16));
@@ -1225,8 +1261,8 @@ static void test_structured_holes(void **state)
 	for (uint32_t i = 0; i < ch.n; i++)
 		if (ch.type[i] == NBD_REPLY_TYPE_OFFSET_DATA)
 			data += ch.len[i];
-	assert_true(f->e.read_bytes == data); /* the holes were not read */
-	assert_memory_equal(a, f->e.data + off, len);
+	assert_true(f->t.read_bytes == data); /* the holes were not read */
+	assert_memory_equal(a, disk_now(f) + off, len);
 
 	/* DF: one data chunk with the zeros in it, the same bytes */
 	c_sread_chunks(f->cfd, NBD_CMD_FLAG_DF, 11, off, len, b, &ch);
@@ -1252,7 +1288,7 @@ static void test_structured_holes(void **state)
 	}
 
 	/* all hole: one hole chunk, DF or not, however short; nothing read */
-	f->e.read_bytes = 0;
+	f->t.read_bytes = 0;
 	c_sread_chunks(f->cfd, 0, 14, B(256), (uint32_t)B(4), a, &ch);
 	assert_int_equal(ch.n, 1);
 	expect_chunk(&ch, 0, NBD_REPLY_TYPE_OFFSET_HOLE, B(256), B(260));
@@ -1262,12 +1298,12 @@ static void test_structured_holes(void **state)
 	c_sread_chunks(f->cfd, 0, 16, B(261), 512, a, &ch);
 	assert_int_equal(ch.n, 1);
 	expect_chunk(&ch, 0, NBD_REPLY_TYPE_OFFSET_HOLE, B(261), B(261) + 512);
-	assert_true(f->e.read_bytes == 0);
+	assert_true(f->t.read_bytes == 0);
 	/* a short hole at either end of a read is data */
 	c_sread_chunks(f->cfd, 0, 17, B(259), (uint32_t)B(3), a, &ch);
 	assert_int_equal(ch.n, 1);
 	expect_chunk(&ch, 0, NBD_REPLY_TYPE_OFFSET_DATA, B(259), B(262));
-	assert_memory_equal(a, f->e.data + B(259), B(3));
+	assert_memory_equal(a, disk_now(f) + B(259), B(3));
 
 	/* simple replies (no structured replies) are unchanged: every byte as data */
 	c_req(f->cfd, 0, NBD_CMD_DISC, 18, 0, 0, NULL);
@@ -1275,11 +1311,11 @@ static void test_structured_holes(void **state)
 	assert_int_equal(finish(f), 0);
 	start(f);
 	c_connect(f->cfd, false, false, false, &s);
-	f->e.read_bytes = 0;
+	f->t.read_bytes = 0;
 	c_req(f->cfd, 0, NBD_CMD_READ, 19, off, len, NULL);
 	assert_int_equal(c_simple(f->cfd, 19, b, len), 0);
-	assert_memory_equal(b, f->e.data + off, len);
-	assert_true(f->e.read_bytes == len);
+	assert_memory_equal(b, disk_now(f) + off, len);
+	assert_true(f->t.read_bytes == len);
 	assert_int_equal(finish(f), 0);
 	free(a);
 	free(b);
@@ -1340,8 +1376,8 @@ static void test_hostile_requests(void **state)
 	assert_int_equal(c_simple(f->cfd, 19, r, 4096), 0);
 	assert_memory_equal(r, f->base, 4096);
 	/* nothing reached the engine's data */
-	assert_int_equal(f->e.writes, 0);
-	assert_memory_equal(f->e.data, f->base, DISK);
+	assert_int_equal(f->t.writes, 0);
+	assert_memory_equal(disk_now(f), f->base, DISK);
 	/* a write over the payload limit: refused, then the server hangs up */
 	c_req(f->cfd, 0, NBD_CMD_WRITE, 20, 0, NBD_MAX_PAYLOAD + 4096, NULL);
 	assert_int_equal(c_simple(f->cfd, 20, NULL, 0), NBD_EINVAL);
@@ -1367,8 +1403,8 @@ static void test_read_only_refuses_writes(void **state)
 	assert_int_equal(c_error_chunk(f->cfd, 3), NBD_EPERM);
 	c_req(f->cfd, 0, NBD_CMD_FLUSH, 4, 0, 0, NULL);
 	assert_int_equal(c_simple(f->cfd, 4, NULL, 0), 0);
-	assert_int_equal(f->e.writes + f->e.discards + f->e.zeroes, 0);
-	assert_memory_equal(f->e.data, f->base, DISK);
+	assert_int_equal(f->t.writes + f->t.discards + f->t.zeroes, 0);
+	assert_memory_equal(disk_now(f), f->base, DISK);
 	assert_int_equal(finish(f), 0);
 }
 
@@ -1397,7 +1433,7 @@ static void test_bad_stream(void **state)
 	c_req(f->cfd, 0, NBD_CMD_WRITE, 1, 0, 8192, NULL);
 	c_send(f->cfd, w, sizeof(w));
 	assert_int_equal(finish(f), -ECONNRESET);
-	assert_int_equal(f->e.writes, 0);
+	assert_int_equal(f->t.writes, 0);
 
 	/* a client closing without DISC is a clean end */
 	start(f);
@@ -1439,7 +1475,7 @@ static void test_pipelined(void **state)
 	}
 	for (int i = 0; i < N; i++)
 		assert_true(seen[i]);
-	assert_int_equal(f->e.writes, N);
+	assert_int_equal(f->t.writes, N);
 	/* reads pipelined: the replies carry their data whole */
 	for (int i = 0; i < 8; i++)
 		c_req(f->cfd, 0, NBD_CMD_READ, 5000 + i, (uint64_t)i * LEN, LEN, NULL);
@@ -1451,7 +1487,7 @@ static void test_pipelined(void **state)
 		hd = be64_get(h + 8);
 		assert_true(hd >= 5000 && hd < 5008);
 		c_recv(f->cfd, r, LEN);
-		assert_memory_equal(r, f->e.data + (hd - 5000) * LEN, LEN);
+		assert_memory_equal(r, disk_now(f) + (hd - 5000) * LEN, LEN);
 	}
 	/* requests then DISC: every request is answered before the server hangs up */
 	for (int i = 0; i < 16; i++)
@@ -1487,6 +1523,154 @@ static void test_client_vanishes(void **state)
 	finish(f); /* returns once every worker is done */
 }
 
+/*
+ * The raw disk alone (no test disk in front): only base:allocation is offered, the file's
+ * holes are its map, writes land in the file; opened read-only, the export is read-only.
+ */
+static void test_raw_disk_alone(void **state)
+{
+	struct fixture *f = *state;
+	char names[4][64];
+	uint32_t ids[4], len;
+	uint8_t buf[512], w[8192], *r = malloc(DISK);
+	struct session s;
+	struct desc d;
+	unsigned n;
+	bool done;
+
+	assert_non_null(r);
+	f->x.d = &f->t.raw;
+	start(f);
+	c_hello(f->cfd, NBD_FLAG_C_FIXED_NEWSTYLE | NBD_FLAG_C_NO_ZEROES);
+	c_opt_expect(f->cfd, NBD_OPT_STRUCTURED_REPLY, NULL, 0, NBD_REP_ACK);
+	len = meta_data(buf, "", NULL, 0);
+	c_opt(f->cfd, NBD_OPT_LIST_META_CONTEXT, buf, len);
+	assert_int_equal(c_meta_replies(f->cfd, NBD_OPT_LIST_META_CONTEXT, names, ids, &n),
+			 NBD_REP_ACK);
+	assert_int_equal(n, 1);
+	assert_string_equal(names[0], "base:allocation");
+	{
+		const char *q[] = { "lazyblk:", "lazyblk:dirty" };
+
+		len = meta_data(buf, "", q, 2);
+		c_opt(f->cfd, NBD_OPT_LIST_META_CONTEXT, buf, len);
+		c_meta_replies(f->cfd, NBD_OPT_LIST_META_CONTEXT, names, ids, &n);
+		assert_int_equal(n, 0);
+		len = meta_data(buf, "", q + 1, 1);
+		c_opt(f->cfd, NBD_OPT_SET_META_CONTEXT, buf, len);
+		assert_int_equal(c_meta_replies(f->cfd, NBD_OPT_SET_META_CONTEXT, names, ids, &n),
+				 NBD_REP_ACK);
+		assert_int_equal(n, 0);
+	}
+	finish(f);
+
+	start(f);
+	c_connect(f->cfd, true, true, false, &s);
+	assert_int_equal(s.tflags, NBD_FLAG_HAS_FLAGS | NBD_FLAG_SEND_FLUSH | NBD_FLAG_SEND_FUA |
+				   NBD_FLAG_CAN_MULTI_CONN | NBD_FLAG_SEND_TRIM |
+				   NBD_FLAG_SEND_WRITE_ZEROES | NBD_FLAG_SEND_DF);
+	/* the allocation map is the file's: data, a hole, FAIL_READ_BLOCK's data, a hole */
+	c_req(f->cfd, 0, NBD_CMD_BLOCK_STATUS, 1, 0, (uint32_t)DISK, NULL);
+	c_status_chunk(f->cfd, 1, &d, &done);
+	assert_true(done);
+	assert_int_equal(d.n, 4);
+	assert_int_equal(d.len[0], BASE_BLOCKS * BLK);
+	assert_int_equal(d.flags[0], 0);
+	assert_int_equal(d.len[1], (FAIL_READ_BLOCK - BASE_BLOCKS) * BLK);
+	assert_int_equal(d.flags[1], NBD_STATE_HOLE | NBD_STATE_ZERO);
+	assert_int_equal(d.len[2], BLK);
+	assert_int_equal(d.flags[2], 0);
+	assert_int_equal(d.flags[3], NBD_STATE_HOLE | NBD_STATE_ZERO);
+	/* a write, a trim and write-zeroes land in the file; a whole read equals it */
+	fill(w, sizeof(w), 77);
+	c_req(f->cfd, NBD_CMD_FLAG_FUA, NBD_CMD_WRITE, 2, B(400), sizeof(w), w);
+	assert_int_equal(c_simple(f->cfd, 2, NULL, 0), 0);
+	c_req(f->cfd, 0, NBD_CMD_TRIM, 3, B(8), (uint32_t)B(4), NULL);
+	assert_int_equal(c_simple(f->cfd, 3, NULL, 0), 0);
+	c_req(f->cfd, NBD_CMD_FLAG_NO_HOLE, NBD_CMD_WRITE_ZEROES, 4, B(20), 1024, NULL);
+	assert_int_equal(c_simple(f->cfd, 4, NULL, 0), 0);
+	c_req(f->cfd, 0, NBD_CMD_FLUSH, 5, 0, 0, NULL);
+	assert_int_equal(c_simple(f->cfd, 5, NULL, 0), 0);
+	memcpy(f->base + B(400), w, sizeof(w));
+	memset(f->base + B(8), 0, B(4));
+	memset(f->base + B(20), 0, 1024);
+	assert_memory_equal(disk_now(f), f->base, DISK);
+	c_req(f->cfd, 0, NBD_CMD_READ, 6, 0, (uint32_t)DISK, NULL);
+	assert_int_equal(c_sread(f->cfd, 6, 0, r, (uint32_t)DISK), 0);
+	assert_memory_equal(r, f->base, DISK);
+	assert_int_equal(finish(f), 0);
+
+	/* the file opened read-only: a read-only export */
+	disk_close(&f->t.raw);
+	assert_int_equal(disk_raw_open(f->path, true, &f->t.raw), 0);
+	assert_true(f->t.raw.read_only);
+	f->x.read_only = f->t.raw.read_only; /* as nbd_serve() makes it */
+	start(f);
+	c_connect(f->cfd, false, false, false, &s);
+	assert_true(s.tflags & NBD_FLAG_READ_ONLY);
+	assert_false(s.tflags & (NBD_FLAG_SEND_TRIM | NBD_FLAG_SEND_WRITE_ZEROES));
+	c_req(f->cfd, 0, NBD_CMD_WRITE, 7, 0, 4096, w);
+	assert_int_equal(c_simple(f->cfd, 7, NULL, 0), NBD_EPERM);
+	c_req(f->cfd, 0, NBD_CMD_READ, 8, B(400), 4096, NULL);
+	assert_int_equal(c_simple(f->cfd, 8, r, 4096), 0);
+	assert_memory_equal(r, w, 4096);
+	c_req(f->cfd, 0, NBD_CMD_FLUSH, 9, 0, 0, NULL);
+	assert_int_equal(c_simple(f->cfd, 9, NULL, 0), 0);
+	assert_int_equal(finish(f), 0);
+	assert_memory_equal(disk_now(f), f->base, DISK);
+	free(r);
+}
+
+/* A disk that can do less: no trim, no write-zeroes, no block status, no flush. */
+static void test_disk_capabilities(void **state)
+{
+	struct fixture *f = *state;
+	struct disk less = f->t.d;
+	char names[4][64];
+	uint32_t ids[4], len;
+	uint8_t buf[512], *r = malloc(B(64));
+	struct session s;
+	struct rchunks ch;
+	unsigned n;
+
+	assert_non_null(r);
+	less.can_discard = less.can_write_zeroes = less.can_flush = false;
+	less.can_multi_conn = false;
+	less.status = 0;
+	f->x.d = &less;
+	start(f);
+	c_hello(f->cfd, NBD_FLAG_C_FIXED_NEWSTYLE | NBD_FLAG_C_NO_ZEROES);
+	c_opt_expect(f->cfd, NBD_OPT_STRUCTURED_REPLY, NULL, 0, NBD_REP_ACK);
+	len = meta_data(buf, "", NULL, 0);
+	c_opt(f->cfd, NBD_OPT_LIST_META_CONTEXT, buf, len);
+	assert_int_equal(c_meta_replies(f->cfd, NBD_OPT_LIST_META_CONTEXT, names, ids, &n),
+			 NBD_REP_ACK);
+	assert_int_equal(n, 0);
+	finish(f);
+
+	start(f);
+	c_connect(f->cfd, true, false, false, &s);
+	/* FUA still: the disk's writes are durable when they return */
+	assert_int_equal(s.tflags, NBD_FLAG_HAS_FLAGS | NBD_FLAG_SEND_FUA | NBD_FLAG_SEND_DF);
+	c_req(f->cfd, 0, NBD_CMD_TRIM, 1, 0, 4096, NULL);
+	assert_int_equal(c_error_chunk(f->cfd, 1), NBD_EINVAL);
+	c_req(f->cfd, 0, NBD_CMD_WRITE_ZEROES, 2, 0, 4096, NULL);
+	assert_int_equal(c_error_chunk(f->cfd, 2), NBD_EINVAL);
+	c_req(f->cfd, 0, NBD_CMD_BLOCK_STATUS, 3, 0, 4096, NULL);
+	assert_int_equal(c_error_chunk(f->cfd, 3), NBD_EINVAL);
+	c_req(f->cfd, 0, NBD_CMD_FLUSH, 4, 0, 0, NULL); /* not offered; harmless */
+	assert_int_equal(c_simple(f->cfd, 4, NULL, 0), 0);
+	assert_int_equal(f->t.flushes + f->t.discards + f->t.zeroes, 0);
+	/* no allocation map: a structured read of holes is one data chunk */
+	c_sread_chunks(f->cfd, 0, 5, B(256), (uint32_t)B(40), r, &ch);
+	assert_int_equal(ch.n, 1);
+	expect_chunk(&ch, 0, NBD_REPLY_TYPE_OFFSET_DATA, B(256), B(296));
+	assert_memory_equal(r, f->base + B(256), B(40));
+	assert_int_equal(finish(f), 0);
+	assert_memory_equal(disk_now(f), f->base, DISK);
+	free(r);
+}
+
 static void test_errno_map(void **state)
 {
 	(void)state;
@@ -1505,7 +1689,7 @@ static void test_errno_map(void **state)
 /* ---- nbd_serve over a unix socket */
 
 struct served {
-	struct blkd_engine *e;
+	const struct disk *d;
 	struct nbd_server_opts o;
 	volatile sig_atomic_t stop;
 	pthread_t th;
@@ -1516,7 +1700,7 @@ static void *serve_main(void *arg)
 {
 	struct served *sv = arg;
 
-	sv->ret = nbd_serve(sv->e, &sv->o, &sv->stop);
+	sv->ret = nbd_serve(sv->d, &sv->o, &sv->stop);
 	return NULL;
 }
 
@@ -1565,7 +1749,7 @@ static void test_serve_on_listen(void **state)
 {
 	struct fixture *f = *state;
 	char dir[PATH_MAX], path[PATH_MAX];
-	struct served sv = { .e = &f->e };
+	struct served sv = { .d = &f->t.d };
 	struct listen_probe probe = { .path = path, .stop = &sv.stop };
 
 	tmpdir_make(dir);
@@ -1573,14 +1757,16 @@ static void test_serve_on_listen(void **state)
 	sv.o.unix_path = path;
 	sv.o.on_listen = probe_on_listen;
 	sv.o.on_listen_arg = &probe;
-	assert_int_equal(nbd_serve(&f->e, &sv.o, &sv.stop), 0);
+	assert_int_equal(nbd_serve(&f->t.d, &sv.o, &sv.stop), 0);
 	assert_int_equal(probe.calls, 1);
 	assert_int_equal(probe.connected, 1);
-	/* no callback when it cannot listen */
+	/* no callback when it cannot listen, nor for a disk that is not one */
+	assert_int_equal(nbd_serve(NULL, &sv.o, &sv.stop), -EINVAL);
+	assert_int_equal(probe.calls, 1);
 	write_file(path, "stale", 5);
 	probe.calls = 0;
 	sv.stop = 0;
-	assert_int_equal(nbd_serve(&f->e, &sv.o, &sv.stop), -EADDRINUSE);
+	assert_int_equal(nbd_serve(&f->t.d, &sv.o, &sv.stop), -EADDRINUSE);
 	assert_int_equal(probe.calls, 0);
 	rm_rf(dir);
 }
@@ -1589,7 +1775,7 @@ static void test_serve_unix(void **state)
 {
 	struct fixture *f = *state;
 	char dir[PATH_MAX], path[PATH_MAX];
-	struct served sv = { .e = &f->e };
+	struct served sv = { .d = &f->t.d };
 	struct session s;
 	int fd[3];
 	uint8_t w[4096], r[4096];
@@ -1598,7 +1784,7 @@ static void test_serve_unix(void **state)
 	path_fmt(path, "%s/nbd.sock", dir);
 	write_file(path, "stale", 5); /* not a socket: refused */
 	sv.o.unix_path = path;
-	assert_int_equal(nbd_serve(&f->e, &sv.o, &sv.stop), -EADDRINUSE);
+	assert_int_equal(nbd_serve(&f->t.d, &sv.o, &sv.stop), -EADDRINUSE);
 	unlink(path);
 
 	sv.o.max_conns = 3;
@@ -1681,6 +1867,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bad_stream, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipelined, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_client_vanishes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_raw_disk_alone, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_disk_capabilities, setup, teardown),
 		cmocka_unit_test(test_errno_map),
 		cmocka_unit_test_setup_teardown(test_serve_unix, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_serve_on_listen, setup, teardown),

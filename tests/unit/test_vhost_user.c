@@ -32,7 +32,7 @@
 struct fx {
 	char dir[PATH_MAX], path[PATH_MAX];
 	uint8_t *img;
-	struct vblk_backend be;
+	struct disk be;
 	struct vhost_user_dev *d;
 	/* the connection */
 	int m;                     /* the master's end */
@@ -110,7 +110,7 @@ static void fx_open(struct fx *f)
 	f->img = malloc(DISK);
 	assert_non_null(f->img);
 	disk_file_make(f->dir, f->path, f->img, DISK, 7);
-	assert_int_equal(vblk_backend_raw_open(f->path, false, &f->be), 0);
+	assert_int_equal(disk_raw_open(f->path, false, &f->be), 0);
 	assert_int_equal(vhost_user_dev_new(&f->be, NQ, "vu-test", &f->d), 0);
 	f->memfd = memfd_create("guest", MFD_CLOEXEC);
 	assert_true(f->memfd >= 0);
@@ -137,7 +137,7 @@ static void fx_close(struct fx *f)
 	}
 	munmap(f->ram, TG_SIZE);
 	close(f->memfd);
-	vblk_backend_raw_close(&f->be);
+	disk_close(&f->be);
 	free(f->img);
 	rm_rf(f->dir);
 }
@@ -772,9 +772,9 @@ static void test_inflight_layout(void **state)
 
 #define STUCK_SECTOR 200u
 
-/* A backend whose write at STUCK_SECTOR never returns (after saying so on a pipe). */
+/* A disk whose write at STUCK_SECTOR never returns (after saying so on a pipe). */
 struct stuck_be {
-	struct vblk_backend raw, be;
+	struct disk raw, be;
 	int said;
 };
 
@@ -787,22 +787,28 @@ static int stuck_write(void *ctx, uint64_t off, uint32_t len, const void *buf, b
 		for (;;)
 			pause();
 	}
-	return s->raw.write(s->raw.ctx, off, len, buf, fua);
+	return disk_write(&s->raw, off, len, buf, fua);
 }
 
 static int stuck_read(void *ctx, uint64_t off, uint32_t len, void *buf)
 {
 	struct stuck_be *s = ctx;
 
-	return s->raw.read(s->raw.ctx, off, len, buf);
+	return disk_read(&s->raw, off, len, buf);
 }
 
 static int stuck_flush(void *ctx)
 {
 	struct stuck_be *s = ctx;
 
-	return s->raw.flush(s->raw.ctx);
+	return disk_flush(&s->raw);
 }
+
+static const struct disk_ops stuck_ops = {
+	.read = stuck_read,
+	.write = stuck_write,
+	.flush = stuck_flush,
+};
 
 /* A server in a child process on the master's socketpair; it can be killed with -9. */
 static pid_t child_server(struct fx *f, int said)
@@ -818,13 +824,10 @@ static pid_t child_server(struct fx *f, int said)
 		struct vhost_user_dev *d;
 
 		close(sv[0]);
-		if (vblk_backend_raw_open(f->path, false, &s.raw) < 0)
+		if (disk_raw_open(f->path, false, &s.raw) < 0)
 			_exit(2);
-		s.be = s.raw;
-		s.be.ctx = &s;
-		s.be.read = stuck_read;
-		s.be.write = stuck_write;
-		s.be.flush = stuck_flush;
+		s.be = (struct disk){ .ops = &stuck_ops, .ctx = &s, .size = s.raw.size,
+				      .can_flush = true, .can_fua = true };
 		if (vhost_user_dev_new(&s.be, NQ, "vu-test", &d) < 0)
 			_exit(2);
 		_exit(vhost_user_conn_run(d, sv[1], NULL) ? 1 : 0);

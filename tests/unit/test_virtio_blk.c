@@ -15,7 +15,7 @@
 struct fx {
 	char dir[PATH_MAX], path[PATH_MAX];
 	uint8_t *img;              /* what the file should hold */
-	struct vblk_backend be;
+	struct disk be;
 	struct vblk_dev d;
 	struct tguest g;
 	struct vring_queue vq;
@@ -27,7 +27,7 @@ static void fx_open(struct fx *f, bool ro)
 	f->img = malloc(DISK);
 	assert_non_null(f->img);
 	disk_file_make(f->dir, f->path, f->img, DISK, 42);
-	assert_int_equal(vblk_backend_raw_open(f->path, ro, &f->be), 0);
+	assert_int_equal(disk_raw_open(f->path, ro, &f->be), 0);
 	assert_int_equal(vblk_dev_init(&f->d, &f->be, 1, SERIAL), 0);
 	assert_int_equal(vblk_dev_ack_features(&f->d, f->d.features), 0);
 	tg_init(&f->g, 256);
@@ -37,7 +37,7 @@ static void fx_open(struct fx *f, bool ro)
 
 static void fx_close(struct fx *f)
 {
-	vblk_backend_raw_close(&f->be);
+	disk_close(&f->be);
 	tg_free(&f->g);
 	free(f->img);
 	rm_rf(f->dir);
@@ -123,9 +123,13 @@ static void test_features_config(void **state)
 	fx_close(&f);
 
 	/* read-only, multiqueue */
-	struct vblk_backend be = { .size = 4096, .read_only = true, .read = (void *)1,
-				   .write = (void *)1, .flush = (void *)1 };
+	static const struct disk_ops ops = { .read = (void *)1, .write = (void *)1,
+					     .flush = (void *)1, .discard = (void *)1 };
+	struct disk be = { .ops = &ops, .size = 4096, .read_only = true, .can_discard = true,
+			   .can_write_zeroes = true };
 	struct vblk_dev d;
+	assert_int_equal(vblk_dev_init(&d, &be, 4, NULL), -EINVAL); /* no write_zeroes op */
+	be.can_write_zeroes = false;
 	assert_int_equal(vblk_dev_init(&d, &be, 4, NULL), 0);
 	assert_true(d.features & (1ull << VIRTIO_BLK_F_RO));
 	assert_true(d.features & (1ull << VIRTIO_BLK_F_MQ));
@@ -136,6 +140,16 @@ static void test_features_config(void **state)
 	assert_int_equal(vblk_dev_init(&d, &be, 1, NULL), -EINVAL);
 	be.size = 4096;
 	assert_int_equal(vblk_dev_init(&d, &be, 0, NULL), -EINVAL);
+	/* writable: DISCARD as the disk can, WRITE_ZEROES not (it cannot); FLUSH always */
+	be.read_only = false;
+	assert_int_equal(vblk_dev_init(&d, &be, 1, NULL), 0);
+	assert_false(d.features & (1ull << VIRTIO_BLK_F_RO));
+	assert_true(d.features & (1ull << VIRTIO_BLK_F_DISCARD));
+	assert_false(d.features & (1ull << VIRTIO_BLK_F_WRITE_ZEROES));
+	assert_true(d.features & (1ull << VIRTIO_BLK_F_FLUSH));
+	be.ops = NULL;
+	assert_int_equal(vblk_dev_init(&d, &be, 1, NULL), -EINVAL);
+	assert_int_equal(vblk_dev_init(&d, NULL, 1, NULL), -EINVAL);
 }
 
 static void test_read(void **state)

@@ -22,7 +22,7 @@
 struct fx {
 	char dir[PATH_MAX], path[PATH_MAX];
 	uint8_t img[DISK];
-	struct vblk_backend be;
+	struct disk be;
 	struct tguest g;
 	struct virtio_mmio *d;
 	int kvm_fd, vm_fd;
@@ -36,7 +36,7 @@ static void fx_open(struct fx *f, unsigned nq, int vm_fd)
 				      .serial = "mmio" };
 
 	disk_file_make(f->dir, f->path, f->img, DISK, 3);
-	assert_int_equal(vblk_backend_raw_open(f->path, false, &f->be), 0);
+	assert_int_equal(disk_raw_open(f->path, false, &f->be), 0);
 	tg_init(&f->g, 16);
 	o.mem = &f->g.mem;
 	o.disk = &f->be;
@@ -46,7 +46,7 @@ static void fx_open(struct fx *f, unsigned nq, int vm_fd)
 static void fx_close(struct fx *f)
 {
 	virtio_mmio_free(f->d);
-	vblk_backend_raw_close(&f->be);
+	disk_close(&f->be);
 	tg_free(&f->g);
 	rm_rf(f->dir);
 }

@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+/* blkd/disk/disk_engine: the lazy image (a struct blkd_engine) as a disk. */
+#include "disk.h"
+
+#include "../engine/engine.h"
+
+_Static_assert(DISK_STATUS_HOLE == BLKD_STATUS_HOLE && DISK_STATUS_ZERO == BLKD_STATUS_ZERO &&
+		       DISK_STATUS_DIRTY == BLKD_STATUS_DIRTY,
+	       "the engine's status flags are the disk's");
+
+static int eng_read(void *ctx, uint64_t off, uint32_t len, void *buf)
+{
+	return blkd_engine_read(ctx, off, len, buf);
+}
+
+static int eng_write(void *ctx, uint64_t off, uint32_t len, const void *buf, bool fua)
+{
+	return blkd_engine_write(ctx, off, len, buf, fua);
+}
+
+static int eng_flush(void *ctx)
+{
+	return blkd_engine_flush(ctx);
+}
+
+static int eng_discard(void *ctx, uint64_t off, uint64_t len)
+{
+	return blkd_engine_discard(ctx, off, len);
+}
+
+/* Zeroed blocks are recorded as such in the overlay: a hole or not, they cost nothing. */
+static int eng_write_zeroes(void *ctx, uint64_t off, uint64_t len, bool may_unmap)
+{
+	(void)may_unmap;
+	return blkd_engine_write_zeroes(ctx, off, len);
+}
+
+static int eng_block_status(void *ctx, enum disk_ctx c, uint64_t off, uint64_t len,
+			    disk_extent_fn cb, void *arg)
+{
+	return blkd_engine_status(ctx, c == DISK_CTX_DIRTY ? BLKD_CTX_DIRTY : BLKD_CTX_ALLOCATION,
+				  off, len, cb, arg);
+}
+
+static int eng_snapshot(void *ctx, const char *delta_path, uint64_t *dirty, uint64_t *zero,
+			const char **why)
+{
+	return blkd_engine_snapshot(ctx, delta_path, dirty, zero, why);
+}
+
+static void eng_stats(void *ctx, FILE *f, bool json)
+{
+	blkd_engine_print_stats(ctx, f, json);
+}
+
+static const struct disk_ops engine_ops = {
+	.read = eng_read,
+	.write = eng_write,
+	.flush = eng_flush,
+	.discard = eng_discard,
+	.write_zeroes = eng_write_zeroes,
+	.block_status = eng_block_status,
+	.snapshot = eng_snapshot,
+	.stats = eng_stats,
+};
+
+void disk_engine(struct blkd_engine *e, struct disk *out)
+{
+	*out = (struct disk){
+		.ops = &engine_ops,
+		.ctx = e,
+		.size = blkd_engine_size(e) / DISK_SECTOR * DISK_SECTOR,
+		.description = "lazyblk lazily loaded disk",
+		.read_only = blkd_engine_read_only(e),
+		.can_flush = true,
+		.can_fua = true,
+		.can_discard = true,
+		.can_write_zeroes = true,
+		.can_multi_conn = true,
+		/* an engine without an overlay answers -ENOENT, said by the snapshot's caller */
+		.can_snapshot = true,
+		.status = DISK_CTX_BIT(DISK_CTX_ALLOCATION) | DISK_CTX_BIT(DISK_CTX_DIRTY),
+	};
+}
