@@ -348,6 +348,45 @@ static void test_json_write(void **state)
 	free(s);
 }
 
+/* Documents built in memory: fields with their commas, numbers, a failure that sticks. */
+static void test_json_buf(void **state)
+{
+	struct json_buf b = { 0 };
+	size_t len;
+	char *p;
+
+	(void)state;
+	json_buf_puts(&b, "{");
+	json_field_u64(&b, "reads", 0);
+	json_field_u64(&b, "max", UINT64_MAX);
+	json_field_fixed(&b, "ms", 1.23456, 3);
+	json_field_bool(&b, "on", true);
+	json_field_str(&b, "tag", "lazyblk-chunks");
+	json_buf_puts(&b, ",\"a\":[{");
+	json_field_bool(&b, "off", false);
+	json_buf_puts(&b, "}]}");
+	json_buf_printf(&b, "\n%s %d", "x", 42);
+	assert_int_equal(b.err, 0);
+	p = json_buf_take(&b, &len);
+	assert_string_equal(p, "{\"reads\":0,\"max\":18446744073709551615,\"ms\":1.235,"
+			       "\"on\":true,\"tag\":\"lazyblk-chunks\",\"a\":[{\"off\":false}]}"
+			       "\nx 42");
+	assert_int_equal(len, strlen(p));
+	assert_null(b.p);
+	assert_int_equal(b.len, 0);
+	free(p);
+	/* a long line grows the buffer; a failure would stick in err */
+	for (int i = 0; i < 1000; i++)
+		json_buf_printf(&b, "%04d", i);
+	assert_int_equal(b.len, 4000);
+	assert_memory_equal(b.p + 3996, "0999", 5);
+	b.err = -ENOMEM;
+	json_buf_puts(&b, "more");
+	assert_int_equal(b.len, 4000);
+	json_buf_free(&b);
+	assert_null(b.p);
+}
+
 /* ------------------------------------------------------------------ fsutil */
 
 static void test_fs_write_read(void **state)
@@ -888,6 +927,7 @@ int main(void)
 		cmocka_unit_test(test_utf8_valid),
 		cmocka_unit_test(test_utf8_invalid),
 		cmocka_unit_test(test_json_write),
+		cmocka_unit_test(test_json_buf),
 		cmocka_unit_test(test_fs_write_read),
 		cmocka_unit_test(test_fs_read_full_eof),
 		cmocka_unit_test(test_fs_mkdir_p),
