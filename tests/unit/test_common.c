@@ -899,6 +899,73 @@ static void test_workq_bounded(void **state)
 	wq_ctx_fini(&c);
 }
 
+/* Per-worker state: made once per worker, given with each item it runs, freed as it ends. */
+struct wq_local_ctx {
+	unsigned inits, finis, ran, no_state;
+	unsigned long summed;          /* of the workers' own counts, added up by fini */
+};
+
+struct wq_worker {
+	unsigned long count;
+};
+
+static void *wq_local_init(void *ctx)
+{
+	struct wq_local_ctx *c = ctx;
+
+	__atomic_add_fetch(&c->inits, 1, __ATOMIC_RELAXED);
+	return calloc(1, sizeof(struct wq_worker));
+}
+
+static void wq_local_fini(void *state, void *ctx)
+{
+	struct wq_local_ctx *c = ctx;
+	struct wq_worker *w = state;
+
+	__atomic_add_fetch(&c->finis, 1, __ATOMIC_RELAXED);
+	if (w)
+		__atomic_add_fetch(&c->summed, w->count, __ATOMIC_RELAXED);
+	free(w);
+}
+
+static void wq_local_run(struct workq_item *it, void *ctx, void *state)
+{
+	struct wq_local_ctx *c = ctx;
+	struct wq_worker *w = state;
+
+	(void)it;
+	if (!w) {
+		__atomic_add_fetch(&c->no_state, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	w->count++; /* the worker's own: no atomics needed */
+	__atomic_add_fetch(&c->ran, 1, __ATOMIC_RELAXED);
+}
+
+static void test_workq_local(void **state)
+{
+	enum { N = 1000 };
+	static const struct workq_local l = { wq_local_init, wq_local_fini, wq_local_run };
+	struct wq_item *items = calloc(N, sizeof(*items));
+	struct wq_local_ctx c = { 0 };
+	struct workq *q;
+
+	(void)state;
+	assert_non_null(items);
+	assert_int_equal(workq_new_local(3, 8, &l, &c, &q), 0);
+	assert_int_equal(workq_threads(q), 3);
+	for (unsigned i = 0; i < N; i++)
+		assert_int_equal(workq_push(q, &items[i].link), 0);
+	workq_free(q);
+	assert_int_equal(c.inits, 3);
+	assert_int_equal(c.finis, 3);
+	assert_int_equal(c.no_state, 0);
+	assert_int_equal(c.ran, N);
+	assert_int_equal(c.summed, N);
+	assert_int_equal(workq_new_local(1, 0, NULL, &c, &q), -EINVAL);
+	free(items);
+}
+
 static void test_workq_invalid(void **state)
 {
 	struct wq_ctx c;
@@ -917,6 +984,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_workq_runs_each_once),
+		cmocka_unit_test(test_workq_local),
 		cmocka_unit_test(test_workq_bounded),
 		cmocka_unit_test(test_workq_invalid),
 		cmocka_unit_test(test_size_parse_valid),
