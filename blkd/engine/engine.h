@@ -11,6 +11,7 @@
 #define LZ_BLKD_ENGINE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -136,9 +137,22 @@ struct blkd_engine_stats {
 	uint64_t prefetch_hits;       /* chunks loaded for a read that a prefetch brought in */
 };
 void blkd_engine_get_stats(struct blkd_engine *e, struct blkd_engine_stats *st);
-/* Human lines, or one JSON object when json. */
+
+/*
+ * The statistics formatted (stats.c, the one place): one JSON object and a newline
+ * (serve --stats-json, the control socket), or the human lines (serve's summary);
+ * blkd_stats_cas_text: the store/remote/plain/cache lines of those (also lazyblk export).
+ * Appended to b (common/json_out.h; b->err on failure).
+ */
+struct json_buf;
+void blkd_stats_json(const struct blkd_engine_stats *s, struct json_buf *b);
+void blkd_stats_text(const struct blkd_engine_stats *s, struct json_buf *b);
+void blkd_stats_cas_text(const struct cas_source_stats *c, struct json_buf *b);
+/* The engine's statistics now, formatted into *out (malloc'ed, NUL-terminated). -ENOMEM. */
+int blkd_engine_format_stats(struct blkd_engine *e, bool json, char **out, size_t *len);
+/* The same written to f, a stream of the caller's (the CLI's stdout, a --stats-json file). */
 void blkd_engine_print_stats(struct blkd_engine *e, FILE *f, bool json);
-/* The store/remote/cache lines of the above (also used by lazyblk export). */
+/* blkd_stats_cas_text written to f. */
 void blkd_engine_print_cas_stats(const struct cas_source_stats *c, FILE *f);
 
 #endif

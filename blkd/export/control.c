@@ -108,21 +108,13 @@ static void ctl_stats(struct blkd_control *c, int fd)
 {
 	char *buf = NULL;
 	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
 
-	if (!f) {
-		ctl_reply(fd, "error %s", strerror(errno));
-		return;
-	}
-	blkd_engine_print_stats(c->e, f, true);
-	if (fclose(f) || !len) {
+	if (blkd_engine_format_stats(c->e, true, &buf, &len) || !len)
 		ctl_reply(fd, "error cannot format the statistics");
-	} else {
-		if (buf[len - 1] != '\n')
-			ctl_reply(fd, "%s", buf);
-		else
-			ctl_send(fd, buf, len);
-	}
+	else if (buf[len - 1] != '\n')
+		ctl_reply(fd, "%s", buf);
+	else
+		ctl_send(fd, buf, len);
 	free(buf);
 }
 
