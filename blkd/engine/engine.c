@@ -16,7 +16,6 @@
 #include "../coldstart/trace_plan.h"
 
 #define STRIPES 256
-#define WORKERS 4
 #define STATUS_MAX_BLOCKS (1u << 16)   /* one status reply covers at most 256 MiB */
 #define MEM_CACHE_DEFAULT (256ull << 20)
 #define READAHEAD_CHUNKS 16  /* sequential reads: chunks loaded ahead, at most */
@@ -35,13 +34,6 @@ struct blkd_engine {
 	pthread_mutex_t stripe[STRIPES]; /* read-modify-write of one block at a time */
 	uint64_t size;
 	bool read_only;
-	/* asynchronous requests: a FIFO served by WORKERS threads, started on first use */
-	pthread_mutex_t q_lock;
-	pthread_cond_t q_cond;
-	struct blkd_req *q_head, *q_tail;
-	pthread_t workers[WORKERS];
-	unsigned n_workers;
-	bool q_stop;
 	/* counters (atomic) */
 	uint64_t reads, writes, flushes, discards, read_bytes, write_bytes;
 	uint64_t overlay_hits, meta_hits, chunk_hits, zero_hits, in_flight;
@@ -127,8 +119,6 @@ int blkd_engine_open(const struct blkd_engine_opts *o, struct blkd_engine **out)
 	clock_gettime(CLOCK_MONOTONIC, &e->t0);
 	for (int i = 0; i < STRIPES; i++)
 		pthread_mutex_init(&e->stripe[i], NULL);
-	pthread_mutex_init(&e->q_lock, NULL);
-	pthread_cond_init(&e->q_cond, NULL);
 	ret = layout_open(o->layout_path, &e->layout, &why);
 	if (ret) {
 		log_error("%s: %s", o->layout_path, why ? why : strerror(-ret));
@@ -181,22 +171,10 @@ fail:
 	return ret;
 }
 
-static void workers_stop(struct blkd_engine *e)
-{
-	pthread_mutex_lock(&e->q_lock);
-	e->q_stop = true;
-	pthread_cond_broadcast(&e->q_cond);
-	pthread_mutex_unlock(&e->q_lock);
-	for (unsigned i = 0; i < e->n_workers; i++)
-		pthread_join(e->workers[i], NULL);
-	e->n_workers = 0;
-}
-
 void blkd_engine_close(struct blkd_engine *e)
 {
 	if (!e)
 		return;
-	workers_stop(e); /* queued requests complete first */
 	blkd_prefetch_free(e->prefetch);
 	if (e->ov && !e->read_only)
 		overlay_flush(e->ov);
@@ -210,8 +188,6 @@ void blkd_engine_close(struct blkd_engine *e)
 	layout_close(e->layout);
 	for (int i = 0; i < STRIPES; i++)
 		pthread_mutex_destroy(&e->stripe[i]);
-	pthread_cond_destroy(&e->q_cond);
-	pthread_mutex_destroy(&e->q_lock);
 	free(e);
 }
 
@@ -572,82 +548,4 @@ void blkd_engine_get_stats(struct blkd_engine *e, struct blkd_engine_stats *st)
 		st->zero_blocks = os.zero_blocks;
 		st->snapshot_copies = os.snapshot_copies;
 	}
-}
-
-/* ------------------------------------------------------------ asynchronous requests */
-
-static int run_req(struct blkd_engine *e, struct blkd_req *r)
-{
-	switch (r->op) {
-	case BLKD_OP_READ:
-		return r->len > UINT32_MAX ? -EINVAL
-					   : blkd_engine_read(e, r->off, (uint32_t)r->len, r->buf);
-	case BLKD_OP_WRITE:
-		return r->len > UINT32_MAX ? -EINVAL
-					   : blkd_engine_write(e, r->off, (uint32_t)r->len, r->buf,
-							       r->fua);
-	case BLKD_OP_FLUSH:
-		return blkd_engine_flush(e);
-	case BLKD_OP_DISCARD:
-		return blkd_engine_discard(e, r->off, r->len);
-	case BLKD_OP_WRITE_ZEROES:
-		return blkd_engine_write_zeroes(e, r->off, r->len);
-	}
-	return -EINVAL;
-}
-
-static void *worker(void *arg)
-{
-	struct blkd_engine *e = arg;
-
-	for (;;) {
-		struct blkd_req *r;
-
-		pthread_mutex_lock(&e->q_lock);
-		while (!e->q_head && !e->q_stop)
-			pthread_cond_wait(&e->q_cond, &e->q_lock);
-		r = e->q_head;
-		if (!r) {
-			pthread_mutex_unlock(&e->q_lock);
-			return NULL; /* stopping, and the queue is drained */
-		}
-		e->q_head = r->next;
-		if (!e->q_head)
-			e->q_tail = NULL;
-		pthread_mutex_unlock(&e->q_lock);
-		r->next = NULL;
-		r->done(r, run_req(e, r));
-	}
-}
-
-int blkd_engine_submit(struct blkd_engine *e, struct blkd_req *req)
-{
-	int ret = 0;
-
-	if (!req || !req->done || req->op > BLKD_OP_WRITE_ZEROES)
-		return -EINVAL;
-	pthread_mutex_lock(&e->q_lock);
-	if (e->q_stop) {
-		ret = -ESHUTDOWN;
-		goto out;
-	}
-	while (e->n_workers < WORKERS) {
-		if (pthread_create(&e->workers[e->n_workers], NULL, worker, e) != 0)
-			break;
-		e->n_workers++;
-	}
-	if (!e->n_workers) {
-		ret = -EAGAIN;
-		goto out;
-	}
-	req->next = NULL;
-	if (e->q_tail)
-		e->q_tail->next = req;
-	else
-		e->q_head = req;
-	e->q_tail = req;
-	pthread_cond_signal(&e->q_cond);
-out:
-	pthread_mutex_unlock(&e->q_lock);
-	return ret;
 }

@@ -5,7 +5,9 @@
  *        (verified) → zeros.
  * write: whole blocks go to the overlay; a partial block is read, merged and written
  *        whole (never more than one block copied).
- * Every export (NBD, vhost-user, virtio in the VMM) drives this API. Thread-safe.
+ * Every export (NBD, vhost-user, virtio in the VMM) drives this API. Thread-safe: the
+ * calls are synchronous, and an export that wants requests in parallel calls them from its
+ * own threads (common/workq.h).
  */
 #ifndef LZ_BLKD_ENGINE_H
 #define LZ_BLKD_ENGINE_H
@@ -74,33 +76,6 @@ enum blkd_status_ctx { BLKD_CTX_ALLOCATION, BLKD_CTX_DIRTY };
 typedef int (*blkd_status_fn)(void *arg, uint64_t off, uint64_t len, uint32_t flags);
 int blkd_engine_status(struct blkd_engine *e, enum blkd_status_ctx ctx, uint64_t off,
 		       uint64_t len, blkd_status_fn cb, void *arg);
-
-/*
- * Asynchronous requests: blkd_engine_submit() queues req and returns at once; an engine
- * thread runs it and calls req->done(req, result) exactly once (result as the synchronous
- * call would return). req must stay valid until then. Requests are independent: the
- * caller orders them (e.g. a flush after the writes it covers have completed).
- */
-enum blkd_op {
-	BLKD_OP_READ,
-	BLKD_OP_WRITE,
-	BLKD_OP_FLUSH,
-	BLKD_OP_DISCARD,
-	BLKD_OP_WRITE_ZEROES,
-};
-
-struct blkd_req {
-	enum blkd_op op;
-	bool fua;
-	uint64_t off, len;
-	void *buf;                 /* read into / write from (len bytes) */
-	void (*done)(struct blkd_req *req, int ret);
-	void *priv;                /* the caller's */
-	struct blkd_req *next;     /* the engine's */
-};
-
-/* -EINVAL for a bad op or a NULL done; -ESHUTDOWN once the engine is closing. */
-int blkd_engine_submit(struct blkd_engine *e, struct blkd_req *req);
 
 /*
  * Point-in-time delta of the overlay (see overlay_snapshot): every write completed before
