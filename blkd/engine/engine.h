@@ -127,7 +127,5 @@ void blkd_stats_cas_text(const struct cas_source_stats *c, struct json_buf *b);
 int blkd_engine_format_stats(struct blkd_engine *e, bool json, char **out, size_t *len);
 /* The same written to f, a stream of the caller's (the CLI's stdout, a --stats-json file). */
 void blkd_engine_print_stats(struct blkd_engine *e, FILE *f, bool json);
-/* blkd_stats_cas_text written to f. */
-void blkd_engine_print_cas_stats(const struct cas_source_stats *c, FILE *f);
 
 #endif

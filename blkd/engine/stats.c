@@ -172,13 +172,3 @@ void blkd_engine_print_stats(struct blkd_engine *e, FILE *f, bool json)
 	fwrite(s, 1, len, f);
 	free(s);
 }
-
-void blkd_engine_print_cas_stats(const struct cas_source_stats *c, FILE *f)
-{
-	struct json_buf b = { 0 };
-
-	blkd_stats_cas_text(c, &b);
-	if (b.p)
-		fwrite(b.p, 1, b.len, f);
-	json_buf_free(&b);
-}
