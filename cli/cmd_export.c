@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* lazyblk export: every block of a layout, through the engine's read path, into a raw disk. */
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -44,7 +45,7 @@ static int export_run(struct blkd_export_opts *o)
 {
 	struct blkd_export_stats st;
 	struct json_buf b = { 0 };
-	char why[512], h1[32], h2[32];
+	char why[PATH_MAX + 128], h1[32], h2[32];
 	int ret;
 
 	o->progress = export_progress;

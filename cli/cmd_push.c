@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* lazyblk push: publish a store's chunks (all, or those of some layouts) to a remote. */
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,7 +63,7 @@ static int push_run(struct cas_push_opts *o, char **images, int n_images)
 {
 	struct chunk_refs refs = { 0 };
 	struct cas_push_stats st;
-	char why[512], h[32];
+	char why[PATH_MAX + 128], h[32];
 	int ret;
 
 	if (n_images) {
