@@ -48,7 +48,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 # tests/tools/linkem: a loopback link emulator (docs/linkem.md), standalone, no library code
 LINKEM := $(BUILD)/tools/linkem
 
-.PHONY: all deps test unit integration run clean bench bench-cold check-sh
+.PHONY: all deps test unit integration run clean bench bench-cold check-sh check-lib
 all: $(BUILD)/lazyblk $(LINKEM)
 
 deps:
@@ -75,7 +75,7 @@ unit: $(UNIT_BINS)
 integration: $(BUILD)/lazyblk
 	@LAZYBLK=$(abspath $(BUILD)/lazyblk) tests/run-integration.sh
 
-test: check-sh $(BUILD)/lazyblk $(UNIT_BINS)
+test: check-sh check-lib $(BUILD)/lazyblk $(UNIT_BINS)
 	@tests/run-unit.sh $(UNIT_BINS)
 	@LAZYBLK=$(abspath $(BUILD)/lazyblk) tests/run-integration.sh
 
@@ -100,6 +100,11 @@ bench-cold: $(BUILD)/lazyblk
 
 clean:
 	rm -rf build
+
+# The library's rules (docs/conventions.md): only common/log.c writes to stdout/stderr (by
+# the objects' undefined symbols), no .c file over 800 lines, no function over 120.
+check-lib: $(LIB_OBJS)
+	@scripts/check-lib.sh $(BUILD)
 
 # ---- the initramfs's built-in files (vmm-glue/initramfs/internal.h): the guest's scripts,
 # checked by shellcheck (`make check-sh`, part of `make test`), and two helpers written in

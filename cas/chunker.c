@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include "../common/hash.h"
+#include "../common/workq.h"
 #include "chunk.h"
-
 
 /* Digests already handled by this run (open addressing; empty slot = all-zero key). */
 struct digest_set {
@@ -22,20 +22,15 @@ struct chunker {
 	struct store *store;
 	uint32_t chunk_size;
 	int level;
-	unsigned nthreads;
-	pthread_t *threads;
+	struct workq *q;           /* the jobs: buffers submitted (bounded by the pool) */
 
 	pthread_mutex_t lock;
-	pthread_cond_t cond_job;   /* a job was queued, or stop */
 	pthread_cond_t cond_buf;   /* a buffer was freed */
 	pthread_cond_t cond_idle;  /* a job finished */
 	struct chunk_buf *bufs;    /* n_bufs, owned */
 	struct chunk_buf **free_bufs;
 	size_t n_free, n_bufs;
-	struct chunk_buf **queue;  /* ring, capacity n_bufs */
-	size_t q_head, q_len;
 	size_t in_flight;          /* queued + running */
-	bool stop;
 	int error;
 	struct digest_set seen;
 	struct chunker_stats stats;
@@ -130,51 +125,70 @@ static int process(struct chunker *c, struct chunk_codec *codec, uint8_t *zbuf, 
 	return 0;
 }
 
-static void *worker(void *arg)
+/* A worker's own compression state. */
+struct chunk_worker {
+	struct chunk_codec *codec;
+	uint8_t *zbuf;
+	size_t zcap;
+};
+
+static void *worker_new(void *ctx)
 {
-	struct chunker *c = arg;
-	size_t zcap = chunk_compress_bound(c->chunk_size);
-	uint8_t *zbuf = malloc(zcap);
-	struct chunk_codec *codec = chunk_codec_new(c->level);
+	struct chunker *c = ctx;
+	struct chunk_worker *w = calloc(1, sizeof(*w));
 
-	for (;;) {
-		struct chunk_buf *j;
-		int ret;
-
-		pthread_mutex_lock(&c->lock);
-		while (!c->q_len && !c->stop)
-			pthread_cond_wait(&c->cond_job, &c->lock);
-		if (!c->q_len) {
-			pthread_mutex_unlock(&c->lock);
-			break;
-		}
-		j = c->queue[c->q_head];
-		c->q_head = (c->q_head + 1) % c->n_bufs;
-		c->q_len--;
-		pthread_mutex_unlock(&c->lock);
-
-		ret = (!zbuf || !codec) ? -ENOMEM : process(c, codec, zbuf, zcap, j);
-
-		pthread_mutex_lock(&c->lock);
-		if (ret && !c->error)
-			c->error = ret;
-		j->fill = 0;
-		j->n_slots = 0;
-		c->free_bufs[c->n_free++] = j;
-		c->in_flight--;
-		pthread_cond_signal(&c->cond_buf);
-		pthread_cond_broadcast(&c->cond_idle);
-		pthread_mutex_unlock(&c->lock);
+	if (!w)
+		return NULL;
+	w->zcap = chunk_compress_bound(c->chunk_size);
+	w->zbuf = malloc(w->zcap);
+	w->codec = chunk_codec_new(c->level);
+	if (!w->zbuf || !w->codec) {
+		chunk_codec_free(w->codec);
+		free(w->zbuf);
+		free(w);
+		return NULL;
 	}
-	chunk_codec_free(codec);
-	free(zbuf);
-	return NULL;
+	return w;
+}
+
+static void worker_free(void *state, void *ctx)
+{
+	struct chunk_worker *w = state;
+
+	(void)ctx;
+	if (!w)
+		return;
+	chunk_codec_free(w->codec);
+	free(w->zbuf);
+	free(w);
+}
+
+static void job_run(struct workq_item *it, void *ctx, void *state)
+{
+	struct chunker *c = ctx;
+	struct chunk_worker *w = state;
+	struct chunk_buf *j = (struct chunk_buf *)it;
+	int ret = w ? process(c, w->codec, w->zbuf, w->zcap, j) : -ENOMEM;
+
+	pthread_mutex_lock(&c->lock);
+	if (ret && !c->error)
+		c->error = ret;
+	j->fill = 0;
+	j->n_slots = 0;
+	c->free_bufs[c->n_free++] = j;
+	c->in_flight--;
+	pthread_cond_signal(&c->cond_buf);
+	pthread_cond_broadcast(&c->cond_idle);
+	pthread_mutex_unlock(&c->lock);
 }
 
 int chunker_new(struct store *s, const struct chunker_opts *o, struct chunker **out)
 {
+	static const struct workq_local wl = { worker_new, worker_free, job_run };
 	struct chunker *c = calloc(1, sizeof(*c));
+	unsigned nthreads;
 	long ncpu;
+	int ret;
 
 	if (!c)
 		return -ENOMEM;
@@ -182,17 +196,14 @@ int chunker_new(struct store *s, const struct chunker_opts *o, struct chunker **
 	c->chunk_size = o->chunk_size ? o->chunk_size : CHUNK_SIZE_DEFAULT;
 	c->level = o->level;
 	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	c->nthreads = o->threads ? o->threads : (unsigned)(ncpu > 0 ? ncpu : 1);
-	c->n_bufs = c->nthreads * 2 + 2;
+	nthreads = o->threads ? o->threads : (unsigned)(ncpu > 0 ? ncpu : 1);
+	c->n_bufs = nthreads * 2 + 2;
 	pthread_mutex_init(&c->lock, NULL);
-	pthread_cond_init(&c->cond_job, NULL);
 	pthread_cond_init(&c->cond_buf, NULL);
 	pthread_cond_init(&c->cond_idle, NULL);
 	c->bufs = calloc(c->n_bufs, sizeof(*c->bufs));
 	c->free_bufs = calloc(c->n_bufs, sizeof(*c->free_bufs));
-	c->queue = calloc(c->n_bufs, sizeof(*c->queue));
-	c->threads = calloc(c->nthreads, sizeof(*c->threads));
-	if (!c->bufs || !c->free_bufs || !c->queue || !c->threads)
+	if (!c->bufs || !c->free_bufs)
 		goto nomem;
 	for (size_t i = 0; i < c->n_bufs; i++) {
 		struct chunk_buf *b = &c->bufs[i];
@@ -203,17 +214,14 @@ int chunker_new(struct store *s, const struct chunker_opts *o, struct chunker **
 			goto nomem;
 		c->free_bufs[c->n_free++] = b;
 	}
-	for (unsigned i = 0; i < c->nthreads; i++) {
-		if (pthread_create(&c->threads[i], NULL, worker, c) != 0) {
-			c->nthreads = i;
-			chunker_free(c);
-			return -EAGAIN;
-		}
+	ret = workq_new_local(nthreads, 0, &wl, c, &c->q);
+	if (ret) {
+		chunker_free(c);
+		return ret;
 	}
 	*out = c;
 	return 0;
 nomem:
-	c->nthreads = 0;
 	chunker_free(c);
 	return -ENOMEM;
 }
@@ -247,15 +255,20 @@ int chunker_submit(struct chunker *c, struct chunk_buf *b)
 	int ret;
 
 	pthread_mutex_lock(&c->lock);
-	/* a job is a buffer, so the ring (n_bufs long) cannot overflow */
-	c->queue[(c->q_head + c->q_len) % c->n_bufs] = b;
-	c->q_len++;
 	c->in_flight++;
 	c->stats.chunks++;
 	c->stats.raw_bytes += b->fill;
 	ret = c->error;
-	pthread_cond_signal(&c->cond_job);
 	pthread_mutex_unlock(&c->lock);
+	if (workq_push(c->q, &b->item)) {
+		/* closing (never while the importer submits): the job is dropped, said so */
+		pthread_mutex_lock(&c->lock);
+		c->in_flight--;
+		c->free_bufs[c->n_free++] = b;
+		ret = c->error = c->error ? c->error : -ESHUTDOWN;
+		pthread_cond_broadcast(&c->cond_idle);
+		pthread_mutex_unlock(&c->lock);
+	}
 	return ret;
 }
 
@@ -283,12 +296,7 @@ void chunker_free(struct chunker *c)
 {
 	if (!c)
 		return;
-	pthread_mutex_lock(&c->lock);
-	c->stop = true;
-	pthread_cond_broadcast(&c->cond_job);
-	pthread_mutex_unlock(&c->lock);
-	for (unsigned i = 0; i < c->nthreads; i++)
-		pthread_join(c->threads[i], NULL);
+	workq_free(c->q); /* queued jobs run first */
 	if (c->bufs)
 		for (size_t i = 0; i < c->n_bufs; i++) {
 			free(c->bufs[i].data);
@@ -296,10 +304,7 @@ void chunker_free(struct chunker *c)
 		}
 	free(c->bufs);
 	free(c->free_bufs);
-	free(c->queue);
-	free(c->threads);
 	free(c->seen.keys);
-	pthread_cond_destroy(&c->cond_job);
 	pthread_cond_destroy(&c->cond_buf);
 	pthread_cond_destroy(&c->cond_idle);
 	pthread_mutex_destroy(&c->lock);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Parallel chunking: the importer fills fixed-size buffers with file content and submits
- * them; worker threads hash (sha256), deduplicate, compress (zstd) and stage each chunk in
- * the store, then write the chunk's reference into the caller's slot. Memory is bounded by
+ * them; worker threads (a common/workq, each with its own zstd context) hash (sha256),
+ * deduplicate, compress (zstd) and stage each chunk in the store, then write the chunk's reference into the caller's slot. Memory is bounded by
  * the buffer pool: chunker_buf_get() blocks while every buffer is in flight.
  */
 #ifndef LZ_CAS_CHUNKER_H
@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../common/workq.h"
 #include "manifest.h"
 #include "store.h"
 
@@ -43,6 +44,7 @@ uint32_t chunker_chunk_size(const struct chunker *c);
  * and off already set by the importer) that receive the chunk's digest once it is hashed.
  */
 struct chunk_buf {
+	struct workq_item item;    /* the chunker's: a submitted buffer is a job of its workq */
 	uint8_t *data;             /* chunker_chunk_size() bytes */
 	size_t fill;
 	struct mf_chunk **slots;   /* CHUNK_PACK_MAX_PIECES entries */

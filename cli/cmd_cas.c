@@ -108,6 +108,63 @@ static int run_gc(struct store *s, const char *store_dir, const char *const *kee
 	return 0;
 }
 
+/* lazyblk cas stats; closes s. */
+static int run_stats(struct store *s, const char *store_dir)
+{
+	struct store_stats st;
+	char h1[32], h2[32];
+	int ret = store_stats(s, &st);
+
+	store_close(s);
+	if (ret) {
+		log_error("%s: %s", store_dir, strerror(-ret));
+		return 1;
+	}
+	printf("chunks        %llu\n", (unsigned long long)st.chunks);
+	printf("raw bytes     %llu (%s)\n", (unsigned long long)st.raw_bytes,
+	       size_human(st.raw_bytes, h1, sizeof(h1)));
+	printf("stored bytes  %llu (%s)\n", (unsigned long long)st.stored_bytes,
+	       size_human(st.stored_bytes, h2, sizeof(h2)));
+	if (st.raw_bytes)
+		printf("ratio         %.2f\n", (double)st.stored_bytes / (double)st.raw_bytes);
+	if (st.bad_headers)
+		printf("unreadable    %llu (run lazyblk cas verify)\n",
+		       (unsigned long long)st.bad_headers);
+	printf("plain copies  %llu (%llu bytes, %s)\n", (unsigned long long)st.plain_files,
+	       (unsigned long long)st.plain_bytes, size_human(st.plain_bytes, h1, sizeof(h1)));
+	return 0;
+}
+
+/* lazyblk cas verify; closes s. */
+static int run_verify(struct store *s, const char *store_dir)
+{
+	struct verify_result res;
+	int ret = store_verify(s, report, NULL, &res);
+
+	store_close(s);
+	if (ret) {
+		log_error("%s: %s", store_dir, strerror(-ret));
+		return 1;
+	}
+	printf("verified %llu chunks: %llu ok, %llu corrupt\n", (unsigned long long)res.checked,
+	       (unsigned long long)res.ok, (unsigned long long)res.corrupt);
+	printf("verified %llu plain copies: %llu ok, %llu bad (removed)\n",
+	       (unsigned long long)res.plain_checked, (unsigned long long)res.plain_ok,
+	       (unsigned long long)res.plain_bad);
+	ret = 0;
+	if (res.corrupt) {
+		log_error("%llu corrupt chunk%s in %s", (unsigned long long)res.corrupt,
+			  res.corrupt == 1 ? "" : "s", store_dir);
+		ret = 1;
+	}
+	if (res.plain_bad) {
+		log_error("%llu bad plain cop%s in %s (removed)", (unsigned long long)res.plain_bad,
+			  res.plain_bad == 1 ? "y" : "ies", store_dir);
+		ret = 1;
+	}
+	return ret;
+}
+
 int cmd_cas(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -190,57 +247,7 @@ int cmd_cas(int argc, char **argv)
 		store_close(s);
 		goto out;
 	}
-	if (!strcmp(sub, "stats")) {
-		struct store_stats st;
-		char h1[32], h2[32];
-
-		ret = store_stats(s, &st);
-		store_close(s);
-		if (ret) {
-			log_error("%s: %s", store_dir, strerror(-ret));
-			ret = 1;
-			goto out;
-		}
-		printf("chunks        %llu\n", (unsigned long long)st.chunks);
-		printf("raw bytes     %llu (%s)\n", (unsigned long long)st.raw_bytes,
-		       size_human(st.raw_bytes, h1, sizeof(h1)));
-		printf("stored bytes  %llu (%s)\n", (unsigned long long)st.stored_bytes,
-		       size_human(st.stored_bytes, h2, sizeof(h2)));
-		if (st.raw_bytes)
-			printf("ratio         %.2f\n", (double)st.stored_bytes / (double)st.raw_bytes);
-		if (st.bad_headers)
-			printf("unreadable    %llu (run lazyblk cas verify)\n",
-			       (unsigned long long)st.bad_headers);
-		printf("plain copies  %llu (%llu bytes, %s)\n", (unsigned long long)st.plain_files,
-		       (unsigned long long)st.plain_bytes, size_human(st.plain_bytes, h1, sizeof(h1)));
-		ret = 0;
-		goto out;
-	}
-	struct verify_result res;
-
-	ret = store_verify(s, report, NULL, &res);
-	store_close(s);
-	if (ret) {
-		log_error("%s: %s", store_dir, strerror(-ret));
-		ret = 1;
-		goto out;
-	}
-	printf("verified %llu chunks: %llu ok, %llu corrupt\n", (unsigned long long)res.checked,
-	       (unsigned long long)res.ok, (unsigned long long)res.corrupt);
-	printf("verified %llu plain copies: %llu ok, %llu bad (removed)\n",
-	       (unsigned long long)res.plain_checked, (unsigned long long)res.plain_ok,
-	       (unsigned long long)res.plain_bad);
-	ret = 0;
-	if (res.corrupt) {
-		log_error("%llu corrupt chunk%s in %s", (unsigned long long)res.corrupt,
-			  res.corrupt == 1 ? "" : "s", store_dir);
-		ret = 1;
-	}
-	if (res.plain_bad) {
-		log_error("%llu bad plain cop%s in %s (removed)", (unsigned long long)res.plain_bad,
-			  res.plain_bad == 1 ? "y" : "ies", store_dir);
-		ret = 1;
-	}
+	ret = !strcmp(sub, "stats") ? run_stats(s, store_dir) : run_verify(s, store_dir);
 out:
 	free(keep);
 	return ret;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "../blkd/engine/overlay.h"
+#include "../common/json_out.h"
 #include "../common/log.h"
 #include "../common/sha256.h"
 #include "../common/size.h"
@@ -59,13 +60,20 @@ static int overlay_show(const char *path, bool json)
 	sha256_to_hex(overlay_layout_digest(ov), hex);
 	alloc = stat(path, &sb) == 0 ? (uint64_t)sb.st_blocks * 512 : 0;
 	if (json) {
-		printf("{\"layout\":\"%s\",\"disk_bytes\":%llu,\"blocks\":%llu,"
-		       "\"dirty_blocks\":%llu,\"zero_blocks\":%llu,\"clean_blocks\":%llu,"
-		       "\"allocated_bytes\":%llu}\n",
-		       hex, (unsigned long long)overlay_disk_bytes(ov), (unsigned long long)blocks,
-		       (unsigned long long)st.dirty_blocks, (unsigned long long)st.zero_blocks,
-		       (unsigned long long)(blocks - st.dirty_blocks - st.zero_blocks),
-		       (unsigned long long)alloc);
+		struct json_buf j = { 0 };
+
+		json_buf_puts(&j, "{");
+		json_field_str(&j, "layout", hex);
+		json_field_u64(&j, "disk_bytes", overlay_disk_bytes(ov));
+		json_field_u64(&j, "blocks", blocks);
+		json_field_u64(&j, "dirty_blocks", st.dirty_blocks);
+		json_field_u64(&j, "zero_blocks", st.zero_blocks);
+		json_field_u64(&j, "clean_blocks", blocks - st.dirty_blocks - st.zero_blocks);
+		json_field_u64(&j, "allocated_bytes", alloc);
+		json_buf_puts(&j, "}\n");
+		if (j.p)
+			fputs(j.p, stdout);
+		json_buf_free(&j);
 	} else {
 		printf("layout     %s\n", hex);
 		printf("disk       %s (%llu blocks)\n", size_human(overlay_disk_bytes(ov), h1,

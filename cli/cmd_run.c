@@ -212,6 +212,28 @@ static int run_vm(struct run_args *a)
 	return ret ? 1 : status;
 }
 
+/* The options taken together, after parsing: 0, or EXIT_USAGE with the error said. */
+static int run_check(const struct run_args *a, unsigned mib)
+{
+	if (!a->vo.kernel)
+		return cli_usage_error("missing --kernel FILE (see lazyblk run --help)");
+	if (a->layout && !a->eo.store_dir)
+		return cli_usage_error("missing --store DIR");
+	if (!a->layout && (a->eo.store_dir || a->eo.overlay_path || a->rem.url || a->stats_json ||
+			   a->manifest || a->tr.record || a->tr.prefetch || a->tr.prefetch_all))
+		return cli_usage_error("--store, --overlay, --remote, --manifest, --stats-json, "
+				       "--trace-record and --prefetch need IMAGE.layout");
+	if (!a->layout && a->cmd_n)
+		return cli_usage_error("-- CMD needs IMAGE.layout (the command runs in the image)");
+	if (a->layout && a->vo.initrd && a->cmd_n)
+		return cli_usage_error("-- CMD needs the built initramfs: drop --initrd");
+	if (cli_remote_check(&a->rem))
+		return EXIT_USAGE;
+	if (a->vo.hugepages && mib % 2)
+		return cli_usage_error("--hugepages needs --mem in whole 2 MiB pages");
+	return 0;
+}
+
 int cmd_run(int argc, char **argv)
 {
 	enum { O_OVERLAY = 256, O_INITRD, O_APPEND, O_CPUS, O_MEM, O_DISK, O_HUGE, O_POP,
@@ -311,22 +333,8 @@ int cmd_run(int argc, char **argv)
 		a.layout = argv[optind];
 	if (optind + 1 < nopt)
 		return cli_usage_error("unexpected argument '%s'", argv[optind + 1]);
-	if (!a.vo.kernel)
-		return cli_usage_error("missing --kernel FILE (see lazyblk run --help)");
-	if (a.layout && !a.eo.store_dir)
-		return cli_usage_error("missing --store DIR");
-	if (!a.layout && (a.eo.store_dir || a.eo.overlay_path || a.rem.url || a.stats_json ||
-			  a.manifest || a.tr.record || a.tr.prefetch || a.tr.prefetch_all))
-		return cli_usage_error("--store, --overlay, --remote, --manifest, --stats-json, "
-				       "--trace-record and --prefetch need IMAGE.layout");
-	if (!a.layout && a.cmd_n)
-		return cli_usage_error("-- CMD needs IMAGE.layout (the command runs in the image)");
-	if (a.layout && a.vo.initrd && a.cmd_n)
-		return cli_usage_error("-- CMD needs the built initramfs: drop --initrd");
-	if (cli_remote_check(&a.rem))
+	if (run_check(&a, mib))
 		return EXIT_USAGE;
-	if (a.vo.hugepages && mib % 2)
-		return cli_usage_error("--hugepages needs --mem in whole 2 MiB pages");
 	a.vo.mem = (uint64_t)mib << 20;
 	cli_remote_to_engine(&a.rem, &a.eo);
 	a.tr.manifest = a.manifest;

@@ -13,6 +13,7 @@
 
 #include "../blkd/coldstart/warm.h"
 #include "../common/clock.h"
+#include "../common/json_out.h"
 #include "../common/log.h"
 #include "../common/size.h"
 #include "cli.h"
@@ -85,14 +86,24 @@ static void report(const struct blkd_prefetch_stats *st, bool json, bool stopped
 	char b[32];
 
 	if (json) {
-		printf("{\"planned\":%llu,\"done\":%llu,\"fetched\":%llu,\"fetched_bytes\":%llu,"
-		       "\"present\":%llu,\"failed\":%llu,\"cache_full\":%s,\"interrupted\":%s,"
-		       "\"seconds\":%.3f,\"trace_files\":%llu,\"trace_files_found\":%llu}\n",
-		       (unsigned long long)st->planned, (unsigned long long)st->done,
-		       (unsigned long long)st->fetched, (unsigned long long)st->fetched_bytes,
-		       (unsigned long long)st->present, (unsigned long long)st->failed,
-		       st->cache_full ? "true" : "false", stopped ? "true" : "false", secs,
-		       (unsigned long long)files, (unsigned long long)found);
+		struct json_buf j = { 0 };
+
+		json_buf_puts(&j, "{");
+		json_field_u64(&j, "planned", st->planned);
+		json_field_u64(&j, "done", st->done);
+		json_field_u64(&j, "fetched", st->fetched);
+		json_field_u64(&j, "fetched_bytes", st->fetched_bytes);
+		json_field_u64(&j, "present", st->present);
+		json_field_u64(&j, "failed", st->failed);
+		json_field_bool(&j, "cache_full", st->cache_full);
+		json_field_bool(&j, "interrupted", stopped);
+		json_field_fixed(&j, "seconds", secs, 3);
+		json_field_u64(&j, "trace_files", files);
+		json_field_u64(&j, "trace_files_found", found);
+		json_buf_puts(&j, "}\n");
+		if (j.p)
+			fputs(j.p, stdout);
+		json_buf_free(&j);
 		return;
 	}
 	printf("warmed %llu of %llu chunks in %.1f s: %llu fetched (%s), %llu there already, "

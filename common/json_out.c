@@ -1,8 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 #include "json_out.h"
 
+#include <errno.h>
+#include <stdarg.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "grow.h"
+
+static const char hex_digits[] = "0123456789abcdef";
 
 bool json_utf8_valid(const char *s, size_t len)
 {
@@ -59,10 +66,13 @@ void json_write_str(FILE *f, const char *s, size_t len)
 		case '\t': fputs("\\t", f); break;
 		case '\r': fputs("\\r", f); break;
 		default:
-			if (c < 0x20 || c == 0x7f)
-				fprintf(f, "\\u%04x", c);
-			else
+			if (c < 0x20 || c == 0x7f) {
+				fputs("\\u00", f);
+				fputc(hex_digits[c >> 4], f);
+				fputc(hex_digits[c & 15], f);
+			} else {
 				fputc(c, f);
+			}
 		}
 	}
 	fputc('"', f);
@@ -70,18 +80,132 @@ void json_write_str(FILE *f, const char *s, size_t len)
 
 void json_write_field_bytes(FILE *f, const char *key, const void *v, size_t len)
 {
-	static const char digits[] = "0123456789abcdef";
 	const uint8_t *p = v;
 
+	fputc('"', f);
+	fputs(key, f);
 	if (json_utf8_valid(v, len)) {
-		fprintf(f, "\"%s\":", key);
+		fputs("\":", f);
 		json_write_str(f, v, len);
 		return;
 	}
-	fprintf(f, "\"%s_hex\":\"", key);
+	fputs("_hex\":\"", f);
 	for (size_t i = 0; i < len; i++) {
-		fputc(digits[p[i] >> 4], f);
-		fputc(digits[p[i] & 15], f);
+		fputc(hex_digits[p[i] >> 4], f);
+		fputc(hex_digits[p[i] & 15], f);
 	}
 	fputc('"', f);
+}
+
+/* ------------------------------------------------------------ documents in memory */
+
+void json_buf_reserve(struct json_buf *b, size_t more)
+{
+	if (b->err || b->cap - b->len > more)
+		return;
+	if (more >= SIZE_MAX - b->len ||
+	    !grow_from((void **)&b->p, &b->cap, b->len + more + 1, 1, 256))
+		b->err = -ENOMEM;
+}
+
+void json_buf_put(struct json_buf *b, const char *s, size_t n)
+{
+	json_buf_reserve(b, n);
+	if (b->err)
+		return;
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+void json_buf_puts(struct json_buf *b, const char *s)
+{
+	json_buf_put(b, s, strlen(s));
+}
+
+void json_buf_u64(struct json_buf *b, uint64_t v)
+{
+	char buf[24];
+	size_t i = sizeof(buf);
+
+	do {
+		buf[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	json_buf_put(b, buf + i, sizeof(buf) - i);
+}
+
+void json_buf_printf(struct json_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (b->err)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		b->err = -EINVAL;
+		return;
+	}
+	json_buf_reserve(b, (size_t)n);
+	if (b->err)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+}
+
+char *json_buf_take(struct json_buf *b, size_t *len)
+{
+	char *p = b->p;
+
+	if (len)
+		*len = b->len;
+	b->p = NULL;
+	b->len = b->cap = 0;
+	return p;
+}
+
+void json_buf_free(struct json_buf *b)
+{
+	free(b->p);
+	*b = (struct json_buf){ 0 };
+}
+
+static void json_key(struct json_buf *b, const char *key)
+{
+	if (b->len && b->p[b->len - 1] != '{' && b->p[b->len - 1] != '[')
+		json_buf_put(b, ",", 1);
+	json_buf_put(b, "\"", 1);
+	json_buf_puts(b, key);
+	json_buf_put(b, "\":", 2);
+}
+
+void json_field_u64(struct json_buf *b, const char *key, uint64_t v)
+{
+	json_key(b, key);
+	json_buf_u64(b, v);
+}
+
+void json_field_bool(struct json_buf *b, const char *key, bool v)
+{
+	json_key(b, key);
+	json_buf_puts(b, v ? "true" : "false");
+}
+
+void json_field_fixed(struct json_buf *b, const char *key, double v, int decimals)
+{
+	json_key(b, key);
+	json_buf_printf(b, "%.*f", decimals, v);
+}
+
+void json_field_str(struct json_buf *b, const char *key, const char *v)
+{
+	json_key(b, key);
+	json_buf_put(b, "\"", 1);
+	json_buf_puts(b, v);
+	json_buf_put(b, "\"", 1);
 }

@@ -88,6 +88,15 @@ void log_debug(const char *fmt, ...)
 	va_end(ap);
 }
 
+void log_notice(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	log_emit("", fmt, ap, false);
+	va_end(ap);
+}
+
 bool log_progress_enabled(void)
 {
 	if (g_log.progress < 0)

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Error and progress reporting: one clear line on stderr, "lazyblk: CTX: msg". */
+/*
+ * Error and progress reporting: one clear line on stderr, "lazyblk: CTX: msg". The only
+ * code of the library that writes to stderr (docs/conventions.md; scripts/check-lib.sh).
+ */
 #ifndef LZ_COMMON_LOG_H
 #define LZ_COMMON_LOG_H
 
@@ -22,6 +25,11 @@ void log_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/*
+ * A line that is neither an error nor a warning, shown at every verbosity (also -q) and
+ * without a "warning: " prefix: what the user asked to see (run's boot-timer marks).
+ */
+void log_notice(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Progress line on a terminal: redrawn in place with \r; silent when stderr is no tty. */
 bool log_progress_enabled(void);

@@ -17,6 +17,7 @@ struct workq {
 	bool closing;
 	bool joined;
 	workq_fn fn;
+	struct workq_local local;      /* fn NULL: the queue runs fn above */
 	void *ctx;
 	unsigned n_threads;
 	pthread_t *threads;
@@ -25,6 +26,7 @@ struct workq {
 static void *workq_main(void *arg)
 {
 	struct workq *q = arg;
+	void *state = q->local.init ? q->local.init(q->ctx) : NULL;
 
 	pthread_mutex_lock(&q->lock);
 	for (;;) {
@@ -45,21 +47,25 @@ static void *workq_main(void *arg)
 		pthread_mutex_unlock(&q->lock);
 
 		it->next = NULL;
-		q->fn(it, q->ctx);
+		if (q->local.fn)
+			q->local.fn(it, q->ctx, state);
+		else
+			q->fn(it, q->ctx);
 
 		pthread_mutex_lock(&q->lock);
 		q->running--;
 	}
 	pthread_mutex_unlock(&q->lock);
+	if (q->local.fini)
+		q->local.fini(state, q->ctx);
 	return NULL;
 }
 
-int workq_new(unsigned threads, size_t max_queued, workq_fn fn, void *ctx, struct workq **out)
+static int workq_start(unsigned threads, size_t max_queued, workq_fn fn,
+		       const struct workq_local *l, void *ctx, struct workq **out)
 {
 	struct workq *q;
 
-	if (!threads || !fn)
-		return -EINVAL;
 	q = calloc(1, sizeof(*q));
 	if (!q)
 		return -ENOMEM;
@@ -73,6 +79,8 @@ int workq_new(unsigned threads, size_t max_queued, workq_fn fn, void *ctx, struc
 	pthread_cond_init(&q->room, NULL);
 	q->max_queued = max_queued;
 	q->fn = fn;
+	if (l)
+		q->local = *l;
 	q->ctx = ctx;
 	while (q->n_threads < threads &&
 	       !pthread_create(&q->threads[q->n_threads], NULL, workq_main, q))
@@ -83,6 +91,21 @@ int workq_new(unsigned threads, size_t max_queued, workq_fn fn, void *ctx, struc
 	}
 	*out = q;
 	return 0;
+}
+
+int workq_new(unsigned threads, size_t max_queued, workq_fn fn, void *ctx, struct workq **out)
+{
+	if (!threads || !fn)
+		return -EINVAL;
+	return workq_start(threads, max_queued, fn, NULL, ctx, out);
+}
+
+int workq_new_local(unsigned threads, size_t max_queued, const struct workq_local *l, void *ctx,
+		    struct workq **out)
+{
+	if (!threads || !l || !l->fn)
+		return -EINVAL;
+	return workq_start(threads, max_queued, NULL, l, ctx, out);
 }
 
 int workq_push(struct workq *q, struct workq_item *item)

@@ -33,6 +33,20 @@ typedef void (*workq_fn)(struct workq_item *item, void *ctx);
 int workq_new(unsigned threads, size_t max_queued, workq_fn fn, void *ctx, struct workq **out);
 
 /*
+ * Work that needs scratch space of each worker's own (a read buffer, a decompression
+ * context): init(ctx) runs on each worker as it starts and makes its state; fn gets that
+ * state with every item the worker runs (NULL when init could not make one: fn then fails
+ * the item, typically with -ENOMEM); fini(state, ctx) runs as the worker ends.
+ */
+struct workq_local {
+	void *(*init)(void *ctx);
+	void (*fini)(void *state, void *ctx);
+	void (*fn)(struct workq_item *item, void *ctx, void *state);
+};
+int workq_new_local(unsigned threads, size_t max_queued, const struct workq_local *l, void *ctx,
+		    struct workq **out);
+
+/*
  * Append item (waits for room in a bounded queue; a worker pushing to its own full queue
  * would wait for itself: push from workers only to unbounded queues). -ESHUTDOWN once
  * workq_close has started (the item stays the caller's).
@@ -43,8 +57,8 @@ int workq_push(struct workq *q, struct workq_item *item);
 size_t workq_pending(struct workq *q);
 
 /*
- * No more items: the workers run what is queued, then end; joined here. Call it from the queue's owner (not from a worker); calling it again does
- * nothing. workq_free calls it.
+ * No more items: the workers run what is queued, then end; joined here. Call it from the
+ * queue's owner (not from a worker); calling it again does nothing. workq_free calls it.
  */
 void workq_close(struct workq *q);
 void workq_free(struct workq *q);

@@ -1,16 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 #include "pio.h"
 
-#include <stdio.h>
 #include <string.h>
 
 #include "../common/clock.h"
+#include "../common/log.h"
 
 #define I8042_CMD_RESET 0xfe
 
 static void pio_boot_timer(const struct pio_devs *p, uint32_t v)
 {
-	fprintf(stderr, "lazyblk: run: boot-timer: %u at %.3f ms\n", v, clock_ms_since(&p->t0));
+	log_notice("boot-timer: %u at %.3f ms", v, clock_ms_since(&p->t0));
 }
 
 bool pio_access(struct pio_devs *p, uint16_t port, uint8_t *data, uint32_t size,

@@ -363,8 +363,8 @@ int vmm_run(const struct vmm_opts *o, int *status)
 	if (!ret)
 		ret = vmm_cpus(v, hw_virt);
 	if (!ret && !hw_virt && log_get_level() > 0)
-		fprintf(stderr, "lazyblk: run: no hardware virtualization (no vmx/svm in "
-				"/proc/cpuinfo): /dev/kvm is software here, guests run very slowly\n");
+		log_notice("no hardware virtualization (no vmx/svm in /proc/cpuinfo): /dev/kvm is "
+			   "software here, guests run very slowly");
 	if (!ret)
 		log_info("starting %u vCPU%s at %.1f ms", v->ncpus, v->ncpus == 1 ? "" : "s",
 			 clock_ms_since(&o->t0));

@@ -32,7 +32,7 @@ struct blkd_prefetch_stats {
 	uint64_t present;        /* in the store already */
 	uint64_t failed;
 	bool cache_full;         /* stopped: the next chunk could make the cache evict */
-	bool finished;           /* every thread has ended (plan walked, stopped, or full) */
+	bool finished;           /* the walk has ended (plan walked, stopped, or full) */
 };
 
 /* Takes plan; borrows src and l until stopped. Prints nothing. -errno. */

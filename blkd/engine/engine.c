@@ -16,7 +16,6 @@
 #include "../coldstart/trace_plan.h"
 
 #define STRIPES 256
-#define WORKERS 4
 #define STATUS_MAX_BLOCKS (1u << 16)   /* one status reply covers at most 256 MiB */
 #define MEM_CACHE_DEFAULT (256ull << 20)
 #define READAHEAD_CHUNKS 16  /* sequential reads: chunks loaded ahead, at most */
@@ -35,13 +34,6 @@ struct blkd_engine {
 	pthread_mutex_t stripe[STRIPES]; /* read-modify-write of one block at a time */
 	uint64_t size;
 	bool read_only;
-	/* asynchronous requests: a FIFO served by WORKERS threads, started on first use */
-	pthread_mutex_t q_lock;
-	pthread_cond_t q_cond;
-	struct blkd_req *q_head, *q_tail;
-	pthread_t workers[WORKERS];
-	unsigned n_workers;
-	bool q_stop;
 	/* counters (atomic) */
 	uint64_t reads, writes, flushes, discards, read_bytes, write_bytes;
 	uint64_t overlay_hits, meta_hits, chunk_hits, zero_hits, in_flight;
@@ -127,8 +119,6 @@ int blkd_engine_open(const struct blkd_engine_opts *o, struct blkd_engine **out)
 	clock_gettime(CLOCK_MONOTONIC, &e->t0);
 	for (int i = 0; i < STRIPES; i++)
 		pthread_mutex_init(&e->stripe[i], NULL);
-	pthread_mutex_init(&e->q_lock, NULL);
-	pthread_cond_init(&e->q_cond, NULL);
 	ret = layout_open(o->layout_path, &e->layout, &why);
 	if (ret) {
 		log_error("%s: %s", o->layout_path, why ? why : strerror(-ret));
@@ -181,22 +171,10 @@ fail:
 	return ret;
 }
 
-static void workers_stop(struct blkd_engine *e)
-{
-	pthread_mutex_lock(&e->q_lock);
-	e->q_stop = true;
-	pthread_cond_broadcast(&e->q_cond);
-	pthread_mutex_unlock(&e->q_lock);
-	for (unsigned i = 0; i < e->n_workers; i++)
-		pthread_join(e->workers[i], NULL);
-	e->n_workers = 0;
-}
-
 void blkd_engine_close(struct blkd_engine *e)
 {
 	if (!e)
 		return;
-	workers_stop(e); /* queued requests complete first */
 	blkd_prefetch_free(e->prefetch);
 	if (e->ov && !e->read_only)
 		overlay_flush(e->ov);
@@ -210,8 +188,6 @@ void blkd_engine_close(struct blkd_engine *e)
 	layout_close(e->layout);
 	for (int i = 0; i < STRIPES; i++)
 		pthread_mutex_destroy(&e->stripe[i]);
-	pthread_cond_destroy(&e->q_cond);
-	pthread_mutex_destroy(&e->q_lock);
 	free(e);
 }
 
@@ -572,185 +548,4 @@ void blkd_engine_get_stats(struct blkd_engine *e, struct blkd_engine_stats *st)
 		st->zero_blocks = os.zero_blocks;
 		st->snapshot_copies = os.snapshot_copies;
 	}
-}
-
-#define U(x) ((unsigned long long)(x))
-
-static void print_cas_json(FILE *f, const struct cas_source_stats *c)
-{
-	const struct remote_stats *r = &c->remote;
-
-	fprintf(f, ",\"disk_hits\":%llu,\"disk_bytes\":%llu,\"verify_failures\":%llu,"
-		   "\"remote_fetches\":%llu,\"remote_bytes\":%llu,\"remote_requests\":%llu,"
-		   "\"remote_retries\":%llu,\"remote_failures\":%llu,\"remote_not_found\":%llu,"
-		   "\"fetch_ms_p50\":%.3f,\"fetch_ms_p90\":%.3f,\"fetch_ms_p99\":%.3f,"
-		   "\"fetch_ms_max\":%.3f,\"cache_limit_bytes\":%llu,\"cache_used_bytes\":%llu,"
-		   "\"cache_evictions\":%llu,\"cache_evicted_bytes\":%llu,\"plain_hits\":%llu,"
-		   "\"plain_bytes\":%llu,\"plain_writes\":%llu,\"plain_write_failures\":%llu,"
-		   "\"plain_bad\":%llu",
-		U(c->disk_hits), U(c->disk_bytes), U(c->verify_failures), U(c->remote_fetches),
-		U(r->fetched_bytes), U(r->requests), U(r->retries), U(r->failures), U(r->not_found),
-		r->lat_p50_us / 1e3, r->lat_p90_us / 1e3, r->lat_p99_us / 1e3, r->lat_max_us / 1e3,
-		U(c->cache_limit), U(c->cache_used), U(c->cache_evictions),
-		U(c->cache_evicted_bytes), U(c->plain_hits), U(c->plain_bytes), U(c->plain_writes),
-		U(c->plain_write_failures), U(c->plain_bad));
-}
-
-void blkd_engine_print_cas_stats(const struct cas_source_stats *c, FILE *f)
-{
-	const struct remote_stats *r = &c->remote;
-
-	fprintf(f, "store      %llu chunks read (%llu bytes), %llu failed verification\n",
-		U(c->disk_hits), U(c->disk_bytes), U(c->verify_failures));
-	if (c->has_remote)
-		fprintf(f, "remote     %llu chunks fetched (%llu bytes) in %llu requests, %llu retries, "
-			   "%llu failed, %llu not found; fetch ms p50 %.1f p90 %.1f p99 %.1f "
-			   "max %.1f\n",
-			U(c->remote_fetches), U(r->fetched_bytes), U(r->requests), U(r->retries),
-			U(r->failures), U(r->not_found), r->lat_p50_us / 1e3, r->lat_p90_us / 1e3,
-			r->lat_p99_us / 1e3, r->lat_max_us / 1e3);
-	if (c->has_plain)
-		fprintf(f, "plain      %llu chunks from plain copies (%llu bytes), %llu written, "
-			   "%llu not written, %llu bad (removed)\n",
-			U(c->plain_hits), U(c->plain_bytes), U(c->plain_writes),
-			U(c->plain_write_failures), U(c->plain_bad));
-	if (c->has_cache)
-		fprintf(f, "cache      %llu of %llu bytes used, %llu chunks evicted (%llu bytes)\n",
-			U(c->cache_used), U(c->cache_limit), U(c->cache_evictions),
-			U(c->cache_evicted_bytes));
-}
-
-void blkd_engine_print_stats(struct blkd_engine *e, FILE *f, bool json)
-{
-	struct blkd_engine_stats s;
-
-	blkd_engine_get_stats(e, &s);
-	if (json) {
-		fprintf(f, "{\"reads\":%llu,\"writes\":%llu,\"flushes\":%llu,\"discards\":%llu,"
-			   "\"read_bytes\":%llu,\"write_bytes\":%llu,\"blocks_from_overlay\":%llu,"
-			   "\"blocks_from_metadata\":%llu,\"blocks_from_chunks\":%llu,"
-			   "\"blocks_zero\":%llu,\"chunk_loads\":%llu,\"chunk_cache_hits\":%llu,"
-			   "\"chunk_loaded_bytes\":%llu,\"store_read_bytes\":%llu,\"chunk_readahead\":%llu,"
-			   "\"dirty_blocks\":%llu,\"zero_blocks\":%llu,\"snapshot_copies\":%llu,"
-			   "\"in_flight\":%llu",
-			U(s.reads), U(s.writes), U(s.flushes), U(s.discards), U(s.read_bytes),
-			U(s.write_bytes), U(s.overlay_hits), U(s.meta_hits), U(s.chunk_hits),
-			U(s.zero_hits), U(s.chunk_loads), U(s.chunk_cache_hits),
-			U(s.chunk_loaded_bytes), U(s.store_read_bytes), U(s.chunk_readahead),
-			U(s.dirty_blocks),
-			U(s.zero_blocks), U(s.snapshot_copies), U(s.in_flight));
-		print_cas_json(f, &s.cas);
-		fprintf(f, ",\"prefetch\":%s,\"prefetch_planned\":%llu,\"prefetch_done\":%llu,"
-			   "\"prefetch_fetched\":%llu,\"prefetch_fetched_bytes\":%llu,"
-			   "\"prefetch_present\":%llu,\"prefetch_failed\":%llu,"
-			   "\"prefetch_cache_full\":%s,\"prefetch_finished\":%s,"
-			   "\"prefetch_hits\":%llu,\"prefetch_joins\":%llu,\"fetch_joins\":%llu",
-			s.has_prefetch ? "true" : "false", U(s.prefetch.planned), U(s.prefetch.done),
-			U(s.prefetch.fetched), U(s.prefetch.fetched_bytes), U(s.prefetch.present),
-			U(s.prefetch.failed), s.prefetch.cache_full ? "true" : "false",
-			s.prefetch.finished ? "true" : "false", U(s.prefetch_hits),
-			U(s.cas.bg_joins), U(s.cas.joins));
-		fputs("}\n", f);
-		return;
-	}
-	fprintf(f, "requests   %llu reads (%llu bytes), %llu writes (%llu bytes), %llu flushes, "
-		   "%llu discards, %llu in flight\n",
-		U(s.reads), U(s.read_bytes), U(s.writes), U(s.write_bytes), U(s.flushes),
-		U(s.discards), U(s.in_flight));
-	fprintf(f, "blocks     %llu from the overlay, %llu metadata, %llu from chunks, %llu zero\n",
-		U(s.overlay_hits), U(s.meta_hits), U(s.chunk_hits), U(s.zero_hits));
-	fprintf(f, "chunks     %llu misses loaded (%llu bytes read, %llu decompressed, %llu read "
-		   "ahead), %llu memory cache hits\n",
-		U(s.chunk_loads), U(s.store_read_bytes), U(s.chunk_loaded_bytes),
-		U(s.chunk_readahead), U(s.chunk_cache_hits));
-	blkd_engine_print_cas_stats(&s.cas, f);
-	if (s.has_prefetch)
-		fprintf(f, "prefetch   %llu of %llu chunks walked: %llu fetched (%llu bytes), %llu "
-			   "there already, %llu failed%s%s; %llu demand reads used a prefetched chunk, "
-			   "%llu joined a prefetch under way\n",
-			U(s.prefetch.done), U(s.prefetch.planned), U(s.prefetch.fetched),
-			U(s.prefetch.fetched_bytes), U(s.prefetch.present), U(s.prefetch.failed),
-			s.prefetch.cache_full ? ", stopped at the cache bound" : "",
-			s.prefetch.finished ? "" : ", running", U(s.prefetch_hits),
-			U(s.cas.bg_joins));
-	fprintf(f, "overlay    %llu dirty blocks, %llu zeroed blocks\n", U(s.dirty_blocks),
-		U(s.zero_blocks));
-}
-
-/* ------------------------------------------------------------ asynchronous requests */
-
-static int run_req(struct blkd_engine *e, struct blkd_req *r)
-{
-	switch (r->op) {
-	case BLKD_OP_READ:
-		return r->len > UINT32_MAX ? -EINVAL
-					   : blkd_engine_read(e, r->off, (uint32_t)r->len, r->buf);
-	case BLKD_OP_WRITE:
-		return r->len > UINT32_MAX ? -EINVAL
-					   : blkd_engine_write(e, r->off, (uint32_t)r->len, r->buf,
-							       r->fua);
-	case BLKD_OP_FLUSH:
-		return blkd_engine_flush(e);
-	case BLKD_OP_DISCARD:
-		return blkd_engine_discard(e, r->off, r->len);
-	case BLKD_OP_WRITE_ZEROES:
-		return blkd_engine_write_zeroes(e, r->off, r->len);
-	}
-	return -EINVAL;
-}
-
-static void *worker(void *arg)
-{
-	struct blkd_engine *e = arg;
-
-	for (;;) {
-		struct blkd_req *r;
-
-		pthread_mutex_lock(&e->q_lock);
-		while (!e->q_head && !e->q_stop)
-			pthread_cond_wait(&e->q_cond, &e->q_lock);
-		r = e->q_head;
-		if (!r) {
-			pthread_mutex_unlock(&e->q_lock);
-			return NULL; /* stopping, and the queue is drained */
-		}
-		e->q_head = r->next;
-		if (!e->q_head)
-			e->q_tail = NULL;
-		pthread_mutex_unlock(&e->q_lock);
-		r->next = NULL;
-		r->done(r, run_req(e, r));
-	}
-}
-
-int blkd_engine_submit(struct blkd_engine *e, struct blkd_req *req)
-{
-	int ret = 0;
-
-	if (!req || !req->done || req->op > BLKD_OP_WRITE_ZEROES)
-		return -EINVAL;
-	pthread_mutex_lock(&e->q_lock);
-	if (e->q_stop) {
-		ret = -ESHUTDOWN;
-		goto out;
-	}
-	while (e->n_workers < WORKERS) {
-		if (pthread_create(&e->workers[e->n_workers], NULL, worker, e) != 0)
-			break;
-		e->n_workers++;
-	}
-	if (!e->n_workers) {
-		ret = -EAGAIN;
-		goto out;
-	}
-	req->next = NULL;
-	if (e->q_tail)
-		e->q_tail->next = req;
-	else
-		e->q_head = req;
-	e->q_tail = req;
-	pthread_cond_signal(&e->q_cond);
-out:
-	pthread_mutex_unlock(&e->q_lock);
-	return ret;
 }

@@ -6,12 +6,15 @@
  * write: whole blocks go to the overlay; a partial block is read, merged and written
  *        whole (never more than one block copied).
  * Every export (NBD, vhost-user, virtio in the VMM) reaches it as a disk (blkd/disk/disk.h,
- * disk_engine.c); the CLI opens and closes it. Thread-safe.
+ * disk_engine.c); the CLI opens and closes it. Thread-safe: the calls are synchronous, and
+ * an export that wants requests in parallel calls them from its own threads
+ * (common/workq.h).
  */
 #ifndef LZ_BLKD_ENGINE_H
 #define LZ_BLKD_ENGINE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -76,33 +79,6 @@ int blkd_engine_status(struct blkd_engine *e, enum blkd_status_ctx ctx, uint64_t
 		       uint64_t len, blkd_status_fn cb, void *arg);
 
 /*
- * Asynchronous requests: blkd_engine_submit() queues req and returns at once; an engine
- * thread runs it and calls req->done(req, result) exactly once (result as the synchronous
- * call would return). req must stay valid until then. Requests are independent: the
- * caller orders them (e.g. a flush after the writes it covers have completed).
- */
-enum blkd_op {
-	BLKD_OP_READ,
-	BLKD_OP_WRITE,
-	BLKD_OP_FLUSH,
-	BLKD_OP_DISCARD,
-	BLKD_OP_WRITE_ZEROES,
-};
-
-struct blkd_req {
-	enum blkd_op op;
-	bool fua;
-	uint64_t off, len;
-	void *buf;                 /* read into / write from (len bytes) */
-	void (*done)(struct blkd_req *req, int ret);
-	void *priv;                /* the caller's */
-	struct blkd_req *next;     /* the engine's */
-};
-
-/* -EINVAL for a bad op or a NULL done; -ESHUTDOWN once the engine is closing. */
-int blkd_engine_submit(struct blkd_engine *e, struct blkd_req *req);
-
-/*
  * Point-in-time delta of the overlay (see overlay_snapshot): every write completed before
  * the call and none after, while requests go on. dirty/zero (may be NULL) get the blocks
  * it records. Prints nothing; on failure *why (may be NULL) gets a reason or NULL (then
@@ -137,9 +113,20 @@ struct blkd_engine_stats {
 	uint64_t prefetch_hits;       /* chunks loaded for a read that a prefetch brought in */
 };
 void blkd_engine_get_stats(struct blkd_engine *e, struct blkd_engine_stats *st);
-/* Human lines, or one JSON object when json. */
+
+/*
+ * The statistics formatted (stats.c, the one place): one JSON object and a newline
+ * (serve --stats-json, the control socket), or the human lines (serve's summary);
+ * blkd_stats_cas_text: the store/remote/plain/cache lines of those (also lazyblk export).
+ * Appended to b (common/json_out.h; b->err on failure).
+ */
+struct json_buf;
+void blkd_stats_json(const struct blkd_engine_stats *s, struct json_buf *b);
+void blkd_stats_text(const struct blkd_engine_stats *s, struct json_buf *b);
+void blkd_stats_cas_text(const struct cas_source_stats *c, struct json_buf *b);
+/* The engine's statistics now, formatted into *out (malloc'ed, NUL-terminated). -ENOMEM. */
+int blkd_engine_format_stats(struct blkd_engine *e, bool json, char **out, size_t *len);
+/* The same written to f, a stream of the caller's (the CLI's stdout, a --stats-json file). */
 void blkd_engine_print_stats(struct blkd_engine *e, FILE *f, bool json);
-/* The store/remote/cache lines of the above (also used by lazyblk export). */
-void blkd_engine_print_cas_stats(const struct cas_source_stats *c, FILE *f);
 
 #endif

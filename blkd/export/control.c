@@ -117,14 +117,12 @@ static void ctl_stats(struct blkd_control *c, int fd)
 		return;
 	}
 	disk_stats(c->d, f, true);
-	if (fclose(f) || !len) {
+	if (fclose(f) || !len)
 		ctl_reply(fd, "error cannot format the statistics");
-	} else {
-		if (buf[len - 1] != '\n')
-			ctl_reply(fd, "%s", buf);
-		else
-			ctl_send(fd, buf, len);
-	}
+	else if (buf[len - 1] != '\n')
+		ctl_reply(fd, "%s", buf);
+	else
+		ctl_send(fd, buf, len);
 	free(buf);
 }
 

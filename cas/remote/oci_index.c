@@ -17,6 +17,7 @@
 
 #include "../oci_json.h"
 #include "../../common/grow.h"
+#include "../../common/json_out.h"
 
 /* ------------------------------------------------------------------ refs */
 
@@ -241,59 +242,16 @@ const struct oci_chunk_ref *oci_refs_find(const struct oci_refs *r, const uint8_
 
 /* ------------------------------------------------------------------ building */
 
-/* A growing NUL-terminated string; the first failure sticks in err. */
-struct sbuf {
-	char *p;
-	size_t len, cap;
-	int err;
-};
-
-static void sb_reserve(struct sbuf *b, size_t more)
-{
-	if (b->err || b->cap - b->len > more)
-		return;
-	if (more >= SIZE_MAX - b->len ||
-	    !grow_from((void **)&b->p, &b->cap, b->len + more + 1, 1, 256))
-		b->err = -ENOMEM;
-}
-
-static void sb_put(struct sbuf *b, const char *s, size_t n)
-{
-	sb_reserve(b, n);
-	if (b->err)
-		return;
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-}
-
-static void sb_puts(struct sbuf *b, const char *s)
-{
-	sb_put(b, s, strlen(s));
-}
-
-static void sb_u64(struct sbuf *b, uint64_t v)
-{
-	char buf[24];
-	size_t i = sizeof(buf);
-
-	do {
-		buf[--i] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	sb_put(b, buf + i, sizeof(buf) - i);
-}
-
-static void sb_hex(struct sbuf *b, const uint8_t d[SHA256_LEN])
+static void put_hex(struct json_buf *b, const uint8_t d[SHA256_LEN])
 {
 	char hex[SHA256_HEX_LEN + 1];
 
 	sha256_to_hex(d, hex);
-	sb_put(b, hex, SHA256_HEX_LEN);
+	json_buf_put(b, hex, SHA256_HEX_LEN);
 }
 
 /* Hand the bytes over to doc, with their digest. */
-static int sb_finish(struct sbuf *b, struct oci_doc *doc, const char *media_type)
+static int doc_finish(struct json_buf *b, struct oci_doc *doc, const char *media_type)
 {
 	int ret;
 
@@ -302,63 +260,60 @@ static int sb_finish(struct sbuf *b, struct oci_doc *doc, const char *media_type
 	ret = sha256_buf(b->p, b->len, doc->digest);
 	if (ret)
 		return ret;
-	doc->json = b->p;
-	doc->len = b->len;
 	doc->media_type = media_type;
-	b->p = NULL;
-	b->len = b->cap = 0;
+	doc->json = json_buf_take(b, &doc->len);
 	return 0;
 }
 
 static int build_manifest(const struct oci_chunk_ref *v, size_t n,
 			  const uint8_t empty[SHA256_LEN], struct oci_doc *doc)
 {
-	struct sbuf b = { 0 };
+	struct json_buf b = { 0 };
 	int ret;
 
 	/* about 250 bytes a layer: one allocation for a full manifest */
-	sb_reserve(&b, 512 + n * 256);
-	sb_puts(&b, "{\"schemaVersion\":2,\"mediaType\":\"" OCI_MT_MANIFEST "\","
+	json_buf_reserve(&b, 512 + n * 256);
+	json_buf_puts(&b, "{\"schemaVersion\":2,\"mediaType\":\"" OCI_MT_MANIFEST "\","
 		    "\"artifactType\":\"" OCI_ARTIFACT_CHUNKS "\","
 		    "\"config\":{\"mediaType\":\"" OCI_MT_EMPTY "\",\"digest\":\"sha256:");
-	sb_hex(&b, empty);
-	sb_puts(&b, "\",\"size\":");
-	sb_u64(&b, sizeof(OCI_EMPTY_JSON) - 1);
-	sb_puts(&b, "},\"layers\":[");
+	put_hex(&b, empty);
+	json_buf_puts(&b, "\",\"size\":");
+	json_buf_u64(&b, sizeof(OCI_EMPTY_JSON) - 1);
+	json_buf_puts(&b, "},\"layers\":[");
 	for (size_t i = 0; i < n; i++) {
-		sb_puts(&b, i ? ",{" : "{");
-		sb_puts(&b, "\"mediaType\":\"" OCI_MT_CHUNK "\",\"digest\":\"sha256:");
-		sb_hex(&b, v[i].blob);
-		sb_puts(&b, "\",\"size\":");
-		sb_u64(&b, v[i].size);
-		sb_puts(&b, ",\"annotations\":{\"" OCI_ANNOT_CHUNK "\":\"");
-		sb_hex(&b, v[i].chunk);
-		sb_puts(&b, "\"}}");
+		json_buf_puts(&b, i ? ",{" : "{");
+		json_buf_puts(&b, "\"mediaType\":\"" OCI_MT_CHUNK "\",\"digest\":\"sha256:");
+		put_hex(&b, v[i].blob);
+		json_buf_puts(&b, "\",\"size\":");
+		json_buf_u64(&b, v[i].size);
+		json_buf_puts(&b, ",\"annotations\":{\"" OCI_ANNOT_CHUNK "\":\"");
+		put_hex(&b, v[i].chunk);
+		json_buf_puts(&b, "\"}}");
 	}
-	sb_puts(&b, "]}");
-	ret = sb_finish(&b, doc, OCI_MT_MANIFEST);
-	free(b.p);
+	json_buf_puts(&b, "]}");
+	ret = doc_finish(&b, doc, OCI_MT_MANIFEST);
+	json_buf_free(&b);
 	return ret;
 }
 
 static int build_index(const struct oci_doc *manifests, size_t n, struct oci_doc *doc)
 {
-	struct sbuf b = { 0 };
+	struct json_buf b = { 0 };
 	int ret;
 
-	sb_puts(&b, "{\"schemaVersion\":2,\"mediaType\":\"" OCI_MT_INDEX "\","
+	json_buf_puts(&b, "{\"schemaVersion\":2,\"mediaType\":\"" OCI_MT_INDEX "\","
 		    "\"artifactType\":\"" OCI_ARTIFACT_CHUNKS "\",\"manifests\":[");
 	for (size_t i = 0; i < n; i++) {
-		sb_puts(&b, i ? ",{" : "{");
-		sb_puts(&b, "\"mediaType\":\"" OCI_MT_MANIFEST "\",\"digest\":\"sha256:");
-		sb_hex(&b, manifests[i].digest);
-		sb_puts(&b, "\",\"size\":");
-		sb_u64(&b, manifests[i].len);
-		sb_puts(&b, ",\"artifactType\":\"" OCI_ARTIFACT_CHUNKS "\"}");
+		json_buf_puts(&b, i ? ",{" : "{");
+		json_buf_puts(&b, "\"mediaType\":\"" OCI_MT_MANIFEST "\",\"digest\":\"sha256:");
+		put_hex(&b, manifests[i].digest);
+		json_buf_puts(&b, "\",\"size\":");
+		json_buf_u64(&b, manifests[i].len);
+		json_buf_puts(&b, ",\"artifactType\":\"" OCI_ARTIFACT_CHUNKS "\"}");
 	}
-	sb_puts(&b, "]}");
-	ret = sb_finish(&b, doc, OCI_MT_INDEX);
-	free(b.p);
+	json_buf_puts(&b, "]}");
+	ret = doc_finish(&b, doc, OCI_MT_INDEX);
+	json_buf_free(&b);
 	return ret;
 }
 

@@ -348,6 +348,45 @@ static void test_json_write(void **state)
 	free(s);
 }
 
+/* Documents built in memory: fields with their commas, numbers, a failure that sticks. */
+static void test_json_buf(void **state)
+{
+	struct json_buf b = { 0 };
+	size_t len;
+	char *p;
+
+	(void)state;
+	json_buf_puts(&b, "{");
+	json_field_u64(&b, "reads", 0);
+	json_field_u64(&b, "max", UINT64_MAX);
+	json_field_fixed(&b, "ms", 1.23456, 3);
+	json_field_bool(&b, "on", true);
+	json_field_str(&b, "tag", "lazyblk-chunks");
+	json_buf_puts(&b, ",\"a\":[{");
+	json_field_bool(&b, "off", false);
+	json_buf_puts(&b, "}]}");
+	json_buf_printf(&b, "\n%s %d", "x", 42);
+	assert_int_equal(b.err, 0);
+	p = json_buf_take(&b, &len);
+	assert_string_equal(p, "{\"reads\":0,\"max\":18446744073709551615,\"ms\":1.235,"
+			       "\"on\":true,\"tag\":\"lazyblk-chunks\",\"a\":[{\"off\":false}]}"
+			       "\nx 42");
+	assert_int_equal(len, strlen(p));
+	assert_null(b.p);
+	assert_int_equal(b.len, 0);
+	free(p);
+	/* a long line grows the buffer; a failure would stick in err */
+	for (int i = 0; i < 1000; i++)
+		json_buf_printf(&b, "%04d", i);
+	assert_int_equal(b.len, 4000);
+	assert_memory_equal(b.p + 3996, "0999", 5);
+	b.err = -ENOMEM;
+	json_buf_puts(&b, "more");
+	assert_int_equal(b.len, 4000);
+	json_buf_free(&b);
+	assert_null(b.p);
+}
+
 /* ------------------------------------------------------------------ fsutil */
 
 static void test_fs_write_read(void **state)
@@ -860,6 +899,73 @@ static void test_workq_bounded(void **state)
 	wq_ctx_fini(&c);
 }
 
+/* Per-worker state: made once per worker, given with each item it runs, freed as it ends. */
+struct wq_local_ctx {
+	unsigned inits, finis, ran, no_state;
+	unsigned long summed;          /* of the workers' own counts, added up by fini */
+};
+
+struct wq_worker {
+	unsigned long count;
+};
+
+static void *wq_local_init(void *ctx)
+{
+	struct wq_local_ctx *c = ctx;
+
+	__atomic_add_fetch(&c->inits, 1, __ATOMIC_RELAXED);
+	return calloc(1, sizeof(struct wq_worker));
+}
+
+static void wq_local_fini(void *state, void *ctx)
+{
+	struct wq_local_ctx *c = ctx;
+	struct wq_worker *w = state;
+
+	__atomic_add_fetch(&c->finis, 1, __ATOMIC_RELAXED);
+	if (w)
+		__atomic_add_fetch(&c->summed, w->count, __ATOMIC_RELAXED);
+	free(w);
+}
+
+static void wq_local_run(struct workq_item *it, void *ctx, void *state)
+{
+	struct wq_local_ctx *c = ctx;
+	struct wq_worker *w = state;
+
+	(void)it;
+	if (!w) {
+		__atomic_add_fetch(&c->no_state, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	w->count++; /* the worker's own: no atomics needed */
+	__atomic_add_fetch(&c->ran, 1, __ATOMIC_RELAXED);
+}
+
+static void test_workq_local(void **state)
+{
+	enum { N = 1000 };
+	static const struct workq_local l = { wq_local_init, wq_local_fini, wq_local_run };
+	struct wq_item *items = calloc(N, sizeof(*items));
+	struct wq_local_ctx c = { 0 };
+	struct workq *q;
+
+	(void)state;
+	assert_non_null(items);
+	assert_int_equal(workq_new_local(3, 8, &l, &c, &q), 0);
+	assert_int_equal(workq_threads(q), 3);
+	for (unsigned i = 0; i < N; i++)
+		assert_int_equal(workq_push(q, &items[i].link), 0);
+	workq_free(q);
+	assert_int_equal(c.inits, 3);
+	assert_int_equal(c.finis, 3);
+	assert_int_equal(c.no_state, 0);
+	assert_int_equal(c.ran, N);
+	assert_int_equal(c.summed, N);
+	assert_int_equal(workq_new_local(1, 0, NULL, &c, &q), -EINVAL);
+	free(items);
+}
+
 static void test_workq_invalid(void **state)
 {
 	struct wq_ctx c;
@@ -878,6 +984,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_workq_runs_each_once),
+		cmocka_unit_test(test_workq_local),
 		cmocka_unit_test(test_workq_bounded),
 		cmocka_unit_test(test_workq_invalid),
 		cmocka_unit_test(test_size_parse_valid),
@@ -888,6 +995,7 @@ int main(void)
 		cmocka_unit_test(test_utf8_valid),
 		cmocka_unit_test(test_utf8_invalid),
 		cmocka_unit_test(test_json_write),
+		cmocka_unit_test(test_json_buf),
 		cmocka_unit_test(test_fs_write_read),
 		cmocka_unit_test(test_fs_read_full_eof),
 		cmocka_unit_test(test_fs_mkdir_p),

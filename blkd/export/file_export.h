@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lazyblk export: every block of a layout, through the engine's read path (metadata from the
+ * layout, chunk data verified against its sha256, zeros elsewhere), into a raw disk image of
+ * the layout's size. All-zero blocks are not written, so the image is sparse. It is written to
+ * OUT.tmp.XXXXXX, made durable and renamed into place: OUT is either complete or untouched.
+ * The ranges the layout covers are cut into pieces of 4 MiB read by several threads (a
+ * common/workq), so chunk loads and remote fetches overlap.
+ */
+#ifndef LZ_BLKD_FILE_EXPORT_H
+#define LZ_BLKD_FILE_EXPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../../cas/source.h"
+
+struct blkd_export_opts {
+	const char *layout_path;
+	const char *out_path;
+	struct cas_source_opts src;  /* where the chunks are (no_plain is forced: an artifact
+					  gets every chunk verified, and leaves no plain copies) */
+	unsigned threads;            /* pieces read at once; 0: the remote's concurrency with a
+					  remote, else the CPUs (at most 8); at most 64 */
+	/*
+	 * May be NULL. Called from the reading threads (any of them, concurrently) after each
+	 * piece: bytes read so far of those the layout covers. Keep it cheap.
+	 */
+	void (*progress)(void *arg, uint64_t done, uint64_t total);
+	void *progress_arg;
+};
+
+struct blkd_export_stats {
+	uint64_t disk_bytes;         /* the disk's size: OUT's length */
+	uint64_t mapped_bytes;       /* bytes the layout's runs cover: those read */
+	uint64_t written_bytes;      /* of them, in blocks that are not all zeros */
+	uint64_t chunk_loads;        /* chunks read and verified */
+	double seconds;
+	struct cas_source_stats cas; /* the store (and remote) tiers */
+};
+
+/*
+ * 0, or -errno with one line in why (why_len bytes, may be 0), e.g. "DISK.raw: No space left
+ * on device". why is empty when the chunk tiers below have said why already through the
+ * logger (a chunk missing or corrupt, a store or remote that cannot be used). Prints nothing.
+ */
+int blkd_export(const struct blkd_export_opts *o, struct blkd_export_stats *st, char *why,
+		size_t why_len);
+
+#endif

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lazyblk push: publish a store's chunks (all of them, or a given set) to a remote. Each
+ * chunk is read once, verified in memory against its sha256 (a corrupt chunk is never
+ * pushed) and uploaded unless the remote has it (remote_put); several at once, on a
+ * common/workq of the remote's concurrency. For an OCI remote the chunk index is published
+ * at the end (remote_publish), only if every chunk went up.
+ */
+#ifndef LZ_CAS_PUSH_H
+#define LZ_CAS_PUSH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../../common/sha256.h"
+#include "remote.h"
+
+struct cas_push_opts {
+	const char *store_dir;
+	struct remote_opts remote;           /* push is forced */
+	const uint8_t (*chunks)[SHA256_LEN]; /* NULL: every chunk of the store */
+	size_t n_chunks;
+	/*
+	 * May be NULL. Called from the uploading threads (any of them, concurrently) after each
+	 * chunk: chunks done so far (pushed, found there, or failed) of total. Keep it cheap.
+	 */
+	void (*progress)(void *arg, uint64_t done, uint64_t total);
+	void *progress_arg;
+};
+
+struct cas_push_stats {
+	uint64_t chunks;                     /* in the set: each verified, then uploaded or there */
+	uint64_t uploaded, uploaded_bytes;   /* sent now (stored frame bytes) */
+	uint64_t present;                    /* the remote had them */
+	double seconds;
+};
+
+/*
+ * 0, or -errno with one line in why (why_len bytes, may be 0), e.g. "chunk <hex> is corrupt
+ * in the store (...): not pushed". It stops at the first failure. why is empty when the
+ * remote has said why already through the logger (a request that failed after its retries,
+ * a publish refused). Prints nothing.
+ */
+int cas_push(const struct cas_push_opts *o, struct cas_push_stats *st, char *why,
+	     size_t why_len);
+
+#endif

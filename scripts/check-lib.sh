@@ -1,0 +1,89 @@
+#!/bin/bash
+# The library's rules, checked by `make check-lib` (part of `make test`); docs/conventions.md
+# says why. Lists every offender as FILE:LINE (or OBJECT: SYMBOL) and fails if there is one.
+#
+#   1. A silent library. No object of the library (BUILD/obj/{common,cas,ext4gen,blkd,
+#      vmm-glue}) but common/log.o refers to stdout or stderr, or to a function that writes to
+#      them (printf, puts, perror, err/warn, ...), by its undefined symbols (nm -u); and no
+#      library source but common/log.c names STDOUT_FILENO or STDERR_FILENO. Writing to a
+#      stream or a descriptor the caller passes in (fprintf, fputs, fwrite, write on an fd
+#      argument) is allowed: the caller chose where the text goes.
+#   2. No .c file of a production folder (the library's and cli/) over 800 lines.
+#   3. No function of a production folder over 120 lines, from the line of its opening brace
+#      to its closing brace (kernel style: both in column 0).
+#
+# Tests (tests/) are exempt from 2 and 3. usage: scripts/check-lib.sh [BUILD] (default build)
+set -u
+cd "$(dirname "$0")/.." || exit 2
+BUILD=${1:-build}
+LIB_DIRS=(common cas ext4gen blkd vmm-glue)
+PROD_DIRS=("${LIB_DIRS[@]}" cli)
+MAX_FILE_LINES=800
+MAX_FUNC_LINES=120
+
+# Symbols that write to the standard streams without being given one.
+# (fprintf and vfprintf need a stream: naming stdout or stderr is what is caught.)
+PRINTS='stdout|stderr|printf|vprintf|puts|putchar|perror|psignal|psiginfo'
+PRINTS+='|dprintf|vdprintf|__printf_chk|__vprintf_chk'
+PRINTS+='|__dprintf_chk|__vdprintf_chk|err|errx|verr|verrx|warn|warnx|vwarn|vwarnx|error'
+PRINTS+='|error_at_line'
+# OBJECT (relative to BUILD/obj) that may use them, with the reason. Keep it short.
+ALLOW=(
+	common/log.o  # the logger: the one writer of stderr
+)
+
+fail=0
+say() { echo "check-lib: $*"; fail=1; }
+
+allowed() {
+	local o
+	for o in "${ALLOW[@]}"; do [ "$1" = "$o" ] && return 0; done
+	return 1
+}
+
+# 1. a silent library
+objs=0
+for d in "${LIB_DIRS[@]}"; do
+	[ -d "$BUILD/obj/$d" ] || { echo "check-lib: $BUILD/obj/$d: not built (make first)"; exit 2; }
+	while IFS= read -r o; do
+		rel=${o#"$BUILD/obj/"}
+		# an object whose source is gone (a file moved or split) is not the library
+		[ -e "${rel%.o}.c" ] || [ -e "${rel%.o}.S" ] || continue
+		objs=$((objs + 1))
+		allowed "$rel" && continue
+		syms=$(nm -u "$o" | awk '{ print $NF }' | grep -xE "$PRINTS" | tr '\n' ' ')
+		[ -n "$syms" ] && say "$rel: writes to stdout/stderr: $syms(only common/log.c does;" \
+			"return -errno and a reason, or log through common/log.h)"
+	done < <(find "$BUILD/obj/$d" -name '*.o' | sort)
+done
+[ "$objs" -gt 0 ] || { echo "check-lib: no objects under $BUILD/obj"; exit 2; }
+while IFS= read -r hit; do
+	say "$hit: names a standard stream's descriptor (only common/log.c does)"
+done < <(grep -rnE '\b(STDOUT|STDERR)_FILENO\b' --include='*.c' --include='*.h' \
+	"${LIB_DIRS[@]}" | grep -v '^common/log\.c:' | cut -d: -f1,2)
+
+# 2. and 3. sizes
+mapfile -t srcs < <(find "${PROD_DIRS[@]}" -name '*.c' -o -name '*.h' | sort)
+for f in "${srcs[@]}"; do
+	[[ $f == *.c ]] || continue
+	n=$(wc -l < "$f")
+	[ "$n" -gt "$MAX_FILE_LINES" ] && say "$f:$n: $n lines (at most $MAX_FILE_LINES a file)"
+done
+while IFS= read -r hit; do
+	say "$hit"
+done < <(awk -v max="$MAX_FUNC_LINES" '
+	FNR == 1 { infn = 0 }
+	# the last line in column 0 that can start a definition: its name is before the "("
+	!infn && /^[A-Za-z_]/ && !/^(struct|union|enum|typedef)[^(]*$/ { sig = FNR; line = $0 }
+	!infn && /^\{/ { infn = 1; start = FNR; next }
+	infn && /^\}/ {
+		infn = 0
+		n = FNR - start + 1
+		if (n <= max)
+			next
+		name = line; sub(/\(.*/, "", name); sub(/.*[ *]/, "", name)
+		printf "%s:%d: %s() is %d lines (at most %d a function)\n", FILENAME, sig, name, n, max
+	}' "${srcs[@]}")
+
+[ $fail -eq 0 ] && echo "check-lib: ok ($objs library objects, ${#srcs[@]} source files)"
+exit $fail
