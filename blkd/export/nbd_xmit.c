@@ -22,11 +22,12 @@
 #include <sys/socket.h>
 
 #include "../../common/log.h"
+#include "../../common/workq.h"
 #include "nbd_conn.h"
 #include "nbd_proto.h"
 
 struct xreq {
-	struct xreq *next;
+	struct workq_item link;    /* first: the queue's item is the request */
 	uint16_t flags, type;
 	uint64_t handle, off;
 	uint32_t len;
@@ -38,16 +39,13 @@ struct xreq {
 
 struct xmit {
 	struct nbd_session *s;
-	pthread_mutex_t lock;      /* the queue and the budget */
-	pthread_cond_t work, room;
-	struct xreq *head, *tail;
+	pthread_mutex_t lock;      /* the budget */
+	pthread_cond_t room;
 	unsigned inflight;         /* queued or being handled */
 	size_t inflight_bytes;
-	bool closing;              /* no more requests come: workers drain and exit */
 	pthread_mutex_t send_lock;
 	bool dead;                 /* a send failed: the connection is going down */
-	pthread_t workers[NBD_CONN_WORKERS];
-	unsigned nworkers;
+	struct workq *workers;     /* NULL: none could start, requests run in the receiver */
 };
 
 uint32_t nbd_errno(int err)
@@ -567,28 +565,13 @@ static void done(struct xmit *x, struct xreq *r)
 	free(r);
 }
 
-static void *worker(void *arg)
+static void worker(struct workq_item *it, void *arg)
 {
 	struct xmit *x = arg;
+	struct xreq *r = (struct xreq *)it;
 
-	for (;;) {
-		struct xreq *r;
-
-		pthread_mutex_lock(&x->lock);
-		while (!x->head && !x->closing)
-			pthread_cond_wait(&x->work, &x->lock);
-		r = x->head;
-		if (r) {
-			x->head = r->next;
-			if (!x->head)
-				x->tail = NULL;
-		}
-		pthread_mutex_unlock(&x->lock);
-		if (!r)
-			return NULL;
-		handle(x, r);
-		done(x, r);
-	}
+	handle(x, r);
+	done(x, r);
 }
 
 /* Wait until r fits in the budget, then count it in. */
@@ -605,20 +588,11 @@ static void admit(struct xmit *x, struct xreq *r)
 
 static void enqueue(struct xmit *x, struct xreq *r)
 {
-	if (!x->nworkers) {
+	/* unbounded: admit() already held the receiver back */
+	if (!x->workers || workq_push(x->workers, &r->link)) {
 		handle(x, r);
 		done(x, r);
-		return;
 	}
-	pthread_mutex_lock(&x->lock);
-	r->next = NULL;
-	if (x->tail)
-		x->tail->next = r;
-	else
-		x->head = r;
-	x->tail = r;
-	pthread_cond_signal(&x->work);
-	pthread_mutex_unlock(&x->lock);
 }
 
 /* ---- the receive loop */
@@ -698,22 +672,14 @@ int nbd_transmit(struct nbd_session *s)
 
 	pthread_mutex_init(&x.lock, NULL);
 	pthread_mutex_init(&x.send_lock, NULL);
-	pthread_cond_init(&x.work, NULL);
 	pthread_cond_init(&x.room, NULL);
-	while (x.nworkers < NBD_CONN_WORKERS &&
-	       !pthread_create(&x.workers[x.nworkers], NULL, worker, &x))
-		x.nworkers++;
+	if (workq_new(NBD_CONN_WORKERS, 0, worker, &x, &x.workers))
+		x.workers = NULL;
 	do
 		ret = receive(&x);
 	while (!ret);
-	pthread_mutex_lock(&x.lock);
-	x.closing = true;
-	pthread_cond_broadcast(&x.work);
-	pthread_mutex_unlock(&x.lock);
-	for (unsigned i = 0; i < x.nworkers; i++)
-		pthread_join(x.workers[i], NULL);
+	workq_free(x.workers); /* runs what is queued (DISC asks for that), then joins */
 	pthread_cond_destroy(&x.room);
-	pthread_cond_destroy(&x.work);
 	pthread_mutex_destroy(&x.send_lock);
 	pthread_mutex_destroy(&x.lock);
 	return ret == 1 ? 0 : ret;
