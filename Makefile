@@ -103,7 +103,7 @@ clean:
 
 # The library's rules (docs/conventions.md): only common/log.c writes to stdout/stderr (by
 # the objects' undefined symbols), no .c file over 800 lines, no function over 120.
-check-lib: $(LIB_OBJS)
+check-lib: $(LIB_OBJS) $(CLI_OBJS)
 	@scripts/check-lib.sh $(BUILD)
 
 # ---- the initramfs's built-in files (vmm-glue/initramfs/internal.h): the guest's scripts,

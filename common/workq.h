@@ -11,6 +11,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "test_hook.h"
+
 struct workq;
 
 /* Embed in the caller's item; recover the item with container_of-style arithmetic. */
@@ -54,6 +56,7 @@ int workq_new_local(unsigned threads, size_t max_queued, const struct workq_loca
 int workq_push(struct workq *q, struct workq_item *item);
 
 /* Items waiting or running now. */
+TEST_HOOK
 size_t workq_pending(struct workq *q);
 
 /*
@@ -64,6 +67,7 @@ void workq_close(struct workq *q);
 void workq_free(struct workq *q);
 
 /* Number of workers that started (<= the threads asked for). */
+TEST_HOOK
 unsigned workq_threads(const struct workq *q);
 
 #endif

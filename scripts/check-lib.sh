@@ -11,6 +11,9 @@
 #   2. No .c file of a production folder (the library's and cli/) over 800 lines.
 #   3. No function of a production folder over 120 lines, from the line of its opening brace
 #      to its closing brace (kernel style: both in column 0).
+#   4. Test hooks (scripts/check_hooks.py): a library function that no other production
+#      object calls is static, or its declaration carries TEST_HOOK (common/test_hook.h)
+#      because tests/unit call it; and a TEST_HOOK function has no production caller.
 #
 # Tests (tests/) are exempt from 2 and 3. usage: scripts/check-lib.sh [BUILD] (default build)
 set -u
@@ -84,6 +87,9 @@ done < <(awk -v max="$MAX_FUNC_LINES" '
 		name = line; sub(/\(.*/, "", name); sub(/.*[ *]/, "", name)
 		printf "%s:%d: %s() is %d lines (at most %d a function)\n", FILENAME, sig, name, n, max
 	}' "${srcs[@]}")
+
+# 4. test hooks
+python3 scripts/check_hooks.py "$BUILD" "${LIB_DIRS[@]}" -- "${PROD_DIRS[@]}" || fail=1
 
 [ $fail -eq 0 ] && echo "check-lib: ok ($objs library objects, ${#srcs[@]} source files)"
 exit $fail

@@ -181,6 +181,7 @@ void boot_params_build(uint8_t zp[4096], const struct boot_kernel *k,
 TEST_HOOK
 size_t boot_pvh_build(uint8_t *buf, size_t len, const struct boot_layout *l);
 /* GDT (64-bit or 32-bit code segment per proto), IDT and, for Linux64, the page tables. */
+TEST_HOOK
 int boot_tables_setup(const struct vm_ram *ram, enum boot_proto proto);
 /* Everything below 1 MiB the VMM writes, and the rest of the boot data, in one call. */
 int boot_memory_setup(const struct vm_ram *ram, const struct boot_kernel *k,

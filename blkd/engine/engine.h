@@ -115,18 +115,14 @@ struct blkd_engine_stats {
 void blkd_engine_get_stats(struct blkd_engine *e, struct blkd_engine_stats *st);
 
 /*
- * The statistics formatted (stats.c, the one place): one JSON object and a newline
- * (serve --stats-json, the control socket), or the human lines (serve's summary);
- * blkd_stats_cas_text: the store/remote/plain/cache lines of those (also lazyblk export).
- * Appended to b (common/json_out.h; b->err on failure).
+ * The statistics formatted (stats.c, the one place): blkd_engine_print_stats writes the
+ * engine's statistics now to f, a stream of the caller's (the CLI's stdout, a --stats-json
+ * file, the control socket's reply), as one JSON object and a newline or as the human lines
+ * (serve's summary); blkd_stats_cas_text appends the store/remote/plain/cache lines of
+ * those to b (common/json_out.h; b->err on failure), for lazyblk export too.
  */
 struct json_buf;
-void blkd_stats_json(const struct blkd_engine_stats *s, struct json_buf *b);
-void blkd_stats_text(const struct blkd_engine_stats *s, struct json_buf *b);
 void blkd_stats_cas_text(const struct cas_source_stats *c, struct json_buf *b);
-/* The engine's statistics now, formatted into *out (malloc'ed, NUL-terminated). -ENOMEM. */
-int blkd_engine_format_stats(struct blkd_engine *e, bool json, char **out, size_t *len);
-/* The same written to f, a stream of the caller's (the CLI's stdout, a --stats-json file). */
 void blkd_engine_print_stats(struct blkd_engine *e, FILE *f, bool json);
 
 #endif

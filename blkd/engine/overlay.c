@@ -94,8 +94,9 @@ static uint32_t state_crc(const struct ov_state_header *hdr)
 	return crc32c(~0u, &h, sizeof(h));
 }
 
-void ov_state_header_init(struct ov_state_header *h, uint64_t disk_bytes,
-			  const uint8_t digest[SHA256_LEN])
+/* The header of a state file for a disk; fills in the checksum. */
+static void ov_state_header_init(struct ov_state_header *h, uint64_t disk_bytes,
+				 const uint8_t digest[SHA256_LEN])
 {
 	memset(h, 0, sizeof(*h));
 	memcpy(h->magic, OV_STATE_MAGIC, sizeof(h->magic));

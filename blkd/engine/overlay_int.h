@@ -90,9 +90,6 @@ uint64_t ov_bits_run(const uint64_t *words, uint64_t blocks, uint64_t b, enum ov
 bool ov_bits_set(uint64_t *words, uint64_t b, uint64_t n, enum ov_state st, uint64_t *dirty,
 		 uint64_t *zero);
 
-/* The header of a state file for a disk; fills in the checksum. */
-void ov_state_header_init(struct ov_state_header *h, uint64_t disk_bytes,
-			  const uint8_t digest[SHA256_LEN]);
 /*
  * Write a complete state file into the empty fd: the header block and the bitmap
  * (words, or all clean when NULL, as a hole), then fsync it.

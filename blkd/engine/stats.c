@@ -60,7 +60,8 @@ static void prefetch_json(const struct blkd_engine_stats *s, struct json_buf *b)
 	json_field_u64(b, "fetch_joins", s->cas.joins);
 }
 
-void blkd_stats_json(const struct blkd_engine_stats *s, struct json_buf *b)
+/* One JSON object and a newline, appended to b. */
+static void blkd_stats_json(const struct blkd_engine_stats *s, struct json_buf *b)
 {
 	json_buf_puts(b, "{");
 	json_field_u64(b, "reads", s->reads);
@@ -113,7 +114,8 @@ void blkd_stats_cas_text(const struct cas_source_stats *c, struct json_buf *b)
 				U(c->cache_evicted_bytes));
 }
 
-void blkd_stats_text(const struct blkd_engine_stats *s, struct json_buf *b)
+/* The human lines, appended to b. */
+static void blkd_stats_text(const struct blkd_engine_stats *s, struct json_buf *b)
 {
 	const struct blkd_prefetch_stats *p = &s->prefetch;
 
@@ -142,7 +144,8 @@ void blkd_stats_text(const struct blkd_engine_stats *s, struct json_buf *b)
 			U(s->dirty_blocks), U(s->zero_blocks));
 }
 
-int blkd_engine_format_stats(struct blkd_engine *e, bool json, char **out, size_t *len)
+/* The engine's statistics now, formatted into *out (malloc'ed, NUL-terminated). -ENOMEM. */
+static int blkd_engine_format_stats(struct blkd_engine *e, bool json, char **out, size_t *len)
 {
 	struct blkd_engine_stats s;
 	struct json_buf b = { 0 };

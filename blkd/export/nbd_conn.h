@@ -14,6 +14,7 @@
 #include <sys/uio.h>
 
 #include "../disk/disk.h"
+#include "../../common/test_hook.h"
 
 #define NBD_PREF_BLOCK 4096u                /* the engine's block */
 #define NBD_MAX_PAYLOAD (32u << 20)         /* largest READ or WRITE */
@@ -78,15 +79,15 @@ struct nbd_session {
  * fd (the caller owns it). Returns 0 when the client left cleanly, -errno when the
  * connection was dropped (a log line said why).
  */
+TEST_HOOK
 int nbd_conn_run(const struct nbd_export *x, int fd, unsigned id);
 
 /* 0: enter transmission; 1: the client ended the negotiation; -errno: drop it. */
 int nbd_handshake(struct nbd_session *s);
 /* Requests until NBD_CMD_DISC (0) or a dropped connection (-errno). */
 int nbd_transmit(struct nbd_session *s);
-/* Transmission flags for this session. */
-uint16_t nbd_tflags(const struct nbd_session *s);
 /* A disk's -errno to an NBD error value. */
+TEST_HOOK
 uint32_t nbd_errno(int err);
 
 /*

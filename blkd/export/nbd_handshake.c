@@ -42,7 +42,8 @@ static const char *printable(const uint8_t *p, uint32_t len, char out[72])
 	return out;
 }
 
-uint16_t nbd_tflags(const struct nbd_session *s)
+/* Transmission flags for this session. */
+static uint16_t nbd_tflags(const struct nbd_session *s)
 {
 	const struct disk *d = s->x->d;
 	uint16_t f = NBD_FLAG_HAS_FLAGS;

@@ -27,6 +27,7 @@
 #include <signal.h>
 
 #include "../virtio/virtio_blk.h"
+#include "../../common/test_hook.h"
 
 /* queues offered by default: QEMU asks for one per vCPU (num-queues=auto), at most this many */
 #define VHOST_USER_QUEUES 16u
@@ -37,6 +38,7 @@ struct vhost_user_dev;
 int vhost_user_dev_new(const struct disk *disk, unsigned num_queues,
 		       const char *serial, struct vhost_user_dev **out);
 void vhost_user_dev_free(struct vhost_user_dev *d);
+TEST_HOOK
 void vhost_user_dev_stats(const struct vhost_user_dev *d, struct vblk_stats *st);
 
 /*
@@ -45,6 +47,7 @@ void vhost_user_dev_stats(const struct vhost_user_dev *d, struct vblk_stats *st)
  * stopped, the memory unmapped and the device reset. Returns 0 when the master left or
  * *stop was set, -EPROTO when the connection was dropped for a protocol error.
  */
+TEST_HOOK
 int vhost_user_conn_run(struct vhost_user_dev *d, int fd, volatile sig_atomic_t *stop);
 
 /*

@@ -91,7 +91,6 @@ void vu_queue_stop(struct vu_queue *q);
 void vu_queue_reset(struct vu_queue *q);
 /* Replace one of q's eventfds (fd -1: none); the old one is closed. */
 void vu_queue_set_fd(struct vu_queue *q, int *slot, int fd);
-bool vu_queue_should_run(const struct vu_queue *q);
 
 /* vhost_user_msg.c */
 /*

@@ -120,7 +120,7 @@ static const struct vq_runner_ops queue_ops = {
 	.started = queue_started,
 };
 
-bool vu_queue_should_run(const struct vu_queue *q)
+static bool vu_queue_should_run(const struct vu_queue *q)
 {
 	const struct vhost_user_dev *d = q->d;
 	bool enabled = q->enabled || !(d->features & (1ull << VU_F_PROTOCOL_FEATURES));

@@ -33,7 +33,8 @@ static void runner_finish(struct vq_runner *r, int ret, bool notify, const char 
 		r->ops->broken(r, why);
 }
 
-void vq_runner_run(struct vq_runner *r)
+/* One drain (takes the lock): when ops->ready, process the ring, notify, break. */
+static void vq_runner_run(struct vq_runner *r)
 {
 	bool notify;
 	int ret;

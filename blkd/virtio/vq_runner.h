@@ -61,8 +61,6 @@ void vq_runner_init(struct vq_runner *r, struct vblk_dev *blk, const struct vq_r
 /* Joined first if it has a thread. */
 void vq_runner_destroy(struct vq_runner *r);
 
-/* One drain (takes the lock): when ops->ready, process the ring, notify, break. */
-void vq_runner_run(struct vq_runner *r);
 /* A kick: wake the I/O thread, or without one drain here. */
 void vq_runner_kick(struct vq_runner *r);
 /*

@@ -98,7 +98,8 @@ int remote_do(struct remote *r, struct http_req *rq, int retries, const char **w
 	}
 }
 
-const char *remote_failure(const struct http_req *rq, char *buf, size_t len)
+/* "HTTP 503" or the transport error, for messages. */
+static const char *remote_failure(const struct http_req *rq, char *buf, size_t len)
 {
 	if (rq->curl_code)
 		return rq->err;
@@ -256,11 +257,6 @@ static void lat_record(struct remote *r, uint64_t usec)
 	pthread_mutex_lock(&r->lock);
 	r->lat[r->lat_n++ % REMOTE_LAT_RING] = usec > UINT32_MAX ? UINT32_MAX : (uint32_t)usec;
 	pthread_mutex_unlock(&r->lock);
-}
-
-int remote_get(struct remote *r, const uint8_t d[SHA256_LEN], uint8_t **frame, size_t *len)
-{
-	return remote_get_prio(r, d, NULL, frame, len);
 }
 
 _Static_assert((int)REMOTE_PRIO_NOW == (int)HTTP_PRIO_NOW && (int)REMOTE_PRIO_BG == (int)HTTP_PRIO_BG,

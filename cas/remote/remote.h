@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "../../common/sha256.h"
+#include "../../common/test_hook.h"
 
 #define REMOTE_CONCURRENCY_DEFAULT 16
 #define REMOTE_TIMEOUT_MS_DEFAULT 30000
@@ -68,6 +69,7 @@ int remote_open(const struct remote_opts *o, struct remote **out, const char **w
 void remote_close(struct remote *r);
 /* The URL as given, for messages. */
 const char *remote_url(const struct remote *r);
+TEST_HOOK
 bool remote_is_oci(const struct remote *r);
 
 /*
@@ -75,12 +77,9 @@ bool remote_is_oci(const struct remote *r);
  * remote does not have it (404, or not in the OCI index); -EIO (or -ETIMEDOUT) after the
  * retries, with one log_error line naming the chunk and the last failure; -ENOMEM.
  * For oci the frame's sha256 is checked against the blob digest before it is returned.
- */
-int remote_get(struct remote *r, const uint8_t d[SHA256_LEN], uint8_t **frame, size_t *len);
-/*
- * The same at a priority (NULL or *prio REMOTE_PRIO_NOW, or REMOTE_PRIO_BG for
- * prefetch: after every waiting demand fetch, on at most half the connections). *prio may be
- * raised while the fetch waits; then call remote_kick().
+ * At a priority: NULL or *prio REMOTE_PRIO_NOW, or REMOTE_PRIO_BG for prefetch (after every
+ * waiting demand fetch, on at most half the connections). *prio may be raised while the
+ * fetch waits; then call remote_kick().
  */
 int remote_get_prio(struct remote *r, const uint8_t d[SHA256_LEN], const int *prio,
 		    uint8_t **frame, size_t *len);

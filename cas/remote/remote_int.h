@@ -88,8 +88,6 @@ struct remote {
  * attempt's outputs (clear them with http_req_clear).
  */
 int remote_do(struct remote *r, struct http_req *rq, int retries, const char **why);
-/* "HTTP 503" or the transport error, for messages. */
-const char *remote_failure(const struct http_req *rq, char *buf, size_t len);
 /*
  * PUT/POST body to url; 0 if the status is ok1 or ok2 (0: any 2xx), else -EIO, logged.
  * location: the response's Location (malloc'ed), when not NULL.
