@@ -102,6 +102,13 @@ struct cli_trace {
 extern const char cli_trace_help[];
 /* 1: taken, 0: not ours, -1: bad value (the usage error printed). */
 int cli_trace_option(struct cli_trace *t, int c, const char *arg);
+/*
+ * The default: branch of a serving command's option loop (serve, run): the trace options,
+ * then the remote ones. 1 taken, 0 (with the usage line printed) an unknown option, < 0 a
+ * bad value (usage printed): return EXIT_USAGE on either of those.
+ */
+int cli_serving_option(const char *cmd, char **argv, struct cli_trace *t, struct cli_remote *r,
+		       int c, const char *arg);
 int cli_trace_to_engine(struct cli_trace *t, const char *layout, struct blkd_engine_opts *eo);
 /* The manifest a trace needs (--manifest, else beside the layout); EXIT_USAGE, said why. */
 int cli_trace_manifest(struct cli_trace *t, const char *layout, const char **path);

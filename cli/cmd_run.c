@@ -317,16 +317,8 @@ int cmd_run(int argc, char **argv)
 		case O_JSON: a.stats_json = optarg; break;
 		case 'h': printf(run_usage, cli_remote_help, cli_trace_help); return 0;
 		default:
-			r = cli_trace_option(&a.tr, c, optarg);
-			if (r < 0)
+			if (cli_serving_option("run", argv, &a.tr, &a.rem, c, optarg) <= 0)
 				return EXIT_USAGE;
-			if (r)
-				break;
-			r = cli_remote_option(&a.rem, c, optarg);
-			if (r < 0)
-				return EXIT_USAGE;
-			if (!r)
-				return cli_bad_option("run", argv, c);
 		}
 	}
 	if (optind < nopt)

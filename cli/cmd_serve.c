@@ -415,16 +415,8 @@ int cmd_serve(int argc, char **argv)
 		case O_MANIFEST: a.tr.manifest = optarg; break;
 		case 'h': printf(serve_usage, cli_remote_help, cli_trace_help); return 0;
 		default:
-			r = cli_trace_option(&a.tr, c, optarg);
-			if (r < 0)
+			if (cli_serving_option("serve", argv, &a.tr, &a.rem, c, optarg) <= 0)
 				return EXIT_USAGE;
-			if (r)
-				break;
-			r = cli_remote_option(&a.rem, c, optarg);
-			if (r < 0)
-				return EXIT_USAGE;
-			if (!r)
-				return cli_bad_option("serve", argv, c);
 		}
 	}
 	r = serve_check(&a, argc, argv);

@@ -117,3 +117,15 @@ void cli_trace_free(struct cli_trace *t)
 	free(t->found);
 	t->found = NULL;
 }
+
+int cli_serving_option(const char *cmd, char **argv, struct cli_trace *t, struct cli_remote *r,
+		       int c, const char *arg)
+{
+	int ret = cli_trace_option(t, c, arg);
+
+	if (!ret)
+		ret = cli_remote_option(r, c, arg);
+	if (!ret)
+		cli_bad_option(cmd, argv, c);
+	return ret;
+}

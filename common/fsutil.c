@@ -39,12 +39,13 @@ int fs_mkdir_p(const char *path, mode_t mode)
 	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
 }
 
-int fs_read_full(int fd, void *buf, size_t len)
+/* read(2) (off < 0) or pread(2) until len bytes came; -EIO at an early end of file. */
+static int read_loop(int fd, void *buf, size_t len, off_t off)
 {
 	uint8_t *p = buf;
 
 	while (len) {
-		ssize_t r = read(fd, p, len);
+		ssize_t r = off < 0 ? read(fd, p, len) : pread(fd, p, len, off);
 
 		if (r < 0) {
 			if (errno == EINTR)
@@ -54,30 +55,21 @@ int fs_read_full(int fd, void *buf, size_t len)
 		if (r == 0)
 			return -EIO;
 		p += r;
+		if (off >= 0)
+			off += r;
 		len -= (size_t)r;
 	}
 	return 0;
 }
 
+int fs_read_full(int fd, void *buf, size_t len)
+{
+	return read_loop(fd, buf, len, -1);
+}
+
 int fs_pread_full(int fd, void *buf, size_t len, off_t off)
 {
-	uint8_t *p = buf;
-
-	while (len) {
-		ssize_t r = pread(fd, p, len, off);
-
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (r == 0)
-			return -EIO;
-		p += r;
-		off += r;
-		len -= (size_t)r;
-	}
-	return 0;
+	return off < 0 ? -EINVAL : read_loop(fd, buf, len, off);
 }
 
 int fs_write_full(int fd, const void *buf, size_t len)
