@@ -51,7 +51,7 @@ def row(what, unit, b, a, peer_b=None, peer_a=None, higher_better=True):
     ra = '' if peer_a is None else ' (%.2f×)' % (a / peer_a if higher_better else peer_a / a)
     rows.append('| %s | %s%s | %s%s |' % (what, fmt(b, unit), rb, fmt(a, unit), ra))
 def fmt(v, unit):
-    return ('%.1f ' % v if v < 100 else '%.0f ' % v) + unit
+    return ('%.3f ' % v if v < 10 else '%.1f ' % v if v < 100 else '%.0f ' % v) + unit
 sb, sa = load('before', 'serve'), load('after', 'serve')
 for n, unit in (('seqread', 'MB/s'), ('randread', 'MB/s'), ('randwrite', 'MB/s')):
     b, a = sb['warm'][n], sa['warm'][n]

@@ -8,10 +8,13 @@
 #ifndef LZ_TESTS_UNIT_HELPERS_H
 #define LZ_TESTS_UNIT_HELPERS_H
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <netinet/in.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -19,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -166,6 +170,73 @@ static inline void disk_file_make(char dir[PATH_MAX], char path[PATH_MAX], uint8
 	path_fmt(path, "%s/disk.raw", dir);
 	prng_fill(&seed, img, len);
 	write_file(path, img, len);
+}
+
+/* ---- a loopback TCP server for protocol tests */
+
+struct test_srv_accept {
+	int lfd;
+	void *(*conn)(void *);     /* runs on a detached thread per connection, arg: the fd */
+};
+
+static inline void *test_srv_accept_main(void *arg)
+{
+	struct test_srv_accept *a = arg;
+
+	for (;;) {
+		int fd = accept(a->lfd, NULL, NULL);
+		pthread_t t;
+
+		if (fd < 0)
+			return NULL;
+		if (pthread_create(&t, NULL, a->conn, (void *)(intptr_t)fd) == 0)
+			pthread_detach(t);
+		else
+			close(fd);
+	}
+}
+
+/*
+ * Listen on 127.0.0.1, a free port (*port), and run conn(fd) on a thread of its own for each
+ * connection accepted, for the rest of the test program (*lfd: the listening socket).
+ */
+static inline void test_srv_start(int *lfd, int *port, void *(*conn)(void *))
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	struct test_srv_accept *acc = malloc(sizeof(*acc));
+	socklen_t al = sizeof(a);
+	pthread_t t;
+
+	assert_non_null(acc);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	*lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(*lfd >= 0);
+	assert_int_equal(bind(*lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(*lfd, 64), 0);
+	assert_int_equal(getsockname(*lfd, (struct sockaddr *)&a, &al), 0);
+	*port = ntohs(a.sin_port);
+	*acc = (struct test_srv_accept){ .lfd = *lfd, .conn = conn };
+	assert_int_equal(pthread_create(&t, NULL, test_srv_accept_main, acc), 0);
+	pthread_detach(t);
+}
+
+/* ---- a progress callback that remembers what it was told (thread-safe) */
+
+struct test_progress {
+	pthread_mutex_t lock;
+	uint64_t calls, max_done, total;
+};
+
+static inline void test_progress_cb(void *arg, uint64_t done, uint64_t total)
+{
+	struct test_progress *p = arg;
+
+	pthread_mutex_lock(&p->lock);
+	p->calls++;
+	if (done > p->max_done)
+		p->max_done = done;
+	p->total = total;
+	pthread_mutex_unlock(&p->lock);
 }
 
 #endif

@@ -36,23 +36,6 @@ struct fixture {
 	uint64_t mapped;            /* bytes of the ranges the runs cover */
 };
 
-struct progress {
-	pthread_mutex_t lock;
-	uint64_t calls, max_done, total;
-};
-
-static void on_progress(void *arg, uint64_t done, uint64_t total)
-{
-	struct progress *p = arg;
-
-	pthread_mutex_lock(&p->lock);
-	p->calls++;
-	if (done > p->max_done)
-		p->max_done = done;
-	p->total = total;
-	pthread_mutex_unlock(&p->lock);
-}
-
 static void chunk_add(struct store *s, struct chunk_codec *codec, struct chunk *c, uint64_t seed,
 		      size_t len, size_t zero_head, bool put)
 {
@@ -176,10 +159,10 @@ static int stray_files(const struct fixture *f)
 
 static void export_check(struct fixture *f, unsigned threads)
 {
-	struct progress p = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct test_progress p = { .lock = PTHREAD_MUTEX_INITIALIZER };
 	struct blkd_export_opts o = {
 		.layout_path = f->layout, .out_path = f->out, .threads = threads,
-		.src = { .store_dir = f->store }, .progress = on_progress, .progress_arg = &p,
+		.src = { .store_dir = f->store }, .progress = test_progress_cb, .progress_arg = &p,
 	};
 	struct blkd_export_stats st;
 	char why[256] = "untouched";

@@ -137,37 +137,9 @@ static void *conn_main(void *arg)
 	return NULL;
 }
 
-static void *accept_main(void *arg)
-{
-	(void)arg;
-	for (;;) {
-		int fd = accept(S.lfd, NULL, NULL);
-		pthread_t t;
-
-		if (fd < 0)
-			return NULL;
-		if (pthread_create(&t, NULL, conn_main, (void *)(intptr_t)fd) == 0)
-			pthread_detach(t);
-		else
-			close(fd);
-	}
-}
-
 static void srv_start(void)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	socklen_t al = sizeof(a);
-	pthread_t t;
-
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	S.lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	assert_true(S.lfd >= 0);
-	assert_int_equal(bind(S.lfd, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(listen(S.lfd, 64), 0);
-	assert_int_equal(getsockname(S.lfd, (struct sockaddr *)&a, &al), 0);
-	S.port = ntohs(a.sin_port);
-	assert_int_equal(pthread_create(&t, NULL, accept_main, NULL), 0);
-	pthread_detach(t);
+	test_srv_start(&S.lfd, &S.port, conn_main);
 }
 
 static void srv_reset(void)
@@ -190,23 +162,6 @@ struct fixture {
 	uint8_t *frame[N_CHUNKS];
 	size_t len[N_CHUNKS];
 };
-
-struct progress {
-	pthread_mutex_t lock;
-	uint64_t calls, max_done, total;
-};
-
-static void on_progress(void *arg, uint64_t done, uint64_t total)
-{
-	struct progress *p = arg;
-
-	pthread_mutex_lock(&p->lock);
-	p->calls++;
-	if (done > p->max_done)
-		p->max_done = done;
-	p->total = total;
-	pthread_mutex_unlock(&p->lock);
-}
 
 static int setup(void **state)
 {
@@ -277,14 +232,14 @@ static void opts_init(struct fixture *f, struct cas_push_opts *o, unsigned concu
 static void test_push_all_then_again(void **state)
 {
 	struct fixture *f = *state;
-	struct progress p = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct test_progress p = { .lock = PTHREAD_MUTEX_INITIALIZER };
 	struct cas_push_opts o;
 	struct cas_push_stats st;
 	char why[256] = "untouched";
 	uint64_t bytes = 0;
 
 	opts_init(f, &o, 4);
-	o.progress = on_progress;
+	o.progress = test_progress_cb;
 	o.progress_arg = &p;
 	assert_int_equal(cas_push(&o, &st, why, sizeof(why)), 0);
 	assert_string_equal(why, "");

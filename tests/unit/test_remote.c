@@ -113,40 +113,12 @@ static void *conn_main(void *arg)
 	return NULL;
 }
 
-static void *accept_main(void *arg)
-{
-	(void)arg;
-	for (;;) {
-		int fd = accept(S.lfd, NULL, NULL);
-		pthread_t t;
-
-		if (fd < 0)
-			return NULL;
-		if (pthread_create(&t, NULL, conn_main, (void *)(intptr_t)fd) == 0)
-			pthread_detach(t);
-		else
-			close(fd);
-	}
-}
-
 static void srv_start(void)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	socklen_t al = sizeof(a);
-	pthread_t t;
-
 	if (S.lfd > 0)
 		return;
 	pthread_mutex_init(&S.lock, NULL);
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	S.lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	assert_true(S.lfd > 0);
-	assert_int_equal(bind(S.lfd, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(listen(S.lfd, 64), 0);
-	assert_int_equal(getsockname(S.lfd, (struct sockaddr *)&a, &al), 0);
-	S.port = ntohs(a.sin_port);
-	assert_int_equal(pthread_create(&t, NULL, accept_main, NULL), 0);
-	pthread_detach(t);
+	test_srv_start(&S.lfd, &S.port, conn_main);
 }
 
 static void srv_script(int n, const enum act *acts)
