@@ -2,11 +2,12 @@
 #include "repack.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../common/grow.h"
-#include "../common/log.h"
 #include "chunk.h"
 #include "manifest.h"
 #include "trace.h"
@@ -51,7 +52,24 @@ struct repack {
 	struct rcache rc[READ_CACHE];
 	uint64_t tick;
 	struct repack_result *res;
+	char *why;                   /* the first failure's reason */
+	size_t why_len;
 };
+
+/* Keep the reason of a failure (the first one only) and return err. */
+static int repack_fail(struct repack *rp, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int repack_fail(struct repack *rp, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (rp->why_len && !rp->why[0]) {
+		va_start(ap, fmt);
+		vsnprintf(rp->why, rp->why_len, fmt, ap);
+		va_end(ap);
+	}
+	return err;
+}
 
 static int span_add(struct repack *rp, uint32_t entry, uint64_t d0, uint64_t len)
 {
@@ -170,10 +188,8 @@ static int copy_piece(void *arg, const struct mf_chunk *c, uint64_t pos)
 
 	if (ret)
 		return ret;
-	if (c->off + (b - pos) > len) {
-		log_error("a chunk is shorter than the manifest says");
-		return -EIO;
-	}
+	if (c->off + (b - pos) > len)
+		return repack_fail(k->rp, -EIO, "a chunk is shorter than the manifest says");
 	memcpy(k->dst + (a - k->d0), data + c->off + (a - pos), b - a);
 	return 0;
 }
@@ -413,9 +429,9 @@ static int write_manifest(struct repack *rp)
 	if (!ret) {
 		ret = manifest_writer_write(w, rp->o->out_path, rp->res->digest, &why);
 		if (ret)
-			log_error("%s: %s", rp->o->out_path, why ? why : strerror(-ret));
+			repack_fail(rp, ret, "%s: %s", rp->o->out_path, why ? why : strerror(-ret));
 	} else {
-		log_error("cannot build the new manifest: %s", strerror(-ret));
+		repack_fail(rp, ret, "cannot build the new manifest: %s", strerror(-ret));
 	}
 	manifest_writer_free(w);
 	free(pc.v);
@@ -431,56 +447,51 @@ static int repack_open(struct repack *rp)
 	int ret;
 
 	ret = manifest_load(o->manifest_path, &rp->m, &why);
-	if (ret) {
-		log_error("%s: %s", o->manifest_path, why ? why : strerror(-ret));
-		return ret;
-	}
+	if (ret)
+		return repack_fail(rp, ret, "%s: %s", o->manifest_path, why ? why : strerror(-ret));
 	ret = trace_load(o->trace_path, &rp->t, &why);
-	if (ret) {
-		log_error("%s: %s", o->trace_path, why ? why : strerror(-ret));
-		return ret;
-	}
+	if (ret)
+		return repack_fail(rp, ret, "%s: %s", o->trace_path, why ? why : strerror(-ret));
 	if (!rp->chunk_size)
 		rp->chunk_size = co.chunk_size = rp->m->hdr->chunk_size;
 	ret = cas_source_open(&o->src, &rp->src);
 	if (ret)
 		return ret; /* it said why */
 	ret = store_open(o->src.store_dir, true, &rp->out);
-	if (ret) {
-		log_error("%s: %s", o->src.store_dir, strerror(-ret));
-		return ret;
-	}
+	if (ret)
+		return repack_fail(rp, ret, "%s: %s", o->src.store_dir, strerror(-ret));
 	ret = chunker_new(rp->out, &co, &rp->ck);
 	if (ret)
-		log_error("cannot start the chunker: %s", strerror(-ret));
+		repack_fail(rp, ret, "cannot start the chunker: %s", strerror(-ret));
 	return ret;
 }
 
-int repack_run(const struct repack_opts *o, struct repack_result *res)
+int repack_run(const struct repack_opts *o, struct repack_result *res, char *why,
+	       size_t why_len)
 {
-	struct repack rp = { .o = o, .res = res, .chunk_size = o->chunk_size };
+	struct repack rp = { .o = o, .res = res, .chunk_size = o->chunk_size, .why = why,
+			     .why_len = why_len };
 	int ret, fin;
 
 	memset(res, 0, sizeof(*res));
+	if (why_len)
+		why[0] = '\0';
 	ret = repack_open(&rp);
 	if (!ret)
 		ret = trace_spans(&rp);
-	if (!ret && !res->files) {
-		log_error("%s: none of the %llu files it read is a regular file of %s (a trace of "
-			  "another image?)", o->trace_path, (unsigned long long)res->files_missing,
-			  o->manifest_path);
-		ret = -EINVAL;
-	}
+	if (!ret && !res->files)
+		ret = repack_fail(&rp, -EINVAL, "%s: none of the %llu files it read is a regular "
+				  "file of %s (a trace of another image?)", o->trace_path,
+				  (unsigned long long)res->files_missing, o->manifest_path);
 	if (!ret)
 		ret = stream(&rp);
 	if (rp.ck) {
 		fin = chunker_finish(rp.ck); /* staged chunks land: they are valid either way */
 		chunker_get_stats(rp.ck, &res->chunks);
 		chunker_free(rp.ck);
-		if (!ret && fin) {
-			log_error("store %s: %s", o->src.store_dir, strerror(-fin));
-			ret = fin;
-		}
+		if (!ret && fin)
+			ret = repack_fail(&rp, fin, "store %s: %s", o->src.store_dir,
+					  strerror(-fin));
 	}
 	if (!ret)
 		ret = write_manifest(&rp);
@@ -494,6 +505,6 @@ int repack_run(const struct repack_opts *o, struct repack_result *res)
 	free(rp.bp);
 	free(rp.slots);
 	if (ret == -ENOMEM)
-		log_error("out of memory");
+		repack_fail(&rp, ret, "out of memory"); /* unless a reason is there already */
 	return ret;
 }

@@ -33,7 +33,13 @@ struct repack_result {
 	uint8_t digest[SHA256_LEN];  /* of the new manifest */
 };
 
-/* Prints one error line (through the logger) on failure; nothing is left at out_path. */
-int repack_run(const struct repack_opts *o, struct repack_result *res);
+/*
+ * 0, or -errno with one line in why (why_len bytes, may be 0), e.g. "TRACE: none of the 4
+ * files it read is a regular file of IMAGE.manifest (...)"; nothing is left at out_path.
+ * why is empty when the chunk tiers below have said why already through the logger (a
+ * chunk missing or corrupt, a store or remote that cannot be used). Prints nothing.
+ */
+int repack_run(const struct repack_opts *o, struct repack_result *res, char *why,
+	       size_t why_len);
 
 #endif

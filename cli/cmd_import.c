@@ -32,6 +32,23 @@ static const char import_usage[] =
 	"  -j, --threads N          hashing/compression threads (default: all CPUs)\n"
 	"  -h, --help               this text\n";
 
+/* The progress line: "importing SRC: N files, SIZE". */
+static void import_progress_line(void *arg, uint64_t files, uint64_t bytes)
+{
+	char hb[32];
+
+	if (!log_progress_due())
+		return;
+	log_progress("importing %s: %llu files, %s", (const char *)arg,
+		     (unsigned long long)files, size_human(bytes, hb, sizeof(hb)));
+}
+
+static void import_warning(void *arg, const char *msg)
+{
+	(void)arg;
+	log_warn("%s", msg);
+}
+
 int cmd_import(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -44,9 +61,10 @@ int cmd_import(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct import_opts o = { .chunk_size = CHUNK_SIZE_DEFAULT, .level = CHUNK_LEVEL_DEFAULT };
+	struct import_opts o = { .chunk_size = CHUNK_SIZE_DEFAULT, .level = CHUNK_LEVEL_DEFAULT,
+				 .progress = import_progress_line, .warn = import_warning };
 	struct import_result res;
-	char hex[SHA256_HEX_LEN + 1], h1[32], h2[32];
+	char hex[SHA256_HEX_LEN + 1], h1[32], h2[32], why[4096];
 	int64_t pack_max = -1;
 	uint64_t v;
 	int c, ret;
@@ -91,9 +109,14 @@ int cmd_import(int argc, char **argv)
 	o.pack_max = pack_max < 0 ? o.chunk_size / 8 : (uint32_t)pack_max;
 	if (o.pack_max > o.chunk_size)
 		return cli_usage_error("--pack-max must not exceed --chunk-size");
-	ret = import_run(&o, &res);
-	if (ret)
-		return 1;
+	o.progress_arg = argv[optind];
+	ret = import_run(&o, &res, why, sizeof(why));
+	log_progress_done();
+	if (ret) {
+		if (why[0])
+			log_error("%s", why);
+		return 1; /* else the layer below said why */
+	}
 	sha256_to_hex(res.digest, hex);
 	printf("imported %s: %llu entries, %s in %llu chunks (%llu new, %s stored), %.2f s\n"
 	       "manifest %s sha256:%s\n",

@@ -47,7 +47,7 @@ int cmd_repack(int argc, char **argv)
 	};
 	struct repack_opts o = { .level = CHUNK_LEVEL_DEFAULT };
 	struct repack_result res;
-	char hex[SHA256_HEX_LEN + 1], b1[32];
+	char hex[SHA256_HEX_LEN + 1], b1[32], why[4096];
 	int c;
 
 	optind = 1;
@@ -81,8 +81,11 @@ int cmd_repack(int argc, char **argv)
 	if (!o.out_path)
 		return cli_usage_error("missing -o NEW.manifest");
 	o.manifest_path = argv[optind];
-	if (repack_run(&o, &res))
-		return 1; /* it said why */
+	if (repack_run(&o, &res, why, sizeof(why))) {
+		if (why[0])
+			log_error("%s", why);
+		return 1; /* else the chunk tiers said why */
+	}
 	printf("repacked %s: %llu traced files, %s of boot set in %llu chunks (%llu new, %s "
 	       "stored)", o.manifest_path, (unsigned long long)res.files,
 	       size_human(res.boot_bytes, b1, sizeof(b1)), (unsigned long long)res.chunks.chunks,

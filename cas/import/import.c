@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,9 +13,9 @@
 #include <unistd.h>
 
 #include "../../common/fsutil.h"
-#include "../../common/log.h"
-#include "../../common/size.h"
 #include "../chunk.h"
+
+#define IMPORT_WARN_MAX 4096 /* a warning's length, as the logger's line */
 
 static double now_sec(void)
 {
@@ -24,14 +25,35 @@ static double now_sec(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+int import_fail(struct import_ctx *ic, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (ic->why_len && !ic->why[0]) {
+		va_start(ap, fmt);
+		vsnprintf(ic->why, ic->why_len, fmt, ap);
+		va_end(ap);
+	}
+	return err;
+}
+
+void import_warn(struct import_ctx *ic, const char *fmt, ...)
+{
+	char msg[IMPORT_WARN_MAX];
+	va_list ap;
+
+	if (!ic->o || !ic->o->warn)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	ic->o->warn(ic->o->warn_arg, msg);
+}
+
 void import_progress(struct import_ctx *ic)
 {
-	char hb[32];
-
-	if (!log_progress_due())
-		return;
-	log_progress("importing %s: %llu files, %s", ic->src_label, (unsigned long long)ic->files,
-		     size_human(ic->bytes, hb, sizeof(hb)));
+	if (ic->o && ic->o->progress)
+		ic->o->progress(ic->o->progress_arg, ic->files, ic->bytes);
 }
 
 /* A new manifest piece for ino: len bytes at off of the chunk in b. */
@@ -287,33 +309,58 @@ static int run_source(struct import_ctx *ic, const char *src)
 	if (!strncmp(src, "docker-archive:", 15))
 		return import_docker_archive(ic, src + 15);
 	if (stat(src, &st) < 0) {
-		log_error("%s: %s", src, strerror(errno));
-		return -errno;
+		int ret = -errno;
+
+		return import_fail(ic, ret, "%s: %s", src, strerror(-ret));
 	}
 	if (S_ISDIR(st.st_mode))
 		return import_dir(ic, src);
 	if (S_ISREG(st.st_mode))
 		return import_tar_file(ic, src);
-	log_error("%s: not a directory, a tar file, oci:DIR or docker-archive:FILE", src);
-	return -EINVAL;
+	return import_fail(ic, -EINVAL,
+			   "%s: not a directory, a tar file, oci:DIR or docker-archive:FILE", src);
 }
 
-int import_run(const struct import_opts *o, struct import_result *res)
+/* The tree and its config as a manifest at o->output. */
+static int write_manifest(struct import_ctx *ic, const struct import_opts *o,
+			  struct import_result *res)
+{
+	struct manifest_writer *w = manifest_writer_new(chunker_chunk_size(ic->chunker));
+	const char *why = NULL;
+	int ret;
+
+	if (!w)
+		return -ENOMEM;
+	ret = tree_write(ic->tree, w);
+	if (!ret && ic->config_json)
+		ret = manifest_writer_set_config(w, ic->config_json, ic->config_len);
+	if (ret) {
+		import_fail(ic, ret, "building manifest: %s", strerror(-ret));
+	} else {
+		res->entries = tree_node_count(ic->tree);
+		ret = manifest_writer_write(w, o->output, res->digest, &why);
+		if (ret)
+			import_fail(ic, ret, "%s: %s", o->output, why ? why : strerror(-ret));
+	}
+	manifest_writer_free(w);
+	return ret;
+}
+
+int import_run(const struct import_opts *o, struct import_result *res, char *why,
+	       size_t why_len)
 {
 	struct chunker_opts copts = { o->threads, o->chunk_size, o->level };
-	struct import_ctx ic = { 0 };
-	struct manifest_writer *w = NULL;
+	struct import_ctx ic = { .o = o, .why = why, .why_len = why_len };
 	struct store *store = NULL;
-	const char *why = NULL;
 	double t0 = now_sec();
 	int ret;
 
 	memset(res, 0, sizeof(*res));
+	if (why_len)
+		why[0] = '\0';
 	ret = store_open(o->store_dir, true, &store);
-	if (ret) {
-		log_error("store %s: %s", o->store_dir, strerror(-ret));
-		return ret;
-	}
+	if (ret)
+		return import_fail(&ic, ret, "store %s: %s", o->store_dir, strerror(-ret));
 	ic.src_label = o->src;
 	ic.tree = tree_new();
 	if (!ic.tree) {
@@ -322,48 +369,32 @@ int import_run(const struct import_opts *o, struct import_result *res)
 	}
 	ret = chunker_new(store, &copts, &ic.chunker);
 	if (ret) {
-		log_error("cannot start chunker: %s", strerror(-ret));
+		import_fail(&ic, ret, "cannot start chunker: %s", strerror(-ret));
 		goto out;
 	}
 	ic.pack_max = o->pack_max;
 	ret = run_source(&ic, o->src);
-	if (!ret)
+	if (!ret) {
 		ret = import_pack_flush(&ic);
+		if (ret && ret != -ENOMEM)
+			import_fail(&ic, ret, "store %s: %s", o->store_dir, strerror(-ret));
+	}
 	if (ret) {
 		chunker_finish(ic.chunker); /* let staged chunks land; they are valid */
 		goto out;
 	}
 	ret = chunker_finish(ic.chunker);
-	log_progress_done();
 	if (ret) {
-		log_error("store %s: %s", o->store_dir, strerror(-ret));
+		import_fail(&ic, ret, "store %s: %s", o->store_dir, strerror(-ret));
 		goto out;
 	}
 	chunker_get_stats(ic.chunker, &res->chunks);
-	w = manifest_writer_new(chunker_chunk_size(ic.chunker));
-	if (!w) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	ret = tree_write(ic.tree, w);
-	if (!ret && ic.config_json)
-		ret = manifest_writer_set_config(w, ic.config_json, ic.config_len);
-	if (ret) {
-		log_error("building manifest: %s", strerror(-ret));
-		goto out;
-	}
-	res->entries = tree_node_count(ic.tree);
-	ret = manifest_writer_write(w, o->output, res->digest, &why);
-	if (ret) {
-		log_error("%s: %s", o->output, why ? why : strerror(-ret));
-		goto out;
-	}
-	res->seconds = now_sec() - t0;
+	ret = write_manifest(&ic, o, res);
+	if (!ret)
+		res->seconds = now_sec() - t0;
 out:
-	log_progress_done();
 	if (ret == -ENOMEM)
-		log_error("out of memory");
-	manifest_writer_free(w);
+		import_fail(&ic, ret, "out of memory"); /* unless a reason is there already */
 	chunker_free(ic.chunker);
 	tree_free(ic.tree);
 	free(ic.config_json);

@@ -18,6 +18,18 @@ struct import_opts {
 	uint32_t pack_max;      /* files up to this size share packed chunks; 0: never */
 	int level;
 	unsigned threads;
+	/*
+	 * May be NULL. Called on the importing thread after each file: the files and the bytes
+	 * of file data imported so far. Keep it cheap.
+	 */
+	void (*progress)(void *arg, uint64_t files, uint64_t bytes);
+	void *progress_arg;
+	/*
+	 * May be NULL. A warning, one line (an entry of unknown type skipped, the archive
+	 * reader's own warning, an empty archive); the import goes on.
+	 */
+	void (*warn)(void *arg, const char *msg);
+	void *warn_arg;
 };
 
 struct import_result {
@@ -37,15 +49,31 @@ struct import_ctx {
 	uint64_t files, bytes;   /* progress */
 	uint32_t pack_max;       /* see import_opts */
 	struct chunk_buf *pack;  /* the packed chunk being filled */
+	const struct import_opts *o; /* its progress and warn callbacks; NULL: none */
+	char *why;               /* the first failure's reason (why_len bytes, may be 0) */
+	size_t why_len;
 };
 
 /*
- * Runs the whole import. On failure returns -errno (or -EBADMSG etc.) after printing one
- * clear error line with log_error(); the output file is not written.
+ * Runs the whole import. 0, or -errno (-EBADMSG etc.) with one line in why (why_len bytes,
+ * may be 0), e.g. "oci:DIR: layer 2 sha256:...: digest mismatch: content is sha256:...";
+ * the output file is not written. why is empty when the layer below has said why already
+ * through the logger (libarchive that cannot be loaded). Prints nothing.
  */
-int import_run(const struct import_opts *o, struct import_result *res);
+int import_run(const struct import_opts *o, struct import_result *res, char *why,
+	       size_t why_len);
 
-/* Sources. Each prints its own error line (log_error) before returning non-zero. */
+/*
+ * For the importers, all on the importing thread: keep the reason of a failure in ic->why
+ * (the first one only: an outer caller does not overwrite it) and return err; pass a warning
+ * to the caller's callback.
+ */
+int import_fail(struct import_ctx *ic, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void import_warn(struct import_ctx *ic, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Sources. Each says why in ic->why before returning non-zero (import_fail). */
 int import_dir(struct import_ctx *ic, const char *dir);
 int import_tar_file(struct import_ctx *ic, const char *path);
 

@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include "../../common/hash.h"
-#include "../../common/log.h"
 #include "../../common/grow.h"
 #include "import.h"
 
@@ -179,16 +178,13 @@ static int walk_entry(struct walk *w, int dfd, struct tree_node *dir, const char
 	uint8_t type;
 	int ret = 0;
 
-	if (plen + 1 + nlen >= sizeof(w->path)) {
-		log_error("%s/%s: path too long", w->path, name);
-		return -ENAMETOOLONG;
-	}
+	if (plen + 1 + nlen >= sizeof(w->path))
+		return import_fail(ic, -ENAMETOOLONG, "%s/%s: path too long", w->path, name);
 	w->path[plen] = '/';
 	memcpy(w->path + plen + 1, name, nlen + 1);
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 		ret = -errno;
-		log_error("%s: %s", w->path, strerror(errno));
-		return ret;
+		return import_fail(ic, ret, "%s: %s", w->path, strerror(-ret));
 	}
 	switch (st.st_mode & S_IFMT) {
 	case S_IFREG: type = MF_REG; break;
@@ -199,7 +195,7 @@ static int walk_entry(struct walk *w, int dfd, struct tree_node *dir, const char
 	case S_IFIFO: type = MF_FIFO; break;
 	case S_IFSOCK: type = MF_SOCK; break;
 	default:
-		log_warn("%s: unknown file type, skipped", w->path);
+		import_warn(ic, "%s: unknown file type, skipped", w->path);
 		return 0;
 	}
 	if (type != MF_DIR && st.st_nlink > 1) {
@@ -217,10 +213,8 @@ static int walk_entry(struct walk *w, int dfd, struct tree_node *dir, const char
 		return -ENOMEM;
 	fill_attrs(ino, &st);
 	ret = read_xattrs(w, ino);
-	if (ret) {
-		log_error("%s: reading xattrs: %s", w->path, strerror(-ret));
-		return ret;
-	}
+	if (ret)
+		return import_fail(ic, ret, "%s: reading xattrs: %s", w->path, strerror(-ret));
 	if (slot)
 		*slot = ino;
 	struct tree_node *node = tree_put(ic->tree, dir, name, nlen, 0, ino);
@@ -233,8 +227,7 @@ static int walk_entry(struct walk *w, int dfd, struct tree_node *dir, const char
 
 		if (n < 0 || n >= (ssize_t)sizeof(target)) {
 			ret = n < 0 ? -errno : -ENAMETOOLONG;
-			log_error("%s: readlink: %s", w->path, strerror(-ret));
-			return ret;
+			return import_fail(ic, ret, "%s: readlink: %s", w->path, strerror(-ret));
 		}
 		ino->link = tree_strdup(ic->tree, target, (size_t)n);
 		if (!ino->link)
@@ -246,25 +239,22 @@ static int walk_entry(struct walk *w, int dfd, struct tree_node *dir, const char
 
 		if (fd < 0) {
 			ret = -errno;
-			log_error("%s: %s", w->path, strerror(errno));
-			return ret;
+			return import_fail(ic, ret, "%s: %s", w->path, strerror(-ret));
 		}
 		ret = import_file_data(ic, ino, fd, (uint64_t)st.st_size,
 				       (uint64_t)st.st_blocks * 512 < (uint64_t)st.st_size);
 		close(fd);
-		if (ret) {
-			log_error("%s: %s", w->path,
-				  ret == -EIO ? "file shrank while being imported" : strerror(-ret));
-			return ret;
-		}
+		if (ret)
+			return import_fail(ic, ret, "%s: %s", w->path,
+					   ret == -EIO ? "file shrank while being imported" :
+							 strerror(-ret));
 		import_progress(ic);
 	} else if (type == MF_DIR) {
 		int sub = open_noatime(dfd, name, O_DIRECTORY | O_NOFOLLOW);
 
 		if (sub < 0) {
 			ret = -errno;
-			log_error("%s: %s", w->path, strerror(errno));
-			return ret;
+			return import_fail(ic, ret, "%s: %s", w->path, strerror(-ret));
 		}
 		ret = walk_dir(w, sub, node, plen + 1 + nlen);
 		/* walk_dir closed sub */
@@ -304,7 +294,7 @@ static int walk_dir(struct walk *w, int dfd, struct tree_node *dir, size_t plen)
 	if (!d) {
 		ret = -errno;
 		close(dfd);
-		return ret;
+		return import_fail(w->ic, ret, "%s: %s", w->path, strerror(-ret));
 	}
 	for (;;) {
 		errno = 0;
@@ -313,7 +303,7 @@ static int walk_dir(struct walk *w, int dfd, struct tree_node *dir, size_t plen)
 			if (errno) {
 				ret = -errno;
 				w->path[plen] = '\0';
-				log_error("%s: %s", w->path, strerror(errno));
+				import_fail(w->ic, ret, "%s: %s", w->path, strerror(-ret));
 			}
 			break;
 		}
@@ -358,23 +348,21 @@ int import_dir(struct import_ctx *ic, const char *src)
 	while (plen > 1 && src[plen - 1] == '/')
 		plen--;
 	if (plen >= sizeof(w.path))
-		return -ENAMETOOLONG;
+		return import_fail(ic, -ENAMETOOLONG, "%s: %s", src, strerror(ENAMETOOLONG));
 	memcpy(w.path, src, plen);
 	w.path[plen] = '\0';
 	dfd = open_noatime(AT_FDCWD, w.path, O_DIRECTORY);
 	if (dfd < 0 || fstat(dfd, &st) < 0) {
 		ret = -errno;
-		log_error("%s: %s", src, strerror(errno));
 		if (dfd >= 0)
 			close(dfd);
-		return ret;
+		return import_fail(ic, ret, "%s: %s", src, strerror(-ret));
 	}
 	fill_attrs(root, &st);
 	ret = read_xattrs(&w, root);
 	if (ret) {
-		log_error("%s: reading xattrs: %s", src, strerror(-ret));
 		close(dfd);
-		return ret;
+		return import_fail(ic, ret, "%s: reading xattrs: %s", src, strerror(-ret));
 	}
 	if (plen == 1 && w.path[0] == '/')
 		plen = 0; /* importing "/": children are "/x", not "//x" */

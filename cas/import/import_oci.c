@@ -16,7 +16,6 @@
 
 #include <json-c/json.h>
 
-#include "../../common/log.h"
 #include "import.h"
 #include "oci_blob.h"
 
@@ -62,28 +61,23 @@ static int desc_parse(const struct oci_image *im, struct json_object *o, const c
 	char pb[128];
 
 	memset(d, 0, sizeof(*d));
-	if (!json_object_is_type(o, json_type_object)) {
-		log_error("%s: %s: descriptor is not a JSON object", im->label, what);
-		return -EBADMSG;
-	}
+	if (!json_object_is_type(o, json_type_object))
+		return import_fail(im->ic, -EBADMSG, "%s: %s: descriptor is not a JSON object",
+				   im->label, what);
 	d->media_type = oci_json_str(o, "mediaType");
 	digest = oci_json_str(o, "digest");
-	if (!digest) {
-		log_error("%s: %s: descriptor has no digest", im->label, what);
-		return -EBADMSG;
-	}
-	if (oci_digest_parse(digest, d->digest)) {
-		log_error("%s: %s: bad digest '%s' (want sha256:<64 lowercase hex>)", im->label,
-			  what, oci_printable(digest, pb, sizeof(pb)));
-		return -EBADMSG;
-	}
+	if (!digest)
+		return import_fail(im->ic, -EBADMSG, "%s: %s: descriptor has no digest", im->label,
+				   what);
+	if (oci_digest_parse(digest, d->digest))
+		return import_fail(im->ic, -EBADMSG,
+				   "%s: %s: bad digest '%s' (want sha256:<64 lowercase hex>)",
+				   im->label, what, oci_printable(digest, pb, sizeof(pb)));
 	sha256_to_hex(d->digest, d->hex);
 	if (!json_object_object_get_ex(o, "size", &size) ||
-	    !json_object_is_type(size, json_type_int) || json_object_get_int64(size) < 0) {
-		log_error("%s: %s sha256:%s: descriptor has no valid size", im->label, what,
-			  d->hex);
-		return -EBADMSG;
-	}
+	    !json_object_is_type(size, json_type_int) || json_object_get_int64(size) < 0)
+		return import_fail(im->ic, -EBADMSG, "%s: %s sha256:%s: descriptor has no valid size",
+				   im->label, what, d->hex);
 	d->size = (uint64_t)json_object_get_int64(size);
 	return 0;
 }
@@ -94,35 +88,33 @@ static int blob_open(const struct oci_image *im, const struct oci_desc *d, const
 	int fd, ret;
 
 	if ((size_t)snprintf(path, sizeof(path), "%s/blobs/sha256/%s", im->dir, d->hex) >=
-	    sizeof(path)) {
-		log_error("%s: %s sha256:%s: path too long", im->label, what, d->hex);
-		return -ENAMETOOLONG;
-	}
+	    sizeof(path))
+		return import_fail(im->ic, -ENAMETOOLONG, "%s: %s sha256:%s: path too long",
+				   im->label, what, d->hex);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		ret = -errno;
-		log_error("%s: %s sha256:%s: %s", im->label, what, d->hex,
-			  errno == ENOENT ? "blob missing from the layout" : strerror(errno));
-		return ret;
+		return import_fail(im->ic, ret, "%s: %s sha256:%s: %s", im->label, what, d->hex,
+				   ret == -ENOENT ? "blob missing from the layout" : strerror(-ret));
 	}
 	return fd;
 }
 
 /* Read, verify and parse a JSON object from fd; keeps its text if text != NULL. */
-static int fd_json(int fd, uint64_t size, const uint8_t *digest, const char *label, char **text,
-		   size_t *len, struct json_object **obj)
+static int fd_json(const struct oci_image *im, int fd, uint64_t size, const uint8_t *digest,
+		   const char *label, char **text, size_t *len, struct json_object **obj)
 {
 	const char *why = NULL;
 	char *buf;
 	size_t n;
 	int ret;
 
-	ret = oci_blob_read(fd, size, digest, OCI_JSON_MAX, &buf, &n, label);
+	ret = oci_blob_read(im->ic, fd, size, digest, OCI_JSON_MAX, &buf, &n, label);
 	if (ret)
 		return ret;
 	*obj = oci_json_parse(buf, n, &why);
 	if (!*obj || !json_object_is_type(*obj, json_type_object)) {
-		log_error("%s: %s", label, *obj ? "not a JSON object" : why);
+		import_fail(im->ic, -EBADMSG, "%s: %s", label, *obj ? "not a JSON object" : why);
 		json_object_put(*obj);
 		*obj = NULL;
 		free(buf);
@@ -148,7 +140,7 @@ static int blob_json(const struct oci_image *im, const struct oci_desc *d, const
 	if (fd < 0)
 		return fd;
 	snprintf(label, sizeof(label), "%s: %s sha256:%s", im->label, what, d->hex);
-	ret = fd_json(fd, d->size, d->digest, label, text, len, obj);
+	ret = fd_json(im, fd, d->size, d->digest, label, text, len, obj);
 	close(fd);
 	return ret;
 }
@@ -163,12 +155,12 @@ static int layout_json(const struct oci_image *im, const char *name, struct json
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		ret = -errno;
-		log_error("%s: %s: %s", im->label, path,
-			  errno == ENOENT ? "missing (not an OCI image layout)" : strerror(errno));
-		return ret;
+		return import_fail(im->ic, ret, "%s: %s: %s", im->label, path,
+				   ret == -ENOENT ? "missing (not an OCI image layout)" :
+						    strerror(-ret));
 	}
 	snprintf(label, sizeof(label), "%s: %s", im->label, name);
-	ret = fd_json(fd, OCI_SIZE_UNKNOWN, NULL, label, NULL, NULL, obj);
+	ret = fd_json(im, fd, OCI_SIZE_UNKNOWN, NULL, label, NULL, NULL, obj);
 	close(fd);
 	return ret;
 }
@@ -184,14 +176,13 @@ static int check_layout_version(const struct oci_image *im)
 	if (ret)
 		return ret;
 	v = oci_json_str(o, "imageLayoutVersion");
-	if (!v) {
-		log_error("%s: oci-layout: no imageLayoutVersion", im->label);
-		ret = -EBADMSG;
-	} else if (strcmp(v, "1.0.0") && strncmp(v, "1.", 2)) {
-		log_error("%s: oci-layout: unsupported imageLayoutVersion '%s' (want 1.x)",
-			  im->label, oci_printable(v, pb, sizeof(pb)));
-		ret = -ENOTSUP;
-	}
+	if (!v)
+		ret = import_fail(im->ic, -EBADMSG, "%s: oci-layout: no imageLayoutVersion",
+				  im->label);
+	else if (strcmp(v, "1.0.0") && strncmp(v, "1.", 2))
+		ret = import_fail(im->ic, -ENOTSUP,
+				  "%s: oci-layout: unsupported imageLayoutVersion '%s' (want 1.x)",
+				  im->label, oci_printable(v, pb, sizeof(pb)));
 	json_object_put(o);
 	return ret;
 }
@@ -258,10 +249,10 @@ static struct json_object *pick_platform(const struct oci_image *im, struct json
 			return json_object_array_get_idx(list, i);
 	}
 	if (n == 0)
-		log_error("%s: %s lists no images", im->label, what);
+		import_fail(im->ic, -ENOENT, "%s: %s lists no images", im->label, what);
 	else
-		log_error("%s: %s has no linux/amd64 image (platforms: %s)", im->label, what,
-			  list_platforms(list, buf, sizeof(buf)));
+		import_fail(im->ic, -ENOENT, "%s: %s has no linux/amd64 image (platforms: %s)",
+			    im->label, what, list_platforms(list, buf, sizeof(buf)));
 	return NULL;
 }
 
@@ -274,24 +265,21 @@ static int pick_top(const struct oci_image *im, struct json_object *index, struc
 	char buf[1024];
 	bool tagged = false;
 
-	if (!list) {
-		log_error("%s: index.json: no \"manifests\" array", im->label);
-		return -EBADMSG;
-	}
+	if (!list)
+		return import_fail(im->ic, -EBADMSG, "%s: index.json: no \"manifests\" array",
+				   im->label);
 	n = json_object_array_length(list);
-	if (n == 0) {
-		log_error("%s: index.json lists no images", im->label);
-		return -ENOENT;
-	}
+	if (n == 0)
+		return import_fail(im->ic, -ENOENT, "%s: index.json lists no images", im->label);
 	for (size_t i = 0; i < n; i++)
 		tagged |= ref_name(json_object_array_get_idx(list, i)) != NULL;
 	if (!im->tag) {
 		if (n == 1) {
 			pick = json_object_array_get_idx(list, 0);
 		} else if (tagged) {
-			log_error("%s: %zu images in index.json, name one with oci:DIR:TAG "
-				  "(tags: %s)", im->label, n, list_tags(list, buf, sizeof(buf)));
-			return -EINVAL;
+			return import_fail(im->ic, -EINVAL, "%s: %zu images in index.json, name one "
+					   "with oci:DIR:TAG (tags: %s)", im->label, n,
+					   list_tags(list, buf, sizeof(buf)));
 		} else {
 			pick = pick_platform(im, list, "index.json");
 			if (!pick)
@@ -312,9 +300,9 @@ static int pick_top(const struct oci_image *im, struct json_object *index, struc
 	if (json_object_array_length(cand) == 0) {
 		char pb[128];
 
-		log_error("%s: no image tagged '%s' in index.json (tags: %s)", im->label,
-			  oci_printable(im->tag, pb, sizeof(pb)),
-			  list_tags(list, buf, sizeof(buf)));
+		import_fail(im->ic, -ENOENT, "%s: no image tagged '%s' in index.json (tags: %s)",
+			    im->label, oci_printable(im->tag, pb, sizeof(pb)),
+			    list_tags(list, buf, sizeof(buf)));
 		json_object_put(cand);
 		return -ENOENT;
 	}
@@ -357,14 +345,13 @@ static int parse_layers(const struct oci_image *im, struct json_object *layers,
 		ret = desc_parse(im, json_object_array_get_idx(layers, i), what, &l->desc);
 		if (ret)
 			return ret;
-		if (oci_layer_media_type(l->desc.media_type, &l->comp)) {
-			log_error("%s: %s sha256:%s: unknown layer media type %s", im->label, what,
-				  l->desc.hex,
-				  l->desc.media_type ? oci_printable(l->desc.media_type, pb,
-								     sizeof(pb))
-						     : "(none)");
-			return -ENOTSUP;
-		}
+		if (oci_layer_media_type(l->desc.media_type, &l->comp))
+			return import_fail(im->ic, -ENOTSUP,
+					   "%s: %s sha256:%s: unknown layer media type %s",
+					   im->label, what, l->desc.hex,
+					   l->desc.media_type ? oci_printable(l->desc.media_type,
+									      pb, sizeof(pb))
+							      : "(none)");
 	}
 	return 0;
 }
@@ -410,15 +397,12 @@ static int import_manifest(const struct oci_image *im, const struct oci_desc *md
 	int ret;
 
 	if (json_object_object_get_ex(m, "schemaVersion", &sv) &&
-	    (!json_object_is_type(sv, json_type_int) || json_object_get_int(sv) != 2)) {
-		log_error("%s: manifest sha256:%s: schemaVersion is not 2", im->label, md->hex);
-		return -ENOTSUP;
-	}
-	if (!layers || !json_obj(m, "config")) {
-		log_error("%s: manifest sha256:%s: not an image manifest (no config or layers)",
-			  im->label, md->hex);
-		return -EBADMSG;
-	}
+	    (!json_object_is_type(sv, json_type_int) || json_object_get_int(sv) != 2))
+		return import_fail(im->ic, -ENOTSUP, "%s: manifest sha256:%s: schemaVersion is "
+				   "not 2", im->label, md->hex);
+	if (!layers || !json_obj(m, "config"))
+		return import_fail(im->ic, -EBADMSG, "%s: manifest sha256:%s: not an image "
+				   "manifest (no config or layers)", im->label, md->hex);
 	ret = desc_parse(im, json_obj(m, "config"), "config", &cd);
 	if (!ret)
 		ret = blob_json(im, &cd, "config", &ctext, &clen, &cfg);
@@ -431,7 +415,7 @@ static int import_manifest(const struct oci_image *im, const struct oci_desc *md
 		ret = -ENOMEM;
 		goto out;
 	}
-	ret = oci_config_diff_ids(cfg, n, diff_ids, &have_diffs, im->label);
+	ret = oci_config_diff_ids(im->ic, cfg, n, diff_ids, &have_diffs, im->label);
 	if (!ret)
 		ret = parse_layers(im, layers, ls);
 	if (!ret)
@@ -465,15 +449,14 @@ static int resolve(const struct oci_image *im, struct oci_desc *d, struct json_o
 		char what[96], pb[160];
 
 		if (d->media_type && !index && !is_manifest_type(d->media_type)) {
-			log_error("%s: image sha256:%s: unknown manifest media type %s", im->label,
-				  d->hex, oci_printable(d->media_type, pb, sizeof(pb)));
-			ret = -ENOTSUP;
+			ret = import_fail(im->ic, -ENOTSUP, "%s: image sha256:%s: unknown manifest "
+					  "media type %s", im->label, d->hex,
+					  oci_printable(d->media_type, pb, sizeof(pb)));
 			break;
 		}
 		if (depth > OCI_MAX_NESTING) {
-			log_error("%s: image indexes nested more than %d deep", im->label,
-				  OCI_MAX_NESTING);
-			ret = -ELOOP;
+			ret = import_fail(im->ic, -ELOOP, "%s: image indexes nested more than %d deep",
+					  im->label, OCI_MAX_NESTING);
 			break;
 		}
 		ret = blob_json(im, d, index ? "index" : "manifest", NULL, NULL, &blob);
@@ -488,9 +471,9 @@ static int resolve(const struct oci_image *im, struct oci_desc *d, struct json_o
 		}
 		snprintf(what, sizeof(what), "index sha256:%s", d->hex);
 		if (!json_array(blob, "manifests")) {
-			log_error("%s: %s: no \"manifests\" array", im->label, what);
+			ret = import_fail(im->ic, -EBADMSG, "%s: %s: no \"manifests\" array",
+					  im->label, what);
 			json_object_put(blob);
-			ret = -EBADMSG;
 			break;
 		}
 		pick = pick_platform(im, json_array(blob, "manifests"), what);
@@ -529,8 +512,7 @@ static int split_spec(struct oci_image *im, const char *spec)
 		}
 		free(dir);
 	}
-	log_error("%s: no such directory", im->label);
-	return -ENOENT;
+	return import_fail(im->ic, -ENOENT, "%s: no such directory", im->label);
 }
 
 int import_oci(struct import_ctx *ic, const char *spec)

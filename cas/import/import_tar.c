@@ -10,8 +10,6 @@
 #include <string.h>
 
 #include "../../common/dl_archive.h"
-
-#include "../../common/log.h"
 #include "import.h"
 
 #define WH_PREFIX ".wh."
@@ -381,26 +379,25 @@ int import_tar_archive(struct import_ctx *ic, struct archive *a, uint32_t layer,
 		if (r == ARCHIVE_EOF)
 			break;
 		if (r == ARCHIVE_WARN) {
-			log_warn("%s: %s", what, sym_archive_error_string(a));
+			import_warn(ic, "%s: %s", what, sym_archive_error_string(a));
 		} else if (r != ARCHIVE_OK) {
 			const char *msg = sym_archive_error_string(a);
 
-			log_error("%s: %s", what, msg ? msg : "corrupt archive");
-			return -EIO;
+			return import_fail(ic, -EIO, "%s: %s", what, msg ? msg : "corrupt archive");
 		}
 		ret = apply_entry(ic, a, e, layer, whiteouts, &why);
 		if (ret == -ENOMEM)
-			return ret; /* import_run says it, once */
+			return ret; /* import_run says it */
 		if (ret) {
 			const char *p = sym_archive_entry_pathname(e);
 
-			log_error("%s: %s: %s", what, p ? p : "?", why ? why : strerror(-ret));
-			return ret;
+			return import_fail(ic, ret, "%s: %s: %s", what, p ? p : "?",
+					   why ? why : strerror(-ret));
 		}
 		count++;
 	}
 	if (count == 0 && layer == 0)
-		log_warn("%s: empty archive", what);
+		import_warn(ic, "%s: empty archive", what);
 	return 0;
 }
 
@@ -419,7 +416,7 @@ int import_tar_file(struct import_ctx *ic, const char *path)
 	if (sym_archive_read_open_filename(a, path, 1 << 20) != ARCHIVE_OK) {
 		const char *msg = sym_archive_error_string(a);
 
-		log_error("%s: %s", path, msg ? msg : "cannot open");
+		import_fail(ic, -EIO, "%s: %s", path, msg ? msg : "cannot open");
 		sym_archive_read_free(a);
 		return -EIO;
 	}

@@ -24,7 +24,6 @@
 
 #include "../../common/dl_archive.h"
 #include "../../common/fsutil.h"
-#include "../../common/log.h"
 
 #define LAYER_BUF_SIZE (1u << 20)
 
@@ -54,8 +53,8 @@ int oci_layer_media_type(const char *media_type, enum oci_compression *comp)
 	return -ENOTSUP;
 }
 
-int oci_config_diff_ids(struct json_object *config, size_t n, uint8_t (*diff_ids)[SHA256_LEN],
-			bool *have, const char *label)
+int oci_config_diff_ids(struct import_ctx *ic, struct json_object *config, size_t n,
+			uint8_t (*diff_ids)[SHA256_LEN], bool *have, const char *label)
 {
 	struct json_object *rootfs = oci_json_get(config, "rootfs", json_type_object), *list;
 	char pb[160];
@@ -63,21 +62,17 @@ int oci_config_diff_ids(struct json_object *config, size_t n, uint8_t (*diff_ids
 	*have = false;
 	if (!rootfs || !json_object_object_get_ex(rootfs, "diff_ids", &list))
 		return 0;
-	if (!json_object_is_type(list, json_type_array) || json_object_array_length(list) != n) {
-		log_error("%s: config lists %zu diff_ids for %zu layers", label,
-			  json_object_is_type(list, json_type_array) ?
-				  json_object_array_length(list) : 0, n);
-		return -EBADMSG;
-	}
+	if (!json_object_is_type(list, json_type_array) || json_object_array_length(list) != n)
+		return import_fail(ic, -EBADMSG, "%s: config lists %zu diff_ids for %zu layers",
+				   label, json_object_is_type(list, json_type_array) ?
+						  json_object_array_length(list) : 0, n);
 	for (size_t i = 0; i < n; i++) {
 		struct json_object *d = json_object_array_get_idx(list, i);
 		const char *s = json_object_get_string(d);
 
-		if (!json_object_is_type(d, json_type_string) || oci_digest_parse(s, diff_ids[i])) {
-			log_error("%s: config: bad diff_id %zu '%s'", label, i + 1,
-				  oci_printable(s, pb, sizeof(pb)));
-			return -EBADMSG;
-		}
+		if (!json_object_is_type(d, json_type_string) || oci_digest_parse(s, diff_ids[i]))
+			return import_fail(ic, -EBADMSG, "%s: config: bad diff_id %zu '%s'", label,
+					   i + 1, oci_printable(s, pb, sizeof(pb)));
 	}
 	*have = true;
 	return 0;
@@ -134,25 +129,22 @@ int oci_path_normalize(const char *base, const char *path, char *out, size_t len
 	return path_push(path, out, len, &n);
 }
 
-/* fstat a blob that must be a regular file; one error line naming `what` otherwise. */
-static int blob_stat(int fd, struct stat *st, const char *what)
+/* fstat a blob that must be a regular file; a reason naming `what` otherwise. */
+static int blob_stat(struct import_ctx *ic, int fd, struct stat *st, const char *what)
 {
 	int ret;
 
 	if (fstat(fd, st) < 0) {
 		ret = -errno;
-		log_error("%s: %s", what, strerror(errno));
-		return ret;
+		return import_fail(ic, ret, "%s: %s", what, strerror(-ret));
 	}
-	if (!S_ISREG(st->st_mode)) {
-		log_error("%s: not a regular file", what);
-		return -EINVAL;
-	}
+	if (!S_ISREG(st->st_mode))
+		return import_fail(ic, -EINVAL, "%s: not a regular file", what);
 	return 0;
 }
 
-int oci_blob_read(int fd, uint64_t size, const uint8_t *digest, size_t max, char **out,
-		  size_t *out_len, const char *what)
+int oci_blob_read(struct import_ctx *ic, int fd, uint64_t size, const uint8_t *digest,
+		  size_t max, char **out, size_t *out_len, const char *what)
 {
 	uint8_t got[SHA256_LEN];
 	char hex[SHA256_HEX_LEN + 1];
@@ -160,19 +152,16 @@ int oci_blob_read(int fd, uint64_t size, const uint8_t *digest, size_t max, char
 	char *buf;
 	int ret;
 
-	ret = blob_stat(fd, &st, what);
+	ret = blob_stat(ic, fd, &st, what);
 	if (ret)
 		return ret;
-	if (size != OCI_SIZE_UNKNOWN && (uint64_t)st.st_size != size) {
-		log_error("%s: size mismatch: blob is %lld bytes, descriptor says %llu", what,
-			  (long long)st.st_size, (unsigned long long)size);
-		return -EBADMSG;
-	}
-	if ((uint64_t)st.st_size > max) {
-		log_error("%s: %lld bytes, more than the %zu allowed", what, (long long)st.st_size,
-			  max);
-		return -EFBIG;
-	}
+	if (size != OCI_SIZE_UNKNOWN && (uint64_t)st.st_size != size)
+		return import_fail(ic, -EBADMSG,
+				   "%s: size mismatch: blob is %lld bytes, descriptor says %llu",
+				   what, (long long)st.st_size, (unsigned long long)size);
+	if ((uint64_t)st.st_size > max)
+		return import_fail(ic, -EFBIG, "%s: %lld bytes, more than the %zu allowed", what,
+				   (long long)st.st_size, max);
 	buf = malloc((size_t)st.st_size + 1);
 	if (!buf)
 		return -ENOMEM; /* import_run reports it */
@@ -180,16 +169,15 @@ int oci_blob_read(int fd, uint64_t size, const uint8_t *digest, size_t max, char
 	if (!ret)
 		ret = sha256_buf(buf, (size_t)st.st_size, got);
 	if (ret) {
-		log_error("%s: %s", what,
-			  ret == -EIO ? "read error or file shrank" : strerror(-ret));
 		free(buf);
-		return ret;
+		return import_fail(ic, ret, "%s: %s", what,
+				   ret == -EIO ? "read error or file shrank" : strerror(-ret));
 	}
 	if (digest && memcmp(got, digest, SHA256_LEN)) {
 		sha256_to_hex(got, hex);
-		log_error("%s: digest mismatch: content is sha256:%s", what, hex);
 		free(buf);
-		return -EBADMSG;
+		return import_fail(ic, -EBADMSG, "%s: digest mismatch: content is sha256:%s", what,
+				   hex);
 	}
 	buf[st.st_size] = '\0';
 	*out = buf;
@@ -307,57 +295,48 @@ static int raw_filters(struct archive *raw, enum oci_compression comp)
 }
 
 /* After the tar's end: hash what is left of the tar stream and of the blob. */
-static int layer_drain(struct layer_io *io, struct archive *tar, const char *what)
+static int layer_drain(struct import_ctx *ic, struct layer_io *io, struct archive *tar,
+		       const char *what)
 {
 	const void *b;
 	la_ssize_t n;
 
 	while ((n = tar_read(tar, io, &b)) > 0)
 		;
-	if (n < 0) {
-		log_error("%s: %s", what, sym_archive_error_string(tar));
-		return -EIO;
-	}
+	if (n < 0)
+		return import_fail(ic, -EIO, "%s: %s", what, sym_archive_error_string(tar));
 	while ((n = blob_read(io->raw, io, &b)) > 0)
 		;
-	if (n < 0) {
-		log_error("%s: %s", what, sym_archive_error_string(io->raw));
-		return -EIO;
-	}
+	if (n < 0)
+		return import_fail(ic, -EIO, "%s: %s", what, sym_archive_error_string(io->raw));
 	return 0;
 }
 
-static int layer_check(struct layer_io *io, const char *what)
+static int layer_check(struct import_ctx *ic, struct layer_io *io, const char *what)
 {
 	const struct oci_layer_src *src = io->src;
 	char hex[SHA256_HEX_LEN + 1], want[SHA256_HEX_LEN + 1];
 	uint8_t got[SHA256_LEN];
 
-	if (src->size != OCI_SIZE_UNKNOWN && io->off != src->size) {
-		log_error("%s: size mismatch: blob is %llu bytes, descriptor says %llu", what,
-			  (unsigned long long)io->off, (unsigned long long)src->size);
-		return -EBADMSG;
-	}
-	if (sha256_final(io->blob_sha, got)) {
-		log_error("%s: sha256 failed", what);
-		return -EIO;
-	}
+	if (src->size != OCI_SIZE_UNKNOWN && io->off != src->size)
+		return import_fail(ic, -EBADMSG,
+				   "%s: size mismatch: blob is %llu bytes, descriptor says %llu",
+				   what, (unsigned long long)io->off, (unsigned long long)src->size);
+	if (sha256_final(io->blob_sha, got))
+		return import_fail(ic, -EIO, "%s: sha256 failed", what);
 	if (src->digest && memcmp(got, src->digest, SHA256_LEN)) {
 		sha256_to_hex(got, hex);
-		log_error("%s: digest mismatch: content is sha256:%s", what, hex);
-		return -EBADMSG;
+		return import_fail(ic, -EBADMSG, "%s: digest mismatch: content is sha256:%s", what,
+				   hex);
 	}
 	/* not compressed: the tar is the blob itself, got already is its digest */
-	if (io->diff_sha && sha256_final(io->diff_sha, got)) {
-		log_error("%s: sha256 failed", what);
-		return -EIO;
-	}
+	if (io->diff_sha && sha256_final(io->diff_sha, got))
+		return import_fail(ic, -EIO, "%s: sha256 failed", what);
 	if (src->diff_id && memcmp(got, src->diff_id, SHA256_LEN)) {
 		sha256_to_hex(got, hex);
 		sha256_to_hex(src->diff_id, want);
-		log_error("%s: uncompressed content is sha256:%s, the config's diff_id says "
-			  "sha256:%s", what, hex, want);
-		return -EBADMSG;
+		return import_fail(ic, -EBADMSG, "%s: uncompressed content is sha256:%s, the "
+				   "config's diff_id says sha256:%s", what, hex, want);
 	}
 	return 0;
 }
@@ -374,14 +353,13 @@ int oci_layer_apply(struct import_ctx *ic, const struct oci_layer_src *src, uint
 	ret = dl_archive_load();
 	if (ret)
 		return ret;
-	ret = blob_stat(src->fd, &st, what);
+	ret = blob_stat(ic, src->fd, &st, what);
 	if (ret)
 		return ret;
-	if (src->size != OCI_SIZE_UNKNOWN && (uint64_t)st.st_size != src->size) {
-		log_error("%s: size mismatch: blob is %lld bytes, descriptor says %llu", what,
-			  (long long)st.st_size, (unsigned long long)src->size);
-		return -EBADMSG;
-	}
+	if (src->size != OCI_SIZE_UNKNOWN && (uint64_t)st.st_size != src->size)
+		return import_fail(ic, -EBADMSG,
+				   "%s: size mismatch: blob is %lld bytes, descriptor says %llu",
+				   what, (long long)st.st_size, (unsigned long long)src->size);
 	io.buf = malloc(LAYER_BUF_SIZE);
 	io.blob_sha = sha256_new();
 	io.diff_sha = sha256_new();
@@ -392,8 +370,7 @@ int oci_layer_apply(struct import_ctx *ic, const struct oci_layer_src *src, uint
 		goto out;
 	}
 	if (raw_filters(io.raw, src->comp)) {
-		log_error("%s: %s", what, sym_archive_error_string(io.raw));
-		ret = -ENOTSUP;
+		ret = import_fail(ic, -ENOTSUP, "%s: %s", what, sym_archive_error_string(io.raw));
 		goto out;
 	}
 	r = sym_archive_read_open2(io.raw, &io, NULL, blob_read, NULL, NULL);
@@ -402,8 +379,7 @@ int oci_layer_apply(struct import_ctx *ic, const struct oci_layer_src *src, uint
 	if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
 		const char *msg = sym_archive_error_string(io.raw);
 
-		log_error("%s: %s", what, msg ? msg : "cannot read the blob");
-		ret = -EIO;
+		ret = import_fail(ic, -EIO, "%s: %s", what, msg ? msg : "cannot read the blob");
 		goto out;
 	}
 	if (sym_archive_filter_code(io.raw, 0) == ARCHIVE_FILTER_NONE) {
@@ -416,15 +392,14 @@ int oci_layer_apply(struct import_ctx *ic, const struct oci_layer_src *src, uint
 	if (sym_archive_read_open2(tar, &io, NULL, tar_read, NULL, NULL) != ARCHIVE_OK) {
 		const char *msg = sym_archive_error_string(tar);
 
-		log_error("%s: %s", what, msg ? msg : "not a tar archive");
-		ret = -EIO;
+		ret = import_fail(ic, -EIO, "%s: %s", what, msg ? msg : "not a tar archive");
 		goto out;
 	}
 	ret = import_tar_archive(ic, tar, layer, true, what);
 	if (!ret)
-		ret = layer_drain(&io, tar, what);
+		ret = layer_drain(ic, &io, tar, what);
 	if (!ret)
-		ret = layer_check(&io, what);
+		ret = layer_check(ic, &io, what);
 out:
 	if (tar)
 		sym_archive_read_free(tar);

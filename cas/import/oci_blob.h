@@ -34,10 +34,10 @@ int oci_layer_media_type(const char *media_type, enum oci_compression *comp);
 /*
  * The config's rootfs.diff_ids (sha256 of each uncompressed layer tar) into diff_ids[n].
  * *have is false if the config lists none. Diff_ids that do not fit n layers are an
- * error, printed as one line prefixed with `label`.
+ * error, its reason (in ic->why) prefixed with `label`.
  */
-int oci_config_diff_ids(struct json_object *config, size_t n, uint8_t (*diff_ids)[SHA256_LEN],
-			bool *have, const char *label);
+int oci_config_diff_ids(struct import_ctx *ic, struct json_object *config, size_t n,
+			uint8_t (*diff_ids)[SHA256_LEN], bool *have, const char *label);
 
 /*
  * Normalize a path inside an archive relative to directory `base` (may be NULL or ""):
@@ -49,10 +49,11 @@ int oci_path_normalize(const char *base, const char *path, char *out, size_t len
 /*
  * Read a whole small blob from fd (at most max bytes) into a malloc'ed NUL-terminated
  * buffer, checking its size (unless OCI_SIZE_UNKNOWN) and its digest (unless NULL).
- * On failure prints one error line naming `what` and returns non-zero.
+ * On failure returns -errno with a reason naming `what` in ic->why (only ic->why and
+ * ic->why_len are used).
  */
-int oci_blob_read(int fd, uint64_t size, const uint8_t *digest, size_t max, char **out,
-		  size_t *out_len, const char *what);
+int oci_blob_read(struct import_ctx *ic, int fd, uint64_t size, const uint8_t *digest,
+		  size_t max, char **out, size_t *out_len, const char *what);
 
 /* One layer blob to apply on top of the tree. */
 struct oci_layer_src {
@@ -66,8 +67,8 @@ struct oci_layer_src {
 /*
  * Apply the layer as layer number `layer` (1, 2, ...) with OCI whiteouts. Every byte of
  * the blob is hashed while the tar is read, the rest of the blob is drained after the
- * tar's end, and a size or digest mismatch fails the layer. Prints one error line
- * (prefixed with `what`) on failure.
+ * tar's end, and a size or digest mismatch fails the layer. On failure the reason, prefixed
+ * with `what`, is in ic->why.
  */
 int oci_layer_apply(struct import_ctx *ic, const struct oci_layer_src *src, uint32_t layer,
 		    const char *what);

@@ -23,7 +23,6 @@
 #include <json-c/json.h>
 
 #include "../../common/dl_archive.h"
-#include "../../common/log.h"
 #include "../../common/grow.h"
 #include "import.h"
 #include "oci_blob.h"
@@ -67,7 +66,7 @@ static int da_open(struct da *da, struct archive **out)
 	if (sym_archive_read_open_filename(a, da->file, 1 << 20) != ARCHIVE_OK) {
 		const char *msg = sym_archive_error_string(a);
 
-		log_error("%s: %s", da->label, msg ? msg : "cannot open");
+		import_fail(da->ic, -EIO, "%s: %s", da->label, msg ? msg : "cannot open");
 		sym_archive_read_free(a);
 		return -EIO;
 	}
@@ -84,8 +83,7 @@ static int da_next(struct da *da, struct archive *a, struct archive_entry **e)
 	if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
 		const char *msg = sym_archive_error_string(a);
 
-		log_error("%s: %s", da->label, msg ? msg : "corrupt archive");
-		return -EIO;
+		return import_fail(da->ic, -EIO, "%s: %s", da->label, msg ? msg : "corrupt archive");
 	}
 	return 0;
 }
@@ -103,10 +101,9 @@ static int read_member(struct da *da, struct archive *a, const char *name, char 
 		if (cap - fill < 2) {
 			/* the next capacity, 2 * cap (65536 first), over the limit */
 			if (cap > ((size_t)OCI_JSON_MAX + 2) / 2) {
-				log_error("%s: %s: larger than %u bytes", da->label, name,
-					  OCI_JSON_MAX);
 				free(buf);
-				return -EFBIG;
+				return import_fail(da->ic, -EFBIG, "%s: %s: larger than %u bytes",
+						   da->label, name, OCI_JSON_MAX);
 			}
 			if (!grow_from((void **)&buf, &cap, fill + 2, 1, 65536)) {
 				free(buf);
@@ -115,9 +112,9 @@ static int read_member(struct da *da, struct archive *a, const char *name, char 
 		}
 		r = sym_archive_read_data(a, buf + fill, cap - fill - 1);
 		if (r < 0) {
-			log_error("%s: %s: %s", da->label, name, sym_archive_error_string(a));
 			free(buf);
-			return -EIO;
+			return import_fail(da->ic, -EIO, "%s: %s: %s", da->label, name,
+					   sym_archive_error_string(a));
 		}
 		if (r == 0)
 			break;
@@ -234,9 +231,8 @@ static int da_tmpfile(struct da *da)
 	if (fd < 0) {
 		int err = errno;
 
-		log_error("%s: cannot create a temporary file in %s: %s", da->label, dir,
-			  strerror(err));
-		return -err;
+		return import_fail(da->ic, -err, "%s: cannot create a temporary file in %s: %s",
+				   da->label, dir, strerror(err));
 	}
 	unlink(path); /* the copy lives only as long as the descriptor */
 	return fd;
@@ -260,8 +256,8 @@ static int copy_member(struct da *da, struct archive *a, struct da_member *m, la
 		if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
 			const char *msg = sym_archive_error_string(a);
 
-			log_error("%s: %s: %s", da->label, m->name, msg ? msg : "read error");
-			return -EIO;
+			return import_fail(da->ic, -EIO, "%s: %s: %s", da->label, m->name,
+					   msg ? msg : "read error");
 		}
 		while (len) {
 			ssize_t w = pwrite(fd, buf, len, (off_t)off);
@@ -271,9 +267,8 @@ static int copy_member(struct da *da, struct archive *a, struct da_member *m, la
 			if (w <= 0) {
 				int err = w < 0 ? errno : ENOSPC;
 
-				log_error("%s: %s: writing a temporary copy: %s", da->label,
-					  m->name, strerror(err));
-				return -err;
+				return import_fail(da->ic, -err, "%s: %s: writing a temporary "
+						   "copy: %s", da->label, m->name, strerror(err));
 			}
 			buf = (const uint8_t *)buf + w;
 			len -= (size_t)w;
@@ -283,9 +278,8 @@ static int copy_member(struct da *da, struct archive *a, struct da_member *m, la
 	if (size > 0 && ftruncate(fd, (off_t)size) < 0) { /* a trailing hole */
 		int err = errno;
 
-		log_error("%s: %s: writing a temporary copy: %s", da->label, m->name,
-			  strerror(err));
-		return -err;
+		return import_fail(da->ic, -err, "%s: %s: writing a temporary copy: %s", da->label,
+				   m->name, strerror(err));
 	}
 	return 0;
 }
@@ -310,8 +304,8 @@ static int da_extract(struct da *da)
 			continue;
 		if (!name || oci_path_normalize(NULL, name, path, sizeof(path)) ||
 		    strcmp(path, m->name)) {
-			log_error("%s: the archive changed while being read", da->label);
-			ret = -EIO;
+			ret = import_fail(da->ic, -EIO, "%s: the archive changed while being read",
+					  da->label);
 			break;
 		}
 		ret = copy_member(da, a, m, sym_archive_entry_size(e));
@@ -322,10 +316,9 @@ static int da_extract(struct da *da)
 	if (ret < 0)
 		return ret;
 	for (i = 0; i < da->n; i++) {
-		if (da->m[i].needed && da->m[i].fd < 0) {
-			log_error("%s: the archive changed while being read", da->label);
-			return -EIO;
-		}
+		if (da->m[i].needed && da->m[i].fd < 0)
+			return import_fail(da->ic, -EIO, "%s: the archive changed while being read",
+					   da->label);
 	}
 	return 0;
 }
@@ -369,7 +362,7 @@ static struct json_object *pick_image(struct da *da, struct json_object *list)
 	char pb[128];
 
 	if (n == 0) {
-		log_error("%s: manifest.json lists no images", da->label);
+		import_fail(da->ic, -ENOENT, "%s: manifest.json lists no images", da->label);
 		return NULL;
 	}
 	if (!da->ref)
@@ -386,8 +379,8 @@ static struct json_object *pick_image(struct da *da, struct json_object *list)
 				return img;
 		}
 	}
-	log_error("%s: no image tagged '%s' in manifest.json", da->label,
-		  oci_printable(da->ref, pb, sizeof(pb)));
+	import_fail(da->ic, -ENOENT, "%s: no image tagged '%s' in manifest.json", da->label,
+		    oci_printable(da->ref, pb, sizeof(pb)));
 	return NULL;
 }
 
@@ -418,8 +411,8 @@ static struct da_member *need(struct da *da, const char *ref, const char *what)
 	if (ref[0] != '/' && !oci_path_normalize(NULL, ref, path, sizeof(path)))
 		m = da_lookup(da, path, &why);
 	if (!m) {
-		log_error("%s: %s %s: %s", da->label, what, oci_printable(ref, pb, sizeof(pb)),
-			  why);
+		import_fail(da->ic, -ENOENT, "%s: %s %s: %s", da->label, what,
+			    oci_printable(ref, pb, sizeof(pb)), why);
 		return NULL;
 	}
 	m->needed = true;
@@ -439,20 +432,17 @@ static int da_parse_manifest(struct da *da, struct da_image *im)
 	char what[32];
 
 	im->list = oci_json_parse(da->manifest, da->manifest_len, &why);
-	if (!im->list || !json_object_is_type(im->list, json_type_array)) {
-		log_error("%s: manifest.json: %s", da->label, im->list ? "not a JSON array" : why);
-		return -EBADMSG;
-	}
+	if (!im->list || !json_object_is_type(im->list, json_type_array))
+		return import_fail(da->ic, -EBADMSG, "%s: manifest.json: %s", da->label,
+				   im->list ? "not a JSON array" : why);
 	img = pick_image(da, im->list);
 	if (!img)
 		return -ENOENT;
 	im->cref = oci_json_str(img, "Config");
 	layers = oci_json_get(img, "Layers", json_type_array);
-	if (!im->cref || !layers) {
-		log_error("%s: manifest.json: image has no %s", da->label,
-			  im->cref ? "Layers" : "Config");
-		return -EBADMSG;
-	}
+	if (!im->cref || !layers)
+		return import_fail(da->ic, -EBADMSG, "%s: manifest.json: image has no %s",
+				   da->label, im->cref ? "Layers" : "Config");
 	im->n = json_object_array_length(layers);
 	im->ls = calloc(im->n ? im->n : 1, sizeof(*im->ls));
 	im->diff_ids = calloc(im->n ? im->n : 1, sizeof(*im->diff_ids));
@@ -466,10 +456,9 @@ static int da_parse_manifest(struct da *da, struct da_image *im)
 
 		snprintf(what, sizeof(what), "layer %zu", i + 1);
 		l->ref = json_object_get_string(json_object_array_get_idx(layers, i));
-		if (!json_object_is_type(json_object_array_get_idx(layers, i), json_type_string)) {
-			log_error("%s: manifest.json: %s is not a path", da->label, what);
-			return -EBADMSG;
-		}
+		if (!json_object_is_type(json_object_array_get_idx(layers, i), json_type_string))
+			return import_fail(da->ic, -EBADMSG, "%s: manifest.json: %s is not a path",
+					   da->label, what);
 		l->m = need(da, l->ref, what);
 		if (!l->m)
 			return -ENOENT;
@@ -496,18 +485,17 @@ static int da_import(struct da *da)
 		goto out;
 	snprintf(what, sizeof(what), "%s: config %s", da->label,
 		 oci_printable(im.cref, pb, sizeof(pb)));
-	ret = oci_blob_read(im.cm->fd, OCI_SIZE_UNKNOWN,
+	ret = oci_blob_read(da->ic, im.cm->fd, OCI_SIZE_UNKNOWN,
 			    member_digest(im.cm, im.cref, cdigest) ? cdigest : NULL, OCI_JSON_MAX,
 			    &ctext, &clen, what);
 	if (ret)
 		goto out;
 	cfg = oci_json_parse(ctext, clen, &why);
 	if (!cfg || !json_object_is_type(cfg, json_type_object)) {
-		log_error("%s: %s", what, cfg ? "not a JSON object" : why);
-		ret = -EBADMSG;
+		ret = import_fail(da->ic, -EBADMSG, "%s: %s", what, cfg ? "not a JSON object" : why);
 		goto out;
 	}
-	ret = oci_config_diff_ids(cfg, im.n, im.diff_ids, &have_diffs, da->label);
+	ret = oci_config_diff_ids(da->ic, cfg, im.n, im.diff_ids, &have_diffs, da->label);
 	for (size_t i = 0; !ret && i < im.n; i++) {
 		struct da_layer *l = &im.ls[i];
 		struct oci_layer_src src = {
@@ -560,8 +548,7 @@ static int da_split(struct da *da, const char *spec)
 		}
 		free(file);
 	}
-	log_error("%s: %s", da->label, strerror(err));
-	return -err;
+	return import_fail(da->ic, -err, "%s: %s", da->label, strerror(err));
 }
 
 int import_docker_archive(struct import_ctx *ic, const char *spec)
@@ -577,11 +564,9 @@ int import_docker_archive(struct import_ctx *ic, const char *spec)
 	ret = da_split(&da, spec);
 	if (!ret)
 		ret = da_scan(&da);
-	if (!ret && !da.manifest) {
-		log_error("%s: no manifest.json in the archive (not a docker-archive tarball)",
-			  da.label);
-		ret = -ENOENT;
-	}
+	if (!ret && !da.manifest)
+		ret = import_fail(ic, -ENOENT, "%s: no manifest.json in the archive (not a "
+				  "docker-archive tarball)", da.label);
 	if (!ret)
 		ret = da_import(&da);
 	for (size_t i = 0; i < da.n; i++) {

@@ -212,23 +212,31 @@ static void test_blob_read(void **state)
 	struct tmp *t = *state;
 	uint8_t d[SHA256_LEN], bad[SHA256_LEN] = { 0 };
 	size_t len = strlen(text), n = 0;
-	char *buf = NULL;
+	char *buf = NULL, why[256] = "";
+	struct import_ctx ic = { .why = why, .why_len = sizeof(why) };
 	int fd = tmp_file(t, "blob", text, len);
 
 	assert_int_equal(sha256_buf(text, len, d), 0);
-	assert_int_equal(oci_blob_read(fd, len, d, 1024, &buf, &n, "blob"), 0);
+	assert_int_equal(oci_blob_read(&ic, fd, len, d, 1024, &buf, &n, "blob"), 0);
 	assert_int_equal(n, len);
 	assert_string_equal(buf, text);
 	free(buf);
 	buf = NULL;
-	assert_int_equal(oci_blob_read(fd, OCI_SIZE_UNKNOWN, NULL, 1024, &buf, &n, "blob"), 0);
+	assert_int_equal(oci_blob_read(&ic, fd, OCI_SIZE_UNKNOWN, NULL, 1024, &buf, &n, "blob"),
+			 0);
 	free(buf);
 	buf = NULL;
-	assert_int_equal(oci_blob_read(fd, len, bad, 1024, &buf, &n, "blob"), -EBADMSG);
+	assert_string_equal(why, "");
+	assert_int_equal(oci_blob_read(&ic, fd, len, bad, 1024, &buf, &n, "blob"), -EBADMSG);
 	assert_null(buf);
-	assert_int_equal(oci_blob_read(fd, len + 1, d, 1024, &buf, &n, "blob"), -EBADMSG);
-	assert_int_equal(oci_blob_read(fd, len, d, len - 1, &buf, &n, "blob"), -EFBIG);
+	assert_true(!strncmp(why, "blob: digest mismatch: content is sha256:", 41));
+	why[0] = '\0';
+	assert_int_equal(oci_blob_read(&ic, fd, len + 1, d, 1024, &buf, &n, "blob"), -EBADMSG);
+	assert_true(!strncmp(why, "blob: size mismatch: blob is ", 29));
+	why[0] = '\0';
+	assert_int_equal(oci_blob_read(&ic, fd, len, d, len - 1, &buf, &n, "blob"), -EFBIG);
 	assert_null(buf);
+	assert_true(!strncmp(why, "blob: 19 bytes, more than the 18 allowed", 40));
 	close(fd);
 }
 
@@ -370,14 +378,23 @@ static void layer_case(struct tmp *t, enum oci_compression comp)
 	world_open(&w, t);
 	{
 		struct oci_layer_src s = { fd1, n1, d2, NULL, comp };
+		char why[512] = "";
 
+		w.ic.why = why;
+		w.ic.why_len = sizeof(why);
 		assert_int_equal(oci_layer_apply(&w.ic, &s, 1, "bad digest"), -EBADMSG);
+		assert_true(!strncmp(why, "bad digest: digest mismatch: content is sha256:", 47));
+		why[0] = '\0';
 		s.digest = d1;
 		s.diff_id = diff2;
 		assert_int_equal(oci_layer_apply(&w.ic, &s, 1, "bad diff_id"), -EBADMSG);
+		assert_true(!strncmp(why, "bad diff_id: uncompressed content is sha256:", 44));
+		assert_non_null(strstr(why, ", the config's diff_id says sha256:"));
+		why[0] = '\0';
 		s.diff_id = NULL;
 		s.size = n1 - 1;
 		assert_int_equal(oci_layer_apply(&w.ic, &s, 1, "bad size"), -EBADMSG);
+		assert_true(!strncmp(why, "bad size: size mismatch: blob is ", 33));
 	}
 	world_close(&w);
 
