@@ -59,8 +59,15 @@ struct cas_source_stats {
 	int has_remote, has_cache, has_plain;
 };
 
-/* Prints one error line on failure. A store directory that does not exist is created when a
- * remote is given (an empty cache); otherwise it must be a store. */
+/*
+ * A store directory that does not exist is created when a remote is given (an empty cache);
+ * otherwise it must be a store. 0, or -errno with one line in why (why_len bytes, may be 0):
+ * "DIR: not a lazyblk store (no chunks/ directory)", "URL: ...". Prints nothing.
+ * cas_source_open: the same, printing that line through the logger (left for repack_run,
+ * which still prints its own errors: docs/conventions.md).
+ */
+int cas_source_open_why(const struct cas_source_opts *o, struct cas_source **out, char *why,
+			size_t why_len);
 int cas_source_open(const struct cas_source_opts *o, struct cas_source **out);
 void cas_source_close(struct cas_source *s);
 TEST_HOOK
