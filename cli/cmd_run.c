@@ -188,9 +188,12 @@ static int run_vm(struct run_args *a)
 	}
 	ret = run_open_disks(a, &e, disks, &n);
 	if (!ret) {
+		char why[PATH_MAX + 256];
+
 		a->vo.disks = disks;
 		a->vo.ndisks = n;
-		ret = vmm_run(&a->vo, &status);
+		a->vo.notes = CLI_NOTES;
+		ret = cli_fail(vmm_run(&a->vo, &status, why, sizeof(why)), why);
 	}
 	for (unsigned i = 0; i < n; i++)
 		disk_close(&disks[i]); /* the image's engine stays open: flushed and closed below */
