@@ -454,9 +454,9 @@ static int repack_open(struct repack *rp)
 		return repack_fail(rp, ret, "%s: %s", o->trace_path, why ? why : strerror(-ret));
 	if (!rp->chunk_size)
 		rp->chunk_size = co.chunk_size = rp->m->hdr->chunk_size;
-	ret = cas_source_open(&o->src, &rp->src);
+	ret = cas_source_open(&o->src, &rp->src, rp->why, rp->why_len);
 	if (ret)
-		return ret; /* it said why */
+		return ret; /* why says why */
 	ret = store_open(o->src.store_dir, true, &rp->out);
 	if (ret)
 		return repack_fail(rp, ret, "%s: %s", o->src.store_dir, strerror(-ret));

@@ -3,6 +3,7 @@
 #include "source.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "../common/log.h"
+#include "../common/why.h"
 #include "cache.h"
 #include "chunk.h"
 #include "plain.h"
@@ -52,20 +54,22 @@ struct flight {
 #define ADD(f, v) __atomic_add_fetch(&(f), (v), __ATOMIC_RELAXED)
 #define GET(f) __atomic_load_n(&(f), __ATOMIC_RELAXED)
 
-int cas_source_open(const struct cas_source_opts *o, struct cas_source **out)
+int cas_source_open(const struct cas_source_opts *o, struct cas_source **out, char *why,
+			size_t why_len)
 {
 	struct cas_source *s;
-	const char *why = NULL;
+	const char *rwhy = NULL;
 	struct stat st;
 	int ret;
 
-	if (o->cache_size && !o->remote_url) {
-		log_error("--cache-size needs --remote (the store is a cache of a remote)");
-		return -EINVAL;
-	}
+	if (why_len)
+		why[0] = '\0';
+	if (o->cache_size && !o->remote_url)
+		return why_set(why, why_len, -EINVAL,
+			       "--cache-size needs --remote (the store is a cache of a remote)");
 	s = calloc(1, sizeof(*s));
 	if (!s)
-		return -ENOMEM;
+		return why_set(why, why_len, -ENOMEM, "out of memory");
 	s->plain = !o->no_plain;
 	pthread_mutex_init(&s->codec_lock, NULL);
 	pthread_mutex_init(&s->flight_lock, NULL);
@@ -77,9 +81,9 @@ int cas_source_open(const struct cas_source_opts *o, struct cas_source **out)
 	if (ret == -ENOENT && o->remote_url)
 		ret = store_create_cache(o->store_dir, &s->store);
 	if (ret) {
-		log_error("%s: %s", o->store_dir,
-			  ret == -ENOENT ? "not a lazyblk store (no chunks/ directory)"
-					 : strerror(-ret));
+		why_set(why, why_len, ret, "%s: %s", o->store_dir,
+			ret == -ENOENT ? "not a lazyblk store (no chunks/ directory)"
+				       : strerror(-ret));
 		goto fail;
 	}
 	if (o->remote_url) {
@@ -90,16 +94,18 @@ int cas_source_open(const struct cas_source_opts *o, struct cas_source **out)
 			.retries = o->retries,
 		};
 
-		ret = remote_open(&ro, &s->remote, &why);
+		ret = remote_open(&ro, &s->remote, &rwhy);
 		if (ret) {
-			log_error("%s: %s", o->remote_url, why ? why : strerror(-ret));
+			why_set(why, why_len, ret, "%s: %s", o->remote_url,
+				rwhy ? rwhy : strerror(-ret));
 			goto fail;
 		}
 	}
 	if (o->cache_size) {
 		ret = cache_open(s->store, o->cache_size, &s->cache);
 		if (ret) {
-			log_error("%s: cannot use it as a cache: %s", o->store_dir, strerror(-ret));
+			why_set(why, why_len, ret, "%s: cannot use it as a cache: %s", o->store_dir,
+				strerror(-ret));
 			goto fail;
 		}
 	}

@@ -59,9 +59,13 @@ struct cas_source_stats {
 	int has_remote, has_cache, has_plain;
 };
 
-/* Prints one error line on failure. A store directory that does not exist is created when a
- * remote is given (an empty cache); otherwise it must be a store. */
-int cas_source_open(const struct cas_source_opts *o, struct cas_source **out);
+/*
+ * A store directory that does not exist is created when a remote is given (an empty cache);
+ * otherwise it must be a store. 0, or -errno with one line in why (why_len bytes, may be 0):
+ * "DIR: not a lazyblk store (no chunks/ directory)", "URL: ...". Prints nothing.
+ */
+int cas_source_open(const struct cas_source_opts *o, struct cas_source **out, char *why,
+			size_t why_len);
 void cas_source_close(struct cas_source *s);
 TEST_HOOK
 struct store *cas_source_store(struct cas_source *s);

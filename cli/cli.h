@@ -32,6 +32,17 @@ int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* For getopt_long's '?' / ':' returns (optstring starts with ':', opterr = 0). */
 int cli_bad_option(const char *cmd, char **argv, int c);
 
+/*
+ * The library's one-shot calls (docs/conventions.md): cli_note prints their notes (a
+ * struct note_sink's fn: warnings with log_warn, notices unless -q, details at -v / -vv);
+ * cli_fail prints a failure's reason, one line, unless it is empty (the layers below said
+ * why already), and returns err.
+ */
+#include "../common/why.h"
+#define CLI_NOTES ((struct note_sink){ .fn = cli_note })
+void cli_note(void *arg, enum note_kind kind, const char *line);
+int cli_fail(int err, const char *why);
+
 #include <stdbool.h>
 
 /*

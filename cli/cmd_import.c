@@ -43,12 +43,6 @@ static void import_progress_line(void *arg, uint64_t files, uint64_t bytes)
 		     (unsigned long long)files, size_human(bytes, hb, sizeof(hb)));
 }
 
-static void import_warning(void *arg, const char *msg)
-{
-	(void)arg;
-	log_warn("%s", msg);
-}
-
 int cmd_import(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -62,7 +56,7 @@ int cmd_import(int argc, char **argv)
 		{ 0 },
 	};
 	struct import_opts o = { .chunk_size = CHUNK_SIZE_DEFAULT, .level = CHUNK_LEVEL_DEFAULT,
-				 .progress = import_progress_line, .warn = import_warning };
+				 .progress = import_progress_line, .notes = CLI_NOTES };
 	struct import_result res;
 	char hex[SHA256_HEX_LEN + 1], h1[32], h2[32], why[4096];
 	int64_t pack_max = -1;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,7 +78,7 @@ int cmd_mkfs(int argc, char **argv)
 	struct manifest *m;
 	const char *out = NULL, *why = NULL;
 	uint8_t uuid[16];
-	char hex[SHA256_HEX_LEN + 1];
+	char hex[SHA256_HEX_LEN + 1], err[PATH_MAX + 256];
 	uint64_t v;
 	int c, ret;
 
@@ -127,10 +128,11 @@ int cmd_mkfs(int argc, char **argv)
 		log_error("%s: %s", argv[optind], why ? why : strerror(-ret));
 		return 1;
 	}
-	ret = mkfs_run(m, &o, out, &res);
+	o.notes = CLI_NOTES;
+	ret = mkfs_run(m, &o, out, &res, err, sizeof(err));
 	manifest_free(m);
 	if (ret)
-		return 1;
+		return cli_fail(1, err);
 	sha256_to_hex(res.digest, hex);
 	printf("mkfs %s: %llu MiB ext4, %llu groups, %llu inodes, %llu blocks used, "
 	       "%llu metadata blocks stored, %llu data runs\nlayout %s sha256:%s\n",

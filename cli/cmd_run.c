@@ -113,9 +113,12 @@ static int run_open_disks(struct run_args *a, struct blkd_engine **e, struct dis
 
 	*n = 0;
 	if (a->layout) {
+		char why[PATH_MAX + 256];
+
 		a->eo.layout_path = a->layout;
-		if (blkd_engine_open(&a->eo, e))
-			return -EIO; /* it said why */
+		a->eo.notes = CLI_NOTES;
+		if (blkd_engine_open(&a->eo, e, why, sizeof(why)))
+			return cli_fail(-EIO, why);
 		disk_engine(*e, &disks[(*n)++]);
 	}
 	for (unsigned i = 0; i < a->ndisk_arg; i++) {
@@ -185,9 +188,12 @@ static int run_vm(struct run_args *a)
 	}
 	ret = run_open_disks(a, &e, disks, &n);
 	if (!ret) {
+		char why[PATH_MAX + 256];
+
 		a->vo.disks = disks;
 		a->vo.ndisks = n;
-		ret = vmm_run(&a->vo, &status);
+		a->vo.notes = CLI_NOTES;
+		ret = cli_fail(vmm_run(&a->vo, &status, why, sizeof(why)), why);
 	}
 	for (unsigned i = 0; i < n; i++)
 		disk_close(&disks[i]); /* the image's engine stays open: flushed and closed below */

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -203,12 +204,14 @@ static void *sig_main(void *arg)
 /* The disk to serve: the --raw FILE, or the layout's engine. 0, or 1 (said why). */
 static int disk_open(struct serve_args *a, const char *what, struct sig_ctx *sc)
 {
+	char why[PATH_MAX + 256];
 	int ret;
 
 	if (!a->raw) {
 		a->eo.layout_path = what;
-		if (blkd_engine_open(&a->eo, &sc->e))
-			return 1; /* it said why */
+		a->eo.notes = CLI_NOTES;
+		if (blkd_engine_open(&a->eo, &sc->e, why, sizeof(why)))
+			return cli_fail(1, why);
 		disk_engine(sc->e, &sc->disk);
 		return 0;
 	}

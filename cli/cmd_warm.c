@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -121,6 +122,7 @@ static int warm_run(struct blkd_warm_opts *o, bool json)
 	struct blkd_warm *w;
 	struct timespec t0;
 	uint64_t files, found;
+	char why[PATH_MAX + 256];
 	sigset_t set;
 	int stopped, rc = 0;
 
@@ -129,8 +131,8 @@ static int warm_run(struct blkd_warm_opts *o, bool json)
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &set, NULL); /* before any thread: all inherit it */
-	if (blkd_warm_start(o, &w))
-		return 1; /* it said why */
+	if (blkd_warm_start(o, &w, why, sizeof(why)))
+		return cli_fail(1, why);
 	stopped = warm_wait(blkd_warm_prefetch(w), &set, &t0);
 	log_progress_done();
 	blkd_prefetch_get_stats(blkd_warm_prefetch(w), &st);

@@ -14,6 +14,7 @@
 #include "../cas/oci_config.h"
 #include "../cas/source.h"
 #include "../common/size.h"
+#include "../common/why.h"
 #include "cli.h"
 
 int cli_usage_error(const char *fmt, ...)
@@ -26,6 +27,27 @@ int cli_usage_error(const char *fmt, ...)
 	va_end(ap);
 	log_error("%s", msg);
 	return EXIT_USAGE;
+}
+
+void cli_note(void *arg, enum note_kind kind, const char *line)
+{
+	(void)arg;
+	switch (kind) {
+	case NOTE_WARN: log_warn("%s", line); break;
+	case NOTE_NOTICE:
+		if (log_get_level() > 0)
+			log_notice("%s", line);
+		break;
+	case NOTE_INFO: log_info("%s", line); break;
+	case NOTE_DEBUG: log_debug("%s", line); break;
+	}
+}
+
+int cli_fail(int err, const char *why)
+{
+	if (err && why[0])
+		log_error("%s", why);
+	return err;
 }
 
 int cli_bad_option(const char *cmd, char **argv, int c)

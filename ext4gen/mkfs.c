@@ -12,7 +12,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../common/log.h"
 #include "csum.h"
 #include "ext4_fs.h"
 
@@ -134,20 +133,47 @@ static void mkfs_free(struct mkfs *k)
 	layout_writer_free(k->lw);
 }
 
-int mkfs_run(const struct manifest *m, const struct mkfs_opts *o, const char *out_path,
-	     struct mkfs_result *res)
+/* Placement, the journal's blocks and the layout's writer; says why on failure. */
+static int mkfs_place(struct mkfs *k, uint32_t journal_blocks, const char *out_path)
 {
-	struct mkfs k = { .m = m, .o = o, .n = m->n_entries };
+	int ret;
+
+	k->bbitmap_at = calloc(k->g.groups, sizeof(uint64_t));
+	k->ibitmap_at = calloc(k->g.groups, sizeof(uint64_t));
+	k->itable_at = calloc(k->g.groups, sizeof(uint64_t));
+	if (!k->bbitmap_at || !k->ibitmap_at || !k->itable_at)
+		return mkfs_fail(k, -ENOMEM, "out of memory");
+	ret = mkfs_place_all(k, journal_blocks);
+	if (ret == -ENOSPC)
+		return mkfs_fail(k, ret, "the image does not fit in %llu bytes (try a larger --size)",
+				 (unsigned long long)k->g.blocks * EXT4_BLOCK_SIZE);
+	if (ret && k->why_len && k->why[0])
+		return ret; /* --order: it said why */
+	if (!ret)
+		ret = journal_inode_blocks(k);
+	if (!ret)
+		ret = layout_writer_new(out_path, k->g.blocks, &k->lw);
+	if (ret)
+		return mkfs_fail(k, ret, "%s: %s", out_path, strerror(-ret));
+	return 0;
+}
+
+int mkfs_run(const struct manifest *m, const struct mkfs_opts *o, const char *out_path,
+	     struct mkfs_result *res, char *why, size_t why_len)
+{
+	struct mkfs k = { .m = m, .o = o, .n = m->n_entries, .why = why, .why_len = why_len };
 	uint32_t journal_blocks = 0;
 	uint64_t need = 0;
 	int ret;
 
 	memset(res, 0, sizeof(*res));
+	if (why_len)
+		why[0] = '\0';
 	k.e = calloc(k.n, sizeof(*k.e));
 	k.order = malloc(k.n * sizeof(*k.order));
 	k.xl = malloc(sizeof(*k.xl));
 	if (!k.e || !k.order || !k.xl) {
-		ret = -ENOMEM;
+		ret = mkfs_fail(&k, -ENOMEM, "out of memory");
 		goto out;
 	}
 	ret = mkfs_plan_tree(&k);
@@ -158,36 +184,19 @@ int mkfs_run(const struct manifest *m, const struct mkfs_opts *o, const char *ou
 	if (!ret)
 		ret = mkfs_plan_geometry(&k, need, &journal_blocks);
 	if (ret)
-		goto out_quiet;
-	k.fs.journal_blocks = journal_blocks;
-	k.bbitmap_at = calloc(k.g.groups, sizeof(uint64_t));
-	k.ibitmap_at = calloc(k.g.groups, sizeof(uint64_t));
-	k.itable_at = calloc(k.g.groups, sizeof(uint64_t));
-	if (!k.bbitmap_at || !k.ibitmap_at || !k.itable_at) {
-		ret = -ENOMEM;
 		goto out;
-	}
-	ret = mkfs_place_all(&k, journal_blocks);
-	if (ret == -ENOSPC) {
-		log_error("the image does not fit in %llu bytes (try a larger --size)",
-			  (unsigned long long)k.g.blocks * EXT4_BLOCK_SIZE);
-		goto out_quiet;
-	}
-	if (!ret)
-		ret = journal_inode_blocks(&k);
-	if (!ret)
-		ret = layout_writer_new(out_path, k.g.blocks, &k.lw);
-	if (ret) {
-		log_error("%s: %s", out_path, strerror(-ret));
-		goto out_quiet;
-	}
+	k.fs.journal_blocks = journal_blocks;
+	ret = mkfs_place(&k, journal_blocks, out_path);
+	if (ret)
+		goto out;
 	ret = mkfs_emit_all(&k);
 	if (!ret)
 		ret = layout_writer_finish(k.lw, m->digest, k.fs.uuid, m->hdr->chunk_size,
 					   res->digest);
 	if (ret) {
-		log_error("%s: writing the layout: %s", out_path, strerror(-ret));
-		goto out_quiet;
+		if (!why_len || !why[0])
+			mkfs_fail(&k, ret, "%s: writing the layout: %s", out_path, strerror(-ret));
+		goto out;
 	}
 	res->blocks = k.g.blocks;
 	res->inodes = k.g.inodes;
@@ -197,9 +206,8 @@ int mkfs_run(const struct manifest *m, const struct mkfs_opts *o, const char *ou
 	res->data_runs = k.data_runs;
 	memcpy(res->uuid, k.fs.uuid, 16);
 out:
-	if (ret == -ENOMEM)
-		log_error("out of memory");
-out_quiet:
+	if (ret && why_len && !why[0])
+		mkfs_fail(&k, ret, "%s", strerror(-ret)); /* nothing below says why */
 	mkfs_free(&k);
 	return ret;
 }

@@ -9,9 +9,11 @@
 #define LZ_EXT4GEN_MKFS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "../cas/manifest.h"
+#include "../common/why.h"
 
 struct mkfs_opts {
 	uint64_t size;            /* bytes; 0: used space + 1 GiB, rounded up */
@@ -21,6 +23,11 @@ struct mkfs_opts {
 	const uint8_t *uuid;      /* NULL: derived from the manifest digest */
 	const char *order_file;   /* paths placed first, one per line (may be NULL) */
 	uint32_t timestamp;       /* superblock and special inode times (default 0) */
+	/*
+	 * Warnings (NOTE_WARN), one line each: a timestamp clamped, an xattr dropped, --order
+	 * paths not in the image.
+	 */
+	struct note_sink notes;
 };
 
 struct mkfs_result {
@@ -34,8 +41,11 @@ struct mkfs_result {
 	uint8_t digest[SHA256_LEN]; /* the layout's */
 };
 
-/* Prints one error line (log_error) on failure. */
+/*
+ * 0, or -errno with one line in why (why_len bytes, may be 0): "--size 16777216 is too small:
+ * ...", "/a/b: name longer than 255 bytes", "OUT: writing the layout: ...". Prints nothing.
+ */
 int mkfs_run(const struct manifest *m, const struct mkfs_opts *o, const char *out_path,
-	     struct mkfs_result *res);
+	     struct mkfs_result *res, char *why, size_t why_len);
 
 #endif

@@ -13,7 +13,6 @@
 
 #include "../common/crc32c.h"
 #include "../common/grow.h"
-#include "../common/log.h"
 #include "csum.h"
 #include "ext4_fs.h"
 #include "inode.h"
@@ -298,8 +297,8 @@ static int make_inode(struct mkfs *k, size_t i, uint8_t *raw)
 		break;
 	}
 	if (inode_encode(&in, e->ino, k->fs.csum_seed, raw))
-		log_warn("%s: a timestamp outside ext4's range (1901..2446) was clamped",
-			 manifest_path(k->m, me));
+		mkfs_warn(k, "%s: a timestamp outside ext4's range (1901..2446) was clamped",
+			  manifest_path(k->m, me));
 	return 0;
 }
 

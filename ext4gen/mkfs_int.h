@@ -74,6 +74,8 @@ struct mkfs {
 	struct xattr_layout *xl;
 	uint32_t *order;        /* entry indexes in placement order */
 	size_t n_order;
+	char *why;              /* the caller's reason buffer (why_len bytes) */
+	size_t why_len;
 };
 
 /* mkfs.c */
@@ -84,8 +86,12 @@ size_t mkfs_link_target(const struct mkfs *k, const struct mf_entry *e);
 /* A manifest entry type as a directory entry's file type, and as an inode's mode bits. */
 uint8_t mkfs_file_type(uint8_t t);
 uint16_t mkfs_mode_bits(uint8_t t);
+/* The reason of a failure, into the caller's buffer (common/why.h); returns err. */
+#define mkfs_fail(k, err, ...) why_set((k)->why, (k)->why_len, (err), __VA_ARGS__)
+/* A warning, to the caller's notes (mkfs_opts.notes). */
+#define mkfs_warn(k, ...) note_emit(&(k)->o->notes, NOTE_WARN, __VA_ARGS__)
 
-/* mkfs_plan.c: planning, in this order; every one says why on failure (log_error) */
+/* mkfs_plan.c: planning, in this order; every one says why on failure (mkfs_fail) */
 int mkfs_plan_tree(struct mkfs *k);
 int mkfs_plan_sizes(struct mkfs *k, uint64_t *need);
 int mkfs_plan_geometry(struct mkfs *k, uint64_t need, uint32_t *journal_blocks);
@@ -94,7 +100,7 @@ int mkfs_place_all(struct mkfs *k, uint32_t journal_blocks);
 /* Directory entries of entry i (plus lost+found for the root), into k->dents. */
 int mkfs_dir_entries(struct mkfs *k, size_t i, size_t *n);
 void mkfs_dir_params(const struct mkfs *k, size_t i, struct dir_params *p);
-/* Lay out entry i's xattrs into k->xl; one error line on failure. */
+/* Lay out entry i's xattrs into k->xl; says why on failure (mkfs_fail). */
 int mkfs_xattrs_of(struct mkfs *k, size_t i, bool warn);
 /* The extents of entry i's blocks, into k->ext. */
 int mkfs_entry_extents(struct mkfs *k, size_t i);

@@ -13,7 +13,6 @@
 
 #include "../cas/trace.h"
 #include "../common/grow.h"
-#include "../common/log.h"
 #include "ext4_fs.h"
 #include "inode.h"
 
@@ -141,14 +140,13 @@ int mkfs_plan_tree(struct mkfs *k)
 		uint32_t nlen;
 		const char *name = mkfs_name_of(m, me, &nlen);
 		if (nlen > EXT4_NAME_LEN) {
-			log_error("%s: name longer than 255 bytes", p);
-			ret = -ENAMETOOLONG;
+			ret = mkfs_fail(k, -ENAMETOOLONG, "%s: name longer than 255 bytes", p);
 			goto out;
 		}
 		if (e->parent == 0 && nlen == 10 && !memcmp(name, "lost+found", 10)) {
 			if (me->type != MF_DIR) {
-				log_error("/lost+found is not a directory (ext4 needs it for recovery)");
-				ret = -EINVAL;
+				ret = mkfs_fail(k, -EINVAL, "/lost+found is not a directory (ext4 "
+						"needs it for recovery)");
 				goto out;
 			}
 			k->lpf = (uint32_t)i;
@@ -176,7 +174,7 @@ out:
 	return ret;
 }
 
-/* Lay out entry i's xattrs into k->xl; one error line on failure. */
+/* Lay out entry i's xattrs into k->xl; says why on failure (mkfs_fail). */
 int mkfs_xattrs_of(struct mkfs *k, size_t i, bool warn)
 {
 	const struct mf_entry *me = &k->m->entries[i];
@@ -198,8 +196,8 @@ int mkfs_xattrs_of(struct mkfs *k, size_t i, bool warn)
 		if ((me->type == MF_SYMLINK && !strncmp(name, "system.posix_acl_", 17)) ||
 		    (me->type != MF_DIR && !strcmp(name, "system.posix_acl_default"))) {
 			if (warn)
-				log_warn("%s: %s does not apply to this file type, dropped",
-					 manifest_path(k->m, me), name);
+				mkfs_warn(k, "%s: %s does not apply to this file type, dropped",
+					  manifest_path(k->m, me), name);
 			continue;
 		}
 		k->xin[n++] = (struct mf_xattr_in){ name, manifest_str(k->m, mx->value_off),
@@ -207,7 +205,8 @@ int mkfs_xattrs_of(struct mkfs *k, size_t i, bool warn)
 	}
 	ret = xattr_build(k->xin, n, k->xl, &why);
 	if (ret)
-		log_error("%s: xattrs: %s", manifest_path(k->m, me), why ? why : strerror(-ret));
+		mkfs_fail(k, ret, "%s: xattrs: %s", manifest_path(k->m, me),
+			  why ? why : strerror(-ret));
 	return ret;
 }
 
@@ -229,10 +228,9 @@ int mkfs_plan_sizes(struct mkfs *k, uint64_t *need)
 			size_t nr;
 
 			ret = file_ranges(k, me, &nr, &blocks);
-			if (ret) {
-				log_error("%s: file too large for ext4", manifest_path(m, me));
-				return ret;
-			}
+			if (ret)
+				return mkfs_fail(k, ret, "%s: file too large for ext4",
+						 manifest_path(m, me));
 			/* extent tree blocks: estimated here, exact at placement */
 			uint64_t ext = 0;
 			for (size_t r = 0; r < nr; r++)
@@ -248,11 +246,9 @@ int mkfs_plan_sizes(struct mkfs *k, uint64_t *need)
 				return ret;
 			mkfs_dir_params(k, i, &p);
 			ret = dir_plan_new(k->dents, n, &p, &d);
-			if (ret) {
-				log_error("%s: cannot build the directory: %s", manifest_path(m, me),
-					  strerror(-ret));
-				return ret;
-			}
+			if (ret)
+				return mkfs_fail(k, ret, "%s: cannot build the directory: %s",
+						 manifest_path(m, me), strerror(-ret));
 			blocks = dir_nblocks(d);
 			e->htree = dir_is_htree(d);
 			dir_plan_free(d);
@@ -292,10 +288,8 @@ int mkfs_plan_geometry(struct mkfs *k, uint64_t need, uint32_t *journal_blocks)
 	uint64_t inodes_min = k->last_ino + 1, blocks, data;
 	int ret;
 
-	if (jb < 1024 || jb > (1u << 20)) {
-		log_error("--journal must be between 4M and 4G");
-		return -EINVAL;
-	}
+	if (jb < 1024 || jb > (1u << 20))
+		return mkfs_fail(k, -EINVAL, "--journal must be between 4M and 4G");
 	data = need + jb + 1 /* lost+found */ + 64 /* extents split around copies */;
 	blocks = o->size ? o->size / EXT4_BLOCK_SIZE : data + SLACK_BYTES / EXT4_BLOCK_SIZE;
 	if (o->size && blocks % EXT4_BLOCKS_PER_GROUP && blocks % EXT4_BLOCKS_PER_GROUP < 1024 &&
@@ -309,26 +303,21 @@ int mkfs_plan_geometry(struct mkfs *k, uint64_t need, uint32_t *journal_blocks)
 			if (inodes < inodes_min + inodes_min / 4 + 16)
 				inodes = inodes_min + inodes_min / 4 + 16;
 		}
-		if (inodes < inodes_min) {
-			log_error("--inodes %llu is too few: the image has %llu",
-				  (unsigned long long)inodes, (unsigned long long)inodes_min);
-			return -EINVAL;
-		}
+		if (inodes < inodes_min)
+			return mkfs_fail(k, -EINVAL, "--inodes %llu is too few: the image has %llu",
+					 (unsigned long long)inodes, (unsigned long long)inodes_min);
 		ret = geom_init(&k->g, blocks, inodes);
-		if (ret) {
-			log_error("cannot lay out %llu blocks with %llu inodes",
-				  (unsigned long long)blocks, (unsigned long long)inodes);
-			return ret;
-		}
+		if (ret)
+			return mkfs_fail(k, ret, "cannot lay out %llu blocks with %llu inodes",
+					 (unsigned long long)blocks, (unsigned long long)inodes);
 		uint64_t want = data + overhead_blocks(&k->g);
 
 		if (o->size) {
-			if (want > blocks) {
-				log_error("--size %llu is too small: the image needs at least %llu bytes",
-					  (unsigned long long)o->size,
-					  (unsigned long long)want * EXT4_BLOCK_SIZE);
-				return -ENOSPC;
-			}
+			if (want > blocks)
+				return mkfs_fail(k, -ENOSPC, "--size %llu is too small: the image "
+						 "needs at least %llu bytes",
+						 (unsigned long long)o->size,
+						 (unsigned long long)want * EXT4_BLOCK_SIZE);
 			break;
 		}
 		want += SLACK_BYTES / EXT4_BLOCK_SIZE;
@@ -453,10 +442,9 @@ static int place_order_trace(struct mkfs *k)
 	uint64_t missing = 0, files = 0;
 	int ret = trace_load(k->o->order_file, &t, &why);
 
-	if (ret) {
-		log_error("--order %s: %s", k->o->order_file, why ? why : strerror(-ret));
-		return ret;
-	}
+	if (ret)
+		return mkfs_fail(k, ret, "--order %s: %s", k->o->order_file,
+				 why ? why : strerror(-ret));
 	for (size_t i = 0; i < t->n_records && !ret; i++) {
 		const struct trace_record *r = &t->records[i];
 
@@ -470,8 +458,9 @@ static int place_order_trace(struct mkfs *k)
 		}
 	}
 	if (!ret && missing)
-		log_warn("--order %s: %llu of the %llu files it read are not in the image, ignored",
-			 k->o->order_file, (unsigned long long)missing, (unsigned long long)files);
+		mkfs_warn(k, "--order %s: %llu of the %llu files it read are not in the image, "
+			  "ignored", k->o->order_file, (unsigned long long)missing,
+			  (unsigned long long)files);
 	trace_free(t);
 	return ret;
 }
@@ -489,8 +478,8 @@ static int place_order_file(struct mkfs *k)
 		return 0;
 	f = fopen(k->o->order_file, "r");
 	if (!f) {
-		log_error("--order %s: %s", k->o->order_file, strerror(errno));
-		return -errno;
+		ret = -errno;
+		return mkfs_fail(k, ret, "--order %s: %s", k->o->order_file, strerror(-ret));
 	}
 	if (fread(magic, 1, sizeof(magic), f) == sizeof(magic) &&
 	    !memcmp(magic, TRACE_MAGIC, sizeof(magic))) {
@@ -505,7 +494,7 @@ static int place_order_file(struct mkfs *k)
 			continue;
 		ret = place_path(k, line);
 		if (ret > 0) {
-			log_warn("--order: %s is not in the image, ignored", line);
+			mkfs_warn(k, "--order: %s is not in the image, ignored", line);
 			ret = 0;
 		}
 	}

@@ -15,7 +15,7 @@
 #include "../common/digest_memo.h"
 #include "../common/fsutil.h"
 #include "../common/le.h"
-#include "../common/log.h"
+#include "../common/why.h"
 #include "../common/sha256.h"
 #include "../common/size.h"
 #include "boot.h"
@@ -123,7 +123,7 @@ static int boot_vmlinux_get(const struct fs_map *img, const struct bzimage *bz,
 		return -ENOEXEC;
 	}
 	if (dir[0] && (fs_mkdir_p(dir, 0755) || fs_write_file_atomic(path, v->data, v->len, 0644)))
-		log_debug("cannot cache the vmlinux in %s", dir);
+		note_emit(&o->notes, NOTE_DEBUG, "cannot cache the vmlinux in %s", dir);
 	return 0;
 }
 
@@ -153,18 +153,18 @@ static int boot_bzimage_load(const struct fs_map *map, const struct bzimage *bz,
 	if (o->proto == BOOT_PVH)
 		return ret;
 	/* fall back to the kernel's own decompressor, entered through its 64-bit entry */
-	log_info("%s payload: %s: using the bzImage's own decompressor (slow under software KVM)",
-		 comp ? comp : "unknown", *why);
+	note_emit(&o->notes, NOTE_INFO, "%s payload: %s: using the bzImage's own decompressor "
+		  "(slow under software KVM)", comp ? comp : "unknown", *why);
 	k->proto = BOOT_LINUX64;
 	k->how = "bzImage (64-bit entry, in-guest decompression)";
 	return bzimage_load_pm(img, len, bz, ram, k, why);
 }
 
 int boot_kernel_load(const char *path, const struct boot_kernel_opts *o,
-		     const struct vm_ram *ram, struct boot_kernel *k)
+		     const struct vm_ram *ram, struct boot_kernel *k, char *why, size_t why_len)
 {
 	struct bzimage bz;
-	const char *why = "unknown error", *bz_why = NULL;
+	const char *msg = "unknown error", *bz_why = NULL;
 	struct fs_map map;
 	const uint8_t *img;
 	size_t len;
@@ -173,29 +173,27 @@ int boot_kernel_load(const char *path, const struct boot_kernel_opts *o,
 	memset(k, 0, sizeof(*k));
 	k->proto = o->proto;
 	ret = fs_map_file(path, &map);
-	if (ret) {
-		log_error("kernel %s: %s", path, strerror(-ret));
-		return ret;
-	}
+	if (ret)
+		return why_set(why, why_len, ret, "kernel %s: %s", path, strerror(-ret));
 	img = map.data;
 	len = map.len;
 	if (elf_is_elf(img, len)) {
-		ret = elf_load(img, len, ram, o->proto, k, &why);
+		ret = elf_load(img, len, ram, o->proto, k, &msg);
 		k->how = "ELF";
 	} else {
 		ret = bzimage_parse(img, len, &bz, &bz_why);
 		if (ret && (len < 0x206 || memcmp(img + 0x202, "HdrS", 4))) {
-			why = "not a kernel (neither a bzImage nor an ELF vmlinux)";
+			msg = "not a kernel (neither a bzImage nor an ELF vmlinux)";
 			ret = -ENOEXEC;
 		} else if (ret) {
-			why = bz_why;
+			msg = bz_why;
 		} else {
-			ret = boot_bzimage_load(&map, &bz, o, ram, k, &why);
+			ret = boot_bzimage_load(&map, &bz, o, ram, k, &msg);
 		}
 	}
 	fs_unmap(&map);
 	if (ret)
-		log_error("kernel %s: %s", path, why);
+		why_set(why, why_len, ret, "kernel %s: %s", path, msg);
 	return ret;
 }
 
@@ -208,7 +206,7 @@ static uint64_t boot_low_ram_end(const struct vm_ram *ram)
 }
 
 int boot_initrd_load(const char *path, const struct vm_ram *ram, const struct boot_kernel *k,
-		     uint64_t *addr, uint64_t *size)
+		     uint64_t *addr, uint64_t *size, char *why, size_t why_len)
 {
 	uint64_t top = boot_low_ram_end(ram), max = k->initrd_addr_max;
 	char h[32];
@@ -219,15 +217,14 @@ int boot_initrd_load(const char *path, const struct vm_ram *ram, const struct bo
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st)) {
 		ret = -errno;
-		log_error("initrd %s: %s", path, strerror(-ret));
 		if (fd >= 0)
 			close(fd);
-		return ret;
+		return why_set(why, why_len, ret, "initrd %s: %s", path, strerror(-ret));
 	}
 	if (!S_ISREG(st.st_mode) || !st.st_size) {
-		log_error("initrd %s: not a non-empty regular file", path);
 		close(fd);
-		return -EINVAL;
+		return why_set(why, why_len, -EINVAL, "initrd %s: not a non-empty regular file",
+			       path);
 	}
 	if (!max)
 		max = 0x37ffffff; /* the boot protocol's default */
@@ -235,10 +232,10 @@ int boot_initrd_load(const char *path, const struct vm_ram *ram, const struct bo
 		top = max + 1ull;
 	if ((uint64_t)st.st_size > top || ((top - st.st_size) & ~0xfffull) < k->hi ||
 	    ((top - st.st_size) & ~0xfffull) < BOOT_HIMEM_ADDR) {
-		log_error("initrd %s: %s do not fit in guest RAM next to the kernel (more --mem)",
-			  path, size_human((uint64_t)st.st_size, h, sizeof(h)));
 		close(fd);
-		return -ENOSPC;
+		return why_set(why, why_len, -ENOSPC, "initrd %s: %s do not fit in guest RAM next "
+			       "to the kernel (more --mem)", path,
+			       size_human((uint64_t)st.st_size, h, sizeof(h)));
 	}
 	*addr = (top - st.st_size) & ~0xfffull;
 	*size = st.st_size;
@@ -246,7 +243,7 @@ int boot_initrd_load(const char *path, const struct vm_ram *ram, const struct bo
 	ret = dst ? fs_pread_full(fd, dst, *size, 0) : -EFAULT;
 	close(fd);
 	if (ret)
-		log_error("initrd %s: %s", path, strerror(-ret));
+		why_set(why, why_len, ret, "initrd %s: %s", path, strerror(-ret));
 	return ret;
 }
 

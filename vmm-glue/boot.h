@@ -6,7 +6,8 @@
  * as the fallback), a vmlinux ELF (64-bit entry, or PVH through its Xen note), the initrd,
  * the command line, boot_params (zero page) with its e820 table, the PVH start info, and
  * the GDT and identity page tables. Parsers return -errno and set *why to a static text;
- * boot_kernel_load() prints one error line.
+ * the loaders (boot_kernel_load, boot_initrd_load) a line naming the file in a buffer. Nothing
+ * here prints.
  */
 #ifndef LZ_VMM_BOOT_H
 #define LZ_VMM_BOOT_H
@@ -17,6 +18,7 @@
 
 #include "ram.h"
 #include "../common/test_hook.h"
+#include "../common/why.h"
 
 #define BOOT_GDT_ADDR 0x500u
 #define BOOT_IDT_ADDR 0x520u
@@ -82,6 +84,11 @@ struct boot_kernel_opts {
 	const char *cache_dir;   /* NULL: $XDG_CACHE_HOME/lazyblk/vmlinux or ~/.cache/... */
 	uint64_t vmlinux_max;    /* 0: BOOT_VMLINUX_MAX */
 	bool map_segments;       /* RAM is ordinary pages: cached vmlinux segments may be mapped */
+	/*
+	 * boot_kernel_load's notes: the bzImage's own decompressor used (info), the vmlinux not
+	 * cached (debug).
+	 */
+	struct note_sink notes;
 };
 
 /* bzimage.c */
@@ -151,15 +158,18 @@ int elf_load_mapped(const uint8_t *buf, size_t len, int fd, const struct vm_ram 
 		    enum boot_proto proto, struct boot_kernel *k, const char **why);
 
 /* boot.c */
-/* Loads a bzImage or an ELF from path into ram; prints one error line on failure. */
+/*
+ * Loads a bzImage or an ELF from path into ram. 0, or -errno with one line in why (why_len
+ * bytes, may be 0): "kernel PATH: not a kernel (neither a bzImage nor an ELF vmlinux)".
+ */
 int boot_kernel_load(const char *path, const struct boot_kernel_opts *o,
-		     const struct vm_ram *ram, struct boot_kernel *k);
+		     const struct vm_ram *ram, struct boot_kernel *k, char *why, size_t why_len);
 /*
  * Reads the initrd into RAM, page-aligned at the top of low RAM (below initrd_addr_max,
- * above the kernel); prints one error line on failure.
+ * above the kernel). 0, or -errno with one line in why ("initrd PATH: ...").
  */
 int boot_initrd_load(const char *path, const struct vm_ram *ram, const struct boot_kernel *k,
-		     uint64_t *addr, uint64_t *size);
+		     uint64_t *addr, uint64_t *size, char *why, size_t why_len);
 /* The e820 map for mem_size bytes of RAM (split around the MMIO hole): entry count. */
 TEST_HOOK
 unsigned boot_e820_build(uint64_t mem_size, struct e820_entry *e, unsigned max);

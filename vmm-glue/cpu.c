@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "../common/log.h"
+#include "../common/why.h"
 
 #define CPU_KICK_SIGNAL (SIGRTMIN + 1)
 
@@ -67,7 +68,16 @@ static struct kvm_cpuid_entry2 *cpuid_add(struct kvm_cpuid2 *c, uint32_t cap, ui
 	return e;
 }
 
-static int cpu_set_cpuid(struct kvm_vm *vm, struct vcpu *c, unsigned ncpus)
+/* A failed ioctl of vCPU c: "vCPU N: WHAT: strerror(errno)", -errno. */
+static int cpu_fail(const struct vcpu *c, const char *what, char *why, size_t why_len)
+{
+	int e = errno;
+
+	return why_set(why, why_len, -e, "vCPU %u: %s: %s", c->id, what, strerror(e));
+}
+
+static int cpu_set_cpuid(struct kvm_vm *vm, struct vcpu *c, unsigned ncpus, char *why,
+			 size_t why_len)
 {
 	static const char sig[12] = "KVMKVMKVM\0\0\0";
 	uint32_t cap = 256, extra = 4;
@@ -79,15 +89,15 @@ static int cpu_set_cpuid(struct kvm_vm *vm, struct vcpu *c, unsigned ncpus)
 		free(cp);
 		cp = calloc(1, sizeof(*cp) + (cap + extra) * sizeof(cp->entries[0]));
 		if (!cp)
-			return -ENOMEM;
+			return why_set(why, why_len, -ENOMEM, "out of memory");
 		cp->nent = cap;
 		if (!ioctl(vm->sys_fd, KVM_GET_SUPPORTED_CPUID, cp))
 			break;
 		if (errno != E2BIG || cap >= 4096) {
 			ret = -errno;
-			log_error("KVM_GET_SUPPORTED_CPUID: %s", strerror(errno));
 			free(cp);
-			return ret;
+			return why_set(why, why_len, ret, "KVM_GET_SUPPORTED_CPUID: %s",
+				       strerror(-ret));
 		}
 		cap *= 2;
 	}
@@ -121,15 +131,14 @@ static int cpu_set_cpuid(struct kvm_vm *vm, struct vcpu *c, unsigned ncpus)
 		e->ebx = CPUID_APIC_BUS_KHZ;
 		e->ecx = e->edx = 0;
 	}
-	if (ioctl(c->fd, KVM_SET_CPUID2, cp) < 0) {
-		ret = -errno;
-		log_error("vCPU %u: KVM_SET_CPUID2: %s", c->id, strerror(errno));
-	}
+	if (ioctl(c->fd, KVM_SET_CPUID2, cp) < 0)
+		ret = cpu_fail(c, "KVM_SET_CPUID2", why, why_len);
 	free(cp);
 	return ret;
 }
 
-static int cpu_set_msrs(struct vcpu *c)
+static int cpu_set_msrs(struct vcpu *c, const struct note_sink *notes, char *why,
+			size_t why_len)
 {
 	static const uint32_t idx[] = {
 		MSR_IA32_SYSENTER_CS, MSR_IA32_SYSENTER_ESP, MSR_IA32_SYSENTER_EIP, MSR_STAR,
@@ -152,38 +161,33 @@ static int cpu_set_msrs(struct vcpu *c)
 			m.e[i].data = (1u << 11) | 6;   /* MTRRs on, default write-back */
 	}
 	ret = ioctl(c->fd, KVM_SET_MSRS, &m);
-	if (ret < 0) {
-		log_error("vCPU %u: KVM_SET_MSRS: %s", c->id, strerror(errno));
-		return -errno;
-	}
+	if (ret < 0)
+		return cpu_fail(c, "KVM_SET_MSRS", why, why_len);
 	if ((unsigned)ret < n) /* KVM stops at the first MSR it refuses: set the rest anyway */
-		log_debug("vCPU %u: KVM refused MSR 0x%x", c->id, idx[ret]);
+		note_emit(notes, NOTE_DEBUG, "vCPU %u: KVM refused MSR 0x%x", c->id, idx[ret]);
 	return 0;
 }
 
-static int cpu_set_lapic(struct vcpu *c)
+static int cpu_set_lapic(struct vcpu *c, char *why, size_t why_len)
 {
 	struct kvm_lapic_state l;
 	uint32_t v;
 
-	if (ioctl(c->fd, KVM_GET_LAPIC, &l) < 0) {
-		log_error("vCPU %u: KVM_GET_LAPIC: %s", c->id, strerror(errno));
-		return -errno;
-	}
+	if (ioctl(c->fd, KVM_GET_LAPIC, &l) < 0)
+		return cpu_fail(c, "KVM_GET_LAPIC", why, why_len);
 	memcpy(&v, l.regs + APIC_LVT0, 4);
 	v = (v & ~0x700u) | APIC_MODE_EXTINT << 8;
 	memcpy(l.regs + APIC_LVT0, &v, 4);
 	memcpy(&v, l.regs + APIC_LVT1, 4);
 	v = (v & ~0x700u) | APIC_MODE_NMI << 8;
 	memcpy(l.regs + APIC_LVT1, &v, 4);
-	if (ioctl(c->fd, KVM_SET_LAPIC, &l) < 0) {
-		log_error("vCPU %u: KVM_SET_LAPIC: %s", c->id, strerror(errno));
-		return -errno;
-	}
+	if (ioctl(c->fd, KVM_SET_LAPIC, &l) < 0)
+		return cpu_fail(c, "KVM_SET_LAPIC", why, why_len);
 	return 0;
 }
 
-int cpu_create(struct kvm_vm *vm, unsigned id, unsigned ncpus, bool hw_virt, struct vcpu *c)
+int cpu_create(struct kvm_vm *vm, unsigned id, unsigned ncpus, bool hw_virt, struct vcpu *c,
+	       const struct note_sink *notes, char *why, size_t why_len)
 {
 	struct kvm_fpu fpu = { .fcw = 0x37f, .mxcsr = 0x1f80 };
 	int ret;
@@ -192,28 +196,21 @@ int cpu_create(struct kvm_vm *vm, unsigned id, unsigned ncpus, bool hw_virt, str
 	c->id = id;
 	c->hw_virt = hw_virt;
 	c->fd = ioctl(vm->vm_fd, KVM_CREATE_VCPU, (unsigned long)id);
-	if (c->fd < 0) {
-		ret = -errno;
-		log_error("vCPU %u: KVM_CREATE_VCPU: %s", id, strerror(errno));
-		return ret;
-	}
+	if (c->fd < 0)
+		return cpu_fail(c, "KVM_CREATE_VCPU", why, why_len);
 	c->run_size = vm->vcpu_mmap_size;
 	c->run = mmap(NULL, (size_t)c->run_size, PROT_READ | PROT_WRITE, MAP_SHARED, c->fd, 0);
 	if (c->run == MAP_FAILED) {
-		ret = -errno;
 		c->run = NULL;
-		log_error("vCPU %u: mmap of kvm_run: %s", id, strerror(errno));
-		return ret;
+		return cpu_fail(c, "mmap of kvm_run", why, why_len);
 	}
-	ret = cpu_set_cpuid(vm, c, ncpus);
+	ret = cpu_set_cpuid(vm, c, ncpus, why, why_len);
 	if (!ret)
-		ret = cpu_set_msrs(c);
-	if (!ret && ioctl(c->fd, KVM_SET_FPU, &fpu) < 0) {
-		ret = -errno;
-		log_error("vCPU %u: KVM_SET_FPU: %s", id, strerror(errno));
-	}
+		ret = cpu_set_msrs(c, notes, why, why_len);
+	if (!ret && ioctl(c->fd, KVM_SET_FPU, &fpu) < 0)
+		ret = cpu_fail(c, "KVM_SET_FPU", why, why_len);
 	if (!ret)
-		ret = cpu_set_lapic(c);
+		ret = cpu_set_lapic(c, why, why_len);
 	return ret;
 }
 
@@ -232,16 +229,15 @@ static void cpu_flat_seg(struct kvm_segment *s, uint16_t sel, uint8_t type, bool
 	s->g = 1;
 }
 
-int cpu_boot_regs(struct vcpu *c, enum boot_proto proto, uint64_t entry)
+int cpu_boot_regs(struct vcpu *c, enum boot_proto proto, uint64_t entry, char *why,
+		  size_t why_len)
 {
 	struct kvm_sregs s;
 	struct kvm_regs r = { 0 };
 	bool lm = proto == BOOT_LINUX64;
 
-	if (ioctl(c->fd, KVM_GET_SREGS, &s) < 0) {
-		log_error("vCPU %u: KVM_GET_SREGS: %s", c->id, strerror(errno));
-		return -errno;
-	}
+	if (ioctl(c->fd, KVM_GET_SREGS, &s) < 0)
+		return cpu_fail(c, "KVM_GET_SREGS", why, why_len);
 	/* the GDT boot_tables_setup() wrote: 0x8 code, 0x10 data, 0x18 TSS */
 	cpu_flat_seg(&s.cs, 0x8, 0xb, lm, !lm);
 	cpu_flat_seg(&s.ds, 0x10, 0x3, false, true);
@@ -267,10 +263,8 @@ int cpu_boot_regs(struct vcpu *c, enum boot_proto proto, uint64_t entry)
 	r.rip = entry;
 	r.rsp = r.rbp = CPU_BOOT_STACK;
 	r.rflags = 0x2;
-	if (ioctl(c->fd, KVM_SET_SREGS, &s) < 0 || ioctl(c->fd, KVM_SET_REGS, &r) < 0) {
-		log_error("vCPU %u: KVM_SET_SREGS/REGS: %s", c->id, strerror(errno));
-		return -errno;
-	}
+	if (ioctl(c->fd, KVM_SET_SREGS, &s) < 0 || ioctl(c->fd, KVM_SET_REGS, &r) < 0)
+		return cpu_fail(c, "KVM_SET_SREGS/REGS", why, why_len);
 	return 0;
 }
 
@@ -424,7 +418,7 @@ static void cpu_kick_handler(int sig)
 	(void)sig; /* only there to make KVM_RUN return EINTR */
 }
 
-int cpu_start(struct vcpu *c, const struct cpu_bus *bus)
+int cpu_start(struct vcpu *c, const struct cpu_bus *bus, char *why, size_t why_len)
 {
 	struct sigaction sa = { .sa_handler = cpu_kick_handler };
 	sigset_t set, old;
@@ -433,16 +427,15 @@ int cpu_start(struct vcpu *c, const struct cpu_bus *bus)
 	c->bus = bus;
 	sigemptyset(&sa.sa_mask);
 	if (sigaction(CPU_KICK_SIGNAL, &sa, NULL) < 0)
-		return -errno;
+		return cpu_fail(c, "sigaction", why, why_len);
 	/* blocked everywhere but in the vCPU threads */
 	sigemptyset(&set);
 	sigaddset(&set, CPU_KICK_SIGNAL);
 	pthread_sigmask(SIG_BLOCK, &set, &old);
 	ret = pthread_create(&c->thread, NULL, cpu_main, c);
-	if (ret) {
-		log_error("vCPU %u: cannot start its thread: %s", c->id, strerror(ret));
-		return -ret;
-	}
+	if (ret)
+		return why_set(why, why_len, -ret, "vCPU %u: cannot start its thread: %s", c->id,
+			       strerror(ret));
 	c->started = true;
 	return 0;
 }

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "../common/why.h"
 #include "boot.h"
 #include "kvm.h"
 
@@ -27,7 +28,7 @@ enum cpu_end {
 	CPU_END_POWEROFF,  /* KVM_SYSTEM_EVENT_SHUTDOWN */
 	CPU_END_TRIPLE,    /* KVM_EXIT_SHUTDOWN: triple fault */
 	CPU_END_CRASH,     /* KVM_SYSTEM_EVENT_CRASH */
-	CPU_END_ERROR,     /* a KVM failure; one line was printed */
+	CPU_END_ERROR,     /* a KVM failure; the vCPU thread logged one line */
 };
 
 struct cpu_bus {
@@ -52,12 +53,18 @@ struct vcpu {
 	unsigned dead_gen;      /* atomic: the kick this vCPU answered "halted for good" to */
 };
 
-/* KVM_CREATE_VCPU + CPUID, MSRs, FPU, LAPIC. Prints one line on failure. */
-int cpu_create(struct kvm_vm *vm, unsigned id, unsigned ncpus, bool hw_virt, struct vcpu *c);
-/* The BSP's registers for proto, entering at entry. */
-int cpu_boot_regs(struct vcpu *c, enum boot_proto proto, uint64_t entry);
-/* Starts the vCPU thread (signals: the kick signal is unblocked only there). */
-int cpu_start(struct vcpu *c, const struct cpu_bus *bus);
+/*
+ * The set-up, on the caller's thread: nothing printed; 0, or -errno with one line in why
+ * (why_len bytes, may be 0), e.g. "vCPU 0: KVM_SET_CPUID2: Invalid argument".
+ * cpu_create: KVM_CREATE_VCPU + CPUID, MSRs, FPU, LAPIC (an MSR KVM refuses: a debug note).
+ * cpu_boot_regs: the BSP's registers for proto, entering at entry. cpu_start: starts the vCPU
+ * thread (signals: the kick signal is unblocked only there), which logs what fails on it.
+ */
+int cpu_create(struct kvm_vm *vm, unsigned id, unsigned ncpus, bool hw_virt, struct vcpu *c,
+	       const struct note_sink *notes, char *why, size_t why_len);
+int cpu_boot_regs(struct vcpu *c, enum boot_proto proto, uint64_t entry, char *why,
+		  size_t why_len);
+int cpu_start(struct vcpu *c, const struct cpu_bus *bus, char *why, size_t why_len);
 /* Interrupt KVM_RUN; the thread answers by setting dead_gen = gen when halted for good. */
 void cpu_kick(struct vcpu *c, unsigned gen);
 bool cpu_dead(const struct vcpu *c, unsigned gen);

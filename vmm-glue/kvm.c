@@ -10,7 +10,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "../common/log.h"
+#include "../common/why.h"
 
 #define HUGEPAGE_SIZE (2ull << 20)
 
@@ -28,40 +28,41 @@ static const struct {
 	{ KVM_CAP_MP_STATE, "KVM_CAP_MP_STATE" },
 };
 
-static int kvm_check_caps(struct kvm_vm *vm)
+static int kvm_check_caps(struct kvm_vm *vm, char *why, size_t why_len)
 {
 	for (size_t i = 0; i < sizeof(kvm_required_caps) / sizeof(kvm_required_caps[0]); i++) {
-		if (ioctl(vm->sys_fd, KVM_CHECK_EXTENSION, kvm_required_caps[i].cap) <= 0) {
-			log_error("/dev/kvm lacks %s", kvm_required_caps[i].name);
-			return -ENOTSUP;
-		}
+		if (ioctl(vm->sys_fd, KVM_CHECK_EXTENSION, kvm_required_caps[i].cap) <= 0)
+			return why_set(why, why_len, -ENOTSUP, "/dev/kvm lacks %s",
+				       kvm_required_caps[i].name);
 	}
 	vm->immediate_exit = ioctl(vm->sys_fd, KVM_CHECK_EXTENSION, KVM_CAP_IMMEDIATE_EXIT) > 0;
 	return 0;
 }
 
-static int kvm_ram_setup(struct kvm_vm *vm, const struct kvm_ram_opts *o);
+static int kvm_ram_setup(struct kvm_vm *vm, const struct kvm_ram_opts *o, char *why,
+			 size_t why_len);
+
+/* A failed ioctl: "WHAT: strerror(errno)", -errno. */
+static int kvm_fail(char *why, size_t why_len, const char *what)
+{
+	int e = errno;
+
+	return why_set(why, why_len, -e, "%s: %s", what, strerror(e));
+}
 
 /* The in-kernel PIC, IOAPIC and LAPICs, and the PIT. */
-static int kvm_chips_create(struct kvm_vm *vm)
+static int kvm_chips_create(struct kvm_vm *vm, char *why, size_t why_len)
 {
 	struct kvm_pit_config pit = { .flags = KVM_PIT_SPEAKER_DUMMY };
-	int e;
 
-	if (ioctl(vm->vm_fd, KVM_CREATE_IRQCHIP, 0) < 0) {
-		e = errno;
-		log_error("KVM_CREATE_IRQCHIP: %s", strerror(e));
-		return -e;
-	}
-	if (ioctl(vm->vm_fd, KVM_CREATE_PIT2, &pit) < 0) {
-		e = errno;
-		log_error("KVM_CREATE_PIT2: %s", strerror(e));
-		return -e;
-	}
+	if (ioctl(vm->vm_fd, KVM_CREATE_IRQCHIP, 0) < 0)
+		return kvm_fail(why, why_len, "KVM_CREATE_IRQCHIP");
+	if (ioctl(vm->vm_fd, KVM_CREATE_PIT2, &pit) < 0)
+		return kvm_fail(why, why_len, "KVM_CREATE_PIT2");
 	return 0;
 }
 
-int kvm_vm_create(struct kvm_vm *vm, const struct kvm_ram_opts *ram)
+int kvm_vm_create(struct kvm_vm *vm, const struct kvm_ram_opts *ram, char *why, size_t why_len)
 {
 	int ret, e;
 
@@ -70,44 +71,35 @@ int kvm_vm_create(struct kvm_vm *vm, const struct kvm_ram_opts *ram)
 	vm->sys_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
 	if (vm->sys_fd < 0) {
 		e = errno;
-		log_error("/dev/kvm: %s%s", strerror(e),
-			  e == ENOENT ? " (no KVM on this machine)" :
-			  e == EACCES ? " (add yourself to the kvm group)" : "");
-		return -e;
+		return why_set(why, why_len, -e, "/dev/kvm: %s%s", strerror(e),
+			       e == ENOENT ? " (no KVM on this machine)" :
+			       e == EACCES ? " (add yourself to the kvm group)" : "");
 	}
 	ret = ioctl(vm->sys_fd, KVM_GET_API_VERSION, 0);
-	if (ret != KVM_API_VERSION) {
-		log_error("/dev/kvm: API version %d, want %d", ret, KVM_API_VERSION);
-		return -ENOTSUP;
-	}
-	ret = kvm_check_caps(vm);
+	if (ret != KVM_API_VERSION)
+		return why_set(why, why_len, -ENOTSUP, "/dev/kvm: API version %d, want %d", ret,
+			       KVM_API_VERSION);
+	ret = kvm_check_caps(vm, why, why_len);
 	if (ret)
 		return ret;
 	vm->vcpu_mmap_size = ioctl(vm->sys_fd, KVM_GET_VCPU_MMAP_SIZE, 0);
-	if (vm->vcpu_mmap_size < (int)sizeof(struct kvm_run)) {
-		log_error("/dev/kvm: KVM_GET_VCPU_MMAP_SIZE: %s", strerror(errno));
-		return -EIO;
-	}
+	if (vm->vcpu_mmap_size < (int)sizeof(struct kvm_run))
+		return why_set(why, why_len, -EIO, "/dev/kvm: KVM_GET_VCPU_MMAP_SIZE: %s",
+			       strerror(errno));
 	vm->vm_fd = ioctl(vm->sys_fd, KVM_CREATE_VM, 0);
-	if (vm->vm_fd < 0) {
-		e = errno;
-		log_error("KVM_CREATE_VM: %s", strerror(e));
-		return -e;
-	}
-	if (ioctl(vm->vm_fd, KVM_SET_TSS_ADDR, (unsigned long)KVM_TSS_ADDR) < 0) {
-		e = errno;
-		log_error("KVM_SET_TSS_ADDR: %s", strerror(e));
-		return -e;
-	}
+	if (vm->vm_fd < 0)
+		return kvm_fail(why, why_len, "KVM_CREATE_VM");
+	if (ioctl(vm->vm_fd, KVM_SET_TSS_ADDR, (unsigned long)KVM_TSS_ADDR) < 0)
+		return kvm_fail(why, why_len, "KVM_SET_TSS_ADDR");
 	/*
 	 * RAM before the interrupt controllers: a memory slot added after
 	 * KVM_CREATE_IRQCHIP waits for an SRCU grace period in the kernel (5-6 ms
 	 * measured here, a third of the whole start-up); added first, it is immediate.
 	 */
-	ret = kvm_ram_setup(vm, ram);
+	ret = kvm_ram_setup(vm, ram, why, why_len);
 	if (ret)
 		return ret;
-	return kvm_chips_create(vm);
+	return kvm_chips_create(vm, why, why_len);
 }
 
 /* Free 2 MiB pages in the pool, from /proc/meminfo; -1 when unknown. */
@@ -127,7 +119,7 @@ static long kvm_hugepages_free(void)
 }
 
 static int kvm_slot_add(struct kvm_vm *vm, uint32_t slot, uint64_t gpa, uint64_t size,
-			uint8_t *host)
+			uint8_t *host, char *why, size_t why_len)
 {
 	struct kvm_userspace_memory_region r = {
 		.slot = slot,
@@ -139,9 +131,9 @@ static int kvm_slot_add(struct kvm_vm *vm, uint32_t slot, uint64_t gpa, uint64_t
 
 	if (ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &r) < 0) {
 		e = errno;
-		log_error("KVM_SET_USER_MEMORY_REGION (slot %u, %llu MiB at 0x%llx): %s", slot,
-			  (unsigned long long)(size >> 20), (unsigned long long)gpa, strerror(e));
-		return -e;
+		return why_set(why, why_len, -e, "KVM_SET_USER_MEMORY_REGION (slot %u, %llu MiB at "
+			       "0x%llx): %s", slot, (unsigned long long)(size >> 20),
+			       (unsigned long long)gpa, strerror(e));
 	}
 	vm->ram.slot[vm->ram.nslots++] = (struct vm_ram_slot){
 		.gpa = gpa, .size = size, .host = host,
@@ -149,7 +141,8 @@ static int kvm_slot_add(struct kvm_vm *vm, uint32_t slot, uint64_t gpa, uint64_t
 	return 0;
 }
 
-static int kvm_ram_setup(struct kvm_vm *vm, const struct kvm_ram_opts *o)
+static int kvm_ram_setup(struct kvm_vm *vm, const struct kvm_ram_opts *o, char *why,
+			 size_t why_len)
 {
 	int flags = MAP_PRIVATE | MAP_ANONYMOUS;
 	uint64_t lo;
@@ -157,19 +150,16 @@ static int kvm_ram_setup(struct kvm_vm *vm, const struct kvm_ram_opts *o)
 	void *p;
 	int e, ret;
 
-	if (!o->size || o->size & 0xfff || (o->hugepages && o->size % HUGEPAGE_SIZE)) {
-		log_error("guest RAM: bad size %llu (want a multiple of %s)",
-			  (unsigned long long)o->size, o->hugepages ? "2 MiB" : "4 KiB");
-		return -EINVAL;
-	}
+	if (!o->size || o->size & 0xfff || (o->hugepages && o->size % HUGEPAGE_SIZE))
+		return why_set(why, why_len, -EINVAL, "guest RAM: bad size %llu (want a multiple "
+			       "of %s)", (unsigned long long)o->size,
+			       o->hugepages ? "2 MiB" : "4 KiB");
 	if (o->hugepages) {
 		free_pages = kvm_hugepages_free();
-		if (free_pages >= 0 && (uint64_t)free_pages < o->size / HUGEPAGE_SIZE) {
-			log_error("--hugepages: %ld free 2 MiB pages, %llu needed (reserve them in "
-				  "/proc/sys/vm/nr_hugepages)", free_pages,
-				  (unsigned long long)(o->size / HUGEPAGE_SIZE));
-			return -ENOMEM;
-		}
+		if (free_pages >= 0 && (uint64_t)free_pages < o->size / HUGEPAGE_SIZE)
+			return why_set(why, why_len, -ENOMEM, "--hugepages: %ld free 2 MiB pages, "
+				       "%llu needed (reserve them in /proc/sys/vm/nr_hugepages)",
+				       free_pages, (unsigned long long)(o->size / HUGEPAGE_SIZE));
 		flags |= MAP_HUGETLB | (21 << MAP_HUGE_SHIFT);
 	} else {
 		/* the guest touches what it uses; nothing is reserved up front */
@@ -181,22 +171,21 @@ static int kvm_ram_setup(struct kvm_vm *vm, const struct kvm_ram_opts *o)
 	if (p == MAP_FAILED) {
 		e = errno;
 		if (o->hugepages)
-			log_error("--hugepages: cannot map %llu MiB of 2 MiB pages: %s (none "
-				  "reserved? see /proc/sys/vm/nr_hugepages)",
-				  (unsigned long long)(o->size >> 20), strerror(e));
-		else
-			log_error("guest RAM: cannot map %llu MiB: %s",
-				  (unsigned long long)(o->size >> 20), strerror(e));
-		return -e;
+			return why_set(why, why_len, -e, "--hugepages: cannot map %llu MiB of 2 MiB "
+				       "pages: %s (none reserved? see /proc/sys/vm/nr_hugepages)",
+				       (unsigned long long)(o->size >> 20), strerror(e));
+		return why_set(why, why_len, -e, "guest RAM: cannot map %llu MiB: %s",
+			       (unsigned long long)(o->size >> 20), strerror(e));
 	}
 	vm->ram.map = p;
 	vm->ram.size = o->size;
 	lo = o->size < KVM_MMIO_HOLE_START ? o->size : KVM_MMIO_HOLE_START;
-	ret = kvm_slot_add(vm, 0, 0, lo, vm->ram.map);
+	ret = kvm_slot_add(vm, 0, 0, lo, vm->ram.map, why, why_len);
 	if (ret)
 		return ret;
 	if (o->size > lo)
-		ret = kvm_slot_add(vm, 1, KVM_MMIO_HOLE_END, o->size - lo, vm->ram.map + lo);
+		ret = kvm_slot_add(vm, 1, KVM_MMIO_HOLE_END, o->size - lo, vm->ram.map + lo, why,
+				   why_len);
 	return ret;
 }
 

@@ -3,7 +3,8 @@
  * /dev/kvm and the VM: API version and required capabilities, the in-kernel irqchip and
  * PIT, the TSS address, guest RAM (one anonymous mapping split into KVM memory slots around
  * the 3–4 GiB MMIO hole), interrupt lines, and hardware-virtualization detection.
- * Every failing call prints one error line (log_error) and returns -errno.
+ * Nothing here prints: a call that fails returns -errno, with one line in why when it takes
+ * one.
  */
 #ifndef LZ_VMM_KVM_H
 #define LZ_VMM_KVM_H
@@ -34,9 +35,11 @@ struct kvm_vm {
 
 /*
  * Opens /dev/kvm, checks the API and capabilities, creates the VM, maps RAM and
- * registers it (slots 0 and 1), then creates the irqchip and PIT2.
+ * registers it (slots 0 and 1), then creates the irqchip and PIT2. 0, or -errno with one
+ * line in why (why_len bytes, may be 0): "/dev/kvm: Permission denied (add yourself to
+ * the kvm group)", "KVM_CREATE_VM: ...". The caller destroys vm either way.
  */
-int kvm_vm_create(struct kvm_vm *vm, const struct kvm_ram_opts *ram);
+int kvm_vm_create(struct kvm_vm *vm, const struct kvm_ram_opts *ram, char *why, size_t why_len);
 void kvm_vm_destroy(struct kvm_vm *vm);
 /* Level of an interrupt line (KVM_IRQ_LINE). -errno, prints nothing. */
 int kvm_irq_line(int vm_fd, uint32_t gsi, int level);

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "../common/clock.h"
-#include "../common/log.h"
+#include "../common/why.h"
 #include "acpi.h"
 #include "cpu.h"
 #include "kvm.h"
@@ -40,6 +40,8 @@ struct vmm {
 	enum cpu_end why;
 	bool halted;                /* every vCPU halted with interrupts off */
 	int status;                 /* from port 0x441; -1: none */
+	char *reason;               /* vmm_run's why (reason_len bytes) */
+	size_t reason_len;
 };
 
 static void vmm_end(struct vmm *v, enum cpu_end why)
@@ -146,7 +148,7 @@ static int vmm_acpi(struct vmm *v, uint64_t *rsdp)
 	}
 	ret = buf ? acpi_build(&c, buf, BOOT_ACPI_ADDR, BOOT_ACPI_MAX, rsdp, &used) : -EFAULT;
 	if (ret)
-		log_error("ACPI tables: %s", strerror(-ret));
+		why_set(v->reason, v->reason_len, ret, "ACPI tables: %s", strerror(-ret));
 	return ret;
 }
 
@@ -155,37 +157,37 @@ static int vmm_load(struct vmm *v)
 {
 	const struct vmm_opts *o = v->o;
 	struct boot_kernel_opts ko = { .proto = o->boot, .cache_dir = o->cache_dir,
-					.map_segments = !o->hugepages };
+					.map_segments = !o->hugepages, .notes = o->notes };
 	struct boot_layout l = { .mem_size = o->mem, .cmdline_addr = BOOT_CMDLINE_ADDR };
 	char cmdline[BOOT_CMDLINE_MAX];
 	size_t max = BOOT_CMDLINE_MAX;
 	int ret;
 
-	ret = boot_kernel_load(o->kernel, &ko, &v->vm.ram, &v->kernel);
+	ret = boot_kernel_load(o->kernel, &ko, &v->vm.ram, &v->kernel, v->reason, v->reason_len);
 	if (ret)
 		return ret;
-	log_info("kernel %s: %s, entry 0x%llx (loaded at %.1f ms)", o->kernel, v->kernel.how,
-		 (unsigned long long)v->kernel.entry, clock_ms_since(&o->t0));
+	note_emit(&o->notes, NOTE_INFO, "kernel %s: %s, entry 0x%llx (loaded at %.1f ms)",
+		  o->kernel, v->kernel.how, (unsigned long long)v->kernel.entry,
+		  clock_ms_since(&o->t0));
 	if (o->initrd) {
 		ret = boot_initrd_load(o->initrd, &v->vm.ram, &v->kernel, &l.initrd_addr,
-				       &l.initrd_size);
+				       &l.initrd_size, v->reason, v->reason_len);
 		if (ret)
 			return ret;
 	}
 	if (v->kernel.cmdline_size && v->kernel.cmdline_size < max - 1)
 		max = v->kernel.cmdline_size + 1;
 	ret = boot_cmdline_build(o->append, o->ndisks, cmdline, max);
-	if (ret) {
-		log_error("kernel command line longer than %zu bytes", max - 1);
-		return ret;
-	}
+	if (ret)
+		return why_set(v->reason, v->reason_len, ret,
+			       "kernel command line longer than %zu bytes", max - 1);
 	l.cmdline_len = strlen(cmdline);
 	ret = vmm_acpi(v, &l.rsdp_addr);
 	if (ret)
 		return ret;
 	ret = boot_memory_setup(&v->vm.ram, &v->kernel, &l, cmdline);
 	if (ret)
-		log_error("boot tables: %s", strerror(-ret));
+		why_set(v->reason, v->reason_len, ret, "boot tables: %s", strerror(-ret));
 	return ret;
 }
 
@@ -202,10 +204,9 @@ static int vmm_devices(struct vmm *v)
 	v->pio.status = vmm_status;
 	v->pio.ctx = v;
 	ret = serial_new(&so, &v->serial);
-	if (ret) {
-		log_error("serial console: %s", strerror(-ret));
-		return ret;
-	}
+	if (ret)
+		return why_set(v->reason, v->reason_len, ret, "serial console: %s",
+			       strerror(-ret));
 	vm_ram_view(&v->vm.ram, &v->ram_view);
 	for (unsigned i = 0; i < o->ndisks; i++) {
 		struct virtio_mmio_opts vo = {
@@ -218,10 +219,9 @@ static int vmm_devices(struct vmm *v)
 		};
 
 		ret = virtio_mmio_blk_new(&vo, &v->vdev[i]);
-		if (ret) {
-			log_error("virtio-blk disk %u: %s", i, strerror(-ret));
-			return ret;
-		}
+		if (ret)
+			return why_set(v->reason, v->reason_len, ret, "virtio-blk disk %u: %s", i,
+				       strerror(-ret));
 		v->ndev++;
 	}
 	return 0;
@@ -232,11 +232,13 @@ static int vmm_cpus(struct vmm *v, bool hw_virt)
 	int ret;
 
 	for (unsigned i = 0; i < v->ncpus; i++) {
-		ret = cpu_create(&v->vm, i, v->ncpus, hw_virt, &v->cpus[i]);
+		ret = cpu_create(&v->vm, i, v->ncpus, hw_virt, &v->cpus[i], &v->o->notes,
+				 v->reason, v->reason_len);
 		if (ret)
 			return ret;
 	}
-	return cpu_boot_regs(&v->cpus[0], v->kernel.proto, v->kernel.entry);
+	return cpu_boot_regs(&v->cpus[0], v->kernel.proto, v->kernel.entry, v->reason,
+			     v->reason_len);
 }
 
 static void vmm_deadline(struct timespec *t, long ns)
@@ -306,13 +308,13 @@ static int vmm_result(struct vmm *v, int *status)
 	case CPU_END_TRIPLE:
 		if (v->status >= 0)
 			return 0;
-		log_error("the guest reset itself with a triple fault (no exit status written)");
-		return -EFAULT;
+		return why_set(v->reason, v->reason_len, -EFAULT, "the guest reset itself with a "
+			       "triple fault (no exit status written)");
 	case CPU_END_CRASH:
-		log_error("the guest reported a crash (KVM_SYSTEM_EVENT_CRASH)");
-		return -EFAULT;
+		return why_set(v->reason, v->reason_len, -EFAULT,
+			       "the guest reported a crash (KVM_SYSTEM_EVENT_CRASH)");
 	default:
-		return -EIO; /* the vCPU printed why */
+		return -EIO; /* the vCPU logged why: the reason stays empty */
 	}
 }
 
@@ -328,7 +330,7 @@ static void vmm_teardown(struct vmm *v)
 	pthread_cond_destroy(&v->cond);
 }
 
-int vmm_run(const struct vmm_opts *o, int *status)
+int vmm_run(const struct vmm_opts *o, int *status, char *why, size_t why_len)
 {
 	struct kvm_ram_opts ro = { .size = o->mem, .hugepages = o->hugepages,
 				   .populate = o->populate };
@@ -336,17 +338,17 @@ int vmm_run(const struct vmm_opts *o, int *status)
 	bool hw_virt = kvm_hw_virt_present();
 	int ret;
 
-	if (!o->ncpus || o->ncpus > CPU_MAX || o->ndisks > VMM_MAX_DISKS) {
-		log_error("%u vCPUs and %u disks: at most %u and %u", o->ncpus, o->ndisks,
-			  CPU_MAX, VMM_MAX_DISKS);
-		return -EINVAL;
-	}
+	if (why_len)
+		why[0] = '\0';
+	if (!o->ncpus || o->ncpus > CPU_MAX || o->ndisks > VMM_MAX_DISKS)
+		return why_set(why, why_len, -EINVAL, "%u vCPUs and %u disks: at most %u and %u",
+			       o->ncpus, o->ndisks, CPU_MAX, VMM_MAX_DISKS);
 	v = calloc(1, sizeof(*v));
-	if (!v) {
-		log_error("out of memory");
-		return -ENOMEM;
-	}
+	if (!v)
+		return why_set(why, why_len, -ENOMEM, "out of memory");
 	v->o = o;
+	v->reason = why;
+	v->reason_len = why_len;
 	v->ncpus = o->ncpus;
 	v->status = -1;
 	v->vm.vm_fd = v->vm.sys_fd = -1;
@@ -355,21 +357,21 @@ int vmm_run(const struct vmm_opts *o, int *status)
 	v->bus = (struct cpu_bus){ .ctx = v, .pio = vmm_pio, .mmio = vmm_mmio,
 				   .end = vmm_cpu_end, .report = vmm_cpu_report };
 
-	ret = kvm_vm_create(&v->vm, &ro);
+	ret = kvm_vm_create(&v->vm, &ro, why, why_len);
 	if (!ret)
 		ret = vmm_load(v);
 	if (!ret)
 		ret = vmm_devices(v);
 	if (!ret)
 		ret = vmm_cpus(v, hw_virt);
-	if (!ret && !hw_virt && log_get_level() > 0)
-		log_notice("no hardware virtualization (no vmx/svm in /proc/cpuinfo): /dev/kvm is "
-			   "software here, guests run very slowly");
+	if (!ret && !hw_virt)
+		note_emit(&o->notes, NOTE_NOTICE, "no hardware virtualization (no vmx/svm in "
+			  "/proc/cpuinfo): /dev/kvm is software here, guests run very slowly");
 	if (!ret)
-		log_info("starting %u vCPU%s at %.1f ms", v->ncpus, v->ncpus == 1 ? "" : "s",
-			 clock_ms_since(&o->t0));
+		note_emit(&o->notes, NOTE_INFO, "starting %u vCPU%s at %.1f ms", v->ncpus,
+			  v->ncpus == 1 ? "" : "s", clock_ms_since(&o->t0));
 	for (unsigned i = 0; !ret && i < v->ncpus; i++)
-		ret = cpu_start(&v->cpus[i], &v->bus);
+		ret = cpu_start(&v->cpus[i], &v->bus, why, why_len);
 	if (ret) {
 		vmm_end(v, CPU_END_ERROR);
 	} else {

@@ -31,12 +31,21 @@ struct vmm_opts {
 	unsigned ndisks;
 	int in_fd, out_fd;              /* the serial console (in_fd -1: no input) */
 	struct timespec t0;             /* process start, for the boot timer */
+	/*
+	 * The set-up's notes, before the vCPUs start (on the caller's thread): the kernel
+	 * loaded and how, the vCPUs starting (info), no hardware virtualization (notice), and
+	 * boot_kernel_load's and cpu_create's (boot.h, cpu.h).
+	 */
+	struct note_sink notes;
 };
 
 /*
  * Runs the VM to its end. 0 and *status = the exit status the guest wrote to port 0x441
- * (0 when it wrote none and ended cleanly), or -errno after printing one error line.
+ * (0 when it wrote none and ended cleanly), or -errno with one line in why (why_len bytes,
+ * may be 0): the set-up's failure ("kernel PATH: ...", "/dev/kvm: ..."), or how the guest
+ * ended (a triple fault, a crash). why is empty when a vCPU thread failed: it logged why
+ * (threads log where they run). Prints nothing itself.
  */
-int vmm_run(const struct vmm_opts *o, int *status);
+int vmm_run(const struct vmm_opts *o, int *status, char *why, size_t why_len);
 
 #endif

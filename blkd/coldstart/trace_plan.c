@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../common/log.h"
+#include "../../common/why.h"
 #include "trace_index.h"
 
 struct plan_ctx {
@@ -91,48 +91,43 @@ bool trace_plan_foreign(const struct trace_plan *p)
 }
 
 int trace_plan_manifest(const char *path, const struct layout *l, const char *layout_path,
-			struct manifest **out)
+			struct manifest **out, char *why, size_t why_len)
 {
-	const char *why = NULL;
-	int ret = manifest_load(path, out, &why);
+	const char *mwhy = NULL;
+	int ret = manifest_load(path, out, &mwhy);
 
-	if (ret) {
-		log_error("%s: %s", path, why ? why : strerror(-ret));
-		return ret;
-	}
+	if (ret)
+		return why_set(why, why_len, ret, "%s: %s", path, mwhy ? mwhy : strerror(-ret));
 	if (memcmp((*out)->digest, l->hdr.manifest_digest, SHA256_LEN)) {
-		log_error("%s: not the manifest %s was made from", path, layout_path);
 		manifest_free(*out);
 		*out = NULL;
-		return -EINVAL;
+		return why_set(why, why_len, -EINVAL, "%s: not the manifest %s was made from", path,
+			       layout_path);
 	}
 	return 0;
 }
 
 int trace_plan_load(const char *trace_path, const struct manifest *m, const struct layout *l,
-		    bool all, struct trace_plan **out)
+		    bool all, struct trace_plan **out, char *why, size_t why_len)
 {
 	struct trace *t = NULL;
-	const char *why = NULL;
+	const char *twhy = NULL;
 	int ret;
 
 	if (trace_path) {
-		ret = trace_load(trace_path, &t, &why);
-		if (ret) {
-			log_error("%s: %s", trace_path, why ? why : strerror(-ret));
-			return ret;
-		}
+		ret = trace_load(trace_path, &t, &twhy);
+		if (ret)
+			return why_set(why, why_len, ret, "%s: %s", trace_path,
+				       twhy ? twhy : strerror(-ret));
 	}
 	ret = trace_plan_new(t, m, l, all, out);
 	trace_free(t);
-	if (ret) {
-		log_error("cannot plan the fetches: %s", strerror(-ret));
-		return ret;
-	}
+	if (ret)
+		return why_set(why, why_len, ret, "cannot plan the fetches: %s", strerror(-ret));
 	if (trace_path && trace_plan_foreign(*out)) {
-		log_error("%s: recorded on another image (%llu of the %llu files it read exist in "
-			  "this one)", trace_path, (unsigned long long)(*out)->files_found,
-			  (unsigned long long)(*out)->files);
+		why_set(why, why_len, -EINVAL, "%s: recorded on another image (%llu of the %llu "
+			"files it read exist in this one)", trace_path,
+			(unsigned long long)(*out)->files_found, (unsigned long long)(*out)->files);
 		trace_plan_free(*out);
 		return -EINVAL;
 	}

@@ -38,15 +38,15 @@ TEST_HOOK
 bool trace_plan_foreign(const struct trace_plan *p);
 
 /*
- * For serve/run and warm, which print through the logger: one error line on failure.
- * trace_plan_manifest loads the manifest at path, which must be the one layout l (at
- * layout_path) was made from. trace_plan_load plans the trace at trace_path (NULL: none,
- * then m may be NULL) against m and l as trace_plan_new, and refuses a trace of another
- * image (-EINVAL).
+ * For the engine (serve, run) and warm: 0, or -errno with one line in why (why_len bytes, may
+ * be 0); nothing printed. trace_plan_manifest loads the manifest at path, which must be the
+ * one layout l (at layout_path) was made from. trace_plan_load plans the trace at trace_path
+ * (NULL: none, then m may be NULL) against m and l as trace_plan_new, and refuses a trace of
+ * another image (-EINVAL).
  */
 int trace_plan_manifest(const char *path, const struct layout *l, const char *layout_path,
-			struct manifest **out);
+			struct manifest **out, char *why, size_t why_len);
 int trace_plan_load(const char *trace_path, const struct manifest *m, const struct layout *l,
-		    bool all, struct trace_plan **out);
+		    bool all, struct trace_plan **out, char *why, size_t why_len);
 
 #endif

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../common/log.h"
+#include "../../common/why.h"
 #include "trace_plan.h"
 
 struct blkd_warm {
@@ -17,47 +17,50 @@ struct blkd_warm {
 };
 
 static int warm_plan(const struct blkd_warm_opts *o, struct blkd_warm *w,
-		     struct trace_plan **plan)
+		     struct trace_plan **plan, char *why, size_t why_len)
 {
 	int ret = o->trace_path ? trace_plan_manifest(o->manifest_path, w->l, o->layout_path,
-						       &w->m) : 0;
+						       &w->m, why, why_len) : 0;
 
 	if (!ret)
-		ret = trace_plan_load(o->trace_path, w->m, w->l, o->all, plan);
+		ret = trace_plan_load(o->trace_path, w->m, w->l, o->all, plan, why, why_len);
 	if (ret)
-		return ret; /* it said why */
+		return ret;
 	w->files = (*plan)->files;
 	w->found = (*plan)->files_found;
 	return 0;
 }
 
-int blkd_warm_start(const struct blkd_warm_opts *o, struct blkd_warm **out)
+int blkd_warm_start(const struct blkd_warm_opts *o, struct blkd_warm **out, char *why,
+		    size_t why_len)
 {
 	struct blkd_warm *w = calloc(1, sizeof(*w));
 	struct blkd_prefetch_opts po = { .background = false };
 	struct trace_plan *plan;
-	const char *why = NULL;
+	const char *lwhy = NULL;
 	int ret;
 
+	if (why_len)
+		why[0] = '\0';
 	if (!w)
-		return -ENOMEM;
-	ret = layout_open(o->layout_path, &w->l, &why);
+		return why_set(why, why_len, -ENOMEM, "out of memory");
+	ret = layout_open(o->layout_path, &w->l, &lwhy);
 	if (ret) {
-		log_error("%s: %s", o->layout_path, why ? why : strerror(-ret));
+		why_set(why, why_len, ret, "%s: %s", o->layout_path, lwhy ? lwhy : strerror(-ret));
 		goto fail;
 	}
-	ret = warm_plan(o, w, &plan);
+	ret = warm_plan(o, w, &plan, why, why_len);
 	if (ret)
 		goto fail;
-	ret = cas_source_open(&o->src, &w->src);
+	ret = cas_source_open(&o->src, &w->src, why, why_len);
 	if (ret) {
 		trace_plan_free(plan);
-		goto fail; /* it said why */
+		goto fail;
 	}
 	po.threads = o->src.concurrency ? o->src.concurrency : REMOTE_CONCURRENCY_DEFAULT;
 	ret = blkd_prefetch_start(w->src, w->l, plan, &po, &w->p);
 	if (ret) {
-		log_error("cannot start fetching: %s", strerror(-ret));
+		why_set(why, why_len, ret, "cannot start fetching: %s", strerror(-ret));
 		goto fail;
 	}
 	*out = w;

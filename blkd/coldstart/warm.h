@@ -10,6 +10,7 @@
 #define LZ_BLKD_WARM_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "../../cas/source.h"
 #include "prefetch.h"
@@ -25,11 +26,12 @@ struct blkd_warm_opts {
 struct blkd_warm;
 
 /*
- * Open everything and start fetching. Prints one error line on failure (through the
- * logger): a trace of another image, a manifest that is not the layout's, a store or remote
- * that cannot be used.
+ * Open everything and start fetching. 0, or -errno with one line in why (why_len bytes, may
+ * be 0): a trace of another image, a manifest that is not the layout's, a store or remote
+ * that cannot be used. Prints nothing (the fetching threads log a chunk that fails).
  */
-int blkd_warm_start(const struct blkd_warm_opts *o, struct blkd_warm **out);
+int blkd_warm_start(const struct blkd_warm_opts *o, struct blkd_warm **out, char *why,
+		    size_t why_len);
 struct blkd_prefetch *blkd_warm_prefetch(struct blkd_warm *w);
 /* Files the trace read, and those found in this image (0, 0 without a trace). */
 void blkd_warm_files(const struct blkd_warm *w, uint64_t *files, uint64_t *found);

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "../../cas/store.h"
-#include "../../common/log.h"
+#include "../../common/why.h"
 #include "../../ext4gen/layout.h"
 #include "overlay.h"
 #include "reader.h"
@@ -43,27 +43,32 @@ struct blkd_engine {
 #define GET(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
 
 /* The manifest (checked against the layout) and the recorder, when asked for. */
-static int engine_trace_open(struct blkd_engine *e, const struct blkd_engine_opts *o)
+static int engine_trace_open(struct blkd_engine *e, const struct blkd_engine_opts *o,
+			     char *why, size_t why_len)
 {
-	const char *why = NULL;
+	const char *twhy = NULL;
 	int ret;
 
 	if (!o->manifest_path)
-		return o->trace_record || o->prefetch_trace ? -EINVAL : 0;
-	ret = trace_plan_manifest(o->manifest_path, e->layout, o->layout_path, &e->manifest);
+		return o->trace_record || o->prefetch_trace ?
+			why_set(why, why_len, -EINVAL, "a trace needs the image's manifest") : 0;
+	ret = trace_plan_manifest(o->manifest_path, e->layout, o->layout_path, &e->manifest, why,
+				  why_len);
 	if (ret || !o->trace_record)
 		return ret;
 	e->trace_path = strdup(o->trace_record);
 	if (!e->trace_path)
-		return -ENOMEM;
-	ret = trace_recorder_new(e->layout, e->manifest, &e->t0, &e->trace, &why);
+		return why_set(why, why_len, -ENOMEM, "out of memory");
+	ret = trace_recorder_new(e->layout, e->manifest, &e->t0, &e->trace, &twhy);
 	if (ret)
-		log_error("cannot record a trace: %s", why ? why : strerror(-ret));
+		why_set(why, why_len, ret, "cannot record a trace: %s",
+			twhy ? twhy : strerror(-ret));
 	return ret;
 }
 
 /* --prefetch TRACE / --prefetch-all: the plan, checked, and its threads started. */
-static int engine_prefetch_start(struct blkd_engine *e, const struct blkd_engine_opts *o)
+static int engine_prefetch_start(struct blkd_engine *e, const struct blkd_engine_opts *o,
+				 char *why, size_t why_len)
 {
 	struct blkd_prefetch_opts po = { .background = true };
 	struct trace_plan *plan;
@@ -71,24 +76,25 @@ static int engine_prefetch_start(struct blkd_engine *e, const struct blkd_engine
 
 	if (!o->prefetch_trace && !o->prefetch_all)
 		return 0;
-	ret = trace_plan_load(o->prefetch_trace, e->manifest, e->layout, o->prefetch_all, &plan);
+	ret = trace_plan_load(o->prefetch_trace, e->manifest, e->layout, o->prefetch_all, &plan,
+			      why, why_len);
 	if (ret)
-		return ret; /* it said why */
+		return ret;
 	if (o->prefetch_trace && !plan->same_image)
-		log_info("%s: recorded on another version of this image: %llu of its %llu files "
-			 "are here", o->prefetch_trace, (unsigned long long)plan->files_found,
-			 (unsigned long long)plan->files);
+		note_emit(&o->notes, NOTE_INFO, "%s: recorded on another version of this image: "
+			  "%llu of its %llu files are here", o->prefetch_trace,
+			  (unsigned long long)plan->files_found, (unsigned long long)plan->files);
 	e->prefetched = calloc(e->layout->hdr.chunk_count ? e->layout->hdr.chunk_count : 1, 1);
 	if (!e->prefetched) {
 		trace_plan_free(plan);
-		return -ENOMEM;
+		return why_set(why, why_len, -ENOMEM, "out of memory");
 	}
 	blkd_reader_set_marks(e->reader, e->prefetched);
 	po.marks = e->prefetched;
 	po.threads = (o->fetch_concurrency ? o->fetch_concurrency : REMOTE_CONCURRENCY_DEFAULT) / 2;
 	ret = blkd_prefetch_start(e->src, e->layout, plan, &po, &e->prefetch);
 	if (ret)
-		log_error("cannot start the prefetch: %s", strerror(-ret));
+		why_set(why, why_len, ret, "cannot start the prefetch: %s", strerror(-ret));
 	return ret;
 }
 
@@ -108,59 +114,68 @@ const char *blkd_engine_trace_path(const struct blkd_engine *e)
 	return e->trace ? e->trace_path : NULL;
 }
 
-int blkd_engine_open(const struct blkd_engine_opts *o, struct blkd_engine **out)
+/* The chunk tiers and the reader (with its read-ahead). */
+static int engine_reader_open(struct blkd_engine *e, const struct blkd_engine_opts *o,
+			      char *why, size_t why_len)
 {
-	struct blkd_engine *e = calloc(1, sizeof(*e));
-	const char *why = NULL;
-	int ret;
+	struct cas_source_opts so = {
+		.store_dir = o->store_dir,
+		.remote_url = o->remote_url,
+		.cache_size = o->cache_size,
+		.concurrency = o->fetch_concurrency,
+		.timeout_ms = o->fetch_timeout_ms,
+		.retries = o->fetch_retries,
+		.no_plain = o->no_plain,
+	};
+	int ret = cas_source_open(&so, &e->src, why, why_len);
 
-	if (!e)
-		return -ENOMEM;
-	clock_gettime(CLOCK_MONOTONIC, &e->t0);
-	for (int i = 0; i < STRIPES; i++)
-		pthread_mutex_init(&e->stripe[i], NULL);
-	ret = layout_open(o->layout_path, &e->layout, &why);
-	if (ret) {
-		log_error("%s: %s", o->layout_path, why ? why : strerror(-ret));
-		goto fail;
-	}
-	e->size = e->layout->hdr.block_count * BLKD_BLOCK;
-	{
-		struct cas_source_opts so = {
-			.store_dir = o->store_dir,
-			.remote_url = o->remote_url,
-			.cache_size = o->cache_size,
-			.concurrency = o->fetch_concurrency,
-			.timeout_ms = o->fetch_timeout_ms,
-			.retries = o->fetch_retries,
-			.no_plain = o->no_plain,
-		};
-
-		ret = cas_source_open(&so, &e->src);
-		if (ret)
-			goto fail; /* it said why */
-	}
+	if (ret)
+		return ret;
 	ret = blkd_reader_new(e->layout, e->src, o->mem_cache ? o->mem_cache : MEM_CACHE_DEFAULT,
 			      &e->reader);
 	if (!ret && o->readahead >= 0 && (o->readahead > 0 || !o->prefetch_trace))
 		ret = blkd_reader_readahead(e->reader, o->readahead > 0 ? (unsigned)o->readahead :
 						       o->fetch_concurrency ? o->fetch_concurrency :
 						       READAHEAD_CHUNKS);
+	if (ret)
+		why_set(why, why_len, ret, "cannot start the reader: %s", strerror(-ret));
+	return ret;
+}
+
+int blkd_engine_open(const struct blkd_engine_opts *o, struct blkd_engine **out, char *why,
+		     size_t why_len)
+{
+	struct blkd_engine *e = calloc(1, sizeof(*e));
+	const char *owhy = NULL;
+	int ret;
+
+	if (why_len)
+		why[0] = '\0';
+	if (!e)
+		return why_set(why, why_len, -ENOMEM, "out of memory");
+	clock_gettime(CLOCK_MONOTONIC, &e->t0);
+	for (int i = 0; i < STRIPES; i++)
+		pthread_mutex_init(&e->stripe[i], NULL);
+	ret = layout_open(o->layout_path, &e->layout, &owhy);
 	if (ret) {
-		log_error("cannot start the reader: %s", strerror(-ret));
+		why_set(why, why_len, ret, "%s: %s", o->layout_path, owhy ? owhy : strerror(-ret));
 		goto fail;
 	}
-	ret = engine_trace_open(e, o);
+	e->size = e->layout->hdr.block_count * BLKD_BLOCK;
+	ret = engine_reader_open(e, o, why, why_len);
 	if (!ret)
-		ret = engine_prefetch_start(e, o);
+		ret = engine_trace_open(e, o, why, why_len);
+	if (!ret)
+		ret = engine_prefetch_start(e, o, why, why_len);
 	if (ret)
-		goto fail; /* it said why */
+		goto fail;
 	e->read_only = o->read_only || !o->overlay_path;
 	if (o->overlay_path) {
 		ret = overlay_open(o->overlay_path, e->size, e->layout->digest, !o->read_only,
-				   &e->ov, &why);
+				   &e->ov, &owhy);
 		if (ret) {
-			log_error("%s: %s", o->overlay_path, why ? why : strerror(-ret));
+			why_set(why, why_len, ret, "%s: %s", o->overlay_path,
+				owhy ? owhy : strerror(-ret));
 			goto fail;
 		}
 	}

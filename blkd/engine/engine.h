@@ -19,6 +19,7 @@
 #include <stdio.h>
 
 #include "../../cas/source.h"
+#include "../../common/why.h"
 #include "../coldstart/prefetch.h"
 #include "../sector.h"
 
@@ -47,12 +48,20 @@ struct blkd_engine_opts {
 	 */
 	int readahead;
 	bool no_plain;             /* no plain tier (cas/source.h) */
+	/* blkd_engine_open's notes: a --prefetch trace of another version of the image (info) */
+	struct note_sink notes;
 };
 
 struct blkd_engine;
 
-/* Prints one error line on failure. */
-int blkd_engine_open(const struct blkd_engine_opts *o, struct blkd_engine **out);
+/*
+ * 0, or -errno with one line in why (why_len bytes, may be 0): "IMAGE.layout: bad magic (not
+ * a lazyblk layout)", "DIR: not a lazyblk store (no chunks/ directory)", "TRACE: recorded on
+ * another image (...)", "OVERLAY: ...". Prints nothing; the threads it starts (read-ahead,
+ * prefetch) log what fails on them.
+ */
+int blkd_engine_open(const struct blkd_engine_opts *o, struct blkd_engine **out, char *why,
+		     size_t why_len);
 void blkd_engine_close(struct blkd_engine *e);
 uint64_t blkd_engine_size(const struct blkd_engine *e);
 bool blkd_engine_read_only(const struct blkd_engine *e);

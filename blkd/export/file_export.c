@@ -320,9 +320,9 @@ int blkd_export(const struct blkd_export_opts *o, struct blkd_export_stats *st, 
 		goto out;
 	}
 	so.no_plain = true;
-	ret = cas_source_open(&so, &src);
+	ret = cas_source_open(&so, &src, why, why_len);
 	if (ret)
-		goto out; /* it said why */
+		goto out;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	x.l = l;
 	ret = blkd_reader_new(l, src, 0, &x.r);

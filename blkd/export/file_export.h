@@ -41,8 +41,9 @@ struct blkd_export_stats {
 
 /*
  * 0, or -errno with one line in why (why_len bytes, may be 0), e.g. "DISK.raw: No space left
- * on device". why is empty when the chunk tiers below have said why already through the
- * logger (a chunk missing or corrupt, a store or remote that cannot be used). Prints nothing.
+ * on device", "DIR: not a lazyblk store (no chunks/ directory)". why is empty when the chunk
+ * tiers below have said why already through the logger (a chunk missing, corrupt or
+ * unreachable). Prints nothing.
  */
 int blkd_export(const struct blkd_export_opts *o, struct blkd_export_stats *st, char *why,
 		size_t why_len);

@@ -42,12 +42,12 @@ void import_warn(struct import_ctx *ic, const char *fmt, ...)
 	char msg[IMPORT_WARN_MAX];
 	va_list ap;
 
-	if (!ic->o || !ic->o->warn)
+	if (!ic->o || !ic->o->notes.fn)
 		return;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	ic->o->warn(ic->o->warn_arg, msg);
+	note_emit(&ic->o->notes, NOTE_WARN, "%s", msg);
 }
 
 void import_progress(struct import_ctx *ic)

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "../../common/why.h"
 #include "../chunker.h"
 #include "../store.h"
 #include "tree.h"
@@ -25,11 +26,10 @@ struct import_opts {
 	void (*progress)(void *arg, uint64_t files, uint64_t bytes);
 	void *progress_arg;
 	/*
-	 * May be NULL. A warning, one line (an entry of unknown type skipped, the archive
-	 * reader's own warning, an empty archive); the import goes on.
+	 * Warnings (NOTE_WARN, one line each: an entry of unknown type skipped, the archive
+	 * reader's own warning, an empty archive); the import goes on. fn NULL: none.
 	 */
-	void (*warn)(void *arg, const char *msg);
-	void *warn_arg;
+	struct note_sink notes;
 };
 
 struct import_result {

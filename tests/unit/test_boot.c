@@ -349,10 +349,17 @@ static void test_decompress_bomb(void **state)
 	free(zeros);
 }
 
+/* A note_sink that keeps the last info line in arg (char[256]). */
+static void note_keep(void *arg, enum note_kind kind, const char *line)
+{
+	if (kind == NOTE_INFO)
+		snprintf(arg, 256, "%s", line);
+}
+
 /* The whole path from a file: decompressed, cached, then taken from the cache. */
 static void test_kernel_load_cache(void **state)
 {
-	char dir[PATH_MAX], kpath[PATH_MAX], cache[PATH_MAX];
+	char dir[PATH_MAX], kpath[PATH_MAX], cache[PATH_MAX], why[PATH_MAX + 128];
 	struct boot_kernel_opts o = { .proto = BOOT_LINUX64 };
 	struct boot_kernel k;
 	struct ram r;
@@ -368,20 +375,21 @@ static void test_kernel_load_cache(void **state)
 	write_file(kpath, bz, blen);
 	o.cache_dir = cache;
 	ram_new(&r, RAM_SIZE);
-	assert_int_equal(boot_kernel_load(kpath, &o, &r.mem, &k), 0);
+	assert_int_equal(boot_kernel_load(kpath, &o, &r.mem, &k, NULL, 0), 0);
 	assert_non_null(strstr(k.how, "decompressed"));
 	assert_int_equal(k.entry, 0x1000000 + 0x10);
 	assert_int_equal(k.hdr_len, 0x26c - 0x1f1);
 	assert_int_equal(k.cmdline_size, 2047);
 	assert_memory_equal(r.buf + 0x1000000, elf + 0x1000, 100000);
 	memset(r.buf, 0, RAM_SIZE);
-	assert_int_equal(boot_kernel_load(kpath, &o, &r.mem, &k), 0);
+	assert_int_equal(boot_kernel_load(kpath, &o, &r.mem, &k, NULL, 0), 0);
 	assert_non_null(strstr(k.how, "cache"));
 	assert_memory_equal(r.buf + 0x1000000, elf + 0x1000, 100000);
 
 	/* PVH from a bzImage without the note: refused */
 	o.proto = BOOT_PVH;
-	assert_int_equal(boot_kernel_load(kpath, &o, &r.mem, &k), -ENOEXEC);
+	assert_int_equal(boot_kernel_load(kpath, &o, &r.mem, &k, why, sizeof(why)), -ENOEXEC);
+	assert_true(!strncmp(why, "kernel ", 7) && strstr(why, kpath));
 	rm_rf(dir);
 	free(r.buf);
 	free(elf);
@@ -392,8 +400,9 @@ static void test_kernel_load_cache(void **state)
 /* A payload this loader cannot decompress: the bzImage's own 64-bit entry at pref + 0x200. */
 static void test_kernel_fallback(void **state)
 {
-	char dir[PATH_MAX], kpath[PATH_MAX];
-	struct boot_kernel_opts o = { .proto = BOOT_LINUX64 };
+	char dir[PATH_MAX], kpath[PATH_MAX], why[PATH_MAX + 128], want[PATH_MAX], note[256] = "";
+	struct boot_kernel_opts o = { .proto = BOOT_LINUX64,
+				      .notes = { .fn = note_keep, .arg = note } };
 	struct boot_kernel k;
 	struct ram r;
 	uint8_t payload[256] = { 'B', 'Z', 'h', '9' };
@@ -406,7 +415,11 @@ static void test_kernel_fallback(void **state)
 	write_file(kpath, bz, blen);
 	o.cache_dir = dir;
 	ram_new(&r, RAM_SIZE);
-	assert_int_equal(boot_kernel_load(kpath, &o, &r.mem, &k), 0);
+	assert_int_equal(boot_kernel_load(kpath, &o, &r.mem, &k, NULL, 0), 0);
+	/* said as a detail, not printed: the caller's notes get it */
+	assert_string_equal(note, "bzip2 payload: payload compression not supported here "
+			    "(bzip2, lzma or lzo): using the bzImage's own decompressor (slow "
+			    "under software KVM)");
 	assert_int_equal(k.proto, BOOT_LINUX64);
 	assert_int_equal(k.entry, 0x1000000 + 0x200);
 	assert_int_equal(k.lo, 0x1000000);
@@ -416,17 +429,21 @@ static void test_kernel_fallback(void **state)
 
 	/* not enough RAM at pref_address for init_size */
 	ram_new(&r, 16u << 20);
-	assert_int_equal(boot_kernel_load(kpath, &o, &r.mem, &k), -ENOSPC);
+	assert_int_equal(boot_kernel_load(kpath, &o, &r.mem, &k, NULL, 0), -ENOSPC);
 	free(r.buf);
 
-	/* a text file and a truncated bzImage: clean errors */
+	/* a text file and a truncated bzImage: clean errors, one line each */
 	write_file(kpath, "#!/bin/sh\necho not a kernel\n", 28);
 	ram_new(&r, RAM_SIZE);
-	assert_int_equal(boot_kernel_load(kpath, &o, &r.mem, &k), -ENOEXEC);
+	assert_int_equal(boot_kernel_load(kpath, &o, &r.mem, &k, why, sizeof(why)), -ENOEXEC);
+	path_fmt(want, "kernel %s: not a kernel (neither a bzImage nor an ELF vmlinux)", kpath);
+	assert_string_equal(why, want);
 	write_file(kpath, bz, 0x400);
-	assert_int_equal(boot_kernel_load(kpath, &o, &r.mem, &k), -EINVAL);
+	assert_int_equal(boot_kernel_load(kpath, &o, &r.mem, &k, NULL, 0), -EINVAL);
 	path_fmt(kpath, "%s/missing", dir);
-	assert_int_equal(boot_kernel_load(kpath, &o, &r.mem, &k), -ENOENT);
+	assert_int_equal(boot_kernel_load(kpath, &o, &r.mem, &k, why, sizeof(why)), -ENOENT);
+	path_fmt(want, "kernel %s: %s", kpath, strerror(ENOENT));
+	assert_string_equal(why, want);
 	rm_rf(dir);
 	free(r.buf);
 	free(bz);
@@ -720,7 +737,7 @@ static void test_pvh_info(void **state)
 
 static void test_tables_and_initrd(void **state)
 {
-	char dir[PATH_MAX], path[PATH_MAX];
+	char dir[PATH_MAX], path[PATH_MAX], why[PATH_MAX + 128], want[PATH_MAX];
 	struct boot_kernel k = { .proto = BOOT_LINUX64, .lo = KERNEL_PADDR,
 				 .hi = KERNEL_PADDR + 0x100000, .initrd_addr_max = 0x7fffffff };
 	struct ram r;
@@ -742,21 +759,26 @@ static void test_tables_and_initrd(void **state)
 	path_fmt(path, "%s/initrd", dir);
 	prng_fill(&seed, data, sizeof(data));
 	write_file(path, data, sizeof(data));
-	assert_int_equal(boot_initrd_load(path, &r.mem, &k, &addr, &size), 0);
+	assert_int_equal(boot_initrd_load(path, &r.mem, &k, &addr, &size, NULL, 0), 0);
 	assert_int_equal(size, sizeof(data));
 	assert_int_equal(addr % 4096, 0);
 	assert_true(addr >= k.hi && addr + size <= RAM_SIZE);
 	assert_memory_equal(r.buf + addr, data, sizeof(data));
 	/* below initrd_addr_max */
 	k.initrd_addr_max = 0x1ffffff;
-	assert_int_equal(boot_initrd_load(path, &r.mem, &k, &addr, &size), 0);
+	assert_int_equal(boot_initrd_load(path, &r.mem, &k, &addr, &size, NULL, 0), 0);
 	assert_true(addr + size <= 0x2000000);
 	/* no room above the kernel */
 	k.hi = RAM_SIZE - 4096;
 	k.initrd_addr_max = 0x7fffffff;
-	assert_int_equal(boot_initrd_load(path, &r.mem, &k, &addr, &size), -ENOSPC);
+	assert_int_equal(boot_initrd_load(path, &r.mem, &k, &addr, &size, why, sizeof(why)),
+			 -ENOSPC);
+	assert_non_null(strstr(why, "do not fit in guest RAM next to the kernel (more --mem)"));
 	path_fmt(path, "%s/missing", dir);
-	assert_int_equal(boot_initrd_load(path, &r.mem, &k, &addr, &size), -ENOENT);
+	assert_int_equal(boot_initrd_load(path, &r.mem, &k, &addr, &size, why, sizeof(why)),
+			 -ENOENT);
+	path_fmt(want, "initrd %s: %s", path, strerror(ENOENT));
+	assert_string_equal(why, want);
 	rm_rf(dir);
 	free(r.buf);
 }

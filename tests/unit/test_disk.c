@@ -402,7 +402,7 @@ static void test_engine_disk(void **state)
 	store_close(s);
 
 	/* without an overlay: read-only, no snapshot (-ENOENT from the engine) */
-	assert_int_equal(blkd_engine_open(&o, &e), 0);
+	assert_int_equal(blkd_engine_open(&o, &e, NULL, 0), 0);
 	disk_engine(e, &d);
 	assert_int_equal(disk_check(&d), 0);
 	assert_int_equal(d.size, SIZE);
@@ -418,7 +418,7 @@ static void test_engine_disk(void **state)
 
 	/* with one: writes, zeroes, both contexts, a snapshot of what changed */
 	o.overlay_path = ov;
-	assert_int_equal(blkd_engine_open(&o, &e), 0);
+	assert_int_equal(blkd_engine_open(&o, &e, NULL, 0), 0);
 	disk_engine(e, &d);
 	assert_false(d.read_only);
 	memset(buf, 0x99, sizeof(buf));

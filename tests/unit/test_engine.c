@@ -68,7 +68,7 @@ static void engine_open(struct fixture *f, bool with_overlay)
 
 	blkd_engine_close(f->e);
 	f->e = NULL;
-	assert_int_equal(blkd_engine_open(&o, &f->e), 0);
+	assert_int_equal(blkd_engine_open(&o, &f->e, NULL, 0), 0);
 	assert_int_equal(blkd_engine_size(f->e), DISK);
 }
 

@@ -142,7 +142,7 @@ static struct cas_source *reader_src(struct fixture *f)
 	struct cas_source_opts o = { .store_dir = f->store, .no_plain = !f->plain };
 
 	if (!f->src)
-		assert_int_equal(cas_source_open(&o, &f->src), 0);
+		assert_int_equal(cas_source_open(&o, &f->src, NULL, 0), 0);
 	return f->src;
 }
 

@@ -186,7 +186,7 @@ static struct cas_source *open_src(struct fx *f, unsigned timeout_ms, int retrie
 	};
 	struct cas_source *s = NULL;
 
-	assert_int_equal(cas_source_open(&o, &s), 0);
+	assert_int_equal(cas_source_open(&o, &s, NULL, 0), 0);
 	return s;
 }
 
@@ -389,9 +389,11 @@ static void test_cache_size_needs_remote(void **state)
 	struct fx *f = *state;
 	struct cas_source_opts o = { .store_dir = f->store, .cache_size = 1 << 20 };
 	struct cas_source *s = NULL;
+	char why[128];
 
-	assert_int_equal(cas_source_open(&o, &s), -EINVAL);
+	assert_int_equal(cas_source_open(&o, &s, why, sizeof(why)), -EINVAL);
 	assert_null(s);
+	assert_string_equal(why, "--cache-size needs --remote (the store is a cache of a remote)");
 }
 
 int main(void)
