@@ -15,8 +15,9 @@
 # whatever bench/serve.sh and bench/vmm.sh take.
 #
 # Writes build/bench/before-after/{before,after}-{serve,serve-full,vmm}.json and the
-# `before-after` section of docs/benchmarks.md. The `serve`, `serve-full` and `vmm` sections
-# are left as the AFTER run wrote them.
+# `before-after` section of docs/benchmarks.md; every other section of it is left as it was
+# (the partial serve.sh runs would otherwise rewrite the `serve` section without its other
+# parts).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -26,6 +27,7 @@ BEFORE=$(realpath "$1") AFTER=$(realpath "$2") LABEL=${3:-}
 for b in "$BEFORE" "$AFTER"; do [ -x "$b" ] || die "$b is not an executable"; done
 OUT=$ROOT/build/bench/before-after
 mkdir -p "$OUT"
+cp docs/benchmarks.md "$OUT/benchmarks.md.orig"
 
 for side in before after; do
   bin=$BEFORE
@@ -38,6 +40,7 @@ for side in before after; do
   cp build/bench/vmm.json "$OUT/$side-vmm.json"
 done
 
+cp "$OUT/benchmarks.md.orig" docs/benchmarks.md
 export OUT LABEL BEFORE AFTER ROOT
 python3 - <<'PY' | python3 "$ROOT/bench/lib/mdsection.py" "$ROOT/docs/benchmarks.md" before-after
 import datetime, json, os
@@ -77,7 +80,9 @@ print('''## before-after: %s
 
 The same benchmarks in one run for two binaries (`bench/before_after.sh`): `bench/serve.sh`
 (parts fio and full) and `bench/vmm.sh`, BEFORE first, then AFTER; in parentheses each one's
-ratio to the peer measured in its own run (higher is better for lazyblk). Date %s.
+ratio to the peer measured in its own run (higher is better for lazyblk). One run each, on a
+shared machine: a difference smaller than the spread of the runs in the `serve` and `vmm`
+sections is noise. Date %s.
 
 | measurement | before | after |
 |---|---:|---:|
