@@ -13,7 +13,7 @@
 #include "cli.h"
 
 static const char export_usage[] =
-	"usage: lazyblk export IMAGE.layout --store DIR -o DISK.raw\n"
+	"usage: lazyblk export IMAGE.layout --store DIR -o DISK.raw [--mem-cache BYTES]\n"
 	"              [--remote URL [--cache-size BYTES]] [--fetch-concurrency N]\n"
 	"              [--fetch-timeout SECS] [--fetch-retries N]\n"
 	"\n"
@@ -27,6 +27,8 @@ static const char export_usage[] =
 	"  -s, --store DIR         the chunk store holding the image's chunks (with --remote:\n"
 	"                          the local cache, created if missing)\n"
 	"  -o, --output FILE       the raw disk image to write\n"
+	"      --mem-cache BYTES   decompressed chunks kept in memory while reading (default\n"
+	"                          64M); a chunk shared by far-apart files may be read again\n"
 	"%s"
 	"  -h, --help              this text\n";
 
@@ -56,10 +58,13 @@ static int export_run(struct blkd_export_opts *o)
 			log_error("%s", why);
 		return 1; /* else the chunk tiers said why */
 	}
-	printf("exported %s to %s: %s disk, %s of non-zero blocks, %llu chunks, %.2f s\n",
+	printf("exported %s to %s: %s disk, %s of non-zero blocks, %llu chunks",
 	       o->layout_path, o->out_path, size_human(st.disk_bytes, h1, sizeof(h1)),
-	       size_human(st.written_bytes, h2, sizeof(h2)), (unsigned long long)st.chunk_loads,
-	       st.seconds);
+	       size_human(st.written_bytes, h2, sizeof(h2)), (unsigned long long)st.chunks);
+	if (st.chunk_loads > st.chunks)
+		printf(" (%llu loads: some read again after the memory cache let them go)",
+		       (unsigned long long)st.chunk_loads);
+	printf(", %.2f s\n", st.seconds);
 	if (o->src.remote_url) {
 		blkd_stats_cas_text(&st.cas, &b);
 		if (b.p)
@@ -74,12 +79,14 @@ int cmd_export(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "store", required_argument, NULL, 's' },
 		{ "output", required_argument, NULL, 'o' },
+		{ "mem-cache", required_argument, NULL, 'M' },
 		CLI_REMOTE_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	struct cli_remote rem = { 0 };
 	struct blkd_export_opts o = { 0 };
+	uint64_t v;
 	int c, r;
 
 	optind = 1;
@@ -88,6 +95,12 @@ int cmd_export(int argc, char **argv)
 		switch (c) {
 		case 's': o.src.store_dir = optarg; break;
 		case 'o': o.out_path = optarg; break;
+		case 'M':
+			if (size_parse(optarg, &v) || !v)
+				return cli_usage_error("bad --mem-cache '%s' (want a size such as 64M)",
+						       optarg);
+			o.mem_cache = (size_t)v;
+			break;
 		case 'h': printf(export_usage, cli_remote_help); return 0;
 		default:
 			r = cli_remote_option(&rem, c, optarg);

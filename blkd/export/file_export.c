@@ -325,7 +325,7 @@ int blkd_export(const struct blkd_export_opts *o, struct blkd_export_stats *st, 
 		goto out;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	x.l = l;
-	ret = blkd_reader_new(l, src, 0, &x.r);
+	ret = blkd_reader_new(l, src, o->mem_cache, &x.r);
 	if (ret)
 		export_fail(&x, ret, "%s", strerror(-ret));
 	else
@@ -335,6 +335,7 @@ int blkd_export(const struct blkd_export_opts *o, struct blkd_export_stats *st, 
 		st->disk_bytes = blkd_reader_size(x.r);
 		st->mapped_bytes = x.mapped;
 		st->written_bytes = x.written;
+		st->chunks = l->hdr.chunk_count;
 		st->chunk_loads = rs.chunk_loads;
 		st->seconds = clock_ms_since(&t0) / 1e3;
 		cas_source_get_stats(src, &st->cas);

@@ -22,6 +22,7 @@ struct blkd_export_opts {
 					  gets every chunk verified, and leaves no plain copies) */
 	unsigned threads;            /* pieces read at once; 0: the remote's concurrency with a
 					  remote, else the CPUs (at most 8); at most 64 */
+	size_t mem_cache;            /* bytes of decompressed chunks kept; 0: the reader's default */
 	/*
 	 * May be NULL. Called from the reading threads (any of them, concurrently) after each
 	 * piece: bytes read so far of those the layout covers. Keep it cheap.
@@ -34,7 +35,9 @@ struct blkd_export_stats {
 	uint64_t disk_bytes;         /* the disk's size: OUT's length */
 	uint64_t mapped_bytes;       /* bytes the layout's runs cover: those read */
 	uint64_t written_bytes;      /* of them, in blocks that are not all zeros */
-	uint64_t chunk_loads;        /* chunks read and verified */
+	uint64_t chunks;             /* the layout's chunks, each read and verified */
+	uint64_t chunk_loads;        /* loads of them: more when one was read again after the
+					  memory cache let it go */
 	double seconds;
 	struct cas_source_stats cas; /* the store (and remote) tiers */
 };

@@ -74,6 +74,16 @@ echo old >"$T/out/d.raw"
 "$LAZYBLK" export "$T/img.layout" --store "$T/store" -o "$T/out/d.raw" >"$T/export.out" ||
   die "export failed"
 grep -q "^exported " "$T/export.out" || die "no summary: $(cat "$T/export.out")"
+# the summary counts the layout's chunks (each read once or more), not the loads
+want=$(python3 -c 'import struct, sys; print(struct.unpack("<Q", open(sys.argv[1], "rb").read(56)[48:56])[0])' "$T/img.layout")
+grep -q ", $want chunks" "$T/export.out" || die "summary does not say the layout's $want chunks: $(cat "$T/export.out")"
+"$LAZYBLK" export "$T/img.layout" --store "$T/store" -o "$T/out/d2.raw" --mem-cache 1M >"$T/export2.out" ||
+  die "export --mem-cache 1M failed"
+grep -q ", $want chunks" "$T/export2.out" || die "--mem-cache 1M: $(cat "$T/export2.out")"
+cmp -s "$T/out/d.raw" "$T/out/d2.raw" || die "--mem-cache 1M wrote another disk"
+rm -f "$T/out/d2.raw"
+expect_error "bad --mem-cache" "bad --mem-cache 'lots'" -- \
+  "$LAZYBLK" export "$T/img.layout" --store "$T/store" -o "$T/out/d3.raw" --mem-cache lots
 [ "$(ls -A "$T/out")" = "d.raw" ] || die "stray files: $(ls "$T/out")"
 size=$(stat -c %s "$T/out/d.raw")
 used=$(( $(stat -c %b "$T/out/d.raw") * 512 ))
