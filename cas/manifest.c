@@ -728,3 +728,38 @@ int manifest_writer_write(struct manifest_writer *w, const char *path,
 	free(buf);
 	return ret;
 }
+
+static int digest_cmp(const void *a, const void *b)
+{
+	return memcmp(a, b, SHA256_LEN);
+}
+
+int manifest_totals(const struct manifest *m, struct manifest_totals *t)
+{
+	uint8_t (*d)[SHA256_LEN];
+
+	memset(t, 0, sizeof(*t));
+	for (size_t i = 0; i < m->n_entries; i++) {
+		const struct mf_entry *e = &m->entries[i];
+
+		t->by_type[e->type]++;
+		if (e->type == MF_REG)
+			t->file_bytes += e->size;
+		for (uint32_t k = 0; k < e->hole_count; k++)
+			t->hole_bytes += m->holes[e->hole_first + k].len;
+		t->xattrs += e->xattr_count;
+	}
+	if (!m->n_chunks)
+		return 0;
+	d = malloc(m->n_chunks * sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->n_chunks; i++)
+		memcpy(d[i], m->chunks[i].digest, SHA256_LEN);
+	qsort(d, m->n_chunks, sizeof(*d), digest_cmp);
+	t->chunks = 1;
+	for (size_t i = 1; i < m->n_chunks; i++)
+		t->chunks += memcmp(d[i], d[i - 1], SHA256_LEN) != 0;
+	free(d);
+	return 0;
+}

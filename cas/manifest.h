@@ -145,6 +145,16 @@ typedef int (*mf_piece_fn)(void *arg, const struct mf_chunk *c, uint64_t data_of
 int manifest_pieces_in(const struct manifest *m, const struct mf_entry *e, uint64_t a,
 		       uint64_t b, mf_piece_fn cb, void *arg);
 
+/* What an image holds, summed over its entries (manifest show --summary, import's summary). */
+struct manifest_totals {
+	uint64_t by_type[MF_SOCK + 1];  /* entries of each type */
+	uint64_t file_bytes;            /* regular files' sizes, holes included */
+	uint64_t hole_bytes;
+	uint64_t xattrs;
+	uint64_t chunks;                /* distinct chunks the pieces refer to */
+};
+/* 0, or -ENOMEM (counting distinct chunks needs a copy of the digests). */
+int manifest_totals(const struct manifest *m, struct manifest_totals *t);
 /* Binary search by path; NULL if absent. */
 const struct mf_entry *manifest_find(const struct manifest *m, const char *path);
 /* Depth-first path order used for entries: '/' sorts before every other byte. */

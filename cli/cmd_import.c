@@ -115,8 +115,8 @@ int cmd_import(int argc, char **argv)
 	printf("imported %s: %llu entries, %s in %llu chunks (%llu new, %s stored), %.2f s\n"
 	       "manifest %s sha256:%s\n",
 	       o.src, (unsigned long long)res.entries,
-	       size_human(res.chunks.raw_bytes, h1, sizeof(h1)),
-	       (unsigned long long)res.chunks.chunks, (unsigned long long)res.chunks.new_chunks,
+	       size_human(res.file_bytes, h1, sizeof(h1)),
+	       (unsigned long long)res.image_chunks, (unsigned long long)res.chunks.new_chunks,
 	       size_human(res.chunks.new_bytes, h2, sizeof(h2)), res.seconds, o.output, hex);
 	return 0;
 }

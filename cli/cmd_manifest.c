@@ -112,31 +112,24 @@ static void show_json(FILE *f, const struct manifest *m)
 
 static void show_summary(FILE *f, const struct manifest *m)
 {
-	uint64_t by_type[MF_SOCK + 1] = { 0 }, bytes = 0, holes = 0, xattrs = 0;
 	char hex[SHA256_HEX_LEN + 1], h1[32], h2[32];
+	struct manifest_totals t;
+	bool distinct = !manifest_totals(m, &t);
 
-	for (size_t i = 0; i < m->n_entries; i++) {
-		const struct mf_entry *e = &m->entries[i];
-
-		by_type[e->type]++;
-		if (e->type == MF_REG)
-			bytes += e->size;
-		for (uint32_t k = 0; k < e->hole_count; k++)
-			holes += m->holes[e->hole_first + k].len;
-		xattrs += e->xattr_count;
-	}
 	sha256_to_hex(m->digest, hex);
 	fprintf(f, "manifest     sha256:%s (version %u)\n", hex, m->hdr->version);
 	fprintf(f, "entries      %zu\n", m->n_entries);
-	for (int t = MF_REG; t <= MF_SOCK; t++)
-		if (by_type[t])
-			fprintf(f, "  %-10s %llu\n", manifest_type_name((uint8_t)t),
-				(unsigned long long)by_type[t]);
-	fprintf(f, "file bytes   %llu (%s), of which holes %s\n", (unsigned long long)bytes,
-		size_human(bytes, h1, sizeof(h1)), size_human(holes, h2, sizeof(h2)));
-	fprintf(f, "chunks       %zu references, chunk size %s\n", m->n_chunks,
-		size_human(m->hdr->chunk_size, h1, sizeof(h1)));
-	fprintf(f, "xattrs       %llu\n", (unsigned long long)xattrs);
+	for (int ty = MF_REG; ty <= MF_SOCK; ty++)
+		if (t.by_type[ty])
+			fprintf(f, "  %-10s %llu\n", manifest_type_name((uint8_t)ty),
+				(unsigned long long)t.by_type[ty]);
+	fprintf(f, "file bytes   %llu (%s), of which holes %s\n", (unsigned long long)t.file_bytes,
+		size_human(t.file_bytes, h1, sizeof(h1)), size_human(t.hole_bytes, h2, sizeof(h2)));
+	fprintf(f, "chunks       %zu references", m->n_chunks);
+	if (distinct)
+		fprintf(f, " to %llu chunks", (unsigned long long)t.chunks);
+	fprintf(f, ", chunk size %s\n", size_human(m->hdr->chunk_size, h1, sizeof(h1)));
+	fprintf(f, "xattrs       %llu\n", (unsigned long long)t.xattrs);
 	fprintf(f, "config       %s\n", m->hdr->config_len ? "yes" : "none");
 }
 

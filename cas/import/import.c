@@ -322,6 +322,25 @@ static int run_source(struct import_ctx *ic, const char *src)
 }
 
 /* The tree and its config as a manifest at o->output. */
+/* The summary's figures, from the manifest as written: what the image holds. */
+static int image_totals(struct import_ctx *ic, const char *path, struct import_result *res)
+{
+	struct manifest_totals t;
+	struct manifest *m;
+	const char *why = NULL;
+	int ret = manifest_load(path, &m, &why);
+
+	if (ret)
+		return import_fail(ic, ret, "%s: %s", path, why ? why : strerror(-ret));
+	ret = manifest_totals(m, &t);
+	manifest_free(m);
+	if (ret)
+		return ret;
+	res->file_bytes = t.file_bytes;
+	res->image_chunks = t.chunks;
+	return 0;
+}
+
 static int write_manifest(struct import_ctx *ic, const struct import_opts *o,
 			  struct import_result *res)
 {
@@ -343,7 +362,7 @@ static int write_manifest(struct import_ctx *ic, const struct import_opts *o,
 			import_fail(ic, ret, "%s: %s", o->output, why ? why : strerror(-ret));
 	}
 	manifest_writer_free(w);
-	return ret;
+	return ret ? ret : image_totals(ic, o->output, res);
 }
 
 int import_run(const struct import_opts *o, struct import_result *res, char *why,

@@ -34,7 +34,10 @@ struct import_opts {
 
 struct import_result {
 	uint64_t entries;
-	struct chunker_stats chunks;
+	uint64_t file_bytes;         /* the image's: regular files of the final tree (what was
+					whited out by a later layer is not in it) */
+	uint64_t image_chunks;       /* distinct chunks the image's files are in */
+	struct chunker_stats chunks; /* what went through the chunker, whited out or not */
 	uint8_t digest[SHA256_LEN];
 	double seconds;
 };

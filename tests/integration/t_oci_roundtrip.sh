@@ -7,6 +7,7 @@
 #   skopeo's docker-archive and a legacy-style docker-archive (gzip layers, symlinked
 #   members, reversed member order) all give exactly the same entries.
 set -euo pipefail
+die() { echo "FAIL: $*" >&2; exit 1; }
 : "${LAZYBLK:?LAZYBLK must name the lazyblk binary}"
 for tool in umoci skopeo python3 zstd setfattr; do
 	command -v "$tool" >/dev/null || { echo "skip: $tool is not installed"; exit 77; }
@@ -60,6 +61,7 @@ head -c 300000 /dev/urandom >"$R/big"
 : >"$R/empty"
 echo o1 >"$R/op/old1" && echo o2 >"$R/op/old2" && echo o3 >"$R/op/old-sub/o3"
 echo g >"$R/gone/g" && echo gd >"$R/gone/deeper/gd"
+head -c 300000 /dev/urandom >"$R/gone/big" # whited out by layer 2: not in the image
 echo u >"$R/$(printf 'caf\xc3\xa9 name with spaces')"
 repack
 umoci tag --image "$IMG:t" l1 # the one-layer image, for the nested index below
@@ -162,6 +164,15 @@ imp() { # imp NAME SRC [options]
 }
 imp dir "$R" "${PACK[@]}"
 imp oci-unpacked "oci:$IMG:t" "${PACK[@]}"
+# import's summary speaks of the image (what later layers whited out is not in it): its bytes
+# and chunks are manifest show --summary's
+"$LAZYBLK" import "oci:$IMG:t" --store "$T/store-sum" -o "$T/sum.manifest" --chunk-size 64K >"$T/sum.out"
+"$LAZYBLK" manifest show --summary "$T/sum.manifest" >"$T/sum.txt"
+human=$(sed -n 's/^file bytes *[0-9]* (\(.*\)), of which.*/\1/p' "$T/sum.txt")
+nch=$(sed -n 's/^chunks .* references to \([0-9]*\) chunks,.*/\1/p' "$T/sum.txt")
+if [ -z "$human" ] || [ -z "$nch" ]; then die "manifest show --summary: $(cat "$T/sum.txt")"; fi
+grep -q "entries, $human in $nch chunks (" "$T/sum.out" ||
+	die "import summary is not the image's ($human in $nch chunks): $(cat "$T/sum.out")"
 
 cat >"$T/compare.py" <<'PY'
 """compare.py A.json B.json attrs|exact
