@@ -155,6 +155,20 @@ rc=0
 grep -qx "hello from the guest" "$T/out" || die "hello: console output: $(cat "$T/out")"
 grep -Eq "^lazyblk: run: boot-timer: 42 at [0-9.]+ ms$" "$T/err" || die "no boot-timer line: $(cat "$T/err")"
 echo "ok: hello guest -> exit 7, console and boot timer"
+# where KVM is software, run says so (once, at the start, and not under -q)
+notice="^lazyblk: run: no hardware virtualization (no vmx/svm in /proc/cpuinfo): KVM here is a software implementation; a Linux guest will be very slow"
+if ! grep -qwE 'vmx|svm' /proc/cpuinfo; then
+  [ "$(grep -c "$notice" "$T/err")" -eq 1 ] || die "hello: no software-KVM notice: $(cat "$T/err")"
+  [ "$(head -1 "$T/err" | grep -c "$notice")" -eq 1 ] || die "hello: the notice is not first: $(cat "$T/err")"
+  line=$(head -1 "$T/err")
+  rc=0
+  "$LAZYBLK" -q run --kernel "$T/hello.elf" --mem 16 </dev/null >/dev/null 2>"$T/err" || rc=$?
+  [ $rc -eq 7 ] || { cat "$T/err"; die "hello -q: exit $rc, want 7"; }
+  grep -q "no hardware virtualization" "$T/err" && die "hello -q: the notice under -q: $(cat "$T/err")"
+  echo "ok: software-KVM notice (not under -q): $line"
+else
+  echo "SKIP: vmx/svm in /proc/cpuinfo: no software-KVM notice to check"
+fi
 
 rc=0
 "$LAZYBLK" run --kernel "$T/hello.elf" --mem 64 --cpus 4 --populate </dev/null >"$T/out" 2>"$T/err" || rc=$?
