@@ -30,10 +30,11 @@
 
 static const char run_usage[] =
 	"usage: lazyblk run IMAGE.layout --store DIR [--remote URL] [--overlay FILE]\n"
-	"            --kernel FILE [--initrd FILE] [--append ARGS] [--cpus N] [--mem MiB]\n"
-	"            [--disk FILE[,ro]]... [--hugepages] [--populate] [--boot linux64|pvh]\n"
-	"            [--cache-dir DIR] [--manifest IMAGE.manifest] [--stats-json FILE]\n"
-	"            [--trace-record FILE] [--prefetch TRACE] [--prefetch-all] [-- CMD ...]\n"
+	"            --kernel FILE [--initrd FILE | --modules DIR] [--append ARGS]\n"
+	"            [--cpus N] [--mem MiB] [--disk FILE[,ro]]... [--hugepages]\n"
+	"            [--populate] [--boot linux64|pvh] [--cache-dir DIR]\n"
+	"            [--manifest IMAGE.manifest] [--stats-json FILE] [--trace-record FILE]\n"
+	"            [--prefetch TRACE] [--prefetch-all] [-- CMD ...]\n"
 	"       lazyblk run --kernel FILE [--disk FILE[,ro]]... [options]   (no image)\n"
 	"\n"
 	"Boot a micro-VM in this process (KVM): the image is its root disk /dev/vda over\n"
@@ -52,6 +53,9 @@ static const char run_usage[] =
 	"      --initrd FILE       initramfs; with IMAGE.layout and no --initrd one is built\n"
 	"                          (busybox + the kernel's virtio modules; see lazyblk\n"
 	"                          initramfs) to mount /dev/vda and run CMD\n"
+	"      --modules DIR       the kernel's modules directory for the built initramfs\n"
+	"                          (default: ../lib/modules/VERSION next to the kernel, or\n"
+	"                          /lib/modules/VERSION); 'none' if the drivers are built in\n"
 	"      --append ARGS       kernel command line (virtio_mmio.device= entries for the\n"
 	"                          disks are added)\n"
 	"      --cpus N            vCPUs, 1..64 (default 1); one virtio queue per vCPU\n"
@@ -89,6 +93,7 @@ struct run_args {
 	char **cmd;
 	int cmd_n;
 	const char *manifest;   /* the image's manifest: its OCI config for the initramfs */
+	const char *modules;    /* the kernel's modules directory for the initramfs */
 	const char *stats_json; /* the image disk's statistics at exit */
 };
 
@@ -147,6 +152,7 @@ static int run_initramfs(struct run_args *a, char *path, size_t len)
 	char err[256] = "";
 	struct initramfs_opts io = {
 		.kernel = a->vo.kernel,
+		.modules_dir = a->modules,
 		.argv = (const char *const *)a->cmd,
 		.argc = (size_t)a->cmd_n,
 		.err = err,
@@ -226,13 +232,17 @@ static int run_check(const struct run_args *a, unsigned mib)
 	if (a->layout && !a->eo.store_dir)
 		return cli_usage_error("missing --store DIR");
 	if (!a->layout && (a->eo.store_dir || a->eo.overlay_path || a->rem.url || a->stats_json ||
-			   a->manifest || a->tr.record || a->tr.prefetch || a->tr.prefetch_all))
-		return cli_usage_error("--store, --overlay, --remote, --manifest, --stats-json, "
-				       "--trace-record and --prefetch need IMAGE.layout");
+			   a->manifest || a->modules || a->tr.record || a->tr.prefetch ||
+			   a->tr.prefetch_all))
+		return cli_usage_error("--store, --overlay, --remote, --manifest, --modules, "
+				       "--stats-json, --trace-record and --prefetch need "
+				       "IMAGE.layout");
 	if (!a->layout && a->cmd_n)
 		return cli_usage_error("-- CMD needs IMAGE.layout (the command runs in the image)");
 	if (a->layout && a->vo.initrd && a->cmd_n)
 		return cli_usage_error("-- CMD needs the built initramfs: drop --initrd");
+	if (a->vo.initrd && a->modules)
+		return cli_usage_error("--modules is for the built initramfs: drop --initrd");
 	if (cli_remote_check(&a->rem))
 		return EXIT_USAGE;
 	if (a->vo.hugepages && mib % 2)
@@ -243,7 +253,7 @@ static int run_check(const struct run_args *a, unsigned mib)
 int cmd_run(int argc, char **argv)
 {
 	enum { O_OVERLAY = 256, O_INITRD, O_APPEND, O_CPUS, O_MEM, O_DISK, O_HUGE, O_POP,
-	       O_BOOT, O_CACHE, O_MANIFEST, O_JSON };
+	       O_BOOT, O_CACHE, O_MANIFEST, O_JSON, O_MODULES };
 	static const struct option opts[] = {
 		{ "store", required_argument, NULL, 's' },
 		{ "overlay", required_argument, NULL, O_OVERLAY },
@@ -258,6 +268,7 @@ int cmd_run(int argc, char **argv)
 		{ "boot", required_argument, NULL, O_BOOT },
 		{ "cache-dir", required_argument, NULL, O_CACHE },
 		{ "manifest", required_argument, NULL, O_MANIFEST },
+		{ "modules", required_argument, NULL, O_MODULES },
 		{ "stats-json", required_argument, NULL, O_JSON },
 		CLI_REMOTE_OPTIONS,
 		CLI_TRACE_OPTIONS,
@@ -320,6 +331,7 @@ int cmd_run(int argc, char **argv)
 			break;
 		case O_CACHE: a.vo.cache_dir = optarg; break;
 		case O_MANIFEST: a.manifest = optarg; break;
+		case O_MODULES: a.modules = optarg; break;
 		case O_JSON: a.stats_json = optarg; break;
 		case 'h': printf(run_usage, cli_remote_help, cli_trace_help); return 0;
 		default:

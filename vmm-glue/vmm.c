@@ -366,7 +366,8 @@ int vmm_run(const struct vmm_opts *o, int *status, char *why, size_t why_len)
 		ret = vmm_cpus(v, hw_virt);
 	if (!ret && !hw_virt)
 		note_emit(&o->notes, NOTE_NOTICE, "no hardware virtualization (no vmx/svm in "
-			  "/proc/cpuinfo): /dev/kvm is software here, guests run very slowly");
+			  "/proc/cpuinfo): KVM here is a software implementation; a Linux guest "
+			  "will be very slow (minutes; console=ttyS0 shows its progress)");
 	if (!ret)
 		note_emit(&o->notes, NOTE_INFO, "starting %u vCPU%s at %.1f ms", v->ncpus,
 			  v->ncpus == 1 ? "" : "s", clock_ms_since(&o->t0));

@@ -7,7 +7,7 @@
 out=$("$LAZYBLK" run --help)
 echo "$out" | grep -q "^usage: lazyblk run IMAGE.layout --store DIR" || die "run --help: $out"
 for opt in --kernel --initrd --append --cpus --mem --disk --hugepages --populate --boot \
-           --cache-dir --remote; do
+           --cache-dir --remote --modules; do
   echo "$out" | grep -q -- "$opt" || die "run --help lacks $opt"
 done
 
@@ -43,6 +43,41 @@ expect_usage "two images" "unexpected argument" a.layout b.layout --store "$T/s"
 expect_usage "bad --disk" "bad --disk" --kernel "$T/text" --disk ,ro
 expect_usage "unknown option" "unknown option '--bogus'" --kernel "$T/text" --bogus
 expect_usage "--kernel without argument" "option '--kernel' needs an argument" --kernel
+expect_usage "--modules without image" "--modules, --stats-json" --kernel "$T/text" --modules none
+expect_usage "--modules with --initrd" "--modules is for the built initramfs: drop --initrd" \
+  img.layout --store "$T/s" --kernel "$T/text" --initrd "$T/text" --modules none
+
+# --modules DIR reaches the initramfs builder (before KVM, so no /dev/kvm needed): a fake
+# bzImage (its setup header names the version) with no modules anywhere gets the builder's
+# "pass --modules DIR", which is now an option of run
+kver=6.1.0-99-test-amd64
+mkdir -p "$T/k/boot" "$T/mods/$kver" "$T/nomods"
+{ head -c 8192 /dev/zero | tr '\0' '\220'; } >"$T/k/boot/vmlinuz-$kver"
+patch_k() { printf "$2" | dd of="$T/k/boot/vmlinuz-$kver" bs=1 seek=$(($1)) conv=notrunc 2>/dev/null; }
+patch_k 0x1f1 '\x04'; patch_k 0x202 'HdrS\x0f\x02'; patch_k 0x20e '\x00\x04'
+patch_k 0x600 "$kver (builder@example) #1 SMP Debian\0"
+printf 'kernel/drivers/block/virtio_blk.ko\nkernel/drivers/virtio/virtio_mmio.ko\nkernel/fs/ext4/ext4.ko\n' \
+  >"$T/mods/$kver/modules.builtin"
+if [ -x /bin/busybox ] && ! LC_ALL=C readelf -l /bin/busybox 2>/dev/null | grep -q INTERP &&
+   command -v readelf >/dev/null; then
+  runk() { XDG_CACHE_HOME="$T/cache" "$LAZYBLK" ${V:-} run "$T/missing.layout" --store "$T/s" \
+             --kernel "$T/k/boot/vmlinuz-$kver" "$@" -- /bin/true; }
+  expect_error "run without modules" "in /lib/modules: pass --modules DIR" -- runk
+  grep -qF "run: initramfs: no modules for kernel $kver next to" "$T/.err" || die "$(cat "$T/.err")"
+  expect_error "run --modules (no modules there)" "initramfs: $T/nomods: no kernel modules for $kver there" -- \
+    runk --modules "$T/nomods"
+  # with modules (all built in here), the initramfs is built and the run goes on to the disk
+  rc=0; V=-v runk --modules "$T/mods" </dev/null >"$T/out" 2>"$T/err" || rc=$?
+  [ $rc -eq 1 ] || { cat "$T/err"; die "run --modules DIR: exit $rc, want 1 (no layout)"; }
+  grep -q "initramfs $T/cache/lazyblk/initramfs/.*cpio (ready at" "$T/err" ||
+    die "run --modules DIR: no initramfs built: $(cat "$T/err")"
+  grep -q "missing.layout" "$T/err" || die "run --modules DIR: not the layout's error: $(cat "$T/err")"
+  V=-v runk --modules none </dev/null >/dev/null 2>"$T/err" || true
+  grep -q "initramfs .*cpio (ready at" "$T/err" || die "run --modules none: $(cat "$T/err")"
+  echo "ok: run --modules DIR / none reach the initramfs builder"
+else
+  echo "SKIP: no static /bin/busybox (and readelf): run --modules not exercised"
+fi
 
 if [ ! -r /dev/kvm ] || [ ! -w /dev/kvm ]; then
   skip "no usable /dev/kvm: only the command-line checks ran"
@@ -120,6 +155,20 @@ rc=0
 grep -qx "hello from the guest" "$T/out" || die "hello: console output: $(cat "$T/out")"
 grep -Eq "^lazyblk: run: boot-timer: 42 at [0-9.]+ ms$" "$T/err" || die "no boot-timer line: $(cat "$T/err")"
 echo "ok: hello guest -> exit 7, console and boot timer"
+# where KVM is software, run says so (once, at the start, and not under -q)
+notice="^lazyblk: run: no hardware virtualization (no vmx/svm in /proc/cpuinfo): KVM here is a software implementation; a Linux guest will be very slow"
+if ! grep -qwE 'vmx|svm' /proc/cpuinfo; then
+  [ "$(grep -c "$notice" "$T/err")" -eq 1 ] || die "hello: no software-KVM notice: $(cat "$T/err")"
+  [ "$(head -1 "$T/err" | grep -c "$notice")" -eq 1 ] || die "hello: the notice is not first: $(cat "$T/err")"
+  line=$(head -1 "$T/err")
+  rc=0
+  "$LAZYBLK" -q run --kernel "$T/hello.elf" --mem 16 </dev/null >/dev/null 2>"$T/err" || rc=$?
+  [ $rc -eq 7 ] || { cat "$T/err"; die "hello -q: exit $rc, want 7"; }
+  grep -q "no hardware virtualization" "$T/err" && die "hello -q: the notice under -q: $(cat "$T/err")"
+  echo "ok: software-KVM notice (not under -q): $line"
+else
+  echo "SKIP: vmx/svm in /proc/cpuinfo: no software-KVM notice to check"
+fi
 
 rc=0
 "$LAZYBLK" run --kernel "$T/hello.elf" --mem 64 --cpus 4 --populate </dev/null >"$T/out" 2>"$T/err" || rc=$?
