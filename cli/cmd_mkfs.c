@@ -24,7 +24,7 @@ static const char mkfs_usage[] =
 	"options:\n"
 	"  -o, --output FILE     the layout to write (atomically)\n"
 	"      --size BYTES      filesystem size (default: used space + 1G, whole groups)\n"
-	"      --journal BYTES   journal size (default 64M)\n"
+	"      --journal BYTES   journal size, 4M to 4G (default 64M)\n"
 	"      --inodes N        inode count (default: one per 16K, at least entries + 25%)\n"
 	"      --label NAME      volume label (up to 16 bytes)\n"
 	"      --uuid UUID       filesystem UUID (default: derived from the manifest)\n"
@@ -93,8 +93,10 @@ int cmd_mkfs(int argc, char **argv)
 			o.size = v;
 			break;
 		case 'J':
-			if (size_parse(optarg, &v))
-				return cli_usage_error("--journal: '%s' is not a size", optarg);
+			/* the filesystem always has a journal: 0 is no size of one */
+			if (size_parse(optarg, &v) || v < (4u << 20) || v > (4ull << 30))
+				return cli_usage_error("--journal: '%s' is not a size between 4M and 4G",
+						       optarg);
 			o.journal_size = v;
 			break;
 		case 'I':

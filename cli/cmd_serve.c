@@ -6,6 +6,7 @@
  * in every thread and taken by one thread with sigwait(), so nothing runs in a signal
  * handler.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -55,7 +56,8 @@ static const char serve_usage[] =
 	"      --mem-cache BYTES   decompressed chunk cache (default 256M); chunks with a plain\n"
 	"                          copy in STORE/plain are kept as open files instead\n"
 	"      --nbd unix:PATH     NBD on a unix socket\n"
-	"      --nbd tcp:HOST:PORT NBD on TCP (HOST defaults to 127.0.0.1: loopback only)\n"
+	"      --nbd tcp:HOST:PORT NBD on TCP (HOST defaults to 127.0.0.1: loopback only;\n"
+	"                          PORT 0: any free port, which the serving line names)\n"
 	"      --export-name NAME  the export's name (default: any name is accepted)\n"
 	"      --stats-json FILE   write the statistics as JSON to FILE at exit\n"
 	"      --control PATH      control socket (unix, mode 0600) taking one-line requests:\n"
@@ -92,19 +94,63 @@ struct sig_ctx {
 	volatile sig_atomic_t stop;
 };
 
-/* "serving ..." on stdout once a server's socket accepts connections: a readiness signal. */
+/*
+ * "serving ..." on stdout once a server's socket accepts connections: a readiness signal.
+ * NBD's names the port bound (tcp:0: the kernel's pick) and ends with the NBD URI.
+ */
 struct banner {
 	const char *layout, *how, *where;  /* layout: the IMAGE.layout or the --raw FILE */
 	char size[32];
 	bool read_only;
+	const struct serve_args *nbd;      /* NBD: where it listens; port: the port bound */
+	unsigned short port;
 };
+
+/* s percent-encoded for a URI, but for RFC 3986's unreserved characters and '/'. */
+static void uri_put(const char *s)
+{
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (isalnum(c) || strchr("-._~/", c))
+			putchar(c);
+		else
+			printf("%%%02X", c);
+	}
+}
+
+/* " on WHERE at nbd://HOST:PORT/NAME" or " on unix:PATH at nbd+unix:///NAME?socket=PATH" */
+static void nbd_where_print(const struct banner *b)
+{
+	const struct serve_args *a = b->nbd;
+	const char *name = a->no.export_name ? a->no.export_name : "";
+	const char *host = a->no.tcp_host ? a->no.tcp_host : "127.0.0.1";
+
+	if (a->no.unix_path) {
+		printf(" on %s at nbd+unix:///", a->nbd);
+		uri_put(name);
+		fputs("?socket=", stdout);
+		uri_put(a->no.unix_path);
+		return;
+	}
+	/* the spec as given, with the port bound in place of the one asked for */
+	printf(" on %.*s%u at nbd://%s%s%s:%u/", (int)(a->no.tcp_port - a->nbd), a->nbd,
+	       b->port, strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "",
+	       b->port);
+	uri_put(name);
+}
 
 static void banner_print(void *arg)
 {
 	const struct banner *b = arg;
 
-	printf("serving %s (%s%s) over %s on %s\n", b->layout, b->size,
-	       b->read_only ? ", read-only" : "", b->how, b->where);
+	printf("serving %s (%s%s) over %s", b->layout, b->size,
+	       b->read_only ? ", read-only" : "", b->how);
+	if (b->nbd)
+		nbd_where_print(b);
+	else
+		printf(" on %s", b->where);
+	putchar('\n');
 	fflush(stdout);
 }
 
@@ -151,6 +197,16 @@ static int servers_run(struct serve_args *a, struct sig_ctx *sc, struct vu_ctx *
 	return ret ? ret : v->ret;
 }
 
+/* A TCP port: decimal, 0 (any free one) to 65535. */
+static int port_check(const char *p)
+{
+	size_t n = strspn(p, "0123456789");
+
+	if (!n || p[n] || n > 5 || strtoul(p, NULL, 10) > 65535)
+		return -EINVAL;
+	return 0;
+}
+
 /* "unix:PATH", "tcp:HOST:PORT", "tcp:PORT", "tcp:[v6addr]:PORT". */
 static int parse_nbd(struct serve_args *a)
 {
@@ -165,11 +221,11 @@ static int parse_nbd(struct serve_args *a)
 		return -EINVAL;
 	s += 4;
 	colon = strrchr(s, ':');
-	if (!colon) {
-		a->no.tcp_port = s;
+	a->no.tcp_port = colon ? colon + 1 : s;
+	if (port_check(a->no.tcp_port))
+		return -EINVAL;
+	if (!colon)
 		return 0;
-	}
-	a->no.tcp_port = colon + 1;
 	hl = (size_t)(colon - s);
 	if (hl >= 2 && s[0] == '[' && s[hl - 1] == ']') {
 		s++;
@@ -249,11 +305,12 @@ static int servers_prepare(struct serve_args *a, const char *what, struct sig_ct
 		}
 	}
 	size_human(sc->disk.size, h, sizeof(h));
-	*nb = (struct banner){ .layout = what, .how = "NBD", .where = a->nbd,
+	*nb = (struct banner){ .layout = what, .how = "NBD", .where = a->nbd, .nbd = a,
 			       .read_only = a->no.read_only || sc->disk.read_only };
 	snprintf(nb->size, sizeof(nb->size), "%s", h);
 	a->no.on_listen = banner_print;
 	a->no.on_listen_arg = nb;
+	a->no.tcp_bound_port = &nb->port;
 	vu->banner = (struct banner){ .layout = what, .how = "vhost-user", .where = a->vhost_user,
 				      .read_only = sc->disk.read_only };
 	snprintf(vu->banner.size, sizeof(vu->banner.size), "%s", h);
@@ -365,7 +422,8 @@ static int serve_check(struct serve_args *a, int argc, char **argv)
 	if (a->vhost_user && !*a->vhost_user)
 		return cli_usage_error("bad --vhost-user '' (want a socket path)");
 	if (a->nbd && parse_nbd(a))
-		return cli_usage_error("bad --nbd '%s' (want unix:PATH or tcp:HOST:PORT)", a->nbd);
+		return cli_usage_error("bad --nbd '%s' (want unix:PATH or tcp:HOST:PORT, "
+				       "PORT 0 to 65535)", a->nbd);
 	if (!a->raw && cli_trace_to_engine(&a->tr, argv[optind], &a->eo))
 		return EXIT_USAGE;
 	return 0;

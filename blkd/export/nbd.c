@@ -171,6 +171,21 @@ static int listen_tcp(const char *host, const char *port, int *out)
 	return 0;
 }
 
+/* The port a listening TCP socket is bound to (0 if the kernel cannot say). */
+static unsigned short bound_port(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &len))
+		return 0;
+	if (ss.ss_family == AF_INET)
+		return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	if (ss.ss_family == AF_INET6)
+		return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+	return 0;
+}
+
 /* Take one pending connection into a free slot, or refuse it. */
 static void accept_one(int lfd, bool tcp, struct client *cl, unsigned n, unsigned *next_id,
 		       const struct nbd_export *x)
@@ -236,6 +251,8 @@ int nbd_serve(const struct disk *d, const struct nbd_server_opts *o,
 		free(cl);
 		return ret;
 	}
+	if (tcp && o->tcp_bound_port)
+		*o->tcp_bound_port = bound_port(lfd);
 	if (o->on_listen)
 		o->on_listen(o->on_listen_arg);
 	/* *stop is set by a signal handler or by another thread */

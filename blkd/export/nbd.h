@@ -23,6 +23,9 @@ struct nbd_server_opts {
 	/* called once, when the socket accepts connections (a readiness signal); may be NULL */
 	void (*on_listen)(void *arg);
 	void *on_listen_arg;
+	/* if set: the TCP port listened on (tcp_port "0": the one the kernel picked), stored
+	 * before on_listen is called */
+	unsigned short *tcp_bound_port;
 	bool read_only;            /* refuse writes even when the disk takes them */
 	unsigned max_conns;        /* 0: 16 */
 };

@@ -85,6 +85,20 @@ expect_error "no output" "missing -o" -- "$LAZYBLK" mkfs "$T/py.manifest"
 expect_error "bad uuid" "--uuid" -- "$LAZYBLK" mkfs "$T/py.manifest" -o "$T/x.layout" --uuid nope
 expect_error "bad manifest" "bad magic" -- "$LAZYBLK" mkfs "$T/python.layout" -o "$T/x.layout"
 expect_error "too few inodes" "too few" -- "$LAZYBLK" mkfs "$T/py.manifest" -o "$T/x.layout" --inodes 100
+# every bad --journal is a usage error (exit 2), one line naming the valid range; 0 is one
+# too (the filesystem always has a journal), not the default
+expect_usage() {
+  local name=$1 rc=0
+  expect_error "$@"
+  "${@:4}" >/dev/null 2>&1 || rc=$?
+  [ "$rc" -eq 2 ] || die "$name: exit $rc, want 2 (usage error)"
+}
+for j in 0 1K 4095K 5G lots -1; do
+  expect_usage "--journal $j" "between 4M and 4G" -- \
+    "$LAZYBLK" mkfs "$T/py.manifest" -o "$T/x.layout" --journal "$j"
+done
+expect_error "--order of a missing file" "nosuch.txt" -- \
+  "$LAZYBLK" mkfs "$T/py.manifest" -o "$T/x.layout" --order "$T/nosuch.txt"
 mkdir -p "$T/bad/lost+found-parent"
 python3 - "$T/bad" <<'PY'
 import io, sys, tarfile

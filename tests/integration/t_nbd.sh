@@ -186,6 +186,34 @@ nbdcopy "nbd://127.0.0.1:$port/disk" "$T/tcp.raw"
 cmp "$T/tcp.raw" "$T/ref.raw" || die "TCP copy differs from the export"
 stop_server "$SRV" tcp
 
+# ---- the serving line names the port bound (tcp:0: one the kernel picked) and the NBD URI
+# to connect to; a port that is no port is a usage error, one line
+"$LAZYBLK" serve "$T/img.layout" --store "$T/store" --nbd tcp:0 --export-name disk \
+  >"$T/tcp0.out" 2>"$T/tcp0.err" &
+SRV=$!
+SERVERS+=("$SRV")
+for _ in $(seq 1 400); do
+  grep -q "^serving " "$T/tcp0.out" && break
+  kill -0 "$SRV" 2>/dev/null || die "tcp:0: server exited: $(cat "$T/tcp0.err")"
+  sleep 0.025
+done
+line=$(head -1 "$T/tcp0.out")
+[[ $line =~ ^serving\ .*\ over\ NBD\ on\ tcp:([0-9]+)\ at\ (nbd://127\.0\.0\.1:([0-9]+)/disk)$ ]] ||
+  die "tcp:0: serving line: $line"
+p0=${BASH_REMATCH[1]} u0=${BASH_REMATCH[2]}
+{ [ "$p0" -gt 0 ] && [ "${BASH_REMATCH[3]}" = "$p0" ]; } || die "tcp:0: port $p0 in: $line"
+[ "$(nbdinfo --size "$u0")" = "$size" ] || die "tcp:0: $u0 does not serve the disk"
+stop_server "$SRV" tcp0
+grep -qx "serving $T/img.layout ([^)]*) over NBD on unix:$sock at nbd+unix:///?socket=$sock" \
+  "$T/rw.out" || die "unix: serving line: $(head -1 "$T/rw.out")"
+u1=$(sed -n '1s/.* at //p' "$T/rw.out")
+[ "$u1" = "$uri" ] || die "unix: URI '$u1', want '$uri'"
+for bad in tcp:99999 tcp:65536 tcp:-1 tcp:abc tcp:127.0.0.1:99999 tcp:1x; do
+  expect_error "--nbd $bad" "bad --nbd '$bad'" -- timeout 20 \
+    "$LAZYBLK" serve "$T/img.layout" --store "$T/store" --nbd "$bad"
+  expect_rc 2 timeout 20 "$LAZYBLK" serve "$T/img.layout" --store "$T/store" --nbd "$bad"
+done
+
 # ---- the same protocol over a plain file: serve --raw, no layout, store or overlay
 cp --sparse=always "$T/ref.raw" "$T/plain.raw"
 start_server raw "$uri" --raw "$T/plain.raw" --nbd "unix:$sock"

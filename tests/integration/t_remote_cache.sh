@@ -17,7 +17,7 @@ total=$(store_chunk_bytes "$T/c.store")
 LIMIT=$((40 << 20))
 [ "$total" -gt $((3 * LIMIT)) ] || die "image chunks ($total bytes) not much larger than the bound"
 start_nginx "$T/c.store"
-URL=http://127.0.0.1:$NGINX_PORT/
+URL=$NGINX_URL
 SOCK=$T/nbd.sock
 NBD="nbd+unix:///?socket=$SOCK"
 

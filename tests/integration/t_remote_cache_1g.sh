@@ -29,7 +29,7 @@ under_bound() {
 }
 
 start_server srv "$NBD" "$T/g.layout" --store "$T/cache" --read-only \
-  --remote "http://127.0.0.1:$NGINX_PORT/" --cache-size 200M --stats-json "$T/srv.json" \
+  --remote "$NGINX_URL" --cache-size 200M --stats-json "$T/srv.json" \
   --nbd "unix:$SOCK"
 for pass in 1 2; do
   got=$(timeout 300 nbdcopy "$NBD" - | sha256sum | cut -d' ' -f1)

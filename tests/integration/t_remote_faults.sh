@@ -12,7 +12,7 @@ need_nginx
 
 build_image a 6
 start_nginx "$T/a.store"
-start_proxy "http://127.0.0.1:$NGINX_PORT"
+start_proxy "$NGINX_URL"
 PU=$PROXY_URL/
 SOCK=$T/nbd.sock
 NBD="nbd+unix:///?socket=$SOCK"

@@ -59,7 +59,7 @@ b4=$(debugfs -R "bmap /small/f20 0" "$T/r.raw" 2>/dev/null)
 
 # ---- warming the repacked image with the trace fetches far fewer bytes
 start_nginx "$T/a.store"
-URL=http://127.0.0.1:$NGINX_PORT/
+URL=$NGINX_URL
 "$LAZYBLK" warm "$T/a.layout" --trace "$T/a.trace" --store "$T/c1" --remote "$URL" --json \
   >"$T/w1.json" || die "warm (original) failed"
 "$LAZYBLK" warm "$T/r.layout" --trace "$T/a.trace" --store "$T/c2" --remote "$URL" \

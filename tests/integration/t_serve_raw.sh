@@ -93,7 +93,7 @@ sock=$T/nbd.sock
 uri="nbd+unix:///?socket=$sock"
 start_server rw "$uri" --raw "$D" --nbd "unix:$sock" --stats-json "$T/stats.json" \
   --control "$T/ctl.sock" --export-name plain
-grep -q "^serving $D (64.0 MiB) over NBD on unix:$sock$" "$T/rw.out" ||
+grep -q "^serving $D (64.0 MiB) over NBD on unix:$sock at nbd+unix:///plain?socket=$sock$" "$T/rw.out" ||
   die "serving line: $(cat "$T/rw.out")"
 [ "$(nbdinfo --size "$uri")" = "$size" ] || die "nbdinfo size $(nbdinfo --size "$uri") != $size"
 nbdinfo "$uri" >"$T/info.txt"

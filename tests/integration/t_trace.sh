@@ -127,7 +127,7 @@ expect_error "warm needs what" "missing --trace TRACE or --all" -- "$LAZYBLK" wa
 
 # ---- warm: exactly the trace's chunks, verified; again: nothing; --all: everything
 start_nginx "$T/a.store"
-URL=http://127.0.0.1:$NGINX_PORT/
+URL=$NGINX_URL
 "$LAZYBLK" warm "$T/a.layout" --trace "$T/a.trace" --store "$T/c1" --remote "$URL" --json \
   >"$T/w1.json" || die "warm --trace failed"
 diff <(cached "$T/c1") <(chunks_of "$T/a.manifest" "${FILES[@]}") ||
@@ -157,7 +157,7 @@ echo "changed in v2" >>"$T/v2.src/doc/dpkg/copyright"
 "$LAZYBLK" mkfs "$T/v2.manifest" -o "$T/v2.layout" --size 56M --journal 4M >/dev/null
 stop_nginx
 start_nginx "$T/v2.store"
-URL=http://127.0.0.1:$NGINX_PORT/
+URL=$NGINX_URL
 "$LAZYBLK" warm "$T/v2.layout" --trace "$T/a.trace" --store "$T/c3" --remote "$URL" \
   >"$T/w4.txt" || die "warm with an older version's trace failed"
 grep -q "trace: 3 of the 4 files it read are in this image" "$T/w4.txt" || die "$(cat "$T/w4.txt")"
@@ -167,7 +167,7 @@ stop_nginx
 
 # ---- serve --prefetch: the traced chunks arrive without a demand read; then reads use them
 start_nginx "$T/a.store"
-URL=http://127.0.0.1:$NGINX_PORT/
+URL=$NGINX_URL
 start_server pf "$NBD" "$T/a.layout" --store "$T/c4" --remote "$URL" --nbd "unix:$SOCK" \
   --control "$CTL" --prefetch "$T/a.trace" --stats-json "$T/pf.json"
 wait_prefetch "$T/pf.now"
@@ -206,7 +206,7 @@ stop_nginx
 # ---- demand reads go first: the remote holds every other chunk until the demand chunk was
 # answered; with 2 connections, prefetch may hold only one, so the demand read gets through
 start_nginx "$T/a.store"
-URL=http://127.0.0.1:$NGINX_PORT/
+URL=$NGINX_URL
 demand=$(chunks_of "$T/a.manifest" /small/f9 | awk "NR == 1")
 start_proxy "$URL" --mode "hold:$demand"
 start_server hold "$NBD" "$T/a.layout" --store "$T/c5" --remote "$PROXY_URL/" \

@@ -5,10 +5,15 @@
 #
 #   need_nginx / need_registry          skip (77) when the tool is missing
 #   free_port                           print an unused 127.0.0.1 TCP port
-#   start_nginx ROOT [--dav]            serve ROOT at http://127.0.0.1:$NGINX_PORT/ (--dav:
-#                                       PUT allowed); sets NGINX_PORT NGINX_PID NGINX_DIR
-#                                       NGINX_LOG (access log: "METHOD URI STATUS BYTES")
-#   nginx_count [METHOD] [URI_REGEX] [STATUS] [LOG]   count access-log lines that match
+#   start_nginx ROOT [--dav]            serve ROOT at $NGINX_URL, that is
+#                                       http://127.0.0.1:$NGINX_PORT$NGINX_PREFIX/, under a
+#                                       path prefix of this test's own (--dav: PUT allowed);
+#                                       sets NGINX_URL NGINX_PREFIX NGINX_PORT NGINX_PID
+#                                       NGINX_DIR NGINX_LOG (access log: "METHOD URI STATUS
+#                                       BYTES")
+#   nginx_count [METHOD] [URI_REGEX] [STATUS] [LOG]   count access-log lines that match,
+#                                       among this test's requests (those under NGINX_PREFIX;
+#                                       URI_REGEX sees the URI without the prefix)
 #   start_registry                      docker-registry at http://127.0.0.1:$REG_PORT, data
 #                                       in $REG_ROOT (= $T/registry); sets REG_PID
 #   start_proxy UPSTREAM_URL [ARGS...]  faultproxy.py in front of UPSTREAM_URL (ARGS: --auth
@@ -80,23 +85,32 @@ start_nginx() {
   NGINX_DIR=$T/nginx.$_NGINX_N
   NGINX_PORT=$(free_port)
   NGINX_LOG=$NGINX_DIR/access.log
-  nginx_conf "$NGINX_DIR" "$NGINX_PORT" "$root" 1 "$dav"
+  # the test's requests go under a prefix of its own, so that a request someone else sends
+  # to the port (any process on the machine may) is never counted as the test's
+  NGINX_PREFIX=/t-$$-$RANDOM-$_NGINX_N
+  NGINX_URL=http://127.0.0.1:$NGINX_PORT$NGINX_PREFIX/
+  mkdir -p "$NGINX_DIR/www"
+  ln -s "$root" "$NGINX_DIR/www$NGINX_PREFIX"
+  nginx_conf "$NGINX_DIR" "$NGINX_PORT" "$NGINX_DIR/www" 1 "$dav"
   : >"$NGINX_LOG"
   nginx -p "$NGINX_DIR" -c "$NGINX_DIR/nginx.conf" -e "$NGINX_DIR/error.log" \
     >"$NGINX_DIR/stdout" 2>&1 &
   NGINX_PID=$!
   _remote_track "$NGINX_PID"
-  wait_http "http://127.0.0.1:$NGINX_PORT/" "$NGINX_PID" nginx "$NGINX_DIR/error.log"
+  wait_http "$NGINX_URL" "$NGINX_PID" nginx "$NGINX_DIR/error.log"
   : >"$NGINX_LOG"   # the readiness probe is not a test request
 }
 stop_nginx() { stop_pid "$NGINX_PID"; }
 
-# nginx_count [METHOD] [URI_REGEX] [STATUS] [LOG]: access-log lines matching all given
-# fields ('' or '.' matches anything).
+# nginx_count [METHOD] [URI_REGEX] [STATUS] [LOG]: access-log lines of this test's requests
+# (URI under NGINX_PREFIX) matching all given fields ('' or '.' matches anything); URI_REGEX
+# is matched against the URI without the prefix ('^/chunks/').
 nginx_count() {
   local m=${1:-.} u=${2:-.} s=${3:-.} log=${4:-$NGINX_LOG}
-  awk -v m="$m" -v u="$u" -v s="$s" '
-    ($1 ~ "^(" m ")$" || m == ".") && $2 ~ u && ($3 ~ "^(" s ")$" || s == ".") { n++ }
+  awk -v m="$m" -v u="$u" -v s="$s" -v p="$NGINX_PREFIX" '
+    index($2, p "/") != 1 { next }
+    { uri = substr($2, length(p) + 1) }
+    ($1 ~ "^(" m ")$" || m == ".") && uri ~ u && ($3 ~ "^(" s ")$" || s == ".") { n++ }
     END { print n + 0 }' "$log"
 }
 
