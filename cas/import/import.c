@@ -77,6 +77,20 @@ static int add_piece(struct import_ctx *ic, struct tree_inode *ino, struct chunk
 }
 
 /* A chunk of its own for len bytes of ino (already in b->data). */
+/*
+ * Hand a full chunk to the chunker. A failure here is the store's (a worker could not write
+ * a chunk: no space, a read-only or failing disk), so the reason names the store, not the
+ * source file being read when it surfaced (import_fail keeps that first reason).
+ */
+static int submit(struct import_ctx *ic, struct chunk_buf *b)
+{
+	int ret = chunker_submit(ic->chunker, b);
+
+	if (ret && ret != -ENOMEM && ic->o)
+		import_fail(ic, ret, "store %s: %s", ic->o->store_dir, strerror(-ret));
+	return ret;
+}
+
 static int submit_own(struct import_ctx *ic, struct tree_inode *ino, struct chunk_buf *b,
 		      size_t len)
 {
@@ -88,7 +102,7 @@ static int submit_own(struct import_ctx *ic, struct tree_inode *ino, struct chun
 		chunker_buf_put(ic->chunker, b);
 		return ret;
 	}
-	return chunker_submit(ic->chunker, b);
+	return submit(ic, b);
 }
 
 /* Submit the partly filled packed chunk, if any. */
@@ -103,7 +117,7 @@ static int import_pack_flush(struct import_ctx *ic)
 		chunker_buf_put(ic->chunker, b);
 		return 0;
 	}
-	return chunker_submit(ic->chunker, b);
+	return submit(ic, b);
 }
 
 /* Reserve len bytes for ino in the packed chunk; returns where they go, or NULL. */
