@@ -4,11 +4,6 @@
 # and bad input is one line with nothing removed.
 . "$(dirname "$0")/lib/common.sh"
 
-expect_rc() { # expect_rc WANT CMD...
-  local want=$1 rc=0; shift
-  "$@" >/dev/null 2>&1 || rc=$?
-  [ "$rc" -eq "$want" ] || die "$*: exit $rc, want $want"
-}
 nchunks() { find "$T/store/chunks" -type f | wc -l; }
 age_all() { find "$T/store/chunks" "$T/store/tmp" -type f -exec touch -m -d '3 hours ago' {} +; }
 

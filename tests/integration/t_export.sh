@@ -3,12 +3,6 @@
 # working mkfs also missing/corrupt chunks, atomic and sparse output, and e2fsck on it.
 . "$(dirname "$0")/lib/common.sh"
 
-expect_rc() { # expect_rc WANT CMD...
-  local want=$1 rc=0; shift
-  "$@" >/dev/null 2>&1 || rc=$?
-  [ "$rc" -eq "$want" ] || die "$*: exit $rc, want $want"
-}
-
 "$LAZYBLK" export --help | grep -q "^usage: lazyblk export IMAGE.layout --store DIR -o DISK.raw" ||
   die "export --help"
 

@@ -13,12 +13,6 @@ done
 
 . "$TESTLIB/serve.sh"
 
-expect_rc() { # expect_rc WANT CMD...
-  local want=$1 rc=0; shift
-  "$@" >/dev/null 2>&1 || rc=$?
-  [ "$rc" -eq "$want" ] || die "$*: exit $rc, want $want"
-}
-
 # ---- usage
 # (into a file: under pipefail, grep -q leaving early would make a long --help a SIGPIPE)
 "$LAZYBLK" serve --help >"$T/help.txt"

@@ -5,11 +5,6 @@
 # with one line.
 . "$(dirname "$0")/lib/common.sh"
 
-expect_rc() { # expect_rc WANT CMD...
-  local want=$1 rc=0; shift
-  "$@" >/dev/null 2>&1 || rc=$?
-  [ "$rc" -eq "$want" ] || die "$*: exit $rc, want $want"
-}
 json_field() { # json_field FIELD < JSON
   python3 -c "import json,sys; print(json.load(sys.stdin)[sys.argv[1]])" "$1"
 }

@@ -16,12 +16,6 @@ for tool in nbdinfo nbdcopy qemu-io python3; do
 done
 . "$TESTLIB/serve.sh"
 
-expect_rc() { # expect_rc WANT CMD...
-  local want=$1 rc=0; shift
-  "$@" >/dev/null 2>&1 || rc=$?
-  [ "$rc" -eq "$want" ] || die "$*: exit $rc, want $want"
-}
-
 # ---- usage -------------------------------------------------------------------------------------
 "$LAZYBLK" serve --help >"$T/help.txt"
 grep -q "^       lazyblk serve --raw FILE \[--read-only\]" "$T/help.txt" || die "serve --help: no --raw usage"

@@ -8,6 +8,13 @@ trap 'rm -rf "$T"' EXIT
 die() { echo "FAIL: $*" >&2; exit 1; }
 skip() { echo "$*"; exit 77; }
 
+# expect_rc WANT CMD...: CMD (its output dropped) must exit with status WANT.
+expect_rc() {
+  local want=$1 rc=0; shift
+  "$@" >/dev/null 2>&1 || rc=$?
+  [ "$rc" -eq "$want" ] || die "$*: exit $rc, want $want"
+}
+
 # expect_error NAME EXPECT_SUBSTRING -- CMD...: CMD must exit non-zero, print exactly one
 # line on stderr that starts with "lazyblk: " and contains EXPECT_SUBSTRING.
 expect_error() {
