@@ -33,6 +33,16 @@ int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int cli_bad_option(const char *cmd, char **argv, int c);
 
 /*
+ * -v/--verbose and -q/--quiet, before the subcommand (main.c) or among its options: every
+ * command adds CLI_LOG_OPTIONS to its getopt_long table, "vq" to its optstring and
+ * `case 'v': case 'q': cli_log_option(c); break;` to its switch.
+ */
+#define CLI_LOG_OPTIONS \
+	{ "verbose", no_argument, NULL, 'v' }, \
+	{ "quiet", no_argument, NULL, 'q' }
+void cli_log_option(int c);
+
+/*
  * The library's one-shot calls (docs/conventions.md): cli_note prints their notes (a
  * struct note_sink's fn: warnings with log_warn, notices unless -q, details at -v / -vv);
  * cli_fail prints a failure's reason, one line, unless it is empty (the layers below said

@@ -172,6 +172,7 @@ int cmd_cas(int argc, char **argv)
 		{ "keep", required_argument, NULL, 'k' },
 		{ "grace", required_argument, NULL, 'g' },
 		{ "dry-run", no_argument, NULL, 'n' },
+		CLI_LOG_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -200,7 +201,7 @@ int cmd_cas(int argc, char **argv)
 	optind = 1;
 	opterr = 0;
 	ret = -1;
-	while (ret < 0 && (c = getopt_long(argc - 1, argv + 1, ":s:k:g:nh", opts, NULL)) != -1) {
+	while (ret < 0 && (c = getopt_long(argc - 1, argv + 1, ":s:k:g:nhvq", opts, NULL)) != -1) {
 		if (!is_gc && (c == 'k' || c == 'g' || c == 'n')) {
 			ret = cli_usage_error("--%s is only for cas gc",
 					      c == 'k' ? "keep" : c == 'g' ? "grace" : "dry-run");
@@ -215,6 +216,7 @@ int cmd_cas(int argc, char **argv)
 						      optarg);
 			break;
 		case 'n': dry_run = true; break;
+		case 'v': case 'q': cli_log_option(c); break;
 		case 'h': fputs(cas_usage, stdout); ret = 0; break;
 		default: ret = cli_bad_option("cas", argv + 1, c); break;
 		}

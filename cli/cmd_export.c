@@ -81,6 +81,7 @@ int cmd_export(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "mem-cache", required_argument, NULL, 'M' },
 		CLI_REMOTE_OPTIONS,
+		CLI_LOG_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -91,7 +92,7 @@ int cmd_export(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":s:o:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":s:o:hvq", opts, NULL)) != -1) {
 		switch (c) {
 		case 's': o.src.store_dir = optarg; break;
 		case 'o': o.out_path = optarg; break;
@@ -101,6 +102,7 @@ int cmd_export(int argc, char **argv)
 						       optarg);
 			o.mem_cache = (size_t)v;
 			break;
+		case 'v': case 'q': cli_log_option(c); break;
 		case 'h': printf(export_usage, cli_remote_help); return 0;
 		default:
 			r = cli_remote_option(&rem, c, optarg);

@@ -70,6 +70,7 @@ int cmd_mkfs(int argc, char **argv)
 		{ "label", required_argument, NULL, 'L' },
 		{ "uuid", required_argument, NULL, 'U' },
 		{ "order", required_argument, NULL, 'O' },
+		CLI_LOG_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -84,7 +85,7 @@ int cmd_mkfs(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":o:hvq", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': out = optarg; break;
 		case 'S':
@@ -115,6 +116,7 @@ int cmd_mkfs(int argc, char **argv)
 			o.uuid = uuid;
 			break;
 		case 'O': o.order_file = optarg; break;
+		case 'v': case 'q': cli_log_option(c); break;
 		case 'h': fputs(mkfs_usage, stdout); return 0;
 		default: return cli_bad_option("mkfs", argv, c);
 		}

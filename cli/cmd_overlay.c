@@ -136,6 +136,7 @@ int cmd_overlay(int argc, char **argv)
 		{ "layout", required_argument, NULL, 'l' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "json", no_argument, NULL, 'j' },
+		CLI_LOG_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -154,11 +155,12 @@ int cmd_overlay(int argc, char **argv)
 	log_set_context(!strcmp(sub, "show") ? "overlay show" : "overlay apply");
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc - 1, argv + 1, ":l:o:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc - 1, argv + 1, ":l:o:hvq", opts, NULL)) != -1) {
 		switch (c) {
 		case 'l': layout = optarg; break;
 		case 'o': out = optarg; break;
 		case 'j': json = true; break;
+		case 'v': case 'q': cli_log_option(c); break;
 		case 'h': fputs(overlay_usage, stdout); return 0;
 		default: return cli_bad_option("overlay", argv + 1, c);
 		}

@@ -96,6 +96,7 @@ int cmd_push(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "store", required_argument, NULL, 's' },
 		CLI_REMOTE_OPTIONS,
+		CLI_LOG_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -105,9 +106,10 @@ int cmd_push(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":s:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":s:hvq", opts, NULL)) != -1) {
 		switch (c) {
 		case 's': o.store_dir = optarg; break;
+		case 'v': case 'q': cli_log_option(c); break;
 		case 'h': fputs(push_usage, stdout); return 0;
 		case CLI_O_CACHE_SIZE:
 			return cli_usage_error("--cache-size is for serve, export and run");

@@ -272,6 +272,7 @@ int cmd_run(int argc, char **argv)
 		{ "stats-json", required_argument, NULL, O_JSON },
 		CLI_REMOTE_OPTIONS,
 		CLI_TRACE_OPTIONS,
+		CLI_LOG_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -295,7 +296,7 @@ int cmd_run(int argc, char **argv)
 	}
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(nopt, argv, ":s:k:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(nopt, argv, ":s:k:hvq", opts, NULL)) != -1) {
 		switch (c) {
 		case 's': a.eo.store_dir = optarg; break;
 		case O_OVERLAY: a.eo.overlay_path = optarg; break;
@@ -333,6 +334,7 @@ int cmd_run(int argc, char **argv)
 		case O_MANIFEST: a.manifest = optarg; break;
 		case O_MODULES: a.modules = optarg; break;
 		case O_JSON: a.stats_json = optarg; break;
+		case 'v': case 'q': cli_log_option(c); break;
 		case 'h': printf(run_usage, cli_remote_help, cli_trace_help); return 0;
 		default:
 			if (cli_serving_option("run", argv, &a.tr, &a.rem, c, optarg) <= 0)

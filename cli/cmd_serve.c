@@ -385,7 +385,7 @@ static bool image_only(int c)
 {
 	switch (c) {
 	case O_RO: case O_NBD: case O_NAME: case O_JSON: case O_VHOST: case O_CONTROL: case O_RAW:
-	case 'h': case '?': case ':':
+	case 'h': case '?': case ':': case 'v': case 'q':
 		return false;
 	default:
 		return true;
@@ -445,6 +445,7 @@ int cmd_serve(int argc, char **argv)
 		CLI_TRACE_OPTIONS,
 		{ "manifest", required_argument, NULL, O_MANIFEST },
 		{ "control", required_argument, NULL, O_CONTROL },
+		CLI_LOG_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -454,7 +455,7 @@ int cmd_serve(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":s:h", opts, &li)) != -1) {
+	while ((c = getopt_long(argc, argv, ":s:hvq", opts, &li)) != -1) {
 		if (!a.image_opt && image_only(c))
 			a.image_opt = li >= 0 ? opts[li].name : "store";
 		li = -1;
@@ -474,6 +475,7 @@ int cmd_serve(int argc, char **argv)
 		case O_CONTROL: a.control = optarg; break;
 		case O_RAW: a.raw = optarg; break;
 		case O_MANIFEST: a.tr.manifest = optarg; break;
+		case 'v': case 'q': cli_log_option(c); break;
 		case 'h': printf(serve_usage, cli_remote_help, cli_trace_help); return 0;
 		default:
 			if (cli_serving_option("serve", argv, &a.tr, &a.rem, c, optarg) <= 0)

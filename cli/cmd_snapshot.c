@@ -180,6 +180,7 @@ int cmd_snapshot(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "server", required_argument, NULL, O_SERVER },
+		CLI_LOG_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -188,10 +189,11 @@ int cmd_snapshot(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":o:hvq", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': out = optarg; break;
 		case O_SERVER: server = optarg; break;
+		case 'v': case 'q': cli_log_option(c); break;
 		case 'h': fputs(snapshot_usage, stdout); return 0;
 		default: return cli_bad_option("snapshot", argv, c);
 		}

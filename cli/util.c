@@ -62,6 +62,11 @@ int cli_bad_option(const char *cmd, char **argv, int c)
 	return cli_usage_error("unknown option '%s' (see lazyblk %s --help)", arg, cmd);
 }
 
+void cli_log_option(int c)
+{
+	log_set_level(c == 'q' ? 0 : log_get_level() + 1);
+}
+
 const char cli_remote_help[] =
 	"      --remote URL        fetch missing chunks from URL, keeping them in the store:\n"
 	"                          http(s)://HOST[:PORT]/PATH/ (a store served as static\n"

@@ -37,4 +37,38 @@ done
 expect_error "push --cache-size" "--cache-size is for serve, export and run" -- \
   "$LAZYBLK" push --store "$T/s" --remote http://h/ --cache-size 1G
 expect_error "run without --kernel" "missing --kernel" -- "$LAZYBLK" run x
+
+# -v/--verbose and -q/--quiet are accepted after the subcommand too, among its options, by
+# every subcommand (issue 14, item 17)
+for sub in import "manifest show" "cas verify" "cas stats" "cas gc" mkfs export serve run \
+    initramfs snapshot "overlay show" "overlay apply" push "trace show" repack warm; do
+  for o in -v -vv --verbose -q --quiet; do
+    # shellcheck disable=SC2086 # $sub is a subcommand and its sub-subcommand
+    out=$("$LAZYBLK" $sub $o --help 2>&1) || die "lazyblk $sub $o --help failed: $out"
+    grep -q "^usage: lazyblk ${sub%% *}" <<<"$out" || die "lazyblk $sub $o --help: $out"
+  done
+done
+tar cf "$T/empty.tar" -T /dev/null
+"$LAZYBLK" import "$T/empty.tar" -s "$T/vs" -o "$T/vm1" >/dev/null 2>"$T/warn.err" ||
+  die "import of an empty tar failed: $(cat "$T/warn.err")"
+grep -q "warning: .*empty archive" "$T/warn.err" || die "no empty-archive warning: $(cat "$T/warn.err")"
+for q in -q --quiet; do
+  "$LAZYBLK" import "$T/empty.tar" -s "$T/vs" $q -o "$T/vm2" >/dev/null 2>"$T/quiet.err" ||
+    die "import $q failed"
+  [ ! -s "$T/quiet.err" ] || die "import $q still warns: $(cat "$T/quiet.err")"
+done
+# -v after the subcommand: run says which kernel it loaded (an info line), only with -v
+GUEST=$(dirname "$LAZYBLK")/guest/testguest.elf
+if [ -f "$GUEST" ] && [ -r /dev/kvm ] && [ -w /dev/kvm ]; then
+  for v in "" -v --verbose; do
+    # shellcheck disable=SC2086 # $v is no word or one
+    timeout 60 "$LAZYBLK" run --kernel "$GUEST" --mem 64 $v </dev/null >/dev/null \
+      2>"$T/run$v.err" || true
+  done
+  ! grep -q "run: kernel .*entry" "$T/run.err" || die "run without -v printed the kernel line"
+  grep -q "run: kernel .*entry" "$T/run-v.err" || die "run -v: no kernel line: $(cat "$T/run-v.err")"
+  grep -q "run: kernel .*entry" "$T/run--verbose.err" || die "run --verbose: no kernel line"
+else
+  echo "note: run -v not checked (no $GUEST or no /dev/kvm)"
+fi
 echo "cli: ok"
