@@ -29,18 +29,58 @@ static const struct cli_cmd commands[] = {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: lazyblk [-v|-q] SUBCOMMAND [ARGS...]\n\n"
+	fprintf(f, "usage: lazyblk [-v|-q] SUBCOMMAND [ARGS...]\n"
+		   "       lazyblk help [SUBCOMMAND]\n\n"
 		   "Boot sandboxes from container images without downloading them.\n\n"
 		   "subcommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
-	fprintf(f, "\n'lazyblk SUBCOMMAND --help' describes each one.\n"
-		   "options:\n  -v, --verbose  more messages\n  -q, --quiet    errors only\n"
+	fprintf(f, "\n'lazyblk help SUBCOMMAND' (or 'lazyblk SUBCOMMAND --help') describes each"
+		   " one.\n\n"
+		   "options:\n"
+		   "  -v, --verbose  more messages (-vv: debug messages too); also after the\n"
+		   "                 subcommand, among its options\n"
+		   "  -q, --quiet    errors only; also after the subcommand\n"
 		   "  --version      print the version\n");
+}
+
+static const struct cli_cmd *command_find(const char *name)
+{
+	for (size_t k = 0; k < sizeof(commands) / sizeof(commands[0]); k++)
+		if (!strcmp(name, commands[k].name))
+			return &commands[k];
+	return NULL;
+}
+
+/* lazyblk help [SUBCOMMAND]: lazyblk --help, or lazyblk SUBCOMMAND --help. */
+static int help(int argc, char **argv)
+{
+	const struct cli_cmd *cmd;
+	char *hargv[] = { NULL, "--help", NULL };
+
+	if (argc < 2) {
+		usage(stdout);
+		return 0;
+	}
+	if (argc > 2) {
+		fprintf(stderr, "lazyblk: help: unexpected argument '%s' (want: lazyblk help "
+			"[SUBCOMMAND])\n", argv[2]);
+		return EXIT_USAGE;
+	}
+	cmd = command_find(argv[1]);
+	if (!cmd) {
+		fprintf(stderr, "lazyblk: help: unknown subcommand '%s' (see lazyblk --help)\n",
+			argv[1]);
+		return EXIT_USAGE;
+	}
+	hargv[0] = (char *)cmd->name;
+	log_set_context(cmd->name);
+	return cmd->run(2, hargv);
 }
 
 int main(int argc, char **argv)
 {
+	const struct cli_cmd *cmd;
 	int i = 1;
 
 	/*
@@ -70,11 +110,12 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return EXIT_USAGE;
 	}
-	for (size_t k = 0; k < sizeof(commands) / sizeof(commands[0]); k++) {
-		if (!strcmp(argv[i], commands[k].name)) {
-			log_set_context(commands[k].name);
-			return commands[k].run(argc - i, argv + i);
-		}
+	if (!strcmp(argv[i], "help"))
+		return help(argc - i, argv + i);
+	cmd = command_find(argv[i]);
+	if (cmd) {
+		log_set_context(cmd->name);
+		return cmd->run(argc - i, argv + i);
 	}
 	fprintf(stderr, "lazyblk: unknown subcommand '%s' (see lazyblk --help)\n", argv[i]);
 	return EXIT_USAGE;

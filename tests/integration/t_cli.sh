@@ -71,4 +71,16 @@ if [ -f "$GUEST" ] && [ -r /dev/kvm ] && [ -w /dev/kvm ]; then
 else
   echo "note: run -v not checked (no $GUEST or no /dev/kvm)"
 fi
+
+# lazyblk help [SUBCOMMAND] (issue 14, item 17)
+cmp -s <("$LAZYBLK" help) <("$LAZYBLK" --help) || die "lazyblk help differs from --help"
+for sub in import manifest cas mkfs export serve run initramfs snapshot overlay push trace \
+    repack warm; do
+  "$LAZYBLK" help "$sub" >"$T/help.out" || die "lazyblk help $sub failed"
+  "$LAZYBLK" "$sub" --help >"$T/dashhelp.out"
+  cmp -s "$T/help.out" "$T/dashhelp.out" || die "lazyblk help $sub differs from $sub --help"
+done
+expect_error "help unknown" "unknown subcommand 'frobnicate'" -- "$LAZYBLK" help frobnicate
+expect_rc 2 "$LAZYBLK" help frobnicate
+expect_error "help two words" "unexpected argument" -- "$LAZYBLK" help serve run
 echo "cli: ok"
