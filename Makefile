@@ -1,5 +1,6 @@
 # lazyblk — top-level build.  `make` builds build/lazyblk; `make test` runs every test;
-# `make test SAN=1` runs them under ASan+UBSan; `make run` runs the built-in sample.
+# `make test SAN=1` runs them under ASan+UBSan; `make run` runs the built-in sample;
+# `make install PREFIX=... [DESTDIR=...]` installs the binary, its man pages and completion.
 CC      ?= gcc
 OBJCOPY ?= objcopy
 SAN     ?= 0
@@ -48,7 +49,8 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 # tests/tools/linkem: a loopback link emulator (docs/linkem.md), standalone, no library code
 LINKEM := $(BUILD)/tools/linkem
 
-.PHONY: all deps test unit integration run clean bench bench-cold check-sh check-lib
+.PHONY: all deps test unit integration run clean bench bench-cold check-sh check-lib man \
+	install uninstall
 all: $(BUILD)/lazyblk $(LINKEM)
 
 deps:
@@ -147,5 +149,28 @@ $(LINKEM): tests/tools/linkem.c
 .PHONY: linkem
 linkem: $(LINKEM)
 integration test: $(LINKEM)
+
+# ---- install: the binary, the man pages and the bash completion under $(DESTDIR)$(PREFIX),
+# nothing else. The man pages are written from the binary's own --help texts
+# (scripts/help2man.py: lazyblk.1 and lazyblk-CMD.1 for each subcommand), so they say what
+# --help says; the completion reads the --help texts when TAB is pressed. The binary is
+# installed as built (`make install` builds it first if needed; BUILD= picks the build).
+PREFIX  ?= /usr/local
+MANDIR  ?= $(PREFIX)/share/man
+COMPDIR ?= $(PREFIX)/share/bash-completion/completions
+MANGEN  ?= $(BUILD)/man
+$(MANGEN)/lazyblk.1: $(BUILD)/lazyblk scripts/help2man.py
+	rm -rf $(MANGEN)
+	scripts/help2man.py $(BUILD)/lazyblk $(MANGEN)
+man: $(MANGEN)/lazyblk.1
+install: $(BUILD)/lazyblk $(MANGEN)/lazyblk.1
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(COMPDIR)
+	install -m 0755 $(BUILD)/lazyblk $(DESTDIR)$(PREFIX)/bin/lazyblk
+	install -m 0644 $(MANGEN)/*.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 scripts/lazyblk-completion.bash $(DESTDIR)$(COMPDIR)/lazyblk
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/lazyblk $(DESTDIR)$(MANDIR)/man1/lazyblk.1 \
+	      $(DESTDIR)$(MANDIR)/man1/lazyblk-*.1 $(DESTDIR)$(COMPDIR)/lazyblk
+# ---- end of install
 
 -include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(LINKEM).d

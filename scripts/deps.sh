@@ -12,9 +12,10 @@ PKGS=(
   nginx-light docker-registry curl
   acpica-tools
   qemu-system-x86
-  shellcheck
+  shellcheck man-db
 )
 # shellcheck: `make check-sh` (part of `make test`) checks the guest's scripts.
+# man-db: t_install.sh renders the man pages `make install` installs.
 # nginx-light / docker-registry: the remote tests run private instances on free loopback
 # ports (their own config, logs and pid files under the test's temp dir); the system nginx
 # that the package starts on port 80 is neither used nor touched.
