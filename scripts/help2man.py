@@ -16,7 +16,7 @@ The --help texts follow one layout, which this reads:
 - a heading ("options:", "SRC:", "subcommands:") over a list;
 - lists: an item at an indent below 8 ("  -s, --store DIR   text", "verify  text"), its
   text after two spaces (or at the list's text column), continued on lines indented 8 or
-  more.
+  more, or as far as the item's text.
 """
 import os
 import re
@@ -116,17 +116,22 @@ def parse_items(lines):
     """[(tag, [text lines])] of a list."""
     col = text_column(lines)
     items = []
+    item_col = None  # where the text of the item being read starts
     for l in lines:
-        if indent_of(l) >= ITEM_MAX_INDENT and items:
+        if items and (indent_of(l) >= ITEM_MAX_INDENT or
+                      (item_col and indent_of(l) >= item_col)):
             items[-1][1].append(l.strip())
             continue
         m = ITEM_GAP.match(l)
         if m:
             items.append((m.group(2), [m.group(3)]))
+            item_col = m.start(3)
         elif col and len(l) > col and l[col - 1] == " " and l[col] != " ":
             items.append((l[:col].strip(), [l[col:].strip()]))
+            item_col = col
         else:
             items.append((l.strip(), []))
+            item_col = None
     return items
 
 

@@ -37,6 +37,22 @@ for c in "" $cmds; do
   grep -q "^ *$page - [a-z]" "$T/man.txt" || die "man $page: no NAME line"
   diff <(opts <"$T/help.txt") <(opts <"$T/man.txt") >"$T/diff" ||
     die "man $page and lazyblk $c --help list other options: $(cat "$T/diff")"
+  # and every word of --help is there, in its order (headings like "options:" aside)
+  python3 - "$T/help.txt" "$T/man.txt" <<'EOF' || die "man $page lacks text of --help"
+import re, sys
+heading = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*( [A-Za-z0-9_-]+){0,2}:$")
+want = []
+for line in open(sys.argv[1]):
+    if not heading.match(line.rstrip("\n")):
+        want += re.sub(r"^(usage|Exit status): ", "", line).split()
+have, j = open(sys.argv[2]).read().split(), 0
+for k, w in enumerate(want):
+    while j < len(have) and have[j] != w:
+        j += 1
+    if j == len(have):
+        sys.exit("'%s' (after '%s') is missing" % (w, " ".join(want[max(0, k - 6):k])))
+    j += 1
+EOF
   if [ -n "$c" ]; then
     grep -qF "lazyblk(1)" "$T/man.txt" || die "man $page: no SEE ALSO lazyblk(1)"
     grep -qE "^ +$c +[a-z]" <(man -P cat lazyblk) || die "lazyblk(1) does not list $c"
