@@ -9,9 +9,10 @@ command -v man >/dev/null || skip "no man (man-db; scripts/deps.sh installs it)"
 [ "$(basename "$LAZYBLK")" = lazyblk ] || skip "LAZYBLK is not BUILD/lazyblk: $LAZYBLK"
 BDIR=$(cd "$(dirname "$LAZYBLK")" && pwd)
 # install the binary under test as it is: -o keeps make from rebuilding it (BUILD= alone
-# would not say which flags it was built with, e.g. SAN=1); MANGEN: pages written afresh
+# would not say which flags it was built with, e.g. SAN=1); MANGEN: pages written afresh;
+# nothing from a calling make (make test SAN=1: its MAKEFLAGS)
 install_to() {
-  make -C "$REPO" -o "$BDIR/lazyblk" BUILD="$BDIR" MANGEN="$T/gen" "$@" >"$T/make.log" 2>&1 ||
+  env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -C "$REPO" -o "$BDIR/lazyblk" BUILD="$BDIR" MANGEN="$T/gen" "$@" >"$T/make.log" 2>&1 ||
     { cat "$T/make.log" >&2; die "make $*"; }
 }
 install_to install PREFIX="$T/usr"
