@@ -58,7 +58,7 @@ static int help(int argc, char **argv)
 	const struct cli_cmd *cmd;
 	char *hargv[] = { NULL, "--help", NULL };
 
-	if (argc < 2) {
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		usage(stdout);
 		return 0;
 	}

@@ -74,6 +74,7 @@ fi
 
 # lazyblk help [SUBCOMMAND] (issue 14, item 17)
 cmp -s <("$LAZYBLK" help) <("$LAZYBLK" --help) || die "lazyblk help differs from --help"
+cmp -s <("$LAZYBLK" help --help) <("$LAZYBLK" --help) || die "lazyblk help --help differs"
 for sub in import manifest cas mkfs export serve run initramfs snapshot overlay push trace \
     repack warm; do
   "$LAZYBLK" help "$sub" >"$T/help.out" || die "lazyblk help $sub failed"
