@@ -21,6 +21,8 @@ static const char import_usage[] =
 	"  FILE.tar[.gz|.zst|.xz]   a tar archive (PAX, GNU long names, sparse files)\n"
 	"  oci:DIR[:TAG]            an OCI image layout (default tag: the only image)\n"
 	"  docker-archive:FILE.tar  the output of docker save / skopeo docker-archive\n"
+	"Member names of a tar or a layer are relative to the root (\"/etc/x\" is etc/x,\n"
+	"\"/\" and \"./\" the root itself); a \"..\" that climbs out of it is refused.\n"
 	"\n"
 	"options:\n"
 	"  -s, --store DIR          chunk store (created if missing)\n"

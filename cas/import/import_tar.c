@@ -15,6 +15,8 @@
 #define WH_PREFIX ".wh."
 #define WH_OPAQUE ".wh..wh..opq"
 #define PATH_MAX_COMPONENTS 2048
+#define TRUNCATED "Truncated input file" /* libarchive's words for input that ran out */
+#define TAR_ENDED 1
 
 /* A path split into components, after refusing what could escape the root. */
 struct comps {
@@ -24,16 +26,15 @@ struct comps {
 };
 
 /*
- * Split an archive path. "./a//b/" → a, b. Absolute paths and ".." are refused:
- * a layer must not name anything outside its root.
+ * Split an archive path, cleaned the way docker and containerd clean layer members: the
+ * name is relative to the root whatever it starts with ("/", "./", "//": "/etc/x" is
+ * etc/x, "/" and "./" are the root itself), "." and empty components go, and ".." takes
+ * back the component before it. A ".." with nothing left to take back would climb out of
+ * the root: refused, a layer must not name anything outside its root.
  */
 static int split_path(const char *p, struct comps *out, const char **why)
 {
 	out->n = 0;
-	if (p[0] == '/') {
-		*why = "absolute path";
-		return -EINVAL;
-	}
 	while (*p) {
 		const char *s = p;
 
@@ -46,8 +47,12 @@ static int split_path(const char *p, struct comps *out, const char **why)
 		if (len == 0 || (len == 1 && s[0] == '.'))
 			continue;
 		if (len == 2 && s[0] == '.' && s[1] == '.') {
-			*why = "path contains '..'";
-			return -EINVAL;
+			if (out->n == 0) {
+				*why = "'..' climbs out of the root";
+				return -EINVAL;
+			}
+			out->n--;
+			continue;
 		}
 		if (out->n == PATH_MAX_COMPONENTS) {
 			*why = "path too deep";
@@ -173,13 +178,29 @@ static void entry_attrs(struct archive_entry *e, struct tree_inode *ino)
 	}
 }
 
+/*
+ * The input ran out while the tar reader skipped the padding after a member's data
+ * (umoci 0.4's insert writes such layers: no padding, no end-of-archive blocks). Go's
+ * archive/tar, and so docker, containerd and umoci, take that for the end of the archive;
+ * so does import, once the member's data is all there. A damaged compressed stream or a
+ * failed read says something else and stays an error.
+ */
+static bool ends_in_padding(struct archive *a)
+{
+	const char *msg = sym_archive_error_string(a);
+
+	return msg && !strncmp(msg, TRUNCATED, strlen(TRUNCATED));
+}
+
+/* 0, -errno, or TAR_ENDED: the member is complete and the archive ends with it. */
 static int read_data(struct import_ctx *ic, struct archive *a, struct archive_entry *e,
 		     struct tree_inode *ino, uint64_t size, const char **why)
 {
+	bool sparse = sym_archive_entry_sparse_count(e) > 0, ended = false;
 	struct import_stream st;
 	int ret;
 
-	ret = import_stream_begin(ic, &st, ino, size, sym_archive_entry_sparse_count(e) > 0);
+	ret = import_stream_begin(ic, &st, ino, size, sparse);
 	if (ret)
 		return ret;
 	for (;;) {
@@ -190,6 +211,10 @@ static int read_data(struct import_ctx *ic, struct archive *a, struct archive_en
 
 		if (r == ARCHIVE_EOF)
 			break;
+		if (r < ARCHIVE_WARN && st.pos >= size && !sparse && ends_in_padding(a)) {
+			ended = true; /* the data is all here: the end of the archive */
+			break;
+		}
 		if (r < ARCHIVE_WARN) {
 			import_stream_abort(&st);
 			*why = sym_archive_error_string(a);
@@ -215,7 +240,7 @@ static int read_data(struct import_ctx *ic, struct archive *a, struct archive_en
 		*why = "archive ends inside the file's data";
 	ic->files++;
 	import_progress(ic);
-	return ret;
+	return ret ? ret : ended ? TAR_ENDED : 0;
 }
 
 static uint8_t entry_type(struct archive_entry *e)
@@ -317,7 +342,7 @@ static int apply_entry(struct import_ctx *ic, struct archive *a, struct archive_
 		*why = "unsupported entry type";
 		return -EINVAL;
 	}
-	if (c.n == 0) { /* "./": the root directory's own attributes */
+	if (c.n == 0) { /* "/", "./": the root directory's own attributes */
 		if (type != MF_DIR) {
 			*why = "the root is not a directory";
 			return -EINVAL;
@@ -359,11 +384,11 @@ static int apply_entry(struct import_ctx *ic, struct archive *a, struct archive_
 		la_int64_t size = sym_archive_entry_size_is_set(e) ? sym_archive_entry_size(e) : 0;
 
 		ret = read_data(ic, a, e, ino, size > 0 ? (uint64_t)size : 0, why);
-		if (ret)
+		if (ret < 0)
 			return ret;
 	}
 	n = tree_put(ic->tree, dir, c.c[c.n - 1], c.len[c.n - 1], layer, ino);
-	return n ? 0 : -ENOMEM;
+	return n ? ret : -ENOMEM;
 }
 
 int import_tar_archive(struct import_ctx *ic, struct archive *a, uint32_t layer, bool whiteouts,
@@ -388,6 +413,12 @@ int import_tar_archive(struct import_ctx *ic, struct archive *a, uint32_t layer,
 		ret = apply_entry(ic, a, e, layer, whiteouts, &why);
 		if (ret == -ENOMEM)
 			return ret; /* import_run says it */
+		if (ret == TAR_ENDED) {
+			import_warn(ic, "%s: the archive ends without the padding after its last "
+				    "member's data (taken as its end, as docker does)", what);
+			count++;
+			break;
+		}
 		if (ret) {
 			const char *p = sym_archive_entry_pathname(e);
 

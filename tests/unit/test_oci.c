@@ -423,6 +423,94 @@ static void layer_case(struct tmp *t, enum oci_compression comp)
 	close(fd2);
 }
 
+/* Apply the plain tar of `entries`, cut after `cut` bytes (0: whole), as layer 1. */
+static int apply_names(struct tmp *t, struct world *w, const char *const *entries, size_t cut,
+		       char *why, size_t why_len)
+{
+	static uint8_t blob[1 << 16];
+	uint8_t diff[SHA256_LEN];
+	size_t n, tl;
+	int fd, ret;
+
+	n = make_layer(OCI_COMP_NONE, blob, sizeof(blob), &tl, diff, entries);
+	if (cut)
+		n = cut;
+	fd = tmp_file(t, "names", blob, n);
+	world_open(w, t);
+	w->ic.why = why;
+	w->ic.why_len = why_len;
+	{
+		struct oci_layer_src s = { fd, OCI_SIZE_UNKNOWN, NULL, NULL, OCI_COMP_NONE };
+
+		ret = oci_layer_apply(&w->ic, &s, 1, "layer");
+	}
+	close(fd);
+	return ret;
+}
+
+/*
+ * Member names are relative to the root, whatever they start with, as docker and
+ * containerd take them (umoci insert IMG DIR / writes "/"); ".." may not climb out.
+ */
+static void test_layer_names(void **state)
+{
+	static const char *const ok[] = { "/", "/etc/", "//etc/x=one\n", "./y=two\n",
+					  "etc/../z=three\n", "etc/./sub/../w=four\n", NULL };
+	static const char *const out1[] = { "/../x=no\n", NULL };
+	static const char *const out2[] = { "etc/", "etc/../../x=no\n", NULL };
+	struct tmp *t = *state;
+	char why[512] = "";
+	struct world w;
+
+	assert_int_equal(apply_names(t, &w, ok, 0, why, sizeof(why)), 0);
+	/* "/" is the root directory: its attributes go to the root */
+	assert_int_equal(tree_root(w.ic.tree)->ino->mtime, 1000000000);
+	assert_int_equal(tree_root(w.ic.tree)->ino->mtime_ns, 5);
+	assert_non_null(find(&w, "etc", "x"));
+	assert_non_null(find(&w, "y", NULL));
+	assert_non_null(find(&w, "z", NULL));
+	assert_non_null(find(&w, "etc", "w"));
+	assert_null(find(&w, "etc", "sub"));
+	assert_int_equal(tree_node_count(w.ic.tree), 6); /* /, etc, x, y, z, w */
+	world_close(&w);
+	assert_int_equal(apply_names(t, &w, out1, 0, why, sizeof(why)), -EINVAL);
+	assert_string_equal(why, "layer: /../x: '..' climbs out of the root");
+	world_close(&w);
+	why[0] = '\0';
+	assert_int_equal(apply_names(t, &w, out2, 0, why, sizeof(why)), -EINVAL);
+	assert_string_equal(why, "layer: etc/../../x: '..' climbs out of the root");
+	world_close(&w);
+}
+
+/*
+ * A tar that ends right after its last member's data, without the padding and the
+ * end-of-archive blocks (umoci 0.4's insert writes them): the end, as for Go's
+ * archive/tar. Cut inside the data, it is still an error.
+ */
+static void test_layer_no_padding(void **state)
+{
+	static const char *const ents[] = { "/", "d/", "d/f=the last data\n", NULL };
+	static uint8_t blob[1 << 16];
+	uint8_t diff[SHA256_LEN];
+	struct tmp *t = *state;
+	char why[512] = "";
+	struct world w;
+	size_t n, tl, end;
+	const uint8_t *p;
+
+	n = make_layer(OCI_COMP_NONE, blob, sizeof(blob), &tl, diff, ents);
+	p = memmem(blob, n, "the last data\n", 14);
+	assert_non_null(p);
+	end = (size_t)(p - blob) + 14;
+	assert_int_equal(apply_names(t, &w, ents, end, why, sizeof(why)), 0);
+	assert_int_equal(find(&w, "d", "f")->ino->size, 14);
+	world_close(&w);
+	assert_int_equal(apply_names(t, &w, ents, end + 100, why, sizeof(why)), 0);
+	world_close(&w);
+	assert_int_not_equal(apply_names(t, &w, ents, end - 1, why, sizeof(why)), 0);
+	world_close(&w);
+}
+
 static void test_layer_plain(void **state)
 {
 	layer_case(*state, OCI_COMP_NONE);
@@ -450,6 +538,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_layer_plain, tmp_setup, tmp_teardown),
 		cmocka_unit_test_setup_teardown(test_layer_gzip, tmp_setup, tmp_teardown),
 		cmocka_unit_test_setup_teardown(test_layer_zstd, tmp_setup, tmp_teardown),
+		cmocka_unit_test_setup_teardown(test_layer_names, tmp_setup, tmp_teardown),
+		cmocka_unit_test_setup_teardown(test_layer_no_padding, tmp_setup, tmp_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
