@@ -11,6 +11,7 @@
 
 #include "../../common/dl_archive.h"
 #include "import.h"
+#include "tar_acl.h"
 
 #define WH_PREFIX ".wh."
 #define WH_OPAQUE ".wh..wh..opq"
@@ -103,19 +104,42 @@ static int walk_parent(struct import_ctx *ic, const struct comps *c, uint32_t la
 	return 0;
 }
 
-static int entry_xattrs(struct import_ctx *ic, struct archive_entry *e, struct tree_inode *ino)
+/*
+ * libarchive's pax writer (bsdtar) writes each xattr twice, as LIBARCHIVE.xattr.NAME and
+ * SCHILY.xattr.NAME, and its reader hands over both: keep one of each name (sorted).
+ */
+static void xattrs_dedup(struct tree_inode *ino)
 {
-	int n = sym_archive_entry_xattr_reset(e);
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < ino->xattr_count; i++) {
+		const struct mf_xattr_in *x = &ino->xattrs[i];
+
+		if (n && ino->xattrs[n - 1].name_len == x->name_len &&
+		    !memcmp(ino->xattrs[n - 1].name, x->name, x->name_len))
+			continue;
+		ino->xattrs[n++] = *x;
+	}
+	ino->xattr_count = n;
+}
+
+/* The member's xattrs, its ACLs among them; after entry_attrs(): ACLs set mode bits. */
+static int entry_xattrs(struct import_ctx *ic, struct archive_entry *e, struct tree_inode *ino,
+			const char **warn)
+{
+	int n = sym_archive_entry_xattr_reset(e), acls = tar_acl_count(e), ret;
 	const char *name;
 	const void *value;
 	size_t size;
 
-	if (n <= 0)
+	if (n < 0)
+		n = 0;
+	if (n + acls == 0)
 		return 0;
-	ino->xattrs = tree_alloc(ic->tree, (size_t)n * sizeof(*ino->xattrs));
+	ino->xattrs = tree_alloc(ic->tree, (size_t)(n + acls) * sizeof(*ino->xattrs));
 	if (!ino->xattrs)
 		return -ENOMEM;
-	while (sym_archive_entry_xattr_next(e, &name, &value, &size) == ARCHIVE_OK) {
+	while (n && sym_archive_entry_xattr_next(e, &name, &value, &size) == ARCHIVE_OK) {
 		struct mf_xattr_in *x = &ino->xattrs[ino->xattr_count];
 		size_t nlen = strlen(name);
 
@@ -129,8 +153,10 @@ static int entry_xattrs(struct import_ctx *ic, struct archive_entry *e, struct t
 		x->value_len = (uint32_t)size;
 		ino->xattr_count++;
 	}
+	ret = tar_acl_apply(ic->tree, e, ino, warn);
 	import_sort_xattrs(ino->xattrs, ino->xattr_count);
-	return 0;
+	xattrs_dedup(ino);
+	return ret;
 }
 
 /*
@@ -282,7 +308,7 @@ static bool is_whiteout(const struct comps *c)
 }
 
 static int apply_entry(struct import_ctx *ic, struct archive *a, struct archive_entry *e,
-		       uint32_t layer, bool whiteouts, const char **why)
+		       uint32_t layer, bool whiteouts, const char **why, const char **warn)
 {
 	const char *path = sym_archive_entry_pathname(e);
 	const char *hl = sym_archive_entry_hardlink(e);
@@ -350,7 +376,7 @@ static int apply_entry(struct import_ctx *ic, struct archive *a, struct archive_
 		ino = tree_root(ic->tree)->ino;
 		entry_attrs(e, ino);
 		ino->xattr_count = 0;
-		return entry_xattrs(ic, e, ino);
+		return entry_xattrs(ic, e, ino, warn);
 	}
 	ret = walk_parent(ic, &c, layer, true, &dir, why);
 	if (ret)
@@ -359,7 +385,7 @@ static int apply_entry(struct import_ctx *ic, struct archive *a, struct archive_
 	if (!ino)
 		return -ENOMEM;
 	entry_attrs(e, ino);
-	ret = entry_xattrs(ic, e, ino);
+	ret = entry_xattrs(ic, e, ino, warn);
 	if (ret)
 		return ret;
 	if (type == MF_SYMLINK) {
@@ -398,7 +424,7 @@ int import_tar_archive(struct import_ctx *ic, struct archive *a, uint32_t layer,
 	uint64_t count = 0;
 
 	for (;;) {
-		const char *why = NULL;
+		const char *why = NULL, *warn = NULL;
 		int r = sym_archive_read_next_header(a, &e), ret;
 
 		if (r == ARCHIVE_EOF)
@@ -410,7 +436,12 @@ int import_tar_archive(struct import_ctx *ic, struct archive *a, uint32_t layer,
 
 			return import_fail(ic, -EIO, "%s: %s", what, msg ? msg : "corrupt archive");
 		}
-		ret = apply_entry(ic, a, e, layer, whiteouts, &why);
+		ret = apply_entry(ic, a, e, layer, whiteouts, &why, &warn);
+		if (warn && ret >= 0) {
+			const char *p = sym_archive_entry_pathname(e);
+
+			import_warn(ic, "%s: %s: %s", what, p ? p : "?", warn);
+		}
 		if (ret == -ENOMEM)
 			return ret; /* import_run says it */
 		if (ret == TAR_ENDED) {

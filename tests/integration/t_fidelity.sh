@@ -81,4 +81,33 @@ touch -d '2003-04-05 06:07:08' "$D"
 umoci insert --image "$IMG:t" "$D" / >/dev/null
 umoci unpack --image "$IMG:t" "$T/bundle" >/dev/null
 fidelity oci "oci:$IMG:t" "$T/bundle/rootfs"
+# ---- tars with POSIX ACLs. f660: mode 0660 with group::r-- and mask::rw- (the mode's
+# group bits are the mask); named: named entries GNU tar writes by name (daemon, adm);
+# dacl: a default ACL, inherited by what is made in it; the root directory has an ACL too.
+S=$T/src
+mkdir -p "$S"
+echo a >"$S/f660" && chmod 0660 "$S/f660" && setfacl -m u:1234:rw,g::r "$S/f660"
+echo n >"$S/named" && setfacl -m u:daemon:r,g:adm:rw "$S/named"
+echo s >"$S/suid" && chmod 4755 "$S/suid" && setfattr -n user.k -v v "$S/suid"
+echo x >"$S/xattrs" && setfattr -n user.a -v one "$S/xattrs" &&
+  setfattr -n user.b -v 0x00ff01 "$S/xattrs"
+mkdir "$S/dacl" && chmod 2770 "$S/dacl"
+setfacl -d -m u:1234:rwx,g:5:rx "$S/dacl" && setfacl -m g:5:rx "$S/dacl"
+echo c >"$S/dacl/child" && mkdir "$S/dacl/sub" && echo d >"$S/dacl/sub/deep"
+setfattr -n user.dir -v d "$S/dacl"
+chmod 0750 "$S" && setfacl -m u:1234:rx "$S" && setfattr -n user.root -v r "$S"
+[ "$(stat -c %a "$S/f660")" = 660 ] && getfacl -cp "$S/f660" | grep -qx 'mask::rw-' &&
+  getfacl -cp "$S/f660" | grep -qx 'group::r--' || die "setfacl did not make the f660 case"
+touch -d '2001-02-03 04:05:06.123456789' "$S/f660" "$S/named" "$S/dacl/sub/deep"
+touch -d '1999-12-31 23:59:59.000000001' "$S/suid" "$S/xattrs" "$S/dacl/child" "$S/dacl/sub"
+touch -d '2010-01-01 00:00:00.5' "$S/dacl" "$S"
+tar --acls --xattrs --xattrs-include='*' --numeric-owner --format=posix -C "$S" -cf "$T/x.tar" .
+tar --acls --numeric-owner --format=posix -C "$S" -cf "$T/acl.tar" . # text ACLs only
+for t in x acl; do
+  opts=(--acls --numeric-owner)
+  [ $t = x ] && opts+=(--xattrs --xattrs-include='*')
+  mkdir "$T/$t.ref"
+  tar "${opts[@]}" -xpf "$T/$t.tar" -C "$T/$t.ref"
+  fidelity "tar-$t" "$T/$t.tar" "$T/$t.ref"
+done
 echo "fidelity: all good"

@@ -511,6 +511,108 @@ static void test_layer_no_padding(void **state)
 	world_close(&w);
 }
 
+static const struct mf_xattr_in *xattr_of(struct tree_node *n, const char *name)
+{
+	for (uint32_t i = 0; i < n->ino->xattr_count; i++)
+		if (!strcmp(n->ino->xattrs[i].name, name))
+			return &n->ino->xattrs[i];
+	return NULL;
+}
+
+/* One pax member with text ACLs (as GNU tar --acls and bsdtar write them). */
+static void acl_member(struct archive *a, const char *name, int type, unsigned int perm,
+		       const char *access, const char *dflt, const void *xattr, size_t xlen)
+{
+	struct archive_entry *ae = archive_entry_new();
+
+	if (xattr)
+		archive_entry_xattr_add_entry(ae, "system.posix_acl_access", xattr, xlen);
+	archive_entry_set_pathname(ae, name);
+	archive_entry_set_filetype(ae, (unsigned int)type);
+	archive_entry_set_perm(ae, perm);
+	archive_entry_set_size(ae, 0);
+	if (access)
+		assert_int_equal(archive_entry_acl_from_text(ae, access,
+							     ARCHIVE_ENTRY_ACL_TYPE_ACCESS), ARCHIVE_OK);
+	if (dflt)
+		assert_int_equal(archive_entry_acl_from_text(ae, dflt,
+							     ARCHIVE_ENTRY_ACL_TYPE_DEFAULT), ARCHIVE_OK);
+	assert_int_equal(archive_write_header(a, ae), ARCHIVE_OK);
+	archive_entry_free(ae);
+}
+
+/*
+ * Text ACLs become the system.posix_acl_* xattrs the kernel would store (its order, a
+ * mask where named entries need one), and the mode's group bits are the mask, not group::
+ * (libarchive puts group:: there).
+ */
+static void test_layer_acls(void **state)
+{
+	static const uint8_t f_acl[] = { 2, 0, 0, 0, 1, 0, 6, 0, 0xff, 0xff, 0xff, 0xff,
+					 2, 0, 6, 0, 0xd2, 4, 0, 0, 4, 0, 4, 0, 0xff, 0xff, 0xff, 0xff,
+					 0x10, 0, 6, 0, 0xff, 0xff, 0xff, 0xff,
+					 0x20, 0, 0, 0, 0xff, 0xff, 0xff, 0xff };
+	static const uint8_t d_dflt[] = { 2, 0, 0, 0, 1, 0, 7, 0, 0xff, 0xff, 0xff, 0xff,
+					  2, 0, 7, 0, 0xd2, 4, 0, 0, 2, 0, 5, 0, 0xd3, 4, 0, 0,
+					  4, 0, 5, 0, 0xff, 0xff, 0xff, 0xff,
+					  0x10, 0, 7, 0, 0xff, 0xff, 0xff, 0xff,
+					  0x20, 0, 5, 0, 0xff, 0xff, 0xff, 0xff };
+	static uint8_t blob[1 << 16];
+	struct tmp *t = *state;
+	const struct mf_xattr_in *x;
+	struct archive *a = archive_write_new();
+	size_t used = 0;
+	struct world w;
+	int fd;
+
+	assert_int_equal(archive_write_set_format_pax(a), ARCHIVE_OK);
+	assert_int_equal(archive_write_open_memory(a, blob, sizeof(blob), &used), ARCHIVE_OK);
+	/* 0660 with group::r-- and mask::rw-; ids out of order, as text may have them */
+	acl_member(a, "f", AE_IFREG, 0660,
+		   "user::rw-\ngroup::r--\nmask::rw-\nother::---\nuser:1234:rw-\n", NULL, NULL, 0);
+	/* a default ACL without a mask: setfacl's mask (rwx | r-x | r-x) is added */
+	acl_member(a, "d", AE_IFDIR, 0755, NULL,
+		   "user::rwx\nuser:1235:r-x\nuser:1234:rwx\ngroup::r-x\nother::r-x\n", NULL, 0);
+	/* a name this machine does not know: the ACL is left out, the mask still in the mode */
+	acl_member(a, "u", AE_IFREG, 0600,
+		   "user::rw-\nuser:no-such-user-here-xyz:r--\ngroup::---\nmask::r--\nother::---\n",
+		   NULL, NULL, 0);
+	/* the member's own xattr (tar --xattrs) wins over its text ACL, and gives the mode */
+	acl_member(a, "x", AE_IFREG, 0700, "user::rwx\nuser:1:r--\ngroup::r--\nmask::r--\nother::---\n",
+		   NULL, f_acl, sizeof(f_acl));
+	assert_int_equal(archive_write_close(a), ARCHIVE_OK);
+	archive_write_free(a);
+	fd = tmp_file(t, "acls", blob, used);
+	world_open(&w, t);
+	{
+		struct oci_layer_src s = { fd, OCI_SIZE_UNKNOWN, NULL, NULL, OCI_COMP_NONE };
+
+		assert_int_equal(oci_layer_apply(&w.ic, &s, 1, "layer"), 0);
+	}
+	assert_int_equal(find(&w, "f", NULL)->ino->mode, 0660);
+	x = xattr_of(find(&w, "f", NULL), "system.posix_acl_access");
+	assert_non_null(x);
+	assert_int_equal(x->value_len, sizeof(f_acl));
+	assert_memory_equal(x->value, f_acl, sizeof(f_acl));
+	assert_null(xattr_of(find(&w, "f", NULL), "system.posix_acl_default"));
+	assert_int_equal(find(&w, "d", NULL)->ino->mode, 0755);
+	assert_null(xattr_of(find(&w, "d", NULL), "system.posix_acl_access"));
+	x = xattr_of(find(&w, "d", NULL), "system.posix_acl_default");
+	assert_non_null(x);
+	assert_int_equal(x->value_len, sizeof(d_dflt));
+	assert_memory_equal(x->value, d_dflt, sizeof(d_dflt));
+	assert_int_equal(find(&w, "u", NULL)->ino->xattr_count, 0);
+	assert_int_equal(find(&w, "u", NULL)->ino->mode, 0640);
+	assert_int_equal(find(&w, "x", NULL)->ino->mode, 0660);
+	assert_int_equal(find(&w, "x", NULL)->ino->xattr_count, 1);
+	x = xattr_of(find(&w, "x", NULL), "system.posix_acl_access");
+	assert_non_null(x);
+	assert_int_equal(x->value_len, sizeof(f_acl));
+	assert_memory_equal(x->value, f_acl, sizeof(f_acl));
+	world_close(&w);
+	close(fd);
+}
+
 static void test_layer_plain(void **state)
 {
 	layer_case(*state, OCI_COMP_NONE);
@@ -540,6 +642,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_layer_zstd, tmp_setup, tmp_teardown),
 		cmocka_unit_test_setup_teardown(test_layer_names, tmp_setup, tmp_teardown),
 		cmocka_unit_test_setup_teardown(test_layer_no_padding, tmp_setup, tmp_teardown),
+		cmocka_unit_test_setup_teardown(test_layer_acls, tmp_setup, tmp_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
