@@ -9,6 +9,8 @@
 #include "dl.h"
 
 #define DL_ARCHIVE_SYMS(X) \
+	X(archive_entry_acl_next) \
+	X(archive_entry_acl_reset) \
 	X(archive_entry_atime) \
 	X(archive_entry_atime_is_set) \
 	X(archive_entry_atime_nsec) \

@@ -11,10 +11,13 @@
 
 #include "../../common/dl_archive.h"
 #include "import.h"
+#include "tar_acl.h"
 
 #define WH_PREFIX ".wh."
 #define WH_OPAQUE ".wh..wh..opq"
 #define PATH_MAX_COMPONENTS 2048
+#define TRUNCATED "Truncated input file" /* libarchive's words for input that ran out */
+#define TAR_ENDED 1
 
 /* A path split into components, after refusing what could escape the root. */
 struct comps {
@@ -24,16 +27,15 @@ struct comps {
 };
 
 /*
- * Split an archive path. "./a//b/" → a, b. Absolute paths and ".." are refused:
- * a layer must not name anything outside its root.
+ * Split an archive path, cleaned the way docker and containerd clean layer members: the
+ * name is relative to the root whatever it starts with ("/", "./", "//": "/etc/x" is
+ * etc/x, "/" and "./" are the root itself), "." and empty components go, and ".." takes
+ * back the component before it. A ".." with nothing left to take back would climb out of
+ * the root: refused, a layer must not name anything outside its root.
  */
 static int split_path(const char *p, struct comps *out, const char **why)
 {
 	out->n = 0;
-	if (p[0] == '/') {
-		*why = "absolute path";
-		return -EINVAL;
-	}
 	while (*p) {
 		const char *s = p;
 
@@ -46,8 +48,12 @@ static int split_path(const char *p, struct comps *out, const char **why)
 		if (len == 0 || (len == 1 && s[0] == '.'))
 			continue;
 		if (len == 2 && s[0] == '.' && s[1] == '.') {
-			*why = "path contains '..'";
-			return -EINVAL;
+			if (out->n == 0) {
+				*why = "'..' climbs out of the root";
+				return -EINVAL;
+			}
+			out->n--;
+			continue;
 		}
 		if (out->n == PATH_MAX_COMPONENTS) {
 			*why = "path too deep";
@@ -98,19 +104,42 @@ static int walk_parent(struct import_ctx *ic, const struct comps *c, uint32_t la
 	return 0;
 }
 
-static int entry_xattrs(struct import_ctx *ic, struct archive_entry *e, struct tree_inode *ino)
+/*
+ * libarchive's pax writer (bsdtar) writes each xattr twice, as LIBARCHIVE.xattr.NAME and
+ * SCHILY.xattr.NAME, and its reader hands over both: keep one of each name (sorted).
+ */
+static void xattrs_dedup(struct tree_inode *ino)
 {
-	int n = sym_archive_entry_xattr_reset(e);
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < ino->xattr_count; i++) {
+		const struct mf_xattr_in *x = &ino->xattrs[i];
+
+		if (n && ino->xattrs[n - 1].name_len == x->name_len &&
+		    !memcmp(ino->xattrs[n - 1].name, x->name, x->name_len))
+			continue;
+		ino->xattrs[n++] = *x;
+	}
+	ino->xattr_count = n;
+}
+
+/* The member's xattrs, its ACLs among them; after entry_attrs(): ACLs set mode bits. */
+static int entry_xattrs(struct import_ctx *ic, struct archive_entry *e, struct tree_inode *ino,
+			const char **warn)
+{
+	int n = sym_archive_entry_xattr_reset(e), acls = tar_acl_count(e), ret;
 	const char *name;
 	const void *value;
 	size_t size;
 
-	if (n <= 0)
+	if (n < 0)
+		n = 0;
+	if (n + acls == 0)
 		return 0;
-	ino->xattrs = tree_alloc(ic->tree, (size_t)n * sizeof(*ino->xattrs));
+	ino->xattrs = tree_alloc(ic->tree, (size_t)(n + acls) * sizeof(*ino->xattrs));
 	if (!ino->xattrs)
 		return -ENOMEM;
-	while (sym_archive_entry_xattr_next(e, &name, &value, &size) == ARCHIVE_OK) {
+	while (n && sym_archive_entry_xattr_next(e, &name, &value, &size) == ARCHIVE_OK) {
 		struct mf_xattr_in *x = &ino->xattrs[ino->xattr_count];
 		size_t nlen = strlen(name);
 
@@ -124,8 +153,10 @@ static int entry_xattrs(struct import_ctx *ic, struct archive_entry *e, struct t
 		x->value_len = (uint32_t)size;
 		ino->xattr_count++;
 	}
+	ret = tar_acl_apply(ic->tree, e, ino, warn);
 	import_sort_xattrs(ino->xattrs, ino->xattr_count);
-	return 0;
+	xattrs_dedup(ino);
+	return ret;
 }
 
 /*
@@ -173,13 +204,29 @@ static void entry_attrs(struct archive_entry *e, struct tree_inode *ino)
 	}
 }
 
+/*
+ * The input ran out while the tar reader skipped the padding after a member's data
+ * (umoci 0.4's insert writes such layers: no padding, no end-of-archive blocks). Go's
+ * archive/tar, and so docker, containerd and umoci, take that for the end of the archive;
+ * so does import, once the member's data is all there. A damaged compressed stream or a
+ * failed read says something else and stays an error.
+ */
+static bool ends_in_padding(struct archive *a)
+{
+	const char *msg = sym_archive_error_string(a);
+
+	return msg && !strncmp(msg, TRUNCATED, strlen(TRUNCATED));
+}
+
+/* 0, -errno, or TAR_ENDED: the member is complete and the archive ends with it. */
 static int read_data(struct import_ctx *ic, struct archive *a, struct archive_entry *e,
 		     struct tree_inode *ino, uint64_t size, const char **why)
 {
+	bool sparse = sym_archive_entry_sparse_count(e) > 0, ended = false;
 	struct import_stream st;
 	int ret;
 
-	ret = import_stream_begin(ic, &st, ino, size, sym_archive_entry_sparse_count(e) > 0);
+	ret = import_stream_begin(ic, &st, ino, size, sparse);
 	if (ret)
 		return ret;
 	for (;;) {
@@ -190,6 +237,10 @@ static int read_data(struct import_ctx *ic, struct archive *a, struct archive_en
 
 		if (r == ARCHIVE_EOF)
 			break;
+		if (r < ARCHIVE_WARN && st.pos >= size && !sparse && ends_in_padding(a)) {
+			ended = true; /* the data is all here: the end of the archive */
+			break;
+		}
 		if (r < ARCHIVE_WARN) {
 			import_stream_abort(&st);
 			*why = sym_archive_error_string(a);
@@ -215,7 +266,7 @@ static int read_data(struct import_ctx *ic, struct archive *a, struct archive_en
 		*why = "archive ends inside the file's data";
 	ic->files++;
 	import_progress(ic);
-	return ret;
+	return ret ? ret : ended ? TAR_ENDED : 0;
 }
 
 static uint8_t entry_type(struct archive_entry *e)
@@ -257,7 +308,7 @@ static bool is_whiteout(const struct comps *c)
 }
 
 static int apply_entry(struct import_ctx *ic, struct archive *a, struct archive_entry *e,
-		       uint32_t layer, bool whiteouts, const char **why)
+		       uint32_t layer, bool whiteouts, const char **why, const char **warn)
 {
 	const char *path = sym_archive_entry_pathname(e);
 	const char *hl = sym_archive_entry_hardlink(e);
@@ -317,7 +368,7 @@ static int apply_entry(struct import_ctx *ic, struct archive *a, struct archive_
 		*why = "unsupported entry type";
 		return -EINVAL;
 	}
-	if (c.n == 0) { /* "./": the root directory's own attributes */
+	if (c.n == 0) { /* "/", "./": the root directory's own attributes */
 		if (type != MF_DIR) {
 			*why = "the root is not a directory";
 			return -EINVAL;
@@ -325,7 +376,7 @@ static int apply_entry(struct import_ctx *ic, struct archive *a, struct archive_
 		ino = tree_root(ic->tree)->ino;
 		entry_attrs(e, ino);
 		ino->xattr_count = 0;
-		return entry_xattrs(ic, e, ino);
+		return entry_xattrs(ic, e, ino, warn);
 	}
 	ret = walk_parent(ic, &c, layer, true, &dir, why);
 	if (ret)
@@ -334,7 +385,7 @@ static int apply_entry(struct import_ctx *ic, struct archive *a, struct archive_
 	if (!ino)
 		return -ENOMEM;
 	entry_attrs(e, ino);
-	ret = entry_xattrs(ic, e, ino);
+	ret = entry_xattrs(ic, e, ino, warn);
 	if (ret)
 		return ret;
 	if (type == MF_SYMLINK) {
@@ -359,11 +410,11 @@ static int apply_entry(struct import_ctx *ic, struct archive *a, struct archive_
 		la_int64_t size = sym_archive_entry_size_is_set(e) ? sym_archive_entry_size(e) : 0;
 
 		ret = read_data(ic, a, e, ino, size > 0 ? (uint64_t)size : 0, why);
-		if (ret)
+		if (ret < 0)
 			return ret;
 	}
 	n = tree_put(ic->tree, dir, c.c[c.n - 1], c.len[c.n - 1], layer, ino);
-	return n ? 0 : -ENOMEM;
+	return n ? ret : -ENOMEM;
 }
 
 int import_tar_archive(struct import_ctx *ic, struct archive *a, uint32_t layer, bool whiteouts,
@@ -373,7 +424,7 @@ int import_tar_archive(struct import_ctx *ic, struct archive *a, uint32_t layer,
 	uint64_t count = 0;
 
 	for (;;) {
-		const char *why = NULL;
+		const char *why = NULL, *warn = NULL;
 		int r = sym_archive_read_next_header(a, &e), ret;
 
 		if (r == ARCHIVE_EOF)
@@ -385,9 +436,20 @@ int import_tar_archive(struct import_ctx *ic, struct archive *a, uint32_t layer,
 
 			return import_fail(ic, -EIO, "%s: %s", what, msg ? msg : "corrupt archive");
 		}
-		ret = apply_entry(ic, a, e, layer, whiteouts, &why);
+		ret = apply_entry(ic, a, e, layer, whiteouts, &why, &warn);
+		if (warn && ret >= 0) {
+			const char *p = sym_archive_entry_pathname(e);
+
+			import_warn(ic, "%s: %s: %s", what, p ? p : "?", warn);
+		}
 		if (ret == -ENOMEM)
 			return ret; /* import_run says it */
+		if (ret == TAR_ENDED) {
+			import_warn(ic, "%s: the archive ends without the padding after its last "
+				    "member's data (taken as its end, as docker does)", what);
+			count++;
+			break;
+		}
 		if (ret) {
 			const char *p = sym_archive_entry_pathname(e);
 

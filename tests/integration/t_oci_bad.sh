@@ -335,12 +335,13 @@ new_case; oci nested "$d"
 expect_fail "nested index without linux/amd64" "no linux/amd64 image (platforms: linux/arm64, linux/s390x)" "oci:$d:t"
 
 # --- layer contents that import_tar refuses
+# (names are relative to the root, "/etc/x" too: only a ".." that climbs out is refused)
 new_case; oci evil "$d" ../escape
-expect_fail "layer member ../escape" "path contains '..'" "oci:$d:t"
+expect_fail "layer member ../escape" "../escape: '..' climbs out of the root" "oci:$d:t"
 new_case; oci evil "$d" etc/../../escape
-expect_fail "layer member etc/../../escape" "path contains '..'" "oci:$d:t"
-new_case; oci evil "$d" /etc/abs
-expect_fail "layer member with an absolute path" "absolute path" "oci:$d:t"
+expect_fail "layer member etc/../../escape" "'..' climbs out of the root" "oci:$d:t"
+new_case; oci evil "$d" /../escape
+expect_fail "layer member /../escape" "/../escape: '..' climbs out of the root" "oci:$d:t"
 
 # --- docker-archive
 oci docker "$T/base" "$T/nomanifest.tar" drop

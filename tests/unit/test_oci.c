@@ -423,6 +423,196 @@ static void layer_case(struct tmp *t, enum oci_compression comp)
 	close(fd2);
 }
 
+/* Apply the plain tar of `entries`, cut after `cut` bytes (0: whole), as layer 1. */
+static int apply_names(struct tmp *t, struct world *w, const char *const *entries, size_t cut,
+		       char *why, size_t why_len)
+{
+	static uint8_t blob[1 << 16];
+	uint8_t diff[SHA256_LEN];
+	size_t n, tl;
+	int fd, ret;
+
+	n = make_layer(OCI_COMP_NONE, blob, sizeof(blob), &tl, diff, entries);
+	if (cut)
+		n = cut;
+	fd = tmp_file(t, "names", blob, n);
+	world_open(w, t);
+	w->ic.why = why;
+	w->ic.why_len = why_len;
+	{
+		struct oci_layer_src s = { fd, OCI_SIZE_UNKNOWN, NULL, NULL, OCI_COMP_NONE };
+
+		ret = oci_layer_apply(&w->ic, &s, 1, "layer");
+	}
+	close(fd);
+	return ret;
+}
+
+/*
+ * Member names are relative to the root, whatever they start with, as docker and
+ * containerd take them (umoci insert IMG DIR / writes "/"); ".." may not climb out.
+ */
+static void test_layer_names(void **state)
+{
+	static const char *const ok[] = { "/", "/etc/", "//etc/x=one\n", "./y=two\n",
+					  "etc/../z=three\n", "etc/./sub/../w=four\n", NULL };
+	static const char *const out1[] = { "/../x=no\n", NULL };
+	static const char *const out2[] = { "etc/", "etc/../../x=no\n", NULL };
+	struct tmp *t = *state;
+	char why[512] = "";
+	struct world w;
+
+	assert_int_equal(apply_names(t, &w, ok, 0, why, sizeof(why)), 0);
+	/* "/" is the root directory: its attributes go to the root */
+	assert_int_equal(tree_root(w.ic.tree)->ino->mtime, 1000000000);
+	assert_int_equal(tree_root(w.ic.tree)->ino->mtime_ns, 5);
+	assert_non_null(find(&w, "etc", "x"));
+	assert_non_null(find(&w, "y", NULL));
+	assert_non_null(find(&w, "z", NULL));
+	assert_non_null(find(&w, "etc", "w"));
+	assert_null(find(&w, "etc", "sub"));
+	assert_int_equal(tree_node_count(w.ic.tree), 6); /* /, etc, x, y, z, w */
+	world_close(&w);
+	assert_int_equal(apply_names(t, &w, out1, 0, why, sizeof(why)), -EINVAL);
+	assert_string_equal(why, "layer: /../x: '..' climbs out of the root");
+	world_close(&w);
+	why[0] = '\0';
+	assert_int_equal(apply_names(t, &w, out2, 0, why, sizeof(why)), -EINVAL);
+	assert_string_equal(why, "layer: etc/../../x: '..' climbs out of the root");
+	world_close(&w);
+}
+
+/*
+ * A tar that ends right after its last member's data, without the padding and the
+ * end-of-archive blocks (umoci 0.4's insert writes them): the end, as for Go's
+ * archive/tar. Cut inside the data, it is still an error.
+ */
+static void test_layer_no_padding(void **state)
+{
+	static const char *const ents[] = { "/", "d/", "d/f=the last data\n", NULL };
+	static uint8_t blob[1 << 16];
+	uint8_t diff[SHA256_LEN];
+	struct tmp *t = *state;
+	char why[512] = "";
+	struct world w;
+	size_t n, tl, end;
+	const uint8_t *p;
+
+	n = make_layer(OCI_COMP_NONE, blob, sizeof(blob), &tl, diff, ents);
+	p = memmem(blob, n, "the last data\n", 14);
+	assert_non_null(p);
+	end = (size_t)(p - blob) + 14;
+	assert_int_equal(apply_names(t, &w, ents, end, why, sizeof(why)), 0);
+	assert_int_equal(find(&w, "d", "f")->ino->size, 14);
+	world_close(&w);
+	assert_int_equal(apply_names(t, &w, ents, end + 100, why, sizeof(why)), 0);
+	world_close(&w);
+	assert_int_not_equal(apply_names(t, &w, ents, end - 1, why, sizeof(why)), 0);
+	world_close(&w);
+}
+
+static const struct mf_xattr_in *xattr_of(struct tree_node *n, const char *name)
+{
+	for (uint32_t i = 0; i < n->ino->xattr_count; i++)
+		if (!strcmp(n->ino->xattrs[i].name, name))
+			return &n->ino->xattrs[i];
+	return NULL;
+}
+
+/* One pax member with text ACLs (as GNU tar --acls and bsdtar write them). */
+static void acl_member(struct archive *a, const char *name, int type, unsigned int perm,
+		       const char *access, const char *dflt, const void *xattr, size_t xlen)
+{
+	struct archive_entry *ae = archive_entry_new();
+
+	if (xattr)
+		archive_entry_xattr_add_entry(ae, "system.posix_acl_access", xattr, xlen);
+	archive_entry_set_pathname(ae, name);
+	archive_entry_set_filetype(ae, (unsigned int)type);
+	archive_entry_set_perm(ae, perm);
+	archive_entry_set_size(ae, 0);
+	if (access)
+		assert_int_equal(archive_entry_acl_from_text(ae, access,
+							     ARCHIVE_ENTRY_ACL_TYPE_ACCESS), ARCHIVE_OK);
+	if (dflt)
+		assert_int_equal(archive_entry_acl_from_text(ae, dflt,
+							     ARCHIVE_ENTRY_ACL_TYPE_DEFAULT), ARCHIVE_OK);
+	assert_int_equal(archive_write_header(a, ae), ARCHIVE_OK);
+	archive_entry_free(ae);
+}
+
+/*
+ * Text ACLs become the system.posix_acl_* xattrs the kernel would store (its order, a
+ * mask where named entries need one), and the mode's group bits are the mask, not group::
+ * (libarchive puts group:: there).
+ */
+static void test_layer_acls(void **state)
+{
+	static const uint8_t f_acl[] = { 2, 0, 0, 0, 1, 0, 6, 0, 0xff, 0xff, 0xff, 0xff,
+					 2, 0, 6, 0, 0xd2, 4, 0, 0, 4, 0, 4, 0, 0xff, 0xff, 0xff, 0xff,
+					 0x10, 0, 6, 0, 0xff, 0xff, 0xff, 0xff,
+					 0x20, 0, 0, 0, 0xff, 0xff, 0xff, 0xff };
+	static const uint8_t d_dflt[] = { 2, 0, 0, 0, 1, 0, 7, 0, 0xff, 0xff, 0xff, 0xff,
+					  2, 0, 7, 0, 0xd2, 4, 0, 0, 2, 0, 5, 0, 0xd3, 4, 0, 0,
+					  4, 0, 5, 0, 0xff, 0xff, 0xff, 0xff,
+					  0x10, 0, 7, 0, 0xff, 0xff, 0xff, 0xff,
+					  0x20, 0, 5, 0, 0xff, 0xff, 0xff, 0xff };
+	static uint8_t blob[1 << 16];
+	struct tmp *t = *state;
+	const struct mf_xattr_in *x;
+	struct archive *a = archive_write_new();
+	size_t used = 0;
+	struct world w;
+	int fd;
+
+	assert_int_equal(archive_write_set_format_pax(a), ARCHIVE_OK);
+	assert_int_equal(archive_write_open_memory(a, blob, sizeof(blob), &used), ARCHIVE_OK);
+	/* 0660 with group::r-- and mask::rw-; ids out of order, as text may have them */
+	acl_member(a, "f", AE_IFREG, 0660,
+		   "user::rw-\ngroup::r--\nmask::rw-\nother::---\nuser:1234:rw-\n", NULL, NULL, 0);
+	/* a default ACL without a mask: setfacl's mask (rwx | r-x | r-x) is added */
+	acl_member(a, "d", AE_IFDIR, 0755, NULL,
+		   "user::rwx\nuser:1235:r-x\nuser:1234:rwx\ngroup::r-x\nother::r-x\n", NULL, 0);
+	/* a name this machine does not know: the ACL is left out, the mask still in the mode */
+	acl_member(a, "u", AE_IFREG, 0600,
+		   "user::rw-\nuser:no-such-user-here-xyz:r--\ngroup::---\nmask::r--\nother::---\n",
+		   NULL, NULL, 0);
+	/* the member's own xattr (tar --xattrs) wins over its text ACL, and gives the mode */
+	acl_member(a, "x", AE_IFREG, 0700, "user::rwx\nuser:1:r--\ngroup::r--\nmask::r--\nother::---\n",
+		   NULL, f_acl, sizeof(f_acl));
+	assert_int_equal(archive_write_close(a), ARCHIVE_OK);
+	archive_write_free(a);
+	fd = tmp_file(t, "acls", blob, used);
+	world_open(&w, t);
+	{
+		struct oci_layer_src s = { fd, OCI_SIZE_UNKNOWN, NULL, NULL, OCI_COMP_NONE };
+
+		assert_int_equal(oci_layer_apply(&w.ic, &s, 1, "layer"), 0);
+	}
+	assert_int_equal(find(&w, "f", NULL)->ino->mode, 0660);
+	x = xattr_of(find(&w, "f", NULL), "system.posix_acl_access");
+	assert_non_null(x);
+	assert_int_equal(x->value_len, sizeof(f_acl));
+	assert_memory_equal(x->value, f_acl, sizeof(f_acl));
+	assert_null(xattr_of(find(&w, "f", NULL), "system.posix_acl_default"));
+	assert_int_equal(find(&w, "d", NULL)->ino->mode, 0755);
+	assert_null(xattr_of(find(&w, "d", NULL), "system.posix_acl_access"));
+	x = xattr_of(find(&w, "d", NULL), "system.posix_acl_default");
+	assert_non_null(x);
+	assert_int_equal(x->value_len, sizeof(d_dflt));
+	assert_memory_equal(x->value, d_dflt, sizeof(d_dflt));
+	assert_int_equal(find(&w, "u", NULL)->ino->xattr_count, 0);
+	assert_int_equal(find(&w, "u", NULL)->ino->mode, 0640);
+	assert_int_equal(find(&w, "x", NULL)->ino->mode, 0660);
+	assert_int_equal(find(&w, "x", NULL)->ino->xattr_count, 1);
+	x = xattr_of(find(&w, "x", NULL), "system.posix_acl_access");
+	assert_non_null(x);
+	assert_int_equal(x->value_len, sizeof(f_acl));
+	assert_memory_equal(x->value, f_acl, sizeof(f_acl));
+	world_close(&w);
+	close(fd);
+}
+
 static void test_layer_plain(void **state)
 {
 	layer_case(*state, OCI_COMP_NONE);
@@ -450,6 +640,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_layer_plain, tmp_setup, tmp_teardown),
 		cmocka_unit_test_setup_teardown(test_layer_gzip, tmp_setup, tmp_teardown),
 		cmocka_unit_test_setup_teardown(test_layer_zstd, tmp_setup, tmp_teardown),
+		cmocka_unit_test_setup_teardown(test_layer_names, tmp_setup, tmp_teardown),
+		cmocka_unit_test_setup_teardown(test_layer_no_padding, tmp_setup, tmp_teardown),
+		cmocka_unit_test_setup_teardown(test_layer_acls, tmp_setup, tmp_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
