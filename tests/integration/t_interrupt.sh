@@ -4,7 +4,9 @@
 # run time. It exits 130 with one line "lazyblk: CMD: interrupted" (or 0 if it had finished),
 # no temporary file is left anywhere (the output directory, the store's tmp/, the cache's,
 # the pushed remote's), and the stores verify clean. Before, SIGINT killed import and export
-# where they stood: DISK.raw.tmp.XXXXXX and STORE/tmp/* stayed behind.
+# where they stood: DISK.raw.tmp.XXXXXX and STORE/tmp/* stayed behind. Then SIGKILL: an
+# export leaves nothing; a killed import's staged chunks are listed by cas gc --dry-run and
+# swept, once older than the grace period, by the next import.
 . "$(dirname "$0")/lib/common.sh"
 for tool in nginx curl python3 env; do
   command -v "$tool" >/dev/null || skip "t_interrupt: $tool is not installed"
@@ -111,4 +113,40 @@ interrupt push push_prep push_check -- push --store "$T/src.store" --remote "$DA
 warm_prep() { rm -rf "$T/cache"; }
 warm_check() { [ ! -d "$T/cache" ] || verify warm "$T/cache"; }
 interrupt warm warm_prep warm_check -- warm "$T/a.layout" --all --store "$T/cache" --remote "$URL"
+
+# ---- SIGKILL: an export leaves nothing (its file has no name until it is complete); an
+# import's staged chunks stay in STORE/tmp until gc or the next writer sweeps them
+kill_mid() { # kill_mid DELAY_MS ARGS...: SIGKILL lazyblk ARGS after DELAY_MS
+  local delay=$1 pid
+  shift
+  "$LAZYBLK" "$@" >/dev/null 2>&1 &
+  pid=$!
+  sleep "$(printf '%d.%03d' $((delay / 1000)) $((delay % 1000)))"
+  kill -KILL "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+}
+exp_prep
+kill_mid 100 export "$T/a.layout" --store "$T/src.store" -o "$T/out/a.raw"
+no_temps "export (SIGKILL)"
+imp_prep
+for _ in 1 2 3; do # until the kill lands while chunks are staged
+  kill_mid 1000 "${IMPORT[@]}" --store "$T/imp.store" -o "$T/out/b.manifest"
+  [ -z "$(ls -A "$T/imp.store/tmp" 2>/dev/null)" ] || break
+  imp_prep
+done
+n=$(find "$T/imp.store/tmp" -type f 2>/dev/null | wc -l)
+if [ "$n" -gt 0 ]; then
+  "$LAZYBLK" cas gc --store "$T/imp.store" --dry-run >"$T/gc.out"
+  grep -q "^gc: would remove 0 stale temporary files (0 B), $n temporary files\? newer than the grace period" \
+    "$T/gc.out" || die "gc --dry-run after a killed import: $(cat "$T/gc.out")"
+  find "$T/imp.store/tmp" -type f -exec touch -m -d '20 minutes ago' {} +
+  "$LAZYBLK" cas gc --store "$T/imp.store" --dry-run >"$T/gc.out"
+  grep -q "^gc: would remove $n stale temporary files\? (" "$T/gc.out" ||
+    die "gc --dry-run after a killed import, 20 minutes on: $(cat "$T/gc.out")"
+  # the next import opens the store for writing: the dead importer's files go
+  "$LAZYBLK" "${IMPORT[@]}" --store "$T/imp.store" -o "$T/out/b.manifest" >/dev/null
+  no_temps "import after a killed import"
+  verify "import after a killed import" "$T/imp.store"
+  echo "killed import: $n staged files swept by the next import"
+fi
 echo "interrupt: ok"
