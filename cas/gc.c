@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "gc.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -97,50 +96,6 @@ static int orphan_one(void *arg, const uint8_t d[SHA256_LEN], const char *path)
 	return 0;
 }
 
-/* A staging name: 64 hex digits and a '.' (then the writer's pid and sequence number). */
-static bool is_staging_name(const char *name)
-{
-	for (int i = 0; i < SHA256_HEX_LEN; i++)
-		if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f')))
-			return false;
-	return name[SHA256_HEX_LEN] == '.';
-}
-
-static int tmp_clean(struct walk *w)
-{
-	char path[PATH_MAX];
-	struct dirent *de;
-	DIR *dir;
-	int fd, ret = 0;
-
-	if (snprintf(path, sizeof(path), "%s/tmp", store_dir(w->s)) >= (int)sizeof(path))
-		return -ENAMETOOLONG;
-	dir = opendir(path);
-	if (!dir)
-		return errno == ENOENT ? 0 : -errno;
-	fd = dirfd(dir);
-	while ((de = readdir(dir)) != NULL) {
-		struct stat st;
-
-		if (!is_staging_name(de->d_name))
-			continue;
-		if (fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
-			continue;
-		if ((int64_t)st.st_mtim.tv_sec > w->cutoff)
-			continue; /* a writer may still be at work */
-		if (!w->dry_run && unlinkat(fd, de->d_name, 0) < 0) {
-			if (errno == ENOENT)
-				continue;
-			ret = -errno;
-			break;
-		}
-		w->res->tmp_removed++;
-		w->res->tmp_bytes += (uint64_t)st.st_size;
-	}
-	closedir(dir);
-	return ret;
-}
-
 int cas_gc(struct store *s, const uint8_t (*keep)[SHA256_LEN], size_t n_keep,
 	   uint64_t grace_secs, bool dry_run, struct cas_gc_result *res)
 {
@@ -161,12 +116,22 @@ int cas_gc(struct store *s, const uint8_t (*keep)[SHA256_LEN], size_t n_keep,
 	ret = store_foreach(s, walk_one, &w);
 	if (!ret)
 		ret = store_foreach_plain(s, orphan_one, &w);
-	if (!ret)
-		ret = tmp_clean(&w);
 	/* orphans were never counted: a rescan counts a plain copy with its chunk only */
 	if (!dry_run)
 		cache_store_unlock(s, lock_fd, res->removed_bytes + res->plain_removed_bytes -
 						       w.orphan_bytes);
 	res->missing = res->referenced - res->kept;
+	return ret;
+}
+
+int cas_gc_tmp(struct store *s, uint64_t grace_secs, bool dry_run, struct cas_gc_result *res)
+{
+	struct store_tmp_count c;
+	int ret = store_tmp_sweep(s, grace_secs, dry_run ? STORE_SWEEP_DRY_RUN : 0, &c);
+
+	res->tmp_removed = c.stale;
+	res->tmp_bytes = c.stale_bytes;
+	res->tmp_young = c.young;
+	res->tmp_young_bytes = c.young_bytes;
 	return ret;
 }

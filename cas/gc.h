@@ -3,10 +3,10 @@
  * Garbage collection of a local store: remove every chunk that is not in a set of chunks to
  * keep (the CLI collects it from layouts and manifests), unless it is younger than a grace
  * period (by mtime), so chunks that
- * a running import has written but not yet named in a manifest stay. Staging files in
- * STORE/tmp older than the grace period (left by crashed writers) are removed too, and so
- * are the plain copies (STORE/plain) of the chunks removed and those older than the grace
- * period whose chunk is not in the store.
+ * a running import has written but not yet named in a manifest stay. The plain copies
+ * (STORE/plain) of the chunks removed go too, and those older than the grace period whose
+ * chunk is not in the store. cas_gc_tmp removes the staging files in STORE/tmp that killed
+ * or crashed writers left (store_tmp_sweep), with a grace period of its own.
  *
  * Runs under STORE/cache.lock (cache_store_lock), so no cache on the same store evicts
  * meanwhile, and subtracts what it removed from the cache's usage counter.
@@ -26,7 +26,9 @@ struct cas_gc_result {
 	uint64_t missing;               /* referenced chunks absent from the store */
 	uint64_t young, young_bytes;    /* unreferenced but within the grace period: left */
 	uint64_t removed, removed_bytes;/* unreferenced and old: removed (dry run: would be) */
-	uint64_t tmp_removed, tmp_bytes;/* stale staging files removed (dry run: would be) */
+	uint64_t tmp_removed, tmp_bytes;/* cas_gc_tmp: stale staging files removed (dry run:
+					   would be) */
+	uint64_t tmp_young, tmp_young_bytes; /* cas_gc_tmp: staging files within its grace */
 	uint64_t plain_removed;         /* plain copies removed with their chunk */
 	uint64_t plain_orphans;         /* plain copies without a chunk, older than the grace */
 	uint64_t plain_removed_bytes;   /* of both */
@@ -39,5 +41,10 @@ struct cas_gc_result {
  */
 int cas_gc(struct store *s, const uint8_t (*keep)[SHA256_LEN], size_t n_keep,
 	   uint64_t grace_secs, bool dry_run, struct cas_gc_result *res);
+/*
+ * Remove the staging files in STORE/tmp older than grace_secs (dry_run: count them); sets
+ * only the tmp_* fields of res. Needs no keep set and no lock. 0 or -errno.
+ */
+int cas_gc_tmp(struct store *s, uint64_t grace_secs, bool dry_run, struct cas_gc_result *res);
 
 #endif

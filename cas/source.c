@@ -86,6 +86,12 @@ int cas_source_open(const struct cas_source_opts *o, struct cas_source **out, ch
 				       : strerror(-ret));
 		goto fail;
 	}
+	if (o->remote_url || s->plain) {
+		struct store_tmp_count swept;
+
+		/* a source writes to tmp/ (fetched chunks, plain copies): sweep what dead ones left */
+		store_tmp_sweep(s->store, STORE_TMP_GRACE_SECS, STORE_SWEEP_SKIP_LIVE, &swept);
+	}
 	if (o->remote_url) {
 		struct remote_opts ro = {
 			.url = o->remote_url,

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,11 +99,15 @@ static int store_open_as(const char *dir, bool create, bool fanout, struct store
 		}
 	}
 	if (create) {
+		struct store_tmp_count swept;
+
 		s->tmpfd = openat(s->dirfd, "tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (s->tmpfd < 0) {
 			ret = -errno;
 			goto fail;
 		}
+		/* what dead writers left (a failure to sweep is no reason not to write) */
+		store_tmp_sweep(s, STORE_TMP_GRACE_SECS, STORE_SWEEP_SKIP_LIVE, &swept);
 	}
 	*out = s;
 	return 0;
@@ -457,6 +462,78 @@ void store_tmp_name(struct store *s, const uint8_t d[SHA256_LEN], char *buf, siz
 	seq = s->seq++;
 	pthread_mutex_unlock(&s->lock);
 	tmp_name_pid(getpid(), d, seq, buf, len);
+}
+
+/* A staging name: 64 hex digits, '.', the writer's pid, '.', a sequence number. */
+static bool staging_name(const char *name, pid_t *pid)
+{
+	char *end;
+	long v;
+
+	for (int i = 0; i < SHA256_HEX_LEN; i++)
+		if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f')))
+			return false;
+	if (name[SHA256_HEX_LEN] != '.')
+		return false;
+	errno = 0;
+	v = strtol(name + SHA256_HEX_LEN + 1, &end, 10);
+	*pid = !errno && *end == '.' && v > 0 && v <= INT_MAX ? (pid_t)v : 0;
+	return true;
+}
+
+/* The writer may be at work: its pid is ours or a live process's (pid reuse errs on keeping). */
+static bool writer_alive(pid_t pid)
+{
+	return pid > 0 && (pid == getpid() || kill(pid, 0) == 0 || errno == EPERM);
+}
+
+int store_tmp_sweep(struct store *s, uint64_t grace_secs, unsigned flags,
+		    struct store_tmp_count *c)
+{
+	struct timespec now;
+	struct dirent *de;
+	int64_t cutoff;
+	int fd, ret = 0;
+	DIR *dir;
+
+	memset(c, 0, sizeof(*c));
+	clock_gettime(CLOCK_REALTIME, &now);
+	cutoff = grace_secs > (uint64_t)now.tv_sec ? INT64_MIN
+						   : (int64_t)now.tv_sec - (int64_t)grace_secs;
+	fd = openat(s->dirfd, "tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	dir = fdopendir(fd);
+	if (!dir) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	while ((de = readdir(dir)) != NULL) {
+		struct stat st;
+		pid_t pid;
+
+		if (!staging_name(de->d_name, &pid))
+			continue;
+		if (fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+			continue;
+		if ((int64_t)st.st_mtim.tv_sec > cutoff ||
+		    ((flags & STORE_SWEEP_SKIP_LIVE) && writer_alive(pid))) {
+			c->young++;
+			c->young_bytes += (uint64_t)st.st_size;
+			continue;
+		}
+		if (!(flags & STORE_SWEEP_DRY_RUN) && unlinkat(fd, de->d_name, 0) < 0) {
+			if (errno == ENOENT)
+				continue;
+			ret = -errno;
+			break;
+		}
+		c->stale++;
+		c->stale_bytes += (uint64_t)st.st_size;
+	}
+	closedir(dir);
+	return ret;
 }
 
 int store_plain_dir(struct store *s, bool create)

@@ -84,6 +84,24 @@ uint64_t store_plain_size(struct store *s, const uint8_t d[SHA256_LEN]);
 int store_tmp_dir(struct store *s);
 void store_tmp_name(struct store *s, const uint8_t d[SHA256_LEN], char *buf, size_t len);
 /*
+ * Staging files (names of store_tmp_name's form) in STORE/tmp left by writers that died (a
+ * SIGKILL, a crash): those whose mtime is grace_secs or more ago are removed (counted only,
+ * with STORE_SWEEP_DRY_RUN), the younger ones counted as young. STORE_SWEEP_SKIP_LIVE also
+ * leaves a file whose writer (the pid in its name) is alive on this host. Other names in
+ * tmp/ are never touched. 0, or -errno (c then holds what was done so far); a store without
+ * tmp/ has nothing to sweep. A store opened for writing (create) sweeps what is older than
+ * STORE_TMP_GRACE_SECS, skipping live writers, and ignores the errors.
+ */
+#define STORE_TMP_GRACE_SECS 600
+#define STORE_SWEEP_DRY_RUN 1u
+#define STORE_SWEEP_SKIP_LIVE 2u
+struct store_tmp_count {
+	uint64_t stale, stale_bytes;  /* removed (dry run: would be) */
+	uint64_t young, young_bytes;  /* within the grace period (or a live writer's): left */
+};
+int store_tmp_sweep(struct store *s, uint64_t grace_secs, unsigned flags,
+		    struct store_tmp_count *c);
+/*
  * Commit the file tmp/name (tmpfd: store_tmp_dir) as topfd/rel, a fan-out name under
  * chunks/ or plain/ (the fan-out directory is made if missing), unless rel exists: 1
  * committed, 0 it existed (tmp/name removed), -errno (tmp/name left to the caller).

@@ -52,6 +52,15 @@ void cli_log_option(int c);
 #define CLI_NOTES ((struct note_sink){ .fn = cli_note })
 void cli_note(void *arg, enum note_kind kind, const char *line);
 int cli_fail(int err, const char *why);
+/*
+ * For a one-shot command that writes files (cli/interrupt.c): SIGINT and SIGTERM no longer
+ * kill the process but set the flag returned, the library's cancel (non-zero: stop, clean
+ * up, return -ECANCELED); a second signal kills. Call before the library starts threads.
+ * NULL (signals left as they were) if a thread cannot be had. The command then ends with
+ * one line, "interrupted", and exits CLI_EXIT_INTERRUPTED.
+ */
+const int *cli_interrupt_catch(void);
+#define CLI_EXIT_INTERRUPTED 130
 
 #include <stdbool.h>
 

@@ -16,27 +16,29 @@
 static const char cas_usage[] =
 	"usage: lazyblk cas verify --store DIR\n"
 	"       lazyblk cas stats --store DIR\n"
-	"       lazyblk cas gc --store DIR --keep FILE [--keep FILE ...] [--grace SECONDS]\n"
-	"                      [--dry-run]\n"
+	"       lazyblk cas gc --store DIR [--keep FILE ...] [--grace SECONDS] [--dry-run]\n"
 	"\n"
 	"verify  decompress and re-hash every chunk; print each corrupt one as\n"
 	"        'corrupt: HEX (reason)'; re-hash every plain copy (STORE/plain), print\n"
 	"        each bad one as 'bad plain copy: HEX (reason)' and remove it; exit 1 if\n"
 	"        there are any of either\n"
 	"stats   chunk count, raw (uncompressed) bytes, stored bytes, plain copies\n"
-	"gc      remove every chunk that no --keep file references and that is older\n"
-	"        than the grace period (with its plain copy), plain copies older than\n"
-	"        it whose chunk is gone, and stale staging files in STORE/tmp; every\n"
-	"        --keep file is checked first, and nothing is removed if one is bad\n"
+	"gc      remove the temporary files in STORE/tmp that interrupted or killed\n"
+	"        writers left (older than the grace period); with --keep, also every\n"
+	"        chunk that no --keep file references and that is older than the grace\n"
+	"        period (with its plain copy), and plain copies older than it whose\n"
+	"        chunk is gone; every --keep file is checked first, and nothing is\n"
+	"        removed if one is bad\n"
 	"\n"
 	"options:\n"
 	"  -s, --store DIR      the chunk store\n"
 	"  -k, --keep FILE      gc: a layout (lazyblk mkfs) or manifest (lazyblk import)\n"
-	"                       whose chunks stay; repeat for each image to keep; at\n"
-	"                       least one is required\n"
-	"  -g, --grace SECONDS  gc: never remove a chunk modified less than SECONDS ago\n"
-	"                       (default 3600), so chunks written by an import that is\n"
-	"                       still running, whose manifest does not exist yet, stay\n"
+	"                       whose chunks stay; repeat for each image to keep;\n"
+	"                       without one, gc removes temporary files only\n"
+	"  -g, --grace SECONDS  gc: never remove a chunk or a temporary file modified\n"
+	"                       less than SECONDS ago (default: 3600 for chunks, 600 for\n"
+	"                       temporary files), so what an import that is still\n"
+	"                       running has written stays\n"
 	"  -n, --dry-run        gc: report what would be removed, remove nothing\n"
 	"  -h, --help           this text\n";
 
@@ -61,11 +63,27 @@ static int parse_grace(const char *arg, uint64_t *out)
 	return 0;
 }
 
+/* ", N stale temporary files (SIZE), M newer than the grace period (SIZE)", what there is. */
+static void print_tmp(const struct cas_gc_result *res, bool alone)
+{
+	char h1[32], h2[32];
+
+	if (res->tmp_removed || alone)
+		printf("%s%llu stale temporary file%s (%s)", alone ? "" : ", ",
+		       (unsigned long long)res->tmp_removed, res->tmp_removed == 1 ? "" : "s",
+		       size_human(res->tmp_bytes, h1, sizeof(h1)));
+	if (res->tmp_young)
+		printf(", %llu temporary file%s newer than the grace period (%s)",
+		       (unsigned long long)res->tmp_young, res->tmp_young == 1 ? "" : "s",
+		       size_human(res->tmp_young_bytes, h2, sizeof(h2)));
+}
+
+/* Without keep files: the temporaries only. */
 static int run_gc(struct store *s, const char *store_dir, const char *const *keep, size_t n_keep,
-		  uint64_t grace, bool dry_run)
+		  uint64_t grace, uint64_t tmp_grace, bool dry_run)
 {
 	struct chunk_refs refs = { 0 };
-	struct cas_gc_result res;
+	struct cas_gc_result res = { 0 };
 	char h1[32], h2[32], h3[32];
 	int ret = 0;
 
@@ -81,15 +99,23 @@ static int run_gc(struct store *s, const char *store_dir, const char *const *kee
 		}
 	}
 	chunk_refs_finish(&refs);
-	ret = cas_gc(s, (const uint8_t (*)[SHA256_LEN])refs.d, refs.n, grace, dry_run, &res);
+	if (n_keep)
+		ret = cas_gc(s, (const uint8_t (*)[SHA256_LEN])refs.d, refs.n, grace, dry_run, &res);
 	chunk_refs_free(&refs);
+	if (!ret)
+		ret = cas_gc_tmp(s, tmp_grace, dry_run, &res);
 	if (ret) {
 		log_error("%s: %s", store_dir, strerror(-ret));
 		return 1;
 	}
-	printf("gc: %s %llu chunk%s (%s), kept %llu (%s), %llu newer than the grace period "
-	       "(%s)",
-	       dry_run ? "would remove" : "removed", (unsigned long long)res.removed,
+	printf("gc: %s ", dry_run ? "would remove" : "removed");
+	if (!n_keep) {
+		print_tmp(&res, true);
+		printf("; chunks only with --keep\n");
+		return 0;
+	}
+	printf("%llu chunk%s (%s), kept %llu (%s), %llu newer than the grace period (%s)",
+	       (unsigned long long)res.removed,
 	       res.removed == 1 ? "" : "s", size_human(res.removed_bytes, h1, sizeof(h1)),
 	       (unsigned long long)res.kept, size_human(res.kept_bytes, h2, sizeof(h2)),
 	       (unsigned long long)res.young, size_human(res.young_bytes, h3, sizeof(h3)));
@@ -98,9 +124,7 @@ static int run_gc(struct store *s, const char *store_dir, const char *const *kee
 		       (unsigned long long)(res.plain_removed + res.plain_orphans),
 		       res.plain_removed + res.plain_orphans == 1 ? "y" : "ies",
 		       size_human(res.plain_removed_bytes, h1, sizeof(h1)));
-	if (res.tmp_removed)
-		printf(", %llu stale tmp file%s", (unsigned long long)res.tmp_removed,
-		       res.tmp_removed == 1 ? "" : "s");
+	print_tmp(&res, false);
 	if (res.missing)
 		printf(", %llu referenced chunk%s missing", (unsigned long long)res.missing,
 		       res.missing == 1 ? "" : "s");
@@ -177,7 +201,7 @@ int cmd_cas(int argc, char **argv)
 		{ 0 },
 	};
 	const char *store_dir = NULL, *sub, **keep = NULL;
-	uint64_t grace = 3600;
+	uint64_t grace = 3600, tmp_grace = STORE_TMP_GRACE_SECS;
 	size_t n_keep = 0;
 	bool dry_run = false, is_gc;
 	struct store *s;
@@ -214,6 +238,7 @@ int cmd_cas(int argc, char **argv)
 			if (parse_grace(optarg, &grace))
 				ret = cli_usage_error("--grace: '%s' is not a number of seconds",
 						      optarg);
+			tmp_grace = grace;
 			break;
 		case 'n': dry_run = true; break;
 		case 'v': case 'q': cli_log_option(c); break;
@@ -231,11 +256,6 @@ int cmd_cas(int argc, char **argv)
 		ret = cli_usage_error("missing --store DIR");
 		goto out;
 	}
-	if (is_gc && !n_keep) {
-		ret = cli_usage_error("missing --keep FILE (without one gc would remove every "
-				      "chunk; see lazyblk cas --help)");
-		goto out;
-	}
 	ret = store_open(store_dir, false, &s);
 	if (ret) {
 		log_error("%s: %s", store_dir,
@@ -245,7 +265,7 @@ int cmd_cas(int argc, char **argv)
 		goto out;
 	}
 	if (is_gc) {
-		ret = run_gc(s, store_dir, keep, n_keep, grace, dry_run);
+		ret = run_gc(s, store_dir, keep, n_keep, grace, tmp_grace, dry_run);
 		store_close(s);
 		goto out;
 	}

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* lazyblk export: every block of a layout, through the engine's read path, into a raw disk. */
+#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -20,8 +21,11 @@ static const char export_usage[] =
 	"Materialize every block of a layout into a raw disk image of the layout's size:\n"
 	"metadata blocks from the layout, data blocks from the store's chunks (each chunk\n"
 	"verified against its sha256), zeros elsewhere. All-zero blocks are not written, so\n"
-	"DISK.raw is sparse. It is written to DISK.raw.tmp.XXXXXX, made durable and renamed\n"
-	"into place, so DISK.raw is either complete or untouched.\n"
+	"DISK.raw is sparse. It is written to a file without a name, made durable, and then\n"
+	"named DISK.raw (by way of DISK.raw.tmp.PID, renamed into place), so DISK.raw is\n"
+	"either complete or untouched, and an export that dies leaves nothing behind (on a\n"
+	"filesystem without O_TMPFILE: DISK.raw.tmp.XXXXXX from the start). Ctrl-C or\n"
+	"SIGTERM stops it, removes what it wrote, and exits 130.\n"
 	"\n"
 	"options:\n"
 	"  -s, --store DIR         the chunk store holding the image's chunks (with --remote:\n"
@@ -51,12 +55,14 @@ static int export_run(struct blkd_export_opts *o)
 	int ret;
 
 	o->progress = export_progress;
+	o->cancel = cli_interrupt_catch();
 	ret = blkd_export(o, &st, why, sizeof(why));
 	log_progress_done();
 	if (ret) {
 		if (why[0])
 			log_error("%s", why);
-		return 1; /* else the chunk tiers said why */
+		/* else the chunk tiers said why */
+		return ret == -ECANCELED ? CLI_EXIT_INTERRUPTED : 1;
 	}
 	printf("exported %s to %s: %s disk, %s of non-zero blocks, %llu chunks",
 	       o->layout_path, o->out_path, size_human(st.disk_bytes, h1, sizeof(h1)),

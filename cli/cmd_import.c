@@ -15,6 +15,8 @@ static const char import_usage[] =
 	"usage: lazyblk import SRC --store DIR -o IMAGE.manifest [options]\n"
 	"\n"
 	"Turn a container image into content-addressed chunks in a store plus one manifest.\n"
+	"Ctrl-C or SIGTERM stops it: the chunks written so far stay in the store (cas gc\n"
+	"removes them), no manifest is written, nothing is left in STORE/tmp, exit 130.\n"
 	"\n"
 	"SRC:\n"
 	"  DIR                      a directory tree (everything lstat/listxattr see)\n"
@@ -111,12 +113,14 @@ int cmd_import(int argc, char **argv)
 	if (o.pack_max > o.chunk_size)
 		return cli_usage_error("--pack-max must not exceed --chunk-size");
 	o.progress_arg = argv[optind];
+	o.cancel = cli_interrupt_catch();
 	ret = import_run(&o, &res, why, sizeof(why));
 	log_progress_done();
 	if (ret) {
 		if (why[0])
 			log_error("%s", why);
-		return 1; /* else the layer below said why */
+		/* else the layer below said why */
+		return ret == -ECANCELED ? CLI_EXIT_INTERRUPTED : 1;
 	}
 	sha256_to_hex(res.digest, hex);
 	printf("imported %s: %llu entries, %s in %llu chunks (%llu new, %s stored), %.2f s\n"

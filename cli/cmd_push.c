@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* lazyblk push: publish a store's chunks (all, or those of some layouts) to a remote. */
+#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -18,7 +19,9 @@ static const char push_usage[] =
 	"\n"
 	"Publish chunks to a remote: every chunk of the store, or only those the given layouts\n"
 	"or manifests use. Each chunk is verified against its sha256 first (a corrupt chunk is never\n"
-	"pushed) and uploaded only if the remote does not have it.\n"
+	"pushed) and uploaded only if the remote does not have it. Ctrl-C or SIGTERM stops it\n"
+	"after the uploads under way (each chunk is on the remote whole or not at all; an OCI\n"
+	"index is not published) and exits 130; pushing again sends only what is missing.\n"
 	"\n"
 	"  http(s)://HOST[:PORT]/PATH/   PUT PATH/chunks/xx/<sha256> (a WebDAV-enabled web\n"
 	"                                server, or any server that accepts PUT)\n"
@@ -76,13 +79,15 @@ static int push_run(struct cas_push_opts *o, char **images, int n_images)
 		o->n_chunks = refs.n;
 	}
 	o->progress = push_progress;
+	o->cancel = cli_interrupt_catch();
 	ret = cas_push(o, &st, why, sizeof(why));
 	log_progress_done();
 	chunk_refs_free(&refs);
 	if (ret) {
 		if (why[0])
 			log_error("%s", why);
-		return 1; /* else the remote said why */
+		/* else the remote said why */
+		return ret == -ECANCELED ? CLI_EXIT_INTERRUPTED : 1;
 	}
 	printf("pushed %llu chunks to %s: %llu uploaded (%s), %llu already there, %.2f s\n",
 	       (unsigned long long)st.chunks, o->remote.url, (unsigned long long)st.uploaded,

@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,6 +209,10 @@ static void piece_run(struct workq_item *it, void *ctx, void *buf)
 
 	if (__atomic_load_n(&x->err, __ATOMIC_RELAXED))
 		return; /* stopping at the first failure */
+	if (x->o->cancel && __atomic_load_n(x->o->cancel, __ATOMIC_RELAXED)) {
+		export_fail(x, -ECANCELED, "interrupted");
+		return;
+	}
 	if (!buf) {
 		export_fail(x, -ENOMEM, "out of memory");
 		return;
@@ -261,20 +266,61 @@ static int export_all(struct export_ctx *x)
 	return x->err;
 }
 
+/*
+ * The file the image is written to: an unnamed one in out's directory (O_TMPFILE), so that a
+ * process killed before the end leaves nothing; else (no O_TMPFILE there, or no /proc to link
+ * it by) a named one, OUT.tmp.XXXXXX, in tmp. *named says which.
+ */
+static int export_open(const char *out, char tmp[PATH_MAX], bool *named)
+{
+	char dir[PATH_MAX];
+	int fd;
+
+	if (snprintf(tmp, PATH_MAX, "%s.tmp.XXXXXX", out) >= PATH_MAX)
+		return -ENAMETOOLONG;
+	fs_dirname(out, dir, sizeof(dir));
+	*named = false;
+	if (access("/proc/self/fd", X_OK) == 0) {
+		fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0644);
+		if (fd >= 0)
+			return fd;
+		if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
+			return -errno;
+	}
+	*named = true;
+	fd = mkostemp(tmp, O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+/* Give the unnamed file fd a name, OUT.tmp.PID (in tmp), to rename into place. */
+static int export_link(int fd, const char *out, char tmp[PATH_MAX])
+{
+	char proc[64];
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	if (snprintf(tmp, PATH_MAX, "%s.tmp.%d", out, (int)getpid()) >= PATH_MAX)
+		return -ENAMETOOLONG;
+	for (int tries = 0; tries < 2; tries++) {
+		if (linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) == 0)
+			return 0;
+		if (errno != EEXIST)
+			break;
+		unlink(tmp); /* left by a dead process of our pid: this pid is ours now */
+	}
+	return -errno;
+}
+
 /* Write the whole image into a temporary file next to out, then rename it into place. */
 static int export_to(struct export_ctx *x)
 {
 	const char *out = x->o->out_path;
 	char tmp[PATH_MAX], dir[PATH_MAX];
+	bool named;
 	int ret;
 
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", out) >= (int)sizeof(tmp)) {
-		export_fail_file(x, -ENAMETOOLONG, out);
-		return x->err;
-	}
-	x->fd = mkostemp(tmp, O_CLOEXEC);
+	x->fd = export_open(out, tmp, &named);
 	if (x->fd < 0) {
-		export_fail_file(x, -errno, out);
+		export_fail_file(x, x->fd, out);
 		return x->err;
 	}
 	if (ftruncate(x->fd, (off_t)blkd_reader_size(x->r)) < 0)
@@ -283,12 +329,20 @@ static int export_to(struct export_ctx *x)
 		export_all(x);
 	if (!x->err && (fchmod(x->fd, 0644) < 0 || fsync(x->fd) < 0))
 		export_fail_file(x, -errno, out);
+	if (!x->err && !named) {
+		ret = export_link(x->fd, out, tmp);
+		if (ret)
+			export_fail_file(x, ret, out);
+		else
+			named = true;
+	}
 	if (close(x->fd) < 0 && !x->err)
 		export_fail_file(x, -errno, out);
 	if (!x->err && rename(tmp, out) < 0)
 		export_fail_file(x, -errno, out);
 	if (x->err) {
-		unlink(tmp);
+		if (named)
+			unlink(tmp);
 		return x->err;
 	}
 	fs_dirname(out, dir, sizeof(dir));

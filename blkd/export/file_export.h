@@ -3,7 +3,9 @@
  * lazyblk export: every block of a layout, through the engine's read path (metadata from the
  * layout, chunk data verified against its sha256, zeros elsewhere), into a raw disk image of
  * the layout's size. All-zero blocks are not written, so the image is sparse. It is written to
- * OUT.tmp.XXXXXX, made durable and renamed into place: OUT is either complete or untouched.
+ * an unnamed file in OUT's directory (O_TMPFILE: nothing is left if the process dies), made
+ * durable, linked as OUT.tmp.PID and renamed into place: OUT is either complete or untouched.
+ * Where the filesystem has no O_TMPFILE the file is OUT.tmp.XXXXXX from the start.
  * The ranges the layout covers are cut into pieces of 4 MiB read by several threads (a
  * common/workq), so chunk loads and remote fetches overlap.
  */
@@ -29,6 +31,12 @@ struct blkd_export_opts {
 	 */
 	void (*progress)(void *arg, uint64_t done, uint64_t total);
 	void *progress_arg;
+	/*
+	 * May be NULL. When *cancel becomes non-zero (read atomically, from any thread: a
+	 * signal's flag), the export stops after the pieces being read, removes its temporary
+	 * file and returns -ECANCELED ("interrupted").
+	 */
+	const int *cancel;
 };
 
 struct blkd_export_stats {

@@ -56,6 +56,12 @@ void import_progress(struct import_ctx *ic)
 		ic->o->progress(ic->o->progress_arg, ic->files, ic->bytes);
 }
 
+/* The caller's cancel flag is set (a signal came): stop at the next chunk. */
+static bool import_cancelled(const struct import_ctx *ic)
+{
+	return ic->o && ic->o->cancel && __atomic_load_n(ic->o->cancel, __ATOMIC_RELAXED);
+}
+
 /* A new manifest piece for ino: len bytes at off of the chunk in b. */
 static int add_piece(struct import_ctx *ic, struct tree_inode *ino, struct chunk_buf *b,
 		     size_t off, size_t len)
@@ -84,7 +90,13 @@ static int add_piece(struct import_ctx *ic, struct tree_inode *ino, struct chunk
  */
 static int submit(struct import_ctx *ic, struct chunk_buf *b)
 {
-	int ret = chunker_submit(ic->chunker, b);
+	int ret;
+
+	if (import_cancelled(ic)) {
+		chunker_buf_put(ic->chunker, b);
+		return import_fail(ic, -ECANCELED, "interrupted");
+	}
+	ret = chunker_submit(ic->chunker, b);
 
 	if (ret && ret != -ENOMEM && ic->o)
 		import_fail(ic, ret, "store %s: %s", ic->o->store_dir, strerror(-ret));
@@ -407,6 +419,8 @@ int import_run(const struct import_opts *o, struct import_result *res, char *why
 	}
 	ic.pack_max = o->pack_max;
 	ret = run_source(&ic, o->src);
+	if (!ret && import_cancelled(&ic))
+		ret = import_fail(&ic, -ECANCELED, "interrupted");
 	if (!ret) {
 		ret = import_pack_flush(&ic);
 		if (ret && ret != -ENOMEM)

@@ -30,6 +30,13 @@ struct import_opts {
 	 * reader's own warning, an empty archive); the import goes on. fn NULL: none.
 	 */
 	struct note_sink notes;
+	/*
+	 * May be NULL. When *cancel becomes non-zero (read atomically: a signal's flag), the
+	 * import stops at the next chunk, lets the chunks staged so far land (valid, unnamed by
+	 * any manifest: cas gc removes them), writes no manifest, and returns -ECANCELED
+	 * ("interrupted"). STORE/tmp is left empty.
+	 */
+	const int *cancel;
 };
 
 struct import_result {

@@ -166,7 +166,9 @@ static void push_run(struct workq_item *it, void *ctx, void *state)
 
 	if (__atomic_load_n(&x->err, __ATOMIC_RELAXED))
 		return; /* stopping at the first failure */
-	if (state)
+	if (x->o->cancel && __atomic_load_n(x->o->cancel, __ATOMIC_RELAXED))
+		push_fail(x, -ECANCELED, "interrupted");
+	else if (state)
 		push_one(x, state, pi->d);
 	else
 		push_fail(x, -ENOMEM, "out of memory");

@@ -26,6 +26,12 @@ struct cas_push_opts {
 	 */
 	void (*progress)(void *arg, uint64_t done, uint64_t total);
 	void *progress_arg;
+	/*
+	 * May be NULL. When *cancel becomes non-zero (read atomically, from any thread: a
+	 * signal's flag), the push stops after the uploads under way (each chunk is complete
+	 * on the remote or absent), publishes nothing, and returns -ECANCELED ("interrupted").
+	 */
+	const int *cancel;
 };
 
 struct cas_push_stats {

@@ -648,16 +648,28 @@ static void test_gc_tmp(void **state)
 	write_file(other, "other", 5);
 	assert_int_equal(utimensat(AT_FDCWD, stale, ts, 0), 0);
 	assert_int_equal(utimensat(AT_FDCWD, other, ts, 0), 0);
+	/* cas_gc leaves tmp/ alone; cas_gc_tmp sweeps it */
 	assert_int_equal(cas_gc(f->s, KEEP(keep), 3600, true, &res), 0);
+	assert_int_equal(res.tmp_removed, 0);
+	assert_int_equal(cas_gc_tmp(f->s, 3600, true, &res), 0);
 	assert_int_equal(res.tmp_removed, 1);
 	assert_int_equal(res.tmp_bytes, 5);
+	assert_int_equal(res.tmp_young, 1);
+	assert_int_equal(res.tmp_young_bytes, 5);
 	assert_true(path_exists(stale));
 	assert_int_equal(cas_gc(f->s, KEEP(keep), 3600, false, &res), 0);
+	assert_true(path_exists(stale));
+	assert_int_equal(cas_gc_tmp(f->s, 3600, false, &res), 0);
 	assert_int_equal(res.tmp_removed, 1);
 	assert_false(path_exists(stale));
 	assert_true(path_exists(fresh));
 	assert_true(path_exists(other));
-	/* layout kept 0, 1; manifest not given: 2..5 old and removed */
+	/* grace 0: the fresh one goes too, other names never */
+	assert_int_equal(cas_gc_tmp(f->s, 0, false, &res), 0);
+	assert_int_equal(res.tmp_removed, 1);
+	assert_false(path_exists(fresh));
+	assert_true(path_exists(other));
+	/* (cas_gc_tmp sets the tmp_* fields only) layout kept 0, 1; manifest not given: 2..5 old and removed */
 	assert_int_equal(res.removed, 4);
 	assert_int_equal(res.kept, 2);
 	chunk_refs_free(&keep);

@@ -1043,6 +1043,60 @@ static void test_create_cache(void **state)
 	free(c.frame);
 }
 
+/*
+ * Staging files a dead writer left: a store opened for writing sweeps those older than the
+ * grace period; a fresh one, a live writer's and other names stay; store_tmp_sweep counts.
+ */
+static void test_open_sweeps_tmp(void **state)
+{
+	struct fixture *f = *state;
+	const char *hex = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+	struct timespec old[2] = { { .tv_sec = time(NULL) - 2 * STORE_TMP_GRACE_SECS },
+				   { .tv_sec = time(NULL) - 2 * STORE_TMP_GRACE_SECS } };
+	char dead_old[PATH_MAX], dead_new[PATH_MAX], live_old[PATH_MAX], other[PATH_MAX];
+	struct store_tmp_count c;
+
+	open_new(f);
+	store_close(f->s);
+	f->s = NULL;
+	/* pid 2000000000 is above any pid_max: a writer that is gone */
+	path_fmt(dead_old, "%s/tmp/%s.2000000000.1", f->store, hex);
+	path_fmt(dead_new, "%s/tmp/%s.2000000000.2", f->store, hex);
+	path_fmt(live_old, "%s/tmp/%s.%d.3", f->store, hex, (int)getpid());
+	path_fmt(other, "%s/tmp/notes.txt", f->store);
+	write_file(dead_old, "stale", 5);
+	write_file(dead_new, "fresh!", 6);
+	write_file(live_old, "live", 4);
+	write_file(other, "other", 5);
+	assert_int_equal(utimensat(AT_FDCWD, dead_old, old, 0), 0);
+	assert_int_equal(utimensat(AT_FDCWD, live_old, old, 0), 0);
+	assert_int_equal(utimensat(AT_FDCWD, other, old, 0), 0);
+	/* opened to read: nothing swept */
+	assert_int_equal(store_open(f->store, false, &f->s), 0);
+	assert_true(path_exists(dead_old));
+	assert_int_equal(store_tmp_sweep(f->s, STORE_TMP_GRACE_SECS,
+					 STORE_SWEEP_DRY_RUN | STORE_SWEEP_SKIP_LIVE, &c), 0);
+	assert_int_equal(c.stale, 1);
+	assert_int_equal(c.stale_bytes, 5);
+	assert_int_equal(c.young, 2);
+	assert_int_equal(c.young_bytes, 10);
+	assert_true(path_exists(dead_old));
+	store_close(f->s);
+	/* opened to write: the dead writer's old file goes */
+	open_new(f);
+	assert_false(path_exists(dead_old));
+	assert_true(path_exists(dead_new));
+	assert_true(path_exists(live_old));
+	assert_true(path_exists(other));
+	/* without SKIP_LIVE, grace 0: every staging file, never other names */
+	assert_int_equal(store_tmp_sweep(f->s, 0, 0, &c), 0);
+	assert_int_equal(c.stale, 2);
+	assert_int_equal(c.young, 0);
+	assert_false(path_exists(dead_new));
+	assert_false(path_exists(live_old));
+	assert_true(path_exists(other));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1065,6 +1119,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_remove, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_touch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_create_cache, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_open_sweeps_tmp, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
