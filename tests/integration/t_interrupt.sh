@@ -134,7 +134,8 @@ for _ in 1 2 3; do # until the kill lands while chunks are staged
   [ -z "$(ls -A "$T/imp.store/tmp" 2>/dev/null)" ] || break
   imp_prep
 done
-n=$(find "$T/imp.store/tmp" -type f 2>/dev/null | wc -l)
+n=0
+[ ! -d "$T/imp.store/tmp" ] || n=$(find "$T/imp.store/tmp" -type f | wc -l)
 if [ "$n" -gt 0 ]; then
   "$LAZYBLK" cas gc --store "$T/imp.store" --dry-run >"$T/gc.out"
   grep -q "^gc: would remove 0 stale temporary files (0 B), $n temporary files\? newer than the grace period" \
@@ -148,5 +149,7 @@ if [ "$n" -gt 0 ]; then
   no_temps "import after a killed import"
   verify "import after a killed import" "$T/imp.store"
   echo "killed import: $n staged files swept by the next import"
+else
+  echo "note: no SIGKILL landed while an import had chunks staged (3 tries); sweep not checked here"
 fi
 echo "interrupt: ok"
