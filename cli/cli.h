@@ -146,6 +146,14 @@ int cli_trace_manifest(struct cli_trace *t, const char *layout, const char **pat
 int cli_trace_finish(struct cli_trace *t, struct blkd_engine *e);
 void cli_trace_free(struct cli_trace *t);
 
+/*
+ * Every size option: arg (common/size.h: digits and K, M, G or T, powers of 1024; a bare
+ * number counts unit bytes) from min to max (UINT64_MAX: no bound). 0, or EXIT_USAGE with the
+ * one message of all of them said: "--mem: '10Q' is not a size from 4M to 1T (a number with
+ * K, M, G or T: powers of 1024...)".
+ */
+int cli_parse_size(const char *opt, const char *arg, uint64_t unit, uint64_t min, uint64_t max,
+		   uint64_t *out);
 /* --chunk-size (4K..64M) and --level (zstd, 1..19): 0, or EXIT_USAGE with the error said. */
 int cli_parse_chunk_size(const char *arg, uint32_t *out);
 int cli_parse_level(const char *arg, int *out);

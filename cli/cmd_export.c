@@ -103,9 +103,8 @@ int cmd_export(int argc, char **argv)
 		case 's': o.src.store_dir = optarg; break;
 		case 'o': o.out_path = optarg; break;
 		case 'M':
-			if (size_parse(optarg, &v) || !v)
-				return cli_usage_error("bad --mem-cache '%s' (want a size such as 64M)",
-						       optarg);
+			if (cli_parse_size("--mem-cache", optarg, 1, 1, UINT64_MAX, &v))
+				return EXIT_USAGE;
 			o.mem_cache = (size_t)v;
 			break;
 		case 'v': case 'q': cli_log_option(c); break;

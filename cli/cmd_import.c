@@ -82,8 +82,8 @@ int cmd_import(int argc, char **argv)
 				return EXIT_USAGE;
 			break;
 		case 'P':
-			if (size_parse(optarg, &v) || v > CHUNK_SIZE_MAX)
-				return cli_usage_error("--pack-max: '%s' is not a size up to 64M", optarg);
+			if (cli_parse_size("--pack-max", optarg, 1, 0, CHUNK_SIZE_MAX, &v))
+				return EXIT_USAGE;
 			pack_max = (int64_t)v;
 			break;
 		case 'L':

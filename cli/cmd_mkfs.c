@@ -89,15 +89,14 @@ int cmd_mkfs(int argc, char **argv)
 		switch (c) {
 		case 'o': out = optarg; break;
 		case 'S':
-			if (size_parse(optarg, &v) || v < (8u << 20))
-				return cli_usage_error("--size: '%s' is not a size of at least 8M", optarg);
+			if (cli_parse_size("--size", optarg, 1, 8u << 20, UINT64_MAX, &v))
+				return EXIT_USAGE;
 			o.size = v;
 			break;
 		case 'J':
 			/* the filesystem always has a journal: 0 is no size of one */
-			if (size_parse(optarg, &v) || v < (4u << 20) || v > (4ull << 30))
-				return cli_usage_error("--journal: '%s' is not a size between 4M and 4G",
-						       optarg);
+			if (cli_parse_size("--journal", optarg, 1, 4u << 20, 4ull << 30, &v))
+				return EXIT_USAGE;
 			o.journal_size = v;
 			break;
 		case 'I':

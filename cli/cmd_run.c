@@ -31,7 +31,7 @@
 static const char run_usage[] =
 	"usage: lazyblk run IMAGE.layout --store DIR [--remote URL] [--overlay FILE]\n"
 	"            --kernel FILE [--initrd FILE | --modules DIR] [--append ARGS]\n"
-	"            [--cpus N] [--mem MiB] [--disk FILE[,ro]]... [--hugepages]\n"
+	"            [--cpus N] [--mem SIZE] [--disk FILE[,ro]]... [--hugepages]\n"
 	"            [--populate] [--boot linux64|pvh] [--cache-dir DIR]\n"
 	"            [--manifest IMAGE.manifest] [--stats-json FILE] [--trace-record FILE]\n"
 	"            [--prefetch TRACE] [--prefetch-all] [-- CMD ...]\n"
@@ -59,7 +59,8 @@ static const char run_usage[] =
 	"      --append ARGS       kernel command line (virtio_mmio.device= entries for the\n"
 	"                          disks are added)\n"
 	"      --cpus N            vCPUs, 1..64 (default 1); one virtio queue per vCPU\n"
-	"      --mem MiB           guest RAM in MiB, 4..1048576 (default 256)\n"
+	"      --mem SIZE          guest RAM, 4M to 1T in whole MiB (default 256M); a number\n"
+	"                          without K, M, G or T counts MiB (--mem 512 is 512M)\n"
 	"      --disk FILE[,ro]    an extra raw disk (repeatable; ,ro: read-only)\n"
 	"      --hugepages         back RAM with 2 MiB huge pages (reserved beforehand in\n"
 	"                          /proc/sys/vm/nr_hugepages)\n"
@@ -278,6 +279,7 @@ int cmd_run(int argc, char **argv)
 	};
 	struct run_args a = { 0 };
 	unsigned mib = RUN_MEM_DEFAULT_MIB;
+	uint64_t mem;
 	int c, r, nopt = argc;
 
 	clock_gettime(CLOCK_MONOTONIC, &a.vo.t0);
@@ -308,9 +310,13 @@ int cmd_run(int argc, char **argv)
 				return cli_usage_error("bad --cpus '%s' (want 1..%u)", optarg, CPU_MAX);
 			break;
 		case O_MEM:
-			if (parse_uint(optarg, RUN_MEM_MIN_MIB, RUN_MEM_MAX_MIB, &mib))
-				return cli_usage_error("bad --mem '%s' (want MiB, %u..%u)", optarg,
-						       RUN_MEM_MIN_MIB, RUN_MEM_MAX_MIB);
+			if (cli_parse_size("--mem", optarg, 1u << 20, (uint64_t)RUN_MEM_MIN_MIB << 20,
+					   (uint64_t)RUN_MEM_MAX_MIB << 20, &mem))
+				return EXIT_USAGE;
+			if (mem & ((1u << 20) - 1))
+				return cli_usage_error("--mem: '%s' is not a whole number of MiB",
+						       optarg);
+			mib = (unsigned)(mem >> 20);
 			break;
 		case O_DISK:
 			if (a.ndisk_arg >= VMM_MAX_DISKS - 1)

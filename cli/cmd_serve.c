@@ -464,8 +464,8 @@ int cmd_serve(int argc, char **argv)
 		case O_OVERLAY: a.eo.overlay_path = optarg; break;
 		case O_RO: a.eo.read_only = a.no.read_only = true; break;
 		case O_MEM:
-			if (size_parse(optarg, &v))
-				return cli_usage_error("bad --mem-cache '%s'", optarg);
+			if (cli_parse_size("--mem-cache", optarg, 1, 0, UINT64_MAX, &v))
+				return EXIT_USAGE;
 			a.eo.mem_cache = v;
 			break;
 		case O_NBD: a.nbd = optarg; break;

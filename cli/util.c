@@ -100,10 +100,8 @@ int cli_remote_option(struct cli_remote *r, int c, const char *arg)
 		r->url = arg;
 		return 1;
 	case CLI_O_CACHE_SIZE:
-		if (size_parse(arg, &b) || !b) {
-			cli_usage_error("bad --cache-size '%s'", arg);
+		if (cli_parse_size("--cache-size", arg, 1, 1, UINT64_MAX, &b))
 			return -1;
-		}
 		r->cache_size = b;
 		return 1;
 	}
@@ -204,12 +202,49 @@ int cli_write_stats_json(const struct disk *d, const char *path)
 	return 0;
 }
 
+/* A bound of a size option, short: "4K", "64M", "1T", else in bytes. */
+static const char *size_bound(uint64_t v, char *buf, size_t len)
+{
+	static const char units[] = "KMGT";
+	unsigned u = 0;
+
+	while (v && !(v & 1023) && u < 4) {
+		v >>= 10;
+		u++;
+	}
+	if (u)
+		snprintf(buf, len, "%llu%c", (unsigned long long)v, units[u - 1]);
+	else
+		snprintf(buf, len, "%llu byte%s", (unsigned long long)v, v == 1 ? "" : "s");
+	return buf;
+}
+
+int cli_parse_size(const char *opt, const char *arg, uint64_t unit, uint64_t min, uint64_t max,
+		   uint64_t *out)
+{
+	char lo[32], hi[32], range[80] = "";
+	uint64_t v;
+
+	if (!size_parse_unit(arg, unit, &v) && v >= min && v <= max) {
+		*out = v;
+		return 0;
+	}
+	if (max != UINT64_MAX)
+		snprintf(range, sizeof(range), " from %s to %s", size_bound(min, lo, sizeof(lo)),
+			 size_bound(max, hi, sizeof(hi)));
+	else if (min)
+		snprintf(range, sizeof(range), " of at least %s", size_bound(min, lo, sizeof(lo)));
+	return cli_usage_error("%s: '%s' is not a size%s (a number with K, M, G or T: powers of "
+			       "1024%s)", opt, arg, range,
+			       unit == (1u << 20) ? "; without one, MiB" : "");
+}
+
 int cli_parse_chunk_size(const char *arg, uint32_t *out)
 {
 	uint64_t v;
 
-	if (size_parse(arg, &v) || v < CHUNK_SIZE_MIN || v > CHUNK_SIZE_MAX)
-		return cli_usage_error("--chunk-size: '%s' is not a size from 4K to 64M", arg);
+	if (cli_parse_size("--chunk-size", arg, 1, CHUNK_SIZE_MIN, CHUNK_SIZE_MAX, &v))
+		return EXIT_USAGE;
 	*out = (uint32_t)v;
 	return 0;
 }

@@ -6,13 +6,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-int size_parse(const char *s, uint64_t *out)
+int size_parse_unit(const char *s, uint64_t unit, uint64_t *out)
 {
 	unsigned long long v;
 	unsigned shift = 0;
 	char *end;
 
-	if (!s || !isdigit((unsigned char)*s))
+	if (!s || !isdigit((unsigned char)*s) || !unit)
 		return -EINVAL;
 	errno = 0;
 	v = strtoull(s, &end, 10);
@@ -26,16 +26,28 @@ int size_parse(const char *s, uint64_t *out)
 	case 't': case 'T': shift = 40; end++; break;
 	default: return -EINVAL;
 	}
-	if (shift && (*end == 'i' || *end == 'I'))
+	/* "Ki", "KiB": the binary unit spelt out; "KB" (a power of 1000 elsewhere) is refused */
+	if (shift && (*end == 'i' || *end == 'I')) {
 		end++;
-	if (shift && (*end == 'b' || *end == 'B'))
-		end++;
+		if (*end == 'b' || *end == 'B')
+			end++;
+	}
 	if (*end != '\0')
 		return -EINVAL;
 	if (shift && v > (UINT64_MAX >> shift))
 		return -EINVAL;
+	if (!shift) {
+		if (v > UINT64_MAX / unit)
+			return -EINVAL;
+		v *= unit;
+	}
 	*out = (uint64_t)v << shift;
 	return 0;
+}
+
+int size_parse(const char *s, uint64_t *out)
+{
+	return size_parse_unit(s, 1, out);
 }
 
 const char *size_human(uint64_t bytes, char *buf, size_t len)

@@ -6,8 +6,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Returns 0 or -EINVAL (garbage, negative, overflow). */
+/*
+ * A size: decimal digits, then nothing (bytes) or K, M, G or T (any case: powers of 1024),
+ * optionally spelt KiB/Ki, MiB/Mi, ... Refused: "2GB" (B without the i: a power of 1000 to
+ * many tools), fractions ("1.5G"), hex, signs, spaces. Returns 0 or -EINVAL (garbage,
+ * negative, overflow). size_parse_unit: a number without a suffix counts units of unit
+ * bytes (--mem: MiB).
+ */
 int size_parse(const char *s, uint64_t *out);
+int size_parse_unit(const char *s, uint64_t unit, uint64_t *out);
 /* "1.5 MiB"-style human text into buf. */
 const char *size_human(uint64_t bytes, char *buf, size_t len);
 

@@ -36,6 +36,7 @@ struct blkd_engine {
 	bool read_only;
 	/* counters (atomic) */
 	uint64_t reads, writes, flushes, discards, read_bytes, write_bytes;
+	uint64_t read_errors, write_errors;
 	uint64_t overlay_hits, meta_hits, chunk_hits, zero_hits, in_flight;
 };
 
@@ -178,6 +179,7 @@ int blkd_engine_open(const struct blkd_engine_opts *o, struct blkd_engine **out,
 				owhy ? owhy : strerror(-ret));
 			goto fail;
 		}
+		overlay_set_notes(e->ov, &o->notes);
 	}
 	*out = e;
 	return 0;
@@ -326,6 +328,8 @@ int blkd_engine_read(struct blkd_engine *e, uint64_t off, uint32_t len, void *bu
 	__atomic_sub_fetch(&e->in_flight, 1, __ATOMIC_RELAXED);
 	INC(e->reads, 1);
 	INC(e->read_bytes, len);
+	if (ret)
+		INC(e->read_errors, 1);
 	return ret;
 }
 
@@ -402,6 +406,14 @@ static int apply(struct blkd_engine *e, uint64_t off, uint64_t len, const uint8_
 	return ret;
 }
 
+/* A request that changes or persists the disk ended with ret: counted if it failed. */
+static int wrote(struct blkd_engine *e, int ret)
+{
+	if (ret)
+		INC(e->write_errors, 1);
+	return ret;
+}
+
 int blkd_engine_write(struct blkd_engine *e, uint64_t off, uint32_t len, const void *buf, bool fua)
 {
 	int ret;
@@ -419,7 +431,7 @@ int blkd_engine_write(struct blkd_engine *e, uint64_t off, uint32_t len, const v
 	__atomic_sub_fetch(&e->in_flight, 1, __ATOMIC_RELAXED);
 	INC(e->writes, 1);
 	INC(e->write_bytes, len);
-	return ret;
+	return wrote(e, ret);
 }
 
 int blkd_engine_flush(struct blkd_engine *e)
@@ -427,7 +439,7 @@ int blkd_engine_flush(struct blkd_engine *e)
 	INC(e->flushes, 1);
 	if (e->read_only || !e->ov)
 		return 0;
-	return overlay_flush(e->ov);
+	return wrote(e, overlay_flush(e->ov));
 }
 
 int blkd_engine_write_zeroes(struct blkd_engine *e, uint64_t off, uint64_t len)
@@ -437,7 +449,7 @@ int blkd_engine_write_zeroes(struct blkd_engine *e, uint64_t off, uint64_t len)
 	if (e->read_only)
 		return -EPERM;
 	INC(e->discards, 1);
-	return len ? apply(e, off, len, NULL) : 0;
+	return len ? wrote(e, apply(e, off, len, NULL)) : 0;
 }
 
 int blkd_engine_discard(struct blkd_engine *e, uint64_t off, uint64_t len)
@@ -451,7 +463,7 @@ int blkd_engine_discard(struct blkd_engine *e, uint64_t off, uint64_t len)
 		return -EPERM;
 	INC(e->discards, 1);
 	/* only whole blocks are dropped; the edges keep their data (allowed for trim) */
-	return b > a ? apply(e, a, b - a, NULL) : 0;
+	return b > a ? wrote(e, apply(e, a, b - a, NULL)) : 0;
 }
 
 int blkd_engine_status(struct blkd_engine *e, enum blkd_status_ctx ctx, uint64_t off,
@@ -538,6 +550,8 @@ void blkd_engine_get_stats(struct blkd_engine *e, struct blkd_engine_stats *st)
 	st->discards = GET(e->discards);
 	st->read_bytes = GET(e->read_bytes);
 	st->write_bytes = GET(e->write_bytes);
+	st->read_errors = GET(e->read_errors);
+	st->write_errors = GET(e->write_errors);
 	st->overlay_hits = GET(e->overlay_hits);
 	st->meta_hits = GET(e->meta_hits);
 	st->chunk_hits = GET(e->chunk_hits);

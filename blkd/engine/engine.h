@@ -48,7 +48,11 @@ struct blkd_engine_opts {
 	 */
 	int readahead;
 	bool no_plain;             /* no plain tier (cas/source.h) */
-	/* blkd_engine_open's notes: a --prefetch trace of another version of the image (info) */
+	/*
+	 * blkd_engine_open's notes: a --prefetch trace of another version of the image (info);
+	 * then, for the engine's life, the overlay running out of room and writes succeeding
+	 * again (overlay_set_notes: a warning and a notice an episode, on the writing thread)
+	 */
 	struct note_sink notes;
 };
 
@@ -109,6 +113,8 @@ const char *blkd_engine_trace_path(const struct blkd_engine *e);
 struct blkd_engine_stats {
 	uint64_t reads, writes, flushes, discards;
 	uint64_t read_bytes, write_bytes;
+	/* of those, the ones that failed: reads; writes, write-zeroes, discards and flushes */
+	uint64_t read_errors, write_errors;
 	uint64_t overlay_hits, meta_hits, chunk_hits, zero_hits;   /* blocks read per tier */
 	uint64_t chunk_loads, chunk_cache_hits;  /* misses (loaded from the store), hits */
 	uint64_t chunk_loaded_bytes, store_read_bytes;

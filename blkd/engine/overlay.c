@@ -436,12 +436,18 @@ uint64_t overlay_run(struct overlay *ov, uint64_t block, enum ov_state *state)
 	return n;
 }
 
-/* Mark [b, b + n) and write the bytes of the state file that changed. */
-static int ov_mark(struct overlay *ov, uint64_t b, uint64_t n, enum ov_state st, bool write)
+/*
+ * Mark [b, b + n) and write the bytes of the state file that changed. grew (may be NULL):
+ * blocks became dirty that were not (the write took new room in OVERLAY).
+ */
+static int ov_mark(struct overlay *ov, uint64_t b, uint64_t n, enum ov_state st, bool write,
+		   bool *grew)
 {
+	uint64_t dirty;
 	int ret = 0;
 
 	pthread_mutex_lock(&ov->lock);
+	dirty = ov->dirty;
 	if (ov_bits_set(ov->words, b, n, st, &ov->dirty, &ov->zero)) {
 		uint64_t first = b / 32 * 8, last = (b + n - 1) / 32 * 8 + 8;
 
@@ -452,8 +458,54 @@ static int ov_mark(struct overlay *ov, uint64_t b, uint64_t n, enum ov_state st,
 	}
 	if (write)
 		ov->writes++;
+	if (grew)
+		*grew = ov->dirty > dirty;
 	pthread_mutex_unlock(&ov->lock);
 	return ret;
+}
+
+/* ------------------------------------------------------------------ running out of room */
+
+enum ov_room_event ov_room_update(struct ov_room *r, int ret, bool grew, uint64_t *failed)
+{
+	if (ret == -ENOSPC || ret == -EDQUOT) {
+		r->failed++;
+		if (r->full)
+			return OV_ROOM_SAME;
+		__atomic_store_n(&r->full, true, __ATOMIC_RELAXED);
+		return OV_ROOM_FULL;
+	}
+	if (ret || !grew || !r->full)
+		return OV_ROOM_SAME;
+	*failed = r->failed;
+	r->failed = 0;
+	__atomic_store_n(&r->full, false, __ATOMIC_RELAXED);
+	return OV_ROOM_BACK;
+}
+
+void overlay_set_notes(struct overlay *ov, const struct note_sink *notes)
+{
+	ov->notes = *notes;
+}
+
+/* One write's result (0 or -errno) for the episodes; says the start and end of one. */
+static void ov_room_note(struct overlay *ov, int ret, bool grew)
+{
+	enum ov_room_event ev;
+	uint64_t failed = 0;
+
+	/* the common case, a success while there is room, takes no lock */
+	if (!ret && !__atomic_load_n(&ov->room.full, __ATOMIC_RELAXED))
+		return;
+	pthread_mutex_lock(&ov->lock);
+	ev = ov_room_update(&ov->room, ret, grew, &failed);
+	pthread_mutex_unlock(&ov->lock);
+	if (ev == OV_ROOM_FULL)
+		note_emit(&ov->notes, NOTE_WARN, "overlay %s: %s; writes fail until space is freed",
+			  ov->path, strerror(-ret));
+	else if (ev == OV_ROOM_BACK)
+		note_emit(&ov->notes, NOTE_NOTICE, "overlay %s: writes succeed again after %llu "
+			  "failed", ov->path, (unsigned long long)failed);
 }
 
 static int ov_check(struct overlay *ov, uint64_t block, uint64_t n)
@@ -477,6 +529,7 @@ int overlay_read(struct overlay *ov, uint64_t block, uint32_t n, void *buf)
 int overlay_write(struct overlay *ov, uint64_t block, uint32_t n, const void *buf)
 {
 	int ret = ov_check(ov, block, n);
+	bool grew = false;
 
 	if (ret)
 		return ret;
@@ -484,8 +537,9 @@ int overlay_write(struct overlay *ov, uint64_t block, uint32_t n, const void *bu
 	ov_snapshot_cow(ov, block, n);
 	ret = uring_pwrite_full(ov->fd, buf, (size_t)n * OV_BLOCK, (off_t)(block * OV_BLOCK));
 	if (!ret)
-		ret = ov_mark(ov, block, n, OV_DIRTY, true);
+		ret = ov_mark(ov, block, n, OV_DIRTY, true, &grew);
 	pthread_rwlock_unlock(&ov->io_lock);
+	ov_room_note(ov, ret, grew);
 	return ret;
 }
 
@@ -502,8 +556,9 @@ int overlay_zero(struct overlay *ov, uint64_t block, uint64_t n)
 		      (off_t)(n * OV_BLOCK)) < 0 && errno != EOPNOTSUPP && errno != ENOSYS)
 		ret = -errno;
 	if (!ret)
-		ret = ov_mark(ov, block, n, OV_ZERO, true);
+		ret = ov_mark(ov, block, n, OV_ZERO, true, NULL);
 	pthread_rwlock_unlock(&ov->io_lock);
+	ov_room_note(ov, ret, false);
 	return ret;
 }
 

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "../../common/sha256.h"
+#include "../../common/why.h"
 
 #define OV_BLOCK 4096u
 
@@ -53,6 +54,15 @@ uint64_t overlay_blocks(const struct overlay *ov);
 enum ov_state overlay_state(struct overlay *ov, uint64_t block);
 /* Length (in blocks, >= 1) of the run of equal state starting at block. */
 uint64_t overlay_run(struct overlay *ov, uint64_t block, enum ov_state *state);
+
+/*
+ * Where the overlay says it has run out of room: when a write first fails with ENOSPC or
+ * EDQUOT, a warning ("overlay FILE: No space left on device; writes fail until space is
+ * freed"); when a write that needs new room succeeds again, a notice ("overlay FILE: writes
+ * succeed again after N failed"). Two lines an episode, however many writes fail in it;
+ * emitted on the writing thread. Default: nowhere. Call before the first write.
+ */
+void overlay_set_notes(struct overlay *ov, const struct note_sink *notes);
 
 /* Whole blocks only; the caller does any read-modify-write. */
 int overlay_read(struct overlay *ov, uint64_t block, uint32_t n, void *buf);

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../../common/test_hook.h"
 #include "overlay.h"
 
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
@@ -99,6 +100,22 @@ int ov_state_fill(int fd, uint64_t disk_bytes, const uint8_t digest[SHA256_LEN],
 /* "PATH.state" into buf; -ENAMETOOLONG. */
 int ov_state_path(const char *path, char *buf, size_t len);
 
+/*
+ * The overlay's no-room episodes: one starts when a write fails with -ENOSPC or -EDQUOT
+ * and ends when a write that took new room (grew: it made blocks dirty that were not)
+ * succeeds. A rewrite of blocks already dirty needs no room, so it ends nothing.
+ * ov_room_update takes one write's result: OV_ROOM_FULL for the failure that starts an
+ * episode, OV_ROOM_BACK (*failed: the writes that failed in it) for the success that ends
+ * one, OV_ROOM_SAME otherwise. The caller holds the overlay's lock.
+ */
+struct ov_room {
+	bool full;
+	uint64_t failed;
+};
+enum ov_room_event { OV_ROOM_SAME, OV_ROOM_FULL, OV_ROOM_BACK };
+TEST_HOOK
+enum ov_room_event ov_room_update(struct ov_room *r, int ret, bool grew, uint64_t *failed);
+
 struct overlay {
 	char *path;
 	int fd;                             /* OVERLAY: block i at i * 4096 */
@@ -118,6 +135,8 @@ struct overlay {
 	uint64_t dirty, zero;
 	uint64_t writes, flushes, snapshot_copies;
 	int state_err;                      /* the first failed state write; flush reports it */
+	struct ov_room room;                /* running out of room, said once an episode */
+	struct note_sink notes;
 	struct overlay_snapshot *snap;      /* the running snapshot, if any */
 };
 

@@ -70,6 +70,8 @@ static void blkd_stats_json(const struct blkd_engine_stats *s, struct json_buf *
 	json_field_u64(b, "discards", s->discards);
 	json_field_u64(b, "read_bytes", s->read_bytes);
 	json_field_u64(b, "write_bytes", s->write_bytes);
+	json_field_u64(b, "read_errors", s->read_errors);
+	json_field_u64(b, "write_errors", s->write_errors);
 	json_field_u64(b, "blocks_from_overlay", s->overlay_hits);
 	json_field_u64(b, "blocks_from_metadata", s->meta_hits);
 	json_field_u64(b, "blocks_from_chunks", s->chunk_hits);
@@ -120,9 +122,11 @@ static void blkd_stats_text(const struct blkd_engine_stats *s, struct json_buf *
 	const struct blkd_prefetch_stats *p = &s->prefetch;
 
 	json_buf_printf(b, "requests   %llu reads (%llu bytes), %llu writes (%llu bytes), "
-			"%llu flushes, %llu discards, %llu in flight\n",
+			"%llu flushes, %llu discards, %llu in flight; failed: %llu reads, "
+			"%llu writes\n",
 			U(s->reads), U(s->read_bytes), U(s->writes), U(s->write_bytes),
-			U(s->flushes), U(s->discards), U(s->in_flight));
+			U(s->flushes), U(s->discards), U(s->in_flight), U(s->read_errors),
+			U(s->write_errors));
 	json_buf_printf(b, "blocks     %llu from the overlay, %llu metadata, %llu from chunks, "
 			"%llu zero\n",
 			U(s->overlay_hits), U(s->meta_hits), U(s->chunk_hits), U(s->zero_hits));

@@ -84,4 +84,37 @@ done
 expect_error "help unknown" "unknown subcommand 'frobnicate'" -- "$LAZYBLK" help frobnicate
 expect_rc 2 "$LAZYBLK" help frobnicate
 expect_error "help two words" "unexpected argument" -- "$LAZYBLK" help serve run
+# sizes: one parser and one message for every size option (docs/design.md)
+units="(a number with K, M, G or T: powers of 1024"
+expect_size() {  # OPT RANGE CMD...: OPT's bad values exit 2 with the one message
+  local opt=$1 range=$2; shift 2
+  for bad in 10Q 2GB 1.5G 0x10 -1 ""; do
+    expect_error "$2 $opt '$bad'" "$opt: '$bad' is not a size$range $units" -- "$@" "$opt" "$bad"
+    expect_rc 2 "$@" "$opt" "$bad"
+  done
+}
+expect_size --mem " from 4M to 1T" "$LAZYBLK" run --kernel "$T/missing"
+expect_size --cache-size " of at least 1 byte" "$LAZYBLK" serve x --store "$T/s" --remote http://h/
+expect_size --cache-size " of at least 1 byte" "$LAZYBLK" export x --store "$T/s" -o "$T/o" \
+  --remote http://h/
+expect_size --cache-size " of at least 1 byte" "$LAZYBLK" run x --store "$T/s" --kernel k \
+  --remote http://h/
+expect_size --cache-size " of at least 1 byte" "$LAZYBLK" warm x --all --store "$T/s" \
+  --remote http://h/
+expect_size --mem-cache "" "$LAZYBLK" serve x --store "$T/s" --nbd unix:x
+expect_size --mem-cache " of at least 1 byte" "$LAZYBLK" export x --store "$T/s" -o "$T/o"
+expect_size --chunk-size " from 4K to 64M" "$LAZYBLK" import x --store "$T/s" -o "$T/m"
+expect_size --chunk-size " from 4K to 64M" "$LAZYBLK" repack x --trace t --store "$T/s" -o "$T/m"
+expect_size --pack-max " from 0 bytes to 64M" "$LAZYBLK" import x --store "$T/s" -o "$T/m"
+expect_size --size " of at least 8M" "$LAZYBLK" mkfs x -o "$T/l"
+expect_size --journal " from 4M to 4G" "$LAZYBLK" mkfs x -o "$T/l"
+# K, M, G and T are taken by every size option: run --mem 1G gets past the options and fails
+# on the missing kernel (so do 1024M, 1024 (MiB) and 1GiB)
+for mem in 1G 1024M 1024 1GiB 1g; do
+  expect_error "run --mem $mem" "$T/missing: No such file or directory" -- \
+    "$LAZYBLK" run --kernel "$T/missing" --mem "$mem"
+done
+# a unit with B and no i is refused, not taken as a power of 1024 (nor of 1000)
+expect_error "mkfs --journal 64MB" "--journal: '64MB' is not a size" -- \
+  "$LAZYBLK" mkfs x -o "$T/l" --journal 64MB
 echo "cli: ok"

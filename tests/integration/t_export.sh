@@ -76,7 +76,7 @@ grep -q ", $want chunks" "$T/export.out" || die "summary does not say the layout
 grep -q ", $want chunks" "$T/export2.out" || die "--mem-cache 1M: $(cat "$T/export2.out")"
 cmp -s "$T/out/d.raw" "$T/out/d2.raw" || die "--mem-cache 1M wrote another disk"
 rm -f "$T/out/d2.raw"
-expect_error "bad --mem-cache" "bad --mem-cache 'lots'" -- \
+expect_error "bad --mem-cache" "--mem-cache: 'lots' is not a size of at least 1 byte" -- \
   "$LAZYBLK" export "$T/img.layout" --store "$T/store" -o "$T/out/d3.raw" --mem-cache lots
 [ "$(ls -A "$T/out")" = "d.raw" ] || die "stray files: $(ls "$T/out")"
 size=$(stat -c %s "$T/out/d.raw")

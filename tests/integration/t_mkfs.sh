@@ -94,7 +94,7 @@ expect_usage() {
   [ "$rc" -eq 2 ] || die "$name: exit $rc, want 2 (usage error)"
 }
 for j in 0 1K 4095K 5G lots -1; do
-  expect_usage "--journal $j" "between 4M and 4G" -- \
+  expect_usage "--journal $j" "from 4M to 4G" -- \
     "$LAZYBLK" mkfs "$T/py.manifest" -o "$T/x.layout" --journal "$j"
 done
 expect_error "--order of a missing file" "nosuch.txt" -- \

@@ -23,7 +23,7 @@ expect_error "no store" "missing --store DIR" -- "$LAZYBLK" serve "$T/x.layout" 
 expect_error "no transport" "missing --nbd" -- "$LAZYBLK" serve "$T/x.layout" --store "$T/s"
 expect_error "bad transport" "bad --nbd 'udp:1'" -- \
   "$LAZYBLK" serve "$T/x.layout" --store "$T/s" --nbd udp:1
-expect_error "bad mem-cache" "bad --mem-cache" -- \
+expect_error "bad mem-cache" "--mem-cache: 'lots' is not a size (a number with K" -- \
   "$LAZYBLK" serve "$T/x.layout" --store "$T/s" --nbd unix:x --mem-cache lots
 expect_rc 2 "$LAZYBLK" serve "$T/x.layout" --store "$T/s"
 expect_error "vhost-user, missing layout" "x.layout: No such file or directory" -- \

@@ -29,11 +29,13 @@ expect_usage "missing --kernel with image" "missing --kernel" img.layout --store
 expect_usage "--cpus 0" "bad --cpus '0'" --kernel "$T/text" --cpus 0
 expect_usage "--cpus 65" "bad --cpus '65'" --kernel "$T/text" --cpus 65
 expect_usage "--cpus abc" "bad --cpus 'abc'" --kernel "$T/text" --cpus abc
-expect_usage "--mem 0" "bad --mem '0'" --kernel "$T/text" --mem 0
-expect_usage "--mem 2" "bad --mem '2'" --kernel "$T/text" --mem 2
-expect_usage "--mem -5" "bad --mem '-5'" --kernel "$T/text" --mem -5
-expect_usage "--mem 1G" "bad --mem '1G'" --kernel "$T/text" --mem 1G
-expect_usage "--mem huge" "bad --mem" --kernel "$T/text" --mem 99999999999
+memrange="is not a size from 4M to 1T (a number with K, M, G or T: powers of 1024; without one, MiB)"
+expect_usage "--mem 0" "--mem: '0' $memrange" --kernel "$T/text" --mem 0
+expect_usage "--mem 2" "--mem: '2' $memrange" --kernel "$T/text" --mem 2
+expect_usage "--mem -5" "--mem: '-5' $memrange" --kernel "$T/text" --mem -5
+expect_usage "--mem 1GB" "--mem: '1GB' $memrange" --kernel "$T/text" --mem 1GB
+expect_usage "--mem huge" "--mem: '99999999999' $memrange" --kernel "$T/text" --mem 99999999999
+expect_usage "--mem 4100K" "--mem: '4100K' is not a whole number of MiB" --kernel "$T/text" --mem 4100K
 expect_usage "--boot" "bad --boot 'bios'" --kernel "$T/text" --boot bios
 expect_usage "--store without image" "need IMAGE.layout" --kernel "$T/text" --store "$T/s"
 expect_usage "--stats-json without image" "need IMAGE.layout" --kernel "$T/text" --stats-json "$T/j"

@@ -56,7 +56,6 @@ static void test_size_parse_valid(void **state)
 	expect_size("1M", 1ull << 20);
 	expect_size("1m", 1ull << 20);
 	expect_size("1MiB", 1ull << 20);
-	expect_size("1MB", 1ull << 20);
 	expect_size("1Mi", 1ull << 20);
 	expect_size("1mib", 1ull << 20);
 	expect_size("2G", 2ull << 30);
@@ -93,6 +92,13 @@ static void test_size_parse_invalid(void **state)
 	expect_size_bad("1iB");     /* "i" without a unit */
 	expect_size_bad("1B");      /* "B" without a unit */
 	expect_size_bad("0x10");
+	/* a B after the unit without the i: a power of 1000 to many tools, refused */
+	expect_size_bad("1MB");
+	expect_size_bad("2GB");
+	expect_size_bad("2gb");
+	expect_size_bad("1KB");
+	expect_size_bad("1TB");
+	expect_size_bad("1.5G");
 	expect_size_bad("1.5M");
 	expect_size_bad("1e3");
 	/* overflow, of strtoull and of the shift */
@@ -103,6 +109,32 @@ static void test_size_parse_invalid(void **state)
 	expect_size_bad("17179869184G");
 	expect_size_bad("17592186044416M");
 	expect_size_bad("18014398509481984K");
+}
+
+/* size_parse_unit: a bare number counts units (--mem: MiB); a suffix overrides the unit */
+static void test_size_parse_unit(void **state)
+{
+	uint64_t v = 0;
+
+	(void)state;
+	assert_int_equal(size_parse_unit("512", 1ull << 20, &v), 0);
+	assert_int_equal(v, 512ull << 20);
+	assert_int_equal(size_parse_unit("1G", 1ull << 20, &v), 0);
+	assert_int_equal(v, 1ull << 30);
+	assert_int_equal(size_parse_unit("1024K", 1ull << 20, &v), 0);
+	assert_int_equal(v, 1ull << 20);
+	assert_int_equal(size_parse_unit("2GiB", 1ull << 20, &v), 0);
+	assert_int_equal(v, 2ull << 30);
+	assert_int_equal(size_parse_unit("0", 1ull << 20, &v), 0);
+	assert_int_equal(v, 0);
+	assert_int_equal(size_parse_unit("7", 1, &v), 0);
+	assert_int_equal(v, 7);
+	/* the unit's product overflows */
+	assert_int_equal(size_parse_unit("17592186044416", 1ull << 20, &v), -EINVAL);
+	assert_int_equal(size_parse_unit("17592186044415", 1ull << 20, &v), 0);
+	assert_int_equal(v, 17592186044415ull << 20);
+	assert_int_equal(size_parse_unit("2GB", 1ull << 20, &v), -EINVAL);
+	assert_int_equal(size_parse_unit("1", 0, &v), -EINVAL);
 }
 
 static void test_size_human(void **state)
@@ -989,6 +1021,7 @@ int main(void)
 		cmocka_unit_test(test_workq_invalid),
 		cmocka_unit_test(test_size_parse_valid),
 		cmocka_unit_test(test_size_parse_invalid),
+		cmocka_unit_test(test_size_parse_unit),
 		cmocka_unit_test(test_size_human),
 		cmocka_unit_test(test_sha256_vectors),
 		cmocka_unit_test(test_sha256_hex),

@@ -13,6 +13,7 @@
 
 #include "../../blkd/engine/delta.h"
 #include "../../blkd/engine/overlay.h"
+#include "../../blkd/engine/overlay_int.h"
 #include "../../common/fsutil.h"
 
 #define BLK OV_BLOCK
@@ -841,6 +842,38 @@ static void test_snapshot_concurrent4(void **state)
 	snapshot_concurrent(*state, 4);
 }
 
+/*
+ * Running out of room, said once an episode: the first ENOSPC/EDQUOT starts one, later
+ * failures only count, a success that took new room ends it with the count; rewrites of
+ * dirty blocks, zeroes and other errors change nothing.
+ */
+static void test_room_episodes(void **state)
+{
+	struct ov_room r = { 0 };
+	uint64_t failed = 99;
+
+	(void)state;
+	assert_int_equal(ov_room_update(&r, 0, true, &failed), OV_ROOM_SAME);
+	assert_int_equal(ov_room_update(&r, -EIO, false, &failed), OV_ROOM_SAME);
+	assert_false(r.full);
+	assert_int_equal(ov_room_update(&r, -ENOSPC, false, &failed), OV_ROOM_FULL);
+	for (int i = 0; i < 1000; i++)
+		assert_int_equal(ov_room_update(&r, -ENOSPC, false, &failed), OV_ROOM_SAME);
+	assert_int_equal(ov_room_update(&r, -EDQUOT, false, &failed), OV_ROOM_SAME);
+	assert_int_equal(ov_room_update(&r, -EIO, false, &failed), OV_ROOM_SAME);
+	assert_int_equal(ov_room_update(&r, 0, false, &failed), OV_ROOM_SAME);
+	assert_int_equal(failed, 99);
+	assert_true(r.full);
+	assert_int_equal(ov_room_update(&r, 0, true, &failed), OV_ROOM_BACK);
+	assert_int_equal(failed, 1002);
+	assert_false(r.full);
+	assert_int_equal(ov_room_update(&r, 0, true, &failed), OV_ROOM_SAME);
+	/* the next episode counts from zero; EDQUOT starts one as ENOSPC does */
+	assert_int_equal(ov_room_update(&r, -EDQUOT, false, &failed), OV_ROOM_FULL);
+	assert_int_equal(ov_room_update(&r, 0, true, &failed), OV_ROOM_BACK);
+	assert_int_equal(failed, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -855,6 +888,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_snapshot_cow, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_snapshot_concurrent, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_snapshot_concurrent4, setup, teardown),
+		cmocka_unit_test(test_room_episodes),
 	};
 
 	return cmocka_run_group_tests_name("overlay", tests, NULL, NULL);

@@ -1,10 +1,11 @@
 """A raw-protocol NBD client for the integration tests (t_nbd.sh, t_serve_raw.sh): read-only
-refusals, hostile input, an idle client. Usage: nbdc.py ro-write SOCK | hostile SOCK SIZE | idle SOCK
+refusals, hostile input, an idle client, a disk that fills up (t_overlay_full.sh). Usage:
+nbdc.py ro-write SOCK | hostile SOCK SIZE | idle SOCK | fill SOCK OFF MAX
 (SOCK: the server's unix socket). Prints "CMD: ok", or fails with an assertion."""
 import os, random, socket, struct, sys, time
 
 OPTS, REQ, SIMPLE = 0x49484156454F5054, 0x25609513, 0x67446698
-EPERM, EINVAL = 1, 22
+EPERM, EINVAL, ENOSPC = 1, 22, 28
 
 def conn(path):
     s = socket.socket(socket.AF_UNIX)
@@ -131,6 +132,28 @@ def idle(path):
     s.settimeout(60)
     assert closed(s)
 
+def fill(path, off, most):
+    """256 KiB writes from off on until one fails: it must fail with ENOSPC, its payload
+    taken and the connection kept (a read and a later write on it are answered, the write
+    with ENOSPC again). Prints the writes that failed."""
+    s = conn(path)
+    go(s)
+    n, err, data = 0, 0, os.urandom(256 << 10)
+    while n < most:
+        req(s, 1, off + n * len(data), len(data), handle=n, payload=data)
+        err = simple(s, n)
+        if err:
+            break
+        n += 1
+    assert err == ENOSPC, (n, err)
+    req(s, 0, off, 4096, handle=1 << 40)
+    assert simple(s, 1 << 40) == 0 and len(recvn(s, 4096)) == 4096
+    req(s, 1, off + (n + 1) * len(data), len(data), handle=1 << 41, payload=data)
+    assert simple(s, 1 << 41) == ENOSPC
+    req(s, 2, 0, 0)
+    assert closed(s)
+    print("fill: %d writes took, then 2 failed with ENOSPC" % n)
+
 cmd = sys.argv[1]
 if cmd == "ro-write":
     ro_write(sys.argv[2])
@@ -138,4 +161,6 @@ elif cmd == "hostile":
     hostile(sys.argv[2], int(sys.argv[3]))
 elif cmd == "idle":
     idle(sys.argv[2])
+elif cmd == "fill":
+    fill(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
 print(cmd + ": ok")
