@@ -31,7 +31,7 @@ static const char serve_usage[] =
 	"              (--nbd unix:PATH | --nbd tcp:[HOST:]PORT | --vhost-user PATH)...\n"
 	"              [--export-name NAME] [--stats-json FILE] [--control PATH]\n"
 	"              [--trace-record FILE] [--prefetch TRACE] [--prefetch-all]\n"
-	"              [--manifest IMAGE.manifest]\n"
+	"              [--manifest IMAGE.manifest] [--no-check]\n"
 	"       lazyblk serve --raw FILE [--read-only]\n"
 	"              (--nbd unix:PATH | --nbd tcp:[HOST:]PORT | --vhost-user PATH)...\n"
 	"              [--export-name NAME] [--stats-json FILE] [--control PATH]\n"
@@ -71,10 +71,13 @@ static const char serve_usage[] =
 	"%s"
 	"      --manifest FILE     the image's manifest, which traces name files through\n"
 	"                          (default: IMAGE.manifest beside IMAGE.layout)\n"
+	"      --no-check          start without checking that the image's first chunks are\n"
+	"                          in the store (with --remote: that the remote answers for\n"
+	"                          one, and that an oci:// tag exists)\n"
 	"  -h, --help              this text\n";
 
 enum { O_OVERLAY = 256, O_RO, O_MEM, O_NBD, O_NAME, O_JSON, O_VHOST, O_CONTROL, O_MANIFEST,
-       O_RAW };
+       O_RAW, O_NO_CHECK };
 
 struct serve_args {
 	struct blkd_engine_opts eo;
@@ -445,10 +448,11 @@ int cmd_serve(int argc, char **argv)
 		CLI_TRACE_OPTIONS,
 		{ "manifest", required_argument, NULL, O_MANIFEST },
 		{ "control", required_argument, NULL, O_CONTROL },
+		{ "no-check", no_argument, NULL, O_NO_CHECK },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct serve_args a = { 0 };
+	struct serve_args a = { .eo.check = true };
 	uint64_t v;
 	int c, r, li = -1;
 
@@ -474,6 +478,7 @@ int cmd_serve(int argc, char **argv)
 		case O_CONTROL: a.control = optarg; break;
 		case O_RAW: a.raw = optarg; break;
 		case O_MANIFEST: a.tr.manifest = optarg; break;
+		case O_NO_CHECK: a.eo.check = false; break;
 		case 'h': printf(serve_usage, cli_remote_help, cli_trace_help); return 0;
 		default:
 			if (cli_serving_option("serve", argv, &a.tr, &a.rem, c, optarg) <= 0)
