@@ -136,6 +136,30 @@ void cas_source_close(struct cas_source *s)
 	free(s);
 }
 
+int cas_source_check(struct cas_source *s, const uint8_t (*d)[SHA256_LEN], size_t n, char *why,
+		     size_t why_len)
+{
+	char hex[SHA256_HEX_LEN + 1];
+
+	if (why_len)
+		why[0] = '\0';
+	if (s->remote)
+		return remote_probe(s->remote, n ? d[0] : NULL, why, why_len);
+	for (size_t i = 0; i < n; i++) {
+		int ret = store_has(s->store, d[i]);
+
+		if (ret == 1 || (ret == 0 && s->plain && store_plain_size(s->store, d[i])))
+			continue;
+		sha256_to_hex(d[i], hex);
+		if (ret < 0)
+			return why_set(why, why_len, ret, "store %s: chunk sha256:%s: %s",
+				       store_dir(s->store), hex, strerror(-ret));
+		return why_set(why, why_len, -ENOENT, "store %s does not hold the image's chunks "
+			       "(sha256:%s missing); wrong --store?", store_dir(s->store), hex);
+	}
+	return 0;
+}
+
 struct store *cas_source_store(struct cas_source *s) { return s->store; }
 
 bool cas_source_bounded(const struct cas_source *s) { return s->cache != NULL; }

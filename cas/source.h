@@ -67,6 +67,15 @@ struct cas_source_stats {
 int cas_source_open(const struct cas_source_opts *o, struct cas_source **out, char *why,
 			size_t why_len);
 void cas_source_close(struct cas_source *s);
+/*
+ * Whether the chunks d[0..n) can be had, cheaply (a server's start): without a remote, each
+ * is in the store (a chunk file or a plain copy: looked up, not read); with one, the remote
+ * answers for d[0] (remote_probe; n 0: whether an oci tag exists). 0, or -errno with one
+ * line in why: "store DIR does not hold the image's chunks (sha256:HEX missing); wrong
+ * --store?", "remote URL: Connection refused", ... Prints nothing.
+ */
+int cas_source_check(struct cas_source *s, const uint8_t (*d)[SHA256_LEN], size_t n, char *why,
+		     size_t why_len);
 TEST_HOOK
 struct store *cas_source_store(struct cas_source *s);
 

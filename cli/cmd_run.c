@@ -34,7 +34,7 @@ static const char run_usage[] =
 	"            [--cpus N] [--mem SIZE] [--disk FILE[,ro]]... [--hugepages]\n"
 	"            [--populate] [--boot linux64|pvh] [--cache-dir DIR]\n"
 	"            [--manifest IMAGE.manifest] [--stats-json FILE] [--trace-record FILE]\n"
-	"            [--prefetch TRACE] [--prefetch-all] [-- CMD ...]\n"
+	"            [--prefetch TRACE] [--prefetch-all] [--no-check] [-- CMD ...]\n"
 	"       lazyblk run --kernel FILE [--disk FILE[,ro]]... [options]   (no image)\n"
 	"\n"
 	"Boot a micro-VM in this process (KVM): the image is its root disk /dev/vda over\n"
@@ -75,6 +75,9 @@ static const char run_usage[] =
 	"                          (default for traces: IMAGE.manifest beside IMAGE.layout)\n"
 	"      --stats-json FILE   write the image disk's statistics (as lazyblk serve's) to\n"
 	"                          FILE at exit\n"
+	"      --no-check          boot without checking that the image's first chunks are in\n"
+	"                          the store (with --remote: that the remote answers for one,\n"
+	"                          and that an oci:// tag exists)\n"
 	"  -- CMD ...              the command the built initramfs runs in the image\n"
 	"%s"
 	"%s"
@@ -254,7 +257,7 @@ static int run_check(const struct run_args *a, unsigned mib)
 int cmd_run(int argc, char **argv)
 {
 	enum { O_OVERLAY = 256, O_INITRD, O_APPEND, O_CPUS, O_MEM, O_DISK, O_HUGE, O_POP,
-	       O_BOOT, O_CACHE, O_MANIFEST, O_JSON, O_MODULES };
+	       O_BOOT, O_CACHE, O_MANIFEST, O_JSON, O_MODULES, O_NO_CHECK };
 	static const struct option opts[] = {
 		{ "store", required_argument, NULL, 's' },
 		{ "overlay", required_argument, NULL, O_OVERLAY },
@@ -271,13 +274,14 @@ int cmd_run(int argc, char **argv)
 		{ "manifest", required_argument, NULL, O_MANIFEST },
 		{ "modules", required_argument, NULL, O_MODULES },
 		{ "stats-json", required_argument, NULL, O_JSON },
+		{ "no-check", no_argument, NULL, O_NO_CHECK },
 		CLI_REMOTE_OPTIONS,
 		CLI_TRACE_OPTIONS,
 		CLI_LOG_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct run_args a = { 0 };
+	struct run_args a = { .eo.check = true };
 	unsigned mib = RUN_MEM_DEFAULT_MIB;
 	uint64_t mem;
 	int c, r, nopt = argc;
@@ -341,6 +345,7 @@ int cmd_run(int argc, char **argv)
 		case O_MODULES: a.modules = optarg; break;
 		case O_JSON: a.stats_json = optarg; break;
 		case 'v': case 'q': cli_log_option(c); break;
+		case O_NO_CHECK: a.eo.check = false; break;
 		case 'h': printf(run_usage, cli_remote_help, cli_trace_help); return 0;
 		default:
 			if (cli_serving_option("run", argv, &a.tr, &a.rem, c, optarg) <= 0)

@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "../blkd/disk/disk.h"
 #include "../blkd/export/control.h"
@@ -24,6 +26,7 @@
 #include "../common/log.h"
 #include "../common/size.h"
 #include "cli.h"
+#include "daemon.h"
 
 static const char serve_usage[] =
 	"usage: lazyblk serve IMAGE.layout --store DIR [--remote URL [--cache-size BYTES]]\n"
@@ -31,15 +34,19 @@ static const char serve_usage[] =
 	"              (--nbd unix:PATH | --nbd tcp:[HOST:]PORT | --vhost-user PATH)...\n"
 	"              [--export-name NAME] [--stats-json FILE] [--control PATH]\n"
 	"              [--trace-record FILE] [--prefetch TRACE] [--prefetch-all]\n"
-	"              [--manifest IMAGE.manifest]\n"
+	"              [--manifest IMAGE.manifest] [--no-check]\n"
+	"              [--pidfile FILE] [--exit-with-parent] [--run CMD]\n"
 	"       lazyblk serve --raw FILE [--read-only]\n"
 	"              (--nbd unix:PATH | --nbd tcp:[HOST:]PORT | --vhost-user PATH)...\n"
 	"              [--export-name NAME] [--stats-json FILE] [--control PATH]\n"
+	"              [--pidfile FILE] [--exit-with-parent] [--run CMD]\n"
 	"\n"
 	"Serve a layout as a lazily loaded disk: metadata from the layout, data fetched from\n"
 	"the store's chunks (or the remote's) on first read, each verified against its sha256;\n"
-	"writes kept block by block in the overlay. Runs until SIGINT or SIGTERM, then flushes the\n"
-	"overlay and prints statistics (also printed on SIGUSR1).\n"
+	"writes kept block by block in the overlay. Runs until SIGINT or SIGTERM (or until the\n"
+	"--run command exits), then flushes the overlay and prints statistics (also printed on\n"
+	"SIGUSR1). Ready once the 'serving ...' line is printed; with $NOTIFY_SOCKET set (systemd\n"
+	"Type=notify), READY=1 is sent then, and STOPPING=1 at the stop.\n"
 	"With --raw, serve a plain disk file (or block device) as it is, through the same NBD and\n"
 	"vhost-user servers: writes go to the file, unless --read-only.\n"
 	"\n"
@@ -67,14 +74,25 @@ static const char serve_usage[] =
 	"                          with guest memory shared: memory-backend-memfd share=on);\n"
 	"                          one VMM at a time; it may reconnect (chardev reconnect=N).\n"
 	"                          --nbd and --vhost-user may be given together\n"
+	"      --pidfile FILE      write the server's pid to FILE once every socket listens\n"
+	"                          (FILE is locked from the start: a second server of it is\n"
+	"                          refused), remove it at exit\n"
+	"      --exit-with-parent  stop (as on SIGTERM) when the parent process exits\n"
+	"      --run CMD           once serving, run /bin/sh -c CMD with the NBD URI in $uri\n"
+	"                          (and $nbd; $exportname, $port or $unixsocket), stop when it\n"
+	"                          exits and exit with its status; without --nbd, NBD on a\n"
+	"                          private unix socket in a temporary directory\n"
 	"%s"
 	"%s"
 	"      --manifest FILE     the image's manifest, which traces name files through\n"
 	"                          (default: IMAGE.manifest beside IMAGE.layout)\n"
+	"      --no-check          start without checking that the image's first chunks are\n"
+	"                          in the store (with --remote: that the remote answers for\n"
+	"                          one, and that an oci:// tag exists)\n"
 	"  -h, --help              this text\n";
 
 enum { O_OVERLAY = 256, O_RO, O_MEM, O_NBD, O_NAME, O_JSON, O_VHOST, O_CONTROL, O_MANIFEST,
-       O_RAW };
+       O_RAW, O_NO_CHECK, O_PIDFILE, O_EXIT_PARENT, O_RUN };
 
 struct serve_args {
 	struct blkd_engine_opts eo;
@@ -82,16 +100,32 @@ struct serve_args {
 	const char *nbd, *stats_json, *vhost_user, *control;
 	const char *raw;           /* --raw FILE */
 	const char *image_opt;     /* the first option that needs a layout (refused with --raw) */
+	const char *pidfile, *run; /* --pidfile FILE, --run CMD */
+	bool exit_with_parent;
+	pid_t ppid;                /* the parent at the start (--exit-with-parent) */
 	struct cli_remote rem;
 	struct cli_trace tr;
 	char host[256];
+	char run_dir[80];          /* --run without --nbd: the private socket's directory */
+	char run_nbd[96];          /* and its --nbd unix:PATH */
 };
+
+struct banner;
 
 struct sig_ctx {
 	struct disk disk;
 	struct blkd_engine *e;     /* the lazy image's engine; NULL with --raw */
+	struct serve_args *a;
 	sigset_t set;
 	volatile sig_atomic_t stop;
+	pthread_t sig_thread;
+	int ready_left;            /* servers not listening yet (atomic); 0: ready */
+	const struct banner *nbd_banner;
+	int pid_fd;                /* --pidfile, locked; -1: none */
+	pthread_mutex_t run_lock;  /* run_pid, run_status */
+	pid_t run_pid;             /* --run's command while it runs, else 0 */
+	int run_status;            /* its exit status once it ended, else -1 */
+	bool failed;               /* getting ready failed (said why): stopping */
 };
 
 /*
@@ -104,41 +138,54 @@ struct banner {
 	bool read_only;
 	const struct serve_args *nbd;      /* NBD: where it listens; port: the port bound */
 	unsigned short port;
+	struct sig_ctx *sc;
 };
 
 /* s percent-encoded for a URI, but for RFC 3986's unreserved characters and '/'. */
-static void uri_put(const char *s)
+static void uri_put(FILE *f, const char *s)
 {
 	for (; *s; s++) {
 		unsigned char c = (unsigned char)*s;
 
 		if (isalnum(c) || strchr("-._~/", c))
-			putchar(c);
+			fputc(c, f);
 		else
-			printf("%%%02X", c);
+			fprintf(f, "%%%02X", c);
 	}
 }
 
-/* " on WHERE at nbd://HOST:PORT/NAME" or " on unix:PATH at nbd+unix:///NAME?socket=PATH" */
-static void nbd_where_print(const struct banner *b)
+/* nbd://HOST:PORT/NAME or nbd+unix:///NAME?socket=PATH */
+static void nbd_uri_put(FILE *f, const struct banner *b)
 {
 	const struct serve_args *a = b->nbd;
 	const char *name = a->no.export_name ? a->no.export_name : "";
 	const char *host = a->no.tcp_host ? a->no.tcp_host : "127.0.0.1";
 
 	if (a->no.unix_path) {
-		printf(" on %s at nbd+unix:///", a->nbd);
-		uri_put(name);
-		fputs("?socket=", stdout);
-		uri_put(a->no.unix_path);
+		fputs("nbd+unix:///", f);
+		uri_put(f, name);
+		fputs("?socket=", f);
+		uri_put(f, a->no.unix_path);
 		return;
 	}
-	/* the spec as given, with the port bound in place of the one asked for */
-	printf(" on %.*s%u at nbd://%s%s%s:%u/", (int)(a->no.tcp_port - a->nbd), a->nbd,
-	       b->port, strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "",
-	       b->port);
-	uri_put(name);
+	fprintf(f, "nbd://%s%s%s:%u/", strchr(host, ':') ? "[" : "", host,
+		strchr(host, ':') ? "]" : "", b->port);
+	uri_put(f, name);
 }
+
+/* " on WHERE at URI": the spec as given, with the port bound in place of the one asked for */
+static void nbd_where_print(const struct banner *b)
+{
+	const struct serve_args *a = b->nbd;
+
+	if (a->no.unix_path)
+		printf(" on %s at ", a->nbd);
+	else
+		printf(" on %.*s%u at ", (int)(a->no.tcp_port - a->nbd), a->nbd, b->port);
+	nbd_uri_put(stdout, b);
+}
+
+static void serve_ready(const struct banner *b);
 
 static void banner_print(void *arg)
 {
@@ -152,6 +199,87 @@ static void banner_print(void *arg)
 		printf(" on %s", b->where);
 	putchar('\n');
 	fflush(stdout);
+	if (b->sc && !__atomic_sub_fetch(&b->sc->ready_left, 1, __ATOMIC_ACQ_REL))
+		serve_ready(b);
+}
+
+/* "NAME=VALUE", malloc'ed (NULL: out of memory). */
+static char *env_var(const char *name, const char *value)
+{
+	size_t n = strlen(name) + strlen(value) + 2;
+	char *v = malloc(n);
+
+	if (v)
+		snprintf(v, n, "%s=%s", name, value);
+	return v;
+}
+
+/* --run: the command, with nbdkit's variables: uri, nbd, exportname, unixsocket or port. */
+static int run_start(struct sig_ctx *sc)
+{
+	const struct serve_args *a = sc->a;
+	const struct banner *b = sc->nbd_banner;
+	char *uri = NULL, *env[6] = { 0 }, port[8];
+	size_t ulen, n = 0;
+	FILE *f = open_memstream(&uri, &ulen);
+	int ret = 1;
+
+	if (f) {
+		nbd_uri_put(f, b);
+		if (fclose(f))
+			uri = NULL; /* freed below either way */
+	}
+	snprintf(port, sizeof(port), "%u", b->port);
+	if (uri) {
+		env[n++] = env_var("uri", uri);
+		env[n++] = env_var("nbd", uri);
+		env[n++] = env_var("exportname", a->no.export_name ? a->no.export_name : "");
+		env[n++] = a->no.unix_path ? env_var("unixsocket", a->no.unix_path)
+					   : env_var("port", port);
+	}
+	if (!uri || !env[0] || !env[1] || !env[2] || !env[3]) {
+		log_error("--run: out of memory");
+	} else {
+		pthread_mutex_lock(&sc->run_lock);
+		ret = daemon_run_spawn(a->run, env, &sc->run_pid);
+		pthread_mutex_unlock(&sc->run_lock);
+	}
+	for (size_t i = 0; i < n; i++)
+		free(env[i]);
+	free(uri);
+	return ret;
+}
+
+/* Every server listens: the pid file, --run's command, then READY=1 to systemd. */
+static void serve_ready(const struct banner *b)
+{
+	struct sig_ctx *sc = b->sc;
+	char msg[PATH_MAX + 64];
+
+	if ((sc->pid_fd >= 0 && daemon_pidfile_write(sc->a->pidfile, sc->pid_fd)) ||
+	    (sc->a->run && run_start(sc))) {
+		__atomic_store_n(&sc->failed, true, __ATOMIC_RELAXED);
+		pthread_kill(sc->sig_thread, SIGTERM); /* said why: stop */
+		return;
+	}
+	snprintf(msg, sizeof(msg), "READY=1\nSTATUS=serving %s (%s)", b->layout, b->size);
+	daemon_notify(msg);
+}
+
+/* --run's command ended? (wait: wait for it.) Then its status is kept: true. */
+static bool run_reap(struct sig_ctx *sc, bool wait)
+{
+	bool done = false;
+	int st;
+
+	pthread_mutex_lock(&sc->run_lock);
+	if (sc->run_pid > 0 && waitpid(sc->run_pid, &st, wait ? 0 : WNOHANG) == sc->run_pid) {
+		sc->run_status = daemon_exit_status(st);
+		sc->run_pid = 0;
+		done = true;
+	}
+	pthread_mutex_unlock(&sc->run_lock);
+	return done;
 }
 
 /* The vhost-user server, in its own thread when NBD is served as well. */
@@ -252,6 +380,8 @@ static void *sig_main(void *arg)
 			fflush(stdout);
 			continue;
 		}
+		if (sig == SIGCHLD && !run_reap(c, false))
+			continue;
 		__atomic_store_n(&c->stop, 1, __ATOMIC_RELAXED);
 		return NULL;
 	}
@@ -306,14 +436,16 @@ static int servers_prepare(struct serve_args *a, const char *what, struct sig_ct
 	}
 	size_human(sc->disk.size, h, sizeof(h));
 	*nb = (struct banner){ .layout = what, .how = "NBD", .where = a->nbd, .nbd = a,
-			       .read_only = a->no.read_only || sc->disk.read_only };
+			       .read_only = a->no.read_only || sc->disk.read_only, .sc = sc };
 	snprintf(nb->size, sizeof(nb->size), "%s", h);
 	a->no.on_listen = banner_print;
 	a->no.on_listen_arg = nb;
 	a->no.tcp_bound_port = &nb->port;
 	vu->banner = (struct banner){ .layout = what, .how = "vhost-user", .where = a->vhost_user,
-				      .read_only = sc->disk.read_only };
+				      .read_only = sc->disk.read_only, .sc = sc };
 	snprintf(vu->banner.size, sizeof(vu->banner.size), "%s", h);
+	sc->nbd_banner = nb;
+	sc->ready_left = !!a->nbd + !!a->vhost_user;
 	return 0;
 }
 
@@ -336,48 +468,87 @@ static int serve_finish(struct serve_args *a, struct sig_ctx *sc)
 	return rc;
 }
 
+/*
+ * Before anything else: signals blocked (before any thread exists, so that every thread
+ * inherits the mask), the pid file locked, the parent watched. 0, or 1 (said why).
+ */
+static int serve_start(struct serve_args *a, struct sig_ctx *sc)
+{
+	sigemptyset(&sc->set);
+	sigaddset(&sc->set, SIGINT);
+	sigaddset(&sc->set, SIGTERM);
+	sigaddset(&sc->set, SIGUSR1);
+	sigaddset(&sc->set, SIGCHLD); /* --run's command ended */
+	pthread_sigmask(SIG_BLOCK, &sc->set, NULL);
+	signal(SIGPIPE, SIG_IGN); /* a closed stdout must not kill the server */
+	sc->a = a;
+	sc->pid_fd = -1;
+	sc->run_status = -1;
+	sc->ready_left = -1; /* set when the servers are known */
+	pthread_mutex_init(&sc->run_lock, NULL);
+	if (a->pidfile && daemon_pidfile_lock(a->pidfile, &sc->pid_fd))
+		return 1;
+	if (a->exit_with_parent && daemon_exit_with_parent(a->ppid))
+		return 1;
+	return 0;
+}
+
+/* The exit status: --run's command's, unless serving failed; then 1. */
+static int serve_end(struct serve_args *a, struct sig_ctx *sc, int rc)
+{
+	pid_t pid;
+
+	pthread_mutex_lock(&sc->run_lock);
+	pid = sc->run_pid;
+	pthread_mutex_unlock(&sc->run_lock);
+	if (pid > 0) { /* stopped by a signal while it runs: it goes too */
+		kill(pid, SIGTERM);
+		run_reap(sc, true);
+	}
+	daemon_pidfile_remove(a->pidfile, sc->pid_fd);
+	pthread_mutex_destroy(&sc->run_lock);
+	if (__atomic_load_n(&sc->failed, __ATOMIC_RELAXED))
+		return 1;
+	if (sc->run_status >= 0)
+		return rc && !sc->run_status ? 1 : sc->run_status;
+	return rc;
+}
+
 /* what: the IMAGE.layout, or the --raw FILE. */
 static int serve_run(struct serve_args *a, const char *what)
 {
 	struct sig_ctx sc = { 0 };
 	struct vu_ctx vu = { .path = a->vhost_user, .sc = &sc };
 	struct blkd_control *ctl = NULL;
-	pthread_t sig_thread;
 	struct banner nbd_banner;
 	int ret, rc;
 
-	/* before any thread exists, so that every thread inherits the mask */
-	sigemptyset(&sc.set);
-	sigaddset(&sc.set, SIGINT);
-	sigaddset(&sc.set, SIGTERM);
-	sigaddset(&sc.set, SIGUSR1);
-	pthread_sigmask(SIG_BLOCK, &sc.set, NULL);
-	signal(SIGPIPE, SIG_IGN); /* a closed stdout must not kill the server */
-
-	if (disk_open(a, what, &sc))
-		return 1;
+	if (serve_start(a, &sc) || disk_open(a, what, &sc))
+		return serve_end(a, &sc, 1);
 	if (a->control && blkd_control_start(&sc.disk, sc.e, a->control, &ctl)) {
 		disk_done(&sc); /* it said why */
-		return 1;
+		return serve_end(a, &sc, 1);
 	}
-	if (pthread_create(&sig_thread, NULL, sig_main, &sc)) {
+	if (pthread_create(&sc.sig_thread, NULL, sig_main, &sc)) {
 		log_error("cannot start the signal thread");
 		blkd_control_stop(ctl);
 		disk_done(&sc);
-		return 1;
+		return serve_end(a, &sc, 1);
 	}
-	vu.sig_thread = sig_thread;
+	vu.sig_thread = sc.sig_thread;
 	ret = servers_prepare(a, what, &sc, &vu, &nbd_banner);
 	if (!ret)
 		ret = servers_run(a, &sc, &vu);
+	if (__atomic_load_n(&sc.ready_left, __ATOMIC_ACQUIRE) == 0)
+		daemon_notify("STOPPING=1");
 	if (!__atomic_load_n(&sc.stop, __ATOMIC_RELAXED))
-		pthread_kill(sig_thread, SIGTERM); /* a server failed: end the signal thread */
-	pthread_join(sig_thread, NULL);
+		pthread_kill(sc.sig_thread, SIGTERM); /* a server failed: end the signal thread */
+	pthread_join(sc.sig_thread, NULL);
 	vhost_user_dev_free(vu.dev);
 	blkd_control_stop(ctl); /* a snapshot under way completes first */
 	rc = ret ? 1 : serve_finish(a, &sc); /* a server that failed said why; nothing served */
 	disk_done(&sc);
-	return rc;
+	return serve_end(a, &sc, rc);
 }
 
 /* Options that need a layout (refused with --raw): all but --read-only and the servers'. */
@@ -385,14 +556,37 @@ static bool image_only(int c)
 {
 	switch (c) {
 	case O_RO: case O_NBD: case O_NAME: case O_JSON: case O_VHOST: case O_CONTROL: case O_RAW:
-	case 'h': case '?': case ':': case 'v': case 'q':
+	case O_PIDFILE: case O_EXIT_PARENT: case O_RUN: case 'h': case '?': case ':':
+	case 'v': case 'q':
 		return false;
 	default:
 		return true;
 	}
 }
 
-/* After parsing: the combination makes sense. 0, or EXIT_USAGE (said why). */
+/*
+ * --run without --nbd: NBD on a private unix socket, in a directory of its own made here
+ * (removed at exit). 0, or 1 (said why).
+ */
+static int run_socket(struct serve_args *a)
+{
+	const char *tmp = getenv("TMPDIR");
+
+	if (!tmp || !*tmp || strlen(tmp) > sizeof(a->run_dir) - 16)
+		tmp = "/tmp";
+	snprintf(a->run_dir, sizeof(a->run_dir), "%s/lazyblk-XXXXXX", tmp);
+	if (!mkdtemp(a->run_dir)) {
+		log_error("--run: cannot make a directory in %s for the NBD socket: %s", tmp,
+			  strerror(errno));
+		a->run_dir[0] = '\0';
+		return 1;
+	}
+	snprintf(a->run_nbd, sizeof(a->run_nbd), "unix:%s/nbd.sock", a->run_dir);
+	a->nbd = a->run_nbd;
+	return 0;
+}
+
+/* After parsing: the combination makes sense. 0, or EXIT_USAGE (said why), or 1. */
 static int serve_check(struct serve_args *a, int argc, char **argv)
 {
 	if (a->raw) {
@@ -416,6 +610,13 @@ static int serve_check(struct serve_args *a, int argc, char **argv)
 			return EXIT_USAGE;
 		cli_remote_to_engine(&a->rem, &a->eo);
 	}
+	if (a->run && !*a->run)
+		return cli_usage_error("bad --run '' (want a shell command)");
+	if (a->run && !a->nbd && a->vhost_user)
+		return cli_usage_error("--run needs an NBD export: add --nbd (a vhost-user socket "
+				       "has no URI to give the command)");
+	if (a->run && !a->nbd && run_socket(a))
+		return 1;
 	if (!a->nbd && !a->vhost_user)
 		return cli_usage_error("missing --nbd unix:PATH, --nbd tcp:HOST:PORT or "
 				       "--vhost-user PATH");
@@ -446,10 +647,14 @@ int cmd_serve(int argc, char **argv)
 		{ "manifest", required_argument, NULL, O_MANIFEST },
 		{ "control", required_argument, NULL, O_CONTROL },
 		CLI_LOG_OPTIONS,
+		{ "no-check", no_argument, NULL, O_NO_CHECK },
+		{ "pidfile", required_argument, NULL, O_PIDFILE },
+		{ "exit-with-parent", no_argument, NULL, O_EXIT_PARENT },
+		{ "run", required_argument, NULL, O_RUN },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct serve_args a = { 0 };
+	struct serve_args a = { .eo.check = true, .ppid = getppid() };
 	uint64_t v;
 	int c, r, li = -1;
 
@@ -476,6 +681,10 @@ int cmd_serve(int argc, char **argv)
 		case O_RAW: a.raw = optarg; break;
 		case O_MANIFEST: a.tr.manifest = optarg; break;
 		case 'v': case 'q': cli_log_option(c); break;
+		case O_NO_CHECK: a.eo.check = false; break;
+		case O_PIDFILE: a.pidfile = optarg; break;
+		case O_EXIT_PARENT: a.exit_with_parent = true; break;
+		case O_RUN: a.run = optarg; break;
 		case 'h': printf(serve_usage, cli_remote_help, cli_trace_help); return 0;
 		default:
 			if (cli_serving_option("serve", argv, &a.tr, &a.rem, c, optarg) <= 0)
@@ -485,6 +694,10 @@ int cmd_serve(int argc, char **argv)
 	r = serve_check(&a, argc, argv);
 	if (!r)
 		r = serve_run(&a, a.raw ? a.raw : argv[optind]);
+	if (a.run_dir[0]) {
+		unlink(a.run_nbd + 5); /* the server removes it; not if it never listened */
+		rmdir(a.run_dir);
+	}
 	cli_trace_free(&a.tr);
 	return r;
 }

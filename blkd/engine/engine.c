@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +20,7 @@
 #define STATUS_MAX_BLOCKS (1u << 16)   /* one status reply covers at most 256 MiB */
 #define MEM_CACHE_DEFAULT (256ull << 20)
 #define READAHEAD_CHUNKS 16  /* sequential reads: chunks loaded ahead, at most */
+#define CHECK_CHUNKS 8       /* opts.check: the first data runs' chunks looked for */
 
 struct blkd_engine {
 	struct layout *layout;
@@ -143,6 +145,32 @@ static int engine_reader_open(struct blkd_engine *e, const struct blkd_engine_op
 	return ret;
 }
 
+/* opts.check: the first CHECK_CHUNKS distinct chunks of the data runs, in disk order. */
+static int engine_check(struct blkd_engine *e, char *why, size_t why_len)
+{
+	const struct layout *l = e->layout;
+	uint8_t d[CHECK_CHUNKS][SHA256_LEN];
+	uint32_t idx[CHECK_CHUNKS];
+	size_t n = 0, len;
+	int ret;
+
+	for (uint64_t i = 0; i < l->hdr.data_run_count && n < CHECK_CHUNKS; i++) {
+		uint32_t c = l->data_runs[i].chunk;
+		size_t j = 0;
+
+		while (j < n && idx[j] != c)
+			j++;
+		if (j < n)
+			continue;
+		idx[n] = c;
+		memcpy(d[n++], l->chunks[c], SHA256_LEN);
+	}
+	ret = cas_source_check(e->src, (const uint8_t (*)[SHA256_LEN])d, n, why, why_len);
+	if (ret && why_len && (len = strlen(why)) < why_len)
+		snprintf(why + len, why_len - len, " (--no-check to serve anyway)");
+	return ret;
+}
+
 int blkd_engine_open(const struct blkd_engine_opts *o, struct blkd_engine **out, char *why,
 		     size_t why_len)
 {
@@ -164,6 +192,8 @@ int blkd_engine_open(const struct blkd_engine_opts *o, struct blkd_engine **out,
 	}
 	e->size = e->layout->hdr.block_count * BLKD_BLOCK;
 	ret = engine_reader_open(e, o, why, why_len);
+	if (!ret && o->check)
+		ret = engine_check(e, why, why_len);
 	if (!ret)
 		ret = engine_trace_open(e, o, why, why_len);
 	if (!ret)

@@ -49,6 +49,12 @@ struct blkd_engine_opts {
 	int readahead;
 	bool no_plain;             /* no plain tier (cas/source.h) */
 	/*
+	 * At open, before anything starts: the chunks of the first data runs can be had (in
+	 * the store, or the remote answers for the first; an oci tag exists: cas_source_check).
+	 * A cheap check that the store or remote is the image's, not a verification.
+	 */
+	bool check;
+	/*
 	 * blkd_engine_open's notes: a --prefetch trace of another version of the image (info);
 	 * then, for the engine's life, the overlay running out of room and writes succeeding
 	 * again (overlay_set_notes: a warning and a notice an episode, on the writing thread)
@@ -61,7 +67,8 @@ struct blkd_engine;
 /*
  * 0, or -errno with one line in why (why_len bytes, may be 0): "IMAGE.layout: bad magic (not
  * a lazyblk layout)", "DIR: not a lazyblk store (no chunks/ directory)", "TRACE: recorded on
- * another image (...)", "OVERLAY: ...". Prints nothing; the threads it starts (read-ahead,
+ * another image (...)", "OVERLAY: ...", and with check the reason cas_source_check gives,
+ * ending "(--no-check to serve anyway)". Prints nothing; the threads it starts (read-ahead,
  * prefetch) log what fails on them.
  */
 int blkd_engine_open(const struct blkd_engine_opts *o, struct blkd_engine **out, char *why,

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "../../common/log.h"
+#include "../../common/why.h"
 #include "../chunk.h"
 
 #define BACKOFF_BASE_MS 100
@@ -328,6 +329,46 @@ int remote_get_prio(struct remote *r, const uint8_t d[SHA256_LEN], const int *pr
 	rq.body_out = NULL;
 	ret = *frame ? 0 : -ENOMEM;
 out:
+	http_req_clear(&rq);
+	free(loc.url);
+	return ret;
+}
+
+int remote_probe(struct remote *r, const uint8_t d[SHA256_LEN], char *why, size_t why_len)
+{
+	char hex[SHA256_HEX_LEN + 1], fb[32];
+	struct remote_loc loc = { 0 };
+	struct http_req rq = { 0 };
+	const char *w = NULL;
+	int ret;
+
+	if (r->ops->probe) {
+		ret = r->ops->probe(r, d, &w);
+		if (ret)
+			return why_set(why, why_len, ret, "remote %s: %s", r->url, w);
+	}
+	if (!d)
+		return 0;
+	sha256_to_hex(d, hex);
+	ret = r->ops->locate(r, d, hex, &loc);
+	if (ret)
+		return why_set(why, why_len, ret, "remote %s: %s", r->url, strerror(-ret));
+	rq.method = "HEAD";
+	rq.url = loc.url;
+	rq.follow = true;
+	ret = remote_do(r, &rq, r->retries, &w);
+	if (ret == -EACCES)
+		why_set(why, why_len, ret, "remote %s: %s", r->url, w);
+	else if (ret == -ENOMEM)
+		why_set(why, why_len, ret, "out of memory");
+	else if (ret)
+		why_set(why, why_len, ret, "remote %s: %s", r->url, rq.err);
+	else if (rq.status == 404 || rq.status == 410)
+		ret = why_set(why, why_len, -ENOENT, "remote %s does not hold the image's chunks "
+			      "(sha256:%s not found); wrong --remote?", r->url, hex);
+	else if (rq.status != 200)
+		ret = why_set(why, why_len, -EIO, "remote %s: HEAD %s: %s", r->url, loc.url,
+			      remote_failure(&rq, fb, sizeof(fb)));
 	http_req_clear(&rq);
 	free(loc.url);
 	return ret;

@@ -86,6 +86,15 @@ int remote_get_prio(struct remote *r, const uint8_t d[SHA256_LEN], const int *pr
 void remote_kick(struct remote *r);
 
 /*
+ * Whether the remote answers for chunk d, cheaply (a server's start): oci: the tag exists
+ * and its index lists d; then a HEAD of d (with the retries) answers 200. d NULL: only the
+ * first step. 0, or -errno with one line in why (why_len bytes) naming the remote: -ENOENT
+ * it lacks d or the tag, -EIO no answer (the transport error) or another status, -EACCES.
+ * Prints nothing.
+ */
+int remote_probe(struct remote *r, const uint8_t d[SHA256_LEN], char *why, size_t why_len);
+
+/*
  * Upload chunk d's frame unless the remote has it already. Blocking, thread-safe.
  * 1 uploaded, 0 already there, -errno with one log_error line.
  * For oci the chunk is recorded for remote_publish().

@@ -45,6 +45,12 @@ struct remote_ops {
 	/* Where chunk d (hex: its name) is. 0; -ENOENT not there (logged); -ENOMEM. */
 	int (*locate)(struct remote *r, const uint8_t d[SHA256_LEN], const char *hex,
 		      struct remote_loc *loc);
+	/*
+	 * remote_probe's first step (NULL: none): whether the remote can have chunk d (NULL:
+	 * any) without a request (oci: the tag exists and its index lists d). 0, or -ENOENT
+	 * with *why (static).
+	 */
+	int (*probe)(struct remote *r, const uint8_t d[SHA256_LEN], const char **why);
 	/* Whether the fetched frame is what loc promised (NULL: no check). 0, or -EBADMSG. */
 	int (*check)(struct remote *r, const struct remote_loc *loc, const uint8_t *frame,
 		     size_t len, const char *hex);

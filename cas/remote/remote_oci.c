@@ -33,6 +33,7 @@ struct remote_oci {
 	struct oci_refs index;  /* sorted: chunk -> blob, as published under the tag */
 	struct oci_refs pushed; /* what remote_put uploaded or found */
 	time_t index_loaded;
+	bool tagged;            /* the tag was found (not: nothing published under it yet) */
 };
 
 /* ------------------------------------------------------------------ URLs */
@@ -327,6 +328,9 @@ static int index_load(struct remote *r, const char **why)
 		ret = 0; /* nothing published yet */
 		goto out;
 	}
+	pthread_mutex_lock(&r->lock);
+	o->tagged = true;
+	pthread_mutex_unlock(&r->lock);
 	if (rq.status != 200) {
 		*why = rq.status == 401 || rq.status == 403 ? "the registry refused access"
 							    : "the registry failed to send the chunk index";
@@ -413,6 +417,26 @@ static int oci_lookup(struct remote *r, const uint8_t d[SHA256_LEN], struct oci_
 			break;
 	}
 	return -ENOENT;
+}
+
+static int oci_probe(struct remote *r, const uint8_t d[SHA256_LEN], const char **why)
+{
+	struct remote_oci *o = r->be;
+	struct oci_chunk_ref ref;
+	bool tagged;
+
+	pthread_mutex_lock(&r->lock);
+	tagged = o->tagged;
+	pthread_mutex_unlock(&r->lock);
+	if (!tagged) {
+		*why = "no such tag in the repository (nothing was pushed under it)";
+		return -ENOENT;
+	}
+	if (d && oci_lookup(r, d, &ref)) {
+		*why = "its chunk index does not list the image's chunks (pushed from another store?)";
+		return -ENOENT;
+	}
+	return 0;
 }
 
 static int oci_locate(struct remote *r, const uint8_t d[SHA256_LEN], const char *hex,
@@ -584,6 +608,7 @@ const struct remote_ops remote_oci_ops = {
 	.parse = oci_parse,
 	.start = oci_start,
 	.auth = oci_auth,
+	.probe = oci_probe,
 	.locate = oci_locate,
 	.check = oci_check,
 	.put = oci_put,
