@@ -38,12 +38,23 @@ static const char cas_usage[] =
 	"                       (default 3600), so chunks written by an import that is\n"
 	"                       still running, whose manifest does not exist yet, stay\n"
 	"  -n, --dry-run        gc: report what would be removed, remove nothing\n"
-	"  -h, --help           this text\n";
+	"  -h, --help           this text\n"
+	"\n"
+	"On a terminal, verify and gc show a progress line.\n";
 
 static void report(void *arg, const char *hex, const char *why, bool plain)
 {
 	(void)arg;
 	printf("%s: %s (%s)\n", plain ? "bad plain copy" : "corrupt", hex, why);
+}
+
+/* The progress line of gc and verify (arg: what it is doing). */
+static void walk_progress(void *arg, uint64_t done, uint64_t total)
+{
+	if (log_progress_due())
+		log_progress("%s: %llu%% (%llu of %llu chunks and plain copies)", (const char *)arg,
+			     (unsigned long long)(total ? done * 100 / total : 100),
+			     (unsigned long long)done, (unsigned long long)total);
 }
 
 static int parse_grace(const char *arg, uint64_t *out)
@@ -65,6 +76,7 @@ static int run_gc(struct store *s, const char *store_dir, const char *const *kee
 		  uint64_t grace, bool dry_run)
 {
 	struct chunk_refs refs = { 0 };
+	struct cas_walk_progress prog = { walk_progress, (void *)"collecting", 0, 0 };
 	struct cas_gc_result res;
 	char h1[32], h2[32], h3[32];
 	int ret = 0;
@@ -81,7 +93,9 @@ static int run_gc(struct store *s, const char *store_dir, const char *const *kee
 		}
 	}
 	chunk_refs_finish(&refs);
-	ret = cas_gc(s, (const uint8_t (*)[SHA256_LEN])refs.d, refs.n, grace, dry_run, &res);
+	ret = cas_gc(s, (const uint8_t (*)[SHA256_LEN])refs.d, refs.n, grace, dry_run,
+		     log_progress_enabled() ? &prog : NULL, &res);
+	log_progress_done();
 	chunk_refs_free(&refs);
 	if (ret) {
 		log_error("%s: %s", store_dir, strerror(-ret));
@@ -138,9 +152,11 @@ static int run_stats(struct store *s, const char *store_dir)
 /* lazyblk cas verify; closes s. */
 static int run_verify(struct store *s, const char *store_dir)
 {
+	struct cas_walk_progress prog = { walk_progress, (void *)"verifying", 0, 0 };
 	struct verify_result res;
-	int ret = store_verify(s, report, NULL, &res);
+	int ret = store_verify(s, report, NULL, log_progress_enabled() ? &prog : NULL, &res);
 
+	log_progress_done();
 	store_close(s);
 	if (ret) {
 		log_error("%s: %s", store_dir, strerror(-ret));

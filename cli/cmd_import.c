@@ -30,17 +30,32 @@ static const char import_usage[] =
 	"                           (default: chunk size / 8; 0: one chunk per file)\n"
 	"      --level N            zstd level, 1..19 (default 3)\n"
 	"  -j, --threads N          hashing/compression threads (default: all CPUs)\n"
-	"  -h, --help               this text\n";
+	"  -h, --help               this text\n"
+	"\n"
+	"On a terminal a progress line shows the files and bytes read and stored.\n";
 
-/* The progress line: "importing SRC: N files, SIZE". */
-static void import_progress_line(void *arg, uint64_t files, uint64_t bytes)
+/*
+ * The progress line: "importing SRC: N files, SIZE read, SIZE stored", then while the last
+ * chunks are compressed ", compressing: N of M chunks (P%)".
+ */
+static void import_progress_line(void *arg, const struct import_progress *p)
 {
-	char hb[32];
+	char h1[32], h2[32];
 
 	if (!log_progress_due())
 		return;
-	log_progress("importing %s: %llu files, %s", (const char *)arg,
-		     (unsigned long long)files, size_human(bytes, hb, sizeof(hb)));
+	size_human(p->bytes, h1, sizeof(h1));
+	size_human(p->stored_bytes, h2, sizeof(h2));
+	if (p->finishing)
+		log_progress("importing %s: %llu files, %s read, %s stored, compressing: %llu of "
+			     "%llu chunks (%llu%%)", (const char *)arg,
+			     (unsigned long long)p->files, h1, h2,
+			     (unsigned long long)p->chunks_done, (unsigned long long)p->chunks,
+			     (unsigned long long)(p->chunks ? p->chunks_done * 100 / p->chunks
+							    : 100));
+	else
+		log_progress("importing %s: %llu files, %s read, %s stored", (const char *)arg,
+			     (unsigned long long)p->files, h1, h2);
 }
 
 int cmd_import(int argc, char **argv)

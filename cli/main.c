@@ -29,13 +29,16 @@ static const struct cli_cmd commands[] = {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: lazyblk [-v|-q] SUBCOMMAND [ARGS...]\n\n"
+	fprintf(f, "usage: lazyblk [-v|-q] [-p|--no-progress] SUBCOMMAND [ARGS...]\n\n"
 		   "Boot sandboxes from container images without downloading them.\n\n"
 		   "subcommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
 	fprintf(f, "\n'lazyblk SUBCOMMAND --help' describes each one.\n"
 		   "options:\n  -v, --verbose  more messages\n  -q, --quiet    errors only\n"
+		   "  -p, --progress show progress lines even when stderr is no terminal\n"
+		   "                 (one plain line a second)\n"
+		   "  --no-progress  no progress lines, even on a terminal\n"
 		   "  --version      print the version\n");
 }
 
@@ -55,6 +58,10 @@ int main(int argc, char **argv)
 			log_set_level(log_get_level() + 1);
 		} else if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet")) {
 			log_set_level(0);
+		} else if (!strcmp(argv[i], "-p") || !strcmp(argv[i], "--progress")) {
+			log_set_progress(1);
+		} else if (!strcmp(argv[i], "--no-progress")) {
+			log_set_progress(0);
 		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			usage(stdout);
 			return 0;
