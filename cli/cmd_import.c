@@ -7,6 +7,7 @@
 
 #include "../cas/chunk.h"
 #include "../cas/import/import.h"
+#include "../common/json_out.h"
 #include "../common/log.h"
 #include "../common/size.h"
 #include "cli.h"
@@ -30,6 +31,9 @@ static const char import_usage[] =
 	"                           (default: chunk size / 8; 0: one chunk per file)\n"
 	"      --level N            zstd level, 1..19 (default 3)\n"
 	"  -j, --threads N          hashing/compression threads (default: all CPUs)\n"
+	"      --json               print the summary as one JSON object: src, entries,\n"
+	"                           file_bytes, chunks, new_chunks, new_bytes, dup_chunks,\n"
+	"                           seconds, manifest, manifest_digest\n"
 	"  -h, --help               this text\n"
 	"\n"
 	"On a terminal a progress line shows the files and bytes read and stored.\n";
@@ -58,6 +62,37 @@ static void import_progress_line(void *arg, const struct import_progress *p)
 			     (unsigned long long)p->files, h1, h2);
 }
 
+static int import_summary(const struct import_opts *o, const struct import_result *res,
+			  bool json)
+{
+	char hex[SHA256_HEX_LEN + 1], h1[32], h2[32];
+	struct json_buf b = { 0 };
+
+	if (json) {
+		json_buf_puts(&b, "{");
+		cli_json_path(&b, "src", o->src);
+		json_field_u64(&b, "entries", res->entries);
+		json_field_u64(&b, "file_bytes", res->file_bytes);
+		json_field_u64(&b, "chunks", res->image_chunks);
+		json_field_u64(&b, "new_chunks", res->chunks.new_chunks);
+		json_field_u64(&b, "new_bytes", res->chunks.new_bytes);
+		json_field_u64(&b, "dup_chunks", res->chunks.dup_chunks);
+		json_field_fixed(&b, "seconds", res->seconds, 3);
+		cli_json_path(&b, "manifest", o->output);
+		cli_json_digest(&b, "manifest_digest", res->digest);
+		json_buf_puts(&b, "}");
+		return cli_json_print(&b);
+	}
+	sha256_to_hex(res->digest, hex);
+	printf("imported %s: %llu entries, %s in %llu chunks (%llu new, %s stored), %.2f s\n"
+	       "manifest %s sha256:%s\n",
+	       o->src, (unsigned long long)res->entries,
+	       size_human(res->file_bytes, h1, sizeof(h1)),
+	       (unsigned long long)res->image_chunks, (unsigned long long)res->chunks.new_chunks,
+	       size_human(res->chunks.new_bytes, h2, sizeof(h2)), res->seconds, o->output, hex);
+	return 0;
+}
+
 int cmd_import(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -67,13 +102,15 @@ int cmd_import(int argc, char **argv)
 		{ "level", required_argument, NULL, 'L' },
 		{ "pack-max", required_argument, NULL, 'P' },
 		{ "threads", required_argument, NULL, 'j' },
+		{ "json", no_argument, NULL, 'J' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	struct import_opts o = { .chunk_size = CHUNK_SIZE_DEFAULT, .level = CHUNK_LEVEL_DEFAULT,
 				 .progress = import_progress_line, .notes = CLI_NOTES };
 	struct import_result res;
-	char hex[SHA256_HEX_LEN + 1], h1[32], h2[32], why[4096];
+	char why[4096];
+	bool json = false;
 	int64_t pack_max = -1;
 	uint64_t v;
 	int c, ret;
@@ -102,6 +139,7 @@ int cmd_import(int argc, char **argv)
 			if (o.threads < 1 || o.threads > 256)
 				return cli_usage_error("--threads: '%s' is not 1..256", optarg);
 			break;
+		case 'J': json = true; break;
 		case 'h': fputs(import_usage, stdout); return 0;
 		default: return cli_bad_option("import", argv, c);
 		}
@@ -126,12 +164,5 @@ int cmd_import(int argc, char **argv)
 			log_error("%s", why);
 		return 1; /* else the layer below said why */
 	}
-	sha256_to_hex(res.digest, hex);
-	printf("imported %s: %llu entries, %s in %llu chunks (%llu new, %s stored), %.2f s\n"
-	       "manifest %s sha256:%s\n",
-	       o.src, (unsigned long long)res.entries,
-	       size_human(res.file_bytes, h1, sizeof(h1)),
-	       (unsigned long long)res.image_chunks, (unsigned long long)res.chunks.new_chunks,
-	       size_human(res.chunks.new_bytes, h2, sizeof(h2)), res.seconds, o.output, hex);
-	return 0;
+	return import_summary(&o, &res, json);
 }
