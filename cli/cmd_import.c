@@ -39,17 +39,20 @@ static const char import_usage[] =
 	"On a terminal a progress line shows the files and bytes read and stored.\n";
 
 /*
- * The progress line: "importing SRC: N files, SIZE read, SIZE stored", then while the last
- * chunks are compressed ", compressing: N of M chunks (P%)".
+ * The progress line: "importing SRC: [P%, ]N files, SIZE read, SIZE stored", then
+ * while the last chunks are compressed ", compressing: N of M chunks (P%)".
  */
 static void import_progress_line(void *arg, const struct import_progress *p)
 {
-	char h1[32], h2[32];
+	char h1[32], h2[32], pc[24] = "";
 
 	if (!log_progress_due())
 		return;
 	size_human(p->bytes, h1, sizeof(h1));
 	size_human(p->stored_bytes, h2, sizeof(h2));
+	if (p->src_size && !p->finishing)
+		snprintf(pc, sizeof(pc), "%llu%%, ",
+			 (unsigned long long)(p->src_done * 100 / p->src_size));
 	if (p->finishing)
 		log_progress("importing %s: %llu files, %s read, %s stored, compressing: %llu of "
 			     "%llu chunks (%llu%%)", (const char *)arg,
@@ -58,8 +61,8 @@ static void import_progress_line(void *arg, const struct import_progress *p)
 			     (unsigned long long)(p->chunks ? p->chunks_done * 100 / p->chunks
 							    : 100));
 	else
-		log_progress("importing %s: %llu files, %s read, %s stored", (const char *)arg,
-			     (unsigned long long)p->files, h1, h2);
+		log_progress("importing %s: %s%llu files, %s read, %s stored", (const char *)arg,
+			     pc, (unsigned long long)p->files, h1, h2);
 }
 
 static int import_summary(const struct import_opts *o, const struct import_result *res,

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../common/dl_archive.h"
 #include "../../common/fsutil.h"
 #include "../chunk.h"
 
@@ -63,6 +64,13 @@ static void progress_report(struct import_ctx *ic, bool finishing)
 		p.chunks = st.chunks;
 		p.chunks_done = st.new_chunks + st.dup_chunks;
 		p.stored_bytes = st.new_bytes;
+	}
+	if (ic->src_archive && ic->src_size) {
+		int64_t pos = sym_archive_filter_bytes(ic->src_archive, -1);
+
+		p.src_size = ic->src_size;
+		p.src_done = pos < 0 ? 0 : (uint64_t)pos > ic->src_size ? ic->src_size
+									: (uint64_t)pos;
 	}
 	ic->o->progress(ic->o->progress_arg, &p);
 }

@@ -18,6 +18,7 @@ struct import_progress {
 	uint64_t chunks;        /* chunks handed to the compressors */
 	uint64_t chunks_done;   /* of those, hashed and (if new) compressed and stored */
 	uint64_t stored_bytes;  /* compressed bytes of the new chunks stored */
+	uint64_t src_done, src_size; /* a tar file SRC: its bytes read, of its size; else 0 */
 	bool finishing;         /* all read: the last chunks are being compressed and stored */
 };
 
@@ -54,6 +55,7 @@ struct import_result {
 };
 
 /* What each source importer gets. */
+struct archive;
 struct import_ctx {
 	struct tree *tree;
 	struct chunker *chunker;
@@ -61,6 +63,8 @@ struct import_ctx {
 	char *config_json;       /* malloc'ed OCI image config, if the source has one */
 	size_t config_len;
 	uint64_t files, bytes;   /* progress */
+	struct archive *src_archive; /* a tar file SRC being read (its position), or NULL */
+	uint64_t src_size;       /* its size */
 	uint32_t pack_max;       /* see import_opts */
 	struct chunk_buf *pack;  /* the packed chunk being filled */
 	const struct import_opts *o; /* its progress and warn callbacks; NULL: none */

@@ -33,6 +33,10 @@ on_tty import "$LAZYBLK" import "$T/src" --store "$T/s" -o "$T/m" --level 19 -j 
 has_progress import "^importing .*/src: [0-9]+ files, [0-9.]+ [KMG]?i?B read, [0-9.]+ [KMG]?i?B stored"
 has_progress import "stored, compressing: [0-9]+ of [0-9]+ chunks \([0-9]+%\)"
 tty_lines import | grep -q "^imported " || die "import: no summary on a pty"
+# a tar file: the share of it read, as a percentage
+tar -C "$T/src" -czf "$T/src.tar.gz" .
+on_tty tar "$LAZYBLK" import "$T/src.tar.gz" --store "$T/st" -o "$T/mt"
+has_progress tar "^importing .*/src.tar.gz: [0-9]+%, [0-9]+ files, .* read, .* stored"
 
 # off a terminal: the summary only, nothing on stderr
 "$LAZYBLK" import "$T/src" --store "$T/s2" -o "$T/m2" >"$T/out" 2>"$T/err"
