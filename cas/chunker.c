@@ -279,13 +279,26 @@ void chunker_get_stats(struct chunker *c, struct chunker_stats *st)
 	pthread_mutex_unlock(&c->lock);
 }
 
+void chunker_wait(struct chunker *c, void (*tick)(void *arg), void *arg)
+{
+	pthread_mutex_lock(&c->lock);
+	while (c->in_flight) {
+		pthread_cond_wait(&c->cond_idle, &c->lock);
+		if (tick) {
+			pthread_mutex_unlock(&c->lock);
+			tick(arg);
+			pthread_mutex_lock(&c->lock);
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
 int chunker_finish(struct chunker *c)
 {
 	int ret, r2;
 
+	chunker_wait(c, NULL, NULL);
 	pthread_mutex_lock(&c->lock);
-	while (c->in_flight)
-		pthread_cond_wait(&c->cond_idle, &c->lock);
 	ret = c->error;
 	pthread_mutex_unlock(&c->lock);
 	r2 = store_commit(c->store);

@@ -34,6 +34,11 @@ struct chunker;
 int chunker_new(struct store *s, const struct chunker_opts *o, struct chunker **out);
 /* Waits for every job, commits the store, and frees; returns the first error seen. */
 int chunker_finish(struct chunker *c);
+/*
+ * Waits for every job submitted so far, calling tick(arg) (if not NULL; on the caller's
+ * thread, no lock held) each time one ends: the progress of the last chunks' compression.
+ */
+void chunker_wait(struct chunker *c, void (*tick)(void *arg), void *arg);
 void chunker_free(struct chunker *c);
 uint32_t chunker_chunk_size(const struct chunker *c);
 

@@ -24,6 +24,7 @@ struct walk {
 	const uint8_t (*keep)[SHA256_LEN];
 	size_t n_keep;
 	struct cas_gc_result *res;
+	struct cas_walk_progress *progress;
 	int64_t cutoff;        /* remove what is not newer than this (seconds) */
 	uint64_t orphan_bytes; /* plain copies removed without their chunk: never counted */
 	bool dry_run;
@@ -37,6 +38,7 @@ static int walk_one(void *arg, const uint8_t d[SHA256_LEN], const char *path)
 	uint64_t plain;
 	int ret;
 
+	cas_walk_progress_step(w->progress);
 	if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode))
 		return 0; /* gone meanwhile, or not a chunk file */
 	if (w->n_keep && bsearch(d, w->keep, w->n_keep, SHA256_LEN, digest_cmp)) {
@@ -76,6 +78,7 @@ static int orphan_one(void *arg, const uint8_t d[SHA256_LEN], const char *path)
 	uint64_t bytes;
 	int ret;
 
+	cas_walk_progress_step(w->progress);
 	if (lstat(path, &st) < 0)
 		return 0;
 	ret = store_has(w->s, d);
@@ -97,9 +100,11 @@ static int orphan_one(void *arg, const uint8_t d[SHA256_LEN], const char *path)
 }
 
 int cas_gc(struct store *s, const uint8_t (*keep)[SHA256_LEN], size_t n_keep,
-	   uint64_t grace_secs, bool dry_run, struct cas_gc_result *res)
+	   uint64_t grace_secs, bool dry_run, struct cas_walk_progress *progress,
+	   struct cas_gc_result *res)
 {
-	struct walk w = { .s = s, .keep = keep, .n_keep = n_keep, .res = res, .dry_run = dry_run };
+	struct walk w = { .s = s, .keep = keep, .n_keep = n_keep, .res = res, .dry_run = dry_run,
+			  .progress = progress };
 	struct timespec now;
 	int lock_fd = -1, ret;
 
@@ -113,7 +118,9 @@ int cas_gc(struct store *s, const uint8_t (*keep)[SHA256_LEN], size_t n_keep,
 		if (lock_fd < 0)
 			return lock_fd;
 	}
-	ret = store_foreach(s, walk_one, &w);
+	ret = cas_walk_progress_start(progress, s);
+	if (!ret)
+		ret = store_foreach(s, walk_one, &w);
 	if (!ret)
 		ret = store_foreach_plain(s, orphan_one, &w);
 	/* orphans were never counted: a rescan counts a plain copy with its chunk only */

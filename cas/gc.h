@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "store.h"
+#include "walk_progress.h"
 
 struct cas_gc_result {
 	uint64_t referenced;            /* distinct digests to keep */
@@ -36,11 +37,12 @@ struct cas_gc_result {
 
 /*
  * keep: sorted, distinct digests (may be empty only if the caller means it: then every old
- * chunk goes). Bytes are st_size. dry_run: count, remove nothing. 0 or -errno (res then
- * holds what was done so far).
+ * chunk goes). Bytes are st_size. dry_run: count, remove nothing. progress (may be NULL):
+ * the chunks and plain copies looked at. 0 or -errno (res then holds what was done so far).
  */
 int cas_gc(struct store *s, const uint8_t (*keep)[SHA256_LEN], size_t n_keep,
-	   uint64_t grace_secs, bool dry_run, struct cas_gc_result *res);
+	   uint64_t grace_secs, bool dry_run, struct cas_walk_progress *progress,
+	   struct cas_gc_result *res);
 /*
  * Remove the staging files in STORE/tmp older than grace_secs (dry_run: count them); sets
  * only the tmp_* fields of res. Needs no keep set and no lock. 0 or -errno.

@@ -15,6 +15,7 @@ struct verify_state {
 	verify_report_fn report;
 	void *arg;
 	struct verify_result *res;
+	struct cas_walk_progress *progress;
 };
 
 static int check(struct store *s, struct chunk_codec *codec, uint8_t *out,
@@ -53,6 +54,7 @@ static int verify_one(void *arg, const uint8_t d[SHA256_LEN], const char *path)
 	int ret;
 
 	(void)path;
+	cas_walk_progress_step(st->progress);
 	st->res->checked++;
 	ret = check(st->s, st->codec, st->out, d, &why);
 	if (ret == -ENOENT)
@@ -77,6 +79,7 @@ static int verify_plain_one(void *arg, const uint8_t d[SHA256_LEN], const char *
 	uint64_t bytes;
 	int ret;
 
+	cas_walk_progress_step(st->progress);
 	st->res->plain_checked++;
 	ret = plain_verify_file(path, d, &why);
 	if (ret == -ENOENT)
@@ -94,13 +97,17 @@ static int verify_plain_one(void *arg, const uint8_t d[SHA256_LEN], const char *
 	return 0;
 }
 
-int store_verify(struct store *s, verify_report_fn report, void *arg, struct verify_result *res)
+int store_verify(struct store *s, verify_report_fn report, void *arg,
+		 struct cas_walk_progress *progress, struct verify_result *res)
 {
-	struct verify_state st = { s, chunk_codec_new(0), malloc(CHUNK_SIZE_MAX), report, arg, res };
+	struct verify_state st = { s, chunk_codec_new(0), malloc(CHUNK_SIZE_MAX), report, arg, res,
+				   progress };
 	int ret = -ENOMEM;
 
 	memset(res, 0, sizeof(*res));
 	if (st.codec && st.out)
+		ret = cas_walk_progress_start(progress, s);
+	if (!ret && st.codec && st.out)
 		ret = store_foreach(s, verify_one, &st);
 	if (!ret)
 		ret = store_foreach_plain(s, verify_plain_one, &st);

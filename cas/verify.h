@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "store.h"
+#include "walk_progress.h"
 #include "../common/test_hook.h"
 
 struct verify_result {
@@ -17,11 +18,13 @@ struct verify_result {
 /*
  * Decompress and re-hash every chunk; report(arg, hex, reason, false) is called for each bad
  * one. Then re-hash every plain copy (cas/plain.h): a bad one is removed (it is derived data,
- * made again from its chunk) and reported with plain true.
+ * made again from its chunk) and reported with plain true. progress (may be NULL): the
+ * chunks and plain copies checked.
  * Returns 0 (even with corrupt chunks) or -errno when the store cannot be read.
  */
 typedef void (*verify_report_fn)(void *arg, const char *hex, const char *why, bool plain);
-int store_verify(struct store *s, verify_report_fn report, void *arg, struct verify_result *res);
+int store_verify(struct store *s, verify_report_fn report, void *arg,
+		 struct cas_walk_progress *progress, struct verify_result *res);
 /* Check one chunk: 0 ok, -EBADMSG corrupt (why set), -ENOENT missing, -errno. */
 TEST_HOOK
 int store_verify_one(struct store *s, const uint8_t d[SHA256_LEN], const char **why);

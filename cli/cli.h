@@ -154,6 +154,17 @@ void cli_trace_free(struct cli_trace *t);
  */
 int cli_parse_size(const char *opt, const char *arg, uint64_t unit, uint64_t min, uint64_t max,
 		   uint64_t *out);
+
+/*
+ * --json (cli/json_summary.c): members of a summary object, a digest as "sha256:HEX", a path
+ * as a string ("KEY_hex" if it is no UTF-8); cli_json_print prints the object and a newline
+ * on stdout and frees it: 0, or 1 when it could not be built (said why).
+ */
+struct json_buf;
+void cli_json_digest(struct json_buf *b, const char *key, const uint8_t *digest);
+void cli_json_path(struct json_buf *b, const char *key, const char *path);
+int cli_json_print(struct json_buf *b);
+
 /* --chunk-size (4K..64M) and --level (zstd, 1..19): 0, or EXIT_USAGE with the error said. */
 int cli_parse_chunk_size(const char *arg, uint32_t *out);
 int cli_parse_level(const char *arg, int *out);

@@ -8,14 +8,15 @@
 #include "../cas/gc.h"
 #include "../cas/store.h"
 #include "../cas/verify.h"
+#include "../common/json_out.h"
 #include "../common/log.h"
 #include "../common/size.h"
 #include "../ext4gen/refs.h"
 #include "cli.h"
 
 static const char cas_usage[] =
-	"usage: lazyblk cas verify --store DIR\n"
-	"       lazyblk cas stats --store DIR\n"
+	"usage: lazyblk cas verify --store DIR [--json]\n"
+	"       lazyblk cas stats --store DIR [--json]\n"
 	"       lazyblk cas gc --store DIR [--keep FILE ...] [--grace SECONDS] [--dry-run]\n"
 	"\n"
 	"verify  decompress and re-hash every chunk; print each corrupt one as\n"
@@ -40,12 +41,38 @@ static const char cas_usage[] =
 	"                       temporary files), so what an import that is still\n"
 	"                       running has written stays\n"
 	"  -n, --dry-run        gc: report what would be removed, remove nothing\n"
-	"  -h, --help           this text\n";
+	"      --json           stats, verify: print the summary as one JSON object\n"
+	"                       (stats: chunks, raw_bytes, stored_bytes, bad_headers,\n"
+	"                       plain_files, plain_bytes; verify: checked, ok, corrupt,\n"
+	"                       plain_checked, plain_ok, plain_bad, and bad: a list of\n"
+	"                       {digest, plain, reason}); the exit status is the same\n"
+	"  -h, --help           this text\n"
+	"\n"
+	"On a terminal, verify and gc show a progress line.\n";
 
+/* arg: NULL (print each bad one), or the JSON list of them being built. */
 static void report(void *arg, const char *hex, const char *why, bool plain)
 {
-	(void)arg;
-	printf("%s: %s (%s)\n", plain ? "bad plain copy" : "corrupt", hex, why);
+	struct json_buf *bad = arg;
+
+	if (!bad) {
+		printf("%s: %s (%s)\n", plain ? "bad plain copy" : "corrupt", hex, why);
+		return;
+	}
+	json_buf_puts(bad, bad->len ? ",{" : "{");
+	json_buf_printf(bad, "\"digest\":\"sha256:%s\"", hex);
+	json_field_bool(bad, "plain", plain);
+	json_field_bytes(bad, "reason", why, strlen(why));
+	json_buf_puts(bad, "}");
+}
+
+/* The progress line of gc and verify (arg: what it is doing). */
+static void walk_progress(void *arg, uint64_t done, uint64_t total)
+{
+	if (log_progress_due())
+		log_progress("%s: %llu%% (%llu of %llu chunks and plain copies)", (const char *)arg,
+			     (unsigned long long)(total ? done * 100 / total : 100),
+			     (unsigned long long)done, (unsigned long long)total);
 }
 
 static int parse_grace(const char *arg, uint64_t *out)
@@ -83,6 +110,7 @@ static int run_gc(struct store *s, const char *store_dir, const char *const *kee
 		  uint64_t grace, uint64_t tmp_grace, bool dry_run)
 {
 	struct chunk_refs refs = { 0 };
+	struct cas_walk_progress prog = { walk_progress, (void *)"collecting", 0, 0 };
 	struct cas_gc_result res = { 0 };
 	char h1[32], h2[32], h3[32];
 	int ret = 0;
@@ -99,8 +127,11 @@ static int run_gc(struct store *s, const char *store_dir, const char *const *kee
 		}
 	}
 	chunk_refs_finish(&refs);
-	if (n_keep)
-		ret = cas_gc(s, (const uint8_t (*)[SHA256_LEN])refs.d, refs.n, grace, dry_run, &res);
+	if (n_keep) {
+		ret = cas_gc(s, (const uint8_t (*)[SHA256_LEN])refs.d, refs.n, grace, dry_run,
+			     log_progress_enabled() ? &prog : NULL, &res);
+		log_progress_done();
+	}
 	chunk_refs_free(&refs);
 	if (!ret)
 		ret = cas_gc_tmp(s, tmp_grace, dry_run, &res);
@@ -133,8 +164,9 @@ static int run_gc(struct store *s, const char *store_dir, const char *const *kee
 }
 
 /* lazyblk cas stats; closes s. */
-static int run_stats(struct store *s, const char *store_dir)
+static int run_stats(struct store *s, const char *store_dir, bool json)
 {
+	struct json_buf b = { 0 };
 	struct store_stats st;
 	char h1[32], h2[32];
 	int ret = store_stats(s, &st);
@@ -143,6 +175,17 @@ static int run_stats(struct store *s, const char *store_dir)
 	if (ret) {
 		log_error("%s: %s", store_dir, strerror(-ret));
 		return 1;
+	}
+	if (json) {
+		json_buf_puts(&b, "{");
+		json_field_u64(&b, "chunks", st.chunks);
+		json_field_u64(&b, "raw_bytes", st.raw_bytes);
+		json_field_u64(&b, "stored_bytes", st.stored_bytes);
+		json_field_u64(&b, "bad_headers", st.bad_headers);
+		json_field_u64(&b, "plain_files", st.plain_files);
+		json_field_u64(&b, "plain_bytes", st.plain_bytes);
+		json_buf_puts(&b, "}");
+		return cli_json_print(&b);
 	}
 	printf("chunks        %llu\n", (unsigned long long)st.chunks);
 	printf("raw bytes     %llu (%s)\n", (unsigned long long)st.raw_bytes,
@@ -159,22 +202,54 @@ static int run_stats(struct store *s, const char *store_dir)
 	return 0;
 }
 
-/* lazyblk cas verify; closes s. */
-static int run_verify(struct store *s, const char *store_dir)
+/* --json of verify: the counts, and bad, the list report() built. */
+static int verify_json(const struct verify_result *res, struct json_buf *bad)
 {
-	struct verify_result res;
-	int ret = store_verify(s, report, NULL, &res);
+	struct json_buf b = { 0 };
 
+	json_buf_puts(&b, "{");
+	json_field_u64(&b, "checked", res->checked);
+	json_field_u64(&b, "ok", res->ok);
+	json_field_u64(&b, "corrupt", res->corrupt);
+	json_field_u64(&b, "plain_checked", res->plain_checked);
+	json_field_u64(&b, "plain_ok", res->plain_ok);
+	json_field_u64(&b, "plain_bad", res->plain_bad);
+	json_buf_puts(&b, ",\"bad\":[");
+	if (bad->p)
+		json_buf_puts(&b, bad->p);
+	json_buf_puts(&b, "]}");
+	if (bad->err)
+		b.err = bad->err;
+	json_buf_free(bad);
+	return cli_json_print(&b);
+}
+
+/* lazyblk cas verify; closes s. */
+static int run_verify(struct store *s, const char *store_dir, bool json)
+{
+	struct cas_walk_progress prog = { walk_progress, (void *)"verifying", 0, 0 };
+	struct json_buf bad = { 0 };
+	struct verify_result res;
+	int ret = store_verify(s, report, json ? &bad : NULL,
+			       log_progress_enabled() ? &prog : NULL, &res);
+
+	log_progress_done();
 	store_close(s);
 	if (ret) {
+		json_buf_free(&bad);
 		log_error("%s: %s", store_dir, strerror(-ret));
 		return 1;
 	}
-	printf("verified %llu chunks: %llu ok, %llu corrupt\n", (unsigned long long)res.checked,
-	       (unsigned long long)res.ok, (unsigned long long)res.corrupt);
-	printf("verified %llu plain copies: %llu ok, %llu bad (removed)\n",
-	       (unsigned long long)res.plain_checked, (unsigned long long)res.plain_ok,
-	       (unsigned long long)res.plain_bad);
+	if (json && verify_json(&res, &bad))
+		return 1;
+	if (!json) {
+		printf("verified %llu chunks: %llu ok, %llu corrupt\n",
+		       (unsigned long long)res.checked, (unsigned long long)res.ok,
+		       (unsigned long long)res.corrupt);
+		printf("verified %llu plain copies: %llu ok, %llu bad (removed)\n",
+		       (unsigned long long)res.plain_checked, (unsigned long long)res.plain_ok,
+		       (unsigned long long)res.plain_bad);
+	}
 	ret = 0;
 	if (res.corrupt) {
 		log_error("%llu corrupt chunk%s in %s", (unsigned long long)res.corrupt,
@@ -197,13 +272,14 @@ int cmd_cas(int argc, char **argv)
 		{ "grace", required_argument, NULL, 'g' },
 		{ "dry-run", no_argument, NULL, 'n' },
 		CLI_LOG_OPTIONS,
+		{ "json", no_argument, NULL, 'J' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	const char *store_dir = NULL, *sub, **keep = NULL;
 	uint64_t grace = 3600, tmp_grace = STORE_TMP_GRACE_SECS;
 	size_t n_keep = 0;
-	bool dry_run = false, is_gc;
+	bool dry_run = false, json = false, is_gc;
 	struct store *s;
 	int c, ret;
 
@@ -231,9 +307,14 @@ int cmd_cas(int argc, char **argv)
 					      c == 'k' ? "keep" : c == 'g' ? "grace" : "dry-run");
 			break;
 		}
+		if (is_gc && c == 'J') {
+			ret = cli_usage_error("--json is for cas stats and cas verify");
+			break;
+		}
 		switch (c) {
 		case 's': store_dir = optarg; break;
 		case 'k': keep[n_keep++] = optarg; break;
+		case 'J': json = true; break;
 		case 'g':
 			if (parse_grace(optarg, &grace))
 				ret = cli_usage_error("--grace: '%s' is not a number of seconds",
@@ -269,7 +350,8 @@ int cmd_cas(int argc, char **argv)
 		store_close(s);
 		goto out;
 	}
-	ret = !strcmp(sub, "stats") ? run_stats(s, store_dir) : run_verify(s, store_dir);
+	ret = !strcmp(sub, "stats") ? run_stats(s, store_dir, json)
+				    : run_verify(s, store_dir, json);
 out:
 	free(keep);
 	return ret;

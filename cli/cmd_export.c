@@ -16,7 +16,7 @@
 static const char export_usage[] =
 	"usage: lazyblk export IMAGE.layout --store DIR -o DISK.raw [--mem-cache BYTES]\n"
 	"              [--remote URL [--cache-size BYTES]] [--fetch-concurrency N]\n"
-	"              [--fetch-timeout SECS] [--fetch-retries N]\n"
+	"              [--fetch-timeout SECS] [--fetch-retries N] [--json]\n"
 	"\n"
 	"Materialize every block of a layout into a raw disk image of the layout's size:\n"
 	"metadata blocks from the layout, data blocks from the store's chunks (each chunk\n"
@@ -33,8 +33,14 @@ static const char export_usage[] =
 	"  -o, --output FILE       the raw disk image to write\n"
 	"      --mem-cache BYTES   decompressed chunks kept in memory while reading (default\n"
 	"                          64M); a chunk shared by far-apart files may be read again\n"
+	"      --json              print the summary as one JSON object: layout, output,\n"
+	"                          disk_bytes, mapped_bytes, written_bytes, chunks,\n"
+	"                          chunk_loads, seconds, and cas (the store and remote\n"
+	"                          counters, as serve --stats-json names them)\n"
 	"%s"
-	"  -h, --help              this text\n";
+	"  -h, --help              this text\n"
+	"\n"
+	"On a terminal a progress line shows how much of the disk is done.\n";
 
 static void export_progress(void *arg, uint64_t done, uint64_t total)
 {
@@ -47,7 +53,26 @@ static void export_progress(void *arg, uint64_t done, uint64_t total)
 			     size_human(done, h1, sizeof(h1)), size_human(total, h2, sizeof(h2)));
 }
 
-static int export_run(struct blkd_export_opts *o)
+static int export_json(const struct blkd_export_opts *o, const struct blkd_export_stats *st)
+{
+	struct json_buf b = { 0 };
+
+	json_buf_puts(&b, "{");
+	cli_json_path(&b, "layout", o->layout_path);
+	cli_json_path(&b, "output", o->out_path);
+	json_field_u64(&b, "disk_bytes", st->disk_bytes);
+	json_field_u64(&b, "mapped_bytes", st->mapped_bytes);
+	json_field_u64(&b, "written_bytes", st->written_bytes);
+	json_field_u64(&b, "chunks", st->chunks);
+	json_field_u64(&b, "chunk_loads", st->chunk_loads);
+	json_field_fixed(&b, "seconds", st->seconds, 3);
+	json_buf_puts(&b, ",\"cas\":{");
+	blkd_stats_cas_json(&st->cas, &b);
+	json_buf_puts(&b, "}}");
+	return cli_json_print(&b);
+}
+
+static int export_run(struct blkd_export_opts *o, bool json)
 {
 	struct blkd_export_stats st;
 	struct json_buf b = { 0 };
@@ -64,6 +89,8 @@ static int export_run(struct blkd_export_opts *o)
 		/* else the chunk tiers said why */
 		return ret == -ECANCELED ? CLI_EXIT_INTERRUPTED : 1;
 	}
+	if (json)
+		return export_json(o, &st);
 	printf("exported %s to %s: %s disk, %s of non-zero blocks, %llu chunks",
 	       o->layout_path, o->out_path, size_human(st.disk_bytes, h1, sizeof(h1)),
 	       size_human(st.written_bytes, h2, sizeof(h2)), (unsigned long long)st.chunks);
@@ -86,6 +113,7 @@ int cmd_export(int argc, char **argv)
 		{ "store", required_argument, NULL, 's' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "mem-cache", required_argument, NULL, 'M' },
+		{ "json", no_argument, NULL, 'J' },
 		CLI_REMOTE_OPTIONS,
 		CLI_LOG_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
@@ -93,6 +121,7 @@ int cmd_export(int argc, char **argv)
 	};
 	struct cli_remote rem = { 0 };
 	struct blkd_export_opts o = { 0 };
+	bool json = false;
 	uint64_t v;
 	int c, r;
 
@@ -108,6 +137,7 @@ int cmd_export(int argc, char **argv)
 			o.mem_cache = (size_t)v;
 			break;
 		case 'v': case 'q': cli_log_option(c); break;
+		case 'J': json = true; break;
 		case 'h': printf(export_usage, cli_remote_help); return 0;
 		default:
 			r = cli_remote_option(&rem, c, optarg);
@@ -130,5 +160,5 @@ int cmd_export(int argc, char **argv)
 	cli_remote_to_source(&rem, &o.src);
 	o.layout_path = argv[optind];
 	log_first_error_only(true); /* reader threads may fail at once: say it once */
-	return export_run(&o);
+	return export_run(&o, json);
 }

@@ -7,6 +7,7 @@
 
 #include "../cas/chunk.h"
 #include "../cas/import/import.h"
+#include "../common/json_out.h"
 #include "../common/log.h"
 #include "../common/size.h"
 #include "cli.h"
@@ -37,17 +38,69 @@ static const char import_usage[] =
 	"                           (default: chunk size / 8; 0: one chunk per file)\n"
 	"      --level N            zstd level, 1..19 (default 3)\n"
 	"  -j, --threads N          hashing/compression threads (default: all CPUs)\n"
-	"  -h, --help               this text\n";
+	"      --json               print the summary as one JSON object: src, entries,\n"
+	"                           file_bytes, chunks, new_chunks, new_bytes, dup_chunks,\n"
+	"                           seconds, manifest, manifest_digest\n"
+	"  -h, --help               this text\n"
+	"\n"
+	"On a terminal a progress line shows the files and bytes read and stored.\n";
 
-/* The progress line: "importing SRC: N files, SIZE". */
-static void import_progress_line(void *arg, uint64_t files, uint64_t bytes)
+/*
+ * The progress line: "importing SRC: [P%, ]N files, SIZE read, SIZE stored", then
+ * while the last chunks are compressed ", compressing: N of M chunks (P%)".
+ */
+static void import_progress_line(void *arg, const struct import_progress *p)
 {
-	char hb[32];
+	char h1[32], h2[32], pc[24] = "";
 
 	if (!log_progress_due())
 		return;
-	log_progress("importing %s: %llu files, %s", (const char *)arg,
-		     (unsigned long long)files, size_human(bytes, hb, sizeof(hb)));
+	size_human(p->bytes, h1, sizeof(h1));
+	size_human(p->stored_bytes, h2, sizeof(h2));
+	if (p->src_size && !p->finishing)
+		snprintf(pc, sizeof(pc), "%llu%%, ",
+			 (unsigned long long)(p->src_done * 100 / p->src_size));
+	if (p->finishing)
+		log_progress("importing %s: %llu files, %s read, %s stored, compressing: %llu of "
+			     "%llu chunks (%llu%%)", (const char *)arg,
+			     (unsigned long long)p->files, h1, h2,
+			     (unsigned long long)p->chunks_done, (unsigned long long)p->chunks,
+			     (unsigned long long)(p->chunks ? p->chunks_done * 100 / p->chunks
+							    : 100));
+	else
+		log_progress("importing %s: %s%llu files, %s read, %s stored", (const char *)arg,
+			     pc, (unsigned long long)p->files, h1, h2);
+}
+
+static int import_summary(const struct import_opts *o, const struct import_result *res,
+			  bool json)
+{
+	char hex[SHA256_HEX_LEN + 1], h1[32], h2[32];
+	struct json_buf b = { 0 };
+
+	if (json) {
+		json_buf_puts(&b, "{");
+		cli_json_path(&b, "src", o->src);
+		json_field_u64(&b, "entries", res->entries);
+		json_field_u64(&b, "file_bytes", res->file_bytes);
+		json_field_u64(&b, "chunks", res->image_chunks);
+		json_field_u64(&b, "new_chunks", res->chunks.new_chunks);
+		json_field_u64(&b, "new_bytes", res->chunks.new_bytes);
+		json_field_u64(&b, "dup_chunks", res->chunks.dup_chunks);
+		json_field_fixed(&b, "seconds", res->seconds, 3);
+		cli_json_path(&b, "manifest", o->output);
+		cli_json_digest(&b, "manifest_digest", res->digest);
+		json_buf_puts(&b, "}");
+		return cli_json_print(&b);
+	}
+	sha256_to_hex(res->digest, hex);
+	printf("imported %s: %llu entries, %s in %llu chunks (%llu new, %s stored), %.2f s\n"
+	       "manifest %s sha256:%s\n",
+	       o->src, (unsigned long long)res->entries,
+	       size_human(res->file_bytes, h1, sizeof(h1)),
+	       (unsigned long long)res->image_chunks, (unsigned long long)res->chunks.new_chunks,
+	       size_human(res->chunks.new_bytes, h2, sizeof(h2)), res->seconds, o->output, hex);
+	return 0;
 }
 
 int cmd_import(int argc, char **argv)
@@ -60,13 +113,15 @@ int cmd_import(int argc, char **argv)
 		{ "pack-max", required_argument, NULL, 'P' },
 		{ "threads", required_argument, NULL, 'j' },
 		CLI_LOG_OPTIONS,
+		{ "json", no_argument, NULL, 'J' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	struct import_opts o = { .chunk_size = CHUNK_SIZE_DEFAULT, .level = CHUNK_LEVEL_DEFAULT,
 				 .progress = import_progress_line, .notes = CLI_NOTES };
 	struct import_result res;
-	char hex[SHA256_HEX_LEN + 1], h1[32], h2[32], why[4096];
+	char why[4096];
+	bool json = false;
 	int64_t pack_max = -1;
 	uint64_t v;
 	int c, ret;
@@ -96,6 +151,7 @@ int cmd_import(int argc, char **argv)
 				return cli_usage_error("--threads: '%s' is not 1..256", optarg);
 			break;
 		case 'v': case 'q': cli_log_option(c); break;
+		case 'J': json = true; break;
 		case 'h': fputs(import_usage, stdout); return 0;
 		default: return cli_bad_option("import", argv, c);
 		}
@@ -122,12 +178,5 @@ int cmd_import(int argc, char **argv)
 		/* else the layer below said why */
 		return ret == -ECANCELED ? CLI_EXIT_INTERRUPTED : 1;
 	}
-	sha256_to_hex(res.digest, hex);
-	printf("imported %s: %llu entries, %s in %llu chunks (%llu new, %s stored), %.2f s\n"
-	       "manifest %s sha256:%s\n",
-	       o.src, (unsigned long long)res.entries,
-	       size_human(res.file_bytes, h1, sizeof(h1)),
-	       (unsigned long long)res.image_chunks, (unsigned long long)res.chunks.new_chunks,
-	       size_human(res.chunks.new_bytes, h2, sizeof(h2)), res.seconds, o.output, hex);
-	return 0;
+	return import_summary(&o, &res, json);
 }

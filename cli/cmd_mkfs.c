@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../cas/manifest.h"
+#include "../common/json_out.h"
 #include "../common/log.h"
 #include "../common/size.h"
 #include "../ext4gen/mkfs.h"
@@ -30,6 +31,9 @@ static const char mkfs_usage[] =
 	"      --uuid UUID       filesystem UUID (default: derived from the manifest)\n"
 	"      --order FILE      paths (one per line), or a trace (serve --trace-record),\n"
 	"                        whose files' data is placed first, in that order\n"
+	"      --json            print the summary as one JSON object: manifest, layout,\n"
+	"                        layout_digest, size_bytes, blocks, groups, inodes,\n"
+	"                        used_blocks, meta_blocks, data_runs, uuid\n"
 	"  -h, --help            this text\n";
 
 static int parse_uuid(const char *s, uint8_t out[16])
@@ -60,8 +64,44 @@ static int parse_uuid(const char *s, uint8_t out[16])
 	return n == 32 ? 0 : -EINVAL;
 }
 
+static int mkfs_summary(const char *manifest, const char *out, const struct mkfs_result *res,
+			bool json)
+{
+	char hex[SHA256_HEX_LEN + 1], uuid[37];
+	struct json_buf b = { 0 };
+
+	if (!json) {
+		sha256_to_hex(res->digest, hex);
+		printf("mkfs %s: %llu MiB ext4, %llu groups, %llu inodes, %llu blocks used, "
+		       "%llu metadata blocks stored, %llu data runs\nlayout %s sha256:%s\n",
+		       manifest, (unsigned long long)(res->blocks >> 8),
+		       (unsigned long long)res->groups, (unsigned long long)res->inodes,
+		       (unsigned long long)res->used_blocks, (unsigned long long)res->meta_blocks,
+		       (unsigned long long)res->data_runs, out, hex);
+		return 0;
+	}
+	for (int i = 0, n = 0; i < 16; i++)
+		n += snprintf(uuid + n, sizeof(uuid) - (size_t)n, "%s%02x",
+			      i == 4 || i == 6 || i == 8 || i == 10 ? "-" : "", res->uuid[i]);
+	json_buf_puts(&b, "{");
+	cli_json_path(&b, "manifest", manifest);
+	cli_json_path(&b, "layout", out);
+	cli_json_digest(&b, "layout_digest", res->digest);
+	json_field_u64(&b, "size_bytes", res->blocks * 4096);
+	json_field_u64(&b, "blocks", res->blocks);
+	json_field_u64(&b, "groups", res->groups);
+	json_field_u64(&b, "inodes", res->inodes);
+	json_field_u64(&b, "used_blocks", res->used_blocks);
+	json_field_u64(&b, "meta_blocks", res->meta_blocks);
+	json_field_u64(&b, "data_runs", res->data_runs);
+	json_field_str(&b, "uuid", uuid);
+	json_buf_puts(&b, "}");
+	return cli_json_print(&b);
+}
+
 int cmd_mkfs(int argc, char **argv)
 {
+	enum { O_JSON = 0x200 };
 	static const struct option opts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "size", required_argument, NULL, 'S' },
@@ -71,6 +111,7 @@ int cmd_mkfs(int argc, char **argv)
 		{ "uuid", required_argument, NULL, 'U' },
 		{ "order", required_argument, NULL, 'O' },
 		CLI_LOG_OPTIONS,
+		{ "json", no_argument, NULL, O_JSON },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -79,7 +120,8 @@ int cmd_mkfs(int argc, char **argv)
 	struct manifest *m;
 	const char *out = NULL, *why = NULL;
 	uint8_t uuid[16];
-	char hex[SHA256_HEX_LEN + 1], err[PATH_MAX + 256];
+	char err[PATH_MAX + 256];
+	bool json = false;
 	uint64_t v;
 	int c, ret;
 
@@ -116,6 +158,7 @@ int cmd_mkfs(int argc, char **argv)
 			break;
 		case 'O': o.order_file = optarg; break;
 		case 'v': case 'q': cli_log_option(c); break;
+		case O_JSON: json = true; break;
 		case 'h': fputs(mkfs_usage, stdout); return 0;
 		default: return cli_bad_option("mkfs", argv, c);
 		}
@@ -136,11 +179,5 @@ int cmd_mkfs(int argc, char **argv)
 	manifest_free(m);
 	if (ret)
 		return cli_fail(1, err);
-	sha256_to_hex(res.digest, hex);
-	printf("mkfs %s: %llu MiB ext4, %llu groups, %llu inodes, %llu blocks used, "
-	       "%llu metadata blocks stored, %llu data runs\nlayout %s sha256:%s\n",
-	       argv[optind], (unsigned long long)(res.blocks >> 8), (unsigned long long)res.groups,
-	       (unsigned long long)res.inodes, (unsigned long long)res.used_blocks,
-	       (unsigned long long)res.meta_blocks, (unsigned long long)res.data_runs, out, hex);
-	return 0;
+	return mkfs_summary(argv[optind], out, &res, json);
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../cas/remote/push.h"
+#include "../common/json_out.h"
 #include "../common/log.h"
 #include "../common/size.h"
 #include "../ext4gen/refs.h"
@@ -16,6 +17,7 @@
 static const char push_usage[] =
 	"usage: lazyblk push --store DIR --remote URL [IMAGE.layout|IMAGE.manifest ...]\n"
 	"              [--fetch-concurrency N] [--fetch-timeout SECS] [--fetch-retries N]\n"
+	"              [--json]\n"
 	"\n"
 	"Publish chunks to a remote: every chunk of the store, or only those the given layouts\n"
 	"or manifests use. Each chunk is verified against its sha256 first (a corrupt chunk is never\n"
@@ -36,7 +38,11 @@ static const char push_usage[] =
 	"      --fetch-concurrency N  uploads at once (default 16)\n"
 	"      --fetch-timeout SECS   per request attempt (default 30)\n"
 	"      --fetch-retries N      retries of a failed request (default 4)\n"
-	"  -h, --help                 this text\n";
+	"      --json                 print the summary as one JSON object: remote, chunks,\n"
+	"                             uploaded, uploaded_bytes, present, seconds\n"
+	"  -h, --help                 this text\n"
+	"\n"
+	"On a terminal a progress line counts the chunks done.\n";
 
 /* The chunks the layouts (or manifests) use, without duplicates. */
 static int collect_images(struct chunk_refs *refs, char **paths, int n)
@@ -62,7 +68,22 @@ static void push_progress(void *arg, uint64_t done, uint64_t total)
 			     (unsigned long long)total);
 }
 
-static int push_run(struct cas_push_opts *o, char **images, int n_images)
+static int push_json(const struct cas_push_opts *o, const struct cas_push_stats *st)
+{
+	struct json_buf b = { 0 };
+
+	json_buf_puts(&b, "{");
+	cli_json_path(&b, "remote", o->remote.url);
+	json_field_u64(&b, "chunks", st->chunks);
+	json_field_u64(&b, "uploaded", st->uploaded);
+	json_field_u64(&b, "uploaded_bytes", st->uploaded_bytes);
+	json_field_u64(&b, "present", st->present);
+	json_field_fixed(&b, "seconds", st->seconds, 3);
+	json_buf_puts(&b, "}");
+	return cli_json_print(&b);
+}
+
+static int push_run(struct cas_push_opts *o, char **images, int n_images, bool json)
 {
 	struct chunk_refs refs = { 0 };
 	struct cas_push_stats st;
@@ -89,6 +110,8 @@ static int push_run(struct cas_push_opts *o, char **images, int n_images)
 		/* else the remote said why */
 		return ret == -ECANCELED ? CLI_EXIT_INTERRUPTED : 1;
 	}
+	if (json)
+		return push_json(o, &st);
 	printf("pushed %llu chunks to %s: %llu uploaded (%s), %llu already there, %.2f s\n",
 	       (unsigned long long)st.chunks, o->remote.url, (unsigned long long)st.uploaded,
 	       size_human(st.uploaded_bytes, h, sizeof(h)), (unsigned long long)st.present,
@@ -100,6 +123,7 @@ int cmd_push(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "store", required_argument, NULL, 's' },
+		{ "json", no_argument, NULL, 'J' },
 		CLI_REMOTE_OPTIONS,
 		CLI_LOG_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
@@ -107,6 +131,7 @@ int cmd_push(int argc, char **argv)
 	};
 	struct cli_remote rem = { 0 };
 	struct cas_push_opts o = { 0 };
+	bool json = false;
 	int c, r;
 
 	optind = 1;
@@ -115,6 +140,7 @@ int cmd_push(int argc, char **argv)
 		switch (c) {
 		case 's': o.store_dir = optarg; break;
 		case 'v': case 'q': cli_log_option(c); break;
+		case 'J': json = true; break;
 		case 'h': fputs(push_usage, stdout); return 0;
 		case CLI_O_CACHE_SIZE:
 			return cli_usage_error("--cache-size is for serve, export and run");
@@ -135,5 +161,5 @@ int cmd_push(int argc, char **argv)
 	o.remote.timeout_ms = rem.timeout_ms;
 	o.remote.retries = rem.retries;
 	log_first_error_only(true); /* uploader threads may fail at once: say it once */
-	return push_run(&o, argv + optind, argc - optind);
+	return push_run(&o, argv + optind, argc - optind, json);
 }

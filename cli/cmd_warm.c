@@ -68,6 +68,8 @@ static int warm_wait(struct blkd_prefetch *p, const sigset_t *set, const struct 
 	const struct timespec tick = { .tv_nsec = 100 * 1000000L };
 	struct blkd_prefetch_stats st;
 
+	if (log_progress_enabled())
+		progress(p, t0); /* at once: a short warm shows its line too */
 	for (blkd_prefetch_get_stats(p, &st); !st.finished; blkd_prefetch_get_stats(p, &st)) {
 		int sig = sigtimedwait(set, NULL, &tick);
 

@@ -29,7 +29,7 @@ static const struct cli_cmd commands[] = {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: lazyblk [-v|-q] SUBCOMMAND [ARGS...]\n"
+	fprintf(f, "usage: lazyblk [-v|-q] [-p|--no-progress] SUBCOMMAND [ARGS...]\n"
 		   "       lazyblk help [SUBCOMMAND]\n\n"
 		   "Boot sandboxes from container images without downloading them.\n\n"
 		   "subcommands:\n");
@@ -41,6 +41,9 @@ static void usage(FILE *f)
 		   "  -v, --verbose  more messages (-vv: debug messages too); also after the\n"
 		   "                 subcommand, among its options\n"
 		   "  -q, --quiet    errors only; also after the subcommand\n"
+		   "  -p, --progress show progress lines even when stderr is no terminal\n"
+		   "                 (one plain line a second)\n"
+		   "  --no-progress  no progress lines, even on a terminal\n"
 		   "  --version      print the version\n");
 }
 
@@ -95,6 +98,10 @@ int main(int argc, char **argv)
 			log_set_level(log_get_level() + 1);
 		} else if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet")) {
 			log_set_level(0);
+		} else if (!strcmp(argv[i], "-p") || !strcmp(argv[i], "--progress")) {
+			log_set_progress(1);
+		} else if (!strcmp(argv[i], "--no-progress")) {
+			log_set_progress(0);
 		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			usage(stdout);
 			return 0;

@@ -49,6 +49,7 @@
 	X(archive_entry_xattr_reset) \
 	X(archive_errno) \
 	X(archive_error_string) \
+	X(archive_filter_bytes) \
 	X(archive_filter_code) \
 	X(archive_filter_count) \
 	X(archive_read_data) \

@@ -53,28 +53,36 @@ bool json_utf8_valid(const char *s, size_t len)
 	return true;
 }
 
+/* The JSON text of byte c inside a string (at most 6 bytes, NUL-terminated in out). */
+static size_t json_escape_char(unsigned char c, char out[7])
+{
+	switch (c) {
+	case '"': memcpy(out, "\\\"", 3); return 2;
+	case '\\': memcpy(out, "\\\\", 3); return 2;
+	case '\n': memcpy(out, "\\n", 3); return 2;
+	case '\t': memcpy(out, "\\t", 3); return 2;
+	case '\r': memcpy(out, "\\r", 3); return 2;
+	default:
+		if (c < 0x20 || c == 0x7f) {
+			memcpy(out, "\\u00", 4);
+			out[4] = hex_digits[c >> 4];
+			out[5] = hex_digits[c & 15];
+			out[6] = '\0';
+			return 6;
+		}
+		out[0] = (char)c;
+		out[1] = '\0';
+		return 1;
+	}
+}
+
 void json_write_str(FILE *f, const char *s, size_t len)
 {
-	fputc('"', f);
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)s[i];
+	char e[7];
 
-		switch (c) {
-		case '"': fputs("\\\"", f); break;
-		case '\\': fputs("\\\\", f); break;
-		case '\n': fputs("\\n", f); break;
-		case '\t': fputs("\\t", f); break;
-		case '\r': fputs("\\r", f); break;
-		default:
-			if (c < 0x20 || c == 0x7f) {
-				fputs("\\u00", f);
-				fputc(hex_digits[c >> 4], f);
-				fputc(hex_digits[c & 15], f);
-			} else {
-				fputc(c, f);
-			}
-		}
-	}
+	fputc('"', f);
+	for (size_t i = 0; i < len; i++)
+		fputs(json_escape_char((unsigned char)s[i], e) ? e : "", f);
 	fputc('"', f);
 }
 
@@ -200,6 +208,30 @@ void json_field_fixed(struct json_buf *b, const char *key, double v, int decimal
 {
 	json_key(b, key);
 	json_buf_printf(b, "%.*f", decimals, v);
+}
+
+void json_field_bytes(struct json_buf *b, const char *key, const void *v, size_t len)
+{
+	const uint8_t *p = v;
+	char e[7], hkey[64];
+
+	if (json_utf8_valid(v, len)) {
+		json_key(b, key);
+		json_buf_put(b, "\"", 1);
+		for (size_t i = 0; i < len; i++)
+			json_buf_put(b, e, json_escape_char(p[i], e));
+		json_buf_put(b, "\"", 1);
+		return;
+	}
+	snprintf(hkey, sizeof(hkey), "%s_hex", key);
+	json_key(b, hkey);
+	json_buf_put(b, "\"", 1);
+	for (size_t i = 0; i < len; i++) {
+		e[0] = hex_digits[p[i] >> 4];
+		e[1] = hex_digits[p[i] & 15];
+		json_buf_put(b, e, 2);
+	}
+	json_buf_put(b, "\"", 1);
 }
 
 void json_field_str(struct json_buf *b, const char *key, const char *v)

@@ -54,6 +54,8 @@ void json_field_u64(struct json_buf *b, const char *key, uint64_t v);
 void json_field_bool(struct json_buf *b, const char *key, bool v);
 /* A number with a fixed count of decimals ("%.*f"). */
 void json_field_fixed(struct json_buf *b, const char *key, double v, int decimals);
+/* A byte string member (a path): as json_write_field_bytes ("key_hex" unless UTF-8). */
+void json_field_bytes(struct json_buf *b, const char *key, const void *v, size_t len);
 /* A string member; the caller checked it needs no escaping (names, hex digests). */
 void json_field_str(struct json_buf *b, const char *key, const char *v);
 

@@ -9,18 +9,21 @@
 #include <unistd.h>
 
 #define PROGRESS_EVERY_MS 100
+#define PROGRESS_PLAIN_EVERY_MS 1000 /* forced on where stderr is no terminal */
 
 /* The process-wide logging state; the only mutable global in common/. */
 static struct {
 	const char *ctx;
 	int level;
 	int progress; /* -1 unknown, 0 off, 1 on */
+	int progress_mode; /* log_set_progress: -1 auto, 0 never, 1 always */
+	bool progress_plain; /* on, but stderr is no terminal: lines end with \n */
 	bool progress_shown;
 	bool first_error_only;
 	unsigned long errors;
 	uint64_t progress_next_ms;  /* when the next progress line is due (atomic) */
 	pthread_mutex_t lock;
-} g_log = { NULL, 1, -1, false, false, 0, 0, PTHREAD_MUTEX_INITIALIZER };
+} g_log = { NULL, 1, -1, -1, false, false, false, 0, 0, PTHREAD_MUTEX_INITIALIZER };
 
 void log_set_context(const char *ctx) { g_log.ctx = ctx; }
 void log_set_level(int level) { g_log.level = level; }
@@ -97,10 +100,21 @@ void log_notice(const char *fmt, ...)
 	va_end(ap);
 }
 
+void log_set_progress(int mode)
+{
+	g_log.progress_mode = mode;
+	g_log.progress = -1;
+}
+
 bool log_progress_enabled(void)
 {
-	if (g_log.progress < 0)
-		g_log.progress = isatty(STDERR_FILENO) && g_log.level >= 1;
+	if (g_log.progress < 0) {
+		bool tty = isatty(STDERR_FILENO);
+
+		g_log.progress = g_log.progress_mode < 0 ? tty && g_log.level >= 1
+							 : g_log.progress_mode;
+		g_log.progress_plain = g_log.progress && !tty;
+	}
 	return g_log.progress == 1;
 }
 
@@ -115,7 +129,9 @@ bool log_progress_due(void)
 	now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 	due = __atomic_load_n(&g_log.progress_next_ms, __ATOMIC_RELAXED);
 	return now >= due &&
-	       __atomic_compare_exchange_n(&g_log.progress_next_ms, &due, now + PROGRESS_EVERY_MS,
+	       __atomic_compare_exchange_n(&g_log.progress_next_ms, &due, now +
+					   (g_log.progress_plain ? PROGRESS_PLAIN_EVERY_MS
+								 : PROGRESS_EVERY_MS),
 					   false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }
 
@@ -130,6 +146,11 @@ void log_progress(const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	pthread_mutex_lock(&g_log.lock);
+	if (g_log.progress_plain) {
+		fprintf(stderr, "%s\n", msg);
+		pthread_mutex_unlock(&g_log.lock);
+		return;
+	}
 	fprintf(stderr, "\r\033[K%s", msg);
 	fflush(stderr);
 	g_log.progress_shown = true;

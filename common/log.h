@@ -31,7 +31,12 @@ void log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  */
 void log_notice(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Progress line on a terminal: redrawn in place with \r; silent when stderr is no tty. */
+/*
+ * Progress line on a terminal: redrawn in place with \r; silent when stderr is no tty.
+ * log_set_progress: -1 that default, 0 never (--no-progress), 1 always (-p, --progress:
+ * where stderr is no terminal, one plain line per second, each ending with \n).
+ */
+void log_set_progress(int mode);
 bool log_progress_enabled(void);
 /*
  * True when a progress line is shown and the last one was drawn at least 100 ms ago (at most

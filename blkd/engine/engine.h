@@ -145,6 +145,8 @@ void blkd_engine_get_stats(struct blkd_engine *e, struct blkd_engine_stats *st);
  */
 struct json_buf;
 void blkd_stats_cas_text(const struct cas_source_stats *c, struct json_buf *b);
+/* The same as members of a JSON object (export --json's "cas"), appended to b. */
+void blkd_stats_cas_json(const struct cas_source_stats *c, struct json_buf *b);
 void blkd_engine_print_stats(struct blkd_engine *e, FILE *f, bool json);
 
 #endif

@@ -14,7 +14,7 @@
 
 #define U(x) ((unsigned long long)(x))
 
-static void cas_json(const struct cas_source_stats *c, struct json_buf *b)
+void blkd_stats_cas_json(const struct cas_source_stats *c, struct json_buf *b)
 {
 	const struct remote_stats *r = &c->remote;
 
@@ -85,7 +85,7 @@ static void blkd_stats_json(const struct blkd_engine_stats *s, struct json_buf *
 	json_field_u64(b, "zero_blocks", s->zero_blocks);
 	json_field_u64(b, "snapshot_copies", s->snapshot_copies);
 	json_field_u64(b, "in_flight", s->in_flight);
-	cas_json(&s->cas, b);
+	blkd_stats_cas_json(&s->cas, b);
 	prefetch_json(s, b);
 	json_buf_puts(b, "}\n");
 }

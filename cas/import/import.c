@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../common/dl_archive.h"
 #include "../../common/fsutil.h"
 #include "../chunk.h"
 
@@ -50,10 +51,39 @@ void import_warn(struct import_ctx *ic, const char *fmt, ...)
 	note_emit(&ic->o->notes, NOTE_WARN, "%s", msg);
 }
 
+static void progress_report(struct import_ctx *ic, bool finishing)
+{
+	struct import_progress p = { .files = ic->files, .bytes = ic->bytes,
+				     .finishing = finishing };
+	struct chunker_stats st;
+
+	if (!ic->o || !ic->o->progress)
+		return;
+	if (ic->chunker) {
+		chunker_get_stats(ic->chunker, &st);
+		p.chunks = st.chunks;
+		p.chunks_done = st.new_chunks + st.dup_chunks;
+		p.stored_bytes = st.new_bytes;
+	}
+	if (ic->src_archive && ic->src_size) {
+		int64_t pos = sym_archive_filter_bytes(ic->src_archive, -1);
+
+		p.src_size = ic->src_size;
+		p.src_done = pos < 0 ? 0 : (uint64_t)pos > ic->src_size ? ic->src_size
+									: (uint64_t)pos;
+	}
+	ic->o->progress(ic->o->progress_arg, &p);
+}
+
 void import_progress(struct import_ctx *ic)
 {
-	if (ic->o && ic->o->progress)
-		ic->o->progress(ic->o->progress_arg, ic->files, ic->bytes);
+	progress_report(ic, false);
+}
+
+/* chunker_wait's tick: the last chunks being compressed and stored. */
+static void progress_finishing(void *arg)
+{
+	progress_report(arg, true);
 }
 
 /* The caller's cancel flag is set (a signal came): stop at the next chunk. */
@@ -100,6 +130,7 @@ static int submit(struct import_ctx *ic, struct chunk_buf *b)
 
 	if (ret && ret != -ENOMEM && ic->o)
 		import_fail(ic, ret, "store %s: %s", ic->o->store_dir, strerror(-ret));
+	import_progress(ic); /* a large file is read a chunk at a time: say so as it goes */
 	return ret;
 }
 
@@ -430,6 +461,7 @@ int import_run(const struct import_opts *o, struct import_result *res, char *why
 		chunker_finish(ic.chunker); /* let staged chunks land; they are valid */
 		goto out;
 	}
+	chunker_wait(ic.chunker, progress_finishing, &ic);
 	ret = chunker_finish(ic.chunker);
 	if (ret) {
 		import_fail(&ic, ret, "store %s: %s", o->store_dir, strerror(-ret));

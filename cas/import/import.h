@@ -11,6 +11,17 @@
 #include "../store.h"
 #include "tree.h"
 
+/* Where an import is (its progress callback). */
+struct import_progress {
+	uint64_t files;         /* regular files read so far */
+	uint64_t bytes;         /* file data read so far */
+	uint64_t chunks;        /* chunks handed to the compressors */
+	uint64_t chunks_done;   /* of those, hashed and (if new) compressed and stored */
+	uint64_t stored_bytes;  /* compressed bytes of the new chunks stored */
+	uint64_t src_done, src_size; /* a tar file SRC: its bytes read, of its size; else 0 */
+	bool finishing;         /* all read: the last chunks are being compressed and stored */
+};
+
 struct import_opts {
 	const char *src;        /* DIR | FILE.tar[.gz|.zst] | oci:DIR[:TAG] | docker-archive:FILE */
 	const char *store_dir;
@@ -20,10 +31,11 @@ struct import_opts {
 	int level;
 	unsigned threads;
 	/*
-	 * May be NULL. Called on the importing thread after each file: the files and the bytes
-	 * of file data imported so far. Keep it cheap.
+	 * May be NULL. Called on the importing thread through the whole run: after each file
+	 * and each chunk read, and while the last chunks are compressed and written. Keep it
+	 * cheap (it is called often; rate-limit the drawing).
 	 */
-	void (*progress)(void *arg, uint64_t files, uint64_t bytes);
+	void (*progress)(void *arg, const struct import_progress *p);
 	void *progress_arg;
 	/*
 	 * Warnings (NOTE_WARN, one line each: an entry of unknown type skipped, the archive
@@ -50,6 +62,7 @@ struct import_result {
 };
 
 /* What each source importer gets. */
+struct archive;
 struct import_ctx {
 	struct tree *tree;
 	struct chunker *chunker;
@@ -57,6 +70,8 @@ struct import_ctx {
 	char *config_json;       /* malloc'ed OCI image config, if the source has one */
 	size_t config_len;
 	uint64_t files, bytes;   /* progress */
+	struct archive *src_archive; /* a tar file SRC being read (its position), or NULL */
+	uint64_t src_size;       /* its size */
 	uint32_t pack_max;       /* see import_opts */
 	struct chunk_buf *pack;  /* the packed chunk being filled */
 	const struct import_opts *o; /* its progress and warn callbacks; NULL: none */

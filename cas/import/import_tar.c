@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "../../common/dl_archive.h"
 #include "import.h"
@@ -466,6 +467,7 @@ int import_tar_archive(struct import_ctx *ic, struct archive *a, uint32_t layer,
 int import_tar_file(struct import_ctx *ic, const char *path)
 {
 	struct archive *a;
+	struct stat st;
 	int ret = dl_archive_load();
 
 	if (ret)
@@ -482,7 +484,12 @@ int import_tar_file(struct import_ctx *ic, const char *path)
 		sym_archive_read_free(a);
 		return -EIO;
 	}
+	if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) { /* the share read: a percentage */
+		ic->src_archive = a;
+		ic->src_size = (uint64_t)st.st_size;
+	}
 	ret = import_tar_archive(ic, a, 0, false, path);
+	ic->src_archive = NULL;
 	sym_archive_read_free(a);
 	return ret;
 }

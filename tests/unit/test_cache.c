@@ -537,7 +537,7 @@ static void test_gc(void **state)
 	before = cache_used(f->c);
 
 	/* a dry run counts and removes nothing */
-	assert_int_equal(cas_gc(f->s, KEEP(keep), 3600, true, &res), 0);
+	assert_int_equal(cas_gc(f->s, KEEP(keep), 3600, true, NULL, &res), 0);
 	assert_int_equal(res.referenced, 5);
 	assert_int_equal(res.kept, 4);
 	assert_int_equal(res.kept_bytes, 1000 + 1001 + 1002 + 1003);
@@ -551,7 +551,7 @@ static void test_gc(void **state)
 	assert_int_equal(cache_used(f->c), before);
 
 	/* for real */
-	assert_int_equal(cas_gc(f->s, KEEP(keep), 3600, false, &res), 0);
+	assert_int_equal(cas_gc(f->s, KEEP(keep), 3600, false, NULL, &res), 0);
 	assert_int_equal(res.removed, 2);
 	assert_int_equal(res.kept, 4);
 	assert_int_equal(res.young, 2);
@@ -562,7 +562,7 @@ static void test_gc(void **state)
 	assert_int_equal(cache_used(f->c), real_usage(f->s, NULL));
 
 	/* grace 0: the new unreferenced ones go too; the referenced ones never */
-	assert_int_equal(cas_gc(f->s, KEEP(keep_m), 0, false, &res), 0);
+	assert_int_equal(cas_gc(f->s, KEEP(keep_m), 0, false, NULL, &res), 0);
 	assert_int_equal(res.removed, 4);
 	assert_int_equal(res.kept, 2);
 	for (int i = 0; i < 8; i++)
@@ -649,7 +649,7 @@ static void test_gc_tmp(void **state)
 	assert_int_equal(utimensat(AT_FDCWD, stale, ts, 0), 0);
 	assert_int_equal(utimensat(AT_FDCWD, other, ts, 0), 0);
 	/* cas_gc leaves tmp/ alone; cas_gc_tmp sweeps it */
-	assert_int_equal(cas_gc(f->s, KEEP(keep), 3600, true, &res), 0);
+	assert_int_equal(cas_gc(f->s, KEEP(keep), 3600, true, NULL, &res), 0);
 	assert_int_equal(res.tmp_removed, 0);
 	assert_int_equal(cas_gc_tmp(f->s, 3600, true, &res), 0);
 	assert_int_equal(res.tmp_removed, 1);
@@ -657,7 +657,7 @@ static void test_gc_tmp(void **state)
 	assert_int_equal(res.tmp_young, 1);
 	assert_int_equal(res.tmp_young_bytes, 5);
 	assert_true(path_exists(stale));
-	assert_int_equal(cas_gc(f->s, KEEP(keep), 3600, false, &res), 0);
+	assert_int_equal(cas_gc(f->s, KEEP(keep), 3600, false, NULL, &res), 0);
 	assert_true(path_exists(stale));
 	assert_int_equal(cas_gc_tmp(f->s, 3600, false, &res), 0);
 	assert_int_equal(res.tmp_removed, 1);
@@ -774,7 +774,7 @@ static void test_gc_plain(void **state)
 	assert_int_equal(cache_used(f->c), real_usage_all(f->s, &chunks, &plain_files) -
 					   2 * (500 + PLAIN_TRAILER)); /* orphans are not counted */
 
-	assert_int_equal(cas_gc(f->s, KEEP(keep), 3600, false, &res), 0);
+	assert_int_equal(cas_gc(f->s, KEEP(keep), 3600, false, NULL, &res), 0);
 	assert_int_equal(res.removed, 2);               /* chunks 4 and 5 */
 	assert_int_equal(res.plain_removed, 2);
 	assert_int_equal(res.plain_orphans, 1);

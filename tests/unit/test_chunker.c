@@ -300,6 +300,44 @@ static void test_default_threads_and_size(void **state)
 	chunker_free(NULL);
 }
 
+static void count_tick(void *arg)
+{
+	(*(int *)arg)++;
+}
+
+/*
+ * chunker_wait returns once every chunk submitted is done, ticking (on the caller's thread)
+ * as they finish; with nothing in flight it returns at once without a tick.
+ */
+static void test_wait_ticks(void **state)
+{
+	struct fixture *f = *state;
+	struct chunker_opts o = { .threads = 1, .chunk_size = 4096, .level = 19 };
+	struct mf_chunk slots[6] = { 0 };
+	struct chunker_stats st;
+	struct chunker *c;
+	int ticks = 0;
+
+	assert_int_equal(chunker_new(f->s, &o, &c), 0);
+	chunker_wait(c, count_tick, &ticks);
+	assert_int_equal(ticks, 0);
+	for (int i = 0; i < 6; i++) {
+		struct chunk_buf *b = chunker_buf_get(c);
+
+		for (size_t k = 0; k < 4096; k++)
+			b->data[k] = (uint8_t)(k * 7 + (size_t)i * 131 + (k >> 5));
+		b->fill = 4096;
+		slots[i].len = 4096;
+		b->slots[b->n_slots++] = &slots[i];
+		assert_int_equal(chunker_submit(c, b), 0);
+	}
+	chunker_wait(c, count_tick, &ticks);
+	chunker_get_stats(c, &st);
+	assert_int_equal(st.new_chunks + st.dup_chunks, 6);
+	assert_int_equal(chunker_finish(c), 0);
+	chunker_free(c);
+}
+
 /* Every buffer can be borrowed at once and given back unused, reset. */
 static void test_buf_get_put(void **state)
 {
@@ -375,6 +413,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_many_chunks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_default_threads_and_size, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_buf_get_put, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wait_ticks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_worker_error, setup, teardown),
 	};
 

@@ -380,6 +380,23 @@ static void test_json_write(void **state)
 	free(s);
 }
 
+/* json_field_bytes: the same escaping and _hex fallback as json_write_field_bytes, in a buf. */
+static void test_json_field_bytes(void **state)
+{
+	struct json_buf b = { 0 };
+
+	(void)state;
+	json_buf_puts(&b, "{");
+	json_field_bytes(&b, "src", "/t/we\"ird\n\x01\xc3\xa9", 13);
+	json_field_bytes(&b, "path", "a\0\xff", 3);
+	json_field_bytes(&b, "e", "", 0);
+	json_buf_puts(&b, "}");
+	assert_int_equal(b.err, 0);
+	assert_string_equal(b.p, "{\"src\":\"/t/we\\\"ird\\n\\u0001\xc3\xa9\",\"path_hex\":\"6100ff\","
+				 "\"e\":\"\"}");
+	json_buf_free(&b);
+}
+
 /* Documents built in memory: fields with their commas, numbers, a failure that sticks. */
 static void test_json_buf(void **state)
 {
@@ -1028,6 +1045,7 @@ int main(void)
 		cmocka_unit_test(test_utf8_valid),
 		cmocka_unit_test(test_utf8_invalid),
 		cmocka_unit_test(test_json_write),
+		cmocka_unit_test(test_json_field_bytes),
 		cmocka_unit_test(test_json_buf),
 		cmocka_unit_test(test_fs_write_read),
 		cmocka_unit_test(test_fs_read_full_eof),

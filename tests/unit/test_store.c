@@ -473,7 +473,7 @@ static void test_verify(void **state)
 	}
 	assert_int_equal(store_commit(f->s), 0);
 	memset(&rep, 0, sizeof(rep));
-	assert_int_equal(store_verify(f->s, on_report, &rep, &res), 0);
+	assert_int_equal(store_verify(f->s, on_report, &rep, NULL, &res), 0);
 	assert_int_equal(res.checked, N);
 	assert_int_equal(res.ok, N);
 	assert_int_equal(res.corrupt, 0);
@@ -502,7 +502,7 @@ static void test_verify(void **state)
 	write_file(p, "", 0);
 
 	memset(&rep, 0, sizeof(rep));
-	assert_int_equal(store_verify(f->s, on_report, &rep, &res), 0);
+	assert_int_equal(store_verify(f->s, on_report, &rep, NULL, &res), 0);
 	assert_int_equal(res.checked, N);
 	assert_int_equal(res.ok, 1);
 	assert_int_equal(res.corrupt, N - 1);
