@@ -224,7 +224,12 @@ big=$(chunks_of "$T/a.manifest" /random.bin | awk "NR == 1")
 start_proxy "$URL" --mode "delay:$big:1.5"
 start_server join "$NBD" "$T/a.layout" --store "$T/c6" --remote "$PROXY_URL/" \
   --nbd "unix:$SOCK" --prefetch "$T/a.trace" --control "$CTL" --stats-json "$T/join.json"
-sleep 0.5 # the prefetch of $big is under way (held by the proxy)
+# until the prefetch of $big is under way (the proxy holds it 1.5 s): a fixed sleep was too
+# short on a loaded machine
+for _ in $(seq 1 100); do
+  proxy_stats | grep -q "$big" && break
+  sleep 0.05
+done
 read_file "$T/a.raw" /random.bin
 stop_server "$SRV" join
 proxy_stats >"$T/join.stats"
