@@ -391,6 +391,9 @@ int import_run(const struct import_opts *o, struct import_result *res, char *why
 	memset(res, 0, sizeof(*res));
 	if (why_len)
 		why[0] = '\0';
+	ret = import_check_source(&ic, o->src);
+	if (ret)
+		return ret;
 	ret = store_open(o->store_dir, true, &store);
 	if (ret)
 		return import_fail(&ic, ret, "store %s: %s", o->store_dir, strerror(-ret));
