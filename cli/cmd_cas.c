@@ -176,6 +176,7 @@ int cmd_cas(int argc, char **argv)
 		{ 0 },
 	};
 	const char *store_dir = NULL, *sub, **keep = NULL;
+	char why[4096];
 	uint64_t grace = 3600;
 	size_t n_keep = 0;
 	bool dry_run = false, is_gc;
@@ -235,6 +236,11 @@ int cmd_cas(int argc, char **argv)
 		goto out;
 	}
 	ret = store_open(store_dir, false, &s);
+	if (ret && store_open_why(ret, store_dir, false, why, sizeof(why))) {
+		log_error("%s", why);
+		ret = 1;
+		goto out;
+	}
 	if (ret) {
 		log_error("%s: %s", store_dir,
 			  ret == -ENOENT ? "not a lazyblk store (no chunks/ directory)"

@@ -29,7 +29,9 @@ static const char import_usage[] =
 	"unless SRC is a path that exists.\n"
 	"\n"
 	"options:\n"
-	"  -s, --store DIR          chunk store (created if missing)\n"
+	"  -s, --store DIR          chunk store: made if missing; an existing DIR must be\n"
+	"                           empty or a store (DIR/lazyblk-store)\n"
+	"      --init               make DIR a store even if it holds other files\n"
 	"  -o, --output FILE        manifest to write (atomically)\n"
 	"      --chunk-size BYTES   largest chunk, 4K..64M (default 1M)\n"
 	"      --pack-max BYTES     files up to this size are packed, several to a chunk\n"
@@ -58,6 +60,7 @@ int cmd_import(int argc, char **argv)
 		{ "level", required_argument, NULL, 'L' },
 		{ "pack-max", required_argument, NULL, 'P' },
 		{ "threads", required_argument, NULL, 'j' },
+		{ "init", no_argument, NULL, 'I' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -75,6 +78,7 @@ int cmd_import(int argc, char **argv)
 		switch (c) {
 		case 's': o.store_dir = optarg; break;
 		case 'o': o.output = optarg; break;
+		case 'I': o.init = true; break;
 		case 'C':
 			if (cli_parse_chunk_size(optarg, &o.chunk_size))
 				return EXIT_USAGE;

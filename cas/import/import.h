@@ -14,6 +14,7 @@
 struct import_opts {
 	const char *src;        /* DIR | FILE.tar[.gz|.zst|.xz] | oci:DIR[:TAG] | docker-archive:FILE */
 	const char *store_dir;
+	bool init;              /* make store_dir a store whatever it holds (store_init) */
 	const char *output;     /* manifest path */
 	uint32_t chunk_size;
 	uint32_t pack_max;      /* files up to this size share packed chunks; 0: never */
