@@ -6,15 +6,17 @@
 #include <string.h>
 
 #include "../cas/gc.h"
+#include "../cas/repair.h"
 #include "../cas/store.h"
 #include "../cas/verify.h"
+#include "../common/grow.h"
 #include "../common/log.h"
 #include "../common/size.h"
 #include "../ext4gen/refs.h"
 #include "cli.h"
 
 static const char cas_usage[] =
-	"usage: lazyblk cas verify --store DIR\n"
+	"usage: lazyblk cas verify --store DIR [--repair --remote URL]\n"
 	"       lazyblk cas stats --store DIR\n"
 	"       lazyblk cas gc --store DIR --keep FILE [--keep FILE ...] [--grace SECONDS]\n"
 	"                      [--dry-run]\n"
@@ -23,6 +25,12 @@ static const char cas_usage[] =
 	"        'corrupt: HEX (reason)'; re-hash every plain copy (STORE/plain), print\n"
 	"        each bad one as 'bad plain copy: HEX (reason)' and remove it; exit 1 if\n"
 	"        there are any of either\n"
+	"        --repair --remote URL: fetch each corrupt chunk from URL (a remote as\n"
+	"        for serve: http(s)://… or oci://…), check it, and put it in place of\n"
+	"        the bad one (atomically); print 'repaired: HEX' or 'still bad: HEX\n"
+	"        (reason)' (the remote does not have it, or its copy is bad too) and\n"
+	"        the counts; exit 0 only when nothing remains bad (bad plain copies,\n"
+	"        removed, count as repaired)\n"
 	"stats   chunk count, raw (uncompressed) bytes, stored bytes, plain copies\n"
 	"gc      remove every chunk that no --keep file references and that is older\n"
 	"        than the grace period (with its plain copy), plain copies older than\n"
@@ -38,12 +46,52 @@ static const char cas_usage[] =
 	"                       (default 3600), so chunks written by an import that is\n"
 	"                       still running, whose manifest does not exist yet, stay\n"
 	"  -n, --dry-run        gc: report what would be removed, remove nothing\n"
+	"      --repair         verify: repair corrupt chunks from --remote (required)\n"
+	"      --remote URL     verify --repair: where the good chunks are\n"
 	"  -h, --help           this text\n";
+
+/* cas verify --repair: the corrupt chunks found, to fetch again. */
+struct repair_list {
+	uint8_t (*d)[SHA256_LEN];
+	size_t n, cap;
+	bool oom;
+};
 
 static void report(void *arg, const char *hex, const char *why, bool plain)
 {
-	(void)arg;
+	struct repair_list *rl = arg;
+
 	printf("%s: %s (%s)\n", plain ? "bad plain copy" : "corrupt", hex, why);
+	if (!rl || plain)
+		return;
+	if (!grow((void **)&rl->d, &rl->cap, rl->n + 1, sizeof(*rl->d)) ||
+	    sha256_from_hex(hex, rl->d[rl->n]))
+		rl->oom = true;
+	else
+		rl->n++;
+}
+
+/* Fetch every chunk of rl again from r; returns how many remain bad. */
+static uint64_t repair_chunks(struct store *s, struct remote *r, struct repair_list *rl)
+{
+	char hex[SHA256_HEX_LEN + 1], why[512];
+	uint64_t bad = 0;
+
+	/*
+	 * The remote says why a fetch failed (not found, unreachable) through the logger; each
+	 * chunk's outcome is on stdout, so stderr keeps to the first line, as the rule is.
+	 */
+	log_first_error_only(true);
+	for (size_t i = 0; i < rl->n; i++) {
+		sha256_to_hex(rl->d[i], hex);
+		if (cas_repair_chunk(s, r, rl->d[i], why, sizeof(why))) {
+			printf("still bad: %s (%s)\n", hex, why);
+			bad++;
+		} else {
+			printf("repaired: %s\n", hex);
+		}
+	}
+	return bad;
 }
 
 static int parse_grace(const char *arg, uint64_t *out)
@@ -135,13 +183,52 @@ static int run_stats(struct store *s, const char *store_dir)
 	return 0;
 }
 
-/* lazyblk cas verify; closes s. */
-static int run_verify(struct store *s, const char *store_dir)
+/* The summary of cas verify --repair: 0 when nothing remains bad. */
+static int verify_repaired(const char *store_dir, const struct verify_result *res, uint64_t bad)
 {
-	struct verify_result res;
-	int ret = store_verify(s, report, NULL, &res);
+	printf("verified %llu chunks: %llu ok, %llu corrupt, %llu repaired, %llu still bad\n",
+	       (unsigned long long)res->checked, (unsigned long long)res->ok,
+	       (unsigned long long)res->corrupt, (unsigned long long)(res->corrupt - bad),
+	       (unsigned long long)bad);
+	printf("verified %llu plain copies: %llu ok, %llu bad (removed)\n",
+	       (unsigned long long)res->plain_checked, (unsigned long long)res->plain_ok,
+	       (unsigned long long)res->plain_bad);
+	if (!bad)
+		return 0;
+	log_error("%llu corrupt chunk%s in %s not repaired", (unsigned long long)bad,
+		  bad == 1 ? "" : "s", store_dir);
+	return 1;
+}
 
+/* lazyblk cas verify [--repair --remote URL]; closes s. */
+static int run_verify(struct store *s, const char *store_dir, const char *remote_url)
+{
+	struct remote_opts ro = { .url = remote_url };
+	struct repair_list rl = { 0 };
+	struct remote *r = NULL;
+	struct verify_result res;
+	const char *rwhy = NULL;
+	uint64_t bad = 0;
+	int ret;
+
+	if (remote_url) { /* a bad URL fails before the walk */
+		ret = remote_open(&ro, &r, &rwhy);
+		if (ret) {
+			store_close(s);
+			log_error("%s: %s", remote_url, rwhy ? rwhy : strerror(-ret));
+			return 1;
+		}
+	}
+	ret = store_verify(s, report, r ? &rl : NULL, &res);
+	if (!ret && rl.oom)
+		ret = -ENOMEM;
+	if (!ret && r)
+		bad = repair_chunks(s, r, &rl);
+	remote_close(r);
 	store_close(s);
+	free(rl.d);
+	if (!ret && r)
+		return verify_repaired(store_dir, &res, bad);
 	if (ret) {
 		log_error("%s: %s", store_dir, strerror(-ret));
 		return 1;
@@ -172,14 +259,16 @@ int cmd_cas(int argc, char **argv)
 		{ "keep", required_argument, NULL, 'k' },
 		{ "grace", required_argument, NULL, 'g' },
 		{ "dry-run", no_argument, NULL, 'n' },
+		{ "repair", no_argument, NULL, 'R' },
+		{ "remote", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	const char *store_dir = NULL, *sub, **keep = NULL;
+	const char *store_dir = NULL, *sub, **keep = NULL, *remote_url = NULL;
 	char why[4096];
 	uint64_t grace = 3600;
 	size_t n_keep = 0;
-	bool dry_run = false, is_gc;
+	bool dry_run = false, repair = false, is_gc;
 	struct store *s;
 	int c, ret;
 
@@ -207,8 +296,15 @@ int cmd_cas(int argc, char **argv)
 					      c == 'k' ? "keep" : c == 'g' ? "grace" : "dry-run");
 			break;
 		}
+		if (strcmp(sub, "verify") && (c == 'R' || c == 'r')) {
+			ret = cli_usage_error("--%s is only for cas verify",
+					      c == 'R' ? "repair" : "remote");
+			break;
+		}
 		switch (c) {
 		case 's': store_dir = optarg; break;
+		case 'R': repair = true; break;
+		case 'r': remote_url = optarg; break;
 		case 'k': keep[n_keep++] = optarg; break;
 		case 'g':
 			if (parse_grace(optarg, &grace))
@@ -228,6 +324,12 @@ int cmd_cas(int argc, char **argv)
 	}
 	if (!store_dir) {
 		ret = cli_usage_error("missing --store DIR");
+		goto out;
+	}
+	if (repair != !!remote_url) {
+		ret = cli_usage_error(repair ? "--repair needs --remote URL (where the good chunks "
+					       "are; every verify removes bad plain copies)"
+					     : "--remote is only for --repair");
 		goto out;
 	}
 	if (is_gc && !n_keep) {
@@ -253,7 +355,8 @@ int cmd_cas(int argc, char **argv)
 		store_close(s);
 		goto out;
 	}
-	ret = !strcmp(sub, "stats") ? run_stats(s, store_dir) : run_verify(s, store_dir);
+	ret = !strcmp(sub, "stats") ? run_stats(s, store_dir)
+					      : run_verify(s, store_dir, remote_url);
 out:
 	free(keep);
 	return ret;
