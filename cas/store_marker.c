@@ -77,7 +77,8 @@ static bool fanout_only(int dirfd, const char *name)
 /*
  * Nothing in dir but what a store made by an older lazyblk holds: chunks/ and plain/ with
  * fan-out directories, tmp/ (staging), the files cache.state and cache.lock (a bounded
- * cache), and lost+found/ (a file system's root). An empty directory passes.
+ * cache), and lost+found/ (a file system's root). An empty directory passes. So do the marker
+ * and its staging file lazyblk-store.tmp.XXXXXX: another process making the same store now.
  */
 static int looks_like_store(int dirfd)
 {
@@ -104,7 +105,8 @@ static int looks_like_store(int dirfd)
 			ok = false;
 		else if (!S_ISDIR(st.st_mode))
 			ok = S_ISREG(st.st_mode) &&
-			     (!strcmp(n, "cache.state") || !strcmp(n, "cache.lock"));
+			     (!strcmp(n, "cache.state") || !strcmp(n, "cache.lock") ||
+			      !strncmp(n, STORE_MARKER, strlen(STORE_MARKER)));
 		else if (!strcmp(n, "chunks") || !strcmp(n, "plain"))
 			ok = fanout_only(dirfd, n);
 		else

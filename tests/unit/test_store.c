@@ -1111,6 +1111,14 @@ static void test_marker(void **state)
 	assert_int_equal(fs_mkdir_p(p, 0755), 0);
 	path_fmt(p, "%s/odd", f->dir);
 	assert_int_equal(store_open(p, true, &s), -ENOTEMPTY);
+	/* another process writing the marker of a store it is making at the same time */
+	path_fmt(p, "%s/racing/chunks", f->dir);
+	assert_int_equal(fs_mkdir_p(p, 0755), 0);
+	path_fmt(p, "%s/racing/" STORE_MARKER ".tmp.a1B2c3", f->dir);
+	write_file(p, "lazyblk-store 1\n", 16);
+	path_fmt(p, "%s/racing", f->dir);
+	assert_int_equal(store_open(p, true, &s), 0);
+	store_close(s);
 	/* store_init adopts it all the same */
 	path_fmt(p, "%s/mine", f->dir);
 	assert_int_equal(store_init(p), 0);
