@@ -458,8 +458,10 @@ static int repack_open(struct repack *rp)
 	if (ret)
 		return ret; /* why says why */
 	ret = store_open(o->src.store_dir, true, &rp->out);
-	if (ret)
+	if (ret && !store_open_why(ret, o->src.store_dir, false, rp->why, rp->why_len))
 		return repack_fail(rp, ret, "%s: %s", o->src.store_dir, strerror(-ret));
+	if (ret)
+		return ret;
 	ret = chunker_new(rp->out, &co, &rp->ck);
 	if (ret)
 		repack_fail(rp, ret, "cannot start the chunker: %s", strerror(-ret));

@@ -80,6 +80,8 @@ int cas_source_open(const struct cas_source_opts *o, struct cas_source **out, ch
 		ret = store_open(o->store_dir, false, &s->store);
 	if (ret == -ENOENT && o->remote_url)
 		ret = store_create_cache(o->store_dir, &s->store);
+	if (ret && store_open_why(ret, o->store_dir, false, why, why_len))
+		goto fail;
 	if (ret) {
 		why_set(why, why_len, ret, "%s: %s", o->store_dir,
 			ret == -ENOENT ? "not a lazyblk store (no chunks/ directory)"

@@ -72,6 +72,9 @@ static int store_open_as(const char *dir, bool create, bool fanout, struct store
 		ret = -errno;
 		goto fail;
 	}
+	ret = store_marker_check(dir, s->dirfd, create, false);
+	if (ret)
+		goto fail;
 	if (create) {
 		if (mkdirat(s->dirfd, "chunks", 0755) < 0 && errno != EEXIST) {
 			ret = -errno;

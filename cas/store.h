@@ -29,8 +29,34 @@ struct store_stats {
 	uint64_t plain_bytes;   /* their file sizes */
 };
 
-/* create: make STORE/{chunks,tmp} if missing; otherwise the store must exist. */
+/*
+ * STORE/lazyblk-store, one line "lazyblk-store 1": the marker of a store and its format,
+ * written when a store is made (docs/formats.md). A directory without it is made a store
+ * (the marker written) only when it is empty or holds nothing but what an older lazyblk's
+ * store does (chunks/ and plain/ with fan-out directories xx/, tmp/, cache.state,
+ * cache.lock, lost+found/).
+ */
+#define STORE_MARKER "lazyblk-store"
+#define STORE_FORMAT 1
+
+/*
+ * create: make the directory and STORE/{chunks,tmp} if missing, under the marker rule above:
+ * -ENOTEMPTY for a directory that is not a store. Otherwise the store must exist (-ENOENT:
+ * no chunks/). Either way, a marker of another format is -EPROTONOSUPPORT.
+ */
 int store_open(const char *dir, bool create, struct store **out);
+/*
+ * Make dir a store whatever it holds (import --init): the directory (made if missing) gets
+ * the marker unless it has one; -EPROTONOSUPPORT if it has one of another format.
+ */
+int store_init(const char *dir);
+/* For store.c: the marker rule on an open directory; adopt: any directory (store_init). */
+int store_marker_check(const char *dir, int dirfd, bool create, bool adopt);
+/*
+ * The one line for store_open's -ENOTEMPTY and -EPROTONOSUPPORT, "store DIR: …" (init_hint:
+ * the command has --init); false, nothing written, for any other err.
+ */
+bool store_open_why(int err, const char *dir, bool init_hint, char *why, size_t why_len);
 /*
  * A store to be a cache in front of a remote, made if missing: chunks/ and tmp/ only — the
  * fan-out directories appear as chunks arrive (store_put_cached), which keeps them off the

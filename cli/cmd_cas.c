@@ -6,8 +6,10 @@
 #include <string.h>
 
 #include "../cas/gc.h"
+#include "../cas/repair.h"
 #include "../cas/store.h"
 #include "../cas/verify.h"
+#include "../common/grow.h"
 #include "../common/json_out.h"
 #include "../common/log.h"
 #include "../common/size.h"
@@ -15,7 +17,7 @@
 #include "cli.h"
 
 static const char cas_usage[] =
-	"usage: lazyblk cas verify --store DIR [--json]\n"
+	"usage: lazyblk cas verify --store DIR [--repair --remote URL] [--json]\n"
 	"       lazyblk cas stats --store DIR [--json]\n"
 	"       lazyblk cas gc --store DIR [--keep FILE ...] [--grace SECONDS] [--dry-run]\n"
 	"\n"
@@ -23,6 +25,12 @@ static const char cas_usage[] =
 	"        'corrupt: HEX (reason)'; re-hash every plain copy (STORE/plain), print\n"
 	"        each bad one as 'bad plain copy: HEX (reason)' and remove it; exit 1 if\n"
 	"        there are any of either\n"
+	"        --repair --remote URL: fetch each corrupt chunk from URL (a remote as\n"
+	"        for serve: http(s)://… or oci://…), check it, and put it in place of\n"
+	"        the bad one (atomically); print 'repaired: HEX' or 'still bad: HEX\n"
+	"        (reason)' (the remote does not have it, or its copy is bad too) and\n"
+	"        the counts; exit 0 only when nothing remains bad (bad plain copies,\n"
+	"        removed, count as repaired)\n"
 	"stats   chunk count, raw (uncompressed) bytes, stored bytes, plain copies\n"
 	"gc      remove the temporary files in STORE/tmp that interrupted or killed\n"
 	"        writers left (older than the grace period); with --keep, also every\n"
@@ -41,29 +49,75 @@ static const char cas_usage[] =
 	"                       temporary files), so what an import that is still\n"
 	"                       running has written stays\n"
 	"  -n, --dry-run        gc: report what would be removed, remove nothing\n"
+	"      --repair         verify: repair corrupt chunks from --remote (required)\n"
+	"      --remote URL     verify --repair: where the good chunks are\n"
 	"      --json           stats, verify: print the summary as one JSON object\n"
 	"                       (stats: chunks, raw_bytes, stored_bytes, bad_headers,\n"
 	"                       plain_files, plain_bytes; verify: checked, ok, corrupt,\n"
 	"                       plain_checked, plain_ok, plain_bad, and bad: a list of\n"
-	"                       {digest, plain, reason}); the exit status is the same\n"
+	"                       {digest, plain, reason}; with --repair also repaired\n"
+	"                       and still_bad); the exit status is the same\n"
 	"  -h, --help           this text\n"
 	"\n"
 	"On a terminal, verify and gc show a progress line.\n";
 
-/* arg: NULL (print each bad one), or the JSON list of them being built. */
+/* What cas verify collects: the JSON list of bad ones (--json), the corrupt chunks to fetch
+ * again (--repair). */
+struct verify_ctx {
+	struct json_buf *bad;          /* NULL: print each bad one */
+	bool collect;                  /* --repair: keep the corrupt chunks' digests */
+	uint8_t (*d)[SHA256_LEN];
+	size_t n, cap;
+	bool oom;
+};
+
 static void report(void *arg, const char *hex, const char *why, bool plain)
 {
-	struct json_buf *bad = arg;
+	struct verify_ctx *vc = arg;
+	struct json_buf *bad = vc->bad;
 
 	if (!bad) {
 		printf("%s: %s (%s)\n", plain ? "bad plain copy" : "corrupt", hex, why);
-		return;
+	} else {
+		json_buf_puts(bad, bad->len ? ",{" : "{");
+		json_buf_printf(bad, "\"digest\":\"sha256:%s\"", hex);
+		json_field_bool(bad, "plain", plain);
+		json_field_bytes(bad, "reason", why, strlen(why));
+		json_buf_puts(bad, "}");
 	}
-	json_buf_puts(bad, bad->len ? ",{" : "{");
-	json_buf_printf(bad, "\"digest\":\"sha256:%s\"", hex);
-	json_field_bool(bad, "plain", plain);
-	json_field_bytes(bad, "reason", why, strlen(why));
-	json_buf_puts(bad, "}");
+	if (!vc->collect || plain)
+		return;
+	if (!grow((void **)&vc->d, &vc->cap, vc->n + 1, sizeof(*vc->d)) ||
+	    sha256_from_hex(hex, vc->d[vc->n]))
+		vc->oom = true;
+	else
+		vc->n++;
+}
+
+/* Fetch every corrupt chunk again from r (printing each outcome unless quiet); how many
+ * remain bad. */
+static uint64_t repair_chunks(struct store *s, struct remote *r, struct verify_ctx *vc,
+			      bool quiet)
+{
+	char hex[SHA256_HEX_LEN + 1], why[512];
+	uint64_t bad = 0;
+
+	/*
+	 * The remote says why a fetch failed (not found, unreachable) through the logger; each
+	 * chunk's outcome is on stdout, so stderr keeps to the first line, as the rule is.
+	 */
+	log_first_error_only(true);
+	for (size_t i = 0; i < vc->n; i++) {
+		sha256_to_hex(vc->d[i], hex);
+		if (cas_repair_chunk(s, r, vc->d[i], why, sizeof(why))) {
+			if (!quiet)
+				printf("still bad: %s (%s)\n", hex, why);
+			bad++;
+		} else if (!quiet) {
+			printf("repaired: %s\n", hex);
+		}
+	}
+	return bad;
 }
 
 /* The progress line of gc and verify (arg: what it is doing). */
@@ -202,8 +256,9 @@ static int run_stats(struct store *s, const char *store_dir, bool json)
 	return 0;
 }
 
-/* --json of verify: the counts, and bad, the list report() built. */
-static int verify_json(const struct verify_result *res, struct json_buf *bad)
+/* --json of verify: the counts, and bad, the list report() built; with --repair (repaired
+ * >= 0) what was repaired and what remains bad. */
+static int verify_json(const struct verify_result *res, struct json_buf *bad, int64_t still_bad)
 {
 	struct json_buf b = { 0 };
 
@@ -214,6 +269,10 @@ static int verify_json(const struct verify_result *res, struct json_buf *bad)
 	json_field_u64(&b, "plain_checked", res->plain_checked);
 	json_field_u64(&b, "plain_ok", res->plain_ok);
 	json_field_u64(&b, "plain_bad", res->plain_bad);
+	if (still_bad >= 0) {
+		json_field_u64(&b, "repaired", res->corrupt - (uint64_t)still_bad);
+		json_field_u64(&b, "still_bad", (uint64_t)still_bad);
+	}
 	json_buf_puts(&b, ",\"bad\":[");
 	if (bad->p)
 		json_buf_puts(&b, bad->p);
@@ -224,44 +283,79 @@ static int verify_json(const struct verify_result *res, struct json_buf *bad)
 	return cli_json_print(&b);
 }
 
-/* lazyblk cas verify; closes s. */
-static int run_verify(struct store *s, const char *store_dir, bool json)
+/* The text summary of verify (still_bad < 0: no --repair) and its one error line: the exit
+ * status. */
+static int verify_text(const char *store_dir, const struct verify_result *res, int64_t still_bad,
+		       bool json)
+{
+	uint64_t corrupt = still_bad >= 0 ? (uint64_t)still_bad : res->corrupt;
+	uint64_t plain = still_bad >= 0 ? 0 : res->plain_bad;
+
+	if (!json && still_bad >= 0)
+		printf("verified %llu chunks: %llu ok, %llu corrupt, %llu repaired, %llu still bad\n",
+		       (unsigned long long)res->checked, (unsigned long long)res->ok,
+		       (unsigned long long)res->corrupt,
+		       (unsigned long long)(res->corrupt - (uint64_t)still_bad),
+		       (unsigned long long)still_bad);
+	else if (!json)
+		printf("verified %llu chunks: %llu ok, %llu corrupt\n",
+		       (unsigned long long)res->checked, (unsigned long long)res->ok,
+		       (unsigned long long)res->corrupt);
+	if (!json)
+		printf("verified %llu plain copies: %llu ok, %llu bad (removed)\n",
+		       (unsigned long long)res->plain_checked, (unsigned long long)res->plain_ok,
+		       (unsigned long long)res->plain_bad);
+	if (corrupt && plain)
+		log_error("%llu corrupt chunk%s and %llu bad plain cop%s (removed) in %s",
+			  (unsigned long long)corrupt, corrupt == 1 ? "" : "s",
+			  (unsigned long long)plain, plain == 1 ? "y" : "ies", store_dir);
+	else if (corrupt)
+		log_error("%llu corrupt chunk%s in %s%s", (unsigned long long)corrupt,
+			  corrupt == 1 ? "" : "s", store_dir, still_bad >= 0 ? " not repaired" : "");
+	else if (plain)
+		log_error("%llu bad plain cop%s in %s (removed)", (unsigned long long)plain,
+			  plain == 1 ? "y" : "ies", store_dir);
+	return corrupt || plain;
+}
+
+/* lazyblk cas verify [--repair --remote URL] [--json]; closes s. */
+static int run_verify(struct store *s, const char *store_dir, const char *remote_url, bool json)
 {
 	struct cas_walk_progress prog = { walk_progress, (void *)"verifying", 0, 0 };
 	struct json_buf bad = { 0 };
+	struct verify_ctx vc = { .bad = json ? &bad : NULL, .collect = remote_url != NULL };
+	struct remote_opts ro = { .url = remote_url };
+	struct remote *r = NULL;
 	struct verify_result res;
-	int ret = store_verify(s, report, json ? &bad : NULL,
-			       log_progress_enabled() ? &prog : NULL, &res);
+	const char *rwhy = NULL;
+	int64_t still_bad = -1;
+	int ret;
 
+	if (remote_url) { /* a bad URL fails before the walk */
+		ret = remote_open(&ro, &r, &rwhy);
+		if (ret) {
+			store_close(s);
+			log_error("%s: %s", remote_url, rwhy ? rwhy : strerror(-ret));
+			return 1;
+		}
+	}
+	ret = store_verify(s, report, &vc, log_progress_enabled() ? &prog : NULL, &res);
 	log_progress_done();
+	if (!ret && vc.oom)
+		ret = -ENOMEM;
+	if (!ret && r)
+		still_bad = (int64_t)repair_chunks(s, r, &vc, json);
+	remote_close(r);
 	store_close(s);
+	free(vc.d);
 	if (ret) {
 		json_buf_free(&bad);
 		log_error("%s: %s", store_dir, strerror(-ret));
 		return 1;
 	}
-	if (json && verify_json(&res, &bad))
+	if (json && verify_json(&res, &bad, still_bad))
 		return 1;
-	if (!json) {
-		printf("verified %llu chunks: %llu ok, %llu corrupt\n",
-		       (unsigned long long)res.checked, (unsigned long long)res.ok,
-		       (unsigned long long)res.corrupt);
-		printf("verified %llu plain copies: %llu ok, %llu bad (removed)\n",
-		       (unsigned long long)res.plain_checked, (unsigned long long)res.plain_ok,
-		       (unsigned long long)res.plain_bad);
-	}
-	ret = 0;
-	if (res.corrupt) {
-		log_error("%llu corrupt chunk%s in %s", (unsigned long long)res.corrupt,
-			  res.corrupt == 1 ? "" : "s", store_dir);
-		ret = 1;
-	}
-	if (res.plain_bad) {
-		log_error("%llu bad plain cop%s in %s (removed)", (unsigned long long)res.plain_bad,
-			  res.plain_bad == 1 ? "y" : "ies", store_dir);
-		ret = 1;
-	}
-	return ret;
+	return verify_text(store_dir, &res, still_bad, json);
 }
 
 int cmd_cas(int argc, char **argv)
@@ -273,13 +367,16 @@ int cmd_cas(int argc, char **argv)
 		{ "dry-run", no_argument, NULL, 'n' },
 		CLI_LOG_OPTIONS,
 		{ "json", no_argument, NULL, 'J' },
+		{ "repair", no_argument, NULL, 'R' },
+		{ "remote", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	const char *store_dir = NULL, *sub, **keep = NULL;
+	const char *store_dir = NULL, *sub, **keep = NULL, *remote_url = NULL;
+	char why[4096];
 	uint64_t grace = 3600, tmp_grace = STORE_TMP_GRACE_SECS;
 	size_t n_keep = 0;
-	bool dry_run = false, json = false, is_gc;
+	bool dry_run = false, json = false, repair = false, is_gc;
 	struct store *s;
 	int c, ret;
 
@@ -311,10 +408,17 @@ int cmd_cas(int argc, char **argv)
 			ret = cli_usage_error("--json is for cas stats and cas verify");
 			break;
 		}
+		if (strcmp(sub, "verify") && (c == 'R' || c == 'r')) {
+			ret = cli_usage_error("--%s is only for cas verify",
+					      c == 'R' ? "repair" : "remote");
+			break;
+		}
 		switch (c) {
 		case 's': store_dir = optarg; break;
 		case 'k': keep[n_keep++] = optarg; break;
 		case 'J': json = true; break;
+		case 'R': repair = true; break;
+		case 'r': remote_url = optarg; break;
 		case 'g':
 			if (parse_grace(optarg, &grace))
 				ret = cli_usage_error("--grace: '%s' is not a number of seconds",
@@ -337,7 +441,18 @@ int cmd_cas(int argc, char **argv)
 		ret = cli_usage_error("missing --store DIR");
 		goto out;
 	}
+	if (repair != !!remote_url) {
+		ret = cli_usage_error(repair ? "--repair needs --remote URL (where the good chunks "
+					       "are; every verify removes bad plain copies)"
+					     : "--remote is only for --repair");
+		goto out;
+	}
 	ret = store_open(store_dir, false, &s);
+	if (ret && store_open_why(ret, store_dir, false, why, sizeof(why))) {
+		log_error("%s", why);
+		ret = 1;
+		goto out;
+	}
 	if (ret) {
 		log_error("%s: %s", store_dir,
 			  ret == -ENOENT ? "not a lazyblk store (no chunks/ directory)"
@@ -351,7 +466,7 @@ int cmd_cas(int argc, char **argv)
 		goto out;
 	}
 	ret = !strcmp(sub, "stats") ? run_stats(s, store_dir, json)
-				    : run_verify(s, store_dir, json);
+				    : run_verify(s, store_dir, remote_url, json);
 out:
 	free(keep);
 	return ret;

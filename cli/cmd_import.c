@@ -30,8 +30,16 @@ static const char import_usage[] =
 	"User and group names in a tar's ACLs are looked up in this machine's /etc/passwd\n"
 	"and /etc/group, as tar -x does; an ACL naming one unknown here is left out.\n"
 	"\n"
+	"A DIR holding an OCI layout (DIR/oci-layout) or an unpacked docker archive\n"
+	"(DIR/manifest.json), and a FILE.tar that is a docker or OCI image archive, are\n"
+	"refused rather than imported as files: the message names the form to use. Any\n"
+	"other WORD: or WORD:// prefix (docker://, oci-archive:) is an unknown transport,\n"
+	"unless SRC is a path that exists.\n"
+	"\n"
 	"options:\n"
-	"  -s, --store DIR          chunk store (created if missing)\n"
+	"  -s, --store DIR          chunk store: made if missing; an existing DIR must be\n"
+	"                           empty or a store (DIR/lazyblk-store)\n"
+	"      --init               make DIR a store even if it holds other files\n"
 	"  -o, --output FILE        manifest to write (atomically)\n"
 	"      --chunk-size BYTES   largest chunk, 4K..64M (default 1M)\n"
 	"      --pack-max BYTES     files up to this size are packed, several to a chunk\n"
@@ -114,6 +122,7 @@ int cmd_import(int argc, char **argv)
 		{ "threads", required_argument, NULL, 'j' },
 		CLI_LOG_OPTIONS,
 		{ "json", no_argument, NULL, 'J' },
+		{ "init", no_argument, NULL, 'I' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -132,6 +141,7 @@ int cmd_import(int argc, char **argv)
 		switch (c) {
 		case 's': o.store_dir = optarg; break;
 		case 'o': o.output = optarg; break;
+		case 'I': o.init = true; break;
 		case 'C':
 			if (cli_parse_chunk_size(optarg, &o.chunk_size))
 				return EXIT_USAGE;

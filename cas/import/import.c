@@ -434,7 +434,14 @@ int import_run(const struct import_opts *o, struct import_result *res, char *why
 	memset(res, 0, sizeof(*res));
 	if (why_len)
 		why[0] = '\0';
-	ret = store_open(o->store_dir, true, &store);
+	ret = import_check_source(&ic, o->src);
+	if (ret)
+		return ret;
+	ret = o->init ? store_init(o->store_dir) : 0;
+	if (!ret)
+		ret = store_open(o->store_dir, true, &store);
+	if (ret && store_open_why(ret, o->store_dir, !o->init, why, why_len))
+		return ret;
 	if (ret)
 		return import_fail(&ic, ret, "store %s: %s", o->store_dir, strerror(-ret));
 	ic.src_label = o->src;

@@ -23,8 +23,9 @@ struct import_progress {
 };
 
 struct import_opts {
-	const char *src;        /* DIR | FILE.tar[.gz|.zst] | oci:DIR[:TAG] | docker-archive:FILE */
+	const char *src;        /* DIR | FILE.tar[.gz|.zst|.xz] | oci:DIR[:TAG] | docker-archive:FILE */
 	const char *store_dir;
+	bool init;              /* make store_dir a store whatever it holds (store_init) */
 	const char *output;     /* manifest path */
 	uint32_t chunk_size;
 	uint32_t pack_max;      /* files up to this size share packed chunks; 0: never */
@@ -97,6 +98,14 @@ int import_fail(struct import_ctx *ic, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void import_warn(struct import_ctx *ic, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/*
+ * Before the store is opened: 0, or -EINVAL with the reason when SRC would import as
+ * something else than the image it holds (an OCI layout or an unpacked docker archive as a
+ * plain DIR, a docker or OCI image archive as a plain FILE.tar) or names a transport lazyblk
+ * does not have (docker://…, oci-archive:…; a path that exists is never one).
+ */
+int import_check_source(struct import_ctx *ic, const char *src);
 
 /* Sources. Each says why in ic->why before returning non-zero (import_fail). */
 int import_dir(struct import_ctx *ic, const char *dir);

@@ -217,10 +217,15 @@ static int push_open(struct push_ctx *x)
 {
 	const struct cas_push_opts *o = x->o;
 	struct remote_opts ro = o->remote;
+	char sw[8192];
 	const char *why = NULL;
 	int ret;
 
 	ret = store_open(o->store_dir, false, &x->s);
+	if (ret && store_open_why(ret, o->store_dir, false, sw, sizeof(sw))) {
+		push_fail(x, ret, "%s", sw);
+		return ret;
+	}
 	if (ret) {
 		push_fail(x, ret, "%s: %s", o->store_dir,
 			  ret == -ENOENT ? "not a lazyblk store (no chunks/ directory)"

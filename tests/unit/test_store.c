@@ -1097,11 +1097,108 @@ static void test_open_sweeps_tmp(void **state)
 	assert_true(path_exists(other));
 }
 
+/* ------------------------------------------------------------------ the marker */
+
+static void expect_marker(const char *store, const char *want)
+{
+	char p[PATH_MAX], buf[64] = { 0 };
+	FILE *fp;
+
+	path_fmt(p, "%s/" STORE_MARKER, store);
+	fp = fopen(p, "r");
+	assert_non_null(fp);
+	assert_true(fread(buf, 1, sizeof(buf) - 1, fp) > 0);
+	fclose(fp);
+	assert_string_equal(buf, want);
+}
+
+static void test_marker(void **state)
+{
+	struct fixture *f = *state;
+	struct store *s = (struct store *)0x1;
+	char p[PATH_MAX], why[1024];
+
+	/* a new store, a new cache: the marker */
+	open_new(f);
+	expect_marker(f->store, "lazyblk-store 1\n");
+	store_close(f->s);
+	f->s = NULL;
+	path_fmt(p, "%s/cache", f->dir);
+	assert_int_equal(store_create_cache(p, &s), 0);
+	store_close(s);
+	expect_marker(p, "lazyblk-store 1\n");
+	/* an empty directory is adopted */
+	path_fmt(p, "%s/empty", f->dir);
+	assert_int_equal(mkdir(p, 0755), 0);
+	assert_int_equal(store_open(p, true, &s), 0);
+	store_close(s);
+	expect_marker(p, "lazyblk-store 1\n");
+	/* an older lazyblk's store (no marker) is adopted by create, left alone without */
+	path_fmt(p, "%s/" STORE_MARKER, f->store);
+	assert_int_equal(unlink(p), 0);
+	path_fmt(p, "%s/plain/ab", f->store);
+	assert_int_equal(fs_mkdir_p(p, 0755), 0);
+	assert_int_equal(store_open(f->store, false, &s), 0);
+	store_close(s);
+	path_fmt(p, "%s/" STORE_MARKER, f->store);
+	assert_false(path_exists(p));
+	assert_int_equal(store_open(f->store, true, &s), 0);
+	store_close(s);
+	expect_marker(f->store, "lazyblk-store 1\n");
+	/* a directory of one's own: refused, and left as it was */
+	path_fmt(p, "%s/mine", f->dir);
+	assert_int_equal(mkdir(p, 0755), 0);
+	path_fmt(p, "%s/mine/notes.txt", f->dir);
+	write_file(p, "x", 1);
+	path_fmt(p, "%s/mine", f->dir);
+	s = (struct store *)0x1;
+	assert_int_equal(store_open(p, true, &s), -ENOTEMPTY);
+	assert_int_equal(store_create_cache(p, &s), -ENOTEMPTY);
+	assert_ptr_equal(s, (struct store *)0x1);
+	assert_int_equal(count_dir(p), 1);
+	assert_true(store_open_why(-ENOTEMPTY, p, true, why, sizeof(why)));
+	assert_non_null(strstr(why, "not a lazyblk store (not empty and no "));
+	assert_non_null(strstr(why, "/mine/lazyblk-store); use an empty directory, or --init"));
+	assert_false(store_open_why(-ENOENT, p, true, why, sizeof(why)));
+	/* a chunks/ with something foreign in it is not a store either */
+	path_fmt(p, "%s/odd/chunks/zz", f->dir);
+	assert_int_equal(fs_mkdir_p(p, 0755), 0);
+	path_fmt(p, "%s/odd", f->dir);
+	assert_int_equal(store_open(p, true, &s), -ENOTEMPTY);
+	/* another process writing the marker of a store it is making at the same time */
+	path_fmt(p, "%s/racing/chunks", f->dir);
+	assert_int_equal(fs_mkdir_p(p, 0755), 0);
+	path_fmt(p, "%s/racing/" STORE_MARKER ".tmp.a1B2c3", f->dir);
+	write_file(p, "lazyblk-store 1\n", 16);
+	path_fmt(p, "%s/racing", f->dir);
+	assert_int_equal(store_open(p, true, &s), 0);
+	store_close(s);
+	/* store_init adopts it all the same */
+	path_fmt(p, "%s/mine", f->dir);
+	assert_int_equal(store_init(p), 0);
+	expect_marker(p, "lazyblk-store 1\n");
+	assert_int_equal(store_open(p, true, &s), 0);
+	store_close(s);
+	/* a newer format: refused, with or without create, by store_init too */
+	path_fmt(p, "%s/" STORE_MARKER, f->store);
+	write_file(p, "lazyblk-store 2\n", 16);
+	s = (struct store *)0x1;
+	assert_int_equal(store_open(f->store, false, &s), -EPROTONOSUPPORT);
+	assert_int_equal(store_open(f->store, true, &s), -EPROTONOSUPPORT);
+	assert_int_equal(store_init(f->store), -EPROTONOSUPPORT);
+	assert_ptr_equal(s, (struct store *)0x1);
+	assert_true(store_open_why(-EPROTONOSUPPORT, f->store, false, why, sizeof(why)));
+	assert_non_null(strstr(why, "says 'lazyblk-store 2'; this lazyblk reads 'lazyblk-store 1'"));
+	write_file(p, "garbage", 7);
+	assert_int_equal(store_open(f->store, false, &s), -EPROTONOSUPPORT);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_open_missing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_create, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_marker, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_put_commit_read, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dedup, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_close_commits, setup, teardown),
