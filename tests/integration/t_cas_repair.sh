@@ -73,3 +73,11 @@ grep -q "2 corrupt, 0 repaired, 2 still bad" "$T/.out" || die "summary: $(cat "$
 cmp "$T/c2.bad" "$(chunk_file "$T/s" "${C[2]}")" || die "an unrepaired chunk was changed"
 expect_rc 1 verify
 echo "ok: chunks the remote cannot give stay bad, exit 1"
+# --json with --repair: one object on stdout with the counts, exit 1 all the same
+rc=0
+verify --repair --remote "$URL" --json >"$T/rep.json" 2>/dev/null || rc=$?
+[ "$rc" -eq 1 ] || die "repair --json: exit $rc"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
+assert d["corrupt"] == 2 and d["repaired"] == 0 and d["still_bad"] == 2, d
+assert len(d["bad"]) == 2, d' "$T/rep.json" || die "repair --json: $(cat "$T/rep.json")"
+echo "ok: verify --repair --json"
