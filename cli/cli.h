@@ -33,13 +33,17 @@ int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int cli_bad_option(const char *cmd, char **argv, int c);
 
 /*
- * -v/--verbose and -q/--quiet, before the subcommand (main.c) or among its options: every
- * command adds CLI_LOG_OPTIONS to its getopt_long table, "vq" to its optstring and
- * `case 'v': case 'q': cli_log_option(c); break;` to its switch.
+ * -v/--verbose, -q/--quiet, -p/--progress and --no-progress, before the subcommand (main.c)
+ * or among its options: every command adds CLI_LOG_OPTIONS to its getopt_long table, "vqp"
+ * to its optstring and `CLI_LOG_CASES: cli_log_option(c); break;` to its switch.
  */
+#define CLI_O_NO_PROGRESS 0x1200
 #define CLI_LOG_OPTIONS \
 	{ "verbose", no_argument, NULL, 'v' }, \
-	{ "quiet", no_argument, NULL, 'q' }
+	{ "quiet", no_argument, NULL, 'q' }, \
+	{ "progress", no_argument, NULL, 'p' }, \
+	{ "no-progress", no_argument, NULL, CLI_O_NO_PROGRESS }
+#define CLI_LOG_CASES case 'v': case 'q': case 'p': case CLI_O_NO_PROGRESS
 void cli_log_option(int c);
 
 /*

@@ -398,7 +398,7 @@ int cmd_cas(int argc, char **argv)
 	optind = 1;
 	opterr = 0;
 	ret = -1;
-	while (ret < 0 && (c = getopt_long(argc - 1, argv + 1, ":s:k:g:nhvq", opts, NULL)) != -1) {
+	while (ret < 0 && (c = getopt_long(argc - 1, argv + 1, ":s:k:g:nhvqp", opts, NULL)) != -1) {
 		if (!is_gc && (c == 'k' || c == 'g' || c == 'n')) {
 			ret = cli_usage_error("--%s is only for cas gc",
 					      c == 'k' ? "keep" : c == 'g' ? "grace" : "dry-run");
@@ -426,7 +426,7 @@ int cmd_cas(int argc, char **argv)
 			tmp_grace = grace;
 			break;
 		case 'n': dry_run = true; break;
-		case 'v': case 'q': cli_log_option(c); break;
+		CLI_LOG_CASES: cli_log_option(c); break;
 		case 'h': fputs(cas_usage, stdout); ret = 0; break;
 		default: ret = cli_bad_option("cas", argv + 1, c); break;
 		}

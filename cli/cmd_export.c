@@ -127,7 +127,7 @@ int cmd_export(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":s:o:hvq", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":s:o:hvqp", opts, NULL)) != -1) {
 		switch (c) {
 		case 's': o.src.store_dir = optarg; break;
 		case 'o': o.out_path = optarg; break;
@@ -136,7 +136,7 @@ int cmd_export(int argc, char **argv)
 				return EXIT_USAGE;
 			o.mem_cache = (size_t)v;
 			break;
-		case 'v': case 'q': cli_log_option(c); break;
+		CLI_LOG_CASES: cli_log_option(c); break;
 		case 'J': json = true; break;
 		case 'h': printf(export_usage, cli_remote_help); return 0;
 		default:

@@ -137,7 +137,7 @@ int cmd_import(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":s:o:j:hvq", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":s:o:j:hvqp", opts, NULL)) != -1) {
 		switch (c) {
 		case 's': o.store_dir = optarg; break;
 		case 'o': o.output = optarg; break;
@@ -160,7 +160,7 @@ int cmd_import(int argc, char **argv)
 			if (o.threads < 1 || o.threads > 256)
 				return cli_usage_error("--threads: '%s' is not 1..256", optarg);
 			break;
-		case 'v': case 'q': cli_log_option(c); break;
+		CLI_LOG_CASES: cli_log_option(c); break;
 		case 'J': json = true; break;
 		case 'h': fputs(import_usage, stdout); return 0;
 		default: return cli_bad_option("import", argv, c);

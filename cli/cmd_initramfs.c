@@ -77,7 +77,7 @@ int cmd_initramfs(int argc, char **argv)
 		log_error("out of memory");
 		return 1;
 	}
-	while ((c = getopt_long(argc, argv, ":e:w:u:o:hvq", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":e:w:u:o:hvqp", opts, NULL)) != -1) {
 		switch (c) {
 		case O_KERNEL: o.kernel = optarg; break;
 		case O_MODULES: o.modules_dir = optarg; break;
@@ -91,7 +91,7 @@ int cmd_initramfs(int argc, char **argv)
 		case O_GZIP: o.gzip = true; break;
 		case O_CACHE: o.cache_dir = optarg; break;
 		case 'o': out = optarg; break;
-		case 'v': case 'q': cli_log_option(c); break;
+		CLI_LOG_CASES: cli_log_option(c); break;
 		case 'h':
 			fputs(initramfs_usage, stdout);
 			free(env);

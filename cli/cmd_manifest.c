@@ -155,10 +155,10 @@ int cmd_manifest(int argc, char **argv)
 	log_set_context("manifest show");
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc - 1, argv + 1, ":hvq", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc - 1, argv + 1, ":hvqp", opts, NULL)) != -1) {
 		switch (c) {
 		case 'S': summary = true; break;
-		case 'v': case 'q': cli_log_option(c); break;
+		CLI_LOG_CASES: cli_log_option(c); break;
 		case 'h': fputs(manifest_usage, stdout); return 0;
 		default: return cli_bad_option("manifest", argv + 1, c);
 		}

@@ -127,7 +127,7 @@ int cmd_mkfs(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":o:hvq", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":o:hvqp", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': out = optarg; break;
 		case 'S':
@@ -157,7 +157,7 @@ int cmd_mkfs(int argc, char **argv)
 			o.uuid = uuid;
 			break;
 		case 'O': o.order_file = optarg; break;
-		case 'v': case 'q': cli_log_option(c); break;
+		CLI_LOG_CASES: cli_log_option(c); break;
 		case O_JSON: json = true; break;
 		case 'h': fputs(mkfs_usage, stdout); return 0;
 		default: return cli_bad_option("mkfs", argv, c);

@@ -155,12 +155,12 @@ int cmd_overlay(int argc, char **argv)
 	log_set_context(!strcmp(sub, "show") ? "overlay show" : "overlay apply");
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc - 1, argv + 1, ":l:o:hvq", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc - 1, argv + 1, ":l:o:hvqp", opts, NULL)) != -1) {
 		switch (c) {
 		case 'l': layout = optarg; break;
 		case 'o': out = optarg; break;
 		case 'j': json = true; break;
-		case 'v': case 'q': cli_log_option(c); break;
+		CLI_LOG_CASES: cli_log_option(c); break;
 		case 'h': fputs(overlay_usage, stdout); return 0;
 		default: return cli_bad_option("overlay", argv + 1, c);
 		}

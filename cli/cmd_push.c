@@ -136,10 +136,10 @@ int cmd_push(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":s:hvq", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":s:hvqp", opts, NULL)) != -1) {
 		switch (c) {
 		case 's': o.store_dir = optarg; break;
-		case 'v': case 'q': cli_log_option(c); break;
+		CLI_LOG_CASES: cli_log_option(c); break;
 		case 'J': json = true; break;
 		case 'h': fputs(push_usage, stdout); return 0;
 		case CLI_O_CACHE_SIZE:

@@ -53,7 +53,7 @@ int cmd_repack(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":s:o:hvq", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":s:o:hvqp", opts, NULL)) != -1) {
 		switch (c) {
 		case 'T': o.trace_path = optarg; break;
 		case 's': o.src.store_dir = optarg; break;
@@ -67,7 +67,7 @@ int cmd_repack(int argc, char **argv)
 			if (cli_parse_level(optarg, &o.level))
 				return EXIT_USAGE;
 			break;
-		case 'v': case 'q': cli_log_option(c); break;
+		CLI_LOG_CASES: cli_log_option(c); break;
 		case 'h': fputs(repack_usage, stdout); return 0;
 		default: return cli_bad_option("repack", argv, c);
 		}

@@ -302,7 +302,7 @@ int cmd_run(int argc, char **argv)
 	}
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(nopt, argv, ":s:k:hvq", opts, NULL)) != -1) {
+	while ((c = getopt_long(nopt, argv, ":s:k:hvqp", opts, NULL)) != -1) {
 		switch (c) {
 		case 's': a.eo.store_dir = optarg; break;
 		case O_OVERLAY: a.eo.overlay_path = optarg; break;
@@ -344,7 +344,7 @@ int cmd_run(int argc, char **argv)
 		case O_MANIFEST: a.manifest = optarg; break;
 		case O_MODULES: a.modules = optarg; break;
 		case O_JSON: a.stats_json = optarg; break;
-		case 'v': case 'q': cli_log_option(c); break;
+		CLI_LOG_CASES: cli_log_option(c); break;
 		case O_NO_CHECK: a.eo.check = false; break;
 		case 'h': printf(run_usage, cli_remote_help, cli_trace_help); return 0;
 		default:

@@ -557,7 +557,7 @@ static bool image_only(int c)
 	switch (c) {
 	case O_RO: case O_NBD: case O_NAME: case O_JSON: case O_VHOST: case O_CONTROL: case O_RAW:
 	case O_PIDFILE: case O_EXIT_PARENT: case O_RUN: case 'h': case '?': case ':':
-	case 'v': case 'q':
+	CLI_LOG_CASES:
 		return false;
 	default:
 		return true;
@@ -660,7 +660,7 @@ int cmd_serve(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":s:hvq", opts, &li)) != -1) {
+	while ((c = getopt_long(argc, argv, ":s:hvqp", opts, &li)) != -1) {
 		if (!a.image_opt && image_only(c))
 			a.image_opt = li >= 0 ? opts[li].name : "store";
 		li = -1;
@@ -680,7 +680,7 @@ int cmd_serve(int argc, char **argv)
 		case O_CONTROL: a.control = optarg; break;
 		case O_RAW: a.raw = optarg; break;
 		case O_MANIFEST: a.tr.manifest = optarg; break;
-		case 'v': case 'q': cli_log_option(c); break;
+		CLI_LOG_CASES: cli_log_option(c); break;
 		case O_NO_CHECK: a.eo.check = false; break;
 		case O_PIDFILE: a.pidfile = optarg; break;
 		case O_EXIT_PARENT: a.exit_with_parent = true; break;

@@ -189,11 +189,11 @@ int cmd_snapshot(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":o:hvq", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":o:hvqp", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': out = optarg; break;
 		case O_SERVER: server = optarg; break;
-		case 'v': case 'q': cli_log_option(c); break;
+		CLI_LOG_CASES: cli_log_option(c); break;
 		case 'h': fputs(snapshot_usage, stdout); return 0;
 		default: return cli_bad_option("snapshot", argv, c);
 		}

@@ -135,10 +135,10 @@ int cmd_trace(int argc, char **argv)
 		return cli_usage_error("unknown trace command '%s' (want show)", argv[1]);
 	optind = 2;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":hvq", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":hvqp", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j': json = true; break;
-		case 'v': case 'q': cli_log_option(c); break;
+		CLI_LOG_CASES: cli_log_option(c); break;
 		case 'h': fputs(trace_usage, stdout); return 0;
 		default: return cli_bad_option("trace show", argv, c);
 		}

@@ -180,14 +180,14 @@ int cmd_warm(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":s:hvq", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":s:hvqp", opts, NULL)) != -1) {
 		switch (c) {
 		case 's': o.src.store_dir = optarg; break;
 		case O_TRACE: tr.prefetch = optarg; break;
 		case O_ALL: o.all = true; break;
 		case O_JSON: json = true; break;
 		case O_MANIFEST: tr.manifest = optarg; break;
-		case 'v': case 'q': cli_log_option(c); break;
+		CLI_LOG_CASES: cli_log_option(c); break;
 		case 'h': printf(warm_usage, cli_remote_help); return 0;
 		default:
 			r = cli_remote_option(&rem, c, optarg);

@@ -42,8 +42,8 @@ static void usage(FILE *f)
 		   "                 subcommand, among its options\n"
 		   "  -q, --quiet    errors only; also after the subcommand\n"
 		   "  -p, --progress show progress lines even when stderr is no terminal\n"
-		   "                 (one plain line a second)\n"
-		   "  --no-progress  no progress lines, even on a terminal\n"
+		   "                 (one plain line a second); also after the subcommand\n"
+		   "  --no-progress  no progress lines, even on a terminal; also after it\n"
 		   "  --version      print the version\n");
 }
 

@@ -64,7 +64,10 @@ int cli_bad_option(const char *cmd, char **argv, int c)
 
 void cli_log_option(int c)
 {
-	log_set_level(c == 'q' ? 0 : log_get_level() + 1);
+	if (c == 'p' || c == CLI_O_NO_PROGRESS)
+		log_set_progress(c == 'p');
+	else
+		log_set_level(c == 'q' ? 0 : log_get_level() + 1);
 }
 
 const char cli_remote_help[] =

@@ -51,7 +51,12 @@ grep -q $'\r' "$T/err" && die "-p off a terminal: \\r in the lines"
 [ "$(wc -l <"$T/out")" -eq 2 ] || die "-p: summary changed"
 on_tty noprog "$LAZYBLK" --no-progress import "$T/src" --store "$T/s4" -o "$T/m4"
 grep -q "importing" "$T/noprog.tty" && die "--no-progress: a progress line on a terminal"
-echo "ok: off a terminal the summary only; -p and --no-progress"
+# after the subcommand too, as qemu-img -p: import -p, export --progress, import --no-progress
+"$LAZYBLK" import "$T/src" -p --store "$T/s5" -o "$T/m5" >"$T/out" 2>"$T/err"
+grep -Eq "^importing .*: [0-9]+ files" "$T/err" || die "import -p: no progress line: $(cat -v "$T/err")"
+on_tty noprog2 "$LAZYBLK" import "$T/src" --no-progress --store "$T/s6" -o "$T/m6"
+grep -q "importing" "$T/noprog2.tty" && die "import --no-progress: a progress line on a terminal"
+echo "ok: off a terminal the summary only; -p and --no-progress, before or after the subcommand"
 
 # ---- export
 "$LAZYBLK" mkfs "$T/m" -o "$T/l" >/dev/null
