@@ -67,10 +67,13 @@ struct vhost_user_dev {
 };
 
 /* vhost_user_mem.c */
+/* -errno refused (one line logged). */
 int vu_mem_set(struct vhost_user_dev *d, const struct vu_mem_table *t, int *fds);
 void vu_mem_unmap(struct vhost_user_dev *d);
 /* Guest-physical address of [uva, uva + len) in one region: 0, or -EFAULT. */
 int vu_uva_to_gpa(const struct vhost_user_dev *d, uint64_t uva, uint64_t len, uint64_t *gpa);
+/* Whether fd's file is sealed against shrinking (F_SEAL_SHRINK): safe to map for good. */
+bool vu_fd_no_shrink(int fd);
 
 /* vhost_user_inflight.c: -errno refused (logged). */
 /* A new zeroed region for p's queues: p's mmap_size/offset and its fd are the reply. */

@@ -304,15 +304,6 @@ static int h_set_protocol_features(struct vhost_user_dev *d, struct vu_msg *m)
 	return 0;
 }
 
-static int h_mem_table(struct vhost_user_dev *d, struct vu_msg *m, int *fds)
-{
-	int ret = vu_mem_set(d, &m->p.mem, fds);
-
-	if (ret < 0)
-		log_warn("vhost-user: SET_MEM_TABLE refused");
-	return ret;
-}
-
 static int h_vring_num(struct vhost_user_dev *d, struct vu_msg *m)
 {
 	struct vu_queue *q = queue_of(d, m->p.state.index, "SET_VRING_NUM");
@@ -481,7 +472,7 @@ static int dispatch(struct vhost_user_dev *d, struct vu_msg *m, int *fds, int *r
 		m->p.u64 = d->nq;
 		return 8;
 	case VU_SET_MEM_TABLE:
-		return h_mem_table(d, m, fds);
+		return vu_mem_set(d, &m->p.mem, fds);
 	case VU_SET_VRING_NUM:
 		return h_vring_num(d, m);
 	case VU_SET_VRING_ADDR:
