@@ -17,6 +17,7 @@
 #define LZ_BLKD_VHOST_USER_INT_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -24,6 +25,10 @@
 #include "../virtio/vq_runner.h"
 #include "vhost_user.h"
 #include "vhost_user_proto.h"
+
+#define VU_POLL_MS 200       /* how often *stop is looked at */
+#define VU_MSG_TIMEOUT_S 5   /* for the rest of a message once its first byte came */
+#define VU_REPLY_TIMEOUT_MS 5000   /* for the master to take a reply off the socket */
 
 struct vu_queue {
 	struct vhost_user_dev *d;
@@ -62,6 +67,7 @@ struct vhost_user_dev {
 	struct gmem mem;             /* keyed by guest-physical address */
 	struct vu_map map[GMEM_MAX_REGIONS];
 	struct vu_inflight_map ifl;  /* GET/SET_INFLIGHT_FD */
+	volatile sig_atomic_t *stop; /* the connection's stop flag (NULL: none) */
 	unsigned nq;
 	struct vu_queue q[];
 };
@@ -102,9 +108,17 @@ void vu_queue_set_fd(struct vu_queue *q, int *slot, int fd);
  * -errno. The fds received are in fds[0..*nfds); the caller closes those it does not keep.
  */
 int vu_msg_recv(int fd, struct vu_msg *m, int *fds, unsigned *nfds, const char **why);
-/* Handle one message; replies on fd. -EPROTO: drop the connection (logged). */
+/*
+ * Handle one message; replies on fd (bounded: VU_REPLY_TIMEOUT_MS, d->stop). -EPROTO: drop
+ * the connection (logged, unless the master is gone); -ECANCELED: the server is stopping.
+ */
 int vu_msg_handle(struct vhost_user_dev *d, int fd, struct vu_msg *m, int *fds,
 		  unsigned nfds);
 void vu_dev_reset(struct vhost_user_dev *d);
+
+static inline bool stopped(volatile sig_atomic_t *stop)
+{
+	return stop && __atomic_load_n(stop, __ATOMIC_RELAXED);
+}
 
 #endif

@@ -7,6 +7,8 @@
 #   sealed    the memory sealed (F_SEAL_SHRINK | F_SEAL_GROW, as QEMU's memory-backend-memfd):
 #             accepted; ftruncate to a smaller size fails with EPERM; a GET_ID request on queue 0
 #             completes with the server's serial.
+#   noread    GET_FEATURES sent over and over, the replies never read, until the socket's buffers
+#             are full; prints "full" and then waits (holding the connection) until killed.
 # Exit status 0 when the server behaved, 1 (with a line on stderr) when not.
 import errno, fcntl, mmap, os, select, socket, struct, sys, time
 
@@ -136,4 +138,25 @@ def mode_sealed(path):
     print("serial " + bytes(mem[DATA:DATA + 20]).rstrip(b"\0").decode())
 
 
-{"unsealed": mode_unsealed, "sealed": mode_sealed}[sys.argv[1]](sys.argv[2])
+def mode_noread(path):
+    f = Front(path)
+    f.s.setblocking(False)
+    msg = struct.pack("<III", GET_FEATURES, VERSION, 0)
+    pending, full = b"", 0
+    deadline = time.time() + 30
+    while full < 20:                     # full, and still full a while later: the server is stuck
+        if time.time() > deadline:
+            fail("the socket never filled up")
+        pending = pending or msg
+        try:
+            pending = pending[f.s.send(pending):]
+            full = 0
+        except BlockingIOError:
+            full += 1
+            time.sleep(0.05)
+    print("full", flush=True)
+    while True:
+        time.sleep(1)
+
+
+{"unsealed": mode_unsealed, "sealed": mode_sealed, "noread": mode_noread}[sys.argv[1]](sys.argv[2])
