@@ -11,6 +11,8 @@
 . "$TESTLIB/kernel.sh"   # vu_serve, vu_stop (no kernel needed here)
 
 FRONT=$TESTLIB/vu_front.py
+python3 -c 'import os, socket; os.eventfd, os.memfd_create, socket.send_fds' 2>/dev/null ||
+  skip "python3 3.10 or later needed (os.eventfd, os.memfd_create, socket.send_fds)"
 truncate -s 4M "$T/disk.raw"
 VU_SOCK=$T/vu.sock
 
