@@ -13,9 +13,6 @@
 #include "../../common/log.h"
 #include "../../common/sock.h"
 
-#define VU_POLL_MS 200       /* how often *stop is looked at */
-#define VU_MSG_TIMEOUT_S 5   /* for the rest of a message once its first byte came */
-
 int vhost_user_dev_new(const struct disk *disk, unsigned num_queues,
 		       const char *serial, struct vhost_user_dev **out)
 {
@@ -56,11 +53,6 @@ void vhost_user_dev_stats(const struct vhost_user_dev *d, struct vblk_stats *st)
 	vblk_get_stats(&d->blk, st);
 }
 
-static bool stopped(volatile sig_atomic_t *stop)
-{
-	return stop && __atomic_load_n(stop, __ATOMIC_RELAXED);
-}
-
 static int conn_end(struct vhost_user_dev *d, int fd, struct vu_msg *m, int ret)
 {
 	vu_dev_reset(d);
@@ -80,6 +72,7 @@ int vhost_user_conn_run(struct vhost_user_dev *d, int fd, volatile sig_atomic_t 
 		return -ENOMEM;
 	}
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	d->stop = stop;   /* replies wait for the master to read no longer than stopping */
 	while (!stopped(stop)) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
 		int fds[VU_MAX_FDS];

@@ -6,6 +6,8 @@
  * device instance it (re)connects to (SET_INFLIGHT_FD). Each queue records in it which
  * chains it popped and has not completed (vring.h); a server that restarts after a crash
  * finds them there when the queue starts and resubmits them (vhost_user_queue.c).
+ * The region made here is sealed against shrinking and growing; one handed back must be
+ * sealed against shrinking (vhost_user_mem.c says why).
  */
 #include "vhost_user_int.h"
 
@@ -74,7 +76,8 @@ int vu_inflight_get(struct vhost_user_dev *d, struct vu_inflight *p, int *fd_out
 	if (ftruncate(fd, (off_t)size) < 0)
 		goto fail;
 	/* the master maps it too: it must not shrink under either of us */
-	fcntl(fd, F_ADD_SEALS, F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL);
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0)
+		goto fail;
 	base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (base == MAP_FAILED)
 		goto fail;
@@ -112,6 +115,12 @@ int vu_inflight_set(struct vhost_user_dev *d, const struct vu_inflight *p, int f
 	if (end < p->mmap_offset || p->mmap_offset % (uint64_t)sysconf(_SC_PAGESIZE)) {
 		log_warn("vhost-user: SET_INFLIGHT_FD: bad offset %llu",
 			 (unsigned long long)p->mmap_offset);
+		return -EINVAL;
+	}
+	/* sealed first: then the size checked below cannot change */
+	if (!vu_fd_no_shrink(fd)) {
+		log_warn("vhost-user: SET_INFLIGHT_FD refused: its file is not sealed against "
+			 "shrinking (F_SEAL_SHRINK)");
 		return -EINVAL;
 	}
 	/* a mapping past the end of the file would SIGBUS on access */

@@ -17,6 +17,7 @@
 #define LZ_BLKD_VHOST_USER_INT_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -24,6 +25,10 @@
 #include "../virtio/vq_runner.h"
 #include "vhost_user.h"
 #include "vhost_user_proto.h"
+
+#define VU_POLL_MS 200       /* how often *stop is looked at */
+#define VU_MSG_TIMEOUT_S 5   /* for the rest of a message once its first byte came */
+#define VU_REPLY_TIMEOUT_MS 5000   /* for the master to take a reply off the socket */
 
 struct vu_queue {
 	struct vhost_user_dev *d;
@@ -62,15 +67,19 @@ struct vhost_user_dev {
 	struct gmem mem;             /* keyed by guest-physical address */
 	struct vu_map map[GMEM_MAX_REGIONS];
 	struct vu_inflight_map ifl;  /* GET/SET_INFLIGHT_FD */
+	volatile sig_atomic_t *stop; /* the connection's stop flag (NULL: none) */
 	unsigned nq;
 	struct vu_queue q[];
 };
 
 /* vhost_user_mem.c */
+/* -errno refused (one line logged). */
 int vu_mem_set(struct vhost_user_dev *d, const struct vu_mem_table *t, int *fds);
 void vu_mem_unmap(struct vhost_user_dev *d);
 /* Guest-physical address of [uva, uva + len) in one region: 0, or -EFAULT. */
 int vu_uva_to_gpa(const struct vhost_user_dev *d, uint64_t uva, uint64_t len, uint64_t *gpa);
+/* Whether fd's file is sealed against shrinking (F_SEAL_SHRINK): safe to map for good. */
+bool vu_fd_no_shrink(int fd);
 
 /* vhost_user_inflight.c: -errno refused (logged). */
 /* A new zeroed region for p's queues: p's mmap_size/offset and its fd are the reply. */
@@ -99,9 +108,17 @@ void vu_queue_set_fd(struct vu_queue *q, int *slot, int fd);
  * -errno. The fds received are in fds[0..*nfds); the caller closes those it does not keep.
  */
 int vu_msg_recv(int fd, struct vu_msg *m, int *fds, unsigned *nfds, const char **why);
-/* Handle one message; replies on fd. -EPROTO: drop the connection (logged). */
+/*
+ * Handle one message; replies on fd (bounded: VU_REPLY_TIMEOUT_MS, d->stop). -EPROTO: drop
+ * the connection (logged, unless the master is gone); -ECANCELED: the server is stopping.
+ */
 int vu_msg_handle(struct vhost_user_dev *d, int fd, struct vu_msg *m, int *fds,
 		  unsigned nfds);
 void vu_dev_reset(struct vhost_user_dev *d);
+
+static inline bool stopped(volatile sig_atomic_t *stop)
+{
+	return stop && __atomic_load_n(stop, __ATOMIC_RELAXED);
+}
 
 #endif

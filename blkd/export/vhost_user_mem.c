@@ -1,13 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * blkd/export/vhost_user_mem: the master's memory table. Each region is a file descriptor (a
- * memfd, a hugetlbfs or /dev/shm file) mapped here; guest buffers are translated by guest
- * physical address (struct gmem), ring addresses from SET_VRING_ADDR by the master's user
- * address (vu_uva_to_gpa).
+ * blkd/export/vhost_user_mem: the master's memory table. Each region is a file descriptor
+ * mapped here; guest buffers are translated by guest physical address (struct gmem), ring
+ * addresses from SET_VRING_ADDR by the master's user address (vu_uva_to_gpa).
+ *
+ * The master keeps its descriptors: were it to truncate a file after it is mapped here,
+ * the next access to the ring or a buffer would SIGBUS the whole server. So a region's file
+ * must be sealed against shrinking (F_SEAL_SHRINK: a memfd, as QEMU's memory-backend-memfd
+ * makes with its default seal=on, also with hugetlb=on); an unsealed one (a plain file,
+ * memory-backend-file, seal=off) is refused.
  */
 #include "vhost_user_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -20,42 +26,50 @@ static bool overlap(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
 	return a < b + blen && b < a + alen;
 }
 
-/* A region that can be mapped: sizes without overflow, inside its file. */
-static int region_check(const struct vu_region *r, int fd, unsigned i)
+bool vu_fd_no_shrink(int fd)
+{
+	int seals = fcntl(fd, F_GET_SEALS);
+
+	return seals >= 0 && (seals & F_SEAL_SHRINK);
+}
+
+/* NULL when the region can be mapped (sizes without overflow, inside its sealed file). */
+static const char *region_check(const struct vu_region *r, int fd)
 {
 	struct stat st;
 
 	if (!r->size || r->gpa + r->size < r->gpa || r->uva + r->size < r->uva ||
-	    r->mmap_offset + r->size < r->mmap_offset) {
-		log_warn("vhost-user: memory region %u: bad size or address", i);
-		return -EINVAL;
-	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		log_warn("vhost-user: memory region %u: not a memory file", i);
-		return -EINVAL;
-	}
+	    r->mmap_offset + r->size < r->mmap_offset)
+		return "bad size or address";
+	/* sealed first: then the size checked below cannot change */
+	if (!vu_fd_no_shrink(fd))
+		return "its file is not sealed against shrinking (F_SEAL_SHRINK; QEMU: "
+		       "memory-backend-memfd with seal=on)";
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return "not a memory file";
 	/* a mapping past the end of the file would SIGBUS on access */
-	if ((uint64_t)st.st_size < r->mmap_offset + r->size) {
-		log_warn("vhost-user: memory region %u: beyond the end of its file", i);
-		return -EINVAL;
-	}
-	return 0;
+	if ((uint64_t)st.st_size < r->mmap_offset + r->size)
+		return "beyond the end of its file";
+	return NULL;
 }
 
 static int table_check(const struct vu_mem_table *t, const int *fds)
 {
 	for (unsigned i = 0; i < t->nregions; i++) {
 		const struct vu_region *a = &t->r[i];
-		int ret = region_check(a, fds[i], i);
+		const char *why = region_check(a, fds[i]);
 
-		if (ret < 0)
-			return ret;
+		if (why) {
+			log_warn("vhost-user: SET_MEM_TABLE refused: memory region %u: %s", i, why);
+			return -EINVAL;
+		}
 		for (unsigned j = 0; j < i; j++) {
 			const struct vu_region *b = &t->r[j];
 
 			if (overlap(a->gpa, a->size, b->gpa, b->size) ||
 			    overlap(a->uva, a->size, b->uva, b->size)) {
-				log_warn("vhost-user: memory regions %u and %u overlap", j, i);
+				log_warn("vhost-user: SET_MEM_TABLE refused: memory regions %u and "
+					 "%u overlap", j, i);
 				return -EINVAL;
 			}
 		}
@@ -83,8 +97,10 @@ int vu_mem_set(struct vhost_user_dev *d, const struct vu_mem_table *t, int *fds)
 	struct gmem mem = { .n = t->nregions };
 	int ret;
 
-	if (!t->nregions || t->nregions > GMEM_MAX_REGIONS)
+	if (!t->nregions || t->nregions > GMEM_MAX_REGIONS) {
+		log_warn("vhost-user: SET_MEM_TABLE refused: %u regions", t->nregions);
 		return -EINVAL;
+	}
 	ret = table_check(t, fds);
 	if (ret < 0)
 		return ret;
@@ -97,7 +113,8 @@ int vu_mem_set(struct vhost_user_dev *d, const struct vu_mem_table *t, int *fds)
 
 		if (p == MAP_FAILED) {
 			ret = -errno;
-			log_warn("vhost-user: memory region %u: mmap: %s", i, strerror(-ret));
+			log_warn("vhost-user: SET_MEM_TABLE refused: memory region %u: mmap: %s", i,
+				 strerror(-ret));
 			maps_free(map, i);
 			return ret;
 		}

@@ -11,10 +11,13 @@
 #include "vhost_user_int.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "../../common/clock.h"
 #include "../../common/log.h"
 
 #define BIT(n) (1ull << (n))
@@ -220,19 +223,23 @@ static const char *msg_check(const struct vu_msg *m, unsigned nfds)
 
 /* ---- answering ---------------------------------------------------------------------- */
 
-/* The reply to m: size bytes of its payload, and sendfd (-1: none) as SCM_RIGHTS. */
-static int reply_send(int fd, struct vu_msg *m, uint32_t size, int sendfd)
+/*
+ * Send buf on fd, fd (-1: none) as SCM_RIGHTS with its first byte, without blocking: when
+ * the socket is full, wait for the master to read, but no longer than VU_REPLY_TIMEOUT_MS
+ * (-ETIMEDOUT) and not once the server is stopping (-ECANCELED). A master that never reads
+ * its replies must not hold the connection thread, and with it SIGTERM, forever.
+ */
+static int send_bounded(struct vhost_user_dev *d, int fd, const uint8_t *buf, size_t len,
+			int sendfd)
 {
-	struct vu_hdr h = { .request = m->hdr.request, .flags = VU_VERSION | VU_FLAG_REPLY,
-			    .size = size };
-	struct iovec iov[2] = { { &h, VU_HDR_SIZE }, { &m->p, size } };
-	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
 	union {
 		char buf[CMSG_SPACE(sizeof(int))];
 		struct cmsghdr align;
 	} cm;
-	size_t want = VU_HDR_SIZE + size;
-	ssize_t n;
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct timespec t0;
+	size_t done = 0;
 
 	if (sendfd >= 0) {
 		struct cmsghdr *c;
@@ -245,18 +252,59 @@ static int reply_send(int fd, struct vu_msg *m, uint32_t size, int sendfd)
 		c->cmsg_len = CMSG_LEN(sizeof(int));
 		memcpy(CMSG_DATA(c), &sendfd, sizeof(int));
 	}
-	do
-		n = sendmsg(fd, &mh, MSG_NOSIGNAL);
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return -errno;
-	return (size_t)n == want ? 0 : -EIO;   /* a blocking socket: short only on error */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (done < len) {
+		struct pollfd p = { .fd = fd, .events = POLLOUT };
+		ssize_t n;
+
+		iov.iov_base = (void *)(buf + done);
+		iov.iov_len = len - done;
+		n = sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n > 0) {
+			done += (size_t)n;
+			mh.msg_control = NULL;   /* the fd went with the first byte */
+			mh.msg_controllen = 0;
+			continue;
+		}
+		if (n < 0 && errno != EINTR && errno != EAGAIN)
+			return -errno;
+		if (stopped(d->stop))
+			return -ECANCELED;
+		if (clock_ms_since(&t0) >= VU_REPLY_TIMEOUT_MS)
+			return -ETIMEDOUT;
+		poll(&p, 1, VU_POLL_MS);
+	}
+	return 0;
 }
 
-static int reply_u64(int fd, struct vu_msg *m, uint64_t v)
+/* The reply to m: size bytes of its payload, and sendfd (-1: none) as SCM_RIGHTS. */
+static int reply_send(struct vhost_user_dev *d, int fd, struct vu_msg *m, uint32_t size,
+		      int sendfd)
+{
+	struct vu_hdr h = { .request = m->hdr.request, .flags = VU_VERSION | VU_FLAG_REPLY,
+			    .size = size };
+	uint8_t buf[VU_HDR_SIZE + VU_PAYLOAD_MAX];
+
+	memcpy(buf, &h, VU_HDR_SIZE);
+	memcpy(buf + VU_HDR_SIZE, &m->p, size);
+	return send_bounded(d, fd, buf, VU_HDR_SIZE + size, sendfd);
+}
+
+static int reply_u64(struct vhost_user_dev *d, int fd, struct vu_msg *m, uint64_t v)
 {
 	m->p.u64 = v;
-	return reply_send(fd, m, 8, -1);
+	return reply_send(d, fd, m, 8, -1);
+}
+
+/* A reply that could not be sent: the connection is dropped (-EPROTO), or ends (stopping). */
+static int reply_failed(uint32_t r, int ret)
+{
+	if (ret == -ECANCELED)
+		return ret;
+	if (ret == -ETIMEDOUT)
+		log_warn("vhost-user: %s: the master has not read its replies for %d s; "
+			 "dropping the connection", req_name(r), VU_REPLY_TIMEOUT_MS / 1000);
+	return -EPROTO;
 }
 
 /* ---- handlers: 0 or a reply size > 0 to send; -errno refused (logged here) ----------- */
@@ -302,15 +350,6 @@ static int h_set_protocol_features(struct vhost_user_dev *d, struct vu_msg *m)
 	}
 	d->pfeatures = m->p.u64;
 	return 0;
-}
-
-static int h_mem_table(struct vhost_user_dev *d, struct vu_msg *m, int *fds)
-{
-	int ret = vu_mem_set(d, &m->p.mem, fds);
-
-	if (ret < 0)
-		log_warn("vhost-user: SET_MEM_TABLE refused");
-	return ret;
 }
 
 static int h_vring_num(struct vhost_user_dev *d, struct vu_msg *m)
@@ -481,7 +520,7 @@ static int dispatch(struct vhost_user_dev *d, struct vu_msg *m, int *fds, int *r
 		m->p.u64 = d->nq;
 		return 8;
 	case VU_SET_MEM_TABLE:
-		return h_mem_table(d, m, fds);
+		return vu_mem_set(d, &m->p.mem, fds);
 	case VU_SET_VRING_NUM:
 		return h_vring_num(d, m);
 	case VU_SET_VRING_ADDR:
@@ -538,12 +577,14 @@ int vu_msg_handle(struct vhost_user_dev *d, int fd, struct vu_msg *m, int *fds, 
 			log_warn("vhost-user: %s failed; dropping the connection", req_name(r));
 			return -EPROTO;
 		}
-		ret = reply_send(fd, m, (uint32_t)ret, reply_fd);
+		ret = reply_send(d, fd, m, (uint32_t)ret, reply_fd);
 		if (reply_fd >= 0)
 			close(reply_fd);   /* the master has its own now; the mapping stays */
-		return ret < 0 ? -EPROTO : 0;
+		return ret < 0 ? reply_failed(r, ret) : 0;
 	}
-	if (m->hdr.flags & VU_FLAG_NEED_REPLY)
-		return reply_u64(fd, m, ret < 0 ? 1 : 0) < 0 ? -EPROTO : 0;
+	if (m->hdr.flags & VU_FLAG_NEED_REPLY) {
+		ret = reply_u64(d, fd, m, ret < 0 ? 1 : 0);
+		return ret < 0 ? reply_failed(r, ret) : 0;
+	}
 	return 0;
 }

@@ -242,12 +242,23 @@ static uint8_t do_get_id(struct vblk_dev *d, const struct vring_chain *c, uint64
 	return VIRTIO_BLK_S_OK;
 }
 
-/* DISCARD / WRITE_ZEROES: every segment checked before any is executed. */
+/* One segment of a DISCARD / WRITE_ZEROES request, as copied out of guest memory. */
+struct dwz_seg {
+	uint64_t sector;
+	uint32_t nsect, flags;
+};
+
+/*
+ * DISCARD / WRITE_ZEROES: the segments are copied out of guest memory once, every one is
+ * checked, and then the checked copies are executed. The guest may rewrite its buffers
+ * at any time: a second read could differ from what was checked.
+ */
 static uint8_t do_dwz(struct vblk_dev *d, const struct vring_chain *c, bool wz)
 {
 	uint64_t feat = wz ? BIT(VIRTIO_BLK_F_WRITE_ZEROES) : BIT(VIRTIO_BLK_F_DISCARD);
 	uint32_t allowed = wz ? VIRTIO_BLK_WRITE_ZEROES_FLAG_UNMAP : 0;
 	uint64_t n = (c->rd_len - HDR_LEN) / DWZ_LEN;
+	struct dwz_seg seg[VBLK_DISCARD_SEG_MAX];
 	struct cursor k;
 
 	if (!(d->acked & feat))
@@ -256,35 +267,31 @@ static uint8_t do_dwz(struct vblk_dev *d, const struct vring_chain *c, bool wz)
 		return VIRTIO_BLK_S_IOERR;
 	if ((c->rd_len - HDR_LEN) % DWZ_LEN || !n || n > VBLK_DISCARD_SEG_MAX)
 		return VIRTIO_BLK_S_IOERR;
-	for (int pass = 0; pass < 2; pass++) {
-		cursor_init(&k, c, false, HDR_LEN);
-		for (uint64_t i = 0; i < n; i++) {
-			uint8_t s[DWZ_LEN];
-			uint64_t sector;
-			uint32_t nsect, flags;
-			int ret;
+	cursor_init(&k, c, false, HDR_LEN);
+	for (uint64_t i = 0; i < n; i++) {
+		uint8_t s[DWZ_LEN];
 
-			cursor_copy(&k, s, DWZ_LEN, false);
-			sector = le64_get(s);
-			nsect = le32_get(s + 8);
-			flags = le32_get(s + 12);
-			if (pass == 0) {
-				if (flags & ~allowed)
-					return VIRTIO_BLK_S_UNSUPP;
-				if (nsect > VBLK_MAX_DISCARD_SECTORS || !range_ok(d, sector, nsect))
-					return VIRTIO_BLK_S_IOERR;
-				continue;
-			}
-			if (wz)
-				ret = disk_write_zeroes(d->disk, sector * BLKD_SECTOR,
-							(uint64_t)nsect * BLKD_SECTOR,
-							flags & VIRTIO_BLK_WRITE_ZEROES_FLAG_UNMAP);
-			else
-				ret = disk_discard(d->disk, sector * BLKD_SECTOR,
-						   (uint64_t)nsect * BLKD_SECTOR);
-			if (ret < 0)
-				return VIRTIO_BLK_S_IOERR;
-		}
+		cursor_copy(&k, s, DWZ_LEN, false);
+		seg[i] = (struct dwz_seg){
+			.sector = le64_get(s), .nsect = le32_get(s + 8), .flags = le32_get(s + 12),
+		};
+		if (seg[i].flags & ~allowed)
+			return VIRTIO_BLK_S_UNSUPP;
+		if (seg[i].nsect > VBLK_MAX_DISCARD_SECTORS ||
+		    !range_ok(d, seg[i].sector, seg[i].nsect))
+			return VIRTIO_BLK_S_IOERR;
+	}
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t off = seg[i].sector * BLKD_SECTOR, len = (uint64_t)seg[i].nsect * BLKD_SECTOR;
+		int ret;
+
+		if (wz)
+			ret = disk_write_zeroes(d->disk, off, len,
+						seg[i].flags & VIRTIO_BLK_WRITE_ZEROES_FLAG_UNMAP);
+		else
+			ret = disk_discard(d->disk, off, len);
+		if (ret < 0)
+			return VIRTIO_BLK_S_IOERR;
 	}
 	if (wz)
 		STAT(d, write_zeroes, 1);

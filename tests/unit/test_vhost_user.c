@@ -112,9 +112,11 @@ static void fx_open(struct fx *f)
 	disk_file_make(f->dir, f->path, f->img, DISK, 7);
 	assert_int_equal(disk_raw_open(f->path, false, &f->be), 0);
 	assert_int_equal(vhost_user_dev_new(&f->be, NQ, "vu-test", &f->d), 0);
-	f->memfd = memfd_create("guest", MFD_CLOEXEC);
+	f->memfd = memfd_create("guest", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	assert_true(f->memfd >= 0);
 	assert_int_equal(ftruncate(f->memfd, TG_SIZE), 0);
+	/* as QEMU's memory-backend-memfd (seal=on): the server refuses memory that can shrink */
+	assert_int_equal(fcntl(f->memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
 	f->ram = mmap(NULL, TG_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, f->memfd, 0);
 	assert_true(f->ram != MAP_FAILED);
 	for (unsigned q = 0; q < NQ; q++) {
@@ -572,7 +574,18 @@ static void test_refused(void **state)
 	assert_int_equal(m_ack(&f, VU_SET_MEM_TABLE, &t, VU_MEM_HDR_SIZE + 32, pfd, 1), 1);
 	close(pfd[0]);
 	close(pfd[1]);
+	/* a memfd not sealed against shrinking: the master could truncate it under us */
+	int unsealed = memfd_create("unsealed", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	assert_true(unsealed >= 0);
+	assert_int_equal(ftruncate(unsealed, 4096), 0);
+	assert_int_equal(m_ack(&f, VU_SET_MEM_TABLE, &t, VU_MEM_HDR_SIZE + 32, &unsealed, 1), 1);
+	assert_int_equal(fcntl(unsealed, F_ADD_SEALS, F_SEAL_GROW), 0);   /* not the one */
+	assert_int_equal(m_ack(&f, VU_SET_MEM_TABLE, &t, VU_MEM_HDR_SIZE + 32, &unsealed, 1), 1);
+	close(unsealed);
 	assert_int_equal(set_mem(&f), 0);
+	/* sealed: the master cannot shrink what the server mapped */
+	assert_int_equal(ftruncate(f.memfd, TG_SIZE / 2), -1);
+	assert_int_equal(errno, EPERM);
 	/* queues that do not exist, bad ring sizes */
 	assert_int_equal(m_ack_state(&f, VU_SET_VRING_NUM, NQ, QSIZE), 1);
 	assert_int_equal(m_ack_state(&f, VU_SET_VRING_NUM, 0, 100), 1);
@@ -1042,9 +1055,12 @@ static void test_inflight_bad(void **state)
 	assert_true(r.mmap_size == 0 && fd == -1);
 	m_get_inflight(&f, NQ, 0, &r, &fd);
 	assert_true(r.mmap_size == 0 && fd == -1);
-	small = memfd_create("small", MFD_CLOEXEC);
+	small = memfd_create("small", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	assert_true(small >= 0);
 	assert_int_equal(ftruncate(small, need), 0);
+	/* not sealed against shrinking: refused */
+	assert_int_equal(m_set_inflight(&f, need, 0, NQ, QSIZE, small), 1);
+	assert_int_equal(fcntl(small, F_ADD_SEALS, F_SEAL_SHRINK), 0);
 	/* too small for num_queues x queue_size */
 	assert_int_equal(m_set_inflight(&f, need - 64, 0, NQ, QSIZE, small), 1);
 	assert_int_equal(m_set_inflight(&f, need, 0, NQ, 2 * QSIZE, small), 1);

@@ -318,6 +318,91 @@ static void test_discard_write_zeroes(void **state)
 	fx_close(&f);
 }
 
+/*
+ * The segments of a DISCARD / WRITE_ZEROES are read from guest memory once: a guest that
+ * rewrites them while the request runs (here: from the disk's first discard) cannot get
+ * anything executed that was not checked.
+ */
+struct racy {
+	struct tguest *g;
+	uint64_t segs;              /* gpa of the segment array */
+	unsigned calls;
+	uint64_t off[4], len[4];
+};
+
+static int racy_discard(void *ctx, uint64_t off, uint64_t len)
+{
+	struct racy *r = ctx;
+
+	if (r->calls < 4) {
+		r->off[r->calls] = off;
+		r->len[r->calls] = len;
+	}
+	if (!r->calls++) {   /* the guest rewrites the second segment: far past the end */
+		uint8_t *p = (uint8_t *)tg_ptr(r->g, r->segs) + 16;
+
+		le64_put(p, 1ull << 40);
+		le32_put(p + 8, VBLK_MAX_DISCARD_SECTORS);
+	}
+	return 0;
+}
+
+static int racy_rw(void *ctx, uint64_t off, uint32_t len, void *buf)
+{
+	(void)ctx, (void)off, (void)len, (void)buf;
+	return 0;
+}
+
+static int racy_write(void *ctx, uint64_t off, uint32_t len, const void *buf, bool fua)
+{
+	(void)ctx, (void)off, (void)len, (void)buf, (void)fua;
+	return 0;
+}
+
+static int racy_flush(void *ctx)
+{
+	(void)ctx;
+	return 0;
+}
+
+static void test_discard_segments_read_once(void **state)
+{
+	static const struct disk_ops ops = { .read = racy_rw, .write = racy_write,
+					     .flush = racy_flush, .discard = racy_discard };
+	struct tguest g;
+	struct racy r = { .g = &g };
+	struct disk be = { .ops = &ops, .ctx = &r, .size = DISK, .can_discard = true };
+	struct vblk_dev d;
+	struct vring_queue vq;
+	uint32_t id, len;
+	bool notify;
+
+	(void)state;
+	assert_int_equal(vblk_dev_init(&d, &be, 1, NULL), 0);
+	assert_int_equal(vblk_dev_ack_features(&d, d.features), 0);
+	tg_init(&g, 16);
+	assert_int_equal(vblk_ring_setup(&d, &vq, &g.mem, 16, g.desc, g.avail, g.used), 0);
+	uint64_t h = tg_blk_hdr(&g, VIRTIO_BLK_T_DISCARD, 0), st = tg_alloc(&g, 1, 1);
+	r.segs = tg_alloc(&g, 32, 8);
+	uint8_t *p = tg_ptr(&g, r.segs);
+	le64_put(p, 8);
+	le32_put(p + 8, 8);
+	le64_put(p + 16, 64);
+	le32_put(p + 24, 16);
+	struct tg_buf b[] = { { h, 16, false }, { r.segs, 32, false }, { st, 1, true } };
+	tg_submit(&g, tg_chain(&g, b, 3));
+	assert_int_equal(vblk_queue_process(&d, &vq, &notify), 1);
+	assert_true(tg_get_used(&g, &id, &len));
+	assert_int_equal(*(uint8_t *)tg_ptr(&g, st), VIRTIO_BLK_S_OK);
+	/* both segments as they were checked, not as rewritten */
+	assert_int_equal(r.calls, 2);
+	assert_int_equal(r.off[0], 8 * 512);
+	assert_int_equal(r.len[0], 8 * 512);
+	assert_int_equal(r.off[1], 64 * 512);
+	assert_int_equal(r.len[1], 16 * 512);
+	tg_free(&g);
+}
+
 static void test_errors(void **state)
 {
 	struct fx f;
@@ -465,6 +550,7 @@ int main(void)
 		cmocka_unit_test(test_write),
 		cmocka_unit_test(test_get_id),
 		cmocka_unit_test(test_discard_write_zeroes),
+		cmocka_unit_test(test_discard_segments_read_once),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_read_only),
 		cmocka_unit_test(test_batch),
