@@ -120,6 +120,33 @@ static const struct mf_entry *find_before(const struct manifest *m, size_t n, co
 	return NULL;
 }
 
+/*
+ * Every string an entry names (its path, its link target, its xattrs' names and values) in
+ * range and NUL-terminated: checked before anything reads them (sorting, lookups).
+ */
+static int check_strings(const struct manifest *m, const struct mf_entry *e, const char **why)
+{
+	if (!str_ok(m, e->path_off, e->path_len) ||
+	    !path_ok(m->strings + e->path_off, e->path_len))
+		return bad(why, "bad entry path");
+	if ((e->type == MF_SYMLINK || e->type == MF_HARDLINK) &&
+	    (e->link_len == 0 || !str_ok(m, e->link_off, e->link_len)))
+		return bad(why, "bad link target");
+	if (!range_ok(e->xattr_first, e->xattr_count, m->n_xattrs))
+		return bad(why, "entry range out of bounds");
+	for (uint32_t k = 0; k < e->xattr_count; k++) {
+		const struct mf_xattr *x = &m->xattrs[e->xattr_first + k];
+
+		if (x->name_len == 0 || !str_ok(m, x->name_off, x->name_len) ||
+		    memchr(m->strings + x->name_off, '\0', x->name_len))
+			return bad(why, "bad xattr name (empty, out of range or with a NUL)");
+		if (!str_ok(m, x->value_off, x->value_len))
+			return bad(why, "bad xattr value (out of range)");
+	}
+	return 0;
+}
+
+/* After check_strings. */
 static bool xattrs_sorted(const struct manifest *m, const struct mf_entry *e)
 {
 	for (uint32_t k = 1; k < e->xattr_count; k++) {
@@ -200,10 +227,12 @@ static int validate_each(struct manifest *m, struct dir_stack *st, const char **
 
 	for (size_t i = 0; i < m->n_entries; i++) {
 		const struct mf_entry *e = &m->entries[i];
-		const char *p = m->strings + e->path_off;
+		const char *p;
 
-		if (!str_ok(m, e->path_off, e->path_len) || !path_ok(p, e->path_len))
-			return bad(why, "bad entry path");
+		ret = check_strings(m, e, why);
+		if (ret)
+			return ret;
+		p = m->strings + e->path_off;
 		if (i == 0 && (e->path_len != 1 || e->type != MF_DIR))
 			return bad(why, "first entry is not the root directory");
 		if (prev && manifest_path_cmp(m->strings + prev->path_off, prev->path_len, p,
@@ -217,16 +246,11 @@ static int validate_each(struct manifest *m, struct dir_stack *st, const char **
 		if (e->mode & ~07777u)
 			return bad(why, "bad entry mode");
 		if (!range_ok(e->chunk_first, e->chunk_count, m->n_chunks) ||
-		    !range_ok(e->hole_first, e->hole_count, m->n_holes) ||
-		    !range_ok(e->xattr_first, e->xattr_count, m->n_xattrs))
+		    !range_ok(e->hole_first, e->hole_count, m->n_holes))
 			return bad(why, "entry range out of bounds");
 		if (e->atime_ns >= 1000000000u || e->mtime_ns >= 1000000000u ||
 		    e->ctime_ns >= 1000000000u)
 			return bad(why, "bad timestamp nanoseconds");
-		if (e->type == MF_SYMLINK || e->type == MF_HARDLINK) {
-			if (e->link_len == 0 || !str_ok(m, e->link_off, e->link_len))
-				return bad(why, "bad link target");
-		}
 		if (e->type == MF_SYMLINK && (e->link_len > MF_SYMLINK_MAX || e->size != e->link_len))
 			return bad(why, "bad symlink target length");
 		if (e->type == MF_HARDLINK) {
@@ -263,13 +287,6 @@ static int validate_each(struct manifest *m, struct dir_stack *st, const char **
 			}
 			if (sum != e->size)
 				return bad(why, "chunks and holes do not add up to the file size");
-		}
-		for (uint32_t k = 0; k < e->xattr_count; k++) {
-			const struct mf_xattr *x = &m->xattrs[e->xattr_first + k];
-
-			if (x->name_len == 0 || !str_ok(m, x->name_off, x->name_len) ||
-			    !str_ok(m, x->value_off, x->value_len))
-				return bad(why, "bad xattr");
 		}
 		prev = e;
 	}

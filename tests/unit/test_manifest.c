@@ -1038,6 +1038,11 @@ T(xattr_name_empty, { v->x[1].name_off += v->x[1].name_len; v->x[1].name_len = 0
 T(xattr_name_off_end, v->x[0].name_off = v->h->strings_size)
 T(xattr_name_off_huge, v->x[1].name_off = UINT64_MAX)
 T(xattr_name_no_nul, v->x[0].name_len--)
+/* the second name far out of range: it was compared with the first before it was checked */
+T(xattr_name_off_far, v->x[1].name_off = 1ull << 40)
+T(xattr_name_off_far_first, v->x[0].name_off = 1ull << 40)
+/* "security.s\0\x01": in range, NUL-terminated, a NUL inside */
+T(xattr_name_nul_inside, v->x[0].name_len = 12)
 T(xattr_name_len_big, v->x[0].name_len = (uint32_t)v->h->strings_size)
 T(xattr_value_off_end, v->x[0].value_off = v->h->strings_size)
 T(xattr_value_off_huge, v->x[1].value_off = UINT64_MAX - 1)
@@ -1112,6 +1117,8 @@ static const struct tamper tampers[] = {
 	TE(xattr_name_len_zero, "xattr"), TE(xattr_name_empty, "xattr"),
 	TE(xattr_name_off_end, "xattr"),
 	TE(xattr_name_off_huge, "xattr"), TE(xattr_name_no_nul, "xattr"),
+	TE(xattr_name_off_far, "xattr name"), TE(xattr_name_off_far_first, "xattr name"),
+	TE(xattr_name_nul_inside, "xattr name"),
 	TE(xattr_name_len_big, "xattr"), TE(xattr_value_off_end, "xattr"),
 	TE(xattr_value_off_huge, "xattr"), TE(xattr_value_len_big, "xattr"),
 	TE(xattr_value_no_nul, "xattr"), TE(xattr_value_len_max, "xattr"),
