@@ -9,11 +9,6 @@
 #include "../common/fsutil.h"
 #include "../common/grow.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 _Static_assert(sizeof(struct mf_header) == 96, "header layout");
 _Static_assert(sizeof(struct mf_entry) == 136, "entry layout");
 _Static_assert(sizeof(struct mf_chunk) == 40, "chunk layout");
@@ -293,15 +288,7 @@ static int validate_each(struct manifest *m, struct dir_stack *st, const char **
 	return 0;
 }
 
-static void buf_release(uint8_t *buf, size_t len, bool mapped)
-{
-	if (mapped)
-		munmap(buf, len);
-	else
-		free(buf);
-}
-
-static int parse(uint8_t *buf, size_t len, bool mapped, struct manifest **out, const char **why)
+static int parse(uint8_t *buf, size_t len, struct manifest **out, const char **why)
 {
 	const struct mf_header *h = (const struct mf_header *)buf;
 	uint8_t digest[SHA256_LEN];
@@ -358,7 +345,6 @@ static int parse(uint8_t *buf, size_t len, bool mapped, struct manifest **out, c
 	}
 	m->buf = buf;
 	m->buf_len = len;
-	m->mapped = mapped;
 	m->hdr = h;
 	m->n_entries = h->entry_count;
 	m->n_chunks = h->chunk_count;
@@ -391,55 +377,39 @@ static int parse(uint8_t *buf, size_t len, bool mapped, struct manifest **out, c
 	*out = m;
 	return 0;
 fail:
-	buf_release(buf, len, mapped);
+	free(buf);
 	return ret;
 }
 
 int manifest_parse(uint8_t *buf, size_t len, struct manifest **out, const char **why)
 {
-	return parse(buf, len, false, out, why);
+	return parse(buf, len, out, why);
 }
 
-/* Large manifests are mapped, not copied: loading costs one hash pass over the page cache. */
-#define MF_MAP_MIN (1u << 20)
-
+/*
+ * The file is read into private memory, never mapped: what was validated is what is used,
+ * whatever another process does to the file afterwards (rewrites it in place, truncates it).
+ * A copy costs about as much as the hash pass that follows (docs/security.md).
+ */
 int manifest_load(const char *path, struct manifest **out, const char **why)
 {
-	struct stat st;
 	uint8_t *buf;
 	size_t len;
-	int fd, ret;
+	int ret;
 
 	if (why)
 		*why = NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0) {
-		ret = -errno;
-		close(fd);
-		return ret;
-	}
-	if (S_ISREG(st.st_mode) && st.st_size >= MF_MAP_MIN) {
-		buf = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-		close(fd);
-		if (buf == MAP_FAILED)
-			return -errno;
-		return parse(buf, (size_t)st.st_size, true, out, why);
-	}
-	ret = fs_read_fd(fd, &buf, &len);
-	close(fd);
+	ret = fs_read_file(path, &buf, &len);
 	if (ret)
 		return ret;
-	return parse(buf, len, false, out, why);
+	return parse(buf, len, out, why);
 }
 
 void manifest_free(struct manifest *m)
 {
 	if (!m)
 		return;
-	if (m->buf)
-		buf_release(m->buf, m->buf_len, m->mapped);
+	free(m->buf);
 	free(m);
 }
 
