@@ -26,6 +26,10 @@
 #define FIRST_FILE_INO 12
 #define SLACK_BYTES (1ull << 30)
 #define DEFAULT_JOURNAL (64ull << 20)
+/*
+ * ext4's largest link count (the kernel's EXT4_LINK_MAX): a directory with more
+ * subdirectories gets 1, "many" (dir_nlink); any other inode with more hard links is refused.
+ */
 #define DIR_NLINK_MAX 65000
 
 /* Per manifest entry; the whole plan for a file lives here (about 56 bytes). */
