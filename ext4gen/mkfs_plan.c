@@ -245,6 +245,11 @@ int mkfs_plan_sizes(struct mkfs *k, uint64_t *need)
 		if (me->type == MF_REG) {
 			size_t nr;
 
+			if (me->size > FILE_SIZE_MAX)
+				return mkfs_fail(k, -EFBIG, "%s: %llu bytes, larger than ext4's "
+						 "largest file (%llu bytes: block numbers are "
+						 "32-bit)", manifest_path(m, me),
+						 (unsigned long long)me->size, FILE_SIZE_MAX);
 			ret = file_ranges(k, me, &nr, &blocks);
 			if (ret)
 				return mkfs_fail(k, ret, "%s: file too large for ext4",
