@@ -9,11 +9,6 @@
 #include "../common/fsutil.h"
 #include "../common/grow.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 _Static_assert(sizeof(struct mf_header) == 96, "header layout");
 _Static_assert(sizeof(struct mf_entry) == 136, "entry layout");
 _Static_assert(sizeof(struct mf_chunk) == 40, "chunk layout");
@@ -120,6 +115,33 @@ static const struct mf_entry *find_before(const struct manifest *m, size_t n, co
 	return NULL;
 }
 
+/*
+ * Every string an entry names (its path, its link target, its xattrs' names and values) in
+ * range and NUL-terminated: checked before anything reads them (sorting, lookups).
+ */
+static int check_strings(const struct manifest *m, const struct mf_entry *e, const char **why)
+{
+	if (!str_ok(m, e->path_off, e->path_len) ||
+	    !path_ok(m->strings + e->path_off, e->path_len))
+		return bad(why, "bad entry path");
+	if ((e->type == MF_SYMLINK || e->type == MF_HARDLINK) &&
+	    (e->link_len == 0 || !str_ok(m, e->link_off, e->link_len)))
+		return bad(why, "bad link target");
+	if (!range_ok(e->xattr_first, e->xattr_count, m->n_xattrs))
+		return bad(why, "entry range out of bounds");
+	for (uint32_t k = 0; k < e->xattr_count; k++) {
+		const struct mf_xattr *x = &m->xattrs[e->xattr_first + k];
+
+		if (x->name_len == 0 || !str_ok(m, x->name_off, x->name_len) ||
+		    memchr(m->strings + x->name_off, '\0', x->name_len))
+			return bad(why, "bad xattr name (empty, out of range or with a NUL)");
+		if (!str_ok(m, x->value_off, x->value_len))
+			return bad(why, "bad xattr value (out of range)");
+	}
+	return 0;
+}
+
+/* After check_strings. */
 static bool xattrs_sorted(const struct manifest *m, const struct mf_entry *e)
 {
 	for (uint32_t k = 1; k < e->xattr_count; k++) {
@@ -200,10 +222,12 @@ static int validate_each(struct manifest *m, struct dir_stack *st, const char **
 
 	for (size_t i = 0; i < m->n_entries; i++) {
 		const struct mf_entry *e = &m->entries[i];
-		const char *p = m->strings + e->path_off;
+		const char *p;
 
-		if (!str_ok(m, e->path_off, e->path_len) || !path_ok(p, e->path_len))
-			return bad(why, "bad entry path");
+		ret = check_strings(m, e, why);
+		if (ret)
+			return ret;
+		p = m->strings + e->path_off;
 		if (i == 0 && (e->path_len != 1 || e->type != MF_DIR))
 			return bad(why, "first entry is not the root directory");
 		if (prev && manifest_path_cmp(m->strings + prev->path_off, prev->path_len, p,
@@ -217,16 +241,11 @@ static int validate_each(struct manifest *m, struct dir_stack *st, const char **
 		if (e->mode & ~07777u)
 			return bad(why, "bad entry mode");
 		if (!range_ok(e->chunk_first, e->chunk_count, m->n_chunks) ||
-		    !range_ok(e->hole_first, e->hole_count, m->n_holes) ||
-		    !range_ok(e->xattr_first, e->xattr_count, m->n_xattrs))
+		    !range_ok(e->hole_first, e->hole_count, m->n_holes))
 			return bad(why, "entry range out of bounds");
 		if (e->atime_ns >= 1000000000u || e->mtime_ns >= 1000000000u ||
 		    e->ctime_ns >= 1000000000u)
 			return bad(why, "bad timestamp nanoseconds");
-		if (e->type == MF_SYMLINK || e->type == MF_HARDLINK) {
-			if (e->link_len == 0 || !str_ok(m, e->link_off, e->link_len))
-				return bad(why, "bad link target");
-		}
 		if (e->type == MF_SYMLINK && (e->link_len > MF_SYMLINK_MAX || e->size != e->link_len))
 			return bad(why, "bad symlink target length");
 		if (e->type == MF_HARDLINK) {
@@ -264,27 +283,12 @@ static int validate_each(struct manifest *m, struct dir_stack *st, const char **
 			if (sum != e->size)
 				return bad(why, "chunks and holes do not add up to the file size");
 		}
-		for (uint32_t k = 0; k < e->xattr_count; k++) {
-			const struct mf_xattr *x = &m->xattrs[e->xattr_first + k];
-
-			if (x->name_len == 0 || !str_ok(m, x->name_off, x->name_len) ||
-			    !str_ok(m, x->value_off, x->value_len))
-				return bad(why, "bad xattr");
-		}
 		prev = e;
 	}
 	return 0;
 }
 
-static void buf_release(uint8_t *buf, size_t len, bool mapped)
-{
-	if (mapped)
-		munmap(buf, len);
-	else
-		free(buf);
-}
-
-static int parse(uint8_t *buf, size_t len, bool mapped, struct manifest **out, const char **why)
+static int parse(uint8_t *buf, size_t len, struct manifest **out, const char **why)
 {
 	const struct mf_header *h = (const struct mf_header *)buf;
 	uint8_t digest[SHA256_LEN];
@@ -341,7 +345,6 @@ static int parse(uint8_t *buf, size_t len, bool mapped, struct manifest **out, c
 	}
 	m->buf = buf;
 	m->buf_len = len;
-	m->mapped = mapped;
 	m->hdr = h;
 	m->n_entries = h->entry_count;
 	m->n_chunks = h->chunk_count;
@@ -374,55 +377,39 @@ static int parse(uint8_t *buf, size_t len, bool mapped, struct manifest **out, c
 	*out = m;
 	return 0;
 fail:
-	buf_release(buf, len, mapped);
+	free(buf);
 	return ret;
 }
 
 int manifest_parse(uint8_t *buf, size_t len, struct manifest **out, const char **why)
 {
-	return parse(buf, len, false, out, why);
+	return parse(buf, len, out, why);
 }
 
-/* Large manifests are mapped, not copied: loading costs one hash pass over the page cache. */
-#define MF_MAP_MIN (1u << 20)
-
+/*
+ * The file is read into private memory, never mapped: what was validated is what is used,
+ * whatever another process does to the file afterwards (rewrites it in place, truncates it).
+ * A copy costs about as much as the hash pass that follows (docs/security.md).
+ */
 int manifest_load(const char *path, struct manifest **out, const char **why)
 {
-	struct stat st;
 	uint8_t *buf;
 	size_t len;
-	int fd, ret;
+	int ret;
 
 	if (why)
 		*why = NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0) {
-		ret = -errno;
-		close(fd);
-		return ret;
-	}
-	if (S_ISREG(st.st_mode) && st.st_size >= MF_MAP_MIN) {
-		buf = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-		close(fd);
-		if (buf == MAP_FAILED)
-			return -errno;
-		return parse(buf, (size_t)st.st_size, true, out, why);
-	}
-	ret = fs_read_fd(fd, &buf, &len);
-	close(fd);
+	ret = fs_read_file(path, &buf, &len);
 	if (ret)
 		return ret;
-	return parse(buf, len, false, out, why);
+	return parse(buf, len, out, why);
 }
 
 void manifest_free(struct manifest *m)
 {
 	if (!m)
 		return;
-	if (m->buf)
-		buf_release(m->buf, m->buf_len, m->mapped);
+	free(m->buf);
 	free(m);
 }
 

@@ -97,9 +97,8 @@ struct mf_xattr {
 };
 
 struct manifest {
-	uint8_t *buf;               /* owned: the whole file (malloc'ed, or mapped) */
+	uint8_t *buf;               /* owned: the whole file, in private memory (malloc'ed) */
 	size_t buf_len;
-	bool mapped;
 	const struct mf_header *hdr;
 	const struct mf_entry *entries;
 	const struct mf_chunk *chunks;

@@ -26,7 +26,17 @@
 #define FIRST_FILE_INO 12
 #define SLACK_BYTES (1ull << 30)
 #define DEFAULT_JOURNAL (64ull << 20)
+/*
+ * ext4's largest link count (the kernel's EXT4_LINK_MAX): a directory with more
+ * subdirectories gets 1, "many" (dir_nlink); any other inode with more hard links is refused.
+ */
 #define DIR_NLINK_MAX 65000
+/*
+ * ext4's largest regular file (the kernel's s_maxbytes for extent-mapped files): logical
+ * block numbers are 32-bit and the last one stays unused, so a file ends by block
+ * 2^32 - 2: 16 TiB - 4 KiB with 4 KiB blocks. Larger files, sparse or not, are refused.
+ */
+#define FILE_SIZE_MAX (((1ull << 32) - 1) * EXT4_BLOCK_SIZE)
 
 /* Per manifest entry; the whole plan for a file lives here (about 56 bytes). */
 struct ent {

@@ -92,6 +92,23 @@ void mkfs_dir_params(const struct mkfs *k, size_t i, struct dir_params *p)
 	p->unsigned_hash = false;
 }
 
+/*
+ * Only a directory's link count may overflow to 1 (dir_nlink): a file with more than
+ * DIR_NLINK_MAX names would get a count e2fsck and the kernel take for wrong.
+ */
+static int check_links(struct mkfs *k)
+{
+	for (size_t i = 0; i < k->n; i++) {
+		const struct mf_entry *me = &k->m->entries[i];
+
+		if (me->type != MF_DIR && me->type != MF_HARDLINK && k->e[i].links > DIR_NLINK_MAX)
+			return mkfs_fail(k, -EMLINK, "%s: %u hard links, more than ext4's limit of "
+					 "%u for a file", manifest_path(k->m, me), k->e[i].links,
+					 DIR_NLINK_MAX);
+	}
+	return 0;
+}
+
 int mkfs_plan_tree(struct mkfs *k)
 {
 	const struct manifest *m = k->m;
@@ -168,6 +185,7 @@ int mkfs_plan_tree(struct mkfs *k)
 	k->last_ino = ino - 1;
 	if (k->lpf == NONE)
 		k->e[0].links++; /* our lost+found's ".." */
+	ret = check_links(k);
 out:
 	free(stack);
 	free(last_child);
@@ -227,6 +245,11 @@ int mkfs_plan_sizes(struct mkfs *k, uint64_t *need)
 		if (me->type == MF_REG) {
 			size_t nr;
 
+			if (me->size > FILE_SIZE_MAX)
+				return mkfs_fail(k, -EFBIG, "%s: %llu bytes, larger than ext4's "
+						 "largest file (%llu bytes: block numbers are "
+						 "32-bit)", manifest_path(m, me),
+						 (unsigned long long)me->size, FILE_SIZE_MAX);
 			ret = file_ranges(k, me, &nr, &blocks);
 			if (ret)
 				return mkfs_fail(k, ret, "%s: file too large for ext4",

@@ -1038,6 +1038,11 @@ T(xattr_name_empty, { v->x[1].name_off += v->x[1].name_len; v->x[1].name_len = 0
 T(xattr_name_off_end, v->x[0].name_off = v->h->strings_size)
 T(xattr_name_off_huge, v->x[1].name_off = UINT64_MAX)
 T(xattr_name_no_nul, v->x[0].name_len--)
+/* the second name far out of range: it was compared with the first before it was checked */
+T(xattr_name_off_far, v->x[1].name_off = 1ull << 40)
+T(xattr_name_off_far_first, v->x[0].name_off = 1ull << 40)
+/* "security.s\0\x01": in range, NUL-terminated, a NUL inside */
+T(xattr_name_nul_inside, v->x[0].name_len = 12)
 T(xattr_name_len_big, v->x[0].name_len = (uint32_t)v->h->strings_size)
 T(xattr_value_off_end, v->x[0].value_off = v->h->strings_size)
 T(xattr_value_off_huge, v->x[1].value_off = UINT64_MAX - 1)
@@ -1112,6 +1117,8 @@ static const struct tamper tampers[] = {
 	TE(xattr_name_len_zero, "xattr"), TE(xattr_name_empty, "xattr"),
 	TE(xattr_name_off_end, "xattr"),
 	TE(xattr_name_off_huge, "xattr"), TE(xattr_name_no_nul, "xattr"),
+	TE(xattr_name_off_far, "xattr name"), TE(xattr_name_off_far_first, "xattr name"),
+	TE(xattr_name_nul_inside, "xattr name"),
 	TE(xattr_name_len_big, "xattr"), TE(xattr_value_off_end, "xattr"),
 	TE(xattr_value_off_huge, "xattr"), TE(xattr_value_len_big, "xattr"),
 	TE(xattr_value_no_nul, "xattr"), TE(xattr_value_len_max, "xattr"),
@@ -1374,6 +1381,81 @@ static void test_reject_symlink_target_too_long(void **state)
 
 /* ------------------------------------------------------------------ 1M entries */
 
+/* Every entry's path found again by lookup, and equal to the original buffer's. */
+static void walk_all(const struct manifest *m, const uint8_t *orig, size_t orig_len)
+{
+	assert_int_equal(m->buf_len, orig_len);
+	assert_memory_equal(m->buf, orig, orig_len);
+	for (size_t i = 0; i < m->n_entries; i++) {
+		const struct mf_entry *e = &m->entries[i];
+
+		assert_ptr_equal(manifest_find(m, manifest_path(m, e)), e);
+		for (uint32_t k = 0; k < e->xattr_count; k++)
+			assert_true(strlen(manifest_str(m, m->xattrs[e->xattr_first + k].name_off)) ==
+				    m->xattrs[e->xattr_first + k].name_len);
+	}
+}
+
+/*
+ * A loaded manifest is private: a writer that rewrites or truncates the file afterwards
+ * changes nothing the reader validated (a large manifest used to be mapped MAP_PRIVATE, which
+ * shows later writes to the file, and a truncation made its next access SIGBUS).
+ */
+static void test_load_is_private(void **state)
+{
+	char dir[PATH_MAX], path[PATH_MAX];
+	struct manifest_writer *w = manifest_writer_new(4096);
+	struct manifest *m = NULL;
+	const char *why = NULL;
+	size_t big = 3u << 20, len;
+	char *config = malloc(big);
+	uint8_t *buf, *evil;
+	struct mv v;
+	int fd;
+
+	(void)state;
+	assert_non_null(w);
+	assert_non_null(config);
+	memset(config, 'c', big);
+	for (size_t i = 0; i < E_COUNT; i++) {
+		struct mf_entry_in e = mk(base_paths[i], i < 2 ? MF_DIR : MF_FIFO, 0644);
+
+		add_ok(w, &e);
+	}
+	assert_int_equal(manifest_writer_set_config(w, config, big), 0);
+	free(config);
+	assert_int_equal(manifest_writer_serialize(w, &buf, &len, &why), 0);
+	manifest_writer_free(w);
+	assert_true(len > (2u << 20)); /* above the size the old loader mapped */
+	tmpdir_make(dir);
+	path_fmt(path, "%s/big.manifest", dir);
+	write_file(path, buf, len);
+	assert_int_equal(manifest_load(path, &m, &why), 0);
+
+	/* rewritten in place: every path out of range, and another checksum */
+	evil = malloc(len);
+	assert_non_null(evil);
+	memcpy(evil, buf, len);
+	mv_init(&v, evil, len);
+	for (size_t i = 0; i < v.h->entry_count; i++)
+		v.e[i].path_off = 1ull << 40;
+	memset(evil + len - SHA256_LEN, 0xee, SHA256_LEN);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, evil, len, 0), (ssize_t)len);
+	walk_all(m, buf, len);
+	assert_memory_equal(m->digest, buf + len - SHA256_LEN, SHA256_LEN);
+
+	/* truncated */
+	assert_int_equal(ftruncate(fd, 0), 0);
+	close(fd);
+	walk_all(m, buf, len);
+	manifest_free(m);
+	free(evil);
+	free(buf);
+	rm_rf(dir);
+}
+
 static void test_million_entries_load(void **state)
 {
 	const uint32_t n_total = 1000000, per_dir = 1000;
@@ -1486,6 +1568,7 @@ int main(void)
 		cmocka_unit_test(test_reject_adjacent_holes),
 		cmocka_unit_test(test_reject_unsorted_xattrs),
 		cmocka_unit_test(test_reject_symlink_target_too_long),
+		cmocka_unit_test(test_load_is_private),
 		cmocka_unit_test(test_million_entries_load),
 	};
 
