@@ -556,6 +556,7 @@ static int check(const struct nbd_session *s, struct xreq *r)
 
 static void done(struct xmit *x, struct xreq *r)
 {
+	nbd_watch_touch(x->s, -1);
 	pthread_mutex_lock(&x->lock);
 	x->inflight--;
 	x->inflight_bytes -= r->cost;
@@ -574,9 +575,10 @@ static void worker(struct workq_item *it, void *arg)
 	done(x, r);
 }
 
-/* Wait until r fits in the budget, then count it in. */
+/* Wait until r fits in the budget, then count it in (and in flight for the watchdog). */
 static void admit(struct xmit *x, struct xreq *r)
 {
+	nbd_watch_touch(x->s, 1);
 	pthread_mutex_lock(&x->lock);
 	while (x->inflight >= NBD_CONN_MAX_INFLIGHT ||
 	       (x->inflight_bytes && x->inflight_bytes + r->cost > NBD_CONN_MAX_INFLIGHT_BYTES))
@@ -606,6 +608,8 @@ static int receive(struct xmit *x)
 	int ret;
 
 	ret = nbd_recv(s->fd, h, sizeof(h));
+	if (ret && nbd_cut(s))
+		return ret; /* the watchdog said why */
 	if (ret == -ENODATA) {
 		log_info("nbd: client %u: closed without NBD_CMD_DISC", s->id);
 		return ret;
@@ -616,6 +620,7 @@ static int receive(struct xmit *x)
 				 ret == -ECONNRESET ? "truncated request" : strerror(-ret));
 		return ret;
 	}
+	nbd_watch_touch(s, 0);
 	if (be32_get(h) != NBD_REQUEST_MAGIC) {
 		log_warn("nbd: client %u: bad request magic 0x%08x, disconnecting", s->id,
 			 be32_get(h));

@@ -232,7 +232,7 @@ static void *server_main(void *arg)
 {
 	struct fixture *f = arg;
 
-	f->ret = nbd_conn_run(&f->x, f->sfd, 1);
+	f->ret = nbd_conn_run(&f->x, f->sfd, 1, NULL);
 	shutdown(f->sfd, SHUT_RDWR); /* as nbd_serve does: the client sees the end */
 	return NULL;
 }
