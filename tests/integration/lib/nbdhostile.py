@@ -20,9 +20,10 @@ LONG = 60  # the generous timeout: the server must act well before it
 
 
 def conn(path, timeout=LONG):
+    """A connection (a blocking connect: it waits while the server's backlog is full)."""
     s = socket.socket(socket.AF_UNIX)
-    s.settimeout(timeout)
     s.connect(path)
+    s.settimeout(timeout)
     return s
 
 
