@@ -44,8 +44,8 @@ struct nbd_server_opts {
 	unsigned handshake_s;      /* 0: NBD_HANDSHAKE_DEADLINE_S */
 	/*
 	 * 0: none. Else a client in the transmission phase with no request in flight and none
-	 * received for idle_s seconds is disconnected, and so is one that takes none of a
-	 * reply's bytes for that long.
+	 * received for idle_s seconds is disconnected (a write payload counts while 64 KiB
+	 * pieces of it arrive), and so is one that takes none of a reply's bytes for that long.
 	 */
 	unsigned idle_s;
 };

@@ -35,7 +35,11 @@ struct xreq {
 	const char *why;           /* its message */
 	uint8_t *buf;              /* a write's payload */
 	size_t cost;               /* payload bytes charged to the in-flight budget */
+	bool busy;                 /* counted in flight for the watchdog (nbd_watch.busy) */
 };
+
+/* A write's payload is taken in pieces this large; each counts as activity. */
+#define PAYLOAD_PIECE (64u << 10)
 
 struct xmit {
 	struct nbd_session *s;
@@ -556,7 +560,8 @@ static int check(const struct nbd_session *s, struct xreq *r)
 
 static void done(struct xmit *x, struct xreq *r)
 {
-	nbd_watch_touch(x->s, -1);
+	if (r->busy)
+		nbd_watch_touch(x->s, -1);
 	pthread_mutex_lock(&x->lock);
 	x->inflight--;
 	x->inflight_bytes -= r->cost;
@@ -575,10 +580,9 @@ static void worker(struct workq_item *it, void *arg)
 	done(x, r);
 }
 
-/* Wait until r fits in the budget, then count it in (and in flight for the watchdog). */
+/* Wait until r fits in the budget, then count it in. */
 static void admit(struct xmit *x, struct xreq *r)
 {
-	nbd_watch_touch(x->s, 1);
 	pthread_mutex_lock(&x->lock);
 	while (x->inflight >= NBD_CONN_MAX_INFLIGHT ||
 	       (x->inflight_bytes && x->inflight_bytes + r->cost > NBD_CONN_MAX_INFLIGHT_BYTES))
@@ -588,8 +592,29 @@ static void admit(struct xmit *x, struct xreq *r)
 	pthread_mutex_unlock(&x->lock);
 }
 
+/*
+ * A write's payload into buf (NULL: read and dropped), in pieces: a client sending it
+ * keeps the connection from being idle only while whole pieces arrive.
+ */
+static int payload_in(struct nbd_session *s, uint8_t *buf, uint32_t len)
+{
+	int ret = 0;
+
+	for (uint32_t at = 0, n; !ret && at < len; at += n) {
+		n = len - at < PAYLOAD_PIECE ? len - at : PAYLOAD_PIECE;
+		ret = buf ? nbd_recv(s->fd, buf + at, n) : nbd_skip(s->fd, n);
+		if (ret == -ENODATA && at)
+			ret = -ECONNRESET;
+		nbd_watch_touch(s, 0);
+	}
+	return ret;
+}
+
+/* Hand r to a worker; from now on it is in flight for the watchdog. */
 static void enqueue(struct xmit *x, struct xreq *r)
 {
+	r->busy = true;
+	nbd_watch_touch(x->s, 1);
 	/* unbounded: admit() already held the receiver back */
 	if (!x->workers || workq_push(x->workers, &r->link)) {
 		handle(x, r);
@@ -651,10 +676,14 @@ static int receive(struct xmit *x)
 	admit(x, r);
 	if (r->type == NBD_CMD_WRITE && r->len) {
 		if (r->err) {
-			ret = nbd_skip(s->fd, r->len);
+			ret = payload_in(s, NULL, r->len);
 		} else {
 			r->buf = malloc(r->len);
-			ret = r->buf ? nbd_recv(s->fd, r->buf, r->len) : -ENOMEM;
+			ret = r->buf ? payload_in(s, r->buf, r->len) : -ENOMEM;
+		}
+		if (ret && nbd_cut(s)) {
+			done(x, r);
+			return ret; /* the watchdog said why */
 		}
 		if (ret) {
 			bool gone = ret == -ENODATA || ret == -ECONNRESET;

@@ -53,6 +53,7 @@ python3 "$H" loris "$SOCK" >"$T/loris.out" 2>&1 || die "slow-loris: $(cat "$T/lo
 # idle after the handshake: disconnected; a client with requests every 0.5 s is not
 python3 "$H" idle "$SOCK" >"$T/idle.out" 2>&1 || die "idle: $(cat "$T/idle.out")"
 grep -q "idle for 2 s, disconnecting" "$T/lim.err" || die "no log line for the idle client"
+python3 "$H" trickle "$SOCK" >"$T/trickle.out" 2>&1 || die "trickle: $(cat "$T/trickle.out")"
 python3 "$H" busy "$SOCK" 4 >"$T/busy.out" 2>&1 || die "busy client cut: $(cat "$T/busy.out")"
 nbdinfo --size "$URI" >/dev/null || die "not serving after the hostile clients"
 stop_server "$SRV" lim

@@ -5,6 +5,7 @@ timeout". Usage:
   nbdhostile.py silent SOCK N      N clients connect and never send; all are closed
   nbdhostile.py loris SOCK         a handshake sent one byte a second; it is cut
   nbdhostile.py idle SOCK          a client idle after the handshake; it is closed
+  nbdhostile.py trickle SOCK       a write payload sent one byte a second; it is cut
   nbdhostile.py busy SOCK SECS     a read every 0.5 s for SECS; every one answered
   nbdhostile.py hold SOCK          silent, slow-loris, idle and stalled (reads it never
                                    takes the replies of) clients, held until the server goes
@@ -113,6 +114,32 @@ def loris(path):
     raise AssertionError("a slow-loris handshake was never cut")
 
 
+def trickle(path):
+    """After the handshake: a 1 MiB write whose payload comes one byte a second."""
+    s = conn(path)
+    go(s)
+    req(s, 1, 0, 1 << 20, handle=7)
+    s.settimeout(1)
+    t0, i = time.monotonic(), 0
+    while time.monotonic() - t0 < LONG:
+        try:
+            if s.recv(65536) == b"":
+                print("trickle: ok, cut after %d payload bytes" % i)
+                return
+        except socket.timeout:
+            pass
+        except ConnectionResetError:
+            break
+        try:
+            s.send(b"t")
+        except (BrokenPipeError, ConnectionResetError):
+            break
+        i += 1
+    else:
+        raise AssertionError("a trickled write payload was never cut")
+    print("trickle: ok, cut after %d payload bytes" % i)
+
+
 def idle(path):
     s = conn(path)
     go(s)
@@ -207,6 +234,8 @@ elif cmd == "loris":
     loris(path)
 elif cmd == "idle":
     idle(path)
+elif cmd == "trickle":
+    trickle(path)
 elif cmd == "busy":
     busy(path, float(sys.argv[3]))
 elif cmd == "hold":
