@@ -145,20 +145,21 @@ static void clients_watch(struct client *cl, unsigned n, const struct limits *li
 
 	for (unsigned i = 0; i < n; i++) {
 		struct nbd_watch *w = &cl[i].w;
-		uint64_t since;
+		uint64_t since, quiet;
 
 		if (cl[i].fd < 0 || __atomic_load_n(&cl[i].done, __ATOMIC_ACQUIRE) ||
 		    __atomic_load_n(&w->cut, __ATOMIC_ACQUIRE))
 			continue;
 		since = __atomic_load_n(&w->since_ms, __ATOMIC_ACQUIRE);
+		quiet = now > since ? now - since : 0; /* touched since now was read: 0 */
 		if (!__atomic_load_n(&w->transmitting, __ATOMIC_ACQUIRE)) {
-			if (now - since < lim->handshake_ms)
+			if (quiet < lim->handshake_ms)
 				continue;
 			log_warn("nbd: client %u: handshake not done after %llu s, disconnecting",
 				 cl[i].id, (unsigned long long)lim->handshake_ms / 1000);
 			client_cut(&cl[i]);
 		} else if (lim->idle_ms && !__atomic_load_n(&w->busy, __ATOMIC_ACQUIRE) &&
-			   now - since >= lim->idle_ms) {
+			   quiet >= lim->idle_ms) {
 			log_info("nbd: client %u: idle for %llu s, disconnecting", cl[i].id,
 				 (unsigned long long)lim->idle_ms / 1000);
 			client_cut(&cl[i]);
