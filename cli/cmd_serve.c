@@ -33,12 +33,14 @@ static const char serve_usage[] =
 	"              [--overlay FILE] [--read-only] [--mem-cache BYTES]\n"
 	"              (--nbd unix:PATH | --nbd tcp:[HOST:]PORT | --vhost-user PATH)...\n"
 	"              [--export-name NAME] [--stats-json FILE] [--control PATH]\n"
+	"              [--max-connections N] [--handshake-timeout SECS] [--idle-timeout SECS]\n"
 	"              [--trace-record FILE] [--prefetch TRACE] [--prefetch-all]\n"
 	"              [--manifest IMAGE.manifest] [--no-check]\n"
 	"              [--pidfile FILE] [--exit-with-parent] [--run CMD]\n"
 	"       lazyblk serve --raw FILE [--read-only]\n"
 	"              (--nbd unix:PATH | --nbd tcp:[HOST:]PORT | --vhost-user PATH)...\n"
 	"              [--export-name NAME] [--stats-json FILE] [--control PATH]\n"
+	"              [--max-connections N] [--handshake-timeout SECS] [--idle-timeout SECS]\n"
 	"              [--pidfile FILE] [--exit-with-parent] [--run CMD]\n"
 	"\n"
 	"Serve a layout as a lazily loaded disk: metadata from the layout, data fetched from\n"
@@ -56,8 +58,8 @@ static const char serve_usage[] =
 	"                          remote, cache or trace options\n"
 	"  -s, --store DIR         the chunk store holding the image's chunks (with --remote:\n"
 	"                          the local cache, created if missing)\n"
-	"      --overlay FILE      copy-on-write overlay for writes (created if missing);\n"
-	"                          without it the disk is read-only\n"
+	"      --overlay FILE      copy-on-write overlay for writes (created if missing; a\n"
+	"                          symbolic link is refused); without it the disk is read-only\n"
 	"      --read-only         refuse writes (the overlay, if any, or the --raw FILE is only\n"
 	"                          read)\n"
 	"      --mem-cache BYTES   decompressed chunk cache (default 256M); chunks with a plain\n"
@@ -66,6 +68,13 @@ static const char serve_usage[] =
 	"      --nbd tcp:HOST:PORT NBD on TCP (HOST defaults to 127.0.0.1: loopback only;\n"
 	"                          PORT 0: any free port, which the serving line names)\n"
 	"      --export-name NAME  the export's name (default: any name is accepted)\n"
+	"      --max-connections N NBD clients served at once, 1 to 1024 (default 16); one\n"
+	"                          more is accepted and closed at once\n"
+	"      --handshake-timeout SECS  an NBD client must finish its handshake within SECS\n"
+	"                          of connecting, 1 to 3600 (default 10), or is disconnected\n"
+	"      --idle-timeout SECS disconnect an NBD client with no request in flight and none\n"
+	"                          sent for SECS, or that takes no reply bytes for SECS\n"
+	"                          (default 0: never)\n"
 	"      --stats-json FILE   write the statistics as JSON to FILE at exit\n"
 	"      --control PATH      control socket (unix, mode 0600) taking one-line requests:\n"
 	"                          'snapshot /ABS/DELTA', 'stats', 'flush', 'trace stop'\n"
@@ -93,7 +102,7 @@ static const char serve_usage[] =
 	"  -h, --help              this text\n";
 
 enum { O_OVERLAY = 256, O_RO, O_MEM, O_NBD, O_NAME, O_JSON, O_VHOST, O_CONTROL, O_MANIFEST,
-       O_RAW, O_NO_CHECK, O_PIDFILE, O_EXIT_PARENT, O_RUN };
+       O_RAW, O_NO_CHECK, O_PIDFILE, O_EXIT_PARENT, O_RUN, O_MAXCONN, O_HSTIME, O_IDLE };
 
 struct serve_args {
 	struct blkd_engine_opts eo;
@@ -336,6 +345,32 @@ static int port_check(const char *p)
 	return 0;
 }
 
+/* --max-connections, --handshake-timeout, --idle-timeout: 0, or EXIT_USAGE (said why). */
+static int nbd_limit_option(struct nbd_server_opts *no, int c, const char *arg)
+{
+	static const struct { int c; const char *name, *what; unsigned min, max; } lim[] = {
+		{ O_MAXCONN, "--max-connections", "", 1, NBD_MAX_CONNS },
+		{ O_HSTIME, "--handshake-timeout", " seconds", 1, NBD_MAX_HANDSHAKE_S },
+		{ O_IDLE, "--idle-timeout", " seconds", 0, NBD_MAX_IDLE_S },
+	};
+	unsigned i = c == O_MAXCONN ? 0 : c == O_HSTIME ? 1 : 2;
+	unsigned long v;
+	char *end;
+
+	errno = 0;
+	v = strtoul(arg, &end, 10);
+	if (errno || end == arg || *end || arg[0] == '-' || v < lim[i].min || v > lim[i].max)
+		return cli_usage_error("bad %s '%s' (%u to %u%s)", lim[i].name, arg, lim[i].min,
+				       lim[i].max, lim[i].what);
+	if (c == O_MAXCONN)
+		no->max_conns = (unsigned)v;
+	else if (c == O_HSTIME)
+		no->handshake_s = (unsigned)v;
+	else
+		no->idle_s = (unsigned)v;
+	return 0;
+}
+
 /* "unix:PATH", "tcp:HOST:PORT", "tcp:PORT", "tcp:[v6addr]:PORT". */
 static int parse_nbd(struct serve_args *a)
 {
@@ -558,6 +593,7 @@ static bool image_only(int c)
 	switch (c) {
 	case O_RO: case O_NBD: case O_NAME: case O_JSON: case O_VHOST: case O_CONTROL: case O_RAW:
 	case O_PIDFILE: case O_EXIT_PARENT: case O_RUN: case 'h': case '?': case ':':
+	case O_MAXCONN: case O_HSTIME: case O_IDLE:
 	CLI_LOG_CASES:
 		return false;
 	default:
@@ -652,6 +688,9 @@ int cmd_serve(int argc, char **argv)
 		{ "pidfile", required_argument, NULL, O_PIDFILE },
 		{ "exit-with-parent", no_argument, NULL, O_EXIT_PARENT },
 		{ "run", required_argument, NULL, O_RUN },
+		{ "max-connections", required_argument, NULL, O_MAXCONN },
+		{ "handshake-timeout", required_argument, NULL, O_HSTIME },
+		{ "idle-timeout", required_argument, NULL, O_IDLE },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -686,6 +725,10 @@ int cmd_serve(int argc, char **argv)
 		case O_PIDFILE: a.pidfile = optarg; break;
 		case O_EXIT_PARENT: a.exit_with_parent = true; break;
 		case O_RUN: a.run = optarg; break;
+		case O_MAXCONN: case O_HSTIME: case O_IDLE:
+			if (nbd_limit_option(&a.no, c, optarg))
+				return EXIT_USAGE;
+			break;
 		case 'h': printf(serve_usage, cli_remote_help, cli_trace_help); return 0;
 		default:
 			if (cli_serving_option("serve", argv, &a.tr, &a.rem, c, optarg) <= 0)

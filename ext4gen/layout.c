@@ -466,16 +466,21 @@ static int check_body(struct layout *l, const char **why)
 {
 	const struct layout_header *h = &l->hdr;
 	struct sha256_ctx *c = sha256_new();
-	uint64_t left = h->meta_blocks * LAYOUT_BLOCK, off = l->meta_offset;
+	uint64_t left = h->meta_blocks * LAYOUT_BLOCK, off = l->meta_offset, blk = 0;
 	uint8_t *buf = malloc(VERIFY_READ), got[SHA256_LEN];
 	int ret = c && buf ? 0 : -ENOMEM;
 
+	l->meta_sha = malloc(h->meta_blocks ? h->meta_blocks * SHA256_LEN : 1);
+	if (!l->meta_sha)
+		ret = -ENOMEM;
 	while (!ret && left) {
 		size_t n = left < VERIFY_READ ? left : VERIFY_READ;
 
 		ret = fs_pread_full(l->fd, buf, n, (off_t)off);
 		if (!ret)
 			ret = sha256_update(c, buf, n);
+		for (size_t i = 0; !ret && i < n; i += LAYOUT_BLOCK)
+			ret = sha256_buf(buf + i, LAYOUT_BLOCK, l->meta_sha[blk++]);
 		off += n;
 		left -= n;
 	}
@@ -584,6 +589,7 @@ void layout_close(struct layout *l)
 	free(l->meta_runs);
 	free(l->data_runs);
 	free(l->chunks);
+	free(l->meta_sha);
 	free(l);
 }
 
@@ -603,16 +609,38 @@ size_t layout_meta_run_at(const struct layout *l, uint64_t lba)
 	return lo;
 }
 
+int layout_meta_verify(const struct layout *l, uint64_t first, uint64_t n, const void *blocks,
+		       uint64_t *bad)
+{
+	uint8_t got[SHA256_LEN];
+	int ret;
+
+	for (uint64_t i = 0; i < n; i++) {
+		ret = sha256_buf((const uint8_t *)blocks + i * LAYOUT_BLOCK, LAYOUT_BLOCK, got);
+		if (!ret && memcmp(got, l->meta_sha[first + i], SHA256_LEN))
+			ret = -EIO;
+		if (ret) {
+			if (bad)
+				*bad = first + i;
+			return ret;
+		}
+	}
+	return 0;
+}
+
 int layout_read_meta(const struct layout *l, uint64_t lba, void *buf)
 {
 	size_t i = layout_meta_run_at(l, lba);
 	const struct layout_meta_run *m = &l->meta_runs[i];
+	uint64_t blk;
+	int ret;
 
 	if (i == l->hdr.meta_run_count || m->lba > lba)
 		return 0;
-	int ret = fs_pread_full(l->fd, buf, LAYOUT_BLOCK,
-				(off_t)(l->meta_offset + (m->first + lba - m->lba) * LAYOUT_BLOCK));
-
+	blk = m->first + lba - m->lba;
+	ret = fs_pread_full(l->fd, buf, LAYOUT_BLOCK, (off_t)(l->meta_offset + blk * LAYOUT_BLOCK));
+	if (!ret)
+		ret = layout_meta_verify(l, blk, 1, buf, NULL);
 	return ret ? ret : 1;
 }
 

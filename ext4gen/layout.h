@@ -99,6 +99,12 @@ struct layout {
 	struct layout_header hdr;
 	int fd;                                   /* metadata blocks are pread from it */
 	uint64_t meta_offset;                     /* file offset of the metadata area */
+	/*
+	 * The sha256 of each metadata block, taken in the pass that verified the body: a
+	 * block read later is checked against it (layout_meta_verify), so a file changed
+	 * after it was opened is never served. 32 bytes a block (0.8% of the area).
+	 */
+	uint8_t (*meta_sha)[SHA256_LEN];
 	struct layout_meta_run *meta_runs;        /* sorted by lba */
 	struct layout_data_run *data_runs;        /* sorted by lba, blk_off */
 	uint8_t (*chunks)[SHA256_LEN];
@@ -108,7 +114,13 @@ struct layout {
 /* Opens and verifies (header crc, body sha256, every run in range). */
 int layout_open(const char *path, struct layout **out, const char **why);
 void layout_close(struct layout *l);
-/* If lba is a metadata block, read it into buf and return 1; 0 if not; -errno. */
+/*
+ * The n metadata blocks [first, first + n) of the area (read from fd) against the digests
+ * taken at open: 0, or -EIO with *bad (may be NULL) the first that differs.
+ */
+int layout_meta_verify(const struct layout *l, uint64_t first, uint64_t n, const void *blocks,
+		       uint64_t *bad);
+/* If lba is a metadata block, read it (verified) into buf and return 1; 0 if not; -errno. */
 TEST_HOOK
 int layout_read_meta(const struct layout *l, uint64_t lba, void *buf);
 /* Index of the first data run that ends after disk byte pos (n_runs if none). */

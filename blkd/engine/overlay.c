@@ -218,27 +218,69 @@ static int state_load(struct overlay *ov, uint64_t want_bytes, const uint8_t *wa
 /* ------------------------------------------------------------------ open / create */
 
 /*
+ * The overlay's files are opened without following a symbolic link (O_NOFOLLOW: a link
+ * planted at the path must not redirect the writes elsewhere) and without blocking on a
+ * FIFO planted there (O_NONBLOCK, cleared at once: io_uring would honour it; the files
+ * are then checked to be regular with fstat).
+ */
+static int ov_open_file(const char *path, int flags, mode_t mode)
+{
+	int fd = open(path, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode), fl;
+
+	if (fd >= 0 && ((fl = fcntl(fd, F_GETFL)) < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)) {
+		int err = errno;
+
+		close(fd);
+		errno = err;
+		return -1;
+	}
+	return fd;
+}
+
+/* An open(2) of one of the overlay's files failed: ELOOP is a symbolic link there. */
+static int open_failed(const char **why, const char *link_msg)
+{
+	return errno == ELOOP ? bad(why, link_msg) : -errno;
+}
+
+/*
+ * OVERLAY for ov_create: made new (O_EXCL), or one left by an interrupted creation
+ * (regular, nothing allocated, empty or of the disk's size) reopened; anything else, a
+ * symbolic link included, is not ours. An open descriptor, or -errno.
+ */
+static int ov_create_data(const char *path, uint64_t disk_bytes, const char **why)
+{
+	const char *foreign = "file exists without a state file (not a lazyblk overlay)";
+	struct stat st;
+	int fd;
+
+	fd = ov_open_file(path, O_RDWR | O_CREAT | O_EXCL, 0644);
+	if (fd >= 0 || errno != EEXIST)
+		return fd >= 0 ? fd : -errno;
+	fd = ov_open_file(path, O_RDWR, 0);
+	if (fd < 0)
+		return open_failed(why, "overlay path is a symbolic link (refused)");
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_blocks ||
+	    (st.st_size && (uint64_t)st.st_size != disk_bytes)) {
+		close(fd);
+		return bad(why, foreign);
+	}
+	return fd;
+}
+
+/*
  * Make OVERLAY (sized, sparse) and then OVERLAY.state (written aside, fsync'ed, linked
- * into place so that a racing creator's file is never replaced). An OVERLAY left by an
- * interrupted creation (nothing allocated) is reused; anything else is not ours.
+ * into place so that a racing creator's file is never replaced).
  */
 static int ov_create(const char *path, const char *state_path, uint64_t disk_bytes,
 		     const uint8_t digest[SHA256_LEN], const char **why)
 {
 	char tmp[PATH_MAX], dir[PATH_MAX];
-	struct stat st;
 	int fd, ret = 0;
 
-	if (stat(path, &st) == 0) {
-		if (!S_ISREG(st.st_mode) || st.st_blocks ||
-		    (st.st_size && (uint64_t)st.st_size != disk_bytes))
-			return bad(why, "file exists without a state file (not a lazyblk overlay)");
-	} else if (errno != ENOENT) {
-		return -errno;
-	}
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	fd = ov_create_data(path, disk_bytes, why);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	if (ftruncate(fd, (off_t)disk_bytes) < 0 || fsync(fd) < 0)
 		ret = -errno;
 	close(fd);
@@ -264,11 +306,11 @@ static int ov_open_data(struct overlay *ov, const char **why)
 {
 	struct stat st;
 
-	ov->fd = open(ov->path, (ov->read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+	ov->fd = ov_open_file(ov->path, ov->read_only ? O_RDONLY : O_RDWR, 0);
 	if (ov->fd < 0) {
 		if (errno == ENOENT)
 			return bad(why, "overlay data file missing (only its .state file exists)");
-		return -errno;
+		return open_failed(why, "overlay path is a symbolic link (refused)");
 	}
 	if (fstat(ov->fd, &st) < 0)
 		return -errno;
@@ -311,6 +353,7 @@ static void ov_free(struct overlay *ov)
 static int ov_open(const char *path, bool read_only, bool create, uint64_t want_bytes,
 		   const uint8_t *want_digest, struct overlay **out, const char **why)
 {
+	const char *state_link = "state file path is a symbolic link (refused)";
 	char state_path[PATH_MAX];
 	struct overlay *ov;
 	int ret;
@@ -331,7 +374,7 @@ static int ov_open(const char *path, bool read_only, bool create, uint64_t want_
 		ov_free(ov);
 		return -ENOMEM;
 	}
-	ov->state_fd = open(state_path, (read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+	ov->state_fd = ov_open_file(state_path, read_only ? O_RDONLY : O_RDWR, 0);
 	if (ov->state_fd < 0 && errno == ENOENT) {
 		if (!create) {
 			ret = access(path, F_OK) < 0 ? -ENOENT
@@ -339,12 +382,12 @@ static int ov_open(const char *path, bool read_only, bool create, uint64_t want_
 		} else {
 			ret = ov_create(path, state_path, want_bytes, want_digest, why);
 			if (!ret) {
-				ov->state_fd = open(state_path, O_RDWR | O_CLOEXEC);
-				ret = ov->state_fd < 0 ? -errno : 0;
+				ov->state_fd = ov_open_file(state_path, O_RDWR, 0);
+				ret = ov->state_fd < 0 ? open_failed(why, state_link) : 0;
 			}
 		}
 	} else if (ov->state_fd < 0) {
-		ret = -errno;
+		ret = open_failed(why, state_link);
 	}
 	if (!ret && flock(ov->state_fd, (read_only ? LOCK_SH : LOCK_EX) | LOCK_NB) < 0) {
 		ret = -errno;

@@ -528,10 +528,33 @@ int blkd_reader_readahead(struct blkd_reader *r, unsigned max_chunks)
 static uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 
-/* Copy the metadata blocks that intersect [off, end) into buf. */
+/*
+ * Metadata blocks [first, first + n) of the layout's area into out, checked against the
+ * digests layout_open took: bytes changed in the file since are never served (-EIO).
+ */
+static int meta_get(const struct layout *l, uint64_t first, uint64_t n, uint8_t *out)
+{
+	uint64_t bad;
+	int ret;
+
+	ret = fs_pread_full(l->fd, out, n * LAYOUT_BLOCK,
+			    (off_t)(l->meta_offset + first * LAYOUT_BLOCK));
+	if (ret) {
+		log_error("reading the layout's metadata blocks: %s", strerror(-ret));
+		return ret;
+	}
+	ret = layout_meta_verify(l, first, n, out, &bad);
+	if (ret)
+		log_error("the layout's metadata block %llu changed since the layout was opened "
+			  "and verified; not served", (unsigned long long)bad);
+	return ret;
+}
+
+/* Copy the metadata blocks that intersect [off, end) into buf; whole blocks are checked. */
 static int read_meta(struct blkd_reader *r, uint64_t off, uint64_t end, uint8_t *buf)
 {
 	const struct layout *l = r->l;
+	uint8_t one[LAYOUT_BLOCK];
 
 	for (size_t i = layout_meta_run_at(l, off / LAYOUT_BLOCK); i < l->hdr.meta_run_count;
 	     i++) {
@@ -542,11 +565,22 @@ static int read_meta(struct blkd_reader *r, uint64_t off, uint64_t end, uint8_t 
 
 		if (s >= end)
 			break;
-		ret = fs_pread_full(l->fd, buf + (a - off), b - a,
-				    (off_t)(l->meta_offset + m->first * LAYOUT_BLOCK + (a - s)));
-		if (ret) {
-			log_error("reading the layout's metadata blocks: %s", strerror(-ret));
-			return ret;
+		while (a < b) {
+			uint64_t first = m->first + (a - s) / LAYOUT_BLOCK, in = a % LAYOUT_BLOCK;
+			uint64_t n = (b - a) / LAYOUT_BLOCK;
+
+			if (in || !n) { /* part of a block: checked whole, then copied */
+				n = min_u64(LAYOUT_BLOCK - in, b - a);
+				ret = meta_get(l, first, 1, one);
+				if (!ret)
+					memcpy(buf + (a - off), one + in, n);
+			} else {
+				ret = meta_get(l, first, n, buf + (a - off));
+				n *= LAYOUT_BLOCK;
+			}
+			if (ret)
+				return ret;
+			a += n;
 		}
 	}
 	return 0;

@@ -1,9 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The NBD server: listen on a unix socket or a TCP address, give every client a thread
- * (at most max_conns at once; more are refused), stop when *stop is set. On stop the
- * clients' receive sides are shut so that they finish the requests they hold; a client
- * that does not read its replies within NBD_STOP_GRACE_MS is cut off.
+ * (at most max_conns at once; more are accepted and closed at once), stop when *stop is
+ * set. On stop the clients' receive sides are shut so that they finish the requests they
+ * hold; a client that does not read its replies within NBD_STOP_GRACE_MS is cut off.
+ *
+ * The accept loop is also the watchdog: every NBD_POLL_MS it cuts (shuts down) a
+ * connection whose handshake is not over by the deadline, however slowly its bytes come
+ * (a slow-loris), and with an idle limit one in the transmission phase that has no
+ * request in flight and sent none for that long.
  *
  * The server owns the client sockets: a client thread shuts its socket down when it is
  * done (the client sees the end at once) and the accept loop closes it after joining the
@@ -30,30 +35,52 @@
 #include "nbd.h"
 #include "nbd_conn.h"
 
-#define NBD_DEFAULT_CONNS 16u
 #define NBD_POLL_MS 100
 #define NBD_STOP_GRACE_MS 5000
 
-/* SO_RCVTIMEO on fd (0: none); a socketpair or socket takes it, anything else ignores it. */
-static void recv_timeout(int fd, int seconds)
+/* CLOCK_MONOTONIC in milliseconds. */
+static uint64_t nbd_now_ms(void)
 {
-	struct timeval tv = { seconds, 0 };
+	struct timespec ts;
 
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-int nbd_conn_run(const struct nbd_export *x, int fd, unsigned id)
+void nbd_watch_touch(struct nbd_session *s, int busy)
 {
-	struct nbd_session s = { .x = x, .fd = fd, .id = id };
+	if (!s->w)
+		return;
+	__atomic_store_n(&s->w->since_ms, nbd_now_ms(), __ATOMIC_RELEASE);
+	if (busy > 0)
+		__atomic_add_fetch(&s->w->busy, 1, __ATOMIC_ACQ_REL);
+	else if (busy < 0)
+		__atomic_sub_fetch(&s->w->busy, 1, __ATOMIC_ACQ_REL);
+}
+
+/* With an idle limit, a send that moves no byte for that long fails (the client stalls). */
+static void send_timeout(int fd, unsigned seconds)
+{
+	struct timeval tv = { (time_t)seconds, 0 };
+
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
+int nbd_conn_run(const struct nbd_export *x, int fd, unsigned id, struct nbd_watch *w)
+{
+	struct nbd_session s = { .x = x, .fd = fd, .id = id, .w = w };
 	int ret;
 
-	/* a client that connects and says nothing does not hold its slot for ever */
-	recv_timeout(fd, NBD_HANDSHAKE_TIMEOUT_S);
 	ret = nbd_handshake(&s);
-	recv_timeout(fd, 0);
 	if (ret == 0) {
 		log_info("nbd: client %u: transmission phase (%s replies)", id,
 			 s.structured ? "structured" : "simple");
+		if (w) {
+			if (w->idle_s)
+				send_timeout(fd, w->idle_s);
+			nbd_watch_touch(&s, 0);
+			__atomic_store_n(&w->transmitting, true, __ATOMIC_RELEASE);
+		}
 		ret = nbd_transmit(&s);
 	} else if (ret == 1) {
 		ret = 0;
@@ -67,13 +94,19 @@ struct client {
 	unsigned id;
 	int done;                  /* set (atomically) by the thread as it ends */
 	const struct nbd_export *x;
+	struct nbd_watch w;
+};
+
+/* The limits every connection is watched against, in milliseconds (idle 0: none). */
+struct limits {
+	uint64_t handshake_ms, idle_ms;
 };
 
 static void *client_main(void *arg)
 {
 	struct client *c = arg;
 
-	nbd_conn_run(c->x, c->fd, c->id);
+	nbd_conn_run(c->x, c->fd, c->id, &c->w);
 	shutdown(c->fd, SHUT_RDWR);
 	__atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
 	return NULL;
@@ -96,6 +129,42 @@ static unsigned clients_reap(struct client *cl, unsigned n)
 		cl[i].fd = -1;
 	}
 	return running;
+}
+
+/* Cut c: shut its socket down (its thread ends, the slot is freed once it did). */
+static void client_cut(struct client *c)
+{
+	__atomic_store_n(&c->w.cut, true, __ATOMIC_RELEASE);
+	shutdown(c->fd, SHUT_RDWR);
+}
+
+/* The watchdog: cut the clients past the handshake deadline or the idle limit. */
+static void clients_watch(struct client *cl, unsigned n, const struct limits *lim)
+{
+	uint64_t now = nbd_now_ms();
+
+	for (unsigned i = 0; i < n; i++) {
+		struct nbd_watch *w = &cl[i].w;
+		uint64_t since, quiet;
+
+		if (cl[i].fd < 0 || __atomic_load_n(&cl[i].done, __ATOMIC_ACQUIRE) ||
+		    __atomic_load_n(&w->cut, __ATOMIC_ACQUIRE))
+			continue;
+		since = __atomic_load_n(&w->since_ms, __ATOMIC_ACQUIRE);
+		quiet = now > since ? now - since : 0; /* touched since now was read: 0 */
+		if (!__atomic_load_n(&w->transmitting, __ATOMIC_ACQUIRE)) {
+			if (quiet < lim->handshake_ms)
+				continue;
+			log_warn("nbd: client %u: handshake not done after %llu s, disconnecting",
+				 cl[i].id, (unsigned long long)lim->handshake_ms / 1000);
+			client_cut(&cl[i]);
+		} else if (lim->idle_ms && !__atomic_load_n(&w->busy, __ATOMIC_ACQUIRE) &&
+			   quiet >= lim->idle_ms) {
+			log_info("nbd: client %u: idle for %llu s, disconnecting", cl[i].id,
+				 (unsigned long long)lim->idle_ms / 1000);
+			client_cut(&cl[i]);
+		}
+	}
 }
 
 static void sleep_ms(long ms)
@@ -186,11 +255,20 @@ static unsigned short bound_port(int fd)
 	return 0;
 }
 
-/* Take one pending connection into a free slot, or refuse it. */
-static void accept_one(int lfd, bool tcp, struct client *cl, unsigned n, unsigned *next_id,
-		       const struct nbd_export *x)
+/* What the accept loop keeps between connections. */
+struct accepting {
+	int lfd;
+	bool tcp;
+	bool full;                 /* refusing: said once until a slot is taken again */
+	unsigned next_id;
+	unsigned idle_s;
+	const struct nbd_export *x;
+};
+
+/* Take one pending connection into a free slot, or refuse it (close it at once). */
+static void accept_one(struct accepting *ac, struct client *cl, unsigned n)
 {
-	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC), one = 1;
+	int fd = accept4(ac->lfd, NULL, NULL, SOCK_CLOEXEC), one = 1;
 	unsigned i;
 
 	if (fd < 0) {
@@ -198,23 +276,30 @@ static void accept_one(int lfd, bool tcp, struct client *cl, unsigned n, unsigne
 			log_warn("nbd: accept: %s", strerror(errno));
 		return;
 	}
-	if (tcp)
+	if (ac->tcp)
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	clients_reap(cl, n);
 	for (i = 0; i < n && cl[i].fd >= 0; i++)
 		;
 	if (i == n) {
-		log_warn("nbd: %u clients connected already; refusing another", n);
+		if (!ac->full)
+			log_warn("nbd: %u clients connected (the most allowed: --max-connections); "
+				 "refusing new ones until one leaves", n);
+		else
+			log_info("nbd: %u clients connected already; refusing another", n);
+		ac->full = true;
 		close(fd);
 		return;
 	}
-	cl[i] = (struct client){ .fd = fd, .id = ++*next_id, .x = x };
+	cl[i] = (struct client){ .fd = fd, .id = ++ac->next_id, .x = ac->x };
+	cl[i].w = (struct nbd_watch){ .since_ms = nbd_now_ms(), .idle_s = ac->idle_s };
 	if (pthread_create(&cl[i].thread, NULL, client_main, &cl[i])) {
 		log_warn("nbd: no thread for a new client; refusing it");
 		close(fd);
 		cl[i].fd = -1;
 		return;
 	}
+	ac->full = false;
 	log_info("nbd: client %u connected", cl[i].id);
 }
 
@@ -227,8 +312,13 @@ int nbd_serve(const struct disk *d, const struct nbd_server_opts *o,
 		.size = d ? d->size : 0,
 		.read_only = o->read_only || (d && d->read_only),
 	};
-	unsigned n = o->max_conns ? o->max_conns : NBD_DEFAULT_CONNS, next_id = 0;
-	bool tcp = !o->unix_path;
+	unsigned n = o->max_conns ? o->max_conns : NBD_DEFAULT_CONNS;
+	struct limits lim = {
+		.handshake_ms = 1000ull * (o->handshake_s ? o->handshake_s : NBD_HANDSHAKE_DEADLINE_S),
+		.idle_ms = 1000ull * o->idle_s,
+	};
+	struct accepting ac = { .lfd = -1, .tcp = !o->unix_path, .idle_s = o->idle_s, .x = &x };
+	bool tcp = ac.tcp;
 	struct client *cl;
 	int lfd = -1, ret;
 
@@ -255,13 +345,15 @@ int nbd_serve(const struct disk *d, const struct nbd_server_opts *o,
 		*o->tcp_bound_port = bound_port(lfd);
 	if (o->on_listen)
 		o->on_listen(o->on_listen_arg);
+	ac.lfd = lfd;
 	/* *stop is set by a signal handler or by another thread */
 	while (!__atomic_load_n(stop, __ATOMIC_RELAXED)) {
 		struct pollfd p = { .fd = lfd, .events = POLLIN };
 
 		clients_reap(cl, n);
+		clients_watch(cl, n, &lim);
 		if (poll(&p, 1, NBD_POLL_MS) > 0 && (p.revents & POLLIN))
-			accept_one(lfd, tcp, cl, n, &next_id, &x);
+			accept_one(&ac, cl, n);
 	}
 	close(lfd);
 	if (!tcp)

@@ -14,6 +14,7 @@
 #include <sys/uio.h>
 
 #include "../disk/disk.h"
+#include "nbd.h"
 #include "../../common/test_hook.h"
 
 #define NBD_PREF_BLOCK 4096u                /* the engine's block */
@@ -31,7 +32,6 @@
  */
 #define NBD_READ_MIN_HOLE (16u << 10)
 #define NBD_READ_MAX_CHUNKS 256u
-#define NBD_HANDSHAKE_TIMEOUT_S 30          /* longest wait for a handshake message */
 
 /* Requests handled at once on one connection, and the payload bytes they may hold. */
 #define NBD_CONN_WORKERS 4u
@@ -64,11 +64,27 @@ static inline bool nbd_ctx_offered(const struct nbd_export *x, enum nbd_ctx c)
 	return disk_has_status(x->d, (enum disk_ctx)c);
 }
 
+/*
+ * What the server's watchdog (nbd.c) sees of one connection; every field but idle_s is
+ * read and written atomically. since_ms (CLOCK_MONOTONIC): when the connection was
+ * accepted, then when the last request arrived or the last reply was done. busy: requests
+ * in flight. cut: the watchdog shut the connection (and said why; its thread says
+ * nothing more).
+ */
+struct nbd_watch {
+	uint64_t since_ms;
+	unsigned busy;
+	bool transmitting;         /* the handshake is over */
+	bool cut;
+	unsigned idle_s;           /* --idle-timeout (0: none): also a send's longest stall */
+};
+
 /* The state one connection negotiates. */
 struct nbd_session {
 	const struct nbd_export *x;
 	int fd;
 	unsigned id;               /* connection number, for log lines */
+	struct nbd_watch *w;       /* NULL: not watched (no deadlines) */
 	bool no_zeroes;            /* client set NBD_FLAG_C_NO_ZEROES */
 	bool structured;           /* NBD_OPT_STRUCTURED_REPLY acknowledged */
 	bool ctx[NBD_CTX_COUNT];   /* contexts selected by the last SET_META_CONTEXT */
@@ -76,11 +92,19 @@ struct nbd_session {
 
 /*
  * Serve one client on fd: handshake, then requests until it disconnects. Never closes
- * fd (the caller owns it). Returns 0 when the client left cleanly, -errno when the
- * connection was dropped (a log line said why).
+ * fd (the caller owns it). w (may be NULL) is what the server's watchdog watches.
+ * Returns 0 when the client left cleanly, -errno when the connection was dropped (a log
+ * line said why).
  */
 TEST_HOOK
-int nbd_conn_run(const struct nbd_export *x, int fd, unsigned id);
+int nbd_conn_run(const struct nbd_export *x, int fd, unsigned id, struct nbd_watch *w);
+/* The watchdog cut this connection: its end needs no log line. */
+static inline bool nbd_cut(const struct nbd_session *s)
+{
+	return s->w && __atomic_load_n(&s->w->cut, __ATOMIC_ACQUIRE);
+}
+/* A request arrived (busy: it is now in flight) or one was done (busy: -1). */
+void nbd_watch_touch(struct nbd_session *s, int busy);
 
 /* 0: enter transmission; 1: the client ended the negotiation; -errno: drop it. */
 int nbd_handshake(struct nbd_session *s);

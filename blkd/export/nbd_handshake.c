@@ -344,10 +344,7 @@ int nbd_handshake(struct nbd_session *s)
 			return 0;
 	}
 io_error:
-	if (ret == -EAGAIN)
-		log_warn("nbd: client %u: silent for %d s during the handshake, disconnecting",
-			 s->id, NBD_HANDSHAKE_TIMEOUT_S);
-	else
+	if (!nbd_cut(s)) /* else the watchdog said why */
 		log_warn("nbd: client %u: %s during the handshake, disconnecting", s->id,
 			 ret == -ECONNRESET ? "truncated message" : strerror(-ret));
 	return ret;

@@ -35,7 +35,11 @@ struct xreq {
 	const char *why;           /* its message */
 	uint8_t *buf;              /* a write's payload */
 	size_t cost;               /* payload bytes charged to the in-flight budget */
+	bool busy;                 /* counted in flight for the watchdog (nbd_watch.busy) */
 };
+
+/* A write's payload is taken in pieces this large; each counts as activity. */
+#define PAYLOAD_PIECE (64u << 10)
 
 struct xmit {
 	struct nbd_session *s;
@@ -556,6 +560,8 @@ static int check(const struct nbd_session *s, struct xreq *r)
 
 static void done(struct xmit *x, struct xreq *r)
 {
+	if (r->busy)
+		nbd_watch_touch(x->s, -1);
 	pthread_mutex_lock(&x->lock);
 	x->inflight--;
 	x->inflight_bytes -= r->cost;
@@ -586,8 +592,29 @@ static void admit(struct xmit *x, struct xreq *r)
 	pthread_mutex_unlock(&x->lock);
 }
 
+/*
+ * A write's payload into buf (NULL: read and dropped), in pieces: a client sending it
+ * keeps the connection from being idle only while whole pieces arrive.
+ */
+static int payload_in(struct nbd_session *s, uint8_t *buf, uint32_t len)
+{
+	int ret = 0;
+
+	for (uint32_t at = 0, n; !ret && at < len; at += n) {
+		n = len - at < PAYLOAD_PIECE ? len - at : PAYLOAD_PIECE;
+		ret = buf ? nbd_recv(s->fd, buf + at, n) : nbd_skip(s->fd, n);
+		if (ret == -ENODATA && at)
+			ret = -ECONNRESET;
+		nbd_watch_touch(s, 0);
+	}
+	return ret;
+}
+
+/* Hand r to a worker; from now on it is in flight for the watchdog. */
 static void enqueue(struct xmit *x, struct xreq *r)
 {
+	r->busy = true;
+	nbd_watch_touch(x->s, 1);
 	/* unbounded: admit() already held the receiver back */
 	if (!x->workers || workq_push(x->workers, &r->link)) {
 		handle(x, r);
@@ -606,6 +633,8 @@ static int receive(struct xmit *x)
 	int ret;
 
 	ret = nbd_recv(s->fd, h, sizeof(h));
+	if (ret && nbd_cut(s))
+		return ret; /* the watchdog said why */
 	if (ret == -ENODATA) {
 		log_info("nbd: client %u: closed without NBD_CMD_DISC", s->id);
 		return ret;
@@ -616,6 +645,7 @@ static int receive(struct xmit *x)
 				 ret == -ECONNRESET ? "truncated request" : strerror(-ret));
 		return ret;
 	}
+	nbd_watch_touch(s, 0);
 	if (be32_get(h) != NBD_REQUEST_MAGIC) {
 		log_warn("nbd: client %u: bad request magic 0x%08x, disconnecting", s->id,
 			 be32_get(h));
@@ -646,10 +676,14 @@ static int receive(struct xmit *x)
 	admit(x, r);
 	if (r->type == NBD_CMD_WRITE && r->len) {
 		if (r->err) {
-			ret = nbd_skip(s->fd, r->len);
+			ret = payload_in(s, NULL, r->len);
 		} else {
 			r->buf = malloc(r->len);
-			ret = r->buf ? nbd_recv(s->fd, r->buf, r->len) : -ENOMEM;
+			ret = r->buf ? payload_in(s, r->buf, r->len) : -ENOMEM;
+		}
+		if (ret && nbd_cut(s)) {
+			done(x, r);
+			return ret; /* the watchdog said why */
 		}
 		if (ret) {
 			bool gone = ret == -ENODATA || ret == -ECONNRESET;

@@ -211,6 +211,37 @@ static void test_empty(void **state)
 	layout_close(l);
 }
 
+/*
+ * Metadata bytes rewritten in place after layout_open verified the file are never
+ * returned: the block that changed reads as -EIO, the others as they were verified.
+ */
+static void test_meta_changed_after_open(void **state)
+{
+	struct fixture *f = *state;
+	uint8_t digest[SHA256_LEN], buf[BLK], junk[16];
+	uint64_t bad = 0;
+	struct sample s;
+	struct layout *l;
+	int fd;
+
+	sample_init(&s, 5);
+	sample_write(f->path, &s, uuid1, digest);
+	assert_int_equal(layout_open(f->path, &l, NULL), 0);
+	/* disk block 10 is the 4th metadata block of the area: rewrite 16 of its bytes */
+	memset(junk, 0xEE, sizeof(junk));
+	fd = open(f->path, O_WRONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, junk, sizeof(junk), BLK + 3 * BLK + 100), sizeof(junk));
+	close(fd);
+	assert_int_equal(layout_read_meta(l, 10, buf), -EIO);
+	assert_int_equal(layout_read_meta(l, 11, buf), 1);
+	assert_memory_equal(buf, s.meta[4], BLK);
+	assert_int_equal(layout_meta_verify(l, 4, 1, s.meta[4], &bad), 0);
+	assert_int_equal(layout_meta_verify(l, 3, 2, s.meta[4], &bad), -EIO);
+	assert_int_equal(bad, 3);
+	layout_close(l);
+}
+
 /* Interning: many runs of few chunks; a big table grows its hash table correctly. */
 static void test_intern(void **state)
 {
@@ -594,6 +625,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_empty, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_meta_changed_after_open, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_intern, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_meta_merge, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_digest_stable, setup, teardown),

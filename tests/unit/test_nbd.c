@@ -232,7 +232,7 @@ static void *server_main(void *arg)
 {
 	struct fixture *f = arg;
 
-	f->ret = nbd_conn_run(&f->x, f->sfd, 1);
+	f->ret = nbd_conn_run(&f->x, f->sfd, 1, NULL);
 	shutdown(f->sfd, SHUT_RDWR); /* as nbd_serve does: the client sees the end */
 	return NULL;
 }
@@ -1846,6 +1846,52 @@ static void test_serve_unix(void **state)
 	rm_rf(dir);
 }
 
+/*
+ * The watchdog: a handshake that stops half-way is cut at the deadline, a client idle in
+ * the transmission phase at the idle limit; one with requests going is not.
+ */
+static void test_serve_deadlines(void **state)
+{
+	struct fixture *f = *state;
+	char dir[PATH_MAX], path[PATH_MAX];
+	struct served sv = { .d = &f->t.d };
+	struct session s;
+	uint8_t h[18], r[4096];
+	int half, idle, busy;
+
+	tmpdir_make(dir);
+	path_fmt(path, "%s/nbd.sock", dir);
+	sv.o.unix_path = path;
+	sv.o.handshake_s = 1;
+	sv.o.idle_s = 1;
+	assert_int_equal(pthread_create(&sv.th, NULL, serve_main, &sv), 0);
+	half = unix_connect(path);
+	assert_int_equal(recv(half, h, sizeof(h), MSG_WAITALL), (ssize_t)sizeof(h));
+	c_send(half, "\0\0", 2); /* half the client flags, then nothing */
+	idle = unix_connect(path);
+	c_connect(idle, false, false, false, &s);
+	busy = unix_connect(path);
+	c_connect(busy, false, false, false, &s);
+	/* a read every 200 ms for 2 s: never idle for 1 s */
+	for (uint64_t i = 0; i < 10; i++) {
+		c_req(busy, 0, NBD_CMD_READ, i, 0, 4096, NULL);
+		assert_int_equal(c_simple(busy, i, r, 4096), 0);
+		usleep(200000);
+	}
+	c_expect_eof(half); /* cut at the deadline (SO_RCVTIMEO 10 s: not a hang) */
+	c_expect_eof(idle);
+	c_req(busy, 0, NBD_CMD_READ, 99, 0, 4096, NULL);
+	assert_int_equal(c_simple(busy, 99, r, 4096), 0);
+	__atomic_store_n(&sv.stop, 1, __ATOMIC_RELAXED);
+	pthread_join(sv.th, NULL);
+	assert_int_equal(sv.ret, 0);
+	c_expect_eof(busy);
+	close(half);
+	close(idle);
+	close(busy);
+	rm_rf(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1872,6 +1918,7 @@ int main(void)
 		cmocka_unit_test(test_errno_map),
 		cmocka_unit_test_setup_teardown(test_serve_unix, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_serve_on_listen, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_serve_deadlines, setup, teardown),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
