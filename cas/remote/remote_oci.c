@@ -22,6 +22,7 @@
 
 #include "../../common/dl_curl.h"
 #include "../../common/log.h"
+#include "../oci_json.h"
 #include "oci_index.h"
 
 #define DOC_MAX (64u << 20)
@@ -178,7 +179,8 @@ static int oci_auth(struct remote *r, const char *challenge, const char **why)
 {
 	struct remote_oci *o = r->be;
 	char *realm = NULL, *service = NULL, *scope = NULL, *url = NULL, *es = NULL, *esc = NULL;
-	char want[1024];
+	char want[1024], *query = NULL;
+	bool withheld;
 	struct http_req rq = { 0 };
 	struct json_object *root = NULL, *tok;
 	int ret;
@@ -201,21 +203,26 @@ static int oci_auth(struct remote *r, const char *challenge, const char **why)
 	snprintf(want, sizeof(want), "repository:%s:%s", o->repo, r->push ? "pull,push" : "pull");
 	es = service ? url_escape(service) : strdup("");
 	esc = url_escape(want);
-	if (!es || !esc || asprintf(&url, "%s%sservice=%s&scope=%s", realm,
-				    strchr(realm, '?') ? "&" : "?", es, esc) < 0) {
-		url = NULL;
+	if (!es || !esc || asprintf(&query, "service=%s&scope=%s", es, esc) < 0) {
+		query = NULL;
 		ret = -ENOMEM;
 		goto out;
 	}
-	if (strncmp(url, "http://", 7) && strncmp(url, "https://", 8)) {
-		*why = "the registry's token realm is not an http(s) URL";
+	ret = http_url_resolve(r->base, realm, query, &url, why);
+	if (ret == -EINVAL) {
+		*why = "the registry's token realm is not an http(s) URL without credentials";
 		ret = -EACCES;
-		goto out;
 	}
+	if (ret)
+		goto out;
+	/* the credentials go to the registry itself, or over https: never in clear elsewhere */
+	withheld = r->user && strncasecmp(url, "https://", 8) && !http_same_origin(url, r->base);
 	rq.method = "GET";
 	rq.url = url;
-	rq.user = r->user;
-	rq.password = r->password;
+	if (!withheld) {
+		rq.user = r->user;
+		rq.password = r->password;
+	}
 	rq.follow = true;
 	rq.max_body = 1u << 20;
 	rq.accept = "application/json";
@@ -226,9 +233,11 @@ static int oci_auth(struct remote *r, const char *challenge, const char **why)
 		goto out;
 	}
 	if (rq.status == 401 || rq.status == 403) {
-		*why = r->user ? "the registry's token endpoint refused the credentials"
-			       : "the registry wants credentials (set LAZYBLK_REMOTE_USER and "
-				 "LAZYBLK_REMOTE_PASSWORD)";
+		*why = withheld ? "the registry's token realm is another host over plain http: "
+				  "credentials withheld (see docs/remote.md)"
+		       : r->user ? "the registry's token endpoint refused the credentials"
+				 : "the registry wants credentials (set LAZYBLK_REMOTE_USER and "
+				   "LAZYBLK_REMOTE_PASSWORD)";
 		ret = -EACCES;
 		goto out;
 	}
@@ -281,6 +290,7 @@ out:
 	free(scope);
 	free(es);
 	free(esc);
+	free(query);
 	free(url);
 	return ret;
 }
@@ -480,6 +490,8 @@ static int oci_blob_put(struct remote *r, const uint8_t digest[SHA256_LEN], cons
 {
 	struct remote_oci *o = r->be;
 	char hex[SHA256_HEX_LEN + 1], *url = NULL, *loc = NULL, *put = NULL;
+	char q[16 + SHA256_HEX_LEN], pb[160];
+	const char *why = NULL;
 	int ret;
 
 	sha256_to_hex(digest, hex);
@@ -492,26 +504,33 @@ static int oci_blob_put(struct remote *r, const uint8_t digest[SHA256_LEN], cons
 	if (asprintf(&url, "%s/v2/%s/blobs/uploads/", r->base, o->repo) < 0)
 		return -ENOMEM;
 	ret = remote_send(r, "POST", url, NULL, 0, NULL, 202, 202, what, &loc);
-	free(url);
-	if (ret)
-		return ret;
-	if (!loc || !*loc) {
+	if (!ret && (!loc || !*loc)) {
 		log_error("%s: the registry gave no upload location", what);
-		free(loc);
-		return -EIO;
+		ret = -EIO;
 	}
-	/* the location may be absolute or a path on the registry */
-	if (asprintf(&put, "%s%s%sdigest=sha256:%s", loc[0] == '/' ? r->base : "", loc,
-		     strchr(loc, '?') ? "&" : "?", hex) < 0) {
+	if (ret) {
+		free(url);
 		free(loc);
-		return -ENOMEM;
+		return ret;
 	}
-	free(loc);
-	if (strncmp(put, r->base, strlen(r->base))) {
-		log_error("%s: the registry's upload location is on another host", what);
+	/*
+	 * The location may be absolute or relative to the POST's URL; the blob (with the
+	 * credentials) goes to the registry's own scheme, host and port only.
+	 */
+	snprintf(q, sizeof(q), "digest=sha256:%s", hex);
+	ret = http_url_resolve(url, loc, q, &put, &why);
+	free(url);
+	if (ret == -EINVAL || (!ret && !http_same_origin(put, r->base))) {
+		log_error("%s: the registry's upload location %s: %s", what,
+			  oci_printable(loc, pb, sizeof(pb)),
+			  ret ? why : "on another host than the registry (not followed)");
+		free(loc);
 		free(put);
 		return -EIO;
 	}
+	free(loc);
+	if (ret)
+		return ret;
 	ret = remote_send(r, "PUT", put, data, len, NULL, 201, 201, what, NULL);
 	free(put);
 	return ret ? ret : 1;
