@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "oci_config.h"
+#include "oci_json.h"
 
 /* A list of strings (or one string, tolerated as a list of one); null: empty. */
 static int json_strv(struct json_object *o, char ***out, size_t *n)
@@ -75,18 +76,14 @@ void oci_config_free(struct oci_config *c)
 
 int oci_config_parse(const char *json, size_t len, struct oci_config *out, const char **why)
 {
-	struct json_tokener *tok = json_tokener_new();
 	struct json_object *root, *cfg, *v;
 	int rc = 0;
 
 	memset(out, 0, sizeof(*out));
-	if (!tok) {
-		*why = "out of memory";
-		return -ENOMEM;
-	}
-	root = json_tokener_parse_ex(tok, json, (int)len);
-	json_tokener_free(tok);
-	if (!root || !json_object_is_type(root, json_type_object)) {
+	root = oci_json_parse(json, len, OCI_JSON_CONFIG, why);
+	if (!root)
+		return -EINVAL;
+	if (!json_object_is_type(root, json_type_object)) {
 		json_object_put(root);
 		*why = "image config is not a JSON object";
 		return -EINVAL;

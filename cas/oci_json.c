@@ -3,6 +3,7 @@
 #include "oci_json.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -25,18 +26,85 @@ int oci_digest_parse(const char *s, uint8_t d[SHA256_LEN])
 	return sha256_from_hex(hex, d);
 }
 
-struct json_object *oci_json_parse(const char *buf, size_t len, const char **why)
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define LIMITS(bytes, mib, values, depth, what)                                            \
+	{ bytes, values, depth, what, "larger than " mib " MiB, the limit for " what,         \
+	  "more than " STR(values) " JSON values, the limit for " what,                       \
+	  "JSON nested deeper than " STR(depth) ", the limit for " what }
+
+static const struct oci_json_limits limits[] = {
+	[OCI_JSON_INDEX] = LIMITS(OCI_JSON_INDEX_MAX, "4", OCI_JSON_VALUES_MAX, OCI_JSON_DEPTH_MAX,
+				  "an OCI image index"),
+	[OCI_JSON_MANIFEST] = LIMITS(OCI_JSON_MANIFEST_MAX, "4", OCI_JSON_VALUES_MAX,
+				     OCI_JSON_DEPTH_MAX, "an OCI image manifest"),
+	[OCI_JSON_CONFIG] = LIMITS(OCI_JSON_CONFIG_MAX, "8", OCI_JSON_VALUES_MAX,
+				   OCI_JSON_CONFIG_DEPTH_MAX, "an image config"),
+	[OCI_JSON_DOCKER] = LIMITS(OCI_JSON_DOCKER_MAX, "4", OCI_JSON_VALUES_MAX,
+				   OCI_JSON_DEPTH_MAX, "a docker-archive manifest.json"),
+	[OCI_JSON_TOKEN] = LIMITS(OCI_JSON_TOKEN_MAX, "1", OCI_JSON_TOKEN_VALUES_MAX,
+				  OCI_JSON_DEPTH_MAX, "a registry token answer"),
+};
+
+_Static_assert(OCI_JSON_INDEX_MAX == 4u << 20 && OCI_JSON_MANIFEST_MAX == 4u << 20 &&
+		       OCI_JSON_CONFIG_MAX == 8u << 20 && OCI_JSON_DOCKER_MAX == 4u << 20 &&
+		       OCI_JSON_TOKEN_MAX == 1u << 20,
+	       "the MiB in the messages of limits[]");
+
+const struct oci_json_limits *oci_json_limits(enum oci_json_kind kind)
 {
+	return &limits[kind];
+}
+
+bool oci_json_over_limit(enum oci_json_kind kind, const char *why)
+{
+	const struct oci_json_limits *l = &limits[kind];
+
+	return why && (why == l->too_big || why == l->too_many || why == l->too_deep);
+}
+
+/* Whether buf holds more than max values: '{', '[' and ',' outside strings. */
+static bool json_too_many(const char *buf, size_t len, size_t max)
+{
+	bool in_str = false;
+	size_t n = 1;
+
+	for (size_t i = 0; i < len; i++) {
+		char c = buf[i];
+
+		if (in_str) {
+			if (c == '\\')
+				i++;
+			else if (c == '"')
+				in_str = false;
+		} else if (c == '"') {
+			in_str = true;
+		} else if (c == '{' || c == '[' || c == ',') {
+			if (++n > max)
+				return true;
+		}
+	}
+	return false;
+}
+
+struct json_object *oci_json_parse(const char *buf, size_t len, enum oci_json_kind kind,
+				   const char **why)
+{
+	const struct oci_json_limits *lim = &limits[kind];
 	struct json_tokener *tok;
 	struct json_object *obj;
 	enum json_tokener_error err;
 	size_t end;
 
-	if (len > INT32_MAX) {
-		*why = "too large";
+	if (len > lim->max_bytes) {
+		*why = lim->too_big;
 		return NULL;
 	}
-	tok = json_tokener_new();
+	if (json_too_many(buf, len, lim->max_values)) {
+		*why = lim->too_many;
+		return NULL;
+	}
+	tok = json_tokener_new_ex(lim->max_depth);
 	if (!tok) {
 		*why = "out of memory";
 		return NULL;
@@ -47,7 +115,9 @@ struct json_object *oci_json_parse(const char *buf, size_t len, const char **why
 	end = json_tokener_get_parse_end(tok);
 	json_tokener_free(tok);
 	if (!obj) {
-		*why = err == json_tokener_continue ? "not JSON (empty or truncated)" : "not JSON";
+		*why = err == json_tokener_continue ? "not JSON (empty or truncated)"
+		       : err == json_tokener_error_depth ? lim->too_deep
+							 : "not JSON";
 		return NULL;
 	}
 	for (; end < len; end++) {

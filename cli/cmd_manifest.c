@@ -7,6 +7,7 @@
 #include <json-c/json.h>
 
 #include "../cas/manifest.h"
+#include "../cas/oci_json.h"
 #include "../common/json_out.h"
 #include "../common/log.h"
 #include "../common/size.h"
@@ -93,7 +94,9 @@ static void show_json(FILE *f, const struct manifest *m)
 		   "\"entry_count\":%zu",
 		m->hdr->version, hex, m->hdr->chunk_size, m->n_entries);
 	if (m->hdr->config_len) {
-		struct json_object *cfg = json_tokener_parse(manifest_str(m, m->hdr->config_off));
+		const char *why = NULL;
+		struct json_object *cfg = oci_json_parse(manifest_str(m, m->hdr->config_off),
+							 m->hdr->config_len, OCI_JSON_CONFIG, &why);
 
 		fputs(",\"config\":", f);
 		if (cfg)

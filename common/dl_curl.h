@@ -28,6 +28,10 @@
 	X(curl_multi_wakeup) \
 	X(curl_slist_append) \
 	X(curl_slist_free_all) \
+	X(curl_url) \
+	X(curl_url_cleanup) \
+	X(curl_url_get) \
+	X(curl_url_set) \
 
 DL_DECLARE(DL_CURL_SYMS)
 

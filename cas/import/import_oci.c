@@ -102,17 +102,19 @@ static int blob_open(const struct oci_image *im, const struct oci_desc *d, const
 
 /* Read, verify and parse a JSON object from fd; keeps its text if text != NULL. */
 static int fd_json(const struct oci_image *im, int fd, uint64_t size, const uint8_t *digest,
-		   const char *label, char **text, size_t *len, struct json_object **obj)
+		   const char *label, enum oci_json_kind kind, char **text, size_t *len,
+		   struct json_object **obj)
 {
 	const char *why = NULL;
 	char *buf;
 	size_t n;
 	int ret;
 
-	ret = oci_blob_read(im->ic, fd, size, digest, OCI_JSON_MAX, &buf, &n, label);
+	ret = oci_blob_read(im->ic, fd, size, digest, oci_json_limits(kind)->max_bytes, &buf, &n,
+			    label);
 	if (ret)
 		return ret;
-	*obj = oci_json_parse(buf, n, &why);
+	*obj = oci_json_parse(buf, n, kind, &why);
 	if (!*obj || !json_object_is_type(*obj, json_type_object)) {
 		import_fail(im->ic, -EBADMSG, "%s: %s", label, *obj ? "not a JSON object" : why);
 		json_object_put(*obj);
@@ -131,7 +133,7 @@ static int fd_json(const struct oci_image *im, int fd, uint64_t size, const uint
 
 /* A JSON blob (index, manifest, config): size and digest checked. */
 static int blob_json(const struct oci_image *im, const struct oci_desc *d, const char *what,
-		     char **text, size_t *len, struct json_object **obj)
+		     enum oci_json_kind kind, char **text, size_t *len, struct json_object **obj)
 {
 	char label[PATH_MAX + 256];
 	int fd, ret;
@@ -140,7 +142,7 @@ static int blob_json(const struct oci_image *im, const struct oci_desc *d, const
 	if (fd < 0)
 		return fd;
 	snprintf(label, sizeof(label), "%s: %s sha256:%s", im->label, what, d->hex);
-	ret = fd_json(im, fd, d->size, d->digest, label, text, len, obj);
+	ret = fd_json(im, fd, d->size, d->digest, label, kind, text, len, obj);
 	close(fd);
 	return ret;
 }
@@ -160,7 +162,7 @@ static int layout_json(const struct oci_image *im, const char *name, struct json
 						    strerror(-ret));
 	}
 	snprintf(label, sizeof(label), "%s: %s", im->label, name);
-	ret = fd_json(im, fd, OCI_SIZE_UNKNOWN, NULL, label, NULL, NULL, obj);
+	ret = fd_json(im, fd, OCI_SIZE_UNKNOWN, NULL, label, OCI_JSON_INDEX, NULL, NULL, obj);
 	close(fd);
 	return ret;
 }
@@ -405,7 +407,7 @@ static int import_manifest(const struct oci_image *im, const struct oci_desc *md
 				   "manifest (no config or layers)", im->label, md->hex);
 	ret = desc_parse(im, json_obj(m, "config"), "config", &cd);
 	if (!ret)
-		ret = blob_json(im, &cd, "config", &ctext, &clen, &cfg);
+		ret = blob_json(im, &cd, "config", OCI_JSON_CONFIG, &ctext, &clen, &cfg);
 	if (ret)
 		return ret;
 	n = json_object_array_length(layers);
@@ -459,7 +461,8 @@ static int resolve(const struct oci_image *im, struct oci_desc *d, struct json_o
 					  im->label, OCI_MAX_NESTING);
 			break;
 		}
-		ret = blob_json(im, d, index ? "index" : "manifest", NULL, NULL, &blob);
+		ret = blob_json(im, d, index ? "index" : "manifest",
+				index ? OCI_JSON_INDEX : OCI_JSON_MANIFEST, NULL, NULL, &blob);
 		if (ret)
 			break;
 		if (!d->media_type)

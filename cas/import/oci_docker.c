@@ -431,7 +431,7 @@ static int da_parse_manifest(struct da *da, struct da_image *im)
 	const char *why = NULL;
 	char what[32];
 
-	im->list = oci_json_parse(da->manifest, da->manifest_len, &why);
+	im->list = oci_json_parse(da->manifest, da->manifest_len, OCI_JSON_DOCKER, &why);
 	if (!im->list || !json_object_is_type(im->list, json_type_array))
 		return import_fail(da->ic, -EBADMSG, "%s: manifest.json: %s", da->label,
 				   im->list ? "not a JSON array" : why);
@@ -486,11 +486,11 @@ static int da_import(struct da *da)
 	snprintf(what, sizeof(what), "%s: config %s", da->label,
 		 oci_printable(im.cref, pb, sizeof(pb)));
 	ret = oci_blob_read(da->ic, im.cm->fd, OCI_SIZE_UNKNOWN,
-			    member_digest(im.cm, im.cref, cdigest) ? cdigest : NULL, OCI_JSON_MAX,
+			    member_digest(im.cm, im.cref, cdigest) ? cdigest : NULL, OCI_JSON_CONFIG_MAX,
 			    &ctext, &clen, what);
 	if (ret)
 		goto out;
-	cfg = oci_json_parse(ctext, clen, &why);
+	cfg = oci_json_parse(ctext, clen, OCI_JSON_CONFIG, &why);
 	if (!cfg || !json_object_is_type(cfg, json_type_object)) {
 		ret = import_fail(da->ic, -EBADMSG, "%s: %s", what, cfg ? "not a JSON object" : why);
 		goto out;

@@ -69,4 +69,18 @@ bool http_req_transient(const struct http_req *rq);
 /* The curl transfer failed with a timeout. */
 bool http_req_timed_out(const struct http_req *rq);
 
+/*
+ * URLs, parsed by libcurl's URL API (http_url.c; loads libcurl if need be). ref resolved
+ * against base (ref absolute, or a path relative to base), with query appended to its query
+ * when not NULL, into *out (malloc'ed). -EINVAL with *why when the result is not an http(s)
+ * URL or carries credentials (user[:password]@host), -ENOMEM, -ELIBACC.
+ */
+int http_url_resolve(const char *base, const char *ref, const char *query, char **out,
+		     const char **why);
+/*
+ * Whether absolute URLs a and b have the same origin: scheme, host (without regard to case)
+ * and port (the scheme's default when none is given). False when either cannot be parsed.
+ */
+bool http_same_origin(const char *a, const char *b);
+
 #endif

@@ -364,6 +364,9 @@ void oci_docs_free(struct oci_doc *docs, size_t n)
 
 /* ------------------------------------------------------------------ parsing */
 
+_Static_assert(OCI_INDEX_MAX_CHUNKS == 1048576 && OCI_INDEX_MAX_MANIFESTS == 263,
+	       "the numbers in the messages below");
+
 /* Member key of o if it is a string without NUL bytes (a \u0000 escape), else NULL. */
 static const char *json_cstr(struct json_object *o, const char *key)
 {
@@ -445,8 +448,10 @@ static int parse_index(struct json_object *root, uint8_t (**manifests)[SHA256_LE
 		return -EBADMSG;
 	}
 	n = json_object_array_length(list);
-	if (n > SIZE_MAX / SHA256_LEN - *n_manifests)
-		return -ENOMEM;
+	if (n > OCI_INDEX_MAX_MANIFESTS - *n_manifests) {
+		*why = "the chunk index lists more than 263 manifests, the limit";
+		return -EFBIG;
+	}
 	out = *manifests;
 	if (n) {
 		out = realloc(out, (*n_manifests + n) * SHA256_LEN);
@@ -515,6 +520,10 @@ static int parse_manifest(struct json_object *root, struct oci_refs *refs, const
 		return -EBADMSG;
 	}
 	n = json_object_array_length(layers);
+	if (refs->n > OCI_INDEX_MAX_CHUNKS || n > OCI_INDEX_MAX_CHUNKS - refs->n) {
+		*why = "the chunk index lists more than 1048576 chunks, the limit";
+		return -EFBIG;
+	}
 	old = refs->n;
 	for (size_t i = 0; i < n && !ret; i++)
 		ret = parse_layer(json_object_array_get_idx(layers, i), refs, why);
@@ -528,6 +537,7 @@ int oci_index_parse(const char *json, size_t len, struct oci_refs *refs,
 {
 	struct json_object *root, *sv;
 	const char *mt, *unused;
+	enum oci_json_kind kind;
 	bool index;
 	int ret = -EBADMSG;
 
@@ -541,9 +551,10 @@ int oci_index_parse(const char *json, size_t len, struct oci_refs *refs,
 		*why = "NUL byte in the document";
 		return -EBADMSG;
 	}
-	root = oci_json_parse(json, len, why);
+	kind = manifests ? OCI_JSON_INDEX : OCI_JSON_MANIFEST;
+	root = oci_json_parse(json, len, kind, why);
 	if (!root)
-		return -EBADMSG;
+		return oci_json_over_limit(kind, *why) ? -EFBIG : -EBADMSG;
 	if (!json_object_is_type(root, json_type_object)) {
 		*why = "not a JSON object";
 		goto out;

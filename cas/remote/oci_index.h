@@ -27,6 +27,13 @@
 #include "../../common/sha256.h"
 
 #define OCI_INDEX_MAX_LAYERS 4000
+/*
+ * What a reader takes from a registry (and push publishes): at most 2^20 chunks (1 TiB at
+ * the default chunk size; 72 MiB of map) in at most OCI_INDEX_MAX_MANIFESTS manifests, each
+ * document within the limits of cas/oci_json.h (4 MiB, 65536 values).
+ */
+#define OCI_INDEX_MAX_CHUNKS (1u << 20)
+#define OCI_INDEX_MAX_MANIFESTS (OCI_INDEX_MAX_CHUNKS / OCI_INDEX_MAX_LAYERS + 1)
 #define OCI_MT_INDEX "application/vnd.oci.image.index.v1+json"
 #define OCI_MT_MANIFEST "application/vnd.oci.image.manifest.v1+json"
 #define OCI_MT_EMPTY "application/vnd.oci.empty.v1+json"
@@ -75,7 +82,9 @@ void oci_docs_free(struct oci_doc *docs, size_t n);
  * *manifests (malloc'ed array of *n_manifests digests). An image manifest: each layer that
  * has the chunk annotation is appended to refs (other layers are ignored). Anything else,
  * malformed JSON, a digest that is not sha256:<64 lowercase hex>, a negative or missing size:
- * -EBADMSG and *why (static text). -ENOMEM.
+ * -EBADMSG and *why (static text). Over a limit (the JSON limits of oci_json.h, more than
+ * OCI_INDEX_MAX_MANIFESTS manifests, refs growing past OCI_INDEX_MAX_CHUNKS): -EFBIG and
+ * *why naming it. -ENOMEM.
  */
 int oci_index_parse(const char *json, size_t len, struct oci_refs *refs,
 		    uint8_t (**manifests)[SHA256_LEN], size_t *n_manifests, const char **why);

@@ -3,7 +3,8 @@
  * cas/remote/remote_oci: the oci:// backend. Chunks are blobs of a registry repository (a
  * frame's blob digest is the sha256 of its compressed bytes, checked on every fetch), found
  * through the chunk index published under a tag (oci_index.h): loaded at open, reloaded
- * (at most every INDEX_RELOAD_SECS) when a chunk is not in it, extended by push and
+ * (at most every INDEX_RELOAD_SECS, one reload at a time) when a chunk is not in it, each
+ * document and the whole within the limits of oci_index.h, extended by push and
  * published by remote_publish(). Registry token auth as the distribution spec says: a 401
  * with a Bearer challenge, a token from its realm, the request retried; or HTTP basic when
  * the challenge asks for it.
@@ -22,9 +23,9 @@
 
 #include "../../common/dl_curl.h"
 #include "../../common/log.h"
+#include "../oci_json.h"
 #include "oci_index.h"
 
-#define DOC_MAX (64u << 20)
 #define INDEX_RELOAD_SECS 5
 
 /* Under r->lock, but for repo and tag (set at open). */
@@ -34,6 +35,8 @@ struct remote_oci {
 	struct oci_refs pushed; /* what remote_put uploaded or found */
 	time_t index_loaded;
 	bool tagged;            /* the tag was found (not: nothing published under it yet) */
+	bool loading;           /* a miss is reloading the index; the others wait for it */
+	pthread_cond_t loaded;  /* signalled when that reload ends */
 };
 
 /* ------------------------------------------------------------------ URLs */
@@ -94,6 +97,7 @@ static int oci_parse(struct remote *r, const char *url, const char **why)
 	o = calloc(1, sizeof(*o));
 	if (!o)
 		return -ENOMEM;
+	pthread_cond_init(&o->loaded, NULL);
 	r->be = o;
 	if (!strncmp(url, "oci+http://", 11)) {
 		rest = url + 11;
@@ -156,6 +160,7 @@ static void oci_free(struct remote *r)
 	oci_refs_free(&o->pushed);
 	free(o->repo);
 	free(o->tag);
+	pthread_cond_destroy(&o->loaded);
 	free(o);
 	r->be = NULL;
 }
@@ -178,7 +183,9 @@ static int oci_auth(struct remote *r, const char *challenge, const char **why)
 {
 	struct remote_oci *o = r->be;
 	char *realm = NULL, *service = NULL, *scope = NULL, *url = NULL, *es = NULL, *esc = NULL;
-	char want[1024];
+	char want[1024], *query = NULL;
+	const char *jwhy = NULL;
+	bool withheld;
 	struct http_req rq = { 0 };
 	struct json_object *root = NULL, *tok;
 	int ret;
@@ -201,23 +208,28 @@ static int oci_auth(struct remote *r, const char *challenge, const char **why)
 	snprintf(want, sizeof(want), "repository:%s:%s", o->repo, r->push ? "pull,push" : "pull");
 	es = service ? url_escape(service) : strdup("");
 	esc = url_escape(want);
-	if (!es || !esc || asprintf(&url, "%s%sservice=%s&scope=%s", realm,
-				    strchr(realm, '?') ? "&" : "?", es, esc) < 0) {
-		url = NULL;
+	if (!es || !esc || asprintf(&query, "service=%s&scope=%s", es, esc) < 0) {
+		query = NULL;
 		ret = -ENOMEM;
 		goto out;
 	}
-	if (strncmp(url, "http://", 7) && strncmp(url, "https://", 8)) {
-		*why = "the registry's token realm is not an http(s) URL";
+	ret = http_url_resolve(r->base, realm, query, &url, why);
+	if (ret == -EINVAL) {
+		*why = "the registry's token realm is not an http(s) URL without credentials";
 		ret = -EACCES;
-		goto out;
 	}
+	if (ret)
+		goto out;
+	/* the credentials go to the registry itself, or over https: never in clear elsewhere */
+	withheld = r->user && strncasecmp(url, "https://", 8) && !http_same_origin(url, r->base);
 	rq.method = "GET";
 	rq.url = url;
-	rq.user = r->user;
-	rq.password = r->password;
+	if (!withheld) {
+		rq.user = r->user;
+		rq.password = r->password;
+	}
 	rq.follow = true;
-	rq.max_body = 1u << 20;
+	rq.max_body = OCI_JSON_TOKEN_MAX;
 	rq.accept = "application/json";
 	REMOTE_STAT_ADD(r, requests, 1);
 	ret = http_do(r->http, &rq);
@@ -226,9 +238,11 @@ static int oci_auth(struct remote *r, const char *challenge, const char **why)
 		goto out;
 	}
 	if (rq.status == 401 || rq.status == 403) {
-		*why = r->user ? "the registry's token endpoint refused the credentials"
-			       : "the registry wants credentials (set LAZYBLK_REMOTE_USER and "
-				 "LAZYBLK_REMOTE_PASSWORD)";
+		*why = withheld ? "the registry's token realm is another host over plain http: "
+				  "credentials withheld (see docs/remote.md)"
+		       : r->user ? "the registry's token endpoint refused the credentials"
+				 : "the registry wants credentials (set LAZYBLK_REMOTE_USER and "
+				   "LAZYBLK_REMOTE_PASSWORD)";
 		ret = -EACCES;
 		goto out;
 	}
@@ -237,18 +251,11 @@ static int oci_auth(struct remote *r, const char *challenge, const char **why)
 		ret = -EACCES;
 		goto out;
 	}
-	{
-		struct json_tokener *tk = json_tokener_new();
-
-		if (!tk) {
-			ret = -ENOMEM;
-			goto out;
-		}
-		root = json_tokener_parse_ex(tk, (const char *)rq.body_out, (int)rq.body_out_len);
-		json_tokener_free(tk);
-	}
+	root = oci_json_parse((const char *)rq.body_out, rq.body_out_len, OCI_JSON_TOKEN, &jwhy);
 	ret = -EACCES;
 	*why = "the registry's token endpoint sent no token";
+	if (!root && oci_json_over_limit(OCI_JSON_TOKEN, jwhy))
+		*why = jwhy;
 	if (root && (json_object_object_get_ex(root, "token", &tok) ||
 		     json_object_object_get_ex(root, "access_token", &tok)) &&
 	    json_object_is_type(tok, json_type_string) && json_object_get_string_len(tok) > 0 &&
@@ -281,13 +288,19 @@ out:
 	free(scope);
 	free(es);
 	free(esc);
+	free(query);
 	free(url);
 	return ret;
 }
 
 /* ------------------------------------------------------------------ the chunk index */
 
-static int fetch_doc(struct remote *r, const char *ref, struct http_req *rq, const char **why)
+/*
+ * GET a document of the chunk index (kind: its limits). -EFBIG with *why (naming the limit)
+ * when it is larger than they allow, else as remote_do().
+ */
+static int fetch_doc(struct remote *r, const char *ref, enum oci_json_kind kind,
+		     struct http_req *rq, const char **why)
 {
 	struct remote_oci *o = r->be;
 	char *url;
@@ -299,11 +312,15 @@ static int fetch_doc(struct remote *r, const char *ref, struct http_req *rq, con
 	rq->method = "GET";
 	rq->url = url;
 	rq->accept = OCI_MT_INDEX ", " OCI_MT_MANIFEST;
-	rq->max_body = DOC_MAX;
+	rq->max_body = oci_json_limits(kind)->max_bytes;
 	rq->follow = true;
 	ret = remote_do(r, rq, r->retries, why);
 	rq->url = NULL;
 	free(url);
+	if (ret == -EIO && rq->curl_code == CURLE_FILESIZE_EXCEEDED) {
+		*why = oci_json_limits(kind)->too_big;
+		ret = -EFBIG;
+	}
 	return ret;
 }
 
@@ -317,7 +334,7 @@ static int index_load(struct remote *r, const char **why)
 	struct http_req rq;
 	int ret;
 
-	ret = fetch_doc(r, o->tag, &rq, why);
+	ret = fetch_doc(r, o->tag, OCI_JSON_INDEX, &rq, why);
 	if (ret == -EIO) {
 		*why = "the registry did not answer";
 		goto out;
@@ -348,7 +365,7 @@ static int index_load(struct remote *r, const char **why)
 		sha256_to_hex(mans[i], hex);
 		snprintf(ref, sizeof(ref), "sha256:%s", hex);
 		http_req_clear(&rq);
-		ret = fetch_doc(r, ref, &rq, why);
+		ret = fetch_doc(r, ref, OCI_JSON_MANIFEST, &rq, why);
 		if (ret)
 			break;
 		if (rq.status != 200) {
@@ -396,27 +413,45 @@ static int oci_start(struct remote *r, const char **why)
 
 /* ------------------------------------------------------------------ chunks */
 
-/* The blob of chunk d in the OCI index; reloads the index (at most every few seconds) once. */
+/*
+ * The blob of chunk d in the OCI index. A miss reloads the index (at most every
+ * INDEX_RELOAD_SECS), one reload at a time: misses meanwhile wait for it and look again,
+ * so that concurrent misses fetch the index once, not once each.
+ */
 static int oci_lookup(struct remote *r, const uint8_t d[SHA256_LEN], struct oci_chunk_ref *ref)
 {
 	struct remote_oci *o = r->be;
-	for (int pass = 0; pass < 2; pass++) {
-		const struct oci_chunk_ref *f;
-		const char *why = NULL;
-		bool reload;
+	const struct oci_chunk_ref *f;
+	bool reloaded = false;
+	int ret = -ENOENT;
 
-		pthread_mutex_lock(&r->lock);
+	pthread_mutex_lock(&r->lock);
+	for (;;) {
+		const char *why = NULL;
+
 		f = oci_refs_find(&o->index, d);
-		if (f)
+		if (f) {
 			*ref = *f;
-		reload = !f && pass == 0 && time(NULL) - o->index_loaded >= INDEX_RELOAD_SECS;
-		pthread_mutex_unlock(&r->lock);
-		if (f)
-			return 0;
-		if (!reload || index_load(r, &why))
+			ret = 0;
 			break;
+		}
+		if (o->loading) {
+			pthread_cond_wait(&o->loaded, &r->lock);
+			reloaded = true;
+			continue;
+		}
+		if (reloaded || time(NULL) - o->index_loaded < INDEX_RELOAD_SECS)
+			break;
+		o->loading = true;
+		pthread_mutex_unlock(&r->lock);
+		index_load(r, &why);
+		pthread_mutex_lock(&r->lock);
+		o->loading = false;
+		pthread_cond_broadcast(&o->loaded);
+		reloaded = true;
 	}
-	return -ENOENT;
+	pthread_mutex_unlock(&r->lock);
+	return ret;
 }
 
 static int oci_probe(struct remote *r, const uint8_t d[SHA256_LEN], const char **why)
@@ -480,6 +515,8 @@ static int oci_blob_put(struct remote *r, const uint8_t digest[SHA256_LEN], cons
 {
 	struct remote_oci *o = r->be;
 	char hex[SHA256_HEX_LEN + 1], *url = NULL, *loc = NULL, *put = NULL;
+	char q[16 + SHA256_HEX_LEN], pb[160];
+	const char *why = NULL;
 	int ret;
 
 	sha256_to_hex(digest, hex);
@@ -492,26 +529,33 @@ static int oci_blob_put(struct remote *r, const uint8_t digest[SHA256_LEN], cons
 	if (asprintf(&url, "%s/v2/%s/blobs/uploads/", r->base, o->repo) < 0)
 		return -ENOMEM;
 	ret = remote_send(r, "POST", url, NULL, 0, NULL, 202, 202, what, &loc);
-	free(url);
-	if (ret)
-		return ret;
-	if (!loc || !*loc) {
+	if (!ret && (!loc || !*loc)) {
 		log_error("%s: the registry gave no upload location", what);
-		free(loc);
-		return -EIO;
+		ret = -EIO;
 	}
-	/* the location may be absolute or a path on the registry */
-	if (asprintf(&put, "%s%s%sdigest=sha256:%s", loc[0] == '/' ? r->base : "", loc,
-		     strchr(loc, '?') ? "&" : "?", hex) < 0) {
+	if (ret) {
+		free(url);
 		free(loc);
-		return -ENOMEM;
+		return ret;
 	}
-	free(loc);
-	if (strncmp(put, r->base, strlen(r->base))) {
-		log_error("%s: the registry's upload location is on another host", what);
+	/*
+	 * The location may be absolute or relative to the POST's URL; the blob (with the
+	 * credentials) goes to the registry's own scheme, host and port only.
+	 */
+	snprintf(q, sizeof(q), "digest=sha256:%s", hex);
+	ret = http_url_resolve(url, loc, q, &put, &why);
+	free(url);
+	if (ret == -EINVAL || (!ret && !http_same_origin(put, r->base))) {
+		log_error("%s: the registry's upload location %s: %s", what,
+			  oci_printable(loc, pb, sizeof(pb)),
+			  ret ? why : "on another host than the registry (not followed)");
+		free(loc);
 		free(put);
 		return -EIO;
 	}
+	free(loc);
+	if (ret)
+		return ret;
 	ret = remote_send(r, "PUT", put, data, len, NULL, 201, 201, what, NULL);
 	free(put);
 	return ret ? ret : 1;
@@ -565,6 +609,12 @@ static int oci_publish(struct remote *r)
 	if (ret || (!news && o->index_loaded && o->index.n))
 		goto out; /* nothing new: the published index already covers it */
 	oci_refs_sort(&all);
+	if (all.n > OCI_INDEX_MAX_CHUNKS) {
+		log_error("%s: the chunk index would list %zu chunks, more than the %u a reader "
+			  "takes", r->url, all.n, OCI_INDEX_MAX_CHUNKS);
+		ret = -EFBIG;
+		goto out;
+	}
 	ret = sha256_buf(empty, 2, ed);
 	if (!ret)
 		ret = oci_blob_put(r, ed, empty, 2, "the empty config blob");

@@ -87,7 +87,7 @@ static void test_media_types(void **state)
 static void expect_json(const char *text, size_t len, bool ok)
 {
 	const char *why = NULL;
-	struct json_object *o = oci_json_parse(text, len, &why);
+	struct json_object *o = oci_json_parse(text, len, OCI_JSON_MANIFEST, &why);
 
 	if (ok && !o)
 		fail_msg("'%s' rejected: %s", text, why);
@@ -112,6 +112,85 @@ static void test_json_parse(void **state)
 	expect_json("{\"a\":1}\0", 8, false);
 	expect_json("{\"a\":1,}", 8, false);
 	expect_json("not json", 8, false);
+}
+
+/* A document of n copies of item joined by commas inside pre ... post. */
+static char *json_repeat(const char *pre, const char *item, size_t n, const char *post,
+			 size_t *len)
+{
+	size_t il = strlen(item), pl = strlen(pre), ql = strlen(post);
+	char *b = malloc(pl + n * (il + 1) + ql + 1), *p = b;
+
+	assert_non_null(b);
+	memcpy(p, pre, pl);
+	p += pl;
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			*p++ = ',';
+		memcpy(p, item, il);
+		p += il;
+	}
+	memcpy(p, post, ql + 1);
+	*len = (size_t)(p - b) + ql;
+	return b;
+}
+
+/* [{},{},...] and [[[[...]]]] bombs are refused before json-c spends memory on them. */
+static void test_json_limits(void **state)
+{
+	const struct oci_json_limits *l = oci_json_limits(OCI_JSON_MANIFEST);
+	struct json_object *o;
+	const char *why = NULL;
+	size_t len;
+	char *b;
+
+	(void)state;
+	/* values are counted as the '{', '[' and ',' outside strings, plus one */
+	b = json_repeat("[", "1", l->max_values - 1, "]", &len);
+	o = oci_json_parse(b, len, OCI_JSON_MANIFEST, &why);
+	assert_non_null(o); /* at the limit */
+	json_object_put(o);
+	free(b);
+	b = json_repeat("{\"layers\":[", "{}", l->max_values / 2, "]}", &len);
+	assert_null(oci_json_parse(b, len, OCI_JSON_MANIFEST, &why));
+	assert_ptr_equal(why, l->too_many);
+	assert_true(oci_json_over_limit(OCI_JSON_MANIFEST, why));
+	assert_non_null(strstr(why, "65536"));
+	free(b);
+	/* commas inside strings are not values */
+	b = json_repeat("[\"", ",,,,,,,,,,,,,,,,", 8192, "\"]", &len);
+	o = oci_json_parse(b, len, OCI_JSON_MANIFEST, &why);
+	assert_non_null(o);
+	json_object_put(o);
+	free(b);
+	/* an escaped quote does not end a string */
+	o = oci_json_parse("[\"\\\",[\"]", 8, OCI_JSON_TOKEN, &why);
+	assert_non_null(o);
+	json_object_put(o);
+	/* nesting */
+	b = calloc(1, 2 * OCI_JSON_DEPTH_MAX + 3);
+	assert_non_null(b);
+	memset(b, '[', OCI_JSON_DEPTH_MAX);
+	memset(b + OCI_JSON_DEPTH_MAX, ']', OCI_JSON_DEPTH_MAX);
+	o = oci_json_parse(b, 2 * OCI_JSON_DEPTH_MAX, OCI_JSON_MANIFEST, &why);
+	assert_non_null(o);
+	json_object_put(o);
+	memset(b, '[', OCI_JSON_DEPTH_MAX + 1);
+	memset(b + OCI_JSON_DEPTH_MAX + 1, ']', OCI_JSON_DEPTH_MAX + 1);
+	assert_null(oci_json_parse(b, 2 * OCI_JSON_DEPTH_MAX + 2, OCI_JSON_MANIFEST, &why));
+	assert_ptr_equal(why, l->too_deep);
+	free(b);
+	/* size: white space only, so nothing else trips first */
+	len = OCI_JSON_TOKEN_MAX + 1;
+	b = malloc(len);
+	assert_non_null(b);
+	memset(b, ' ', len);
+	b[0] = '1';
+	assert_null(oci_json_parse(b, len, OCI_JSON_TOKEN, &why));
+	assert_ptr_equal(why, oci_json_limits(OCI_JSON_TOKEN)->too_big);
+	assert_non_null(strstr(why, "1 MiB"));
+	assert_false(oci_json_over_limit(OCI_JSON_TOKEN, "not JSON"));
+	free(b);
 }
 
 static void expect_norm(const char *base, const char *path, const char *want)
@@ -634,6 +713,7 @@ int main(void)
 		cmocka_unit_test(test_digest_parse),
 		cmocka_unit_test(test_media_types),
 		cmocka_unit_test(test_json_parse),
+		cmocka_unit_test(test_json_limits),
 		cmocka_unit_test(test_path_normalize),
 		cmocka_unit_test(test_printable),
 		cmocka_unit_test_setup_teardown(test_blob_read, tmp_setup, tmp_teardown),

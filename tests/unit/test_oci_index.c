@@ -68,8 +68,8 @@ static void parse_ok(const char *json, size_t len, struct oci_refs *refs,
 			 (int)(len > 300 ? 300 : len), json);
 }
 
-/* Parse that must fail with -EBADMSG, a reason, and nothing appended. */
-static void parse_bad_len(const char *json, size_t len)
+/* Parse that must fail with want, a reason, and nothing appended. */
+static void parse_fail_len(const char *json, size_t len, int want)
 {
 	struct oci_refs refs = { 0 };
 	uint8_t (*man)[SHA256_LEN] = NULL;
@@ -77,14 +77,20 @@ static void parse_bad_len(const char *json, size_t len)
 	const char *why = NULL;
 	int ret = oci_index_parse(json, len, &refs, &man, &n_man, &why);
 
-	if (ret != -EBADMSG)
-		fail_msg("parse of %.*s: %d, expected -EBADMSG", (int)(len > 300 ? 300 : len),
-			 json, ret);
+	if (ret != want)
+		fail_msg("parse of %.*s: %d, expected %d", (int)(len > 300 ? 300 : len), json, ret,
+			 want);
 	assert_non_null(why);
 	assert_int_equal(refs.n, 0);
 	assert_int_equal(n_man, 0);
 	oci_refs_free(&refs);
 	free(man);
+}
+
+/* Parse that must fail with -EBADMSG, a reason, and nothing appended. */
+static void parse_bad_len(const char *json, size_t len)
+{
+	parse_fail_len(json, len, -EBADMSG);
 }
 
 static void parse_bad(const char *json)
@@ -879,23 +885,68 @@ static void test_parse_deep(void **state)
 	/* bare nesting */
 	memset(s, '[', depth);
 	memset(s + depth, ']', depth);
-	parse_bad_len(s, 2 * depth);
+	parse_fail_len(s, 2 * depth, -EFBIG); /* over OCI_JSON_DEPTH_MAX */
 	/* nested inside layers, and as an annotation value */
 	p = s + sprintf(s, "{\"schemaVersion\":2,\"layers\":");
 	memset(p, '[', depth);
 	memset(p + depth, ']', depth);
 	strcpy(p + 2 * depth, "}");
-	parse_bad(s);
+	parse_fail_len(s, strlen(s), -EFBIG);
 	p = s + sprintf(s, "{\"schemaVersion\":2,\"layers\":[{\"annotations\":");
 	for (size_t i = 0; i < depth / 8; i++)
 		p += sprintf(p, "{\"a\":");
 	p += sprintf(p, "1");
 	memset(p, '}', depth / 8);
 	strcpy(p + depth / 8, "}]}");
-	parse_bad(s);
+	parse_fail_len(s, strlen(s), -EFBIG);
 }
 
 /* Bytes flipped at random places never crash, and what parses stays well-formed. */
+/* The whole index is capped: manifests in the image index, chunks over all manifests. */
+static void test_parse_caps(void **state)
+{
+	char desc[160], *l, *m, *idx, *p;
+	struct oci_refs refs = { 0 };
+	uint8_t (*man)[SHA256_LEN] = NULL;
+	size_t n_man = 0, cap = 64 + (OCI_INDEX_MAX_MANIFESTS + 1) * sizeof(desc);
+	const char *why = NULL;
+
+	(void)state;
+	snprintf(desc, sizeof(desc), "{\"mediaType\":\"" OCI_MT_MANIFEST "\",\"digest\":\""
+		 EMPTY_DIGEST "\",\"size\":2}");
+	idx = malloc(cap);
+	assert_non_null(idx);
+	for (size_t n = OCI_INDEX_MAX_MANIFESTS; n <= OCI_INDEX_MAX_MANIFESTS + 1; n++) {
+		p = idx + sprintf(idx, "{\"schemaVersion\":2,\"manifests\":[");
+		for (size_t i = 0; i < n; i++)
+			p += sprintf(p, "%s%s", i ? "," : "", desc);
+		strcpy(p, "]}");
+		if (n == OCI_INDEX_MAX_MANIFESTS) {
+			parse_ok(idx, strlen(idx), NULL, &man, &n_man);
+			assert_int_equal(n_man, OCI_INDEX_MAX_MANIFESTS);
+		} else {
+			assert_int_equal(oci_index_parse(idx, strlen(idx), NULL, &man, &n_man,
+							 &why), -EFBIG);
+			assert_non_null(strstr(why, "263 manifests"));
+		}
+	}
+	free(idx);
+	free(man);
+	/* a manifest that would take the refs past OCI_INDEX_MAX_CHUNKS (n faked, v unused) */
+	l = layer_with("\"" EMPTY_DIGEST "\"", "2", "\"" HEX64 "\"");
+	m = manifest_with(l);
+	refs.n = OCI_INDEX_MAX_CHUNKS;
+	assert_int_equal(oci_index_parse(m, strlen(m), &refs, NULL, NULL, &why), -EFBIG);
+	assert_non_null(strstr(why, "1048576 chunks"));
+	assert_int_equal(refs.n, OCI_INDEX_MAX_CHUNKS);
+	refs.n = 0;
+	parse_ok(m, strlen(m), &refs, NULL, NULL);
+	assert_int_equal(refs.n, 1);
+	oci_refs_free(&refs);
+	free(m);
+	free(l);
+}
+
 static void test_parse_fuzz(void **state)
 {
 	struct oci_refs r = { 0 };
@@ -1070,6 +1121,7 @@ int main(void)
 		cmocka_unit_test(test_parse_truncated),
 		cmocka_unit_test(test_parse_nul),
 		cmocka_unit_test(test_parse_deep),
+		cmocka_unit_test(test_parse_caps),
 		cmocka_unit_test(test_parse_fuzz),
 		cmocka_unit_test(test_bearer),
 	};

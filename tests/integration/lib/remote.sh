@@ -20,6 +20,9 @@
 #                                       U:P, --basic U:P, --redirect-blobs, --mode M); sets
 #                                       PROXY_PORT PROXY_PID PROXY_URL (http://127.0.0.1:PORT)
 #   proxy_mode MODE | proxy_reset | proxy_stats | proxy_stat KEY
+#   start_fake NAME [ARGS...]           fakeregistry.py (ARGS: --listen, --store, --realm,
+#                                       ...); sets FAKE_PORT FAKE_PID, its request log is
+#                                       $T/NAME.log ("METHOD PATH AUTHORIZATION" a line)
 #   stop_pid PID                        kill one server started here and reap it
 #   stop_proxy / stop_nginx / stop_registry   the last one started of each kind
 #   json_get FILE KEY                   a key of a JSON object file (e.g. serve --stats-json)
@@ -173,6 +176,24 @@ start_proxy() {
   curl -fsS -o /dev/null --max-time 5 "$PROXY_URL/__proxy/stats" || die "faultproxy does not answer"
 }
 stop_proxy() { stop_pid "$PROXY_PID"; }
+
+start_fake() {
+  local name=$1 pf=$T/$1.port
+  shift
+  rm -f "$pf"
+  : >"$T/$name.log"
+  python3 "$TESTLIB/fakeregistry.py" --port-file "$pf" --log "$T/$name.log" "$@" \
+    >"$T/$name.out" 2>&1 &
+  FAKE_PID=$!
+  _remote_track "$FAKE_PID"
+  for _ in $(seq 1 200); do
+    [ -s "$pf" ] && break
+    kill -0 "$FAKE_PID" 2>/dev/null || { cat "$T/$name.out" >&2; die "$name exited"; }
+    sleep 0.05
+  done
+  [ -s "$pf" ] || die "$name did not start"
+  FAKE_PORT=$(cat "$pf")
+}
 
 proxy_mode() {
   curl -fsS -o /dev/null --max-time 5 -X POST --data-binary "$1" "$PROXY_URL/__proxy/mode" ||

@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * URLs the remotes are sent to by a server (an upload's Location, a token realm), judged
+ * through libcurl's own parser, so that what is compared is what curl will connect to.
+ */
+#include "http.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "../../common/dl_curl.h"
+
+static CURLU *url_new(void)
+{
+	return dl_curl_load() ? NULL : sym_curl_url();
+}
+
+static char *url_part(CURLU *u, CURLUPart what, unsigned flags)
+{
+	char *p = NULL, *c;
+
+	if (sym_curl_url_get(u, what, &p, flags) != CURLUE_OK || !p)
+		return NULL;
+	c = strdup(p);
+	sym_curl_free(p);
+	return c;
+}
+
+static bool url_has_part(CURLU *u, CURLUPart what)
+{
+	char *p = NULL;
+	bool has = sym_curl_url_get(u, what, &p, 0) == CURLUE_OK && p;
+
+	sym_curl_free(p);
+	return has;
+}
+
+int http_url_resolve(const char *base, const char *ref, const char *query, char **out,
+		     const char **why)
+{
+	CURLU *u;
+	char *scheme = NULL;
+	int ret = -EINVAL;
+
+	*out = NULL;
+	if (dl_curl_load())
+		return -ELIBACC;
+	u = sym_curl_url();
+	if (!u)
+		return -ENOMEM;
+	*why = "not a valid URL";
+	if (sym_curl_url_set(u, CURLUPART_URL, base, 0) != CURLUE_OK ||
+	    sym_curl_url_set(u, CURLUPART_URL, ref, 0) != CURLUE_OK)
+		goto out;
+	scheme = url_part(u, CURLUPART_SCHEME, 0);
+	if (!scheme || (strcasecmp(scheme, "http") && strcasecmp(scheme, "https"))) {
+		*why = "not an http(s) URL";
+		goto out;
+	}
+	if (url_has_part(u, CURLUPART_USER) || url_has_part(u, CURLUPART_PASSWORD)) {
+		*why = "carries credentials (user@host)";
+		goto out;
+	}
+	if (query && sym_curl_url_set(u, CURLUPART_QUERY, query, CURLU_APPENDQUERY) != CURLUE_OK)
+		goto out;
+	*out = url_part(u, CURLUPART_URL, 0);
+	ret = *out ? 0 : -ENOMEM;
+out:
+	free(scheme);
+	sym_curl_url_cleanup(u);
+	return ret;
+}
+
+/* scheme, host, port of an absolute URL; false if it has not all three. */
+static bool url_origin(const char *url, char *parts[3])
+{
+	static const CURLUPart what[3] = { CURLUPART_SCHEME, CURLUPART_HOST, CURLUPART_PORT };
+	CURLU *u = url_new();
+	bool ok;
+
+	parts[0] = parts[1] = parts[2] = NULL;
+	if (!u)
+		return false;
+	ok = sym_curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK;
+	for (int i = 0; ok && i < 3; i++) {
+		parts[i] = url_part(u, what[i], i == 2 ? CURLU_DEFAULT_PORT : 0);
+		ok = parts[i] != NULL;
+	}
+	sym_curl_url_cleanup(u);
+	return ok;
+}
+
+bool http_same_origin(const char *a, const char *b)
+{
+	char *pa[3] = { NULL }, *pb[3] = { NULL };
+	bool same = url_origin(a, pa) && url_origin(b, pb) && !strcasecmp(pa[0], pb[0]) &&
+		    !strcasecmp(pa[1], pb[1]) && !strcmp(pa[2], pb[2]);
+
+	for (int i = 0; i < 3; i++) {
+		free(pa[i]);
+		free(pb[i]);
+	}
+	return same;
+}
