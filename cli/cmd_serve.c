@@ -26,6 +26,7 @@
 #include "../common/log.h"
 #include "../common/size.h"
 #include "cli.h"
+#include "confine_opts.h"
 #include "daemon.h"
 
 static const char serve_usage[] =
@@ -36,10 +37,12 @@ static const char serve_usage[] =
 	"              [--trace-record FILE] [--prefetch TRACE] [--prefetch-all]\n"
 	"              [--manifest IMAGE.manifest] [--no-check]\n"
 	"              [--pidfile FILE] [--exit-with-parent] [--run CMD]\n"
+	"              [--user USER[:GROUP]] [--seccomp]\n"
 	"       lazyblk serve --raw FILE [--read-only]\n"
 	"              (--nbd unix:PATH | --nbd tcp:[HOST:]PORT | --vhost-user PATH)...\n"
 	"              [--export-name NAME] [--stats-json FILE] [--control PATH]\n"
 	"              [--pidfile FILE] [--exit-with-parent] [--run CMD]\n"
+	"              [--user USER[:GROUP]] [--seccomp]\n"
 	"\n"
 	"Serve a layout as a lazily loaded disk: metadata from the layout, data fetched from\n"
 	"the store's chunks (or the remote's) on first read, each verified against its sha256;\n"
@@ -82,6 +85,8 @@ static const char serve_usage[] =
 	"                          (and $nbd; $exportname, $port or $unixsocket), stop when it\n"
 	"                          exits and exit with its status; without --nbd, NBD on a\n"
 	"                          private unix socket in a temporary directory\n"
+	CLI_CONFINE_HELP("once every socket listens, before any connection,")
+	"                          (--run's CMD starts between the two: as USER, unfiltered)\n"
 	"%s"
 	"%s"
 	"      --manifest FILE     the image's manifest, which traces name files through\n"
@@ -92,7 +97,7 @@ static const char serve_usage[] =
 	"  -h, --help              this text\n";
 
 enum { O_OVERLAY = 256, O_RO, O_MEM, O_NBD, O_NAME, O_JSON, O_VHOST, O_CONTROL, O_MANIFEST,
-       O_RAW, O_NO_CHECK, O_PIDFILE, O_EXIT_PARENT, O_RUN };
+       O_RAW, O_NO_CHECK, O_PIDFILE, O_EXIT_PARENT, O_RUN, O_USER, O_SECCOMP };
 
 struct serve_args {
 	struct blkd_engine_opts eo;
@@ -105,6 +110,7 @@ struct serve_args {
 	pid_t ppid;                /* the parent at the start (--exit-with-parent) */
 	struct cli_remote rem;
 	struct cli_trace tr;
+	struct cli_confine cf;     /* --user, --seccomp */
 	char host[256];
 	char run_dir[80];          /* --run without --nbd: the private socket's directory */
 	char run_nbd[96];          /* and its --nbd unix:PATH */
@@ -126,6 +132,9 @@ struct sig_ctx {
 	pid_t run_pid;             /* --run's command while it runs, else 0 */
 	int run_status;            /* its exit status once it ended, else -1 */
 	bool failed;               /* getting ready failed (said why): stopping */
+	pthread_mutex_t gate_lock; /* with --user/--seccomp, the servers that listen first wait */
+	pthread_cond_t gate_cond;  /* for the confinement (or the stop) before they accept */
+	bool gate_open;
 };
 
 /*
@@ -187,6 +196,23 @@ static void nbd_where_print(const struct banner *b)
 
 static void serve_ready(const struct banner *b);
 
+/* No connection is taken before the confinement: the servers wait here until it is done. */
+static void gate_wait(struct sig_ctx *sc)
+{
+	pthread_mutex_lock(&sc->gate_lock);
+	while (!sc->gate_open)
+		pthread_cond_wait(&sc->gate_cond, &sc->gate_lock);
+	pthread_mutex_unlock(&sc->gate_lock);
+}
+
+static void gate_release(struct sig_ctx *sc)
+{
+	pthread_mutex_lock(&sc->gate_lock);
+	sc->gate_open = true;
+	pthread_cond_broadcast(&sc->gate_cond);
+	pthread_mutex_unlock(&sc->gate_lock);
+}
+
 static void banner_print(void *arg)
 {
 	const struct banner *b = arg;
@@ -201,6 +227,8 @@ static void banner_print(void *arg)
 	fflush(stdout);
 	if (b->sc && !__atomic_sub_fetch(&b->sc->ready_left, 1, __ATOMIC_ACQ_REL))
 		serve_ready(b);
+	else if (b->sc && (b->sc->a->cf.drop || b->sc->a->cf.seccomp))
+		gate_wait(b->sc);
 }
 
 /* "NAME=VALUE", malloc'ed (NULL: out of memory). */
@@ -250,18 +278,49 @@ static int run_start(struct sig_ctx *sc)
 	return ret;
 }
 
-/* Every server listens: the pid file, --run's command, then READY=1 to systemd. */
+/*
+ * --user: become USER, who must be able to write the store (with --remote: the chunks it
+ * fetches), the directories of the files written at exit; the parent-death signal, which
+ * the switch clears, is asked for again. 0, or 1 (said why).
+ */
+static int serve_drop_user(struct serve_args *a)
+{
+	char d1[PATH_MAX], d2[PATH_MAX];
+	const struct cli_confine_dir dirs[] = {
+		{ a->rem.url ? a->eo.store_dir : NULL, CLI_CONFINE_STORE_DEPTH },
+		{ a->stats_json ? cli_confine_parent(a->stats_json, d1, sizeof(d1)) : NULL, 0 },
+		{ a->tr.record ? cli_confine_parent(a->tr.record, d2, sizeof(d2)) : NULL, 0 },
+	};
+
+	/* --run's private socket (in a directory of USER's): the command, run as USER, connects */
+	if (a->cf.drop && a->run_dir[0] && chown(a->run_nbd + 5, a->cf.user.uid, a->cf.user.gid)) {
+		log_error("--run: %s: %s", a->run_nbd + 5, strerror(errno));
+		return 1;
+	}
+	if (cli_confine_drop(&a->cf, dirs, 3))
+		return 1;
+	return a->cf.drop && a->exit_with_parent ? daemon_exit_with_parent(a->ppid) : 0;
+}
+
+/*
+ * Every server listens: the pid file, --user, --run's command (as USER, unfiltered), the
+ * seccomp filter, then the servers may take connections, and READY=1 to systemd.
+ */
 static void serve_ready(const struct banner *b)
 {
 	struct sig_ctx *sc = b->sc;
 	char msg[PATH_MAX + 64];
 
 	if ((sc->pid_fd >= 0 && daemon_pidfile_write(sc->a->pidfile, sc->pid_fd)) ||
-	    (sc->a->run && run_start(sc))) {
+	    serve_drop_user(sc->a) || (sc->a->run && run_start(sc)) ||
+	    cli_confine_filter(&sc->a->cf, 0)) {
 		__atomic_store_n(&sc->failed, true, __ATOMIC_RELAXED);
+		__atomic_store_n(&sc->stop, 1, __ATOMIC_RELAXED); /* before any connection */
+		gate_release(sc);
 		pthread_kill(sc->sig_thread, SIGTERM); /* said why: stop */
 		return;
 	}
+	gate_release(sc);
 	snprintf(msg, sizeof(msg), "READY=1\nSTATUS=serving %s (%s)", b->layout, b->size);
 	daemon_notify(msg);
 }
@@ -383,6 +442,7 @@ static void *sig_main(void *arg)
 		if (sig == SIGCHLD && !run_reap(c, false))
 			continue;
 		__atomic_store_n(&c->stop, 1, __ATOMIC_RELAXED);
+		gate_release(c); /* a server waiting for the others: it stops too */
 		return NULL;
 	}
 }
@@ -486,6 +546,8 @@ static int serve_start(struct serve_args *a, struct sig_ctx *sc)
 	sc->run_status = -1;
 	sc->ready_left = -1; /* set when the servers are known */
 	pthread_mutex_init(&sc->run_lock, NULL);
+	pthread_mutex_init(&sc->gate_lock, NULL);
+	pthread_cond_init(&sc->gate_cond, NULL);
 	if (a->pidfile && daemon_pidfile_lock(a->pidfile, &sc->pid_fd))
 		return 1;
 	if (a->exit_with_parent && daemon_exit_with_parent(a->ppid))
@@ -507,6 +569,8 @@ static int serve_end(struct serve_args *a, struct sig_ctx *sc, int rc)
 	}
 	daemon_pidfile_remove(a->pidfile, sc->pid_fd);
 	pthread_mutex_destroy(&sc->run_lock);
+	pthread_mutex_destroy(&sc->gate_lock);
+	pthread_cond_destroy(&sc->gate_cond);
 	if (__atomic_load_n(&sc->failed, __ATOMIC_RELAXED))
 		return 1;
 	if (sc->run_status >= 0)
@@ -556,7 +620,8 @@ static bool image_only(int c)
 {
 	switch (c) {
 	case O_RO: case O_NBD: case O_NAME: case O_JSON: case O_VHOST: case O_CONTROL: case O_RAW:
-	case O_PIDFILE: case O_EXIT_PARENT: case O_RUN: case 'h': case '?': case ':':
+	case O_PIDFILE: case O_EXIT_PARENT: case O_RUN: case O_USER: case O_SECCOMP:
+	case 'h': case '?': case ':':
 	case 'v': case 'q':
 		return false;
 	default:
@@ -578,6 +643,13 @@ static int run_socket(struct serve_args *a)
 	if (!mkdtemp(a->run_dir)) {
 		log_error("--run: cannot make a directory in %s for the NBD socket: %s", tmp,
 			  strerror(errno));
+		a->run_dir[0] = '\0';
+		return 1;
+	}
+	/* --user: the server removes the socket and the directory at exit as USER */
+	if (a->cf.drop && chown(a->run_dir, a->cf.user.uid, a->cf.user.gid)) {
+		log_error("--run: %s: %s", a->run_dir, strerror(errno));
+		rmdir(a->run_dir);
 		a->run_dir[0] = '\0';
 		return 1;
 	}
@@ -651,6 +723,8 @@ int cmd_serve(int argc, char **argv)
 		{ "pidfile", required_argument, NULL, O_PIDFILE },
 		{ "exit-with-parent", no_argument, NULL, O_EXIT_PARENT },
 		{ "run", required_argument, NULL, O_RUN },
+		{ "user", required_argument, NULL, O_USER },
+		{ "seccomp", no_argument, NULL, O_SECCOMP },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -685,6 +759,11 @@ int cmd_serve(int argc, char **argv)
 		case O_PIDFILE: a.pidfile = optarg; break;
 		case O_EXIT_PARENT: a.exit_with_parent = true; break;
 		case O_RUN: a.run = optarg; break;
+		case O_USER:
+			if (cli_confine_user(&a.cf, optarg))
+				return EXIT_USAGE;
+			break;
+		case O_SECCOMP: a.cf.seccomp = true; break;
 		case 'h': printf(serve_usage, cli_remote_help, cli_trace_help); return 0;
 		default:
 			if (cli_serving_option("serve", argv, &a.tr, &a.rem, c, optarg) <= 0)
