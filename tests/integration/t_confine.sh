@@ -9,7 +9,8 @@
 # new listening socket, a user namespace refused with EPERM, io_uring with ENOSYS, and the
 # server keeps serving. A cache nobody cannot write is refused at start with one line; the
 # usage errors are one line each. lazyblk run boots the test guest confined (KVM ioctls
-# allowed) and it passes its disk checks.
+# allowed), on a raw disk and on the lazy image (store, overlay, --stats-json as nobody),
+# and it passes its disk checks.
 . "$(dirname "$0")/lib/common.sh"
 [ "$(id -u)" -eq 0 ] || skip "t_confine: not root (--user needs root)"
 getent passwd nobody >/dev/null || skip "t_confine: no user nobody"
@@ -214,3 +215,26 @@ grep -q "guest: .*FAIL" "$T/guest.txt" && die "confined run: the guest reports f
 python3 "$TESTLIB/../../guest/disk.py" check "$T/gdisk.img" --discard-zeroes --log "$T/guest.txt" ||
   die "confined run: disk contents"
 echo "ok: lazyblk run --user nobody --seccomp: $(grep -c ': ok' "$T/guest.txt") guest checks, PASS"
+
+# the lazy image as the guest's disk, confined: chunks read from the store, the guest's
+# writes in the overlay, the statistics written at exit as nobody
+scr=$(python3 "$TESTLIB/../../guest/disk.py" find "$T/img.raw" "$T/src/a.bin") ||
+  die "a.bin not found in the export"
+sums=$(python3 "$TESTLIB/../../guest/disk.py" sums "$T/img.raw" "$scr" 1)
+printf 'x' >"$T/dummy.initrd"
+rc=0
+# shellcheck disable=SC2086 # $sums: several kernel arguments
+timeout 300 "$LAZYBLK" run "$T/img.layout" --store "$T/store" --overlay "$T/g.overlay" \
+  --kernel "$GUEST" --initrd "$T/dummy.initrd" --cpus 1 --mem 64 --stats-json "$T/w/g.json" \
+  --append "testguest.mode=image testguest.scratch=$scr testguest.discard_zeroes=1 $sums" \
+  --user nobody --seccomp >"$T/gimg.log" 2>"$T/gimg.err" </dev/null || rc=$?
+tr -d '\r' <"$T/gimg.log" >"$T/gimg.txt"
+if [ "$rc" -ne 0 ] || ! grep -qx "guest: PASS" "$T/gimg.txt"; then
+  tail -n 20 "$T/gimg.txt" "$T/gimg.err" >&2
+  die "confined run of the lazy image: exit $rc, want 0 and guest: PASS"
+fi
+python3 -c 'import json, sys
+s = json.load(open(sys.argv[1]))
+sys.exit(not (s["reads"] > 0 and s["writes"] > 0 and s["dirty_blocks"] > 0))' "$T/w/g.json" ||
+  die "confined run of the lazy image: statistics $(cat "$T/w/g.json")"
+echo "ok: lazyblk run IMAGE --user nobody --seccomp: $(grep -c ': ok' "$T/gimg.txt") guest checks, PASS"
