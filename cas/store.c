@@ -41,13 +41,30 @@ struct store {
 	uint64_t stage_bytes;
 	uint64_t seq;
 	pid_t pid;                   /* in staged names, so writers never collide */
+	uid_t uid;                   /* the store directory's owner and group */
+	gid_t gid;
 };
 
 const char *store_dir(const struct store *s) { return s->dir; }
 
+/*
+ * mkdirat(dfd, name, 0755), EEXIST being fine: 0 or -errno. A directory root makes in a store
+ * another user owns is given to that user, whose store it is: serve --user USER, started as
+ * root, opens a cache USER owns and then writes it as USER (docs/security.md).
+ */
+static int store_mkdirat(const struct store *s, int dfd, const char *name)
+{
+	if (mkdirat(dfd, name, 0755) < 0)
+		return errno == EEXIST ? 0 : -errno;
+	if (geteuid() == 0 && s->uid != 0)
+		(void)!fchownat(dfd, name, s->uid, s->gid, AT_SYMLINK_NOFOLLOW);
+	return 0;
+}
+
 static int store_open_as(const char *dir, bool create, bool fanout, struct store **out)
 {
 	struct store *s;
+	struct stat st;
 	int ret;
 
 	if (create) {
@@ -68,22 +85,21 @@ static int store_open_as(const char *dir, bool create, bool fanout, struct store
 		goto fail;
 	}
 	s->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (s->dirfd < 0) {
+	if (s->dirfd < 0 || fstat(s->dirfd, &st) < 0) {
 		ret = -errno;
 		goto fail;
 	}
+	s->uid = st.st_uid;
+	s->gid = st.st_gid;
 	ret = store_marker_check(dir, s->dirfd, create, false);
 	if (ret)
 		goto fail;
 	if (create) {
-		if (mkdirat(s->dirfd, "chunks", 0755) < 0 && errno != EEXIST) {
-			ret = -errno;
+		ret = store_mkdirat(s, s->dirfd, "chunks");
+		if (!ret)
+			ret = store_mkdirat(s, s->dirfd, "tmp");
+		if (ret)
 			goto fail;
-		}
-		if (mkdirat(s->dirfd, "tmp", 0755) < 0 && errno != EEXIST) {
-			ret = -errno;
-			goto fail;
-		}
 	}
 	s->chunksfd = openat(s->dirfd, "chunks", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (s->chunksfd < 0) {
@@ -95,10 +111,9 @@ static int store_open_as(const char *dir, bool create, bool fanout, struct store
 			char sub[3];
 
 			snprintf(sub, sizeof(sub), "%02x", i);
-			if (mkdirat(s->chunksfd, sub, 0755) < 0 && errno != EEXIST) {
-				ret = -errno;
+			ret = store_mkdirat(s, s->chunksfd, sub);
+			if (ret)
 				goto fail;
-			}
 		}
 	}
 	if (create) {
@@ -324,10 +339,9 @@ static int subdir_fd(struct store *s, int *slot, const char *name, bool create)
 	pthread_mutex_lock(&s->lock);
 	fd = *slot;
 	if (fd < 0) {
-		if (create && mkdirat(s->dirfd, name, 0755) < 0 && errno != EEXIST) {
-			fd = -errno;
+		fd = create ? store_mkdirat(s, s->dirfd, name) : 0;
+		if (fd < 0)
 			goto out;
-		}
 		fd = openat(s->dirfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (fd < 0) {
 			fd = -errno;

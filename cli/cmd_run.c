@@ -23,6 +23,7 @@
 #include "../vmm-glue/initramfs.h"
 #include "../vmm-glue/vmm.h"
 #include "cli.h"
+#include "confine_opts.h"
 
 #define RUN_MEM_MIN_MIB 4u
 #define RUN_MEM_MAX_MIB (1u << 20)
@@ -34,7 +35,8 @@ static const char run_usage[] =
 	"            [--cpus N] [--mem SIZE] [--disk FILE[,ro]]... [--hugepages]\n"
 	"            [--populate] [--boot linux64|pvh] [--cache-dir DIR]\n"
 	"            [--manifest IMAGE.manifest] [--stats-json FILE] [--trace-record FILE]\n"
-	"            [--prefetch TRACE] [--prefetch-all] [--no-check] [-- CMD ...]\n"
+	"            [--prefetch TRACE] [--prefetch-all] [--no-check]\n"
+	"            [--user USER[:GROUP]] [--seccomp] [-- CMD ...]\n"
 	"       lazyblk run --kernel FILE [--disk FILE[,ro]]... [options]   (no image)\n"
 	"\n"
 	"Boot a micro-VM in this process (KVM): the image is its root disk /dev/vda over\n"
@@ -78,6 +80,7 @@ static const char run_usage[] =
 	"      --no-check          boot without checking that the image's first chunks are in\n"
 	"                          the store (with --remote: that the remote answers for one,\n"
 	"                          and that an oci:// tag exists)\n"
+	CLI_CONFINE_HELP("once the VM is set up, before the first vCPU runs,")
 	"  -- CMD ...              the command the built initramfs runs in the image\n"
 	"%s"
 	"%s"
@@ -99,7 +102,28 @@ struct run_args {
 	const char *manifest;   /* the image's manifest: its OCI config for the initramfs */
 	const char *modules;    /* the kernel's modules directory for the initramfs */
 	const char *stats_json; /* the image disk's statistics at exit */
+	struct cli_confine cf;  /* --user, --seccomp */
 };
+
+/*
+ * vmm_opts.before_start: everything is open and the vCPUs are made: become --user (who must
+ * be able to write the store with --remote, and where the files of the exit go), then the
+ * seccomp filter with KVM's ioctls. 0, or 1 (said why).
+ */
+static int run_confine(void *arg)
+{
+	struct run_args *a = arg;
+	char d1[PATH_MAX], d2[PATH_MAX];
+	const struct cli_confine_dir dirs[] = {
+		{ a->rem.url ? a->eo.store_dir : NULL, CLI_CONFINE_STORE_DEPTH },
+		{ a->stats_json ? cli_confine_parent(a->stats_json, d1, sizeof(d1)) : NULL, 0 },
+		{ a->tr.record ? cli_confine_parent(a->tr.record, d2, sizeof(d2)) : NULL, 0 },
+	};
+
+	if (cli_confine_drop(&a->cf, dirs, 3))
+		return 1;
+	return cli_confine_filter(&a->cf, CONFINE_KVM);
+}
 
 static int parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out)
 {
@@ -203,6 +227,10 @@ static int run_vm(struct run_args *a)
 		a->vo.disks = disks;
 		a->vo.ndisks = n;
 		a->vo.notes = CLI_NOTES;
+		if (a->cf.drop || a->cf.seccomp) {
+			a->vo.before_start = run_confine;
+			a->vo.before_start_arg = a;
+		}
 		ret = cli_fail(vmm_run(&a->vo, &status, why, sizeof(why)), why);
 	}
 	for (unsigned i = 0; i < n; i++)
@@ -257,7 +285,7 @@ static int run_check(const struct run_args *a, unsigned mib)
 int cmd_run(int argc, char **argv)
 {
 	enum { O_OVERLAY = 256, O_INITRD, O_APPEND, O_CPUS, O_MEM, O_DISK, O_HUGE, O_POP,
-	       O_BOOT, O_CACHE, O_MANIFEST, O_JSON, O_MODULES, O_NO_CHECK };
+	       O_BOOT, O_CACHE, O_MANIFEST, O_JSON, O_MODULES, O_NO_CHECK, O_USER, O_SECCOMP };
 	static const struct option opts[] = {
 		{ "store", required_argument, NULL, 's' },
 		{ "overlay", required_argument, NULL, O_OVERLAY },
@@ -275,6 +303,8 @@ int cmd_run(int argc, char **argv)
 		{ "modules", required_argument, NULL, O_MODULES },
 		{ "stats-json", required_argument, NULL, O_JSON },
 		{ "no-check", no_argument, NULL, O_NO_CHECK },
+		{ "user", required_argument, NULL, O_USER },
+		{ "seccomp", no_argument, NULL, O_SECCOMP },
 		CLI_REMOTE_OPTIONS,
 		CLI_TRACE_OPTIONS,
 		CLI_LOG_OPTIONS,
@@ -346,6 +376,11 @@ int cmd_run(int argc, char **argv)
 		case O_JSON: a.stats_json = optarg; break;
 		CLI_LOG_CASES: cli_log_option(c); break;
 		case O_NO_CHECK: a.eo.check = false; break;
+		case O_USER:
+			if (cli_confine_user(&a.cf, optarg))
+				return EXIT_USAGE;
+			break;
+		case O_SECCOMP: a.cf.seccomp = true; break;
 		case 'h': printf(run_usage, cli_remote_help, cli_trace_help); return 0;
 		default:
 			if (cli_serving_option("run", argv, &a.tr, &a.rem, c, optarg) <= 0)

@@ -26,83 +26,13 @@
 #include "../common/log.h"
 #include "../common/size.h"
 #include "cli.h"
+#include "confine_opts.h"
 #include "daemon.h"
-
-static const char serve_usage[] =
-	"usage: lazyblk serve IMAGE.layout --store DIR [--remote URL [--cache-size BYTES]]\n"
-	"              [--overlay FILE] [--read-only] [--mem-cache BYTES]\n"
-	"              (--nbd unix:PATH | --nbd tcp:[HOST:]PORT | --vhost-user PATH)...\n"
-	"              [--export-name NAME] [--stats-json FILE] [--control PATH]\n"
-	"              [--max-connections N] [--handshake-timeout SECS] [--idle-timeout SECS]\n"
-	"              [--trace-record FILE] [--prefetch TRACE] [--prefetch-all]\n"
-	"              [--manifest IMAGE.manifest] [--no-check]\n"
-	"              [--pidfile FILE] [--exit-with-parent] [--run CMD]\n"
-	"       lazyblk serve --raw FILE [--read-only]\n"
-	"              (--nbd unix:PATH | --nbd tcp:[HOST:]PORT | --vhost-user PATH)...\n"
-	"              [--export-name NAME] [--stats-json FILE] [--control PATH]\n"
-	"              [--max-connections N] [--handshake-timeout SECS] [--idle-timeout SECS]\n"
-	"              [--pidfile FILE] [--exit-with-parent] [--run CMD]\n"
-	"\n"
-	"Serve a layout as a lazily loaded disk: metadata from the layout, data fetched from\n"
-	"the store's chunks (or the remote's) on first read, each verified against its sha256;\n"
-	"writes kept block by block in the overlay. Runs until SIGINT or SIGTERM (or until the\n"
-	"--run command exits), then flushes the overlay and prints statistics (also printed on\n"
-	"SIGUSR1). Ready once the 'serving ...' line is printed; with $NOTIFY_SOCKET set (systemd\n"
-	"Type=notify), READY=1 is sent then, and STOPPING=1 at the stop.\n"
-	"With --raw, serve a plain disk file (or block device) as it is, through the same NBD and\n"
-	"vhost-user servers: writes go to the file, unless --read-only.\n"
-	"\n"
-	"options:\n"
-	"      --raw FILE          serve FILE, a raw disk image or block device (its size rounded\n"
-	"                          down to 512 bytes), instead of a layout: no store, overlay,\n"
-	"                          remote, cache or trace options\n"
-	"  -s, --store DIR         the chunk store holding the image's chunks (with --remote:\n"
-	"                          the local cache, created if missing)\n"
-	"      --overlay FILE      copy-on-write overlay for writes (created if missing; a\n"
-	"                          symbolic link is refused); without it the disk is read-only\n"
-	"      --read-only         refuse writes (the overlay, if any, or the --raw FILE is only\n"
-	"                          read)\n"
-	"      --mem-cache BYTES   decompressed chunk cache (default 256M); chunks with a plain\n"
-	"                          copy in STORE/plain are kept as open files instead\n"
-	"      --nbd unix:PATH     NBD on a unix socket\n"
-	"      --nbd tcp:HOST:PORT NBD on TCP (HOST defaults to 127.0.0.1: loopback only;\n"
-	"                          PORT 0: any free port, which the serving line names)\n"
-	"      --export-name NAME  the export's name (default: any name is accepted)\n"
-	"      --max-connections N NBD clients served at once, 1 to 1024 (default 16); one\n"
-	"                          more is accepted and closed at once\n"
-	"      --handshake-timeout SECS  an NBD client must finish its handshake within SECS\n"
-	"                          of connecting, 1 to 3600 (default 10), or is disconnected\n"
-	"      --idle-timeout SECS disconnect an NBD client with no request in flight and none\n"
-	"                          sent for SECS, or that takes no reply bytes for SECS\n"
-	"                          (default 0: never)\n"
-	"      --stats-json FILE   write the statistics as JSON to FILE at exit\n"
-	"      --control PATH      control socket (unix, mode 0600) taking one-line requests:\n"
-	"                          'snapshot /ABS/DELTA', 'stats', 'flush', 'trace stop'\n"
-	"                          (default: none; see lazyblk snapshot --server)\n"
-	"      --vhost-user PATH   vhost-user-blk on a unix socket (QEMU's vhost-user-blk-pci,\n"
-	"                          with guest memory shared and sealed: memory-backend-memfd\n"
-	"                          share=on, seal=on as by default);\n"
-	"                          one VMM at a time; it may reconnect (chardev reconnect=N).\n"
-	"                          --nbd and --vhost-user may be given together\n"
-	"      --pidfile FILE      write the server's pid to FILE once every socket listens\n"
-	"                          (FILE is locked from the start: a second server of it is\n"
-	"                          refused), remove it at exit\n"
-	"      --exit-with-parent  stop (as on SIGTERM) when the parent process exits\n"
-	"      --run CMD           once serving, run /bin/sh -c CMD with the NBD URI in $uri\n"
-	"                          (and $nbd; $exportname, $port or $unixsocket), stop when it\n"
-	"                          exits and exit with its status; without --nbd, NBD on a\n"
-	"                          private unix socket in a temporary directory\n"
-	"%s"
-	"%s"
-	"      --manifest FILE     the image's manifest, which traces name files through\n"
-	"                          (default: IMAGE.manifest beside IMAGE.layout)\n"
-	"      --no-check          start without checking that the image's first chunks are\n"
-	"                          in the store (with --remote: that the remote answers for\n"
-	"                          one, and that an oci:// tag exists)\n"
-	"  -h, --help              this text\n";
+#include "serve_usage.h"
 
 enum { O_OVERLAY = 256, O_RO, O_MEM, O_NBD, O_NAME, O_JSON, O_VHOST, O_CONTROL, O_MANIFEST,
-       O_RAW, O_NO_CHECK, O_PIDFILE, O_EXIT_PARENT, O_RUN, O_MAXCONN, O_HSTIME, O_IDLE };
+       O_RAW, O_NO_CHECK, O_PIDFILE, O_EXIT_PARENT, O_RUN, O_MAXCONN, O_HSTIME, O_IDLE,
+       O_USER, O_SECCOMP };
 
 struct serve_args {
 	struct blkd_engine_opts eo;
@@ -115,6 +45,7 @@ struct serve_args {
 	pid_t ppid;                /* the parent at the start (--exit-with-parent) */
 	struct cli_remote rem;
 	struct cli_trace tr;
+	struct cli_confine cf;     /* --user, --seccomp */
 	char host[256];
 	char run_dir[80];          /* --run without --nbd: the private socket's directory */
 	char run_nbd[96];          /* and its --nbd unix:PATH */
@@ -136,6 +67,9 @@ struct sig_ctx {
 	pid_t run_pid;             /* --run's command while it runs, else 0 */
 	int run_status;            /* its exit status once it ended, else -1 */
 	bool failed;               /* getting ready failed (said why): stopping */
+	pthread_mutex_t gate_lock; /* with --user/--seccomp, the servers that listen first wait */
+	pthread_cond_t gate_cond;  /* for the confinement (or the stop) before they accept */
+	bool gate_open;
 };
 
 /*
@@ -197,6 +131,23 @@ static void nbd_where_print(const struct banner *b)
 
 static void serve_ready(const struct banner *b);
 
+/* No connection is taken before the confinement: the servers wait here until it is done. */
+static void gate_wait(struct sig_ctx *sc)
+{
+	pthread_mutex_lock(&sc->gate_lock);
+	while (!sc->gate_open)
+		pthread_cond_wait(&sc->gate_cond, &sc->gate_lock);
+	pthread_mutex_unlock(&sc->gate_lock);
+}
+
+static void gate_release(struct sig_ctx *sc)
+{
+	pthread_mutex_lock(&sc->gate_lock);
+	sc->gate_open = true;
+	pthread_cond_broadcast(&sc->gate_cond);
+	pthread_mutex_unlock(&sc->gate_lock);
+}
+
 static void banner_print(void *arg)
 {
 	const struct banner *b = arg;
@@ -211,6 +162,8 @@ static void banner_print(void *arg)
 	fflush(stdout);
 	if (b->sc && !__atomic_sub_fetch(&b->sc->ready_left, 1, __ATOMIC_ACQ_REL))
 		serve_ready(b);
+	else if (b->sc && (b->sc->a->cf.drop || b->sc->a->cf.seccomp))
+		gate_wait(b->sc);
 }
 
 /* "NAME=VALUE", malloc'ed (NULL: out of memory). */
@@ -260,18 +213,49 @@ static int run_start(struct sig_ctx *sc)
 	return ret;
 }
 
-/* Every server listens: the pid file, --run's command, then READY=1 to systemd. */
+/*
+ * --user: become USER, who must be able to write the store (with --remote: the chunks it
+ * fetches), the directories of the files written at exit; the parent-death signal, which
+ * the switch clears, is asked for again. 0, or 1 (said why).
+ */
+static int serve_drop_user(struct serve_args *a)
+{
+	char d1[PATH_MAX], d2[PATH_MAX];
+	const struct cli_confine_dir dirs[] = {
+		{ a->rem.url ? a->eo.store_dir : NULL, CLI_CONFINE_STORE_DEPTH },
+		{ a->stats_json ? cli_confine_parent(a->stats_json, d1, sizeof(d1)) : NULL, 0 },
+		{ a->tr.record ? cli_confine_parent(a->tr.record, d2, sizeof(d2)) : NULL, 0 },
+	};
+
+	/* --run's private socket (in a directory of USER's): the command, run as USER, connects */
+	if (a->cf.drop && a->run_dir[0] && chown(a->run_nbd + 5, a->cf.user.uid, a->cf.user.gid)) {
+		log_error("--run: %s: %s", a->run_nbd + 5, strerror(errno));
+		return 1;
+	}
+	if (cli_confine_drop(&a->cf, dirs, 3))
+		return 1;
+	return a->cf.drop && a->exit_with_parent ? daemon_exit_with_parent(a->ppid) : 0;
+}
+
+/*
+ * Every server listens: the pid file, --user, --run's command (as USER, unfiltered), the
+ * seccomp filter, then the servers may take connections, and READY=1 to systemd.
+ */
 static void serve_ready(const struct banner *b)
 {
 	struct sig_ctx *sc = b->sc;
 	char msg[PATH_MAX + 64];
 
 	if ((sc->pid_fd >= 0 && daemon_pidfile_write(sc->a->pidfile, sc->pid_fd)) ||
-	    (sc->a->run && run_start(sc))) {
+	    serve_drop_user(sc->a) || (sc->a->run && run_start(sc)) ||
+	    cli_confine_filter(&sc->a->cf, 0)) {
 		__atomic_store_n(&sc->failed, true, __ATOMIC_RELAXED);
+		__atomic_store_n(&sc->stop, 1, __ATOMIC_RELAXED); /* before any connection */
+		gate_release(sc);
 		pthread_kill(sc->sig_thread, SIGTERM); /* said why: stop */
 		return;
 	}
+	gate_release(sc);
 	snprintf(msg, sizeof(msg), "READY=1\nSTATUS=serving %s (%s)", b->layout, b->size);
 	daemon_notify(msg);
 }
@@ -419,6 +403,7 @@ static void *sig_main(void *arg)
 		if (sig == SIGCHLD && !run_reap(c, false))
 			continue;
 		__atomic_store_n(&c->stop, 1, __ATOMIC_RELAXED);
+		gate_release(c); /* a server waiting for the others: it stops too */
 		return NULL;
 	}
 }
@@ -522,6 +507,8 @@ static int serve_start(struct serve_args *a, struct sig_ctx *sc)
 	sc->run_status = -1;
 	sc->ready_left = -1; /* set when the servers are known */
 	pthread_mutex_init(&sc->run_lock, NULL);
+	pthread_mutex_init(&sc->gate_lock, NULL);
+	pthread_cond_init(&sc->gate_cond, NULL);
 	if (a->pidfile && daemon_pidfile_lock(a->pidfile, &sc->pid_fd))
 		return 1;
 	if (a->exit_with_parent && daemon_exit_with_parent(a->ppid))
@@ -543,6 +530,8 @@ static int serve_end(struct serve_args *a, struct sig_ctx *sc, int rc)
 	}
 	daemon_pidfile_remove(a->pidfile, sc->pid_fd);
 	pthread_mutex_destroy(&sc->run_lock);
+	pthread_mutex_destroy(&sc->gate_lock);
+	pthread_cond_destroy(&sc->gate_cond);
 	if (__atomic_load_n(&sc->failed, __ATOMIC_RELAXED))
 		return 1;
 	if (sc->run_status >= 0)
@@ -592,7 +581,8 @@ static bool image_only(int c)
 {
 	switch (c) {
 	case O_RO: case O_NBD: case O_NAME: case O_JSON: case O_VHOST: case O_CONTROL: case O_RAW:
-	case O_PIDFILE: case O_EXIT_PARENT: case O_RUN: case 'h': case '?': case ':':
+	case O_PIDFILE: case O_EXIT_PARENT: case O_RUN: case O_USER: case O_SECCOMP:
+	case 'h': case '?': case ':':
 	case O_MAXCONN: case O_HSTIME: case O_IDLE:
 	CLI_LOG_CASES:
 		return false;
@@ -615,6 +605,13 @@ static int run_socket(struct serve_args *a)
 	if (!mkdtemp(a->run_dir)) {
 		log_error("--run: cannot make a directory in %s for the NBD socket: %s", tmp,
 			  strerror(errno));
+		a->run_dir[0] = '\0';
+		return 1;
+	}
+	/* --user: the server removes the socket and the directory at exit as USER */
+	if (a->cf.drop && chown(a->run_dir, a->cf.user.uid, a->cf.user.gid)) {
+		log_error("--run: %s: %s", a->run_dir, strerror(errno));
+		rmdir(a->run_dir);
 		a->run_dir[0] = '\0';
 		return 1;
 	}
@@ -691,6 +688,8 @@ int cmd_serve(int argc, char **argv)
 		{ "max-connections", required_argument, NULL, O_MAXCONN },
 		{ "handshake-timeout", required_argument, NULL, O_HSTIME },
 		{ "idle-timeout", required_argument, NULL, O_IDLE },
+		{ "user", required_argument, NULL, O_USER },
+		{ "seccomp", no_argument, NULL, O_SECCOMP },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -729,6 +728,11 @@ int cmd_serve(int argc, char **argv)
 			if (nbd_limit_option(&a.no, c, optarg))
 				return EXIT_USAGE;
 			break;
+		case O_USER:
+			if (cli_confine_user(&a.cf, optarg))
+				return EXIT_USAGE;
+			break;
+		case O_SECCOMP: a.cf.seccomp = true; break;
 		case 'h': printf(serve_usage, cli_remote_help, cli_trace_help); return 0;
 		default:
 			if (cli_serving_option("serve", argv, &a.tr, &a.rem, c, optarg) <= 0)

@@ -2,6 +2,7 @@
 #include "uring.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -11,6 +12,8 @@
 #include <liburing.h>
 
 #define RING_DEPTH 8
+/* ring_do: the ring itself was refused (see ring_refused) */
+#define RING_REFUSED INT_MIN
 
 /* Per-thread ring, like errno: created on first use, torn down at thread exit. */
 static pthread_key_t ring_key;
@@ -59,7 +62,21 @@ static struct io_uring *ring_get(void)
 
 enum op { OP_READ, OP_WRITE, OP_FSYNC };
 
-/* One operation, waited for; returns the cqe result (bytes, or -errno). */
+/*
+ * A ring made before a seccomp filter that refuses io_uring (common/confine.h: its operations
+ * would bypass the filter) fails its submit with ENOSYS or EPERM: this thread drops it for
+ * good and goes on with plain system calls. The ring is freed at the thread's exit.
+ */
+static bool ring_refused(int ret)
+{
+	if (ret != -ENOSYS && ret != -EPERM)
+		return false;
+	ring_cur = NULL;
+	ring_failed = true;
+	return true;
+}
+
+/* One operation, waited for: the cqe result (bytes, or -errno), or RING_REFUSED. */
 static int ring_do(struct io_uring *r, enum op op, int fd, void *buf, size_t len, off_t off)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(r);
@@ -76,6 +93,8 @@ static int ring_do(struct io_uring *r, enum op op, int fd, void *buf, size_t len
 		io_uring_prep_fsync(sqe, fd, IORING_FSYNC_DATASYNC);
 	/* one system call: submit and wait */
 	ret = io_uring_submit_and_wait(r, 1);
+	if (ret < 0 && ring_refused(ret))
+		return RING_REFUSED;
 	if (ret < 0 && ret != -EINTR)
 		return ret;
 	do
@@ -97,9 +116,9 @@ static int rw_full(enum op op, int fd, void *buf, size_t len, off_t off)
 		size_t chunk = len > (1u << 30) ? (1u << 30) : len;
 		ssize_t n;
 
-		if (r) {
-			n = ring_do(r, op, fd, p, chunk, off);
-		} else {
+		n = r ? ring_do(r, op, fd, p, chunk, off) : RING_REFUSED;
+		if (n == RING_REFUSED) {
+			r = NULL;
 			n = op == OP_READ ? pread(fd, p, chunk, off) : pwrite(fd, p, chunk, off);
 			if (n < 0)
 				n = -errno;
@@ -130,8 +149,9 @@ int uring_pwrite_full(int fd, const void *buf, size_t len, off_t off)
 int uring_fdatasync(int fd)
 {
 	struct io_uring *r = ring_get();
+	int ret = r ? ring_do(r, OP_FSYNC, fd, NULL, 0, 0) : RING_REFUSED;
 
-	if (!r)
+	if (ret == RING_REFUSED)
 		return fdatasync(fd) < 0 ? -errno : 0;
-	return ring_do(r, OP_FSYNC, fd, NULL, 0, 0);
+	return ret;
 }

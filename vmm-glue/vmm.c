@@ -368,6 +368,8 @@ int vmm_run(const struct vmm_opts *o, int *status, char *why, size_t why_len)
 		note_emit(&o->notes, NOTE_NOTICE, "no hardware virtualization (no vmx/svm in "
 			  "/proc/cpuinfo): KVM here is a software implementation; a Linux guest "
 			  "will be very slow (minutes; console=ttyS0 shows its progress)");
+	if (!ret && o->before_start && o->before_start(o->before_start_arg))
+		ret = -EPERM; /* it said why */
 	if (!ret)
 		note_emit(&o->notes, NOTE_INFO, "starting %u vCPU%s at %.1f ms", v->ncpus,
 			  v->ncpus == 1 ? "" : "s", clock_ms_since(&o->t0));

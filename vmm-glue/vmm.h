@@ -37,6 +37,14 @@ struct vmm_opts {
 	 * boot_kernel_load's and cpu_create's (boot.h, cpu.h).
 	 */
 	struct note_sink notes;
+	/*
+	 * Called once on the caller's thread when everything is open and set up (RAM, kernel,
+	 * devices, vCPUs made) and before the first vCPU starts: lazyblk run's --user and
+	 * --seccomp (common/confine.h). Non-zero: the VM does not start (the hook said why).
+	 * NULL: none.
+	 */
+	int (*before_start)(void *arg);
+	void *before_start_arg;
 };
 
 /*
@@ -44,7 +52,8 @@ struct vmm_opts {
  * (0 when it wrote none and ended cleanly), or -errno with one line in why (why_len bytes,
  * may be 0): the set-up's failure ("kernel PATH: ...", "/dev/kvm: ..."), or how the guest
  * ended (a triple fault, a crash). why is empty when a vCPU thread failed: it logged why
- * (threads log where they run). Prints nothing itself.
+ * (threads log where they run), or when before_start failed (it said why). Prints nothing
+ * itself.
  */
 int vmm_run(const struct vmm_opts *o, int *status, char *why, size_t why_len);
 
