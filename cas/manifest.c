@@ -200,9 +200,13 @@ static int validate_each(struct manifest *m, struct dir_stack *st, const char **
 
 	for (size_t i = 0; i < m->n_entries; i++) {
 		const struct mf_entry *e = &m->entries[i];
-		const char *p = m->strings + e->path_off;
+		const char *p;
 
-		if (!str_ok(m, e->path_off, e->path_len) || !path_ok(p, e->path_len))
+		/* the offset is checked before it makes a pointer: one past the strings is UB */
+		if (!str_ok(m, e->path_off, e->path_len))
+			return bad(why, "bad entry path");
+		p = m->strings + e->path_off;
+		if (!path_ok(p, e->path_len))
 			return bad(why, "bad entry path");
 		if (i == 0 && (e->path_len != 1 || e->type != MF_DIR))
 			return bad(why, "first entry is not the root directory");

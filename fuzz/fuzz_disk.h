@@ -27,7 +27,8 @@ static int md_read(void *ctx, uint64_t off, uint32_t len, void *buf)
 {
 	(void)ctx;
 	md_check(off, len);
-	memcpy(buf, fuzz_disk_bytes + off, len);
+	if (len)
+		memcpy(buf, fuzz_disk_bytes + off, len);
 	return 0;
 }
 
@@ -36,7 +37,8 @@ static int md_write(void *ctx, uint64_t off, uint32_t len, const void *buf, bool
 	(void)ctx;
 	(void)fua;
 	md_check(off, len);
-	memcpy(fuzz_disk_bytes + off, buf, len);
+	if (len) /* a 0-byte write may come with no buffer */
+		memcpy(fuzz_disk_bytes + off, buf, len);
 	return 0;
 }
 
