@@ -1,6 +1,7 @@
 # lazyblk — top-level build.  `make` builds build/lazyblk; `make test` runs every test;
 # `make test SAN=1` runs them under ASan+UBSan; `make run` runs the built-in sample;
-# `make install PREFIX=... [DESTDIR=...]` installs the binary, its man pages and completion.
+# `make install PREFIX=... [DESTDIR=...]` installs the binary, its man pages and completion;
+# `make fuzz [FUZZ_SECONDS=N]` runs the fuzz targets (fuzz/README.md).
 CC      ?= gcc
 OBJCOPY ?= objcopy
 SAN     ?= 0
