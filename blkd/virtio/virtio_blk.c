@@ -383,12 +383,13 @@ static int request_complete(struct vblk_dev *d, struct vring_queue *vq,
 int vblk_queue_process(struct vblk_dev *d, struct vring_queue *vq, bool *notify)
 {
 	struct vring_chain c;
-	int done = 0, ret;
+	unsigned steps = 0;
+	int done = 0, ret = 0;
 
 	*notify = false;
 	do {
 		vring_disable_notify(vq);
-		while ((ret = vring_pop(vq, &c)) > 0) {
+		while (++steps <= VBLK_DRAIN_MAX && (ret = vring_pop(vq, &c)) > 0) {
 			ret = request_complete(d, vq, &c);
 			if (ret < 0)
 				break;
@@ -398,7 +399,7 @@ int vblk_queue_process(struct vblk_dev *d, struct vring_queue *vq, bool *notify)
 			*notify = done && vring_need_notify(vq);
 			return ret;
 		}
-	} while (vring_enable_notify(vq));
+	} while (vring_enable_notify(vq) && steps < VBLK_DRAIN_MAX);
 	*notify = done && vring_need_notify(vq);
 	return done;
 }

@@ -73,7 +73,17 @@ void vblk_config_read(const struct vblk_dev *d, uint32_t off, void *buf, uint32_
 int vblk_ring_setup(const struct vblk_dev *d, struct vring_queue *vq, const struct gmem *mem,
 		    unsigned num, uint64_t desc, uint64_t avail, uint64_t used);
 /*
- * Drain vq: every available request is executed and completed; kicks are re-enabled (with
+ * Steps of one drain at most: requests completed plus passes over the ring. A guest may lay
+ * its available ring under the used ring or under a read's buffer, so that the device's own
+ * writes (the used index, the notification flag, the data) make requests appear, or the
+ * ring look non-empty, as fast as it drains it: unbounded, such a drain would never end
+ * (and its runner would hold the queue against a stop). The runner drains again, after
+ * looking for a stop, while the ring has requests (vq_runner.c).
+ */
+#define VBLK_DRAIN_MAX 1024u
+/*
+ * Drain vq: every available request is executed and completed, within VBLK_DRAIN_MAX steps
+ * (then more may be available: vring_pending(), drain again); kicks are re-enabled (with
  * event idx: avail_event) before returning. Returns the number of requests completed, or
  * -EPROTO when the queue is broken (a malformed chain, a request without a status byte).
  */

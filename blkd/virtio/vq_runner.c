@@ -33,18 +33,24 @@ static void runner_finish(struct vq_runner *r, int ret, bool notify, const char 
 		r->ops->broken(r, why);
 }
 
-/* One drain (takes the lock): when ops->ready, process the ring, notify, break. */
-static void vq_runner_run(struct vq_runner *r)
+/*
+ * One drain (takes the lock): when ops->ready, process the ring, notify, break. True when
+ * the ring still has requests (a drain ends after VBLK_DRAIN_MAX steps): drain again, the
+ * lock released in between so that a transport stopping the queue gets in.
+ */
+static bool vq_runner_run(struct vq_runner *r)
 {
-	bool notify;
+	bool notify, more = false;
 	int ret;
 
 	pthread_mutex_lock(&r->lock);
 	if (r->ops->ready(r)) {
 		ret = vblk_queue_process(r->blk, &r->vq, &notify);
 		runner_finish(r, ret, notify, "malformed descriptor chain or ring index");
+		more = ret >= 0 && vring_pending(&r->vq);
 	}
 	pthread_mutex_unlock(&r->lock);
+	return more;
 }
 
 void vq_runner_kick(struct vq_runner *r)
@@ -52,7 +58,8 @@ void vq_runner_kick(struct vq_runner *r)
 	if (r->kick_fd >= 0)
 		eventfd_write(r->kick_fd, 1);
 	else
-		vq_runner_run(r);
+		while (vq_runner_run(r))
+			;
 }
 
 void vq_runner_resubmit(struct vq_runner *r, const uint16_t *heads, unsigned n)
@@ -70,9 +77,13 @@ static void *runner_thread(void *arg)
 
 	if (r->ops->started)
 		r->ops->started(r);
-	vq_runner_run(r);   /* buffers made available before the thread started */
+	/* buffers made available before the thread started; after a full drain, kick ourselves:
+	 * the wait sees a stop first */
+	if (vq_runner_run(r))
+		eventfd_write(r->kick_fd, 1);
 	while (kick_wait(r->kick_fd, r->stop_fd))
-		vq_runner_run(r);
+		if (vq_runner_run(r))
+			eventfd_write(r->kick_fd, 1);
 	return NULL;
 }
 

@@ -10,7 +10,8 @@
  *     DEVICE_NEEDS_RESET, or vhost-user's error fd);
  *   - what the I/O thread does first (ops->started: vhost-user resubmits the chains its
  *     in-flight region says a previous instance left, vq_runner_resubmit()).
- * A drain is vblk_queue_process(): every available chain popped, executed and pushed to the
+ * A drain is vblk_queue_process() (bounded: the runner drains again, after looking for a
+ * stop, while the ring has requests): every available chain popped, executed and pushed to the
  * used ring, kicks re-enabled (with event idx: avail_event), and whether the driver asked
  * for an interrupt for what was used (with event idx: used_event) decided once at the end.
  *

@@ -30,7 +30,6 @@
 #include <stdint.h>
 
 #include "gmem.h"
-#include "../../common/test_hook.h"
 
 #define VRING_MAX_SIZE 32768u   /* largest queue size (split rings) */
 #define VRING_CHAIN_MAX 1024u   /* segments per chain (as QEMU's VIRTQUEUE_MAX_SIZE) */
@@ -194,7 +193,6 @@ void vring_inflight_drop(struct vring_queue *vq);
 int vring_inflight_heads(const struct vring_queue *vq, uint16_t **heads);
 
 /* Whether the driver has made buffers available that were not popped yet. */
-TEST_HOOK
 bool vring_pending(struct vring_queue *vq);
 
 /*
