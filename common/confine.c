@@ -224,13 +224,13 @@ static int seccomp_rules(scmp_filter_ctx f, unsigned needs)
 	/* pthread_setname_np on the calling thread */
 	if (!ret)
 		ret = seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(prctl), 1,
-				       SCMP_A0(SCMP_CMP_EQ, PR_SET_NAME));
+				       SCMP_A0(SCMP_CMP_EQ, PR_SET_NAME, 0));
 	for (size_t i = 0; !ret && i < sizeof(allow_family) / sizeof(allow_family[0]); i++)
 		ret = seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
-				       SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)allow_family[i]));
+				       SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)allow_family[i], 0));
 	if (!ret)
 		ret = seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(socketpair), 1,
-				       SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
+				       SCMP_A0(SCMP_CMP_EQ, AF_UNIX, 0));
 	for (size_t i = 0; !ret && i < sizeof(allow_ioctl) / sizeof(allow_ioctl[0]); i++)
 		ret = seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
 				       SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, allow_ioctl[i]));

@@ -12,7 +12,7 @@
 
 static void serve(struct fuzz_conn *c)
 {
-	fuzz_result("nbd_conn_run", nbd_conn_run(c->arg, c->sfd, 1), NULL);
+	fuzz_result("nbd_conn_run", nbd_conn_run(c->arg, c->sfd, 1, NULL), NULL);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -46,7 +46,16 @@ for bin in "$@"; do
       "${dirs[@]}" >>"$log" 2>&1 || result=FOUND
   fi
   if [ "$result" = ok ] && [ "$secs" -gt 0 ]; then
-    TMPDIR=$scratch nice -n 19 "$bin" "${opts[@]}" -max_total_time="$secs" \
+    if [ "$mode" = smoke ]; then
+      # a fixed seed and a fresh work corpus: the same inputs in the same order every run, so
+      # a finding here is the code's, reproducible, and not the luck of the draw
+      work=$scratch/corpus-$t
+      mkdir -p "$work"
+      seed=(-seed=1)
+    else
+      seed=()
+    fi
+    TMPDIR=$scratch nice -n 19 "$bin" "${opts[@]}" "${seed[@]}" -max_total_time="$secs" \
       -artifact_prefix="$crashes/" "$work" "${dirs[@]}" >>"$log" 2>&1 || result=FOUND
   fi
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | awk '{s += $2} END {print s + 0}' || true)
