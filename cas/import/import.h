@@ -108,6 +108,18 @@ void import_warn(struct import_ctx *ic, const char *fmt, ...)
  */
 int import_check_source(struct import_ctx *ic, const char *src);
 
+/*
+ * The deepest path an import takes, in components from the image's root ("a/b/c" is 3):
+ * members of tars and of layers, and entries of directory trees alike. A deeper one is
+ * refused, its message ending with IMPORT_TOO_DEEP. It bounds the recursion of the
+ * directory walk and of the tree's writer (tree.c), and the descriptors the walk holds.
+ */
+#define IMPORT_MAX_DEPTH 2048
+#define IMPORT_STR_(x) #x
+#define IMPORT_STR(x) IMPORT_STR_(x)
+#define IMPORT_TOO_DEEP \
+	"path deeper than " IMPORT_STR(IMPORT_MAX_DEPTH) " levels (the import's limit)"
+
 /* A path for a message: itself, or its start and its end around "..." when long. */
 #define IMPORT_BRIEF_MAX 256
 const char *import_brief(const char *path, char buf[IMPORT_BRIEF_MAX]);

@@ -10,7 +10,8 @@
  * only with O_PATH, which never opens the device or the FIFO itself, and their xattrs are
  * read through /proc/self/fd/N (f*xattr() refuses O_PATH descriptors). Without /proc, their
  * xattrs are read by path after checking it still leads to the same inode. The path is kept
- * for messages only.
+ * for messages only, and the depth is bounded by IMPORT_MAX_DEPTH (which also bounds the
+ * recursion and the descriptors held: one per level).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -295,7 +296,8 @@ static int entry_open(struct walk *w, int dfd, const char *name, uint8_t type, s
 	return fd;
 }
 
-static int walk_dir(struct walk *w, int dfd, struct tree_node *dir, size_t plen);
+static int walk_dir(struct walk *w, int dfd, struct tree_node *dir, size_t plen,
+		    unsigned int depth);
 
 static uint8_t mode_type(mode_t mode)
 {
@@ -345,9 +347,9 @@ static int entry_content(struct walk *w, int fd, struct tree_inode *ino, const s
 	}
 }
 
-/* The entry name of directory dfd. */
+/* The entry name of directory dfd, depth components below the root. */
 static int walk_entry(struct walk *w, int dfd, struct tree_node *dir, const char *name,
-		      size_t plen)
+		      size_t plen, unsigned int depth)
 {
 	struct import_ctx *ic = w->ic;
 	struct tree_inode *ino, **slot = NULL;
@@ -359,6 +361,8 @@ static int walk_entry(struct walk *w, int dfd, struct tree_node *dir, const char
 
 	if (ret)
 		return ret;
+	if (depth > IMPORT_MAX_DEPTH)
+		return import_fail(ic, -EINVAL, "%s: %s", wpath(w), IMPORT_TOO_DEEP);
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 		ret = -errno;
 		return import_fail(ic, ret, "%s: %s", wpath(w), strerror(-ret));
@@ -398,7 +402,7 @@ static int walk_entry(struct walk *w, int dfd, struct tree_node *dir, const char
 		*slot = ino;
 	ic->files++;
 	if (type == MF_DIR)
-		return walk_dir(w, fd, node, plen + 1 + nlen); /* it closes fd */
+		return walk_dir(w, fd, node, plen + 1 + nlen, depth); /* it closes fd */
 	ret = entry_content(w, fd, ino, &st);
 	close(fd);
 	return ret;
@@ -425,7 +429,8 @@ static bool entry_is_dir(int dfd, const struct dirent *de)
  * wherever it is imported, and a directory's small files share chunks, in the order
  * mkfs places them on disk.
  */
-static int walk_dir(struct walk *w, int dfd, struct tree_node *dir, size_t plen)
+static int walk_dir(struct walk *w, int dfd, struct tree_node *dir, size_t plen,
+		    unsigned int depth)
 {
 	DIR *d = fdopendir(dfd);
 	struct dirent *de;
@@ -470,7 +475,7 @@ static int walk_dir(struct walk *w, int dfd, struct tree_node *dir, size_t plen)
 		if (n > 1)
 			qsort(names, n, sizeof(*names), name_cmp);
 		for (size_t i = 0; i < n && !ret; i++)
-			ret = walk_entry(w, dirfd(d), dir, names[i] + 1, plen);
+			ret = walk_entry(w, dirfd(d), dir, names[i] + 1, plen, depth + 1);
 	}
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);
@@ -513,7 +518,7 @@ int import_dir(struct import_ctx *ic, const char *src)
 	}
 	if (plen == 1 && w.path[0] == '/')
 		plen = 0; /* importing "/": children are "/x", not "//x" */
-	ret = walk_dir(&w, dfd, tree_root(ic->tree), plen);
+	ret = walk_dir(&w, dfd, tree_root(ic->tree), plen, 0);
 out:
 	free(w.links.slots);
 	free(w.xbuf);

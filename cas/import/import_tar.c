@@ -16,14 +16,13 @@
 
 #define WH_PREFIX ".wh."
 #define WH_OPAQUE ".wh..wh..opq"
-#define PATH_MAX_COMPONENTS 2048
 #define TRUNCATED "Truncated input file" /* libarchive's words for input that ran out */
 #define TAR_ENDED 1
 
 /* A path split into components, after refusing what could escape the root. */
 struct comps {
-	const char *c[PATH_MAX_COMPONENTS];
-	size_t len[PATH_MAX_COMPONENTS];
+	const char *c[IMPORT_MAX_DEPTH];
+	size_t len[IMPORT_MAX_DEPTH];
 	size_t n;
 };
 
@@ -56,8 +55,8 @@ static int split_path(const char *p, struct comps *out, const char **why)
 			out->n--;
 			continue;
 		}
-		if (out->n == PATH_MAX_COMPONENTS) {
-			*why = "path too deep";
+		if (out->n == IMPORT_MAX_DEPTH) {
+			*why = IMPORT_TOO_DEEP;
 			return -EINVAL;
 		}
 		out->c[out->n] = s;
@@ -453,8 +452,10 @@ int import_tar_archive(struct import_ctx *ic, struct archive *a, uint32_t layer,
 		}
 		if (ret) {
 			const char *p = sym_archive_entry_pathname(e);
+			char brief[IMPORT_BRIEF_MAX];
 
-			return import_fail(ic, ret, "%s: %s: %s", what, p ? p : "?",
+			return import_fail(ic, ret, "%s: %s: %s", what,
+					   p ? import_brief(p, brief) : "?",
 					   why ? why : strerror(-ret));
 		}
 		count++;
