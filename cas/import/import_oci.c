@@ -85,17 +85,20 @@ static int desc_parse(const struct oci_image *im, struct json_object *o, const c
 static int blob_open(const struct oci_image *im, const struct oci_desc *d, const char *what)
 {
 	char path[PATH_MAX];
+	struct stat st;
 	int fd, ret;
 
 	if ((size_t)snprintf(path, sizeof(path), "%s/blobs/sha256/%s", im->dir, d->hex) >=
 	    sizeof(path))
 		return import_fail(im->ic, -ENAMETOOLONG, "%s: %s sha256:%s: path too long",
 				   im->label, what, d->hex);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = import_open_regular(AT_FDCWD, path, 0, &st); /* a FIFO there: refused */
 	if (fd < 0) {
-		ret = -errno;
+		ret = fd;
 		return import_fail(im->ic, ret, "%s: %s sha256:%s: %s", im->label, what, d->hex,
-				   ret == -ENOENT ? "blob missing from the layout" : strerror(-ret));
+				   ret == -ENOENT ? "blob missing from the layout" :
+				   ret == -EINVAL ? "the blob is not a regular file" :
+						    strerror(-ret));
 	}
 	return fd;
 }
@@ -149,15 +152,16 @@ static int blob_json(const struct oci_image *im, const struct oci_desc *d, const
 static int layout_json(const struct oci_image *im, const char *name, struct json_object **obj)
 {
 	char path[PATH_MAX], label[PATH_MAX + 256];
+	struct stat st;
 	int fd, ret;
 
 	snprintf(path, sizeof(path), "%s/%s", im->dir, name);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = import_open_regular(AT_FDCWD, path, 0, &st); /* a FIFO there: refused */
 	if (fd < 0) {
-		ret = -errno;
+		ret = fd;
 		return import_fail(im->ic, ret, "%s: %s: %s", im->label, path,
 				   ret == -ENOENT ? "missing (not an OCI image layout)" :
-						    strerror(-ret));
+				   ret == -EINVAL ? "not a regular file" : strerror(-ret));
 	}
 	snprintf(label, sizeof(label), "%s: %s", im->label, name);
 	ret = fd_json(im, fd, OCI_SIZE_UNKNOWN, NULL, label, NULL, NULL, obj);

@@ -5,10 +5,12 @@
  * layer of OCI and docker-archive images (with whiteouts).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "../../common/dl_archive.h"
 #include "import.h"
@@ -469,28 +471,34 @@ int import_tar_file(struct import_ctx *ic, const char *path)
 {
 	struct archive *a;
 	struct stat st;
-	int ret = dl_archive_load();
+	int fd, ret = dl_archive_load();
 
 	if (ret)
 		return ret;
+	fd = import_open_regular(AT_FDCWD, path, 0, &st); /* a FIFO put there: refused */
+	if (fd < 0)
+		return import_fail(ic, fd, "%s: %s", path,
+				   fd == -EINVAL ? "not a regular file" : strerror(-fd));
 	a = sym_archive_read_new();
-	if (!a)
+	if (!a) {
+		close(fd);
 		return -ENOMEM;
+	}
 	sym_archive_read_support_filter_all(a);
 	sym_archive_read_support_format_tar(a);
-	if (sym_archive_read_open_filename(a, path, 1 << 20) != ARCHIVE_OK) {
+	if (sym_archive_read_open_fd(a, fd, 1 << 20) != ARCHIVE_OK) {
 		const char *msg = sym_archive_error_string(a);
 
 		import_fail(ic, -EIO, "%s: %s", path, msg ? msg : "cannot open");
 		sym_archive_read_free(a);
+		close(fd);
 		return -EIO;
 	}
-	if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) { /* the share read: a percentage */
-		ic->src_archive = a;
-		ic->src_size = (uint64_t)st.st_size;
-	}
+	ic->src_archive = a; /* the share read: a percentage */
+	ic->src_size = (uint64_t)st.st_size;
 	ret = import_tar_archive(ic, a, 0, false, path);
 	ic->src_archive = NULL;
 	sym_archive_read_free(a);
+	close(fd);
 	return ret;
 }

@@ -41,6 +41,7 @@ struct da {
 	struct import_ctx *ic;
 	const char *label;            /* "docker-archive:FILE[:REF]" */
 	char *file;
+	int fd;                       /* file, a regular file (it is read twice) */
 	const char *ref;              /* RepoTag to pick, or NULL: the first image */
 	struct da_member *m;          /* every archive entry, in archive order */
 	size_t n, cap;
@@ -63,7 +64,8 @@ static int da_open(struct da *da, struct archive **out)
 	sym_archive_read_support_filter_zstd(a);
 	sym_archive_read_support_filter_xz(a);
 	sym_archive_read_support_filter_bzip2(a);
-	if (sym_archive_read_open_filename(a, da->file, 1 << 20) != ARCHIVE_OK) {
+	if (lseek(da->fd, 0, SEEK_SET) != 0 ||
+	    sym_archive_read_open_fd(a, da->fd, 1 << 20) != ARCHIVE_OK) {
 		const char *msg = sym_archive_error_string(a);
 
 		import_fail(da->ic, -EIO, "%s: %s", da->label, msg ? msg : "cannot open");
@@ -551,9 +553,22 @@ static int da_split(struct da *da, const char *spec)
 	return import_fail(da->ic, -err, "%s: %s", da->label, strerror(err));
 }
 
+/* The archive, opened once for both passes: a FIFO or a device is refused, not read. */
+static int da_open_file(struct da *da)
+{
+	struct stat st;
+
+	da->fd = import_open_regular(AT_FDCWD, da->file, 0, &st);
+	if (da->fd < 0)
+		return import_fail(da->ic, da->fd, "%s: %s", da->label,
+				   da->fd == -EINVAL ? "not a regular file (a docker-archive is "
+				   "read twice: it cannot come from a pipe)" : strerror(-da->fd));
+	return 0;
+}
+
 int import_docker_archive(struct import_ctx *ic, const char *spec)
 {
-	struct da da = { .ic = ic, .label = ic->src_label };
+	struct da da = { .ic = ic, .label = ic->src_label, .fd = -1 };
 	char label[PATH_MAX];
 	int ret;
 
@@ -562,6 +577,8 @@ int import_docker_archive(struct import_ctx *ic, const char *spec)
 		da.label = label;
 	}
 	ret = da_split(&da, spec);
+	if (!ret)
+		ret = da_open_file(&da);
 	if (!ret)
 		ret = da_scan(&da);
 	if (!ret && !da.manifest)
@@ -578,5 +595,7 @@ int import_docker_archive(struct import_ctx *ic, const char *spec)
 	free(da.m);
 	free(da.manifest);
 	free(da.file);
+	if (da.fd >= 0)
+		close(da.fd);
 	return ret;
 }
