@@ -82,10 +82,16 @@ static int desc_parse(const struct oci_image *im, struct json_object *o, const c
 	return 0;
 }
 
+/*
+ * A blob of the layout, open. Its digest check reads every byte its descriptor declares, so
+ * a sparse file (truncate -s 8T: terabytes declared, nothing stored) would keep the import
+ * busy for hours: a blob file with a hole (SEEK_HOLE) is refused before it is read.
+ */
 static int blob_open(const struct oci_image *im, const struct oci_desc *d, const char *what)
 {
 	char path[PATH_MAX];
 	struct stat st;
+	off_t hole;
 	int fd, ret;
 
 	if ((size_t)snprintf(path, sizeof(path), "%s/blobs/sha256/%s", im->dir, d->hex) >=
@@ -99,6 +105,14 @@ static int blob_open(const struct oci_image *im, const struct oci_desc *d, const
 				   ret == -ENOENT ? "blob missing from the layout" :
 				   ret == -EINVAL ? "the blob is not a regular file" :
 						    strerror(-ret));
+	}
+	hole = lseek(fd, 0, SEEK_HOLE);
+	if (hole >= 0 && hole < st.st_size) {
+		close(fd);
+		return import_fail(im->ic, -EBADMSG, "%s: %s sha256:%s: the blob file is sparse "
+				   "(a hole at byte %lld of %lld): a blob is never sparse, refused",
+				   im->label, what, d->hex, (long long)hole,
+				   (long long)st.st_size);
 	}
 	return fd;
 }
