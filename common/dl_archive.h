@@ -58,6 +58,7 @@
 	X(archive_read_new) \
 	X(archive_read_next_header) \
 	X(archive_read_open2) \
+	X(archive_read_open_fd) \
 	X(archive_read_open_filename) \
 	X(archive_read_open_memory) \
 	X(archive_read_support_filter_all) \

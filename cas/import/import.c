@@ -51,6 +51,39 @@ void import_warn(struct import_ctx *ic, const char *fmt, ...)
 	note_emit(&ic->o->notes, NOTE_WARN, "%s", msg);
 }
 
+const char *import_brief(const char *path, char buf[IMPORT_BRIEF_MAX])
+{
+	size_t len = strlen(path), half = (IMPORT_BRIEF_MAX - 4) / 2;
+
+	if (len < IMPORT_BRIEF_MAX)
+		return path;
+	memcpy(buf, path, half);
+	memcpy(buf + half, "...", 3);
+	memcpy(buf + half + 3, path + len - half, half);
+	buf[2 * half + 3] = '\0';
+	return buf;
+}
+
+int import_open_regular(int dfd, const char *name, int flags, struct stat *st)
+{
+	int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | flags);
+	int ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, st) < 0)
+		ret = -errno;
+	else if (!S_ISREG(st->st_mode))
+		ret = -EINVAL;
+	else if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0)
+		ret = -errno;
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
 static void progress_report(struct import_ctx *ic, bool finishing)
 {
 	struct import_progress p = { .files = ic->files, .bytes = ic->bytes,

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "../../common/why.h"
 #include "../chunker.h"
@@ -106,6 +107,31 @@ void import_warn(struct import_ctx *ic, const char *fmt, ...)
  * does not have (docker://…, oci-archive:…; a path that exists is never one).
  */
 int import_check_source(struct import_ctx *ic, const char *src);
+
+/*
+ * The deepest path an import takes, in components from the image's root ("a/b/c" is 3):
+ * members of tars and of layers, and entries of directory trees alike. A deeper one is
+ * refused, its message ending with IMPORT_TOO_DEEP. It bounds the recursion of the
+ * directory walk and of the tree's writer (tree.c), and the descriptors the walk holds.
+ */
+#define IMPORT_MAX_DEPTH 2048
+#define IMPORT_STR_(x) #x
+#define IMPORT_STR(x) IMPORT_STR_(x)
+#define IMPORT_TOO_DEEP \
+	"path deeper than " IMPORT_STR(IMPORT_MAX_DEPTH) " levels (the import's limit)"
+
+/* A path for a message: itself, or its start and its end around "..." when long. */
+#define IMPORT_BRIEF_MAX 256
+const char *import_brief(const char *path, char buf[IMPORT_BRIEF_MAX]);
+
+/*
+ * Open name (relative to dfd, or AT_FDCWD) for reading, O_CLOEXEC | flags, only if it is a
+ * regular file: opened with O_NONBLOCK and O_NOCTTY, so that a FIFO or a terminal found
+ * there does not block or take the open, then fstat'ed (into st) and refused with
+ * -EINVAL if not regular; O_NONBLOCK is cleared before the descriptor is returned.
+ * Returns the descriptor, or -errno. Says nothing: the caller names the file.
+ */
+int import_open_regular(int dfd, const char *name, int flags, struct stat *st);
 
 /* Sources. Each says why in ic->why before returning non-zero (import_fail). */
 int import_dir(struct import_ctx *ic, const char *dir);

@@ -1,5 +1,18 @@
 /* SPDX-License-Identifier: MIT */
-/* Import a directory tree: everything lstat(2) and listxattr(2) see, hardlinks, holes. */
+/*
+ * Import a directory tree: everything lstat(2) and listxattr(2) see, hardlinks, holes.
+ *
+ * The walk goes by descriptors, never by path: each entry is found with fstatat() in its
+ * directory's descriptor, then opened there (O_NOFOLLOW) and checked to be the inode found;
+ * its attributes, xattrs, data, target or children come from that descriptor. Regular files
+ * and directories are opened for reading (O_NONBLOCK: a FIFO swapped in meanwhile does not
+ * block the open, and is refused as a replaced entry); symlinks, FIFOs, sockets and devices
+ * only with O_PATH, which never opens the device or the FIFO itself, and their xattrs are
+ * read through /proc/self/fd/N (f*xattr() refuses O_PATH descriptors). Without /proc, their
+ * xattrs are read by path after checking it still leads to the same inode. The path is kept
+ * for messages only, and the depth is bounded by IMPORT_MAX_DEPTH (which also bounds the
+ * recursion and the descriptors held: one per level).
+ */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -68,10 +81,30 @@ static struct tree_inode **link_find(struct link_map *m, dev_t dev, ino_t ino, i
 struct walk {
 	struct import_ctx *ic;
 	struct link_map links;
-	char path[PATH_MAX];
+	char *path;            /* SRC/… of the entry at hand: for messages (no length limit) */
+	size_t path_cap;
+	char brief[IMPORT_BRIEF_MAX];
 	char *xbuf;
 	size_t xcap;
+	char *lbuf;            /* a symlink's target: PATH_MAX bytes */
+	bool proc;             /* /proc/self/fd is there */
 };
+
+/* w->path abbreviated, for a message. */
+static const char *wpath(struct walk *w)
+{
+	return import_brief(w->path, w->brief);
+}
+
+/* w->path becomes its first plen bytes, '/', name. */
+static int path_set(struct walk *w, size_t plen, const char *name, size_t nlen)
+{
+	if (!grow_from((void **)&w->path, &w->path_cap, plen + nlen + 2, 1, PATH_MAX))
+		return -ENOMEM;
+	w->path[plen] = '/';
+	memcpy(w->path + plen + 1, name, nlen + 1);
+	return 0;
+}
 
 /*
  * Read without moving atimes (O_NOATIME, for files and directories alike), so importing
@@ -104,14 +137,37 @@ static void fill_attrs(struct tree_inode *ino, const struct stat *st)
 	}
 }
 
-static int read_xattrs(struct walk *w, struct tree_inode *ino)
-{
-	struct tree *t = w->ic->tree;
-	ssize_t len;
-	uint32_t n = 0;
+/*
+ * Where an inode's xattrs are read from: its descriptor (a regular file or a directory
+ * opened for reading), or a path: /proc/self/fd/N of an O_PATH descriptor (followed, to the
+ * inode itself), or without /proc the entry's own path (not followed).
+ */
+struct xsrc {
+	int fd;
+	const char *path;
+	bool follow;
+};
 
+static ssize_t xs_list(const struct xsrc *x, char *buf, size_t len)
+{
+	if (!x->path)
+		return flistxattr(x->fd, buf, len);
+	return x->follow ? listxattr(x->path, buf, len) : llistxattr(x->path, buf, len);
+}
+
+static ssize_t xs_get(const struct xsrc *x, const char *name, void *buf, size_t len)
+{
+	if (!x->path)
+		return fgetxattr(x->fd, name, buf, len);
+	return x->follow ? getxattr(x->path, name, buf, len) : lgetxattr(x->path, name, buf, len);
+}
+
+/* The names of the xattrs into w->xbuf: their length, or -errno. */
+static ssize_t list_xattrs(struct walk *w, const struct xsrc *x)
+{
 	for (;;) {
-		len = llistxattr(w->path, NULL, 0);
+		ssize_t len = xs_list(x, NULL, 0);
+
 		if (len < 0)
 			return (errno == ENOTSUP || errno == ENOSYS) ? 0 : -errno;
 		if (len == 0)
@@ -124,14 +180,22 @@ static int read_xattrs(struct walk *w, struct tree_inode *ino)
 			w->xbuf = nb;
 			w->xcap = (size_t)len;
 		}
-		len = llistxattr(w->path, w->xbuf, w->xcap);
+		len = xs_list(x, w->xbuf, w->xcap);
 		if (len >= 0)
-			break;
+			return len;
 		if (errno != ERANGE) /* ERANGE: a name was added meanwhile, ask again */
 			return -errno;
 	}
-	if (len == 0)
-		return 0;
+}
+
+static int read_xattrs(struct walk *w, struct tree_inode *ino, const struct xsrc *x)
+{
+	struct tree *t = w->ic->tree;
+	ssize_t len = list_xattrs(w, x);
+	uint32_t n = 0;
+
+	if (len <= 0)
+		return (int)len;
 	for (ssize_t i = 0; i < len; i += (ssize_t)strlen(w->xbuf + i) + 1)
 		n++;
 	ino->xattrs = tree_alloc(t, n * sizeof(*ino->xattrs));
@@ -139,8 +203,8 @@ static int read_xattrs(struct walk *w, struct tree_inode *ino)
 		return -ENOMEM;
 	for (ssize_t i = 0; i < len; i += (ssize_t)strlen(w->xbuf + i) + 1) {
 		const char *name = w->xbuf + i;
-		struct mf_xattr_in *x = &ino->xattrs[ino->xattr_count];
-		ssize_t vlen = lgetxattr(w->path, name, NULL, 0);
+		struct mf_xattr_in *xa = &ino->xattrs[ino->xattr_count];
+		ssize_t vlen = xs_get(x, name, NULL, 0);
 		char *val;
 
 		if (vlen < 0) {
@@ -151,51 +215,161 @@ static int read_xattrs(struct walk *w, struct tree_inode *ino)
 		val = tree_alloc(t, (size_t)vlen + 1);
 		if (!val)
 			return -ENOMEM;
-		vlen = lgetxattr(w->path, name, val, (size_t)vlen);
+		vlen = xs_get(x, name, val, (size_t)vlen);
 		if (vlen < 0)
 			return -errno;
-		x->name = tree_strdup(t, name, strlen(name));
-		if (!x->name)
+		xa->name = tree_strdup(t, name, strlen(name));
+		if (!xa->name)
 			return -ENOMEM;
-		x->name_len = (uint32_t)strlen(name);
-		x->value = val;
-		x->value_len = (uint32_t)vlen;
+		xa->name_len = (uint32_t)strlen(name);
+		xa->value = val;
+		xa->value_len = (uint32_t)vlen;
 		ino->xattr_count++;
 	}
 	import_sort_xattrs(ino->xattrs, ino->xattr_count);
 	return 0;
 }
 
-static int walk_dir(struct walk *w, int dfd, struct tree_node *dir, size_t plen);
+static bool same_inode(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino &&
+	       (a->st_mode & S_IFMT) == (b->st_mode & S_IFMT);
+}
 
+/* The xattrs of the entry open as fd (O_PATH unless a regular file or a directory). */
+static int entry_xattrs(struct walk *w, struct tree_inode *ino, int fd, const struct stat *st)
+{
+	struct xsrc x = { .fd = fd };
+	char proc[32];
+	struct stat now;
+
+	if (ino->type != MF_REG && ino->type != MF_DIR) {
+		if (w->proc) {
+			snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+			x.path = proc;
+			x.follow = true; /* the magic link leads to the inode itself */
+		} else {
+			x.path = w->path;
+			if (lstat(w->path, &now) < 0)
+				return -errno;
+			if (!same_inode(&now, st))
+				return -ESTALE;
+		}
+	}
+	return read_xattrs(w, ino, &x);
+}
+
+/*
+ * A descriptor for the entry fstatat() found as *st, opened the same way whatever is there
+ * now (see the top of the file), which must be that inode; *st becomes its fstat().
+ */
+static int entry_open(struct walk *w, int dfd, const char *name, uint8_t type, struct stat *st)
+{
+	struct stat now;
+	int fd, ret;
+
+	if (type == MF_REG) {
+		fd = import_open_regular(dfd, name, O_NOFOLLOW | O_NOATIME, &now);
+		if (fd == -EPERM) /* O_NOATIME on a file we do not own */
+			fd = import_open_regular(dfd, name, O_NOFOLLOW, &now);
+		if (fd == -EINVAL) /* no longer a regular file */
+			return import_fail(w->ic, -ESTALE, "%s: replaced while being imported",
+					   wpath(w));
+		ret = fd < 0 ? fd : 0;
+	} else {
+		if (type == MF_DIR)
+			fd = open_noatime(dfd, name, O_DIRECTORY | O_NOFOLLOW);
+		else
+			fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		ret = fd < 0 || fstat(fd, &now) < 0 ? -errno : 0;
+	}
+	if (ret) {
+		if (fd >= 0)
+			close(fd);
+		return import_fail(w->ic, ret, "%s: %s", wpath(w), strerror(-ret));
+	}
+	if (!same_inode(&now, st)) {
+		close(fd);
+		return import_fail(w->ic, -ESTALE, "%s: replaced while being imported", wpath(w));
+	}
+	*st = now;
+	return fd;
+}
+
+static int walk_dir(struct walk *w, int dfd, struct tree_node *dir, size_t plen,
+		    unsigned int depth);
+
+static uint8_t mode_type(mode_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG: return MF_REG;
+	case S_IFDIR: return MF_DIR;
+	case S_IFLNK: return MF_SYMLINK;
+	case S_IFCHR: return MF_CHR;
+	case S_IFBLK: return MF_BLK;
+	case S_IFIFO: return MF_FIFO;
+	case S_IFSOCK: return MF_SOCK;
+	default: return 0;
+	}
+}
+
+/* What the entry open as fd holds besides its inode: a symlink's target, a file's data. */
+static int entry_content(struct walk *w, int fd, struct tree_inode *ino, const struct stat *st)
+{
+	struct import_ctx *ic = w->ic;
+	ssize_t n;
+	int ret = 0;
+
+	switch (ino->type) {
+	case MF_SYMLINK:
+		n = readlinkat(fd, "", w->lbuf, PATH_MAX); /* the O_PATH symlink itself */
+		if (n < 0 || n >= PATH_MAX) {
+			ret = n < 0 ? -errno : -ENAMETOOLONG;
+			return import_fail(ic, ret, "%s: readlink: %s", wpath(w), strerror(-ret));
+		}
+		ino->link = tree_strdup(ic->tree, w->lbuf, (size_t)n);
+		if (!ino->link)
+			return -ENOMEM;
+		ino->link_len = (uint32_t)n;
+		ino->size = (uint64_t)n;
+		return 0;
+	case MF_REG:
+		ret = import_file_data(ic, ino, fd, (uint64_t)st->st_size,
+				       (uint64_t)st->st_blocks * 512 < (uint64_t)st->st_size);
+		if (ret)
+			return import_fail(ic, ret, "%s: %s", wpath(w),
+					   ret == -EIO ? "file shrank while being imported" :
+							 strerror(-ret));
+		import_progress(ic);
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+/* The entry name of directory dfd, depth components below the root. */
 static int walk_entry(struct walk *w, int dfd, struct tree_node *dir, const char *name,
-		      size_t plen)
+		      size_t plen, unsigned int depth)
 {
 	struct import_ctx *ic = w->ic;
 	struct tree_inode *ino, **slot = NULL;
+	struct tree_node *node;
 	size_t nlen = strlen(name);
 	struct stat st;
 	uint8_t type;
-	int ret = 0;
+	int fd, ret = path_set(w, plen, name, nlen);
 
-	if (plen + 1 + nlen >= sizeof(w->path))
-		return import_fail(ic, -ENAMETOOLONG, "%s/%s: path too long", w->path, name);
-	w->path[plen] = '/';
-	memcpy(w->path + plen + 1, name, nlen + 1);
+	if (ret)
+		return ret;
+	if (depth > IMPORT_MAX_DEPTH)
+		return import_fail(ic, -EINVAL, "%s: %s", wpath(w), IMPORT_TOO_DEEP);
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 		ret = -errno;
-		return import_fail(ic, ret, "%s: %s", w->path, strerror(-ret));
+		return import_fail(ic, ret, "%s: %s", wpath(w), strerror(-ret));
 	}
-	switch (st.st_mode & S_IFMT) {
-	case S_IFREG: type = MF_REG; break;
-	case S_IFDIR: type = MF_DIR; break;
-	case S_IFLNK: type = MF_SYMLINK; break;
-	case S_IFCHR: type = MF_CHR; break;
-	case S_IFBLK: type = MF_BLK; break;
-	case S_IFIFO: type = MF_FIFO; break;
-	case S_IFSOCK: type = MF_SOCK; break;
-	default:
-		import_warn(ic, "%s: unknown file type, skipped", w->path);
+	type = mode_type(st.st_mode);
+	if (!type) {
+		import_warn(ic, "%s: unknown file type, skipped", wpath(w));
 		return 0;
 	}
 	if (type != MF_DIR && st.st_nlink > 1) {
@@ -208,57 +382,29 @@ static int walk_entry(struct walk *w, int dfd, struct tree_node *dir, const char
 			return 0;
 		}
 	}
+	fd = entry_open(w, dfd, name, type, &st);
+	if (fd < 0)
+		return fd;
 	ino = tree_inode_new(ic->tree, type);
-	if (!ino)
+	node = ino ? tree_put(ic->tree, dir, name, nlen, 0, ino) : NULL;
+	if (!node) {
+		close(fd);
 		return -ENOMEM;
+	}
 	fill_attrs(ino, &st);
-	ret = read_xattrs(w, ino);
-	if (ret)
-		return import_fail(ic, ret, "%s: reading xattrs: %s", w->path, strerror(-ret));
+	ret = entry_xattrs(w, ino, fd, &st);
+	if (ret) {
+		close(fd);
+		return import_fail(ic, ret, "%s: reading xattrs: %s", wpath(w),
+				   ret == -ESTALE ? "replaced while being imported" : strerror(-ret));
+	}
 	if (slot)
 		*slot = ino;
-	struct tree_node *node = tree_put(ic->tree, dir, name, nlen, 0, ino);
-	if (!node)
-		return -ENOMEM;
 	ic->files++;
-	if (type == MF_SYMLINK) {
-		char target[PATH_MAX];
-		ssize_t n = readlinkat(dfd, name, target, sizeof(target));
-
-		if (n < 0 || n >= (ssize_t)sizeof(target)) {
-			ret = n < 0 ? -errno : -ENAMETOOLONG;
-			return import_fail(ic, ret, "%s: readlink: %s", w->path, strerror(-ret));
-		}
-		ino->link = tree_strdup(ic->tree, target, (size_t)n);
-		if (!ino->link)
-			return -ENOMEM;
-		ino->link_len = (uint32_t)n;
-		ino->size = (uint64_t)n;
-	} else if (type == MF_REG) {
-		int fd = open_noatime(dfd, name, O_NOFOLLOW);
-
-		if (fd < 0) {
-			ret = -errno;
-			return import_fail(ic, ret, "%s: %s", w->path, strerror(-ret));
-		}
-		ret = import_file_data(ic, ino, fd, (uint64_t)st.st_size,
-				       (uint64_t)st.st_blocks * 512 < (uint64_t)st.st_size);
-		close(fd);
-		if (ret)
-			return import_fail(ic, ret, "%s: %s", w->path,
-					   ret == -EIO ? "file shrank while being imported" :
-							 strerror(-ret));
-		import_progress(ic);
-	} else if (type == MF_DIR) {
-		int sub = open_noatime(dfd, name, O_DIRECTORY | O_NOFOLLOW);
-
-		if (sub < 0) {
-			ret = -errno;
-			return import_fail(ic, ret, "%s: %s", w->path, strerror(-ret));
-		}
-		ret = walk_dir(w, sub, node, plen + 1 + nlen);
-		/* walk_dir closed sub */
-	}
+	if (type == MF_DIR)
+		return walk_dir(w, fd, node, plen + 1 + nlen, depth); /* it closes fd */
+	ret = entry_content(w, fd, ino, &st);
+	close(fd);
 	return ret;
 }
 
@@ -283,7 +429,8 @@ static bool entry_is_dir(int dfd, const struct dirent *de)
  * wherever it is imported, and a directory's small files share chunks, in the order
  * mkfs places them on disk.
  */
-static int walk_dir(struct walk *w, int dfd, struct tree_node *dir, size_t plen)
+static int walk_dir(struct walk *w, int dfd, struct tree_node *dir, size_t plen,
+		    unsigned int depth)
 {
 	DIR *d = fdopendir(dfd);
 	struct dirent *de;
@@ -294,7 +441,7 @@ static int walk_dir(struct walk *w, int dfd, struct tree_node *dir, size_t plen)
 	if (!d) {
 		ret = -errno;
 		close(dfd);
-		return import_fail(w->ic, ret, "%s: %s", w->path, strerror(-ret));
+		return import_fail(w->ic, ret, "%s: %s", wpath(w), strerror(-ret));
 	}
 	for (;;) {
 		errno = 0;
@@ -303,7 +450,7 @@ static int walk_dir(struct walk *w, int dfd, struct tree_node *dir, size_t plen)
 			if (errno) {
 				ret = -errno;
 				w->path[plen] = '\0';
-				import_fail(w->ic, ret, "%s: %s", w->path, strerror(-ret));
+				import_fail(w->ic, ret, "%s: %s", wpath(w), strerror(-ret));
 			}
 			break;
 		}
@@ -328,7 +475,7 @@ static int walk_dir(struct walk *w, int dfd, struct tree_node *dir, size_t plen)
 		if (n > 1)
 			qsort(names, n, sizeof(*names), name_cmp);
 		for (size_t i = 0; i < n && !ret; i++)
-			ret = walk_entry(w, dirfd(d), dir, names[i] + 1, plen);
+			ret = walk_entry(w, dirfd(d), dir, names[i] + 1, plen, depth + 1);
 	}
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);
@@ -339,7 +486,7 @@ static int walk_dir(struct walk *w, int dfd, struct tree_node *dir, size_t plen)
 
 int import_dir(struct import_ctx *ic, const char *src)
 {
-	struct walk w = { .ic = ic };
+	struct walk w = { .ic = ic, .proc = access("/proc/self/fd", X_OK) == 0 };
 	struct tree_inode *root = tree_root(ic->tree)->ino;
 	struct stat st;
 	size_t plen = strlen(src);
@@ -347,8 +494,11 @@ int import_dir(struct import_ctx *ic, const char *src)
 
 	while (plen > 1 && src[plen - 1] == '/')
 		plen--;
-	if (plen >= sizeof(w.path))
-		return import_fail(ic, -ENAMETOOLONG, "%s: %s", src, strerror(ENAMETOOLONG));
+	w.lbuf = malloc(PATH_MAX);
+	if (!w.lbuf || !grow_from((void **)&w.path, &w.path_cap, plen + 1, 1, PATH_MAX)) {
+		ret = -ENOMEM;
+		goto out;
+	}
 	memcpy(w.path, src, plen);
 	w.path[plen] = '\0';
 	dfd = open_noatime(AT_FDCWD, w.path, O_DIRECTORY);
@@ -356,18 +506,23 @@ int import_dir(struct import_ctx *ic, const char *src)
 		ret = -errno;
 		if (dfd >= 0)
 			close(dfd);
-		return import_fail(ic, ret, "%s: %s", src, strerror(-ret));
+		ret = import_fail(ic, ret, "%s: %s", src, strerror(-ret));
+		goto out;
 	}
 	fill_attrs(root, &st);
-	ret = read_xattrs(&w, root);
+	ret = read_xattrs(&w, root, &(struct xsrc){ .fd = dfd });
 	if (ret) {
 		close(dfd);
-		return import_fail(ic, ret, "%s: reading xattrs: %s", src, strerror(-ret));
+		ret = import_fail(ic, ret, "%s: reading xattrs: %s", src, strerror(-ret));
+		goto out;
 	}
 	if (plen == 1 && w.path[0] == '/')
 		plen = 0; /* importing "/": children are "/x", not "//x" */
-	ret = walk_dir(&w, dfd, tree_root(ic->tree), plen);
+	ret = walk_dir(&w, dfd, tree_root(ic->tree), plen, 0);
+out:
 	free(w.links.slots);
 	free(w.xbuf);
+	free(w.lbuf);
+	free(w.path);
 	return ret;
 }

@@ -82,20 +82,37 @@ static int desc_parse(const struct oci_image *im, struct json_object *o, const c
 	return 0;
 }
 
+/*
+ * A blob of the layout, open. Its digest check reads every byte its descriptor declares, so
+ * a sparse file (truncate -s 8T: terabytes declared, nothing stored) would keep the import
+ * busy for hours: a blob file with a hole (SEEK_HOLE) is refused before it is read.
+ */
 static int blob_open(const struct oci_image *im, const struct oci_desc *d, const char *what)
 {
 	char path[PATH_MAX];
+	struct stat st;
+	off_t hole;
 	int fd, ret;
 
 	if ((size_t)snprintf(path, sizeof(path), "%s/blobs/sha256/%s", im->dir, d->hex) >=
 	    sizeof(path))
 		return import_fail(im->ic, -ENAMETOOLONG, "%s: %s sha256:%s: path too long",
 				   im->label, what, d->hex);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = import_open_regular(AT_FDCWD, path, 0, &st); /* a FIFO there: refused */
 	if (fd < 0) {
-		ret = -errno;
+		ret = fd;
 		return import_fail(im->ic, ret, "%s: %s sha256:%s: %s", im->label, what, d->hex,
-				   ret == -ENOENT ? "blob missing from the layout" : strerror(-ret));
+				   ret == -ENOENT ? "blob missing from the layout" :
+				   ret == -EINVAL ? "the blob is not a regular file" :
+						    strerror(-ret));
+	}
+	hole = lseek(fd, 0, SEEK_HOLE);
+	if (hole >= 0 && hole < st.st_size) {
+		close(fd);
+		return import_fail(im->ic, -EBADMSG, "%s: %s sha256:%s: the blob file is sparse "
+				   "(a hole at byte %lld of %lld): a blob is never sparse, refused",
+				   im->label, what, d->hex, (long long)hole,
+				   (long long)st.st_size);
 	}
 	return fd;
 }
@@ -151,15 +168,16 @@ static int blob_json(const struct oci_image *im, const struct oci_desc *d, const
 static int layout_json(const struct oci_image *im, const char *name, struct json_object **obj)
 {
 	char path[PATH_MAX], label[PATH_MAX + 256];
+	struct stat st;
 	int fd, ret;
 
 	snprintf(path, sizeof(path), "%s/%s", im->dir, name);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = import_open_regular(AT_FDCWD, path, 0, &st); /* a FIFO there: refused */
 	if (fd < 0) {
-		ret = -errno;
+		ret = fd;
 		return import_fail(im->ic, ret, "%s: %s: %s", im->label, path,
 				   ret == -ENOENT ? "missing (not an OCI image layout)" :
-						    strerror(-ret));
+				   ret == -EINVAL ? "not a regular file" : strerror(-ret));
 	}
 	snprintf(label, sizeof(label), "%s: %s", im->label, name);
 	ret = fd_json(im, fd, OCI_SIZE_UNKNOWN, NULL, label, OCI_JSON_INDEX, NULL, NULL, obj);

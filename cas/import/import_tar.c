@@ -5,10 +5,12 @@
  * layer of OCI and docker-archive images (with whiteouts).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "../../common/dl_archive.h"
 #include "import.h"
@@ -16,14 +18,13 @@
 
 #define WH_PREFIX ".wh."
 #define WH_OPAQUE ".wh..wh..opq"
-#define PATH_MAX_COMPONENTS 2048
 #define TRUNCATED "Truncated input file" /* libarchive's words for input that ran out */
 #define TAR_ENDED 1
 
 /* A path split into components, after refusing what could escape the root. */
 struct comps {
-	const char *c[PATH_MAX_COMPONENTS];
-	size_t len[PATH_MAX_COMPONENTS];
+	const char *c[IMPORT_MAX_DEPTH];
+	size_t len[IMPORT_MAX_DEPTH];
 	size_t n;
 };
 
@@ -56,8 +57,8 @@ static int split_path(const char *p, struct comps *out, const char **why)
 			out->n--;
 			continue;
 		}
-		if (out->n == PATH_MAX_COMPONENTS) {
-			*why = "path too deep";
+		if (out->n == IMPORT_MAX_DEPTH) {
+			*why = IMPORT_TOO_DEEP;
 			return -EINVAL;
 		}
 		out->c[out->n] = s;
@@ -453,8 +454,10 @@ int import_tar_archive(struct import_ctx *ic, struct archive *a, uint32_t layer,
 		}
 		if (ret) {
 			const char *p = sym_archive_entry_pathname(e);
+			char brief[IMPORT_BRIEF_MAX];
 
-			return import_fail(ic, ret, "%s: %s: %s", what, p ? p : "?",
+			return import_fail(ic, ret, "%s: %s: %s", what,
+					   p ? import_brief(p, brief) : "?",
 					   why ? why : strerror(-ret));
 		}
 		count++;
@@ -468,28 +471,34 @@ int import_tar_file(struct import_ctx *ic, const char *path)
 {
 	struct archive *a;
 	struct stat st;
-	int ret = dl_archive_load();
+	int fd, ret = dl_archive_load();
 
 	if (ret)
 		return ret;
+	fd = import_open_regular(AT_FDCWD, path, 0, &st); /* a FIFO put there: refused */
+	if (fd < 0)
+		return import_fail(ic, fd, "%s: %s", path,
+				   fd == -EINVAL ? "not a regular file" : strerror(-fd));
 	a = sym_archive_read_new();
-	if (!a)
+	if (!a) {
+		close(fd);
 		return -ENOMEM;
+	}
 	sym_archive_read_support_filter_all(a);
 	sym_archive_read_support_format_tar(a);
-	if (sym_archive_read_open_filename(a, path, 1 << 20) != ARCHIVE_OK) {
+	if (sym_archive_read_open_fd(a, fd, 1 << 20) != ARCHIVE_OK) {
 		const char *msg = sym_archive_error_string(a);
 
 		import_fail(ic, -EIO, "%s: %s", path, msg ? msg : "cannot open");
 		sym_archive_read_free(a);
+		close(fd);
 		return -EIO;
 	}
-	if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) { /* the share read: a percentage */
-		ic->src_archive = a;
-		ic->src_size = (uint64_t)st.st_size;
-	}
+	ic->src_archive = a; /* the share read: a percentage */
+	ic->src_size = (uint64_t)st.st_size;
 	ret = import_tar_archive(ic, a, 0, false, path);
 	ic->src_archive = NULL;
 	sym_archive_read_free(a);
+	close(fd);
 	return ret;
 }

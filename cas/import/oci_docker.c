@@ -41,6 +41,8 @@ struct da {
 	struct import_ctx *ic;
 	const char *label;            /* "docker-archive:FILE[:REF]" */
 	char *file;
+	int fd;                       /* file, a regular file (it is read twice) */
+	uint64_t file_size;
 	const char *ref;              /* RepoTag to pick, or NULL: the first image */
 	struct da_member *m;          /* every archive entry, in archive order */
 	size_t n, cap;
@@ -63,7 +65,8 @@ static int da_open(struct da *da, struct archive **out)
 	sym_archive_read_support_filter_zstd(a);
 	sym_archive_read_support_filter_xz(a);
 	sym_archive_read_support_filter_bzip2(a);
-	if (sym_archive_read_open_filename(a, da->file, 1 << 20) != ARCHIVE_OK) {
+	if (lseek(da->fd, 0, SEEK_SET) != 0 ||
+	    sym_archive_read_open_fd(a, da->fd, 1 << 20) != ARCHIVE_OK) {
 		const char *msg = sym_archive_error_string(a);
 
 		import_fail(da->ic, -EIO, "%s: %s", da->label, msg ? msg : "cannot open");
@@ -138,6 +141,25 @@ static int set_link(struct da_member *m, const char *base, const char *target)
 	return m->link ? 0 : -ENOMEM;
 }
 
+/*
+ * A member of an uncompressed archive that declares more data than the whole archive
+ * holds (and is not sparse: a sparse one is refused where it is used, see copy_member)
+ * is refused before anything reads it.
+ */
+static int member_size_check(struct da *da, struct archive *a, struct archive_entry *e,
+			     const char *name)
+{
+	la_int64_t size = sym_archive_entry_size(e);
+
+	if (sym_archive_filter_code(a, 0) != ARCHIVE_FILTER_NONE ||
+	    sym_archive_entry_sparse_count(e) > 0 || size <= 0 ||
+	    (uint64_t)size <= da->file_size)
+		return 0;
+	return import_fail(da->ic, -EBADMSG, "%s: %s: declares %lld bytes, more than the "
+			   "whole archive (%llu bytes)", da->label, name, (long long)size,
+			   (unsigned long long)da->file_size);
+}
+
 /* Pass 1: every member's name and links; keep manifest.json. */
 static int da_scan(struct da *da)
 {
@@ -181,6 +203,9 @@ static int da_scan(struct da *da)
 			ret = set_link(m, dir, sym_archive_entry_symlink(e));
 		} else if (sym_archive_entry_filetype(e) == AE_IFREG) {
 			m->reg = true;
+			ret = member_size_check(da, a, e, m->name);
+			if (ret)
+				break;
 			if (!strcmp(m->name, "manifest.json"))
 				ret = read_member(da, a, m->name, &da->manifest, &da->manifest_len);
 		}
@@ -238,10 +263,25 @@ static int da_tmpfile(struct da *da)
 	return fd;
 }
 
-static int copy_member(struct da *da, struct archive *a, struct da_member *m, la_int64_t size)
-{
-	int fd = da_tmpfile(da);
+#define SPARSE_MEMBER "a sparse member (GNU or PAX sparse file) where a blob is expected"
 
+/*
+ * A config or layer member into a temporary copy. A blob is never sparse: a sparse member
+ * could declare terabytes of holes in a few kilobytes (and the layer's digest check reads
+ * every declared byte), so it is refused, from its sparse map before reading, and from
+ * the data it really holds (less than its size) after.
+ */
+static int copy_member(struct da *da, struct archive *a, struct archive_entry *e,
+		       struct da_member *m)
+{
+	la_int64_t size = sym_archive_entry_size(e);
+	uint64_t copied = 0;
+	int fd;
+
+	if (sym_archive_entry_sparse_count(e) > 0)
+		return import_fail(da->ic, -EBADMSG, "%s: %s: %s", da->label, m->name,
+				   SPARSE_MEMBER);
+	fd = da_tmpfile(da);
 	if (fd < 0)
 		return fd;
 	m->fd = fd;
@@ -273,14 +313,12 @@ static int copy_member(struct da *da, struct archive *a, struct da_member *m, la
 			buf = (const uint8_t *)buf + w;
 			len -= (size_t)w;
 			off += w;
+			copied += (uint64_t)w;
 		}
 	}
-	if (size > 0 && ftruncate(fd, (off_t)size) < 0) { /* a trailing hole */
-		int err = errno;
-
-		return import_fail(da->ic, -err, "%s: %s: writing a temporary copy: %s", da->label,
-				   m->name, strerror(err));
-	}
+	if (size > 0 && copied < (uint64_t)size)
+		return import_fail(da->ic, -EBADMSG, "%s: %s: %s", da->label, m->name,
+				   SPARSE_MEMBER);
 	return 0;
 }
 
@@ -308,7 +346,7 @@ static int da_extract(struct da *da)
 					  da->label);
 			break;
 		}
-		ret = copy_member(da, a, m, sym_archive_entry_size(e));
+		ret = copy_member(da, a, e, m);
 		if (ret)
 			break;
 	}
@@ -551,9 +589,23 @@ static int da_split(struct da *da, const char *spec)
 	return import_fail(da->ic, -err, "%s: %s", da->label, strerror(err));
 }
 
+/* The archive, opened once for both passes: a FIFO or a device is refused, not read. */
+static int da_open_file(struct da *da)
+{
+	struct stat st;
+
+	da->fd = import_open_regular(AT_FDCWD, da->file, 0, &st);
+	if (da->fd < 0)
+		return import_fail(da->ic, da->fd, "%s: %s", da->label,
+				   da->fd == -EINVAL ? "not a regular file (a docker-archive is "
+				   "read twice: it cannot come from a pipe)" : strerror(-da->fd));
+	da->file_size = (uint64_t)st.st_size;
+	return 0;
+}
+
 int import_docker_archive(struct import_ctx *ic, const char *spec)
 {
-	struct da da = { .ic = ic, .label = ic->src_label };
+	struct da da = { .ic = ic, .label = ic->src_label, .fd = -1 };
 	char label[PATH_MAX];
 	int ret;
 
@@ -562,6 +614,8 @@ int import_docker_archive(struct import_ctx *ic, const char *spec)
 		da.label = label;
 	}
 	ret = da_split(&da, spec);
+	if (!ret)
+		ret = da_open_file(&da);
 	if (!ret)
 		ret = da_scan(&da);
 	if (!ret && !da.manifest)
@@ -578,5 +632,7 @@ int import_docker_archive(struct import_ctx *ic, const char *spec)
 	free(da.m);
 	free(da.manifest);
 	free(da.file);
+	if (da.fd >= 0)
+		close(da.fd);
 	return ret;
 }
