@@ -11,6 +11,7 @@
 #include "vhost_user_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -439,8 +440,16 @@ static int h_vring_fd(struct vhost_user_dev *d, struct vu_msg *m, int *fds)
 		log_warn("vhost-user: SET_VRING_KICK: queue %u: polling mode not supported", q->idx);
 		return -EOPNOTSUPP;
 	}
-	if (!nofd)
+	if (!nofd) {
 		fds[0] = -1;   /* ours now */
+		/*
+		 * Non-blocking, whatever the master made them: it holds the other end, and could
+		 * empty a kick eventfd between our poll and read, or fill a call eventfd's counter,
+		 * and either would block the queue's thread, and with it the stop. (QEMU makes its
+		 * eventfds non-blocking already; the flag is on the file they share.)
+		 */
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	}
 	if (r == VU_SET_VRING_KICK) {
 		vu_queue_stop(q);
 		vu_queue_set_fd(q, &q->kick_fd, fd);

@@ -6,7 +6,8 @@
 #    SIGBUS), and the server goes on serving the next front-end; sealed memory is accepted,
 #    cannot be truncated, and serves a request;
 #  - a front-end that fills the socket with requests and never reads the replies does not keep
-#    SIGTERM from stopping the server, and is dropped (one log line) after 5 s of not reading.
+#    SIGTERM from stopping the server, and is dropped (one log line) after 5 s of not reading;
+#  - a call eventfd whose counter is full does not block the queue (nor, so, the stop).
 . "$(dirname "$0")/lib/common.sh"
 . "$TESTLIB/kernel.sh"   # vu_serve, vu_stop (no kernel needed here)
 
@@ -66,3 +67,25 @@ wait "$FRONT_PID" 2>/dev/null || true
 python3 "$FRONT" sealed "$VU_SOCK" >/dev/null || { cat "$T/s3.err" >&2; die "s3: not serving after the drop"; }
 echo "ok: it is dropped with one log line after 5 s, and the next front-end is served"
 vu_stop "$VU_PID" s3
+
+# ---- a call eventfd that cannot take another notification: the queue does not block on it --
+vu_serve s4 --raw "$T/disk.raw" --vhost-user "$VU_SOCK"
+python3 "$FRONT" fullcall "$VU_SOCK" >"$T/fullcall.out" 2>"$T/fullcall.err" &
+FRONT_PID=$!
+VU_PIDS+=("$FRONT_PID")
+for _ in $(seq 1 300); do
+  grep -q completed "$T/fullcall.out" && break
+  kill -0 "$FRONT_PID" 2>/dev/null || { cat "$T/fullcall.err" >&2; die "fullcall: front-end exited"; }
+  sleep 0.05
+done
+grep -q completed "$T/fullcall.out" || die "fullcall: the request was not completed"
+sleep 0.5   # the queue thread notifies after the used ring is updated
+kill -TERM "$VU_PID"
+for _ in $(seq 1 200); do kill -0 "$VU_PID" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$VU_PID" 2>/dev/null && { cat "$T/s4.err" >&2; die "the server ignored SIGTERM for 20 s (its queue blocked on a full call eventfd)"; }
+rc=0
+wait "$VU_PID" || rc=$?
+[ "$rc" -eq 0 ] || { cat "$T/s4.err" >&2; die "s4: exit $rc after SIGTERM"; }
+kill "$FRONT_PID" 2>/dev/null || true
+wait "$FRONT_PID" 2>/dev/null || true
+echo "ok: a full call eventfd does not block the queue; SIGTERM stops the server"

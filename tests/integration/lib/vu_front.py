@@ -159,4 +159,29 @@ def mode_noread(path):
         time.sleep(1)
 
 
-{"unsealed": mode_unsealed, "sealed": mode_sealed, "noread": mode_noread}[sys.argv[1]](sys.argv[2])
+def mode_fullcall(path):
+    """The call eventfd's counter one short of its maximum, then a request: a server whose
+    write of the completion's notification blocks would hang its queue, and its stop."""
+    f, fd = Front(path), memfd(True)
+    mem = mmap.mmap(fd, MEM)
+    f.negotiate()
+    if f.set_mem(fd):
+        fail("SET_MEM_TABLE of a sealed memfd refused")
+    get_id_request(mem)
+    kick, call = os.eventfd(0, os.EFD_CLOEXEC), os.eventfd(0, os.EFD_CLOEXEC)
+    os.eventfd_write(call, 0xfffffffffffffffe)
+    if any(f.start_queue(kick, call)):
+        fail("queue 0 refused")
+    os.eventfd_write(kick, 1)
+    deadline = time.time() + 10
+    while struct.unpack_from("<H", mem, USED + 2)[0] != 1:
+        if time.time() > deadline:
+            fail("GET_ID: not completed within 10 s")
+        time.sleep(0.05)
+    print("completed", flush=True)
+    while True:
+        time.sleep(1)
+
+
+{"unsealed": mode_unsealed, "sealed": mode_sealed, "noread": mode_noread,
+ "fullcall": mode_fullcall}[sys.argv[1]](sys.argv[2])
