@@ -150,6 +150,21 @@ $(LINKEM): tests/tools/linkem.c
 linkem: $(LINKEM)
 integration test: $(LINKEM)
 
+# ---- the crash-consistency soak (docs/reliability.md): blkstamp, its writer and checker
+# (standalone, no library code), found next to $(LAZYBLK) as $(BUILD)/tools/blkstamp.
+# `make soak` runs SOAK_CYCLES kill/restart cycles per transport and writes the figures
+# into docs/reliability.md; `make test` runs a short one (tests/integration/t_soak.sh).
+BLKSTAMP := $(BUILD)/tools/blkstamp
+SOAK_CYCLES ?= 200
+$(BLKSTAMP): tests/soak/blkstamp.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(LDFLAGS)
+.PHONY: soak
+soak: $(BUILD)/lazyblk $(BLKSTAMP)
+	@LAZYBLK=$(abspath $(BUILD)/lazyblk) tests/soak/soak.sh $(SOAK_CYCLES) both \
+		--report docs/reliability.md
+all integration test: $(BLKSTAMP)
+
 # ---- install: the binary, the man pages and the bash completion under $(DESTDIR)$(PREFIX),
 # nothing else. The man pages are written from the binary's own --help texts
 # (scripts/help2man.py: lazyblk.1 and lazyblk-CMD.1 for each subcommand), so they say what
@@ -173,4 +188,4 @@ uninstall:
 	      $(DESTDIR)$(MANDIR)/man1/lazyblk-*.1 $(DESTDIR)$(COMPDIR)/lazyblk
 # ---- end of install
 
--include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(LINKEM).d
+-include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(LINKEM).d $(BLKSTAMP).d
