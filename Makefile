@@ -150,20 +150,27 @@ $(LINKEM): tests/tools/linkem.c
 linkem: $(LINKEM)
 integration test: $(LINKEM)
 
-# ---- the crash-consistency soak (docs/reliability.md): blkstamp, its writer and checker
-# (standalone, no library code), found next to $(LAZYBLK) as $(BUILD)/tools/blkstamp.
-# `make soak` runs SOAK_CYCLES kill/restart cycles per transport and writes the figures
-# into docs/reliability.md; `make test` runs a short one (tests/integration/t_soak.sh).
+# ---- the crash-consistency soak (docs/reliability.md): blkstamp, its writer and checker,
+# and crashsim.so, the simulated host crash preloaded into the server (standalone, no
+# library code, never sanitized: the shim is preloaded into any build), found next to
+# $(LAZYBLK) in $(BUILD)/tools/. `make soak` runs SOAK_CYCLES kill/restart cycles per
+# transport and crash and writes the figures into docs/reliability.md; `make test` runs a
+# short one (tests/integration/t_soak.sh).
 BLKSTAMP := $(BUILD)/tools/blkstamp
+CRASHSIM := $(BUILD)/tools/crashsim.so
 SOAK_CYCLES ?= 200
 $(BLKSTAMP): tests/soak/blkstamp.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(LDFLAGS)
+$(CRASHSIM): tests/soak/crashsim.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -fPIC -shared -pthread \
+		-o $@ $< -ldl
 .PHONY: soak
-soak: $(BUILD)/lazyblk $(BLKSTAMP)
+soak: $(BUILD)/lazyblk $(BLKSTAMP) $(CRASHSIM)
 	@LAZYBLK=$(abspath $(BUILD)/lazyblk) tests/soak/soak.sh $(SOAK_CYCLES) both \
 		--report docs/reliability.md
-all integration test: $(BLKSTAMP)
+all integration test: $(BLKSTAMP) $(CRASHSIM)
 
 # ---- install: the binary, the man pages and the bash completion under $(DESTDIR)$(PREFIX),
 # nothing else. The man pages are written from the binary's own --help texts

@@ -24,6 +24,9 @@
  *   lost_acked older than the last acknowledged write (kill -9 of the process alone
  *              must lose nothing acknowledged: lazyblk's overlay says so)
  * and exits 1 if any is not 0. What it read becomes the floor for the next cycle.
+ * check --crashed (after `blkstamp crash`, a simulated host crash): acknowledged writes
+ * not flushed may be gone, and blocks first written since the last FLUSH that read as
+ * zeros are counted apart as "zeroed" (a known defect, docs/reliability.md).
  * Totals over every cycle stay in the journal; `blkstamp stats --journal J` prints them.
  */
 #include <endian.h>
@@ -144,6 +147,7 @@ struct jhdr {
 	uint64_t cycles, writes, flushes; /* totals: checks, writes acknowledged, FLUSHes */
 	uint64_t fua;                    /* total FUA writes acknowledged (NBD) */
 	uint64_t torn, lost, lost_acked;
+	uint64_t zeroed;                 /* after a host crash: see cmd_check */
 	uint64_t last_writes, last_flushes; /* the last writer's */
 };
 
@@ -585,8 +589,16 @@ static int cmd_init(const char *nbd, const char *jpath, uint64_t first, uint64_t
 	j.h.next_seq = 1;
 	j_alloc(&j);
 	buf = read_region(x, &j.h);
-	for (uint64_t b = 0; b < n; b++)
+	static const uint8_t zero[BLK];
+	uint64_t zeros = 0;
+
+	for (uint64_t b = 0; b < n; b++) {
 		j.base[b] = hash_block(buf + b * BLK);
+		zeros += !memcmp(buf + b * BLK, zero, BLK);
+	}
+	/* a block that reads as zeros is torn unless the base was zeros: say how many were */
+	printf("init: %llu blocks, %llu of them zeros\n", (unsigned long long)n,
+	       (unsigned long long)zeros);
 	j.fd = open(jpath, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (j.fd < 0)
 		die("%s: %s", jpath, strerror(errno));
@@ -597,17 +609,19 @@ static int cmd_init(const char *nbd, const char *jpath, uint64_t first, uint64_t
 static void print_totals(const struct jhdr *h)
 {
 	printf("cycles %llu writes_acked %llu flushes %llu fua %llu lost %llu lost_acked %llu "
-	       "torn %llu\n", (unsigned long long)h->cycles, (unsigned long long)h->writes,
-	       (unsigned long long)h->flushes, (unsigned long long)h->fua,
-	       (unsigned long long)h->lost,
-	       (unsigned long long)h->lost_acked, (unsigned long long)h->torn);
+	       "torn %llu zeroed %llu\n", (unsigned long long)h->cycles,
+	       (unsigned long long)h->writes, (unsigned long long)h->flushes,
+	       (unsigned long long)h->fua, (unsigned long long)h->lost,
+	       (unsigned long long)h->lost_acked, (unsigned long long)h->torn,
+	       (unsigned long long)h->zeroed);
 }
 
-static int cmd_check(const char *nbd, const char *jpath)
+static int cmd_check(const char *nbd, const char *jpath, bool crashed)
 {
 	struct journal j = { 0 };
 	struct xport *x;
-	uint64_t torn = 0, lost = 0, lost_acked = 0;
+	static const uint8_t zero[BLK];
+	uint64_t torn = 0, lost = 0, lost_acked = 0, zeroed = 0;
 	uint8_t *buf;
 
 	j_load(&j, jpath);
@@ -617,6 +631,22 @@ static int cmd_check(const char *nbd, const char *jpath)
 		const uint8_t *p = buf + i * BLK;
 		uint64_t b = j.h.first + i, seq = stamp_seq(p, b);
 
+		/*
+		 * A known defect (docs/reliability.md): a block first written since the last
+		 * FLUSH can be marked dirty in OVERLAY.state on disk while its data is not,
+		 * and then reads as zeros after a host crash. Counted apart, so that the soak
+		 * still fails on every other torn block.
+		 */
+		if (crashed && !seq && !j.flushed[i] && hash_block(p) != j.base[i] &&
+		    !memcmp(p, zero, BLK)) {
+			if (zeroed++ < 5)
+				fprintf(stderr, "blkstamp: block %llu: zeros (an unflushed first "
+					"write, marked dirty without its data)\n",
+					(unsigned long long)b);
+			j.base[i] = hash_block(p);  /* the disk's content from now on */
+			j.acked[i] = 0;
+			continue;
+		}
 		if (!seq && hash_block(p) != j.base[i]) {
 			if (torn++ < 5)
 				fprintf(stderr, "blkstamp: block %llu: torn (neither a whole write nor "
@@ -641,12 +671,57 @@ static int cmd_check(const char *nbd, const char *jpath)
 	j.h.torn += torn;
 	j.h.lost += lost;
 	j.h.lost_acked += lost_acked;
+	j.h.zeroed += zeroed;
 	j_save(&j);
-	printf("check: writes_acked %llu flushes %llu lost %llu lost_acked %llu torn %llu\n",
-	       (unsigned long long)j.h.last_writes, (unsigned long long)j.h.last_flushes,
-	       (unsigned long long)lost, (unsigned long long)lost_acked,
-	       (unsigned long long)torn);
-	return torn || lost || lost_acked ? 1 : 0;
+	printf("check: writes_acked %llu flushes %llu lost %llu lost_acked %llu torn %llu "
+	       "zeroed %llu\n", (unsigned long long)j.h.last_writes,
+	       (unsigned long long)j.h.last_flushes, (unsigned long long)lost,
+	       (unsigned long long)lost_acked, (unsigned long long)torn,
+	       (unsigned long long)zeroed);
+	return torn || lost || (lost_acked && !crashed) ? 1 : 0;
+}
+
+/*
+ * Undo, in OVERLAY and OVERLAY.state, the pages crashsim.so logged as not yet synced:
+ * every one (all), or each with probability 1/2. Empties the logs.
+ */
+static int cmd_crash(const char *ov, uint64_t seed, bool all)
+{
+	uint64_t undone = 0, kept = 0, rng = mix(seed);
+
+	for (int i = 0; i < 2; i++) {
+		char path[4096], undo[4200];
+		uint8_t rec[8 + BLK];
+		int fd, log;
+		off_t at = 0;
+
+		snprintf(path, sizeof(path), "%s%s", ov, i ? ".state" : "");
+		snprintf(undo, sizeof(undo), "%s.undo", path);
+		fd = open(path, O_WRONLY | O_CLOEXEC);
+		log = open(undo, O_RDWR | O_CLOEXEC);
+		if (fd < 0 || log < 0)
+			die("%s: %s", fd < 0 ? path : undo, strerror(errno));
+		while (pread(log, rec, sizeof(rec), at) == (ssize_t)sizeof(rec)) {
+			uint64_t page;
+
+			at += (off_t)sizeof(rec);
+			memcpy(&page, rec, 8);
+			rng = mix(rng + 1);
+			if (!all && (rng & 1)) {
+				kept++;
+				continue;
+			}
+			pio(true, fd, rec + 8, BLK, (off_t)(page * BLK));
+			undone++;
+		}
+		if (ftruncate(log, 0) < 0)
+			die("%s: %s", undo, strerror(errno));
+		close(log);
+		close(fd);
+	}
+	printf("crash: %llu unsynced pages undone, %llu kept\n", (unsigned long long)undone,
+	       (unsigned long long)kept);
+	return 0;
 }
 
 /* ---- write ----------------------------------------------------------------------------- */
@@ -798,7 +873,8 @@ gone:
 static const char usage[] =
 	"usage: blkstamp init  --nbd SOCK --journal J --first BLOCK --blocks N\n"
 	"       blkstamp write (--nbd SOCK | --vhost-user SOCK) --journal J [--seed S] [--depth D]\n"
-	"       blkstamp check --nbd SOCK --journal J\n"
+	"       blkstamp check --nbd SOCK --journal J [--crashed]\n"
+	"       blkstamp crash --overlay OVERLAY [--seed S] [--all]\n"
 	"       blkstamp stats --journal J\n";
 
 int main(int argc, char **argv)
@@ -811,9 +887,13 @@ int main(int argc, char **argv)
 		{ "blocks", required_argument, NULL, 'b' },
 		{ "seed", required_argument, NULL, 's' },
 		{ "depth", required_argument, NULL, 'd' },
+		{ "crashed", no_argument, NULL, 'c' },
+		{ "overlay", required_argument, NULL, 'o' },
+		{ "all", no_argument, NULL, 'a' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *nbd = NULL, *vu = NULL, *jpath = NULL, *cmd;
+	const char *nbd = NULL, *vu = NULL, *jpath = NULL, *ov = NULL, *cmd;
+	bool crashed = false, all = false;
 	uint64_t first = 0, n = 0, seed = 1;
 	unsigned depth = 8;
 	int c;
@@ -833,9 +913,14 @@ int main(int argc, char **argv)
 		case 'b': n = strtoull(optarg, NULL, 0); break;
 		case 's': seed = strtoull(optarg, NULL, 0); break;
 		case 'd': depth = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'c': crashed = true; break;
+		case 'o': ov = optarg; break;
+		case 'a': all = true; break;
 		default: fputs(usage, stderr); return 2;
 		}
 	}
+	if (!strcmp(cmd, "crash") && ov && optind == argc)
+		return cmd_crash(ov, seed, all);
 	if (!jpath || optind != argc || !depth || depth > MAX_DEPTH) {
 		fputs(usage, stderr);
 		return 2;
@@ -858,7 +943,7 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "init"))
 		return cmd_init(nbd, jpath, first, n);
 	if (!strcmp(cmd, "check"))
-		return cmd_check(nbd, jpath);
+		return cmd_check(nbd, jpath, crashed);
 	fputs(usage, stderr);
 	return 2;
 }
