@@ -152,20 +152,20 @@ integration test: $(LINKEM)
 
 # ---- the crash-consistency soak (docs/reliability.md): blkstamp, its writer and checker,
 # and crashsim.so, the simulated host crash preloaded into the server (standalone, no
-# library code, never sanitized: the shim is preloaded into any build), found next to
-# $(LAZYBLK) in $(BUILD)/tools/. `make soak` runs SOAK_CYCLES kill/restart cycles per
-# transport and crash and writes the figures into docs/reliability.md; `make test` runs a
-# short one (tests/integration/t_soak.sh).
+# library code, never sanitized: they test the server, which SAN=1 builds with the
+# sanitizers), found next to $(LAZYBLK) in $(BUILD)/tools/. `make soak` runs SOAK_CYCLES
+# kill/restart cycles per transport and crash and writes the figures into
+# docs/reliability.md; `make test` runs a short one (tests/integration/t_soak.sh).
 BLKSTAMP := $(BUILD)/tools/blkstamp
 CRASHSIM := $(BUILD)/tools/crashsim.so
 SOAK_CYCLES ?= 200
+SOAK_CFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -pthread
 $(BLKSTAMP): tests/soak/blkstamp.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< $(LDFLAGS)
+	$(CC) $(SOAK_CFLAGS) -o $@ $<
 $(CRASHSIM): tests/soak/crashsim.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -fPIC -shared -pthread \
-		-o $@ $< -ldl
+	$(CC) $(SOAK_CFLAGS) -fPIC -shared -o $@ $< -ldl
 .PHONY: soak
 soak: $(BUILD)/lazyblk $(BLKSTAMP) $(CRASHSIM)
 	@LAZYBLK=$(abspath $(BUILD)/lazyblk) tests/soak/soak.sh $(SOAK_CYCLES) both \
@@ -195,4 +195,4 @@ uninstall:
 	      $(DESTDIR)$(MANDIR)/man1/lazyblk-*.1 $(DESTDIR)$(COMPDIR)/lazyblk
 # ---- end of install
 
--include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(LINKEM).d $(BLKSTAMP).d
+-include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(LINKEM).d

@@ -74,10 +74,10 @@ static void die(const char *fmt, ...)
  */
 static bool gone_is_ok;
 
-static void handshake_gone(const char *path)
+static void handshake_gone(const char *path, const char *how)
 {
 	if (!gone_is_ok)
-		die("%s: the server hung up during the handshake", path);
+		die("%s: %s", path, how);
 	printf("write: writes_acked 0 flushes 0 (the server went away during the handshake)\n");
 	exit(0);
 }
@@ -263,7 +263,7 @@ static int unix_connect(const char *path)
 	strcpy(a.sun_path, path);
 	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
 		if (errno == ECONNREFUSED || errno == ENOENT)
-			handshake_gone(path);
+			handshake_gone(path, strerror(errno));
 		die("%s: %s", path, strerror(errno));
 	}
 	return fd;
@@ -337,7 +337,7 @@ static struct xport *nbd_open(const char *path)
 		die("out of memory");
 	c->fd = unix_connect(path);
 	if (!recv_all(c->fd, hello, sizeof(hello)))
-		handshake_gone(path);
+		handshake_gone(path, "the server hung up during the handshake");
 	if (memcmp(hello, "NBDMAGICIHAVEOPT", 16))
 		die("%s: not an NBD newstyle server", path);
 	memcpy(&sflags, hello + 16, 2);
@@ -348,13 +348,13 @@ static struct xport *nbd_open(const char *path)
 	o.len = 0;
 	if (!send_all(c->fd, &cflags, 4) || !send_all(c->fd, &o, sizeof(o)) ||
 	    !recv_all(c->fd, &c->size, 8) || !recv_all(c->fd, &tflags, 2))
-		handshake_gone(path);
+		handshake_gone(path, "the server hung up during the handshake");
 	c->size = be64toh(c->size);
 	if (!(sflags & 2)) {
 		uint8_t zero[124];
 
 		if (!recv_all(c->fd, zero, sizeof(zero)))
-			handshake_gone(path);
+			handshake_gone(path, "the server hung up during the handshake");
 	}
 	if (!(be16toh(tflags) & (1u << 2)))
 		die("%s: the export does not take FLUSH", path);
@@ -393,7 +393,8 @@ struct vu_msg {
 	uint8_t payload[256];
 } __attribute__((packed));
 
-static void vu_send(struct vu *v, uint32_t req, const void *p, uint32_t size, int fd, bool ack)
+/* A message; for GET_* (a u64 reply) the reply goes to p; with ack, a refusal is fatal. */
+static void vu_send(struct vu *v, uint32_t req, void *p, uint32_t size, int fd, bool ack)
 {
 	struct vu_msg m = { req, 1 | (ack ? 1u << 3 : 0), size, { 0 } };
 	union {
@@ -403,7 +404,8 @@ static void vu_send(struct vu *v, uint32_t req, const void *p, uint32_t size, in
 	struct iovec iov = { &m, 12 + size };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 
-	memcpy(m.payload, p, size);
+	if (size)
+		memcpy(m.payload, p, size);
 	if (fd >= 0) {
 		struct cmsghdr *c;
 
@@ -416,18 +418,18 @@ static void vu_send(struct vu *v, uint32_t req, const void *p, uint32_t size, in
 		memcpy(CMSG_DATA(c), &fd, sizeof(int));
 	}
 	if (sendmsg(v->fd, &mh, MSG_NOSIGNAL) != (ssize_t)(12 + size))
-		handshake_gone("vhost-user");
+		handshake_gone("vhost-user", "the server hung up during the handshake");
 	if (ack || req == 1 || req == 15 || req == 17) {  /* GET_*: a u64 reply */
 		struct vu_msg r;
 
 		if (!recv_all(v->fd, &r, 12) || !recv_all(v->fd, r.payload, 8))
-			handshake_gone("vhost-user");
+			handshake_gone("vhost-user", "the server hung up during the handshake");
 		if (r.req != req || r.size != 8)
 			die("vhost-user: bad reply to request %u", req);
 		if (ack && *(uint64_t *)r.payload)
 			die("vhost-user: request %u refused", req);
 		if (!ack)
-			memcpy((void *)p, r.payload, 8);
+			memcpy(p, r.payload, 8);
 	}
 }
 

@@ -60,8 +60,8 @@ head -c $((40 << 20)) /dev/urandom >"$T/src/base"
 # start MODE NAME ARGS...: lazyblk serve on the overlay (under crashsim.so in mode host);
 # returns once every transport said it is serving (SRV: its pid). A server that finds the
 # overlay still locked by the one just killed is started again (LINGER counts them): the
-# kernel lets go of a dead process's files, and so of its flock, once its io_uring
-# requests are cancelled, which may be a moment after the process was reaped.
+# lock goes with the dead process's last reference to the file, which can be dropped a
+# moment after the process was reaped (seen with io_uring on: docs/reliability.md).
 LINGER=0
 start() {
   local mode=$1 name=$2 want env=() try n; shift 2
@@ -70,16 +70,23 @@ start() {
   [ "$mode" = kill ] || env=(LD_PRELOAD="$CRASHSIM" CRASHSIM_FILE="$T/ov"
                              ASAN_OPTIONS=verify_asan_link_order=0)
   for try in $(seq 1 20); do
+    # (the file must be empty before the server starts: a "serving" line left by an
+    # earlier server would be taken for this one's)
+    rm -f "$T/$name.out" "$T/$name.err"
     env "${env[@]}" "$LAZYBLK" serve "$T/img.layout" --store "$T/store" --overlay "$T/ov" \
       "$@" >"$T/$name.out" 2>"$T/$name.err" &
     SRV=$!
-    for _ in $(seq 1 400); do
+    for _ in $(seq 1 2400); do
       n=$(grep -c "^serving " "$T/$name.out" 2>/dev/null) || n=0
       [ "$n" -ge "$want" ] && return 0
       kill -0 "$SRV" 2>/dev/null || break
       sleep 0.025
     done
-    kill -0 "$SRV" 2>/dev/null && fail "$name: not serving after 10 s"
+    if kill -0 "$SRV" 2>/dev/null; then
+      cat "$T/$name.out" "$T/$name.err" >&2
+      grep -H . /proc/"$SRV"/task/*/wchan /proc/"$SRV"/task/*/comm >&2 || true
+      fail "$name: not serving after 60 s"
+    fi
     wait "$SRV" 2>/dev/null || true
     grep -q "overlay is in use by another process" "$T/$name.err" ||
       { cat "$T/$name.err" >&2; fail "$name: server exited"; }
@@ -118,7 +125,7 @@ soak() {
     wr=(--nbd "$T/nbd.sock")
   fi
   t0=$(date +%s)
-  start "$mode" "$tr-0" "${args[@]}"
+  start "$mode" "$tr-$mode-0" "${args[@]}"
   "$BLKSTAMP" init --nbd "$T/nbd.sock" --journal "$J" --first $FIRST --blocks $BLOCKS \
     >"$T/init.out"
   grep -q "^init: $BLOCKS blocks, 0 of them zeros$" "$T/init.out" ||
@@ -138,10 +145,20 @@ soak() {
     [ "$mode" = kill ] ||
       "$BLKSTAMP" crash --overlay "$T/ov" --seed "$RANDOM$i" >"$T/crash.out"
     [ -z "$tamp" ] || tamper "$tamp"
-    start "$mode" "$tr-$i" "${args[@]}"
+    start "$mode" "$tr-$mode-$i" "${args[@]}"
     "$BLKSTAMP" check --nbd "$T/nbd.sock" --journal "$J" "${crashed[@]}" \
       >"$T/check.out" 2>"$T/check.err" || {
-      cat "$T/write.out" "$T/crash.out" "$T/check.out" "$T/check.err" >&2 2>/dev/null
+      cat "$T/write.out" "$T/crash.out" "$T/check.out" "$T/check.err" "$T/$tr-$mode-$i.err" \
+        >&2 2>/dev/null
+      if kill -0 "$SRV" 2>/dev/null; then
+        echo "soak: the server is still running" >&2
+      else
+        local rc=0
+        wait "$SRV" || rc=$?
+        SRV=
+        echo "soak: the server exited with status $rc" >&2
+      fi
+      ls -l "$T" >&2
       fail "$tr/$mode cycle $i: acknowledged writes lost or blocks torn"
     }
     [ $((i % 50)) -ne 0 ] || echo "$tr/$mode: $i cycles: $("$BLKSTAMP" stats --journal "$J")"
@@ -162,26 +179,33 @@ for tr in $WHICH; do
 done
 
 [ -n "$REPORT" ] || exit 0
-# the figures as a Markdown table between the markers of REPORT
-{
-  echo "| transport | crash | cycles | writes acknowledged | of them FUA | FLUSHes | lost after FLUSH or FUA | unflushed writes rolled back | torn | first writes read as zeros | run time | restarts refused (lock) |"
-  echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
-  for tr in $WHICH; do
-    for mode in $MODES; do
-      read -r _ c _ w _ f _ fua _ l _ la _ tn _ z _ s _ lk <<<"${FIGS[$tr/$mode]}"
-      [ "$mode" = kill ] && m="SIGKILL" || m="SIGKILL + host (simulated)"
-      echo "| $tr | $m | $c | $w | $fua | $f | $l | $la | $tn | $z | $s s | $lk |"
-    done
+# the figures as rows of a Markdown table between the markers of REPORT: this run's rows
+# replace those of the same transport and crash, the others stay
+for tr in $WHICH; do
+  for mode in $MODES; do
+    read -r _ c _ w _ f _ fua _ l _ la _ tn _ z _ s _ lk <<<"${FIGS[$tr/$mode]}"
+    [ "$mode" = kill ] && m="SIGKILL" || m="SIGKILL + host (simulated)"
+    echo "| $tr | $m | $c | $w | $fua | $f | $l | $la | $tn | $z | $s s | $lk | $(date -u +%F) |"
   done
-  echo
-  echo "Run on $(date -u +%Y-%m-%d) ($(uname -r), $(nproc) CPUs) by \`make soak SOAK_CYCLES=$CYCLES\`."
-} >"$T/table"
-python3 - "$REPORT" "$T/table" <<'PYEOF'
+done >"$T/rows"
+python3 - "$REPORT" "$T/rows" "$(uname -r), $(nproc) CPUs" <<'PYEOF'
 import sys
-path, table = sys.argv[1], open(sys.argv[2]).read()
+path, rows, machine = sys.argv[1], open(sys.argv[2]).read().splitlines(), sys.argv[3]
+head = ("| transport | crash | cycles | writes acknowledged | of them FUA | FLUSHes | "
+        "lost after FLUSH or FUA | unflushed writes rolled back | torn | "
+        "first writes read as zeros | run time | restarts refused (lock) | run on |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+key = lambda r: tuple(c.strip() for c in r.split("|")[1:3])
 text = open(path).read()
 a, b = "<!-- soak figures: begin -->\n", "<!-- soak figures: end -->"
 i, j = text.index(a) + len(a), text.index(b)
+old = [r for r in text[i:j].splitlines() if r.startswith("| ") and r not in head
+       and len(r.split("|")) == len(head[0].split("|"))]
+new = {key(r): r for r in old}
+new.update({key(r): r for r in rows})
+order = [(t, m) for t in ("nbd", "vhost-user") for m in ("SIGKILL", "SIGKILL + host (simulated)")]
+table = "\n".join(head + tuple(new[k] for k in order if k in new))
+table += ("\n\nBy `tests/soak/soak.sh` (`make soak SOAK_CYCLES=N`) on " + machine + ".\n")
 open(path, "w").write(text[:i] + table + text[j:])
 PYEOF
 echo "soak: figures written to $REPORT"
