@@ -151,6 +151,28 @@ $(LINKEM): tests/tools/linkem.c
 linkem: $(LINKEM)
 integration test: $(LINKEM)
 
+# ---- the crash-consistency soak (docs/reliability.md): blkstamp, its writer and checker,
+# and crashsim.so, the simulated host crash preloaded into the server (standalone, no
+# library code, never sanitized: they test the server, which SAN=1 builds with the
+# sanitizers), found next to $(LAZYBLK) in $(BUILD)/tools/. `make soak` runs SOAK_CYCLES
+# kill/restart cycles per transport and crash and writes the figures into
+# docs/reliability.md; `make test` runs a short one (tests/integration/t_soak.sh).
+BLKSTAMP := $(BUILD)/tools/blkstamp
+CRASHSIM := $(BUILD)/tools/crashsim.so
+SOAK_CYCLES ?= 200
+SOAK_CFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -pthread
+$(BLKSTAMP): tests/soak/blkstamp.c
+	@mkdir -p $(dir $@)
+	$(CC) $(SOAK_CFLAGS) -o $@ $<
+$(CRASHSIM): tests/soak/crashsim.c
+	@mkdir -p $(dir $@)
+	$(CC) $(SOAK_CFLAGS) -fPIC -shared -o $@ $< -ldl
+.PHONY: soak
+soak: $(BUILD)/lazyblk $(BLKSTAMP) $(CRASHSIM)
+	@LAZYBLK=$(abspath $(BUILD)/lazyblk) tests/soak/soak.sh $(SOAK_CYCLES) both \
+		--report docs/reliability.md
+all integration test: $(BLKSTAMP) $(CRASHSIM)
+
 # ---- install: the binary, the man pages and the bash completion under $(DESTDIR)$(PREFIX),
 # nothing else. The man pages are written from the binary's own --help texts
 # (scripts/help2man.py: lazyblk.1 and lazyblk-CMD.1 for each subcommand), so they say what

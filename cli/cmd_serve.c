@@ -152,6 +152,8 @@ static void banner_print(void *arg)
 {
 	const struct banner *b = arg;
 
+	/* each server says it on its own thread: one whole line at a time */
+	flockfile(stdout);
 	printf("serving %s (%s%s) over %s", b->layout, b->size,
 	       b->read_only ? ", read-only" : "", b->how);
 	if (b->nbd)
@@ -160,6 +162,7 @@ static void banner_print(void *arg)
 		printf(" on %s", b->where);
 	putchar('\n');
 	fflush(stdout);
+	funlockfile(stdout);
 	if (b->sc && !__atomic_sub_fetch(&b->sc->ready_left, 1, __ATOMIC_ACQ_REL))
 		serve_ready(b);
 	else if (b->sc && (b->sc->a->cf.drop || b->sc->a->cf.seccomp))

@@ -8,8 +8,10 @@
  *
  * Durability: every state change is written to OVERLAY.state as it happens (so kill -9
  * loses nothing the kernel has); overlay_flush() makes the data durable first and then
- * the state, so after a host crash a block is never marked dirty with stale data.
- * Thread-safe.
+ * the state, so after a host crash every flushed write is there. Between flushes the
+ * kernel may write a state change back before its data: after a host crash, a block
+ * first written since the last flush may be dirty with no data (zeros), a known defect
+ * (docs/reliability.md). Thread-safe.
  */
 #ifndef LZ_BLKD_OVERLAY_H
 #define LZ_BLKD_OVERLAY_H
