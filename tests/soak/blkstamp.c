@@ -520,8 +520,10 @@ static struct xport *vu_open(const char *path)
 	if (!v)
 		die("out of memory");
 	v->fd = unix_connect(path);
-	v->memfd = memfd_create("blkstamp-guest", MFD_CLOEXEC);
-	if (v->memfd < 0 || ftruncate(v->memfd, VU_RAM) < 0)
+	/* sealed against shrinking, as QEMU's memory-backend-memfd is: lazyblk requires it */
+	v->memfd = memfd_create("blkstamp-guest", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (v->memfd < 0 || ftruncate(v->memfd, VU_RAM) < 0 ||
+	    fcntl(v->memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) < 0)
 		die("memfd: %s", strerror(errno));
 	v->ram = mmap(NULL, VU_RAM, PROT_READ | PROT_WRITE, MAP_SHARED, v->memfd, 0);
 	if (v->ram == MAP_FAILED)
