@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "../common/le.h"
+#include "../common/posix_acl.h"
 #include "csum.h"
 #include "ext4_fs.h"
 
@@ -48,23 +49,13 @@
 #define XATTR_IBODY_HDR_LEN sizeof(struct ext4_xattr_ibody_header)
 #define XATTR_END_LEN 4u      /* the zero word after the last entry */
 
-/* getxattr(2)'s ACL format (struct posix_acl_xattr_header/_entry, little-endian) */
-#define POSIX_ACL_XATTR_VERSION 2
-#define POSIX_ACL_XATTR_HDR_LEN 4u
-#define POSIX_ACL_XATTR_ENTRY_LEN 8u
+/* getxattr(2)'s ACL format: common/posix_acl.h */
 /* ext4's on-disk ACL format (fs/ext4/acl.h) */
 #define EXT4_ACL_VERSION 1
 #define EXT4_ACL_HDR_LEN 4u
 #define EXT4_ACL_ENTRY_SHORT_LEN 4u   /* {tag, perm} */
 #define EXT4_ACL_ENTRY_LEN 8u         /* {tag, perm, id} */
 
-#define ACL_USER_OBJ 0x01
-#define ACL_USER 0x02
-#define ACL_GROUP_OBJ 0x04
-#define ACL_GROUP 0x08
-#define ACL_MASK 0x10
-#define ACL_OTHER 0x20
-#define ACL_PERM_MASK 0x07            /* read, write, execute */
 
 static_assert(sizeof(struct ext4_xattr_entry) == 16, "ext4_xattr_entry is 16 bytes");
 static_assert(sizeof(struct ext4_xattr_header) == 32, "ext4_xattr_header is 32 bytes");

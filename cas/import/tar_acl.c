@@ -20,19 +20,9 @@
 #include <string.h>
 
 #include "../../common/le.h"
+#include "../../common/posix_acl.h"
 
-#define XATTR_ACCESS "system.posix_acl_access"
-#define XATTR_DEFAULT "system.posix_acl_default"
-#define ACL_XATTR_VERSION 2
 #define ACL_MAX_ENTRIES 512
-/* the kernel's tags (include/uapi/linux/posix_acl.h) */
-#define ACL_USER_OBJ 0x01
-#define ACL_USER 0x02
-#define ACL_GROUP_OBJ 0x04
-#define ACL_GROUP 0x08
-#define ACL_MASK 0x10
-#define ACL_OTHER 0x20
-#define ACL_UNDEFINED_ID 0xffffffffu
 
 struct acl_ent {
 	uint16_t tag, perm;
@@ -183,8 +173,10 @@ static void xattr_entries(const struct mf_xattr_in *x, struct acl_ent *a, uint32
 	const uint8_t *v = x->value;
 
 	*n = 0;
-	if (x->value_len < 4 || (x->value_len - 4) % 8 || le32_get(v) != ACL_XATTR_VERSION ||
-	    (x->value_len - 4) / 8 > ACL_MAX_ENTRIES)
+	if (x->value_len < POSIX_ACL_XATTR_HDR_LEN ||
+	    (x->value_len - POSIX_ACL_XATTR_HDR_LEN) % POSIX_ACL_XATTR_ENTRY_LEN ||
+	    le32_get(v) != POSIX_ACL_XATTR_VERSION ||
+	    (x->value_len - POSIX_ACL_XATTR_HDR_LEN) / POSIX_ACL_XATTR_ENTRY_LEN > ACL_MAX_ENTRIES)
 		return;
 	for (uint32_t off = 4; off < x->value_len; off += 8)
 		a[(*n)++] = (struct acl_ent){ le16_get(v + off), le16_get(v + off + 2) & 7,
@@ -226,7 +218,7 @@ static int acl_add(struct tree *t, struct archive_entry *e, int type, const char
 	x->name = tree_strdup(t, xname, strlen(xname));
 	if (!v || !x->name)
 		return -ENOMEM;
-	le32_put(v, ACL_XATTR_VERSION);
+	le32_put(v, POSIX_ACL_XATTR_VERSION);
 	for (uint32_t i = 0; i < n; i++) {
 		le16_put(v + 4 + 8 * i, a[i].tag);
 		le16_put(v + 6 + 8 * i, a[i].perm);
@@ -248,7 +240,8 @@ int tar_acl_count(struct archive_entry *e)
 int tar_acl_apply(struct tree *t, struct archive_entry *e, struct tree_inode *ino,
 		  const char **warn)
 {
-	int ret = acl_add(t, e, ARCHIVE_ENTRY_ACL_TYPE_ACCESS, XATTR_ACCESS, ino, warn);
+	int ret = acl_add(t, e, ARCHIVE_ENTRY_ACL_TYPE_ACCESS, POSIX_ACL_XATTR_ACCESS, ino, warn);
 
-	return ret ? ret : acl_add(t, e, ARCHIVE_ENTRY_ACL_TYPE_DEFAULT, XATTR_DEFAULT, ino, warn);
+	return ret ? ret : acl_add(t, e, ARCHIVE_ENTRY_ACL_TYPE_DEFAULT, POSIX_ACL_XATTR_DEFAULT,
+				   ino, warn);
 }
