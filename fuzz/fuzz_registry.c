@@ -1,11 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What an OCI registry answers that lazyblk parses itself (cas/remote/oci_index.c): the
- * chunk index documents (oci_index_parse: an image index or an image manifest) and the
- * WWW-Authenticate challenge of a 401 (oci_parse_bearer). The first byte picks the parser
- * (even: a document, odd: a challenge), the rest is its input.
+ * What an OCI registry answers that lazyblk parses itself: the chunk index documents
+ * (cas/remote/oci_index.c, oci_index_parse: an image index or an image manifest), the
+ * WWW-Authenticate challenge of a 401 (oci_parse_bearer), the token endpoint's answer
+ * (oci_json_parse with the token's limits, then its "token" member), and the URLs it sends
+ * back (an upload Location or a token realm, resolved against the registry's URL and judged
+ * by origin: cas/remote/http_url.c). The first byte's two low bits pick the parser (0: a
+ * document, 1: a challenge, 2: a token answer, 3: "BASE\nREF" URLs), the rest is its input.
  */
+#include <json-c/json.h>
+
 #include "fuzz.h"
+#include "../cas/oci_json.h"
+#include "../cas/remote/http.h"
 #include "../cas/remote/oci_index.h"
 
 static void document(const char *json, size_t len)
@@ -38,6 +45,43 @@ static void challenge(const char *s)
 	free(scope);
 }
 
+static void token(const char *json, size_t len)
+{
+	const char *why = NULL;
+	struct json_object *root = oci_json_parse(json, len, OCI_JSON_TOKEN, &why);
+
+	if (!root) {
+		if (!why)
+			abort(); /* a refusal says why */
+		return;
+	}
+	(void)oci_json_get(root, "token", json_type_string);
+	(void)oci_json_get(root, "access_token", json_type_string);
+	json_object_put(root);
+}
+
+static void location(char *s)
+{
+	char *ref = strchr(s, '\n'), *out = NULL;
+	const char *why = NULL;
+	int ret;
+
+	if (!ref)
+		return;
+	*ref++ = '\0';
+	ret = http_url_resolve(s, ref, "digest=sha256:00", &out, &why);
+	if (!ret) {
+		if (!out)
+			abort(); /* resolved: a URL */
+		(void)http_same_origin(s, out);
+		if (!http_same_origin(out, out) && !strncmp(out, "http", 4))
+			abort(); /* an http(s) URL that parses is its own origin */
+	} else if (ret == -EINVAL && !why) {
+		abort(); /* a refusal says why */
+	}
+	free(out);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *s;
@@ -50,10 +94,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	memcpy(s, data + 1, size - 1);
 	s[size - 1] = '\0';
-	if (data[0] & 1)
-		challenge(s);
-	else
-		document(s, size - 1);
+	switch (data[0] & 3) {
+	case 0: document(s, size - 1); break;
+	case 1: challenge(s); break;
+	case 2: token(s, size - 1); break;
+	default: location(s); break;
+	}
 	free(s);
 	return 0;
 }

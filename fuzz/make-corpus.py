@@ -277,6 +277,12 @@ def registry(out):
         b'service="registry.example",scope="repository:a/b:pull"')
     put(out, "registry", "bearer-escaped", b"\1" + b'bearer Realm="http://x/t?a=1", '
         b'error="insufficient_scope", scope=repository:x:pull,push, service="s\\"q"')
+    put(out, "registry", "token.json", b"\2" + json.dumps(
+        {"token": "abc", "access_token": "abc", "expires_in": 300}).encode())
+    put(out, "registry", "location-relative", b"\3" + b"http://127.0.0.1:5000/v2/r/blobs/uploads/"
+        b"\n../uploads/u1?_state=x")
+    put(out, "registry", "location-userinfo", b"\3" + b"http://127.0.0.1:5000/v2/r/blobs/uploads/"
+        b"\nhttp://127.0.0.1:5000@127.0.0.2:5001/up")
 
 
 def main():
