@@ -68,6 +68,7 @@ def stored(out, lz, t):
     run(lz, "-q", "import", src, "--store", os.path.join(t, "store"), "-o",
         os.path.join(t, "a.manifest"))
     put(out, "manifest", "tree.manifest", open(os.path.join(t, "a.manifest"), "rb").read())
+    put(out, "mkfs", "tree.manifest", open(os.path.join(t, "a.manifest"), "rb").read())
     layout = os.path.join(t, "a.layout")
     run(lz, "-q", "mkfs", os.path.join(t, "a.manifest"), "-o", layout, "--size", "8M",
         "--journal", "4M", "--inodes", "64")
