@@ -87,8 +87,9 @@ static unsigned msg_fds(struct sender *s, const struct vu_hdr *h, const uint8_t 
 		return 1;
 	case VU_SET_INFLIGHT_FD:
 		sz = u64 <= INFLIGHT_MAX ? u64 : 4096;
-		fd = keep(s, memfd_create("fuzz-inflight", MFD_CLOEXEC));
-		if (fd < 0 || ftruncate(fd, (off_t)sz) < 0)
+		fd = keep(s, memfd_create("fuzz-inflight", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+		if (fd < 0 || ftruncate(fd, (off_t)sz) < 0 ||
+		    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) < 0)
 			return 0;
 		fds[0] = fd;
 		return 1;
@@ -99,10 +100,12 @@ static unsigned msg_fds(struct sender *s, const struct vu_hdr *h, const uint8_t 
 
 static void send_all(struct fuzz_conn *c)
 {
-	struct sender s = { .mem = memfd_create("fuzz-guest", MFD_CLOEXEC) };
+	/* sealed as QEMU's memory-backend-memfd is (lazyblk refuses memory that can shrink) */
+	struct sender s = { .mem = memfd_create("fuzz-guest", MFD_CLOEXEC | MFD_ALLOW_SEALING) };
 	size_t off = 0;
 
-	if (s.mem < 0 || ftruncate(s.mem, GUEST_MEM) < 0)
+	if (s.mem < 0 || ftruncate(s.mem, GUEST_MEM) < 0 ||
+	    fcntl(s.mem, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) < 0)
 		abort();
 	while (off < c->size) {
 		struct vu_hdr h;
