@@ -250,6 +250,21 @@ int store_put(struct store *s, const uint8_t d[SHA256_LEN], const void *frame, s
 	return commit ? store_commit(s) : 0;
 }
 
+/* fsync chunks/XX (XX: hex of first): a rename into it is durable. 0 or -errno. */
+static int fsync_fanout(struct store *s, unsigned first)
+{
+	char sub[3];
+	int fd, ret = 0;
+
+	snprintf(sub, sizeof(sub), "%02x", first & 0xff);
+	fd = openat(s->chunksfd, sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fsync(fd) < 0)
+		ret = -errno;
+	if (fd >= 0)
+		close(fd);
+	return ret;
+}
+
 int store_commit(struct store *s)
 {
 	struct staged *batch;
@@ -289,19 +304,9 @@ int store_commit(struct store *s)
 		touched[batch[i].digest[0]] = 1;
 	}
 	/* 3. the renames are durable */
-	for (int i = 0; i < 256 && !ret; i++) {
-		char sub[3];
-		int fd;
-
-		if (!touched[i])
-			continue;
-		snprintf(sub, sizeof(sub), "%02x", i);
-		fd = openat(s->chunksfd, sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (fd < 0 || fsync(fd) < 0)
-			ret = -errno;
-		if (fd >= 0)
-			close(fd);
-	}
+	for (int i = 0; i < 256 && !ret; i++)
+		if (touched[i])
+			ret = fsync_fanout(s, i);
 out:
 	pthread_mutex_unlock(&s->commit_lock);
 	free(batch);
@@ -694,4 +699,30 @@ int store_stats(struct store *s, struct store_stats *st)
 	memset(st, 0, sizeof(*st));
 	ret = store_foreach(s, stats_one, st);
 	return ret ? ret : store_foreach_plain(s, plain_stats_one, st);
+}
+
+int store_replace_chunk(struct store *s, const uint8_t d[SHA256_LEN], const void *frame,
+			size_t len)
+{
+	char rel[STORE_REL_LEN], name[NAME_MAX + 1];
+	int tmpfd = store_tmp_dir(s), fd, ret;
+
+	if (tmpfd < 0)
+		return tmpfd;
+	rel_path(d, rel);
+	store_tmp_name(s, d, name, sizeof(name));
+	fd = openat(tmpfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	ret = fs_write_full(fd, frame, len);
+	if (!ret && fsync(fd) < 0)
+		ret = -errno;
+	close(fd);
+	if (!ret && renameat(tmpfd, name, s->chunksfd, rel) < 0)
+		ret = -errno;
+	if (ret) {
+		unlinkat(tmpfd, name, 0);
+		return ret;
+	}
+	return fsync_fanout(s, d[0]);
 }

@@ -137,6 +137,13 @@ int store_commit_tmp(int tmpfd, const char *name, int topfd, const char *rel);
 #define STORE_REL_LEN (3 + SHA256_HEX_LEN + 1)
 void store_rel_path(const uint8_t d[SHA256_LEN], char rel[STORE_REL_LEN]);
 /*
+ * Put frame (already verified as chunk d) in place of chunk d's file, whatever that holds
+ * (cas verify --repair): written to tmp/, fsync'ed, renamed over it, the rename made durable.
+ * The store's file is untouched unless the whole frame got there. 0 or -errno.
+ */
+int store_replace_chunk(struct store *s, const uint8_t d[SHA256_LEN], const void *frame,
+			size_t len);
+/*
  * Note that a chunk was just used, for least-recently-used eviction: sets its mtime to now
  * when it is more than STORE_TOUCH_SECS older (so a hot chunk costs one syscall a minute).
  * Errors are ignored (the chunk may have been evicted meanwhile).
