@@ -7,6 +7,7 @@
 
 #include "../cas/chunk.h"
 #include "../cas/import/import.h"
+#include "../cas/import/oci_files.h"
 #include "../common/json_out.h"
 #include "../common/log.h"
 #include "../common/size.h"
@@ -24,7 +25,17 @@ static const char import_usage[] =
 	"  FILE.tar[.gz|.zst|.xz]   a tar archive (PAX, GNU long names, sparse files,\n"
 	"                           xattrs, POSIX ACLs)\n"
 	"  oci:DIR[:TAG]            an OCI image layout (default tag: the only image)\n"
+	"  oci-archive:FILE[:TAG]   a tar of an OCI image layout (skopeo oci-archive:)\n"
 	"  docker-archive:FILE.tar  the output of docker save / skopeo docker-archive\n"
+	"  docker://HOST[:PORT]/REPO[:TAG|@sha256:DIGEST]\n"
+	"                           an image in a registry (default tag: latest), over\n"
+	"                           https (--insecure: http); credentials from\n"
+	"                           LAZYBLK_REMOTE_USER and LAZYBLK_REMOTE_PASSWORD\n"
+	"An image index (a multi-platform image) is resolved to the --platform asked,\n"
+	"else this host's (linux/amd64 here). Blobs fetched from a registry are checked\n"
+	"against their digests as they arrive (4 at a time), staged in STORE/tmp, then\n"
+	"imported as from an OCI layout; the members of an oci-archive must be the files\n"
+	"of a layout (oci-layout, index.json, blobs/sha256/HEX), anything else is refused.\n"
 	"Member names of a tar or a layer are relative to the root (\"/etc/x\" is etc/x,\n"
 	"\"/\" and \"./\" the root itself); a \"..\" that climbs out of it is refused.\n"
 	"A path deeper than 2048 levels, in a tree or an archive, is refused. A tar FILE,\n"
@@ -37,8 +48,8 @@ static const char import_usage[] =
 	"A DIR holding an OCI layout (DIR/oci-layout) or an unpacked docker archive\n"
 	"(DIR/manifest.json), and a FILE.tar that is a docker or OCI image archive, are\n"
 	"refused rather than imported as files: the message names the form to use. Any\n"
-	"other WORD: or WORD:// prefix (docker://, oci-archive:) is an unknown transport,\n"
-	"unless SRC is a path that exists.\n"
+	"other WORD: or WORD:// prefix (containers-storage:, dir:) is an unknown\n"
+	"transport, unless SRC is a path that exists.\n"
 	"\n"
 	"options:\n"
 	"  -s, --store DIR          chunk store: made if missing; an existing DIR must be\n"
@@ -50,6 +61,9 @@ static const char import_usage[] =
 	"                           (default: chunk size / 8; 0: one chunk per file)\n"
 	"      --level N            zstd level, 1..19 (default 3)\n"
 	"  -j, --threads N          hashing/compression threads (default: all CPUs)\n"
+	"      --platform OS/ARCH[/VARIANT]\n"
+	"                           the image of an index to import (linux/arm64/v8)\n"
+	"      --insecure           docker://: plain HTTP instead of https\n"
 	"      --json               print the summary as one JSON object: src, entries,\n"
 	"                           file_bytes, chunks, new_chunks, new_bytes, dup_chunks,\n"
 	"                           seconds, manifest, manifest_digest\n"
@@ -59,7 +73,8 @@ static const char import_usage[] =
 
 /*
  * The progress line: "importing SRC: [P%, ]N files, SIZE read, SIZE stored", then
- * while the last chunks are compressed ", compressing: N of M chunks (P%)".
+ * while the last chunks are compressed ", compressing: N of M chunks (P%)"; before, for a
+ * registry, "fetching SRC: SIZE of SIZE (P%)".
  */
 static void import_progress_line(void *arg, const struct import_progress *p)
 {
@@ -67,6 +82,14 @@ static void import_progress_line(void *arg, const struct import_progress *p)
 
 	if (!log_progress_due())
 		return;
+	if (p->fetching) {
+		size_human(p->fetched, h1, sizeof(h1));
+		size_human(p->fetch_size, h2, sizeof(h2));
+		log_progress("fetching %s: %s of %s (%llu%%)", (const char *)arg, h1, h2,
+			     (unsigned long long)(p->fetch_size ? p->fetched * 100 / p->fetch_size
+								: 100));
+		return;
+	}
 	size_human(p->bytes, h1, sizeof(h1));
 	size_human(p->stored_bytes, h2, sizeof(h2));
 	if (p->src_size && !p->finishing)
@@ -124,6 +147,8 @@ int cmd_import(int argc, char **argv)
 		{ "level", required_argument, NULL, 'L' },
 		{ "pack-max", required_argument, NULL, 'P' },
 		{ "threads", required_argument, NULL, 'j' },
+		{ "platform", required_argument, NULL, 'F' },
+		{ "insecure", no_argument, NULL, 'K' },
 		CLI_LOG_OPTIONS,
 		{ "json", no_argument, NULL, 'J' },
 		{ "init", no_argument, NULL, 'I' },
@@ -133,6 +158,7 @@ int cmd_import(int argc, char **argv)
 	struct import_opts o = { .chunk_size = CHUNK_SIZE_DEFAULT, .level = CHUNK_LEVEL_DEFAULT,
 				 .progress = import_progress_line, .notes = CLI_NOTES };
 	struct import_result res;
+	struct oci_platform plat;
 	char why[4096];
 	bool json = false;
 	int64_t pack_max = -1;
@@ -164,6 +190,13 @@ int cmd_import(int argc, char **argv)
 			if (o.threads < 1 || o.threads > 256)
 				return cli_usage_error("--threads: '%s' is not 1..256", optarg);
 			break;
+		case 'F':
+			if (oci_platform_parse(optarg, &plat))
+				return cli_usage_error("--platform: '%s' is not OS/ARCH[/VARIANT] "
+						       "(e.g. linux/arm64)", optarg);
+			o.platform = optarg;
+			break;
+		case 'K': o.insecure = true; break;
 		CLI_LOG_CASES: cli_log_option(c); break;
 		case 'J': json = true; break;
 		case 'h': fputs(import_usage, stdout); return 0;

@@ -398,6 +398,10 @@ static int run_source(struct import_ctx *ic, const char *src)
 		return import_oci(ic, src + 4);
 	if (!strncmp(src, "docker-archive:", 15))
 		return import_docker_archive(ic, src + 15);
+	if (!strncmp(src, "oci-archive:", 12))
+		return import_oci_archive(ic, src + 12);
+	if (!strncmp(src, "docker://", 9))
+		return import_registry(ic, src + 9);
 	if (stat(src, &st) < 0) {
 		int ret = -errno;
 
@@ -478,6 +482,7 @@ int import_run(const struct import_opts *o, struct import_result *res, char *why
 	if (ret)
 		return import_fail(&ic, ret, "store %s: %s", o->store_dir, strerror(-ret));
 	ic.src_label = o->src;
+	ic.store = store;
 	ic.tree = tree_new();
 	if (!ic.tree) {
 		ret = -ENOMEM;

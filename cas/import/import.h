@@ -20,11 +20,16 @@ struct import_progress {
 	uint64_t chunks_done;   /* of those, hashed and (if new) compressed and stored */
 	uint64_t stored_bytes;  /* compressed bytes of the new chunks stored */
 	uint64_t src_done, src_size; /* a tar file SRC: its bytes read, of its size; else 0 */
+	uint64_t fetched, fetch_size; /* docker://: blob bytes received, of their total */
+	bool fetching;          /* docker://: the blobs are being fetched (nothing read yet) */
 	bool finishing;         /* all read: the last chunks are being compressed and stored */
 };
 
 struct import_opts {
-	const char *src;        /* DIR | FILE.tar[.gz|.zst|.xz] | oci:DIR[:TAG] | docker-archive:FILE */
+	const char *src;        /* DIR | FILE.tar[.gz|.zst|.xz] | oci:DIR[:TAG] | docker-archive:FILE
+				   | oci-archive:FILE[:TAG] | docker://HOST[:PORT]/REPO[:TAG|@DIGEST] */
+	const char *platform;   /* os/arch[/variant] an image index is resolved to; NULL: host's */
+	bool insecure;          /* docker://: plain http (else https) */
 	const char *store_dir;
 	bool init;              /* make store_dir a store whatever it holds (store_init) */
 	const char *output;     /* manifest path */
@@ -77,6 +82,7 @@ struct import_ctx {
 	uint32_t pack_max;       /* see import_opts */
 	struct chunk_buf *pack;  /* the packed chunk being filled */
 	const struct import_opts *o; /* its progress and warn callbacks; NULL: none */
+	struct store *store;     /* where the chunks go (and STORE/tmp, for staged blobs) */
 	char *why;               /* the first failure's reason (why_len bytes, may be 0) */
 	size_t why_len;
 };
@@ -147,6 +153,8 @@ int import_tar_archive(struct import_ctx *ic, struct archive *a, uint32_t layer,
 		       const char *what);
 int import_oci(struct import_ctx *ic, const char *spec);            /* "DIR[:TAG]" */
 int import_docker_archive(struct import_ctx *ic, const char *file);
+int import_registry(struct import_ctx *ic, const char *ref);   /* "HOST[:PORT]/REPO[:TAG|@D]" */
+int import_oci_archive(struct import_ctx *ic, const char *spec); /* "FILE[:TAG]" */
 
 /*
  * Read a whole regular file's content through the chunker into ino (chunks + holes).

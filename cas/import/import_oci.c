@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Import an OCI image layout (oci:DIR[:TAG]): oci-layout, index.json, then a manifest
- * (possibly through nested image indexes), its config and its layers from
- * DIR/blobs/sha256/. Every blob is checked against its descriptor's size and digest;
- * layers also against the config's diff_ids.
+ * (possibly through nested image indexes, resolved to the --platform asked, else the
+ * host's), its config and its layers from DIR/blobs/sha256/. Every blob is checked against
+ * its descriptor's size and digest; layers also against the config's diff_ids. The same for
+ * a layout held as open files (oci_files.h: docker://, oci-archive:).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +19,7 @@
 
 #include "import.h"
 #include "oci_blob.h"
+#include "oci_files.h"
 
 #define OCI_MAX_NESTING 4
 #define OCI_REF_NAME "org.opencontainers.image.ref.name"
@@ -39,7 +41,9 @@ struct oci_image {
 	struct import_ctx *ic;
 	const char *label;            /* "oci:DIR[:TAG]", prefixes every message */
 	char *dir;
+	const struct oci_files *files; /* instead of dir */
 	const char *tag;              /* NULL: the only image */
+	struct oci_platform plat;     /* what an image index is resolved to */
 };
 
 static struct json_object *json_array(struct json_object *o, const char *key)
@@ -94,11 +98,19 @@ static int blob_open(const struct oci_image *im, const struct oci_desc *d, const
 	off_t hole;
 	int fd, ret;
 
-	if ((size_t)snprintf(path, sizeof(path), "%s/blobs/sha256/%s", im->dir, d->hex) >=
-	    sizeof(path))
+	if ((size_t)snprintf(path, sizeof(path), "%s/blobs/sha256/%s", im->files ? "" : im->dir,
+			     d->hex) >= sizeof(path))
 		return import_fail(im->ic, -ENAMETOOLONG, "%s: %s sha256:%s: path too long",
 				   im->label, what, d->hex);
-	fd = import_open_regular(AT_FDCWD, path, 0, &st); /* a FIFO there: refused */
+	if (im->files) {
+		fd = oci_files_open(im->files, path + 1);
+		if (fd >= 0 && fstat(fd, &st)) {
+			close(fd);
+			fd = -errno;
+		}
+	} else {
+		fd = import_open_regular(AT_FDCWD, path, 0, &st); /* a FIFO there: refused */
+	}
 	if (fd < 0) {
 		ret = fd;
 		return import_fail(im->ic, ret, "%s: %s sha256:%s: %s", im->label, what, d->hex,
@@ -171,8 +183,11 @@ static int layout_json(const struct oci_image *im, const char *name, struct json
 	struct stat st;
 	int fd, ret;
 
-	snprintf(path, sizeof(path), "%s/%s", im->dir, name);
-	fd = import_open_regular(AT_FDCWD, path, 0, &st); /* a FIFO there: refused */
+	snprintf(path, sizeof(path), "%s/%s", im->files ? "" : im->dir, name);
+	if (im->files)
+		fd = oci_files_open(im->files, name);
+	else
+		fd = import_open_regular(AT_FDCWD, path, 0, &st); /* a FIFO there: refused */
 	if (fd < 0) {
 		ret = fd;
 		return import_fail(im->ic, ret, "%s: %s: %s", im->label, path,
@@ -230,49 +245,21 @@ static const char *list_tags(struct json_object *list, char *buf, size_t len)
 	return buf;
 }
 
-/* "linux/amd64, linux/arm64/v8" for messages. */
-static const char *list_platforms(struct json_object *list, char *buf, size_t len)
-{
-	size_t n = json_object_array_length(list), used = 0;
-
-	buf[0] = '\0';
-	for (size_t i = 0; i < n && used < len; i++) {
-		struct json_object *p = json_obj(json_object_array_get_idx(list, i), "platform");
-		const char *os = oci_json_str(p, "os"), *arch = oci_json_str(p, "architecture");
-		const char *var = oci_json_str(p, "variant");
-		char b1[32], b2[32], b3[32];
-		int w;
-
-		w = snprintf(buf + used, len - used, "%s%s/%s%s%s", used ? ", " : "",
-			     os ? oci_printable(os, b1, sizeof(b1)) : "?",
-			     arch ? oci_printable(arch, b2, sizeof(b2)) : "?", var ? "/" : "",
-			     var ? oci_printable(var, b3, sizeof(b3)) : "");
-		used += w > 0 ? (size_t)w : 0;
-	}
-	return buf;
-}
-
-/* From an index's manifests: the only one, else the first linux/amd64 one. */
+/* From an index's manifests: the one for the platform asked (or the host's). */
 static struct json_object *pick_platform(const struct oci_image *im, struct json_object *list,
 					 const char *what)
 {
-	size_t n = json_object_array_length(list);
-	char buf[512];
+	struct json_object *pick = oci_platform_pick(list, &im->plat);
+	char buf[512], pb[100];
 
-	if (n == 1)
-		return json_object_array_get_idx(list, 0);
-	for (size_t i = 0; i < n; i++) {
-		struct json_object *p = json_obj(json_object_array_get_idx(list, i), "platform");
-		const char *os = oci_json_str(p, "os"), *arch = oci_json_str(p, "architecture");
-
-		if (os && arch && !strcmp(os, "linux") && !strcmp(arch, "amd64"))
-			return json_object_array_get_idx(list, i);
-	}
-	if (n == 0)
+	if (pick)
+		return pick;
+	if (json_object_array_length(list) == 0)
 		import_fail(im->ic, -ENOENT, "%s: %s lists no images", im->label, what);
 	else
-		import_fail(im->ic, -ENOENT, "%s: %s has no linux/amd64 image (platforms: %s)",
-			    im->label, what, list_platforms(list, buf, sizeof(buf)));
+		import_fail(im->ic, -ENOENT, "%s: %s has no %s image (platforms: %s)", im->label,
+			    what, oci_platform_str(&im->plat, pb, sizeof(pb)),
+			    oci_platform_list(list, buf, sizeof(buf)));
 	return NULL;
 }
 
@@ -536,11 +523,43 @@ static int split_spec(struct oci_image *im, const char *spec)
 	return import_fail(im->ic, -ENOENT, "%s: no such directory", im->label);
 }
 
+/* From the layout's top to the image: the checks and the descent shared by both forms. */
+static int import_layout(struct oci_image *im)
+{
+	struct json_object *index = NULL, *keep = NULL;
+	const char *p = im->ic->o ? im->ic->o->platform : NULL;
+	struct oci_desc d;
+	int ret;
+
+	if (oci_platform_parse(p, &im->plat))
+		return import_fail(im->ic, -EINVAL, "bad platform '%s' (want os/arch[/variant])",
+				   p ? p : "(host)");
+	ret = check_layout_version(im);
+	if (!ret)
+		ret = layout_json(im, "index.json", &index);
+	if (!ret)
+		ret = pick_top(im, index, &d, &keep);
+	if (!ret) {
+		ret = resolve(im, &d, keep); /* takes keep */
+	} else {
+		json_object_put(keep);
+	}
+	json_object_put(index); /* import_run reports -ENOMEM */
+	return ret;
+}
+
+int import_oci_files(struct import_ctx *ic, const struct oci_files *f, const char *tag)
+{
+	struct oci_image im = { .ic = ic, .label = ic->src_label, .files = f, .tag = tag };
+
+	if (!im.label)
+		im.label = "oci";
+	return import_layout(&im);
+}
+
 int import_oci(struct import_ctx *ic, const char *spec)
 {
 	struct oci_image im = { .ic = ic, .label = ic->src_label };
-	struct json_object *index = NULL, *keep = NULL;
-	struct oci_desc d;
 	char label[PATH_MAX];
 	int ret;
 
@@ -550,17 +569,7 @@ int import_oci(struct import_ctx *ic, const char *spec)
 	}
 	ret = split_spec(&im, spec);
 	if (!ret)
-		ret = check_layout_version(&im);
-	if (!ret)
-		ret = layout_json(&im, "index.json", &index);
-	if (!ret)
-		ret = pick_top(&im, index, &d, &keep);
-	if (!ret) {
-		ret = resolve(&im, &d, keep); /* takes keep */
-	} else {
-		json_object_put(keep);
-	}
-	json_object_put(index); /* import_run reports -ENOMEM */
+		ret = import_layout(&im);
 	free(im.dir);
 	return ret;
 }

@@ -4,7 +4,7 @@
  * is written: an OCI image layout or an unpacked docker archive given as a plain DIR (its
  * blobs would become the image), a docker-archive or OCI-archive tar given as a plain FILE.tar
  * (the archive's own members would), and a transport prefix lazyblk does not have
- * (docker://…, oci-archive:…), which would otherwise read as a missing file.
+ * (containers-storage:, dir:, …), which would otherwise read as a missing file.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -17,7 +17,9 @@
 #include "../../common/dl_archive.h"
 #include "import.h"
 
-#define SOURCE_FORMS "DIR, FILE.tar[.gz|.zst|.xz], oci:DIR[:TAG] or docker-archive:FILE.tar"
+#define SOURCE_FORMS                                                                     \
+	"DIR, FILE.tar[.gz|.zst|.xz], oci:DIR[:TAG], oci-archive:FILE[:TAG], "             \
+	"docker-archive:FILE.tar or docker://HOST[:PORT]/REPO[:TAG|@DIGEST]"
 #define PEEK_JSON_MAX 65536     /* of a manifest.json, enough to find "Layers" */
 #define PEEK_MEMBERS_MAX 100000 /* archive-shaped members looked at, at most */
 
@@ -196,9 +198,8 @@ static int check_file(struct import_ctx *ic, const char *src)
 				   "docker-archive:%s", src, src);
 	case TAR_OCI:
 		return import_fail(ic, -EINVAL,
-				   "%s is an OCI image archive, which import does not read; to "
-				   "import the image, unpack it (mkdir DIR && tar -xf %s -C DIR) "
-				   "and use oci:DIR", src, src);
+				   "%s is an OCI image archive; to import the image, use "
+				   "oci-archive:%s", src, src);
 	default:
 		return 0;
 	}
@@ -209,7 +210,17 @@ int import_check_source(struct import_ctx *ic, const char *src)
 	struct stat st;
 	size_t tn;
 
-	if (!strncmp(src, "oci:", 4) || !strncmp(src, "docker-archive:", 15))
+	if (!strncmp(src, "docker://", 9)) {
+		const char *slash = strchr(src + 9, '/');
+
+		if (!slash || slash == src + 9 || !slash[1])
+			return import_fail(ic, -EINVAL, "%s: want docker://HOST[:PORT]/REPO[:TAG|"
+					   "@sha256:DIGEST] (the registry's host is required)",
+					   src);
+		return 0;
+	}
+	if (!strncmp(src, "oci:", 4) || !strncmp(src, "docker-archive:", 15) ||
+	    !strncmp(src, "oci-archive:", 12))
 		return 0;
 	if (stat(src, &st) == 0) {
 		if (S_ISDIR(st.st_mode))

@@ -220,7 +220,7 @@ int remote_open(const struct remote_opts *o, struct remote **out, const char **w
 			o->timeout_ms ? o->timeout_ms : REMOTE_TIMEOUT_MS_DEFAULT, &r->http);
 	if (ret)
 		goto fail;
-	if (r->ops->start) {
+	if (r->ops->start && !o->registry) {
 		ret = r->ops->start(r, why);
 		if (ret)
 			goto fail;

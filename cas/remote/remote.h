@@ -46,6 +46,7 @@ struct remote_opts {
 	unsigned timeout_ms;   /* per request attempt; 0: default */
 	int retries;           /* 0: default, < 0: none */
 	bool push;             /* will upload (oci: ask for a push token) */
+	bool registry;         /* oci: a plain registry client (registry.h): no chunk index */
 };
 
 struct remote_stats {

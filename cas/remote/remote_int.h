@@ -65,6 +65,9 @@ struct remote_ops {
 
 extern const struct remote_ops remote_http_ops, remote_oci_ops;
 
+/* remote_oci.c: the repository of an oci remote (registry.c). */
+const char *remote_oci_repo(const struct remote *r);
+
 struct remote {
 	const struct remote_ops *ops;
 	void *be;               /* the backend's state */

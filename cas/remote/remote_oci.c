@@ -150,6 +150,11 @@ static int oci_parse(struct remote *r, const char *url, const char **why)
 	return 0;
 }
 
+const char *remote_oci_repo(const struct remote *r)
+{
+	return ((const struct remote_oci *)r->be)->repo;
+}
+
 static void oci_free(struct remote *r)
 {
 	struct remote_oci *o = r->be;

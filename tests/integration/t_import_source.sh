@@ -2,9 +2,9 @@
 # A source given in the wrong form is refused, not imported as something else: an OCI layout
 # without oci: (its blobs would become the image), a docker-archive or OCI-archive tar
 # without a prefix (the archive's own members would), a transport lazyblk does not have
-# (docker://, oci-archive:). Each gives one line naming the right form, exits non-zero and
+# (containers-storage:, foo:). Each gives one line naming the right form, exits non-zero and
 # writes no manifest and no store. A plain path with ':' in it still imports, and so does a
-# tar of an image's root.
+# tar of an image's root, and oci-archive: (issue 16) and docker:// are transports now.
 . "$(dirname "$0")/lib/common.sh"
 for tool in umoci skopeo; do
 	command -v "$tool" >/dev/null || skip "skip: $tool is not installed"
@@ -25,11 +25,11 @@ imp() { "$LAZYBLK" import "$1" --store "$T/store" -o "$T/out.manifest"; }
 expect_error "OCI layout as a DIR" "img is an OCI image layout; to import the image, use oci:img" -- imp img
 expect_error "docker archive as a FILE.tar" "docker.tar is a docker archive; to import the image, use docker-archive:docker.tar" -- imp docker.tar
 expect_error "OCI archive as a FILE.tar" "oci.tar is an OCI image archive" -- imp oci.tar
-grep -qF "and use oci:DIR" "$T/.err" || die "OCI archive: no oci:DIR in $(cat "$T/.err")"
+grep -qF "use oci-archive:oci.tar" "$T/.err" || die "OCI archive: no oci-archive: in $(cat "$T/.err")"
 expect_error "hand-made OCI archive" "layout.tar is an OCI image archive" -- imp layout.tar
 expect_error "unpacked docker archive" "use docker-archive:FILE.tar" -- imp unpacked
-expect_error "docker:// transport" "unknown source transport 'docker://' (SRC is DIR, FILE.tar[.gz|.zst|.xz], oci:DIR[:TAG] or docker-archive:FILE.tar)" -- imp docker://library/busybox
-expect_error "oci-archive: transport" "unknown source transport 'oci-archive:'" -- imp oci-archive:oci.tar
+expect_error "containers-storage: transport" "unknown source transport 'containers-storage:' (SRC is DIR, FILE.tar[.gz|.zst|.xz], oci:DIR[:TAG], oci-archive:FILE[:TAG], docker-archive:FILE.tar or docker://HOST[:PORT]/REPO[:TAG|@DIGEST])" -- imp containers-storage:busybox
+expect_error "docker:// without a host" "want docker://HOST[:PORT]/REPO[:TAG|@sha256:DIGEST]" -- imp docker://busybox
 expect_error "made-up transport" "unknown source transport 'foo:'" -- imp foo:bar
 [ ! -e out.manifest ] || die "a manifest was written for a misused source"
 [ ! -e store ] || die "a store was made for a misused source"
@@ -40,4 +40,5 @@ imp with:colon >/dev/null
 imp root.tar >/dev/null
 imp oci:img:t >/dev/null
 imp docker-archive:docker.tar >/dev/null
-echo "ok: with:colon, a tar of a root, oci:img:t and docker-archive:docker.tar import"
+imp oci-archive:oci.tar >/dev/null
+echo "ok: with:colon, a tar of a root, oci:img:t, docker-archive:docker.tar and oci-archive:oci.tar import"
