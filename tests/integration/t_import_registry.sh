@@ -111,6 +111,20 @@ wait "$pid" || rc=$?
 echo "ok: Ctrl-C during the fetch: exit 130, nothing left"
 proxy_mode pass
 
+# token auth (credentials from LAZYBLK_REMOTE_USER/PASSWORD, as the oci:// remote takes
+# them), blobs redirected to another host (which never sees them), and 500s retried
+start_proxy "http://$REG" --auth alice:s3cret --redirect-blobs --mode err500:1
+P=127.0.0.1:$PROXY_PORT
+expect_error "no credentials" "the registry wants credentials (set LAZYBLK_REMOTE_USER" \
+  -- imp "docker://$P/lz/multi:t1" --insecure
+[ "$(LAZYBLK_REMOTE_USER=alice LAZYBLK_REMOTE_PASSWORD=s3cret digest "docker://$P/lz/multi:t1" \
+  --insecure --store "$T/s4")" = "$pull_amd" ] || die "the authenticated pull differs"
+[ "$(proxy_stat tokens_issued)" -gt 0 ] || die "no token was issued: $(proxy_stats)"
+[ "$(proxy_stat redirects)" -gt 0 ] || die "no blob was redirected: $(proxy_stats)"
+[ "$(proxy_stat leaked_auth)" -eq 0 ] || die "credentials sent to the redirect target: $(proxy_stats)"
+[ "$(proxy_stat faults_injected)" -gt 0 ] || die "no 500 was injected: $(proxy_stats)"
+echo "ok: token auth, redirects without credentials, a 500 retried"
+
 # an oci-archive with a hostile member
 mkdir -p "$T/hostile" && cp -a "$T/one/." "$T/hostile/"
 echo x >"$T/x" && tar -C "$T/hostile" -cf "$T/hostile.tar" . -P "$T/x" 2>/dev/null

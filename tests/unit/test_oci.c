@@ -26,6 +26,7 @@
 #include "../../cas/chunker.h"
 #include "../../cas/import/import.h"
 #include "../../cas/import/oci_blob.h"
+#include "../../cas/import/oci_files.h"
 #include "../../cas/store.h"
 #include "../../cas/import/tree.h"
 #include "../../common/sha256.h"
@@ -707,10 +708,69 @@ static void test_layer_zstd(void **state)
 	layer_case(*state, OCI_COMP_ZSTD);
 }
 
+/* --platform: its parsing, and which image of an index it picks (issue 16). */
+static void test_platform(void **state)
+{
+	static const char list_json[] =
+		"[{\"digest\":\"a\",\"platform\":{\"os\":\"linux\",\"architecture\":\"amd64\"}},"
+		"{\"digest\":\"b\",\"platform\":{\"os\":\"linux\",\"architecture\":\"arm64\","
+		"\"variant\":\"v8\"}},"
+		"{\"digest\":\"c\",\"platform\":{\"os\":\"linux\",\"architecture\":\"arm\","
+		"\"variant\":\"v7\"}}]";
+	struct json_object *list = json_tokener_parse(list_json), *one, *pick;
+	struct oci_platform p;
+	char buf[256];
+
+	(void)state;
+	assert_int_equal(oci_platform_parse("linux/arm64/v8", &p), 0);
+	assert_string_equal(p.os, "linux");
+	assert_string_equal(p.arch, "arm64");
+	assert_string_equal(p.variant, "v8");
+	assert_true(p.given);
+	assert_int_equal(oci_platform_parse("linux/amd64", &p), 0);
+	assert_string_equal(p.variant, "");
+	assert_int_equal(oci_platform_parse("linux", &p), -EINVAL);
+	assert_int_equal(oci_platform_parse("linux/", &p), -EINVAL);
+	assert_int_equal(oci_platform_parse("/amd64", &p), -EINVAL);
+	assert_int_equal(oci_platform_parse("linux/amd64/v1/x", &p), -EINVAL);
+	assert_int_equal(oci_platform_parse("Linux/amd64", &p), -EINVAL);
+	assert_int_equal(oci_platform_parse(NULL, &p), 0); /* the host's */
+	assert_false(p.given);
+	assert_string_equal(p.os, "linux");
+
+	oci_platform_parse("linux/arm64", &p); /* no variant asked: any */
+	pick = oci_platform_pick(list, &p);
+	assert_non_null(pick);
+	assert_string_equal(json_object_get_string(json_object_object_get(pick, "digest")), "b");
+	oci_platform_parse("linux/arm/v7", &p);
+	pick = oci_platform_pick(list, &p);
+	assert_string_equal(json_object_get_string(json_object_object_get(pick, "digest")), "c");
+	oci_platform_parse("linux/arm/v6", &p);
+	assert_null(oci_platform_pick(list, &p));
+	oci_platform_parse("linux/s390x", &p);
+	assert_null(oci_platform_pick(list, &p));
+	assert_string_equal(oci_platform_list(list, buf, sizeof(buf)),
+			    "linux/amd64, linux/arm64/v8, linux/arm/v7");
+
+	/* one image: taken unless it says it is for another platform than the one asked */
+	one = json_tokener_parse("[{\"digest\":\"x\",\"platform\":{\"os\":\"linux\","
+				 "\"architecture\":\"ppc64le\"}}]");
+	assert_null(oci_platform_pick(one, &p));
+	oci_platform_parse(NULL, &p);
+	assert_non_null(oci_platform_pick(one, &p));
+	json_object_put(one);
+	one = json_tokener_parse("[{\"digest\":\"x\"}]");
+	oci_platform_parse("linux/s390x", &p);
+	assert_non_null(oci_platform_pick(one, &p));
+	json_object_put(one);
+	json_object_put(list);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_digest_parse),
+		cmocka_unit_test(test_platform),
 		cmocka_unit_test(test_media_types),
 		cmocka_unit_test(test_json_parse),
 		cmocka_unit_test(test_json_limits),
