@@ -32,10 +32,11 @@ static const char import_usage[] =
 	"                           https (--insecure: http); credentials from\n"
 	"                           LAZYBLK_REMOTE_USER and LAZYBLK_REMOTE_PASSWORD\n"
 	"An image index (a multi-platform image) is resolved to the --platform asked,\n"
-	"else this host's (linux/amd64 here). Blobs fetched from a registry are checked\n"
-	"against their digests as they arrive (4 at a time), staged in STORE/tmp, then\n"
-	"imported as from an OCI layout; the members of an oci-archive must be the files\n"
-	"of a layout (oci-layout, index.json, blobs/sha256/HEX), anything else is refused.\n"
+	"else this host's (linux/amd64 on x86-64). Blobs fetched from a registry are\n"
+	"checked against their digests as they arrive (4 at a time), staged in\n"
+	"STORE/tmp, then imported as from an OCI layout. The members of an oci-archive\n"
+	"must be the files of a layout (oci-layout, index.json, blobs/sha256/HEX): any\n"
+	"other is refused.\n"
 	"Member names of a tar or a layer are relative to the root (\"/etc/x\" is etc/x,\n"
 	"\"/\" and \"./\" the root itself); a \"..\" that climbs out of it is refused.\n"
 	"A path deeper than 2048 levels, in a tree or an archive, is refused. A tar FILE,\n"
@@ -69,7 +70,8 @@ static const char import_usage[] =
 	"                           seconds, manifest, manifest_digest\n"
 	"  -h, --help               this text\n"
 	"\n"
-	"On a terminal a progress line shows the files and bytes read and stored.\n";
+	"On a terminal a progress line shows the bytes fetched (docker://), then the\n"
+	"files and bytes read and stored.\n";
 
 /*
  * The progress line: "importing SRC: [P%, ]N files, SIZE read, SIZE stored", then
