@@ -210,6 +210,8 @@ int cmd_import(int argc, char **argv)
 	if (optind + 1 < argc)
 		return cli_usage_error("unexpected argument '%s'", argv[optind + 1]);
 	o.src = argv[optind];
+	if (o.insecure && strncmp(o.src, "docker://", 9))
+		return cli_usage_error("--insecure is for docker:// sources only");
 	if (!o.store_dir)
 		return cli_usage_error("missing --store DIR");
 	if (!o.output)

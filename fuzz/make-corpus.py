@@ -158,6 +158,42 @@ def docker_archive(out, layer):
     put(out, "docker_archive", "image.tar", b.getvalue())
 
 
+def oci_archive(out, layer):
+    def blob(data):
+        return "sha256:" + hashlib.sha256(data).hexdigest(), data
+    config = json.dumps({"architecture": "amd64", "os": "linux", "config": {"Cmd": ["sh"]},
+                         "rootfs": {"type": "layers", "diff_ids": [
+                             "sha256:" + hashlib.sha256(layer).hexdigest()]}}).encode()
+    cd, _ = blob(config)
+    ld, _ = blob(layer)
+    manifest = json.dumps({"schemaVersion": 2,
+                           "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                           "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
+                                      "digest": cd, "size": len(config)},
+                           "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar",
+                                       "digest": ld, "size": len(layer)}]}).encode()
+    md, _ = blob(manifest)
+    index = json.dumps({"schemaVersion": 2, "manifests": [
+        {"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": md,
+         "size": len(manifest), "platform": {"os": "linux", "architecture": "amd64"},
+         "annotations": {"org.opencontainers.image.ref.name": "latest"}}]}).encode()
+    b = io.BytesIO()
+    with tarfile.open(fileobj=b, mode="w", format=tarfile.USTAR_FORMAT) as tf:
+        for name in ("blobs", "blobs/sha256"):
+            ti = tarfile.TarInfo(name)
+            ti.type = tarfile.DIRTYPE
+            tf.addfile(ti)
+        for name, data in (("oci-layout", b'{"imageLayoutVersion":"1.0.0"}'),
+                           ("index.json", index),
+                           ("blobs/sha256/" + md[7:], manifest),
+                           ("blobs/sha256/" + cd[7:], config),
+                           ("blobs/sha256/" + ld[7:], layer)):
+            ti = tarfile.TarInfo(name)
+            ti.size = len(data)
+            tf.addfile(ti, io.BytesIO(data))
+    put(out, "oci_archive", "image.tar", b.getvalue())
+
+
 def nbd(out):
     opt = lambda o, d=b"": struct.pack(">QII", 0x49484156454F5054, o, len(d)) + d
     req = lambda t, off, ln, fl=0, d=b"": struct.pack(">IHHQQI", 0x25609513, fl, t, 7, off,
@@ -298,6 +334,7 @@ def main():
         put(out, "tar", "ustar.tar", ustar)
         oci(out, ustar)
         docker_archive(out, ustar)
+        oci_archive(out, ustar)
     trace(out)
     nbd(out)
     ring = guest(out)

@@ -183,7 +183,8 @@ static int layout_json(const struct oci_image *im, const char *name, struct json
 	struct stat st;
 	int fd, ret;
 
-	snprintf(path, sizeof(path), "%s/%s", im->files ? "" : im->dir, name);
+	snprintf(path, sizeof(path), "%s%s%s", im->files ? "" : im->dir, im->files ? "" : "/",
+		 name);
 	if (im->files)
 		fd = oci_files_open(im->files, name);
 	else

@@ -72,6 +72,8 @@ expect_error "plain HTTP without --insecure" "needs --insecure" -- imp "docker:/
 expect_error "unknown digest" "manifest sha256:$(printf '%064d' 0) not found" \
   -- imp "docker://$REG/lz/multi@sha256:$(printf '%064d' 0)" --insecure
 expect_error "bad platform" "--platform: 'linux' is not OS/ARCH" -- imp "docker://$REG/lz/multi:t1" --platform linux
+expect_error "--insecure elsewhere" "--insecure is for docker:// sources only" -- imp oci:"$T/one":t1 --insecure
+expect_rc 2 imp oci:"$T/one":t1 --insecure
 [ ! -e "$T/bad.manifest" ] || die "a failed pull wrote -o"
 
 # a proxy that flips a byte of every blob body
@@ -130,3 +132,18 @@ mkdir -p "$T/hostile" && cp -a "$T/one/." "$T/hostile/"
 echo x >"$T/x" && tar -C "$T/hostile" -cf "$T/hostile.tar" . -P "$T/x" 2>/dev/null
 expect_error "oci-archive with a hostile member" "is not a file of an OCI image layout (refused)" \
   -- imp oci-archive:"$T/hostile.tar"
+# a truncated oci-archive, one without oci-layout, a blob member whose content was changed
+head -c $(( $(stat -c %s "$T/multi.tar") / 2 )) "$T/multi.tar" >"$T/trunc.tar"
+expect_fail_line "truncated oci-archive" "oci-archive:.*trunc\.tar: " -- imp oci-archive:"$T/trunc.tar"
+mkdir -p "$T/nolayout" && cp -a "$T/one/." "$T/nolayout/" && rm "$T/nolayout/oci-layout"
+tar -C "$T/nolayout" -cf "$T/nolayout.tar" .
+expect_error "oci-archive without oci-layout" "no oci-layout member (not an OCI image archive)" \
+  -- imp oci-archive:"$T/nolayout.tar"
+mkdir -p "$T/flipped" && cp -a "$T/one/." "$T/flipped/"
+big=$(ls -S "$T/flipped/blobs/sha256" | head -1)
+flip_byte "$T/flipped/blobs/sha256/$big"
+tar -C "$T/flipped" -cf "$T/flipped.tar" .
+expect_error "oci-archive with a changed blob" "sha256:$big: digest mismatch" -- imp oci-archive:"$T/flipped.tar"
+[ ! -e "$T/bad.manifest" ] || die "a refused oci-archive wrote -o"
+[ -z "$(ls -A "$T/s2/tmp" 2>/dev/null)" ] || die "a refused oci-archive left $(ls "$T/s2/tmp")"
+echo "t_import_registry: ok"
