@@ -111,6 +111,14 @@ wait "$pid" || rc=$?
 [ ! -e "$T/int.manifest" ] || die "the interrupted pull wrote -o"
 [ -z "$(ls -A "$T/s3/tmp" 2>/dev/null)" ] || die "the interrupted pull left $(ls "$T/s3/tmp")"
 echo "ok: Ctrl-C during the fetch: exit 130, nothing left"
+
+# the progress line (-p: plain lines, one a second) while the blobs come (1.5 s each)
+proxy_mode delay:all:1.5
+"$LAZYBLK" -p import "docker://127.0.0.1:$PROXY_PORT/lz/multi:t1" --insecure --store "$T/s3" \
+  -o "$T/p.manifest" >/dev/null 2>"$T/p.err" || { cat "$T/p.err" >&2; die "pull with -p failed"; }
+grep -qE "^fetching docker://127\.0\.0\.1:$PROXY_PORT/lz/multi:t1: [0-9.]+ [KMG]?i?B of [0-9.]+ [KMG]?i?B \([0-9]+%\)" \
+  "$T/p.err" || die "no fetching progress line: $(cat "$T/p.err")"
+echo "ok: progress: $(grep -m1 ^fetching "$T/p.err")"
 proxy_mode pass
 
 # token auth (credentials from LAZYBLK_REMOTE_USER/PASSWORD, as the oci:// remote takes
