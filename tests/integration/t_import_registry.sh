@@ -135,6 +135,15 @@ expect_error "no credentials" "the registry wants credentials (set LAZYBLK_REMOT
 [ "$(proxy_stat faults_injected)" -gt 0 ] || die "no 500 was injected: $(proxy_stats)"
 echo "ok: token auth, redirects without credentials, a 500 retried"
 
+# a blob cut off halfway (the connection reset) is fetched again from its start
+proxy_mode reset
+proxy_reset
+[ "$(LAZYBLK_REMOTE_USER=alice LAZYBLK_REMOTE_PASSWORD=s3cret digest "docker://$P/lz/multi:t1" \
+  --insecure --store "$T/s5")" = "$pull_amd" ] ||
+  die "the pull with resets differs"
+[ "$(proxy_stat faults_injected)" -gt 0 ] || die "no reset was injected: $(proxy_stats)"
+echo "ok: blobs cut off halfway are fetched again ($(proxy_stat faults_injected) resets)"
+
 # an oci-archive with a hostile member
 mkdir -p "$T/hostile" && cp -a "$T/one/." "$T/hostile/"
 echo x >"$T/x" && tar -C "$T/hostile" -cf "$T/hostile.tar" . -P "$T/x" 2>/dev/null
@@ -148,10 +157,14 @@ tar -C "$T/nolayout" -cf "$T/nolayout.tar" .
 expect_error "oci-archive without oci-layout" "no oci-layout member (not an OCI image archive)" \
   -- imp oci-archive:"$T/nolayout.tar"
 mkdir -p "$T/flipped" && cp -a "$T/one/." "$T/flipped/"
-big=$(ls -S "$T/flipped/blobs/sha256" | head -1)
-flip_byte "$T/flipped/blobs/sha256/$big"
+cfg=$(python3 -c '
+import json, sys
+d = sys.argv[1] + "/blobs/sha256/"
+m = json.load(open(d + json.load(open(sys.argv[1] + "/index.json"))["manifests"][0]["digest"][7:]))
+print(m["config"]["digest"][7:])' "$T/flipped")
+flip_byte "$T/flipped/blobs/sha256/$cfg"
 tar -C "$T/flipped" -cf "$T/flipped.tar" .
-expect_error "oci-archive with a changed blob" "sha256:$big: digest mismatch" -- imp oci-archive:"$T/flipped.tar"
+expect_error "oci-archive with a changed blob" "config sha256:$cfg: digest mismatch" -- imp oci-archive:"$T/flipped.tar"
 [ ! -e "$T/bad.manifest" ] || die "a refused oci-archive wrote -o"
 [ -z "$(ls -A "$T/s2/tmp" 2>/dev/null)" ] || die "a refused oci-archive left $(ls "$T/s2/tmp")"
 echo "t_import_registry: ok"
