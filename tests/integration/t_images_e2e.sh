@@ -243,7 +243,10 @@ host_a_commit() {
     >"$A/commit.json" || die "host A: commit failed"
 }
 host_a_commit
-json_expr "$A/commit.json" "s['blocks'] == $DIRTY + $ZEROED or s['blocks'] == $DIRTY"
+# layout_digest FILE: sha256 of its 4096-byte header block
+layout_digest() { head -c 4096 "$1" | sha256sum | cut -d' ' -f1; }
+json_expr "$A/commit.json" "s['blocks'] in ($DIRTY + $ZEROED, $DIRTY) and
+  s['layout_digest'] in ('$(layout_digest "$A/c.layout")', 'sha256:$(layout_digest "$A/c.layout")')"
 echo "step 5: committed: $(cat "$A/commit.json")"
 
 # ---- step 6: host A pushes the base, then the commit, by tag -----------------------------------
@@ -283,17 +286,16 @@ echo "step 6: pushed for the commit: $PUSHED bytes (uploaded_bytes), the registr
 [ ! -e "$B/store" ] || die "host B's store is not empty"
 host_b_serve() {
   vu_serve b-serve "oci://$REG/$REPO:committed" --store "$B/store" --vhost-user "$VU_SOCK" \
-    --overlay "$B/ov"
+    --overlay "$B/ov" --stats-json "$B/serve-stats.json"
 }
 host_b_serve
-# layout_digest FILE: sha256 of its 4096-byte header block
-layout_digest() { head -c 4096 "$1" | sha256sum | cut -d' ' -f1; }
 for l in "$A/c.layout" "$A/a.layout"; do
   [ -f "$B/store/layouts/$(layout_digest "$l").layout" ] ||
     die "host B: $(basename "$l") (the chain of :committed) not fetched into its store's layouts/"
 done
 boot B list
 vu_stop "$VU_PID" b-serve
+json_expr "$B/serve-stats.json" 's["remote_fetches"] > 0 and s["verify_failures"] == 0'
 cmp -s "$T/A.list" "$T/B.list" ||
   { diff "$T/A.list" "$T/B.list" | head -20 >&2 || true; die "host B's guest does not see exactly A's changes"; }
 echo "step 7: host B's guest lists exactly what A's left ($(wc -l <"$T/B.list") lines)"
