@@ -32,6 +32,15 @@ deb_cached() {
   [ -n "$deb" ] && echo "$deb"
 }
 
+# _umoci_layer IMAGE:TAG SRC WORK: a layer holding SRC's contents at / (by unpack, copy,
+# repack: umoci insert writes a layer tar without the end-of-archive padding)
+_umoci_layer() {
+  rm -rf "$3/b"
+  umoci unpack --rootless --image "$1" "$3/b" >/dev/null 2>&1 || die "umoci unpack $1"
+  cp -a "$2/." "$3/b/rootfs/"
+  umoci repack --image "$1" "$3/b" >/dev/null 2>&1 || die "umoci repack $1"
+}
+
 build_multiarch_image() {
   local dir=$1 tag=$2 extra=${3:-} w deb bb a
   command -v umoci >/dev/null || skip "umoci is not installed (scripts/deps.sh)"
@@ -48,18 +57,18 @@ build_multiarch_image() {
     [ -e "$w/l1/$a" ] || { mkdir -p "$w/l1/$(dirname "$a")"; ln -s /bin/busybox "$w/l1/$a"; }
   done
   mkdir -p "$w/l1/tmp" "$w/l1/proc" "$w/l1/sys" "$w/l1/dev"
-  umoci insert --image "$dir:$tag-amd64" "$w/l1" / >/dev/null
+  _umoci_layer "$dir:$tag-amd64" "$w/l1" "$w"
   deb=$(deb_cached hello) || skip "cannot fetch hello (no network or apt?)"
   dpkg-deb -x "$deb" "$w/l2"
-  umoci insert --image "$dir:$tag-amd64" "$w/l2" / >/dev/null
-  [ -z "$extra" ] || umoci insert --image "$dir:$tag-amd64" "$extra" / >/dev/null
+  _umoci_layer "$dir:$tag-amd64" "$w/l2" "$w"
+  [ -z "$extra" ] || _umoci_layer "$dir:$tag-amd64" "$extra" "$w"
 
   # linux/arm64/v8: synthetic, a marker only
   umoci new --image "$dir:$tag-arm64"
   umoci config --image "$dir:$tag-arm64" --architecture arm64 --os linux >/dev/null
   mkdir -p "$w/arm"
   echo arm64 >"$w/arm/ARCH-arm64"
-  umoci insert --image "$dir:$tag-arm64" "$w/arm" / >/dev/null
+  _umoci_layer "$dir:$tag-arm64" "$w/arm" "$w"
 
   # the index, under TAG (the per-arch tags go: the index reaches their manifests)
   python3 - "$dir" "$tag" <<'PYEOF'
@@ -87,5 +96,6 @@ with open(d + "/index.json.tmp", "w") as f:
     json.dump(top, f)
 os.rename(d + "/index.json.tmp", d + "/index.json")
 PYEOF
+  umoci gc --layout "$dir" >/dev/null
   rm -rf "$w"
 }
