@@ -114,7 +114,7 @@ if [ "$1" = write ]; then
   printf 'patched by the guest' | dd of=/usr/bin/hello bs=1 seek=5000 conv=notrunc 2>/dev/null ||
     fail "overwrite /usr/bin/hello"
   mv /data/small/f4 /new/renamed || fail mv
-  rm /data/small/f1 /data/small/f2 /usr/share/doc/busybox-static/copyright || fail rm
+  rm /data/small/f1 /data/small/f2 /bin/ed || fail rm
   rm -r /data/dir /usr/share/doc/hello || fail "rm -r"
   sync || fail sync
 fi
@@ -199,10 +199,11 @@ vu_serve a-serve "$A/a.layout" --store "$A/store" --overlay "$A/ov" --vhost-user
 boot A write
 vu_stop "$VU_PID" a-serve
 for want in "^[0-9a-f]{64}  /new/big$" "^[0-9a-f]{64}  /new/small/f99$" "^[0-9a-f]{64}  /new/renamed$" \
-  "^[0-9a-f]{64}  /bin/busybox$" "^link /bin/sh -> /bin/busybox$"; do
+  "^[0-9a-f]{64}  /bin/busybox$" "^link /bin/sh -> "; do
   grep -Eq "$want" "$T/A.list" || die "host A's list lacks /$want/"
 done
-for gone in " /data/dir" " /usr/share/doc/hello" " /data/small/f1$" " /data/small/f4$" " /ARCH-arm64"; do
+for gone in " /data/dir" " /usr/share/doc/hello" " /data/small/f1$" " /data/small/f4$" " /bin/ed " \
+  " /ARCH-arm64"; do
   ! grep -q -- "$gone" "$T/A.list" || die "host A's list still has '$gone'"
 done
 # A's disk as the guest left it, through NBD (no new command involved): the reference
