@@ -9,8 +9,8 @@
 #      an index with linux/amd64 and a synthetic             packages, with an image index
 #      linux/arm64/v8, skopeo copy --all to the registry     holding amd64 and arm64 entries)"
 #   2  A: import docker://…:TAG (--insecure), mkfs; the     "host A imports it with docker://
-#      amd64 image chosen (the guest checks: no              (amd64 chosen)"
-#      /ARCH-arm64, its own files there)
+#      amd64 image chosen (its files in the manifest and     (amd64 chosen)"
+#      the guest, the arm64 marker /ARCH-arm64 in neither)
 #   3  A: serve --vhost-user --overlay, QEMU TCG boots      "boots it in the QEMU TCG guest,
 #      Debian's cloud kernel with lazyblk's initramfs;       writes and deletes files"
 #      /e2e/run.sh write: MiBs of random data, small
@@ -31,8 +31,8 @@
 #      the chain), and ≥ the random data the guest wrote
 #   7  B: serve oci://…/REPO:committed with an empty store, "host B serves the committed image
 #      QEMU boots it, /e2e/run.sh list prints the list:      by tag with an empty cache and boots
-#      identical to A's                                      it: the guest sees exactly A's
-#                                                            changes (checksums)"
+#      identical to A's; B's store holds both layouts of     it: the guest sees exactly A's
+#      the chain, its chunks came from the registry          changes (checksums)"
 #   8  B: export oci://…/REPO:committed: e2fsck -fn clean,  "e2fsck -fn is clean on B's export"
 #      and byte for byte A's disk of step 3
 #
