@@ -106,4 +106,7 @@ uint64_t parse_u64(const char *s, const char **end);
 /* ---- vblk.c */
 void vblk_tests(const struct mmio_dev *d);
 
+/* ---- count.c: testguest.mode=count, counts forever (d NULL: no disk) */
+void count_run(const struct mmio_dev *d) __attribute__((noreturn));
+
 #endif
