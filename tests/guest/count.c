@@ -152,6 +152,8 @@ static void cnt_reap(void)
 	uint16_t ui = C_US_IDX;
 
 	barrier();
+	if (c_last_used == ui)
+		return; /* nothing new: no register read (each is a VM exit) */
 	while (c_last_used != ui) {
 		uint32_t id = C_US_ID(c_last_used);
 		struct cnt_slot *s = id % 3 == 0 && id / 3 < CNT_SLOTS ? &c_slot[id / 3] : NULL;
