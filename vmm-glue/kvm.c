@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/kvm.h>
+#include <linux/memfd.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -67,7 +68,7 @@ int kvm_vm_create(struct kvm_vm *vm, const struct kvm_ram_opts *ram, char *why, 
 	int ret, e;
 
 	memset(vm, 0, sizeof(*vm));
-	vm->vm_fd = -1;
+	vm->vm_fd = vm->ram.fd = -1;
 	vm->sys_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
 	if (vm->sys_fd < 0) {
 		e = errno;
@@ -141,10 +142,32 @@ static int kvm_slot_add(struct kvm_vm *vm, uint32_t slot, uint64_t gpa, uint64_t
 	return 0;
 }
 
+/* The memfd behind guest RAM (2 MiB pages from the pool with hugepages), sized. */
+static int kvm_ram_memfd(const struct kvm_ram_opts *o, char *why, size_t why_len)
+{
+	unsigned flags = MFD_CLOEXEC;
+	int fd, e;
+
+	if (o->hugepages)
+		flags |= MFD_HUGETLB | MFD_HUGE_2MB;
+	fd = memfd_create("lazyblk-guest-ram", flags);
+	if (fd >= 0 && ftruncate(fd, (off_t)o->size) == 0)
+		return fd;
+	e = errno;
+	if (fd >= 0)
+		close(fd);
+	if (o->hugepages)
+		return why_set(why, why_len, -e, "--hugepages: cannot make %llu MiB of 2 MiB pages: "
+			       "%s (none reserved? see /proc/sys/vm/nr_hugepages)",
+			       (unsigned long long)(o->size >> 20), strerror(e));
+	return why_set(why, why_len, -e, "guest RAM: memfd of %llu MiB: %s",
+		       (unsigned long long)(o->size >> 20), strerror(e));
+}
+
 static int kvm_ram_setup(struct kvm_vm *vm, const struct kvm_ram_opts *o, char *why,
 			 size_t why_len)
 {
-	int flags = MAP_PRIVATE | MAP_ANONYMOUS;
+	int flags = MAP_SHARED;
 	uint64_t lo;
 	long free_pages;
 	void *p;
@@ -160,14 +183,16 @@ static int kvm_ram_setup(struct kvm_vm *vm, const struct kvm_ram_opts *o, char *
 			return why_set(why, why_len, -ENOMEM, "--hugepages: %ld free 2 MiB pages, "
 				       "%llu needed (reserve them in /proc/sys/vm/nr_hugepages)",
 				       free_pages, (unsigned long long)(o->size / HUGEPAGE_SIZE));
-		flags |= MAP_HUGETLB | (21 << MAP_HUGE_SHIFT);
 	} else {
 		/* the guest touches what it uses; nothing is reserved up front */
 		flags |= MAP_NORESERVE;
 	}
 	if (o->populate)
 		flags |= MAP_POPULATE;
-	p = mmap(NULL, o->size, PROT_READ | PROT_WRITE, flags, -1, 0);
+	vm->ram.fd = kvm_ram_memfd(o, why, why_len);
+	if (vm->ram.fd < 0)
+		return vm->ram.fd;
+	p = mmap(NULL, o->size, PROT_READ | PROT_WRITE, flags, vm->ram.fd, 0);
 	if (p == MAP_FAILED) {
 		e = errno;
 		if (o->hugepages)
@@ -197,8 +222,11 @@ void kvm_vm_destroy(struct kvm_vm *vm)
 		close(vm->sys_fd);
 	if (vm->ram.map)
 		munmap(vm->ram.map, vm->ram.size);
+	if (vm->ram.fd >= 0)
+		close(vm->ram.fd);
 	vm->vm_fd = vm->sys_fd = -1;
 	memset(&vm->ram, 0, sizeof(vm->ram));
+	vm->ram.fd = -1;
 }
 
 int kvm_irq_line(int vm_fd, uint32_t gsi, int level)

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * /dev/kvm and the VM: API version and required capabilities, the in-kernel irqchip and
- * PIT, the TSS address, guest RAM (one anonymous mapping split into KVM memory slots around
- * the 3–4 GiB MMIO hole), interrupt lines, and hardware-virtualization detection.
+ * PIT, the TSS address, guest RAM (one memfd, mapped shared, split into KVM memory slots
+ * around the 3–4 GiB MMIO hole), interrupt lines, and hardware-virtualization detection.
  * Nothing here prints: a call that fails returns -errno, with one line in why when it takes
  * one.
  */

@@ -59,6 +59,7 @@ struct virtio_mmio {
 	pthread_mutex_t lock;
 	uint32_t status;           /* atomic */
 	uint32_t isr;              /* atomic */
+	int paused;                /* atomic: virtio_mmio_pause(), the runners serve nothing */
 	uint32_t dev_feat_sel, drv_feat_sel, queue_sel;
 	uint64_t drv_features;
 	int irq_fd, stop_fd;
@@ -87,7 +88,7 @@ static bool queue_ready(struct vq_runner *r)
 {
 	struct vmmio_queue *q = r->ctx;
 
-	return q->active &&
+	return q->active && !__atomic_load_n(&q->d->paused, __ATOMIC_SEQ_CST) &&
 	       !(__atomic_load_n(&q->d->status, __ATOMIC_SEQ_CST) & VIRTIO_CONFIG_S_NEEDS_RESET);
 }
 
@@ -343,6 +344,23 @@ void virtio_mmio_access(struct virtio_mmio *d, uint64_t off, uint8_t *data, uint
 		memcpy(data, &v, 4);
 	}
 	pthread_mutex_unlock(&d->lock);
+}
+
+void virtio_mmio_pause(struct virtio_mmio *d)
+{
+	__atomic_store_n(&d->paused, 1, __ATOMIC_SEQ_CST);
+	for (unsigned i = 0; i < d->nq; i++) {
+		/* the batch in progress ends (its requests complete) before the lock is ours */
+		pthread_mutex_lock(&d->q[i].run.lock);
+		pthread_mutex_unlock(&d->q[i].run.lock);
+	}
+}
+
+void virtio_mmio_resume(struct virtio_mmio *d)
+{
+	__atomic_store_n(&d->paused, 0, __ATOMIC_SEQ_CST);
+	for (unsigned i = 0; i < d->nq; i++)
+		vq_runner_kick(&d->q[i].run); /* what the driver made available meanwhile */
 }
 
 static int kvm_ioeventfd(struct virtio_mmio *d, struct vmmio_queue *q, bool assign)

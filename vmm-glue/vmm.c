@@ -15,36 +15,16 @@
 #include "pio.h"
 #include "serial.h"
 #include "virtio_mmio.h"
+#include "vm.h"
+#include "vm_control.h"
 
 #define VMM_IOAPIC_ADDR 0xfec00000u
 #define VMM_LAPIC_ADDR 0xfee00000u
 #define VMM_TICK_NS 10000000L       /* halt check while the guest runs */
 #define VMM_TICK_FAST_NS 1000000L   /* after the guest wrote its exit status */
 
-struct vmm {
-	const struct vmm_opts *o;
-	struct kvm_vm vm;
-	struct gmem ram_view;       /* vm.ram as the virtio devices see it (vm_ram_view) */
-	struct boot_kernel kernel;
-	struct serial *serial;
-	struct pio_devs pio;
-	struct virtio_mmio *vdev[VMM_MAX_DISKS];
-	unsigned ndev;
-	struct vcpu cpus[CPU_MAX];
-	unsigned ncpus;
-	struct cpu_bus bus;
 
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	bool ended;
-	enum cpu_end why;
-	bool halted;                /* every vCPU halted with interrupts off */
-	int status;                 /* from port 0x441; -1: none */
-	char *reason;               /* vmm_run's why (reason_len bytes) */
-	size_t reason_len;
-};
-
-static void vmm_end(struct vmm *v, enum cpu_end why)
+static void vmm_end(struct vm *v, enum cpu_end why)
 {
 	pthread_mutex_lock(&v->lock);
 	if (!v->ended) {
@@ -63,7 +43,7 @@ static void vmm_cpu_end(void *ctx, unsigned cpu, enum cpu_end why)
 
 static void vmm_cpu_report(void *ctx)
 {
-	struct vmm *v = ctx;
+	struct vm *v = ctx;
 
 	pthread_mutex_lock(&v->lock);
 	pthread_cond_broadcast(&v->cond);
@@ -77,7 +57,7 @@ static void vmm_reset(void *ctx)
 
 static void vmm_status(void *ctx, int st)
 {
-	struct vmm *v = ctx;
+	struct vm *v = ctx;
 
 	pthread_mutex_lock(&v->lock);
 	v->status = st;
@@ -87,14 +67,14 @@ static void vmm_status(void *ctx, int st)
 
 static void vmm_serial_irq(void *ctx, int level)
 {
-	struct vmm *v = ctx;
+	struct vm *v = ctx;
 
 	kvm_irq_line(v->vm.vm_fd, SERIAL_COM1_IRQ, level);
 }
 
 static void vmm_pio(void *ctx, uint16_t port, uint8_t *data, uint32_t size, bool is_write)
 {
-	struct vmm *v = ctx;
+	struct vm *v = ctx;
 
 	if (port >= SERIAL_COM1_BASE && port < SERIAL_COM1_BASE + 8) {
 		for (uint32_t i = 0; i < size; i++) {
@@ -114,7 +94,7 @@ static void vmm_pio(void *ctx, uint16_t port, uint8_t *data, uint32_t size, bool
 
 static void vmm_mmio(void *ctx, uint64_t addr, uint8_t *data, uint32_t len, bool is_write)
 {
-	struct vmm *v = ctx;
+	struct vm *v = ctx;
 	uint64_t off = addr - BOOT_VIRTIO_BASE;
 
 	if (addr >= BOOT_VIRTIO_BASE && off / VIRTIO_MMIO_WINDOW < v->ndev &&
@@ -127,7 +107,7 @@ static void vmm_mmio(void *ctx, uint64_t addr, uint8_t *data, uint32_t len, bool
 		memset(data, 0xff, len > 8 ? 8 : len);
 }
 
-static int vmm_acpi(struct vmm *v, uint64_t *rsdp)
+static int vmm_acpi(struct vm *v, uint64_t *rsdp)
 {
 	struct acpi_mmio_dev devs[VMM_MAX_DISKS];
 	struct acpi_config c = {
@@ -153,11 +133,16 @@ static int vmm_acpi(struct vmm *v, uint64_t *rsdp)
 }
 
 /* Kernel, initrd, command line, ACPI, boot_params / PVH info, GDT and page tables. */
-static int vmm_load(struct vmm *v)
+static int vmm_load(struct vm *v)
 {
 	const struct vmm_opts *o = v->o;
+	/*
+	 * With a control socket no cached vmlinux segments are mapped over RAM: every guest
+	 * page must then live in the RAM memfd (a snapshot reads it, a live upgrade passes it on).
+	 */
 	struct boot_kernel_opts ko = { .proto = o->boot, .cache_dir = o->cache_dir,
-					.map_segments = !o->hugepages, .notes = o->notes };
+					.map_segments = !o->hugepages && !o->control,
+					.notes = o->notes };
 	struct boot_layout l = { .mem_size = o->mem, .cmdline_addr = BOOT_CMDLINE_ADDR };
 	char cmdline[BOOT_CMDLINE_MAX];
 	size_t max = BOOT_CMDLINE_MAX;
@@ -191,7 +176,7 @@ static int vmm_load(struct vmm *v)
 	return ret;
 }
 
-static int vmm_devices(struct vmm *v)
+static int vmm_devices(struct vm *v)
 {
 	const struct vmm_opts *o = v->o;
 	struct serial_opts so = {
@@ -227,7 +212,7 @@ static int vmm_devices(struct vmm *v)
 	return 0;
 }
 
-static int vmm_cpus(struct vmm *v, bool hw_virt)
+static int vmm_cpus(struct vm *v, bool hw_virt)
 {
 	int ret;
 
@@ -260,7 +245,7 @@ static bool vmm_past(const struct timespec *t)
 }
 
 /* Waits for the end; asks the vCPUs every tick whether they are all halted for good. */
-static void vmm_wait(struct vmm *v)
+static void vmm_wait(struct vm *v)
 {
 	struct timespec deadline;
 	unsigned gen = 0;
@@ -287,6 +272,10 @@ static void vmm_wait(struct vmm *v)
 		}
 		if (!vmm_past(&deadline))
 			continue;
+		if (vmm_paused(v)) { /* a parked vCPU answers no kick */
+			vmm_deadline(&deadline, VMM_TICK_NS);
+			continue;
+		}
 		gen++;
 		for (unsigned i = 0; i < v->ncpus; i++)
 			cpu_kick(&v->cpus[i], gen);
@@ -296,7 +285,7 @@ static void vmm_wait(struct vmm *v)
 }
 
 /* The run's result from how it ended. */
-static int vmm_result(struct vmm *v, int *status)
+static int vmm_result(struct vm *v, int *status)
 {
 	*status = v->status >= 0 ? v->status : 0;
 	if (v->halted)
@@ -318,7 +307,7 @@ static int vmm_result(struct vmm *v, int *status)
 	}
 }
 
-static void vmm_teardown(struct vmm *v)
+static void vmm_teardown(struct vm *v)
 {
 	for (unsigned i = 0; i < v->ncpus; i++)
 		cpu_destroy(&v->cpus[i]);
@@ -328,13 +317,14 @@ static void vmm_teardown(struct vmm *v)
 	kvm_vm_destroy(&v->vm);
 	pthread_mutex_destroy(&v->lock);
 	pthread_cond_destroy(&v->cond);
+	pthread_mutex_destroy(&v->pause_lock);
 }
 
 int vmm_run(const struct vmm_opts *o, int *status, char *why, size_t why_len)
 {
 	struct kvm_ram_opts ro = { .size = o->mem, .hugepages = o->hugepages,
 				   .populate = o->populate };
-	struct vmm *v;
+	struct vm *v;
 	bool hw_virt = kvm_hw_virt_present();
 	int ret;
 
@@ -354,6 +344,7 @@ int vmm_run(const struct vmm_opts *o, int *status, char *why, size_t why_len)
 	v->vm.vm_fd = v->vm.sys_fd = -1;
 	pthread_mutex_init(&v->lock, NULL);
 	pthread_cond_init(&v->cond, NULL);
+	pthread_mutex_init(&v->pause_lock, NULL);
 	v->bus = (struct cpu_bus){ .ctx = v, .pio = vmm_pio, .mmio = vmm_mmio,
 				   .end = vmm_cpu_end, .report = vmm_cpu_report };
 
@@ -375,12 +366,15 @@ int vmm_run(const struct vmm_opts *o, int *status, char *why, size_t why_len)
 			  v->ncpus == 1 ? "" : "s", clock_ms_since(&o->t0));
 	for (unsigned i = 0; !ret && i < v->ncpus; i++)
 		ret = cpu_start(&v->cpus[i], &v->bus, why, why_len);
+	if (!ret && o->control && vm_control_start(v, o->control, &v->ctl))
+		ret = -EIO; /* it logged why (a server) */
 	if (ret) {
 		vmm_end(v, CPU_END_ERROR);
 	} else {
 		vmm_wait(v);
 		ret = vmm_result(v, status);
 	}
+	vm_control_stop(v->ctl);
 	vmm_teardown(v);
 	free(v);
 	return ret;
