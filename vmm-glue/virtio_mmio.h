@@ -34,7 +34,10 @@ struct virtio_mmio_opts {
 
 /* -errno; prints nothing. */
 int virtio_mmio_blk_new(const struct virtio_mmio_opts *o, struct virtio_mmio **out);
-/* Stops the I/O threads (requests in progress complete first), unregisters the eventfds. */
+/*
+ * Stops the I/O threads (requests in progress complete first) and frees d, before the VM
+ * is destroyed (the eventfds stay registered with it until then).
+ */
 void virtio_mmio_free(struct virtio_mmio *d);
 /*
  * Quiesce the queues: returns once no request is being processed (the batch in progress

@@ -21,7 +21,12 @@
 #define VMM_IOAPIC_ADDR 0xfec00000u
 #define VMM_LAPIC_ADDR 0xfee00000u
 #define VMM_TICK_NS 10000000L       /* halt check while the guest runs */
-#define VMM_TICK_FAST_NS 1000000L   /* after the guest wrote its exit status */
+/*
+ * After the guest wrote its exit status it is about to halt: asked at once, then after
+ * 20 us, 40 us, ... up to 1 ms (a guest that goes on is not slowed down for long).
+ */
+#define VMM_TICK_FIRST_NS 20000L
+#define VMM_TICK_FAST_NS 1000000L
 
 
 static void vmm_end(struct vm *v, enum cpu_end why)
@@ -249,6 +254,7 @@ static void vmm_wait(struct vm *v)
 {
 	struct timespec deadline;
 	unsigned gen = 0;
+	long step = VMM_TICK_NS;
 	bool all, fast = false;
 
 	pthread_mutex_lock(&v->lock);
@@ -268,6 +274,7 @@ static void vmm_wait(struct vm *v)
 		if (v->status >= 0 && !fast) {
 			/* the guest is finishing: ask now, and then often */
 			fast = true;
+			step = VMM_TICK_FIRST_NS;
 			vmm_deadline(&deadline, 0);
 		}
 		if (!vmm_past(&deadline))
@@ -279,7 +286,9 @@ static void vmm_wait(struct vm *v)
 		gen++;
 		for (unsigned i = 0; i < v->ncpus; i++)
 			cpu_kick(&v->cpus[i], gen);
-		vmm_deadline(&deadline, fast ? VMM_TICK_FAST_NS : VMM_TICK_NS);
+		vmm_deadline(&deadline, step);
+		if (fast && step < VMM_TICK_FAST_NS)
+			step = step * 2 < VMM_TICK_FAST_NS ? step * 2 : VMM_TICK_FAST_NS;
 	}
 	pthread_mutex_unlock(&v->lock);
 }
@@ -325,6 +334,7 @@ int vmm_run(const struct vmm_opts *o, int *status, char *why, size_t why_len)
 	struct kvm_ram_opts ro = { .size = o->mem, .hugepages = o->hugepages,
 				   .populate = o->populate };
 	struct vm *v;
+	pthread_condattr_t ca;
 	bool hw_virt = kvm_hw_virt_present();
 	int ret;
 
@@ -341,9 +351,12 @@ int vmm_run(const struct vmm_opts *o, int *status, char *why, size_t why_len)
 	v->reason_len = why_len;
 	v->ncpus = o->ncpus;
 	v->status = -1;
-	v->vm.vm_fd = v->vm.sys_fd = -1;
+	v->vm.vm_fd = v->vm.sys_fd = v->vm.reaper_fd = -1;
 	pthread_mutex_init(&v->lock, NULL);
-	pthread_cond_init(&v->cond, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* vmm_deadline's clock */
+	pthread_cond_init(&v->cond, &ca);
+	pthread_condattr_destroy(&ca);
 	pthread_mutex_init(&v->pause_lock, NULL);
 	v->bus = (struct cpu_bus){ .ctx = v, .pio = vmm_pio, .mmio = vmm_mmio,
 				   .end = vmm_cpu_end, .report = vmm_cpu_report };
@@ -359,6 +372,8 @@ int vmm_run(const struct vmm_opts *o, int *status, char *why, size_t why_len)
 		note_emit(&o->notes, NOTE_NOTICE, "no hardware virtualization (no vmx/svm in "
 			  "/proc/cpuinfo): KVM here is a software implementation; a Linux guest "
 			  "will be very slow (minutes; console=ttyS0 shows its progress)");
+	if (!ret)
+		kvm_vm_reaper(&v->vm); /* without it the teardown is only slower */
 	if (!ret && o->before_start && o->before_start(o->before_start_arg))
 		ret = -EPERM; /* it said why */
 	if (!ret)

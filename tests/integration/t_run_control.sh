@@ -88,8 +88,16 @@ s = json.loads(sys.argv[1])
 assert s["paused"] is True, "paused"
 assert len(s["vcpus"]) == 2 and s["vcpus"][0]["exits"]["io"] > 0, "vcpus"
 assert s["disks"][0]["writes"] > 0, "disk writes"' "$s" || die "stats while paused: $s"
-sleep 1 # the guest's clock runs on: a running guest would print 100 counts meanwhile
+# CPU time of the process (utime + stime, clock ticks)
+cputicks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+c0=$(cputicks "$VM")
+sleep 2 # the guest's clock runs on: a running guest would print 200 counts meanwhile
+c1=$(cputicks "$VM")
 [ "$(last_count "$log")" = "$n" ] || die "paused, but the count went from $n to $(last_count "$log")"
+# nothing runs in a paused VM (its main thread once spun on a condition variable's deadline
+# taken from the wrong clock)
+[ $((c1 - c0)) -lt $(( $(getconf CLK_TCK) / 5 )) ] ||
+  die "paused, but the VM used $((c1 - c0)) clock ticks of CPU in 2 s"
 s2=$(ctl "$sock" $'stats\n')
 [ "$s" = "$s2" ] || die "paused, but the statistics changed: $s -> $s2"
 echo "ok: paused at count $n: the count and the statistics stay"
