@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "../common/clock.h"
 #include "../common/why.h"
@@ -112,6 +113,29 @@ static void vmm_mmio(void *ctx, uint64_t addr, uint8_t *data, uint32_t len, bool
 		memset(data, 0xff, len > 8 ? 8 : len);
 }
 
+/* A new random VM generation ID at BOOT_VMGENID_ADDR (the DSDT's VGEN device names it). */
+static int vmm_vmgenid(struct vm *v)
+{
+	uint8_t *id = vm_ram_ptr(&v->vm.ram, BOOT_VMGENID_ADDR, 16);
+	char hex[33];
+	ssize_t n;
+
+	if (!id)
+		return why_set(v->reason, v->reason_len, -EFAULT, "VM generation ID: no RAM at "
+			       "0x%x", BOOT_VMGENID_ADDR);
+	do
+		n = getrandom(id, 16, 0);
+	while (n < 0 && errno == EINTR);
+	if (n != 16)
+		return why_set(v->reason, v->reason_len, n < 0 ? -errno : -EIO,
+			       "VM generation ID: getrandom: %s", strerror(n < 0 ? errno : EIO));
+	for (unsigned i = 0; i < 16; i++)
+		snprintf(hex + 2 * i, 3, "%02x", id[i]);
+	note_emit(&v->o->notes, NOTE_INFO, "VM generation ID %s at 0x%x", hex,
+		  BOOT_VMGENID_ADDR);
+	return 0;
+}
+
 static int vmm_acpi(struct vm *v, uint64_t *rsdp)
 {
 	struct acpi_mmio_dev devs[VMM_MAX_DISKS];
@@ -121,10 +145,15 @@ static int vmm_acpi(struct vm *v, uint64_t *rsdp)
 		.lapic_addr = VMM_LAPIC_ADDR,
 		.devs = devs,
 		.ndevs = v->o->ndisks,
+		.vmgenid_addr = BOOT_VMGENID_ADDR,
 	};
 	uint8_t *buf = vm_ram_ptr(&v->vm.ram, BOOT_ACPI_ADDR, BOOT_ACPI_MAX);
 	size_t used;
 	int ret;
+
+	ret = vmm_vmgenid(v);
+	if (ret)
+		return ret;
 
 	for (unsigned i = 0; i < v->o->ndisks; i++) {
 		devs[i].base = BOOT_VIRTIO_BASE + i * VIRTIO_MMIO_WINDOW;

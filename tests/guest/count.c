@@ -15,6 +15,9 @@
  * the guest prints "guest: count-disk: seq S count N ok" (or "... status X" on an error):
  * a record acknowledged so must be on the disk (tests/guest/disk.py counts DISK reads them).
  *
+ * Before a count whose VM generation ID (ACPI VGEN) differs from the last one printed, the
+ * guest prints it again: "guest: vmgenid: HEX at 0xADDR" (a restored snapshot gets a new one).
+ *
  * The driver here is its own, minimal one (no feature but VERSION_1, one queue, polled,
  * every request notified): slot s uses descriptors 3s..3s+2 (header, record, status).
  */
@@ -208,6 +211,7 @@ void count_run(const struct mmio_dev *d)
 		if ((int64_t)(now_us() - next) > 0)
 			next = now_us() + every_us; /* paused or slow: no burst of catch-up counts */
 		g_count = g_count + 1;
+		vmgenid_show(false); /* a restored clone gets a new one */
 		gprintf("guest: count %lu\n", g_count);
 		if (c_base && g_count % every == 0) {
 			if (cnt_submit(lba, seq + 1, g_count))

@@ -5,7 +5,8 @@
 # no gap, no repeat), asked for statistics (vCPU exits, the disk's), for a VM snapshot, and
 # sent malformed requests and many clients at once (each answered, the VM unharmed). With the
 # lazy image and an overlay: a disk snapshot (snapshot-disk) while the guest writes, whose
-# records are each one the guest wrote.
+# records are each one the guest wrote. Each run's VM generation ID (ACPI VGEN) is new and
+# read by the guest.
 . "$(dirname "$0")/lib/common.sh"
 . "$TESTLIB/serve.sh"
 
@@ -65,7 +66,7 @@ consecutive() {
 # start_vm NAME ARGS...: lazyblk run in counting mode in the background (VM=pid)
 start_vm() {
   local name=$1; shift
-  "$LAZYBLK" run --kernel "$GUEST" --cpus 2 --mem 64 "$@" \
+  "$LAZYBLK" -v run --kernel "$GUEST" --cpus 2 --mem 64 "$@" \
     >"$T/$name.log" 2>"$T/$name.log.err" </dev/null &
   VM=$!
   SERVERS+=("$VM")
@@ -78,6 +79,13 @@ start_vm raw --disk "$T/disk.img" --control "$sock" \
   --append "testguest.mode=count testguest.count_us=10000 testguest.count_every=2"
 log=$T/raw.log
 wait_count "$log" 10 "$VM"
+
+# the VM generation ID (ACPI VGEN): the guest reads the one the VMM made
+id1=$(tr -d '\r' <"$log" | sed -n 's/^guest: vmgenid: \([0-9a-f]\{32\}\) at 0xff000$/\1/p')
+[ -n "$id1" ] || die "the guest found no VM generation ID: $(grep vmgenid "$log")"
+grep -q "^lazyblk: run: VM generation ID $id1 at 0xff000$" "$log.err" ||
+  die "the guest's VM generation ID $id1 is not the VMM's: $(grep generation "$log.err")"
+echo "ok: VM generation ID $id1 read by the guest"
 
 [ "$(ctl "$sock" $'pause\n')" = "ok paused" ] || die "pause"
 n=$(last_count "$log")
@@ -173,6 +181,8 @@ wait_count "$log" $((n + 5)) "$VM"
 kill -TERM "$VM"
 wait "$VM" || true
 consecutive "$log" "lazy image"
+id2=$(tr -d '\r' <"$log" | sed -n 's/^guest: vmgenid: \([0-9a-f]\{32\}\) at 0xff000$/\1/p')
+[ -n "$id2" ] && [ "$id2" != "$id1" ] || die "VM generation IDs of two runs: $id1, $id2"
 "$LAZYBLK" overlay apply "$T/live.delta" --layout "$T/img.layout" -o "$T/fork.ov" >/dev/null
 start_server fork "nbd+unix:///?socket=$T/fork.sock" "$T/img.layout" --store "$T/store" \
   --overlay "$T/fork.ov" --read-only --nbd "unix:$T/fork.sock"
