@@ -331,7 +331,7 @@ static void cpu_answer_kick(struct vcpu *c)
 	if (log_get_level() >= 3 && gen % 100 == 0 && !ioctl(c->fd, KVM_GET_REGS, &r))
 		log_debug("vCPU %u: rip 0x%llx (mp_state %u)", c->id, (unsigned long long)r.rip,
 			  mp.mp_state); /* about once a second: where a slow guest is */
-	if (c->bus->report)
+	if (dead && c->bus->report) /* "still running" is told by not answering */
 		c->bus->report(c->bus->ctx);
 }
 

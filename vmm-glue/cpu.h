@@ -49,7 +49,7 @@ struct cpu_bus {
 	void (*pio)(void *ctx, uint16_t port, uint8_t *data, uint32_t size, bool is_write);
 	void (*mmio)(void *ctx, uint64_t addr, uint8_t *data, uint32_t len, bool is_write);
 	void (*end)(void *ctx, unsigned cpu, enum cpu_end why);
-	void (*report)(void *ctx);  /* a vCPU answered a kick (see cpu_dead) */
+	void (*report)(void *ctx);  /* a vCPU answered a kick: halted for good (see cpu_dead) */
 };
 
 struct vcpu {

@@ -23,8 +23,8 @@
 #define VMM_LAPIC_ADDR 0xfee00000u
 #define VMM_TICK_NS 10000000L       /* halt check while the guest runs */
 /*
- * After the guest wrote its exit status it is about to halt: asked at once, then after
- * 20 us, 40 us, ... up to 1 ms (a guest that goes on is not slowed down for long).
+ * After the guest wrote its exit status it is about to halt: asked after 20 us, then 40 us,
+ * 80 us, ... up to every 1 ms (a guest that goes on is not slowed down for long).
  */
 #define VMM_TICK_FIRST_NS 20000L
 #define VMM_TICK_FAST_NS 1000000L
@@ -303,8 +303,9 @@ static void vmm_wait(struct vm *v)
 		if (v->status >= 0 && !fast) {
 			/* the guest is finishing: ask now, and then often */
 			fast = true;
-			step = VMM_TICK_FIRST_NS;
-			vmm_deadline(&deadline, 0);
+			/* not at once: the vCPU is still in the exit of that write */
+			step = 2 * VMM_TICK_FIRST_NS;
+			vmm_deadline(&deadline, VMM_TICK_FIRST_NS);
 		}
 		if (!vmm_past(&deadline))
 			continue;
