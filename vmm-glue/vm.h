@@ -45,6 +45,7 @@ struct vm {
 	/* vmm_pause / vmm_resume (vm_pause.c): pause_lock serializes them */
 	pthread_mutex_t pause_lock;
 	bool paused;                /* under pause_lock; read by vmm_wait under lock too */
+	bool running;               /* atomic: every vCPU thread started (pausing works) */
 	struct vm_control *ctl;     /* --control (NULL: none) */
 };
 

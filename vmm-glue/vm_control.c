@@ -64,7 +64,12 @@ static void vmc_snapshot(struct vm_control *c, int fd, const char *dir)
 		blkd_control_reply(fd, "error DIR must be absolute: %s", dir);
 		return;
 	}
-	was_paused = vmm_pause(c->vm) == -EALREADY;
+	ret = vmm_pause(c->vm);
+	if (ret == -EAGAIN) {
+		blkd_control_reply(fd, "error the VM is starting (try again)");
+		return;
+	}
+	was_paused = ret == -EALREADY;
 	ret = vm_control_snapshot_save(c->vm, dir, why, sizeof(why));
 	if (!was_paused)
 		vmm_resume(c->vm);
@@ -82,7 +87,11 @@ static bool vmc_request(void *ctx, int fd, const char *line)
 	struct vm_control *c = ctx;
 
 	if (!strcmp(line, "pause")) {
-		if (vmm_pause(c->vm))
+		int ret = vmm_pause(c->vm);
+
+		if (ret == -EAGAIN)
+			blkd_control_reply(fd, "error the VM is starting (try again)");
+		else if (ret)
 			blkd_control_reply(fd, "error already paused");
 		else
 			blkd_control_reply(fd, "ok paused");

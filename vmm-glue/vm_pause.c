@@ -15,6 +15,8 @@
 
 int vmm_pause(struct vm *v)
 {
+	if (!__atomic_load_n(&v->running, __ATOMIC_SEQ_CST))
+		return -EAGAIN; /* the vCPUs are not all started yet */
 	pthread_mutex_lock(&v->pause_lock);
 	if (v->paused) {
 		pthread_mutex_unlock(&v->pause_lock);

@@ -404,6 +404,9 @@ int vmm_run(const struct vmm_opts *o, int *status, char *why, size_t why_len)
 			  "will be very slow (minutes; console=ttyS0 shows its progress)");
 	if (!ret)
 		kvm_vm_reaper(&v->vm); /* without it the teardown is only slower */
+	/* listening before --seccomp (no new listening sockets then) and the first vCPU */
+	if (!ret && o->control && vm_control_start(v, o->control, &v->ctl))
+		ret = -EIO; /* it logged why (a server) */
 	if (!ret && o->before_start && o->before_start(o->before_start_arg))
 		ret = -EPERM; /* it said why */
 	if (!ret)
@@ -411,8 +414,8 @@ int vmm_run(const struct vmm_opts *o, int *status, char *why, size_t why_len)
 			  v->ncpus == 1 ? "" : "s", clock_ms_since(&o->t0));
 	for (unsigned i = 0; !ret && i < v->ncpus; i++)
 		ret = cpu_start(&v->cpus[i], &v->bus, why, why_len);
-	if (!ret && o->control && vm_control_start(v, o->control, &v->ctl))
-		ret = -EIO; /* it logged why (a server) */
+	if (!ret)
+		__atomic_store_n(&v->running, true, __ATOMIC_SEQ_CST); /* vmm_pause may park them */
 	if (ret) {
 		vmm_end(v, CPU_END_ERROR);
 	} else {

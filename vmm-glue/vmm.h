@@ -47,8 +47,8 @@ struct vmm_opts {
 	int (*before_start)(void *arg);
 	void *before_start_arg;
 	/*
-	 * The control socket (vm_control.h): a unix socket PATH, listened on once the vCPUs
-	 * run, closed before the VM is torn down. Its errors are logged where they happen
+	 * The control socket (vm_control.h): a unix socket PATH, listened on before
+	 * before_start and the first vCPU, closed before the VM is torn down. Its errors are logged where they happen
 	 * (it is a server). NULL: none.
 	 */
 	const char *control;
@@ -59,8 +59,9 @@ struct vm;   /* a running VM (vmm-glue/vm.h inside vmm-glue/) */
 /*
  * Pause a running VM: every vCPU out of KVM_RUN and parked, the virtio-mmio queues
  * quiesced (the requests being processed complete, no new one starts), the console's input
- * held: guest RAM and device state stay as they are until vmm_resume(). 0, or -EALREADY
- * (already paused / not paused). Thread-safe; prints nothing.
+ * held: guest RAM and device state stay as they are until vmm_resume(). 0, -EALREADY
+ * (already paused / not paused), or -EAGAIN (pause: the vCPUs are not all started yet).
+ * Thread-safe; prints nothing.
  */
 int vmm_pause(struct vm *vm);
 int vmm_resume(struct vm *vm);

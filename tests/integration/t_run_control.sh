@@ -72,10 +72,15 @@ start_vm() {
   SERVERS+=("$VM")
 }
 
-# ---- raw disk: pause, resume, stats, malformed requests, many clients
+# ---- raw disk: pause, resume, stats, malformed requests, many clients (under --seccomp:
+# the socket listens before the filter, its thread works under it)
 python3 "$DISKPY" make "$T/disk.img"
+expect_error "control socket in a missing directory" \
+  "lazyblk: run: --control $T/no/dir/c.sock: No such file or directory" -- \
+  "$LAZYBLK" -q run --kernel "$GUEST" --disk "$T/disk.img" --mem 64 --control "$T/no/dir/c.sock"
+[ -s "$T/.out" ] && die "the guest ran although its control socket failed: $(head -c 300 "$T/.out")"
 sock=$T/vm.ctl
-start_vm raw --disk "$T/disk.img" --control "$sock" \
+start_vm raw --disk "$T/disk.img" --control "$sock" --seccomp \
   --append "testguest.mode=count testguest.count_us=10000 testguest.count_every=2"
 log=$T/raw.log
 wait_count "$log" 10 "$VM"
