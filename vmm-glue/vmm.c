@@ -29,7 +29,6 @@
 #define VMM_TICK_FIRST_NS 20000L
 #define VMM_TICK_FAST_NS 1000000L
 
-
 static void vmm_end(struct vm *v, enum cpu_end why)
 {
 	pthread_mutex_lock(&v->lock);
