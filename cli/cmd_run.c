@@ -36,7 +36,7 @@ static const char run_usage[] =
 	"            [--populate] [--boot linux64|pvh] [--cache-dir DIR]\n"
 	"            [--manifest IMAGE.manifest] [--stats-json FILE] [--trace-record FILE]\n"
 	"            [--prefetch TRACE] [--prefetch-all] [--no-check]\n"
-	"            [--user USER[:GROUP]] [--seccomp] [-- CMD ...]\n"
+	"            [--user USER[:GROUP]] [--seccomp] [--control SOCK] [-- CMD ...]\n"
 	"       lazyblk run --kernel FILE [--disk FILE[,ro]]... [options]   (no image)\n"
 	"\n"
 	"Boot a micro-VM in this process (KVM): the image is its root disk /dev/vda over\n"
@@ -81,6 +81,10 @@ static const char run_usage[] =
 	"                          the store (with --remote: that the remote answers for one,\n"
 	"                          and that an oci:// tag exists)\n"
 	CLI_CONFINE_HELP("once the VM is set up, before the first vCPU runs,")
+	"      --control SOCK      answer requests on the unix socket SOCK while the VM runs:\n"
+	"                          pause, resume, stats (JSON: vCPU exits, disk statistics),\n"
+	"                          snapshot DIR, snapshot-disk DELTA_PATH, flush (one line\n"
+	"                          each; see docs/run.md, \"Controlling a running VM\")\n"
 	"  -- CMD ...              the command the built initramfs runs in the image\n"
 	"%s"
 	"%s"
@@ -285,7 +289,8 @@ static int run_check(const struct run_args *a, unsigned mib)
 int cmd_run(int argc, char **argv)
 {
 	enum { O_OVERLAY = 256, O_INITRD, O_APPEND, O_CPUS, O_MEM, O_DISK, O_HUGE, O_POP,
-	       O_BOOT, O_CACHE, O_MANIFEST, O_JSON, O_MODULES, O_NO_CHECK, O_USER, O_SECCOMP };
+	       O_BOOT, O_CACHE, O_MANIFEST, O_JSON, O_MODULES, O_NO_CHECK, O_USER, O_SECCOMP,
+	       O_CONTROL };
 	static const struct option opts[] = {
 		{ "store", required_argument, NULL, 's' },
 		{ "overlay", required_argument, NULL, O_OVERLAY },
@@ -305,22 +310,20 @@ int cmd_run(int argc, char **argv)
 		{ "no-check", no_argument, NULL, O_NO_CHECK },
 		{ "user", required_argument, NULL, O_USER },
 		{ "seccomp", no_argument, NULL, O_SECCOMP },
+		{ "control", required_argument, NULL, O_CONTROL },
 		CLI_REMOTE_OPTIONS,
 		CLI_TRACE_OPTIONS,
 		CLI_LOG_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct run_args a = { .eo.check = true };
+	struct run_args a = { .eo.check = true, .vo = { .ncpus = 1, .boot = BOOT_LINUX64,
+				.in_fd = STDIN_FILENO, .out_fd = STDOUT_FILENO } };
 	unsigned mib = RUN_MEM_DEFAULT_MIB;
 	uint64_t mem;
 	int c, r, nopt = argc;
 
 	clock_gettime(CLOCK_MONOTONIC, &a.vo.t0);
-	a.vo.ncpus = 1;
-	a.vo.boot = BOOT_LINUX64;
-	a.vo.in_fd = STDIN_FILENO;
-	a.vo.out_fd = STDOUT_FILENO;
 	/* everything after "--" is the guest's command, never options of ours */
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--")) {
@@ -381,6 +384,7 @@ int cmd_run(int argc, char **argv)
 				return EXIT_USAGE;
 			break;
 		case O_SECCOMP: a.cf.seccomp = true; break;
+		case O_CONTROL: a.vo.control = optarg; break;
 		case 'h': printf(run_usage, cli_remote_help, cli_trace_help); return 0;
 		default:
 			if (cli_serving_option("run", argv, &a.tr, &a.rem, c, optarg) <= 0)

@@ -553,7 +553,7 @@ static int serve_run(struct serve_args *a, const char *what)
 
 	if (serve_start(a, &sc) || disk_open(a, what, &sc))
 		return serve_end(a, &sc, 1);
-	if (a->control && blkd_control_start(&sc.disk, sc.e, a->control, &ctl)) {
+	if (a->control && blkd_control_start(&sc.disk, sc.e, NULL, a->control, &ctl)) {
 		disk_done(&sc); /* it said why */
 		return serve_end(a, &sc, 1);
 	}

@@ -154,7 +154,7 @@ static int snapshot_server(const char *ctl, const char *out)
 		log_error("%s: a newline in the path cannot be sent to the server", out);
 		return 1;
 	}
-	snprintf(req, sizeof(req), "snapshot %s\n", path);
+	snprintf(req, sizeof(req), "snapshot-disk %s\n", path);
 	if (strlen(req) > BLKD_CONTROL_MAX_LINE) {
 		log_error("%s: path too long for a control request", out);
 		return 1;

@@ -131,6 +131,9 @@ struct aml {
 #define AML_STRING	0x0d
 #define AML_QWORD	0x0e
 #define AML_SCOPE	0x10
+#define AML_PACKAGE	0x12
+#define AML_METHOD	0x14
+#define AML_RETURN	0xa4
 #define AML_BUFFER	0x11
 #define AML_EXT		0x5b
 #define AML_DEVICE	0x82	/* after AML_EXT */
@@ -336,21 +339,62 @@ static void com1_body(struct aml *a)
 	aml_name_buf(a, "_CRS", r.b, r.n);
 }
 
+static void aml_dword(struct aml *a, uint32_t v)
+{
+	uint8_t le[4];
+
+	le32_put(le, v);
+	aml_byte(a, AML_DWORD);
+	aml_bytes(a, le, 4);
+}
+
+/* Method (ADDR, 0, NotSerialized) { Return (Package (0x02) { lo, hi }) } */
+static void vmgenid_addr(struct aml *a, uint64_t gpa)
+{
+	const size_t pkg = 1 + 1 + 5 + 5, body = 4 + 1 + 1 + 1 + pkg; /* pkglen bytes: 1 */
+
+	aml_byte(a, AML_METHOD);
+	aml_pkglen(a, body);
+	aml_bytes(a, "ADDR", 4);
+	aml_byte(a, 0);			/* no arguments, not serialized */
+	aml_byte(a, AML_RETURN);
+	aml_byte(a, AML_PACKAGE);
+	aml_pkglen(a, pkg - 1);
+	aml_byte(a, 2);
+	aml_dword(a, (uint32_t)gpa);
+	aml_dword(a, (uint32_t)(gpa >> 32));
+}
+
+/* The VM generation ID (Microsoft's "Virtual Machine Generation ID", as QEMU's vmgenid). */
+static void vmgenid_body(struct aml *a, const struct acpi_config *c)
+{
+	aml_bytes(a, "VGEN", 4);
+	aml_name_str(a, "_HID", "QEMUVGID");
+	aml_name_str(a, "_CID", "VM_Gen_Counter");
+	aml_name_str(a, "_DDN", "VM_Gen_Counter");
+	vmgenid_addr(a, c->vmgenid_addr);
+}
+
+/* i: a virtio-mmio window; -1: COM1; -2: the VM generation ID. */
+static void device_body(struct aml *a, const struct acpi_config *c, int i)
+{
+	if (i == -1)
+		com1_body(a);
+	else if (i == -2)
+		vmgenid_body(a, c);
+	else
+		virtio_body(a, c, i);
+}
+
 static void aml_device(struct aml *a, const struct acpi_config *c, int i)
 {
 	struct aml m = { NULL, 0 };
 
-	if (i < 0)
-		com1_body(&m);
-	else
-		virtio_body(&m, c, i);
+	device_body(&m, c, i);
 	aml_byte(a, AML_EXT);
 	aml_byte(a, AML_DEVICE);
 	aml_pkglen(a, m.n);
-	if (i < 0)
-		com1_body(a);
-	else
-		virtio_body(a, c, i);
+	device_body(a, c, i);
 }
 
 static void sb_body(struct aml *a, const struct acpi_config *c)
@@ -360,6 +404,8 @@ static void sb_body(struct aml *a, const struct acpi_config *c)
 	aml_device(a, c, -1);
 	for (unsigned i = 0; i < c->ndevs; i++)
 		aml_device(a, c, i);
+	if (c->vmgenid_addr)
+		aml_device(a, c, -2);
 }
 
 /* Scope (\_SB_) { Device (COM1) {...} Device (V000) {...} ... } */
@@ -469,7 +515,7 @@ static int check_config(const struct acpi_config *c)
 		return -EINVAL;
 	if (c->ndevs > ACPI_MAX_MMIO_DEVS || (c->ndevs && !c->devs))
 		return -EINVAL;
-	if (c->ioapic_addr >= g4 || c->lapic_addr >= g4)
+	if (c->ioapic_addr >= g4 || c->lapic_addr >= g4 || c->vmgenid_addr % 8)
 		return -EINVAL;
 	for (unsigned i = 0; i < c->ndevs; i++) {
 		const struct acpi_mmio_dev *d = &c->devs[i];

@@ -4,8 +4,8 @@
  * reduced, X_DSDT) and MADT (one enabled local APIC per vCPU, one IOAPIC, interrupt source
  * overrides for the ISA IRQs the VMM uses), DSDT with one Device per virtio-mmio window
  * (_HID "LNRO0005", _UID i, _CRS { Memory32Fixed(ReadWrite, base, size), Interrupt(
- * ResourceConsumer, Level/Edge, ActiveHigh, Exclusive) { gsi } }) and the COM1 UART
- * (PNP0501). Every table checksums to zero; the RSDP has both checksums.
+ * ResourceConsumer, Level/Edge, ActiveHigh, Exclusive) { gsi } }), the COM1 UART
+ * (PNP0501) and the VM generation ID device (VGEN, see vmgenid_addr). Every table checksums to zero; the RSDP has both checksums.
  */
 #ifndef LZ_VMM_ACPI_H
 #define LZ_VMM_ACPI_H
@@ -33,6 +33,13 @@ struct acpi_config {
 	uint64_t lapic_addr;               /* 0xfee00000 */
 	const struct acpi_mmio_dev *devs;  /* virtio-mmio windows */
 	unsigned ndevs;
+	/*
+	 * Guest-physical address of the 16-byte VM generation ID (8-byte aligned, in memory
+	 * the e820 map reserves), published by Device (VGEN) { _HID "QEMUVGID", _CID and _DDN
+	 * "VM_Gen_Counter", Method ADDR returning Package { low 32 bits, high 32 bits } }, after
+	 * the virtio devices. 0: no such device.
+	 */
+	uint64_t vmgenid_addr;
 };
 
 /*

@@ -31,7 +31,8 @@
 #define BOOT_CMDLINE_MAX 4096u       /* including the NUL */
 #define BOOT_EBDA_ADDR 0x9fc00u
 #define BOOT_ACPI_ADDR 0xe0000u
-#define BOOT_ACPI_MAX 0x20000u       /* up to 1 MiB */
+#define BOOT_ACPI_MAX 0x1f000u       /* up to the VM generation ID */
+#define BOOT_VMGENID_ADDR 0xff000u   /* its 16 bytes (e820 reserved), the last page below 1 MiB */
 #define BOOT_HIMEM_ADDR 0x100000u    /* kernels and initrds go at or above this */
 #define BOOT_MMIO_HOLE 0xc0000000ull
 #define BOOT_MMIO_HOLE_END 0x100000000ull

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../common/log.h"
@@ -193,6 +194,8 @@ int cpu_create(struct kvm_vm *vm, unsigned id, unsigned ncpus, bool hw_virt, str
 	int ret;
 
 	memset(c, 0, sizeof(*c));
+	pthread_mutex_init(&c->park_lock, NULL);
+	pthread_cond_init(&c->park_cond, NULL);
 	c->id = id;
 	c->hw_virt = hw_virt;
 	c->fd = ioctl(vm->vm_fd, KVM_CREATE_VCPU, (unsigned long)id);
@@ -328,8 +331,35 @@ static void cpu_answer_kick(struct vcpu *c)
 	if (log_get_level() >= 3 && gen % 100 == 0 && !ioctl(c->fd, KVM_GET_REGS, &r))
 		log_debug("vCPU %u: rip 0x%llx (mp_state %u)", c->id, (unsigned long long)r.rip,
 			  mp.mp_state); /* about once a second: where a slow guest is */
-	if (c->bus->report)
+	if (dead && c->bus->report) /* "still running" is told by not answering */
 		c->bus->report(c->bus->ctx);
+}
+
+static void cpu_count_exit(struct vcpu *c, uint32_t reason)
+{
+	enum cpu_exit e;
+
+	switch (reason) {
+	case KVM_EXIT_IO: e = CPU_EXIT_IO; break;
+	case KVM_EXIT_MMIO: e = CPU_EXIT_MMIO; break;
+	case KVM_EXIT_INTR: e = CPU_EXIT_INTR; break;
+	case KVM_EXIT_HLT: e = CPU_EXIT_HLT; break;
+	case KVM_EXIT_SHUTDOWN: e = CPU_EXIT_SHUTDOWN; break;
+	case KVM_EXIT_SYSTEM_EVENT: e = CPU_EXIT_SYSTEM_EVENT; break;
+	default: e = CPU_EXIT_OTHER; break;
+	}
+	__atomic_fetch_add(&c->exits[e], 1, __ATOMIC_RELAXED);
+}
+
+const char *cpu_exit_name(enum cpu_exit e)
+{
+	static const char *const names[CPU_EXIT_NR] = {
+		[CPU_EXIT_IO] = "io", [CPU_EXIT_MMIO] = "mmio", [CPU_EXIT_INTR] = "intr",
+		[CPU_EXIT_KICK] = "kick", [CPU_EXIT_HLT] = "hlt", [CPU_EXIT_SHUTDOWN] = "shutdown",
+		[CPU_EXIT_SYSTEM_EVENT] = "system_event", [CPU_EXIT_OTHER] = "other",
+	};
+
+	return e < CPU_EXIT_NR ? names[e] : "?";
 }
 
 /* 1: keep running, 0: the VM ends (bus->end was called). */
@@ -339,6 +369,7 @@ static int cpu_handle_exit(struct vcpu *c)
 	const struct cpu_bus *b = c->bus;
 	uint8_t *d;
 
+	cpu_count_exit(c, run->exit_reason);
 	switch (run->exit_reason) {
 	case KVM_EXIT_IO:
 		d = (uint8_t *)run + run->io.data_offset;
@@ -388,6 +419,34 @@ static int cpu_handle_exit(struct vcpu *c)
 	return 0;
 }
 
+/*
+ * Out of KVM_RUN after a kick: park while paused (cpu_pause waits for it). The pause flag is
+ * read after immediate_exit was cleared (both sequentially consistent, and cpu_pause sets
+ * them the other way round), so a pause is never missed: seen here, or immediate_exit stays
+ * set and the next KVM_RUN returns at once.
+ */
+static void cpu_park(struct vcpu *c)
+{
+	if (!__atomic_load_n(&c->pause, __ATOMIC_SEQ_CST))
+		return;
+	pthread_mutex_lock(&c->park_lock);
+	c->parked = true;
+	pthread_cond_broadcast(&c->park_cond);
+	while (__atomic_load_n(&c->pause, __ATOMIC_SEQ_CST) &&
+	       !__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE))
+		pthread_cond_wait(&c->park_cond, &c->park_lock);
+	c->parked = false;
+	pthread_mutex_unlock(&c->park_lock);
+}
+
+static void cpu_ended(struct vcpu *c)
+{
+	pthread_mutex_lock(&c->park_lock);
+	c->parked = true; /* for good: a pause does not wait for it */
+	pthread_cond_broadcast(&c->park_cond);
+	pthread_mutex_unlock(&c->park_lock);
+}
+
 static void *cpu_main(void *arg)
 {
 	struct vcpu *c = arg;
@@ -399,7 +458,9 @@ static void *cpu_main(void *arg)
 	while (!__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE)) {
 		if (ioctl(c->fd, KVM_RUN, 0) < 0) {
 			if (errno == EINTR || errno == EAGAIN) {
-				__atomic_store_n(&c->run->immediate_exit, 0, __ATOMIC_RELAXED);
+				__atomic_fetch_add(&c->exits[CPU_EXIT_KICK], 1, __ATOMIC_RELAXED);
+				__atomic_store_n(&c->run->immediate_exit, 0, __ATOMIC_SEQ_CST);
+				cpu_park(c);
 				cpu_answer_kick(c);
 				continue;
 			}
@@ -410,6 +471,7 @@ static void *cpu_main(void *arg)
 		if (!cpu_handle_exit(c))
 			break;
 	}
+	cpu_ended(c);
 	return NULL;
 }
 
@@ -450,6 +512,37 @@ void cpu_kick(struct vcpu *c, unsigned gen)
 	pthread_kill(c->thread, CPU_KICK_SIGNAL);
 }
 
+void cpu_pause(struct vcpu *c)
+{
+	if (!c->started)
+		return;
+	__atomic_store_n(&c->pause, 1, __ATOMIC_SEQ_CST);
+	pthread_mutex_lock(&c->park_lock);
+	while (!c->parked) {
+		struct timespec t;
+
+		/* the kick again until it parks: a signal may land between two KVM_RUNs */
+		__atomic_store_n(&c->run->immediate_exit, 1, __ATOMIC_SEQ_CST);
+		pthread_kill(c->thread, CPU_KICK_SIGNAL);
+		clock_gettime(CLOCK_REALTIME, &t);
+		t.tv_nsec += 1000000;
+		if (t.tv_nsec >= 1000000000L) {
+			t.tv_sec++;
+			t.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&c->park_cond, &c->park_lock, &t);
+	}
+	pthread_mutex_unlock(&c->park_lock);
+}
+
+void cpu_resume(struct vcpu *c)
+{
+	pthread_mutex_lock(&c->park_lock);
+	__atomic_store_n(&c->pause, 0, __ATOMIC_SEQ_CST);
+	pthread_cond_broadcast(&c->park_cond);
+	pthread_mutex_unlock(&c->park_lock);
+}
+
 bool cpu_dead(const struct vcpu *c, unsigned gen)
 {
 	return __atomic_load_n(&c->dead_gen, __ATOMIC_ACQUIRE) == gen;
@@ -459,6 +552,9 @@ void cpu_destroy(struct vcpu *c)
 {
 	if (c->started) {
 		__atomic_store_n(&c->stop, 1, __ATOMIC_RELEASE);
+		pthread_mutex_lock(&c->park_lock);
+		pthread_cond_broadcast(&c->park_cond); /* a parked thread sees stop */
+		pthread_mutex_unlock(&c->park_lock);
 		cpu_kick(c, 0);
 		pthread_join(c->thread, NULL);
 		c->started = false;
@@ -469,4 +565,6 @@ void cpu_destroy(struct vcpu *c)
 		close(c->fd);
 	c->run = NULL;
 	c->fd = -1;
+	pthread_mutex_destroy(&c->park_lock);
+	pthread_cond_destroy(&c->park_cond);
 }

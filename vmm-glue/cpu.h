@@ -31,12 +31,25 @@ enum cpu_end {
 	CPU_END_ERROR,     /* a KVM failure; the vCPU thread logged one line */
 };
 
+/* What ended a KVM_RUN, as counted in struct vcpu's exits (cpu_exit_name(): the stats key). */
+enum cpu_exit {
+	CPU_EXIT_IO,            /* KVM_EXIT_IO: a port access */
+	CPU_EXIT_MMIO,          /* KVM_EXIT_MMIO */
+	CPU_EXIT_INTR,          /* KVM_EXIT_INTR */
+	CPU_EXIT_KICK,          /* KVM_RUN returned EINTR: a kick (halt check, pause, stop) */
+	CPU_EXIT_HLT,
+	CPU_EXIT_SHUTDOWN,      /* a triple fault */
+	CPU_EXIT_SYSTEM_EVENT,  /* reset, power-off, crash */
+	CPU_EXIT_OTHER,         /* every other reason (failures) */
+	CPU_EXIT_NR
+};
+
 struct cpu_bus {
 	void *ctx;
 	void (*pio)(void *ctx, uint16_t port, uint8_t *data, uint32_t size, bool is_write);
 	void (*mmio)(void *ctx, uint64_t addr, uint8_t *data, uint32_t len, bool is_write);
 	void (*end)(void *ctx, unsigned cpu, enum cpu_end why);
-	void (*report)(void *ctx);  /* a vCPU answered a kick (see cpu_dead) */
+	void (*report)(void *ctx);  /* a vCPU answered a kick: halted for good (see cpu_dead) */
 };
 
 struct vcpu {
@@ -51,6 +64,12 @@ struct vcpu {
 	int stop;               /* atomic */
 	unsigned kick_gen;      /* atomic: the last kick */
 	unsigned dead_gen;      /* atomic: the kick this vCPU answered "halted for good" to */
+	uint64_t exits[CPU_EXIT_NR];  /* atomic: KVM_RUN exits by reason */
+	/* pausing (cpu_pause): the thread parks out of KVM_RUN while pause is set */
+	pthread_mutex_t park_lock;
+	pthread_cond_t park_cond;
+	int pause;              /* atomic */
+	bool parked;            /* under park_lock */
 };
 
 /*
@@ -68,6 +87,16 @@ int cpu_start(struct vcpu *c, const struct cpu_bus *bus, char *why, size_t why_l
 /* Interrupt KVM_RUN; the thread answers by setting dead_gen = gen when halted for good. */
 void cpu_kick(struct vcpu *c, unsigned gen);
 bool cpu_dead(const struct vcpu *c, unsigned gen);
+/*
+ * Pausing: cpu_pause() returns once the vCPU's thread is out of KVM_RUN (at an instruction
+ * boundary: a pending port or MMIO exit completed by KVM first) and parked; it stays there
+ * until cpu_resume(). A vCPU whose thread ended (or never started) counts as parked.
+ * Neither prints; the caller serializes them.
+ */
+void cpu_pause(struct vcpu *c);
+void cpu_resume(struct vcpu *c);
+/* The exit counts' names in the stats ("io", "mmio", ...). */
+const char *cpu_exit_name(enum cpu_exit e);
 /* Stop and join the thread, then close. */
 void cpu_destroy(struct vcpu *c);
 

@@ -2,7 +2,7 @@
 /*
  * vmlinux (or any x86-64 ELF executable): PT_LOAD segments at their physical addresses,
  * the 64-bit entry, and the PVH entry note (XEN_ELFNOTE_PHYS32_ENTRY).
- * Guest RAM is a fresh anonymous mapping, so the bytes past p_filesz (bss) are already 0.
+ * Guest RAM is a fresh memfd, so the bytes past p_filesz (bss) are already 0.
  */
 #include <elf.h>
 #include <errno.h>

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * /dev/kvm and the VM: API version and required capabilities, the in-kernel irqchip and
- * PIT, the TSS address, guest RAM (one anonymous mapping split into KVM memory slots around
- * the 3–4 GiB MMIO hole), interrupt lines, and hardware-virtualization detection.
+ * PIT, the TSS address, guest RAM (one memfd, mapped shared, split into KVM memory slots
+ * around the 3–4 GiB MMIO hole), interrupt lines, and hardware-virtualization detection.
  * Nothing here prints: a call that fails returns -errno, with one line in why when it takes
  * one.
  */
@@ -31,6 +31,7 @@ struct kvm_vm {
 	int vcpu_mmap_size;  /* KVM_GET_VCPU_MMAP_SIZE */
 	bool immediate_exit; /* KVM_CAP_IMMEDIATE_EXIT */
 	struct vm_ram ram;   /* slot 0 at 0 (below 3 GiB), slot 1 at 4 GiB (the rest) */
+	int reaper_fd;       /* kvm_vm_reaper()'s pipe (-1: none) */
 };
 
 /*
@@ -41,6 +42,14 @@ struct kvm_vm {
  */
 int kvm_vm_create(struct kvm_vm *vm, const struct kvm_ram_opts *ram, char *why, size_t why_len);
 void kvm_vm_destroy(struct kvm_vm *vm);
+/*
+ * Fork the reaper: a child process that holds the VM fd until kvm_vm_destroy() or this
+ * process's exit, and then closes it, so that KVM's teardown of the VM (milliseconds of
+ * SRCU grace periods) happens there, not on this process's way out. Before any confinement
+ * (the child keeps this process's credentials; it only waits and exits). -errno when it
+ * cannot fork (the teardown then stays here).
+ */
+int kvm_vm_reaper(struct kvm_vm *vm);
 /* Level of an interrupt line (KVM_IRQ_LINE). -errno, prints nothing. */
 int kvm_irq_line(int vm_fd, uint32_t gsi, int level);
 /* vmx or svm in /proc/cpuinfo. */

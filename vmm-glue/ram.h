@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The VM's RAM, owned by the VMM: one anonymous mapping (kvm.c maps and unmaps it) split
+ * The VM's RAM, owned by the VMM: one memfd mapped MAP_SHARED (kvm.c makes, maps and unmaps
+ * it; the memfd can outlive the process's mapping: a snapshot reads it, a live upgrade passes
+ * it on), split
  * around the 3–4 GiB MMIO hole into KVM memory slots, slot i at slot[i]. The kernel loader
  * and the boot tables write into it through vm_ram_ptr(); the virtio-blk device model sees
  * it through a struct gmem (blkd/virtio/gmem.h), a view vm_ram_view() builds (vmm.c keeps
@@ -22,7 +24,8 @@ struct vm_ram_slot {
 };
 
 struct vm_ram {
-	uint8_t *map;     /* the whole mapping (NULL: none) */
+	int fd;           /* the memfd holding every guest page (-1: none) */
+	uint8_t *map;     /* the whole mapping of fd (NULL: none) */
 	uint64_t size;    /* its bytes: the guest's RAM */
 	struct vm_ram_slot slot[VM_RAM_SLOTS];
 	unsigned nslots;

@@ -67,6 +67,7 @@ struct serial {
 	uint8_t rx[RX_FIFO];
 	unsigned rx_head, rx_count;
 	bool stop;
+	bool paused;             /* serial_pause(): input waits */
 	int stop_fd;             /* eventfd: wakes the input thread's poll */
 	bool thread_started;
 	pthread_t thread;
@@ -233,7 +234,7 @@ unsigned serial_receive(struct serial *s, const uint8_t *buf, unsigned len)
 	unsigned n = 0;
 
 	pthread_mutex_lock(&s->lock);
-	while (n < len && !(s->mcr & MCR_LOOP) && serial_rx_push(s, buf[n]))
+	while (n < len && !s->paused && !(s->mcr & MCR_LOOP) && serial_rx_push(s, buf[n]))
 		n++;
 	serial_update_irq(s);
 	pthread_mutex_unlock(&s->lock);
@@ -267,7 +268,8 @@ static void *serial_input_main(void *arg)
 			done += serial_receive(s, buf + done, (unsigned)n - done);
 			pthread_mutex_lock(&s->lock);
 			while (!s->stop && done < (unsigned)n &&
-			       (s->rx_count >= serial_rx_cap(s) || s->mcr & MCR_LOOP))
+			       (s->paused || s->rx_count >= serial_rx_cap(s) ||
+				s->mcr & MCR_LOOP))
 				pthread_cond_wait(&s->space, &s->lock);
 			if (s->stop) {
 				pthread_mutex_unlock(&s->lock);
@@ -306,6 +308,14 @@ int serial_new(const struct serial_opts *o, struct serial **out)
 	}
 	*out = s;
 	return 0;
+}
+
+void serial_pause(struct serial *s, bool paused)
+{
+	pthread_mutex_lock(&s->lock);
+	s->paused = paused;
+	pthread_cond_broadcast(&s->space);
+	pthread_mutex_unlock(&s->lock);
 }
 
 void serial_free(struct serial *s)

@@ -33,6 +33,11 @@ struct serial_opts {
 int serial_new(const struct serial_opts *o, struct serial **out);
 /* Stops the input thread. */
 void serial_free(struct serial *s);
+/*
+ * Paused: input stays in in_fd (or the input thread's buffer) and nothing enters the RX
+ * FIFO until unpaused; returns once no byte is being received.
+ */
+void serial_pause(struct serial *s, bool paused);
 /* A 1-byte access at register off (0..7). Thread-safe. */
 void serial_access(struct serial *s, unsigned off, uint8_t *data, bool is_write);
 /* Queue received bytes as if they came from in_fd (what fits; returns the count). */

@@ -50,7 +50,6 @@ struct vmmio_queue {
 	struct vq_runner run;
 	bool active;               /* under run.lock */
 	int kick_fd;               /* ioeventfd, or -1 without KVM (kicks run inline) */
-	bool has_ioeventfd;
 };
 
 struct virtio_mmio {
@@ -59,10 +58,10 @@ struct virtio_mmio {
 	pthread_mutex_t lock;
 	uint32_t status;           /* atomic */
 	uint32_t isr;              /* atomic */
+	int paused;                /* atomic: virtio_mmio_pause(), the runners serve nothing */
 	uint32_t dev_feat_sel, drv_feat_sel, queue_sel;
 	uint64_t drv_features;
 	int irq_fd, stop_fd;
-	bool has_irqfd;
 	unsigned nq;
 	struct vmmio_queue q[];
 };
@@ -87,7 +86,7 @@ static bool queue_ready(struct vq_runner *r)
 {
 	struct vmmio_queue *q = r->ctx;
 
-	return q->active &&
+	return q->active && !__atomic_load_n(&q->d->paused, __ATOMIC_SEQ_CST) &&
 	       !(__atomic_load_n(&q->d->status, __ATOMIC_SEQ_CST) & VIRTIO_CONFIG_S_NEEDS_RESET);
 }
 
@@ -345,25 +344,41 @@ void virtio_mmio_access(struct virtio_mmio *d, uint64_t off, uint8_t *data, uint
 	pthread_mutex_unlock(&d->lock);
 }
 
-static int kvm_ioeventfd(struct virtio_mmio *d, struct vmmio_queue *q, bool assign)
+void virtio_mmio_pause(struct virtio_mmio *d)
+{
+	__atomic_store_n(&d->paused, 1, __ATOMIC_SEQ_CST);
+	for (unsigned i = 0; i < d->nq; i++) {
+		/* the batch in progress ends (its requests complete) before the lock is ours */
+		pthread_mutex_lock(&d->q[i].run.lock);
+		pthread_mutex_unlock(&d->q[i].run.lock);
+	}
+}
+
+void virtio_mmio_resume(struct virtio_mmio *d)
+{
+	__atomic_store_n(&d->paused, 0, __ATOMIC_SEQ_CST);
+	for (unsigned i = 0; i < d->nq; i++)
+		vq_runner_kick(&d->q[i].run); /* what the driver made available meanwhile */
+}
+
+static int kvm_ioeventfd(struct virtio_mmio *d, struct vmmio_queue *q)
 {
 	struct kvm_ioeventfd io = {
 		.datamatch = q->idx,
 		.addr = d->o.base + VIRTIO_MMIO_QUEUE_NOTIFY,
 		.len = 4,
 		.fd = q->kick_fd,
-		.flags = KVM_IOEVENTFD_FLAG_DATAMATCH | (assign ? 0 : KVM_IOEVENTFD_FLAG_DEASSIGN),
+		.flags = KVM_IOEVENTFD_FLAG_DATAMATCH,
 	};
 
 	return ioctl(d->o.vm_fd, KVM_IOEVENTFD, &io) < 0 ? -errno : 0;
 }
 
-static int kvm_irqfd(struct virtio_mmio *d, bool assign)
+static int kvm_irqfd(struct virtio_mmio *d)
 {
 	struct kvm_irqfd irq = {
 		.fd = (uint32_t)d->irq_fd,
 		.gsi = d->o.gsi,
-		.flags = assign ? 0 : KVM_IRQFD_FLAG_DEASSIGN,
 	};
 
 	return ioctl(d->o.vm_fd, KVM_IRQFD, &irq) < 0 ? -errno : 0;
@@ -379,13 +394,14 @@ void virtio_mmio_free(struct virtio_mmio *d)
 		struct vmmio_queue *q = &d->q[i];
 
 		vq_runner_destroy(&q->run);   /* joins the I/O thread */
-		if (q->has_ioeventfd)
-			kvm_ioeventfd(d, q, false);
 		if (q->kick_fd >= 0)
 			close(q->kick_fd);
 	}
-	if (d->has_irqfd)
-		kvm_irqfd(d, false);
+	/*
+	 * The ioeventfds and the irqfd are not deassigned: the device goes only with its VM,
+	 * whose teardown drops them, and a deassign waits for an SRCU grace period (25-30 ms
+	 * each on a loaded machine) on the way out.
+	 */
 	if (d->irq_fd >= 0)
 		close(d->irq_fd);
 	if (d->stop_fd >= 0)
@@ -403,20 +419,18 @@ static int kvm_wire(struct virtio_mmio *d)
 	d->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (d->irq_fd < 0 || d->stop_fd < 0)
 		return -errno;
-	ret = kvm_irqfd(d, true);
+	ret = kvm_irqfd(d);
 	if (ret < 0)
 		return ret;
-	d->has_irqfd = true;
 	for (unsigned i = 0; i < d->nq; i++) {
 		struct vmmio_queue *q = &d->q[i];
 
 		q->kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 		if (q->kick_fd < 0)
 			return -errno;
-		ret = kvm_ioeventfd(d, q, true);
+		ret = kvm_ioeventfd(d, q);
 		if (ret < 0)
 			return ret;
-		q->has_ioeventfd = true;
 		ret = vq_runner_start(&q->run, q->kick_fd, d->stop_fd);
 		if (ret < 0)
 			return ret;

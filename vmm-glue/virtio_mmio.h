@@ -34,8 +34,19 @@ struct virtio_mmio_opts {
 
 /* -errno; prints nothing. */
 int virtio_mmio_blk_new(const struct virtio_mmio_opts *o, struct virtio_mmio **out);
-/* Stops the I/O threads (requests in progress complete first), unregisters the eventfds. */
+/*
+ * Stops the I/O threads (requests in progress complete first) and frees d, before the VM
+ * is destroyed (the eventfds stay registered with it until then).
+ */
 void virtio_mmio_free(struct virtio_mmio *d);
+/*
+ * Quiesce the queues: returns once no request is being processed (the batch in progress
+ * completed) and none will be until virtio_mmio_resume(), which serves what the driver made
+ * available meanwhile. Kicks that come in between are not lost. The vCPUs are the caller's
+ * (register accesses are not blocked).
+ */
+void virtio_mmio_pause(struct virtio_mmio *d);
+void virtio_mmio_resume(struct virtio_mmio *d);
 /*
  * A vCPU's access at offset off (< VIRTIO_MMIO_WINDOW) of the window, len 1, 2, 4 or 8;
  * reads fill data. Thread-safe (vCPUs and I/O threads).

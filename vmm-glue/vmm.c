@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "../common/clock.h"
 #include "../common/why.h"
@@ -15,36 +16,20 @@
 #include "pio.h"
 #include "serial.h"
 #include "virtio_mmio.h"
+#include "vm.h"
+#include "vm_control.h"
 
 #define VMM_IOAPIC_ADDR 0xfec00000u
 #define VMM_LAPIC_ADDR 0xfee00000u
 #define VMM_TICK_NS 10000000L       /* halt check while the guest runs */
-#define VMM_TICK_FAST_NS 1000000L   /* after the guest wrote its exit status */
+/*
+ * After the guest wrote its exit status it is about to halt: asked after 20 us, then 40 us,
+ * 80 us, ... up to every 1 ms (a guest that goes on is not slowed down for long).
+ */
+#define VMM_TICK_FIRST_NS 20000L
+#define VMM_TICK_FAST_NS 1000000L
 
-struct vmm {
-	const struct vmm_opts *o;
-	struct kvm_vm vm;
-	struct gmem ram_view;       /* vm.ram as the virtio devices see it (vm_ram_view) */
-	struct boot_kernel kernel;
-	struct serial *serial;
-	struct pio_devs pio;
-	struct virtio_mmio *vdev[VMM_MAX_DISKS];
-	unsigned ndev;
-	struct vcpu cpus[CPU_MAX];
-	unsigned ncpus;
-	struct cpu_bus bus;
-
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	bool ended;
-	enum cpu_end why;
-	bool halted;                /* every vCPU halted with interrupts off */
-	int status;                 /* from port 0x441; -1: none */
-	char *reason;               /* vmm_run's why (reason_len bytes) */
-	size_t reason_len;
-};
-
-static void vmm_end(struct vmm *v, enum cpu_end why)
+static void vmm_end(struct vm *v, enum cpu_end why)
 {
 	pthread_mutex_lock(&v->lock);
 	if (!v->ended) {
@@ -63,7 +48,7 @@ static void vmm_cpu_end(void *ctx, unsigned cpu, enum cpu_end why)
 
 static void vmm_cpu_report(void *ctx)
 {
-	struct vmm *v = ctx;
+	struct vm *v = ctx;
 
 	pthread_mutex_lock(&v->lock);
 	pthread_cond_broadcast(&v->cond);
@@ -77,7 +62,7 @@ static void vmm_reset(void *ctx)
 
 static void vmm_status(void *ctx, int st)
 {
-	struct vmm *v = ctx;
+	struct vm *v = ctx;
 
 	pthread_mutex_lock(&v->lock);
 	v->status = st;
@@ -87,14 +72,14 @@ static void vmm_status(void *ctx, int st)
 
 static void vmm_serial_irq(void *ctx, int level)
 {
-	struct vmm *v = ctx;
+	struct vm *v = ctx;
 
 	kvm_irq_line(v->vm.vm_fd, SERIAL_COM1_IRQ, level);
 }
 
 static void vmm_pio(void *ctx, uint16_t port, uint8_t *data, uint32_t size, bool is_write)
 {
-	struct vmm *v = ctx;
+	struct vm *v = ctx;
 
 	if (port >= SERIAL_COM1_BASE && port < SERIAL_COM1_BASE + 8) {
 		for (uint32_t i = 0; i < size; i++) {
@@ -114,7 +99,7 @@ static void vmm_pio(void *ctx, uint16_t port, uint8_t *data, uint32_t size, bool
 
 static void vmm_mmio(void *ctx, uint64_t addr, uint8_t *data, uint32_t len, bool is_write)
 {
-	struct vmm *v = ctx;
+	struct vm *v = ctx;
 	uint64_t off = addr - BOOT_VIRTIO_BASE;
 
 	if (addr >= BOOT_VIRTIO_BASE && off / VIRTIO_MMIO_WINDOW < v->ndev &&
@@ -127,7 +112,30 @@ static void vmm_mmio(void *ctx, uint64_t addr, uint8_t *data, uint32_t len, bool
 		memset(data, 0xff, len > 8 ? 8 : len);
 }
 
-static int vmm_acpi(struct vmm *v, uint64_t *rsdp)
+/* A new random VM generation ID at BOOT_VMGENID_ADDR (the DSDT's VGEN device names it). */
+static int vmm_vmgenid(struct vm *v)
+{
+	uint8_t *id = vm_ram_ptr(&v->vm.ram, BOOT_VMGENID_ADDR, 16);
+	char hex[33];
+	ssize_t n;
+
+	if (!id)
+		return why_set(v->reason, v->reason_len, -EFAULT, "VM generation ID: no RAM at "
+			       "0x%x", BOOT_VMGENID_ADDR);
+	do
+		n = getrandom(id, 16, 0);
+	while (n < 0 && errno == EINTR);
+	if (n != 16)
+		return why_set(v->reason, v->reason_len, n < 0 ? -errno : -EIO,
+			       "VM generation ID: getrandom: %s", strerror(n < 0 ? errno : EIO));
+	for (unsigned i = 0; i < 16; i++)
+		snprintf(hex + 2 * i, 3, "%02x", id[i]);
+	note_emit(&v->o->notes, NOTE_INFO, "VM generation ID %s at 0x%x", hex,
+		  BOOT_VMGENID_ADDR);
+	return 0;
+}
+
+static int vmm_acpi(struct vm *v, uint64_t *rsdp)
 {
 	struct acpi_mmio_dev devs[VMM_MAX_DISKS];
 	struct acpi_config c = {
@@ -136,10 +144,15 @@ static int vmm_acpi(struct vmm *v, uint64_t *rsdp)
 		.lapic_addr = VMM_LAPIC_ADDR,
 		.devs = devs,
 		.ndevs = v->o->ndisks,
+		.vmgenid_addr = BOOT_VMGENID_ADDR,
 	};
 	uint8_t *buf = vm_ram_ptr(&v->vm.ram, BOOT_ACPI_ADDR, BOOT_ACPI_MAX);
 	size_t used;
 	int ret;
+
+	ret = vmm_vmgenid(v);
+	if (ret)
+		return ret;
 
 	for (unsigned i = 0; i < v->o->ndisks; i++) {
 		devs[i].base = BOOT_VIRTIO_BASE + i * VIRTIO_MMIO_WINDOW;
@@ -153,11 +166,16 @@ static int vmm_acpi(struct vmm *v, uint64_t *rsdp)
 }
 
 /* Kernel, initrd, command line, ACPI, boot_params / PVH info, GDT and page tables. */
-static int vmm_load(struct vmm *v)
+static int vmm_load(struct vm *v)
 {
 	const struct vmm_opts *o = v->o;
+	/*
+	 * With a control socket no cached vmlinux segments are mapped over RAM: every guest
+	 * page must then live in the RAM memfd (a snapshot reads it, a live upgrade passes it on).
+	 */
 	struct boot_kernel_opts ko = { .proto = o->boot, .cache_dir = o->cache_dir,
-					.map_segments = !o->hugepages, .notes = o->notes };
+					.map_segments = !o->hugepages && !o->control,
+					.notes = o->notes };
 	struct boot_layout l = { .mem_size = o->mem, .cmdline_addr = BOOT_CMDLINE_ADDR };
 	char cmdline[BOOT_CMDLINE_MAX];
 	size_t max = BOOT_CMDLINE_MAX;
@@ -191,7 +209,7 @@ static int vmm_load(struct vmm *v)
 	return ret;
 }
 
-static int vmm_devices(struct vmm *v)
+static int vmm_devices(struct vm *v)
 {
 	const struct vmm_opts *o = v->o;
 	struct serial_opts so = {
@@ -227,7 +245,7 @@ static int vmm_devices(struct vmm *v)
 	return 0;
 }
 
-static int vmm_cpus(struct vmm *v, bool hw_virt)
+static int vmm_cpus(struct vm *v, bool hw_virt)
 {
 	int ret;
 
@@ -260,10 +278,11 @@ static bool vmm_past(const struct timespec *t)
 }
 
 /* Waits for the end; asks the vCPUs every tick whether they are all halted for good. */
-static void vmm_wait(struct vmm *v)
+static void vmm_wait(struct vm *v)
 {
 	struct timespec deadline;
 	unsigned gen = 0;
+	long step = VMM_TICK_NS;
 	bool all, fast = false;
 
 	pthread_mutex_lock(&v->lock);
@@ -283,20 +302,28 @@ static void vmm_wait(struct vmm *v)
 		if (v->status >= 0 && !fast) {
 			/* the guest is finishing: ask now, and then often */
 			fast = true;
-			vmm_deadline(&deadline, 0);
+			/* not at once: the vCPU is still in the exit of that write */
+			step = 2 * VMM_TICK_FIRST_NS;
+			vmm_deadline(&deadline, VMM_TICK_FIRST_NS);
 		}
 		if (!vmm_past(&deadline))
 			continue;
+		if (vmm_paused(v)) { /* a parked vCPU answers no kick */
+			vmm_deadline(&deadline, VMM_TICK_NS);
+			continue;
+		}
 		gen++;
 		for (unsigned i = 0; i < v->ncpus; i++)
 			cpu_kick(&v->cpus[i], gen);
-		vmm_deadline(&deadline, fast ? VMM_TICK_FAST_NS : VMM_TICK_NS);
+		vmm_deadline(&deadline, step);
+		if (fast && step < VMM_TICK_FAST_NS)
+			step = step * 2 < VMM_TICK_FAST_NS ? step * 2 : VMM_TICK_FAST_NS;
 	}
 	pthread_mutex_unlock(&v->lock);
 }
 
 /* The run's result from how it ended. */
-static int vmm_result(struct vmm *v, int *status)
+static int vmm_result(struct vm *v, int *status)
 {
 	*status = v->status >= 0 ? v->status : 0;
 	if (v->halted)
@@ -318,7 +345,7 @@ static int vmm_result(struct vmm *v, int *status)
 	}
 }
 
-static void vmm_teardown(struct vmm *v)
+static void vmm_teardown(struct vm *v)
 {
 	for (unsigned i = 0; i < v->ncpus; i++)
 		cpu_destroy(&v->cpus[i]);
@@ -328,13 +355,15 @@ static void vmm_teardown(struct vmm *v)
 	kvm_vm_destroy(&v->vm);
 	pthread_mutex_destroy(&v->lock);
 	pthread_cond_destroy(&v->cond);
+	pthread_mutex_destroy(&v->pause_lock);
 }
 
 int vmm_run(const struct vmm_opts *o, int *status, char *why, size_t why_len)
 {
 	struct kvm_ram_opts ro = { .size = o->mem, .hugepages = o->hugepages,
 				   .populate = o->populate };
-	struct vmm *v;
+	struct vm *v;
+	pthread_condattr_t ca;
 	bool hw_virt = kvm_hw_virt_present();
 	int ret;
 
@@ -351,9 +380,13 @@ int vmm_run(const struct vmm_opts *o, int *status, char *why, size_t why_len)
 	v->reason_len = why_len;
 	v->ncpus = o->ncpus;
 	v->status = -1;
-	v->vm.vm_fd = v->vm.sys_fd = -1;
+	v->vm.vm_fd = v->vm.sys_fd = v->vm.reaper_fd = -1;
 	pthread_mutex_init(&v->lock, NULL);
-	pthread_cond_init(&v->cond, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* vmm_deadline's clock */
+	pthread_cond_init(&v->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_mutex_init(&v->pause_lock, NULL);
 	v->bus = (struct cpu_bus){ .ctx = v, .pio = vmm_pio, .mmio = vmm_mmio,
 				   .end = vmm_cpu_end, .report = vmm_cpu_report };
 
@@ -368,6 +401,11 @@ int vmm_run(const struct vmm_opts *o, int *status, char *why, size_t why_len)
 		note_emit(&o->notes, NOTE_NOTICE, "no hardware virtualization (no vmx/svm in "
 			  "/proc/cpuinfo): KVM here is a software implementation; a Linux guest "
 			  "will be very slow (minutes; console=ttyS0 shows its progress)");
+	if (!ret)
+		kvm_vm_reaper(&v->vm); /* without it the teardown is only slower */
+	/* listening before --seccomp (no new listening sockets then) and the first vCPU */
+	if (!ret && o->control && vm_control_start(v, o->control, &v->ctl))
+		ret = -EIO; /* it logged why (a server) */
 	if (!ret && o->before_start && o->before_start(o->before_start_arg))
 		ret = -EPERM; /* it said why */
 	if (!ret)
@@ -375,12 +413,15 @@ int vmm_run(const struct vmm_opts *o, int *status, char *why, size_t why_len)
 			  v->ncpus == 1 ? "" : "s", clock_ms_since(&o->t0));
 	for (unsigned i = 0; !ret && i < v->ncpus; i++)
 		ret = cpu_start(&v->cpus[i], &v->bus, why, why_len);
+	if (!ret)
+		__atomic_store_n(&v->running, true, __ATOMIC_SEQ_CST); /* vmm_pause may park them */
 	if (ret) {
 		vmm_end(v, CPU_END_ERROR);
 	} else {
 		vmm_wait(v);
 		ret = vmm_result(v, status);
 	}
+	vm_control_stop(v->ctl);
 	vmm_teardown(v);
 	free(v);
 	return ret;

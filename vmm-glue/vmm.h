@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <time.h>
 
 #include "../blkd/virtio/virtio_blk.h"
@@ -45,7 +46,32 @@ struct vmm_opts {
 	 */
 	int (*before_start)(void *arg);
 	void *before_start_arg;
+	/*
+	 * The control socket (vm_control.h): a unix socket PATH, listened on before
+	 * before_start and the first vCPU, closed before the VM is torn down. Its errors are logged where they happen
+	 * (it is a server). NULL: none.
+	 */
+	const char *control;
 };
+
+struct vm;   /* a running VM (vmm-glue/vm.h inside vmm-glue/) */
+
+/*
+ * Pause a running VM: every vCPU out of KVM_RUN and parked, the virtio-mmio queues
+ * quiesced (the requests being processed complete, no new one starts), the console's input
+ * held: guest RAM and device state stay as they are until vmm_resume(). 0, -EALREADY
+ * (already paused / not paused), or -EAGAIN (pause: the vCPUs are not all started yet).
+ * Thread-safe; prints nothing.
+ */
+int vmm_pause(struct vm *vm);
+int vmm_resume(struct vm *vm);
+bool vmm_paused(struct vm *vm);
+/*
+ * The VM's statistics as one JSON object and a newline: "paused", "vcpus" (per vCPU: "id",
+ * "exits" by reason: io, mmio, intr, kick, hlt, shutdown, system_event, other, total) and
+ * "disks" (each disk's statistics object, as serve --control's stats). -errno.
+ */
+int vmm_stats_json(struct vm *vm, FILE *f);
 
 /*
  * Runs the VM to its end. 0 and *status = the exit status the guest wrote to port 0x441

@@ -26,6 +26,7 @@
 struct blkd_control {
 	const struct disk *d;
 	struct blkd_engine *e;     /* NULL: not the lazy image (no traces) */
+	const struct blkd_control_ext *ext;  /* NULL: none */
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	int lfd;
 	int stop[2];   /* a byte on stop[1] ends the thread */
@@ -61,8 +62,9 @@ static void ctl_send(int fd, const char *s, size_t len)
 	}
 }
 
-static void ctl_reply(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void ctl_reply(int fd, const char *fmt, ...)
+#define ctl_reply blkd_control_reply
+
+void blkd_control_reply(int fd, const char *fmt, ...)
 {
 	char buf[BLKD_CONTROL_MAX_LINE + 256];
 	va_list ap;
@@ -93,6 +95,10 @@ static void ctl_snapshot(struct blkd_control *c, int fd, const char *path)
 		ctl_reply(fd, "error DELTA_PATH must be absolute: %s", path);
 		return;
 	}
+	if (!c->d) {
+		ctl_reply(fd, "error %s: no disk", path);
+		return;
+	}
 	ret = disk_snapshot(c->d, path, &dirty, &zero, &why);
 	if (ret) {
 		if (!why)
@@ -110,8 +116,12 @@ static void ctl_stats(struct blkd_control *c, int fd)
 {
 	char *buf = NULL;
 	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
+	FILE *f = c->d ? open_memstream(&buf, &len) : NULL;
 
+	if (!c->d) {
+		ctl_reply(fd, "error no disk");
+		return;
+	}
 	if (!f) {
 		ctl_reply(fd, "error %s", strerror(errno));
 		return;
@@ -145,9 +155,21 @@ static void ctl_trace_stop(struct blkd_control *c, int fd)
 	ctl_reply(fd, "ok %s %" PRIu64, path, n);
 }
 
+/* "WORD" or "WORD ARG": ARG ("" for none), or NULL when line is another request. */
+static const char *ctl_word(const char *line, const char *word)
+{
+	size_t n = strlen(word);
+
+	if (strncmp(line, word, n) || (line[n] != ' ' && line[n]))
+		return NULL;
+	return line[n] ? line + n + 1 : "";
+}
+
 /* One request, without its newline. */
 static void ctl_request(struct blkd_control *c, int fd, char *line, size_t len)
 {
+	const char *arg, *want = c->ext && c->ext->names ? c->ext->names :
+				 "snapshot DELTA_PATH, stats, flush or trace stop";
 	int ret;
 
 	if (len && line[len - 1] == '\r')
@@ -156,10 +178,14 @@ static void ctl_request(struct blkd_control *c, int fd, char *line, size_t len)
 		ctl_reply(fd, "error request holds a NUL byte");
 		return;
 	}
-	if (!strncmp(line, "snapshot", 8) && (line[8] == ' ' || !line[8])) {
-		ctl_snapshot(c, fd, line[8] ? line + 9 : "");
+	if (c->ext && len && c->ext->request(c->ext->ctx, fd, line))
+		return;
+	if ((arg = ctl_word(line, "snapshot")) || (arg = ctl_word(line, "snapshot-disk"))) {
+		ctl_snapshot(c, fd, arg);
 	} else if (!strcmp(line, "stats")) {
 		ctl_stats(c, fd);
+	} else if (!strcmp(line, "flush") && !c->d) {
+		ctl_reply(fd, "error no disk");
 	} else if (!strcmp(line, "flush")) {
 		ret = disk_flush(c->d);
 		if (ret)
@@ -169,11 +195,9 @@ static void ctl_request(struct blkd_control *c, int fd, char *line, size_t len)
 	} else if (!strcmp(line, "trace stop")) {
 		ctl_trace_stop(c, fd);
 	} else if (!len) {
-		ctl_reply(fd, "error empty request (want snapshot DELTA_PATH, stats, flush or "
-			      "trace stop)");
+		ctl_reply(fd, "error empty request (want %s)", want);
 	} else {
-		ctl_reply(fd, "error unknown request '%.64s' (want snapshot DELTA_PATH, stats, "
-			      "flush or trace stop)", line);
+		ctl_reply(fd, "error unknown request '%.64s' (want %s)", line, want);
 	}
 }
 
@@ -264,7 +288,8 @@ static void ctl_free(struct blkd_control *c)
 	free(c);
 }
 
-int blkd_control_start(const struct disk *d, struct blkd_engine *e, const char *path,
+int blkd_control_start(const struct disk *d, struct blkd_engine *e,
+		       const struct blkd_control_ext *ext, const char *path,
 		       struct blkd_control **out)
 {
 	struct blkd_control *c = calloc(1, sizeof(*c));
@@ -277,6 +302,7 @@ int blkd_control_start(const struct disk *d, struct blkd_engine *e, const char *
 	}
 	c->d = d;
 	c->e = e;
+	c->ext = ext;
 	c->lfd = c->stop[0] = c->stop[1] = -1;
 	if (pipe2(c->stop, O_CLOEXEC) < 0) {
 		ret = -errno;

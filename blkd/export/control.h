@@ -3,7 +3,8 @@
  * The control socket of a running server: a unix socket answering one-line text requests,
  * one connection at a time, in its own thread.
  *
- *   snapshot DELTA_PATH   → "ok DELTA_PATH BLOCKS" (blocks recorded: dirty + zeroed)
+ *   snapshot DELTA_PATH   → "ok DELTA_PATH BLOCKS" (blocks recorded: dirty + zeroed);
+ *                           "snapshot-disk DELTA_PATH" is the same request
  *   stats                 → the statistics as one JSON object on one line
  *   flush                 → "ok"
  *   trace stop            → "ok TRACE_PATH RECORDS": --trace-record ends, the trace is written
@@ -13,6 +14,9 @@
  * A request is at most BLKD_CONTROL_MAX_LINE bytes with its newline; a longer one is
  * answered with an error and the connection closed. A connection idle for
  * BLKD_CONTROL_IDLE_MS is closed. Nothing a client sends stops the server.
+ *
+ * A server with more requests (lazyblk run's VM: pause, resume, ...) passes an extension,
+ * offered every request first: one parser, one set of rules for the lines.
  */
 #ifndef LZ_BLKD_CONTROL_H
 #define LZ_BLKD_CONTROL_H
@@ -25,15 +29,31 @@
 
 struct blkd_control;
 
+struct blkd_control_ext {
+	/*
+	 * One request (without its newline, NUL-free): answer it on fd with
+	 * blkd_control_reply() and return true, or false to leave it to the base requests.
+	 * Runs on the control socket's thread.
+	 */
+	bool (*request)(void *ctx, int fd, const char *line);
+	void *ctx;
+	const char *names;  /* every request, for the "unknown request" answer (NULL: the base's) */
+};
+
+/* Answer one line on fd (the newline added; a client gone is ignored). */
+void blkd_control_reply(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /*
  * Listen on the unix socket PATH (mode 0600; a stale socket file left by a server that
  * is gone is replaced, a live one or another file is refused) and start answering for the
  * disk d: snapshots, statistics and flushes through it (a disk without snapshots answers
  * "error DELTA_PATH: this disk takes no snapshots"), traces through e, the engine behind
- * it (NULL: not the lazy image; "trace stop" is an error). d and e must outlive the
+ * it (NULL: not the lazy image; "trace stop" is an error). d may be NULL (no disk: those
+ * requests are errors); ext (NULL: none) adds requests. d, e and ext must outlive the
  * control socket. Prints one error line and returns -errno on failure.
  */
-int blkd_control_start(const struct disk *d, struct blkd_engine *e, const char *path,
+int blkd_control_start(const struct disk *d, struct blkd_engine *e,
+		       const struct blkd_control_ext *ext, const char *path,
 		       struct blkd_control **out);
 /* Finish the request being answered, stop, remove the socket file. NULL is a no-op. */
 void blkd_control_stop(struct blkd_control *c);

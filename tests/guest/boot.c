@@ -276,6 +276,73 @@ static unsigned dsdt_devices(uint64_t dsdt, uint32_t len, struct mmio_dev *devs,
 	return n;
 }
 
+/* An AML integer (ZeroOp, OneOp, Byte/Word/DWord/QWordConst) at p[*i]; false if none. */
+static bool aml_int(const uint8_t *p, uint32_t *i, uint32_t end, uint64_t *v)
+{
+	static const uint8_t size[] = { [0x0a] = 1, [0x0b] = 2, [0x0c] = 4, [0x0e] = 8 };
+	uint8_t op = p[*i];
+	if (op <= 1) {
+		*v = op;
+		*i += 1;
+		return true;
+	}
+	if (op > 0x0e || !size[op] || *i + 1 + size[op] > end)
+		return false;
+	*v = 0;
+	for (unsigned k = 0; k < size[op]; k++)
+		*v |= (uint64_t)p[*i + 1 + k] << (8 * k);
+	*i += 1 + size[op];
+	return true;
+}
+
+/*
+ * The VM generation ID device (_HID "QEMUVGID"): its ADDR method, as the VMM writes it
+ * (Method (ADDR) { Return (Package (2) { low, high }) }). 0 when there is none.
+ */
+static uint64_t dsdt_vmgenid(uint64_t dsdt, uint32_t len)
+{
+	const uint8_t *p = (const uint8_t *)(uintptr_t)dsdt;
+	for (uint32_t i = 36; i + 8 <= len; i++) {
+		if (memcmp(p + i, "QEMUVGID", 8))
+			continue;
+		for (uint32_t j = i + 8; j + 10 <= len && j < i + 256; j++) {
+			uint64_t lo, hi;
+			uint32_t k = j + 8;
+			if (memcmp(p + j, "ADDR\0\xa4\x12", 7) || p[j + 7] >= 0x40 || p[k] != 2)
+				continue;
+			k++;
+			if (aml_int(p, &k, len, &lo) && aml_int(p, &k, len, &hi) && lo < (1ull << 32) &&
+			    hi < (1ull << 32))
+				return lo | hi << 32;
+		}
+	}
+	return 0;
+}
+
+static uint8_t vmgenid_seen[16];
+
+bool vmgenid_show(bool always)
+{
+	const volatile uint8_t *id = (const volatile uint8_t *)(uintptr_t)g_boot.vmgenid;
+	bool same = true;
+	if (!g_boot.vmgenid) {
+		if (always)
+			gprintf("guest: vmgenid: none\n");
+		return false;
+	}
+	for (unsigned i = 0; i < 16; i++) {
+		same &= vmgenid_seen[i] == id[i];
+		vmgenid_seen[i] = id[i];
+	}
+	if (same && !always)
+		return false;
+	gprintf("guest: vmgenid: ");
+	for (unsigned i = 0; i < 16; i++)
+		gprintf("%02x", vmgenid_seen[i]);
+	gprintf(" at 0x%lx\n", g_boot.vmgenid);
+	return true;
+}
+
 unsigned acpi_scan(struct mmio_dev *devs, unsigned max)
 {
 	uint64_t r = g_boot.rsdp;
@@ -361,6 +428,14 @@ unsigned acpi_scan(struct mmio_dev *devs, unsigned max)
 		   dsdt ? rd32(dsdt + 4) : 0))
 		return 0;
 	unsigned n = dsdt_devices(dsdt, rd32(dsdt + 4), devs, max);
+	g_boot.vmgenid = dsdt_vmgenid(dsdt, rd32(dsdt + 4));
+	bool in_e820 = false; /* RAM or reserved: memory the guest can read */
+	for (unsigned i = 0; i < g_boot.ne820; i++)
+		in_e820 |= g_boot.vmgenid >= g_boot.e820[i].addr &&
+			   g_boot.vmgenid + 16 <= g_boot.e820[i].addr + g_boot.e820[i].size;
+	if (!in_e820)
+		g_boot.vmgenid = 0;
+	vmgenid_show(true);
 	check(n > 0, "acpi: DSDT LNRO0005", "%u virtio-mmio device(s)", n);
 	return n;
 }

@@ -16,6 +16,8 @@
                                    regions of DISK (an export of the image): 1: before the
                                    guest's changes; 2: the changed regions as the guest left
                                    them (for a second run on the same overlay)
+  disk.py counts DISK [LBA]        count mode: the valid records (count.c) in the 64 sectors
+                                   at LBA (default 0), one "seq S count N" line each, by seq
 
 Pattern A: the little-endian u64 at every 8-byte-aligned byte offset OFF is
 (OFF // 8) ^ 0x5a5a5a5a5a5a5a5a; pattern B (written by the guest) uses 0xc3c3c3c3c3c3c3c3.
@@ -96,7 +98,25 @@ def sums(path, scratch, phase):
                    for i, (lba, n) in enumerate(regions)))
 
 
+def counts(path, lba):
+    import struct
+    with open(path, "rb") as f:
+        f.seek(lba * 512)
+        d = f.read(64 * 512)
+    recs = []
+    for i in range(len(d) // 512):
+        r = d[i * 512:i * 512 + 32]
+        magic, seq, n, h = struct.unpack("<4Q", r)
+        if magic == 0x31544E554F435A4C and h == fnv1a(r[:24]):
+            recs.append((seq, n))
+    for seq, n in sorted(recs):
+        print("seq %d count %d" % (seq, n))
+    return 0
+
+
 def main(argv):
+    if len(argv) >= 2 and argv[0] == "counts":
+        return counts(argv[1], int(argv[2]) if len(argv) > 2 else 0)
     if len(argv) == 3 and argv[0] == "find":
         d = open(argv[1], "rb").read()
         o = d.find(open(argv[2], "rb").read(4096))

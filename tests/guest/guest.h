@@ -80,6 +80,7 @@ struct bootinfo {
 	uint64_t ram_bytes;
 	uint64_t rsdp;
 	const char *cmdline;
+	uint64_t vmgenid;   /* the VM generation ID's address (ACPI VGEN ADDR); 0: none */
 };
 extern struct bootinfo g_boot;
 
@@ -93,6 +94,8 @@ struct mmio_dev {
 
 void boot_read(void *info, bool pvh);
 bool ram_contains(uint64_t addr, uint64_t len);
+/* "guest: vmgenid: HEX at 0xADDR" (or "none") when always or when it changed; true if printed */
+bool vmgenid_show(bool always);
 /* ACPI: validates the tables, fills devs (LNRO0005 entries of the DSDT). Returns count. */
 unsigned acpi_scan(struct mmio_dev *devs, unsigned max);
 /* the value of "key=" on the command line (copied into buf), or NULL */
@@ -105,5 +108,8 @@ uint64_t parse_u64(const char *s, const char **end);
 
 /* ---- vblk.c */
 void vblk_tests(const struct mmio_dev *d);
+
+/* ---- count.c: testguest.mode=count, counts forever (d NULL: no disk) */
+void count_run(const struct mmio_dev *d) __attribute__((noreturn));
 
 #endif

@@ -822,6 +822,63 @@ static void test_acpiexec(void **state)
 	free(buf);
 }
 
+/*
+ * The VM generation ID device: iasl -d shows Device (VGEN) with QEMU's ids and the ADDR
+ * method; acpiexec evaluates ADDR to the address; an unaligned address is refused.
+ */
+static void test_vmgenid(void **state)
+{
+	char dir[PATH_MAX], cmd[PATH_MAX * 2], path[PATH_MAX];
+	struct cfg cf;
+	struct tables t;
+	uint8_t *buf = malloc(BUF_LEN);
+	char *dsl, *b, *out;
+
+	(void)state;
+	assert_non_null(buf);
+	cfg_make(&cf, 2, 2, 0x1000);
+	cf.c.vmgenid_addr = 0xff004;
+	assert_int_equal(acpi_build(&cf.c, buf, GPA, BUF_LEN, NULL, NULL), -EINVAL);
+	cf.c.vmgenid_addr = 0xff000;
+	build_ok(&cf, buf, BUF_LEN);
+	check_rsdp_xsdt(buf, BUF_LEN, &t);
+	check_fadt(buf, BUF_LEN, &t);
+	check_madt(&cf, t.madt);
+	check_dsdt(&cf, t.dsdt);
+	if (!have_tool("iasl") || !have_tool("acpiexec")) {
+		free(buf);
+		skip();
+	}
+	tmpdir_make(dir);
+	write_table(dir, "facp.dat", t.fadt);
+	write_table(dir, "apic.dat", t.madt);
+	write_table(dir, "dsdt.dat", t.dsdt);
+	dsl = iasl_d(dir, "dsdt", false);
+	assert_int_equal(strcount(dsl, "Device ("), cf.ndevs + 2);
+	b = device_block(dsl, "VGEN");
+	expect_in(b, "Name (_HID, \"QEMUVGID\")");
+	expect_in(b, "Name (_CID, \"VM_Gen_Counter\")");
+	expect_in(b, "Name (_DDN, \"VM_Gen_Counter\")");
+	expect_in(b, "Method (ADDR, 0, NotSerialized)");
+	expect_in(b, "Return (Package (0x02)");
+	expect_in(b, "0x000FF000,");
+	expect_in(b, "0x00000000");
+	free(b);
+	free(dsl);
+	snprintf(cmd, sizeof(cmd), "cd '%s' && timeout 60 acpiexec -b 'Evaluate \\_SB.VGEN.ADDR' "
+		 "dsdt.dat facp.dat apic.dat </dev/null >out.txt 2>&1", dir);
+	assert_int_equal(system(cmd), 0);
+	path_fmt(path, "%s/out.txt", dir);
+	out = slurp(path);
+	if (strstr(out, "Error") || strstr(out, "Warning") ||
+	    !strstr(out, "[Package] Contains 2 Elements") ||
+	    !strstr(out, "[Integer] = 00000000000FF000"))
+		fail_msg("acpiexec:\n%s", out);
+	free(out);
+	rm_rf(dir);
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -834,6 +891,7 @@ int main(void)
 		cmocka_unit_test(test_iasl_shared_gsi),
 		cmocka_unit_test(test_iasl_flags_corruption),
 		cmocka_unit_test(test_acpiexec),
+		cmocka_unit_test(test_vmgenid),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

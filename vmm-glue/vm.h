@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A running VM, inside vmm-glue/: what vmm.c assembles (RAM, devices, vCPUs) and what the
+ * code working on a running VM reads — pausing and the statistics (vm_pause.c), the control
+ * socket (vm_control.c), snapshots. Outside vmm-glue/ a struct vm is opaque (vmm.h).
+ */
+#ifndef LZ_VMM_VM_H
+#define LZ_VMM_VM_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "boot.h"
+#include "cpu.h"
+#include "kvm.h"
+#include "pio.h"
+#include "serial.h"
+#include "virtio_mmio.h"
+#include "vmm.h"
+
+struct vm_control;
+
+struct vm {
+	const struct vmm_opts *o;
+	struct kvm_vm vm;
+	struct gmem ram_view;       /* vm.ram as the virtio devices see it (vm_ram_view) */
+	struct boot_kernel kernel;
+	struct serial *serial;
+	struct pio_devs pio;
+	struct virtio_mmio *vdev[VMM_MAX_DISKS];
+	unsigned ndev;
+	struct vcpu cpus[CPU_MAX];
+	unsigned ncpus;
+	struct cpu_bus bus;
+
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool ended;
+	enum cpu_end why;
+	bool halted;                /* every vCPU halted with interrupts off */
+	int status;                 /* from port 0x441; -1: none */
+	char *reason;               /* vmm_run's why (reason_len bytes) */
+	size_t reason_len;
+
+	/* vmm_pause / vmm_resume (vm_pause.c): pause_lock serializes them */
+	pthread_mutex_t pause_lock;
+	bool paused;                /* under pause_lock; read by vmm_wait under lock too */
+	bool running;               /* atomic: every vCPU thread started (pausing works) */
+	struct vm_control *ctl;     /* --control (NULL: none) */
+};
+
+#endif
