@@ -105,4 +105,24 @@ int remote_publish(struct remote *r);
 
 void remote_get_stats(struct remote *r, struct remote_stats *st);
 
+/*
+ * Objects other than chunks (remote_obj.c; image documents and layout files, image_ref.h).
+ * rel is relative to the remote's base: for http(s) the store's PATH/ ("layouts/<hex>.layout"),
+ * for oci the registry ("v2/REPO/manifests/TAG").
+ */
+/* oci: the repository, and in *ref (may be NULL) the tag or sha256:<hex> of the URL; http: NULL. */
+const char *remote_oci_repo(const struct remote *r, const char **ref);
+/*
+ * GET rel into a malloc'ed *buf: 0; -ENOENT on a 404; -EFBIG over max bytes; -EIO (or
+ * -EACCES) with one line in why (why_len bytes) naming the URL. Prints nothing.
+ */
+int remote_obj_get(struct remote *r, const char *rel, const char *accept, size_t max,
+		   uint8_t **buf, size_t *len, char *why, size_t why_len);
+/* PUT body to rel (any 2xx). 0, or -errno with one log_error line. */
+int remote_obj_put(struct remote *r, const char *rel, const void *body, size_t len,
+		   const char *ctype, const char *what);
+/* oci: upload a blob of the repository unless it is there. 1 uploaded, 0 there, -errno (logged). */
+int remote_blob_put(struct remote *r, const uint8_t digest[SHA256_LEN], const void *data,
+		    size_t len, const char *what);
+
 #endif

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Images by reference (docs/images.md): a chain of layout files (top first) and maybe its
+ * manifest, published under a name next to the chunks they use, and fetched back.
+ *
+ *   oci://HOST[:PORT]/REPO:TAG (or REPO@sha256:<hex>): an OCI artifact, image_doc.h; the
+ *       tag is also the chunk index of exactly the image's chunks.
+ *   http(s)://HOST[:PORT]/PATH/images/NAME: PATH/images/NAME/image.json, the layouts at
+ *       PATH/layouts/<layout digest hex>.layout, the manifest at
+ *       PATH/manifests/<sha256 hex>.manifest, the chunks at PATH/chunks/ as always, the
+ *       names in PATH/images/index.json.
+ */
+#ifndef LZ_CAS_IMAGE_REF_H
+#define LZ_CAS_IMAGE_REF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "image_doc.h"
+#include "push.h"
+#include "remote.h"
+
+struct image_ref {
+	bool oci;
+	char *chunk_url;   /* the remote of the image's chunks (http: ".../PATH/") */
+	char *name;        /* oci: the tag or sha256:<hex>; http: NAME */
+};
+
+/* Whether arg is written as a reference (oci://, oci+http(s)://, http(s)://), not a file. */
+bool image_ref_is(const char *arg);
+/*
+ * Parse a reference. -EINVAL with *why (static): an oci reference without a tag or digest,
+ * an http one not ending in /images/NAME. -ENOMEM.
+ */
+int image_ref_parse(const char *url, struct image_ref *ref, const char **why);
+void image_ref_free(struct image_ref *ref);
+
+/* ---- fetching (serve, run, export, warm) ---- */
+
+struct image_fetched {
+	struct image_desc d;
+	char *layout;          /* STORE/layouts/<top hex>.layout */
+	char *manifest;        /* STORE/layouts/<top hex>.manifest, or NULL */
+	char *chunk_url;       /* the image's chunk remote */
+	unsigned fetched;      /* files downloaded (the others were in the store already) */
+	uint64_t fetched_bytes;
+};
+
+/*
+ * Fetch the image's document and every layout file (and its manifest) into
+ * STORE/layouts/ (created; each file checked against its size, its sha256 and, for a layout,
+ * its layout digest before an atomic rename; a file there already is reused when it checks
+ * out, fetched again when not). o->url is the reference; its timeouts and retries apply.
+ * 0, or -errno with one line in why: -ENOENT an unknown tag or name, -EBADMSG a corrupt,
+ * truncated or mismatching file or document, -EIO, -EACCES. Prints nothing.
+ */
+int image_fetch(const struct remote_opts *o, const char *store_dir, struct image_fetched *out,
+		char *why, size_t why_len);
+void image_fetched_free(struct image_fetched *f);
+
+/* ---- publishing (push) ---- */
+
+struct image_push_opts {
+	struct cas_push_opts push;     /* store, remote (the reference), chunks, progress, cancel */
+	const char *const *layouts;    /* the chain's files, top first */
+	const uint8_t (*layout_digests)[SHA256_LEN];
+	unsigned n_layouts;
+	const char *manifest;          /* NULL: none */
+	uint64_t disk_size;
+	const char *created;           /* RFC 3339, for image.json */
+};
+
+struct image_push_stats {
+	struct cas_push_stats chunks;
+	uint64_t layout_bytes, manifest_bytes;  /* uploaded now */
+	uint8_t digest[SHA256_LEN];             /* oci: the image index's; http: image.json's */
+};
+
+/*
+ * Push the chunks (cas_push), then the layout files, the manifest and the documents; the
+ * name is replaced, never merged. 0, or -errno with one line in why (may be empty: the
+ * remote said why). Prints nothing of its own.
+ */
+int image_push(const struct image_push_opts *o, struct image_push_stats *st, char *why,
+	       size_t why_len);
+
+/* ---- listing (images ls) ---- */
+
+struct image_entry {
+	char *name;                 /* tag or NAME */
+	struct image_desc d;
+};
+
+/*
+ * The images of a remote: oci://HOST/REPO (tags/list, then each tag's document; tags that
+ * are not lazyblk images are left out), http(s)://HOST/PATH/ (images/index.json, each
+ * image.json). 0, or -errno with one line in why.
+ */
+int image_list(const struct remote_opts *o, struct image_entry **out, size_t *n, char *why,
+	       size_t why_len);
+void image_list_free(struct image_entry *v, size_t n);
+
+#endif

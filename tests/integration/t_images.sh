@@ -1,0 +1,144 @@
+#!/bin/bash
+# Images by name (issue 16): push IMAGE.layout by tag to a docker-registry and by name to an
+# nginx WebDAV store; `images ls` lists both; export, serve and warm take the reference in
+# place of IMAGE.layout and, with an empty store, give the local layout's bytes; a corrupt or
+# truncated layout artifact is refused with one line before anything is served or written; an
+# unknown tag and an unknown name give one line each; a second push to a tag replaces it.
+. "$(dirname "$0")/lib/common.sh"
+for tool in docker-registry nginx curl nbdcopy nbdinfo debugfs zstd python3; do
+  command -v "$tool" >/dev/null || skip "t_images: $tool is not installed"
+done
+. "$TESTLIB/remote.sh"
+need_registry
+need_nginx
+
+build_image a 4
+build_image b 3
+start_registry
+RB=127.0.0.1:$REG_PORT
+R=oci://$RB/imgs/base
+
+# ---- push by tag: the image artifact, the tag also a chunk index
+"$LAZYBLK" push --store "$T/a.store" --remote "$R:v1" "$T/a.layout" --json >"$T/push.json"
+stats_has "$T/push.json" remote chunks uploaded uploaded_bytes present seconds image \
+  layout_digest layers layout_bytes manifest_bytes digest
+[ "$(json_get "$T/push.json" layout_bytes)" -eq "$(stat -c %s "$T/a.layout")" ] || die "layout_bytes"
+[ "$(json_get "$T/push.json" manifest_bytes)" -eq "$(stat -c %s "$T/a.manifest")" ] || die "manifest_bytes"
+python3 - "$RB" imgs/base v1 "$(chunk_count "$T/a.store")" <<'PY'
+import json, subprocess, sys
+base, repo, tag, nchunks = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+def get(ref, accept):
+    out = subprocess.run(["curl", "-fsS", "-H", "Accept: " + accept,
+                          "http://%s/v2/%s/manifests/%s" % (base, repo, ref)],
+                         capture_output=True, check=True).stdout
+    return json.loads(out)
+IDX = "application/vnd.oci.image.index.v1+json"
+MAN = "application/vnd.oci.image.manifest.v1+json"
+idx = get(tag, IDX)
+assert idx["artifactType"] == "application/vnd.lazyblk.image.v1", idx
+img = get(idx["manifests"][0]["digest"], MAN)
+assert img["artifactType"] == "application/vnd.lazyblk.image.v1", img
+mts = [l["mediaType"] for l in img["layers"]]
+assert mts == ["application/vnd.lazyblk.layout.v1", "application/vnd.lazyblk.manifest.v1"], mts
+assert len(img["layers"][0]["annotations"]["org.lazyblk.layout"]) == 64
+chunks = set()
+for m in idx["manifests"][1:]:
+    assert m["artifactType"] == "application/vnd.lazyblk.chunks.v1", m
+    for l in get(m["digest"], MAN)["layers"]:
+        chunks.add(l["annotations"]["org.lazyblk.chunk"])
+assert len(chunks) == nchunks, (len(chunks), nchunks)
+PY
+echo "ok: push by tag publishes the image artifact"
+# the tag is a chunk index the existing reader takes
+"$LAZYBLK" export "$T/a.layout" --store "$T/s0" --remote "$R:v1" -o "$T/s0.raw" >/dev/null
+cmp "$T/s0.raw" "$T/a.raw" || die "export of the local layout with the tag as remote differs"
+
+# ---- by reference, empty stores: export, serve, warm
+"$LAZYBLK" export "$R:v1" --store "$T/s1" -o "$T/s1.raw" >/dev/null 2>"$T/s1.err"
+cmp "$T/s1.raw" "$T/a.raw" || die "export by tag differs from the local layout"
+L=$T/s1/layouts/$(json_get "$T/push.json" layout_digest | cut -d: -f2).layout
+cmp "$L" "$T/a.layout" || die "the fetched layout is not the pushed one"
+cmp "${L%.layout}.manifest" "$T/a.manifest" || die "the fetched manifest is not the pushed one"
+"$LAZYBLK" -v export "$R:v1" --store "$T/s1" -o "$T/s1b.raw" >/dev/null 2>"$T/s1b.err"
+! grep -q "fetched" "$T/s1b.err" || die "a second export fetched the layout again"
+echo "ok: export by tag = the local layout; the layout is reused"
+SOCK=$T/nbd.sock
+start_server ref "nbd+unix:///?socket=$SOCK" "$R:v1" --store "$T/s2" --nbd "unix:$SOCK"
+nbdcopy "nbd+unix:///?socket=$SOCK" "$T/s2.raw"
+stop_server "$SRV" ref
+cmp "$T/s2.raw" "$T/a.raw" || die "serve by tag differs from the local layout"
+echo "ok: serve by tag = the local layout"
+DIG=$(json_get "$T/push.json" digest)
+"$LAZYBLK" warm "$R@$DIG" --store "$T/s3" --all >/dev/null
+[ "$(chunk_count "$T/s3")" -eq "$(chunk_count "$T/a.store")" ] || die "warm by digest: chunk count"
+check_cache_dir "$T/s3"
+echo "ok: warm by digest fetches every chunk"
+
+# ---- HTTP store: push by name, images ls, export by name
+mkdir -p "$T/www"
+start_nginx "$T/www" --dav
+H=${NGINX_URL}images
+"$LAZYBLK" push --store "$T/a.store" --remote "$H/base" "$T/a.layout" >/dev/null
+"$LAZYBLK" push --store "$T/b.store" --remote "$H/other-1.0" "$T/b.layout" >/dev/null
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["images"]==["base","other-1.0"], d' \
+  "$T/www/images/index.json"
+"$LAZYBLK" export "$H/other-1.0" --store "$T/s4" -o "$T/s4.raw" >/dev/null
+cmp "$T/s4.raw" "$T/b.raw" || die "export by name differs from the local layout"
+"$LAZYBLK" images ls --remote "$NGINX_URL" >"$T/ls.txt"
+[ "$(wc -l <"$T/ls.txt")" -eq 2 ] && grep -q "^base " "$T/ls.txt" && grep -q "^other-1.0 " "$T/ls.txt" ||
+  die "images ls (http): $(cat "$T/ls.txt")"
+"$LAZYBLK" images ls --remote "$NGINX_URL" --json >"$T/ls.json"
+json_expr "$T/ls.json" '[i["name"] for i in s["images"]] == ["base", "other-1.0"] and s["images"][0]["layers"] == 1'
+# oci: a chunk-only tag (plain push) is not an image
+"$LAZYBLK" push --store "$T/b.store" --remote "$R" >/dev/null
+"$LAZYBLK" images ls --remote "$R" --json >"$T/lso.json"
+json_expr "$T/lso.json" '[i["name"] for i in s["images"]] == ["v1"] and s["images"][0]["chunks"] > 0'
+echo "ok: images ls (http and oci)"
+
+# ---- errors: one line each, nothing served or written
+expect_fail_line "unknown tag" "no such tag" -- "$LAZYBLK" export "$R:nope" --store "$T/e1" -o "$T/e1.raw"
+no_partial_output "$T/e1.raw"
+expect_fail_line "not an image" "not a lazyblk image" -- "$LAZYBLK" export "$R:lazyblk-chunks" \
+  --store "$T/e1" -o "$T/e1.raw"
+expect_fail_line "unknown name" "no image nope" -- "$LAZYBLK" export "$H/nope" --store "$T/e2" -o "$T/e2.raw"
+expect_fail_line "bad http reference" "PATH/images/NAME" -- "$LAZYBLK" export "$NGINX_URL" \
+  --store "$T/e2" -o "$T/e2.raw"
+LH=$(json_get "$T/push.json" layout_digest | cut -d: -f2)
+cp "$T/www/layouts/$LH.layout" "$T/good.layout"
+flip_byte "$T/www/layouts/$LH.layout" 8192
+expect_fail_line "corrupt layout (http)" "corrupt or truncated" -- "$LAZYBLK" export "$H/base" \
+  --store "$T/e3" -o "$T/e3.raw"
+no_partial_output "$T/e3.raw"
+expect_fail_line "serve, corrupt layout" "corrupt or truncated" -- timeout 30 "$LAZYBLK" serve \
+  "$H/base" --store "$T/e3" --nbd "unix:$T/e3.sock"
+[ ! -e "$T/e3.sock" ] || die "serve listened with a corrupt layout"
+ls "$T/e3/layouts/" 2>/dev/null | grep -q . && die "a corrupt layout was kept in the store"
+head -c 5000 "$T/good.layout" >"$T/www/layouts/$LH.layout"
+expect_fail_line "truncated layout (http)" "corrupt or truncated" -- "$LAZYBLK" export "$H/base" \
+  --store "$T/e3" -o "$T/e3.raw"
+no_partial_output "$T/e3.raw"
+cp "$T/good.layout" "$T/www/layouts/$LH.layout"
+LB=$(python3 -c 'import hashlib,sys; print(hashlib.sha256(open(sys.argv[1],"rb").read()).hexdigest())' "$T/a.layout")
+data=$REG_ROOT/docker/registry/v2/blobs/sha256/${LB:0:2}/$LB/data
+[ -f "$data" ] || die "no layout blob $data"
+cp "$data" "$T/blob.good"
+flip_byte "$data" 100
+expect_fail_line "corrupt layout (oci)" "corrupt or truncated" -- "$LAZYBLK" export "$R:v1" \
+  --store "$T/e4" -o "$T/e4.raw"
+no_partial_output "$T/e4.raw"
+cp "$T/blob.good" "$data"
+# a damaged file in STORE/layouts is fetched again, not used
+cp "$L" "$T/s1.layout.good"
+flip_byte "$L" 4200
+"$LAZYBLK" export "$R:v1" --store "$T/s1" -o "$T/s1c.raw" >/dev/null 2>&1
+cmp "$L" "$T/s1.layout.good" || die "a damaged layout in the store was not fetched again"
+echo "ok: corrupt and truncated layouts refused before serving"
+
+# ---- a second push to a tag replaces it
+"$LAZYBLK" push --store "$T/b.store" --remote "$R:v1" "$T/b.layout" >/dev/null
+"$LAZYBLK" export "$R:v1" --store "$T/s5" -o "$T/s5.raw" >/dev/null
+cmp "$T/s5.raw" "$T/b.raw" || die "the tag still serves the old image"
+"$LAZYBLK" images ls --remote "$R" --json >"$T/lso2.json"
+json_expr "$T/lso2.json" "s['images'][0]['chunks'] == $(chunk_count "$T/b.store")"
+echo "ok: push to a tag replaces it"
+echo "images: ok"
