@@ -128,6 +128,15 @@ void cli_image_free(struct cli_image *img);
  * The files of the opened layout l's chain (path: how it was opened), top first, and their
  * layout digests: what push publishes. Valid while l is open.
  */
+/*
+ * cas gc --keep: the chunks of a layout or manifest file, or of every layout of an image by
+ * reference (fetched into STORE/layouts/), added to refs. 0, or 1 (said why).
+ */
+struct chunk_refs;
+int cli_keep_add(struct chunk_refs *refs, const char *keep, const char *store_dir);
+/* lazyblk cas gc --remote URL (cli/cas_gc_remote.c): 0, 1 or EXIT_USAGE (said why). */
+int cli_cas_gc_remote(const char *url, const char *const *keep, size_t n_keep,
+		      const char *store_dir, bool dry_run);
 struct layout;
 int image_layout_files(const struct layout *l, const char *path, const char ***paths,
 		       const uint8_t (**digests)[32], unsigned *n);

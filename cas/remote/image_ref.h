@@ -101,4 +101,33 @@ int image_list(const struct remote_opts *o, struct image_entry **out, size_t *n,
 	       size_t why_len);
 void image_list_free(struct image_entry *v, size_t n);
 
+/* ---- registry garbage collection (cas gc --remote oci://…) ---- */
+
+struct image_gc_opts {
+	struct remote_opts remote;             /* oci://HOST/REPO[:TAG]: the chunk index to rewrite */
+	const uint8_t (*keep)[SHA256_LEN];     /* chunks of kept layouts (sorted or not) */
+	size_t n_keep;
+	bool dry_run;
+	/* each chunk the index drops (dry run: would drop), in chunk order; may be NULL */
+	void (*dropped)(void *arg, const struct oci_chunk_ref *ref);
+	void *arg;
+};
+
+struct image_gc_result {
+	uint64_t images;                /* image tags of the repository */
+	uint64_t before, after;         /* chunks the index lists */
+	uint64_t dropped, dropped_bytes;
+	uint64_t missing;               /* kept chunks no index of the repository maps */
+	uint64_t manifests_deleted;     /* old chunk manifests no tag references any more */
+};
+
+/*
+ * Rewrite the chunk index under the remote's tag (default lazyblk-chunks) to the chunks the
+ * repository's image tags and the kept layouts use, then delete the manifests of the old
+ * index that no tag references (so that the registry's own garbage collection removes the
+ * blobs only they held). 0, or -errno with one line in why (may be empty: said already).
+ */
+int image_gc_oci(const struct image_gc_opts *o, struct image_gc_result *res, char *why,
+		 size_t why_len);
+
 #endif

@@ -121,6 +121,8 @@ int remote_obj_get(struct remote *r, const char *rel, const char *accept, size_t
 /* PUT body to rel (any 2xx). 0, or -errno with one log_error line. */
 int remote_obj_put(struct remote *r, const char *rel, const void *body, size_t len,
 		   const char *ctype, const char *what);
+/* DELETE rel: 0 (2xx or 404), or -errno with one log_error line. */
+int remote_obj_delete(struct remote *r, const char *rel, const char *what);
 /* oci: upload a blob of the repository unless it is there. 1 uploaded, 0 there, -errno (logged). */
 int remote_blob_put(struct remote *r, const uint8_t digest[SHA256_LEN], const void *data,
 		    size_t len, const char *what);

@@ -74,6 +74,32 @@ int remote_obj_put(struct remote *r, const char *rel, const void *body, size_t l
 	return ret;
 }
 
+int remote_obj_delete(struct remote *r, const char *rel, const char *what)
+{
+	struct http_req rq = { 0 };
+	const char *aw = NULL;
+	char *url = obj_url(r, rel);
+	int ret;
+
+	if (!url)
+		return -ENOMEM;
+	rq.method = "DELETE";
+	rq.url = url;
+	rq.max_body = 1u << 20;
+	ret = remote_do(r, &rq, r->retries, &aw);
+	if (ret == -EACCES) {
+		log_error("%s: %s", what, aw);
+	} else if (ret == -EIO || (!ret && rq.status != 404 &&
+				   (rq.status < 200 || rq.status > 299))) {
+		log_error("%s: DELETE %s: %s", what, url,
+			  ret ? (rq.err[0] ? rq.err : "no answer") : "refused");
+		ret = -EIO;
+	}
+	http_req_clear(&rq);
+	free(url);
+	return ret;
+}
+
 int remote_blob_put(struct remote *r, const uint8_t digest[SHA256_LEN], const void *data,
 		    size_t len, const char *what)
 {

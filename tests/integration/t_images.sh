@@ -141,4 +141,36 @@ cmp "$T/s5.raw" "$T/b.raw" || die "the tag still serves the old image"
 "$LAZYBLK" images ls --remote "$R" --json >"$T/lso2.json"
 json_expr "$T/lso2.json" "s['images'][0]['chunks'] == $(chunk_count "$T/b.store")"
 echo "ok: push to a tag replaces it"
+
+# ---- gc of a registry repository: the chunk index keeps what image tags and --keep use
+G=oci://$RB/imgs/gc
+"$LAZYBLK" push --store "$T/a.store" --remote "$G:v1" "$T/a.layout" >/dev/null
+# c is pushed to this repository only (a registry shares blobs between its repositories)
+build_image c 2
+"$LAZYBLK" push --store "$T/c.store" --remote "$G" >/dev/null
+only_c=$(comm -13 <(ls "$T/a.store/chunks"/*/ | grep -E '^[0-9a-f]{64}$' | sort) \
+  <(ls "$T/c.store/chunks"/*/ | grep -E '^[0-9a-f]{64}$' | sort) | head -1)
+[ -n "$only_c" ] || die "no chunk only c has"
+blob=$(sha256sum "$(chunk_file "$T/c.store" "$only_c")" | cut -d' ' -f1)
+"$LAZYBLK" cas gc --remote "$G" --keep "$T/c.layout" --dry-run >"$T/gc0.txt"
+! grep -q "^would drop:" "$T/gc0.txt" || die "gc --keep c would drop c's chunks: $(cat "$T/gc0.txt")"
+"$LAZYBLK" cas gc --remote "$G" --dry-run >"$T/gc1.txt"
+grep -q "^would drop: $only_c " "$T/gc1.txt" || die "gc --dry-run does not list $only_c: $(cat "$T/gc1.txt")"
+"$LAZYBLK" cas gc --remote "$G" --dry-run >"$T/gc1b.txt"
+cmp "$T/gc1.txt" "$T/gc1b.txt" || die "gc --dry-run changed something"
+"$LAZYBLK" cas gc --remote "$G" >"$T/gc2.txt"
+grep -q "^dropped: $only_c " "$T/gc2.txt" || die "gc does not list $only_c: $(cat "$T/gc2.txt")"
+docker-registry garbage-collect "$T/registry.yml" >"$T/regc.log" 2>&1 || { cat "$T/regc.log" >&2; die "registry gc"; }
+data=$REG_ROOT/docker/registry/v2/blobs/sha256/${blob:0:2}/$blob/data
+[ ! -e "$data" ] || die "the blob of chunk $only_c (only the old index had it) is still there"
+"$LAZYBLK" export "$G:v1" --store "$T/s6" -o "$T/s6.raw" >/dev/null
+cmp "$T/s6.raw" "$T/a.raw" || die "the image tag no longer serves its bytes after gc"
+"$LAZYBLK" export "$T/a.layout" --store "$T/s7" --remote "$G" -o "$T/s7.raw" >/dev/null
+cmp "$T/s7.raw" "$T/a.raw" || die "the rewritten chunk index does not serve the image's chunks"
+# a local gc keeps what a reference's chain uses
+"$LAZYBLK" cas gc --store "$T/s1" --keep "$H/base" --grace 0 >"$T/gc3.txt"
+grep -q "^gc: removed 0 chunks" "$T/gc3.txt" || die "gc --keep REF removed the image's chunks: $(cat "$T/gc3.txt")"
+"$LAZYBLK" cas gc --store "$T/s5" --keep "$H/base" --grace 0 --dry-run >"$T/gc4.txt"
+grep -q "^gc: would remove [1-9]" "$T/gc4.txt" || die "gc --keep REF keeps another image: $(cat "$T/gc4.txt")"
+echo "ok: cas gc --remote: the index keeps the image tags' chunks; the registry's gc removes the rest"
 echo "images: ok"
