@@ -130,4 +130,33 @@ struct image_gc_result {
 int image_gc_oci(const struct image_gc_opts *o, struct image_gc_result *res, char *why,
 		 size_t why_len);
 
+/* ---- HTTP store garbage collection (cas gc --remote http(s)://…/PATH/) ---- */
+
+struct image_sweep_opts {
+	struct remote_opts remote;              /* http(s)://HOST/PATH/ */
+	const uint8_t (*chunks)[SHA256_LEN];    /* chunks to keep, sorted (memcmp order) */
+	size_t n_chunks;
+	const uint8_t (*files)[SHA256_LEN];     /* layouts (layout digest) and manifests (file
+						   sha256) to keep, sorted */
+	size_t n_files;
+	bool dry_run;
+	/* each file deleted (dry run: that would be): "chunks/ab/ab…", "layouts/….layout" */
+	void (*deleted)(void *arg, const char *rel, uint64_t size);
+	void *arg;
+};
+
+struct image_sweep_result {
+	uint64_t listed, kept, deleted, deleted_bytes;
+};
+
+/*
+ * Delete (HTTP DELETE) every chunk, layout and manifest of the store that is not kept. The
+ * store's directories are listed through the server's JSON directory index (nginx:
+ * autoindex on; autoindex_format json;): PATH/chunks/00/ … ff/, PATH/layouts/,
+ * PATH/manifests/; a server that lists nothing is refused (-EOPNOTSUPP, with why). Files
+ * whose names are not what lazyblk writes are left alone. 0, or -errno with one line in why.
+ */
+int image_sweep_http(const struct image_sweep_opts *o, struct image_sweep_result *res,
+		     char *why, size_t why_len);
+
 #endif

@@ -76,7 +76,7 @@ echo "ok: warm by digest fetches every chunk"
 
 # ---- HTTP store: push by name, images ls, export by name
 mkdir -p "$T/www"
-start_nginx "$T/www" --dav
+start_nginx "$T/www" --dav-gc
 H=${NGINX_URL}images
 "$LAZYBLK" push --store "$T/a.store" --remote "$H/base" "$T/a.layout" >/dev/null
 "$LAZYBLK" push --store "$T/b.store" --remote "$H/other-1.0" "$T/b.layout" >/dev/null
@@ -173,4 +173,31 @@ grep -q "^gc: removed 0 chunks" "$T/gc3.txt" || die "gc --keep REF removed the i
 "$LAZYBLK" cas gc --store "$T/s5" --keep "$H/base" --grace 0 --dry-run >"$T/gc4.txt"
 grep -q "^gc: would remove [1-9]" "$T/gc4.txt" || die "gc --keep REF keeps another image: $(cat "$T/gc4.txt")"
 echo "ok: cas gc --remote: the index keeps the image tags' chunks; the registry's gc removes the rest"
+
+# ---- gc of an HTTP store: what no image of images/index.json (nor --keep) uses is deleted
+W=$NGINX_URL
+"$LAZYBLK" push --store "$T/c.store" --remote "${W}images/base" "$T/c.layout" >/dev/null
+la=$(basename "$L" .layout)
+only_a=$(comm -23 <(ls "$T/a.store/chunks"/*/ | grep -E '^[0-9a-f]{64}$' | sort) \
+  <(ls "$T/b.store/chunks"/*/ "$T/c.store/chunks"/*/ | grep -E '^[0-9a-f]{64}$' | sort -u) | head -1)
+[ -n "$only_a" ] || die "no chunk only a has"
+"$LAZYBLK" cas gc --remote "$W" --keep "$T/a.layout" --dry-run >"$T/gch0.txt"
+! grep -q "^would delete: chunks/" "$T/gch0.txt" || die "gc --keep a would delete chunks: $(cat "$T/gch0.txt")"
+"$LAZYBLK" cas gc --remote "$W" --dry-run >"$T/gch1.txt"
+grep -q "^would delete: layouts/$la.layout " "$T/gch1.txt" || die "gc --dry-run: a's layout: $(cat "$T/gch1.txt")"
+grep -q "^would delete: chunks/${only_a:0:2}/$only_a " "$T/gch1.txt" || die "gc --dry-run: $only_a"
+[ -e "$T/www/layouts/$la.layout" ] || die "gc --dry-run deleted something"
+"$LAZYBLK" cas gc --remote "$W" >"$T/gch2.txt"
+grep -q "^deleted: layouts/$la.layout " "$T/gch2.txt" || die "gc: $(cat "$T/gch2.txt")"
+[ ! -e "$T/www/layouts/$la.layout" ] && [ ! -e "$(chunk_file "$T/www" "$only_a")" ] ||
+  die "gc left a's layout or chunk"
+[ -z "$(find "$T/www/manifests" -name "$(sha256sum "$T/a.manifest" | cut -d' ' -f1).manifest")" ] ||
+  die "gc left a's manifest"
+"$LAZYBLK" export "${W}images/base" --store "$T/s8" -o "$T/s8.raw" >/dev/null
+cmp "$T/s8.raw" "$T/c.raw" || die "images/base after gc"
+"$LAZYBLK" export "${W}images/other-1.0" --store "$T/s9" -o "$T/s9.raw" >/dev/null
+cmp "$T/s9.raw" "$T/b.raw" || die "images/other-1.0 after gc"
+start_nginx "$T/www" --dav
+expect_fail_line "gc, no listings" "autoindex" -- "$LAZYBLK" cas gc --remote "$NGINX_URL" --dry-run
+echo "ok: cas gc --remote http: deletes what no image uses, the images still export"
 echo "images: ok"
