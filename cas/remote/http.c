@@ -24,6 +24,7 @@ struct job {
 	CURL *easy;
 	struct curl_slist *hdrs;
 	size_t cap;                /* of rq->body_out */
+	uint64_t sunk;             /* bytes given to rq->sink by this attempt */
 	bool too_big;
 	bool done;
 	bool bg;                   /* started as a background request */
@@ -71,7 +72,19 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg)
 	struct job *j = arg;
 	struct http_req *rq = j->rq;
 	size_t len = size * n;
+	long status = 0;
 
+	if (rq->sink && sym_curl_easy_getinfo(j->easy, CURLINFO_RESPONSE_CODE, &status) ==
+			CURLE_OK && status == 200) {
+		if (len > rq->max_body - j->sunk) {
+			j->too_big = true;
+			return 0;
+		}
+		if (rq->sink(rq->sink_arg, j->sunk, p, len))
+			return 0; /* aborts the transfer */
+		j->sunk += len;
+		return len;
+	}
 	if (len > rq->max_body - rq->body_out_len) {
 		j->too_big = true;
 		return 0; /* aborts the transfer */

@@ -35,6 +35,13 @@ struct http_req {
 	 * each time the queue is looked at, so a caller may raise a queued request (http_kick).
 	 */
 	const int *prio;
+	/*
+	 * NULL, or where the body of a 200 answer goes instead of body_out, as it arrives:
+	 * sink(arg, off, p, len) with off the bytes this attempt gave it before (0: a new
+	 * attempt, start over). Non-zero aborts the transfer. max_body bounds it too.
+	 */
+	int (*sink)(void *arg, uint64_t off, const void *p, size_t len);
+	void *sink_arg;
 	/* out */
 	long status;               /* HTTP status, 0 if no response */
 	int curl_code;             /* CURLcode, 0 on a complete response */

@@ -95,6 +95,7 @@ int image_ref_parse(const char *url, struct image_ref *ref, const char **why)
 
 struct fetch_ctx {
 	struct remote *r;
+	const char *dir;           /* STORE/layouts */
 	const struct image_ref *ref;
 	const char *repo;          /* oci */
 	char *why;
@@ -169,40 +170,88 @@ out:
 	return ret;
 }
 
-/* Whether the file at path is f (its size and sha256; a layout also its layout digest). */
-static bool file_matches(const uint8_t *data, size_t len, const struct image_file *f,
-			 bool layout)
+/* A file being fetched: written as it arrives, hashed as it arrives. */
+struct stream {
+	int fd;
+	struct sha256_ctx *sha;
+	uint64_t len;
+	uint8_t head[4096];          /* the layout's header block, for its layout digest */
+	int err;
+};
+
+static int stream_sink(void *arg, uint64_t off, const void *p, size_t len)
+{
+	struct stream *s = arg;
+	uint8_t junk[SHA256_LEN];
+
+	if (!off && s->len) { /* a retry: start over */
+		if (ftruncate(s->fd, 0) < 0 || sha256_final(s->sha, junk)) {
+			s->err = -EIO;
+			return 1;
+		}
+		s->len = 0;
+	}
+	if (s->len < sizeof(s->head))
+		memcpy(s->head + s->len, p,
+		       len < sizeof(s->head) - s->len ? len : sizeof(s->head) - s->len);
+	s->err = fs_pwrite_full(s->fd, p, len, (off_t)s->len);
+	if (!s->err)
+		s->err = sha256_update(s->sha, p, len);
+	s->len += len;
+	return s->err ? 1 : 0;
+}
+
+/* Whether what arrived is f: its size, its sha256 and, for a layout, its layout digest. */
+static bool stream_matches(struct stream *s, const struct image_file *f, bool layout)
 {
 	uint8_t sum[SHA256_LEN];
 
-	if (len != f->size || sha256_buf(data, len, sum) || memcmp(sum, f->sha, SHA256_LEN))
+	if (s->len != f->size || sha256_final(s->sha, sum) || memcmp(sum, f->sha, SHA256_LEN))
 		return false;
-	if (!layout)
-		return true;
-	return len >= 4096 && !sha256_buf(data, 4096, sum) && !memcmp(sum, f->digest, SHA256_LEN);
+	return !layout || (s->len >= sizeof(s->head) && !sha256_buf(s->head, sizeof(s->head), sum) &&
+			   !memcmp(sum, f->digest, SHA256_LEN));
 }
 
+/* Whether the file at path is f already (read through the same checks as a fetch). */
 static bool file_present(const char *path, const struct image_file *f, bool layout)
 {
-	uint8_t *data;
-	size_t len;
-	bool ok;
+	struct stream s = { .fd = -1 };
+	uint8_t buf[1 << 16];
+	struct stat st;
+	bool ok = false;
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
-	if (fs_read_file_max(path, f->size, &data, &len))
+	if (fd < 0)
 		return false;
-	ok = file_matches(data, len, f, layout);
-	free(data);
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != f->size ||
+	    !(s.sha = sha256_new()))
+		goto out;
+	while ((n = read(fd, buf, sizeof(buf))) > 0) {
+		if (s.len < sizeof(s.head))
+			memcpy(s.head + s.len, buf, (size_t)n < sizeof(s.head) - s.len
+						    ? (size_t)n : sizeof(s.head) - s.len);
+		if (sha256_update(s.sha, buf, (size_t)n))
+			goto out;
+		s.len += (uint64_t)n;
+	}
+	ok = !n && stream_matches(&s, f, layout);
+out:
+	sha256_free(s.sha);
+	close(fd);
 	return ok;
 }
 
-/* One file of the image into dest (checked, then renamed into place). */
+/*
+ * One file of the image into dest: streamed into a temporary file beside it, checked, made
+ * durable, renamed into place.
+ */
 static int fetch_file(struct fetch_ctx *x, const struct image_file *f, bool layout,
 		      const char *dest, struct image_fetched *out)
 {
-	char rel[PATH_MAX], hex[SHA256_HEX_LEN + 1], shex[SHA256_HEX_LEN + 1];
+	char rel[PATH_MAX], hex[SHA256_HEX_LEN + 1], shex[SHA256_HEX_LEN + 1], tmp[PATH_MAX + 16];
 	const char *what = layout ? "layout" : "manifest";
-	uint8_t *buf = NULL;
-	size_t len;
+	struct stream s = { .fd = -1 };
 	int ret;
 
 	if (file_present(dest, f, layout))
@@ -220,30 +269,49 @@ static int fetch_file(struct fetch_ctx *x, const struct image_file *f, bool layo
 		snprintf(rel, sizeof(rel), "layouts/%s.layout", hex);
 	else
 		snprintf(rel, sizeof(rel), "manifests/%s.manifest", hex);
-	/* one byte more than promised: a longer file is refused, not cut */
-	ret = remote_obj_get(x->r, rel, NULL, f->size + 1, &buf, &len, x->why, x->why_len);
+	snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", dest);
+	s.fd = mkostemp(tmp, O_CLOEXEC);
+	s.sha = sha256_new();
+	if (s.fd < 0 || !s.sha) {
+		ret = s.fd < 0 ? -errno : -ENOMEM;
+		snprintf(x->why, x->why_len, "%s: %s", s.fd < 0 ? tmp : "sha256", strerror(-ret));
+		goto out;
+	}
+	/* at most the promised size: a longer file is refused, not cut */
+	ret = remote_obj_stream(x->r, rel, f->size, stream_sink, &s, x->why, x->why_len);
 	if (ret == -EFBIG)
 		ret = -EBADMSG;
-	if (ret)
-		return ret;
-	if (!file_matches(buf, len, f, layout)) {
-		snprintf(x->why, x->why_len, "%s%s: the %s is corrupt or truncated (%zu bytes, "
+	if (!ret && s.err)
+		ret = s.err;
+	if (!ret && !stream_matches(&s, f, layout)) {
+		snprintf(x->why, x->why_len, "%s%s: the %s is corrupt or truncated (%llu bytes, "
 			 "want %llu with sha256:%s%s%s): refused", x->ref->oci ? "" : x->ref->chunk_url,
-			 x->ref->oci ? x->ref->chunk_url : rel, what, len,
+			 x->ref->oci ? x->ref->chunk_url : rel, what, (unsigned long long)s.len,
 			 (unsigned long long)f->size, shex, layout ? ", layout digest sha256:" : "",
 			 layout ? hex : "");
-		free(buf);
-		return -EBADMSG;
+		ret = -EBADMSG;
+	} else if (ret == -EBADMSG) {
+		snprintf(x->why, x->why_len, "%s%s: the %s is larger than its %llu bytes: refused",
+			 x->ref->oci ? "" : x->ref->chunk_url, x->ref->oci ? x->ref->chunk_url : rel,
+			 what, (unsigned long long)f->size);
 	}
-	ret = fs_write_file_atomic(dest, buf, len, 0644);
-	free(buf);
-	if (ret) {
+	if (!ret && (fsync(s.fd) < 0 || fchmod(s.fd, 0644) < 0 || rename(tmp, dest) < 0)) {
+		ret = -errno;
 		snprintf(x->why, x->why_len, "%s: %s", dest, strerror(-ret));
-		return ret;
 	}
-	out->fetched++;
-	out->fetched_bytes += len;
-	return 0;
+	if (!ret) {
+		fs_fsync_dir(x->dir);
+		out->fetched++;
+		out->fetched_bytes += s.len;
+	}
+out:
+	if (s.fd >= 0) {
+		close(s.fd);
+		if (ret)
+			unlink(tmp);
+	}
+	sha256_free(s.sha);
+	return ret;
 }
 
 static int fetch_files(struct fetch_ctx *x, const char *store_dir, struct image_fetched *out)
@@ -252,6 +320,7 @@ static int fetch_files(struct fetch_ctx *x, const char *store_dir, struct image_
 	int ret;
 
 	snprintf(dir, sizeof(dir), "%s/layouts", store_dir);
+	x->dir = dir;
 	ret = fs_mkdir_p(dir, 0755);
 	if (ret) {
 		snprintf(x->why, x->why_len, "%s: %s", dir, strerror(-ret));

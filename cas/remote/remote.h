@@ -118,6 +118,13 @@ const char *remote_oci_repo(const struct remote *r, const char **ref);
  */
 int remote_obj_get(struct remote *r, const char *rel, const char *accept, size_t max,
 		   uint8_t **buf, size_t *len, char *why, size_t why_len);
+/*
+ * As remote_obj_get, but a 200 answer's body goes to sink as it arrives (http_req's sink:
+ * off 0 starts an attempt over), at most max bytes (-EFBIG beyond).
+ */
+int remote_obj_stream(struct remote *r, const char *rel, size_t max,
+		      int (*sink)(void *arg, uint64_t off, const void *p, size_t len), void *arg,
+		      char *why, size_t why_len);
 /* PUT body to rel (any 2xx). 0, or -errno with one log_error line. */
 int remote_obj_put(struct remote *r, const char *rel, const void *body, size_t len,
 		   const char *ctype, const char *what);

@@ -20,16 +20,15 @@ static char *obj_url(const struct remote *r, const char *rel)
 	return url;
 }
 
-int remote_obj_get(struct remote *r, const char *rel, const char *accept, size_t max,
+static int obj_get(struct remote *r, const char *rel, const char *accept, size_t max,
+		   int (*sink)(void *arg, uint64_t off, const void *p, size_t len), void *arg,
 		   uint8_t **buf, size_t *len, char *why, size_t why_len)
 {
-	struct http_req rq = { 0 };
+	struct http_req rq = { .sink = sink, .sink_arg = arg };
 	const char *aw = NULL;
 	char *url = obj_url(r, rel);
 	int ret;
 
-	*buf = NULL;
-	*len = 0;
 	if (!url)
 		return -ENOMEM;
 	rq.method = "GET";
@@ -51,7 +50,7 @@ int remote_obj_get(struct remote *r, const char *rel, const char *accept, size_t
 	} else if (!ret && rq.status != 200) {
 		snprintf(why, why_len, "%s: HTTP status %ld", url, rq.status);
 		ret = rq.status == 401 || rq.status == 403 ? -EACCES : -EIO;
-	} else if (!ret) {
+	} else if (!ret && buf) {
 		*buf = rq.body_out;
 		*len = rq.body_out_len;
 		rq.body_out = NULL;
@@ -59,6 +58,21 @@ int remote_obj_get(struct remote *r, const char *rel, const char *accept, size_t
 	http_req_clear(&rq);
 	free(url);
 	return ret;
+}
+
+int remote_obj_get(struct remote *r, const char *rel, const char *accept, size_t max,
+		   uint8_t **buf, size_t *len, char *why, size_t why_len)
+{
+	*buf = NULL;
+	*len = 0;
+	return obj_get(r, rel, accept, max, NULL, NULL, buf, len, why, why_len);
+}
+
+int remote_obj_stream(struct remote *r, const char *rel, size_t max,
+		      int (*sink)(void *arg, uint64_t off, const void *p, size_t len), void *arg,
+		      char *why, size_t why_len)
+{
+	return obj_get(r, rel, NULL, max, sink, arg, NULL, NULL, why, why_len);
 }
 
 int remote_obj_put(struct remote *r, const char *rel, const void *body, size_t len,

@@ -117,6 +117,11 @@ head -c 5000 "$T/good.layout" >"$T/www/layouts/$LH.layout"
 expect_fail_line "truncated layout (http)" "corrupt or truncated" -- "$LAZYBLK" export "$H/base" \
   --store "$T/e3" -o "$T/e3.raw"
 no_partial_output "$T/e3.raw"
+{ cat "$T/good.layout"; echo extra; } >"$T/www/layouts/$LH.layout"
+expect_fail_line "longer layout (http)" "larger than its" -- "$LAZYBLK" export "$H/base" \
+  --store "$T/e3" -o "$T/e3.raw"
+no_partial_output "$T/e3.raw"
+[ -z "$(ls -A "$T/e3/layouts/")" ] || die "a refused layout left files in the store: $(ls "$T/e3/layouts/")"
 cp "$T/good.layout" "$T/www/layouts/$LH.layout"
 LB=$(python3 -c 'import hashlib,sys; print(hashlib.sha256(open(sys.argv[1],"rb").read()).hexdigest())' "$T/a.layout")
 data=$REG_ROOT/docker/registry/v2/blobs/sha256/${LB:0:2}/$LB/data
