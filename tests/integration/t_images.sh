@@ -58,6 +58,8 @@ cmp "$T/s0.raw" "$T/a.raw" || die "export of the local layout with the tag as re
 cmp "$T/s1.raw" "$T/a.raw" || die "export by tag differs from the local layout"
 L=$T/s1/layouts/$(json_get "$T/push.json" layout_digest | cut -d: -f2).layout
 cmp "$L" "$T/a.layout" || die "the fetched layout is not the pushed one"
+"$LAZYBLK" cas verify --store "$T/s1" >/dev/null || die "cas verify of a store with layouts/"
+"$LAZYBLK" cas stats --store "$T/s1" >/dev/null || die "cas stats of a store with layouts/"
 cmp "${L%.layout}.manifest" "$T/a.manifest" || die "the fetched manifest is not the pushed one"
 "$LAZYBLK" -v export "$R:v1" --store "$T/s1" -o "$T/s1b.raw" >/dev/null 2>"$T/s1b.err"
 ! grep -q "fetched" "$T/s1b.err" || die "a second export fetched the layout again"
@@ -132,6 +134,18 @@ expect_fail_line "corrupt layout (oci)" "corrupt or truncated" -- "$LAZYBLK" exp
   --store "$T/e4" -o "$T/e4.raw"
 no_partial_output "$T/e4.raw"
 cp "$T/blob.good" "$data"
+# through a proxy: one that flips a byte of every blob is refused before serving; one that
+# cuts the first answer short is retried, the file started over
+start_proxy "http://$RB" --mode flip
+RP=oci://127.0.0.1:$PROXY_PORT/imgs/base:v1
+expect_fail_line "serve, proxy flips the layout" "corrupt or truncated" -- timeout 60 "$LAZYBLK" \
+  serve "$RP" --store "$T/e5" --nbd "unix:$T/e5.sock"
+[ ! -e "$T/e5.sock" ] || die "serve listened with a corrupt layout"
+proxy_mode reset
+"$LAZYBLK" export "$RP" --store "$T/e6" -o "$T/e6.raw" >/dev/null
+cmp "$T/e6.raw" "$T/a.raw" || die "export through a resetting proxy"
+cmp "$T/e6/layouts/$LH.layout" "$T/a.layout" || die "the layout fetched again after a reset differs"
+stop_proxy
 # a damaged file in STORE/layouts is fetched again, not used
 cp "$L" "$T/s1.layout.good"
 flip_byte "$L" 4200
