@@ -102,6 +102,15 @@ expect_fail_line "unknown tag" "no such tag" -- "$LAZYBLK" export "$R:nope" --st
 no_partial_output "$T/e1.raw"
 expect_fail_line "not an image" "not a lazyblk image" -- "$LAZYBLK" export "$R:lazyblk-chunks" \
   --store "$T/e1" -o "$T/e1.raw"
+expect_fail_line "run, unknown tag" "no such tag" -- "$LAZYBLK" run "$R:nope" --store "$T/e1" \
+  --kernel /dev/null
+expect_fail_line "warm, unknown tag" "no such tag" -- "$LAZYBLK" warm "$R:nope" --store "$T/e1" --all
+expect_fail_line "reference without --store" "needs --store" -- "$LAZYBLK" cas gc --keep "$R:v1" \
+  --remote "$R"
+expect_rc 2 "$LAZYBLK" images
+expect_rc 2 "$LAZYBLK" images ls
+expect_fail_line "push to a digest" "cannot push to a digest" -- "$LAZYBLK" push --store "$T/a.store" \
+  --remote "$R@sha256:$(printf '%064d' 0)" "$T/a.layout"
 expect_fail_line "unknown name" "no image nope" -- "$LAZYBLK" export "$H/nope" --store "$T/e2" -o "$T/e2.raw"
 expect_fail_line "bad http reference" "PATH/images/NAME" -- "$LAZYBLK" export "$NGINX_URL" \
   --store "$T/e2" -o "$T/e2.raw"
