@@ -24,7 +24,6 @@ struct job {
 	CURL *easy;
 	struct curl_slist *hdrs;
 	size_t cap;                /* of rq->body_out */
-	uint64_t sunk;             /* bytes given to rq->sink by this attempt */
 	bool too_big;
 	bool done;
 	bool bg;                   /* started as a background request */
@@ -72,18 +71,13 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg)
 	struct job *j = arg;
 	struct http_req *rq = j->rq;
 	size_t len = size * n;
-	long status = 0;
 
-	if (rq->sink && sym_curl_easy_getinfo(j->easy, CURLINFO_RESPONSE_CODE, &status) ==
-			CURLE_OK && status == 200) {
-		if (len > rq->max_body - j->sunk) {
-			j->too_big = true;
-			return 0;
-		}
-		if (rq->sink(rq->sink_arg, j->sunk, p, len))
-			return 0; /* aborts the transfer */
-		j->sunk += len;
-		return len;
+	if (rq->sink) {
+		long status = 0;
+
+		sym_curl_easy_getinfo(j->easy, CURLINFO_RESPONSE_CODE, &status);
+		if (status >= 200 && status <= 299)
+			return rq->sink(rq->sink_arg, p, len) ? 0 : len;
 	}
 	if (len > rq->max_body - rq->body_out_len) {
 		j->too_big = true;
@@ -102,6 +96,15 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg)
 	memcpy(rq->body_out + rq->body_out_len, p, len);
 	rq->body_out_len += len;
 	return len;
+}
+
+/* Progress of a transfer with a cancel flag: non-zero aborts it. */
+static int on_xfer(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+	const struct job *j = arg;
+
+	(void)dt, (void)dn, (void)ut, (void)un;
+	return __atomic_load_n(j->rq->cancel, __ATOMIC_RELAXED) != 0;
 }
 
 /* Keep a header value (trimmed) if its name matches. */
@@ -169,6 +172,11 @@ static int job_setup(struct http *h, struct job *j, CURL *e)
 	sym_curl_easy_setopt(e, CURLOPT_HEADERDATA, j);
 	sym_curl_easy_setopt(e, CURLOPT_ERRORBUFFER, rq->err);
 	sym_curl_easy_setopt(e, CURLOPT_PRIVATE, j);
+	if (rq->cancel) {
+		sym_curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_xfer);
+		sym_curl_easy_setopt(e, CURLOPT_XFERINFODATA, j);
+		sym_curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
+	}
 	/* libcurl keeps credentials (basic and a custom Authorization header) with the first
 	 * host when it follows a redirect, unless told otherwise: never tell it */
 	sym_curl_easy_setopt(e, CURLOPT_UNRESTRICTED_AUTH, 0L);
@@ -462,6 +470,8 @@ int http_do(struct http *h, struct http_req *rq)
 	rq->www_authenticate = rq->location = NULL;
 	if (!rq->max_body)
 		rq->max_body = 64u << 20;
+	if (rq->sink_restart)
+		rq->sink_restart(rq->sink_arg);
 	pthread_mutex_lock(&h->lock);
 	ret = ready_wait(h);
 	if (ret) {
@@ -520,6 +530,8 @@ bool http_req_transient(const struct http_req *rq)
 		case CURLE_UNSUPPORTED_PROTOCOL:
 		case CURLE_URL_MALFORMAT:
 		case CURLE_TOO_MANY_REDIRECTS:
+		case CURLE_WRITE_ERROR: /* the sink refused the body */
+		case CURLE_ABORTED_BY_CALLBACK: /* cancelled */
 			return false;
 		default:
 			return true; /* timeouts, resets, refused, truncated, DNS, TLS hiccups */

@@ -36,12 +36,17 @@ struct http_req {
 	 */
 	const int *prio;
 	/*
-	 * NULL, or where the body of a 200 answer goes instead of body_out, as it arrives:
-	 * sink(arg, off, p, len) with off the bytes this attempt gave it before (0: a new
-	 * attempt, start over). Non-zero aborts the transfer. max_body bounds it too.
+	 * NULL, or where the body of a 2xx response goes instead of body_out (a blob streamed
+	 * to a file): called on the loop thread with each piece; non-zero aborts the transfer
+	 * (curl_code CURLE_WRITE_ERROR). sink_restart (may be NULL) is called by http_do before
+	 * each attempt, so that a retried request starts its output afresh. Bodies of other
+	 * statuses still go to body_out (within max_body).
 	 */
-	int (*sink)(void *arg, uint64_t off, const void *p, size_t len);
+	int (*sink)(void *arg, const void *data, size_t len);
+	void (*sink_restart)(void *arg);
 	void *sink_arg;
+	/* NULL, or the transfer is aborted (CURLE_ABORTED_BY_CALLBACK) once *cancel != 0 */
+	const int *cancel;
 	/* out */
 	long status;               /* HTTP status, 0 if no response */
 	int curl_code;             /* CURLcode, 0 on a complete response */

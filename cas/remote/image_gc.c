@@ -11,6 +11,7 @@
 #include <json-c/json.h>
 
 #include "../oci_json.h"
+#include "remote_int.h"
 
 struct gc_ctx {
 	struct remote *r;
@@ -222,7 +223,8 @@ int image_gc_oci(const struct image_gc_opts *o, struct image_gc_result *res, cha
 		snprintf(why, why_len, "%s: %s", ro.url, w ? w : strerror(-ret));
 		return ret;
 	}
-	x.repo = remote_oci_repo(x.r, &x.tag);
+	x.repo = remote_is_oci(x.r) ? remote_oci_repo(x.r) : NULL;
+	x.tag = x.repo ? remote_oci_tag(x.r) : NULL;
 	if (!x.repo || !strncmp(x.tag, "sha256:", 7)) {
 		snprintf(why, why_len, "%s: gc of a registry is for oci://HOST/REPO[:TAG]", ro.url);
 		ret = -EINVAL;

@@ -12,6 +12,7 @@
 
 #include "../../common/grow.h"
 #include "../oci_json.h"
+#include "remote_int.h"
 
 struct lister {
 	struct remote *r;
@@ -167,7 +168,7 @@ int image_list(const struct remote_opts *o, struct image_entry **out, size_t *n,
 		snprintf(why, why_len, "%s: %s", o->url, w ? w : strerror(-ret));
 		return ret;
 	}
-	x.repo = remote_oci_repo(x.r, NULL);
+	x.repo = remote_is_oci(x.r) ? remote_oci_repo(x.r) : NULL;
 	ret = x.repo ? list_oci(&x) : list_http(&x);
 	remote_close(x.r);
 	if (ret == -ENOMEM)

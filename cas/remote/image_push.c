@@ -63,7 +63,7 @@ static int ipush_read(struct ipush *x, char *why, size_t why_len)
 static int publish_oci(struct ipush *x, struct remote *r)
 {
 	static const char empty[] = OCI_EMPTY_JSON;
-	const char *ref, *repo = remote_oci_repo(r, &ref);
+	const char *ref = remote_oci_tag(r), *repo = remote_oci_repo(r);
 	struct oci_refs refs;
 	struct oci_doc *docs = NULL;
 	uint8_t ed[SHA256_LEN];

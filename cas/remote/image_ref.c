@@ -14,6 +14,7 @@
 #include "../../common/fsutil.h"
 #include "../../common/sha256.h"
 #include "../oci_json.h"
+#include "remote_int.h"
 
 bool image_ref_is(const char *arg)
 {
@@ -174,22 +175,33 @@ out:
 struct stream {
 	int fd;
 	struct sha256_ctx *sha;
-	uint64_t len;
+	uint64_t len, max;           /* bytes so far, and the most there may be */
 	uint8_t head[4096];          /* the layout's header block, for its layout digest */
+	bool too_big;
 	int err;
 };
 
-static int stream_sink(void *arg, uint64_t off, const void *p, size_t len)
+/* Before each attempt: start over. */
+static void stream_restart(void *arg)
 {
 	struct stream *s = arg;
 	uint8_t junk[SHA256_LEN];
 
-	if (!off && s->len) { /* a retry: start over */
-		if (ftruncate(s->fd, 0) < 0 || sha256_final(s->sha, junk)) {
-			s->err = -EIO;
-			return 1;
-		}
-		s->len = 0;
+	if (s->len && (ftruncate(s->fd, 0) < 0 || sha256_final(s->sha, junk)))
+		s->err = -EIO;
+	s->len = 0;
+	s->too_big = false;
+}
+
+static int stream_sink(void *arg, const void *p, size_t len)
+{
+	struct stream *s = arg;
+
+	if (s->err)
+		return 1;
+	if (len > s->max - s->len) {
+		s->too_big = true;
+		return 1;
 	}
 	if (s->len < sizeof(s->head))
 		memcpy(s->head + s->len, p,
@@ -251,7 +263,8 @@ static int fetch_file(struct fetch_ctx *x, const struct image_file *f, bool layo
 {
 	char rel[PATH_MAX], hex[SHA256_HEX_LEN + 1], shex[SHA256_HEX_LEN + 1], tmp[PATH_MAX + 16];
 	const char *what = layout ? "layout" : "manifest";
-	struct stream s = { .fd = -1 };
+	struct stream s = { .fd = -1, .max = f->size };
+	struct remote_sink sink = { stream_sink, stream_restart, &s };
 	int ret;
 
 	if (file_present(dest, f, layout))
@@ -278,11 +291,13 @@ static int fetch_file(struct fetch_ctx *x, const struct image_file *f, bool layo
 		goto out;
 	}
 	/* at most the promised size: a longer file is refused, not cut */
-	ret = remote_obj_stream(x->r, rel, f->size, stream_sink, &s, x->why, x->why_len);
-	if (ret == -EFBIG)
+	ret = remote_obj_stream(x->r, rel, &sink, x->why, x->why_len);
+	if (s.too_big) {
 		ret = -EBADMSG;
-	if (!ret && s.err)
+	} else if (s.err) {
 		ret = s.err;
+		snprintf(x->why, x->why_len, "%s: %s", tmp, strerror(-ret));
+	}
 	if (!ret && !stream_matches(&s, f, layout)) {
 		snprintf(x->why, x->why_len, "%s%s: the %s is corrupt or truncated (%llu bytes, "
 			 "want %llu with sha256:%s%s%s): refused", x->ref->oci ? "" : x->ref->chunk_url,
@@ -369,7 +384,7 @@ int image_fetch(const struct remote_opts *o, const char *store_dir, struct image
 		snprintf(why, why_len, "%s: %s", o->url, w ? w : strerror(-ret));
 		goto out;
 	}
-	x.repo = remote_oci_repo(x.r, NULL);
+	x.repo = remote_is_oci(x.r) ? remote_oci_repo(x.r) : NULL;
 	ret = fetch_desc(&x, &out->d);
 	if (!ret)
 		ret = fetch_files(&x, store_dir, out);

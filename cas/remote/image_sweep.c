@@ -131,7 +131,7 @@ int image_sweep_http(const struct image_sweep_opts *o, struct image_sweep_result
 		snprintf(why, why_len, "%s: %s", ro.url, w ? w : strerror(-ret));
 		return ret;
 	}
-	if (remote_oci_repo(x.r, NULL)) {
+	if (remote_is_oci(x.r)) {
 		snprintf(why, why_len, "%s: not an http(s) store", ro.url);
 		ret = -EINVAL;
 	}

@@ -69,7 +69,6 @@ int remote_open(const struct remote_opts *o, struct remote **out, const char **w
 void remote_close(struct remote *r);
 /* The URL as given, for messages. */
 const char *remote_url(const struct remote *r);
-TEST_HOOK
 bool remote_is_oci(const struct remote *r);
 
 /*
@@ -110,8 +109,6 @@ void remote_get_stats(struct remote *r, struct remote_stats *st);
  * rel is relative to the remote's base: for http(s) the store's PATH/ ("layouts/<hex>.layout"),
  * for oci the registry ("v2/REPO/manifests/TAG").
  */
-/* oci: the repository, and in *ref (may be NULL) the tag or sha256:<hex> of the URL; http: NULL. */
-const char *remote_oci_repo(const struct remote *r, const char **ref);
 /*
  * GET rel into a malloc'ed *buf: 0; -ENOENT on a 404; -EFBIG over max bytes; -EIO (or
  * -EACCES) with one line in why (why_len bytes) naming the URL. Prints nothing.
@@ -119,11 +116,15 @@ const char *remote_oci_repo(const struct remote *r, const char **ref);
 int remote_obj_get(struct remote *r, const char *rel, const char *accept, size_t max,
 		   uint8_t **buf, size_t *len, char *why, size_t why_len);
 /*
- * As remote_obj_get, but a 200 answer's body goes to sink as it arrives (http_req's sink:
- * off 0 starts an attempt over), at most max bytes (-EFBIG beyond).
+ * As remote_obj_get, but a 2xx answer's body goes to sink as it arrives (http_req's sink:
+ * restart is called before each attempt; sink bounds the size itself: non-zero stops).
  */
-int remote_obj_stream(struct remote *r, const char *rel, size_t max,
-		      int (*sink)(void *arg, uint64_t off, const void *p, size_t len), void *arg,
+struct remote_sink {
+	int (*sink)(void *arg, const void *data, size_t len);
+	void (*restart)(void *arg);
+	void *arg;
+};
+int remote_obj_stream(struct remote *r, const char *rel, const struct remote_sink *sink,
 		      char *why, size_t why_len);
 /* PUT body to rel (any 2xx). 0, or -errno with one log_error line. */
 int remote_obj_put(struct remote *r, const char *rel, const void *body, size_t len,

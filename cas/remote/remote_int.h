@@ -65,6 +65,9 @@ struct remote_ops {
 
 extern const struct remote_ops remote_http_ops, remote_oci_ops;
 
+/* remote_oci.c: the repository of an oci remote (registry.c). */
+const char *remote_oci_repo(const struct remote *r);
+
 struct remote {
 	const struct remote_ops *ops;
 	void *be;               /* the backend's state */
@@ -106,6 +109,8 @@ int remote_head(struct remote *r, const char *url, const char *what);
 /* remote_oci.c: upload a blob of the repository unless present. 1/0/-errno (logged). */
 int remote_oci_blob_put(struct remote *r, const uint8_t digest[SHA256_LEN], const void *data,
 			size_t len, const char *what);
+/* remote_oci.c: the tag (or sha256:<hex>) of an oci remote's URL. */
+const char *remote_oci_tag(const struct remote *r);
 /* The chunk -> blob refs remote_put uploaded or found, sorted (a copy). -ENOMEM. */
 struct oci_refs;
 int remote_oci_pushed(struct remote *r, struct oci_refs *out);

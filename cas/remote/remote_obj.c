@@ -21,10 +21,10 @@ static char *obj_url(const struct remote *r, const char *rel)
 }
 
 static int obj_get(struct remote *r, const char *rel, const char *accept, size_t max,
-		   int (*sink)(void *arg, uint64_t off, const void *p, size_t len), void *arg,
-		   uint8_t **buf, size_t *len, char *why, size_t why_len)
+		   const struct remote_sink *sink, uint8_t **buf, size_t *len, char *why,
+		   size_t why_len)
 {
-	struct http_req rq = { .sink = sink, .sink_arg = arg };
+	struct http_req rq = { 0 };
 	const char *aw = NULL;
 	char *url = obj_url(r, rel);
 	int ret;
@@ -34,6 +34,11 @@ static int obj_get(struct remote *r, const char *rel, const char *accept, size_t
 	rq.method = "GET";
 	rq.url = url;
 	rq.accept = accept;
+	if (sink) {
+		rq.sink = sink->sink;
+		rq.sink_restart = sink->restart;
+		rq.sink_arg = sink->arg;
+	}
 	rq.max_body = max;
 	rq.follow = true;
 	ret = remote_do(r, &rq, r->retries, &aw);
@@ -65,14 +70,13 @@ int remote_obj_get(struct remote *r, const char *rel, const char *accept, size_t
 {
 	*buf = NULL;
 	*len = 0;
-	return obj_get(r, rel, accept, max, NULL, NULL, buf, len, why, why_len);
+	return obj_get(r, rel, accept, max, NULL, buf, len, why, why_len);
 }
 
-int remote_obj_stream(struct remote *r, const char *rel, size_t max,
-		      int (*sink)(void *arg, uint64_t off, const void *p, size_t len), void *arg,
+int remote_obj_stream(struct remote *r, const char *rel, const struct remote_sink *sink,
 		      char *why, size_t why_len)
 {
-	return obj_get(r, rel, NULL, max, sink, arg, NULL, NULL, why, why_len);
+	return obj_get(r, rel, NULL, 0, sink, NULL, NULL, why, why_len);
 }
 
 int remote_obj_put(struct remote *r, const char *rel, const void *body, size_t len,
@@ -117,7 +121,7 @@ int remote_obj_delete(struct remote *r, const char *rel, const char *what)
 int remote_blob_put(struct remote *r, const uint8_t digest[SHA256_LEN], const void *data,
 		    size_t len, const char *what)
 {
-	if (!remote_oci_repo(r, NULL))
+	if (!remote_is_oci(r))
 		return -EINVAL;
 	return remote_oci_blob_put(r, digest, data, len, what);
 }

@@ -168,30 +168,9 @@ static int oci_parse(struct remote *r, const char *url, const char **why)
 	return 0;
 }
 
-const char *remote_oci_repo(const struct remote *r, const char **ref)
+const char *remote_oci_repo(const struct remote *r)
 {
-	const struct remote_oci *o = r->ops == &remote_oci_ops ? r->be : NULL;
-
-	if (ref)
-		*ref = o ? o->tag : NULL;
-	return o ? o->repo : NULL;
-}
-
-int remote_oci_pushed(struct remote *r, struct oci_refs *out)
-{
-	struct remote_oci *o = r->be;
-	int ret = 0;
-
-	memset(out, 0, sizeof(*out));
-	pthread_mutex_lock(&r->lock);
-	for (size_t i = 0; i < o->pushed.n && !ret; i++)
-		ret = oci_refs_add(out, &o->pushed.v[i]);
-	pthread_mutex_unlock(&r->lock);
-	if (ret)
-		oci_refs_free(out);
-	else
-		oci_refs_sort(out);
-	return ret;
+	return ((const struct remote_oci *)r->be)->repo;
 }
 
 static void oci_free(struct remote *r)
@@ -695,6 +674,29 @@ out:
 	oci_docs_free(docs, nd);
 	oci_refs_free(&all);
 	return ret < 0 ? ret : 0;
+}
+
+/* The tag (or sha256:<hex>) of an oci remote's URL. */
+const char *remote_oci_tag(const struct remote *r)
+{
+	return ((const struct remote_oci *)r->be)->tag;
+}
+
+int remote_oci_pushed(struct remote *r, struct oci_refs *out)
+{
+	struct remote_oci *o = r->be;
+	int ret = 0;
+
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&r->lock);
+	for (size_t i = 0; i < o->pushed.n && !ret; i++)
+		ret = oci_refs_add(out, &o->pushed.v[i]);
+	pthread_mutex_unlock(&r->lock);
+	if (ret)
+		oci_refs_free(out);
+	else
+		oci_refs_sort(out);
+	return ret;
 }
 
 const struct remote_ops remote_oci_ops = {
