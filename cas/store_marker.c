@@ -77,7 +77,7 @@ static bool fanout_only(int dirfd, const char *name)
 /*
  * Nothing in dir but what a store made by an older lazyblk holds: chunks/ and plain/ with
  * fan-out directories, tmp/ (staging), the files cache.state and cache.lock (a bounded
- * cache), and lost+found/ (a file system's root). An empty directory passes. So do the marker
+ * cache), layouts/ (images fetched by reference) and lost+found/ (a file system's root). An empty directory passes. So do the marker
  * and its staging file lazyblk-store.tmp.XXXXXX: another process making the same store now.
  */
 static int looks_like_store(int dirfd)
@@ -110,7 +110,7 @@ static int looks_like_store(int dirfd)
 		else if (!strcmp(n, "chunks") || !strcmp(n, "plain"))
 			ok = fanout_only(dirfd, n);
 		else
-			ok = !strcmp(n, "tmp") || !strcmp(n, "lost+found");
+			ok = !strcmp(n, "tmp") || !strcmp(n, "lost+found") || !strcmp(n, "layouts");
 	}
 	closedir(d);
 	return ok ? 0 : -ENOTEMPTY;

@@ -20,6 +20,7 @@ int cmd_initramfs(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
 int cmd_overlay(int argc, char **argv);
 int cmd_push(int argc, char **argv);
+int cmd_images(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_warm(int argc, char **argv);
 int cmd_repack(int argc, char **argv);
@@ -110,6 +111,35 @@ int cli_remote_check(const struct cli_remote *r);
 struct blkd_engine_opts;
 struct cas_source_opts;
 void cli_remote_to_engine(const struct cli_remote *r, struct blkd_engine_opts *eo);
+/*
+ * IMAGE.layout, or an image by reference (oci://HOST/REPO:TAG, http(s)://HOST/PATH/images/NAME;
+ * cli/image_cli.c): for a reference, the image's layouts are fetched (verified) into
+ * STORE/layouts/, *layout becomes the top one's path and r->url the image's chunk remote
+ * unless --remote gave one. 0, or 1 with one line printed. Free with cli_image_free after use.
+ */
+struct image_fetched;
+struct cli_image {
+	struct image_fetched *f;
+};
+int cli_image_resolve(const char *arg, const char *store_dir, struct cli_remote *r,
+		      struct cli_image *img, const char **layout);
+void cli_image_free(struct cli_image *img);
+/*
+ * The files of the opened layout l's chain (path: how it was opened), top first, and their
+ * layout digests: what push publishes. Valid while l is open.
+ */
+/*
+ * cas gc --keep: the chunks of a layout or manifest file, or of every layout of an image by
+ * reference (fetched into STORE/layouts/), added to refs. 0, or 1 (said why).
+ */
+struct chunk_refs;
+int cli_keep_add(struct chunk_refs *refs, const char *keep, const char *store_dir);
+/* lazyblk cas gc --remote URL (cli/cas_gc_remote.c): 0, 1 or EXIT_USAGE (said why). */
+int cli_cas_gc_remote(const char *url, const char *const *keep, size_t n_keep,
+		      const char *store_dir, bool dry_run);
+struct layout;
+int image_layout_files(const struct layout *l, const char *path, const char ***paths,
+		       const uint8_t (**digests)[32], unsigned *n);
 void cli_remote_to_source(const struct cli_remote *r, struct cas_source_opts *so);
 /*
  * Boot traces and prefetch (serve, run): add CLI_TRACE_OPTIONS to the getopt_long table (and

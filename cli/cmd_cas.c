@@ -19,7 +19,9 @@
 static const char cas_usage[] =
 	"usage: lazyblk cas verify --store DIR [--repair --remote URL] [--json]\n"
 	"       lazyblk cas stats --store DIR [--json]\n"
-	"       lazyblk cas gc --store DIR [--keep FILE ...] [--grace SECONDS] [--dry-run]\n"
+	"       lazyblk cas gc --store DIR [--keep FILE|REF ...] [--grace SECONDS] [--dry-run]\n"
+	"       lazyblk cas gc --remote oci://HOST/REPO[:TAG]|http(s)://HOST/PATH/\n"
+	"              [--keep FILE|REF ...] [--store DIR] [--dry-run]\n"
 	"\n"
 	"verify  decompress and re-hash every chunk; print each corrupt one as\n"
 	"        'corrupt: HEX (reason)'; re-hash every plain copy (STORE/plain), print\n"
@@ -38,11 +40,23 @@ static const char cas_usage[] =
 	"        period (with its plain copy), and plain copies older than it whose\n"
 	"        chunk is gone; every --keep file is checked first, and nothing is\n"
 	"        removed if one is bad\n"
+	"        --remote oci://HOST/REPO[:TAG]: rewrite the repository's chunk index\n"
+	"        (TAG, default lazyblk-chunks) to the chunks its image tags (lazyblk\n"
+	"        push by tag) and the --keep files use, print each chunk it drops\n"
+	"        ('dropped: HEX (blob ...)'), and delete the old index's manifests that no\n"
+	"        tag references: the registry's own garbage collection (docker-registry\n"
+	"        garbage-collect) then removes the blobs only they held\n"
+	"        --remote http(s)://HOST/PATH/: delete (HTTP DELETE) every chunk, layout and\n"
+	"        manifest of the store that no image of PATH/images/index.json and no --keep\n"
+	"        uses, printing each ('deleted: chunks/ab/HEX (N bytes)'); the server must\n"
+	"        list directories as JSON (nginx: autoindex_format json)\n"
 	"\n"
 	"options:\n"
 	"  -s, --store DIR      the chunk store\n"
-	"  -k, --keep FILE      gc: a layout (lazyblk mkfs) or manifest (lazyblk import)\n"
-	"                       whose chunks stay; repeat for each image to keep;\n"
+	"  -k, --keep FILE|REF  gc: a layout (lazyblk mkfs) or manifest (lazyblk import)\n"
+	"                       whose chunks stay, or an image by reference (oci://… or\n"
+	"                       http(s)://…/images/NAME: every layout of its chain is\n"
+	"                       fetched into STORE/layouts/); repeat for each image to keep;\n"
 	"                       without one, gc removes temporary files only\n"
 	"  -g, --grace SECONDS  gc: never remove a chunk or a temporary file modified\n"
 	"                       less than SECONDS ago (default: 3600 for chunks, 600 for\n"
@@ -50,7 +64,8 @@ static const char cas_usage[] =
 	"                       running has written stays\n"
 	"  -n, --dry-run        gc: report what would be removed, remove nothing\n"
 	"      --repair         verify: repair corrupt chunks from --remote (required)\n"
-	"      --remote URL     verify --repair: where the good chunks are\n"
+	"      --remote URL     verify --repair: where the good chunks are; gc: the\n"
+	"                       registry repository to collect\n"
 	"      --json           stats, verify: print the summary as one JSON object\n"
 	"                       (stats: chunks, raw_bytes, stored_bytes, bad_headers,\n"
 	"                       plain_files, plain_bytes; verify: checked, ok, corrupt,\n"
@@ -171,11 +186,7 @@ static int run_gc(struct store *s, const char *store_dir, const char *const *kee
 
 	/* every keep file is read and checked before anything is removed */
 	for (size_t i = 0; i < n_keep; i++) {
-		const char *why = NULL;
-
-		ret = chunk_refs_add_file(&refs, keep[i], &why);
-		if (ret) {
-			log_error("%s: %s; nothing removed", keep[i], why ? why : strerror(-ret));
+		if (cli_keep_add(&refs, keep[i], store_dir)) {
 			chunk_refs_free(&refs);
 			return 1;
 		}
@@ -408,7 +419,7 @@ int cmd_cas(int argc, char **argv)
 			ret = cli_usage_error("--json is for cas stats and cas verify");
 			break;
 		}
-		if (strcmp(sub, "verify") && (c == 'R' || c == 'r')) {
+		if (strcmp(sub, "verify") && (c == 'R' || (c == 'r' && !is_gc))) {
 			ret = cli_usage_error("--%s is only for cas verify",
 					      c == 'R' ? "repair" : "remote");
 			break;
@@ -435,6 +446,10 @@ int cmd_cas(int argc, char **argv)
 		goto out;
 	if (optind != argc - 1) {
 		ret = cli_usage_error("unexpected argument '%s'", argv[1 + optind]);
+		goto out;
+	}
+	if (is_gc && remote_url) {
+		ret = cli_cas_gc_remote(remote_url, keep, n_keep, store_dir, dry_run);
 		goto out;
 	}
 	if (!store_dir) {

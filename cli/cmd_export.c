@@ -14,7 +14,8 @@
 #include "cli.h"
 
 static const char export_usage[] =
-	"usage: lazyblk export IMAGE.layout --store DIR -o DISK.raw [--mem-cache BYTES]\n"
+	"usage: lazyblk export IMAGE.layout|REF --store DIR -o DISK.raw\n"
+	"              [--mem-cache BYTES]\n"
 	"              [--remote URL [--cache-size BYTES]] [--fetch-concurrency N]\n"
 	"              [--fetch-timeout SECS] [--fetch-retries N] [--json]\n"
 	"\n"
@@ -120,6 +121,7 @@ int cmd_export(int argc, char **argv)
 		{ 0 },
 	};
 	struct cli_remote rem = { 0 };
+	struct cli_image img;
 	struct blkd_export_opts o = { 0 };
 	bool json = false;
 	uint64_t v;
@@ -155,10 +157,15 @@ int cmd_export(int argc, char **argv)
 		return cli_usage_error("missing --store DIR");
 	if (!o.out_path)
 		return cli_usage_error("missing -o DISK.raw");
-	if (cli_remote_check(&rem))
+	if (cli_image_resolve(argv[optind], o.src.store_dir, &rem, &img, &o.layout_path))
+		return 1;
+	if (cli_remote_check(&rem)) {
+		cli_image_free(&img);
 		return EXIT_USAGE;
+	}
 	cli_remote_to_source(&rem, &o.src);
-	o.layout_path = argv[optind];
 	log_first_error_only(true); /* reader threads may fail at once: say it once */
-	return export_run(&o, json);
+	r = export_run(&o, json);
+	cli_image_free(&img);
+	return r;
 }

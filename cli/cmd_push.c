@@ -6,11 +6,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "../cas/manifest.h"
+#include "../cas/remote/image_ref.h"
 #include "../cas/remote/push.h"
 #include "../common/json_out.h"
 #include "../common/log.h"
 #include "../common/size.h"
+#include "../ext4gen/layout.h"
 #include "../ext4gen/refs.h"
 #include "cli.h"
 
@@ -18,6 +23,7 @@ static const char push_usage[] =
 	"usage: lazyblk push --store DIR --remote URL [IMAGE.layout|IMAGE.manifest ...]\n"
 	"              [--fetch-concurrency N] [--fetch-timeout SECS] [--fetch-retries N]\n"
 	"              [--json]\n"
+	"       lazyblk push --store DIR --remote REF IMAGE.layout [--manifest FILE] [--json]\n"
 	"\n"
 	"Publish chunks to a remote: every chunk of the store, or only those the given layouts\n"
 	"or manifests use. Each chunk is verified against its sha256 first (a corrupt chunk is never\n"
@@ -31,6 +37,22 @@ static const char push_usage[] =
 	"                                image index under TAG (default lazyblk-chunks) that\n"
 	"                                maps chunks to blobs, merged with what TAG held\n"
 	"\n"
+	"Publishing an image by name (one IMAGE.layout and REF one of):\n"
+	"\n"
+	"  oci://HOST[:PORT]/REPO:TAG     its chunks, every layout file of its chain and its\n"
+	"                                 manifest as blobs, an image manifest, then under TAG\n"
+	"                                 an image index (artifactType application/vnd.lazyblk.\n"
+	"                                 image.v1) that is also the chunk index of exactly the\n"
+	"                                 image's chunks: TAG is replaced, not merged\n"
+	"  http(s)://HOST[:PORT]/PATH/images/NAME   its chunks at PATH/chunks/, its layouts at\n"
+	"                                 PATH/layouts/, its manifest at PATH/manifests/, then\n"
+	"                                 PATH/images/NAME/image.json and PATH/images/index.json\n"
+	"\n"
+	"serve, run, export and warm then take REF in place of IMAGE.layout; lazyblk images ls\n"
+	"lists what a remote holds. The manifest published with the image is --manifest FILE,\n"
+	"else IMAGE.manifest beside the layout if there is one; it must be the one the layout\n"
+	"was made from. See docs/images.md.\n"
+	"\n"
 	"options:\n"
 	"  -s, --store DIR            the store to publish from\n"
 	"      --remote URL           where to (credentials: LAZYBLK_REMOTE_USER and\n"
@@ -38,8 +60,12 @@ static const char push_usage[] =
 	"      --fetch-concurrency N  uploads at once (default 16)\n"
 	"      --fetch-timeout SECS   per request attempt (default 30)\n"
 	"      --fetch-retries N      retries of a failed request (default 4)\n"
+	"      --manifest FILE        (an image) the manifest to publish with the layout\n"
 	"      --json                 print the summary as one JSON object: remote, chunks,\n"
-	"                             uploaded, uploaded_bytes, present, seconds\n"
+	"                             uploaded, uploaded_bytes, present, seconds; for an\n"
+	"                             image also image, layout_digest, layers, layout_bytes,\n"
+	"                             manifest_bytes (uploaded now), digest (of the image\n"
+	"                             index, or of image.json)\n"
 	"  -h, --help                 this text\n"
 	"\n"
 	"On a terminal a progress line counts the chunks done.\n";
@@ -119,11 +145,153 @@ static int push_run(struct cas_push_opts *o, char **images, int n_images, bool j
 	return 0;
 }
 
+/* Whether the push publishes an image: an oci URL with a tag and one layout, or .../images/NAME. */
+static bool push_is_image(const char *url, char **images, int n)
+{
+	struct image_ref ref;
+	const char *why;
+	bool yes;
+
+	if (!image_ref_is(url) || image_ref_parse(url, &ref, &why))
+		return false;
+	yes = !ref.oci || (n == 1 && strlen(images[0]) > 7 &&
+			   !strcmp(images[0] + strlen(images[0]) - 7, ".layout"));
+	image_ref_free(&ref);
+	return yes;
+}
+
+/* The manifest to publish with the layout: --manifest, or IMAGE.manifest beside it; NULL. */
+static int image_manifest(const struct layout *l, const char *layout, const char *given,
+			  char **out)
+{
+	size_t n = strlen(layout) - (strlen(layout) > 7 ? 7 : 0);
+	struct manifest *m = NULL;
+	const char *why = NULL;
+	char *beside = NULL;
+	int ret;
+
+	*out = NULL;
+	if (!given && asprintf(&beside, "%.*s.manifest", (int)n, layout) < 0)
+		return -ENOMEM;
+	if (!given && access(beside, F_OK)) {
+		free(beside);
+		return 0;
+	}
+	ret = manifest_load(given ? given : beside, &m, &why);
+	if (ret) {
+		log_error("%s: %s", given ? given : beside, why ? why : strerror(-ret));
+	} else if (memcmp(m->digest, l->hdr.manifest_digest, SHA256_LEN)) {
+		log_error("%s: not the manifest %s was made from", given ? given : beside, layout);
+		ret = -EINVAL;
+	} else if (!(*out = strdup(given ? given : beside))) {
+		ret = -ENOMEM;
+	}
+	manifest_free(m);
+	free(beside);
+	return ret;
+}
+
+static int image_json(const struct image_push_opts *o, const struct image_push_stats *st)
+{
+	struct json_buf b = { 0 };
+
+	json_buf_puts(&b, "{");
+	cli_json_path(&b, "remote", o->push.remote.url);
+	json_field_u64(&b, "chunks", st->chunks.chunks);
+	json_field_u64(&b, "uploaded", st->chunks.uploaded);
+	json_field_u64(&b, "uploaded_bytes", st->chunks.uploaded_bytes);
+	json_field_u64(&b, "present", st->chunks.present);
+	json_field_fixed(&b, "seconds", st->chunks.seconds, 3);
+	cli_json_path(&b, "image", o->push.remote.url);
+	cli_json_digest(&b, "layout_digest", o->layout_digests[0]);
+	json_field_u64(&b, "layers", o->n_layouts);
+	json_field_u64(&b, "layout_bytes", st->layout_bytes);
+	json_field_u64(&b, "manifest_bytes", st->manifest_bytes);
+	cli_json_digest(&b, "digest", st->digest);
+	json_buf_puts(&b, "}");
+	return cli_json_print(&b);
+}
+
+/* The current time as RFC 3339 UTC. */
+static void now_rfc3339(char *buf, size_t len)
+{
+	time_t t = time(NULL);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static int push_image(struct cas_push_opts *po, const char *path, const char *manifest,
+		      bool json)
+{
+	struct image_push_opts o = { .push = *po };
+	struct image_push_stats st;
+	struct chunk_refs refs = { 0 };
+	struct layout *l = NULL;
+	char why[PATH_MAX + 256], created[32], h[32], hex[SHA256_HEX_LEN + 1];
+	const char *lw = NULL;
+	char *man = NULL;
+	int ret;
+
+	ret = layout_open(path, &l, &lw);
+	if (ret) {
+		log_error("%s: %s", path, lw ? lw : strerror(-ret));
+		return 1;
+	}
+	ret = image_layout_files(l, path, (const char ***)&o.layouts, &o.layout_digests,
+				 &o.n_layouts);
+	if (!ret)
+		ret = image_manifest(l, path, manifest, &man);
+	for (unsigned i = 0; !ret && i < o.n_layouts; i++)
+		ret = collect_images(&refs, (char **)&o.layouts[i], 1);
+	if (ret) {
+		if (ret == -ENOMEM)
+			log_error("out of memory");
+		goto out;
+	}
+	chunk_refs_finish(&refs);
+	o.push.chunks = (const uint8_t (*)[SHA256_LEN])refs.d;
+	o.push.n_chunks = refs.n;
+	o.push.progress = push_progress;
+	o.push.cancel = cli_interrupt_catch();
+	o.manifest = man;
+	o.disk_size = l->hdr.block_count * LAYOUT_BLOCK;
+	now_rfc3339(created, sizeof(created));
+	o.created = created;
+	ret = image_push(&o, &st, why, sizeof(why));
+	log_progress_done();
+	if (ret) {
+		if (why[0])
+			log_error("%s", why);
+		ret = ret == -ECANCELED ? CLI_EXIT_INTERRUPTED : 1;
+		goto out;
+	}
+	if (json) {
+		ret = image_json(&o, &st);
+		goto out;
+	}
+	sha256_to_hex(o.layout_digests[0], hex);
+	printf("pushed %s (layout sha256:%s, %u layout%s%s) to %s: %llu chunks, %llu uploaded "
+	       "(%s), %llu already there, %.2f s\n", path, hex, o.n_layouts,
+	       o.n_layouts == 1 ? "" : "s", man ? ", manifest" : "", po->remote.url,
+	       (unsigned long long)st.chunks.chunks, (unsigned long long)st.chunks.uploaded,
+	       size_human(st.chunks.uploaded_bytes + st.layout_bytes + st.manifest_bytes, h,
+			  sizeof(h)),
+	       (unsigned long long)st.chunks.present, st.chunks.seconds);
+out:
+	chunk_refs_free(&refs);
+	free(man);
+	layout_close(l);
+	return ret;
+}
+
 int cmd_push(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "store", required_argument, NULL, 's' },
 		{ "json", no_argument, NULL, 'J' },
+		{ "manifest", required_argument, NULL, 'm' },
 		CLI_REMOTE_OPTIONS,
 		CLI_LOG_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
@@ -131,6 +299,7 @@ int cmd_push(int argc, char **argv)
 	};
 	struct cli_remote rem = { 0 };
 	struct cas_push_opts o = { 0 };
+	const char *manifest = NULL;
 	bool json = false;
 	int c, r;
 
@@ -141,6 +310,7 @@ int cmd_push(int argc, char **argv)
 		case 's': o.store_dir = optarg; break;
 		CLI_LOG_CASES: cli_log_option(c); break;
 		case 'J': json = true; break;
+		case 'm': manifest = optarg; break;
 		case 'h': fputs(push_usage, stdout); return 0;
 		case CLI_O_CACHE_SIZE:
 			return cli_usage_error("--cache-size is for serve, export and run");
@@ -161,5 +331,13 @@ int cmd_push(int argc, char **argv)
 	o.remote.timeout_ms = rem.timeout_ms;
 	o.remote.retries = rem.retries;
 	log_first_error_only(true); /* uploader threads may fail at once: say it once */
+	if (push_is_image(rem.url, argv + optind, argc - optind)) {
+		if (argc - optind != 1)
+			return cli_usage_error("publishing an image takes exactly one IMAGE.layout");
+		return push_image(&o, argv[optind], manifest, json);
+	}
+	if (manifest)
+		return cli_usage_error("--manifest is for publishing an image "
+				       "(--remote oci://HOST/REPO:TAG or .../images/NAME)");
 	return push_run(&o, argv + optind, argc - optind, json);
 }

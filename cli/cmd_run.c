@@ -30,7 +30,7 @@
 #define RUN_MEM_DEFAULT_MIB 256u
 
 static const char run_usage[] =
-	"usage: lazyblk run IMAGE.layout --store DIR [--remote URL] [--overlay FILE]\n"
+	"usage: lazyblk run IMAGE.layout|REF --store DIR [--remote URL] [--overlay FILE]\n"
 	"            --kernel FILE [--initrd FILE | --modules DIR] [--append ARGS]\n"
 	"            [--cpus N] [--mem SIZE] [--disk FILE[,ro]]... [--hugepages]\n"
 	"            [--populate] [--boot linux64|pvh] [--cache-dir DIR]\n"
@@ -96,6 +96,7 @@ static const char run_usage[] =
 struct run_args {
 	struct blkd_engine_opts eo;
 	struct cli_remote rem;
+	struct cli_image img;       /* IMAGE by reference: fetched */
 	struct cli_trace tr;
 	struct vmm_opts vo;
 	const char *layout;
@@ -260,13 +261,18 @@ static int run_vm(struct run_args *a)
 	return ret ? 1 : status;
 }
 
-/* The options taken together, after parsing: 0, or EXIT_USAGE with the error said. */
-static int run_check(const struct run_args *a, unsigned mib)
+/*
+ * The options taken together, after parsing: 0, or EXIT_USAGE with the error said; an image
+ * by reference is fetched here (1: it failed, said why).
+ */
+static int run_check(struct run_args *a, unsigned mib)
 {
 	if (!a->vo.kernel)
 		return cli_usage_error("missing --kernel FILE (see lazyblk run --help)");
 	if (a->layout && !a->eo.store_dir)
 		return cli_usage_error("missing --store DIR");
+	if (a->layout && cli_image_resolve(a->layout, a->eo.store_dir, &a->rem, &a->img, &a->layout))
+		return 1;
 	if (!a->layout && (a->eo.store_dir || a->eo.overlay_path || a->rem.url || a->stats_json ||
 			   a->manifest || a->modules || a->tr.record || a->tr.prefetch ||
 			   a->tr.prefetch_all))
@@ -395,8 +401,8 @@ int cmd_run(int argc, char **argv)
 		a.layout = argv[optind];
 	if (optind + 1 < nopt)
 		return cli_usage_error("unexpected argument '%s'", argv[optind + 1]);
-	if (run_check(&a, mib))
-		return EXIT_USAGE;
+	if ((r = run_check(&a, mib)))
+		return r;
 	a.vo.mem = (uint64_t)mib << 20;
 	cli_remote_to_engine(&a.rem, &a.eo);
 	a.tr.manifest = a.manifest;
@@ -404,5 +410,6 @@ int cmd_run(int argc, char **argv)
 		return EXIT_USAGE;
 	r = run_vm(&a);
 	cli_trace_free(&a.tr);
+	cli_image_free(&a.img);
 	return r;
 }

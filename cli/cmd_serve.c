@@ -44,6 +44,8 @@ struct serve_args {
 	bool exit_with_parent;
 	pid_t ppid;                /* the parent at the start (--exit-with-parent) */
 	struct cli_remote rem;
+	struct cli_image img;      /* IMAGE by reference: fetched */
+	const char *layout;        /* IMAGE.layout, or the fetched one */
 	struct cli_trace tr;
 	struct cli_confine cf;     /* --user, --seccomp */
 	char host[256];
@@ -643,6 +645,8 @@ static int serve_check(struct serve_args *a, int argc, char **argv)
 			return cli_usage_error("unexpected argument '%s'", argv[optind + 1]);
 		if (!a->eo.store_dir)
 			return cli_usage_error("missing --store DIR");
+		if (cli_image_resolve(argv[optind], a->eo.store_dir, &a->rem, &a->img, &a->layout))
+			return 1;
 		if (cli_remote_check(&a->rem))
 			return EXIT_USAGE;
 		cli_remote_to_engine(&a->rem, &a->eo);
@@ -662,7 +666,7 @@ static int serve_check(struct serve_args *a, int argc, char **argv)
 	if (a->nbd && parse_nbd(a))
 		return cli_usage_error("bad --nbd '%s' (want unix:PATH or tcp:HOST:PORT, "
 				       "PORT 0 to 65535)", a->nbd);
-	if (!a->raw && cli_trace_to_engine(&a->tr, argv[optind], &a->eo))
+	if (!a->raw && cli_trace_to_engine(&a->tr, a->layout, &a->eo))
 		return EXIT_USAGE;
 	return 0;
 }
@@ -744,11 +748,12 @@ int cmd_serve(int argc, char **argv)
 	}
 	r = serve_check(&a, argc, argv);
 	if (!r)
-		r = serve_run(&a, a.raw ? a.raw : argv[optind]);
+		r = serve_run(&a, a.raw ? a.raw : a.layout);
 	if (a.run_dir[0]) {
 		unlink(a.run_nbd + 5); /* the server removes it; not if it never listened */
 		rmdir(a.run_dir);
 	}
 	cli_trace_free(&a.tr);
+	cli_image_free(&a.img);
 	return r;
 }

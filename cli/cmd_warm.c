@@ -20,7 +20,7 @@
 #include "cli.h"
 
 static const char warm_usage[] =
-	"usage: lazyblk warm IMAGE.layout (--trace TRACE | --all | --trace TRACE --all)\n"
+	"usage: lazyblk warm IMAGE.layout|REF (--trace TRACE | --all | --trace TRACE --all)\n"
 	"                    --store DIR [--remote URL [--cache-size BYTES]] [--json]\n"
 	"                    [--manifest IMAGE.manifest]\n"
 	"\n"
@@ -174,6 +174,7 @@ int cmd_warm(int argc, char **argv)
 	};
 	struct blkd_warm_opts o = { 0 };
 	struct cli_remote rem = { 0 };
+	struct cli_image img;
 	struct cli_trace tr = { 0 };
 	bool json = false;
 	int c, r;
@@ -205,14 +206,18 @@ int cmd_warm(int argc, char **argv)
 		return cli_usage_error("missing --store DIR");
 	if (!tr.prefetch && !o.all)
 		return cli_usage_error("missing --trace TRACE or --all (what to fetch)");
+	if (cli_image_resolve(argv[optind], o.src.store_dir, &rem, &img, &o.layout_path))
+		return 1;
+	r = EXIT_USAGE;
 	if (cli_remote_check(&rem))
-		return EXIT_USAGE;
+		goto out;
 	cli_remote_to_source(&rem, &o.src);
-	if (tr.prefetch && cli_trace_manifest(&tr, argv[optind], &o.manifest_path))
-		return EXIT_USAGE;
-	o.layout_path = argv[optind];
+	if (tr.prefetch && cli_trace_manifest(&tr, o.layout_path, &o.manifest_path))
+		goto out;
 	o.trace_path = tr.prefetch;
 	r = warm_run(&o, json);
+out:
 	cli_trace_free(&tr);
+	cli_image_free(&img);
 	return r;
 }

@@ -7,7 +7,8 @@
 #include "serve_usage.h"
 
 const char serve_usage[] =
-	"usage: lazyblk serve IMAGE.layout --store DIR [--remote URL [--cache-size BYTES]]\n"
+	"usage: lazyblk serve IMAGE.layout|REF --store DIR\n"
+	"              [--remote URL [--cache-size BYTES]]\n"
 	"              [--overlay FILE] [--read-only] [--mem-cache BYTES]\n"
 	"              (--nbd unix:PATH | --nbd tcp:[HOST:]PORT | --vhost-user PATH)...\n"
 	"              [--export-name NAME] [--stats-json FILE] [--control PATH]\n"

@@ -71,6 +71,14 @@ void cli_log_option(int c)
 }
 
 const char cli_remote_help[] =
+	"      REF                 in place of IMAGE.layout, an image published by lazyblk push:\n"
+	"                          oci://HOST[:PORT]/REPO:TAG (or REPO@sha256:DIGEST) or\n"
+	"                          http(s)://HOST[:PORT]/PATH/images/NAME. Its layout files\n"
+	"                          are fetched into DIR/layouts/ (each checked against its\n"
+	"                          digest; a corrupt or truncated one is refused before\n"
+	"                          anything is served) and its chunks come from that\n"
+	"                          registry repository or store unless --remote says\n"
+	"                          otherwise (see docs/images.md)\n"
 	"      --remote URL        fetch missing chunks from URL, keeping them in the store:\n"
 	"                          http(s)://HOST[:PORT]/PATH/ (a store served as static\n"
 	"                          files) or oci://HOST[:PORT]/REPO[:TAG] (an OCI registry;\n"

@@ -44,7 +44,7 @@ _lazyblk()
 	# the word after the subcommand: its own commands, as its usage lines name them
 	if ((COMP_CWORD == i + 1)); then
 		words=$(_lazyblk_help "$bin" "$cmd" |
-			sed -nE "1,/^\$/s/^(usage:)? *lazyblk $cmd ([a-z]+)( .*)?\$/\\2/p")
+			sed -nE "1,/^\$/s/^(usage:)? *lazyblk $cmd ([a-z]+)( .*)?\$/\\2/p" | awk '!seen[$0]++')
 		if [[ -n $words ]]; then
 			mapfile -t COMPREPLY < <(compgen -W "$words" -- "$cur")
 			return 0

@@ -201,6 +201,8 @@ static int job_setup(struct http *h, struct job *j, CURL *e)
 		if (!(t = sym_curl_slist_append(l, "Expect:")))
 			goto nomem;
 		l = t;
+	} else if (!strcmp(rq->method, "DELETE")) {
+		sym_curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, "DELETE");
 	} else {
 		sym_curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
 	}

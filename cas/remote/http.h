@@ -18,7 +18,7 @@ enum { HTTP_PRIO_NOW = 0, HTTP_PRIO_BG = 1 };
 
 struct http_req {
 	/* in */
-	const char *method;        /* "GET", "HEAD", "PUT", "POST" */
+	const char *method;        /* "GET", "HEAD", "PUT", "POST", "DELETE" */
 	const char *url;
 	const void *body;          /* PUT/POST payload */
 	size_t body_len;

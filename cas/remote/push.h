@@ -32,6 +32,13 @@ struct cas_push_opts {
 	 * on the remote or absent), publishes nothing, and returns -ECANCELED ("interrupted").
 	 */
 	const int *cancel;
+	/*
+	 * May be NULL (then remote_publish). Called once every chunk is on the remote, with
+	 * the open remote, instead of remote_publish (lazyblk push by tag publishes an image:
+	 * image_ref.h). 0, or -errno having said why through the logger.
+	 */
+	int (*publish)(void *arg, struct remote *r);
+	void *publish_arg;
 };
 
 struct cas_push_stats {

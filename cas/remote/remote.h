@@ -70,7 +70,6 @@ int remote_open(const struct remote_opts *o, struct remote **out, const char **w
 void remote_close(struct remote *r);
 /* The URL as given, for messages. */
 const char *remote_url(const struct remote *r);
-TEST_HOOK
 bool remote_is_oci(const struct remote *r);
 
 /*
@@ -105,5 +104,36 @@ int remote_put(struct remote *r, const uint8_t d[SHA256_LEN], const void *frame,
 int remote_publish(struct remote *r);
 
 void remote_get_stats(struct remote *r, struct remote_stats *st);
+
+/*
+ * Objects other than chunks (remote_obj.c; image documents and layout files, image_ref.h).
+ * rel is relative to the remote's base: for http(s) the store's PATH/ ("layouts/<hex>.layout"),
+ * for oci the registry ("v2/REPO/manifests/TAG").
+ */
+/*
+ * GET rel into a malloc'ed *buf: 0; -ENOENT on a 404; -EFBIG over max bytes; -EIO (or
+ * -EACCES) with one line in why (why_len bytes) naming the URL. Prints nothing.
+ */
+int remote_obj_get(struct remote *r, const char *rel, const char *accept, size_t max,
+		   uint8_t **buf, size_t *len, char *why, size_t why_len);
+/*
+ * As remote_obj_get, but a 2xx answer's body goes to sink as it arrives (http_req's sink:
+ * restart is called before each attempt; sink bounds the size itself: non-zero stops).
+ */
+struct remote_sink {
+	int (*sink)(void *arg, const void *data, size_t len);
+	void (*restart)(void *arg);
+	void *arg;
+};
+int remote_obj_stream(struct remote *r, const char *rel, const struct remote_sink *sink,
+		      char *why, size_t why_len);
+/* PUT body to rel (any 2xx). 0, or -errno with one log_error line. */
+int remote_obj_put(struct remote *r, const char *rel, const void *body, size_t len,
+		   const char *ctype, const char *what);
+/* DELETE rel: 0 (2xx or 404), or -errno with one log_error line. */
+int remote_obj_delete(struct remote *r, const char *rel, const char *what);
+/* oci: upload a blob of the repository unless it is there. 1 uploaded, 0 there, -errno (logged). */
+int remote_blob_put(struct remote *r, const uint8_t digest[SHA256_LEN], const void *data,
+		    size_t len, const char *what);
 
 #endif

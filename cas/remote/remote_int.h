@@ -106,5 +106,13 @@ int remote_send(struct remote *r, const char *method, const char *url, const voi
 		char **location);
 /* HEAD url: 1 present, 0 absent, -errno (logged). */
 int remote_head(struct remote *r, const char *url, const char *what);
+/* remote_oci.c: upload a blob of the repository unless present. 1/0/-errno (logged). */
+int remote_oci_blob_put(struct remote *r, const uint8_t digest[SHA256_LEN], const void *data,
+			size_t len, const char *what);
+/* remote_oci.c: the tag (or sha256:<hex>) of an oci remote's URL. */
+const char *remote_oci_tag(const struct remote *r);
+/* The chunk -> blob refs remote_put uploaded or found, sorted (a copy). -ENOMEM. */
+struct oci_refs;
+int remote_oci_pushed(struct remote *r, struct oci_refs *out);
 
 #endif

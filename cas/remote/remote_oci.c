@@ -115,7 +115,7 @@ static int oci_parse(struct remote *r, const char *url, const char **why)
 		return -EINVAL;
 	}
 	hl = (size_t)(slash - rest);
-	if (strpbrk(url, "?#@ \t\r\n")) {
+	if (strpbrk(url, "?# \t\r\n") || memchr(rest, '@', hl)) {
 		*why = "the remote URL must not have a query, a fragment, credentials or spaces";
 		return -EINVAL;
 	}
@@ -129,7 +129,25 @@ static int oci_parse(struct remote *r, const char *url, const char **why)
 	if (!path)
 		return -ENOMEM;
 	colon = strrchr(path, ':');
-	if (colon && !strchr(colon, '/')) {
+	if (!strncmp(path + strcspn(path, "@"), "@sha256:", 8)) {
+		/* REPO@sha256:<hex>: a document by digest (read only) */
+		colon = path + strcspn(path, "@");
+		*colon = '\0';
+		o->tag = strdup(colon + 1);
+		o->repo = path;
+		if (!o->tag)
+			return -ENOMEM;
+		if (oci_digest_parse(o->tag, (uint8_t[SHA256_LEN]){ 0 }) || r->push) {
+			*why = r->push ? "cannot push to a digest: name a tag"
+				       : "bad digest in the OCI remote (sha256:<64 lowercase hex>)";
+			return -EINVAL;
+		}
+		if (!repo_valid(o->repo)) {
+			*why = "bad repository name in the OCI remote";
+			return -EINVAL;
+		}
+		return 0;
+	} else if (colon && !strchr(colon, '/')) {
 		*colon = '\0';
 		o->tag = strdup(colon + 1);
 	} else {
@@ -515,7 +533,7 @@ static int oci_check(struct remote *r, const struct remote_loc *loc, const uint8
 }
 
 /* Upload one blob (monolithic: POST then PUT with the digest) unless present. 1/0/-errno. */
-static int oci_blob_put(struct remote *r, const uint8_t digest[SHA256_LEN], const void *data,
+int remote_oci_blob_put(struct remote *r, const uint8_t digest[SHA256_LEN], const void *data,
 			size_t len, const char *what)
 {
 	struct remote_oci *o = r->be;
@@ -577,7 +595,7 @@ static int oci_put(struct remote *r, const uint8_t d[SHA256_LEN], const void *fr
 	ret = sha256_buf(frame, len, ref.blob);
 	if (ret)
 		return ret;
-	ret = oci_blob_put(r, ref.blob, frame, len, what);
+	ret = remote_oci_blob_put(r, ref.blob, frame, len, what);
 	if (ret >= 0) {
 		pthread_mutex_lock(&r->lock);
 		a = oci_refs_add(&o->pushed, &ref);
@@ -622,7 +640,7 @@ static int oci_publish(struct remote *r)
 	}
 	ret = sha256_buf(empty, 2, ed);
 	if (!ret)
-		ret = oci_blob_put(r, ed, empty, 2, "the empty config blob");
+		ret = remote_oci_blob_put(r, ed, empty, 2, "the empty config blob");
 	if (ret < 0)
 		goto out;
 	ret = oci_index_build(&all, &docs, &nd);
@@ -656,6 +674,29 @@ out:
 	oci_docs_free(docs, nd);
 	oci_refs_free(&all);
 	return ret < 0 ? ret : 0;
+}
+
+/* The tag (or sha256:<hex>) of an oci remote's URL. */
+const char *remote_oci_tag(const struct remote *r)
+{
+	return ((const struct remote_oci *)r->be)->tag;
+}
+
+int remote_oci_pushed(struct remote *r, struct oci_refs *out)
+{
+	struct remote_oci *o = r->be;
+	int ret = 0;
+
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&r->lock);
+	for (size_t i = 0; i < o->pushed.n && !ret; i++)
+		ret = oci_refs_add(out, &o->pushed.v[i]);
+	pthread_mutex_unlock(&r->lock);
+	if (ret)
+		oci_refs_free(out);
+	else
+		oci_refs_sort(out);
+	return ret;
 }
 
 const struct remote_ops remote_oci_ops = {

@@ -3,7 +3,7 @@
 # working mkfs also missing/corrupt chunks, atomic and sparse output, and e2fsck on it.
 . "$(dirname "$0")/lib/common.sh"
 
-"$LAZYBLK" export --help | grep -q "^usage: lazyblk export IMAGE.layout --store DIR -o DISK.raw" ||
+"$LAZYBLK" export --help | grep -q "^usage: lazyblk export IMAGE.layout|REF --store DIR -o DISK.raw" ||
   die "export --help"
 
 mkdir -p "$T/src" "$T/out"

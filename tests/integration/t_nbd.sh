@@ -16,7 +16,7 @@ done
 # ---- usage
 # (into a file: under pipefail, grep -q leaving early would make a long --help a SIGPIPE)
 "$LAZYBLK" serve --help >"$T/help.txt"
-grep -q "^usage: lazyblk serve IMAGE.layout --store DIR" "$T/help.txt" ||
+grep -q "^usage: lazyblk serve IMAGE.layout|REF --store DIR" "$T/help.txt" ||
   die "serve --help"
 expect_error "no layout" "missing IMAGE.layout" -- "$LAZYBLK" serve --store "$T/s" --nbd unix:x
 expect_error "no store" "missing --store DIR" -- "$LAZYBLK" serve "$T/x.layout" --nbd unix:x

@@ -5,7 +5,7 @@
 . "$(dirname "$0")/lib/common.sh"
 
 out=$("$LAZYBLK" run --help)
-echo "$out" | grep -q "^usage: lazyblk run IMAGE.layout --store DIR" || die "run --help: $out"
+echo "$out" | grep -q "^usage: lazyblk run IMAGE.layout|REF --store DIR" || die "run --help: $out"
 for opt in --kernel --initrd --append --cpus --mem --disk --hugepages --populate --boot \
            --cache-dir --remote --modules; do
   echo "$out" | grep -q -- "$opt" || die "run --help lacks $opt"

@@ -5,9 +5,10 @@
 #
 #   need_nginx / need_registry          skip (77) when the tool is missing
 #   free_port                           print an unused 127.0.0.1 TCP port
-#   start_nginx ROOT [--dav]            serve ROOT at $NGINX_URL, that is
+#   start_nginx ROOT [--dav|--dav-gc]   serve ROOT at $NGINX_URL, that is
 #                                       http://127.0.0.1:$NGINX_PORT$NGINX_PREFIX/, under a
-#                                       path prefix of this test's own (--dav: PUT allowed);
+#                                       path prefix of this test's own (--dav: PUT allowed;
+#                                       --dav-gc: PUT, DELETE and JSON directory listings);
 #                                       sets NGINX_URL NGINX_PREFIX NGINX_PORT NGINX_PID
 #                                       NGINX_DIR NGINX_LOG (access log: "METHOD URI STATUS
 #                                       BYTES")
@@ -84,6 +85,10 @@ start_nginx() {
   root=$(cd "$1" && pwd) || die "start_nginx: no directory $1"
   [ "${2:-}" = "--dav" ] &&
     dav="dav_methods PUT; create_full_put_path on; dav_access user:rw group:r all:r;"
+  # --dav-gc: also DELETE, and directories listed as JSON (what cas gc --remote http needs)
+  [ "${2:-}" = "--dav-gc" ] &&
+    dav="dav_methods PUT DELETE; create_full_put_path on; dav_access user:rw group:r all:r;
+      autoindex on; autoindex_format json;"
   _NGINX_N=$((_NGINX_N + 1))
   NGINX_DIR=$T/nginx.$_NGINX_N
   NGINX_PORT=$(free_port)

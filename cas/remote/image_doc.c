@@ -1,0 +1,453 @@
+/* SPDX-License-Identifier: MIT */
+/* Image documents (image_doc.h): the OCI image manifest and index, image.json, index.json. */
+#include "image_doc.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "../oci_json.h"
+#include "../../common/json_out.h"
+
+/* ------------------------------------------------------------------ building */
+
+static void put_digest(struct json_buf *b, const char *key, const uint8_t d[SHA256_LEN])
+{
+	char hex[SHA256_HEX_LEN + 1];
+
+	sha256_to_hex(d, hex);
+	json_buf_printf(b, "\"%s\":\"sha256:%s\"", key, hex);
+}
+
+static int doc_take(struct json_buf *b, struct oci_doc *doc, const char *media_type)
+{
+	int ret;
+
+	if (b->err)
+		return b->err;
+	ret = sha256_buf(b->p, b->len, doc->digest);
+	if (ret)
+		return ret;
+	doc->media_type = media_type;
+	doc->json = json_buf_take(b, &doc->len);
+	return 0;
+}
+
+static void put_layer(struct json_buf *b, const char *mt, const struct image_file *f,
+		      bool layout)
+{
+	char hex[SHA256_HEX_LEN + 1];
+
+	json_buf_printf(b, "{\"mediaType\":\"%s\",", mt);
+	put_digest(b, "digest", f->sha);
+	json_buf_printf(b, ",\"size\":%llu", (unsigned long long)f->size);
+	if (layout) {
+		sha256_to_hex(f->digest, hex);
+		json_buf_printf(b, ",\"annotations\":{\"" IMAGE_ANNOT_LAYOUT "\":\"%s\"}", hex);
+	}
+	json_buf_puts(b, "}");
+}
+
+static int build_image_manifest(const struct image_desc *d, struct oci_doc *doc)
+{
+	struct json_buf b = { 0 };
+	uint8_t empty[SHA256_LEN];
+	int ret;
+
+	ret = sha256_buf(OCI_EMPTY_JSON, sizeof(OCI_EMPTY_JSON) - 1, empty);
+	if (ret)
+		return ret;
+	json_buf_puts(&b, "{\"schemaVersion\":2,\"mediaType\":\"" OCI_MT_MANIFEST "\","
+		    "\"artifactType\":\"" IMAGE_ARTIFACT "\",\"config\":{\"mediaType\":\""
+		    OCI_MT_EMPTY "\",");
+	put_digest(&b, "digest", empty);
+	json_buf_puts(&b, ",\"size\":2},\"layers\":[");
+	for (unsigned i = 0; i < d->n_layouts; i++) {
+		if (i)
+			json_buf_puts(&b, ",");
+		put_layer(&b, IMAGE_MT_LAYOUT, &d->layouts[i], true);
+	}
+	if (d->has_manifest) {
+		json_buf_puts(&b, ",");
+		put_layer(&b, IMAGE_MT_MANIFEST, &d->manifest, false);
+	}
+	json_buf_printf(&b, "],\"annotations\":{\"" IMAGE_ANNOT_CHUNKS "\":\"%llu\",\""
+			IMAGE_ANNOT_DISK_SIZE "\":\"%llu\"}}", (unsigned long long)d->chunks,
+			(unsigned long long)d->disk_size);
+	ret = doc_take(&b, doc, OCI_MT_MANIFEST);
+	json_buf_free(&b);
+	return ret;
+}
+
+static int build_image_index(const struct oci_doc *m, size_t n, struct oci_doc *doc)
+{
+	struct json_buf b = { 0 };
+	int ret;
+
+	json_buf_puts(&b, "{\"schemaVersion\":2,\"mediaType\":\"" OCI_MT_INDEX "\","
+		    "\"artifactType\":\"" IMAGE_ARTIFACT "\",\"manifests\":[");
+	for (size_t i = 0; i < n; i++) {
+		json_buf_puts(&b, i ? ",{" : "{");
+		json_buf_puts(&b, "\"mediaType\":\"" OCI_MT_MANIFEST "\",");
+		put_digest(&b, "digest", m[i].digest);
+		json_buf_printf(&b, ",\"size\":%zu,\"artifactType\":\"%s\"}", m[i].len,
+				i ? OCI_ARTIFACT_CHUNKS : IMAGE_ARTIFACT);
+	}
+	json_buf_puts(&b, "]}");
+	ret = doc_take(&b, doc, OCI_MT_INDEX);
+	json_buf_free(&b);
+	return ret;
+}
+
+int image_oci_build(const struct image_desc *d, const struct oci_refs *refs,
+		    struct oci_doc **docs, size_t *n)
+{
+	struct oci_doc *cm = NULL, *all;
+	size_t ncm = 0, k;
+	int ret;
+
+	*docs = NULL;
+	*n = 0;
+	ret = oci_index_build(refs, &cm, &ncm); /* its last document, the index, is not used */
+	if (ret)
+		return ret;
+	k = ncm - 1;
+	all = calloc(k + 2, sizeof(*all));
+	if (!all) {
+		oci_docs_free(cm, ncm);
+		return -ENOMEM;
+	}
+	ret = build_image_manifest(d, &all[0]);
+	for (size_t i = 0; i < k; i++) {
+		all[i + 1] = cm[i];
+		memset(&cm[i], 0, sizeof(cm[i]));
+	}
+	oci_docs_free(cm, ncm);
+	if (!ret)
+		ret = build_image_index(all, k + 1, &all[k + 1]);
+	if (ret) {
+		oci_docs_free(all, k + 2);
+		return ret;
+	}
+	*docs = all;
+	*n = k + 2;
+	return 0;
+}
+
+int image_json_build(const struct image_desc *d, const char *created, char **out, size_t *len)
+{
+	struct json_buf b = { 0 };
+
+	json_buf_puts(&b, "{\"schemaVersion\":1,\"mediaType\":\"" IMAGE_MT_JSON "\",\"layouts\":[");
+	for (unsigned i = 0; i < d->n_layouts; i++) {
+		json_buf_puts(&b, i ? ",{" : "{");
+		put_digest(&b, "digest", d->layouts[i].digest);
+		json_buf_puts(&b, ",");
+		put_digest(&b, "sha256", d->layouts[i].sha);
+		json_buf_printf(&b, ",\"size\":%llu}", (unsigned long long)d->layouts[i].size);
+	}
+	json_buf_puts(&b, "]");
+	if (d->has_manifest) {
+		json_buf_puts(&b, ",\"manifest\":{");
+		put_digest(&b, "digest", d->manifest.digest);
+		json_buf_puts(&b, ",");
+		put_digest(&b, "sha256", d->manifest.sha);
+		json_buf_printf(&b, ",\"size\":%llu}", (unsigned long long)d->manifest.size);
+	}
+	json_buf_printf(&b, ",\"disk_size\":%llu,\"chunks\":%llu,\"created\":\"%s\"}\n",
+			(unsigned long long)d->disk_size, (unsigned long long)d->chunks, created);
+	if (b.err)
+		return b.err;
+	*out = json_buf_take(&b, len);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ parsing */
+
+static struct json_object *parse_root(const char *json, size_t len, enum oci_json_kind kind,
+				      int *err, const char **why)
+{
+	struct json_object *root;
+
+	*err = -EBADMSG;
+	if (!json || !len || memchr(json, '\0', len)) {
+		*why = "empty document, or a NUL byte in it";
+		return NULL;
+	}
+	root = oci_json_parse(json, len, kind, why);
+	if (!root) {
+		if (oci_json_over_limit(kind, *why))
+			*err = -EFBIG;
+		return NULL;
+	}
+	if (!json_object_is_type(root, json_type_object)) {
+		*why = "not a JSON object";
+		json_object_put(root);
+		return NULL;
+	}
+	return root;
+}
+
+static int get_u64(struct json_object *o, const char *key, uint64_t *v)
+{
+	struct json_object *x = oci_json_get(o, key, json_type_int);
+	int64_t i;
+
+	if (!x)
+		return -EBADMSG;
+	i = json_object_get_int64(x);
+	if (i < 0 || i == INT64_MAX)
+		return -EBADMSG;
+	*v = (uint64_t)i;
+	return 0;
+}
+
+/* A decimal annotation value (absent: 0). */
+static uint64_t annot_u64(struct json_object *ann, const char *key)
+{
+	const char *s = oci_json_str(ann, key);
+	char *end;
+	unsigned long long v;
+
+	if (!s || !*s)
+		return 0;
+	v = strtoull(s, &end, 10);
+	return *end ? 0 : v;
+}
+
+static int parse_layer(struct json_object *l, struct image_desc *d, const char **why)
+{
+	const char *mt = oci_json_str(l, "mediaType");
+	struct json_object *ann = oci_json_get(l, "annotations", json_type_object);
+	struct image_file f = { 0 };
+	char dig[8 + SHA256_HEX_LEN + 1];
+
+	if (!mt || oci_digest_parse(oci_json_str(l, "digest"), f.sha) || get_u64(l, "size", &f.size)) {
+		*why = "image manifest layer without a mediaType, a sha256 digest or a size";
+		return -EBADMSG;
+	}
+	if (!strcmp(mt, IMAGE_MT_MANIFEST)) {
+		if (d->has_manifest) {
+			*why = "image manifest with two lazyblk manifests";
+			return -EBADMSG;
+		}
+		memcpy(f.digest, f.sha, SHA256_LEN);
+		d->manifest = f;
+		d->has_manifest = true;
+		return 0;
+	}
+	if (strcmp(mt, IMAGE_MT_LAYOUT))
+		return 0; /* not ours */
+	snprintf(dig, sizeof(dig), "sha256:%s", ann ? oci_json_str(ann, IMAGE_ANNOT_LAYOUT) ?
+		 oci_json_str(ann, IMAGE_ANNOT_LAYOUT) : "" : "");
+	if (oci_digest_parse(dig, f.digest)) {
+		*why = "layout layer without its org.lazyblk.layout annotation (64 lowercase hex)";
+		return -EBADMSG;
+	}
+	if (d->has_manifest || d->n_layouts == IMAGE_LAYERS_MAX) {
+		*why = d->has_manifest ? "image manifest with a layout after its manifest"
+				       : "image chain longer than 64 layouts";
+		return -EBADMSG;
+	}
+	d->layouts[d->n_layouts++] = f;
+	return 0;
+}
+
+int image_oci_manifest_parse(const char *json, size_t len, struct image_desc *d,
+			     const char **why)
+{
+	struct json_object *root, *layers, *ann;
+	int ret;
+
+	memset(d, 0, sizeof(*d));
+	root = parse_root(json, len, OCI_JSON_MANIFEST, &ret, why);
+	if (!root)
+		return ret;
+	layers = oci_json_get(root, "layers", json_type_array);
+	if (!layers || !oci_json_str(root, "artifactType") ||
+	    strcmp(oci_json_str(root, "artifactType"), IMAGE_ARTIFACT)) {
+		*why = "not a lazyblk image manifest";
+		goto out;
+	}
+	ret = 0;
+	for (size_t i = 0; !ret && i < json_object_array_length(layers); i++)
+		ret = parse_layer(json_object_array_get_idx(layers, i), d, why);
+	if (!ret && !d->n_layouts) {
+		*why = "lazyblk image manifest without a layout";
+		ret = -EBADMSG;
+	}
+	ann = oci_json_get(root, "annotations", json_type_object);
+	d->chunks = annot_u64(ann, IMAGE_ANNOT_CHUNKS);
+	d->disk_size = annot_u64(ann, IMAGE_ANNOT_DISK_SIZE);
+out:
+	json_object_put(root);
+	return ret;
+}
+
+int image_oci_index_parse(const char *json, size_t len, uint8_t man[SHA256_LEN],
+			  uint64_t *size, const char **why)
+{
+	struct json_object *root, *list;
+	const char *at;
+	int ret;
+
+	root = parse_root(json, len, OCI_JSON_INDEX, &ret, why);
+	if (!root)
+		return ret;
+	list = oci_json_get(root, "manifests", json_type_array);
+	ret = -ENOENT;
+	*why = "not a lazyblk image";
+	for (size_t i = 0; list && i < json_object_array_length(list); i++) {
+		struct json_object *m = json_object_array_get_idx(list, i);
+
+		at = oci_json_str(m, "artifactType");
+		if (!at || strcmp(at, IMAGE_ARTIFACT))
+			continue;
+		if (oci_digest_parse(oci_json_str(m, "digest"), man) || get_u64(m, "size", size)) {
+			*why = "image index entry without a sha256 digest or a size";
+			ret = -EBADMSG;
+		} else {
+			ret = 0;
+		}
+		break;
+	}
+	json_object_put(root);
+	return ret;
+}
+
+static int parse_file(struct json_object *o, struct image_file *f)
+{
+	if (!o || oci_digest_parse(oci_json_str(o, "digest"), f->digest) ||
+	    oci_digest_parse(oci_json_str(o, "sha256"), f->sha) || get_u64(o, "size", &f->size))
+		return -EBADMSG;
+	return 0;
+}
+
+int image_json_parse(const char *json, size_t len, struct image_desc *d, const char **why)
+{
+	struct json_object *root, *list, *sv, *m;
+	size_t n;
+	int ret;
+
+	memset(d, 0, sizeof(*d));
+	root = parse_root(json, len, OCI_JSON_MANIFEST, &ret, why);
+	if (!root)
+		return ret;
+	sv = oci_json_get(root, "schemaVersion", json_type_int);
+	list = oci_json_get(root, "layouts", json_type_array);
+	if (!sv || json_object_get_int64(sv) != 1 || !oci_json_str(root, "mediaType") ||
+	    strcmp(oci_json_str(root, "mediaType"), IMAGE_MT_JSON) || !list) {
+		*why = "not a lazyblk image.json (schemaVersion 1, mediaType " IMAGE_MT_JSON ")";
+		goto out;
+	}
+	n = json_object_array_length(list);
+	if (!n || n > IMAGE_LAYERS_MAX) {
+		*why = "image.json lists no layout, or more than 64";
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (parse_file(json_object_array_get_idx(list, i), &d->layouts[i])) {
+			*why = "image.json layout without a digest, a sha256 or a size";
+			goto out;
+		}
+	}
+	d->n_layouts = (unsigned)n;
+	m = oci_json_get(root, "manifest", json_type_object);
+	if (m && parse_file(m, &d->manifest)) {
+		*why = "image.json manifest without a digest, a sha256 or a size";
+		goto out;
+	}
+	d->has_manifest = m != NULL;
+	get_u64(root, "disk_size", &d->disk_size);
+	get_u64(root, "chunks", &d->chunks);
+	ret = 0;
+out:
+	json_object_put(root);
+	return ret;
+}
+
+/* ------------------------------------------------------------------ names */
+
+bool image_name_valid(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (!n || n > 128 || !strchr("abcdefghijklmnopqrstuvwxyz0123456789", name[0]))
+		return false;
+	return strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789._-") == n;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int image_names_build(char **names, size_t n, char **out, size_t *len)
+{
+	struct json_buf b = { 0 };
+	size_t k = 0;
+
+	qsort(names, n, sizeof(*names), name_cmp);
+	json_buf_puts(&b, "{\"schemaVersion\":1,\"images\":[");
+	for (size_t i = 0; i < n; i++) {
+		if (i && !strcmp(names[i], names[i - 1]))
+			continue;
+		json_buf_printf(&b, "%s\"%s\"", k++ ? "," : "", names[i]);
+	}
+	json_buf_puts(&b, "]}\n");
+	if (b.err)
+		return b.err;
+	*out = json_buf_take(&b, len);
+	return 0;
+}
+
+void image_names_free(char **names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+int image_names_parse(const char *json, size_t len, char ***names, size_t *n, const char **why)
+{
+	struct json_object *root, *list;
+	char **v = NULL;
+	size_t k = 0, cnt;
+	int ret;
+
+	*names = NULL;
+	*n = 0;
+	root = parse_root(json, len, OCI_JSON_INDEX, &ret, why);
+	if (!root)
+		return ret;
+	list = oci_json_get(root, "images", json_type_array);
+	if (!list) {
+		*why = "images/index.json without an images array";
+		goto out;
+	}
+	cnt = json_object_array_length(list);
+	v = calloc(cnt ? cnt : 1, sizeof(*v));
+	ret = v ? 0 : -ENOMEM;
+	for (size_t i = 0; !ret && i < cnt; i++) {
+		struct json_object *s = json_object_array_get_idx(list, i);
+
+		if (!json_object_is_type(s, json_type_string) ||
+		    !image_name_valid(json_object_get_string(s))) {
+			*why = "images/index.json lists a name that is not [a-z0-9][a-z0-9._-]*";
+			ret = -EBADMSG;
+		} else if (!(v[k++] = strdup(json_object_get_string(s)))) {
+			ret = -ENOMEM;
+		}
+	}
+	if (ret) {
+		image_names_free(v, k);
+	} else {
+		*names = v;
+		*n = k;
+	}
+out:
+	json_object_put(root);
+	return ret;
+}

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The documents that publish an image (a chain of layout files, top first, and maybe its
+ * manifest) under a name: see docs/images.md.
+ *
+ *   OCI:  TAG -> image index (artifactType application/vnd.lazyblk.image.v1)
+ *                  manifests[0]: the image manifest (artifactType ...image.v1, empty
+ *                      config; layers: each layout file, top first, mediaType
+ *                      application/vnd.lazyblk.layout.v1 with the annotation
+ *                      org.lazyblk.layout: <layout digest hex>, then the lazyblk manifest,
+ *                      application/vnd.lazyblk.manifest.v1)
+ *                  manifests[1..]: the chunk manifests of oci_index.h for the chain's chunks
+ *   HTTP: PATH/images/NAME/image.json and PATH/images/index.json (the names).
+ *
+ * Built as fixed-order JSON without white space: the same inputs give the same bytes (but
+ * for image.json's "created"). The parsers are strict (digests sha256:<64 lowercase hex>,
+ * sizes, the chain's length) and take outside input.
+ */
+#ifndef LZ_CAS_IMAGE_DOC_H
+#define LZ_CAS_IMAGE_DOC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../../common/sha256.h"
+#include "oci_index.h"
+
+#define IMAGE_ARTIFACT "application/vnd.lazyblk.image.v1"
+#define IMAGE_MT_JSON "application/vnd.lazyblk.image.v1+json"
+#define IMAGE_MT_LAYOUT "application/vnd.lazyblk.layout.v1"
+#define IMAGE_MT_MANIFEST "application/vnd.lazyblk.manifest.v1"
+#define IMAGE_ANNOT_LAYOUT "org.lazyblk.layout"
+#define IMAGE_ANNOT_DISK_SIZE "org.lazyblk.disk-size"
+#define IMAGE_ANNOT_CHUNKS "org.lazyblk.chunks"
+/* Longest layout chain an image may have (as layout_open resolves). */
+#define IMAGE_LAYERS_MAX 64
+/* Largest layout or manifest file fetched by reference. */
+#define IMAGE_FILE_MAX (1ull << 32)
+
+struct image_file {
+	uint8_t digest[SHA256_LEN];  /* a layout's layout digest; the manifest's file sha256 */
+	uint8_t sha[SHA256_LEN];     /* sha256 of the file's bytes (the OCI blob digest) */
+	uint64_t size;
+};
+
+struct image_desc {
+	struct image_file layouts[IMAGE_LAYERS_MAX];  /* top first */
+	unsigned n_layouts;                           /* >= 1 */
+	bool has_manifest;
+	struct image_file manifest;
+	uint64_t disk_size;                           /* bytes */
+	uint64_t chunks;                              /* the chain's distinct chunks */
+};
+
+/*
+ * docs[0] the image manifest, docs[1 .. n-2] the chunk manifests for sorted refs (exactly
+ * the chain's chunks), docs[n-1] the image index to publish under the tag. -ENOMEM.
+ */
+int image_oci_build(const struct image_desc *d, const struct oci_refs *refs,
+		    struct oci_doc **docs, size_t *n);
+/*
+ * A tag's document: the digest and size of its image manifest (the first manifest whose
+ * artifactType is IMAGE_ARTIFACT). -ENOENT (*why "not a lazyblk image") for another
+ * index or an image manifest; -EBADMSG with *why for a malformed one; -EFBIG, -ENOMEM.
+ */
+int image_oci_index_parse(const char *json, size_t len, uint8_t man[SHA256_LEN],
+			  uint64_t *size, const char **why);
+/* The image manifest into *d. -EBADMSG/-EFBIG with *why (static), -ENOMEM. */
+int image_oci_manifest_parse(const char *json, size_t len, struct image_desc *d,
+			     const char **why);
+
+/* image.json; created: RFC 3339 UTC ("2026-12-01T22:00:00Z"). -ENOMEM. */
+int image_json_build(const struct image_desc *d, const char *created, char **out, size_t *len);
+/* As image_oci_manifest_parse, for image.json. */
+int image_json_parse(const char *json, size_t len, struct image_desc *d, const char **why);
+
+/* A NAME of an HTTP store's images/: [a-z0-9][a-z0-9._-]*, at most 128 bytes. */
+bool image_name_valid(const char *name);
+/* images/index.json: {"schemaVersion":1,"images":[names sorted, once each]}. -ENOMEM. */
+int image_names_build(char **names, size_t n, char **out, size_t *len);
+/* Its names (malloc'ed array of malloc'ed strings). -EBADMSG with *why, -ENOMEM. */
+int image_names_parse(const char *json, size_t len, char ***names, size_t *n, const char **why);
+void image_names_free(char **names, size_t n);
+
+#endif

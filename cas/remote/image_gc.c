@@ -1,0 +1,266 @@
+/* SPDX-License-Identifier: MIT */
+/* Garbage collection of a registry repository's chunk index (image_ref.h). */
+#include "image_ref.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "../oci_json.h"
+#include "remote_int.h"
+
+struct gc_ctx {
+	struct remote *r;
+	const char *repo, *tag;
+	struct oci_refs old, keep;       /* the index now; what stays */
+	uint8_t (*old_mans)[SHA256_LEN]; /* the manifests of the index now */
+	size_t n_old_mans;
+	uint8_t (*live)[SHA256_LEN];     /* manifests the other tags reference */
+	size_t n_live;
+	uint8_t old_index[SHA256_LEN];   /* the document under the tag now */
+	bool has_old_index;
+	char *why;
+	size_t why_len;
+};
+
+static int get_doc(struct gc_ctx *x, const char *ref, bool index, uint8_t **buf, size_t *len)
+{
+	char rel[PATH_MAX];
+
+	snprintf(rel, sizeof(rel), "v2/%s/manifests/%s", x->repo, ref);
+	return remote_obj_get(x->r, rel, index ? OCI_MT_INDEX ", " OCI_MT_MANIFEST : OCI_MT_MANIFEST,
+			      index ? OCI_JSON_INDEX_MAX : OCI_JSON_MANIFEST_MAX, buf, len, x->why,
+			      x->why_len);
+}
+
+/*
+ * The chunk index in the document of ref into refs, its manifests appended to *mans.
+ * -ENOENT: no such tag.
+ */
+static int load_index(struct gc_ctx *x, const char *ref, struct oci_refs *refs,
+		      uint8_t (**mans)[SHA256_LEN], size_t *n_mans, uint8_t *doc_digest)
+{
+	uint8_t *buf = NULL, sum[SHA256_LEN];
+	size_t len, first = *n_mans;
+	const char *jw = NULL;
+	int ret;
+
+	ret = get_doc(x, ref, true, &buf, &len);
+	if (ret)
+		return ret;
+	if (doc_digest)
+		ret = sha256_buf(buf, len, doc_digest);
+	if (!ret)
+		ret = oci_index_parse((const char *)buf, len, refs, mans, n_mans, &jw);
+	free(buf);
+	for (size_t i = first; !ret && i < *n_mans; i++) {
+		char hex[SHA256_HEX_LEN + 1], mref[8 + SHA256_HEX_LEN];
+
+		sha256_to_hex((*mans)[i], hex);
+		snprintf(mref, sizeof(mref), "sha256:%s", hex);
+		buf = NULL;
+		ret = get_doc(x, mref, false, &buf, &len);
+		if (ret)
+			return ret;
+		if (sha256_buf(buf, len, sum) || memcmp(sum, (*mans)[i], SHA256_LEN)) {
+			jw = "a manifest does not match its digest";
+			ret = -EBADMSG;
+		} else {
+			ret = oci_index_parse((const char *)buf, len, refs, NULL, NULL, &jw);
+		}
+		free(buf);
+	}
+	if (ret && jw)
+		snprintf(x->why, x->why_len, "%s: tag %s: %s", remote_url(x->r), ref, jw);
+	return ret;
+}
+
+/* Every image tag's chunks into x->keep, its manifests into x->live. */
+static int load_images(struct gc_ctx *x, struct image_gc_result *res)
+{
+	struct json_object *root, *tags;
+	char rel[PATH_MAX];
+	const char *jw = NULL;
+	uint8_t *buf = NULL;
+	size_t len;
+	int ret;
+
+	snprintf(rel, sizeof(rel), "v2/%s/tags/list", x->repo);
+	ret = remote_obj_get(x->r, rel, "application/json", OCI_JSON_INDEX_MAX, &buf, &len, x->why,
+			     x->why_len);
+	if (ret == -ENOENT)
+		return 0;
+	if (ret)
+		return ret;
+	root = oci_json_parse((const char *)buf, len, OCI_JSON_INDEX, &jw);
+	free(buf);
+	tags = oci_json_get(root, "tags", json_type_array);
+	for (size_t i = 0; !ret && tags && i < json_object_array_length(tags); i++) {
+		const char *t = json_object_get_string(json_object_array_get_idx(tags, i));
+		uint8_t man[SHA256_LEN];
+		uint64_t size;
+
+		if (!t || !strcmp(t, x->tag))
+			continue;
+		ret = get_doc(x, t, true, &buf, &len);
+		if (ret == -ENOENT) {
+			ret = 0;
+			continue;
+		}
+		if (ret)
+			break;
+		ret = image_oci_index_parse((const char *)buf, len, man, &size, &jw);
+		free(buf);
+		buf = NULL;
+		if (ret) {
+			ret = 0; /* not an image: its chunks are its own business */
+			continue;
+		}
+		res->images++;
+		ret = load_index(x, t, &x->keep, &x->live, &x->n_live, NULL);
+	}
+	json_object_put(root);
+	return ret;
+}
+
+static bool mans_have(uint8_t (*v)[SHA256_LEN], size_t n, const uint8_t d[SHA256_LEN])
+{
+	for (size_t i = 0; i < n; i++)
+		if (!memcmp(v[i], d, SHA256_LEN))
+			return true;
+	return false;
+}
+
+/* The kept layouts' chunks, mapped to blobs through the old index or an image's. */
+static int add_kept(struct gc_ctx *x, const struct image_gc_opts *o, struct image_gc_result *res)
+{
+	struct oci_refs images = { 0 };
+	int ret = 0;
+
+	for (size_t i = 0; !ret && i < x->keep.n; i++)
+		ret = oci_refs_add(&images, &x->keep.v[i]);
+	oci_refs_sort(&images);
+	for (size_t i = 0; !ret && i < o->n_keep; i++) {
+		const struct oci_chunk_ref *f = oci_refs_find(&x->old, o->keep[i]);
+
+		if (!f)
+			f = oci_refs_find(&images, o->keep[i]);
+		if (f)
+			ret = oci_refs_add(&x->keep, f);
+		else
+			res->missing++;
+	}
+	oci_refs_free(&images);
+	oci_refs_sort(&x->keep);
+	return ret;
+}
+
+/* Publish x->keep under the tag, then delete the old manifests nobody references. */
+static int rewrite(struct gc_ctx *x, struct image_gc_result *res)
+{
+	static const char empty[] = OCI_EMPTY_JSON;
+	struct oci_doc *docs = NULL;
+	char rel[PATH_MAX], hex[SHA256_HEX_LEN + 1];
+	uint8_t ed[SHA256_LEN];
+	size_t nd = 0;
+	int ret;
+
+	ret = sha256_buf(empty, 2, ed);
+	if (!ret)
+		ret = remote_blob_put(x->r, ed, empty, 2, "the empty config blob");
+	if (ret < 0)
+		return ret;
+	ret = oci_index_build(&x->keep, &docs, &nd);
+	for (size_t i = 0; !ret && i < nd; i++) {
+		bool last = i + 1 == nd;
+
+		sha256_to_hex(docs[i].digest, hex);
+		snprintf(rel, sizeof(rel), "v2/%s/manifests/%s%s", x->repo, last ? "" : "sha256:",
+			 last ? x->tag : hex);
+		ret = remote_obj_put(x->r, rel, docs[i].json, docs[i].len, docs[i].media_type,
+				     last ? "the chunk index" : "a manifest of the chunk index");
+	}
+	/* the old index document first (it references the old manifests), then those */
+	for (size_t i = 0; !ret && i <= x->n_old_mans; i++) {
+		const uint8_t *d = i ? x->old_mans[i - 1] : x->old_index;
+		bool now = false;
+
+		if (!i && !x->has_old_index)
+			continue;
+		for (size_t k = 0; k < nd; k++)
+			now |= !memcmp(docs[k].digest, d, SHA256_LEN);
+		if (now || mans_have(x->live, x->n_live, d))
+			continue;
+		sha256_to_hex(d, hex);
+		snprintf(rel, sizeof(rel), "v2/%s/manifests/sha256:%s", x->repo, hex);
+		ret = remote_obj_delete(x->r, rel, i ? "an old manifest of the chunk index"
+						    : "the old chunk index");
+		if (!ret)
+			res->manifests_deleted++;
+	}
+	oci_docs_free(docs, nd);
+	return ret;
+}
+
+int image_gc_oci(const struct image_gc_opts *o, struct image_gc_result *res, char *why,
+		 size_t why_len)
+{
+	struct gc_ctx x = { .why = why, .why_len = why_len };
+	struct remote_opts ro = o->remote;
+	const char *w = NULL;
+	int ret;
+
+	memset(res, 0, sizeof(*res));
+	if (why_len)
+		why[0] = '\0';
+	ro.push = !o->dry_run;
+	ret = remote_open(&ro, &x.r, &w);
+	if (ret) {
+		snprintf(why, why_len, "%s: %s", ro.url, w ? w : strerror(-ret));
+		return ret;
+	}
+	x.repo = remote_is_oci(x.r) ? remote_oci_repo(x.r) : NULL;
+	x.tag = x.repo ? remote_oci_tag(x.r) : NULL;
+	if (!x.repo || !strncmp(x.tag, "sha256:", 7)) {
+		snprintf(why, why_len, "%s: gc of a registry is for oci://HOST/REPO[:TAG]", ro.url);
+		ret = -EINVAL;
+		goto out;
+	}
+	ret = load_index(&x, x.tag, &x.old, &x.old_mans, &x.n_old_mans, x.old_index);
+	if (!ret)
+		x.has_old_index = true;
+	if (ret == -ENOENT)
+		ret = 0; /* no chunk index yet */
+	oci_refs_sort(&x.old);
+	if (!ret)
+		ret = load_images(&x, res);
+	if (!ret)
+		ret = add_kept(&x, o, res);
+	if (ret)
+		goto out;
+	res->before = x.old.n;
+	res->after = x.keep.n;
+	for (size_t i = 0; i < x.old.n; i++) {
+		if (oci_refs_find(&x.keep, x.old.v[i].chunk))
+			continue;
+		res->dropped++;
+		res->dropped_bytes += x.old.v[i].size;
+		if (o->dropped)
+			o->dropped(o->arg, &x.old.v[i]);
+	}
+	if (!o->dry_run)
+		ret = rewrite(&x, res);
+out:
+	if (ret == -ENOMEM)
+		snprintf(why, why_len, "out of memory");
+	remote_close(x.r);
+	oci_refs_free(&x.old);
+	oci_refs_free(&x.keep);
+	free(x.old_mans);
+	free(x.live);
+	return ret;
+}

@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: MIT */
+/* Garbage collection of an HTTP store's chunks, layouts and manifests (image_ref.h). */
+#include "image_ref.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "../oci_json.h"
+
+struct sweep {
+	const struct image_sweep_opts *o;
+	struct image_sweep_result *res;
+	struct remote *r;
+	char *why;
+	size_t why_len;
+};
+
+static bool in_set(const uint8_t (*v)[SHA256_LEN], size_t n, const uint8_t d[SHA256_LEN])
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = memcmp(v[mid], d, SHA256_LEN);
+
+		if (!c)
+			return true;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+/* "<64 hex><suffix>" into d. */
+static bool name_parse(const char *name, const char *suffix, uint8_t d[SHA256_LEN])
+{
+	char hex[SHA256_HEX_LEN + 1];
+
+	if (strlen(name) != SHA256_HEX_LEN + strlen(suffix) || strcmp(name + SHA256_HEX_LEN, suffix))
+		return false;
+	memcpy(hex, name, SHA256_HEX_LEN);
+	hex[SHA256_HEX_LEN] = '\0';
+	if (strspn(hex, "0123456789abcdef") != SHA256_HEX_LEN)
+		return false;
+	return !sha256_from_hex(hex, d);
+}
+
+/* One directory: its files through the JSON index; -ENOENT when it does not exist. */
+static int sweep_dir(struct sweep *x, const char *dir, const char *suffix, bool chunks)
+{
+	struct json_object *root;
+	const char *jw = NULL;
+	uint8_t *buf = NULL;
+	size_t len;
+	int ret;
+
+	ret = remote_obj_get(x->r, dir, "application/json", OCI_JSON_INDEX_MAX, &buf, &len,
+			     x->why, x->why_len);
+	if (ret == -EACCES) {
+		snprintf(x->why, x->why_len, "%s%s: refused: the server must list directories as "
+			 "JSON for gc (nginx: autoindex on; autoindex_format json;)",
+			 remote_url(x->r), dir);
+		return -EOPNOTSUPP;
+	}
+	if (ret)
+		return ret;
+	root = oci_json_parse((const char *)buf, len, OCI_JSON_INDEX, &jw);
+	free(buf);
+	if (!root || !json_object_is_type(root, json_type_array)) {
+		snprintf(x->why, x->why_len, "%s%s: the server does not list directories as JSON "
+			 "(nginx: autoindex on; autoindex_format json;)", remote_url(x->r), dir);
+		json_object_put(root);
+		return -EOPNOTSUPP;
+	}
+	for (size_t i = 0; !ret && i < json_object_array_length(root); i++) {
+		struct json_object *e = json_object_array_get_idx(root, i), *sz;
+		const char *name = oci_json_str(e, "name"), *type = oci_json_str(e, "type");
+		char rel[PATH_MAX];
+		uint8_t d[SHA256_LEN];
+		uint64_t size = 0;
+		bool keep;
+
+		if (!name || !type || strcmp(type, "file") || !name_parse(name, suffix, d))
+			continue;
+		x->res->listed++;
+		keep = chunks ? in_set(x->o->chunks, x->o->n_chunks, d)
+			      : in_set(x->o->files, x->o->n_files, d);
+		if (keep) {
+			x->res->kept++;
+			continue;
+		}
+		sz = oci_json_get(e, "size", json_type_int);
+		if (sz && json_object_get_int64(sz) > 0)
+			size = (uint64_t)json_object_get_int64(sz);
+		snprintf(rel, sizeof(rel), "%s%s", dir, name);
+		if (!x->o->dry_run)
+			ret = remote_obj_delete(x->r, rel, "gc");
+		if (!ret) {
+			x->res->deleted++;
+			x->res->deleted_bytes += size;
+			if (x->o->deleted)
+				x->o->deleted(x->o->arg, rel, size);
+		}
+	}
+	json_object_put(root);
+	return ret;
+}
+
+int image_sweep_http(const struct image_sweep_opts *o, struct image_sweep_result *res,
+		     char *why, size_t why_len)
+{
+	struct sweep x = { .o = o, .res = res, .why = why, .why_len = why_len };
+	struct remote_opts ro = o->remote;
+	const char *w = NULL;
+	unsigned found = 0;
+	int ret;
+
+	memset(res, 0, sizeof(*res));
+	if (why_len)
+		why[0] = '\0';
+	ro.push = true;
+	ret = remote_open(&ro, &x.r, &w);
+	if (ret) {
+		snprintf(why, why_len, "%s: %s", ro.url, w ? w : strerror(-ret));
+		return ret;
+	}
+	if (remote_is_oci(x.r)) {
+		snprintf(why, why_len, "%s: not an http(s) store", ro.url);
+		ret = -EINVAL;
+	}
+	for (unsigned i = 0; !ret && i < 256 + 2; i++) {
+		char dir[32];
+
+		if (i < 256)
+			snprintf(dir, sizeof(dir), "chunks/%02x/", i);
+		ret = sweep_dir(&x, i < 256 ? dir : i == 256 ? "layouts/" : "manifests/",
+				i < 256 ? "" : i == 256 ? ".layout" : ".manifest", i < 256);
+		if (ret == -ENOENT)
+			ret = 0; /* a fan-out directory nothing went to yet */
+		else if (!ret)
+			found++;
+	}
+	if (!ret && !found) {
+		snprintf(why, why_len, "%s: no chunks/xx/, layouts/ or manifests/ listed there (a "
+			 "lazyblk store, with autoindex on; autoindex_format json;?)", ro.url);
+		ret = -EOPNOTSUPP;
+	}
+	if (ret == -ENOMEM)
+		snprintf(why, why_len, "out of memory");
+	remote_close(x.r);
+	return ret;
+}

@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: MIT */
+/* Objects other than chunks on a remote (remote.h): GET, PUT, DELETE by path; OCI blobs. */
+#include "remote_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../common/dl_curl.h"
+#include "../../common/log.h"
+
+static char *obj_url(const struct remote *r, const char *rel)
+{
+	char *url;
+	size_t n = strlen(r->base);
+
+	if (asprintf(&url, "%s%s%s", r->base, n && r->base[n - 1] == '/' ? "" : "/", rel) < 0)
+		return NULL;
+	return url;
+}
+
+static int obj_get(struct remote *r, const char *rel, const char *accept, size_t max,
+		   const struct remote_sink *sink, uint8_t **buf, size_t *len, char *why,
+		   size_t why_len)
+{
+	struct http_req rq = { 0 };
+	const char *aw = NULL;
+	char *url = obj_url(r, rel);
+	int ret;
+
+	if (!url)
+		return -ENOMEM;
+	rq.method = "GET";
+	rq.url = url;
+	rq.accept = accept;
+	if (sink) {
+		rq.sink = sink->sink;
+		rq.sink_restart = sink->restart;
+		rq.sink_arg = sink->arg;
+	}
+	rq.max_body = max;
+	rq.follow = true;
+	ret = remote_do(r, &rq, r->retries, &aw);
+	if (ret == -EIO && rq.curl_code == CURLE_FILESIZE_EXCEEDED) {
+		snprintf(why, why_len, "%s: larger than %zu bytes", url, max);
+		ret = -EFBIG;
+	} else if (ret == -EACCES) {
+		snprintf(why, why_len, "%s: %s", url, aw ? aw : "access refused");
+	} else if (ret == -EIO) {
+		snprintf(why, why_len, "%s: %s", url, rq.err[0] ? rq.err : "no answer");
+	} else if (!ret && rq.status == 404) {
+		snprintf(why, why_len, "%s: not found", url);
+		ret = -ENOENT;
+	} else if (!ret && rq.status != 200) {
+		snprintf(why, why_len, "%s: HTTP status %ld", url, rq.status);
+		ret = rq.status == 401 || rq.status == 403 ? -EACCES : -EIO;
+	} else if (!ret && buf) {
+		*buf = rq.body_out;
+		*len = rq.body_out_len;
+		rq.body_out = NULL;
+	}
+	http_req_clear(&rq);
+	free(url);
+	return ret;
+}
+
+int remote_obj_get(struct remote *r, const char *rel, const char *accept, size_t max,
+		   uint8_t **buf, size_t *len, char *why, size_t why_len)
+{
+	*buf = NULL;
+	*len = 0;
+	return obj_get(r, rel, accept, max, NULL, buf, len, why, why_len);
+}
+
+int remote_obj_stream(struct remote *r, const char *rel, const struct remote_sink *sink,
+		      char *why, size_t why_len)
+{
+	return obj_get(r, rel, NULL, 0, sink, NULL, NULL, why, why_len);
+}
+
+int remote_obj_put(struct remote *r, const char *rel, const void *body, size_t len,
+		   const char *ctype, const char *what)
+{
+	char *url = obj_url(r, rel);
+	int ret;
+
+	if (!url)
+		return -ENOMEM;
+	ret = remote_send(r, "PUT", url, body, len, ctype, 0, 0, what, NULL);
+	free(url);
+	return ret;
+}
+
+int remote_obj_delete(struct remote *r, const char *rel, const char *what)
+{
+	struct http_req rq = { 0 };
+	const char *aw = NULL;
+	char *url = obj_url(r, rel);
+	int ret;
+
+	if (!url)
+		return -ENOMEM;
+	rq.method = "DELETE";
+	rq.url = url;
+	rq.max_body = 1u << 20;
+	ret = remote_do(r, &rq, r->retries, &aw);
+	if (ret == -EACCES) {
+		log_error("%s: %s", what, aw);
+	} else if (ret == -EIO || (!ret && rq.status != 404 &&
+				   (rq.status < 200 || rq.status > 299))) {
+		log_error("%s: DELETE %s: %s", what, url,
+			  ret ? (rq.err[0] ? rq.err : "no answer") : "refused");
+		ret = -EIO;
+	}
+	http_req_clear(&rq);
+	free(url);
+	return ret;
+}
+
+int remote_blob_put(struct remote *r, const uint8_t digest[SHA256_LEN], const void *data,
+		    size_t len, const char *what)
+{
+	if (!remote_is_oci(r))
+		return -EINVAL;
+	return remote_oci_blob_put(r, digest, data, len, what);
+}

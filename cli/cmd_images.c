@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+/* lazyblk images ls: the images published on a remote (push by tag or name). */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../cas/remote/image_ref.h"
+#include "../common/json_out.h"
+#include "../common/log.h"
+#include "../common/size.h"
+#include "cli.h"
+
+static const char images_usage[] =
+	"usage: lazyblk images ls --remote URL [--json]\n"
+	"              [--fetch-timeout SECS] [--fetch-retries N]\n"
+	"\n"
+	"List the images published on a remote by `lazyblk push IMAGE.layout --remote REF`,\n"
+	"one line each: name, layout digest, disk size, layers (layout files of the chain),\n"
+	"chunks.\n"
+	"\n"
+	"  oci://HOST[:PORT]/REPO         the tags of REPO whose document is a lazyblk image\n"
+	"                                 (other tags are left out)\n"
+	"  http(s)://HOST[:PORT]/PATH/    the names in PATH/images/index.json\n"
+	"\n"
+	"options:\n"
+	"      --remote URL           the registry repository or store (credentials:\n"
+	"                             LAZYBLK_REMOTE_USER and LAZYBLK_REMOTE_PASSWORD)\n"
+	"      --json                 one JSON object: remote, images (name, layout_digest,\n"
+	"                             disk_size, layers, chunks)\n"
+	"      --fetch-timeout SECS   per request attempt (default 30)\n"
+	"      --fetch-retries N      retries of a failed request (default 4)\n"
+	"  -h, --help                 this text\n"
+	"\n"
+	"See docs/images.md.\n";
+
+static int images_json(const char *url, const struct image_entry *v, size_t n)
+{
+	struct json_buf b = { 0 };
+
+	json_buf_puts(&b, "{");
+	cli_json_path(&b, "remote", url);
+	json_buf_puts(&b, ",\"images\":[");
+	for (size_t i = 0; i < n; i++) {
+		json_buf_puts(&b, i ? ",{" : "{");
+		cli_json_path(&b, "name", v[i].name);
+		cli_json_digest(&b, "layout_digest", v[i].d.layouts[0].digest);
+		json_field_u64(&b, "disk_size", v[i].d.disk_size);
+		json_field_u64(&b, "layers", v[i].d.n_layouts);
+		json_field_u64(&b, "chunks", v[i].d.chunks);
+		json_buf_puts(&b, "}");
+	}
+	json_buf_puts(&b, "]}");
+	return cli_json_print(&b);
+}
+
+static int images_ls(const struct cli_remote *rem, bool json)
+{
+	struct remote_opts ro = { .url = rem->url, .timeout_ms = rem->timeout_ms,
+				  .retries = rem->retries };
+	struct image_entry *v;
+	char why[PATH_MAX + 256], h[32], hex[SHA256_HEX_LEN + 1];
+	size_t n;
+	int ret;
+
+	ret = image_list(&ro, &v, &n, why, sizeof(why));
+	if (ret) {
+		log_error("%s", why[0] ? why : strerror(-ret));
+		return 1;
+	}
+	if (json) {
+		ret = images_json(rem->url, v, n);
+	} else {
+		for (size_t i = 0; i < n; i++) {
+			sha256_to_hex(v[i].d.layouts[0].digest, hex);
+			printf("%-24s sha256:%.12s  %10s  %u layer%s  %llu chunks\n", v[i].name, hex,
+			       size_human(v[i].d.disk_size, h, sizeof(h)), v[i].d.n_layouts,
+			       v[i].d.n_layouts == 1 ? " " : "s", (unsigned long long)v[i].d.chunks);
+		}
+	}
+	image_list_free(v, n);
+	return ret;
+}
+
+int cmd_images(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'J' },
+		CLI_REMOTE_OPTIONS,
+		CLI_LOG_OPTIONS,
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct cli_remote rem = { 0 };
+	bool json = false;
+	int c, r;
+
+	if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+		fputs(images_usage, stdout);
+		return 0;
+	}
+	if (argc < 2 || strcmp(argv[1], "ls"))
+		return cli_usage_error("images: want 'ls' (see lazyblk images --help)");
+	optind = 2;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":hvqp", opts, NULL)) != -1) {
+		switch (c) {
+		CLI_LOG_CASES: cli_log_option(c); break;
+		case 'J': json = true; break;
+		case 'h': fputs(images_usage, stdout); return 0;
+		case CLI_O_CACHE_SIZE: case CLI_O_NO_PLAIN: case CLI_O_FETCH_CONC:
+			return cli_usage_error("%s is not an option of images ls", argv[optind - 1]);
+		default:
+			r = cli_remote_option(&rem, c, optarg);
+			if (r < 0)
+				return EXIT_USAGE;
+			if (!r)
+				return cli_bad_option("images", argv, c);
+		}
+	}
+	if (optind < argc)
+		return cli_usage_error("unexpected argument '%s'", argv[optind]);
+	if (!rem.url)
+		return cli_usage_error("missing --remote URL (see lazyblk images --help)");
+	return images_ls(&rem, json);
+}

@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Images by reference on the command line: serve, run, export and warm take
+ * oci://HOST/REPO:TAG or http(s)://HOST/PATH/images/NAME in place of IMAGE.layout
+ * (cli_image_resolve); push takes the files of a layout's chain from image_layout_files.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../cas/remote/image_ref.h"
+#include "../common/log.h"
+#include "../common/size.h"
+#include "../ext4gen/layout.h"
+#include "../ext4gen/refs.h"
+#include "cli.h"
+
+int image_layout_files(const struct layout *l, const char *path, const char ***paths,
+		       const uint8_t (**digests)[SHA256_LEN], unsigned *n)
+{
+	/* a v1 layout is its one file; a layered one (issue 16) lists l->layers[] here */
+	static const char *one[1];
+
+	one[0] = path;
+	*paths = one;
+	*digests = (const uint8_t (*)[SHA256_LEN])&l->digest;
+	*n = 1;
+	return 0;
+}
+
+int cli_image_resolve(const char *arg, const char *store_dir, struct cli_remote *rem,
+		      struct cli_image *img, const char **layout)
+{
+	struct remote_opts ro = { 0 };
+	struct image_fetched *f;
+	char why[PATH_MAX + 256], h[32];
+	int ret;
+
+	memset(img, 0, sizeof(*img));
+	*layout = arg;
+	if (!image_ref_is(arg))
+		return 0;
+	if (!store_dir) {
+		log_error("%s: an image by reference needs --store DIR (its layouts are fetched "
+			  "into DIR/layouts/)", arg);
+		return 1;
+	}
+	f = calloc(1, sizeof(*f));
+	if (!f) {
+		log_error("out of memory");
+		return 1;
+	}
+	ro.url = arg;
+	ro.concurrency = rem->concurrency;
+	ro.timeout_ms = rem->timeout_ms;
+	ro.retries = rem->retries;
+	ret = image_fetch(&ro, store_dir, f, why, sizeof(why));
+	if (ret) {
+		log_error("%s", why[0] ? why : strerror(-ret));
+		free(f);
+		return 1;
+	}
+	if (f->fetched)
+		log_info("%s: fetched %u file%s (%s) into %s/layouts", arg, f->fetched,
+			 f->fetched == 1 ? "" : "s", size_human(f->fetched_bytes, h, sizeof(h)),
+			 store_dir);
+	img->f = f;
+	if (!rem->url)
+		rem->url = f->chunk_url;
+	*layout = f->layout;
+	return 0;
+}
+
+void cli_image_free(struct cli_image *img)
+{
+	if (img->f)
+		image_fetched_free(img->f);
+	free(img->f);
+	img->f = NULL;
+}
+
+int cli_keep_add(struct chunk_refs *refs, const char *keep, const char *store_dir)
+{
+	struct remote_opts ro = { .url = keep };
+	struct image_fetched f;
+	char why[PATH_MAX + 256], path[PATH_MAX], hex[SHA256_HEX_LEN + 1];
+	const char *cw = NULL;
+	int ret;
+
+	if (!image_ref_is(keep)) {
+		ret = chunk_refs_add_file(refs, keep, &cw);
+		if (ret)
+			log_error("%s: %s; nothing removed", keep, cw ? cw : strerror(-ret));
+		return ret ? 1 : 0;
+	}
+	if (!store_dir) {
+		log_error("--keep %s: an image by reference needs --store DIR (its layouts are "
+			  "fetched into DIR/layouts/)", keep);
+		return 1;
+	}
+	ret = image_fetch(&ro, store_dir, &f, why, sizeof(why));
+	if (ret) {
+		log_error("%s; nothing removed", why[0] ? why : strerror(-ret));
+		return 1;
+	}
+	/* every layer of the chain: its own chunks */
+	for (unsigned i = 0; !ret && i < f.d.n_layouts; i++) {
+		sha256_to_hex(f.d.layouts[i].digest, hex);
+		snprintf(path, sizeof(path), "%s/layouts/%s.layout", store_dir, hex);
+		ret = chunk_refs_add_file(refs, path, &cw);
+		if (ret)
+			log_error("%s: %s; nothing removed", path, cw ? cw : strerror(-ret));
+	}
+	image_fetched_free(&f);
+	return ret ? 1 : 0;
+}
