@@ -2,7 +2,7 @@
 # from Debian packages, for the registry tests (t_import_registry.sh) and the end-to-end
 # test of issue 16.
 #
-#   build_multiarch_image DIR TAG
+#   build_multiarch_image DIR TAG [EXTRA_DIR]
 #       makes DIR an OCI image layout whose index.json tags TAG as an image index
 #       (application/vnd.oci.image.index.v1+json) holding two images:
 #         linux/amd64  layer 1: a guest-runnable busybox root: the static busybox
@@ -11,9 +11,11 @@
 #                      empty /dev /proc /sys /tmp /run /root, /etc/passwd and /etc/group
 #                      for root, and /e2e/, an empty directory left to the tests' scripts;
 #                      layer 2: Debian's hello package (/usr/bin/hello and its docs);
+#                      layer 3 (with EXTRA_DIR): EXTRA_DIR's contents at /;
 #                      config: Cmd ["/bin/sh"], os linux, architecture amd64
-#         linux/arm64  synthetic: the same layers, a config saying architecture arm64
-#                      (it does not run on arm64; it is there to be told apart)
+#         linux/arm64  synthetic: the same layers plus one holding /ARCH-arm64, a config
+#                      saying architecture arm64 (it does not run on arm64; it is there
+#                      to be told apart)
 #       Sets MULTIARCH_AMD64 and MULTIARCH_ARM64 (the two manifests' digests, sha256:…)
 #       and MULTIARCH_INDEX (the index's). Skips the test (77) when umoci, dpkg-deb or the
 #       packages are not to be had.
@@ -35,7 +37,7 @@ umoci_debs_dir() {
 }
 
 build_multiarch_image() {
-  local dir=$1 tag=$2 debs work root a
+  local dir=$1 tag=$2 extra=${3:-} debs work root a
   for a in umoci dpkg-deb python3; do
     command -v "$a" >/dev/null || skip "$a is not installed (scripts/deps.sh)"
   done
@@ -64,6 +66,11 @@ build_multiarch_image() {
   umoci unpack --rootless --image "$dir:build" "$work/h" >/dev/null 2>&1 || die "umoci unpack"
   cp -a "$work/hello/usr" "$work/h/rootfs/"
   umoci repack --image "$dir:build" "$work/h" >/dev/null 2>&1 || die "umoci repack"
+  if [ -n "$extra" ]; then # layer 3: EXTRA_DIR's contents at /
+    umoci unpack --rootless --image "$dir:build" "$work/x" >/dev/null 2>&1 || die "umoci unpack"
+    cp -a "$extra/." "$work/x/rootfs/"
+    umoci repack --image "$dir:build" "$work/x" >/dev/null 2>&1 || die "umoci repack"
+  fi
   umoci config --image "$dir:build" --os linux --architecture amd64 --config.cmd /bin/sh \
     >/dev/null 2>&1 || die "umoci config"
 
@@ -85,6 +92,19 @@ amd = [m for m in idx["manifests"]
 man = get(amd["digest"])
 cfg = get(man["config"]["digest"])
 cfg["architecture"] = "arm64"
+# the arm64 image also has a layer of its own: /ARCH-arm64 (a marker tests look for)
+import gzip, io, tarfile
+raw = io.BytesIO()
+with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tf:
+    ti = tarfile.TarInfo("ARCH-arm64"); ti.size = 6; ti.mode = 0o644
+    tf.addfile(ti, io.BytesIO(b"arm64\n"))
+raw = raw.getvalue()
+gz = gzip.compress(raw, mtime=0)
+lh = hashlib.sha256(gz).hexdigest()
+open(os.path.join(blobs, lh), "wb").write(gz)
+cfg["rootfs"]["diff_ids"].append("sha256:" + hashlib.sha256(raw).hexdigest())
+man["layers"].append({"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip",
+                      "digest": "sha256:" + lh, "size": len(gz)})
 cd, cs = put(cfg)
 man["config"] = dict(man["config"], digest=cd, size=cs)
 arm_d, arm_s = put(man)
