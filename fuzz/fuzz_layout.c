@@ -3,12 +3,22 @@
  * The layout reader (ext4gen/layout.c: layout_open on a file), then the lookups a server
  * makes on it: the metadata block of each run's first and last disk block, the data run
  * and metadata run at positions across the disk. The body sha256 and the header crc32c
- * are recomputed first (fuzz.h), so the runs behind them are what gets fuzzed.
+ * are recomputed first (fuzz.h), so the runs behind them are what gets fuzzed. A version 2
+ * layout (a layer over a parent) has its header, parent record, hint and runs checked; its
+ * parent is not found, so the chain merge is left to tests/unit/test_layout_chain.c.
  */
 #include "fuzz.h"
 #include "../ext4gen/layout.h"
 
-#define HDR_LEN sizeof(struct layout_header)
+/* The bytes header_crc covers: version 2 adds the parent record after the header. */
+static size_t hdr_len(const uint8_t *buf)
+{
+	uint32_t version;
+
+	memcpy(&version, buf + offsetof(struct layout_header, version), sizeof(version));
+	return sizeof(struct layout_header) +
+	       (version == LAYOUT_VERSION_PARENT ? sizeof(struct layout_parent) : 0);
+}
 #define RUNS_MAX 256 /* runs looked up per input */
 
 static void walk(const struct layout *l)
@@ -50,7 +60,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size >= LAYOUT_BLOCK) {
 		sha256_buf(buf + LAYOUT_BLOCK, size - LAYOUT_BLOCK,
 			   buf + offsetof(struct layout_header, body_sha256));
-		fuzz_fix_crc(buf, size, HDR_LEN, offsetof(struct layout_header, header_crc));
+		fuzz_fix_crc(buf, size, hdr_len(buf), offsetof(struct layout_header, header_crc));
 	}
 	fuzz_write_file(fuzz_path(path, sizeof(path), "layout"), buf, size);
 	free(buf);
