@@ -19,6 +19,7 @@ int cmd_run(int argc, char **argv);
 int cmd_initramfs(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
 int cmd_overlay(int argc, char **argv);
+int cmd_commit(int argc, char **argv);
 int cmd_push(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_warm(int argc, char **argv);

@@ -1,0 +1,376 @@
+/* SPDX-License-Identifier: MIT */
+/* lazyblk commit: an overlay's blocks as chunks and a layout over its base (commit.h). */
+#include "commit.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../cas/chunk.h"
+#include "../../cas/store.h"
+#include "../../common/fsutil.h"
+#include "../../common/grow.h"
+#include "../../common/why.h"
+#include "../../ext4gen/layout.h"
+#include "delta.h"
+#include "overlay.h"
+
+#define READ_PIECE 256u /* blocks read from the overlay at a time */
+
+/* A piece of the disk waiting for its chunk to be stored: data (at off in it) or zeros. */
+struct piece {
+	uint64_t lba, count;
+	uint32_t off;
+	bool zero;
+};
+
+struct commit {
+	const struct blkd_commit_opts *o;
+	struct blkd_commit_result *res;
+	struct overlay *ov;
+	struct store *store;
+	struct chunk_codec *codec;
+	struct layout_writer *w;
+	uint32_t cs;                 /* chunk size, whole blocks */
+	uint8_t *chunk, *zbuf;       /* the chunk being filled; its frame */
+	size_t fill, zcap;
+	struct piece *pieces;
+	size_t n_pieces, cap_pieces;
+	uint8_t (*seen)[SHA256_LEN]; /* chunks stored by this commit */
+	size_t n_seen, cap_seen;
+	uint64_t done, total;
+};
+
+static bool zero_block(const uint8_t *p)
+{
+	return p[0] == 0 && !memcmp(p, p + 1, LAYOUT_BLOCK - 1);
+}
+
+static int piece_add(struct commit *c, uint64_t lba, uint64_t n, bool zero)
+{
+	struct piece *last = c->n_pieces ? &c->pieces[c->n_pieces - 1] : NULL;
+
+	if (last && last->zero == zero && last->lba + last->count == lba) {
+		last->count += n;
+		return 0;
+	}
+	if (!grow((void **)&c->pieces, &c->cap_pieces, c->n_pieces + 1, sizeof(*c->pieces)))
+		return -ENOMEM;
+	c->pieces[c->n_pieces++] = (struct piece){
+		.lba = lba, .count = n, .off = (uint32_t)c->fill, .zero = zero,
+	};
+	return 0;
+}
+
+/* Store the chunk being filled (unless the store has it) as chunk d. */
+static int chunk_store(struct commit *c, uint8_t d[SHA256_LEN])
+{
+	size_t zlen;
+	int ret;
+
+	ret = sha256_buf(c->chunk, c->fill, d);
+	for (size_t i = 0; !ret && i < c->n_seen; i++)
+		if (!memcmp(c->seen[i], d, SHA256_LEN))
+			return 0;
+	if (!ret)
+		ret = store_has(c->store, d);
+	if (ret < 0)
+		return ret;
+	if (!ret) {
+		ret = chunk_compress(c->codec, c->chunk, c->fill, c->zbuf, c->zcap, &zlen);
+		if (!ret)
+			ret = store_put(c->store, d, c->zbuf, zlen);
+		if (ret)
+			return ret;
+		c->res->new_chunks++;
+		c->res->new_bytes += zlen;
+	}
+	if (!grow((void **)&c->seen, &c->cap_seen, c->n_seen + 1, sizeof(*c->seen)))
+		return -ENOMEM;
+	memcpy(c->seen[c->n_seen++], d, SHA256_LEN);
+	c->res->chunks++;
+	return 0;
+}
+
+/* Store the chunk being filled and add the pieces waiting for it. */
+static int chunk_flush(struct commit *c)
+{
+	uint8_t d[SHA256_LEN];
+	int ret = c->fill ? chunk_store(c, d) : 0;
+
+	for (size_t i = 0; !ret && i < c->n_pieces; i++) {
+		const struct piece *p = &c->pieces[i];
+
+		if (p->zero)
+			ret = layout_add_zero(c->w, p->lba, p->count);
+		else
+			ret = layout_add_data(c->w, p->lba * LAYOUT_BLOCK,
+					      (uint32_t)(p->count * LAYOUT_BLOCK), d, p->off);
+	}
+	c->n_pieces = 0;
+	c->fill = 0;
+	return ret;
+}
+
+static void progress(struct commit *c, uint64_t n)
+{
+	c->done += n;
+	if (c->o->progress)
+		c->o->progress(c->o->progress_arg, c->done, c->total);
+}
+
+/* The dirty blocks [b, b + n) into chunks (blocks of zeros into zero runs). */
+static int commit_dirty(struct commit *c, uint64_t b, uint64_t n)
+{
+	uint8_t *buf = malloc((size_t)READ_PIECE * LAYOUT_BLOCK);
+	int ret = buf ? 0 : -ENOMEM;
+
+	while (!ret && n) {
+		uint32_t k = n < READ_PIECE ? (uint32_t)n : READ_PIECE;
+
+		if (c->o->cancel && __atomic_load_n(c->o->cancel, __ATOMIC_RELAXED)) {
+			ret = -ECANCELED;
+			break;
+		}
+		ret = overlay_read(c->ov, b, k, buf);
+		for (uint32_t i = 0; !ret && i < k; i++) {
+			const uint8_t *p = buf + (size_t)i * LAYOUT_BLOCK;
+
+			if (zero_block(p)) {
+				ret = piece_add(c, b + i, 1, true);
+				c->res->zero_blocks++;
+				continue;
+			}
+			ret = piece_add(c, b + i, 1, false);
+			memcpy(c->chunk + c->fill, p, LAYOUT_BLOCK);
+			c->fill += LAYOUT_BLOCK;
+			c->res->blocks++;
+			if (!ret && c->fill == c->cs)
+				ret = chunk_flush(c);
+		}
+		progress(c, k);
+		b += k;
+		n -= k;
+	}
+	free(buf);
+	return ret;
+}
+
+static int commit_blocks(struct commit *c)
+{
+	uint64_t blocks = overlay_blocks(c->ov), b = 0, n;
+	enum ov_state st;
+	int ret = 0;
+
+	for (; !ret && b < blocks; b += n) {
+		n = overlay_run(c->ov, b, &st);
+		if (st == OV_DIRTY) {
+			ret = commit_dirty(c, b, n);
+		} else if (st == OV_ZERO) {
+			ret = piece_add(c, b, n, true);
+			c->res->zero_blocks += n;
+			progress(c, n);
+		}
+	}
+	if (!ret)
+		ret = chunk_flush(c);
+	if (!ret)
+		ret = store_commit(c->store);
+	return ret;
+}
+
+/* Path of target relative to the directory dir (both made absolute), into out. */
+static int rel_path(const char *target, const char *dir, char *out, size_t len)
+{
+	char t[PATH_MAX], d[PATH_MAX];
+	size_t i = 0, common = 0, n = 0;
+
+	if (!realpath(target, t) || !realpath(dir, d))
+		return -errno;
+	if (!strcmp(d, "/"))
+		return snprintf(out, len, "%s", t + 1) >= (int)len ? -ENAMETOOLONG : 0;
+	for (; t[i] && t[i] == d[i]; i++)
+		if (t[i] == '/')
+			common = i;
+	if (!d[i] && t[i] == '/')
+		common = i; /* dir is a prefix of target */
+	out[0] = '\0';
+	for (const char *p = d + common; *p; p++)
+		if (*p == '/' && n + 4 < len) {
+			memcpy(out + n, "../", 4);
+			n += 3;
+		}
+	if (snprintf(out + n, len - n, "%s", t + common + (t[common] == '/')) >= (int)(len - n))
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+/* The overlay (or the delta, applied to an overlay in tmpdir) for base l, read-only. */
+static int source_open(struct commit *c, const struct layout *l, char *tmpdir, char *why,
+		       size_t why_len)
+{
+	const struct blkd_commit_opts *o = c->o;
+	uint64_t disk = l->hdr.block_count * LAYOUT_BLOCK;
+	char magic[8] = { 0 }, ovp[PATH_MAX], h1[SHA256_HEX_LEN + 1], h2[SHA256_HEX_LEN + 1];
+	const char *w = NULL;
+	const char *path = o->src_path;
+	int fd, ret;
+
+	fd = open(o->src_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return why_set(why, why_len, -errno, "%s: %s", o->src_path, strerror(errno));
+	ret = fs_pread_full(fd, magic, sizeof(magic), 0);
+	close(fd);
+	if (!ret && !memcmp(magic, DELTA_MAGIC, sizeof(magic))) {
+		snprintf(tmpdir, PATH_MAX, "%s.commit.XXXXXX", o->out_path);
+		if (!mkdtemp(tmpdir)) {
+			ret = -errno;
+			tmpdir[0] = '\0';
+			return why_set(why, why_len, ret, "%s: %s", o->out_path, strerror(-ret));
+		}
+		snprintf(ovp, sizeof(ovp), "%s/overlay", tmpdir);
+		ret = overlay_apply_delta(o->src_path, ovp, l->digest, disk, &w);
+		if (ret)
+			return why_set(why, why_len, ret, "%s: %s", o->src_path,
+				       w ? w : strerror(-ret));
+		path = ovp;
+	}
+	ret = overlay_open_existing(path, true, &c->ov, &w);
+	if (ret)
+		return why_set(why, why_len, ret, "%s: %s", o->src_path, w ? w : strerror(-ret));
+	if (memcmp(overlay_layout_digest(c->ov), l->digest, SHA256_LEN)) {
+		sha256_to_hex(overlay_layout_digest(c->ov), h1);
+		sha256_to_hex(l->digest, h2);
+		return why_set(why, why_len, -EBADMSG,
+			       "%s belongs to layout sha256:%s, not %s (sha256:%s)", o->src_path,
+			       h1, o->base_path, h2);
+	}
+	if (overlay_disk_bytes(c->ov) != disk)
+		return why_set(why, why_len, -EBADMSG, "%s is for a disk of another size than %s",
+			       o->src_path, o->base_path);
+	return 0;
+}
+
+static void tmpdir_remove(const char *dir)
+{
+	char p[PATH_MAX];
+
+	if (!dir[0])
+		return;
+	snprintf(p, sizeof(p), "%s/overlay", dir);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/overlay.state", dir);
+	unlink(p);
+	rmdir(dir);
+}
+
+/* Set up c for base l: store, codec, buffers, the writer of path. */
+static int commit_setup(struct commit *c, const struct layout *l, const char *path,
+			char *why, size_t why_len)
+{
+	const struct blkd_commit_opts *o = c->o;
+	char dir[PATH_MAX];
+	struct overlay_stats st;
+	int ret;
+
+	c->cs = (l->hdr.chunk_size ? l->hdr.chunk_size : CHUNK_SIZE_DEFAULT) / LAYOUT_BLOCK *
+		LAYOUT_BLOCK;
+	if (!c->cs)
+		c->cs = LAYOUT_BLOCK;
+	ret = store_open(o->store_dir, true, &c->store);
+	if (ret) {
+		if (!store_open_why(ret, o->store_dir, false, why, why_len))
+			why_set(why, why_len, ret, "store %s: %s", o->store_dir, strerror(-ret));
+		return ret;
+	}
+	c->codec = chunk_codec_new(o->level);
+	c->zcap = chunk_compress_bound(c->cs);
+	c->chunk = malloc(c->cs);
+	c->zbuf = malloc(c->zcap);
+	if (!c->codec || !c->chunk || !c->zbuf)
+		return why_set(why, why_len, -ENOMEM, "out of memory");
+	overlay_get_stats(c->ov, &st);
+	c->total = st.dirty_blocks + st.zero_blocks;
+	fs_dirname(o->out_path, dir, sizeof(dir));
+	ret = rel_path(o->base_path, dir, c->res->hint, sizeof(c->res->hint));
+	if (!ret)
+		ret = layout_writer_new(path, l->hdr.block_count, &c->w);
+	if (!ret)
+		ret = layout_writer_set_parent(c->w, l->digest, c->res->hint);
+	if (ret)
+		return why_set(why, why_len, ret, "%s: %s", path, strerror(-ret));
+	return 0;
+}
+
+/* With flatten: the layer written at tmp, opened as a chain, written as one layout. */
+static int commit_flatten(const struct blkd_commit_opts *o, const char *tmp,
+			  uint8_t digest[SHA256_LEN], char *why, size_t why_len)
+{
+	const char *w = NULL;
+	struct layout *l;
+	int ret;
+
+	ret = layout_open(tmp, &l, &w);
+	if (ret)
+		return why_set(why, why_len, ret, "%s: %s", tmp, w ? w : strerror(-ret));
+	ret = layout_flatten(l, o->out_path, digest);
+	layout_close(l);
+	if (ret)
+		why_set(why, why_len, ret, "%s: %s", o->out_path, strerror(-ret));
+	return ret;
+}
+
+int blkd_commit(const struct blkd_commit_opts *o, struct blkd_commit_result *res, char *why,
+		size_t why_len)
+{
+	struct commit c = { .o = o, .res = res };
+	char tmpdir[PATH_MAX] = "", layer[PATH_MAX];
+	const char *w = NULL;
+	struct layout *l;
+	int ret;
+
+	memset(res, 0, sizeof(*res));
+	if (why_len)
+		why[0] = '\0';
+	ret = layout_open(o->base_path, &l, &w);
+	if (ret)
+		return why_set(why, why_len, ret, "%s: %s", o->base_path, w ? w : strerror(-ret));
+	if (snprintf(layer, sizeof(layer), "%s%s", o->out_path, o->flatten ? ".layer.tmp" : "") >=
+	    (int)sizeof(layer))
+		ret = why_set(why, why_len, -ENAMETOOLONG, "%s: %s", o->out_path,
+			      strerror(ENAMETOOLONG));
+	if (!ret)
+		ret = source_open(&c, l, tmpdir, why, why_len);
+	if (!ret)
+		ret = commit_setup(&c, l, layer, why, why_len);
+	if (!ret) {
+		ret = commit_blocks(&c);
+		if (!ret)
+			ret = layout_writer_finish(c.w, l->hdr.manifest_digest, l->hdr.fs_uuid,
+						   l->hdr.chunk_size > c.cs ? l->hdr.chunk_size
+									   : c.cs,
+						   res->digest);
+		if (ret && ret != -ECANCELED && !why[0])
+			why_set(why, why_len, ret, "%s: %s", layer, strerror(-ret));
+	}
+	if (!ret && o->flatten) {
+		ret = commit_flatten(o, layer, res->digest, why, why_len);
+		unlink(layer);
+		res->hint[0] = '\0';
+	}
+	layout_writer_free(c.w);
+	overlay_close(c.ov);
+	tmpdir_remove(tmpdir);
+	chunk_codec_free(c.codec);
+	store_close(c.store);
+	free(c.chunk);
+	free(c.zbuf);
+	free(c.pieces);
+	free(c.seen);
+	layout_close(l);
+	return ret;
+}
