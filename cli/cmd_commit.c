@@ -90,11 +90,9 @@ static int commit_run(struct blkd_commit_opts *o, bool json)
 	o->cancel = cli_interrupt_catch();
 	ret = blkd_commit(o, &r, why, sizeof(why));
 	log_progress_done();
-	if (ret == -ECANCELED)
-		return CLI_EXIT_INTERRUPTED;
 	if (ret) {
 		log_error("%s", why[0] ? why : strerror(-ret));
-		return 1;
+		return ret == -ECANCELED ? CLI_EXIT_INTERRUPTED : 1;
 	}
 	if (json)
 		return commit_json(o, &r, clock_ms_since(&t0) / 1e3);

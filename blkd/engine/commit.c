@@ -354,7 +354,9 @@ int blkd_commit(const struct blkd_commit_opts *o, struct blkd_commit_result *res
 						   l->hdr.chunk_size > c.cs ? l->hdr.chunk_size
 									   : c.cs,
 						   res->digest);
-		if (ret && ret != -ECANCELED && !why[0])
+		if (ret == -ECANCELED)
+			why_set(why, why_len, ret, "interrupted");
+		else if (ret && !why[0])
 			why_set(why, why_len, ret, "%s: %s", layer, strerror(-ret));
 	}
 	if (!ret && o->flatten) {

@@ -190,4 +190,25 @@ cat "$T/gc.out"
 cmp "$T/ref2.raw" "$T/gc.raw" || die "gc removed chunks the commit uses"
 [ "$(head -c 4096 "$T/c2/new2.layout" | sha256sum | cut -d' ' -f1)" = "$new2_digest" ] ||
   die "new2.layout changed"
+# ---- SIGTERM stops a commit: exit 130 with one line, nothing left behind
+serve_on s3 "$T/base.layout" "$T/ov3"
+head -c $((48 << 20)) /dev/urandom >"$T/rand.raw"
+nbdcopy "$T/rand.raw" "$URI"
+stop_server "$SRV" s3
+mkdir -p "$T/c3"
+rc=0
+"$LAZYBLK" commit "$T/ov3" --layout "$T/base.layout" --store "$T/store3" -o "$T/c3/x.layout" \
+  --level 19 >/dev/null 2>"$T/int.err" &
+pid=$!
+sleep 0.3
+kill -TERM "$pid"
+wait "$pid" || rc=$?
+if [ $rc -eq 130 ]; then
+  [ "$(cat "$T/int.err")" = "lazyblk: commit: interrupted" ] || die "interrupted: $(cat "$T/int.err")"
+  [ -z "$(ls -A "$T/c3")" ] || die "an interrupted commit left $(ls -A "$T/c3")"
+else
+  [ $rc -eq 0 ] || die "commit after SIGTERM: exit $rc"
+  echo "commit finished before SIGTERM"
+fi
+[ -z "$(ls -A "$T/store3/tmp" 2>/dev/null)" ] || die "store tmp/ not empty"
 echo "commit: all good"
