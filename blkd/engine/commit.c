@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../../cas/chunk.h"
@@ -306,6 +307,22 @@ static int commit_setup(struct commit *c, const struct layout *l, const char *pa
 	return 0;
 }
 
+/* NEW.layout must not replace a file of the chain it is written over. */
+static int out_check(const struct blkd_commit_opts *o, const struct layout *l, char *why,
+		     size_t why_len)
+{
+	struct stat a, b;
+
+	if (stat(o->out_path, &a) < 0)
+		return 0;
+	for (unsigned i = 0; i < l->n_layers; i++)
+		if (!fstat(l->layers[i].fd, &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+			return why_set(why, why_len, -EEXIST,
+				       "-o %s would replace %s, a layout the commit is "
+				       "written over", o->out_path, l->layers[i].path);
+	return 0;
+}
+
 /* With flatten: the layer written at tmp, opened as a chain, written as one layout. */
 static int commit_flatten(const struct blkd_commit_opts *o, const char *tmp,
 			  uint8_t digest[SHA256_LEN], char *why, size_t why_len)
@@ -343,6 +360,8 @@ int blkd_commit(const struct blkd_commit_opts *o, struct blkd_commit_result *res
 	    (int)sizeof(layer))
 		ret = why_set(why, why_len, -ENAMETOOLONG, "%s: %s", o->out_path,
 			      strerror(ENAMETOOLONG));
+	if (!ret)
+		ret = out_check(o, l, why, why_len);
 	if (!ret)
 		ret = source_open(&c, l, tmpdir, why, why_len);
 	if (!ret)

@@ -143,6 +143,10 @@ expect_error "foreign delta" "delta belongs to another layout" -- \
 expect_error "no overlay" "$T/none: No such file or directory" -- \
   "$LAZYBLK" commit "$T/none" --layout "$T/base.layout" --store "$T/store" -o "$T/x.layout"
 [ ! -e "$T/x.layout" ] || die "a refused commit left NEW.layout"
+cp "$T/base.layout" "$T/base.saved"
+expect_error "over its base" "-o $T/base.layout would replace $T/base.layout, a layout the commit" -- \
+  "$LAZYBLK" commit "$T/ov1" --layout "$T/base.layout" --store "$T/store" -o "$T/base.layout"
+cmp "$T/base.layout" "$T/base.saved" || die "a refused commit changed the base"
 
 # ---- a commit of the commit: a second sandbox over NEW.layout
 serve_on s2 "$T/c1/new.layout" "$T/ov2"
