@@ -687,6 +687,7 @@ int layout_load_file(const char *path, struct layout **out, const char **why)
 		ret = check_runs(l, why);
 	if (ret)
 		goto fail;
+	l->layers[0].chunks = l->chunks;
 	l->layers[0].meta_offset = l->meta_offset;
 	l->layers[0].hdr = l->hdr;
 	memcpy(l->layers[0].digest, l->digest, SHA256_LEN);
@@ -712,8 +713,11 @@ void layout_close(struct layout *l)
 {
 	if (!l)
 		return;
-	for (unsigned i = 0; i < l->n_layers; i++)
+	for (unsigned i = 0; i < l->n_layers; i++) {
+		if (l->layers[i].chunks != l->chunks)
+			free(l->layers[i].chunks);
 		layout_layer_free(&l->layers[i]);
+	}
 	free(l->layers);
 	free(l->meta_runs);
 	free(l->data_runs);

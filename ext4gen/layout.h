@@ -140,6 +140,7 @@ struct layout_layer {
 	struct layout_parent parent;              /* version 2; zeros in version 1 */
 	uint8_t digest[SHA256_LEN];               /* this file's layout digest */
 	char *hint;                               /* its parent hint (NUL-terminated), or NULL */
+	uint8_t (*chunks)[SHA256_LEN];            /* its own chunk table (hdr.chunk_count) */
 };
 
 /*

@@ -319,8 +319,7 @@ static int chain_merge(struct layout **files, unsigned n)
 		if (top->hdr.chunk_size < f->hdr.chunk_size)
 			top->hdr.chunk_size = f->hdr.chunk_size;
 	}
-	free(top->chunks);
-	top->chunks = NULL;
+	top->chunks = NULL; /* still layers[0].chunks */
 	if (!ret)
 		ret = chunks_intern(top, &cur, all, n_all);
 	free(all);
@@ -338,6 +337,9 @@ static int chain_merge(struct layout **files, unsigned n)
 		files[k]->layers[0].path = NULL;
 		files[k]->layers[0].meta_sha = NULL;
 		files[k]->layers[0].hint = NULL;
+		files[k]->layers[0].chunks = NULL;
+		if (k)
+			files[k]->chunks = NULL;
 	}
 	free(top->layers);
 	free(top->meta_runs);

@@ -187,11 +187,26 @@ cmp "$T/x.raw" "$T/new.raw" || die "base found by digest: export differs"
 rm "$T/c1/$base_digest.layout"
 mv "$T/base.moved" "$T/base.layout"
 
-# ---- cas gc --keep NEW.layout keeps the base's chunks and the commits'
-"$LAZYBLK" cas gc --store "$T/store" --keep "$T/c2/new2.layout" --grace 0 >"$T/gc.out"
+# ---- cas gc --keep NEW.layout keeps the base's chunks and the commits', even those of a
+# base whose every data block the commit replaced (each layer stays an image of its own)
+"$LAZYBLK" export "$T/other.layout" --store "$T/store" -o "$T/other.raw" >/dev/null
+osize=$(stat -c %s "$T/other.raw")
+serve_on s4 "$T/other.layout" "$T/ov4"
+qemu-io -f raw "$URI" -c "write -z 0 $osize" -c "flush" >/dev/null || die "qemu-io zero all"
+stop_server "$SRV" s4
+mkdir -p "$T/c4"
+"$LAZYBLK" commit "$T/ov4" --layout "$T/other.layout" --store "$T/store" \
+  -o "$T/c4/zeroed.layout" >/dev/null
+"$LAZYBLK" cas gc --store "$T/store" --keep "$T/c2/new2.layout" --keep "$T/c4/zeroed.layout" \
+  --grace 0 >"$T/gc.out"
 cat "$T/gc.out"
 "$LAZYBLK" export "$T/c2/new2.layout" --store "$T/store" -o "$T/gc.raw" >/dev/null
 cmp "$T/ref2.raw" "$T/gc.raw" || die "gc removed chunks the commit uses"
+"$LAZYBLK" export "$T/base.layout" --store "$T/store" -o "$T/gc.raw" >/dev/null ||
+  die "gc removed chunks of the base"
+"$LAZYBLK" export "$T/other.layout" --store "$T/store" -o "$T/gc.raw" >/dev/null ||
+  die "gc removed the chunks of a base its commit zeroed"
+cmp "$T/other.raw" "$T/gc.raw" || die "the zeroed commit's base exports differently"
 [ "$(head -c 4096 "$T/c2/new2.layout" | sha256sum | cut -d' ' -f1)" = "$new2_digest" ] ||
   die "new2.layout changed"
 # ---- SIGTERM stops a commit: exit 130 with one line, nothing left behind

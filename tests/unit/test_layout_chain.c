@@ -249,6 +249,12 @@ static void test_chain_layers(void **state)
 	for (uint64_t i = 0; i < l->hdr.data_run_count; i++)
 		assert_int_equal(l->data_runs[i].flags, 0);
 	assert_int_equal(l->hdr.chunk_count, 3); /* chunk 2 only had blocks the child zeroed */
+	/* each layer's own chunk table stays (gc and push keep every layer's chunks) */
+	assert_int_equal(l->layers[2].hdr.chunk_count, 3);
+	assert_memory_equal(l->layers[2].chunks[2], f->cd[2], SHA256_LEN);
+	assert_int_equal(l->layers[1].hdr.chunk_count, 1);
+	assert_memory_equal(l->layers[1].chunks[0], f->cd[3], SHA256_LEN);
+	assert_int_equal(l->layers[0].hdr.chunk_count, 2);
 	layout_close(l);
 }
 
