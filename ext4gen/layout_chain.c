@@ -54,12 +54,24 @@ static int parent_try(const char *path, const uint8_t d[SHA256_LEN], struct layo
 	return -EBADMSG;
 }
 
-/* The parent of child (opened as child_path): at its hint, else DIR/HEX.layout. */
+/* Why a try of the parent at path failed: another layout, or not a good one. */
+static int parent_why(const char **why, int err, const char *path, const char *lwhy,
+		      const char *hex)
+{
+	if (err == -EBADMSG && !lwhy)
+		return chain_fail(why, err, "base layout %s is not sha256:%s", path, hex);
+	return chain_fail(why, err, "base layout %s: %s", path, lwhy ? lwhy : strerror(-err));
+}
+
+/*
+ * The parent of child: at its hint, else DIR/HEX.layout beside it (also when the file at
+ * the hint is another layout or no layout at all).
+ */
 static int parent_find(const struct layout *child, struct layout **out, const char **why)
 {
 	const struct layout_layer *c = &child->layers[0];
 	char dir[PATH_MAX], at[PATH_MAX], alt[PATH_MAX], hex[SHA256_HEX_LEN + 1];
-	const char *lwhy = NULL;
+	const char *w1 = NULL, *w2 = NULL;
 	int ret, r2;
 
 	fs_dirname(c->path, dir, sizeof(dir));
@@ -70,22 +82,19 @@ static int parent_find(const struct layout *child, struct layout **out, const ch
 		return -ENAMETOOLONG;
 	if (snprintf(alt, sizeof(alt), "%s/%s.layout", dir, hex) >= (int)sizeof(alt))
 		return -ENAMETOOLONG;
-	ret = parent_try(at, c->parent.digest, out, &lwhy);
+	ret = parent_try(at, c->parent.digest, out, &w1);
 	if (!ret)
 		return 0;
-	if (ret != -ENOENT && ret != -EBADMSG)
-		return chain_fail(why, ret, "base layout %s: %s", at, strerror(-ret));
-	if (ret == -EBADMSG && lwhy)
-		return chain_fail(why, ret, "base layout %s: %s", at, lwhy);
-	r2 = strcmp(at, alt) ? parent_try(alt, c->parent.digest, out, &lwhy) : -ENOENT;
+	r2 = strcmp(at, alt) ? parent_try(alt, c->parent.digest, out, &w2) : -ENOENT;
 	if (!r2)
 		return 0;
 	if (ret == -ENOENT && r2 == -ENOENT)
 		return chain_fail(why, -ENOENT,
 				  "base layout sha256:%s not found (looked for %s and %s)", hex,
 				  at, alt);
-	return chain_fail(why, -EBADMSG, "base layout %s is not sha256:%s",
-			  ret == -EBADMSG ? at : alt, hex);
+	if (ret != -ENOENT)
+		return parent_why(why, ret, at, w1, hex);
+	return parent_why(why, r2, alt, w2, hex);
 }
 
 /* ------------------------------------------------------------------ merging */

@@ -308,6 +308,7 @@ static void test_parent_lookup(void **state)
 	struct fixture *f = *state;
 	uint8_t d[3][SHA256_LEN], other[SHA256_LEN];
 	char base[PATH_MAX], alt[PATH_MAX], hex[SHA256_HEX_LEN + 1], want[PATH_MAX + 128];
+	char moved[PATH_MAX];
 
 	chain_make(f, d);
 	path_fmt(base, "%s/base.layout", f->dir);
@@ -329,7 +330,22 @@ static void test_parent_lookup(void **state)
 	expect_open_fail(f, "child.layout", -EBADMSG, want);
 	/* a corrupt file at the hint */
 	write_file(base, "LZBKLAYTxx", 10);
-	expect_open_fail(f, "child.layout", -EBADMSG, "truncated");
+	snprintf(want, sizeof(want), "base layout %s: truncated", base);
+	expect_open_fail(f, "child.layout", -EBADMSG, want);
+	/* another layout at DIR/HEX.layout, nothing at the hint */
+	assert_int_equal(unlink(base), 0);
+	layer_write(f, "x.layout", 5, child_ops, 1, NBLOCKS, NULL, NULL, other);
+	path_fmt(base, "%s/x.layout", f->dir);
+	assert_int_equal(rename(base, alt), 0);
+	snprintf(want, sizeof(want), "base layout %s is not sha256:%s", alt, hex);
+	expect_open_fail(f, "child.layout", -EBADMSG, want);
+	/* the base at DIR/HEX.layout is used whatever is at the hint */
+	path_fmt(base, "%s/base.layout", f->dir);
+	write_file(base, "junk", 4);
+	layer_write(f, "b2.layout", 0, base_ops, N(base_ops), NBLOCKS, NULL, NULL, other);
+	path_fmt(moved, "%s/b2.layout", f->dir);
+	assert_int_equal(rename(moved, alt), 0);
+	view_check(f, "child.layout", 2);
 }
 
 static void test_bad_chains(void **state)
