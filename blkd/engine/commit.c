@@ -15,6 +15,7 @@
 #include "../../cas/store.h"
 #include "../../common/fsutil.h"
 #include "../../common/grow.h"
+#include "../../common/hash.h"
 #include "../../common/why.h"
 #include "../../ext4gen/layout.h"
 #include "delta.h"
@@ -41,8 +42,8 @@ struct commit {
 	size_t fill, zcap;
 	struct piece *pieces;
 	size_t n_pieces, cap_pieces;
-	uint8_t (*seen)[SHA256_LEN]; /* chunks stored by this commit */
-	size_t n_seen, cap_seen;
+	uint8_t (*seen)[SHA256_LEN]; /* chunks of this commit: open addressing, 0s free */
+	size_t n_seen, n_slots;      /* n_slots: a power of two, at least twice n_seen */
 	uint64_t done, total;
 };
 
@@ -67,6 +68,40 @@ static int piece_add(struct commit *c, uint64_t lba, uint64_t n, bool zero)
 	return 0;
 }
 
+static const uint8_t no_digest[SHA256_LEN];
+
+/* Add d to the chunks of this commit: 1 if it was there, 0 if added, -ENOMEM. */
+static int seen_add(struct commit *c, const uint8_t d[SHA256_LEN])
+{
+	size_t k;
+
+	if ((c->n_seen + 1) * 2 > c->n_slots) {
+		size_t n = c->n_slots ? c->n_slots * 2 : 256;
+		uint8_t (*t)[SHA256_LEN] = calloc(n, SHA256_LEN);
+
+		if (!t)
+			return -ENOMEM;
+		for (size_t i = 0; i < c->n_slots; i++) {
+			if (!memcmp(c->seen[i], no_digest, SHA256_LEN))
+				continue;
+			k = hash_bytes(c->seen[i], SHA256_LEN, 0) & (n - 1);
+			while (memcmp(t[k], no_digest, SHA256_LEN))
+				k = (k + 1) & (n - 1);
+			memcpy(t[k], c->seen[i], SHA256_LEN);
+		}
+		free(c->seen);
+		c->seen = t;
+		c->n_slots = n;
+	}
+	k = hash_bytes(d, SHA256_LEN, 0) & (c->n_slots - 1);
+	for (; memcmp(c->seen[k], no_digest, SHA256_LEN); k = (k + 1) & (c->n_slots - 1))
+		if (!memcmp(c->seen[k], d, SHA256_LEN))
+			return 1;
+	memcpy(c->seen[k], d, SHA256_LEN);
+	c->n_seen++;
+	return 0;
+}
+
 /* Store the chunk being filled (unless the store has it) as chunk d. */
 static int chunk_store(struct commit *c, uint8_t d[SHA256_LEN])
 {
@@ -74,11 +109,12 @@ static int chunk_store(struct commit *c, uint8_t d[SHA256_LEN])
 	int ret;
 
 	ret = sha256_buf(c->chunk, c->fill, d);
-	for (size_t i = 0; !ret && i < c->n_seen; i++)
-		if (!memcmp(c->seen[i], d, SHA256_LEN))
-			return 0;
 	if (!ret)
-		ret = store_has(c->store, d);
+		ret = seen_add(c, d);
+	if (ret)
+		return ret > 0 ? 0 : ret;
+	c->res->chunks++;
+	ret = store_has(c->store, d);
 	if (ret < 0)
 		return ret;
 	if (!ret) {
@@ -90,10 +126,6 @@ static int chunk_store(struct commit *c, uint8_t d[SHA256_LEN])
 		c->res->new_chunks++;
 		c->res->new_bytes += zlen;
 	}
-	if (!grow((void **)&c->seen, &c->cap_seen, c->n_seen + 1, sizeof(*c->seen)))
-		return -ENOMEM;
-	memcpy(c->seen[c->n_seen++], d, SHA256_LEN);
-	c->res->chunks++;
 	return 0;
 }
 

@@ -150,15 +150,20 @@ cmp "$T/base.layout" "$T/base.saved" || die "a refused commit changed the base"
 
 # ---- a commit of the commit: a second sandbox over NEW.layout
 serve_on s2 "$T/c1/new.layout" "$T/ov2"
-qemu-io -f raw "$URI" -c "write -P 0x77 $((size - 8 * 1048576 + 4096)) 8k" \
+# 4 MiB of one pattern first on the disk: four identical chunks, stored once
+qemu-io -f raw "$URI" -c "write -P 0x42 $((size - 32 * 1048576)) 4M" \
+  -c "write -P 0x77 $((size - 8 * 1048576 + 4096)) 8k" \
   -c "write -z $((size - 8 * 1048576 + 65536)) 4k" -c "write -P 0x11 $((size - 16384)) 16k" \
   -c "flush" >/dev/null || die "qemu-io writes, round 2"
 expect_error "busy overlay" "$T/ov2: overlay is in use" -- \
   "$LAZYBLK" commit "$T/ov2" --layout "$T/c1/new.layout" --store "$T/store" -o "$T/x.layout"
 stop_server "$SRV" s2
 ref "$T/c1/new.layout" "$T/ov2" "$T/ref2.raw"
-"$LAZYBLK" commit "$T/ov2" --layout "$T/c1/new.layout" --store "$T/store" \
-  -o "$T/c2/new2.layout" >/dev/null
+js=$("$LAZYBLK" commit "$T/ov2" --layout "$T/c1/new.layout" --store "$T/store" \
+  -o "$T/c2/new2.layout" --json)
+[ "$(json_field blocks <<<"$js")" -eq 1030 ] && [ "$(json_field zero_blocks <<<"$js")" -eq 1 ] &&
+  [ "$(json_field chunks <<<"$js")" -eq 2 ] && [ "$(json_field new_chunks <<<"$js")" -eq 2 ] ||
+  die "round 2: 1030 blocks in 2 chunks (4 MiB of one pattern deduplicated), 1 zero: $js"
 "$LAZYBLK" export "$T/c2/new2.layout" --store "$T/store" -o "$T/new2.raw" >/dev/null
 cmp "$T/ref2.raw" "$T/new2.raw" || die "export of the commit of a commit differs"
 new2_digest=$(head -c 4096 "$T/c2/new2.layout" | sha256sum | cut -d' ' -f1)
