@@ -12,22 +12,31 @@
 #include <unistd.h>
 
 #include "../../cas/chunk.h"
+#include "../../cas/chunker.h"
 #include "../../cas/store.h"
 #include "../../common/fsutil.h"
-#include "../../common/grow.h"
-#include "../../common/hash.h"
 #include "../../common/why.h"
 #include "../../ext4gen/layout.h"
 #include "delta.h"
 #include "overlay.h"
 
-#define READ_PIECE 256u /* blocks read from the overlay at a time */
+#define READ_PIECE 256u   /* blocks read from the overlay at a time */
+#define PIECE_BLOCK 4096u /* pieces per allocation (they never move: the chunker fills slots) */
 
-/* A piece of the disk waiting for its chunk to be stored: data (at off in it) or zeros. */
+/*
+ * A run of the new layout, in disk order: zeros, or dirty blocks that are bytes
+ * [slot.off, + slot.len) of a chunk (the chunker writes slot.digest once it has hashed it).
+ */
 struct piece {
 	uint64_t lba, count;
-	uint32_t off;
 	bool zero;
+	struct mf_chunk slot;
+};
+
+struct piece_block {
+	struct piece_block *next;
+	size_t n;
+	struct piece p[PIECE_BLOCK];
 };
 
 struct commit {
@@ -35,15 +44,12 @@ struct commit {
 	struct blkd_commit_result *res;
 	struct overlay *ov;
 	struct store *store;
-	struct chunk_codec *codec;
+	struct chunker *ck;
 	struct layout_writer *w;
 	uint32_t cs;                 /* chunk size, whole blocks */
-	uint8_t *chunk, *zbuf;       /* the chunk being filled; its frame */
-	size_t fill, zcap;
-	struct piece *pieces;
-	size_t n_pieces, cap_pieces;
-	uint8_t (*seen)[SHA256_LEN]; /* chunks of this commit: open addressing, 0s free */
-	size_t n_seen, n_slots;      /* n_slots: a power of two, at least twice n_seen */
+	struct chunk_buf *buf;       /* the chunk being filled, or NULL */
+	struct piece_block *first, *last;
+	struct piece *open;          /* the last piece, if it may grow */
 	uint64_t done, total;
 };
 
@@ -52,101 +58,83 @@ static bool zero_block(const uint8_t *p)
 	return p[0] == 0 && !memcmp(p, p + 1, LAYOUT_BLOCK - 1);
 }
 
-static int piece_add(struct commit *c, uint64_t lba, uint64_t n, bool zero)
+static struct piece *piece_new(struct commit *c)
 {
-	struct piece *last = c->n_pieces ? &c->pieces[c->n_pieces - 1] : NULL;
+	if (!c->last || c->last->n == PIECE_BLOCK) {
+		struct piece_block *b = calloc(1, sizeof(*b));
 
-	if (last && last->zero == zero && last->lba + last->count == lba) {
-		last->count += n;
+		if (!b)
+			return NULL;
+		if (c->last)
+			c->last->next = b;
+		else
+			c->first = b;
+		c->last = b;
+	}
+	return &c->last->p[c->last->n++];
+}
+
+static int zero_add(struct commit *c, uint64_t lba, uint64_t n)
+{
+	struct piece *p = c->open;
+
+	if (!p || !p->zero || p->lba + p->count != lba) {
+		p = piece_new(c);
+		if (!p)
+			return -ENOMEM;
+		*p = (struct piece){ .lba = lba, .zero = true };
+	}
+	p->count += n;
+	c->open = p;
+	c->res->zero_blocks += n;
+	return 0;
+}
+
+/* Hand the chunk being filled to the chunker. */
+static int chunk_submit(struct commit *c)
+{
+	struct chunk_buf *b = c->buf;
+
+	c->buf = NULL;
+	if (c->open && !c->open->zero)
+		c->open = NULL; /* the next chunk's bytes start a piece of their own */
+	if (!b)
+		return 0;
+	if (!b->fill) {
+		chunker_buf_put(c->ck, b);
 		return 0;
 	}
-	if (!grow((void **)&c->pieces, &c->cap_pieces, c->n_pieces + 1, sizeof(*c->pieces)))
-		return -ENOMEM;
-	c->pieces[c->n_pieces++] = (struct piece){
-		.lba = lba, .count = n, .off = (uint32_t)c->fill, .zero = zero,
-	};
-	return 0;
+	return chunker_submit(c->ck, b);
 }
 
-static const uint8_t no_digest[SHA256_LEN];
-
-/* Add d to the chunks of this commit: 1 if it was there, 0 if added, -ENOMEM. */
-static int seen_add(struct commit *c, const uint8_t d[SHA256_LEN])
+/* Dirty block lba (bytes p) into the chunk being filled. */
+static int data_add(struct commit *c, uint64_t lba, const uint8_t *data)
 {
-	size_t k;
+	struct piece *p = c->open;
 
-	if ((c->n_seen + 1) * 2 > c->n_slots) {
-		size_t n = c->n_slots ? c->n_slots * 2 : 256;
-		uint8_t (*t)[SHA256_LEN] = calloc(n, SHA256_LEN);
+	if (!c->buf)
+		c->buf = chunker_buf_get(c->ck);
+	if (!p || p->zero || p->lba + p->count != lba) {
+		if (c->buf->n_slots == CHUNK_PACK_MAX_PIECES) {
+			int ret = chunk_submit(c);
 
-		if (!t)
-			return -ENOMEM;
-		for (size_t i = 0; i < c->n_slots; i++) {
-			if (!memcmp(c->seen[i], no_digest, SHA256_LEN))
-				continue;
-			k = hash_bytes(c->seen[i], SHA256_LEN, 0) & (n - 1);
-			while (memcmp(t[k], no_digest, SHA256_LEN))
-				k = (k + 1) & (n - 1);
-			memcpy(t[k], c->seen[i], SHA256_LEN);
+			if (ret)
+				return ret;
+			c->buf = chunker_buf_get(c->ck);
 		}
-		free(c->seen);
-		c->seen = t;
-		c->n_slots = n;
+		p = piece_new(c);
+		if (!p)
+			return -ENOMEM;
+		*p = (struct piece){ .lba = lba, .slot.off = (uint32_t)c->buf->fill };
+		c->buf->slots[c->buf->n_slots++] = &p->slot;
 	}
-	k = hash_bytes(d, SHA256_LEN, 0) & (c->n_slots - 1);
-	for (; memcmp(c->seen[k], no_digest, SHA256_LEN); k = (k + 1) & (c->n_slots - 1))
-		if (!memcmp(c->seen[k], d, SHA256_LEN))
-			return 1;
-	memcpy(c->seen[k], d, SHA256_LEN);
-	c->n_seen++;
-	return 0;
-}
-
-/* Store the chunk being filled (unless the store has it) as chunk d. */
-static int chunk_store(struct commit *c, uint8_t d[SHA256_LEN])
-{
-	size_t zlen;
-	int ret;
-
-	ret = sha256_buf(c->chunk, c->fill, d);
-	if (!ret)
-		ret = seen_add(c, d);
-	if (ret)
-		return ret > 0 ? 0 : ret;
-	c->res->chunks++;
-	ret = store_has(c->store, d);
-	if (ret < 0)
-		return ret;
-	if (!ret) {
-		ret = chunk_compress(c->codec, c->chunk, c->fill, c->zbuf, c->zcap, &zlen);
-		if (!ret)
-			ret = store_put(c->store, d, c->zbuf, zlen);
-		if (ret)
-			return ret;
-		c->res->new_chunks++;
-		c->res->new_bytes += zlen;
-	}
-	return 0;
-}
-
-/* Store the chunk being filled and add the pieces waiting for it. */
-static int chunk_flush(struct commit *c)
-{
-	uint8_t d[SHA256_LEN];
-	int ret = c->fill ? chunk_store(c, d) : 0;
-
-	for (size_t i = 0; !ret && i < c->n_pieces; i++) {
-		const struct piece *p = &c->pieces[i];
-
-		if (p->zero)
-			ret = layout_add_zero(c->w, p->lba, p->count);
-		else
-			ret = layout_add_data(c->w, p->lba * LAYOUT_BLOCK,
-					      (uint32_t)(p->count * LAYOUT_BLOCK), d, p->off);
-	}
-	c->n_pieces = 0;
-	c->fill = 0;
-	return ret;
+	memcpy(c->buf->data + c->buf->fill, data, LAYOUT_BLOCK);
+	c->buf->fill += LAYOUT_BLOCK;
+	p->count++;
+	p->slot.len += LAYOUT_BLOCK;
+	c->open = p;
+	c->res->blocks++;
+	return c->buf->fill == c->cs ? chunk_submit(c) : 0;
 }
 
 static void progress(struct commit *c, uint64_t n)
@@ -173,17 +161,7 @@ static int commit_dirty(struct commit *c, uint64_t b, uint64_t n)
 		for (uint32_t i = 0; !ret && i < k; i++) {
 			const uint8_t *p = buf + (size_t)i * LAYOUT_BLOCK;
 
-			if (zero_block(p)) {
-				ret = piece_add(c, b + i, 1, true);
-				c->res->zero_blocks++;
-				continue;
-			}
-			ret = piece_add(c, b + i, 1, false);
-			memcpy(c->chunk + c->fill, p, LAYOUT_BLOCK);
-			c->fill += LAYOUT_BLOCK;
-			c->res->blocks++;
-			if (!ret && c->fill == c->cs)
-				ret = chunk_flush(c);
+			ret = zero_block(p) ? zero_add(c, b + i, 1) : data_add(c, b + i, p);
 		}
 		progress(c, k);
 		b += k;
@@ -193,27 +171,54 @@ static int commit_dirty(struct commit *c, uint64_t b, uint64_t n)
 	return ret;
 }
 
+/* The pieces, their digests known, as the runs of the new layout. */
+static int commit_runs(struct commit *c)
+{
+	int ret = 0;
+
+	for (struct piece_block *pb = c->first; pb && !ret; pb = pb->next) {
+		for (size_t i = 0; i < pb->n && !ret; i++) {
+			const struct piece *p = &pb->p[i];
+
+			if (p->zero)
+				ret = layout_add_zero(c->w, p->lba, p->count);
+			else
+				ret = layout_add_data(c->w, p->lba * LAYOUT_BLOCK, p->slot.len,
+						      p->slot.digest, p->slot.off);
+		}
+	}
+	return ret;
+}
+
 static int commit_blocks(struct commit *c)
 {
 	uint64_t blocks = overlay_blocks(c->ov), b = 0, n;
-	enum ov_state st;
-	int ret = 0;
+	struct chunker_stats st;
+	enum ov_state state;
+	int ret = 0, r2;
 
 	for (; !ret && b < blocks; b += n) {
-		n = overlay_run(c->ov, b, &st);
-		if (st == OV_DIRTY) {
+		n = overlay_run(c->ov, b, &state);
+		if (state == OV_DIRTY) {
 			ret = commit_dirty(c, b, n);
-		} else if (st == OV_ZERO) {
-			ret = piece_add(c, b, n, true);
-			c->res->zero_blocks += n;
+		} else if (state == OV_ZERO) {
+			ret = zero_add(c, b, n);
 			progress(c, n);
 		}
 	}
 	if (!ret)
-		ret = chunk_flush(c);
+		ret = chunk_submit(c);
+	else if (c->buf)
+		chunker_buf_put(c->ck, c->buf);
+	c->buf = NULL;
+	r2 = chunker_finish(c->ck); /* waits for every chunk; stored ones are whole */
+	chunker_get_stats(c->ck, &st);
+	c->res->chunks = st.chunks;
+	c->res->new_chunks = st.new_chunks;
+	c->res->new_bytes = st.new_bytes;
 	if (!ret)
-		ret = store_commit(c->store);
-	return ret;
+		ret = r2;
+	return ret ? ret : commit_runs(c);
 }
 
 /* Path of target relative to the directory dir (both made absolute), into out. */
@@ -320,12 +325,10 @@ static int commit_setup(struct commit *c, const struct layout *l, const char *pa
 			why_set(why, why_len, ret, "store %s: %s", o->store_dir, strerror(-ret));
 		return ret;
 	}
-	c->codec = chunk_codec_new(o->level);
-	c->zcap = chunk_compress_bound(c->cs);
-	c->chunk = malloc(c->cs);
-	c->zbuf = malloc(c->zcap);
-	if (!c->codec || !c->chunk || !c->zbuf)
-		return why_set(why, why_len, -ENOMEM, "out of memory");
+	ret = chunker_new(c->store, &(struct chunker_opts){ .chunk_size = c->cs,
+							    .level = o->level }, &c->ck);
+	if (ret)
+		return why_set(why, why_len, ret, "%s", strerror(-ret));
 	overlay_get_stats(c->ov, &st);
 	c->total = st.dirty_blocks + st.zero_blocks;
 	fs_dirname(o->out_path, dir, sizeof(dir));
@@ -418,12 +421,14 @@ int blkd_commit(const struct blkd_commit_opts *o, struct blkd_commit_result *res
 	layout_writer_free(c.w);
 	overlay_close(c.ov);
 	tmpdir_remove(tmpdir);
-	chunk_codec_free(c.codec);
+	chunker_free(c.ck);
 	store_close(c.store);
-	free(c.chunk);
-	free(c.zbuf);
-	free(c.pieces);
-	free(c.seen);
+	while (c.first) {
+		struct piece_block *next = c.first->next;
+
+		free(c.first);
+		c.first = next;
+	}
 	layout_close(l);
 	return ret;
 }

@@ -2,7 +2,7 @@
 /*
  * lazyblk commit: the blocks a sandbox wrote (an overlay, or a delta of one) as a new
  * layout over the layout they were written on. Dirty blocks are packed in disk order into
- * chunks of the base's chunk size (zstd, stored in the store, deduplicated against it),
+ * chunks of the base's chunk size (cas/chunker.h: in parallel, zstd, deduplicated),
  * zeroed blocks (and written blocks of zeros) become zero runs. The new layout is a
  * version 2 layer whose parent is the base (docs/formats.md), or with flatten a version 1
  * layout of the whole disk that no longer needs the base's file (its chunks still).
@@ -33,8 +33,8 @@ struct blkd_commit_opts {
 struct blkd_commit_result {
 	uint64_t blocks;             /* blocks stored in chunks */
 	uint64_t zero_blocks;        /* blocks recorded as zero runs */
-	uint64_t chunks;             /* chunks the new blocks are in */
-	uint64_t new_chunks;         /* of them, not in the store before */
+	uint64_t chunks;             /* chunks the new blocks were packed into (repeats too) */
+	uint64_t new_chunks;         /* of them, stored (not in the store, not seen before) */
 	uint64_t new_bytes;          /* their compressed bytes */
 	uint8_t digest[SHA256_LEN];  /* the new layout's digest */
 	char hint[4096];             /* the parent hint written (empty with flatten) */

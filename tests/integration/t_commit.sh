@@ -162,8 +162,8 @@ ref "$T/c1/new.layout" "$T/ov2" "$T/ref2.raw"
 js=$("$LAZYBLK" commit "$T/ov2" --layout "$T/c1/new.layout" --store "$T/store" \
   -o "$T/c2/new2.layout" --json)
 [ "$(json_field blocks <<<"$js")" -eq 1030 ] && [ "$(json_field zero_blocks <<<"$js")" -eq 1 ] &&
-  [ "$(json_field chunks <<<"$js")" -eq 2 ] && [ "$(json_field new_chunks <<<"$js")" -eq 2 ] ||
-  die "round 2: 1030 blocks in 2 chunks (4 MiB of one pattern deduplicated), 1 zero: $js"
+  [ "$(json_field chunks <<<"$js")" -eq 5 ] && [ "$(json_field new_chunks <<<"$js")" -eq 2 ] ||
+  die "round 2: 1030 blocks in 5 chunks, 2 stored (4 MiB of one pattern deduplicated), 1 zero: $js"
 "$LAZYBLK" export "$T/c2/new2.layout" --store "$T/store" -o "$T/new2.raw" >/dev/null
 cmp "$T/ref2.raw" "$T/new2.raw" || die "export of the commit of a commit differs"
 new2_digest=$(head -c 4096 "$T/c2/new2.layout" | sha256sum | cut -d' ' -f1)
