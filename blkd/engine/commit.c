@@ -306,7 +306,7 @@ static void tmpdir_remove(const char *dir)
 	rmdir(dir);
 }
 
-/* Set up c for base l: store, codec, buffers, the writer of path. */
+/* Set up c for base l: the store, the chunker, the writer of path. */
 static int commit_setup(struct commit *c, const struct layout *l, const char *path,
 			char *why, size_t why_len)
 {
