@@ -105,7 +105,7 @@ static int commit_run(struct blkd_commit_opts *o, bool json)
 	       (unsigned long long)r.chunks, (unsigned long long)r.new_chunks,
 	       size_human(r.new_bytes, h2, sizeof(h2)));
 	if (r.zero_blocks)
-		printf(", %llu blocks of zeros", (unsigned long long)r.zero_blocks);
+		printf(", %llu zeroed blocks", (unsigned long long)r.zero_blocks);
 	printf(" \u2192 %s (sha256:%s)\n", o->out_path, hex);
 	return 0;
 }

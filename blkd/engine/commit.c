@@ -86,7 +86,6 @@ static int zero_add(struct commit *c, uint64_t lba, uint64_t n)
 	}
 	p->count += n;
 	c->open = p;
-	c->res->zero_blocks += n;
 	return 0;
 }
 
@@ -133,7 +132,6 @@ static int data_add(struct commit *c, uint64_t lba, const uint8_t *data)
 	p->count++;
 	p->slot.len += LAYOUT_BLOCK;
 	c->open = p;
-	c->res->blocks++;
 	return c->buf->fill == c->cs ? chunk_submit(c) : 0;
 }
 
@@ -163,6 +161,7 @@ static int commit_dirty(struct commit *c, uint64_t b, uint64_t n)
 
 			ret = zero_block(p) ? zero_add(c, b + i, 1) : data_add(c, b + i, p);
 		}
+		c->res->blocks += k;
 		progress(c, k);
 		b += k;
 		n -= k;
@@ -203,6 +202,7 @@ static int commit_blocks(struct commit *c)
 			ret = commit_dirty(c, b, n);
 		} else if (state == OV_ZERO) {
 			ret = zero_add(c, b, n);
+			c->res->zero_blocks += n;
 			progress(c, n);
 		}
 	}

@@ -31,8 +31,8 @@ struct blkd_commit_opts {
 };
 
 struct blkd_commit_result {
-	uint64_t blocks;             /* blocks stored in chunks */
-	uint64_t zero_blocks;        /* blocks recorded as zero runs */
+	uint64_t blocks;             /* the overlay's dirty blocks (those of zeros: zero runs) */
+	uint64_t zero_blocks;        /* its zeroed blocks */
 	uint64_t chunks;             /* chunks the new blocks were packed into (repeats too) */
 	uint64_t new_chunks;         /* of them, stored (not in the store, not seen before) */
 	uint64_t new_bytes;          /* their compressed bytes */

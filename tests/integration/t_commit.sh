@@ -74,6 +74,7 @@ fusermount3 -u "$T/fuse"; wait "$FUSE" 2>/dev/null || true; FUSE=""
 size=$(nbdinfo --size "$URI")
 qemu-io -f raw "$URI" -c "write -P 0x5a $((size - 8 * 1048576)) 1M" \
   -c "write -z $((size - 6 * 1048576)) 64k" -c "discard $((size - 4 * 1048576)) 1M" \
+  -c "write -P 0 $((size - 5 * 1048576)) 8k" \
   -c "flush" >/dev/null || die "qemu-io writes"
 stop_server "$SRV" s1
 
@@ -125,6 +126,11 @@ js=$("$LAZYBLK" commit "$T/ov1" --layout "$T/base.layout" --store "$T/store" \
 for k in blocks zero_blocks chunks new_bytes layout seconds; do
   json_field $k <<<"$js" >/dev/null || die "json: no $k: $js"
 done
+# blocks and zero_blocks as the overlay counts them (written zeros included in blocks)
+show=$("$LAZYBLK" overlay show --json "$T/ov1")
+[ "$(json_field blocks <<<"$js")" -eq "$(json_field dirty_blocks <<<"$show")" ] &&
+  [ "$(json_field zero_blocks <<<"$js")" -eq "$(json_field zero_blocks <<<"$show")" ] ||
+  die "commit counts $js differ from the overlay's $show"
 [ "$(json_field zero_blocks <<<"$js")" -ge 256 ] || die "zeroes and discard not zero runs: $js"
 
 # ---- a delta of the overlay commits to the same layout
