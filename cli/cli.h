@@ -19,6 +19,7 @@ int cmd_run(int argc, char **argv);
 int cmd_initramfs(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
 int cmd_overlay(int argc, char **argv);
+int cmd_commit(int argc, char **argv);
 int cmd_push(int argc, char **argv);
 int cmd_images(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
@@ -138,6 +139,11 @@ int cli_keep_add(struct chunk_refs *refs, const char *keep, const char *store_di
 int cli_cas_gc_remote(const char *url, const char *const *keep, size_t n_keep,
 		      const char *store_dir, bool dry_run);
 struct layout;
+/*
+ * The files of a layout's chain, top first (path for the top, as the user gave it), and
+ * their layout digests: *paths is one malloc'ed block holding both arrays (free(*paths));
+ * valid while l is open. -ENOMEM.
+ */
 int image_layout_files(const struct layout *l, const char *path, const char ***paths,
 		       const uint8_t (**digests)[32], unsigned *n);
 void cli_remote_to_source(const struct cli_remote *r, struct cas_source_opts *so);

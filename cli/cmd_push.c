@@ -281,6 +281,7 @@ static int push_image(struct cas_push_opts *po, const char *path, const char *ma
 	       (unsigned long long)st.chunks.present, st.chunks.seconds);
 out:
 	chunk_refs_free(&refs);
+	free((void *)o.layouts);
 	free(man);
 	layout_close(l);
 	return ret;

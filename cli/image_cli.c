@@ -20,13 +20,23 @@
 int image_layout_files(const struct layout *l, const char *path, const char ***paths,
 		       const uint8_t (**digests)[SHA256_LEN], unsigned *n)
 {
-	/* a v1 layout is its one file; a layered one (issue 16) lists l->layers[] here */
-	static const char *one[1];
+	/* the files of the chain, top first: one allocation, *paths, for both arrays */
+	unsigned k = l->n_layers ? l->n_layers : 1;
+	uint8_t (*d)[SHA256_LEN];
+	const char **p;
 
-	one[0] = path;
-	*paths = one;
-	*digests = (const uint8_t (*)[SHA256_LEN])&l->digest;
-	*n = 1;
+	p = malloc(k * (sizeof(*p) + SHA256_LEN));
+	if (!p)
+		return -ENOMEM;
+	d = (uint8_t (*)[SHA256_LEN])(p + k);
+	for (unsigned i = 0; i < k; i++) {
+		p[i] = l->n_layers ? l->layers[i].path : path;
+		memcpy(d[i], l->n_layers ? l->layers[i].digest : l->digest, SHA256_LEN);
+	}
+	p[0] = path;
+	*paths = p;
+	*digests = (const uint8_t (*)[SHA256_LEN])d;
+	*n = k;
 	return 0;
 }
 

@@ -21,6 +21,7 @@ static const struct cli_cmd commands[] = {
 	{ "initramfs", "build the initramfs that runs a command in the image (run, QEMU)", cmd_initramfs },
 	{ "snapshot", "write the dirty blocks of an overlay as a delta", cmd_snapshot },
 	{ "overlay", "inspect an overlay, or start one from a delta (show, apply)", cmd_overlay },
+	{ "commit", "turn an overlay's or a delta's blocks into a new layout over its base", cmd_commit },
 	{ "push", "publish a store's chunks, or an image by name, to a remote", cmd_push },
 	{ "images", "list the images published on a remote (images ls)", cmd_images },
 	{ "trace", "inspect a boot trace (trace show FILE)", cmd_trace },

@@ -16,17 +16,30 @@
 #include "../common/fsutil.h"
 #include "../common/grow.h"
 #include "../common/hash.h"
+#include "layout_int.h"
 
 #define WBUF_SIZE (1u << 20)       /* writer: output buffer */
 #define VERIFY_READ (4u << 20)     /* reader: metadata area hashed in reads this large */
 
-/* crc32c(~0, header with header_crc = 0), as ext4 computes its checksums. */
-static uint32_t header_crc(const struct layout_header *hdr)
+/* Bytes of the header its version has (struct layout_parent after it in version 2). */
+static size_t header_len(const struct layout_header *h)
 {
+	return sizeof(*h) + (h->version == LAYOUT_VERSION ? 0 : sizeof(struct layout_parent));
+}
+
+/*
+ * crc32c(~0, header with header_crc = 0), as ext4 computes its checksums; in version 2,
+ * of the header and the parent record after it.
+ */
+static uint32_t header_crc(const struct layout_header *hdr, const struct layout_parent *par)
+{
+	uint8_t b[sizeof(*hdr) + sizeof(*par)];
 	struct layout_header h = *hdr;
 
 	h.header_crc = 0;
-	return crc32c(~0u, &h, sizeof(h));
+	memcpy(b, &h, sizeof(h));
+	memcpy(b + sizeof(h), par, sizeof(*par));
+	return crc32c(~0u, b, header_len(&h));
 }
 
 static bool all_zero(const uint8_t *p, size_t len)
@@ -62,6 +75,10 @@ struct layout_writer {
 	size_t n_chunks, cap_chunks;
 	uint32_t *slots;                /* open addressing: chunk index + 1; 0 is free */
 	size_t n_slots;                 /* a power of two, at least twice n_chunks */
+
+	bool has_parent;                /* version 2: whole-block runs, zero runs allowed */
+	uint8_t parent[SHA256_LEN];
+	char hint[LAYOUT_HINT_MAX + 1];
 };
 
 static int wflush(struct layout_writer *w)
@@ -154,6 +171,22 @@ static int writer_state(const struct layout_writer *w)
 	return w->finished ? -EINVAL : 0;
 }
 
+int layout_writer_set_parent(struct layout_writer *w, const uint8_t parent[SHA256_LEN],
+			     const char *hint)
+{
+	size_t n = strlen(hint);
+	int ret = writer_state(w);
+
+	if (ret)
+		return ret;
+	if (w->n_meta || w->n_data || !n || n > LAYOUT_HINT_MAX)
+		return -EINVAL;
+	memcpy(w->parent, parent, SHA256_LEN);
+	memcpy(w->hint, hint, n + 1);
+	w->has_parent = true;
+	return 0;
+}
+
 int layout_add_meta(struct layout_writer *w, uint64_t lba, const void *blocks, uint32_t count)
 {
 	struct layout_meta_run *last = w->n_meta ? &w->meta[w->n_meta - 1] : NULL;
@@ -244,6 +277,8 @@ int layout_add_data(struct layout_writer *w, uint64_t disk_byte, uint32_t len,
 	if (len == 0 || disk_byte > disk || len > disk - disk_byte || disk_byte < w->data_end ||
 	    chunk_off > UINT32_MAX - len)
 		return -EINVAL;
+	if (w->has_parent && (disk_byte % LAYOUT_BLOCK || len % LAYOUT_BLOCK))
+		return -EINVAL;
 	if (!grow((void **)&w->data, &w->cap_data, w->n_data + 1, sizeof(*w->data)))
 		return -ENOMEM;
 	ret = chunk_intern(w, digest, &idx);
@@ -259,6 +294,31 @@ int layout_add_data(struct layout_writer *w, uint64_t disk_byte, uint32_t len,
 	w->data_end = disk_byte + len;
 	if (chunk_off + len > w->chunk_end)
 		w->chunk_end = chunk_off + len;
+	return 0;
+}
+
+int layout_add_zero(struct layout_writer *w, uint64_t lba, uint64_t count)
+{
+	const uint64_t most = UINT32_MAX / LAYOUT_BLOCK; /* blocks one run holds */
+	int ret = writer_state(w);
+
+	if (ret)
+		return ret;
+	if (!w->has_parent || !count || lba >= w->block_count || count > w->block_count - lba ||
+	    lba * LAYOUT_BLOCK < w->data_end)
+		return -EINVAL;
+	while (count) {
+		uint64_t n = count < most ? count : most;
+
+		if (!grow((void **)&w->data, &w->cap_data, w->n_data + 1, sizeof(*w->data)))
+			return -ENOMEM;
+		w->data[w->n_data++] = (struct layout_data_run){
+			.lba = lba, .len = (uint32_t)(n * LAYOUT_BLOCK), .flags = LAYOUT_RUN_ZERO,
+		};
+		lba += n;
+		count -= n;
+	}
+	w->data_end = lba * LAYOUT_BLOCK;
 	return 0;
 }
 
@@ -307,6 +367,7 @@ int layout_writer_finish(struct layout_writer *w, const uint8_t manifest_digest[
 			 const uint8_t fs_uuid[16], uint32_t chunk_size,
 			 uint8_t digest_out[SHA256_LEN])
 {
+	struct layout_parent par = { .hint_len = 0 };
 	uint8_t block[LAYOUT_BLOCK];
 	struct layout_header h;
 	int ret = writer_state(w);
@@ -321,6 +382,8 @@ int layout_writer_finish(struct layout_writer *w, const uint8_t manifest_digest[
 		ret = body_put(w, w->data, w->n_data * sizeof(*w->data));
 	if (!ret)
 		ret = body_put(w, w->chunks, w->n_chunks * sizeof(*w->chunks));
+	if (!ret && w->has_parent)
+		ret = body_put(w, w->hint, strlen(w->hint));
 	if (!ret)
 		ret = wflush(w);
 	memset(&h, 0, sizeof(h));
@@ -343,9 +406,17 @@ int layout_writer_finish(struct layout_writer *w, const uint8_t manifest_digest[
 		memcpy(h.manifest_digest, manifest_digest, SHA256_LEN);
 	if (fs_uuid)
 		memcpy(h.fs_uuid, fs_uuid, sizeof(h.fs_uuid));
-	h.header_crc = header_crc(&h);
+	if (w->has_parent) {
+		h.version = LAYOUT_VERSION_PARENT;
+		h.flags = LAYOUT_F_PARENT;
+		memcpy(par.digest, w->parent, SHA256_LEN);
+		par.hint_len = (uint32_t)strlen(w->hint);
+	}
+	h.header_crc = header_crc(&h, &par);
 	memset(block, 0, sizeof(block));
 	memcpy(block, &h, sizeof(h));
+	if (w->has_parent)
+		memcpy(block + sizeof(h), &par, sizeof(par));
 	ret = writer_commit(w, block);
 	if (ret) {
 		w->err = ret;
@@ -385,6 +456,7 @@ static int bad(const char **why, const char *msg)
 static int read_header(struct layout *l, uint64_t size, const char **why)
 {
 	const struct layout_header *h = &l->hdr;
+	struct layout_parent *par = &l->layers[0].parent;
 	uint8_t block[LAYOUT_BLOCK];
 	uint64_t need;
 	int ret;
@@ -399,16 +471,23 @@ static int read_header(struct layout *l, uint64_t size, const char **why)
 	if (size < LAYOUT_BLOCK)
 		return bad(why, "truncated (shorter than the header)");
 	memcpy(&l->hdr, block, sizeof(l->hdr));
-	if (h->version != LAYOUT_VERSION)
+	memcpy(par, block + sizeof(l->hdr), sizeof(*par));
+	/* version 2 is a layer over a parent: the flag says so */
+	if (h->version != LAYOUT_VERSION &&
+	    (h->version != LAYOUT_VERSION_PARENT || h->flags != LAYOUT_F_PARENT))
 		return bad(why, "unsupported layout version");
 	if (h->block_size != LAYOUT_BLOCK)
 		return bad(why, "unsupported block size");
-	if (h->header_crc != header_crc(h))
+	if (h->header_crc != header_crc(h, par))
 		return bad(why, "header checksum mismatch (file corrupt)");
-	if (!all_zero(block + sizeof(*h), LAYOUT_BLOCK - sizeof(*h)))
+	if (!all_zero(block + header_len(h), LAYOUT_BLOCK - header_len(h)))
 		return bad(why, "header padding not zero (file corrupt)");
-	if (h->flags)
+	if (h->version == LAYOUT_VERSION && h->flags)
 		return bad(why, "unsupported flags");
+	if (h->version == LAYOUT_VERSION)
+		memset(par, 0, sizeof(*par));
+	else if (!par->hint_len || par->hint_len > LAYOUT_HINT_MAX || par->reserved)
+		return bad(why, "bad parent hint length");
 	if (h->block_count == 0 || h->block_count > LAYOUT_MAX_BLOCKS)
 		return bad(why, "bad block count");
 	if (h->chunk_size > CHUNK_SIZE_MAX)
@@ -421,7 +500,8 @@ static int read_header(struct layout *l, uint64_t size, const char **why)
 		return bad(why, "truncated (counts exceed the file size)");
 	need = LAYOUT_BLOCK + h->meta_blocks * LAYOUT_BLOCK +
 	       h->meta_run_count * sizeof(struct layout_meta_run) +
-	       h->data_run_count * sizeof(struct layout_data_run) + h->chunk_count * SHA256_LEN;
+	       h->data_run_count * sizeof(struct layout_data_run) + h->chunk_count * SHA256_LEN +
+	       par->hint_len;
 	if (need != size)
 		return bad(why, need > size ? "truncated" : "trailing garbage after the layout");
 	l->meta_offset = LAYOUT_BLOCK;
@@ -444,9 +524,10 @@ static void *read_section(struct layout *l, uint64_t off, size_t len, int *ret)
 	return p;
 }
 
-static int read_tail(struct layout *l)
+static int read_tail(struct layout *l, const char **why)
 {
 	const struct layout_header *h = &l->hdr;
+	struct layout_layer *y = &l->layers[0];
 	uint64_t off = l->meta_offset + h->meta_blocks * LAYOUT_BLOCK;
 	size_t nm = h->meta_run_count * sizeof(*l->meta_runs);
 	size_t nd = h->data_run_count * sizeof(*l->data_runs);
@@ -459,7 +540,19 @@ static int read_tail(struct layout *l)
 	if (!l->data_runs)
 		return ret;
 	l->chunks = read_section(l, off + nm + nd, h->chunk_count * SHA256_LEN, &ret);
-	return l->chunks ? 0 : ret;
+	if (!l->chunks || !y->parent.hint_len)
+		return l->chunks ? 0 : ret;
+	y->hint = malloc(y->parent.hint_len + 1);
+	if (!y->hint)
+		return -ENOMEM;
+	off += nm + nd + h->chunk_count * SHA256_LEN;
+	ret = fs_pread_full(l->fd, y->hint, y->parent.hint_len, (off_t)off);
+	if (ret)
+		return ret;
+	y->hint[y->parent.hint_len] = '\0';
+	if (strlen(y->hint) != y->parent.hint_len)
+		return bad(why, "bad parent hint (a NUL byte in it)");
+	return 0;
 }
 
 static int check_body(struct layout *l, const char **why)
@@ -471,6 +564,7 @@ static int check_body(struct layout *l, const char **why)
 	int ret = c && buf ? 0 : -ENOMEM;
 
 	l->meta_sha = malloc(h->meta_blocks ? h->meta_blocks * SHA256_LEN : 1);
+	l->layers[0].meta_sha = l->meta_sha;
 	if (!l->meta_sha)
 		ret = -ENOMEM;
 	while (!ret && left) {
@@ -490,6 +584,8 @@ static int check_body(struct layout *l, const char **why)
 		ret = sha256_update(c, l->data_runs, h->data_run_count * sizeof(*l->data_runs));
 	if (!ret)
 		ret = sha256_update(c, l->chunks, h->chunk_count * SHA256_LEN);
+	if (!ret && l->layers[0].parent.hint_len)
+		ret = sha256_update(c, l->layers[0].hint, l->layers[0].parent.hint_len);
 	if (!ret)
 		ret = sha256_final(c, got);
 	if (!ret && memcmp(got, h->body_sha256, SHA256_LEN))
@@ -497,6 +593,16 @@ static int check_body(struct layout *l, const char **why)
 	sha256_free(c);
 	free(buf);
 	return ret;
+}
+
+/* A data run's flags and alignment: version 2 runs are whole blocks and may be zero runs. */
+static bool data_run_ok(const struct layout_header *h, const struct layout_data_run *d)
+{
+	if (h->version == LAYOUT_VERSION)
+		return !d->flags;
+	if (d->blk_off || d->len % LAYOUT_BLOCK || (d->flags & ~LAYOUT_RUN_ZERO))
+		return false;
+	return !(d->flags & LAYOUT_RUN_ZERO) || (!d->chunk && !d->chunk_off);
 }
 
 static int check_runs(const struct layout *l, const char **why)
@@ -522,13 +628,14 @@ static int check_runs(const struct layout *l, const char **why)
 		const struct layout_data_run *d = &l->data_runs[i];
 		uint64_t pos = layout_data_run_pos(d);
 
-		if (d->len == 0 || d->blk_off >= LAYOUT_BLOCK || d->flags)
+		if (d->len == 0 || d->blk_off >= LAYOUT_BLOCK || !data_run_ok(h, d))
 			return bad(why, "bad data run");
 		if (d->lba >= h->block_count || d->len > disk - pos)
 			return bad(why, "data run beyond the end of the disk");
-		if (d->chunk >= h->chunk_count)
+		if (!(d->flags & LAYOUT_RUN_ZERO) && d->chunk >= h->chunk_count)
 			return bad(why, "data run names a chunk not in the chunk table");
-		if ((uint64_t)d->chunk_off + d->len > h->chunk_size)
+		if (!(d->flags & LAYOUT_RUN_ZERO) &&
+		    (uint64_t)d->chunk_off + d->len > h->chunk_size)
 			return bad(why, "data run beyond the chunk size");
 		if (pos < end)
 			return bad(why, "data runs not sorted or overlapping");
@@ -540,7 +647,7 @@ static int check_runs(const struct layout *l, const char **why)
 	return 0;
 }
 
-int layout_open(const char *path, struct layout **out, const char **why)
+int layout_load_file(const char *path, struct layout **out, const char **why)
 {
 	struct layout *l;
 	struct stat st;
@@ -551,9 +658,16 @@ int layout_open(const char *path, struct layout **out, const char **why)
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return -ENOMEM;
-	l->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (l->fd < 0) {
-		ret = -errno;
+	l->layers = calloc(1, sizeof(*l->layers));
+	if (!l->layers) {
+		free(l);
+		return -ENOMEM;
+	}
+	l->n_layers = 1;
+	l->layers[0].path = strdup(path);
+	l->fd = l->layers[0].fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (!l->layers[0].path || l->fd < 0) {
+		ret = l->layers[0].path ? -errno : -ENOMEM;
 		goto fail;
 	}
 	if (fstat(l->fd, &st) < 0) {
@@ -566,13 +680,17 @@ int layout_open(const char *path, struct layout **out, const char **why)
 	}
 	ret = read_header(l, (uint64_t)st.st_size, why);
 	if (!ret)
-		ret = read_tail(l);
+		ret = read_tail(l, why);
 	if (!ret)
 		ret = check_body(l, why);
 	if (!ret)
 		ret = check_runs(l, why);
 	if (ret)
 		goto fail;
+	l->layers[0].chunks = l->chunks;
+	l->layers[0].meta_offset = l->meta_offset;
+	l->layers[0].hdr = l->hdr;
+	memcpy(l->layers[0].digest, l->digest, SHA256_LEN);
 	*out = l;
 	return 0;
 fail:
@@ -580,16 +698,30 @@ fail:
 	return ret;
 }
 
+static void layout_layer_free(struct layout_layer *y)
+{
+	if (y->fd >= 0)
+		close(y->fd);
+	free(y->path);
+	free(y->meta_sha);
+	free(y->hint);
+	memset(y, 0, sizeof(*y));
+	y->fd = -1;
+}
+
 void layout_close(struct layout *l)
 {
 	if (!l)
 		return;
-	if (l->fd >= 0)
-		close(l->fd);
+	for (unsigned i = 0; i < l->n_layers; i++) {
+		if (l->layers[i].chunks != l->chunks)
+			free(l->layers[i].chunks);
+		layout_layer_free(&l->layers[i]);
+	}
+	free(l->layers);
 	free(l->meta_runs);
 	free(l->data_runs);
 	free(l->chunks);
-	free(l->meta_sha);
 	free(l);
 }
 
@@ -607,41 +739,6 @@ size_t layout_meta_run_at(const struct layout *l, uint64_t lba)
 			hi = mid;
 	}
 	return lo;
-}
-
-int layout_meta_verify(const struct layout *l, uint64_t first, uint64_t n, const void *blocks,
-		       uint64_t *bad)
-{
-	uint8_t got[SHA256_LEN];
-	int ret;
-
-	for (uint64_t i = 0; i < n; i++) {
-		ret = sha256_buf((const uint8_t *)blocks + i * LAYOUT_BLOCK, LAYOUT_BLOCK, got);
-		if (!ret && memcmp(got, l->meta_sha[first + i], SHA256_LEN))
-			ret = -EIO;
-		if (ret) {
-			if (bad)
-				*bad = first + i;
-			return ret;
-		}
-	}
-	return 0;
-}
-
-int layout_read_meta(const struct layout *l, uint64_t lba, void *buf)
-{
-	size_t i = layout_meta_run_at(l, lba);
-	const struct layout_meta_run *m = &l->meta_runs[i];
-	uint64_t blk;
-	int ret;
-
-	if (i == l->hdr.meta_run_count || m->lba > lba)
-		return 0;
-	blk = m->first + lba - m->lba;
-	ret = fs_pread_full(l->fd, buf, LAYOUT_BLOCK, (off_t)(l->meta_offset + blk * LAYOUT_BLOCK));
-	if (!ret)
-		ret = layout_meta_verify(l, blk, 1, buf, NULL);
-	return ret ? ret : 1;
 }
 
 size_t layout_data_run_at(const struct layout *l, uint64_t pos)

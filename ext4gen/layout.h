@@ -9,6 +9,12 @@
  *   header (4096 bytes) | metadata blocks | meta_runs[] | data_runs[] | chunks[]
  * The header holds the sha256 of everything after it; the layout's digest is the
  * sha256 of the header.
+ *
+ * Version 2 (LAYOUT_F_PARENT) is a layer over a parent layout (lazyblk commit): the header
+ * also names the parent's layout digest, the body ends with a hint (the parent's path,
+ * relative to the child's directory or absolute), every run covers whole blocks, and data
+ * runs may be zero runs (LAYOUT_RUN_ZERO). A block the child's runs cover is the child's;
+ * every other block is the parent's. layout_open resolves the chain (layout_chain.c).
  */
 #ifndef LZ_EXT4GEN_LAYOUT_H
 #define LZ_EXT4GEN_LAYOUT_H
@@ -22,6 +28,11 @@
 
 #define LAYOUT_MAGIC "LZBKLAYT"
 #define LAYOUT_VERSION 1
+#define LAYOUT_VERSION_PARENT 2       /* a layout with a parent */
+#define LAYOUT_F_PARENT 1u            /* header flag of version 2 */
+#define LAYOUT_RUN_ZERO 1u            /* data run flag (version 2): its bytes read as zeros */
+#define LAYOUT_HINT_MAX 4095u         /* longest parent hint */
+#define LAYOUT_CHAIN_MAX 64u          /* most layers in a chain */
 #define LAYOUT_BLOCK 4096u
 /* Largest disk: its size in bytes fits an off_t. */
 #define LAYOUT_MAX_BLOCKS ((uint64_t)INT64_MAX / LAYOUT_BLOCK)
@@ -42,6 +53,16 @@ struct layout_header {
 	uint8_t body_sha256[32];      /* of every byte after the header */
 	uint32_t header_crc;          /* crc32c of the header with this field 0 */
 	uint32_t reserved[5];
+};
+
+/*
+ * Version 2: right after struct layout_header in the header block (zeros in version 1);
+ * a version 2 header_crc covers both.
+ */
+struct layout_parent {
+	uint8_t digest[32];           /* the parent's layout digest */
+	uint32_t hint_len;            /* bytes of the hint at the end of the body */
+	uint32_t reserved;
 };
 
 /* Disk blocks [lba, lba + count) are stored at layout blocks [first, first + count). */
@@ -72,7 +93,8 @@ static inline uint64_t layout_data_run_pos(const struct layout_data_run *r)
 	return r->lba * LAYOUT_BLOCK + r->blk_off;
 }
 
-_Static_assert(sizeof(struct layout_header) <= LAYOUT_BLOCK, "layout header");
+_Static_assert(sizeof(struct layout_header) == 168, "layout header: 168 bytes");
+_Static_assert(sizeof(struct layout_parent) == 40, "layout parent: 40 bytes");
 _Static_assert(sizeof(struct layout_data_run) == 24, "data run: 24 bytes");
 _Static_assert(sizeof(struct layout_meta_run) == 24, "meta run");
 
@@ -87,6 +109,14 @@ int layout_add_meta(struct layout_writer *w, uint64_t lba, const void *blocks, u
 /* Chunk digests are interned: the same digest always gets the same index. */
 int layout_add_data(struct layout_writer *w, uint64_t disk_byte, uint32_t len,
 		    const uint8_t digest[SHA256_LEN], uint32_t chunk_off);
+/*
+ * Make the layout a version 2 layer over the layout whose digest is parent (hint: its path
+ * as the child should find it). Then every run must cover whole blocks. Before any add.
+ */
+int layout_writer_set_parent(struct layout_writer *w, const uint8_t parent[SHA256_LEN],
+			     const char *hint);
+/* A zero run (version 2 only): blocks [lba, lba + count) read as zeros. */
+int layout_add_zero(struct layout_writer *w, uint64_t lba, uint64_t count);
 int layout_writer_finish(struct layout_writer *w, const uint8_t manifest_digest[SHA256_LEN],
 			 const uint8_t fs_uuid[16], uint32_t chunk_size,
 			 uint8_t digest_out[SHA256_LEN]);
@@ -95,34 +125,75 @@ void layout_writer_free(struct layout_writer *w);
 
 /* ---- reading ---- */
 
-struct layout {
-	struct layout_header hdr;
+/* One file of a chain: [0] the file opened, [1] its parent, ... */
+struct layout_layer {
+	char *path;                               /* as opened */
 	int fd;                                   /* metadata blocks are pread from it */
 	uint64_t meta_offset;                     /* file offset of the metadata area */
 	/*
 	 * The sha256 of each metadata block, taken in the pass that verified the body: a
-	 * block read later is checked against it (layout_meta_verify), so a file changed
-	 * after it was opened is never served. 32 bytes a block (0.8% of the area).
+	 * block read later is checked against it, so a file changed after it was opened is
+	 * never served. 32 bytes a block (0.8% of the area).
 	 */
 	uint8_t (*meta_sha)[SHA256_LEN];
-	struct layout_meta_run *meta_runs;        /* sorted by lba */
-	struct layout_data_run *data_runs;        /* sorted by lba, blk_off */
-	uint8_t (*chunks)[SHA256_LEN];
-	uint8_t digest[SHA256_LEN];               /* sha256 of the header */
+	struct layout_header hdr;                 /* as in the file */
+	struct layout_parent parent;              /* version 2; zeros in version 1 */
+	uint8_t digest[SHA256_LEN];               /* this file's layout digest */
+	char *hint;                               /* its parent hint (NUL-terminated), or NULL */
+	uint8_t (*chunks)[SHA256_LEN];            /* its own chunk table (hdr.chunk_count) */
 };
 
-/* Opens and verifies (header crc, body sha256, every run in range). */
+/*
+ * The disk a layout (and its parents) describe, as one view: the runs of every layer
+ * merged, a child's blocks cut out of its parents' runs, zero runs left out (their blocks
+ * are in no run, so they read as zeros). hdr is the top file's header but for the counts
+ * (meta_blocks, meta_run_count, data_run_count, chunk_count), which are the view's;
+ * chunk_size is the largest of the chain's. A metadata run's reserved is the layer whose
+ * file holds its blocks (first: index into that file's metadata area).
+ */
+struct layout {
+	struct layout_header hdr;
+	int fd;                                   /* layers[0].fd */
+	uint64_t meta_offset;                     /* layers[0].meta_offset */
+	uint8_t (*meta_sha)[SHA256_LEN];          /* layers[0].meta_sha */
+	struct layout_meta_run *meta_runs;        /* sorted by lba */
+	struct layout_data_run *data_runs;        /* sorted by lba, blk_off */
+	uint8_t (*chunks)[SHA256_LEN];            /* each digest once */
+	uint8_t digest[SHA256_LEN];               /* sha256 of the top file's header */
+	struct layout_layer *layers;
+	unsigned n_layers;
+};
+
+/*
+ * Opens and verifies (header crc, body sha256, every run in range), and for a layout with
+ * a parent the whole chain: the parent at its hint, else DIR/<digest hex>.layout beside
+ * the child, checked against the digest the child records. The reason may name files: it
+ * is then in a buffer of the calling thread's, valid until its next layout_open.
+ */
 int layout_open(const char *path, struct layout **out, const char **why);
 void layout_close(struct layout *l);
 /*
- * The n metadata blocks [first, first + n) of the area (read from fd) against the digests
+ * The n metadata blocks [first, first + n) of the top file's area against the digests
  * taken at open: 0, or -EIO with *bad (may be NULL) the first that differs.
  */
+TEST_HOOK
 int layout_meta_verify(const struct layout *l, uint64_t first, uint64_t n, const void *blocks,
 		       uint64_t *bad);
 /* If lba is a metadata block, read it (verified) into buf and return 1; 0 if not; -errno. */
 TEST_HOOK
 int layout_read_meta(const struct layout *l, uint64_t lba, void *buf);
+/*
+ * Read the n metadata blocks [first, first + n) of the area of m's layer (first as in m)
+ * into out, checked against the digests taken at open: 0, -EIO with *bad the block of
+ * that area that changed since, -errno.
+ */
+int layout_read_meta_blocks(const struct layout *l, const struct layout_meta_run *m,
+			    uint64_t first, uint64_t n, void *out, uint64_t *bad);
+/*
+ * Write the view as a version 1 layout at path (no parent: metadata blocks copied from
+ * whichever layer holds them, the same chunks). digest_out may be NULL.
+ */
+int layout_flatten(const struct layout *l, const char *path, uint8_t digest_out[SHA256_LEN]);
 /* Index of the first data run that ends after disk byte pos (n_runs if none). */
 size_t layout_data_run_at(const struct layout *l, uint64_t pos);
 /* Index of the first metadata run that ends after block lba (meta_run_count if none). */

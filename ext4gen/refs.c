@@ -40,8 +40,10 @@ int chunk_refs_add_file(struct chunk_refs *r, const char *path, const char **why
 		ret = layout_open(path, &l, why);
 		if (ret)
 			return ret;
-		for (uint64_t i = 0; i < l->hdr.chunk_count && !ret; i++)
-			ret = refs_add(r, l->chunks[i]);
+		/* every layer's chunks: each file of a chain is an image of its own */
+		for (unsigned k = 0; k < l->n_layers && !ret; k++)
+			for (uint64_t i = 0; i < l->layers[k].hdr.chunk_count && !ret; i++)
+				ret = refs_add(r, l->layers[k].chunks[i]);
 		layout_close(l);
 		return ret;
 	}

@@ -2,6 +2,8 @@
 /*
  * The chunks an image file references: a layout (lazyblk mkfs) or a manifest (lazyblk
  * import), told apart by their magic. Used by `lazyblk cas gc --keep` and `lazyblk push`.
+ * A layout with parents references the chunks of every layer of its chain (each layer is
+ * an image of its own), not only those its merged disk reads.
  */
 #ifndef LZ_EXT4GEN_REFS_H
 #define LZ_EXT4GEN_REFS_H

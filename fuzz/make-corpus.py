@@ -81,6 +81,10 @@ def stored(out, lz, t):
     run(lz, "-q", "overlay", "apply", os.path.join(t, "d"), "--layout", layout, "-o",
         os.path.join(t, "ov"))
     put(out, "overlay_state", "tree.state", open(os.path.join(t, "ov.state"), "rb").read())
+    layer = os.path.join(t, "b.layout")
+    run(lz, "-q", "commit", os.path.join(t, "ov"), "--layout", layout, "--store",
+        os.path.join(t, "store"), "-o", layer)
+    put(out, "layout", "tree-commit.layout", open(layer, "rb").read())
     return src
 
 

@@ -529,24 +529,21 @@ static uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 
 /*
- * Metadata blocks [first, first + n) of the layout's area into out, checked against the
+ * Metadata blocks [first, first + n) of run m's layout file into out, checked against the
  * digests layout_open took: bytes changed in the file since are never served (-EIO).
  */
-static int meta_get(const struct layout *l, uint64_t first, uint64_t n, uint8_t *out)
+static int meta_get(const struct layout *l, const struct layout_meta_run *m, uint64_t first,
+		    uint64_t n, uint8_t *out)
 {
-	uint64_t bad;
+	uint64_t bad = 0;
 	int ret;
 
-	ret = fs_pread_full(l->fd, out, n * LAYOUT_BLOCK,
-			    (off_t)(l->meta_offset + first * LAYOUT_BLOCK));
-	if (ret) {
-		log_error("reading the layout's metadata blocks: %s", strerror(-ret));
-		return ret;
-	}
-	ret = layout_meta_verify(l, first, n, out, &bad);
-	if (ret)
+	ret = layout_read_meta_blocks(l, m, first, n, out, &bad);
+	if (ret == -EIO)
 		log_error("the layout's metadata block %llu changed since the layout was opened "
 			  "and verified; not served", (unsigned long long)bad);
+	else if (ret)
+		log_error("reading the layout's metadata blocks: %s", strerror(-ret));
 	return ret;
 }
 
@@ -571,11 +568,11 @@ static int read_meta(struct blkd_reader *r, uint64_t off, uint64_t end, uint8_t 
 
 			if (in || !n) { /* part of a block: checked whole, then copied */
 				n = min_u64(LAYOUT_BLOCK - in, b - a);
-				ret = meta_get(l, first, 1, one);
+				ret = meta_get(l, m, first, 1, one);
 				if (!ret)
 					memcpy(buf + (a - off), one + in, n);
 			} else {
-				ret = meta_get(l, first, n, buf + (a - off));
+				ret = meta_get(l, m, first, n, buf + (a - off));
 				n *= LAYOUT_BLOCK;
 			}
 			if (ret)

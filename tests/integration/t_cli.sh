@@ -41,7 +41,7 @@ expect_error "run without --kernel" "missing --kernel" -- "$LAZYBLK" run x
 # -v/--verbose and -q/--quiet are accepted after the subcommand too, among its options, by
 # every subcommand (issue 14, item 17)
 for sub in import "manifest show" "cas verify" "cas stats" "cas gc" mkfs export serve run \
-    initramfs snapshot "overlay show" "overlay apply" push "trace show" repack warm; do
+    initramfs snapshot "overlay show" "overlay apply" commit push "trace show" repack warm; do
   for o in -v -vv --verbose -q --quiet; do
     # shellcheck disable=SC2086 # $sub is a subcommand and its sub-subcommand
     out=$("$LAZYBLK" $sub $o --help 2>&1) || die "lazyblk $sub $o --help failed: $out"
@@ -75,7 +75,7 @@ fi
 # lazyblk help [SUBCOMMAND] (issue 14, item 17)
 cmp -s <("$LAZYBLK" help) <("$LAZYBLK" --help) || die "lazyblk help differs from --help"
 cmp -s <("$LAZYBLK" help --help) <("$LAZYBLK" --help) || die "lazyblk help --help differs"
-for sub in import manifest cas mkfs export serve run initramfs snapshot overlay push trace \
+for sub in import manifest cas mkfs export serve run initramfs snapshot overlay commit push trace \
     repack warm; do
   "$LAZYBLK" help "$sub" >"$T/help.out" || die "lazyblk help $sub failed"
   "$LAZYBLK" "$sub" --help >"$T/dashhelp.out"

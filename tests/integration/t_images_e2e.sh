@@ -35,9 +35,6 @@
 #      the chain, its chunks came from the registry          changes (checksums)"
 #   8  B: export oci://…/REPO:committed: e2fsck -fn clean,  "e2fsck -fn is clean on B's export"
 #      and byte for byte A's disk of step 3
-#
-# Steps 2 (docker://), 5, 6 and 7-8 (references) use commands of issue 16 that were written in
-# parallel: see host_a_import (A_IMPORT) and the PENDING lines below.
 . "$(dirname "$0")/lib/common.sh"
 
 command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 not installed (qemu-system-x86)"
@@ -60,17 +57,10 @@ vu_cleanup() {
   remote_cleanup
 }
 
-# How host A imports (step 2). FALLBACK while `lazyblk import docker://` (issue 16, item 1)
-# is not merged: skopeo copies the amd64 image to an OCI layout, `import oci:` reads it.
-# The lead sets A_IMPORT=docker once it is (one edit).
-A_IMPORT=docker
-# PENDING (issue 16): until `lazyblk commit` (item 3) and the image references (item 2,
-# `lazyblk images` marks them) are merged, the test stops there (exit 77, saying so). The
-# lead deletes this function and its calls after merging.
-pending() {
-  "$LAZYBLK" --help | grep -q "^  $1 " ||
-    skip "PENDING (issue 16): 'lazyblk $1' is not merged yet: steps $2 not run"
-}
+# How host A imports (step 2): `import docker://` (A_IMPORT=docker), or, to tell a pull
+# problem from the rest (A_IMPORT=skopeo in the environment), skopeo copies the amd64 image
+# to an OCI layout and `import oci:` reads it.
+A_IMPORT=${A_IMPORT:-docker}
 
 REPO=lazyblk/e2e
 TAG=v1
@@ -238,7 +228,6 @@ RANDOM_BYTES=$((48 * 65536 + 7000 + 4 * 4096)) # /new/big, /new/small/deeper/r, 
 echo "step 4: $DIRTY dirty blocks ($((DIRTY * 4096)) bytes; $ZEROED zeroed), zstd -3: $DIRTY_Z bytes"
 
 # ---- step 5: host A commits -------------------------------------------------------------------
-pending commit "5-8"
 host_a_commit() {
   "$LAZYBLK" commit "$A/ov" --layout "$A/a.layout" --store "$A/store" -o "$A/c.layout" --json \
     >"$A/commit.json" || die "host A: commit failed"
@@ -251,7 +240,6 @@ json_expr "$A/commit.json" "s['blocks'] in ($DIRTY + $ZEROED, $DIRTY) and
 echo "step 5: committed: $(cat "$A/commit.json")"
 
 # ---- step 6: host A pushes the base, then the commit, by tag -----------------------------------
-pending images "6-8"
 # reg_bytes: the bytes of every blob the registry stores (chunks, layouts, manifests, indexes)
 reg_bytes() { find "$REG_ROOT/docker/registry/v2/blobs" -type f -name data -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }'; }
 "$LAZYBLK" push "$A/a.layout" --store "$A/store" --remote "oci://$REG/$REPO:base" --json \
