@@ -21,20 +21,6 @@ static void put_digest(struct json_buf *b, const char *key, const uint8_t d[SHA2
 	json_buf_printf(b, "\"%s\":\"sha256:%s\"", key, hex);
 }
 
-static int doc_take(struct json_buf *b, struct oci_doc *doc, const char *media_type)
-{
-	int ret;
-
-	if (b->err)
-		return b->err;
-	ret = sha256_buf(b->p, b->len, doc->digest);
-	if (ret)
-		return ret;
-	doc->media_type = media_type;
-	doc->json = json_buf_take(b, &doc->len);
-	return 0;
-}
-
 static void put_layer(struct json_buf *b, const char *mt, const struct image_file *f,
 		      bool layout)
 {
@@ -76,27 +62,7 @@ static int build_image_manifest(const struct image_desc *d, struct oci_doc *doc)
 	json_buf_printf(&b, "],\"annotations\":{\"" IMAGE_ANNOT_CHUNKS "\":\"%llu\",\""
 			IMAGE_ANNOT_DISK_SIZE "\":\"%llu\"}}", (unsigned long long)d->chunks,
 			(unsigned long long)d->disk_size);
-	ret = doc_take(&b, doc, OCI_MT_MANIFEST);
-	json_buf_free(&b);
-	return ret;
-}
-
-static int build_image_index(const struct oci_doc *m, size_t n, struct oci_doc *doc)
-{
-	struct json_buf b = { 0 };
-	int ret;
-
-	json_buf_puts(&b, "{\"schemaVersion\":2,\"mediaType\":\"" OCI_MT_INDEX "\","
-		    "\"artifactType\":\"" IMAGE_ARTIFACT "\",\"manifests\":[");
-	for (size_t i = 0; i < n; i++) {
-		json_buf_puts(&b, i ? ",{" : "{");
-		json_buf_puts(&b, "\"mediaType\":\"" OCI_MT_MANIFEST "\",");
-		put_digest(&b, "digest", m[i].digest);
-		json_buf_printf(&b, ",\"size\":%zu,\"artifactType\":\"%s\"}", m[i].len,
-				i ? OCI_ARTIFACT_CHUNKS : IMAGE_ARTIFACT);
-	}
-	json_buf_puts(&b, "]}");
-	ret = doc_take(&b, doc, OCI_MT_INDEX);
+	ret = oci_doc_finish(&b, doc, OCI_MT_MANIFEST);
 	json_buf_free(&b);
 	return ret;
 }
@@ -126,7 +92,7 @@ int image_oci_build(const struct image_desc *d, const struct oci_refs *refs,
 	}
 	oci_docs_free(cm, ncm);
 	if (!ret)
-		ret = build_image_index(all, k + 1, &all[k + 1]);
+		ret = oci_index_doc(all, k + 1, IMAGE_ARTIFACT, &all[k + 1]);
 	if (ret) {
 		oci_docs_free(all, k + 2);
 		return ret;

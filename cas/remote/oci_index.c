@@ -251,7 +251,7 @@ static void put_hex(struct json_buf *b, const uint8_t d[SHA256_LEN])
 }
 
 /* Hand the bytes over to doc, with their digest. */
-static int doc_finish(struct json_buf *b, struct oci_doc *doc, const char *media_type)
+int oci_doc_finish(struct json_buf *b, struct oci_doc *doc, const char *media_type)
 {
 	int ret;
 
@@ -291,28 +291,29 @@ static int build_manifest(const struct oci_chunk_ref *v, size_t n,
 		json_buf_puts(&b, "\"}}");
 	}
 	json_buf_puts(&b, "]}");
-	ret = doc_finish(&b, doc, OCI_MT_MANIFEST);
+	ret = oci_doc_finish(&b, doc, OCI_MT_MANIFEST);
 	json_buf_free(&b);
 	return ret;
 }
 
-static int build_index(const struct oci_doc *manifests, size_t n, struct oci_doc *doc)
+int oci_index_doc(const struct oci_doc *manifests, size_t n, const char *artifact,
+		  struct oci_doc *doc)
 {
 	struct json_buf b = { 0 };
 	int ret;
 
-	json_buf_puts(&b, "{\"schemaVersion\":2,\"mediaType\":\"" OCI_MT_INDEX "\","
-		    "\"artifactType\":\"" OCI_ARTIFACT_CHUNKS "\",\"manifests\":[");
+	json_buf_puts(&b, "{\"schemaVersion\":2,\"mediaType\":\"" OCI_MT_INDEX "\",");
+	json_buf_printf(&b, "\"artifactType\":\"%s\",\"manifests\":[", artifact);
 	for (size_t i = 0; i < n; i++) {
 		json_buf_puts(&b, i ? ",{" : "{");
 		json_buf_puts(&b, "\"mediaType\":\"" OCI_MT_MANIFEST "\",\"digest\":\"sha256:");
 		put_hex(&b, manifests[i].digest);
 		json_buf_puts(&b, "\",\"size\":");
 		json_buf_u64(&b, manifests[i].len);
-		json_buf_puts(&b, ",\"artifactType\":\"" OCI_ARTIFACT_CHUNKS "\"}");
+		json_buf_printf(&b, ",\"artifactType\":\"%s\"}", i ? OCI_ARTIFACT_CHUNKS : artifact);
 	}
 	json_buf_puts(&b, "]}");
-	ret = doc_finish(&b, doc, OCI_MT_INDEX);
+	ret = oci_doc_finish(&b, doc, OCI_MT_INDEX);
 	json_buf_free(&b);
 	return ret;
 }
@@ -342,7 +343,7 @@ int oci_index_build(const struct oci_refs *r, struct oci_doc **docs, size_t *n)
 		if (ret)
 			goto fail;
 	}
-	ret = build_index(d, n_man, &d[n_man]);
+	ret = oci_index_doc(d, n_man, OCI_ARTIFACT_CHUNKS, &d[n_man]);
 	if (ret)
 		goto fail;
 	*docs = d;

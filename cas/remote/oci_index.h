@@ -76,6 +76,15 @@ struct oci_doc {
  */
 int oci_index_build(const struct oci_refs *r, struct oci_doc **docs, size_t *n);
 void oci_docs_free(struct oci_doc *docs, size_t n);
+/*
+ * The image index over n manifests (already built): its artifactType and that of manifests[0]
+ * are `artifact`, the others' OCI_ARTIFACT_CHUNKS (chunk manifests). -ENOMEM.
+ */
+int oci_index_doc(const struct oci_doc *manifests, size_t n, const char *artifact,
+		  struct oci_doc *doc);
+/* Hash the document in b and hand its bytes to doc (b is left empty). b's error, -ENOMEM. */
+struct json_buf;
+int oci_doc_finish(struct json_buf *b, struct oci_doc *doc, const char *media_type);
 
 /*
  * Parse a fetched document. An image index: the digests of its manifests are appended to
