@@ -92,6 +92,7 @@ bench: $(BUILD)/lazyblk $(LINKEM)
 	@LAZYBLK=$(abspath $(BUILD)/lazyblk) bench/mkfs.sh
 	@LAZYBLK=$(abspath $(BUILD)/lazyblk) bench/serve.sh
 	@LAZYBLK=$(abspath $(BUILD)/lazyblk) bench/remote.sh
+	@LAZYBLK=$(abspath $(BUILD)/lazyblk) bench/images.sh
 	@LAZYBLK=$(abspath $(BUILD)/lazyblk) bench/vmm.sh
 	@LAZYBLK=$(abspath $(BUILD)/lazyblk) bench/guest.sh
 
