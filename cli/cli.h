@@ -59,6 +59,11 @@ void cli_log_option(int c);
 void cli_note(void *arg, enum note_kind kind, const char *line);
 int cli_fail(int err, const char *why);
 /*
+ * An -o PATH a command is about to write (a new file renamed into place): 0, or 1 after one
+ * line when PATH is a directory, a device, a FIFO or a socket (common/fsutil.h).
+ */
+int cli_output_check(const char *path);
+/*
  * For a one-shot command that writes files (cli/interrupt.c): SIGINT and SIGTERM no longer
  * kill the process but set the flag returned, the library's cancel (non-zero: stop, clean
  * up, return -ECANCELED); a second signal kills. Call before the library starts threads.

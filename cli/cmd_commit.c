@@ -133,7 +133,11 @@ int cmd_commit(int argc, char **argv)
 		switch (c) {
 		case 'B': o.base_path = optarg; break;
 		case 's': o.store_dir = optarg; break;
-		case 'o': o.out_path = optarg; break;
+		case 'o':
+			if (cli_output_check(optarg))
+				return 1;
+			o.out_path = optarg;
+			break;
 		case 'F': o.flatten = true; break;
 		case 'L':
 			if (cli_parse_level(optarg, &o.level))

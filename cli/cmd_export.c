@@ -132,7 +132,11 @@ int cmd_export(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, ":s:o:hvqp", opts, NULL)) != -1) {
 		switch (c) {
 		case 's': o.src.store_dir = optarg; break;
-		case 'o': o.out_path = optarg; break;
+		case 'o':
+			if (cli_output_check(optarg))
+				return 1;
+			o.out_path = optarg;
+			break;
 		case 'M':
 			if (cli_parse_size("--mem-cache", optarg, 1, 1, UINT64_MAX, &v))
 				return EXIT_USAGE;

@@ -172,7 +172,11 @@ int cmd_import(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, ":s:o:j:hvqp", opts, NULL)) != -1) {
 		switch (c) {
 		case 's': o.store_dir = optarg; break;
-		case 'o': o.output = optarg; break;
+		case 'o':
+			if (cli_output_check(optarg))
+				return 1;
+			o.output = optarg;
+			break;
 		case 'I': o.init = true; break;
 		case 'C':
 			if (cli_parse_chunk_size(optarg, &o.chunk_size))

@@ -90,7 +90,11 @@ int cmd_initramfs(int argc, char **argv)
 		case O_ROOT: o.root_dev = optarg; break;
 		case O_GZIP: o.gzip = true; break;
 		case O_CACHE: o.cache_dir = optarg; break;
-		case 'o': out = optarg; break;
+		case 'o':
+			if (cli_output_check(optarg))
+				return 1;
+			out = optarg;
+			break;
 		CLI_LOG_CASES: cli_log_option(c); break;
 		case 'h':
 			fputs(initramfs_usage, stdout);

@@ -129,7 +129,11 @@ int cmd_mkfs(int argc, char **argv)
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":o:hvqp", opts, NULL)) != -1) {
 		switch (c) {
-		case 'o': out = optarg; break;
+		case 'o':
+			if (cli_output_check(optarg))
+				return 1;
+			out = optarg;
+			break;
 		case 'S':
 			if (cli_parse_size("--size", optarg, 1, 8u << 20, UINT64_MAX, &v))
 				return EXIT_USAGE;

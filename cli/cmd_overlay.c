@@ -158,7 +158,11 @@ int cmd_overlay(int argc, char **argv)
 	while ((c = getopt_long(argc - 1, argv + 1, ":l:o:hvqp", opts, NULL)) != -1) {
 		switch (c) {
 		case 'l': layout = optarg; break;
-		case 'o': out = optarg; break;
+		case 'o':
+			if (cli_output_check(optarg))
+				return 1;
+			out = optarg;
+			break;
 		case 'j': json = true; break;
 		CLI_LOG_CASES: cli_log_option(c); break;
 		case 'h': fputs(overlay_usage, stdout); return 0;

@@ -57,7 +57,11 @@ int cmd_repack(int argc, char **argv)
 		switch (c) {
 		case 'T': o.trace_path = optarg; break;
 		case 's': o.src.store_dir = optarg; break;
-		case 'o': o.out_path = optarg; break;
+		case 'o':
+			if (cli_output_check(optarg))
+				return 1;
+			o.out_path = optarg;
+			break;
 		case 'R': o.src.remote_url = optarg; break;
 		case 'C':
 			if (cli_parse_chunk_size(optarg, &o.chunk_size))

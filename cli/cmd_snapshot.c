@@ -191,7 +191,11 @@ int cmd_snapshot(int argc, char **argv)
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":o:hvqp", opts, NULL)) != -1) {
 		switch (c) {
-		case 'o': out = optarg; break;
+		case 'o':
+			if (cli_output_check(optarg))
+				return 1;
+			out = optarg;
+			break;
 		case O_SERVER: server = optarg; break;
 		CLI_LOG_CASES: cli_log_option(c); break;
 		case 'h': fputs(snapshot_usage, stdout); return 0;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/fsutil.h"
 #include "../common/log.h"
 #include "../blkd/disk/disk.h"
 #include "../blkd/engine/engine.h"
@@ -48,6 +49,19 @@ int cli_fail(int err, const char *why)
 	if (err && why[0])
 		log_error("%s", why);
 	return err;
+}
+
+int cli_output_check(const char *path)
+{
+	int ret = fs_output_check(path);
+
+	if (ret == -EEXIST)
+		log_error("%s: not a regular file (the output is written as a new file and renamed "
+			  "into place: it never replaces a directory, a device, a FIFO or a socket)",
+			  path);
+	else if (ret)
+		log_error("%s: %s", path, strerror(-ret));
+	return ret ? 1 : 0;
 }
 
 int cli_bad_option(const char *cmd, char **argv, int c)

@@ -228,6 +228,24 @@ int fs_fsync_dir(const char *dir)
 	return ret;
 }
 
+int fs_output_check(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	return S_ISREG(st.st_mode) || S_ISLNK(st.st_mode) ? 0 : -EEXIST;
+}
+
+int fs_rename_output(const char *tmp, const char *path)
+{
+	int ret = fs_output_check(path);
+
+	if (!ret && rename(tmp, path) < 0)
+		ret = -errno;
+	return ret;
+}
+
 int fs_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode)
 {
 	char tmp[PATH_MAX], dir[PATH_MAX];
@@ -245,8 +263,8 @@ int fs_write_file_atomic(const char *path, const void *data, size_t len, mode_t 
 		ret = -errno;
 	if (close(fd) < 0 && !ret)
 		ret = -errno;
-	if (!ret && rename(tmp, path) < 0)
-		ret = -errno;
+	if (!ret)
+		ret = fs_rename_output(tmp, path);
 	if (ret) {
 		unlink(tmp);
 		return ret;

@@ -39,6 +39,15 @@ struct fs_map {
 int fs_map_file(const char *path, struct fs_map *m);
 int fs_map_fd(int fd, struct fs_map *m);
 void fs_unmap(struct fs_map *m);
+/*
+ * Whether a new file may be renamed over path: 0 if nothing is there, or a regular file or a
+ * symbolic link (the link is replaced, not its target); -EEXIST for a directory, a device,
+ * a FIFO or a socket (an atomic writer must never replace /dev/null or /dev/sdX with a file);
+ * another -errno if lstat fails otherwise.
+ */
+int fs_output_check(const char *path);
+/* rename(tmp, path) if fs_output_check(path) allows it: 0 or -errno. */
+int fs_rename_output(const char *tmp, const char *path);
 /* Atomic replace: PATH.tmp.XXXXXX, write, fsync, rename, fsync the directory. */
 int fs_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode);
 /* fsync the directory containing path (or path itself if dir=1). */

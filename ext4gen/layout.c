@@ -354,8 +354,8 @@ static int writer_commit(struct layout_writer *w, const uint8_t block[LAYOUT_BLO
 	if (close(w->fd) < 0 && !ret)
 		ret = -errno;
 	w->fd = -1;
-	if (!ret && rename(w->tmp, w->path) < 0)
-		ret = -errno;
+	if (!ret)
+		ret = fs_rename_output(w->tmp, w->path);
 	if (ret)
 		return ret;
 	w->finished = true;

@@ -237,13 +237,14 @@ static int apply_commit(struct apply *a, const char *path, const char **why)
 	}
 	if (!ret && lock_fd >= 0 && unlink(state_path) < 0)
 		ret = -errno;
-	if (!ret && rename(a->data_tmp, path) < 0)
-		ret = -errno;
+	if (!ret)
+		ret = fs_output_check(state_path);
+	if (!ret)
+		ret = fs_rename_output(a->data_tmp, path);
 	if (!ret) {
 		a->data_tmp[0] = 0;
-		if (rename(a->state_tmp, state_path) < 0)
-			ret = -errno;
-		else
+		ret = fs_rename_output(a->state_tmp, state_path);
+		if (!ret)
 			a->state_tmp[0] = 0;
 	}
 	if (!ret) {

@@ -396,8 +396,8 @@ int overlay_snapshot_end(struct overlay_snapshot *s, const char **why)
 	pthread_rwlock_unlock(&ov->io_lock);
 	if (!ret && (fchmod(s->fd, 0644) < 0 || fsync(s->fd) < 0))
 		ret = -errno;
-	if (!ret && rename(s->tmp, s->path) < 0)
-		ret = -errno;
+	if (!ret)
+		ret = fs_rename_output(s->tmp, s->path);
 	if (!ret) {
 		close(s->fd);
 		s->fd = -1;

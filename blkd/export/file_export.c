@@ -338,8 +338,12 @@ static int export_to(struct export_ctx *x)
 	}
 	if (close(x->fd) < 0 && !x->err)
 		export_fail_file(x, -errno, out);
-	if (!x->err && rename(tmp, out) < 0)
-		export_fail_file(x, -errno, out);
+	if (!x->err) {
+		int e = fs_rename_output(tmp, out);
+
+		if (e)
+			export_fail_file(x, e, out);
+	}
 	if (x->err) {
 		if (named)
 			unlink(tmp);

@@ -501,6 +501,35 @@ static void test_fs_write_read(void **state)
 	rm_rf(dir);
 }
 
+/* An atomic writer never renames over a directory, a FIFO or a socket (nor a device). */
+static void test_fs_output_check(void **state)
+{
+	char dir[] = "/tmp/lazyblk-test-out.XXXXXX", p[PATH_MAX], tmp[PATH_MAX];
+	struct stat st;
+	int fd;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	path_fmt(p, "%s/none", dir);
+	assert_int_equal(fs_output_check(p), 0);
+	path_fmt(p, "%s/fifo", dir);
+	assert_int_equal(mkfifo(p, 0600), 0);
+	assert_int_equal(fs_output_check(p), -EEXIST);
+	path_fmt(tmp, "%s/tmp", dir);
+	fd = open(tmp, O_CREAT | O_WRONLY, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(fs_rename_output(tmp, p), -EEXIST);
+	assert_int_equal(lstat(p, &st), 0);
+	assert_true(S_ISFIFO(st.st_mode));
+	assert_int_equal(fs_rename_output(tmp, dir), -EEXIST);
+	assert_int_equal(fs_output_check("/dev/null"), -EEXIST);
+	path_fmt(p, "%s/file", dir);
+	assert_int_equal(fs_rename_output(tmp, p), 0);
+	assert_int_equal(fs_output_check(p), 0);
+	rm_rf(dir);
+}
+
 static void test_fs_read_full_eof(void **state)
 {
 	char dir[PATH_MAX], p[PATH_MAX], buf[16];
@@ -1048,6 +1077,7 @@ int main(void)
 		cmocka_unit_test(test_json_field_bytes),
 		cmocka_unit_test(test_json_buf),
 		cmocka_unit_test(test_fs_write_read),
+		cmocka_unit_test(test_fs_output_check),
 		cmocka_unit_test(test_fs_read_full_eof),
 		cmocka_unit_test(test_fs_mkdir_p),
 		cmocka_unit_test(test_fs_dirname),

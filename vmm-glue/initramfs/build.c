@@ -256,8 +256,12 @@ static int cpio_store(struct build *b, const char *path)
 	rc = image_write(o, fd, &b->m, b->bb.data, b->bb.len, &b->f);
 	if (!rc && (fchmod(fd, 0644) || fsync(fd)))
 		rc = initramfs_fail(o, -errno, "%s: %s", tmp, strerror(errno));
-	if (!rc && rename(tmp, path))
-		rc = initramfs_fail(o, -errno, "%s: %s", path, strerror(errno));
+	if (!rc) {
+		int e = fs_rename_output(tmp, path);
+
+		if (e)
+			rc = initramfs_fail(o, e, "%s: %s", path, strerror(-e));
+	}
 	if (rc)
 		unlink(tmp);
 	close(fd);
