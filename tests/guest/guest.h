@@ -105,5 +105,11 @@ uint64_t parse_u64(const char *s, const char **end);
 
 /* ---- vblk.c */
 void vblk_tests(const struct mmio_dev *d);
+/* count mode: initialize the device quietly; one 512-byte write (the status byte) */
+bool vblk_open(const struct mmio_dev *d);
+int vblk_write_sector(uint64_t lba, const void *buf);
+
+/* ---- count.c */
+void count_run(const struct mmio_dev *d) __attribute__((noreturn));
 
 #endif

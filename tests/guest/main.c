@@ -91,6 +91,9 @@ void guest_main(void *info, unsigned long pvh)
 	else
 		check(match, "cmdline virtio_mmio.device", "%u entries, one for 0x%lx:%u", ncmd,
 		      blk->base, blk->irq);
+	char mode[16];
+	if (cmdline_get("testguest.mode", mode, sizeof(mode)) && !strncmp(mode, "count", 6))
+		count_run(blk);
 	if (mmio_r32(blk->base + 4) == 2)
 		vblk_tests(blk);
 	finish();
