@@ -193,6 +193,9 @@ int cpu_create(struct kvm_vm *vm, unsigned id, unsigned ncpus, bool hw_virt, str
 	int ret;
 
 	memset(c, 0, sizeof(*c));
+	pthread_mutex_init(&c->park_lock, NULL);
+	pthread_cond_init(&c->park_cond, NULL);
+	c->park_init = true;
 	c->id = id;
 	c->hw_virt = hw_virt;
 	c->fd = ioctl(vm->vm_fd, KVM_CREATE_VCPU, (unsigned long)id);
@@ -388,6 +391,20 @@ static int cpu_handle_exit(struct vcpu *c)
 	return 0;
 }
 
+/* Out of KVM_RUN: wait while a park is asked for. */
+static void cpu_park_wait(struct vcpu *c)
+{
+	pthread_mutex_lock(&c->park_lock);
+	if (c->park_req) {
+		c->parked = true;
+		pthread_cond_broadcast(&c->park_cond);
+		while (c->park_req && !__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE))
+			pthread_cond_wait(&c->park_cond, &c->park_lock);
+		c->parked = false;
+	}
+	pthread_mutex_unlock(&c->park_lock);
+}
+
 static void *cpu_main(void *arg)
 {
 	struct vcpu *c = arg;
@@ -401,6 +418,7 @@ static void *cpu_main(void *arg)
 			if (errno == EINTR || errno == EAGAIN) {
 				__atomic_store_n(&c->run->immediate_exit, 0, __ATOMIC_RELAXED);
 				cpu_answer_kick(c);
+				cpu_park_wait(c);
 				continue;
 			}
 			log_error("vCPU %u: KVM_RUN: %s", c->id, strerror(errno));
@@ -410,7 +428,35 @@ static void *cpu_main(void *arg)
 		if (!cpu_handle_exit(c))
 			break;
 	}
+	pthread_mutex_lock(&c->park_lock);
+	c->exited = true;
+	pthread_cond_broadcast(&c->park_cond);
+	pthread_mutex_unlock(&c->park_lock);
 	return NULL;
+}
+
+void cpu_park(struct vcpu *c)
+{
+	if (!c->started)
+		return;
+	pthread_mutex_lock(&c->park_lock);
+	c->park_req = true;
+	pthread_mutex_unlock(&c->park_lock);
+	cpu_kick(c, 0);
+	pthread_mutex_lock(&c->park_lock);
+	while (!c->parked && !c->exited)
+		pthread_cond_wait(&c->park_cond, &c->park_lock);
+	pthread_mutex_unlock(&c->park_lock);
+}
+
+void cpu_unpark(struct vcpu *c)
+{
+	if (!c->park_init)
+		return;
+	pthread_mutex_lock(&c->park_lock);
+	c->park_req = false;
+	pthread_cond_broadcast(&c->park_cond);
+	pthread_mutex_unlock(&c->park_lock);
 }
 
 static void cpu_kick_handler(int sig)
@@ -459,6 +505,7 @@ void cpu_destroy(struct vcpu *c)
 {
 	if (c->started) {
 		__atomic_store_n(&c->stop, 1, __ATOMIC_RELEASE);
+		cpu_unpark(c);
 		cpu_kick(c, 0);
 		pthread_join(c->thread, NULL);
 		c->started = false;
@@ -469,4 +516,9 @@ void cpu_destroy(struct vcpu *c)
 		close(c->fd);
 	c->run = NULL;
 	c->fd = -1;
+	if (c->park_init) {
+		pthread_mutex_destroy(&c->park_lock);
+		pthread_cond_destroy(&c->park_cond);
+		c->park_init = false;
+	}
 }

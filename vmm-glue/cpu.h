@@ -51,6 +51,10 @@ struct vcpu {
 	int stop;               /* atomic */
 	unsigned kick_gen;      /* atomic: the last kick */
 	unsigned dead_gen;      /* atomic: the kick this vCPU answered "halted for good" to */
+	/* cpu_park(): the thread waits, out of KVM_RUN, while park_req is set */
+	pthread_mutex_t park_lock;
+	pthread_cond_t park_cond;
+	bool park_init, park_req, parked, exited;
 };
 
 /*
@@ -68,6 +72,14 @@ int cpu_start(struct vcpu *c, const struct cpu_bus *bus, char *why, size_t why_l
 /* Interrupt KVM_RUN; the thread answers by setting dead_gen = gen when halted for good. */
 void cpu_kick(struct vcpu *c, unsigned gen);
 bool cpu_dead(const struct vcpu *c, unsigned gen);
+/*
+ * Park: stop the vCPU at an instruction boundary (KVM_RUN interrupted with immediate_exit,
+ * which first completes a pending port or MMIO access) and keep its thread out of KVM_RUN
+ * until cpu_unpark(); returns once it is parked (at once if its thread is not running).
+ * The vCPU's state can then be read and written from any thread (vm_state.c).
+ */
+void cpu_park(struct vcpu *c);
+void cpu_unpark(struct vcpu *c);
 /* Stop and join the thread, then close. */
 void cpu_destroy(struct vcpu *c);
 

@@ -150,6 +150,11 @@ static int kvm_ram_setup(struct kvm_vm *vm, const struct kvm_ram_opts *o, char *
 	void *p;
 	int e, ret;
 
+	if (o->map_file) {
+		if (o->hugepages)
+			return why_set(why, why_len, -EINVAL, "guest RAM from a file: no hugepages");
+		flags = MAP_PRIVATE | MAP_NORESERVE;
+	}
 	if (!o->size || o->size & 0xfff || (o->hugepages && o->size % HUGEPAGE_SIZE))
 		return why_set(why, why_len, -EINVAL, "guest RAM: bad size %llu (want a multiple "
 			       "of %s)", (unsigned long long)o->size,
@@ -167,7 +172,7 @@ static int kvm_ram_setup(struct kvm_vm *vm, const struct kvm_ram_opts *o, char *
 	}
 	if (o->populate)
 		flags |= MAP_POPULATE;
-	p = mmap(NULL, o->size, PROT_READ | PROT_WRITE, flags, -1, 0);
+	p = mmap(NULL, o->size, PROT_READ | PROT_WRITE, flags, o->map_file ? o->fd : -1, 0);
 	if (p == MAP_FAILED) {
 		e = errno;
 		if (o->hugepages)

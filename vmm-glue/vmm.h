@@ -16,6 +16,9 @@
 #include "../blkd/virtio/virtio_blk.h"
 #include "boot.h"
 
+struct blkd_engine;
+struct vm_snapshot;
+
 #define VMM_MAX_DISKS 19   /* GSIs 5..23 of the IOAPIC */
 
 struct vmm_opts {
@@ -45,7 +48,23 @@ struct vmm_opts {
 	 */
 	int (*before_start)(void *arg);
 	void *before_start_arg;
+	/*
+	 * VM snapshots (vm_snapshot.h). image: the engine of disks[0] when it is the image
+	 * (its layout names the disk, its overlay becomes disk.delta), else NULL.
+	 * restore: boot nothing, resume this snapshot (vm_snapshot_open; borrowed): RAM from
+	 * its ram file, mem and ncpus from it (0 here, or the same values), kernel NULL or the
+	 * same file, the same disks.
+	 * snapshot_req/snapshot_dir: a test hook until the control socket's `snapshot`
+	 * (lazyblk run's hidden --snapshot-on-signal): when *snapshot_req (atomic) is set, the
+	 * VM is paused, written to snapshot_dir, and resumed; the flag is cleared, the outcome
+	 * is a note (notice, or a warning with why).
+	 */
+	struct blkd_engine *image;
+	struct vm_snapshot *restore;
+	int *snapshot_req;
+	const char *snapshot_dir;
 };
+
 
 /*
  * Runs the VM to its end. 0 and *status = the exit status the guest wrote to port 0x441
