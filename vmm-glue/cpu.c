@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../common/log.h"
@@ -435,18 +436,33 @@ static void *cpu_main(void *arg)
 	return NULL;
 }
 
-void cpu_park(struct vcpu *c)
+int cpu_park(struct vcpu *c, unsigned timeout_ms)
 {
+	struct timespec t;
+	int ret = 0;
+
 	if (!c->started)
-		return;
+		return 0;
+	clock_gettime(CLOCK_REALTIME, &t);
+	t.tv_sec += timeout_ms / 1000;
+	t.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (t.tv_nsec >= 1000000000L) {
+		t.tv_sec++;
+		t.tv_nsec -= 1000000000L;
+	}
 	pthread_mutex_lock(&c->park_lock);
 	c->park_req = true;
 	pthread_mutex_unlock(&c->park_lock);
 	cpu_kick(c, 0);
 	pthread_mutex_lock(&c->park_lock);
-	while (!c->parked && !c->exited)
-		pthread_cond_wait(&c->park_cond, &c->park_lock);
+	while (!c->parked && !c->exited && ret != ETIMEDOUT)
+		ret = pthread_cond_timedwait(&c->park_cond, &c->park_lock, &t);
+	if (!c->parked && !c->exited)
+		ret = -ETIMEDOUT;
+	else
+		ret = 0;
 	pthread_mutex_unlock(&c->park_lock);
+	return ret;
 }
 
 void cpu_unpark(struct vcpu *c)

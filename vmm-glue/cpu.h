@@ -75,10 +75,12 @@ bool cpu_dead(const struct vcpu *c, unsigned gen);
 /*
  * Park: stop the vCPU at an instruction boundary (KVM_RUN interrupted with immediate_exit,
  * which first completes a pending port or MMIO access) and keep its thread out of KVM_RUN
- * until cpu_unpark(); returns once it is parked (at once if its thread is not running).
+ * until cpu_unpark(); returns 0 once it is parked (at once if its thread is not running),
+ * or -ETIMEDOUT when it did not stop within timeout_ms (its thread is blocked in a device:
+ * console output nobody reads, a disk that does not answer): cpu_unpark() it then too.
  * The vCPU's state can then be read and written from any thread (vm_state.c).
  */
-void cpu_park(struct vcpu *c);
+int cpu_park(struct vcpu *c, unsigned timeout_ms);
 void cpu_unpark(struct vcpu *c);
 /* Stop and join the thread, then close. */
 void cpu_destroy(struct vcpu *c);

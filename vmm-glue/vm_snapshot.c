@@ -263,6 +263,8 @@ static int snap_names(const struct vm_parts *p, const char *dir, struct vmsnap_h
 			       strerror(-ret));
 	if (p->kernel && (ret = snap_file_sha(p->kernel, h->kernel_sha, why, why_len)))
 		return ret;
+	if (!p->kernel && p->kernel_sha)
+		memcpy(h->kernel_sha, p->kernel_sha, SHA256_LEN);
 	if (!p->image)
 		return 0;
 	h->flags |= VMSNAP_F_LAYOUT;
@@ -460,6 +462,7 @@ int vm_snapshot_open(const char *dir, struct vm_snapshot **out, char *why, size_
 		.has_layout = s->h.flags & VMSNAP_F_LAYOUT, .ram_pages = s->h.ram_pages,
 	};
 	memcpy(s->info.layout_digest, s->h.layout_digest, SHA256_LEN);
+	memcpy(s->info.kernel_sha, s->h.kernel_sha, SHA256_LEN);
 	*out = s;
 	return 0;
 }

@@ -46,6 +46,7 @@ struct vm_parts {
 	struct serial *serial;
 	int *exit_status;                /* port 0x441's value, -1: none yet */
 	const char *kernel;              /* its sha256 names it (NULL: no check on restore) */
+	const uint8_t *kernel_sha;       /* without kernel: the sha256 to record (a restored VM) */
 	struct blkd_engine *image;       /* the image disk: its layout, its overlay; or NULL */
 	const struct note_sink *notes;
 };
@@ -59,6 +60,7 @@ struct vm_snapshot_info {
 	bool has_delta;                  /* dir/disk.delta belongs to it */
 	bool has_layout;                 /* the first disk was an image: layout_digest */
 	uint8_t layout_digest[SHA256_LEN];
+	uint8_t kernel_sha[SHA256_LEN];  /* the kernel it booted */
 	uint64_t ram_pages;              /* pages written (not all zeros) */
 };
 

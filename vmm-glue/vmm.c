@@ -21,6 +21,7 @@
 #define VMM_LAPIC_ADDR 0xfee00000u
 #define VMM_TICK_NS 10000000L       /* halt check while the guest runs */
 #define VMM_TICK_FAST_NS 1000000L   /* after the guest wrote its exit status */
+#define VMM_PARK_MS 2000u           /* a vCPU that does not pause within it: no snapshot */
 
 struct vmm {
 	const struct vmm_opts *o;
@@ -234,6 +235,7 @@ static void vmm_parts(struct vmm *v, struct vm_parts *p)
 		.kvm = &v->vm, .cpus = v->cpus, .ncpus = v->ncpus, .vdev = v->vdev,
 		.ndev = v->ndev, .serial = v->serial, .exit_status = &v->status,
 		.kernel = v->o->kernel, .image = v->o->image, .notes = &v->o->notes,
+		.kernel_sha = v->o->restore ? vm_snapshot_info(v->o->restore)->kernel_sha : NULL,
 	};
 }
 
@@ -298,16 +300,21 @@ static void vmm_snapshot_hook(struct vmm *v)
 {
 	struct timespec t0;
 	char why[512];
-	int ret;
+	int ret = 0;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (unsigned i = 0; i < v->ncpus; i++)
-		cpu_park(&v->cpus[i]);
-	for (unsigned i = 0; i < v->ndev; i++)
-		virtio_mmio_quiesce(v->vdev[i]);
-	ret = vm_snapshot_save(v, v->o->snapshot_dir, why, sizeof(why));
-	for (unsigned i = 0; i < v->ndev; i++)
-		virtio_mmio_release(v->vdev[i]);
+	for (unsigned i = 0; i < v->ncpus && !ret; i++)
+		if (cpu_park(&v->cpus[i], VMM_PARK_MS))
+			ret = why_set(why, sizeof(why), -ETIMEDOUT, "vCPU %u did not pause within "
+				      "%u ms (blocked in a device: console output nobody reads?)",
+				      i, VMM_PARK_MS);
+	if (!ret) {
+		for (unsigned i = 0; i < v->ndev; i++)
+			virtio_mmio_quiesce(v->vdev[i]);
+		ret = vm_snapshot_save(v, v->o->snapshot_dir, why, sizeof(why));
+		for (unsigned i = 0; i < v->ndev; i++)
+			virtio_mmio_release(v->vdev[i]);
+	}
 	for (unsigned i = 0; i < v->ncpus; i++)
 		cpu_unpark(&v->cpus[i]);
 	if (ret)

@@ -10,9 +10,10 @@
 #  - two restores of the one snapshot at once, each with its own overlay: both count to
 #    the end independently, and while they run each maps the snapshot's ram file with
 #    pages shared with the other (smaps: Shared_Clean) and its own written pages private;
+#  - a snapshot of a restored VM restores too (--kernel checked against the first boot's);
 #  - hostile snapshots are refused with one line and never hang: truncated vm.state or
 #    ram, a flipped byte in the header, the state or the RAM, --mem of another size,
-#    another CPU model (signature changed, digests made right), another layout, crafted
+#    another CPU model (signature changed, digests made right), another layout or kernel, crafted
 #    vCPU state (CR0.PG without PE: KVM_SET_SREGS fails; MP state 99).
 . "$(dirname "$0")/lib/common.sh"
 
@@ -97,6 +98,25 @@ got=$(acked "$T/run1.log" | tr '\n' ' ')
 # the original's writes up to the snapshot (all below first) came with disk.delta
 check_disk "$T/ov1" $(acked "$T/run0.log" | awk -v f="$first" '$1 < f') $(acked "$T/run1.log")
 echo "ok: restore: counts on from $first (snapshot after $before) to $TO; every acknowledged write on the disk"
+
+# ---- 2b. a snapshot of a restored VM (a fork of a fork), restored with --kernel checked
+"$LAZYBLK" run "${IMG[@]}" --overlay "$T/ov4" --restore "$T/snap" --kernel "$GUEST" \
+  --snapshot-on-signal "$T/snap2" >"$T/run4.log" 2>"$T/run4.err" </dev/null &
+pid=$!
+wait_for "$T/run4.log" "acked" 60 ||
+  { kill $pid 2>/dev/null || true; die "restore with --kernel: $(cat "$T/run4.err")"; }
+before2=$(acked "$T/run4.log" | tail -n 1)
+kill -USR2 $pid
+wait_for "$T/run4.err" "snapshot .* written" 30 ||
+  { kill $pid 2>/dev/null || true; die "no snapshot of the restored VM: $(cat "$T/run4.err")"; }
+timeout 120 tail --pid=$pid -f /dev/null || true
+wait $pid || die "the restored, snapshotted run failed: $(cat "$T/run4.err")"
+timeout 120 "$LAZYBLK" run "${IMG[@]}" --overlay "$T/ov5" --restore "$T/snap2" --kernel "$GUEST" \
+  >"$T/run5.log" 2>"$T/run5.err" </dev/null || die "restore of snap2 failed: $(cat "$T/run5.err")"
+first2=$(acked "$T/run5.log" | head -n 1)
+[ -n "$first2" ] && [ "$first2" -gt "$before2" ] && grep -q "count done $TO" "$T/run5.log" ||
+  die "second-generation restore: starts at '$first2' (snapshot after $before2)"
+echo "ok: snapshot of a restored VM: its restore counts on from $first2 (snapshot after $before2)"
 
 # ---- 3. two restores at once, separate overlays: independent, RAM pages shared
 pids=()
@@ -192,6 +212,11 @@ expect_error "another layout" "another image layout" -- timeout 60 "$LAZYBLK" ru
   "$T/img2.layout" --store "$T/store" --overlay "$T/hov3" --restore "$T/snap" </dev/null
 expect_error "overlay exists" "exists" -- timeout 60 "$LAZYBLK" run "${IMG[@]}" \
   --overlay "$T/ov1" --restore "$T/snap" </dev/null
+cp "$GUEST" "$T/other.elf"
+printf 'x' >>"$T/other.elf"
+expect_error "another kernel" "not the kernel the snapshot was taken with" -- timeout 60 \
+  "$LAZYBLK" run "${IMG[@]}" --overlay "$T/hov4" --restore "$T/snap" --kernel "$T/other.elf" \
+  </dev/null
 expect_error "no image given" "the snapshot's VM has 1" -- timeout 60 "$LAZYBLK" run --restore "$T/snap" \
   </dev/null
-echo "ok: $((n + 4)) hostile or mismatched restores refused"
+echo "ok: $((n + 5)) hostile or mismatched restores refused"
