@@ -7,6 +7,8 @@
 #include <string.h>
 #include <sys/ioctl.h>
 
+#define VMST_XSAVE_MIN_BUF (64u << 10)   /* larger than any KVM_CAP_XSAVE2 size */
+
 struct vmst_rec {
 	uint32_t tag, index, len, zero;
 };
@@ -284,7 +286,8 @@ int vm_state_cpu_load(const struct vcpu *c, struct vm_state_rd *r, const struct 
 		ret = vm_state_take(r, VMST_XSAVE, c->id, sizeof(struct kvm_xsave),
 				    VMST_RECORD_MAX, &d, &len, "XSAVE", why, why_len);
 	if (!ret) {
-		xs = calloc(1, len);
+		/* KVM reads as many bytes as its XSAVE area has: never past the buffer */
+		xs = calloc(1, len > VMST_XSAVE_MIN_BUF ? len : VMST_XSAVE_MIN_BUF);
 		if (!xs)
 			return why_set(why, why_len, -ENOMEM, "out of memory");
 		memcpy(xs, d, len);
