@@ -15,12 +15,15 @@
 #include <unistd.h>
 
 #include "../blkd/engine/engine.h"
+#include "../blkd/engine/overlay.h"
 #include "../blkd/disk/disk.h"
 #include "../common/clock.h"
 #include "../common/log.h"
 #include "../common/size.h"
+#include "../ext4gen/layout.h"
 #include "../vmm-glue/cpu.h"
 #include "../vmm-glue/initramfs.h"
+#include "../vmm-glue/vm_snapshot.h"
 #include "../vmm-glue/vmm.h"
 #include "cli.h"
 #include "confine_opts.h"
@@ -38,6 +41,8 @@ static const char run_usage[] =
 	"            [--prefetch TRACE] [--prefetch-all] [--no-check]\n"
 	"            [--user USER[:GROUP]] [--seccomp] [--control SOCK] [-- CMD ...]\n"
 	"       lazyblk run --kernel FILE [--disk FILE[,ro]]... [options]   (no image)\n"
+	"       lazyblk run [IMAGE.layout --store DIR] [--disk FILE]... --restore SNAPDIR\n"
+	"            [--overlay NEW] [--kernel FILE] [options]   (resume a VM snapshot)\n"
 	"\n"
 	"Boot a micro-VM in this process (KVM): the image is its root disk /dev/vda over\n"
 	"virtio-blk, read lazily from the store (and the remote) and written to the overlay;\n"
@@ -80,6 +85,12 @@ static const char run_usage[] =
 	"      --no-check          boot without checking that the image's first chunks are in\n"
 	"                          the store (with --remote: that the remote answers for one,\n"
 	"                          and that an oci:// tag exists)\n"
+	"      --restore SNAPDIR   resume the VM snapshot in SNAPDIR instead of booting: its\n"
+	"                          RAM is mapped copy-on-write from SNAPDIR/ram, every vCPU\n"
+	"                          and device goes on where it was; give the same image and\n"
+	"                          disks, and --overlay NEW (a new file) for its disk delta;\n"
+	"                          --kernel, --mem, --cpus, if given, must be the snapshot's\n"
+	"                          (docs/run.md, \"Snapshots and restore\")\n"
 	CLI_CONFINE_HELP("once the VM is set up, before the first vCPU runs,")
 	"      --control SOCK      answer requests on the unix socket SOCK while the VM runs:\n"
 	"                          pause, resume, stats (JSON: vCPU exits, disk statistics),\n"
@@ -107,6 +118,8 @@ struct run_args {
 	const char *modules;    /* the kernel's modules directory for the initramfs */
 	const char *stats_json; /* the image disk's statistics at exit */
 	struct cli_confine cf;  /* --user, --seccomp */
+	const char *restore;    /* --restore SNAPDIR */
+	bool mem_set, cpus_set;
 };
 
 /*
@@ -210,6 +223,51 @@ static int run_initramfs(struct run_args *a, char *path, size_t len)
 	return ret;
 }
 
+/*
+ * --restore: the snapshot opened and checked; its disk delta becomes the new --overlay
+ * (for the same layout) before the image is opened. 0, or 1 (said why).
+ */
+static int run_restore_open(struct run_args *a, struct vm_snapshot **snap)
+{
+	const struct vm_snapshot_info *si;
+	char why[PATH_MAX + 256], delta[PATH_MAX];
+	const char *lwhy = NULL;
+	struct layout *l = NULL;
+	int ret;
+
+	if (vm_snapshot_open(a->restore, snap, why, sizeof(why)))
+		return cli_fail(-EINVAL, why), 1;
+	si = vm_snapshot_info(*snap);
+	if (!a->layout)
+		return 0;   /* vmm_run refuses a snapshot that had an image */
+	ret = layout_open(a->layout, &l, &lwhy);
+	if (ret) {
+		log_error("%s: %s", a->layout, lwhy ? lwhy : strerror(-ret));
+		return 1;
+	}
+	ret = 1;
+	if (!si->has_layout || memcmp(l->digest, si->layout_digest, SHA256_LEN))
+		log_error("%s: taken with another image layout than %s", a->restore, a->layout);
+	else if (si->has_delta && !a->eo.overlay_path)
+		log_error("%s holds the disk's writes (disk.delta): give --overlay NEW, a new "
+			  "file", a->restore);
+	else if (si->has_delta && access(a->eo.overlay_path, F_OK) == 0)
+		log_error("--overlay %s exists: a restore starts a new overlay from the "
+			  "snapshot's disk delta", a->eo.overlay_path);
+	else
+		ret = 0;
+	if (!ret && si->has_delta) {
+		snprintf(delta, sizeof(delta), "%s/%s", a->restore, VMSNAP_DELTA);
+		if (overlay_apply_delta(delta, a->eo.overlay_path, l->digest,
+					l->hdr.block_count * LAYOUT_BLOCK, &lwhy)) {
+			log_error("%s: %s", delta, lwhy ? lwhy : "cannot apply");
+			ret = 1;
+		}
+	}
+	layout_close(l);
+	return ret;
+}
+
 static int run_vm(struct run_args *a)
 {
 	struct disk disks[VMM_MAX_DISKS];
@@ -219,7 +277,11 @@ static int run_vm(struct run_args *a)
 	int ret, status = 0;
 
 	signal(SIGPIPE, SIG_IGN); /* a closed stdout must not kill the VM's disk writes */
-	if (a->layout && !a->vo.initrd) {
+	if (a->restore && run_restore_open(a, &a->vo.restore)) {
+		vm_snapshot_close(a->vo.restore);
+		return 1;
+	}
+	if (a->layout && !a->vo.initrd && !a->restore) {
 		if (run_initramfs(a, initrd, sizeof(initrd)))
 			return 1;
 		a->vo.initrd = initrd;
@@ -230,6 +292,7 @@ static int run_vm(struct run_args *a)
 
 		a->vo.disks = disks;
 		a->vo.ndisks = n;
+		a->vo.image = e;
 		a->vo.notes = CLI_NOTES;
 		if (a->cf.drop || a->cf.seccomp) {
 			a->vo.before_start = run_confine;
@@ -257,14 +320,19 @@ static int run_vm(struct run_args *a)
 		}
 		blkd_engine_close(e);
 	}
+	vm_snapshot_close(a->vo.restore);
 	return ret ? 1 : status;
 }
 
 /* The options taken together, after parsing: 0, or EXIT_USAGE with the error said. */
 static int run_check(const struct run_args *a, unsigned mib)
 {
-	if (!a->vo.kernel)
+	if (!a->vo.kernel && !a->restore)
 		return cli_usage_error("missing --kernel FILE (see lazyblk run --help)");
+	if (a->restore && (a->vo.initrd || a->vo.append || a->cmd_n || a->vo.hugepages ||
+			   a->vo.populate || a->modules))
+		return cli_usage_error("--restore resumes the VM as it was: no --initrd, "
+				       "--append, --modules, --hugepages, --populate or -- CMD");
 	if (a->layout && !a->eo.store_dir)
 		return cli_usage_error("missing --store DIR");
 	if (!a->layout && (a->eo.store_dir || a->eo.overlay_path || a->rem.url || a->stats_json ||
@@ -286,11 +354,24 @@ static int run_check(const struct run_args *a, unsigned mib)
 	return 0;
 }
 
+/* Everything after "--" is the guest's command, never options of ours: where it starts. */
+static int run_split_cmd(struct run_args *a, int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--")) {
+			a->cmd = argv + i + 1;
+			a->cmd_n = argc - i - 1;
+			return i;
+		}
+	}
+	return argc;
+}
+
 int cmd_run(int argc, char **argv)
 {
 	enum { O_OVERLAY = 256, O_INITRD, O_APPEND, O_CPUS, O_MEM, O_DISK, O_HUGE, O_POP,
 	       O_BOOT, O_CACHE, O_MANIFEST, O_JSON, O_MODULES, O_NO_CHECK, O_USER, O_SECCOMP,
-	       O_CONTROL };
+	       O_CONTROL, O_RESTORE };
 	static const struct option opts[] = {
 		{ "store", required_argument, NULL, 's' },
 		{ "overlay", required_argument, NULL, O_OVERLAY },
@@ -311,6 +392,7 @@ int cmd_run(int argc, char **argv)
 		{ "user", required_argument, NULL, O_USER },
 		{ "seccomp", no_argument, NULL, O_SECCOMP },
 		{ "control", required_argument, NULL, O_CONTROL },
+		{ "restore", required_argument, NULL, O_RESTORE },
 		CLI_REMOTE_OPTIONS,
 		CLI_TRACE_OPTIONS,
 		CLI_LOG_OPTIONS,
@@ -321,18 +403,10 @@ int cmd_run(int argc, char **argv)
 				.in_fd = STDIN_FILENO, .out_fd = STDOUT_FILENO } };
 	unsigned mib = RUN_MEM_DEFAULT_MIB;
 	uint64_t mem;
-	int c, r, nopt = argc;
+	int c, r, nopt;
 
 	clock_gettime(CLOCK_MONOTONIC, &a.vo.t0);
-	/* everything after "--" is the guest's command, never options of ours */
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--")) {
-			nopt = i;
-			a.cmd = argv + i + 1;
-			a.cmd_n = argc - i - 1;
-			break;
-		}
-	}
+	nopt = run_split_cmd(&a, argc, argv);
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(nopt, argv, ":s:k:hvqp", opts, NULL)) != -1) {
@@ -345,6 +419,7 @@ int cmd_run(int argc, char **argv)
 		case O_CPUS:
 			if (parse_uint(optarg, 1, CPU_MAX, &a.vo.ncpus))
 				return cli_usage_error("bad --cpus '%s' (want 1..%u)", optarg, CPU_MAX);
+			a.cpus_set = true;
 			break;
 		case O_MEM:
 			if (cli_parse_size("--mem", optarg, 1u << 20, (uint64_t)RUN_MEM_MIN_MIB << 20,
@@ -354,6 +429,7 @@ int cmd_run(int argc, char **argv)
 				return cli_usage_error("--mem: '%s' is not a whole number of MiB",
 						       optarg);
 			mib = (unsigned)(mem >> 20);
+			a.mem_set = true;
 			break;
 		case O_DISK:
 			if (a.ndisk_arg >= VMM_MAX_DISKS - 1)
@@ -385,6 +461,7 @@ int cmd_run(int argc, char **argv)
 			break;
 		case O_SECCOMP: a.cf.seccomp = true; break;
 		case O_CONTROL: a.vo.control = optarg; break;
+		case O_RESTORE: a.restore = optarg; break;
 		case 'h': printf(run_usage, cli_remote_help, cli_trace_help); return 0;
 		default:
 			if (cli_serving_option("run", argv, &a.tr, &a.rem, c, optarg) <= 0)
@@ -397,7 +474,9 @@ int cmd_run(int argc, char **argv)
 		return cli_usage_error("unexpected argument '%s'", argv[optind + 1]);
 	if (run_check(&a, mib))
 		return EXIT_USAGE;
-	a.vo.mem = (uint64_t)mib << 20;
+	/* with --restore and no --mem or --cpus: the snapshot's */
+	a.vo.mem = a.restore && !a.mem_set ? 0 : (uint64_t)mib << 20;
+	a.vo.ncpus = a.restore && !a.cpus_set ? 0 : a.vo.ncpus;
 	cli_remote_to_engine(&a.rem, &a.eo);
 	a.tr.manifest = a.manifest;
 	if (a.layout && cli_trace_to_engine(&a.tr, a.layout, &a.eo))

@@ -49,4 +49,10 @@ struct vm {
 	struct vm_control *ctl;     /* --control (NULL: none) */
 };
 
+/*
+ * Write a snapshot of vm, paused by the caller (vmm_pause), into dir (which must not
+ * exist): vm_snapshot.h. 0, or -errno with one line in why.
+ */
+int vm_snapshot_save(struct vm *vm, const char *dir, char *why, size_t why_len);
+
 #endif

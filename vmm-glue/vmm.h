@@ -17,6 +17,9 @@
 #include "../blkd/virtio/virtio_blk.h"
 #include "boot.h"
 
+struct blkd_engine;
+struct vm_snapshot;
+
 #define VMM_MAX_DISKS 19   /* GSIs 5..23 of the IOAPIC */
 
 struct vmm_opts {
@@ -47,9 +50,18 @@ struct vmm_opts {
 	int (*before_start)(void *arg);
 	void *before_start_arg;
 	/*
+	 * VM snapshots (vm_snapshot.h). image: the engine of disks[0] when it is the image
+	 * (its layout names the disk, its overlay becomes disk.delta), else NULL.
+	 * restore: boot nothing, resume this snapshot (vm_snapshot_open; borrowed): RAM from
+	 * its ram file, mem and ncpus from it (0 here, or the same values), kernel NULL or the
+	 * same file, the same disks.
+	 */
+	struct blkd_engine *image;
+	struct vm_snapshot *restore;
+	/*
 	 * The control socket (vm_control.h): a unix socket PATH, listened on before
-	 * before_start and the first vCPU, closed before the VM is torn down. Its errors are logged where they happen
-	 * (it is a server). NULL: none.
+	 * before_start and the first vCPU, closed before the VM is torn down. Its errors are
+	 * logged where they happen (it is a server). NULL: none.
 	 */
 	const char *control;
 };
