@@ -146,6 +146,7 @@ static int vmm_acpi(struct vm *v, uint64_t *rsdp)
 		.devs = devs,
 		.ndevs = v->o->ndisks,
 		.vmgenid_addr = BOOT_VMGENID_ADDR,
+		.vmgenid_gsi = BOOT_VMGENID_GSI,
 	};
 	uint8_t *buf = vm_ram_ptr(&v->vm.ram, BOOT_ACPI_ADDR, BOOT_ACPI_MAX);
 	size_t used;
@@ -269,7 +270,15 @@ static int vmm_cpus(struct vm *v, bool hw_virt)
 	}
 	if (v->o->restore) {
 		vmm_parts(v, &p);
-		return vm_snapshot_apply(v->o->restore, &p, v->reason, v->reason_len);
+		ret = vm_snapshot_apply(v->o->restore, &p, v->reason, v->reason_len);
+		/* a clone is a new generation: a new ID, and the GED's edge tells the guest */
+		if (!ret)
+			ret = vmm_vmgenid(v);
+		if (!ret && (kvm_irq_line(v->vm.vm_fd, BOOT_VMGENID_GSI, 1) ||
+			     kvm_irq_line(v->vm.vm_fd, BOOT_VMGENID_GSI, 0)))
+			ret = why_set(v->reason, v->reason_len, -EIO, "VM generation ID: "
+				      "KVM_IRQ_LINE %u failed", BOOT_VMGENID_GSI);
+		return ret;
 	}
 	return cpu_boot_regs(&v->cpus[0], v->kernel.proto, v->kernel.entry, v->reason,
 			     v->reason_len);

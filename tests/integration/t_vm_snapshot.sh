@@ -137,7 +137,11 @@ grep -q "count done $TO" "$T/run1.log" || die "the restored run did not count to
 seq1=$(acked "$T/run1.log" | awk 'NR == 1 { print $2 }')
 { below_seq "$T/run0.log" "$seq1"; acked "$T/run1.log"; } >"$T/want1"
 check_disk "$T/ov1" "$T/want1"
-echo "ok: restore: counts on from $first (snapshot after $before) to $TO; $(wc -l <"$T/want1") acknowledged records on the disk"
+g0=$(genid "$T/run0.log" | tail -n 1)
+g1=$(genid "$T/run1.log" | tail -n 1)
+[ -n "$g0" ] && [ -n "$g1" ] && [ "$g0" != "$g1" ] ||
+  die "the restored guest's VM generation ID is '$g1' (the snapshot's '$g0')"
+echo "ok: restore: counts on from $first (snapshot after $before) to $TO; $(wc -l <"$T/want1") acknowledged records on the disk; VM generation ID $g0 -> $g1"
 
 # ---- 2b. a snapshot of a restored VM (a fork of a fork), restored with --kernel checked
 snap_run run4 "$T/snap2" --overlay "$T/ov4" --restore "$T/snap" --kernel "$GUEST"
@@ -184,7 +188,11 @@ for i in 2 3; do
   { below_seq "$T/run0.log" "$seq1"; acked "$T/run$i.log"; } >"$T/want$i"
   check_disk "$T/ov$i" "$T/want$i"
 done
-echo "ok: two restores of one snapshot ran to $TO independently"
+g2=$(genid "$T/run2.log" | tail -n 1)
+g3=$(genid "$T/run3.log" | tail -n 1)
+[ -n "$g2" ] && [ "$g2" != "$g3" ] && [ "$g2" != "$g0" ] && [ "$g3" != "$g0" ] ||
+  die "two restores of one snapshot: VM generation IDs $g2 and $g3 (the snapshot's $g0)"
+echo "ok: two restores of one snapshot ran to $TO independently, VM generation IDs $g2 and $g3"
 
 # ---- 4. hostile snapshots: one line each, no hang
 # fixsum DIR: make vm.state's digests right again after an edit (state, then header)
