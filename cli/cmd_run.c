@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../blkd/engine/engine.h"
@@ -94,8 +95,10 @@ static const char run_usage[] =
 	CLI_CONFINE_HELP("once the VM is set up, before the first vCPU runs,")
 	"      --control SOCK      answer requests on the unix socket SOCK while the VM runs:\n"
 	"                          pause, resume, stats (JSON: vCPU exits, disk statistics),\n"
-	"                          snapshot DIR, snapshot-disk DELTA_PATH, flush (one line\n"
-	"                          each; see docs/run.md, \"Controlling a running VM\")\n"
+	"                          snapshot DIR, upgrade [BINARY] (live upgrade: the VM goes\n"
+	"                          on in BINARY, same process), snapshot-disk DELTA_PATH,\n"
+	"                          flush (one line each; see docs/run.md, \"Controlling a\n"
+	"                          running VM\")\n"
 	"  -- CMD ...              the command the built initramfs runs in the image\n"
 	"%s"
 	"%s"
@@ -120,6 +123,9 @@ struct run_args {
 	struct cli_confine cf;  /* --user, --seccomp */
 	const char *restore;    /* --restore SNAPDIR */
 	bool mem_set, cpus_set;
+	const char *upgrade_arg;     /* --upgrade-fds (hidden): a live upgrade's new process */
+	struct vmm_handover resume;
+	char upgrade_fds[64];
 };
 
 /*
@@ -268,6 +274,89 @@ static int run_restore_open(struct run_args *a, struct vm_snapshot **snap)
 	return ret;
 }
 
+/* --upgrade-fds STATE,RAM,LISTEN,CLIENT: the fds a live upgrade handed over. */
+static int run_upgrade_fds(struct run_args *a, const char *arg)
+{
+	struct vmm_handover *h = &a->resume;
+	char end;
+
+	if (sscanf(arg, "%d,%d,%d,%d%c", &h->state_fd, &h->ram_fd, &h->listen_fd, &h->client_fd,
+		   &end) != 4 || h->state_fd < 0 || h->ram_fd < 0 || h->listen_fd < 0 ||
+	    h->client_fd < 0)
+		return cli_usage_error("bad --upgrade-fds '%s'", arg);
+	a->vo.resume = h;
+	return 0;
+}
+
+/* /proc/self/cmdline (its size is 0 to stat: read to the end). */
+static int run_cmdline(uint8_t **out, size_t *len)
+{
+	FILE *f = fopen("/proc/self/cmdline", "re");
+	uint8_t *b = f ? malloc(1u << 20) : NULL;
+
+	*len = b ? fread(b, 1, 1u << 20, f) : 0;
+	if (f)
+		fclose(f);
+	if (!*len || *len == 1u << 20) {
+		free(b);
+		return -EIO;
+	}
+	*out = b;
+	return 0;
+}
+
+/*
+ * vmm_opts.upgrade_exec: this process's command line (/proc/self/cmdline) with
+ * --upgrade-fds S,R,L,C after "run" (a previous one dropped), executed as binary.
+ * Returns only when the exec failed.
+ */
+static int run_upgrade_exec(void *arg, const char *binary, const struct vmm_handover *h,
+			    char *why, size_t why_len)
+{
+	struct run_args *a = arg;
+	bool skip = false, placed = false, guest = false;
+	uint8_t *buf = NULL;
+	char **argv;
+	size_t len, n = 0, cnt = 0;
+	int ret = run_cmdline(&buf, &len);
+
+	if (ret)
+		return why_set(why, why_len, ret, "upgrade: /proc/self/cmdline: %s", strerror(-ret));
+	for (size_t i = 0; i < len; i++)
+		cnt += !buf[i];
+	argv = calloc(cnt + 3, sizeof(*argv));
+	if (!argv) {
+		free(buf);
+		return why_set(why, why_len, -ENOMEM, "upgrade: out of memory");
+	}
+	snprintf(a->upgrade_fds, sizeof(a->upgrade_fds), "%d,%d,%d,%d", h->state_fd, h->ram_fd,
+		 h->listen_fd, h->client_fd);
+	for (size_t i = 0; i < len; i += strlen((char *)buf + i) + 1) {
+		char *w = (char *)buf + i;
+
+		if (skip) {
+			skip = false;
+			continue;
+		}
+		if (!guest && !strcmp(w, "--upgrade-fds")) {
+			skip = true;
+			continue;
+		}
+		guest |= placed && !strcmp(w, "--");
+		argv[n++] = w;
+		if (!placed && i && !strcmp(w, "run")) {
+			argv[n++] = "--upgrade-fds";
+			argv[n++] = a->upgrade_fds;
+			placed = true;
+		}
+	}
+	execv(binary, argv);
+	ret = -errno;
+	free(argv);
+	free(buf);
+	return why_set(why, why_len, ret, "upgrade: exec %s: %s", binary, strerror(-ret));
+}
+
 static int run_vm(struct run_args *a)
 {
 	struct disk disks[VMM_MAX_DISKS];
@@ -277,11 +366,17 @@ static int run_vm(struct run_args *a)
 	int ret, status = 0;
 
 	signal(SIGPIPE, SIG_IGN); /* a closed stdout must not kill the VM's disk writes */
+	if (a->vo.resume) {
+		/* the processes before this exec forked KVM reapers (kvm.h): no zombies */
+		signal(SIGCHLD, SIG_IGN);
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;
+	}
 	if (a->restore && run_restore_open(a, &a->vo.restore)) {
 		vm_snapshot_close(a->vo.restore);
 		return 1;
 	}
-	if (a->layout && !a->vo.initrd && !a->restore) {
+	if (a->layout && !a->vo.initrd && !a->restore && !a->vo.resume) {
 		if (run_initramfs(a, initrd, sizeof(initrd)))
 			return 1;
 		a->vo.initrd = initrd;
@@ -297,6 +392,9 @@ static int run_vm(struct run_args *a)
 		if (a->cf.drop || a->cf.seccomp) {
 			a->vo.before_start = run_confine;
 			a->vo.before_start_arg = a;
+		} else if (a->vo.control && !a->tr.record) {
+			a->vo.upgrade_exec = run_upgrade_exec;   /* the new one sets all up again */
+			a->vo.upgrade_arg = a;
 		}
 		ret = cli_fail(vmm_run(&a->vo, &status, why, sizeof(why)), why);
 	}
@@ -325,14 +423,19 @@ static int run_vm(struct run_args *a)
 }
 
 /* The options taken together, after parsing: 0, or EXIT_USAGE with the error said. */
-static int run_check(const struct run_args *a, unsigned mib)
+static int run_check(struct run_args *a, unsigned mib)
 {
+	if (a->upgrade_arg && run_upgrade_fds(a, a->upgrade_arg))
+		return EXIT_USAGE;
 	if (!a->vo.kernel && !a->restore)
 		return cli_usage_error("missing --kernel FILE (see lazyblk run --help)");
 	if (a->restore && (a->vo.initrd || a->vo.append || a->cmd_n || a->vo.hugepages ||
 			   a->vo.populate || a->modules))
 		return cli_usage_error("--restore resumes the VM as it was: no --initrd, "
 				       "--append, --modules, --hugepages, --populate or -- CMD");
+	if (a->vo.resume && (!a->vo.control || a->restore))
+		return cli_usage_error("--upgrade-fds is lazyblk's own (a live upgrade of a run "
+				       "with --control)");
 	if (a->layout && !a->eo.store_dir)
 		return cli_usage_error("missing --store DIR");
 	if (!a->layout && (a->eo.store_dir || a->eo.overlay_path || a->rem.url || a->stats_json ||
@@ -371,7 +474,7 @@ int cmd_run(int argc, char **argv)
 {
 	enum { O_OVERLAY = 256, O_INITRD, O_APPEND, O_CPUS, O_MEM, O_DISK, O_HUGE, O_POP,
 	       O_BOOT, O_CACHE, O_MANIFEST, O_JSON, O_MODULES, O_NO_CHECK, O_USER, O_SECCOMP,
-	       O_CONTROL, O_RESTORE };
+	       O_CONTROL, O_RESTORE, O_UPGRADE_FDS };
 	static const struct option opts[] = {
 		{ "store", required_argument, NULL, 's' },
 		{ "overlay", required_argument, NULL, O_OVERLAY },
@@ -393,6 +496,7 @@ int cmd_run(int argc, char **argv)
 		{ "seccomp", no_argument, NULL, O_SECCOMP },
 		{ "control", required_argument, NULL, O_CONTROL },
 		{ "restore", required_argument, NULL, O_RESTORE },
+		{ "upgrade-fds", required_argument, NULL, O_UPGRADE_FDS }, /* hidden: vm_upgrade.h */
 		CLI_REMOTE_OPTIONS,
 		CLI_TRACE_OPTIONS,
 		CLI_LOG_OPTIONS,
@@ -462,6 +566,7 @@ int cmd_run(int argc, char **argv)
 		case O_SECCOMP: a.cf.seccomp = true; break;
 		case O_CONTROL: a.vo.control = optarg; break;
 		case O_RESTORE: a.restore = optarg; break;
+		case O_UPGRADE_FDS: a.upgrade_arg = optarg; break;
 		case 'h': printf(run_usage, cli_remote_help, cli_trace_help); return 0;
 		default:
 			if (cli_serving_option("run", argv, &a.tr, &a.rem, c, optarg) <= 0)

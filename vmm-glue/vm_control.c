@@ -16,6 +16,7 @@
 #include "../common/log.h"
 #include "../common/why.h"
 #include "vm.h"
+#include "vm_upgrade.h"
 
 struct vm_control {
 	struct vm *vm;
@@ -77,6 +78,23 @@ static void vmc_snapshot(struct vm_control *c, int fd, const char *dir)
 	blkd_control_reply(fd, "ok %s", dir);
 }
 
+static void vmc_upgrade(struct vm_control *c, int fd, const char *binary)
+{
+	char why[512] = "";
+	int ret;
+
+	if (!*binary)
+		binary = "/proc/self/exe";
+	if (binary[0] != '/') {
+		blkd_control_reply(fd, "error BINARY must be absolute: %s", binary);
+		return;
+	}
+	ret = vm_upgrade(c->vm, binary, fd, why, sizeof(why));
+	/* only on failure: the new process answers a success */
+	log_warn("control: %s", *why ? why : strerror(-ret));
+	blkd_control_reply(fd, "error %s", *why ? why : strerror(-ret));
+}
+
 static bool vmc_request(void *ctx, int fd, const char *line)
 {
 	struct vm_control *c = ctx;
@@ -97,6 +115,8 @@ static bool vmc_request(void *ctx, int fd, const char *line)
 			blkd_control_reply(fd, "ok running");
 	} else if (!strcmp(line, "stats")) {
 		vmc_stats(c, fd);
+	} else if (!strcmp(line, "upgrade") || !strncmp(line, "upgrade ", 8)) {
+		vmc_upgrade(c, fd, line[7] ? line + 8 : "");
 	} else if (!strcmp(line, "snapshot") || !strncmp(line, "snapshot ", 9)) {
 		vmc_snapshot(c, fd, line[8] ? line + 9 : "");
 	} else {
@@ -118,16 +138,25 @@ int vm_control_start(struct vm *vm, const char *path, struct vm_control **out)
 	c->vm = vm;
 	c->ext = (struct blkd_control_ext){
 		.request = vmc_request, .ctx = c, .names = "pause, resume, stats, snapshot DIR, "
-		"snapshot-disk DELTA_PATH, flush or trace stop",
+		"upgrade [BINARY], snapshot-disk DELTA_PATH, flush or trace stop",
 	};
-	ret = blkd_control_start(vm->o->ndisks ? &vm->o->disks[0] : NULL, NULL, &c->ext, path,
-				 &c->ctl);
+	if (vm->o->resume)
+		ret = blkd_control_adopt(vm->o->ndisks ? &vm->o->disks[0] : NULL, NULL, &c->ext,
+					 path, vm->o->resume->listen_fd, &c->ctl);
+	else
+		ret = blkd_control_start(vm->o->ndisks ? &vm->o->disks[0] : NULL, NULL, &c->ext,
+					 path, &c->ctl);
 	if (ret) {
 		free(c);
 		return ret;
 	}
 	*out = c;
 	return 0;
+}
+
+int vm_control_listen_fd(struct vm_control *c)
+{
+	return blkd_control_listen_fd(c->ctl);
 }
 
 void vm_control_stop(struct vm_control *c)

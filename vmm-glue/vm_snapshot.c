@@ -190,9 +190,8 @@ static int snap_ram_write(const struct vm_ram *ram, int fd, struct vmsnap_header
 	return ret;
 }
 
-/* Every record: KVM's VM state, each vCPU's, the devices', the end. */
-static int snap_state(const struct vm_parts *p, struct vm_state_buf *b, char *why,
-		      size_t why_len)
+int vm_snapshot_state_save(const struct vm_parts *p, struct vm_state_buf *b, char *why,
+			   size_t why_len)
 {
 	struct virtio_mmio_state *vs;
 	struct serial_state ss;
@@ -337,7 +336,7 @@ int vm_snapshot_write(const struct vm_parts *p, const char *dir, char *why, size
 	if (ret)
 		why_set(why, why_len, ret, "%s: %s", path, strerror(-ret));
 	if (!ret)
-		ret = snap_state(p, &b, why, why_len);
+		ret = vm_snapshot_state_save(p, &b, why, why_len);
 	if (!ret)
 		ret = snap_names(p, dir, &h, why, why_len);
 	if (!ret)
@@ -515,7 +514,7 @@ int vm_snapshot_ram_verify(const struct vm_snapshot *s, const uint8_t *ram, char
 }
 
 /* The devices' records: UART, each virtio-mmio device, the exit status, the end. */
-static int snap_apply_devices(const struct vm_snapshot *s, struct vm_state_rd *r,
+static int snap_apply_devices(const char *what, struct vm_state_rd *r,
 			      const struct vm_parts *p, char *why, size_t why_len)
 {
 	struct virtio_mmio_state vs;
@@ -550,15 +549,15 @@ static int snap_apply_devices(const struct vm_snapshot *s, struct vm_state_rd *r
 		ret = vm_state_take(r, VMST_END, 0, 0, 0, &d, &len, "end", why, why_len);
 	}
 	if (!ret && r->off != r->len)
-		ret = why_set(why, why_len, -EINVAL, "%s/vm.state: %zu bytes after the end "
-			      "record", s->dir, r->len - r->off);
+		ret = why_set(why, why_len, -EINVAL, "%s: %zu bytes after the end record", what,
+			      r->len - r->off);
 	return ret;
 }
 
 int vm_snapshot_apply(const struct vm_snapshot *s, const struct vm_parts *p, char *why,
 		      size_t why_len)
 {
-	struct vm_state_rd r = { .p = s->file + VMSNAP_HDR, .len = s->file_len - VMSNAP_HDR };
+	char what[PATH_MAX + 16];
 	uint8_t d[SHA256_LEN];
 	int ret;
 
@@ -585,11 +584,21 @@ int vm_snapshot_apply(const struct vm_snapshot *s, const struct vm_parts *p, cha
 		return why_set(why, why_len, -EINVAL, "%s: taken with an image disk: give its "
 			       "IMAGE.layout", s->dir);
 	}
-	ret = vm_state_vm_load(p->kvm->vm_fd, &r, why, why_len);
+	snprintf(what, sizeof(what), "%s/vm.state", s->dir);
+	return vm_snapshot_state_load(s->file + VMSNAP_HDR, s->file_len - VMSNAP_HDR, p, what,
+				      why, why_len);
+}
+
+int vm_snapshot_state_load(const uint8_t *state, size_t len, const struct vm_parts *p,
+			   const char *what, char *why, size_t why_len)
+{
+	struct vm_state_rd r = { .p = state, .len = len };
+	int ret = vm_state_vm_load(p->kvm->vm_fd, &r, why, why_len);
+
 	for (unsigned i = 0; !ret && i < p->ncpus; i++)
 		ret = vm_state_cpu_load(&p->cpus[i], &r, p->notes, why, why_len);
 	if (!ret)
-		ret = snap_apply_devices(s, &r, p, why, why_len);
+		ret = snap_apply_devices(what, &r, p, why, why_len);
 	return ret;
 }
 

@@ -86,4 +86,15 @@ int vm_snapshot_apply(const struct vm_snapshot *s, const struct vm_parts *p, cha
 		      size_t why_len);
 void vm_snapshot_close(struct vm_snapshot *s);
 
+struct vm_state_buf;
+/*
+ * The state records alone (what vm.state holds after its header) of a paused VM, and
+ * back into a new one (what: the name in messages). Live upgrade (vm_upgrade.c) hands them
+ * over in a memfd.
+ */
+int vm_snapshot_state_save(const struct vm_parts *p, struct vm_state_buf *b, char *why,
+			   size_t why_len);
+int vm_snapshot_state_load(const uint8_t *state, size_t len, const struct vm_parts *p,
+			   const char *what, char *why, size_t why_len);
+
 #endif

@@ -19,6 +19,7 @@
 #include "vm.h"
 #include "vm_control.h"
 #include "vm_snapshot.h"
+#include "vm_upgrade.h"
 
 #define VMM_IOAPIC_ADDR 0xfec00000u
 #define VMM_LAPIC_ADDR 0xfee00000u
@@ -247,7 +248,7 @@ static int vmm_devices(struct vm *v)
 	return 0;
 }
 
-static void vmm_parts(struct vm *v, struct vm_parts *p)
+void vmm_parts(struct vm *v, struct vm_parts *p)
 {
 	*p = (struct vm_parts){
 		.kvm = &v->vm, .cpus = v->cpus, .ncpus = v->ncpus, .vdev = v->vdev,
@@ -267,6 +268,11 @@ static int vmm_cpus(struct vm *v, bool hw_virt)
 				 v->reason, v->reason_len);
 		if (ret)
 			return ret;
+	}
+	if (v->up) {   /* a live upgrade: the same VM goes on */
+		vmm_parts(v, &p);
+		return vm_snapshot_state_load(v->up->state, v->up->state_len, &p, "upgrade state",
+					      v->reason, v->reason_len);
 	}
 	if (v->o->restore) {
 		vmm_parts(v, &p);
@@ -418,6 +424,29 @@ static int vmm_restore_machine(const struct vmm_opts *o, struct kvm_ram_opts *ro
 	return 0;
 }
 
+/* A live upgrade's new process: the machine the hand-over names, RAM its memfd. */
+static int vmm_resume_machine(const struct vmm_opts *o, struct kvm_ram_opts *ro,
+			      unsigned *ncpus, struct vm_upgrade_in *up, char *why,
+			      size_t why_len)
+{
+	int ret = vm_upgrade_open(o->resume, up, why, why_len);
+
+	if (ret)
+		return ret;
+	if (up->ndisks != o->ndisks || (o->mem && o->mem != up->mem_size) ||
+	    (o->ncpus && o->ncpus != up->ncpus))
+		return why_set(why, why_len, -EINVAL, "upgrade: the VM has %u disks, %u vCPUs and "
+			       "%llu MiB; this run %u, %u and %llu MiB", up->ndisks, up->ncpus,
+			       (unsigned long long)(up->mem_size >> 20), o->ndisks, o->ncpus,
+			       (unsigned long long)(o->mem >> 20));
+	ro->size = up->mem_size;
+	ro->adopt_fd = true;
+	ro->fd = o->resume->ram_fd;
+	ro->populate = false;
+	*ncpus = up->ncpus;
+	return 0;
+}
+
 /* RAM, then the boot (kernel and tables) or the snapshot's RAM checked, devices, vCPUs. */
 static int vmm_setup(struct vm *v, const struct kvm_ram_opts *ro, bool hw_virt)
 {
@@ -426,7 +455,7 @@ static int vmm_setup(struct vm *v, const struct kvm_ram_opts *ro, bool hw_virt)
 	if (!ret && v->o->restore)
 		ret = vm_snapshot_ram_verify(v->o->restore, v->vm.ram.map, v->reason,
 					     v->reason_len);
-	else if (!ret)
+	else if (!ret && !v->up)
 		ret = vmm_load(v);
 	if (!ret)
 		ret = vmm_devices(v);
@@ -439,6 +468,7 @@ int vmm_run(const struct vmm_opts *o, int *status, char *why, size_t why_len)
 {
 	struct kvm_ram_opts ro = { .size = o->mem, .hugepages = o->hugepages,
 				   .populate = o->populate };
+	struct vm_upgrade_in up = { 0 };
 	struct vm *v;
 	pthread_condattr_t ca;
 	bool hw_virt = kvm_hw_virt_present();
@@ -449,6 +479,10 @@ int vmm_run(const struct vmm_opts *o, int *status, char *why, size_t why_len)
 		why[0] = '\0';
 	if (o->restore && (ret = vmm_restore_machine(o, &ro, &ncpus, why, why_len)))
 		return ret;
+	if (o->resume && (ret = vmm_resume_machine(o, &ro, &ncpus, &up, why, why_len))) {
+		vm_upgrade_done(o->resume, &up, ret, why, &o->notes);
+		return ret;
+	}
 	if (!ncpus || ncpus > CPU_MAX || o->ndisks > VMM_MAX_DISKS)
 		return why_set(why, why_len, -EINVAL, "%u vCPUs and %u disks: at most %u and %u",
 			       ncpus, o->ndisks, CPU_MAX, VMM_MAX_DISKS);
@@ -459,6 +493,7 @@ int vmm_run(const struct vmm_opts *o, int *status, char *why, size_t why_len)
 	v->reason = why;
 	v->reason_len = why_len;
 	v->ncpus = ncpus;
+	v->up = o->resume ? &up : NULL;
 	v->status = -1;
 	v->vm.vm_fd = v->vm.sys_fd = v->vm.reaper_fd = -1;
 	pthread_mutex_init(&v->lock, NULL);
@@ -471,7 +506,7 @@ int vmm_run(const struct vmm_opts *o, int *status, char *why, size_t why_len)
 				   .end = vmm_cpu_end, .report = vmm_cpu_report };
 
 	ret = vmm_setup(v, &ro, hw_virt);
-	if (!ret && !hw_virt)
+	if (!ret && !hw_virt && !o->resume)
 		note_emit(&o->notes, NOTE_NOTICE, "no hardware virtualization (no vmx/svm in "
 			  "/proc/cpuinfo): KVM here is a software implementation; a Linux guest "
 			  "will be very slow (minutes; console=ttyS0 shows its progress)");
@@ -484,12 +519,14 @@ int vmm_run(const struct vmm_opts *o, int *status, char *why, size_t why_len)
 		ret = -EPERM; /* it said why */
 	if (!ret)
 		note_emit(&o->notes, NOTE_INFO, "%s %u vCPU%s at %.1f ms",
-			  o->restore ? "resuming" : "starting", v->ncpus, v->ncpus == 1 ? "" : "s",
+			  o->restore || o->resume ? "resuming" : "starting", v->ncpus, v->ncpus == 1 ? "" : "s",
 			  clock_ms_since(&o->t0));
 	for (unsigned i = 0; !ret && i < v->ncpus; i++)
 		ret = cpu_start(&v->cpus[i], &v->bus, why, why_len);
 	if (!ret)
 		__atomic_store_n(&v->running, true, __ATOMIC_SEQ_CST); /* vmm_pause may park them */
+	if (o->resume)
+		vm_upgrade_done(o->resume, &up, ret, why, &o->notes);
 	if (ret) {
 		vmm_end(v, CPU_END_ERROR);
 	} else {

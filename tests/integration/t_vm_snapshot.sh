@@ -72,7 +72,7 @@ PY
 
 # counts LOG: the counts printed; acked LOG: "seq S count N" of each acknowledged record;
 # genid LOG: the VM generation IDs the guest printed
-counts() { tr -d '\r' <"$1" | sed -n 's/^guest: count \([0-9][0-9]*\)$/\1/p'; }
+counts() { sed -n 's/^guest: count \([0-9][0-9]*\)\r$/\1/p' "$1"; }
 acked() { tr -d '\r' <"$1" | sed -n 's/^guest: count-disk: \(seq [0-9]* count [0-9]*\) ok$/\1/p'; }
 genid() { tr -d '\r' <"$1" | sed -n 's/^guest: vmgenid: \([0-9a-f]\{32\}\) at .*/\1/p'; }
 
