@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <linux/kvm.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -21,10 +22,12 @@
 #include "vm_state.h"
 
 #define VMSNAP_MAGIC "LZBKVMSN"
-#define VMSNAP_VERSION 1u
+#define VMSNAP_VERSION 2u
 #define VMSNAP_HDR 512u
 #define VMSNAP_PAGE 4096u
 #define VMSNAP_RUN (256u * VMSNAP_PAGE)   /* RAM written in runs of up to 1 MiB */
+#define VMSNAP_REGION (2ull << 20)         /* the RAM digest is made of one per 2 MiB */
+#define VMSNAP_THREADS 8u                  /* at most, to hash the regions */
 #define VMSNAP_STATE_MAX (64u << 20)
 #define VMSNAP_F_DELTA 1u
 #define VMSNAP_F_LAYOUT 2u
@@ -44,7 +47,7 @@ struct vmsnap_header {
 	uint64_t state_len;           /* bytes of records after the header */
 	uint8_t state_sha[SHA256_LEN];
 	uint64_t ram_pages;           /* pages written */
-	uint8_t ram_sha[SHA256_LEN];  /* over (le64 page index, page) of every page written */
+	uint8_t ram_sha[SHA256_LEN];  /* over the 2 MiB regions' digests (ram_digest) */
 	uint8_t delta_sha[SHA256_LEN];/* the delta's own trailing sha256 */
 	uint8_t reserved[168];
 	uint8_t header_sha[SHA256_LEN];  /* of the 480 bytes before */
@@ -159,34 +162,119 @@ static int ram_hash_page(struct sha256_ctx *c, uint64_t idx, const uint8_t *p)
 }
 
 /* dir/ram: the pages that are not all zeros, in runs; holes elsewhere. */
-static int snap_ram_write(const struct vm_ram *ram, int fd, struct vmsnap_header *h)
+static int snap_ram_write(const struct vm_ram *ram, int fd)
 {
 	uint64_t pages = ram->size / VMSNAP_PAGE, run = 0, run_len = 0;
-	struct sha256_ctx *c = sha256_new();
-	int ret = c ? 0 : -ENOMEM;
+	int ret = 0;
 
-	if (!ret && ftruncate(fd, (off_t)ram->size) < 0)
+	if (ftruncate(fd, (off_t)ram->size) < 0)
 		ret = -errno;
 	for (uint64_t i = 0; !ret && i <= pages; i++) {
 		const uint8_t *p = ram->map + i * VMSNAP_PAGE;
 		bool data = i < pages && !page_zero(p);
 
 		if (data) {
-			ret = ram_hash_page(c, i, p);
-			h->ram_pages++;
 			if (!run_len)
 				run = i;
 			run_len += VMSNAP_PAGE;
 		}
 		if (run_len && (!data || run_len >= VMSNAP_RUN)) {
-			ret = ret ? ret : fs_pwrite_full(fd, ram->map + run * VMSNAP_PAGE, run_len,
-							 (off_t)(run * VMSNAP_PAGE));
+			ret = fs_pwrite_full(fd, ram->map + run * VMSNAP_PAGE, run_len,
+					     (off_t)(run * VMSNAP_PAGE));
 			run_len = 0;
 		}
 	}
-	if (!ret && sha256_final(c, h->ram_sha))
+	return ret;
+}
+
+/* The RAM digest: regions hashed by a few threads, then the digest of their digests. */
+struct ram_digest {
+	const uint8_t *ram;
+	uint64_t size, nreg;
+	int fd;                       /* the ram file: only its data extents hold pages */
+	uint64_t next;                /* atomic: the next region to take */
+	uint8_t (*reg)[SHA256_LEN];
+	uint64_t pages;               /* atomic: pages hashed */
+	int err;                      /* atomic: the first failure */
+};
+
+/* Region r: sha256 over (le64 page index, page) of its pages that are not all zeros. */
+static int ram_region(struct ram_digest *d, uint64_t r)
+{
+	off_t off = (off_t)(r * VMSNAP_REGION), re, end;
+	struct sha256_ctx *c = sha256_new();
+	uint64_t pages = 0;
+	int ret = c ? 0 : -ENOMEM;
+
+	re = (off_t)(d->size < (r + 1) * VMSNAP_REGION ? d->size : (r + 1) * VMSNAP_REGION);
+	while (!ret && off < re) {
+		off = lseek(d->fd, off, SEEK_DATA);
+		if (off < 0 || off >= re)
+			break;   /* ENXIO: no data after off */
+		end = lseek(d->fd, off, SEEK_HOLE);
+		if (end < 0 || end > re)
+			end = re;
+		off &= ~(off_t)(VMSNAP_PAGE - 1);
+		for (; !ret && off < end; off += VMSNAP_PAGE) {
+			if (page_zero(d->ram + off))
+				continue;
+			ret = ram_hash_page(c, (uint64_t)off / VMSNAP_PAGE, d->ram + off);
+			pages++;
+		}
+	}
+	if (!ret && sha256_final(c, d->reg[r]))
 		ret = -EIO;
 	sha256_free(c);
+	__atomic_fetch_add(&d->pages, pages, __ATOMIC_RELAXED);
+	return ret;
+}
+
+static void *ram_digest_main(void *arg)
+{
+	struct ram_digest *d = arg;
+	uint64_t r;
+
+	while ((r = __atomic_fetch_add(&d->next, 1, __ATOMIC_RELAXED)) < d->nreg) {
+		int ret = ram_region(d, r);
+		int zero = 0;
+
+		if (ret)
+			__atomic_compare_exchange_n(&d->err, &zero, ret, false, __ATOMIC_SEQ_CST,
+						    __ATOMIC_SEQ_CST);
+	}
+	return NULL;
+}
+
+/*
+ * sha256 over the digests of the 2 MiB regions of ram in order (ram_region), the pages
+ * outside fd's data extents skipped (they are zeros in the file); *pages: those hashed.
+ * The regions are spread over up to VMSNAP_THREADS threads (the CPUs there are).
+ */
+static int ram_digest(const uint8_t *ram, uint64_t size, int fd, uint8_t out[SHA256_LEN],
+		      uint64_t *pages)
+{
+	struct ram_digest d = { .ram = ram, .size = size, .fd = fd,
+				.nreg = (size + VMSNAP_REGION - 1) / VMSNAP_REGION };
+	pthread_t th[VMSNAP_THREADS];
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned n = cpus < 1 ? 1 : cpus > VMSNAP_THREADS ? VMSNAP_THREADS : (unsigned)cpus;
+	unsigned started = 0;
+	int ret;
+
+	d.reg = malloc(d.nreg * SHA256_LEN);
+	if (!d.reg)
+		return -ENOMEM;
+	for (unsigned i = 1; i < n; i++)   /* this thread is one of them */
+		if (!pthread_create(&th[started], NULL, ram_digest_main, &d))
+			started++;
+	ram_digest_main(&d);
+	for (unsigned i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	ret = d.err;
+	if (!ret && sha256_buf(d.reg, d.nreg * SHA256_LEN, out))
+		ret = -EIO;
+	free(d.reg);
+	*pages = d.pages;
 	return ret;
 }
 
@@ -327,8 +415,10 @@ int vm_snapshot_write(const struct vm_parts *p, const char *dir, char *why, size
 	if (mkdir(dir, 0700) < 0)
 		return why_set(why, why_len, -errno, "%s: %s", dir, strerror(errno));
 	snap_path(path, sizeof(path), dir, VMSNAP_RAM);
-	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	ret = fd < 0 ? -errno : snap_ram_write(&p->kvm->ram, fd, &h);
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	ret = fd < 0 ? -errno : snap_ram_write(&p->kvm->ram, fd);
+	if (!ret)
+		ret = ram_digest(p->kvm->ram.map, p->kvm->ram.size, fd, h.ram_sha, &h.ram_pages);
 	if (!ret && fsync(fd) < 0)
 		ret = -errno;
 	if (fd >= 0)
@@ -479,31 +569,10 @@ int vm_snapshot_ram_fd(const struct vm_snapshot *s)
 int vm_snapshot_ram_verify(const struct vm_snapshot *s, const uint8_t *ram, char *why,
 			   size_t why_len)
 {
-	uint64_t size = s->h.mem_size, pages = 0;
-	struct sha256_ctx *c = sha256_new();
 	uint8_t d[SHA256_LEN];
-	off_t off = 0, end;
-	int ret = c ? 0 : -ENOMEM;
+	uint64_t pages = 0;
+	int ret = ram_digest(ram, s->h.mem_size, s->ram_fd, d, &pages);
 
-	/* only the file's data extents can hold pages that are not zeros */
-	while (!ret && (uint64_t)off < size) {
-		off = lseek(s->ram_fd, off, SEEK_DATA);
-		if (off < 0)
-			break;   /* ENXIO: no data after off */
-		end = lseek(s->ram_fd, off, SEEK_HOLE);
-		if (end < 0 || (uint64_t)end > size)
-			end = (off_t)size;
-		off &= ~(off_t)(VMSNAP_PAGE - 1);
-		for (; !ret && off < end; off += VMSNAP_PAGE) {
-			if (page_zero(ram + off))
-				continue;
-			ret = ram_hash_page(c, (uint64_t)off / VMSNAP_PAGE, ram + off);
-			pages++;
-		}
-	}
-	if (!ret && sha256_final(c, d))
-		ret = -EIO;
-	sha256_free(c);
 	if (ret)
 		return why_set(why, why_len, ret, "%s/ram: %s", s->dir, strerror(-ret));
 	if (pages != s->h.ram_pages || memcmp(d, s->h.ram_sha, SHA256_LEN))
