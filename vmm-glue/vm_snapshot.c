@@ -161,29 +161,55 @@ static int ram_hash_page(struct sha256_ctx *c, uint64_t idx, const uint8_t *p)
 	return 0;
 }
 
-/* dir/ram: the pages that are not all zeros, in runs; holes elsewhere. */
-static int snap_ram_write(const struct vm_ram *ram, int fd)
+/* Region r's digest done (c NULL: a region without written pages). */
+static int ram_region_end(struct sha256_ctx *c, uint8_t out[SHA256_LEN])
+{
+	int ret = c ? sha256_final(c, out) : sha256_buf("", 0, out);
+
+	sha256_free(c);
+	return ret ? -EIO : 0;
+}
+
+/*
+ * dir/ram: the pages that are not all zeros, in runs; holes elsewhere. The RAM digest
+ * (ram_digest's) on the way, one pass: h->ram_sha, h->ram_pages.
+ */
+static int snap_ram_write(const struct vm_ram *ram, int fd, struct vmsnap_header *h)
 {
 	uint64_t pages = ram->size / VMSNAP_PAGE, run = 0, run_len = 0;
-	int ret = 0;
+	uint64_t ppr = VMSNAP_REGION / VMSNAP_PAGE, nreg = (pages + ppr - 1) / ppr;
+	uint8_t (*reg)[SHA256_LEN] = malloc(nreg * SHA256_LEN);
+	struct sha256_ctx *c = NULL;
+	int ret = reg ? 0 : -ENOMEM;
 
-	if (ftruncate(fd, (off_t)ram->size) < 0)
+	if (!ret && ftruncate(fd, (off_t)ram->size) < 0)
 		ret = -errno;
 	for (uint64_t i = 0; !ret && i <= pages; i++) {
 		const uint8_t *p = ram->map + i * VMSNAP_PAGE;
 		bool data = i < pages && !page_zero(p);
 
-		if (data) {
+		if (i && (i % ppr == 0 || i == pages)) {
+			ret = ram_region_end(c, reg[(i - 1) / ppr]);
+			c = NULL;
+		}
+		if (!ret && data) {
+			c = c ? c : sha256_new();
+			ret = c ? ram_hash_page(c, i, p) : -ENOMEM;
+			h->ram_pages++;
 			if (!run_len)
 				run = i;
 			run_len += VMSNAP_PAGE;
 		}
-		if (run_len && (!data || run_len >= VMSNAP_RUN)) {
+		if (!ret && run_len && (!data || run_len >= VMSNAP_RUN)) {
 			ret = fs_pwrite_full(fd, ram->map + run * VMSNAP_PAGE, run_len,
 					     (off_t)(run * VMSNAP_PAGE));
 			run_len = 0;
 		}
 	}
+	sha256_free(c);
+	if (!ret && sha256_buf(reg, nreg * SHA256_LEN, h->ram_sha))
+		ret = -EIO;
+	free(reg);
 	return ret;
 }
 
@@ -248,7 +274,8 @@ static void *ram_digest_main(void *arg)
 /*
  * sha256 over the digests of the 2 MiB regions of ram in order (ram_region), the pages
  * outside fd's data extents skipped (they are zeros in the file); *pages: those hashed.
- * The regions are spread over up to VMSNAP_THREADS threads (the CPUs there are).
+ * The regions are spread over up to VMSNAP_THREADS threads (the CPUs there are). Saving
+ * computes the same in its one pass over RAM (snap_ram_write).
  */
 static int ram_digest(const uint8_t *ram, uint64_t size, int fd, uint8_t out[SHA256_LEN],
 		      uint64_t *pages)
@@ -415,10 +442,8 @@ int vm_snapshot_write(const struct vm_parts *p, const char *dir, char *why, size
 	if (mkdir(dir, 0700) < 0)
 		return why_set(why, why_len, -errno, "%s: %s", dir, strerror(errno));
 	snap_path(path, sizeof(path), dir, VMSNAP_RAM);
-	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	ret = fd < 0 ? -errno : snap_ram_write(&p->kvm->ram, fd);
-	if (!ret)
-		ret = ram_digest(p->kvm->ram.map, p->kvm->ram.size, fd, h.ram_sha, &h.ram_pages);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	ret = fd < 0 ? -errno : snap_ram_write(&p->kvm->ram, fd, &h);
 	if (!ret && fsync(fd) < 0)
 		ret = -errno;
 	if (fd >= 0)
