@@ -134,10 +134,11 @@ summary = {'pause_ms': pause, 'size_bytes': size, 'restore_ms': statistics.media
 json.dump({'kvm': hw, 'git': rev, 'results': summary}, open(jpath, 'w'), indent=1)
 mib = lambda n: n / 1048576
 lines = [
-    '## vm_snapshot: VM snapshot and restore (%s)' % time.strftime('%Y-%m-%d'),
+    '## vm_snapshot: VM snapshot, restore and live upgrade (%s)' % time.strftime('%Y-%m-%d'),
     '',
     'bench/vm_snapshot.sh: a 256 MiB PVH guest that touched 32 MiB; %d restores and %d live '
-    'upgrades, medians; KVM: %s; lazyblk %s.' % (runs, runs, hw, rev),
+    'upgrades, medians; KVM: %s; lazyblk %s; load average %.1f at the end (%d CPUs).'
+    % (runs, runs, hw, rev, os.getloadavg()[0], os.cpu_count()),
     '',
     '| snapshot (VM paused) | size on disk (ram + vm.state) | restore -> first guest instruction '
     '| live upgrade (VM paused) |',
