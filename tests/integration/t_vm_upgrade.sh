@@ -9,7 +9,8 @@
 # descriptors do not pile up and no reaper child is left a zombie; after a pause, every
 # record the guest saw acknowledged (and no write in flight can have replaced) is on the
 # overlay (disk.py counts). An upgrade to a file that is not executable, to a relative
-# path, or of a run under --seccomp is refused with one line and the VM runs on.
+# path, or of a run under --seccomp is refused with one line and the VM runs on; so does
+# the VM when the exec itself fails (a script whose interpreter is missing).
 . "$(dirname "$0")/lib/common.sh"
 
 GUEST=${GUEST:-$(dirname "$LAZYBLK")/guest/testguest.elf}
@@ -107,13 +108,19 @@ r=$(ctl "$sock" "upgrade $T/notexec")
 [ "$r" = "error upgrade: $T/notexec: not an executable file" ] || die "non-executable: '$r'"
 r=$(ctl "$sock" "upgrade $T/missing")
 [ "$r" = "error upgrade: $T/missing: No such file or directory" ] || die "missing: '$r'"
+# executable, but the exec fails (its interpreter is missing): the old process resumes
+printf '#!/nonexistent/interpreter\n' >"$T/badexec"
+chmod 755 "$T/badexec"
+r=$(ctl "$sock" "upgrade $T/badexec")
+[ "$r" = "error upgrade: exec $T/badexec: No such file or directory" ] || die "failed exec: '$r'"
+kill -0 "$pid" 2>/dev/null || die "the VM is gone after a failed exec"
 r=$(ctl "$sock" "upgrade rel/lazyblk")
 [ "$r" = "error BINARY must be absolute: rel/lazyblk" ] || die "relative: '$r'"
 n=$(last_count "$log")
 wait_count "$log" $((n + 5)) "$pid"
 [ "$(ctl "$sock" stats | python3 -c 'import json, sys; print(json.load(sys.stdin)["paused"])')" = False ] ||
   die "paused after a refused upgrade"
-echo "ok: refused upgrades (not executable, missing, relative path); the VM runs on"
+echo "ok: refused upgrades (not executable, missing, relative path) and a failed exec; the VM runs on"
 
 # ---- every acknowledged record on the overlay (after a pause: nothing in flight)
 [ "$(ctl "$sock" pause)" = "ok paused" ] || die "pause"
