@@ -12,15 +12,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../blkd/engine/engine.h"
+#include "../blkd/engine/overlay.h"
 #include "../blkd/disk/disk.h"
 #include "../common/clock.h"
 #include "../common/log.h"
 #include "../common/size.h"
+#include "../ext4gen/layout.h"
 #include "../vmm-glue/cpu.h"
 #include "../vmm-glue/initramfs.h"
+#include "../vmm-glue/vm_snapshot.h"
 #include "../vmm-glue/vmm.h"
 #include "cli.h"
 #include "confine_opts.h"
@@ -38,6 +42,8 @@ static const char run_usage[] =
 	"            [--prefetch TRACE] [--prefetch-all] [--no-check]\n"
 	"            [--user USER[:GROUP]] [--seccomp] [--control SOCK] [-- CMD ...]\n"
 	"       lazyblk run --kernel FILE [--disk FILE[,ro]]... [options]   (no image)\n"
+	"       lazyblk run [IMAGE.layout --store DIR] [--disk FILE]... --restore SNAPDIR\n"
+	"            [--overlay NEW] [--kernel FILE] [options]   (resume a VM snapshot)\n"
 	"\n"
 	"Boot a micro-VM in this process (KVM): the image is its root disk /dev/vda over\n"
 	"virtio-blk, read lazily from the store (and the remote) and written to the overlay;\n"
@@ -80,11 +86,19 @@ static const char run_usage[] =
 	"      --no-check          boot without checking that the image's first chunks are in\n"
 	"                          the store (with --remote: that the remote answers for one,\n"
 	"                          and that an oci:// tag exists)\n"
+	"      --restore SNAPDIR   resume the VM snapshot in SNAPDIR instead of booting: its\n"
+	"                          RAM is mapped copy-on-write from SNAPDIR/ram, every vCPU\n"
+	"                          and device goes on where it was; give the same image and\n"
+	"                          disks, and --overlay NEW (a new file) for its disk delta;\n"
+	"                          --kernel, --mem, --cpus, if given, must be the snapshot's\n"
+	"                          (docs/run.md, \"Snapshots and restore\")\n"
 	CLI_CONFINE_HELP("once the VM is set up, before the first vCPU runs,")
 	"      --control SOCK      answer requests on the unix socket SOCK while the VM runs:\n"
 	"                          pause, resume, stats (JSON: vCPU exits, disk statistics),\n"
-	"                          snapshot DIR, snapshot-disk DELTA_PATH, flush (one line\n"
-	"                          each; see docs/run.md, \"Controlling a running VM\")\n"
+	"                          snapshot DIR, upgrade [BINARY] (live upgrade: the VM goes\n"
+	"                          on in BINARY, same process), snapshot-disk DELTA_PATH,\n"
+	"                          flush (one line each; see docs/run.md, \"Controlling a\n"
+	"                          running VM\")\n"
 	"  -- CMD ...              the command the built initramfs runs in the image\n"
 	"%s"
 	"%s"
@@ -108,6 +122,11 @@ struct run_args {
 	const char *modules;    /* the kernel's modules directory for the initramfs */
 	const char *stats_json; /* the image disk's statistics at exit */
 	struct cli_confine cf;  /* --user, --seccomp */
+	const char *restore;    /* --restore SNAPDIR */
+	bool mem_set, cpus_set;
+	const char *upgrade_arg;     /* --upgrade-fds (hidden): a live upgrade's new process */
+	struct vmm_handover resume;
+	char upgrade_fds[64];
 };
 
 /*
@@ -211,6 +230,134 @@ static int run_initramfs(struct run_args *a, char *path, size_t len)
 	return ret;
 }
 
+/*
+ * --restore: the snapshot opened and checked; its disk delta becomes the new --overlay
+ * (for the same layout) before the image is opened. 0, or 1 (said why).
+ */
+static int run_restore_open(struct run_args *a, struct vm_snapshot **snap)
+{
+	const struct vm_snapshot_info *si;
+	char why[PATH_MAX + 256], delta[PATH_MAX];
+	const char *lwhy = NULL;
+	struct layout *l = NULL;
+	int ret;
+
+	if (vm_snapshot_open(a->restore, snap, why, sizeof(why)))
+		return cli_fail(-EINVAL, why), 1;
+	si = vm_snapshot_info(*snap);
+	if (!a->layout)
+		return 0;   /* vmm_run refuses a snapshot that had an image */
+	ret = layout_open(a->layout, &l, &lwhy);
+	if (ret) {
+		log_error("%s: %s", a->layout, lwhy ? lwhy : strerror(-ret));
+		return 1;
+	}
+	ret = 1;
+	if (!si->has_layout || memcmp(l->digest, si->layout_digest, SHA256_LEN))
+		log_error("%s: taken with another image layout than %s", a->restore, a->layout);
+	else if (si->has_delta && !a->eo.overlay_path)
+		log_error("%s holds the disk's writes (disk.delta): give --overlay NEW, a new "
+			  "file", a->restore);
+	else if (si->has_delta && access(a->eo.overlay_path, F_OK) == 0)
+		log_error("--overlay %s exists: a restore starts a new overlay from the "
+			  "snapshot's disk delta", a->eo.overlay_path);
+	else
+		ret = 0;
+	if (!ret && si->has_delta) {
+		snprintf(delta, sizeof(delta), "%s/%s", a->restore, VMSNAP_DELTA);
+		if (overlay_apply_delta(delta, a->eo.overlay_path, l->digest,
+					l->hdr.block_count * LAYOUT_BLOCK, &lwhy)) {
+			log_error("%s: %s", delta, lwhy ? lwhy : "cannot apply");
+			ret = 1;
+		}
+	}
+	layout_close(l);
+	return ret;
+}
+
+/* --upgrade-fds STATE,RAM,LISTEN,CLIENT: the fds a live upgrade handed over. */
+static int run_upgrade_fds(struct run_args *a, const char *arg)
+{
+	struct vmm_handover *h = &a->resume;
+	char end;
+
+	if (sscanf(arg, "%d,%d,%d,%d%c", &h->state_fd, &h->ram_fd, &h->listen_fd, &h->client_fd,
+		   &end) != 4 || h->state_fd < 0 || h->ram_fd < 0 || h->listen_fd < 0 ||
+	    h->client_fd < 0)
+		return cli_usage_error("bad --upgrade-fds '%s'", arg);
+	a->vo.resume = h;
+	return 0;
+}
+
+/* /proc/self/cmdline (its size is 0 to stat: read to the end). */
+static int run_cmdline(uint8_t **out, size_t *len)
+{
+	FILE *f = fopen("/proc/self/cmdline", "re");
+	uint8_t *b = f ? malloc(1u << 20) : NULL;
+
+	*len = b ? fread(b, 1, 1u << 20, f) : 0;
+	if (f)
+		fclose(f);
+	if (!*len || *len == 1u << 20) {
+		free(b);
+		return -EIO;
+	}
+	*out = b;
+	return 0;
+}
+
+/*
+ * vmm_opts.upgrade_exec: this process's command line (/proc/self/cmdline) with
+ * --upgrade-fds S,R,L,C after "run" (a previous one dropped), executed as binary.
+ * Returns only when the exec failed.
+ */
+static int run_upgrade_exec(void *arg, const char *binary, const struct vmm_handover *h,
+			    char *why, size_t why_len)
+{
+	struct run_args *a = arg;
+	bool skip = false, placed = false, guest = false;
+	uint8_t *buf = NULL;
+	char **argv;
+	size_t len, n = 0, cnt = 0;
+	int ret = run_cmdline(&buf, &len);
+
+	if (ret)
+		return why_set(why, why_len, ret, "upgrade: /proc/self/cmdline: %s", strerror(-ret));
+	for (size_t i = 0; i < len; i++)
+		cnt += !buf[i];
+	argv = calloc(cnt + 3, sizeof(*argv));
+	if (!argv) {
+		free(buf);
+		return why_set(why, why_len, -ENOMEM, "upgrade: out of memory");
+	}
+	snprintf(a->upgrade_fds, sizeof(a->upgrade_fds), "%d,%d,%d,%d", h->state_fd, h->ram_fd,
+		 h->listen_fd, h->client_fd);
+	for (size_t i = 0; i < len; i += strlen((char *)buf + i) + 1) {
+		char *w = (char *)buf + i;
+
+		if (skip) {
+			skip = false;
+			continue;
+		}
+		if (!guest && !strcmp(w, "--upgrade-fds")) {
+			skip = true;
+			continue;
+		}
+		guest |= placed && !strcmp(w, "--");
+		argv[n++] = w;
+		if (!placed && i && !strcmp(w, "run")) {
+			argv[n++] = "--upgrade-fds";
+			argv[n++] = a->upgrade_fds;
+			placed = true;
+		}
+	}
+	execv(binary, argv);
+	ret = -errno;
+	free(argv);
+	free(buf);
+	return why_set(why, why_len, ret, "upgrade: exec %s: %s", binary, strerror(-ret));
+}
+
 static int run_vm(struct run_args *a)
 {
 	struct disk disks[VMM_MAX_DISKS];
@@ -220,7 +367,17 @@ static int run_vm(struct run_args *a)
 	int ret, status = 0;
 
 	signal(SIGPIPE, SIG_IGN); /* a closed stdout must not kill the VM's disk writes */
-	if (a->layout && !a->vo.initrd) {
+	if (a->vo.resume) {
+		/* the processes before this exec forked KVM reapers (kvm.h): no zombies */
+		signal(SIGCHLD, SIG_IGN);
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;
+	}
+	if (a->restore && run_restore_open(a, &a->vo.restore)) {
+		vm_snapshot_close(a->vo.restore);
+		return 1;
+	}
+	if (a->layout && !a->vo.initrd && !a->restore && !a->vo.resume) {
 		if (run_initramfs(a, initrd, sizeof(initrd)))
 			return 1;
 		a->vo.initrd = initrd;
@@ -231,10 +388,14 @@ static int run_vm(struct run_args *a)
 
 		a->vo.disks = disks;
 		a->vo.ndisks = n;
+		a->vo.image = e;
 		a->vo.notes = CLI_NOTES;
 		if (a->cf.drop || a->cf.seccomp) {
 			a->vo.before_start = run_confine;
 			a->vo.before_start_arg = a;
+		} else if (a->vo.control && !a->tr.record) {
+			a->vo.upgrade_exec = run_upgrade_exec;   /* the new one sets all up again */
+			a->vo.upgrade_arg = a;
 		}
 		ret = cli_fail(vmm_run(&a->vo, &status, why, sizeof(why)), why);
 	}
@@ -258,6 +419,7 @@ static int run_vm(struct run_args *a)
 		}
 		blkd_engine_close(e);
 	}
+	vm_snapshot_close(a->vo.restore);
 	return ret ? 1 : status;
 }
 
@@ -267,8 +429,17 @@ static int run_vm(struct run_args *a)
  */
 static int run_check(struct run_args *a, unsigned mib)
 {
-	if (!a->vo.kernel)
+	if (a->upgrade_arg && run_upgrade_fds(a, a->upgrade_arg))
+		return EXIT_USAGE;
+	if (!a->vo.kernel && !a->restore)
 		return cli_usage_error("missing --kernel FILE (see lazyblk run --help)");
+	if (a->restore && (a->vo.initrd || a->vo.append || a->cmd_n || a->vo.hugepages ||
+			   a->vo.populate || a->modules))
+		return cli_usage_error("--restore resumes the VM as it was: no --initrd, "
+				       "--append, --modules, --hugepages, --populate or -- CMD");
+	if (a->vo.resume && (!a->vo.control || a->restore))
+		return cli_usage_error("--upgrade-fds is lazyblk's own (a live upgrade of a run "
+				       "with --control)");
 	if (a->layout && !a->eo.store_dir)
 		return cli_usage_error("missing --store DIR");
 	if (a->layout && cli_image_resolve(a->layout, a->eo.store_dir, &a->rem, &a->img, &a->layout))
@@ -292,11 +463,24 @@ static int run_check(struct run_args *a, unsigned mib)
 	return 0;
 }
 
+/* Everything after "--" is the guest's command, never options of ours: where it starts. */
+static int run_split_cmd(struct run_args *a, int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--")) {
+			a->cmd = argv + i + 1;
+			a->cmd_n = argc - i - 1;
+			return i;
+		}
+	}
+	return argc;
+}
+
 int cmd_run(int argc, char **argv)
 {
 	enum { O_OVERLAY = 256, O_INITRD, O_APPEND, O_CPUS, O_MEM, O_DISK, O_HUGE, O_POP,
 	       O_BOOT, O_CACHE, O_MANIFEST, O_JSON, O_MODULES, O_NO_CHECK, O_USER, O_SECCOMP,
-	       O_CONTROL };
+	       O_CONTROL, O_RESTORE, O_UPGRADE_FDS };
 	static const struct option opts[] = {
 		{ "store", required_argument, NULL, 's' },
 		{ "overlay", required_argument, NULL, O_OVERLAY },
@@ -317,6 +501,8 @@ int cmd_run(int argc, char **argv)
 		{ "user", required_argument, NULL, O_USER },
 		{ "seccomp", no_argument, NULL, O_SECCOMP },
 		{ "control", required_argument, NULL, O_CONTROL },
+		{ "restore", required_argument, NULL, O_RESTORE },
+		{ "upgrade-fds", required_argument, NULL, O_UPGRADE_FDS }, /* hidden: vm_upgrade.h */
 		CLI_REMOTE_OPTIONS,
 		CLI_TRACE_OPTIONS,
 		CLI_LOG_OPTIONS,
@@ -327,18 +513,10 @@ int cmd_run(int argc, char **argv)
 				.in_fd = STDIN_FILENO, .out_fd = STDOUT_FILENO } };
 	unsigned mib = RUN_MEM_DEFAULT_MIB;
 	uint64_t mem;
-	int c, r, nopt = argc;
+	int c, r, nopt;
 
 	clock_gettime(CLOCK_MONOTONIC, &a.vo.t0);
-	/* everything after "--" is the guest's command, never options of ours */
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--")) {
-			nopt = i;
-			a.cmd = argv + i + 1;
-			a.cmd_n = argc - i - 1;
-			break;
-		}
-	}
+	nopt = run_split_cmd(&a, argc, argv);
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(nopt, argv, ":s:k:hvqp", opts, NULL)) != -1) {
@@ -351,6 +529,7 @@ int cmd_run(int argc, char **argv)
 		case O_CPUS:
 			if (parse_uint(optarg, 1, CPU_MAX, &a.vo.ncpus))
 				return cli_usage_error("bad --cpus '%s' (want 1..%u)", optarg, CPU_MAX);
+			a.cpus_set = true;
 			break;
 		case O_MEM:
 			if (cli_parse_size("--mem", optarg, 1u << 20, (uint64_t)RUN_MEM_MIN_MIB << 20,
@@ -360,6 +539,7 @@ int cmd_run(int argc, char **argv)
 				return cli_usage_error("--mem: '%s' is not a whole number of MiB",
 						       optarg);
 			mib = (unsigned)(mem >> 20);
+			a.mem_set = true;
 			break;
 		case O_DISK:
 			if (a.ndisk_arg >= VMM_MAX_DISKS - 1)
@@ -391,6 +571,8 @@ int cmd_run(int argc, char **argv)
 			break;
 		case O_SECCOMP: a.cf.seccomp = true; break;
 		case O_CONTROL: a.vo.control = optarg; break;
+		case O_RESTORE: a.restore = optarg; break;
+		case O_UPGRADE_FDS: a.upgrade_arg = optarg; break;
 		case 'h': printf(run_usage, cli_remote_help, cli_trace_help); return 0;
 		default:
 			if (cli_serving_option("run", argv, &a.tr, &a.rem, c, optarg) <= 0)
@@ -403,7 +585,9 @@ int cmd_run(int argc, char **argv)
 		return cli_usage_error("unexpected argument '%s'", argv[optind + 1]);
 	if ((r = run_check(&a, mib)))
 		return r;
-	a.vo.mem = (uint64_t)mib << 20;
+	/* with --restore and no --mem or --cpus: the snapshot's */
+	a.vo.mem = a.restore && !a.mem_set ? 0 : (uint64_t)mib << 20;
+	a.vo.ncpus = a.restore && !a.cpus_set ? 0 : a.vo.ncpus;
 	cli_remote_to_engine(&a.rem, &a.eo);
 	a.tr.manifest = a.manifest;
 	if (a.layout && cli_trace_to_engine(&a.tr, a.layout, &a.eo))

@@ -375,13 +375,68 @@ static void vmgenid_body(struct aml *a, const struct acpi_config *c)
 	vmgenid_addr(a, c->vmgenid_addr);
 }
 
-/* i: a virtio-mmio window; -1: COM1; -2: the VM generation ID. */
+#define AML_IF		0xa0
+#define AML_LEQUAL	0x93
+#define AML_ARG0	0x68
+#define AML_NOTIFY	0x86
+#define AML_DUAL_NAME	0x2e
+
+/* If (LEqual (Arg0, gsi)) { Notify (\_SB.VGEN, 0x80) } */
+static void ged_evt_if(struct aml *a, uint32_t gsi)
+{
+	aml_byte(a, AML_LEQUAL);
+	aml_byte(a, AML_ARG0);
+	aml_int(a, gsi);
+	aml_byte(a, AML_NOTIFY);
+	aml_byte(a, AML_ROOT);
+	aml_byte(a, AML_DUAL_NAME);
+	aml_bytes(a, "_SB_VGEN", 8);
+	aml_int(a, 0x80);
+}
+
+/* Method (_EVT, 1, NotSerialized) { If (...) {...} } */
+static void ged_evt(struct aml *a, uint32_t gsi)
+{
+	struct aml m = { NULL, 0 }, f = { NULL, 0 };
+
+	ged_evt_if(&m, gsi);
+	aml_byte(&f, AML_IF);
+	aml_pkglen(&f, m.n);
+	ged_evt_if(&f, gsi);
+	aml_byte(a, AML_METHOD);
+	aml_pkglen(a, 4 + 1 + f.n);
+	aml_bytes(a, "_EVT", 4);
+	aml_byte(a, 1);			/* one argument, not serialized */
+	aml_byte(a, AML_IF);
+	aml_pkglen(a, m.n);
+	ged_evt_if(a, gsi);
+}
+
+/*
+ * The Generic Event Device (ACPI0013) that tells the guest a new VM generation ID is there:
+ * an edge on vmgenid_gsi runs _EVT, which notifies VGEN (0x80), as the specification asks.
+ */
+static void ged_body(struct aml *a, const struct acpi_config *c)
+{
+	struct res r = { .n = 0 };
+
+	aml_bytes(a, "GED0", 4);
+	aml_name_str(a, "_HID", "ACPI0013");
+	res_ext_irq(&r, c->vmgenid_gsi, false);
+	res_end(&r);
+	aml_name_buf(a, "_CRS", r.b, r.n);
+	ged_evt(a, c->vmgenid_gsi);
+}
+
+/* i: a virtio-mmio window; -1: COM1; -2: the VM generation ID; -3: its event device. */
 static void device_body(struct aml *a, const struct acpi_config *c, int i)
 {
 	if (i == -1)
 		com1_body(a);
 	else if (i == -2)
 		vmgenid_body(a, c);
+	else if (i == -3)
+		ged_body(a, c);
 	else
 		virtio_body(a, c, i);
 }
@@ -406,6 +461,8 @@ static void sb_body(struct aml *a, const struct acpi_config *c)
 		aml_device(a, c, i);
 	if (c->vmgenid_addr)
 		aml_device(a, c, -2);
+	if (c->vmgenid_addr && c->vmgenid_gsi)
+		aml_device(a, c, -3);
 }
 
 /* Scope (\_SB_) { Device (COM1) {...} Device (V000) {...} ... } */
@@ -517,6 +574,11 @@ static int check_config(const struct acpi_config *c)
 		return -EINVAL;
 	if (c->ioapic_addr >= g4 || c->lapic_addr >= g4 || c->vmgenid_addr % 8)
 		return -EINVAL;
+	if (c->vmgenid_gsi && !gsi_ok(c->vmgenid_gsi))
+		return -EINVAL;
+	for (unsigned i = 0; i < c->ndevs && c->vmgenid_gsi; i++)
+		if (c->devs[i].gsi == c->vmgenid_gsi)
+			return -EINVAL;   /* its own line: _EVT runs on every edge */
 	for (unsigned i = 0; i < c->ndevs; i++) {
 		const struct acpi_mmio_dev *d = &c->devs[i];
 

@@ -5,7 +5,8 @@
  * overrides for the ISA IRQs the VMM uses), DSDT with one Device per virtio-mmio window
  * (_HID "LNRO0005", _UID i, _CRS { Memory32Fixed(ReadWrite, base, size), Interrupt(
  * ResourceConsumer, Level/Edge, ActiveHigh, Exclusive) { gsi } }), the COM1 UART
- * (PNP0501) and the VM generation ID device (VGEN, see vmgenid_addr). Every table checksums to zero; the RSDP has both checksums.
+ * (PNP0501), the VM generation ID device (VGEN, see vmgenid_addr) and its Generic Event
+ * Device (GED0, vmgenid_gsi). Every table checksums to zero; the RSDP has both checksums.
  */
 #ifndef LZ_VMM_ACPI_H
 #define LZ_VMM_ACPI_H
@@ -40,6 +41,13 @@ struct acpi_config {
 	 * the virtio devices. 0: no such device.
 	 */
 	uint64_t vmgenid_addr;
+	/*
+	 * With vmgenid_addr: the GSI (an IOAPIC pin of no other device, edge, active high) of
+	 * Device (GED0) { _HID "ACPI0013", _CRS { Interrupt { gsi } }, Method (_EVT, 1) {
+	 * If (LEqual (Arg0, gsi)) { Notify (\_SB.VGEN, 0x80) } } }: an edge on it makes the
+	 * guest re-read the ID (Linux's vmgenid driver reseeds on that notification). 0: none.
+	 */
+	uint32_t vmgenid_gsi;
 };
 
 /*

@@ -38,6 +38,7 @@
 #define BOOT_MMIO_HOLE_END 0x100000000ull
 #define BOOT_VIRTIO_BASE 0xd0000000u
 #define BOOT_VIRTIO_GSI 5u
+#define BOOT_VMGENID_GSI 3u          /* the GED's edge: "the VM generation ID changed" */
 
 #define BOOT_E820_MAX 128
 #define E820_RAM 1

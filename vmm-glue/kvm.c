@@ -174,11 +174,16 @@ static int kvm_ram_setup(struct kvm_vm *vm, const struct kvm_ram_opts *o, char *
 	void *p;
 	int e, ret;
 
+	if (o->map_file) {
+		if (o->hugepages)
+			return why_set(why, why_len, -EINVAL, "guest RAM from a file: no hugepages");
+		flags = MAP_PRIVATE | MAP_NORESERVE;
+	}
 	if (!o->size || o->size & 0xfff || (o->hugepages && o->size % HUGEPAGE_SIZE))
 		return why_set(why, why_len, -EINVAL, "guest RAM: bad size %llu (want a multiple "
 			       "of %s)", (unsigned long long)o->size,
 			       o->hugepages ? "2 MiB" : "4 KiB");
-	if (o->hugepages) {
+	if (o->hugepages && !o->adopt_fd) { /* an adopted memfd has its pages */
 		free_pages = kvm_hugepages_free();
 		if (free_pages >= 0 && (uint64_t)free_pages < o->size / HUGEPAGE_SIZE)
 			return why_set(why, why_len, -ENOMEM, "--hugepages: %ld free 2 MiB pages, "
@@ -190,10 +195,15 @@ static int kvm_ram_setup(struct kvm_vm *vm, const struct kvm_ram_opts *o, char *
 	}
 	if (o->populate)
 		flags |= MAP_POPULATE;
-	vm->ram.fd = kvm_ram_memfd(o, why, why_len);
-	if (vm->ram.fd < 0)
-		return vm->ram.fd;
-	p = mmap(NULL, o->size, PROT_READ | PROT_WRITE, flags, vm->ram.fd, 0);
+	if (o->map_file || o->adopt_fd) {
+		vm->ram.fd = o->adopt_fd ? o->fd : -1; /* the snapshot's ram file is not ours */
+	} else {
+		vm->ram.fd = kvm_ram_memfd(o, why, why_len);
+		if (vm->ram.fd < 0)
+			return vm->ram.fd;
+	}
+	p = mmap(NULL, o->size, PROT_READ | PROT_WRITE, flags, o->map_file ? o->fd : vm->ram.fd,
+		 0);
 	if (p == MAP_FAILED) {
 		e = errno;
 		if (o->hugepages)

@@ -23,6 +23,18 @@ struct kvm_ram_opts {
 	uint64_t size;    /* bytes, a multiple of 4 KiB (2 MiB with hugepages) */
 	bool hugepages;   /* MAP_HUGETLB (2 MiB pages from the reserved pool) */
 	bool populate;    /* MAP_POPULATE: fault everything in now */
+	/*
+	 * map_file: RAM is fd (size bytes, a VM snapshot's ram file) mapped MAP_PRIVATE:
+	 * copy-on-write, so that VMs restored from one file share the pages none of them
+	 * wrote (no hugepages).
+	 */
+	bool map_file;
+	/*
+	 * adopt_fd: RAM is fd, a guest RAM memfd of size bytes handed over by the process
+	 * before (lazyblk run's live upgrade), mapped MAP_SHARED and owned from now on.
+	 */
+	bool adopt_fd;
+	int fd;
 };
 
 struct kvm_vm {

@@ -229,6 +229,46 @@ void serial_access(struct serial *s, unsigned off, uint8_t *data, bool is_write)
 	pthread_mutex_unlock(&s->lock);
 }
 
+void serial_state_save(struct serial *s, struct serial_state *st)
+{
+	_Static_assert(sizeof(st->rx) == RX_FIFO, "the FIFO fits");
+	memset(st, 0, sizeof(*st));
+	pthread_mutex_lock(&s->lock);
+	*st = (struct serial_state){
+		.ier = s->ier, .fcr = s->fcr, .lcr = s->lcr, .mcr = s->mcr, .scr = s->scr,
+		.dll = s->dll, .dlm = s->dlm, .overrun = s->overrun,
+		.thr_ipending = s->thr_ipending, .rx_count = (uint8_t)s->rx_count,
+		.rx_head = (uint8_t)s->rx_head,
+	};
+	memcpy(st->rx, s->rx, RX_FIFO);
+	pthread_mutex_unlock(&s->lock);
+}
+
+int serial_state_load(struct serial *s, const struct serial_state *st)
+{
+	if (st->ier > 0x0f || st->rx_head >= RX_FIFO || st->rx_count > RX_FIFO ||
+	    st->overrun > 1 || st->thr_ipending > 1)
+		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	s->ier = st->ier;
+	s->fcr = st->fcr;
+	s->lcr = st->lcr;
+	s->mcr = st->mcr;
+	s->scr = st->scr;
+	s->dll = st->dll;
+	s->dlm = st->dlm;
+	s->overrun = st->overrun;
+	s->thr_ipending = st->thr_ipending;
+	s->rx_head = st->rx_head;
+	s->rx_count = st->rx_count > serial_rx_cap(s) ? serial_rx_cap(s) : st->rx_count;
+	memcpy(s->rx, st->rx, RX_FIFO);
+	s->irq_level = -1;   /* drive the line to what the state says */
+	serial_update_irq(s);
+	pthread_cond_broadcast(&s->space);
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
 unsigned serial_receive(struct serial *s, const uint8_t *buf, unsigned len)
 {
 	unsigned n = 0;

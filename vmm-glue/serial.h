@@ -40,6 +40,19 @@ void serial_free(struct serial *s);
 void serial_pause(struct serial *s, bool paused);
 /* A 1-byte access at register off (0..7). Thread-safe. */
 void serial_access(struct serial *s, unsigned off, uint8_t *data, bool is_write);
+/*
+ * The registers and the RX FIFO, for VM snapshots (vm_state.c): what the guest can observe.
+ * serial_state_load refuses (-EINVAL) a state no guest access could have produced (IER or
+ * FIFO count out of range) and drives the interrupt line to what the state says.
+ */
+struct serial_state {
+	uint8_t ier, fcr, lcr, mcr, scr, dll, dlm;
+	uint8_t overrun, thr_ipending, rx_count, rx_head;
+	uint8_t reserved[5];
+	uint8_t rx[16];
+};
+void serial_state_save(struct serial *s, struct serial_state *st);
+int serial_state_load(struct serial *s, const struct serial_state *st);
 /* Queue received bytes as if they came from in_fd (what fits; returns the count). */
 TEST_HOOK
 unsigned serial_receive(struct serial *s, const uint8_t *buf, unsigned len);

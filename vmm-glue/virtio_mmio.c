@@ -361,6 +361,90 @@ void virtio_mmio_resume(struct virtio_mmio *d)
 		vq_runner_kick(&d->q[i].run); /* what the driver made available meanwhile */
 }
 
+int virtio_mmio_state_save(struct virtio_mmio *d, struct virtio_mmio_state *st)
+{
+	memset(st, 0, sizeof(*st));
+	if (d->nq > VIRTIO_MMIO_STATE_QUEUES)
+		return -E2BIG;
+	st->status = __atomic_load_n(&d->status, __ATOMIC_SEQ_CST);
+	st->isr = __atomic_load_n(&d->isr, __ATOMIC_SEQ_CST);
+	st->dev_feat_sel = d->dev_feat_sel;
+	st->drv_feat_sel = d->drv_feat_sel;
+	st->queue_sel = d->queue_sel;
+	st->nq = d->nq;
+	st->drv_features = d->drv_features;
+	st->acked = d->blk.acked;
+	for (unsigned i = 0; i < d->nq; i++) {
+		const struct vmmio_queue *q = &d->q[i];
+		const struct vring_queue *vq = &q->run.vq;
+
+		if (q->ready && vq->last_avail_idx != vq->used_idx)
+			return -EBUSY;
+		st->q[i] = (struct virtio_mmio_qstate){
+			.num = q->num, .ready = q->ready, .desc = q->desc, .driver = q->driver,
+			.device = q->device, .last_avail_idx = vq->last_avail_idx,
+			.used_idx = vq->used_idx, .signalled_used = vq->signalled_used,
+			.signalled_used_valid = vq->signalled_used_valid,
+		};
+	}
+	return 0;
+}
+
+static int queue_state_load(struct virtio_mmio *d, struct vmmio_queue *q,
+			    const struct virtio_mmio_qstate *qs)
+{
+	struct vring_queue *vq = &q->run.vq;
+
+	if (qs->ready > 1 || qs->num > QUEUE_NUM_MAX || (qs->num & (qs->num - 1)) ||
+	    qs->signalled_used_valid > 1)
+		return -EINVAL;
+	q->num = qs->num;
+	q->desc = qs->desc;
+	q->driver = qs->driver;
+	q->device = qs->device;
+	if (!qs->ready)
+		return 0;
+	if (vblk_ring_setup(&d->blk, vq, d->o.mem, q->num, q->desc, q->driver, q->device) < 0)
+		return -EINVAL;
+	vq->last_avail_idx = qs->last_avail_idx;
+	vq->used_idx = qs->used_idx;
+	vq->signalled_used = qs->signalled_used;
+	vq->signalled_used_valid = qs->signalled_used_valid;
+	q->ready = 1;
+	return 0;
+}
+
+int virtio_mmio_state_load(struct virtio_mmio *d, const struct virtio_mmio_state *st)
+{
+	int ret = 0;
+
+	if (st->nq != d->nq || st->status > 0xff)
+		return -EINVAL;
+	pthread_mutex_lock(&d->lock);
+	d->dev_feat_sel = st->dev_feat_sel;
+	d->drv_feat_sel = st->drv_feat_sel;
+	d->queue_sel = st->queue_sel;
+	d->drv_features = st->drv_features;
+	if ((st->status & VIRTIO_CONFIG_S_FEATURES_OK) &&
+	    vblk_dev_ack_features(&d->blk, st->acked) < 0)
+		ret = -EINVAL;
+	for (unsigned i = 0; !ret && i < d->nq; i++) {
+		pthread_mutex_lock(&d->q[i].run.lock);
+		ret = queue_state_load(d, &d->q[i], &st->q[i]);
+		pthread_mutex_unlock(&d->q[i].run.lock);
+	}
+	if (!ret) {
+		__atomic_store_n(&d->isr, st->isr & 3, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&d->status, st->status, __ATOMIC_SEQ_CST);
+		if (driver_ok(st->status))
+			for (unsigned i = 0; i < d->nq; i++)
+				if (d->q[i].ready)
+					queue_start(&d->q[i]);
+	}
+	pthread_mutex_unlock(&d->lock);
+	return ret;
+}
+
 static int kvm_ioeventfd(struct virtio_mmio *d, struct vmmio_queue *q)
 {
 	struct kvm_ioeventfd io = {

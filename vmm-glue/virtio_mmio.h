@@ -54,4 +54,37 @@ void virtio_mmio_resume(struct virtio_mmio *d);
 void virtio_mmio_access(struct virtio_mmio *d, uint64_t off, uint8_t *data, uint32_t len,
 			bool is_write);
 
+/*
+ * Device state for VM snapshots (vm_state.c): the registers, and per queue its ring's
+ * addresses and the device's indices. At most VIRTIO_MMIO_STATE_QUEUES queues.
+ */
+#define VIRTIO_MMIO_STATE_QUEUES 64
+
+struct virtio_mmio_qstate {
+	uint32_t num, ready;
+	uint64_t desc, driver, device;
+	uint16_t last_avail_idx, used_idx, signalled_used;
+	uint8_t signalled_used_valid, reserved;
+};
+
+struct virtio_mmio_state {
+	uint32_t status, isr, dev_feat_sel, drv_feat_sel, queue_sel, nq;
+	uint64_t drv_features, acked;
+	struct virtio_mmio_qstate q[VIRTIO_MMIO_STATE_QUEUES];
+};
+
+/*
+ * The state of a paused device (virtio_mmio_pause). -EBUSY: a request is in flight (popped, not used: cannot
+ * happen between batches); -E2BIG: more queues than a state holds.
+ */
+int virtio_mmio_state_save(struct virtio_mmio *d, struct virtio_mmio_state *st);
+/*
+ * Put a saved state back into a new device (same disk, same queue count) before the vCPUs
+ * start: features acknowledged again, rings set up again (inside guest memory), indices
+ * restored, running queues started and kicked (buffers the driver made available before
+ * the snapshot are served). -EINVAL: a state this device cannot have (queue count, queue
+ * size, features it does not offer, rings outside guest memory).
+ */
+int virtio_mmio_state_load(struct virtio_mmio *d, const struct virtio_mmio_state *st);
+
 #endif

@@ -19,6 +19,8 @@
 #include "vmm.h"
 
 struct vm_control;
+struct vm_parts;
+struct vm_upgrade_in;
 
 struct vm {
 	const struct vmm_opts *o;
@@ -47,6 +49,16 @@ struct vm {
 	bool paused;                /* under pause_lock; read by vmm_wait under lock too */
 	bool running;               /* atomic: every vCPU thread started (pausing works) */
 	struct vm_control *ctl;     /* --control (NULL: none) */
+	struct vm_upgrade_in *up;   /* vmm_opts.resume: the hand-over being applied */
 };
+
+/* The pieces of vm a snapshot or a live upgrade reads and writes (vm_snapshot.h). */
+void vmm_parts(struct vm *vm, struct vm_parts *p);
+
+/*
+ * Write a snapshot of vm, paused by the caller (vmm_pause), into dir (which must not
+ * exist): vm_snapshot.h. 0, or -errno with one line in why.
+ */
+int vm_snapshot_save(struct vm *vm, const char *dir, char *why, size_t why_len);
 
 #endif

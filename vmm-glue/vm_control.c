@@ -12,27 +12,17 @@
 #include <string.h>
 
 #include "../blkd/export/control.h"
+#include "../common/clock.h"
 #include "../common/log.h"
 #include "../common/why.h"
 #include "vm.h"
+#include "vm_upgrade.h"
 
 struct vm_control {
 	struct vm *vm;
 	struct blkd_control_ext ext;
 	struct blkd_control *ctl;
 };
-
-/* Until the VM snapshot (issue 17, item 2) is joined in: the request says so. */
-static int vm_snapshot_unsupported(struct vm *vm, const char *dir, char *why, size_t why_len)
-{
-	(void)vm;
-	(void)dir;
-	return why_set(why, why_len, -ENOTSUP, "VM snapshots are not supported yet");
-}
-
-/* The VM snapshot writer (VM paused by the caller): vm_snapshot_save once it exists. */
-static int (*const vm_control_snapshot_save)(struct vm *vm, const char *dir, char *why,
-					     size_t why_len) = vm_snapshot_unsupported;
 
 static void vmc_stats(struct vm_control *c, int fd)
 {
@@ -53,6 +43,7 @@ static void vmc_stats(struct vm_control *c, int fd)
 static void vmc_snapshot(struct vm_control *c, int fd, const char *dir)
 {
 	char why[512] = "";
+	struct timespec t0;
 	bool was_paused;
 	int ret;
 
@@ -64,13 +55,14 @@ static void vmc_snapshot(struct vm_control *c, int fd, const char *dir)
 		blkd_control_reply(fd, "error DIR must be absolute: %s", dir);
 		return;
 	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	ret = vmm_pause(c->vm);
 	if (ret == -EAGAIN) {
 		blkd_control_reply(fd, "error the VM is starting (try again)");
 		return;
 	}
 	was_paused = ret == -EALREADY;
-	ret = vm_control_snapshot_save(c->vm, dir, why, sizeof(why));
+	ret = vm_snapshot_save(c->vm, dir, why, sizeof(why));
 	if (!was_paused)
 		vmm_resume(c->vm);
 	if (ret) {
@@ -78,8 +70,29 @@ static void vmc_snapshot(struct vm_control *c, int fd, const char *dir)
 		blkd_control_reply(fd, "error %s: %s", dir, *why ? why : strerror(-ret));
 		return;
 	}
-	log_info("control: VM snapshot written to %s", dir);
+	if (was_paused)
+		log_info("control: VM snapshot written to %s", dir);
+	else
+		log_info("control: VM snapshot written to %s (VM paused %.1f ms)", dir,
+			 clock_ms_since(&t0));
 	blkd_control_reply(fd, "ok %s", dir);
+}
+
+static void vmc_upgrade(struct vm_control *c, int fd, const char *binary)
+{
+	char why[512] = "";
+	int ret;
+
+	if (!*binary)
+		binary = "/proc/self/exe";
+	if (binary[0] != '/') {
+		blkd_control_reply(fd, "error BINARY must be absolute: %s", binary);
+		return;
+	}
+	ret = vm_upgrade(c->vm, binary, fd, why, sizeof(why));
+	/* only on failure: the new process answers a success */
+	log_warn("control: %s", *why ? why : strerror(-ret));
+	blkd_control_reply(fd, "error %s", *why ? why : strerror(-ret));
 }
 
 static bool vmc_request(void *ctx, int fd, const char *line)
@@ -102,6 +115,8 @@ static bool vmc_request(void *ctx, int fd, const char *line)
 			blkd_control_reply(fd, "ok running");
 	} else if (!strcmp(line, "stats")) {
 		vmc_stats(c, fd);
+	} else if (!strcmp(line, "upgrade") || !strncmp(line, "upgrade ", 8)) {
+		vmc_upgrade(c, fd, line[7] ? line + 8 : "");
 	} else if (!strcmp(line, "snapshot") || !strncmp(line, "snapshot ", 9)) {
 		vmc_snapshot(c, fd, line[8] ? line + 9 : "");
 	} else {
@@ -123,16 +138,25 @@ int vm_control_start(struct vm *vm, const char *path, struct vm_control **out)
 	c->vm = vm;
 	c->ext = (struct blkd_control_ext){
 		.request = vmc_request, .ctx = c, .names = "pause, resume, stats, snapshot DIR, "
-		"snapshot-disk DELTA_PATH, flush or trace stop",
+		"upgrade [BINARY], snapshot-disk DELTA_PATH, flush or trace stop",
 	};
-	ret = blkd_control_start(vm->o->ndisks ? &vm->o->disks[0] : NULL, NULL, &c->ext, path,
-				 &c->ctl);
+	if (vm->o->resume)
+		ret = blkd_control_adopt(vm->o->ndisks ? &vm->o->disks[0] : NULL, NULL, &c->ext,
+					 path, vm->o->resume->listen_fd, &c->ctl);
+	else
+		ret = blkd_control_start(vm->o->ndisks ? &vm->o->disks[0] : NULL, NULL, &c->ext,
+					 path, &c->ctl);
 	if (ret) {
 		free(c);
 		return ret;
 	}
 	*out = c;
 	return 0;
+}
+
+int vm_control_listen_fd(struct vm_control *c)
+{
+	return blkd_control_listen_fd(c->ctl);
 }
 
 void vm_control_stop(struct vm_control *c)

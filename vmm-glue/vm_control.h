@@ -10,6 +10,10 @@
  *   stats            → the VM's statistics, one JSON object on one line (vmm_stats_json)
  *   snapshot DIR     → "ok DIR": the VM snapshot (paused for it; resumed after unless it was
  *                      paused before); "error ..." when it cannot be taken
+ *   upgrade [BINARY] → live upgrade (vm_upgrade.h): this process execs BINARY (absolute;
+ *                      default /proc/self/exe) and the new one answers "ok upgraded:
+ *                      paused N ms"; "error upgrade: ..." when refused or when the exec
+ *                      failed (the VM goes on here)
  *   snapshot-disk DELTA_PATH, flush, trace stop → as serve --control, on the first disk
  *
  * It runs on its own thread and logs where it fails (a server's rule).
@@ -20,8 +24,13 @@
 struct vm;
 struct vm_control;
 
-/* Listen on path and answer for vm. -errno (logged). */
+/*
+ * Listen on path and answer for vm (with vmm_opts.resume: on the listening socket the
+ * process before handed over). -errno (logged).
+ */
 int vm_control_start(struct vm *vm, const char *path, struct vm_control **out);
+/* Its listening socket (vm_upgrade.c hands it over). */
+int vm_control_listen_fd(struct vm_control *c);
 /* Finish the request in progress, stop, remove the socket. NULL: nothing. */
 void vm_control_stop(struct vm_control *c);
 

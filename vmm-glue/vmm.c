@@ -18,6 +18,8 @@
 #include "virtio_mmio.h"
 #include "vm.h"
 #include "vm_control.h"
+#include "vm_snapshot.h"
+#include "vm_upgrade.h"
 
 #define VMM_IOAPIC_ADDR 0xfec00000u
 #define VMM_LAPIC_ADDR 0xfee00000u
@@ -145,6 +147,7 @@ static int vmm_acpi(struct vm *v, uint64_t *rsdp)
 		.devs = devs,
 		.ndevs = v->o->ndisks,
 		.vmgenid_addr = BOOT_VMGENID_ADDR,
+		.vmgenid_gsi = BOOT_VMGENID_GSI,
 	};
 	uint8_t *buf = vm_ram_ptr(&v->vm.ram, BOOT_ACPI_ADDR, BOOT_ACPI_MAX);
 	size_t used;
@@ -245,8 +248,19 @@ static int vmm_devices(struct vm *v)
 	return 0;
 }
 
+void vmm_parts(struct vm *v, struct vm_parts *p)
+{
+	*p = (struct vm_parts){
+		.kvm = &v->vm, .cpus = v->cpus, .ncpus = v->ncpus, .vdev = v->vdev,
+		.ndev = v->ndev, .serial = v->serial, .exit_status = &v->status,
+		.kernel = v->o->kernel, .image = v->o->image, .notes = &v->o->notes,
+		.kernel_sha = v->o->restore ? vm_snapshot_info(v->o->restore)->kernel_sha : NULL,
+	};
+}
+
 static int vmm_cpus(struct vm *v, bool hw_virt)
 {
+	struct vm_parts p;
 	int ret;
 
 	for (unsigned i = 0; i < v->ncpus; i++) {
@@ -254,6 +268,23 @@ static int vmm_cpus(struct vm *v, bool hw_virt)
 				 v->reason, v->reason_len);
 		if (ret)
 			return ret;
+	}
+	if (v->up) {   /* a live upgrade: the same VM goes on */
+		vmm_parts(v, &p);
+		return vm_snapshot_state_load(v->up->state, v->up->state_len, &p, "upgrade state",
+					      v->reason, v->reason_len);
+	}
+	if (v->o->restore) {
+		vmm_parts(v, &p);
+		ret = vm_snapshot_apply(v->o->restore, &p, v->reason, v->reason_len);
+		/* a clone is a new generation: a new ID, and the GED's edge tells the guest */
+		if (!ret)
+			ret = vmm_vmgenid(v);
+		if (!ret && (kvm_irq_line(v->vm.vm_fd, BOOT_VMGENID_GSI, 1) ||
+			     kvm_irq_line(v->vm.vm_fd, BOOT_VMGENID_GSI, 0)))
+			ret = why_set(v->reason, v->reason_len, -EIO, "VM generation ID: "
+				      "KVM_IRQ_LINE %u failed", BOOT_VMGENID_GSI);
+		return ret;
 	}
 	return cpu_boot_regs(&v->cpus[0], v->kernel.proto, v->kernel.entry, v->reason,
 			     v->reason_len);
@@ -275,6 +306,15 @@ static bool vmm_past(const struct timespec *t)
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	return now.tv_sec > t->tv_sec || (now.tv_sec == t->tv_sec && now.tv_nsec >= t->tv_nsec);
+}
+
+/* The control socket's `snapshot DIR` (vm.h): v paused by the caller. */
+int vm_snapshot_save(struct vm *v, const char *dir, char *why, size_t why_len)
+{
+	struct vm_parts p;
+
+	vmm_parts(v, &p);
+	return vm_snapshot_write(&p, dir, why, why_len);
 }
 
 /* Waits for the end; asks the vCPUs every tick whether they are all halted for good. */
@@ -358,27 +398,102 @@ static void vmm_teardown(struct vm *v)
 	pthread_mutex_destroy(&v->pause_lock);
 }
 
+/* A restore: the machine the snapshot names, against what the caller asked for. */
+static int vmm_restore_machine(const struct vmm_opts *o, struct kvm_ram_opts *ro,
+			       unsigned *ncpus, char *why, size_t why_len)
+{
+	const struct vm_snapshot_info *si = vm_snapshot_info(o->restore);
+
+	if (o->mem && o->mem != si->mem_size)
+		return why_set(why, why_len, -EINVAL, "RAM size mismatch: %llu MiB asked for, "
+			       "the snapshot's VM has %llu MiB", (unsigned long long)(o->mem >> 20),
+			       (unsigned long long)(si->mem_size >> 20));
+	if (o->ncpus && o->ncpus != si->ncpus)
+		return why_set(why, why_len, -EINVAL, "%u vCPUs asked for, the snapshot's VM has "
+			       "%u", o->ncpus, si->ncpus);
+	if (o->ndisks != si->ndisks)
+		return why_set(why, why_len, -EINVAL, "%u disks, the snapshot's VM has %u",
+			       o->ndisks, si->ndisks);
+	if (o->hugepages || o->populate)
+		return why_set(why, why_len, -EINVAL, "a restore maps RAM from the snapshot: no "
+			       "hugepages, no populate");
+	ro->size = si->mem_size;
+	ro->map_file = true;
+	ro->fd = vm_snapshot_ram_fd(o->restore);
+	*ncpus = si->ncpus;
+	return 0;
+}
+
+/* A live upgrade's new process: the machine the hand-over names, RAM its memfd. */
+static int vmm_resume_machine(const struct vmm_opts *o, struct kvm_ram_opts *ro,
+			      unsigned *ncpus, struct vm_upgrade_in *up, char *why,
+			      size_t why_len)
+{
+	int ret = vm_upgrade_open(o->resume, up, why, why_len);
+
+	if (ret)
+		return ret;
+	if (up->ndisks != o->ndisks || (o->mem && o->mem != up->mem_size) ||
+	    (o->ncpus && o->ncpus != up->ncpus))
+		return why_set(why, why_len, -EINVAL, "upgrade: the VM has %u disks, %u vCPUs and "
+			       "%llu MiB; this run %u, %u and %llu MiB", up->ndisks, up->ncpus,
+			       (unsigned long long)(up->mem_size >> 20), o->ndisks, o->ncpus,
+			       (unsigned long long)(o->mem >> 20));
+	ro->size = up->mem_size;
+	ro->adopt_fd = true;
+	ro->fd = o->resume->ram_fd;
+	ro->populate = false;
+	*ncpus = up->ncpus;
+	return 0;
+}
+
+/* RAM, then the boot (kernel and tables) or the snapshot's RAM checked, devices, vCPUs. */
+static int vmm_setup(struct vm *v, const struct kvm_ram_opts *ro, bool hw_virt)
+{
+	int ret = kvm_vm_create(&v->vm, ro, v->reason, v->reason_len);
+
+	if (!ret && v->o->restore)
+		ret = vm_snapshot_ram_verify(v->o->restore, v->vm.ram.map, v->reason,
+					     v->reason_len);
+	else if (!ret && !v->up)
+		ret = vmm_load(v);
+	if (!ret)
+		ret = vmm_devices(v);
+	if (!ret)
+		ret = vmm_cpus(v, hw_virt);
+	return ret;
+}
+
 int vmm_run(const struct vmm_opts *o, int *status, char *why, size_t why_len)
 {
 	struct kvm_ram_opts ro = { .size = o->mem, .hugepages = o->hugepages,
 				   .populate = o->populate };
+	struct vm_upgrade_in up = { 0 };
 	struct vm *v;
 	pthread_condattr_t ca;
 	bool hw_virt = kvm_hw_virt_present();
+	unsigned ncpus = o->ncpus;
 	int ret;
 
 	if (why_len)
 		why[0] = '\0';
-	if (!o->ncpus || o->ncpus > CPU_MAX || o->ndisks > VMM_MAX_DISKS)
+	if (o->restore && (ret = vmm_restore_machine(o, &ro, &ncpus, why, why_len)))
+		return ret;
+	if (o->resume && (ret = vmm_resume_machine(o, &ro, &ncpus, &up, why, why_len))) {
+		vm_upgrade_done(o->resume, &up, ret, why, &o->notes);
+		return ret;
+	}
+	if (!ncpus || ncpus > CPU_MAX || o->ndisks > VMM_MAX_DISKS)
 		return why_set(why, why_len, -EINVAL, "%u vCPUs and %u disks: at most %u and %u",
-			       o->ncpus, o->ndisks, CPU_MAX, VMM_MAX_DISKS);
+			       ncpus, o->ndisks, CPU_MAX, VMM_MAX_DISKS);
 	v = calloc(1, sizeof(*v));
 	if (!v)
 		return why_set(why, why_len, -ENOMEM, "out of memory");
 	v->o = o;
 	v->reason = why;
 	v->reason_len = why_len;
-	v->ncpus = o->ncpus;
+	v->ncpus = ncpus;
+	v->up = o->resume ? &up : NULL;
 	v->status = -1;
 	v->vm.vm_fd = v->vm.sys_fd = v->vm.reaper_fd = -1;
 	pthread_mutex_init(&v->lock, NULL);
@@ -390,14 +505,8 @@ int vmm_run(const struct vmm_opts *o, int *status, char *why, size_t why_len)
 	v->bus = (struct cpu_bus){ .ctx = v, .pio = vmm_pio, .mmio = vmm_mmio,
 				   .end = vmm_cpu_end, .report = vmm_cpu_report };
 
-	ret = kvm_vm_create(&v->vm, &ro, why, why_len);
-	if (!ret)
-		ret = vmm_load(v);
-	if (!ret)
-		ret = vmm_devices(v);
-	if (!ret)
-		ret = vmm_cpus(v, hw_virt);
-	if (!ret && !hw_virt)
+	ret = vmm_setup(v, &ro, hw_virt);
+	if (!ret && !hw_virt && !o->resume)
 		note_emit(&o->notes, NOTE_NOTICE, "no hardware virtualization (no vmx/svm in "
 			  "/proc/cpuinfo): KVM here is a software implementation; a Linux guest "
 			  "will be very slow (minutes; console=ttyS0 shows its progress)");
@@ -409,12 +518,15 @@ int vmm_run(const struct vmm_opts *o, int *status, char *why, size_t why_len)
 	if (!ret && o->before_start && o->before_start(o->before_start_arg))
 		ret = -EPERM; /* it said why */
 	if (!ret)
-		note_emit(&o->notes, NOTE_INFO, "starting %u vCPU%s at %.1f ms", v->ncpus,
-			  v->ncpus == 1 ? "" : "s", clock_ms_since(&o->t0));
+		note_emit(&o->notes, NOTE_INFO, "%s %u vCPU%s at %.1f ms",
+			  o->restore || o->resume ? "resuming" : "starting", v->ncpus, v->ncpus == 1 ? "" : "s",
+			  clock_ms_since(&o->t0));
 	for (unsigned i = 0; !ret && i < v->ncpus; i++)
 		ret = cpu_start(&v->cpus[i], &v->bus, why, why_len);
 	if (!ret)
 		__atomic_store_n(&v->running, true, __ATOMIC_SEQ_CST); /* vmm_pause may park them */
+	if (o->resume)
+		vm_upgrade_done(o->resume, &up, ret, why, &o->notes);
 	if (ret) {
 		vmm_end(v, CPU_END_ERROR);
 	} else {

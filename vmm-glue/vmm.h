@@ -17,7 +17,18 @@
 #include "../blkd/virtio/virtio_blk.h"
 #include "boot.h"
 
+struct blkd_engine;
+struct vm_snapshot;
+
 #define VMM_MAX_DISKS 19   /* GSIs 5..23 of the IOAPIC */
+
+/* A live upgrade's hand-over (vm_upgrade.h): fds the process before the exec left open. */
+struct vmm_handover {
+	int state_fd;    /* memfd: a header and the VM's state records */
+	int ram_fd;      /* guest RAM's memfd */
+	int listen_fd;   /* the control socket, listening */
+	int client_fd;   /* the connection that asked (answered once the VM runs again) */
+};
 
 struct vmm_opts {
 	const char *kernel;
@@ -47,11 +58,32 @@ struct vmm_opts {
 	int (*before_start)(void *arg);
 	void *before_start_arg;
 	/*
+	 * VM snapshots (vm_snapshot.h). image: the engine of disks[0] when it is the image
+	 * (its layout names the disk, its overlay becomes disk.delta), else NULL.
+	 * restore: boot nothing, resume this snapshot (vm_snapshot_open; borrowed): RAM from
+	 * its ram file, mem and ncpus from it (0 here, or the same values), kernel NULL or the
+	 * same file, the same disks.
+	 */
+	struct blkd_engine *image;
+	struct vm_snapshot *restore;
+	/*
 	 * The control socket (vm_control.h): a unix socket PATH, listened on before
-	 * before_start and the first vCPU, closed before the VM is torn down. Its errors are logged where they happen
-	 * (it is a server). NULL: none.
+	 * before_start and the first vCPU, closed before the VM is torn down. Its errors are
+	 * logged where they happen (it is a server). NULL: none.
 	 */
 	const char *control;
+	/*
+	 * Live upgrade (vm_upgrade.h; needs control). upgrade_exec: called with the VM paused
+	 * and h's fds open across exec: exec binary as this same run plus h (lazyblk run's
+	 * hidden --upgrade-fds); it returns only when that failed (-errno, one line in why).
+	 * NULL: `upgrade` is refused. resume: this process is the new one: the VM is rebuilt
+	 * from h (RAM adopted, the state applied, the socket adopted) instead of booted, and
+	 * the request is answered. NULL: none.
+	 */
+	int (*upgrade_exec)(void *arg, const char *binary, const struct vmm_handover *h,
+			    char *why, size_t why_len);
+	void *upgrade_arg;
+	const struct vmm_handover *resume;
 };
 
 struct vm;   /* a running VM (vmm-glue/vm.h inside vmm-glue/) */

@@ -238,6 +238,11 @@ void blkd_engine_close(struct blkd_engine *e)
 	free(e);
 }
 
+void blkd_engine_layout_digest(const struct blkd_engine *e, uint8_t out[32])
+{
+	memcpy(out, e->layout->digest, 32);
+}
+
 uint64_t blkd_engine_size(const struct blkd_engine *e) { return e->size; }
 bool blkd_engine_read_only(const struct blkd_engine *e) { return e->read_only; }
 

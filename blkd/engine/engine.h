@@ -75,6 +75,8 @@ int blkd_engine_open(const struct blkd_engine_opts *o, struct blkd_engine **out,
 		     size_t why_len);
 void blkd_engine_close(struct blkd_engine *e);
 uint64_t blkd_engine_size(const struct blkd_engine *e);
+/* The layout's digest (sha256 of its header): names the disk (VM snapshots). */
+void blkd_engine_layout_digest(const struct blkd_engine *e, uint8_t out[32]);
 bool blkd_engine_read_only(const struct blkd_engine *e);
 
 /* Offsets and lengths: multiples of 512, inside the disk (-EINVAL otherwise). */

@@ -288,9 +288,10 @@ static void ctl_free(struct blkd_control *c)
 	free(c);
 }
 
-int blkd_control_start(const struct disk *d, struct blkd_engine *e,
-		       const struct blkd_control_ext *ext, const char *path,
-		       struct blkd_control **out)
+/* Start with lfd (>= 0: a listening socket already bound to path, ours now) or listen. */
+static int ctl_start(const struct disk *d, struct blkd_engine *e,
+		     const struct blkd_control_ext *ext, const char *path, int lfd,
+		     struct blkd_control **out)
 {
 	struct blkd_control *c = calloc(1, sizeof(*c));
 	int ret;
@@ -310,7 +311,13 @@ int blkd_control_start(const struct disk *d, struct blkd_engine *e,
 		ctl_free(c);
 		return ret;
 	}
-	ret = ctl_listen(c, path);
+	if (lfd >= 0 && strlen(path) < sizeof(c->path)) {
+		c->lfd = lfd;
+		strcpy(c->path, path);
+		ret = 0;
+	} else {
+		ret = ctl_listen(c, path);
+	}
 	if (ret) {
 		ctl_free(c);
 		return ret;
@@ -324,6 +331,25 @@ int blkd_control_start(const struct disk *d, struct blkd_engine *e,
 	}
 	*out = c;
 	return 0;
+}
+
+int blkd_control_start(const struct disk *d, struct blkd_engine *e,
+		       const struct blkd_control_ext *ext, const char *path,
+		       struct blkd_control **out)
+{
+	return ctl_start(d, e, ext, path, -1, out);
+}
+
+int blkd_control_adopt(const struct disk *d, struct blkd_engine *e,
+		       const struct blkd_control_ext *ext, const char *path, int lfd,
+		       struct blkd_control **out)
+{
+	return ctl_start(d, e, ext, path, lfd, out);
+}
+
+int blkd_control_listen_fd(const struct blkd_control *c)
+{
+	return c->lfd;
 }
 
 void blkd_control_stop(struct blkd_control *c)

@@ -55,6 +55,15 @@ void blkd_control_reply(int fd, const char *fmt, ...) __attribute__((format(prin
 int blkd_control_start(const struct disk *d, struct blkd_engine *e,
 		       const struct blkd_control_ext *ext, const char *path,
 		       struct blkd_control **out);
+/*
+ * The same with lfd, a socket already listening at path that a process before this one
+ * (lazyblk run's live upgrade, through exec) made: owned from now on.
+ */
+int blkd_control_adopt(const struct disk *d, struct blkd_engine *e,
+		       const struct blkd_control_ext *ext, const char *path, int lfd,
+		       struct blkd_control **out);
+/* The listening socket (a live upgrade hands it over). */
+int blkd_control_listen_fd(const struct blkd_control *c);
 /* Finish the request being answered, stop, remove the socket file. NULL is a no-op. */
 void blkd_control_stop(struct blkd_control *c);
 

@@ -15,6 +15,10 @@
  * the guest prints "guest: count-disk: seq S count N ok" (or "... status X" on an error):
  * a record acknowledged so must be on the disk (tests/guest/disk.py counts DISK reads them).
  *
+ * With testguest.count_to=N (default 0: never) the guest ends at count N: it prints
+ * "guest: count done N", writes exit status 0 to port 0x441 and halts (the snapshot tests
+ * let the runs end by themselves).
+ *
  * Before a count whose VM generation ID (ACPI VGEN) differs from the last one printed, the
  * guest prints it again: "guest: vmgenid: HEX at 0xADDR" (a restored snapshot gets a new one).
  *
@@ -178,10 +182,22 @@ static void cnt_reap(void)
 		creg(0x064, is);
 }
 
+/* count_to reached: the requests in flight complete, then exit status 0 and halt. */
+static void count_done(void)
+{
+	for (unsigned i = 0; i < CNT_SLOTS; i++)
+		while (c_base && c_slot[i].busy)
+			cnt_reap();
+	gprintf("guest: count done %lu\n", g_count);
+	outb(0x441, 0);
+	for (;;)
+		__asm__ volatile("cli; hlt");
+}
+
 void count_run(const struct mmio_dev *d)
 {
 	char b[32];
-	uint64_t every_us = 20000, every = 4, lba = 0, seq = 0, next, skipped = 0;
+	uint64_t every_us = 20000, every = 4, lba = 0, seq = 0, next, skipped = 0, to = 0;
 
 	if (cmdline_get("testguest.count_us", b, sizeof(b)))
 		every_us = parse_u64(b, NULL);
@@ -189,6 +205,8 @@ void count_run(const struct mmio_dev *d)
 		every = parse_u64(b, NULL);
 	if (cmdline_get("testguest.count_lba", b, sizeof(b)))
 		lba = parse_u64(b, NULL);
+	if (cmdline_get("testguest.count_to", b, sizeof(b)))
+		to = parse_u64(b, NULL);
 	if (!every)
 		every = 1;
 	c_base = d ? d->base : 0;
@@ -219,5 +237,7 @@ void count_run(const struct mmio_dev *d)
 			else if (++skipped % 16 == 1)
 				gprintf("guest: count-disk: every slot busy (%lu skipped)\n", skipped);
 		}
+		if (to && g_count >= to)
+			count_done();
 	}
 }

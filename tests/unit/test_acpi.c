@@ -824,7 +824,10 @@ static void test_acpiexec(void **state)
 
 /*
  * The VM generation ID device: iasl -d shows Device (VGEN) with QEMU's ids and the ADDR
- * method; acpiexec evaluates ADDR to the address; an unaligned address is refused.
+ * method, and its event device GED0 (ACPI0013, an edge-triggered GSI of its own, _EVT
+ * notifying VGEN with 0x80); acpiexec evaluates ADDR to the address and _EVT (its GSI) to
+ * the notification; an unaligned address, a GSI a virtio device has or an ISA line the VMM
+ * uses are refused.
  */
 static void test_vmgenid(void **state)
 {
@@ -840,6 +843,11 @@ static void test_vmgenid(void **state)
 	cf.c.vmgenid_addr = 0xff004;
 	assert_int_equal(acpi_build(&cf.c, buf, GPA, BUF_LEN, NULL, NULL), -EINVAL);
 	cf.c.vmgenid_addr = 0xff000;
+	cf.c.vmgenid_gsi = cf.devs[1].gsi;
+	assert_int_equal(acpi_build(&cf.c, buf, GPA, BUF_LEN, NULL, NULL), -EINVAL);
+	cf.c.vmgenid_gsi = 4;
+	assert_int_equal(acpi_build(&cf.c, buf, GPA, BUF_LEN, NULL, NULL), -EINVAL);
+	cf.c.vmgenid_gsi = 3;
 	build_ok(&cf, buf, BUF_LEN);
 	check_rsdp_xsdt(buf, BUF_LEN, &t);
 	check_fadt(buf, BUF_LEN, &t);
@@ -854,7 +862,15 @@ static void test_vmgenid(void **state)
 	write_table(dir, "apic.dat", t.madt);
 	write_table(dir, "dsdt.dat", t.dsdt);
 	dsl = iasl_d(dir, "dsdt", false);
-	assert_int_equal(strcount(dsl, "Device ("), cf.ndevs + 2);
+	assert_int_equal(strcount(dsl, "Device ("), cf.ndevs + 3);
+	b = device_block(dsl, "GED0");
+	expect_in(b, "Name (_HID, \"ACPI0013\" /* Generic Event Device */)");
+	expect_in(b, "Interrupt (ResourceConsumer, Edge, ActiveHigh, Exclusive, ,, )"
+		     "\n                {\n                    0x00000003,\n                }");
+	expect_in(b, "Method (_EVT, 1, NotSerialized)");
+	expect_in(b, "If ((Arg0 == 0x03))");
+	expect_in(b, "Notify (\\_SB.VGEN, 0x80)");
+	free(b);
 	b = device_block(dsl, "VGEN");
 	expect_in(b, "Name (_HID, \"QEMUVGID\")");
 	expect_in(b, "Name (_CID, \"VM_Gen_Counter\")");
@@ -874,6 +890,14 @@ static void test_vmgenid(void **state)
 	    !strstr(out, "[Package] Contains 2 Elements") ||
 	    !strstr(out, "[Integer] = 00000000000FF000"))
 		fail_msg("acpiexec:\n%s", out);
+	free(out);
+	snprintf(cmd, sizeof(cmd), "cd '%s' && timeout 60 acpiexec -b 'Evaluate \\_SB.GED0._EVT 3' "
+		 "dsdt.dat facp.dat apic.dat </dev/null >out.txt 2>&1", dir);
+	assert_int_equal(system(cmd), 0);
+	out = slurp(path);
+	if (strstr(out, "Error") || strstr(out, "Warning") ||
+	    !strstr(out, "Received a Device Notify on [VGEN]") || !strstr(out, "Value 0x80"))
+		fail_msg("acpiexec _EVT:\n%s", out);
 	free(out);
 	rm_rf(dir);
 	free(buf);

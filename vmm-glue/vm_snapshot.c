@@ -1,0 +1,707 @@
+/* SPDX-License-Identifier: MIT */
+#include "vm_snapshot.h"
+
+#include <cpuid.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <linux/kvm.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../blkd/engine/engine.h"
+#include "../common/fsutil.h"
+#include "serial.h"
+#include "virtio_mmio.h"
+#include "vm_state.h"
+
+#define VMSNAP_MAGIC "LZBKVMSN"
+#define VMSNAP_VERSION 2u
+#define VMSNAP_HDR 512u
+#define VMSNAP_PAGE 4096u
+#define VMSNAP_RUN (256u * VMSNAP_PAGE)   /* RAM written in runs of up to 1 MiB */
+#define VMSNAP_REGION (2ull << 20)         /* the RAM digest is made of one per 2 MiB */
+#define VMSNAP_THREADS 8u                  /* at most, to hash the regions */
+#define VMSNAP_STATE_MAX (64u << 20)
+#define VMSNAP_F_DELTA 1u
+#define VMSNAP_F_LAYOUT 2u
+
+struct vmsnap_header {
+	char magic[8];                /* "LZBKVMSN" */
+	uint32_t version;             /* 1 */
+	uint32_t header_size;         /* 512 */
+	uint64_t mem_size;            /* bytes of guest RAM: the ram file's size */
+	uint32_t ncpus, ndisks;
+	uint32_t page_size;           /* 4096 */
+	uint32_t flags;               /* VMSNAP_F_* */
+	uint8_t cpu_sig[SHA256_LEN];  /* sha256 of KVM's CPU features (cpu_sig_pick) */
+	char cpu_model[64];           /* "GenuineIntel family 6 model 85 stepping 7" */
+	uint8_t kernel_sha[SHA256_LEN];
+	uint8_t layout_digest[SHA256_LEN];
+	uint64_t state_len;           /* bytes of records after the header */
+	uint8_t state_sha[SHA256_LEN];
+	uint64_t ram_pages;           /* pages written */
+	uint8_t ram_sha[SHA256_LEN];  /* over the 2 MiB regions' digests (ram_digest) */
+	uint8_t delta_sha[SHA256_LEN];/* the delta's own trailing sha256 */
+	uint8_t reserved[168];
+	uint8_t header_sha[SHA256_LEN];  /* of the 480 bytes before */
+};
+_Static_assert(sizeof(struct vmsnap_header) == VMSNAP_HDR, "the header is 512 bytes");
+
+struct vm_snapshot {
+	char dir[PATH_MAX];
+	struct vmsnap_header h;
+	uint8_t *file;                /* vm.state */
+	size_t file_len;
+	int ram_fd;
+	struct vm_snapshot_info info;
+};
+
+/*
+ * The CPU features a guest may rely on, as KVM offers them (a whitelist: other fields, such
+ * as APIC ids, depend on the host CPU the call ran on): leaf 0, leaf 1 EAX ECX EDX, leaf 7
+ * (subleaves 0 and 1), leaf 0xd (subleaves 0 and 1: the XSAVE features), leaves 0x80000001
+ * ECX EDX and 0x80000008 EAX.
+ */
+static void cpu_sig_pick(const struct kvm_cpuid2 *cp, uint32_t out[24])
+{
+	static const struct { uint32_t fn, idx, regs; } pick[] = {
+		{ 0, 0, 0xf }, { 1, 0, 0xd }, { 7, 0, 0xf }, { 7, 1, 0xf }, { 0xd, 0, 0xf },
+		{ 0xd, 1, 0xf }, { 0x80000001, 0, 0xc }, { 0x80000008, 0, 0x1 },
+	};
+	unsigned k = 0;
+
+	memset(out, 0, 24 * sizeof(out[0]));
+	for (unsigned i = 0; i < sizeof(pick) / sizeof(pick[0]); i++) {
+		for (uint32_t j = 0; j < cp->nent; j++) {
+			const struct kvm_cpuid_entry2 *e = &cp->entries[j];
+			uint32_t r[4] = { e->eax, e->ebx, e->ecx, e->edx };
+
+			if (e->function != pick[i].fn || e->index != pick[i].idx)
+				continue;
+			for (unsigned b = 0; b < 4 && k < 24; b++)
+				if (pick[i].regs & (1u << b))
+					out[k++] = r[b];
+			break;
+		}
+	}
+}
+
+/* The host's CPU as KVM offers it to guests (cpu_sig_pick), and its name for messages. */
+static int snap_cpu_sig(int sys_fd, uint8_t sig[SHA256_LEN], char model[64])
+{
+	unsigned a = 0, b = 0, c = 0, d = 0, vendor[3] = { 0 };
+	uint32_t cap = 256, regs[24];
+	struct kvm_cpuid2 *cp = NULL;
+	int ret;
+
+	for (;;) {
+		free(cp);
+		cp = calloc(1, sizeof(*cp) + cap * sizeof(cp->entries[0]));
+		if (!cp)
+			return -ENOMEM;
+		cp->nent = cap;
+		if (!ioctl(sys_fd, KVM_GET_SUPPORTED_CPUID, cp))
+			break;
+		ret = -errno;
+		if (ret != -E2BIG || cap >= 4096) {
+			free(cp);
+			return ret;
+		}
+		cap *= 2;
+	}
+	cpu_sig_pick(cp, regs);
+	free(cp);
+	ret = sha256_buf(regs, sizeof(regs), sig);
+	__get_cpuid(0, &a, &vendor[0], &vendor[2], &vendor[1]);
+	__get_cpuid(1, &a, &b, &c, &d);
+	memset(model, 0, 64);
+	snprintf(model, 64, "%.12s family %u model %u stepping %u", (const char *)vendor,
+		 ((a >> 8) & 0xf) + ((a >> 20) & 0xff), ((a >> 4) & 0xf) | ((a >> 12) & 0xf0),
+		 a & 0xf);
+	return ret;
+}
+
+static int snap_file_sha(const char *path, uint8_t out[SHA256_LEN], char *why, size_t why_len)
+{
+	struct fs_map m;
+	int ret = fs_map_file(path, &m);
+
+	if (ret)
+		return why_set(why, why_len, ret, "%s: %s", path, strerror(-ret));
+	ret = sha256_buf(m.data, m.len, out);
+	fs_unmap(&m);
+	return ret ? why_set(why, why_len, ret, "%s: sha256 failed", path) : 0;
+}
+
+static bool page_zero(const uint8_t *p)
+{
+	const uint64_t *q = (const uint64_t *)(const void *)p;
+
+	for (unsigned i = 0; i < VMSNAP_PAGE / 8; i++)
+		if (q[i])
+			return false;
+	return true;
+}
+
+static int ram_hash_page(struct sha256_ctx *c, uint64_t idx, const uint8_t *p)
+{
+	uint8_t le[8];
+
+	for (unsigned i = 0; i < 8; i++)
+		le[i] = (uint8_t)(idx >> (8 * i));
+	if (sha256_update(c, le, 8) || sha256_update(c, p, VMSNAP_PAGE))
+		return -EIO;
+	return 0;
+}
+
+/* Region r's digest done (c NULL: a region without written pages). */
+static int ram_region_end(struct sha256_ctx *c, uint8_t out[SHA256_LEN])
+{
+	int ret = c ? sha256_final(c, out) : sha256_buf("", 0, out);
+
+	sha256_free(c);
+	return ret ? -EIO : 0;
+}
+
+/*
+ * dir/ram: the pages that are not all zeros, in runs; holes elsewhere. The RAM digest
+ * (ram_digest's) on the way, one pass: h->ram_sha, h->ram_pages.
+ */
+static int snap_ram_write(const struct vm_ram *ram, int fd, struct vmsnap_header *h)
+{
+	uint64_t pages = ram->size / VMSNAP_PAGE, run = 0, run_len = 0;
+	uint64_t ppr = VMSNAP_REGION / VMSNAP_PAGE, nreg = (pages + ppr - 1) / ppr;
+	uint8_t (*reg)[SHA256_LEN] = malloc(nreg * SHA256_LEN);
+	struct sha256_ctx *c = NULL;
+	int ret = reg ? 0 : -ENOMEM;
+
+	if (!ret && ftruncate(fd, (off_t)ram->size) < 0)
+		ret = -errno;
+	for (uint64_t i = 0; !ret && i <= pages; i++) {
+		const uint8_t *p = ram->map + i * VMSNAP_PAGE;
+		bool data = i < pages && !page_zero(p);
+
+		if (i && (i % ppr == 0 || i == pages)) {
+			ret = ram_region_end(c, reg[(i - 1) / ppr]);
+			c = NULL;
+		}
+		if (!ret && data) {
+			c = c ? c : sha256_new();
+			ret = c ? ram_hash_page(c, i, p) : -ENOMEM;
+			h->ram_pages++;
+			if (!run_len)
+				run = i;
+			run_len += VMSNAP_PAGE;
+		}
+		if (!ret && run_len && (!data || run_len >= VMSNAP_RUN)) {
+			ret = fs_pwrite_full(fd, ram->map + run * VMSNAP_PAGE, run_len,
+					     (off_t)(run * VMSNAP_PAGE));
+			run_len = 0;
+		}
+	}
+	sha256_free(c);
+	if (!ret && sha256_buf(reg, nreg * SHA256_LEN, h->ram_sha))
+		ret = -EIO;
+	free(reg);
+	return ret;
+}
+
+/* The RAM digest: regions hashed by a few threads, then the digest of their digests. */
+struct ram_digest {
+	const uint8_t *ram;
+	uint64_t size, nreg;
+	int fd;                       /* the ram file: only its data extents hold pages */
+	uint64_t next;                /* atomic: the next region to take */
+	uint8_t (*reg)[SHA256_LEN];
+	uint64_t pages;               /* atomic: pages hashed */
+	int err;                      /* atomic: the first failure */
+};
+
+/* Region r: sha256 over (le64 page index, page) of its pages that are not all zeros. */
+static int ram_region(struct ram_digest *d, uint64_t r)
+{
+	off_t off = (off_t)(r * VMSNAP_REGION), re, end;
+	struct sha256_ctx *c = sha256_new();
+	uint64_t pages = 0;
+	int ret = c ? 0 : -ENOMEM;
+
+	re = (off_t)(d->size < (r + 1) * VMSNAP_REGION ? d->size : (r + 1) * VMSNAP_REGION);
+	while (!ret && off < re) {
+		off = lseek(d->fd, off, SEEK_DATA);
+		if (off < 0 || off >= re)
+			break;   /* ENXIO: no data after off */
+		end = lseek(d->fd, off, SEEK_HOLE);
+		if (end < 0 || end > re)
+			end = re;
+		off &= ~(off_t)(VMSNAP_PAGE - 1);
+		for (; !ret && off < end; off += VMSNAP_PAGE) {
+			if (page_zero(d->ram + off))
+				continue;
+			ret = ram_hash_page(c, (uint64_t)off / VMSNAP_PAGE, d->ram + off);
+			pages++;
+		}
+	}
+	if (!ret && sha256_final(c, d->reg[r]))
+		ret = -EIO;
+	sha256_free(c);
+	__atomic_fetch_add(&d->pages, pages, __ATOMIC_RELAXED);
+	return ret;
+}
+
+static void *ram_digest_main(void *arg)
+{
+	struct ram_digest *d = arg;
+	uint64_t r;
+
+	while ((r = __atomic_fetch_add(&d->next, 1, __ATOMIC_RELAXED)) < d->nreg) {
+		int ret = ram_region(d, r);
+		int zero = 0;
+
+		if (ret)
+			__atomic_compare_exchange_n(&d->err, &zero, ret, false, __ATOMIC_SEQ_CST,
+						    __ATOMIC_SEQ_CST);
+	}
+	return NULL;
+}
+
+/*
+ * sha256 over the digests of the 2 MiB regions of ram in order (ram_region), the pages
+ * outside fd's data extents skipped (they are zeros in the file); *pages: those hashed.
+ * The regions are spread over up to VMSNAP_THREADS threads (the CPUs there are). Saving
+ * computes the same in its one pass over RAM (snap_ram_write).
+ */
+static int ram_digest(const uint8_t *ram, uint64_t size, int fd, uint8_t out[SHA256_LEN],
+		      uint64_t *pages)
+{
+	struct ram_digest d = { .ram = ram, .size = size, .fd = fd,
+				.nreg = (size + VMSNAP_REGION - 1) / VMSNAP_REGION };
+	pthread_t th[VMSNAP_THREADS];
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned n = cpus < 1 ? 1 : cpus > VMSNAP_THREADS ? VMSNAP_THREADS : (unsigned)cpus;
+	unsigned started = 0;
+	int ret;
+
+	d.reg = malloc(d.nreg * SHA256_LEN);
+	if (!d.reg)
+		return -ENOMEM;
+	for (unsigned i = 1; i < n; i++)   /* this thread is one of them */
+		if (!pthread_create(&th[started], NULL, ram_digest_main, &d))
+			started++;
+	ram_digest_main(&d);
+	for (unsigned i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	ret = d.err;
+	if (!ret && sha256_buf(d.reg, d.nreg * SHA256_LEN, out))
+		ret = -EIO;
+	free(d.reg);
+	*pages = d.pages;
+	return ret;
+}
+
+int vm_snapshot_state_save(const struct vm_parts *p, struct vm_state_buf *b, char *why,
+			   size_t why_len)
+{
+	struct virtio_mmio_state *vs;
+	struct serial_state ss;
+	int32_t st = *p->exit_status;
+	int ret = vm_state_vm_save(p->kvm->vm_fd, b, why, why_len);
+
+	for (unsigned i = 0; !ret && i < p->ncpus; i++)
+		ret = vm_state_cpu_save(&p->cpus[i], p->kvm->sys_fd, b, why, why_len);
+	if (ret)
+		return ret;
+	serial_state_save(p->serial, &ss);
+	ret = vm_state_put(b, VMST_SERIAL, 0, &ss, sizeof(ss));
+	vs = malloc(sizeof(*vs));
+	if (!vs)
+		return why_set(why, why_len, -ENOMEM, "out of memory");
+	for (unsigned i = 0; !ret && i < p->ndev; i++) {
+		ret = virtio_mmio_state_save(p->vdev[i], vs);
+		if (ret == -EBUSY)
+			ret = why_set(why, why_len, ret, "virtio-blk disk %u: a request is in "
+				      "flight (the VM is not paused)", i);
+		else if (ret)
+			ret = why_set(why, why_len, ret, "virtio-blk disk %u: %s", i,
+				      strerror(-ret));
+		else
+			ret = vm_state_put(b, VMST_VIRTIO_MMIO, i, vs, sizeof(*vs));
+	}
+	free(vs);
+	if (!ret)
+		ret = vm_state_put(b, VMST_EXIT_STATUS, 0, &st, sizeof(st));
+	if (!ret)
+		ret = vm_state_put(b, VMST_END, 0, NULL, 0);
+	return ret == -ENOMEM ? why_set(why, why_len, ret, "out of memory") : ret;
+}
+
+/* The trailing sha256 of a delta file (its own digest of everything before it). */
+static int delta_sha(const char *path, uint8_t out[SHA256_LEN])
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), ret;
+
+	if (fd < 0)
+		return -errno;
+	ret = fstat(fd, &st) < 0 ? -errno : 0;
+	if (!ret && st.st_size < (off_t)(4096 + SHA256_LEN))
+		ret = -EINVAL;
+	if (!ret)
+		ret = fs_pread_full(fd, out, SHA256_LEN, st.st_size - SHA256_LEN);
+	close(fd);
+	return ret;
+}
+
+static void snap_path(char *buf, size_t len, const char *dir, const char *name)
+{
+	if ((size_t)snprintf(buf, len, "%s/%s", dir, name) >= len)
+		buf[0] = '\0';   /* too long: open() fails with ENOENT */
+}
+
+/* The disk delta and the machine's names into h. */
+static int snap_names(const struct vm_parts *p, const char *dir, struct vmsnap_header *h,
+		      char *why, size_t why_len)
+{
+	char path[PATH_MAX];
+	const char *dwhy = NULL;
+	int ret = snap_cpu_sig(p->kvm->sys_fd, h->cpu_sig, h->cpu_model);
+
+	if (ret)
+		return why_set(why, why_len, ret, "CPU signature (KVM_GET_SUPPORTED_CPUID): %s",
+			       strerror(-ret));
+	if (p->kernel && (ret = snap_file_sha(p->kernel, h->kernel_sha, why, why_len)))
+		return ret;
+	if (!p->kernel && p->kernel_sha)
+		memcpy(h->kernel_sha, p->kernel_sha, SHA256_LEN);
+	if (!p->image)
+		return 0;
+	h->flags |= VMSNAP_F_LAYOUT;
+	blkd_engine_layout_digest(p->image, h->layout_digest);
+	snap_path(path, sizeof(path), dir, VMSNAP_DELTA);
+	ret = blkd_engine_snapshot(p->image, path, NULL, NULL, &dwhy);
+	if (ret == -ENOENT)
+		return 0;   /* no overlay: the disk is the image, read-only */
+	if (ret)
+		return why_set(why, why_len, ret, "%s: %s", path, dwhy ? dwhy : strerror(-ret));
+	h->flags |= VMSNAP_F_DELTA;
+	ret = delta_sha(path, h->delta_sha);
+	return ret ? why_set(why, why_len, ret, "%s: %s", path, strerror(-ret)) : 0;
+}
+
+static int snap_write_state(const char *dir, struct vmsnap_header *h,
+			    const struct vm_state_buf *b, char *why, size_t why_len)
+{
+	char path[PATH_MAX];
+	int fd, ret;
+
+	h->state_len = b->len;
+	if (sha256_buf(b->p, b->len, h->state_sha) ||
+	    sha256_buf(h, offsetof(struct vmsnap_header, header_sha), h->header_sha))
+		return why_set(why, why_len, -EIO, "sha256 failed");
+	snap_path(path, sizeof(path), dir, VMSNAP_STATE);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return why_set(why, why_len, -errno, "%s: %s", path, strerror(errno));
+	ret = fs_write_full(fd, h, sizeof(*h));
+	if (!ret)
+		ret = fs_write_full(fd, b->p, b->len);
+	if (!ret && fsync(fd) < 0)
+		ret = -errno;
+	close(fd);
+	return ret ? why_set(why, why_len, ret, "%s: %s", path, strerror(-ret)) : 0;
+}
+
+static void snap_remove(const char *dir)
+{
+	static const char *const names[] = { VMSNAP_STATE, VMSNAP_RAM, VMSNAP_DELTA };
+	char path[PATH_MAX];
+
+	for (unsigned i = 0; i < 3; i++) {
+		snap_path(path, sizeof(path), dir, names[i]);
+		unlink(path);
+	}
+	rmdir(dir);
+}
+
+int vm_snapshot_write(const struct vm_parts *p, const char *dir, char *why, size_t why_len)
+{
+	struct vmsnap_header h = { .version = VMSNAP_VERSION, .header_size = VMSNAP_HDR,
+				   .mem_size = p->kvm->ram.size, .ncpus = p->ncpus,
+				   .ndisks = p->ndev, .page_size = VMSNAP_PAGE };
+	struct vm_state_buf b = { 0 };
+	char path[PATH_MAX];
+	int fd, ret;
+
+	memcpy(h.magic, VMSNAP_MAGIC, 8);
+	if (mkdir(dir, 0700) < 0)
+		return why_set(why, why_len, -errno, "%s: %s", dir, strerror(errno));
+	snap_path(path, sizeof(path), dir, VMSNAP_RAM);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	ret = fd < 0 ? -errno : snap_ram_write(&p->kvm->ram, fd, &h);
+	if (!ret && fsync(fd) < 0)
+		ret = -errno;
+	if (fd >= 0)
+		close(fd);
+	if (ret)
+		why_set(why, why_len, ret, "%s: %s", path, strerror(-ret));
+	if (!ret)
+		ret = vm_snapshot_state_save(p, &b, why, why_len);
+	if (!ret)
+		ret = snap_names(p, dir, &h, why, why_len);
+	if (!ret)
+		ret = snap_write_state(dir, &h, &b, why, why_len);
+	if (!ret && (ret = fs_fsync_dir(dir)))
+		why_set(why, why_len, ret, "%s: %s", dir, strerror(-ret));
+	free(b.p);
+	if (ret)
+		snap_remove(dir);
+	return ret;
+}
+
+/* The header on its own: magic, digest, version, sizes, this host's CPU. */
+static int snap_check_header(struct vm_snapshot *s, int sys_fd, char *why, size_t why_len)
+{
+	const struct vmsnap_header *h = &s->h;
+	uint8_t d[SHA256_LEN], sig[SHA256_LEN];
+	char model[64];
+	int ret;
+
+	if (memcmp(h->magic, VMSNAP_MAGIC, 8))
+		return why_set(why, why_len, -EINVAL, "%s/vm.state: not a lazyblk VM snapshot "
+			       "(bad magic)", s->dir);
+	if (sha256_buf(h, offsetof(struct vmsnap_header, header_sha), d) ||
+	    memcmp(d, h->header_sha, SHA256_LEN))
+		return why_set(why, why_len, -EINVAL, "%s/vm.state: header digest mismatch "
+			       "(corrupt or altered)", s->dir);
+	if (h->version != VMSNAP_VERSION || h->header_size != VMSNAP_HDR ||
+	    h->page_size != VMSNAP_PAGE)
+		return why_set(why, why_len, -EPROTONOSUPPORT, "%s/vm.state: version %u (this "
+			       "lazyblk reads version %u)", s->dir, h->version, VMSNAP_VERSION);
+	if (!h->mem_size || h->mem_size % VMSNAP_PAGE || h->mem_size > (1ull << 40) ||
+	    !h->ncpus || h->ncpus > CPU_MAX || h->ndisks > 32 ||
+	    (h->flags & ~(uint32_t)(VMSNAP_F_DELTA | VMSNAP_F_LAYOUT)))
+		return why_set(why, why_len, -EINVAL, "%s/vm.state: absurd machine (%llu bytes "
+			       "of RAM, %u vCPUs, %u disks, flags 0x%x)", s->dir,
+			       (unsigned long long)h->mem_size, h->ncpus, h->ndisks, h->flags);
+	if (s->file_len - VMSNAP_HDR != h->state_len)
+		return why_set(why, why_len, -EINVAL, "%s/vm.state: truncated (%zu bytes of "
+			       "state, the header says %llu)", s->dir, s->file_len - VMSNAP_HDR,
+			       (unsigned long long)h->state_len);
+	if (sha256_buf(s->file + VMSNAP_HDR, s->file_len - VMSNAP_HDR, d) ||
+	    memcmp(d, h->state_sha, SHA256_LEN))
+		return why_set(why, why_len, -EINVAL, "%s/vm.state: state digest mismatch "
+			       "(corrupt or altered)", s->dir);
+	ret = snap_cpu_sig(sys_fd, sig, model);
+	if (ret)
+		return why_set(why, why_len, ret, "KVM_GET_SUPPORTED_CPUID: %s", strerror(-ret));
+	if (memcmp(sig, h->cpu_sig, SHA256_LEN))
+		return why_set(why, why_len, -EXDEV, "%s: taken on another CPU model or KVM "
+			       "(%.64s; this host: %s): a restore needs the same CPU features",
+			       s->dir, h->cpu_model, model);
+	return 0;
+}
+
+/* The ram file's size and the delta's digest. */
+static int snap_check_files(struct vm_snapshot *s, char *why, size_t why_len)
+{
+	char path[PATH_MAX];
+	uint8_t d[SHA256_LEN];
+	struct stat st;
+	int ret;
+
+	snap_path(path, sizeof(path), s->dir, VMSNAP_RAM);
+	s->ram_fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (s->ram_fd < 0 || fstat(s->ram_fd, &st) < 0)
+		return why_set(why, why_len, -errno, "%s: %s", path, strerror(errno));
+	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != s->h.mem_size)
+		return why_set(why, why_len, -EINVAL, "%s: %llu bytes, but the snapshot's RAM "
+			       "is %llu (truncated, or not this snapshot's)", path,
+			       (unsigned long long)st.st_size,
+			       (unsigned long long)s->h.mem_size);
+	if (!(s->h.flags & VMSNAP_F_DELTA))
+		return 0;
+	snap_path(path, sizeof(path), s->dir, VMSNAP_DELTA);
+	ret = delta_sha(path, d);
+	if (ret)
+		return why_set(why, why_len, ret, "%s: %s", path,
+			       ret == -EINVAL ? "truncated" : strerror(-ret));
+	if (memcmp(d, s->h.delta_sha, SHA256_LEN))
+		return why_set(why, why_len, -EINVAL, "%s: not this snapshot's disk delta "
+			       "(digest mismatch)", path);
+	return 0;
+}
+
+int vm_snapshot_open(const char *dir, struct vm_snapshot **out, char *why, size_t why_len)
+{
+	struct vm_snapshot *s = calloc(1, sizeof(*s));
+	char path[PATH_MAX];
+	int sys_fd, ret;
+
+	if (!s)
+		return why_set(why, why_len, -ENOMEM, "out of memory");
+	s->ram_fd = -1;
+	snprintf(s->dir, sizeof(s->dir), "%s", dir);
+	snap_path(path, sizeof(path), dir, VMSNAP_STATE);
+	ret = fs_read_file_max(path, VMSNAP_STATE_MAX, &s->file, &s->file_len);
+	if (ret)
+		why_set(why, why_len, ret, "%s: %s", path, strerror(-ret));
+	else if (s->file_len < VMSNAP_HDR)
+		ret = why_set(why, why_len, -EINVAL, "%s: truncated (%zu bytes, the header "
+			      "alone is %u)", path, s->file_len, VMSNAP_HDR);
+	if (!ret) {
+		memcpy(&s->h, s->file, VMSNAP_HDR);
+		sys_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+		if (sys_fd < 0)
+			ret = why_set(why, why_len, -errno, "/dev/kvm: %s", strerror(errno));
+		else
+			ret = snap_check_header(s, sys_fd, why, why_len);
+		if (sys_fd >= 0)
+			close(sys_fd);
+	}
+	if (!ret)
+		ret = snap_check_files(s, why, why_len);
+	if (ret) {
+		vm_snapshot_close(s);
+		return ret;
+	}
+	s->info = (struct vm_snapshot_info){
+		.mem_size = s->h.mem_size, .ncpus = s->h.ncpus, .ndisks = s->h.ndisks,
+		.has_delta = s->h.flags & VMSNAP_F_DELTA,
+		.has_layout = s->h.flags & VMSNAP_F_LAYOUT, .ram_pages = s->h.ram_pages,
+	};
+	memcpy(s->info.layout_digest, s->h.layout_digest, SHA256_LEN);
+	memcpy(s->info.kernel_sha, s->h.kernel_sha, SHA256_LEN);
+	*out = s;
+	return 0;
+}
+
+const struct vm_snapshot_info *vm_snapshot_info(const struct vm_snapshot *s)
+{
+	return &s->info;
+}
+
+int vm_snapshot_ram_fd(const struct vm_snapshot *s)
+{
+	return s->ram_fd;
+}
+
+int vm_snapshot_ram_verify(const struct vm_snapshot *s, const uint8_t *ram, char *why,
+			   size_t why_len)
+{
+	uint8_t d[SHA256_LEN];
+	uint64_t pages = 0;
+	int ret = ram_digest(ram, s->h.mem_size, s->ram_fd, d, &pages);
+
+	if (ret)
+		return why_set(why, why_len, ret, "%s/ram: %s", s->dir, strerror(-ret));
+	if (pages != s->h.ram_pages || memcmp(d, s->h.ram_sha, SHA256_LEN))
+		return why_set(why, why_len, -EINVAL, "%s/ram: digest mismatch (%llu pages, the "
+			       "snapshot wrote %llu): corrupt or altered", s->dir,
+			       (unsigned long long)pages, (unsigned long long)s->h.ram_pages);
+	return 0;
+}
+
+/* The devices' records: UART, each virtio-mmio device, the exit status, the end. */
+static int snap_apply_devices(const char *what, struct vm_state_rd *r,
+			      const struct vm_parts *p, char *why, size_t why_len)
+{
+	struct virtio_mmio_state vs;
+	struct serial_state ss;
+	const void *d;
+	size_t len;
+	int32_t st;
+	int ret = vm_state_take(r, VMST_SERIAL, 0, sizeof(ss), sizeof(ss), &d, &len, "UART",
+				why, why_len);
+
+	if (!ret) {
+		memcpy(&ss, d, sizeof(ss));
+		if (serial_state_load(p->serial, &ss))
+			ret = why_set(why, why_len, -EINVAL, "vm.state: impossible UART state");
+	}
+	for (unsigned i = 0; !ret && i < p->ndev; i++) {
+		ret = vm_state_take(r, VMST_VIRTIO_MMIO, i, sizeof(vs), sizeof(vs), &d, &len,
+				    "virtio-mmio", why, why_len);
+		if (ret)
+			break;
+		memcpy(&vs, d, sizeof(vs));
+		if (virtio_mmio_state_load(p->vdev[i], &vs))
+			ret = why_set(why, why_len, -EINVAL, "vm.state: virtio-blk disk %u: a state "
+				      "this device cannot have (queues, features or rings)", i);
+	}
+	if (!ret)
+		ret = vm_state_take(r, VMST_EXIT_STATUS, 0, sizeof(st), sizeof(st), &d, &len,
+				    "exit status", why, why_len);
+	if (!ret) {
+		memcpy(&st, d, sizeof(st));
+		*p->exit_status = st >= 0 && st < 256 ? st : -1;
+		ret = vm_state_take(r, VMST_END, 0, 0, 0, &d, &len, "end", why, why_len);
+	}
+	if (!ret && r->off != r->len)
+		ret = why_set(why, why_len, -EINVAL, "%s: %zu bytes after the end record", what,
+			      r->len - r->off);
+	return ret;
+}
+
+int vm_snapshot_apply(const struct vm_snapshot *s, const struct vm_parts *p, char *why,
+		      size_t why_len)
+{
+	char what[PATH_MAX + 16];
+	uint8_t d[SHA256_LEN];
+	int ret;
+
+	if (p->ncpus != s->h.ncpus || p->ndev != s->h.ndisks ||
+	    p->kvm->ram.size != s->h.mem_size)
+		return why_set(why, why_len, -EINVAL, "%s: the snapshot's VM has %u vCPUs, %u "
+			       "disks and %llu MiB of RAM; this one %u, %u and %llu MiB", s->dir,
+			       s->h.ncpus, s->h.ndisks, (unsigned long long)(s->h.mem_size >> 20),
+			       p->ncpus, p->ndev, (unsigned long long)(p->kvm->ram.size >> 20));
+	if (p->kernel) {
+		ret = snap_file_sha(p->kernel, d, why, why_len);
+		if (ret)
+			return ret;
+		if (memcmp(d, s->h.kernel_sha, SHA256_LEN))
+			return why_set(why, why_len, -EINVAL, "kernel %s: not the kernel the "
+				       "snapshot was taken with (sha256 differs)", p->kernel);
+	}
+	if (p->image) {
+		blkd_engine_layout_digest(p->image, d);
+		if (!(s->h.flags & VMSNAP_F_LAYOUT) || memcmp(d, s->h.layout_digest, SHA256_LEN))
+			return why_set(why, why_len, -EINVAL, "%s: taken with another image "
+				       "layout", s->dir);
+	} else if (s->h.flags & VMSNAP_F_LAYOUT) {
+		return why_set(why, why_len, -EINVAL, "%s: taken with an image disk: give its "
+			       "IMAGE.layout", s->dir);
+	}
+	snprintf(what, sizeof(what), "%s/vm.state", s->dir);
+	return vm_snapshot_state_load(s->file + VMSNAP_HDR, s->file_len - VMSNAP_HDR, p, what,
+				      why, why_len);
+}
+
+int vm_snapshot_state_load(const uint8_t *state, size_t len, const struct vm_parts *p,
+			   const char *what, char *why, size_t why_len)
+{
+	struct vm_state_rd r = { .p = state, .len = len };
+	int ret = vm_state_vm_load(p->kvm->vm_fd, &r, why, why_len);
+
+	for (unsigned i = 0; !ret && i < p->ncpus; i++)
+		ret = vm_state_cpu_load(&p->cpus[i], &r, p->notes, why, why_len);
+	if (!ret)
+		ret = snap_apply_devices(what, &r, p, why, why_len);
+	return ret;
+}
+
+void vm_snapshot_close(struct vm_snapshot *s)
+{
+	if (!s)
+		return;
+	if (s->ram_fd >= 0)
+		close(s->ram_fd);
+	free(s->file);
+	free(s);
+}
