@@ -94,7 +94,6 @@ bench: $(BUILD)/lazyblk $(LINKEM)
 	@LAZYBLK=$(abspath $(BUILD)/lazyblk) bench/remote.sh
 	@LAZYBLK=$(abspath $(BUILD)/lazyblk) bench/images.sh
 	@LAZYBLK=$(abspath $(BUILD)/lazyblk) bench/vmm.sh
-	@LAZYBLK=$(abspath $(BUILD)/lazyblk) bench/vm_snapshot.sh
 	@LAZYBLK=$(abspath $(BUILD)/lazyblk) bench/guest.sh
 
 # Cold start over an emulated link (not in `make bench` while build/tools/linkem is missing;

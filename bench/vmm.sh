@@ -22,7 +22,8 @@
 # instruction is handled. KVM on the benchmark host may be a software implementation (see
 # docs/design.md, "Kinds of host"); both VMMs use the same one.
 #
-# Writes: build/bench/vmm.json and the `vmm` section of docs/benchmarks.md.
+# Writes: build/bench/vmm.json and the `vmm` section of docs/benchmarks.md; then runs
+# bench/vm_snapshot.sh (snapshot, restore, live upgrade: its own section) unless VMM_SNAPSHOT=0.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -145,3 +146,8 @@ print('\n'.join(lines))
 PY
 python3 "$ROOT/bench/lib/mdsection.py" "$MD" vmm <"$WORK/section.md"
 echo "bench/vmm: results in $JSON and $MD"
+# The snapshot side of the VMM (snapshot time and size, restore -> first guest instruction,
+# live-upgrade pause) is its own script and section; VMM_SNAPSHOT=0 skips it.
+if [ "${VMM_SNAPSHOT:-1}" != 0 ]; then
+  LAZYBLK=$LAZYBLK "$ROOT/bench/vm_snapshot.sh"
+fi
