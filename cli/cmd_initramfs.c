@@ -91,8 +91,10 @@ int cmd_initramfs(int argc, char **argv)
 		case O_GZIP: o.gzip = true; break;
 		case O_CACHE: o.cache_dir = optarg; break;
 		case 'o':
-			if (cli_output_check(optarg))
+			if (cli_output_check(optarg)) {
+				free(env);
 				return 1;
+			}
 			out = optarg;
 			break;
 		CLI_LOG_CASES: cli_log_option(c); break;
