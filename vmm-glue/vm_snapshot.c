@@ -14,6 +14,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "../blkd/engine/engine.h"
 #include "../common/fsutil.h"
@@ -22,19 +23,20 @@
 #include "vm_state.h"
 
 #define VMSNAP_MAGIC "LZBKVMSN"
-#define VMSNAP_VERSION 2u
+#define VMSNAP_VERSION 3u
 #define VMSNAP_HDR 512u
 #define VMSNAP_PAGE 4096u
 #define VMSNAP_RUN (256u * VMSNAP_PAGE)   /* RAM written in runs of up to 1 MiB */
 #define VMSNAP_REGION (2ull << 20)         /* the RAM digest is made of one per 2 MiB */
 #define VMSNAP_THREADS 8u                  /* at most, to hash the regions */
+#define VMSNAP_XXH 16u                     /* an XXH3-128 digest, canonical (big-endian) */
 #define VMSNAP_STATE_MAX (64u << 20)
 #define VMSNAP_F_DELTA 1u
 #define VMSNAP_F_LAYOUT 2u
 
 struct vmsnap_header {
 	char magic[8];                /* "LZBKVMSN" */
-	uint32_t version;             /* 1 */
+	uint32_t version;             /* 3 */
 	uint32_t header_size;         /* 512 */
 	uint64_t mem_size;            /* bytes of guest RAM: the ram file's size */
 	uint32_t ncpus, ndisks;
@@ -47,7 +49,8 @@ struct vmsnap_header {
 	uint64_t state_len;           /* bytes of records after the header */
 	uint8_t state_sha[SHA256_LEN];
 	uint64_t ram_pages;           /* pages written */
-	uint8_t ram_sha[SHA256_LEN];  /* over the 2 MiB regions' digests (ram_digest) */
+	uint8_t ram_xxh3[VMSNAP_XXH]; /* over the 2 MiB regions' digests (ram_digest) */
+	uint8_t ram_reserved[16];
 	uint8_t delta_sha[SHA256_LEN];/* the delta's own trailing sha256 */
 	uint8_t reserved[168];
 	uint8_t header_sha[SHA256_LEN];  /* of the 480 bytes before */
@@ -150,37 +153,47 @@ static bool page_zero(const uint8_t *p)
 	return true;
 }
 
-static int ram_hash_page(struct sha256_ctx *c, uint64_t idx, const uint8_t *p)
+/*
+ * The RAM digest is XXH3-128, not sha256: it guards against corruption (disk, truncation, a
+ * bad copy), not forgery — guest RAM is the guest's own data, which nothing trusts.
+ */
+static int ram_hash_page(XXH3_state_t *st, uint64_t idx, const uint8_t *p)
 {
 	uint8_t le[8];
 
 	for (unsigned i = 0; i < 8; i++)
 		le[i] = (uint8_t)(idx >> (8 * i));
-	if (sha256_update(c, le, 8) || sha256_update(c, p, VMSNAP_PAGE))
+	if (XXH3_128bits_update(st, le, 8) != XXH_OK ||
+	    XXH3_128bits_update(st, p, VMSNAP_PAGE) != XXH_OK)
 		return -EIO;
 	return 0;
 }
 
-/* Region r's digest done (c NULL: a region without written pages). */
-static int ram_region_end(struct sha256_ctx *c, uint8_t out[SHA256_LEN])
+static void ram_xxh_out(XXH128_hash_t hash, uint8_t out[VMSNAP_XXH])
 {
-	int ret = c ? sha256_final(c, out) : sha256_buf("", 0, out);
+	XXH128_canonical_t c;
 
-	sha256_free(c);
-	return ret ? -EIO : 0;
+	XXH128_canonicalFromHash(&c, hash);
+	memcpy(out, c.digest, VMSNAP_XXH);
+}
+
+/* The digest of the regions' digests (reg: n of them). */
+static void ram_xxh_top(const uint8_t (*reg)[VMSNAP_XXH], uint64_t n, uint8_t out[VMSNAP_XXH])
+{
+	ram_xxh_out(XXH3_128bits(reg, n * VMSNAP_XXH), out);
 }
 
 /*
  * dir/ram: the pages that are not all zeros, in runs; holes elsewhere. The RAM digest
- * (ram_digest's) on the way, one pass: h->ram_sha, h->ram_pages.
+ * (ram_digest's) on the way, one pass: h->ram_xxh3, h->ram_pages.
  */
 static int snap_ram_write(const struct vm_ram *ram, int fd, struct vmsnap_header *h)
 {
 	uint64_t pages = ram->size / VMSNAP_PAGE, run = 0, run_len = 0;
 	uint64_t ppr = VMSNAP_REGION / VMSNAP_PAGE, nreg = (pages + ppr - 1) / ppr;
-	uint8_t (*reg)[SHA256_LEN] = malloc(nreg * SHA256_LEN);
-	struct sha256_ctx *c = NULL;
-	int ret = reg ? 0 : -ENOMEM;
+	uint8_t (*reg)[VMSNAP_XXH] = malloc(nreg * VMSNAP_XXH);
+	XXH3_state_t *st = XXH3_createState();
+	int ret = reg && st && XXH3_128bits_reset(st) == XXH_OK ? 0 : -ENOMEM;
 
 	if (!ret && ftruncate(fd, (off_t)ram->size) < 0)
 		ret = -errno;
@@ -189,12 +202,12 @@ static int snap_ram_write(const struct vm_ram *ram, int fd, struct vmsnap_header
 		bool data = i < pages && !page_zero(p);
 
 		if (i && (i % ppr == 0 || i == pages)) {
-			ret = ram_region_end(c, reg[(i - 1) / ppr]);
-			c = NULL;
+			ram_xxh_out(XXH3_128bits_digest(st), reg[(i - 1) / ppr]);
+			if (XXH3_128bits_reset(st) != XXH_OK)
+				ret = -EIO;
 		}
 		if (!ret && data) {
-			c = c ? c : sha256_new();
-			ret = c ? ram_hash_page(c, i, p) : -ENOMEM;
+			ret = ram_hash_page(st, i, p);
 			h->ram_pages++;
 			if (!run_len)
 				run = i;
@@ -206,9 +219,9 @@ static int snap_ram_write(const struct vm_ram *ram, int fd, struct vmsnap_header
 			run_len = 0;
 		}
 	}
-	sha256_free(c);
-	if (!ret && sha256_buf(reg, nreg * SHA256_LEN, h->ram_sha))
-		ret = -EIO;
+	XXH3_freeState(st);
+	if (!ret)
+		ram_xxh_top((const uint8_t (*)[VMSNAP_XXH])reg, nreg, h->ram_xxh3);
 	free(reg);
 	return ret;
 }
@@ -219,18 +232,17 @@ struct ram_digest {
 	uint64_t size, nreg;
 	int fd;                       /* the ram file: only its data extents hold pages */
 	uint64_t next;                /* atomic: the next region to take */
-	uint8_t (*reg)[SHA256_LEN];
+	uint8_t (*reg)[VMSNAP_XXH];
 	uint64_t pages;               /* atomic: pages hashed */
 	int err;                      /* atomic: the first failure */
 };
 
-/* Region r: sha256 over (le64 page index, page) of its pages that are not all zeros. */
-static int ram_region(struct ram_digest *d, uint64_t r)
+/* Region r: XXH3-128 over (le64 page index, page) of its pages that are not all zeros. */
+static int ram_region(struct ram_digest *d, uint64_t r, XXH3_state_t *st)
 {
 	off_t off = (off_t)(r * VMSNAP_REGION), re, end;
-	struct sha256_ctx *c = sha256_new();
 	uint64_t pages = 0;
-	int ret = c ? 0 : -ENOMEM;
+	int ret = XXH3_128bits_reset(st) == XXH_OK ? 0 : -EIO;
 
 	re = (off_t)(d->size < (r + 1) * VMSNAP_REGION ? d->size : (r + 1) * VMSNAP_REGION);
 	while (!ret && off < re) {
@@ -244,13 +256,12 @@ static int ram_region(struct ram_digest *d, uint64_t r)
 		for (; !ret && off < end; off += VMSNAP_PAGE) {
 			if (page_zero(d->ram + off))
 				continue;
-			ret = ram_hash_page(c, (uint64_t)off / VMSNAP_PAGE, d->ram + off);
+			ret = ram_hash_page(st, (uint64_t)off / VMSNAP_PAGE, d->ram + off);
 			pages++;
 		}
 	}
-	if (!ret && sha256_final(c, d->reg[r]))
-		ret = -EIO;
-	sha256_free(c);
+	if (!ret)
+		ram_xxh_out(XXH3_128bits_digest(st), d->reg[r]);
 	__atomic_fetch_add(&d->pages, pages, __ATOMIC_RELAXED);
 	return ret;
 }
@@ -258,26 +269,28 @@ static int ram_region(struct ram_digest *d, uint64_t r)
 static void *ram_digest_main(void *arg)
 {
 	struct ram_digest *d = arg;
+	XXH3_state_t *st = XXH3_createState();
 	uint64_t r;
 
 	while ((r = __atomic_fetch_add(&d->next, 1, __ATOMIC_RELAXED)) < d->nreg) {
-		int ret = ram_region(d, r);
+		int ret = st ? ram_region(d, r, st) : -ENOMEM;
 		int zero = 0;
 
 		if (ret)
 			__atomic_compare_exchange_n(&d->err, &zero, ret, false, __ATOMIC_SEQ_CST,
 						    __ATOMIC_SEQ_CST);
 	}
+	XXH3_freeState(st);
 	return NULL;
 }
 
 /*
- * sha256 over the digests of the 2 MiB regions of ram in order (ram_region), the pages
+ * XXH3-128 over the digests of the 2 MiB regions of ram in order (ram_region), the pages
  * outside fd's data extents skipped (they are zeros in the file); *pages: those hashed.
  * The regions are spread over up to VMSNAP_THREADS threads (the CPUs there are). Saving
  * computes the same in its one pass over RAM (snap_ram_write).
  */
-static int ram_digest(const uint8_t *ram, uint64_t size, int fd, uint8_t out[SHA256_LEN],
+static int ram_digest(const uint8_t *ram, uint64_t size, int fd, uint8_t out[VMSNAP_XXH],
 		      uint64_t *pages)
 {
 	struct ram_digest d = { .ram = ram, .size = size, .fd = fd,
@@ -288,7 +301,7 @@ static int ram_digest(const uint8_t *ram, uint64_t size, int fd, uint8_t out[SHA
 	unsigned started = 0;
 	int ret;
 
-	d.reg = malloc(d.nreg * SHA256_LEN);
+	d.reg = malloc(d.nreg * VMSNAP_XXH);
 	if (!d.reg)
 		return -ENOMEM;
 	for (unsigned i = 1; i < n; i++)   /* this thread is one of them */
@@ -298,8 +311,8 @@ static int ram_digest(const uint8_t *ram, uint64_t size, int fd, uint8_t out[SHA
 	for (unsigned i = 0; i < started; i++)
 		pthread_join(th[i], NULL);
 	ret = d.err;
-	if (!ret && sha256_buf(d.reg, d.nreg * SHA256_LEN, out))
-		ret = -EIO;
+	if (!ret)
+		ram_xxh_top((const uint8_t (*)[VMSNAP_XXH])d.reg, d.nreg, out);
 	free(d.reg);
 	*pages = d.pages;
 	return ret;
@@ -594,13 +607,13 @@ int vm_snapshot_ram_fd(const struct vm_snapshot *s)
 int vm_snapshot_ram_verify(const struct vm_snapshot *s, const uint8_t *ram, char *why,
 			   size_t why_len)
 {
-	uint8_t d[SHA256_LEN];
+	uint8_t d[VMSNAP_XXH];
 	uint64_t pages = 0;
 	int ret = ram_digest(ram, s->h.mem_size, s->ram_fd, d, &pages);
 
 	if (ret)
 		return why_set(why, why_len, ret, "%s/ram: %s", s->dir, strerror(-ret));
-	if (pages != s->h.ram_pages || memcmp(d, s->h.ram_sha, SHA256_LEN))
+	if (pages != s->h.ram_pages || memcmp(d, s->h.ram_xxh3, VMSNAP_XXH))
 		return why_set(why, why_len, -EINVAL, "%s/ram: digest mismatch (%llu pages, the "
 			       "snapshot wrote %llu): corrupt or altered", s->dir,
 			       (unsigned long long)pages, (unsigned long long)s->h.ram_pages);

@@ -4,7 +4,8 @@
  * directory with
  *   vm.state    a 512-byte header (magic, version, the machine: RAM size, vCPUs, disks,
  *               the CPU signature; the kernel's sha256, the image layout's digest; the
- *               sha256 of the state, of the RAM pages, of the disk delta; the header's own
+ *               sha256 of the state and of the disk delta, the XXH3-128 of the RAM pages
+ *               (corruption, not forgery: guest RAM is untrusted anyway); the header's own
  *               sha256), then the state records (vm_state.h): KVM's VM and vCPU state and
  *               the devices' (UART, virtio-mmio registers and queue indices, exit status);
  *   ram         the guest's RAM, as big as it, written sparse: only the pages that are not

@@ -15,7 +15,9 @@
 #    and its own written pages private;
 #  - a snapshot of a restored VM restores too (--kernel checked against the first boot's);
 #  - hostile snapshots are refused with one line and never hang: truncated vm.state or
-#    ram, a flipped byte in the header, the state or the RAM, --mem of another size,
+#    ram, a flipped byte in the header, the state or a written page of RAM, a byte made
+#    non-zero in a hole of the ram file, a snapshot of the older format (version 2, whose
+#    RAM digest was sha256), --mem of another size,
 #    another CPU model (signature changed, digests made right), another layout or kernel,
 #    crafted vCPU state (CR0.PG without PE: KVM_SET_SREGS fails; MP state 99).
 . "$(dirname "$0")/lib/common.sh"
@@ -241,6 +243,15 @@ hostile "header byte flipped" "header digest mismatch" edit "$T/h" 'b[20] ^= 1'
 hostile "state byte flipped" "state digest mismatch" edit "$T/h" 'b[600] ^= 1'
 hostile "ram byte flipped" "ram: digest mismatch" \
   python3 -c 'import sys; f = open(sys.argv[1], "r+b"); f.seek(0x200010); c = f.read(1); f.seek(0x200010); f.write(bytes([c[0] ^ 0xff]))' "$T/h/ram"
+hostile "ram hole made non-zero" "ram: digest mismatch" python3 -c '
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+size = os.lseek(fd, 0, os.SEEK_END)
+hole = os.lseek(fd, 0x1000000, os.SEEK_HOLE)
+if hole >= size:
+    sys.exit("no hole in ram")
+os.pwrite(fd, b"\x01", hole + 100)' "$T/h/ram"
+hostile "older version" "version 2 (this lazyblk reads version 3)" sh -c "$(declare -f edit fixsum); edit '$T/h' 'b[8] = 2'; fixsum '$T/h'"
 hostile "another CPU model" "another CPU model" sh -c "$(declare -f edit fixsum); edit '$T/h' 'b[40] ^= 1'; fixsum '$T/h'"
 hostile "crafted sregs" "KVM_SET_SREGS" sh -c "$(declare -f edit fixsum); edit '$T/h' 'o = rec(2); struct.pack_into(\"<Q\", b, o + 224, 0x80000000)'; fixsum '$T/h'"
 hostile "crafted MP state" "KVM_SET_MP_STATE" sh -c "$(declare -f edit fixsum); edit '$T/h' 'o = rec(8); struct.pack_into(\"<I\", b, o, 99)'; fixsum '$T/h'"
