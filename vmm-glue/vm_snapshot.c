@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -31,6 +32,7 @@
 #define VMSNAP_THREADS 8u                  /* at most, to hash the regions */
 #define VMSNAP_XXH 16u                     /* an XXH3-128 digest, canonical (big-endian) */
 #define VMSNAP_STATE_MAX (64u << 20)
+#define VMSNAP_RAM_MAX (1ll << 40)
 #define VMSNAP_F_DELTA 1u
 #define VMSNAP_F_LAYOUT 2u
 
@@ -57,12 +59,15 @@ struct vmsnap_header {
 };
 _Static_assert(sizeof(struct vmsnap_header) == VMSNAP_HDR, "the header is 512 bytes");
 
+struct ram_digest;
+
 struct vm_snapshot {
 	char dir[PATH_MAX];
 	struct vmsnap_header h;
 	uint8_t *file;                /* vm.state */
 	size_t file_len;
 	int ram_fd;
+	struct ram_digest *chk;       /* the RAM check, running from vm_snapshot_open on */
 	struct vm_snapshot_info info;
 };
 
@@ -235,6 +240,8 @@ struct ram_digest {
 	uint8_t (*reg)[VMSNAP_XXH];
 	uint64_t pages;               /* atomic: pages hashed */
 	int err;                      /* atomic: the first failure */
+	pthread_t th[VMSNAP_THREADS];
+	unsigned nth;                 /* threads started, not joined */
 };
 
 /* Region r: XXH3-128 over (le64 page index, page) of its pages that are not all zeros. */
@@ -285,37 +292,75 @@ static void *ram_digest_main(void *arg)
 }
 
 /*
- * XXH3-128 over the digests of the 2 MiB regions of ram in order (ram_region), the pages
- * outside fd's data extents skipped (they are zeros in the file); *pages: those hashed.
- * The regions are spread over up to VMSNAP_THREADS threads (the CPUs there are). Saving
- * computes the same in its one pass over RAM (snap_ram_write).
+ * Start the RAM check: XXH3-128 over the digests of the 2 MiB regions of the ram file in
+ * order (ram_region), the pages outside its data extents skipped (they are zeros). The
+ * file is mapped read-only and shared (the page cache's pages, which the guest's private
+ * mapping shares until it writes them) and hashed on threads (one fewer than the CPUs: at
+ * least one, at most VMSNAP_THREADS) while the caller builds the VM; ram_check_end
+ * finishes it before the guest runs. Saving computes the same digest in its one pass over
+ * RAM (snap_ram_write).
  */
-static int ram_digest(const uint8_t *ram, uint64_t size, int fd, uint8_t out[VMSNAP_XXH],
-		      uint64_t *pages)
+static int ram_check_start(struct vm_snapshot *s, uint64_t size)
 {
-	struct ram_digest d = { .ram = ram, .size = size, .fd = fd,
-				.nreg = (size + VMSNAP_REGION - 1) / VMSNAP_REGION };
-	pthread_t th[VMSNAP_THREADS];
+	struct ram_digest *d = calloc(1, sizeof(*d));
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	unsigned n = cpus < 1 ? 1 : cpus > VMSNAP_THREADS ? VMSNAP_THREADS : (unsigned)cpus;
-	unsigned started = 0;
-	int ret;
+	unsigned n = cpus < 2 ? 1 : cpus > VMSNAP_THREADS ? VMSNAP_THREADS : (unsigned)cpus - 1;
+	void *map;
 
-	d.reg = malloc(d.nreg * VMSNAP_XXH);
-	if (!d.reg)
+	if (!d)
 		return -ENOMEM;
-	for (unsigned i = 1; i < n; i++)   /* this thread is one of them */
-		if (!pthread_create(&th[started], NULL, ram_digest_main, &d))
-			started++;
-	ram_digest_main(&d);
-	for (unsigned i = 0; i < started; i++)
-		pthread_join(th[i], NULL);
-	ret = d.err;
-	if (!ret)
-		ram_xxh_top((const uint8_t (*)[VMSNAP_XXH])d.reg, d.nreg, out);
-	free(d.reg);
-	*pages = d.pages;
-	return ret;
+	s->chk = d;
+	d->size = size;
+	d->fd = s->ram_fd;
+	d->nreg = (d->size + VMSNAP_REGION - 1) / VMSNAP_REGION;
+	d->reg = malloc(d->nreg * VMSNAP_XXH);
+	if (!d->reg)
+		return -ENOMEM;
+	map = mmap(NULL, d->size, PROT_READ, MAP_SHARED, s->ram_fd, 0);
+	if (map == MAP_FAILED)
+		return -errno;
+	d->ram = map;
+	for (unsigned i = 0; i < n; i++)
+		if (!pthread_create(&d->th[d->nth], NULL, ram_digest_main, d))
+			d->nth++;
+	return 0;   /* without threads, ram_check_end does it all */
+}
+
+/*
+ * The check finished (this thread takes the regions left) or, stop, abandoned: the digest
+ * into out, *pages those hashed, the file unmapped. Once only.
+ */
+static int ram_check_end(struct ram_digest *d, bool stop, uint8_t out[VMSNAP_XXH],
+			 uint64_t *pages)
+{
+	if (stop)
+		__atomic_store_n(&d->next, d->nreg, __ATOMIC_RELAXED);
+	ram_digest_main(d);
+	for (unsigned i = 0; i < d->nth; i++)
+		pthread_join(d->th[i], NULL);
+	d->nth = 0;
+	if (d->ram)   /* the guest's own mapping is the one that stays */
+		munmap((void *)(uintptr_t)d->ram, d->size);
+	d->ram = NULL;
+	if (!d->err && !stop)
+		ram_xxh_top((const uint8_t (*)[VMSNAP_XXH])d->reg, d->nreg, out);
+	*pages = d->pages;
+	return d->err;
+}
+
+static void ram_check_free(struct ram_digest *d)
+{
+	uint8_t out[VMSNAP_XXH];
+	uint64_t pages;
+
+	if (!d)
+		return;
+	if (d->nth)
+		ram_check_end(d, true, out, &pages);
+	if (d->ram)
+		munmap((void *)(uintptr_t)d->ram, d->size);
+	free(d->reg);
+	free(d);
 }
 
 int vm_snapshot_state_save(const struct vm_parts *p, struct vm_state_buf *b, char *why,
@@ -496,7 +541,7 @@ static int snap_check_header(struct vm_snapshot *s, int sys_fd, char *why, size_
 	    h->page_size != VMSNAP_PAGE)
 		return why_set(why, why_len, -EPROTONOSUPPORT, "%s/vm.state: version %u (this "
 			       "lazyblk reads version %u)", s->dir, h->version, VMSNAP_VERSION);
-	if (!h->mem_size || h->mem_size % VMSNAP_PAGE || h->mem_size > (1ull << 40) ||
+	if (!h->mem_size || h->mem_size % VMSNAP_PAGE || h->mem_size > VMSNAP_RAM_MAX ||
 	    !h->ncpus || h->ncpus > CPU_MAX || h->ndisks > 32 ||
 	    (h->flags & ~(uint32_t)(VMSNAP_F_DELTA | VMSNAP_F_LAYOUT)))
 		return why_set(why, why_len, -EINVAL, "%s/vm.state: absurd machine (%llu bytes "
@@ -529,7 +574,8 @@ static int snap_check_files(struct vm_snapshot *s, char *why, size_t why_len)
 	int ret;
 
 	snap_path(path, sizeof(path), s->dir, VMSNAP_RAM);
-	s->ram_fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (s->ram_fd < 0)
+		s->ram_fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (s->ram_fd < 0 || fstat(s->ram_fd, &st) < 0)
 		return why_set(why, why_len, -errno, "%s: %s", path, strerror(errno));
 	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != s->h.mem_size)
@@ -548,6 +594,27 @@ static int snap_check_files(struct vm_snapshot *s, char *why, size_t why_len)
 		return why_set(why, why_len, -EINVAL, "%s: not this snapshot's disk delta "
 			       "(digest mismatch)", path);
 	return 0;
+}
+
+/*
+ * The ram file opened and its check started at once, to run while the rest is checked and
+ * the VM built: with the file's size (snap_check_files compares it with the header's, once
+ * that is checked). Any problem here is left for snap_check_files to find and say.
+ */
+static void snap_ram_early(struct vm_snapshot *s)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	snap_path(path, sizeof(path), s->dir, VMSNAP_RAM);
+	s->ram_fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (s->ram_fd < 0 || fstat(s->ram_fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    !st.st_size || st.st_size % VMSNAP_PAGE || st.st_size > VMSNAP_RAM_MAX)
+		return;
+	if (ram_check_start(s, (uint64_t)st.st_size)) {
+		ram_check_free(s->chk);
+		s->chk = NULL;
+	}
 }
 
 int vm_snapshot_open(const char *dir, struct vm_snapshot **out, char *why, size_t why_len)
@@ -569,6 +636,7 @@ int vm_snapshot_open(const char *dir, struct vm_snapshot **out, char *why, size_
 			      "alone is %u)", path, s->file_len, VMSNAP_HDR);
 	if (!ret) {
 		memcpy(&s->h, s->file, VMSNAP_HDR);
+		snap_ram_early(s);
 		sys_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
 		if (sys_fd < 0)
 			ret = why_set(why, why_len, -errno, "/dev/kvm: %s", strerror(errno));
@@ -579,6 +647,8 @@ int vm_snapshot_open(const char *dir, struct vm_snapshot **out, char *why, size_
 	}
 	if (!ret)
 		ret = snap_check_files(s, why, why_len);
+	if (!ret && !s->chk && (ret = ram_check_start(s, s->h.mem_size)))
+		why_set(why, why_len, ret, "%s/ram: %s", dir, strerror(-ret));
 	if (ret) {
 		vm_snapshot_close(s);
 		return ret;
@@ -604,12 +674,11 @@ int vm_snapshot_ram_fd(const struct vm_snapshot *s)
 	return s->ram_fd;
 }
 
-int vm_snapshot_ram_verify(const struct vm_snapshot *s, const uint8_t *ram, char *why,
-			   size_t why_len)
+int vm_snapshot_ram_verify(struct vm_snapshot *s, char *why, size_t why_len)
 {
 	uint8_t d[VMSNAP_XXH];
 	uint64_t pages = 0;
-	int ret = ram_digest(ram, s->h.mem_size, s->ram_fd, d, &pages);
+	int ret = s->chk ? ram_check_end(s->chk, false, d, &pages) : -EINVAL;
 
 	if (ret)
 		return why_set(why, why_len, ret, "%s/ram: %s", s->dir, strerror(-ret));
@@ -713,6 +782,7 @@ void vm_snapshot_close(struct vm_snapshot *s)
 {
 	if (!s)
 		return;
+	ram_check_free(s->chk);
 	if (s->ram_fd >= 0)
 		close(s->ram_fd);
 	free(s->file);
