@@ -5,32 +5,25 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pthread.h>
 #include <linux/kvm.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 #include "../blkd/engine/engine.h"
 #include "../common/fsutil.h"
 #include "serial.h"
 #include "virtio_mmio.h"
+#include "vm_snapshot_ram.h"
 #include "vm_state.h"
 
 #define VMSNAP_MAGIC "LZBKVMSN"
 #define VMSNAP_VERSION 3u
 #define VMSNAP_HDR 512u
-#define VMSNAP_PAGE 4096u
-#define VMSNAP_RUN (256u * VMSNAP_PAGE)   /* RAM written in runs of up to 1 MiB */
-#define VMSNAP_REGION (2ull << 20)         /* the RAM digest is made of one per 2 MiB */
-#define VMSNAP_THREADS 8u                  /* at most, to hash the regions */
-#define VMSNAP_XXH 16u                     /* an XXH3-128 digest, canonical (big-endian) */
 #define VMSNAP_STATE_MAX (64u << 20)
 #define VMSNAP_RAM_MAX (1ll << 40)
 #define VMSNAP_F_DELTA 1u
@@ -58,8 +51,6 @@ struct vmsnap_header {
 	uint8_t header_sha[SHA256_LEN];  /* of the 480 bytes before */
 };
 _Static_assert(sizeof(struct vmsnap_header) == VMSNAP_HDR, "the header is 512 bytes");
-
-struct ram_digest;
 
 struct vm_snapshot {
 	char dir[PATH_MAX];
@@ -148,220 +139,6 @@ static int snap_file_sha(const char *path, uint8_t out[SHA256_LEN], char *why, s
 	return ret ? why_set(why, why_len, ret, "%s: sha256 failed", path) : 0;
 }
 
-static bool page_zero(const uint8_t *p)
-{
-	const uint64_t *q = (const uint64_t *)(const void *)p;
-
-	for (unsigned i = 0; i < VMSNAP_PAGE / 8; i++)
-		if (q[i])
-			return false;
-	return true;
-}
-
-/*
- * The RAM digest is XXH3-128, not sha256: it guards against corruption (disk, truncation, a
- * bad copy), not forgery — guest RAM is the guest's own data, which nothing trusts.
- */
-static int ram_hash_page(XXH3_state_t *st, uint64_t idx, const uint8_t *p)
-{
-	uint8_t le[8];
-
-	for (unsigned i = 0; i < 8; i++)
-		le[i] = (uint8_t)(idx >> (8 * i));
-	if (XXH3_128bits_update(st, le, 8) != XXH_OK ||
-	    XXH3_128bits_update(st, p, VMSNAP_PAGE) != XXH_OK)
-		return -EIO;
-	return 0;
-}
-
-static void ram_xxh_out(XXH128_hash_t hash, uint8_t out[VMSNAP_XXH])
-{
-	XXH128_canonical_t c;
-
-	XXH128_canonicalFromHash(&c, hash);
-	memcpy(out, c.digest, VMSNAP_XXH);
-}
-
-/* The digest of the regions' digests (reg: n of them). */
-static void ram_xxh_top(const uint8_t (*reg)[VMSNAP_XXH], uint64_t n, uint8_t out[VMSNAP_XXH])
-{
-	ram_xxh_out(XXH3_128bits(reg, n * VMSNAP_XXH), out);
-}
-
-/*
- * dir/ram: the pages that are not all zeros, in runs; holes elsewhere. The RAM digest
- * (ram_digest's) on the way, one pass: h->ram_xxh3, h->ram_pages.
- */
-static int snap_ram_write(const struct vm_ram *ram, int fd, struct vmsnap_header *h)
-{
-	uint64_t pages = ram->size / VMSNAP_PAGE, run = 0, run_len = 0;
-	uint64_t ppr = VMSNAP_REGION / VMSNAP_PAGE, nreg = (pages + ppr - 1) / ppr;
-	uint8_t (*reg)[VMSNAP_XXH] = malloc(nreg * VMSNAP_XXH);
-	XXH3_state_t *st = XXH3_createState();
-	int ret = reg && st && XXH3_128bits_reset(st) == XXH_OK ? 0 : -ENOMEM;
-
-	if (!ret && ftruncate(fd, (off_t)ram->size) < 0)
-		ret = -errno;
-	for (uint64_t i = 0; !ret && i <= pages; i++) {
-		const uint8_t *p = ram->map + i * VMSNAP_PAGE;
-		bool data = i < pages && !page_zero(p);
-
-		if (i && (i % ppr == 0 || i == pages)) {
-			ram_xxh_out(XXH3_128bits_digest(st), reg[(i - 1) / ppr]);
-			if (XXH3_128bits_reset(st) != XXH_OK)
-				ret = -EIO;
-		}
-		if (!ret && data) {
-			ret = ram_hash_page(st, i, p);
-			h->ram_pages++;
-			if (!run_len)
-				run = i;
-			run_len += VMSNAP_PAGE;
-		}
-		if (!ret && run_len && (!data || run_len >= VMSNAP_RUN)) {
-			ret = fs_pwrite_full(fd, ram->map + run * VMSNAP_PAGE, run_len,
-					     (off_t)(run * VMSNAP_PAGE));
-			run_len = 0;
-		}
-	}
-	XXH3_freeState(st);
-	if (!ret)
-		ram_xxh_top((const uint8_t (*)[VMSNAP_XXH])reg, nreg, h->ram_xxh3);
-	free(reg);
-	return ret;
-}
-
-/* The RAM digest: regions hashed by a few threads, then the digest of their digests. */
-struct ram_digest {
-	const uint8_t *ram;
-	uint64_t size, nreg;
-	int fd;                       /* the ram file: only its data extents hold pages */
-	uint64_t next;                /* atomic: the next region to take */
-	uint8_t (*reg)[VMSNAP_XXH];
-	uint64_t pages;               /* atomic: pages hashed */
-	int err;                      /* atomic: the first failure */
-	pthread_t th[VMSNAP_THREADS];
-	unsigned nth;                 /* threads started, not joined */
-};
-
-/* Region r: XXH3-128 over (le64 page index, page) of its pages that are not all zeros. */
-static int ram_region(struct ram_digest *d, uint64_t r, XXH3_state_t *st)
-{
-	off_t off = (off_t)(r * VMSNAP_REGION), re, end;
-	uint64_t pages = 0;
-	int ret = XXH3_128bits_reset(st) == XXH_OK ? 0 : -EIO;
-
-	re = (off_t)(d->size < (r + 1) * VMSNAP_REGION ? d->size : (r + 1) * VMSNAP_REGION);
-	while (!ret && off < re) {
-		off = lseek(d->fd, off, SEEK_DATA);
-		if (off < 0 || off >= re)
-			break;   /* ENXIO: no data after off */
-		end = lseek(d->fd, off, SEEK_HOLE);
-		if (end < 0 || end > re)
-			end = re;
-		off &= ~(off_t)(VMSNAP_PAGE - 1);
-		for (; !ret && off < end; off += VMSNAP_PAGE) {
-			if (page_zero(d->ram + off))
-				continue;
-			ret = ram_hash_page(st, (uint64_t)off / VMSNAP_PAGE, d->ram + off);
-			pages++;
-		}
-	}
-	if (!ret)
-		ram_xxh_out(XXH3_128bits_digest(st), d->reg[r]);
-	__atomic_fetch_add(&d->pages, pages, __ATOMIC_RELAXED);
-	return ret;
-}
-
-static void *ram_digest_main(void *arg)
-{
-	struct ram_digest *d = arg;
-	XXH3_state_t *st = XXH3_createState();
-	uint64_t r;
-
-	while ((r = __atomic_fetch_add(&d->next, 1, __ATOMIC_RELAXED)) < d->nreg) {
-		int ret = st ? ram_region(d, r, st) : -ENOMEM;
-		int zero = 0;
-
-		if (ret)
-			__atomic_compare_exchange_n(&d->err, &zero, ret, false, __ATOMIC_SEQ_CST,
-						    __ATOMIC_SEQ_CST);
-	}
-	XXH3_freeState(st);
-	return NULL;
-}
-
-/*
- * Start the RAM check: XXH3-128 over the digests of the 2 MiB regions of the ram file in
- * order (ram_region), the pages outside its data extents skipped (they are zeros). The
- * file is mapped read-only and shared (the page cache's pages, which the guest's private
- * mapping shares until it writes them) and hashed on threads (one fewer than the CPUs: at
- * least one, at most VMSNAP_THREADS) while the caller builds the VM; ram_check_end
- * finishes it before the guest runs. Saving computes the same digest in its one pass over
- * RAM (snap_ram_write).
- */
-static int ram_check_start(struct vm_snapshot *s, uint64_t size)
-{
-	struct ram_digest *d = calloc(1, sizeof(*d));
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	unsigned n = cpus < 2 ? 1 : cpus > VMSNAP_THREADS ? VMSNAP_THREADS : (unsigned)cpus - 1;
-	void *map;
-
-	if (!d)
-		return -ENOMEM;
-	s->chk = d;
-	d->size = size;
-	d->fd = s->ram_fd;
-	d->nreg = (d->size + VMSNAP_REGION - 1) / VMSNAP_REGION;
-	d->reg = malloc(d->nreg * VMSNAP_XXH);
-	if (!d->reg)
-		return -ENOMEM;
-	map = mmap(NULL, d->size, PROT_READ, MAP_SHARED, s->ram_fd, 0);
-	if (map == MAP_FAILED)
-		return -errno;
-	d->ram = map;
-	for (unsigned i = 0; i < n; i++)
-		if (!pthread_create(&d->th[d->nth], NULL, ram_digest_main, d))
-			d->nth++;
-	return 0;   /* without threads, ram_check_end does it all */
-}
-
-/*
- * The check finished (this thread takes the regions left) or, stop, abandoned: the digest
- * into out, *pages those hashed, the file unmapped. Once only.
- */
-static int ram_check_end(struct ram_digest *d, bool stop, uint8_t out[VMSNAP_XXH],
-			 uint64_t *pages)
-{
-	if (stop)
-		__atomic_store_n(&d->next, d->nreg, __ATOMIC_RELAXED);
-	ram_digest_main(d);
-	for (unsigned i = 0; i < d->nth; i++)
-		pthread_join(d->th[i], NULL);
-	d->nth = 0;
-	if (d->ram)   /* the guest's own mapping is the one that stays */
-		munmap((void *)(uintptr_t)d->ram, d->size);
-	d->ram = NULL;
-	if (!d->err && !stop)
-		ram_xxh_top((const uint8_t (*)[VMSNAP_XXH])d->reg, d->nreg, out);
-	*pages = d->pages;
-	return d->err;
-}
-
-static void ram_check_free(struct ram_digest *d)
-{
-	uint8_t out[VMSNAP_XXH];
-	uint64_t pages;
-
-	if (!d)
-		return;
-	if (d->nth)
-		ram_check_end(d, true, out, &pages);
-	if (d->ram)
-		munmap((void *)(uintptr_t)d->ram, d->size);
-	free(d->reg);
-	free(d);
-}
 
 int vm_snapshot_state_save(const struct vm_parts *p, struct vm_state_buf *b, char *why,
 			   size_t why_len)
@@ -501,7 +278,7 @@ int vm_snapshot_write(const struct vm_parts *p, const char *dir, char *why, size
 		return why_set(why, why_len, -errno, "%s: %s", dir, strerror(errno));
 	snap_path(path, sizeof(path), dir, VMSNAP_RAM);
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	ret = fd < 0 ? -errno : snap_ram_write(&p->kvm->ram, fd, &h);
+	ret = fd < 0 ? -errno : vmsnap_ram_write(&p->kvm->ram, fd, h.ram_xxh3, &h.ram_pages);
 	if (!ret && fsync(fd) < 0)
 		ret = -errno;
 	if (fd >= 0)
@@ -611,8 +388,8 @@ static void snap_ram_early(struct vm_snapshot *s)
 	if (s->ram_fd < 0 || fstat(s->ram_fd, &st) < 0 || !S_ISREG(st.st_mode) ||
 	    !st.st_size || st.st_size % VMSNAP_PAGE || st.st_size > VMSNAP_RAM_MAX)
 		return;
-	if (ram_check_start(s, (uint64_t)st.st_size)) {
-		ram_check_free(s->chk);
+	if (vmsnap_ram_check_start(s->ram_fd, (uint64_t)st.st_size, &s->chk)) {
+		vmsnap_ram_check_free(s->chk);
 		s->chk = NULL;
 	}
 }
@@ -647,7 +424,7 @@ int vm_snapshot_open(const char *dir, struct vm_snapshot **out, char *why, size_
 	}
 	if (!ret)
 		ret = snap_check_files(s, why, why_len);
-	if (!ret && !s->chk && (ret = ram_check_start(s, s->h.mem_size)))
+	if (!ret && !s->chk && (ret = vmsnap_ram_check_start(s->ram_fd, s->h.mem_size, &s->chk)))
 		why_set(why, why_len, ret, "%s/ram: %s", dir, strerror(-ret));
 	if (ret) {
 		vm_snapshot_close(s);
@@ -678,7 +455,7 @@ int vm_snapshot_ram_verify(struct vm_snapshot *s, char *why, size_t why_len)
 {
 	uint8_t d[VMSNAP_XXH];
 	uint64_t pages = 0;
-	int ret = s->chk ? ram_check_end(s->chk, false, d, &pages) : -EINVAL;
+	int ret = s->chk ? vmsnap_ram_check_end(s->chk, false, d, &pages) : -EINVAL;
 
 	if (ret)
 		return why_set(why, why_len, ret, "%s/ram: %s", s->dir, strerror(-ret));
@@ -782,7 +559,7 @@ void vm_snapshot_close(struct vm_snapshot *s)
 {
 	if (!s)
 		return;
-	ram_check_free(s->chk);
+	vmsnap_ram_check_free(s->chk);
 	if (s->ram_fd >= 0)
 		close(s->ram_fd);
 	free(s->file);

@@ -97,7 +97,8 @@ consecutive() {
 }
 
 # snap_run NAME SNAPDIR ARGS...: run in the background with --control, wait for count 300,
-# take a snapshot through the socket, wait for the run to end; BEFORE = the last count
+# take a snapshot through the socket (the guest's RAM stays as allocated as it was), wait
+# for the run to end; BEFORE = the last count
 # printed before the request
 snap_run() {
   local name=$1 snap=$2 pid i; shift 2
@@ -113,6 +114,12 @@ snap_run() {
   [ "${BEFORE:-0}" -ge 300 ] || { kill $pid 2>/dev/null; die "$name: no count 300: $(cat "$T/$name.err")"; }
   got=$(ctl "$T/$name.sock" "snapshot $snap")
   [ "$got" = "ok $snap" ] || { kill $pid 2>/dev/null; die "$name: snapshot answered '$got': $(cat "$T/$name.err")"; }
+  # the snapshot reads only the pages the guest touched (the memfd's data extents): the
+  # others stay unallocated, unmapped (a run from a snapshot has no memfd: 0)
+  rss=$(awk '/^[0-9a-f]+-[0-9a-f]+ / { m = /memfd:lazyblk-guest-ram/ } m && /^Rss:/ { s += $2 }
+    END { print s + 0 }' "/proc/$pid/smaps" 2>/dev/null || echo 0)
+  [ "$rss" -lt 16384 ] || { kill $pid 2>/dev/null; die "$name: $rss KiB of the guest's 64 MiB resident after the snapshot (untouched pages read)"; }
+  echo "ok: $name: $rss KiB of guest RAM resident after the snapshot"
   timeout 120 tail --pid=$pid -f /dev/null || true
   wait $pid || die "$name: the snapshotted run failed: $(cat "$T/$name.err")"
   grep -q "count done $TO" "$T/$name.log" || die "$name: the snapshotted run did not go on to $TO"
