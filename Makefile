@@ -6,7 +6,7 @@ CC      ?= gcc
 OBJCOPY ?= objcopy
 SAN     ?= 0
 # libcurl and libarchive are loaded at first use (common/dl.h): headers only for the binary.
-PKGS    := liburing libzstd libcrypto json-c zlib liblzma liblz4 libseccomp
+PKGS    := liburing libzstd libcrypto json-c zlib liblzma liblz4 libseccomp libxxhash
 DL_PKGS := libcurl libarchive
 
 ifeq ($(SAN),1)

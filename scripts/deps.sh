@@ -5,7 +5,7 @@ set -euo pipefail
 PKGS=(
   build-essential pkg-config
   liburing-dev libzstd-dev libssl-dev libcurl4-openssl-dev libcmocka-dev
-  zlib1g-dev liblzma-dev liblz4-dev libseccomp-dev
+  zlib1g-dev liblzma-dev liblz4-dev libseccomp-dev libxxhash-dev
   libarchive-dev libjson-c-dev
   e2fsprogs umoci skopeo zstd attr busybox-static python3 xz-utils time acl
   libnbd-bin python3-libnbd qemu-utils fuse3

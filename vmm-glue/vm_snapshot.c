@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pthread.h>
 #include <linux/kvm.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -19,22 +18,20 @@
 #include "../common/fsutil.h"
 #include "serial.h"
 #include "virtio_mmio.h"
+#include "vm_snapshot_ram.h"
 #include "vm_state.h"
 
 #define VMSNAP_MAGIC "LZBKVMSN"
-#define VMSNAP_VERSION 2u
+#define VMSNAP_VERSION 3u
 #define VMSNAP_HDR 512u
-#define VMSNAP_PAGE 4096u
-#define VMSNAP_RUN (256u * VMSNAP_PAGE)   /* RAM written in runs of up to 1 MiB */
-#define VMSNAP_REGION (2ull << 20)         /* the RAM digest is made of one per 2 MiB */
-#define VMSNAP_THREADS 8u                  /* at most, to hash the regions */
 #define VMSNAP_STATE_MAX (64u << 20)
+#define VMSNAP_RAM_MAX (1ll << 40)
 #define VMSNAP_F_DELTA 1u
 #define VMSNAP_F_LAYOUT 2u
 
 struct vmsnap_header {
 	char magic[8];                /* "LZBKVMSN" */
-	uint32_t version;             /* 1 */
+	uint32_t version;             /* 3 */
 	uint32_t header_size;         /* 512 */
 	uint64_t mem_size;            /* bytes of guest RAM: the ram file's size */
 	uint32_t ncpus, ndisks;
@@ -47,7 +44,8 @@ struct vmsnap_header {
 	uint64_t state_len;           /* bytes of records after the header */
 	uint8_t state_sha[SHA256_LEN];
 	uint64_t ram_pages;           /* pages written */
-	uint8_t ram_sha[SHA256_LEN];  /* over the 2 MiB regions' digests (ram_digest) */
+	uint8_t ram_xxh3[VMSNAP_XXH]; /* over the 2 MiB regions' digests (ram_digest) */
+	uint8_t ram_reserved[16];
 	uint8_t delta_sha[SHA256_LEN];/* the delta's own trailing sha256 */
 	uint8_t reserved[168];
 	uint8_t header_sha[SHA256_LEN];  /* of the 480 bytes before */
@@ -60,6 +58,7 @@ struct vm_snapshot {
 	uint8_t *file;                /* vm.state */
 	size_t file_len;
 	int ram_fd;
+	struct ram_digest *chk;       /* the RAM check, running from vm_snapshot_open on */
 	struct vm_snapshot_info info;
 };
 
@@ -140,170 +139,6 @@ static int snap_file_sha(const char *path, uint8_t out[SHA256_LEN], char *why, s
 	return ret ? why_set(why, why_len, ret, "%s: sha256 failed", path) : 0;
 }
 
-static bool page_zero(const uint8_t *p)
-{
-	const uint64_t *q = (const uint64_t *)(const void *)p;
-
-	for (unsigned i = 0; i < VMSNAP_PAGE / 8; i++)
-		if (q[i])
-			return false;
-	return true;
-}
-
-static int ram_hash_page(struct sha256_ctx *c, uint64_t idx, const uint8_t *p)
-{
-	uint8_t le[8];
-
-	for (unsigned i = 0; i < 8; i++)
-		le[i] = (uint8_t)(idx >> (8 * i));
-	if (sha256_update(c, le, 8) || sha256_update(c, p, VMSNAP_PAGE))
-		return -EIO;
-	return 0;
-}
-
-/* Region r's digest done (c NULL: a region without written pages). */
-static int ram_region_end(struct sha256_ctx *c, uint8_t out[SHA256_LEN])
-{
-	int ret = c ? sha256_final(c, out) : sha256_buf("", 0, out);
-
-	sha256_free(c);
-	return ret ? -EIO : 0;
-}
-
-/*
- * dir/ram: the pages that are not all zeros, in runs; holes elsewhere. The RAM digest
- * (ram_digest's) on the way, one pass: h->ram_sha, h->ram_pages.
- */
-static int snap_ram_write(const struct vm_ram *ram, int fd, struct vmsnap_header *h)
-{
-	uint64_t pages = ram->size / VMSNAP_PAGE, run = 0, run_len = 0;
-	uint64_t ppr = VMSNAP_REGION / VMSNAP_PAGE, nreg = (pages + ppr - 1) / ppr;
-	uint8_t (*reg)[SHA256_LEN] = malloc(nreg * SHA256_LEN);
-	struct sha256_ctx *c = NULL;
-	int ret = reg ? 0 : -ENOMEM;
-
-	if (!ret && ftruncate(fd, (off_t)ram->size) < 0)
-		ret = -errno;
-	for (uint64_t i = 0; !ret && i <= pages; i++) {
-		const uint8_t *p = ram->map + i * VMSNAP_PAGE;
-		bool data = i < pages && !page_zero(p);
-
-		if (i && (i % ppr == 0 || i == pages)) {
-			ret = ram_region_end(c, reg[(i - 1) / ppr]);
-			c = NULL;
-		}
-		if (!ret && data) {
-			c = c ? c : sha256_new();
-			ret = c ? ram_hash_page(c, i, p) : -ENOMEM;
-			h->ram_pages++;
-			if (!run_len)
-				run = i;
-			run_len += VMSNAP_PAGE;
-		}
-		if (!ret && run_len && (!data || run_len >= VMSNAP_RUN)) {
-			ret = fs_pwrite_full(fd, ram->map + run * VMSNAP_PAGE, run_len,
-					     (off_t)(run * VMSNAP_PAGE));
-			run_len = 0;
-		}
-	}
-	sha256_free(c);
-	if (!ret && sha256_buf(reg, nreg * SHA256_LEN, h->ram_sha))
-		ret = -EIO;
-	free(reg);
-	return ret;
-}
-
-/* The RAM digest: regions hashed by a few threads, then the digest of their digests. */
-struct ram_digest {
-	const uint8_t *ram;
-	uint64_t size, nreg;
-	int fd;                       /* the ram file: only its data extents hold pages */
-	uint64_t next;                /* atomic: the next region to take */
-	uint8_t (*reg)[SHA256_LEN];
-	uint64_t pages;               /* atomic: pages hashed */
-	int err;                      /* atomic: the first failure */
-};
-
-/* Region r: sha256 over (le64 page index, page) of its pages that are not all zeros. */
-static int ram_region(struct ram_digest *d, uint64_t r)
-{
-	off_t off = (off_t)(r * VMSNAP_REGION), re, end;
-	struct sha256_ctx *c = sha256_new();
-	uint64_t pages = 0;
-	int ret = c ? 0 : -ENOMEM;
-
-	re = (off_t)(d->size < (r + 1) * VMSNAP_REGION ? d->size : (r + 1) * VMSNAP_REGION);
-	while (!ret && off < re) {
-		off = lseek(d->fd, off, SEEK_DATA);
-		if (off < 0 || off >= re)
-			break;   /* ENXIO: no data after off */
-		end = lseek(d->fd, off, SEEK_HOLE);
-		if (end < 0 || end > re)
-			end = re;
-		off &= ~(off_t)(VMSNAP_PAGE - 1);
-		for (; !ret && off < end; off += VMSNAP_PAGE) {
-			if (page_zero(d->ram + off))
-				continue;
-			ret = ram_hash_page(c, (uint64_t)off / VMSNAP_PAGE, d->ram + off);
-			pages++;
-		}
-	}
-	if (!ret && sha256_final(c, d->reg[r]))
-		ret = -EIO;
-	sha256_free(c);
-	__atomic_fetch_add(&d->pages, pages, __ATOMIC_RELAXED);
-	return ret;
-}
-
-static void *ram_digest_main(void *arg)
-{
-	struct ram_digest *d = arg;
-	uint64_t r;
-
-	while ((r = __atomic_fetch_add(&d->next, 1, __ATOMIC_RELAXED)) < d->nreg) {
-		int ret = ram_region(d, r);
-		int zero = 0;
-
-		if (ret)
-			__atomic_compare_exchange_n(&d->err, &zero, ret, false, __ATOMIC_SEQ_CST,
-						    __ATOMIC_SEQ_CST);
-	}
-	return NULL;
-}
-
-/*
- * sha256 over the digests of the 2 MiB regions of ram in order (ram_region), the pages
- * outside fd's data extents skipped (they are zeros in the file); *pages: those hashed.
- * The regions are spread over up to VMSNAP_THREADS threads (the CPUs there are). Saving
- * computes the same in its one pass over RAM (snap_ram_write).
- */
-static int ram_digest(const uint8_t *ram, uint64_t size, int fd, uint8_t out[SHA256_LEN],
-		      uint64_t *pages)
-{
-	struct ram_digest d = { .ram = ram, .size = size, .fd = fd,
-				.nreg = (size + VMSNAP_REGION - 1) / VMSNAP_REGION };
-	pthread_t th[VMSNAP_THREADS];
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	unsigned n = cpus < 1 ? 1 : cpus > VMSNAP_THREADS ? VMSNAP_THREADS : (unsigned)cpus;
-	unsigned started = 0;
-	int ret;
-
-	d.reg = malloc(d.nreg * SHA256_LEN);
-	if (!d.reg)
-		return -ENOMEM;
-	for (unsigned i = 1; i < n; i++)   /* this thread is one of them */
-		if (!pthread_create(&th[started], NULL, ram_digest_main, &d))
-			started++;
-	ram_digest_main(&d);
-	for (unsigned i = 0; i < started; i++)
-		pthread_join(th[i], NULL);
-	ret = d.err;
-	if (!ret && sha256_buf(d.reg, d.nreg * SHA256_LEN, out))
-		ret = -EIO;
-	free(d.reg);
-	*pages = d.pages;
-	return ret;
-}
 
 int vm_snapshot_state_save(const struct vm_parts *p, struct vm_state_buf *b, char *why,
 			   size_t why_len)
@@ -443,7 +278,7 @@ int vm_snapshot_write(const struct vm_parts *p, const char *dir, char *why, size
 		return why_set(why, why_len, -errno, "%s: %s", dir, strerror(errno));
 	snap_path(path, sizeof(path), dir, VMSNAP_RAM);
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	ret = fd < 0 ? -errno : snap_ram_write(&p->kvm->ram, fd, &h);
+	ret = fd < 0 ? -errno : vmsnap_ram_write(&p->kvm->ram, fd, h.ram_xxh3, &h.ram_pages);
 	if (!ret && fsync(fd) < 0)
 		ret = -errno;
 	if (fd >= 0)
@@ -483,7 +318,7 @@ static int snap_check_header(struct vm_snapshot *s, int sys_fd, char *why, size_
 	    h->page_size != VMSNAP_PAGE)
 		return why_set(why, why_len, -EPROTONOSUPPORT, "%s/vm.state: version %u (this "
 			       "lazyblk reads version %u)", s->dir, h->version, VMSNAP_VERSION);
-	if (!h->mem_size || h->mem_size % VMSNAP_PAGE || h->mem_size > (1ull << 40) ||
+	if (!h->mem_size || h->mem_size % VMSNAP_PAGE || h->mem_size > VMSNAP_RAM_MAX ||
 	    !h->ncpus || h->ncpus > CPU_MAX || h->ndisks > 32 ||
 	    (h->flags & ~(uint32_t)(VMSNAP_F_DELTA | VMSNAP_F_LAYOUT)))
 		return why_set(why, why_len, -EINVAL, "%s/vm.state: absurd machine (%llu bytes "
@@ -516,7 +351,8 @@ static int snap_check_files(struct vm_snapshot *s, char *why, size_t why_len)
 	int ret;
 
 	snap_path(path, sizeof(path), s->dir, VMSNAP_RAM);
-	s->ram_fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (s->ram_fd < 0)
+		s->ram_fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (s->ram_fd < 0 || fstat(s->ram_fd, &st) < 0)
 		return why_set(why, why_len, -errno, "%s: %s", path, strerror(errno));
 	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != s->h.mem_size)
@@ -535,6 +371,27 @@ static int snap_check_files(struct vm_snapshot *s, char *why, size_t why_len)
 		return why_set(why, why_len, -EINVAL, "%s: not this snapshot's disk delta "
 			       "(digest mismatch)", path);
 	return 0;
+}
+
+/*
+ * The ram file opened and its check started at once, to run while the rest is checked and
+ * the VM built: with the file's size (snap_check_files compares it with the header's, once
+ * that is checked). Any problem here is left for snap_check_files to find and say.
+ */
+static void snap_ram_early(struct vm_snapshot *s)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	snap_path(path, sizeof(path), s->dir, VMSNAP_RAM);
+	s->ram_fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (s->ram_fd < 0 || fstat(s->ram_fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    !st.st_size || st.st_size % VMSNAP_PAGE || st.st_size > VMSNAP_RAM_MAX)
+		return;
+	if (vmsnap_ram_check_start(s->ram_fd, (uint64_t)st.st_size, &s->chk)) {
+		vmsnap_ram_check_free(s->chk);
+		s->chk = NULL;
+	}
 }
 
 int vm_snapshot_open(const char *dir, struct vm_snapshot **out, char *why, size_t why_len)
@@ -556,6 +413,7 @@ int vm_snapshot_open(const char *dir, struct vm_snapshot **out, char *why, size_
 			      "alone is %u)", path, s->file_len, VMSNAP_HDR);
 	if (!ret) {
 		memcpy(&s->h, s->file, VMSNAP_HDR);
+		snap_ram_early(s);
 		sys_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
 		if (sys_fd < 0)
 			ret = why_set(why, why_len, -errno, "/dev/kvm: %s", strerror(errno));
@@ -566,6 +424,8 @@ int vm_snapshot_open(const char *dir, struct vm_snapshot **out, char *why, size_
 	}
 	if (!ret)
 		ret = snap_check_files(s, why, why_len);
+	if (!ret && !s->chk && (ret = vmsnap_ram_check_start(s->ram_fd, s->h.mem_size, &s->chk)))
+		why_set(why, why_len, ret, "%s/ram: %s", dir, strerror(-ret));
 	if (ret) {
 		vm_snapshot_close(s);
 		return ret;
@@ -591,16 +451,15 @@ int vm_snapshot_ram_fd(const struct vm_snapshot *s)
 	return s->ram_fd;
 }
 
-int vm_snapshot_ram_verify(const struct vm_snapshot *s, const uint8_t *ram, char *why,
-			   size_t why_len)
+int vm_snapshot_ram_verify(struct vm_snapshot *s, char *why, size_t why_len)
 {
-	uint8_t d[SHA256_LEN];
+	uint8_t d[VMSNAP_XXH];
 	uint64_t pages = 0;
-	int ret = ram_digest(ram, s->h.mem_size, s->ram_fd, d, &pages);
+	int ret = s->chk ? vmsnap_ram_check_end(s->chk, false, d, &pages) : -EINVAL;
 
 	if (ret)
 		return why_set(why, why_len, ret, "%s/ram: %s", s->dir, strerror(-ret));
-	if (pages != s->h.ram_pages || memcmp(d, s->h.ram_sha, SHA256_LEN))
+	if (pages != s->h.ram_pages || memcmp(d, s->h.ram_xxh3, VMSNAP_XXH))
 		return why_set(why, why_len, -EINVAL, "%s/ram: digest mismatch (%llu pages, the "
 			       "snapshot wrote %llu): corrupt or altered", s->dir,
 			       (unsigned long long)pages, (unsigned long long)s->h.ram_pages);
@@ -700,6 +559,7 @@ void vm_snapshot_close(struct vm_snapshot *s)
 {
 	if (!s)
 		return;
+	vmsnap_ram_check_free(s->chk);
 	if (s->ram_fd >= 0)
 		close(s->ram_fd);
 	free(s->file);

@@ -4,7 +4,8 @@
  * directory with
  *   vm.state    a 512-byte header (magic, version, the machine: RAM size, vCPUs, disks,
  *               the CPU signature; the kernel's sha256, the image layout's digest; the
- *               sha256 of the state, of the RAM pages, of the disk delta; the header's own
+ *               sha256 of the state and of the disk delta, the XXH3-128 of the RAM pages
+ *               (corruption, not forgery: guest RAM is untrusted anyway); the header's own
  *               sha256), then the state records (vm_state.h): KVM's VM and vCPU state and
  *               the devices' (UART, virtio-mmio registers and queue indices, exit status);
  *   ram         the guest's RAM, as big as it, written sparse: only the pages that are not
@@ -69,14 +70,18 @@ struct vm_snapshot;
 /*
  * Open dir for a restore: vm.state read and checked (header digest, version, state digest,
  * the CPU signature against this host's KVM), the ram file's size against the header, the
- * delta's digest. The ram file stays open (vm_snapshot_ram_fd).
+ * delta's digest. The ram file stays open (vm_snapshot_ram_fd), and its check starts
+ * (vm_snapshot_ram_verify finishes it; vm_snapshot_close abandons it).
  */
 int vm_snapshot_open(const char *dir, struct vm_snapshot **out, char *why, size_t why_len);
 const struct vm_snapshot_info *vm_snapshot_info(const struct vm_snapshot *s);
 int vm_snapshot_ram_fd(const struct vm_snapshot *s);
-/* The pages of ram (mapped from the ram file) against the header's digest. */
-int vm_snapshot_ram_verify(const struct vm_snapshot *s, const uint8_t *ram, char *why,
-			   size_t why_len);
+/*
+ * The RAM pages against the header's digest: the check vm_snapshot_open started (on threads,
+ * over the ram file, while the caller builds the VM) finished, this thread helping. Once,
+ * before the guest runs.
+ */
+int vm_snapshot_ram_verify(struct vm_snapshot *s, char *why, size_t why_len);
 /*
  * Put the state into the new VM p describes (same machine: vCPUs made, devices made, not
  * started): the kernel's digest (when p->kernel), then KVM's VM state, every vCPU's, the

@@ -447,20 +447,19 @@ static int vmm_resume_machine(const struct vmm_opts *o, struct kvm_ram_opts *ro,
 	return 0;
 }
 
-/* RAM, then the boot (kernel and tables) or the snapshot's RAM checked, devices, vCPUs. */
+/* RAM, the boot (kernel and tables), devices, vCPUs; a snapshot's RAM checked before any runs. */
 static int vmm_setup(struct vm *v, const struct kvm_ram_opts *ro, bool hw_virt)
 {
 	int ret = kvm_vm_create(&v->vm, ro, v->reason, v->reason_len);
 
-	if (!ret && v->o->restore)
-		ret = vm_snapshot_ram_verify(v->o->restore, v->vm.ram.map, v->reason,
-					     v->reason_len);
-	else if (!ret && !v->up)
+	if (!ret && !v->o->restore && !v->up)
 		ret = vmm_load(v);
 	if (!ret)
 		ret = vmm_devices(v);
 	if (!ret)
 		ret = vmm_cpus(v, hw_virt);
+	if (!ret && v->o->restore)   /* its RAM check ran meanwhile (vm_snapshot_open) */
+		ret = vm_snapshot_ram_verify(v->o->restore, v->reason, v->reason_len);
 	return ret;
 }
 

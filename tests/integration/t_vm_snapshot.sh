@@ -15,7 +15,9 @@
 #    and its own written pages private;
 #  - a snapshot of a restored VM restores too (--kernel checked against the first boot's);
 #  - hostile snapshots are refused with one line and never hang: truncated vm.state or
-#    ram, a flipped byte in the header, the state or the RAM, --mem of another size,
+#    ram, a flipped byte in the header, the state or a written page of RAM, a byte made
+#    non-zero in a hole of the ram file, a snapshot of the older format (version 2, whose
+#    RAM digest was sha256), --mem of another size,
 #    another CPU model (signature changed, digests made right), another layout or kernel,
 #    crafted vCPU state (CR0.PG without PE: KVM_SET_SREGS fails; MP state 99).
 . "$(dirname "$0")/lib/common.sh"
@@ -95,7 +97,8 @@ consecutive() {
 }
 
 # snap_run NAME SNAPDIR ARGS...: run in the background with --control, wait for count 300,
-# take a snapshot through the socket, wait for the run to end; BEFORE = the last count
+# take a snapshot through the socket (the guest's RAM stays as allocated as it was), wait
+# for the run to end; BEFORE = the last count
 # printed before the request
 snap_run() {
   local name=$1 snap=$2 pid i; shift 2
@@ -111,6 +114,12 @@ snap_run() {
   [ "${BEFORE:-0}" -ge 300 ] || { kill $pid 2>/dev/null; die "$name: no count 300: $(cat "$T/$name.err")"; }
   got=$(ctl "$T/$name.sock" "snapshot $snap")
   [ "$got" = "ok $snap" ] || { kill $pid 2>/dev/null; die "$name: snapshot answered '$got': $(cat "$T/$name.err")"; }
+  # the snapshot reads only the pages the guest touched (the memfd's data extents): the
+  # others stay unallocated, unmapped (a run from a snapshot has no memfd: 0)
+  rss=$(awk '/^[0-9a-f]+-[0-9a-f]+ / { m = /memfd:lazyblk-guest-ram/ } m && /^Rss:/ { s += $2 }
+    END { print s + 0 }' "/proc/$pid/smaps" 2>/dev/null || echo 0)
+  [ "$rss" -lt 16384 ] || { kill $pid 2>/dev/null; die "$name: $rss KiB of the guest's 64 MiB resident after the snapshot (untouched pages read)"; }
+  echo "ok: $name: $rss KiB of guest RAM resident after the snapshot"
   timeout 120 tail --pid=$pid -f /dev/null || true
   wait $pid || die "$name: the snapshotted run failed: $(cat "$T/$name.err")"
   grep -q "count done $TO" "$T/$name.log" || die "$name: the snapshotted run did not go on to $TO"
@@ -241,6 +250,15 @@ hostile "header byte flipped" "header digest mismatch" edit "$T/h" 'b[20] ^= 1'
 hostile "state byte flipped" "state digest mismatch" edit "$T/h" 'b[600] ^= 1'
 hostile "ram byte flipped" "ram: digest mismatch" \
   python3 -c 'import sys; f = open(sys.argv[1], "r+b"); f.seek(0x200010); c = f.read(1); f.seek(0x200010); f.write(bytes([c[0] ^ 0xff]))' "$T/h/ram"
+hostile "ram hole made non-zero" "ram: digest mismatch" python3 -c '
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+size = os.lseek(fd, 0, os.SEEK_END)
+hole = os.lseek(fd, 0x1000000, os.SEEK_HOLE)
+if hole >= size:
+    sys.exit("no hole in ram")
+os.pwrite(fd, b"\x01", hole + 100)' "$T/h/ram"
+hostile "older version" "version 2 (this lazyblk reads version 3)" sh -c "$(declare -f edit fixsum); edit '$T/h' 'b[8] = 2'; fixsum '$T/h'"
 hostile "another CPU model" "another CPU model" sh -c "$(declare -f edit fixsum); edit '$T/h' 'b[40] ^= 1'; fixsum '$T/h'"
 hostile "crafted sregs" "KVM_SET_SREGS" sh -c "$(declare -f edit fixsum); edit '$T/h' 'o = rec(2); struct.pack_into(\"<Q\", b, o + 224, 0x80000000)'; fixsum '$T/h'"
 hostile "crafted MP state" "KVM_SET_MP_STATE" sh -c "$(declare -f edit fixsum); edit '$T/h' 'o = rec(8); struct.pack_into(\"<I\", b, o, 99)'; fixsum '$T/h'"
