@@ -12,12 +12,13 @@ PKGS=(
   nginx-light docker-registry curl
   acpica-tools
   qemu-system-x86
-  shellcheck man-db
+  shellcheck man-db strace
   clang-14 libclang-rt-14-dev
 )
 # shellcheck: `make check-sh` (part of `make test`) checks the guest's scripts.
 # clang-14 / libclang-rt-14-dev: the fuzz targets (libFuzzer; `make fuzz`, and `make fuzz-smoke`
 # in `make test`).
+# strace: t_vm_snapshot.sh counts a restore's KVM_GET_SUPPORTED_CPUID calls.
 # man-db: t_install.sh renders the man pages `make install` installs.
 # nginx-light / docker-registry: the remote tests run private instances on free loopback
 # ports (their own config, logs and pid files under the test's temp dir); the system nginx

@@ -81,27 +81,15 @@ static int cpu_set_cpuid(struct kvm_vm *vm, struct vcpu *c, unsigned ncpus, char
 			 size_t why_len)
 {
 	static const char sig[12] = "KVMKVMKVM\0\0\0";
-	uint32_t cap = 256, extra = 4;
-	struct kvm_cpuid2 *cp = NULL;
+	uint32_t cap = vm->cpuid->nent + 4;   /* room for the hypervisor leaves */
+	struct kvm_cpuid2 *cp;
 	struct kvm_cpuid_entry2 *e;
 	int khz, ret = 0;
 
-	for (;;) {
-		free(cp);
-		cp = calloc(1, sizeof(*cp) + (cap + extra) * sizeof(cp->entries[0]));
-		if (!cp)
-			return why_set(why, why_len, -ENOMEM, "out of memory");
-		cp->nent = cap;
-		if (!ioctl(vm->sys_fd, KVM_GET_SUPPORTED_CPUID, cp))
-			break;
-		if (errno != E2BIG || cap >= 4096) {
-			ret = -errno;
-			free(cp);
-			return why_set(why, why_len, ret, "KVM_GET_SUPPORTED_CPUID: %s",
-				       strerror(-ret));
-		}
-		cap *= 2;
-	}
+	cp = calloc(1, sizeof(*cp) + cap * sizeof(cp->entries[0]));
+	if (!cp)
+		return why_set(why, why_len, -ENOMEM, "out of memory");
+	memcpy(cp, vm->cpuid, sizeof(*cp) + vm->cpuid->nent * sizeof(cp->entries[0]));
 	for (uint32_t i = 0; i < cp->nent; i++) {
 		e = &cp->entries[i];
 		switch (e->function) {
@@ -119,15 +107,15 @@ static int cpu_set_cpuid(struct kvm_vm *vm, struct vcpu *c, unsigned ncpus, char
 		}
 	}
 	khz = ioctl(c->fd, KVM_GET_TSC_KHZ, 0);
-	e = cpuid_add(cp, cap + extra, CPUID_HV_BASE);
+	e = cpuid_add(cp, cap, CPUID_HV_BASE);
 	/* KVM's signature: the guest then uses kvmclock and KVM's paravirt features */
 	memcpy(&e->ebx, sig, 4);
 	memcpy(&e->ecx, sig + 4, 4);
 	memcpy(&e->edx, sig + 8, 4);
 	e->eax = khz > 0 ? CPUID_HV_TIMING : CPUID_HV_FEATURES;
-	cpuid_add(cp, cap + extra, CPUID_HV_FEATURES); /* KVM's features, kept as they are */
+	cpuid_add(cp, cap, CPUID_HV_FEATURES); /* KVM's features, kept as they are */
 	if (khz > 0) {
-		e = cpuid_add(cp, cap + extra, CPUID_HV_TIMING);
+		e = cpuid_add(cp, cap, CPUID_HV_TIMING);
 		e->eax = (uint32_t)khz;
 		e->ebx = CPUID_APIC_BUS_KHZ;
 		e->ecx = e->edx = 0;

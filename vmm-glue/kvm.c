@@ -6,6 +6,7 @@
 #include <linux/kvm.h>
 #include <linux/memfd.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <signal.h>
@@ -64,6 +65,28 @@ static int kvm_chips_create(struct kvm_vm *vm, char *why, size_t why_len)
 	return 0;
 }
 
+/* KVM_GET_SUPPORTED_CPUID into a buffer as big as it needs (E2BIG: a bigger one). */
+static int kvm_supported_cpuid(struct kvm_vm *vm, char *why, size_t why_len)
+{
+	uint32_t cap = 256;
+	int e;
+
+	for (;;) {
+		free(vm->cpuid);
+		vm->cpuid = calloc(1, sizeof(*vm->cpuid) + cap * sizeof(vm->cpuid->entries[0]));
+		if (!vm->cpuid)
+			return why_set(why, why_len, -ENOMEM, "out of memory");
+		vm->cpuid->nent = cap;
+		if (!ioctl(vm->sys_fd, KVM_GET_SUPPORTED_CPUID, vm->cpuid))
+			return 0;
+		e = errno;
+		if (e != E2BIG || cap >= 4096)
+			return why_set(why, why_len, -e, "KVM_GET_SUPPORTED_CPUID: %s",
+				       strerror(e));
+		cap *= 2;
+	}
+}
+
 int kvm_vm_create(struct kvm_vm *vm, const struct kvm_ram_opts *ram, char *why, size_t why_len)
 {
 	int ret, e;
@@ -82,6 +105,8 @@ int kvm_vm_create(struct kvm_vm *vm, const struct kvm_ram_opts *ram, char *why, 
 		return why_set(why, why_len, -ENOTSUP, "/dev/kvm: API version %d, want %d", ret,
 			       KVM_API_VERSION);
 	ret = kvm_check_caps(vm, why, why_len);
+	if (!ret)
+		ret = kvm_supported_cpuid(vm, why, why_len);
 	if (ret)
 		return ret;
 	vm->vcpu_mmap_size = ioctl(vm->sys_fd, KVM_GET_VCPU_MMAP_SIZE, 0);
@@ -278,6 +303,8 @@ void kvm_vm_destroy(struct kvm_vm *vm)
 		close(vm->ram.fd);
 	if (vm->reaper_fd >= 0)
 		close(vm->reaper_fd); /* the reaper closes the VM's last fd and exits */
+	free(vm->cpuid);
+	vm->cpuid = NULL;
 	vm->vm_fd = vm->sys_fd = vm->reaper_fd = -1;
 	memset(&vm->ram, 0, sizeof(vm->ram));
 	vm->ram.fd = -1;

@@ -15,6 +15,8 @@
 
 #include "ram.h"
 
+struct kvm_cpuid2;
+
 #define KVM_TSS_ADDR 0xfffbd000u
 #define KVM_MMIO_HOLE_START 0xc0000000ull   /* 3 GiB */
 #define KVM_MMIO_HOLE_END 0x100000000ull    /* 4 GiB: RAM above the hole continues here */
@@ -44,10 +46,12 @@ struct kvm_vm {
 	bool immediate_exit; /* KVM_CAP_IMMEDIATE_EXIT */
 	struct vm_ram ram;   /* slot 0 at 0 (below 3 GiB), slot 1 at 4 GiB (the rest) */
 	int reaper_fd;       /* kvm_vm_reaper()'s pipe (-1: none) */
+	/* KVM_GET_SUPPORTED_CPUID, asked once (every vCPU's CPUID, a snapshot's CPU check) */
+	struct kvm_cpuid2 *cpuid;
 };
 
 /*
- * Opens /dev/kvm, checks the API and capabilities, creates the VM, maps RAM and
+ * Opens /dev/kvm, checks the API and capabilities, asks KVM_GET_SUPPORTED_CPUID, creates the VM, maps RAM and
  * registers it (slots 0 and 1), then creates the irqchip and PIT2. 0, or -errno with one
  * line in why (why_len bytes, may be 0): "/dev/kvm: Permission denied (add yourself to
  * the kvm group)", "KVM_CREATE_VM: ...". The caller destroys vm either way.

@@ -92,31 +92,14 @@ static void cpu_sig_pick(const struct kvm_cpuid2 *cp, uint32_t out[24])
 	}
 }
 
-/* The host's CPU as KVM offers it to guests (cpu_sig_pick), and its name for messages. */
-static int snap_cpu_sig(int sys_fd, uint8_t sig[SHA256_LEN], char model[64])
+/* The host's CPU as KVM offers it to guests (cp: cpu_sig_pick), and its name for messages. */
+static int snap_cpu_sig(const struct kvm_cpuid2 *cp, uint8_t sig[SHA256_LEN], char model[64])
 {
 	unsigned a = 0, b = 0, c = 0, d = 0, vendor[3] = { 0 };
-	uint32_t cap = 256, regs[24];
-	struct kvm_cpuid2 *cp = NULL;
+	uint32_t regs[24];
 	int ret;
 
-	for (;;) {
-		free(cp);
-		cp = calloc(1, sizeof(*cp) + cap * sizeof(cp->entries[0]));
-		if (!cp)
-			return -ENOMEM;
-		cp->nent = cap;
-		if (!ioctl(sys_fd, KVM_GET_SUPPORTED_CPUID, cp))
-			break;
-		ret = -errno;
-		if (ret != -E2BIG || cap >= 4096) {
-			free(cp);
-			return ret;
-		}
-		cap *= 2;
-	}
 	cpu_sig_pick(cp, regs);
-	free(cp);
 	ret = sha256_buf(regs, sizeof(regs), sig);
 	__get_cpuid(0, &a, &vendor[0], &vendor[2], &vendor[1]);
 	__get_cpuid(1, &a, &b, &c, &d);
@@ -205,11 +188,10 @@ static int snap_names(const struct vm_parts *p, const char *dir, struct vmsnap_h
 {
 	char path[PATH_MAX];
 	const char *dwhy = NULL;
-	int ret = snap_cpu_sig(p->kvm->sys_fd, h->cpu_sig, h->cpu_model);
+	int ret = snap_cpu_sig(p->kvm->cpuid, h->cpu_sig, h->cpu_model);
 
 	if (ret)
-		return why_set(why, why_len, ret, "CPU signature (KVM_GET_SUPPORTED_CPUID): %s",
-			       strerror(-ret));
+		return why_set(why, why_len, ret, "CPU signature: %s", strerror(-ret));
 	if (p->kernel && (ret = snap_file_sha(p->kernel, h->kernel_sha, why, why_len)))
 		return ret;
 	if (!p->kernel && p->kernel_sha)
@@ -299,13 +281,11 @@ int vm_snapshot_write(const struct vm_parts *p, const char *dir, char *why, size
 	return ret;
 }
 
-/* The header on its own: magic, digest, version, sizes, this host's CPU. */
-static int snap_check_header(struct vm_snapshot *s, int sys_fd, char *why, size_t why_len)
+/* The header on its own: magic, digest, version, sizes (the CPU: vm_snapshot_apply). */
+static int snap_check_header(struct vm_snapshot *s, char *why, size_t why_len)
 {
 	const struct vmsnap_header *h = &s->h;
-	uint8_t d[SHA256_LEN], sig[SHA256_LEN];
-	char model[64];
-	int ret;
+	uint8_t d[SHA256_LEN];
 
 	if (memcmp(h->magic, VMSNAP_MAGIC, 8))
 		return why_set(why, why_len, -EINVAL, "%s/vm.state: not a lazyblk VM snapshot "
@@ -332,13 +312,23 @@ static int snap_check_header(struct vm_snapshot *s, int sys_fd, char *why, size_
 	    memcmp(d, h->state_sha, SHA256_LEN))
 		return why_set(why, why_len, -EINVAL, "%s/vm.state: state digest mismatch "
 			       "(corrupt or altered)", s->dir);
-	ret = snap_cpu_sig(sys_fd, sig, model);
+	return 0;
+}
+
+/* The snapshot's CPU against the one this host's KVM offers (vm->cpuid). */
+static int snap_check_cpu(const struct vm_snapshot *s, const struct kvm_vm *vm, char *why,
+			  size_t why_len)
+{
+	uint8_t sig[SHA256_LEN];
+	char model[64];
+	int ret = snap_cpu_sig(vm->cpuid, sig, model);
+
 	if (ret)
-		return why_set(why, why_len, ret, "KVM_GET_SUPPORTED_CPUID: %s", strerror(-ret));
-	if (memcmp(sig, h->cpu_sig, SHA256_LEN))
+		return why_set(why, why_len, ret, "CPU signature: %s", strerror(-ret));
+	if (memcmp(sig, s->h.cpu_sig, SHA256_LEN))
 		return why_set(why, why_len, -EXDEV, "%s: taken on another CPU model or KVM "
 			       "(%.64s; this host: %s): a restore needs the same CPU features",
-			       s->dir, h->cpu_model, model);
+			       s->dir, s->h.cpu_model, model);
 	return 0;
 }
 
@@ -398,7 +388,7 @@ int vm_snapshot_open(const char *dir, struct vm_snapshot **out, char *why, size_
 {
 	struct vm_snapshot *s = calloc(1, sizeof(*s));
 	char path[PATH_MAX];
-	int sys_fd, ret;
+	int ret;
 
 	if (!s)
 		return why_set(why, why_len, -ENOMEM, "out of memory");
@@ -414,13 +404,7 @@ int vm_snapshot_open(const char *dir, struct vm_snapshot **out, char *why, size_
 	if (!ret) {
 		memcpy(&s->h, s->file, VMSNAP_HDR);
 		snap_ram_early(s);
-		sys_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
-		if (sys_fd < 0)
-			ret = why_set(why, why_len, -errno, "/dev/kvm: %s", strerror(errno));
-		else
-			ret = snap_check_header(s, sys_fd, why, why_len);
-		if (sys_fd >= 0)
-			close(sys_fd);
+		ret = snap_check_header(s, why, why_len);
 	}
 	if (!ret)
 		ret = snap_check_files(s, why, why_len);
@@ -520,6 +504,9 @@ int vm_snapshot_apply(const struct vm_snapshot *s, const struct vm_parts *p, cha
 			       "disks and %llu MiB of RAM; this one %u, %u and %llu MiB", s->dir,
 			       s->h.ncpus, s->h.ndisks, (unsigned long long)(s->h.mem_size >> 20),
 			       p->ncpus, p->ndev, (unsigned long long)(p->kvm->ram.size >> 20));
+	ret = snap_check_cpu(s, p->kvm, why, why_len);
+	if (ret)
+		return ret;
 	if (p->kernel) {
 		ret = snap_file_sha(p->kernel, d, why, why_len);
 		if (ret)

@@ -68,9 +68,8 @@ struct vm_snapshot_info {
 struct vm_snapshot;
 
 /*
- * Open dir for a restore: vm.state read and checked (header digest, version, state digest,
- * the CPU signature against this host's KVM), the ram file's size against the header, the
- * delta's digest. The ram file stays open (vm_snapshot_ram_fd), and its check starts
+ * Open dir for a restore: vm.state read and checked (header digest, version, state digest),
+ * the ram file's size against the header, the delta's digest. The ram file stays open (vm_snapshot_ram_fd), and its check starts
  * (vm_snapshot_ram_verify finishes it; vm_snapshot_close abandons it).
  */
 int vm_snapshot_open(const char *dir, struct vm_snapshot **out, char *why, size_t why_len);
@@ -84,8 +83,8 @@ int vm_snapshot_ram_fd(const struct vm_snapshot *s);
 int vm_snapshot_ram_verify(struct vm_snapshot *s, char *why, size_t why_len);
 /*
  * Put the state into the new VM p describes (same machine: vCPUs made, devices made, not
- * started): the kernel's digest (when p->kernel), then KVM's VM state, every vCPU's, the
- * devices'.
+ * started): the CPU signature against the CPUID the VM's KVM offers (p->kvm->cpuid), the
+ * kernel's digest (when p->kernel), then KVM's VM state, every vCPU's, the devices'.
  */
 int vm_snapshot_apply(const struct vm_snapshot *s, const struct vm_parts *p, char *why,
 		      size_t why_len);

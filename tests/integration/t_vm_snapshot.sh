@@ -14,6 +14,7 @@
 #    maps the snapshot's ram file with pages shared with the other (smaps: Shared_Clean)
 #    and its own written pages private;
 #  - a snapshot of a restored VM restores too (--kernel checked against the first boot's);
+#  - a restore asks KVM_GET_SUPPORTED_CPUID once (strace; the CPU check and the vCPUs share it);
 #  - hostile snapshots are refused with one line and never hang: truncated vm.state or
 #    ram, a flipped byte in the header, the state or a written page of RAM, a byte made
 #    non-zero in a hole of the ram file, a snapshot of the older format (version 2, whose
@@ -162,6 +163,19 @@ first2=$(counts "$T/run5.log" | sed -n 1p)
   die "second-generation restore: starts at '$first2' (snapshot after $before2)"
 consecutive "$T/run5.log" "$first2"
 echo "ok: snapshot of a restored VM: its restore counts on from $first2 (snapshot after $before2)"
+
+# ---- 2c. KVM_GET_SUPPORTED_CPUID asked once per process: the snapshot's CPU check and every
+# vCPU's CPUID share it
+if command -v strace >/dev/null; then
+  timeout 120 strace -f -qq -e trace=ioctl -o "$T/run6.strace" "$LAZYBLK" run "${IMG[@]}" \
+    --overlay "$T/ov6" --restore "$T/snap" >"$T/run6.log" 2>"$T/run6.err" </dev/null ||
+    die "restore under strace failed: $(cat "$T/run6.err")"
+  asked=$(grep -c KVM_GET_SUPPORTED_CPUID "$T/run6.strace" || true)
+  [ "$asked" = 1 ] || die "a restore asked KVM_GET_SUPPORTED_CPUID $asked times (once is enough)"
+  echo "ok: a restore asks KVM_GET_SUPPORTED_CPUID once"
+else
+  echo "skip: no strace (scripts/deps.sh): KVM_GET_SUPPORTED_CPUID count not checked"
+fi
 
 # ---- 3. two restores at once, separate overlays: independent, RAM pages shared
 pids=()
