@@ -18,6 +18,7 @@ for tool in nbdinfo nbdcopy python3 gcc; do
   command -v "$tool" >/dev/null || skip "t_confine: $tool is not installed"
 done
 . "$TESTLIB/remote.sh"
+. "$TESTLIB/control.sh"
 NOBODY=$(id -u nobody)
 NOGROUP=$(id -g nobody)
 # LSan stops the world with ptrace and a clone of its own, which the filter refuses; and
@@ -103,19 +104,6 @@ dd if="$T/patch" of="$T/want.raw" bs=1M conv=notrunc status=none
 nbdcopy "$T/patch" "$URI" || die "confined: nbdcopy could not write"
 nbdcopy "$URI" "$T/read2.raw"
 cmp "$T/read2.raw" "$T/want.raw" || die "confined: the write does not read back"
-ctl() {
-  python3 - "$1" "$2" <<'EOF'
-import socket, sys
-s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(sys.argv[2].encode())
-s.shutdown(socket.SHUT_WR); out = b""
-while True:
-    got = s.recv(65536)
-    if not got:
-        break
-    out += got
-sys.stdout.write(out.decode())
-EOF
-}
 ctl "$T/ctl.sock" $'stats\n' | grep -q '"writes":' || die "confined: control stats"
 r=$(ctl "$T/ctl.sock" "snapshot $T/w/d1"$'\n')
 [ "$r" = "ok $T/w/d1 256" ] || die "confined: control snapshot: $r"

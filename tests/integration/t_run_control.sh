@@ -9,6 +9,7 @@
 # read by the guest.
 . "$(dirname "$0")/lib/common.sh"
 . "$TESTLIB/serve.sh"
+. "$TESTLIB/control.sh"
 
 GUEST=${GUEST:-$(dirname "$LAZYBLK")/guest/testguest.elf}
 DISKPY=$(cd "$(dirname "$0")/../guest" && pwd)/disk.py
@@ -18,50 +19,6 @@ DISKPY=$(cd "$(dirname "$0")/../guest" && pwd)/disk.py
 
 "$LAZYBLK" run --help >"$T/help.txt"
 grep -q -- "--control SOCK" "$T/help.txt" || die "run --help lacks --control SOCK"
-
-# ctl SOCK BYTES: send BYTES (a literal \0 becomes a NUL byte), end the connection, print
-# the replies
-ctl() {
-  python3 - "$@" <<'EOF'
-import socket, sys
-s = socket.socket(socket.AF_UNIX)
-s.connect(sys.argv[1])
-s.sendall(sys.argv[2].replace("\\0", "\0").encode("latin-1"))
-s.shutdown(socket.SHUT_WR)
-out = b""
-while True:
-    try:
-        got = s.recv(65536)
-    except ConnectionResetError:
-        break
-    if not got:
-        break
-    out += got
-sys.stdout.write(out.decode("latin-1"))
-EOF
-}
-
-# counts LOG: the "guest: count N" values printed so far, one a line
-counts() { tr -d '\r' <"$1" | sed -n 's/^guest: count \([0-9][0-9]*\)$/\1/p'; }
-last_count() { counts "$1" | tail -n 1; }
-
-# wait_count LOG N PID: until the guest printed count N (the VM must stay alive)
-wait_count() {
-  local i
-  for i in $(seq 1 1200); do
-    [ "$(last_count "$1")" -ge "$2" ] 2>/dev/null && return 0
-    kill -0 "$3" 2>/dev/null || { tail -n 20 "$1" "$1.err" >&2; die "the VM ended"; }
-    sleep 0.05
-  done
-  tail -n 5 "$1" >&2
-  die "the guest did not reach count $2"
-}
-
-# consecutive LOG: the counts are 1, 2, 3, ... without a gap or a repeat
-consecutive() {
-  counts "$1" | awk 'NR != $1 { print "count line " NR " is " $1; bad = 1; exit } END { exit bad }' ||
-    die "$2: the counts are not 1, 2, 3, ..."
-}
 
 # start_vm NAME ARGS...: lazyblk run in counting mode in the background (VM=pid)
 start_vm() {

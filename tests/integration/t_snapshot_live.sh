@@ -13,28 +13,7 @@ for tool in nbdinfo nbdcopy python3; do
 done
 
 . "$TESTLIB/serve.sh"
-
-# ctl SOCK BYTES: send BYTES (a literal \0 becomes a NUL byte) to a control socket, then
-# end the connection; print the replies
-ctl() {
-  python3 - "$@" <<'EOF'
-import socket, sys
-s = socket.socket(socket.AF_UNIX)
-s.connect(sys.argv[1])
-s.sendall(sys.argv[2].replace("\\0", "\0").encode("latin-1"))
-s.shutdown(socket.SHUT_WR)
-out = b""
-while True:
-    try:
-        got = s.recv(65536)
-    except ConnectionResetError:  # the server hung up on unread bytes
-        break
-    if not got:
-        break
-    out += got
-sys.stdout.write(out.decode("latin-1"))
-EOF
-}
+. "$TESTLIB/control.sh"
 
 # ---- usage
 "$LAZYBLK" serve --help >"$T/help.txt" # a file: under pipefail, an early grep -q exit is a SIGPIPE

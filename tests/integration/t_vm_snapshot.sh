@@ -22,6 +22,7 @@
 #    another CPU model (signature changed, digests made right), another layout or kernel,
 #    crafted vCPU state (CR0.PG without PE: KVM_SET_SREGS fails; MP state 99).
 . "$(dirname "$0")/lib/common.sh"
+. "$TESTLIB/control.sh"
 
 GUEST=${GUEST:-$(dirname "$LAZYBLK")/guest/testguest.elf}
 DISKPY=$(cd "$(dirname "$0")/../guest" && pwd)/disk.py
@@ -55,27 +56,8 @@ wait_for() {
   return 1
 }
 
-# ctl SOCK REQUEST: one request on a control socket, its answer
-ctl() {
-  python3 - "$1" "$2" <<'PY'
-import socket, sys
-s = socket.socket(socket.AF_UNIX)
-s.connect(sys.argv[1])
-s.sendall((sys.argv[2] + "\n").encode())
-s.shutdown(socket.SHUT_WR)
-out = b""
-while True:
-    got = s.recv(65536)
-    if not got:
-        break
-    out += got
-sys.stdout.write(out.decode())
-PY
-}
-
 # counts LOG: the counts printed; acked LOG: "seq S count N" of each acknowledged record;
 # genid LOG: the VM generation IDs the guest printed
-counts() { sed -n 's/^guest: count \([0-9][0-9]*\)\r$/\1/p' "$1"; }
 acked() { tr -d '\r' <"$1" | sed -n 's/^guest: count-disk: \(seq [0-9]* count [0-9]*\) ok$/\1/p'; }
 genid() { tr -d '\r' <"$1" | sed -n 's/^guest: vmgenid: \([0-9a-f]\{32\}\) at .*/\1/p'; }
 
@@ -113,7 +95,7 @@ snap_run() {
   done
   BEFORE=$(counts "$T/$name.log" | tail -n 1)
   [ "${BEFORE:-0}" -ge 300 ] || { kill $pid 2>/dev/null; die "$name: no count 300: $(cat "$T/$name.err")"; }
-  got=$(ctl "$T/$name.sock" "snapshot $snap")
+  got=$(ctl_req "$T/$name.sock" "snapshot $snap")
   [ "$got" = "ok $snap" ] || { kill $pid 2>/dev/null; die "$name: snapshot answered '$got': $(cat "$T/$name.err")"; }
   # the snapshot reads only the pages the guest touched (the memfd's data extents): the
   # others stay unallocated, unmapped (a run from a snapshot has no memfd: 0)

@@ -12,6 +12,7 @@
 # path, or of a run under --seccomp is refused with one line and the VM runs on; so does
 # the VM when the exec itself fails (a script whose interpreter is missing).
 . "$(dirname "$0")/lib/common.sh"
+. "$TESTLIB/control.sh"
 
 GUEST=${GUEST:-$(dirname "$LAZYBLK")/guest/testguest.elf}
 DISKPY=$(cd "$(dirname "$0")/../guest" && pwd)/disk.py
@@ -31,43 +32,6 @@ PIDS=()
 cleanup_vms() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; }
 trap 'cleanup_vms' EXIT
 
-# ctl SOCK REQUEST: one request, its answer
-ctl() {
-  python3 - "$1" "$2" <<'PY'
-import socket, sys
-s = socket.socket(socket.AF_UNIX)
-s.connect(sys.argv[1])
-s.sendall((sys.argv[2] + "\n").encode())
-s.shutdown(socket.SHUT_WR)
-out = b""
-while True:
-    got = s.recv(65536)
-    if not got:
-        break
-    out += got
-sys.stdout.write(out.decode())
-PY
-}
-# counts LOG: the counts printed so far (whole lines only: the guest ends each with \r\n,
-# and the VM may be in the middle of the last one)
-counts() { sed -n 's/^guest: count \([0-9][0-9]*\)\r$/\1/p' "$1"; }
-last_count() { counts "$1" | tail -n 1; }
-# wait_count LOG N PID: until the guest printed count N (the VM must stay alive)
-wait_count() {
-  local i
-  for i in $(seq 1 1200); do
-    [ "$(last_count "$1")" -ge "$2" ] 2>/dev/null && return 0
-    kill -0 "$3" 2>/dev/null || { tail -n 5 "$1" "$1.err" >&2; die "the VM ended"; }
-    sleep 0.05
-  done
-  die "the guest did not reach count $2 (at $(last_count "$1"))"
-}
-# consecutive LOG: the counts are 1, 2, 3, ... without a gap or a repeat
-consecutive() {
-  counts "$1" | awk 'NR != $1 { print "count line " NR " is " $1; bad = 1; exit } END { exit bad }' ||
-    die "the counts are not 1, 2, 3, ..."
-}
-
 log=$T/vm.log
 sock=$T/vm.sock
 "$LAZYBLK" run "$T/img.layout" --store "$T/store" --overlay "$T/ov" --kernel "$GUEST" \
@@ -82,7 +46,7 @@ fds0=$(ls /proc/$pid/fd | wc -l)
 # ---- 20 upgrades in a row while the guest writes
 for i in $(seq 1 20); do
   n=$(last_count "$log")
-  r=$(ctl "$sock" upgrade)
+  r=$(ctl_req "$sock" upgrade)
   [[ "$r" =~ ^ok\ upgraded:\ paused\ [0-9.]+\ ms$ ]] || die "upgrade $i: '$r': $(tail -n 3 "$log.err")"
   kill -0 "$pid" 2>/dev/null || die "upgrade $i: process $pid is gone"
   wait_count "$log" $((n + 5)) "$pid"
@@ -104,26 +68,26 @@ echo "ok: $fds open files (was $fds0), no zombie child"
 # ---- refused upgrades: one line each, the VM runs on
 printf '#!/bin/sh\n' >"$T/notexec"
 chmod 644 "$T/notexec"
-r=$(ctl "$sock" "upgrade $T/notexec")
+r=$(ctl_req "$sock" "upgrade $T/notexec")
 [ "$r" = "error upgrade: $T/notexec: not an executable file" ] || die "non-executable: '$r'"
-r=$(ctl "$sock" "upgrade $T/missing")
+r=$(ctl_req "$sock" "upgrade $T/missing")
 [ "$r" = "error upgrade: $T/missing: No such file or directory" ] || die "missing: '$r'"
 # executable, but the exec fails (its interpreter is missing): the old process resumes
 printf '#!/nonexistent/interpreter\n' >"$T/badexec"
 chmod 755 "$T/badexec"
-r=$(ctl "$sock" "upgrade $T/badexec")
+r=$(ctl_req "$sock" "upgrade $T/badexec")
 [ "$r" = "error upgrade: exec $T/badexec: No such file or directory" ] || die "failed exec: '$r'"
 kill -0 "$pid" 2>/dev/null || die "the VM is gone after a failed exec"
-r=$(ctl "$sock" "upgrade rel/lazyblk")
+r=$(ctl_req "$sock" "upgrade rel/lazyblk")
 [ "$r" = "error BINARY must be absolute: rel/lazyblk" ] || die "relative: '$r'"
 n=$(last_count "$log")
 wait_count "$log" $((n + 5)) "$pid"
-[ "$(ctl "$sock" stats | python3 -c 'import json, sys; print(json.load(sys.stdin)["paused"])')" = False ] ||
+[ "$(ctl_req "$sock" stats | python3 -c 'import json, sys; print(json.load(sys.stdin)["paused"])')" = False ] ||
   die "paused after a refused upgrade"
 echo "ok: refused upgrades (not executable, missing, relative path) and a failed exec; the VM runs on"
 
 # ---- every acknowledged record on the overlay (after a pause: nothing in flight)
-[ "$(ctl "$sock" pause)" = "ok paused" ] || die "pause"
+[ "$(ctl_req "$sock" pause)" = "ok paused" ] || die "pause"
 sleep 0.2
 tr -d '\r' <"$log" | sed -n 's/^guest: count-disk: \(seq [0-9]* count [0-9]*\) ok$/\1/p' >"$T/acked"
 kill "$pid"
@@ -144,7 +108,7 @@ echo "ok: the last 56 acknowledged records (seq up to $max) are on the overlay"
 spid=$!
 PIDS+=("$spid")
 wait_count "$T/s.log" 3 "$spid"
-r=$(ctl "$T/s.sock" upgrade)
+r=$(ctl_req "$T/s.sock" upgrade)
 [ "$r" = "error upgrade: not with --user or --seccomp (the new process could not set the VM up again)" ] ||
   die "upgrade under --seccomp: '$r'"
 n=$(last_count "$T/s.log")
