@@ -366,6 +366,9 @@ static int run_vm(struct run_args *a)
 	unsigned n = 0;
 	int ret, status = 0;
 
+	/* a restore refused (its guest never let out) leaves no overlay: the one it made goes */
+	bool ov_new = a->restore && a->eo.overlay_path && access(a->eo.overlay_path, F_OK);
+
 	signal(SIGPIPE, SIG_IGN); /* a closed stdout must not kill the VM's disk writes */
 	if (a->vo.resume) {
 		/* the processes before this exec forked KVM reapers (kvm.h): no zombies */
@@ -375,6 +378,8 @@ static int run_vm(struct run_args *a)
 	}
 	if (a->restore && run_restore_open(a, &a->vo.restore)) {
 		vm_snapshot_close(a->vo.restore);
+		if (ov_new)
+			unlink(a->eo.overlay_path);
 		return 1;
 	}
 	if (a->layout && !a->vo.initrd && !a->restore && !a->vo.resume) {
@@ -419,6 +424,8 @@ static int run_vm(struct run_args *a)
 		}
 		blkd_engine_close(e);
 	}
+	if (ret && ov_new && !vm_snapshot_ram_ok(a->vo.restore))
+		unlink(a->eo.overlay_path);
 	vm_snapshot_close(a->vo.restore);
 	return ret ? 1 : status;
 }

@@ -9,6 +9,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "../common/fsutil.h"
+
 #define UART_RX 0      /* DLAB=0 read */
 #define UART_TX 0      /* DLAB=0 write */
 #define UART_DLL 0     /* DLAB=1 */
@@ -68,6 +70,9 @@ struct serial {
 	unsigned rx_head, rx_count;
 	bool stop;
 	bool paused;             /* serial_pause(): input waits */
+	enum serial_out_mode out_mode;
+	unsigned held_len;       /* SERIAL_OUT_HOLD: bytes in held */
+	uint8_t held[SERIAL_HOLD_MAX];
 	int stop_fd;             /* eventfd: wakes the input thread's poll */
 	bool thread_started;
 	pthread_t thread;
@@ -118,13 +123,27 @@ static bool serial_rx_push(struct serial *s, uint8_t c)
 	return true;
 }
 
+/* Lock held. */
 static void serial_out(struct serial *s, uint8_t c)
 {
-	ssize_t n;
+	while (s->out_mode == SERIAL_OUT_HOLD && s->held_len == SERIAL_HOLD_MAX)
+		pthread_cond_wait(&s->space, &s->lock);   /* the guest waits for serial_output */
+	if (s->out_mode == SERIAL_OUT_HOLD)
+		s->held[s->held_len++] = c;
+	else if (s->out_mode == SERIAL_OUT_ON)
+		(void)fs_write_full(s->o.out_fd, &c, 1);
+}
 
-	do
-		n = write(s->o.out_fd, &c, 1);
-	while (n < 0 && errno == EINTR);
+void serial_output(struct serial *s, enum serial_out_mode mode)
+{
+	pthread_mutex_lock(&s->lock);
+	if (mode == SERIAL_OUT_ON && s->held_len)
+		(void)fs_write_full(s->o.out_fd, s->held, s->held_len);
+	if (mode != SERIAL_OUT_HOLD)
+		s->held_len = 0;
+	s->out_mode = mode;
+	pthread_cond_broadcast(&s->space);
+	pthread_mutex_unlock(&s->lock);
 }
 
 static uint8_t serial_read(struct serial *s, unsigned off)

@@ -38,6 +38,15 @@ void serial_free(struct serial *s);
  * FIFO until unpaused; returns once no byte is being received.
  */
 void serial_pause(struct serial *s, bool paused);
+/*
+ * The output while a restore's RAM is checked (vmm.c): SERIAL_OUT_HOLD buffers what the
+ * guest writes (up to SERIAL_HOLD_MAX bytes; a vCPU writing more waits), SERIAL_OUT_ON
+ * writes the buffer out and then every byte at once (the default), SERIAL_OUT_DROP
+ * discards the buffer and everything written later.
+ */
+#define SERIAL_HOLD_MAX 4096u
+enum serial_out_mode { SERIAL_OUT_ON, SERIAL_OUT_HOLD, SERIAL_OUT_DROP };
+void serial_output(struct serial *s, enum serial_out_mode mode);
 /* A 1-byte access at register off (0..7). Thread-safe. */
 void serial_access(struct serial *s, unsigned off, uint8_t *data, bool is_write);
 /*

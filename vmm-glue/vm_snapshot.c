@@ -59,6 +59,7 @@ struct vm_snapshot {
 	size_t file_len;
 	int ram_fd;
 	struct ram_digest *chk;       /* the RAM check, running from vm_snapshot_open on */
+	bool ram_ok;                  /* vm_snapshot_ram_verify matched */
 	struct vm_snapshot_info info;
 };
 
@@ -447,7 +448,13 @@ int vm_snapshot_ram_verify(struct vm_snapshot *s, char *why, size_t why_len)
 		return why_set(why, why_len, -EINVAL, "%s/ram: digest mismatch (%llu pages, the "
 			       "snapshot wrote %llu): corrupt or altered", s->dir,
 			       (unsigned long long)pages, (unsigned long long)s->h.ram_pages);
+	s->ram_ok = true;
 	return 0;
+}
+
+bool vm_snapshot_ram_ok(const struct vm_snapshot *s)
+{
+	return s && s->ram_ok;
 }
 
 /* The devices' records: UART, each virtio-mmio device, the exit status, the end. */

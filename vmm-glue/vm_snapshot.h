@@ -78,9 +78,11 @@ int vm_snapshot_ram_fd(const struct vm_snapshot *s);
 /*
  * The RAM pages against the header's digest: the check vm_snapshot_open started (on threads,
  * over the ram file, while the caller builds the VM) finished, this thread helping. Once,
- * before the guest runs.
+ * before anything the guest does is let out (vmm.c runs the guest held meanwhile).
  */
 int vm_snapshot_ram_verify(struct vm_snapshot *s, char *why, size_t why_len);
+/* vm_snapshot_ram_verify matched (false for NULL): the restored guest may have been let out. */
+bool vm_snapshot_ram_ok(const struct vm_snapshot *s);
 /*
  * Put the state into the new VM p describes (same machine: vCPUs made, devices made, not
  * started): the CPU signature against the CPUID the VM's KVM offers (p->kvm->cpuid), the

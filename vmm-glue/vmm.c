@@ -447,7 +447,11 @@ static int vmm_resume_machine(const struct vmm_opts *o, struct kvm_ram_opts *ro,
 	return 0;
 }
 
-/* RAM, the boot (kernel and tables), devices, vCPUs; a snapshot's RAM checked before any runs. */
+/*
+ * RAM, the boot (kernel and tables), devices, vCPUs. A restore's devices are held before
+ * their state is loaded (vmm_restore_release lets them go): no disk request is served and
+ * the console's output is buffered.
+ */
 static int vmm_setup(struct vm *v, const struct kvm_ram_opts *ro, bool hw_virt)
 {
 	int ret = kvm_vm_create(&v->vm, ro, v->reason, v->reason_len);
@@ -456,11 +460,40 @@ static int vmm_setup(struct vm *v, const struct kvm_ram_opts *ro, bool hw_virt)
 		ret = vmm_load(v);
 	if (!ret)
 		ret = vmm_devices(v);
+	if (!ret && v->o->restore) {
+		for (unsigned i = 0; i < v->ndev; i++)
+			virtio_mmio_pause(v->vdev[i]);
+		serial_output(v->serial, SERIAL_OUT_HOLD);
+	}
 	if (!ret)
 		ret = vmm_cpus(v, hw_virt);
-	if (!ret && v->o->restore)   /* its RAM check ran meanwhile (vm_snapshot_open) */
-		ret = vm_snapshot_ram_verify(v->o->restore, v->reason, v->reason_len);
 	return ret;
+}
+
+/*
+ * A restore's RAM check (started by vm_snapshot_open, on threads while the VM was built),
+ * finished while the guest already runs, held: its disk requests wait, its console output
+ * is buffered, and its end (exit status, reset, halt) is only looked at by vmm_wait, after
+ * this. Matched: the output is written and the queues served. Not, or ret (the start
+ * failed): the output is dropped (a vCPU waiting to write goes on) and the caller stops the
+ * vCPUs and fails, as a refusal before the start does.
+ */
+static int vmm_restore_release(struct vm *v, int ret)
+{
+	if (!ret)
+		ret = vm_snapshot_ram_verify(v->o->restore, v->reason, v->reason_len);
+	if (v->serial)
+		serial_output(v->serial, ret ? SERIAL_OUT_DROP : SERIAL_OUT_ON);
+	for (unsigned i = 0; !ret && i < v->ndev; i++)
+		virtio_mmio_resume(v->vdev[i]);
+	return ret;
+}
+
+static void vmm_note_soft(const struct vmm_opts *o)
+{
+	note_emit(&o->notes, NOTE_NOTICE, "no hardware virtualization (no vmx/svm in "
+		  "/proc/cpuinfo): KVM here is a software implementation; a Linux guest "
+		  "will be very slow (minutes; console=ttyS0 shows its progress)");
 }
 
 int vmm_run(const struct vmm_opts *o, int *status, char *why, size_t why_len)
@@ -505,10 +538,8 @@ int vmm_run(const struct vmm_opts *o, int *status, char *why, size_t why_len)
 				   .end = vmm_cpu_end, .report = vmm_cpu_report };
 
 	ret = vmm_setup(v, &ro, hw_virt);
-	if (!ret && !hw_virt && !o->resume)
-		note_emit(&o->notes, NOTE_NOTICE, "no hardware virtualization (no vmx/svm in "
-			  "/proc/cpuinfo): KVM here is a software implementation; a Linux guest "
-			  "will be very slow (minutes; console=ttyS0 shows its progress)");
+	if (!ret && !hw_virt && !o->resume && !o->restore)
+		vmm_note_soft(o);
 	if (!ret)
 		kvm_vm_reaper(&v->vm); /* without it the teardown is only slower */
 	/* listening before --seccomp (no new listening sockets then) and the first vCPU */
@@ -522,6 +553,10 @@ int vmm_run(const struct vmm_opts *o, int *status, char *why, size_t why_len)
 			  clock_ms_since(&o->t0));
 	for (unsigned i = 0; !ret && i < v->ncpus; i++)
 		ret = cpu_start(&v->cpus[i], &v->bus, why, why_len);
+	if (o->restore)
+		ret = vmm_restore_release(v, ret);
+	if (!ret && !hw_virt && o->restore)   /* only now: a refused restore says only why */
+		vmm_note_soft(o);
 	if (!ret)
 		__atomic_store_n(&v->running, true, __ATOMIC_SEQ_CST); /* vmm_pause may park them */
 	if (o->resume)

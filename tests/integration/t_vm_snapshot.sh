@@ -15,7 +15,8 @@
 #    and its own written pages private;
 #  - a snapshot of a restored VM restores too (--kernel checked against the first boot's);
 #  - a restore asks KVM_GET_SUPPORTED_CPUID once (strace; the CPU check and the vCPUs share it);
-#  - hostile snapshots are refused with one line and never hang: truncated vm.state or
+#  - hostile snapshots are refused with one line, no console output of the guest and no
+#    overlay left behind, and never hang: truncated vm.state or
 #    ram, a flipped byte in the header, the state or a written page of RAM, a byte made
 #    non-zero in a hole of the ram file, a snapshot of the older format (version 2, whose
 #    RAM digest was sha256), --mem of another size,
@@ -239,6 +240,9 @@ hostile() {  # NAME EXPECT EDIT-COMMAND... (on a fresh copy $T/h)
   "$@"
   expect_error "$name" "$want" -- timeout 60 "$LAZYBLK" run "${IMG[@]}" --overlay "$T/hov" \
     --restore "$T/h" </dev/null
+  # the guest may have run held while its RAM was checked: nothing of it got out
+  [ ! -s "$T/.out" ] || die "$name: the refused guest's console output got out: $(head -c 200 "$T/.out")"
+  [ ! -e "$T/hov" ] || die "$name: the refused restore left its overlay $T/hov"
   n=$((n + 1))
 }
 hostile "truncated vm.state" "truncated" truncate -s 700 "$T/h/vm.state"

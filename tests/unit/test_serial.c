@@ -164,6 +164,37 @@ static void test_input_thread(void **state)
 	close(p[0]);
 }
 
+/* A restore's held output (serial_output): kept, written on ON; dropped on DROP. */
+static void test_output_hold(void **state)
+{
+	int p[2];
+	struct irq_rec r = { 0 };
+	struct serial *s;
+	char buf[8];
+
+	(void)state;
+	assert_int_equal(pipe(p), 0);
+	assert_int_equal(fcntl(p[0], F_SETFL, O_NONBLOCK), 0);
+	s = mk(p[1], &r);
+	serial_output(s, SERIAL_OUT_HOLD);
+	wr(s, 0, 'A');
+	wr(s, 0, 'B');
+	assert_int_equal(read(p[0], buf, sizeof(buf)), -1);   /* nothing out yet */
+	assert_int_equal(rd(s, 5) & 0x60, 0x60);              /* the guest sees it sent */
+	serial_output(s, SERIAL_OUT_ON);
+	wr(s, 0, 'C');
+	assert_int_equal(read(p[0], buf, sizeof(buf)), 3);
+	assert_memory_equal(buf, "ABC", 3);
+	serial_output(s, SERIAL_OUT_HOLD);
+	wr(s, 0, 'D');
+	serial_output(s, SERIAL_OUT_DROP);
+	wr(s, 0, 'E');
+	assert_int_equal(read(p[0], buf, sizeof(buf)), -1);   /* D and E never got out */
+	serial_free(s);
+	close(p[0]);
+	close(p[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -171,6 +202,7 @@ int main(void)
 		cmocka_unit_test(test_rx_priority_fifo),
 		cmocka_unit_test(test_loopback_fcr_clear),
 		cmocka_unit_test(test_input_thread),
+		cmocka_unit_test(test_output_hold),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
