@@ -175,8 +175,8 @@ static int cpu_set_lapic(struct vcpu *c, char *why, size_t why_len)
 	return 0;
 }
 
-int cpu_create(struct kvm_vm *vm, unsigned id, unsigned ncpus, bool hw_virt, struct vcpu *c,
-	       const struct note_sink *notes, char *why, size_t why_len)
+int cpu_create(struct kvm_vm *vm, unsigned id, unsigned ncpus, bool hw_virt, bool state_follows,
+	       struct vcpu *c, const struct note_sink *notes, char *why, size_t why_len)
 {
 	struct kvm_fpu fpu = { .fcw = 0x37f, .mxcsr = 0x1f80 };
 	int ret;
@@ -196,6 +196,8 @@ int cpu_create(struct kvm_vm *vm, unsigned id, unsigned ncpus, bool hw_virt, str
 		return cpu_fail(c, "mmap of kvm_run", why, why_len);
 	}
 	ret = cpu_set_cpuid(vm, c, ncpus, why, why_len);
+	if (state_follows)
+		return ret;   /* the restored state sets MSRs, FPU and LAPIC */
 	if (!ret)
 		ret = cpu_set_msrs(c, notes, why, why_len);
 	if (!ret && ioctl(c->fd, KVM_SET_FPU, &fpu) < 0)
@@ -435,6 +437,16 @@ static void cpu_ended(struct vcpu *c)
 	pthread_mutex_unlock(&c->park_lock);
 }
 
+/* When the guest first left KVM_RUN in this process: its first instruction had run by then. */
+static void cpu_first_exit(struct vcpu *c)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	__atomic_store_n(&c->first_exit_ns, (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec,
+			 __ATOMIC_RELAXED);
+}
+
 static void *cpu_main(void *arg)
 {
 	struct vcpu *c = arg;
@@ -456,6 +468,8 @@ static void *cpu_main(void *arg)
 			c->bus->end(c->bus->ctx, c->id, CPU_END_ERROR);
 			break;
 		}
+		if (!__atomic_load_n(&c->first_exit_ns, __ATOMIC_RELAXED))
+			cpu_first_exit(c);
 		if (!cpu_handle_exit(c))
 			break;
 	}

@@ -65,6 +65,7 @@ struct vcpu {
 	unsigned kick_gen;      /* atomic: the last kick */
 	unsigned dead_gen;      /* atomic: the kick this vCPU answered "halted for good" to */
 	uint64_t exits[CPU_EXIT_NR];  /* atomic: KVM_RUN exits by reason */
+	uint64_t first_exit_ns;       /* atomic: CLOCK_MONOTONIC of the first exit (the guest ran) */
 	/* pausing (cpu_pause): the thread parks out of KVM_RUN while pause is set */
 	pthread_mutex_t park_lock;
 	pthread_cond_t park_cond;
@@ -75,12 +76,13 @@ struct vcpu {
 /*
  * The set-up, on the caller's thread: nothing printed; 0, or -errno with one line in why
  * (why_len bytes, may be 0), e.g. "vCPU 0: KVM_SET_CPUID2: Invalid argument".
- * cpu_create: KVM_CREATE_VCPU + CPUID, MSRs, FPU, LAPIC (an MSR KVM refuses: a debug note).
+ * cpu_create: KVM_CREATE_VCPU + CPUID, MSRs, FPU, LAPIC (an MSR KVM refuses: a debug note);
+ * with state_follows (a restore, a live upgrade: vm_state.h sets them all) only the CPUID.
  * cpu_boot_regs: the BSP's registers for proto, entering at entry. cpu_start: starts the vCPU
  * thread (signals: the kick signal is unblocked only there), which logs what fails on it.
  */
-int cpu_create(struct kvm_vm *vm, unsigned id, unsigned ncpus, bool hw_virt, struct vcpu *c,
-	       const struct note_sink *notes, char *why, size_t why_len);
+int cpu_create(struct kvm_vm *vm, unsigned id, unsigned ncpus, bool hw_virt, bool state_follows,
+	       struct vcpu *c, const struct note_sink *notes, char *why, size_t why_len);
 int cpu_boot_regs(struct vcpu *c, enum boot_proto proto, uint64_t entry, char *why,
 		  size_t why_len);
 int cpu_start(struct vcpu *c, const struct cpu_bus *bus, char *why, size_t why_len);

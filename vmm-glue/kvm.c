@@ -66,28 +66,34 @@ static int kvm_chips_create(struct kvm_vm *vm, char *why, size_t why_len)
 }
 
 /* KVM_GET_SUPPORTED_CPUID into a buffer as big as it needs (E2BIG: a bigger one). */
-static int kvm_supported_cpuid(struct kvm_vm *vm, char *why, size_t why_len)
+int kvm_cpuid_supported(int sys_fd, struct kvm_cpuid2 **out, char *why, size_t why_len)
 {
 	uint32_t cap = 256;
 	int e;
 
 	for (;;) {
-		free(vm->cpuid);
-		vm->cpuid = calloc(1, sizeof(*vm->cpuid) + cap * sizeof(vm->cpuid->entries[0]));
-		if (!vm->cpuid)
+		free(*out);
+		*out = calloc(1, kvm_cpuid_size(cap));
+		if (!*out)
 			return why_set(why, why_len, -ENOMEM, "out of memory");
-		vm->cpuid->nent = cap;
-		if (!ioctl(vm->sys_fd, KVM_GET_SUPPORTED_CPUID, vm->cpuid))
+		(*out)->nent = cap;
+		if (!ioctl(sys_fd, KVM_GET_SUPPORTED_CPUID, *out))
 			return 0;
 		e = errno;
-		if (e != E2BIG || cap >= 4096)
+		if (e != E2BIG || cap >= KVM_CPUID_MAX / 2)
 			return why_set(why, why_len, -e, "KVM_GET_SUPPORTED_CPUID: %s",
 				       strerror(e));
 		cap *= 2;
 	}
 }
 
-int kvm_vm_create(struct kvm_vm *vm, const struct kvm_ram_opts *ram, char *why, size_t why_len)
+size_t kvm_cpuid_size(uint32_t nent)
+{
+	return sizeof(struct kvm_cpuid2) + nent * sizeof(struct kvm_cpuid_entry2);
+}
+
+int kvm_vm_create(struct kvm_vm *vm, const struct kvm_ram_opts *ram,
+		  const struct kvm_cpuid2 *cpuid, char *why, size_t why_len)
 {
 	int ret, e;
 
@@ -105,10 +111,14 @@ int kvm_vm_create(struct kvm_vm *vm, const struct kvm_ram_opts *ram, char *why, 
 		return why_set(why, why_len, -ENOTSUP, "/dev/kvm: API version %d, want %d", ret,
 			       KVM_API_VERSION);
 	ret = kvm_check_caps(vm, why, why_len);
-	if (!ret)
-		ret = kvm_supported_cpuid(vm, why, why_len);
+	if (!ret && !cpuid)
+		ret = kvm_cpuid_supported(vm->sys_fd, &vm->cpuid, why, why_len);
+	if (!ret && cpuid && !(vm->cpuid = malloc(kvm_cpuid_size(cpuid->nent))))
+		ret = why_set(why, why_len, -ENOMEM, "out of memory");
 	if (ret)
 		return ret;
+	if (cpuid)
+		memcpy(vm->cpuid, cpuid, kvm_cpuid_size(cpuid->nent));
 	vm->vcpu_mmap_size = ioctl(vm->sys_fd, KVM_GET_VCPU_MMAP_SIZE, 0);
 	if (vm->vcpu_mmap_size < (int)sizeof(struct kvm_run))
 		return why_set(why, why_len, -EIO, "/dev/kvm: KVM_GET_VCPU_MMAP_SIZE: %s",
@@ -240,6 +250,8 @@ static int kvm_ram_setup(struct kvm_vm *vm, const struct kvm_ram_opts *o, char *
 	}
 	vm->ram.map = p;
 	vm->ram.size = o->size;
+	/* a fork (the reaper) copies none of it */
+	(void)madvise(p, o->size, MADV_DONTFORK);
 	lo = o->size < KVM_MMIO_HOLE_START ? o->size : KVM_MMIO_HOLE_START;
 	ret = kvm_slot_add(vm, 0, 0, lo, vm->ram.map, why, why_len);
 	if (ret)

@@ -46,17 +46,28 @@ struct kvm_vm {
 	bool immediate_exit; /* KVM_CAP_IMMEDIATE_EXIT */
 	struct vm_ram ram;   /* slot 0 at 0 (below 3 GiB), slot 1 at 4 GiB (the rest) */
 	int reaper_fd;       /* kvm_vm_reaper()'s pipe (-1: none) */
-	/* KVM_GET_SUPPORTED_CPUID, asked once (every vCPU's CPUID, a snapshot's CPU check) */
+	/*
+	 * KVM_GET_SUPPORTED_CPUID, asked once (every vCPU's CPUID derives from it, a snapshot
+	 * records it), or the one a restored snapshot recorded
+	 */
 	struct kvm_cpuid2 *cpuid;
 };
 
+#define KVM_CPUID_MAX 8192u   /* entries of a kvm_cpuid2 we ask for or take */
+
 /*
- * Opens /dev/kvm, checks the API and capabilities, asks KVM_GET_SUPPORTED_CPUID, creates the VM, maps RAM and
- * registers it (slots 0 and 1), then creates the irqchip and PIT2. 0, or -errno with one
- * line in why (why_len bytes, may be 0): "/dev/kvm: Permission denied (add yourself to
- * the kvm group)", "KVM_CREATE_VM: ...". The caller destroys vm either way.
+ * Opens /dev/kvm, checks the API and capabilities, asks KVM_GET_SUPPORTED_CPUID (unless
+ * cpuid gives the table: a restore's, copied), creates the VM, maps RAM and registers it
+ * (slots 0 and 1), then creates the irqchip and PIT2. 0, or -errno with one line in why
+ * (why_len bytes, may be 0): "/dev/kvm: Permission denied (add yourself to the kvm group)",
+ * "KVM_CREATE_VM: ...". The caller destroys vm either way.
  */
-int kvm_vm_create(struct kvm_vm *vm, const struct kvm_ram_opts *ram, char *why, size_t why_len);
+int kvm_vm_create(struct kvm_vm *vm, const struct kvm_ram_opts *ram,
+		  const struct kvm_cpuid2 *cpuid, char *why, size_t why_len);
+/* KVM_GET_SUPPORTED_CPUID on /dev/kvm's sys_fd into *out (freed first; the caller's). */
+int kvm_cpuid_supported(int sys_fd, struct kvm_cpuid2 **out, char *why, size_t why_len);
+/* Bytes of a struct kvm_cpuid2 with nent entries. */
+size_t kvm_cpuid_size(uint32_t nent);
 void kvm_vm_destroy(struct kvm_vm *vm);
 /*
  * Fork the reaper: a child process that holds the VM fd until kvm_vm_destroy() or this

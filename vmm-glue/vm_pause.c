@@ -84,6 +84,9 @@ int vmm_stats_json(struct vm *v, FILE *f)
 
 	json_buf_puts(&b, "{");
 	json_field_bool(&b, "paused", vmm_paused(v));
+	/* CLOCK_MONOTONIC, ns: when this process's `run` started, when each vCPU first exited */
+	json_field_u64(&b, "start_ns", (uint64_t)v->o->t0.tv_sec * 1000000000u +
+		       (uint64_t)v->o->t0.tv_nsec);
 	json_buf_puts(&b, ",\"vcpus\":[");
 	for (unsigned i = 0; i < v->ncpus; i++) {
 		uint64_t total = 0;
@@ -98,7 +101,10 @@ int vmm_stats_json(struct vm *v, FILE *f)
 			total += n;
 		}
 		json_field_u64(&b, "total", total);
-		json_buf_puts(&b, "}}");
+		json_buf_puts(&b, "}");
+		json_field_u64(&b, "first_exit_ns",
+			       __atomic_load_n(&v->cpus[i].first_exit_ns, __ATOMIC_RELAXED));
+		json_buf_puts(&b, "}");
 	}
 	json_buf_puts(&b, "],\"disks\":[");
 	for (unsigned i = 0; i < v->o->ndisks; i++) {

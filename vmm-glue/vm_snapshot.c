@@ -22,7 +22,7 @@
 #include "vm_state.h"
 
 #define VMSNAP_MAGIC "LZBKVMSN"
-#define VMSNAP_VERSION 3u
+#define VMSNAP_VERSION 4u
 #define VMSNAP_HDR 512u
 #define VMSNAP_STATE_MAX (64u << 20)
 #define VMSNAP_RAM_MAX (1ll << 40)
@@ -31,24 +31,23 @@
 
 struct vmsnap_header {
 	char magic[8];                /* "LZBKVMSN" */
-	uint32_t version;             /* 3 */
+	uint32_t version;             /* 4 */
 	uint32_t header_size;         /* 512 */
 	uint64_t mem_size;            /* bytes of guest RAM: the ram file's size */
 	uint32_t ncpus, ndisks;
 	uint32_t page_size;           /* 4096 */
 	uint32_t flags;               /* VMSNAP_F_* */
-	uint8_t cpu_sig[SHA256_LEN];  /* sha256 of KVM's CPU features (cpu_sig_pick) */
+	uint8_t cpu_sig[VMSNAP_XXH];  /* XXH3-128 of KVM's CPU features (cpu_sig_pick) */
 	char cpu_model[64];           /* "GenuineIntel family 6 model 85 stepping 7" */
 	uint8_t kernel_sha[SHA256_LEN];
 	uint8_t layout_digest[SHA256_LEN];
 	uint64_t state_len;           /* bytes of records after the header */
-	uint8_t state_sha[SHA256_LEN];
+	uint8_t state_xxh[VMSNAP_XXH];
 	uint64_t ram_pages;           /* pages written */
 	uint8_t ram_xxh3[VMSNAP_XXH]; /* over the 2 MiB regions' digests (ram_digest) */
-	uint8_t ram_reserved[16];
 	uint8_t delta_sha[SHA256_LEN];/* the delta's own trailing sha256 */
-	uint8_t reserved[168];
-	uint8_t header_sha[SHA256_LEN];  /* of the 480 bytes before */
+	uint8_t reserved[232];
+	uint8_t header_xxh[VMSNAP_XXH];  /* of the 496 bytes before */
 };
 _Static_assert(sizeof(struct vmsnap_header) == VMSNAP_HDR, "the header is 512 bytes");
 
@@ -58,7 +57,8 @@ struct vm_snapshot {
 	uint8_t *file;                /* vm.state */
 	size_t file_len;
 	int ram_fd;
-	struct ram_digest *chk;       /* the RAM check, running from vm_snapshot_open on */
+	struct ram_digest *chk;       /* the RAM check (vm_snapshot_ram_verify) */
+	struct kvm_cpuid2 *cpuid;     /* the state's first record */
 	bool ram_ok;                  /* vm_snapshot_ram_verify matched */
 	struct vm_snapshot_info info;
 };
@@ -94,21 +94,19 @@ static void cpu_sig_pick(const struct kvm_cpuid2 *cp, uint32_t out[24])
 }
 
 /* The host's CPU as KVM offers it to guests (cp: cpu_sig_pick), and its name for messages. */
-static int snap_cpu_sig(const struct kvm_cpuid2 *cp, uint8_t sig[SHA256_LEN], char model[64])
+static void snap_cpu_sig(const struct kvm_cpuid2 *cp, uint8_t sig[VMSNAP_XXH], char model[64])
 {
 	unsigned a = 0, b = 0, c = 0, d = 0, vendor[3] = { 0 };
 	uint32_t regs[24];
-	int ret;
 
 	cpu_sig_pick(cp, regs);
-	ret = sha256_buf(regs, sizeof(regs), sig);
+	vmsnap_xxh128(regs, sizeof(regs), sig);
 	__get_cpuid(0, &a, &vendor[0], &vendor[2], &vendor[1]);
 	__get_cpuid(1, &a, &b, &c, &d);
 	memset(model, 0, 64);
 	snprintf(model, 64, "%.12s family %u model %u stepping %u", (const char *)vendor,
 		 ((a >> 8) & 0xf) + ((a >> 20) & 0xff), ((a >> 4) & 0xf) | ((a >> 12) & 0xf0),
 		 a & 0xf);
-	return ret;
 }
 
 static int snap_file_sha(const char *path, uint8_t out[SHA256_LEN], char *why, size_t why_len)
@@ -130,8 +128,10 @@ int vm_snapshot_state_save(const struct vm_parts *p, struct vm_state_buf *b, cha
 	struct virtio_mmio_state *vs;
 	struct serial_state ss;
 	int32_t st = *p->exit_status;
-	int ret = vm_state_vm_save(p->kvm->vm_fd, b, why, why_len);
+	int ret = vm_state_cpuid_save(p->kvm->cpuid, b, why, why_len);
 
+	if (!ret)
+		ret = vm_state_vm_save(p->kvm->vm_fd, b, why, why_len);
 	for (unsigned i = 0; !ret && i < p->ncpus; i++)
 		ret = vm_state_cpu_save(&p->cpus[i], p->kvm->sys_fd, b, why, why_len);
 	if (ret)
@@ -189,10 +189,9 @@ static int snap_names(const struct vm_parts *p, const char *dir, struct vmsnap_h
 {
 	char path[PATH_MAX];
 	const char *dwhy = NULL;
-	int ret = snap_cpu_sig(p->kvm->cpuid, h->cpu_sig, h->cpu_model);
+	int ret;
 
-	if (ret)
-		return why_set(why, why_len, ret, "CPU signature: %s", strerror(-ret));
+	snap_cpu_sig(p->kvm->cpuid, h->cpu_sig, h->cpu_model);
 	if (p->kernel && (ret = snap_file_sha(p->kernel, h->kernel_sha, why, why_len)))
 		return ret;
 	if (!p->kernel && p->kernel_sha)
@@ -219,9 +218,8 @@ static int snap_write_state(const char *dir, struct vmsnap_header *h,
 	int fd, ret;
 
 	h->state_len = b->len;
-	if (sha256_buf(b->p, b->len, h->state_sha) ||
-	    sha256_buf(h, offsetof(struct vmsnap_header, header_sha), h->header_sha))
-		return why_set(why, why_len, -EIO, "sha256 failed");
+	vmsnap_xxh128(b->p, b->len, h->state_xxh);
+	vmsnap_xxh128(h, offsetof(struct vmsnap_header, header_xxh), h->header_xxh);
 	snap_path(path, sizeof(path), dir, VMSNAP_STATE);
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
@@ -286,13 +284,13 @@ int vm_snapshot_write(const struct vm_parts *p, const char *dir, char *why, size
 static int snap_check_header(struct vm_snapshot *s, char *why, size_t why_len)
 {
 	const struct vmsnap_header *h = &s->h;
-	uint8_t d[SHA256_LEN];
+	uint8_t d[VMSNAP_XXH];
 
 	if (memcmp(h->magic, VMSNAP_MAGIC, 8))
 		return why_set(why, why_len, -EINVAL, "%s/vm.state: not a lazyblk VM snapshot "
 			       "(bad magic)", s->dir);
-	if (sha256_buf(h, offsetof(struct vmsnap_header, header_sha), d) ||
-	    memcmp(d, h->header_sha, SHA256_LEN))
+	vmsnap_xxh128(h, offsetof(struct vmsnap_header, header_xxh), d);
+	if (memcmp(d, h->header_xxh, VMSNAP_XXH))
 		return why_set(why, why_len, -EINVAL, "%s/vm.state: header digest mismatch "
 			       "(corrupt or altered)", s->dir);
 	if (h->version != VMSNAP_VERSION || h->header_size != VMSNAP_HDR ||
@@ -309,24 +307,27 @@ static int snap_check_header(struct vm_snapshot *s, char *why, size_t why_len)
 		return why_set(why, why_len, -EINVAL, "%s/vm.state: truncated (%zu bytes of "
 			       "state, the header says %llu)", s->dir, s->file_len - VMSNAP_HDR,
 			       (unsigned long long)h->state_len);
-	if (sha256_buf(s->file + VMSNAP_HDR, s->file_len - VMSNAP_HDR, d) ||
-	    memcmp(d, h->state_sha, SHA256_LEN))
+	vmsnap_xxh128(s->file + VMSNAP_HDR, s->file_len - VMSNAP_HDR, d);
+	if (memcmp(d, h->state_xxh, VMSNAP_XXH))
 		return why_set(why, why_len, -EINVAL, "%s/vm.state: state digest mismatch "
 			       "(corrupt or altered)", s->dir);
 	return 0;
 }
 
-/* The snapshot's CPU against the one this host's KVM offers (vm->cpuid). */
-static int snap_check_cpu(const struct vm_snapshot *s, const struct kvm_vm *vm, char *why,
-			  size_t why_len)
+int vm_snapshot_cpu_verify(const struct vm_snapshot *s, const struct kvm_vm *vm, char *why,
+			   size_t why_len)
 {
-	uint8_t sig[SHA256_LEN];
+	struct kvm_cpuid2 *host = NULL;
+	uint8_t sig[VMSNAP_XXH];
 	char model[64];
-	int ret = snap_cpu_sig(vm->cpuid, sig, model);
+	int ret = kvm_cpuid_supported(vm->sys_fd, &host, why, why_len);
 
+	if (!ret)
+		snap_cpu_sig(host, sig, model);
+	free(host);
 	if (ret)
-		return why_set(why, why_len, ret, "CPU signature: %s", strerror(-ret));
-	if (memcmp(sig, s->h.cpu_sig, SHA256_LEN))
+		return ret;
+	if (memcmp(sig, s->h.cpu_sig, VMSNAP_XXH))
 		return why_set(why, why_len, -EXDEV, "%s: taken on another CPU model or KVM "
 			       "(%.64s; this host: %s): a restore needs the same CPU features",
 			       s->dir, s->h.cpu_model, model);
@@ -364,25 +365,21 @@ static int snap_check_files(struct vm_snapshot *s, char *why, size_t why_len)
 	return 0;
 }
 
-/*
- * The ram file opened and its check started at once, to run while the rest is checked and
- * the VM built: with the file's size (snap_check_files compares it with the header's, once
- * that is checked). Any problem here is left for snap_check_files to find and say.
- */
-static void snap_ram_early(struct vm_snapshot *s)
+/* The CPUID record the vCPUs will get: the one the header's CPU signature is of. */
+static int snap_take_cpuid(struct vm_snapshot *s, char *why, size_t why_len)
 {
-	char path[PATH_MAX];
-	struct stat st;
+	struct vm_state_rd r = { .p = s->file + VMSNAP_HDR, .len = s->file_len - VMSNAP_HDR };
+	uint8_t sig[VMSNAP_XXH];
+	char model[64];
+	int ret = vm_state_cpuid_take(&r, &s->cpuid, why, why_len);
 
-	snap_path(path, sizeof(path), s->dir, VMSNAP_RAM);
-	s->ram_fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (s->ram_fd < 0 || fstat(s->ram_fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    !st.st_size || st.st_size % VMSNAP_PAGE || st.st_size > VMSNAP_RAM_MAX)
-		return;
-	if (vmsnap_ram_check_start(s->ram_fd, (uint64_t)st.st_size, &s->chk)) {
-		vmsnap_ram_check_free(s->chk);
-		s->chk = NULL;
-	}
+	if (ret)
+		return ret;
+	snap_cpu_sig(s->cpuid, sig, model);
+	if (memcmp(sig, s->h.cpu_sig, VMSNAP_XXH))
+		return why_set(why, why_len, -EINVAL, "%s/vm.state: the CPUID record is not the "
+			       "one the header's CPU signature is of", s->dir);
+	return 0;
 }
 
 int vm_snapshot_open(const char *dir, struct vm_snapshot **out, char *why, size_t why_len)
@@ -404,13 +401,12 @@ int vm_snapshot_open(const char *dir, struct vm_snapshot **out, char *why, size_
 			      "alone is %u)", path, s->file_len, VMSNAP_HDR);
 	if (!ret) {
 		memcpy(&s->h, s->file, VMSNAP_HDR);
-		snap_ram_early(s);
 		ret = snap_check_header(s, why, why_len);
 	}
 	if (!ret)
+		ret = snap_take_cpuid(s, why, why_len);
+	if (!ret)
 		ret = snap_check_files(s, why, why_len);
-	if (!ret && !s->chk && (ret = vmsnap_ram_check_start(s->ram_fd, s->h.mem_size, &s->chk)))
-		why_set(why, why_len, ret, "%s/ram: %s", dir, strerror(-ret));
 	if (ret) {
 		vm_snapshot_close(s);
 		return ret;
@@ -436,11 +432,19 @@ int vm_snapshot_ram_fd(const struct vm_snapshot *s)
 	return s->ram_fd;
 }
 
+const struct kvm_cpuid2 *vm_snapshot_cpuid(const struct vm_snapshot *s)
+{
+	return s->cpuid;
+}
+
 int vm_snapshot_ram_verify(struct vm_snapshot *s, char *why, size_t why_len)
 {
 	uint8_t d[VMSNAP_XXH];
 	uint64_t pages = 0;
-	int ret = s->chk ? vmsnap_ram_check_end(s->chk, false, d, &pages) : -EINVAL;
+	int ret = s->chk ? -EALREADY : vmsnap_ram_check_start(s->ram_fd, s->h.mem_size, &s->chk);
+
+	if (!ret)
+		ret = vmsnap_ram_check_end(s->chk, false, d, &pages);
 
 	if (ret)
 		return why_set(why, why_len, ret, "%s/ram: %s", s->dir, strerror(-ret));
@@ -511,9 +515,6 @@ int vm_snapshot_apply(const struct vm_snapshot *s, const struct vm_parts *p, cha
 			       "disks and %llu MiB of RAM; this one %u, %u and %llu MiB", s->dir,
 			       s->h.ncpus, s->h.ndisks, (unsigned long long)(s->h.mem_size >> 20),
 			       p->ncpus, p->ndev, (unsigned long long)(p->kvm->ram.size >> 20));
-	ret = snap_check_cpu(s, p->kvm, why, why_len);
-	if (ret)
-		return ret;
 	if (p->kernel) {
 		ret = snap_file_sha(p->kernel, d, why, why_len);
 		if (ret)
@@ -532,16 +533,33 @@ int vm_snapshot_apply(const struct vm_snapshot *s, const struct vm_parts *p, cha
 			       "IMAGE.layout", s->dir);
 	}
 	snprintf(what, sizeof(what), "%s/vm.state", s->dir);
-	return vm_snapshot_state_load(s->file + VMSNAP_HDR, s->file_len - VMSNAP_HDR, p, what,
-				      why, why_len);
+	ret = vm_snapshot_state_load(s->file + VMSNAP_HDR, s->file_len - VMSNAP_HDR, p, what,
+				     why, why_len);
+	/* KVM refusing an XSAVE area or MSRs of another CPU: say that instead */
+	if (ret)
+		vm_snapshot_cpu_explain(s, p->kvm, why, why_len);
+	return ret;
+}
+
+void vm_snapshot_cpu_explain(const struct vm_snapshot *s, const struct kvm_vm *vm, char *why,
+			     size_t why_len)
+{
+	char cwhy[256];
+
+	if (vm->sys_fd >= 0 && vm_snapshot_cpu_verify(s, vm, cwhy, sizeof(cwhy)) == -EXDEV)
+		snprintf(why, why_len, "%s", cwhy);
 }
 
 int vm_snapshot_state_load(const uint8_t *state, size_t len, const struct vm_parts *p,
 			   const char *what, char *why, size_t why_len)
 {
 	struct vm_state_rd r = { .p = state, .len = len };
-	int ret = vm_state_vm_load(p->kvm->vm_fd, &r, why, why_len);
+	struct kvm_cpuid2 *cpuid;   /* in use already (vm_snapshot_cpuid) or asked anew */
+	int ret = vm_state_cpuid_take(&r, &cpuid, why, why_len);
 
+	free(cpuid);
+	if (!ret)
+		ret = vm_state_vm_load(p->kvm->vm_fd, &r, why, why_len);
 	for (unsigned i = 0; !ret && i < p->ncpus; i++)
 		ret = vm_state_cpu_load(&p->cpus[i], &r, p->notes, why, why_len);
 	if (!ret)
@@ -554,6 +572,7 @@ void vm_snapshot_close(struct vm_snapshot *s)
 	if (!s)
 		return;
 	vmsnap_ram_check_free(s->chk);
+	free(s->cpuid);
 	if (s->ram_fd >= 0)
 		close(s->ram_fd);
 	free(s->file);

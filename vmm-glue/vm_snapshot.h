@@ -68,25 +68,41 @@ struct vm_snapshot_info {
 struct vm_snapshot;
 
 /*
- * Open dir for a restore: vm.state read and checked (header digest, version, state digest),
- * the ram file's size against the header, the delta's digest. The ram file stays open (vm_snapshot_ram_fd), and its check starts
- * (vm_snapshot_ram_verify finishes it; vm_snapshot_close abandons it).
+ * Open dir for a restore: vm.state read and checked (header digest, version, state digest,
+ * the CPUID record), the ram file's size against the header, the delta's digest. The ram
+ * file stays open (vm_snapshot_ram_fd).
  */
 int vm_snapshot_open(const char *dir, struct vm_snapshot **out, char *why, size_t why_len);
 const struct vm_snapshot_info *vm_snapshot_info(const struct vm_snapshot *s);
 int vm_snapshot_ram_fd(const struct vm_snapshot *s);
 /*
- * The RAM pages against the header's digest: the check vm_snapshot_open started (on threads,
- * over the ram file, while the caller builds the VM) finished, this thread helping. Once,
- * before anything the guest does is let out (vmm.c runs the guest held meanwhile).
+ * The CPUID table KVM offered when the snapshot was taken (kvm_vm_create takes it instead of
+ * asking: the vCPUs get the CPUID they had). That this host's KVM offers the same CPU is
+ * vm_snapshot_cpu_verify's to check, while the restored guest runs held (vmm.c).
+ */
+const struct kvm_cpuid2 *vm_snapshot_cpuid(const struct vm_snapshot *s);
+/*
+ * The header's CPU signature against the CPUID this host's KVM offers (asked on vm's
+ * /dev/kvm): 0, -EXDEV ("taken on another CPU model or KVM (...)"), or another -errno with
+ * one line in why.
+ */
+int vm_snapshot_cpu_verify(const struct vm_snapshot *s, const struct kvm_vm *vm, char *why,
+			   size_t why_len);
+/* After a failure of the restore (why says it): when the CPU differs, why says that instead. */
+void vm_snapshot_cpu_explain(const struct vm_snapshot *s, const struct kvm_vm *vm, char *why,
+			     size_t why_len);
+/*
+ * The RAM pages against the header's digest: the ram file hashed on threads, this one
+ * helping. Once, before anything the guest does is let out (vmm.c runs the restored guest
+ * held meanwhile: the check does not delay its first instruction).
  */
 int vm_snapshot_ram_verify(struct vm_snapshot *s, char *why, size_t why_len);
 /* vm_snapshot_ram_verify matched (false for NULL): the restored guest may have been let out. */
 bool vm_snapshot_ram_ok(const struct vm_snapshot *s);
 /*
  * Put the state into the new VM p describes (same machine: vCPUs made, devices made, not
- * started): the CPU signature against the CPUID the VM's KVM offers (p->kvm->cpuid), the
- * kernel's digest (when p->kernel), then KVM's VM state, every vCPU's, the devices'.
+ * started): the kernel's digest (when p->kernel), then KVM's VM state, every vCPU's, the
+ * devices'. When KVM refuses some of it, and the CPU differs, that is the one line in why.
  */
 int vm_snapshot_apply(const struct vm_snapshot *s, const struct vm_parts *p, char *why,
 		      size_t why_len);

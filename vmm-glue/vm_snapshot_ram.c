@@ -51,10 +51,15 @@ static void ram_xxh_out(XXH128_hash_t hash, uint8_t out[VMSNAP_XXH])
 	memcpy(out, c.digest, VMSNAP_XXH);
 }
 
+void vmsnap_xxh128(const void *p, size_t len, uint8_t out[VMSNAP_XXH])
+{
+	ram_xxh_out(XXH3_128bits(p, len), out);
+}
+
 /* The digest of the regions' digests (reg: n of them). */
 static void ram_xxh_top(const uint8_t (*reg)[VMSNAP_XXH], uint64_t n, uint8_t out[VMSNAP_XXH])
 {
-	ram_xxh_out(XXH3_128bits(reg, n * VMSNAP_XXH), out);
+	vmsnap_xxh128(reg, n * VMSNAP_XXH, out);
 }
 
 /*
@@ -128,6 +133,7 @@ struct ram_digest {
 	const uint8_t *ram;
 	uint64_t size, nreg;
 	int fd;                       /* the ram file: only its data extents hold pages */
+	uint64_t data_end;            /* atomic: no data from here on (SEEK_DATA said ENXIO) */
 	uint64_t next;                /* atomic: the next region to take */
 	uint8_t (*reg)[VMSNAP_XXH];
 	uint64_t pages;               /* atomic: pages hashed */
@@ -135,6 +141,15 @@ struct ram_digest {
 	pthread_t th[VMSNAP_THREADS];
 	unsigned nth;                 /* threads started, not joined */
 };
+
+static void ram_data_end(struct ram_digest *d, uint64_t end)
+{
+	uint64_t cur = __atomic_load_n(&d->data_end, __ATOMIC_RELAXED);
+
+	while (end < cur && !__atomic_compare_exchange_n(&d->data_end, &cur, end, false,
+							  __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
 
 /* Region r: XXH3-128 over (le64 page index, page) of its pages that are not all zeros. */
 static int ram_region(struct ram_digest *d, uint64_t r, XXH3_state_t *st)
@@ -144,10 +159,14 @@ static int ram_region(struct ram_digest *d, uint64_t r, XXH3_state_t *st)
 	int ret = XXH3_128bits_reset(st) == XXH_OK ? 0 : -EIO;
 
 	re = (off_t)(d->size < (r + 1) * VMSNAP_REGION ? d->size : (r + 1) * VMSNAP_REGION);
-	while (!ret && off < re) {
+	while (!ret && off < re && (uint64_t)off < __atomic_load_n(&d->data_end, __ATOMIC_RELAXED)) {
+		off_t from = off;
+
 		off = lseek(d->fd, off, SEEK_DATA);
+		if (off < 0 && errno == ENXIO)   /* no data after from: the later regions neither */
+			ram_data_end(d, (uint64_t)from);
 		if (off < 0 || off >= re)
-			break;   /* ENXIO: no data after off */
+			break;
 		end = lseek(d->fd, off, SEEK_HOLE);
 		if (end < 0 || end > re)
 			end = re;
@@ -188,9 +207,9 @@ static void *ram_digest_main(void *arg)
  * order (ram_region), the pages outside its data extents skipped (they are zeros). The
  * file is mapped read-only and shared (the page cache's pages, which the guest's private
  * mapping shares until it writes them) and hashed on threads (one fewer than the CPUs: at
- * least one, at most VMSNAP_THREADS) while the caller builds the VM; ram_check_end
- * finishes it before the guest runs. Saving computes the same digest in its one pass over
- * RAM (vmsnap_ram_write).
+ * least one, at most VMSNAP_THREADS) while the restored guest runs held (vmm.c);
+ * vmsnap_ram_check_end finishes it, its thread helping. Saving computes the same digest in
+ * its one pass over RAM (vmsnap_ram_write).
  */
 int vmsnap_ram_check_start(int fd, uint64_t size, struct ram_digest **out)
 {
@@ -203,6 +222,7 @@ int vmsnap_ram_check_start(int fd, uint64_t size, struct ram_digest **out)
 		return -ENOMEM;
 	*out = d;
 	d->size = size;
+	d->data_end = size;
 	d->fd = fd;
 	d->nreg = (d->size + VMSNAP_REGION - 1) / VMSNAP_REGION;
 	d->reg = malloc(d->nreg * VMSNAP_XXH);

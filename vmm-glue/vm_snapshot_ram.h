@@ -9,6 +9,7 @@
 #define LZ_VMM_VM_SNAPSHOT_RAM_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ram.h"
@@ -27,5 +28,7 @@ int vmsnap_ram_check_start(int fd, uint64_t size, struct ram_digest **out);
 int vmsnap_ram_check_end(struct ram_digest *d, bool stop, uint8_t out[VMSNAP_XXH],
 			 uint64_t *pages);
 void vmsnap_ram_check_free(struct ram_digest *d);
+/* XXH3-128 of len bytes at p, canonical: vm.state's header, state and CPU signature. */
+void vmsnap_xxh128(const void *p, size_t len, uint8_t out[VMSNAP_XXH]);
 
 #endif

@@ -311,6 +311,37 @@ int vm_state_cpu_load(const struct vcpu *c, struct vm_state_rd *r, const struct 
 	return ret;
 }
 
+int vm_state_cpuid_save(const struct kvm_cpuid2 *cp, struct vm_state_buf *b, char *why,
+			size_t why_len)
+{
+	int ret = vm_state_put(b, VMST_KVM_CPUID, 0, cp, kvm_cpuid_size(cp->nent));
+
+	return ret ? why_set(why, why_len, ret, "out of memory") : 0;
+}
+
+int vm_state_cpuid_take(struct vm_state_rd *r, struct kvm_cpuid2 **out, char *why,
+			size_t why_len)
+{
+	const void *d;
+	size_t len;
+	uint32_t nent;
+	int ret = vm_state_take(r, VMST_KVM_CPUID, 0, kvm_cpuid_size(1),
+				kvm_cpuid_size(KVM_CPUID_MAX), &d, &len, "CPUID", why, why_len);
+
+	*out = NULL;
+	if (ret)
+		return ret;
+	memcpy(&nent, d, sizeof(nent));   /* struct kvm_cpuid2's first field */
+	if (len != kvm_cpuid_size(nent))
+		return why_set(why, why_len, -EINVAL, "vm.state: the CPUID record has %zu bytes "
+			       "for %u entries", len, nent);
+	*out = malloc(len);
+	if (!*out)
+		return why_set(why, why_len, -ENOMEM, "out of memory");
+	memcpy(*out, d, len);
+	return 0;
+}
+
 int vm_state_vm_save(int vm_fd, struct vm_state_buf *b, char *why, size_t why_len)
 {
 	struct kvm_irqchip chip;

@@ -3,8 +3,9 @@
  * The KVM state of a paused VM as a list of records (the body of a snapshot's vm.state,
  * docs/formats.md "VM snapshots"): per vCPU its registers, special registers, XSAVE area,
  * XCRs, LAPIC, MSRs (every one KVM_GET_MSR_INDEX_LIST names that this vCPU reads),
- * debug registers, MP state and pending events; per VM the PIC master and slave, the
- * IOAPIC, the PIT and kvmclock. A record is {u32 tag, u32 index, u32 len, u32 0} and len
+ * debug registers, MP state and pending events; per VM the CPUID table KVM offered (the
+ * first record: a restore gives its vCPUs the CPUID they had), the PIC master and slave,
+ * the IOAPIC, the PIT and kvmclock. A record is {u32 tag, u32 index, u32 len, u32 0} and len
  * bytes, padded to 8. Loading is strict: the records come in the order saving writes them,
  * each of the size its structure has; anything else, and every KVM_SET_* that fails, is
  * refused with one line. Used by vm_snapshot.c; independent of the CLI (live upgrade
@@ -22,7 +23,7 @@
 enum vm_state_tag {
 	VMST_REGS = 1, VMST_SREGS, VMST_XSAVE, VMST_XCRS, VMST_LAPIC, VMST_MSRS, VMST_DEBUGREGS,
 	VMST_MP_STATE, VMST_EVENTS,
-	VMST_IRQCHIP = 32, VMST_PIT2, VMST_CLOCK,
+	VMST_IRQCHIP = 32, VMST_PIT2, VMST_CLOCK, VMST_KVM_CPUID,
 	VMST_SERIAL = 64, VMST_VIRTIO_MMIO, VMST_EXIT_STATUS,
 	VMST_END = 0x454e44,   /* "END" */
 };
@@ -57,6 +58,15 @@ int vm_state_cpu_save(const struct vcpu *c, int sys_fd, struct vm_state_buf *b, 
 /* Put it back into a new vCPU (cpu_create done, thread not started). */
 int vm_state_cpu_load(const struct vcpu *c, struct vm_state_rd *r, const struct note_sink *notes,
 		      char *why, size_t why_len);
+/*
+ * The VM's KVM_GET_SUPPORTED_CPUID table (kvm.h: vm->cpuid) as a record, and back: *out
+ * (malloc'd, the caller's) checked for size (1 to KVM_CPUID_MAX entries, the record's
+ * length exactly).
+ */
+int vm_state_cpuid_save(const struct kvm_cpuid2 *cp, struct vm_state_buf *b, char *why,
+			size_t why_len);
+int vm_state_cpuid_take(struct vm_state_rd *r, struct kvm_cpuid2 **out, char *why,
+			size_t why_len);
 /* The in-kernel irqchip, PIT2 and kvmclock of a paused VM, and back. */
 int vm_state_vm_save(int vm_fd, struct vm_state_buf *b, char *why, size_t why_len);
 int vm_state_vm_load(int vm_fd, struct vm_state_rd *r, char *why, size_t why_len);

@@ -264,8 +264,10 @@ static int vmm_cpus(struct vm *v, bool hw_virt)
 	int ret;
 
 	for (unsigned i = 0; i < v->ncpus; i++) {
-		ret = cpu_create(&v->vm, i, v->ncpus, hw_virt, &v->cpus[i], &v->o->notes,
-				 v->reason, v->reason_len);
+		ret = cpu_create(&v->vm, i, v->ncpus, hw_virt, v->up || v->o->restore,
+				 &v->cpus[i], &v->o->notes, v->reason, v->reason_len);
+		if (ret && v->o->restore)   /* KVM refusing the snapshot's CPUID */
+			vm_snapshot_cpu_explain(v->o->restore, &v->vm, v->reason, v->reason_len);
 		if (ret)
 			return ret;
 	}
@@ -454,7 +456,8 @@ static int vmm_resume_machine(const struct vmm_opts *o, struct kvm_ram_opts *ro,
  */
 static int vmm_setup(struct vm *v, const struct kvm_ram_opts *ro, bool hw_virt)
 {
-	int ret = kvm_vm_create(&v->vm, ro, v->reason, v->reason_len);
+	int ret = kvm_vm_create(&v->vm, ro, v->o->restore ? vm_snapshot_cpuid(v->o->restore) : NULL,
+				v->reason, v->reason_len);
 
 	if (!ret && !v->o->restore && !v->up)
 		ret = vmm_load(v);
@@ -471,15 +474,18 @@ static int vmm_setup(struct vm *v, const struct kvm_ram_opts *ro, bool hw_virt)
 }
 
 /*
- * A restore's RAM check (started by vm_snapshot_open, on threads while the VM was built),
- * finished while the guest already runs, held: its disk requests wait, its console output
- * is buffered, and its end (exit status, reset, halt) is only looked at by vmm_wait, after
- * this. Matched: the output is written and the queues served. Not, or ret (the start
- * failed): the output is dropped (a vCPU waiting to write goes on) and the caller stops the
- * vCPUs and fails, as a refusal before the start does.
+ * A restore's checks that need not delay the guest's first instruction, done while it runs
+ * held: its disk requests wait, its console output is buffered, and its end (exit status,
+ * reset, halt) is only looked at by vmm_wait, after this. The CPU (the CPUID this host's KVM
+ * offers against the one the vCPUs were given, the snapshot's), then the RAM digest (the
+ * ram file read on threads). Matched: the output is written and the queues served. Not, or
+ * ret (the start failed): the output is dropped (a vCPU waiting to write goes on) and the
+ * caller stops the vCPUs and fails, as a refusal before the start does.
  */
 static int vmm_restore_release(struct vm *v, int ret)
 {
+	if (!ret)
+		ret = vm_snapshot_cpu_verify(v->o->restore, &v->vm, v->reason, v->reason_len);
 	if (!ret)
 		ret = vm_snapshot_ram_verify(v->o->restore, v->reason, v->reason_len);
 	if (v->serial)

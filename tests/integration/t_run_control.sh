@@ -57,6 +57,7 @@ python3 -c 'import json, sys
 s = json.loads(sys.argv[1])
 assert s["paused"] is True, "paused"
 assert len(s["vcpus"]) == 2 and s["vcpus"][0]["exits"]["io"] > 0, "vcpus"
+assert 0 < s["start_ns"] < s["vcpus"][0]["first_exit_ns"], "start_ns, first_exit_ns"
 assert s["disks"][0]["writes"] > 0, "disk writes"' "$s" || die "stats while paused: $s"
 # CPU time of the process (utime + stime, clock ticks)
 cputicks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }

@@ -18,10 +18,12 @@
 #  - hostile snapshots are refused with one line, no console output of the guest and no
 #    overlay left behind, and never hang: truncated vm.state or
 #    ram, a flipped byte in the header, the state or a written page of RAM, a byte made
-#    non-zero in a hole of the ram file, a snapshot of the older format (version 2, whose
-#    RAM digest was sha256), --mem of another size,
-#    another CPU model (signature changed, digests made right), another layout or kernel,
-#    crafted vCPU state (CR0.PG without PE: KVM_SET_SREGS fails; MP state 99).
+#    non-zero in a hole of the ram file, a snapshot of the older format (version 3, whose
+#    header and state digests were sha256), --mem of another size,
+#    another CPU model (signature changed, digests made right: found while the guest runs
+#    held), another layout or kernel, crafted vCPU state (CR0.PG without PE: KVM_SET_SREGS
+#    fails; MP state 99), a crafted CPUID record (entry count against its length; an entry
+#    changed, which the header's CPU signature does not cover).
 . "$(dirname "$0")/lib/common.sh"
 . "$TESTLIB/control.sh"
 
@@ -206,11 +208,44 @@ echo "ok: two restores of one snapshot ran to $TO independently, VM generation I
 # fixsum DIR: make vm.state's digests right again after an edit (state, then header)
 fixsum() {
   python3 - "$1/vm.state" <<'PY'
-import hashlib, sys
+import subprocess, sys
+def xxh128(data):   # XXH3-128, canonical (xxhsum -H2, from Debian's xxhash)
+    out = subprocess.run(["xxhsum", "-H2", "-"], input=bytes(data), capture_output=True,
+                         check=True).stdout
+    return bytes.fromhex(out.split()[0].decode())
 p = sys.argv[1]
 b = bytearray(open(p, "rb").read())
-b[208:240] = hashlib.sha256(b[512:]).digest()
-b[480:512] = hashlib.sha256(b[:480]).digest()
+b[192:208] = xxh128(b[512:])
+b[496:512] = xxh128(b[:496])
+open(p, "wb").write(b)
+PY
+}
+# cpusig DIR: the header's CPU signature made the one of vm.state's CPUID record (as
+# vm_snapshot.c's cpu_sig_pick: 24 u32 registers of chosen leaves, XXH3-128)
+cpusig() {
+  python3 - "$1/vm.state" <<'PY'
+import struct, subprocess, sys
+p = sys.argv[1]
+b = bytearray(open(p, "rb").read())
+off = 512
+while True:
+    t, i, n, _ = struct.unpack_from("<4I", b, off)
+    if t == 35:
+        break
+    off += 16 + (n + 7) // 8 * 8
+nent = struct.unpack_from("<I", b, off + 16)[0]
+ents = [struct.unpack_from("<7I", b, off + 24 + 40 * k) for k in range(nent)]
+regs = []
+for fn, idx, mask in ((0, 0, 0xf), (1, 0, 0xd), (7, 0, 0xf), (7, 1, 0xf), (0xd, 0, 0xf),
+                      (0xd, 1, 0xf), (0x80000001, 0, 0xc), (0x80000008, 0, 0x1)):
+    for e in ents:
+        if (e[0], e[1]) == (fn, idx):
+            regs += [e[3 + r] for r in range(4) if mask & (1 << r)]
+            break
+regs = (regs + [0] * 24)[:24]
+out = subprocess.run(["xxhsum", "-H2", "-"], input=struct.pack("<24I", *regs),
+                     capture_output=True, check=True).stdout
+b[40:56] = bytes.fromhex(out.split()[0].decode())
 open(p, "wb").write(b)
 PY
 }
@@ -260,9 +295,13 @@ hole = os.lseek(fd, 0x1000000, os.SEEK_HOLE)
 if hole >= size:
     sys.exit("no hole in ram")
 os.pwrite(fd, b"\x01", hole + 100)' "$T/h/ram"
-hostile "older version" "version 2 (this lazyblk reads version 3)" sh -c "$(declare -f edit fixsum); edit '$T/h' 'b[8] = 2'; fixsum '$T/h'"
-hostile "another CPU model" "another CPU model" sh -c "$(declare -f edit fixsum); edit '$T/h' 'b[40] ^= 1'; fixsum '$T/h'"
+hostile "older version" "version 3 (this lazyblk reads version 4)" sh -c "$(declare -f edit fixsum); edit '$T/h' 'b[8] = 3'; fixsum '$T/h'"
+# another CPU: leaf 0's EAX changed in the CPUID record and the header's signature made
+# to match it (found only when this host's KVM is asked, while the guest runs held)
+hostile "another CPU model" "another CPU model" sh -c "$(declare -f edit fixsum cpusig); edit '$T/h' 'o = rec(35); b[o + 20] ^= 1'; cpusig '$T/h'; fixsum '$T/h'"
 hostile "crafted sregs" "KVM_SET_SREGS" sh -c "$(declare -f edit fixsum); edit '$T/h' 'o = rec(2); struct.pack_into(\"<Q\", b, o + 224, 0x80000000)'; fixsum '$T/h'"
+hostile "crafted CPUID record" "CPUID record has" sh -c "$(declare -f edit fixsum); edit '$T/h' 'o = rec(35); struct.pack_into(\"<I\", b, o, 9)'; fixsum '$T/h'"
+hostile "CPUID record altered" "not the one the header's CPU signature is of" sh -c "$(declare -f edit fixsum); edit '$T/h' 'o = rec(35); b[o + 20] ^= 1'; fixsum '$T/h'"
 hostile "crafted MP state" "KVM_SET_MP_STATE" sh -c "$(declare -f edit fixsum); edit '$T/h' 'o = rec(8); struct.pack_into(\"<I\", b, o, 99)'; fixsum '$T/h'"
 hostile "crafted record size" "record has" sh -c "$(declare -f edit fixsum); edit '$T/h' 'o = rec(1); struct.pack_into(\"<I\", b, o - 8, 8)'; fixsum '$T/h'"
 hostile "crafted virtio queue" "cannot have" sh -c "$(declare -f edit fixsum); edit '$T/h' 'o = rec(65); struct.pack_into(\"<I\", b, o + 40, 3)'; fixsum '$T/h'"

@@ -3,10 +3,13 @@
  * VM snapshot state (vmm-glue/vm_state.h, serial.h): the record list round-trips (padding
  * to 8, empty records), and taking a record refuses, with one line, the wrong tag or
  * index, a size outside the bounds, a length running past the end, a non-zero reserved
- * word and the end of the buffer; the UART's state round-trips (registers, FIFO, the
- * interrupt line driven again) and an impossible one is refused.
+ * word and the end of the buffer; the CPUID record round-trips and one whose entry count
+ * does not match its length (or names none) is refused; the UART's state round-trips
+ * (registers, FIFO, the interrupt line driven again) and an impossible one is refused.
  */
 #include "helpers.h"
+#include <linux/kvm.h>
+
 #include "../../vmm-glue/serial.h"
 #include "../../vmm-glue/vm_state.h"
 
@@ -34,6 +37,45 @@ static void test_roundtrip(void **state)
 			 -EINVAL);
 	assert_non_null(strstr(why, "ends before the end record"));
 	free(b.p);
+}
+
+static void test_cpuid_record(void **state)
+{
+	struct kvm_cpuid2 *cp = calloc(1, kvm_cpuid_size(3)), *got;
+	struct vm_state_buf b = { 0 };
+	struct vm_state_rd r;
+	char why[200];
+
+	(void)state;
+	assert_non_null(cp);
+	cp->nent = 3;
+	for (unsigned i = 0; i < 3; i++)
+		cp->entries[i] = (struct kvm_cpuid_entry2){ .function = i, .eax = 0x100 + i };
+	assert_int_equal(vm_state_cpuid_save(cp, &b, why, sizeof(why)), 0);
+	r = (struct vm_state_rd){ .p = b.p, .len = b.len };
+	assert_int_equal(vm_state_cpuid_take(&r, &got, why, sizeof(why)), 0);
+	assert_int_equal(r.off, r.len);
+	assert_memory_equal(got, cp, kvm_cpuid_size(3));
+	free(got);
+	/* a count that does not match the record's length: more, fewer, none */
+	for (uint32_t n = 0; n < 3; n++) {
+		uint32_t bad[] = { 4, 2, 0 };
+
+		memcpy(b.p + 16, &bad[n], sizeof(bad[n]));
+		r = (struct vm_state_rd){ .p = b.p, .len = b.len };
+		assert_int_equal(vm_state_cpuid_take(&r, &got, why, sizeof(why)), -EINVAL);
+		assert_null(got);
+		assert_non_null(strstr(why, "CPUID record has"));
+	}
+	/* shorter than one entry */
+	free(b.p);
+	b = (struct vm_state_buf){ 0 };
+	assert_int_equal(vm_state_put(&b, VMST_KVM_CPUID, 0, cp, 8), 0);
+	r = (struct vm_state_rd){ .p = b.p, .len = b.len };
+	assert_int_equal(vm_state_cpuid_take(&r, &got, why, sizeof(why)), -EINVAL);
+	assert_null(got);
+	free(b.p);
+	free(cp);
 }
 
 static void test_refusals(void **state)
@@ -122,6 +164,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_cpuid_record),
 		cmocka_unit_test(test_serial_state),
 	};
 
