@@ -138,16 +138,17 @@ g1=$(genid "$T/run1.log" | tail -n 1)
   die "the restored guest's VM generation ID is '$g1' (the snapshot's '$g0')"
 echo "ok: restore: counts on from $first (snapshot after $before) to $TO; $(wc -l <"$T/want1") acknowledged records on the disk; VM generation ID $g0 -> $g1"
 
-# ---- 2b. a snapshot of a restored VM (a fork of a fork), restored with --kernel checked
+# ---- 2b. a snapshot of a restored VM (a fork of a fork), restored with --kernel checked,
+# under --seccomp (the CPU and RAM checks run after the filter is in place, with the guest)
 snap_run run4 "$T/snap2" --overlay "$T/ov4" --restore "$T/snap" --kernel "$GUEST"
 before2=$BEFORE
 timeout 120 "$LAZYBLK" run "${IMG[@]}" --overlay "$T/ov5" --restore "$T/snap2" --kernel "$GUEST" \
-  >"$T/run5.log" 2>"$T/run5.err" </dev/null || die "restore of snap2 failed: $(cat "$T/run5.err")"
+  --seccomp >"$T/run5.log" 2>"$T/run5.err" </dev/null || die "restore of snap2 failed: $(cat "$T/run5.err")"
 first2=$(counts "$T/run5.log" | sed -n 1p)
 [ -n "$first2" ] && [ "$first2" -gt "$before2" ] && grep -q "count done $TO" "$T/run5.log" ||
   die "second-generation restore: starts at '$first2' (snapshot after $before2)"
 consecutive "$T/run5.log" "$first2"
-echo "ok: snapshot of a restored VM: its restore counts on from $first2 (snapshot after $before2)"
+echo "ok: snapshot of a restored VM: its restore (--seccomp) counts on from $first2 (snapshot after $before2)"
 
 # ---- 2c. KVM_GET_SUPPORTED_CPUID asked once per process: the snapshot's CPU check and every
 # vCPU's CPUID share it
