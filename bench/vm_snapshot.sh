@@ -7,6 +7,7 @@
 # Environment:
 #   LAZYBLK  the lazyblk binary (set by `make bench`; default build/lazyblk)
 #   RUNS     restores and live upgrades (default 20 each; medians reported)
+#   QEMU     the QEMU peer (default qemu-system-x86_64)
 #
 # The guest (assembled here, PVH entry, paging off) writes one byte to each 4 KiB page of
 # 32 MiB from 16 MiB, then loops writing 'x' to COM1 forever. `lazyblk -v run --boot pvh
@@ -31,12 +32,31 @@
 # answer "ok upgraded: paused N ms" gives the pause (from vmm_pause to the vCPUs running
 # again in the new process).
 #
+# Peer, measured in the same run: QEMU microvm ($QEMU -M microvm,x-option-roms=off,rtc=off
+# -accel kvm -m 256 -nodefaults -no-user-config -display none -serial stdio -kernel G, as in
+# bench/vmm.sh, plus -global migration.store-global-state=off) runs the same guest with its
+# console into a file and a QMP socket. Once it printed, QMP `stop` then `migrate` to
+# "exec:cat > FILE" (QEMU 7.2 rejects a file: URI: "expects a valid migration protocol"),
+# `query-migrate` polled every ms until "completed": the snapshot time is from sending
+# `stop` to reading "completed" (the VM paused throughout, as for lazyblk's snapshot), the
+# size what FILE occupies on disk (QEMU's migration stream: zero pages as flags, the
+# touched ones in full).
+# Then `$QEMU ... -incoming "exec:cat FILE"` is spawned RUNS times (posix_spawn, the first
+# untimed run warms the page cache) with stdout on a pipe; spawn -> first output is the
+# first console byte read here. Without store-global-state=off, a VM stopped before the
+# migration stays paused on the incoming side until a QMP `cont`; with it, QEMU starts the
+# VM as soon as the stream is loaded, so no QMP round trip is counted. QEMU gives no
+# equivalent of `first_exit_ns`, nor a live upgrade, so those cells say n/a. If QEMU is
+# missing or any QEMU step fails, one line says why and the peer is reported unavailable
+# (lazyblk's results are kept).
+#
 # Writes: build/bench/vm_snapshot.json and the `vm_snapshot` section of docs/benchmarks.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 LAZYBLK=${LAZYBLK:-$ROOT/build/lazyblk}
 RUNS=${RUNS:-20}
+QEMU=${QEMU:-qemu-system-x86_64}
 OUT=$ROOT/build/bench
 JSON=$OUT/vm_snapshot.json
 MD=$ROOT/docs/benchmarks.md
@@ -73,10 +93,14 @@ G
 gcc -c "$WORK/g.S" -o "$WORK/g.o"
 ld -static -nostdlib -Ttext=0x200000 -e _start "$WORK/g.o" -o "$WORK/g.elf"
 HW=$(grep -qwE 'vmx|svm' /proc/cpuinfo && echo "hardware (vmx/svm)" || echo "software (no vmx/svm)")
+# the peer is optional: without it lazyblk's figures are still reported
+QVER=$("$QEMU" --version 2>/dev/null | head -1) || QVER=""
 
-python3 - "$WORK" "$LAZYBLK" "$RUNS" "$JSON" "$WORK/section.md" "$GIT_REV" "$HW" <<'PY'
-import json, os, re, socket, statistics, subprocess, sys, time
-work, lazyblk, runs, jpath, mdpath, rev, hw = sys.argv[1:]
+python3 - "$WORK" "$LAZYBLK" "$RUNS" "$JSON" "$WORK/section.md" "$GIT_REV" "$HW" "$QEMU" \
+  "$QVER" <<'PY'
+import json, os, re, select, shlex, shutil, socket, statistics, subprocess, sys, time
+work, lazyblk, runs, jpath, mdpath, rev, hw, qemu, qver = sys.argv[1:]
+qemu = shutil.which(qemu) or qemu        # posix_spawn takes a path
 runs = int(runs)
 snap = os.path.join(work, 'snap')
 err = open(os.path.join(work, 'snap.err'), 'w+')
@@ -162,7 +186,117 @@ summary = {'pause_ms': pause, 'size_bytes': size, 'restore_ms': statistics.media
            'spawn_first_output_ms': statistics.median(spawn_out),
            'spawn_first_output_runs_ms': spawn_out,
            'upgrade_pause_ms': statistics.median(upgrades), 'upgrade_runs_ms': upgrades}
-json.dump({'kvm': hw, 'git': rev, 'results': summary}, open(jpath, 'w'), indent=1)
+
+class PeerError(Exception):
+    pass
+
+qbase = [qemu, '-M', 'microvm,x-option-roms=off,rtc=off', '-accel', 'kvm', '-m', '256',
+         '-nodefaults', '-no-user-config', '-display', 'none', '-serial', 'stdio',
+         '-kernel', os.path.join(work, 'g.elf'), '-global', 'migration.store-global-state=off']
+qstate = os.path.join(work, 'qemu.state')
+qerr_path = os.path.join(work, 'qemu.err')
+
+def qemu_err():
+    try:
+        t = open(qerr_path).read().strip().splitlines()
+    except OSError:
+        return ''
+    t = [x for x in t if 'warning' not in x]   # the CPUID feature warnings
+    return ': ' + t[-1] if t else ''
+
+def qemu_snapshot():
+    qsock, qcon = os.path.join(work, 'qmp'), os.path.join(work, 'qemu.out')
+    q = subprocess.Popen(qbase + ['-qmp', 'unix:%s,server=on,wait=off' % qsock],
+                         stdin=subprocess.DEVNULL, stdout=open(qcon, 'wb'),
+                         stderr=open(qerr_path, 'wb'))
+    try:
+        for _ in range(600):              # the guest touched its 32 MiB once it prints
+            if os.path.getsize(qcon) or q.poll() is not None:
+                break
+            time.sleep(0.05)
+        if not os.path.getsize(qcon):
+            raise PeerError('the guest printed nothing' + qemu_err())
+        c = socket.socket(socket.AF_UNIX)
+        c.settimeout(30)
+        c.connect(qsock)
+        f = c.makefile('rwb')
+
+        def qmp(cmd, **args):
+            msg = {'execute': cmd}
+            if args:
+                msg['arguments'] = args
+            f.write(json.dumps(msg).encode() + b'\n')
+            f.flush()
+            while True:                   # skip the events (STOP, ...)
+                line = f.readline()
+                if not line:
+                    raise PeerError('QMP closed' + qemu_err())
+                r = json.loads(line)
+                if 'error' in r:
+                    raise PeerError('QMP %s: %s' % (cmd, r['error'].get('desc')))
+                if 'return' in r:
+                    return r['return']
+
+        f.readline()                      # the greeting
+        qmp('qmp_capabilities')
+        t0 = time.monotonic_ns()
+        qmp('stop')
+        qmp('migrate', uri='exec:cat > ' + shlex.quote(qstate))
+        while True:
+            st = qmp('query-migrate')
+            if st.get('status') in ('completed', 'failed', 'cancelled'):
+                break
+            if time.monotonic_ns() - t0 > 60e9:
+                raise PeerError('migrate: not completed after 60 s')
+            time.sleep(0.001)
+        t1 = time.monotonic_ns()
+        if st['status'] != 'completed':
+            raise PeerError('migrate: %s %s' % (st['status'], st.get('error-desc', '')))
+        return (t1 - t0) / 1e6, st.get('total-time'), os.stat(qstate).st_blocks * 512
+    finally:
+        q.kill()
+        q.wait()
+
+def qemu_restore():
+    rd, wr = os.pipe()
+    rerr = os.open(qerr_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    nul = os.open(os.devnull, os.O_RDONLY)
+    t0 = time.monotonic_ns()
+    pid = os.posix_spawn(qemu, qbase + ['-incoming', 'exec:cat ' + shlex.quote(qstate)],
+                         os.environ, file_actions=[(os.POSIX_SPAWN_DUP2, nul, 0),
+                                                   (os.POSIX_SPAWN_DUP2, wr, 1),
+                                                   (os.POSIX_SPAWN_DUP2, rerr, 2),
+                                                   (os.POSIX_SPAWN_CLOSE, rd)])
+    os.close(wr)
+    b = os.read(rd, 1) if select.select([rd], [], [], 30)[0] else b''
+    t1 = time.monotonic_ns()
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    for fd in (rd, rerr, nul):
+        os.close(fd)
+    if b != b'x':
+        raise PeerError('-incoming: no output within 30 s' + qemu_err())
+    return (t1 - t0) / 1e6
+
+def qemu_peer():
+    if not qver:
+        raise PeerError('%s not found or does not run' % qemu)
+    qpause, qtotal, qsize = qemu_snapshot()
+    qemu_restore()                        # the state file into the page cache, untimed
+    qruns = [qemu_restore() for _ in range(runs)]
+    return {'snapshot_ms': qpause, 'migrate_total_time_ms': qtotal, 'size_bytes': qsize,
+            'spawn_first_output_ms': statistics.median(qruns),
+            'spawn_first_output_runs_ms': qruns}
+
+try:
+    peer = qemu_peer()
+    peer_why = None
+except (PeerError, OSError, ValueError, KeyError) as e:
+    peer, peer_why = None, str(e) or type(e).__name__
+    print('bench/vm_snapshot: QEMU peer unavailable: ' + peer_why, file=sys.stderr)
+json.dump({'kvm': hw, 'git': rev, 'results': summary,
+           'qemu': {'version': qver, 'results': peer, 'unavailable': peer_why}},
+          open(jpath, 'w'), indent=1)
 mib = lambda n: n / 1048576
 lines = [
     '## vm_snapshot: VM snapshot, restore and live upgrade (%s)' % time.strftime('%Y-%m-%d'),
@@ -171,17 +305,36 @@ lines = [
     'upgrades, medians; KVM: %s; lazyblk %s; load average %.1f at the end (%d CPUs).'
     % (runs, runs, hw, rev, os.getloadavg()[0], os.cpu_count()),
     '',
-    '| snapshot (VM paused) | size on disk (ram + vm.state) | restore -> first guest instruction '
+    '| | snapshot (VM paused) | size on disk | restore -> first guest instruction '
     '| spawn -> first guest instruction | spawn -> first guest output | live upgrade (VM paused) |',
-    '|---:|---:|---:|---:|---:|---:|',
-    '| %.1f ms | %.1f MiB + %.1f KiB | %.1f ms | %.1f ms | %.1f ms | %.1f ms |' % (
+    '|---|---:|---:|---:|---:|---:|---:|',
+    '| lazyblk run | %.1f ms | %.1f MiB + %.1f KiB (ram + vm.state) | %.1f ms | %.1f ms | %.1f ms '
+    '| %.1f ms |' % (
         pause, mib(size.get('ram', 0)), size.get('vm.state', 0) / 1024, summary['restore_ms'],
         summary['spawn_first_instruction_ms'], summary['spawn_first_output_ms'],
         summary['upgrade_pause_ms']),
+]
+if peer:
+    lines.append('| QEMU microvm (migrate to a file, -incoming) | %.1f ms | %.1f MiB (one stream) '
+                 '| n/a | n/a | %.1f ms | n/a |' % (peer['snapshot_ms'], mib(peer['size_bytes']),
+                                                   peer['spawn_first_output_ms']))
+else:
+    lines.append('| QEMU microvm (migrate to a file, -incoming) | unavailable: %s | | | | | |'
+                 % peer_why.replace('|', '/'))
+lines += [
     '',
     'Sorted runs (ms): restore -> first instruction %s; spawn -> first instruction %s; '
     'spawn -> first output %s; upgrades %s.' % tuple(
-        ' '.join('%.1f' % x for x in sorted(v)) for v in (inproc, spawn_fi, spawn_out, upgrades)),
+        ' '.join('%.1f' % x for x in sorted(v)) for v in (inproc, spawn_fi, spawn_out, upgrades))
+    + (' QEMU spawn -> first output %s.' % ' '.join(
+        '%.1f' % x for x in sorted(peer['spawn_first_output_runs_ms'])) if peer else ''),
+    '',
+    'QEMU peer (%s): the same guest under `-M microvm -accel kvm -m 256`, driven through QMP: '
+    '`stop`, `migrate` to `exec:cat > FILE` (this QEMU has no `file:` URI), `query-migrate` '
+    'polled until completed (the snapshot time: from `stop` to completed); restored by spawning '
+    'it with `-incoming "exec:cat FILE"` and `-global migration.store-global-state=off` so the '
+    'VM runs once the stream is loaded (no `cont`); QEMU reports no first-instruction time and '
+    'has no live upgrade (n/a).' % (qver or qemu),
     '',
     'Goals: restore <= 5 ms (Firecracker publishes a few ms for loading a snapshot into its '
     'already running process: the first column counts the same, from `run`\'s start to the '
