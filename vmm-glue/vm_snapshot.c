@@ -544,7 +544,7 @@ int vm_snapshot_apply(const struct vm_snapshot *s, const struct vm_parts *p, cha
 void vm_snapshot_cpu_explain(const struct vm_snapshot *s, const struct kvm_vm *vm, char *why,
 			     size_t why_len)
 {
-	char cwhy[256];
+	char cwhy[PATH_MAX + 256];
 
 	if (vm->sys_fd >= 0 && vm_snapshot_cpu_verify(s, vm, cwhy, sizeof(cwhy)) == -EXDEV)
 		snprintf(why, why_len, "%s", cwhy);
