@@ -19,6 +19,7 @@
 #include "vm.h"
 #include "vm_control.h"
 #include "vm_snapshot.h"
+#include "vm_state.h"
 #include "vm_upgrade.h"
 
 #define VMM_IOAPIC_ADDR 0xfec00000u
@@ -456,8 +457,23 @@ static int vmm_resume_machine(const struct vmm_opts *o, struct kvm_ram_opts *ro,
  */
 static int vmm_setup(struct vm *v, const struct kvm_ram_opts *ro, bool hw_virt)
 {
-	int ret = kvm_vm_create(&v->vm, ro, v->o->restore ? vm_snapshot_cpuid(v->o->restore) : NULL,
-				v->reason, v->reason_len);
+	struct kvm_cpuid2 *up_cpuid = NULL;
+	int ret = 0;
+
+	/*
+	 * The CPUID table, asked of KVM before (a millisecond on some hosts): a restore's is
+	 * checked against this host's once the guest runs held (vmm_restore_release); a live
+	 * upgrade's comes from the same KVM, in the state handed over.
+	 */
+	if (v->up) {
+		struct vm_state_rd r = { .p = v->up->state, .len = v->up->state_len };
+
+		ret = vm_state_cpuid_take(&r, &up_cpuid, v->reason, v->reason_len);
+	}
+	if (!ret)
+		ret = kvm_vm_create(&v->vm, ro, v->o->restore ? vm_snapshot_cpuid(v->o->restore) :
+				    up_cpuid, v->reason, v->reason_len);
+	free(up_cpuid);
 
 	if (!ret && !v->o->restore && !v->up)
 		ret = vmm_load(v);
