@@ -79,52 +79,41 @@ static int load_index(struct gc_ctx *x, const char *ref, struct oci_refs *refs,
 	return ret;
 }
 
-/* Every image tag's chunks into x->keep, its manifests into x->live. */
-static int load_images(struct gc_ctx *x, struct image_gc_result *res)
+struct gc_tags {
+	struct gc_ctx *x;
+	struct image_gc_result *res;
+};
+
+/* A tag other than the chunk index's: when it is an image, its chunks and manifests kept. */
+static int gc_tag(void *arg, const char *t)
 {
-	struct json_object *root, *tags;
-	char rel[PATH_MAX];
+	struct gc_tags *g = arg;
+	struct gc_ctx *x = g->x;
 	const char *jw = NULL;
-	uint8_t *buf = NULL;
+	uint8_t *buf = NULL, man[SHA256_LEN];
+	uint64_t size;
 	size_t len;
 	int ret;
 
-	snprintf(rel, sizeof(rel), "v2/%s/tags/list", x->repo);
-	ret = remote_obj_get(x->r, rel, "application/json", OCI_JSON_INDEX_MAX, &buf, &len, x->why,
-			     x->why_len);
-	if (ret == -ENOENT)
+	if (!strcmp(t, x->tag))
 		return 0;
+	ret = get_doc(x, t, true, &buf, &len);
 	if (ret)
-		return ret;
-	root = oci_json_parse((const char *)buf, len, OCI_JSON_INDEX, &jw);
+		return ret == -ENOENT ? 0 : ret;
+	ret = image_oci_index_parse((const char *)buf, len, man, &size, &jw);
 	free(buf);
-	tags = oci_json_get(root, "tags", json_type_array);
-	for (size_t i = 0; !ret && tags && i < json_object_array_length(tags); i++) {
-		const char *t = json_object_get_string(json_object_array_get_idx(tags, i));
-		uint8_t man[SHA256_LEN];
-		uint64_t size;
+	if (ret)
+		return 0; /* not an image: its chunks are its own business */
+	g->res->images++;
+	return load_index(x, t, &x->keep, &x->live, &x->n_live, NULL);
+}
 
-		if (!t || !strcmp(t, x->tag))
-			continue;
-		ret = get_doc(x, t, true, &buf, &len);
-		if (ret == -ENOENT) {
-			ret = 0;
-			continue;
-		}
-		if (ret)
-			break;
-		ret = image_oci_index_parse((const char *)buf, len, man, &size, &jw);
-		free(buf);
-		buf = NULL;
-		if (ret) {
-			ret = 0; /* not an image: its chunks are its own business */
-			continue;
-		}
-		res->images++;
-		ret = load_index(x, t, &x->keep, &x->live, &x->n_live, NULL);
-	}
-	json_object_put(root);
-	return ret;
+/* Every image tag's chunks into x->keep, its manifests into x->live. */
+static int load_images(struct gc_ctx *x, struct image_gc_result *res)
+{
+	struct gc_tags g = { .x = x, .res = res };
+
+	return remote_obj_tags(x->r, x->repo, gc_tag, &g, x->why, x->why_len);
 }
 
 static bool mans_have(uint8_t (*v)[SHA256_LEN], size_t n, const uint8_t d[SHA256_LEN])

@@ -35,8 +35,9 @@ static int add_entry(struct lister *x, const char *name, const struct image_desc
 }
 
 /* One tag: added when it is a lazyblk image, skipped when it is something else. */
-static int list_tag(struct lister *x, const char *tag)
+static int list_tag(void *arg, const char *tag)
 {
+	struct lister *x = arg;
 	char rel[PATH_MAX], hex[SHA256_HEX_LEN + 1];
 	uint8_t *buf = NULL, man[SHA256_LEN], sum[SHA256_LEN];
 	struct image_desc d;
@@ -74,37 +75,7 @@ static int list_tag(struct lister *x, const char *tag)
 
 static int list_oci(struct lister *x)
 {
-	struct json_object *root = NULL, *tags;
-	char rel[PATH_MAX];
-	const char *jw = NULL;
-	uint8_t *buf = NULL;
-	size_t len;
-	int ret;
-
-	snprintf(rel, sizeof(rel), "v2/%s/tags/list", x->repo);
-	ret = remote_obj_get(x->r, rel, "application/json", OCI_JSON_INDEX_MAX, &buf, &len,
-			     x->why, x->why_len);
-	if (ret == -ENOENT)
-		return 0; /* no such repository: no images */
-	if (ret)
-		return ret;
-	root = oci_json_parse((const char *)buf, len, OCI_JSON_INDEX, &jw);
-	free(buf);
-	if (!root || !json_object_is_type(root, json_type_object)) {
-		snprintf(x->why, x->why_len, "%s: the registry's tag list is not a JSON object%s%s",
-			 remote_url(x->r), jw ? ": " : "", jw ? jw : "");
-		json_object_put(root);
-		return -EBADMSG;
-	}
-	tags = oci_json_get(root, "tags", json_type_array);
-	for (size_t i = 0; !ret && tags && i < json_object_array_length(tags); i++) {
-		struct json_object *t = json_object_array_get_idx(tags, i);
-
-		if (json_object_is_type(t, json_type_string))
-			ret = list_tag(x, json_object_get_string(t));
-	}
-	json_object_put(root);
-	return ret;
+	return remote_obj_tags(x->r, x->repo, list_tag, x, x->why, x->why_len);
 }
 
 static int list_http(struct lister *x)

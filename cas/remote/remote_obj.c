@@ -9,6 +9,7 @@
 
 #include "../../common/dl_curl.h"
 #include "../../common/log.h"
+#include "../oci_json.h"
 
 static char *obj_url(const struct remote *r, const char *rel)
 {
@@ -77,6 +78,42 @@ int remote_obj_stream(struct remote *r, const char *rel, const struct remote_sin
 		      char *why, size_t why_len)
 {
 	return obj_get(r, rel, NULL, 0, sink, NULL, NULL, why, why_len);
+}
+
+int remote_obj_tags(struct remote *r, const char *repo,
+		    int (*fn)(void *arg, const char *tag), void *arg, char *why, size_t why_len)
+{
+	struct json_object *root, *tags;
+	char rel[PATH_MAX];
+	const char *jw = NULL;
+	uint8_t *buf = NULL;
+	size_t len;
+	int ret;
+
+	snprintf(rel, sizeof(rel), "v2/%s/tags/list", repo);
+	ret = remote_obj_get(r, rel, "application/json", OCI_JSON_INDEX_MAX, &buf, &len, why,
+			     why_len);
+	if (ret == -ENOENT)
+		return 0; /* no such repository: no tags */
+	if (ret)
+		return ret;
+	root = oci_json_parse((const char *)buf, len, OCI_JSON_INDEX, &jw);
+	free(buf);
+	if (!root || !json_object_is_type(root, json_type_object)) {
+		snprintf(why, why_len, "%s: the registry's tag list is not a JSON object%s%s",
+			 remote_url(r), jw ? ": " : "", jw ? jw : "");
+		json_object_put(root);
+		return -EBADMSG;
+	}
+	tags = oci_json_get(root, "tags", json_type_array);
+	for (size_t i = 0; !ret && tags && i < json_object_array_length(tags); i++) {
+		struct json_object *t = json_object_array_get_idx(tags, i);
+
+		if (json_object_is_type(t, json_type_string))
+			ret = fn(arg, json_object_get_string(t));
+	}
+	json_object_put(root);
+	return ret;
 }
 
 int remote_obj_put(struct remote *r, const char *rel, const void *body, size_t len,

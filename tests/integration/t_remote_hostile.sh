@@ -3,7 +3,8 @@
 # whose 401 names a token realm on another host or port over plain http gets no credentials
 # sent there, one on the registry itself gets them; an upload Location on another host, or
 # with userinfo tricks (http://127.0.0.1:P@127.0.0.2:P2/up), is refused and nothing is sent
-# there; blob redirects to another port of the same host carry no credentials either.
+# there; blob redirects to another port of the same host carry no credentials either. A tag
+# list that is not a JSON object stops `images ls` and `cas gc --remote oci` with one line.
 . "$(dirname "$0")/lib/common.sh"
 for tool in python3 curl; do
   command -v "$tool" >/dev/null || skip "t_remote_hostile: $tool is not installed"
@@ -86,4 +87,14 @@ done
   die "a blob went to another host: $(cat "$T/sink2.log" "$T/sink1.log")"
 no_auth "$T/sink2.log" "upload locations"
 no_auth "$T/sink1.log" "upload locations"
+echo "ok: upload locations on another host or port, or with userinfo tricks, refused"
+
+# ---- a tag list that is not a JSON object: images ls and cas gc stop with one line (gc
+# must not take it for a repository without images and drop their chunks from the index)
+start_fake reg --store "$T/a.store" --tags-list '["a", "b"]'
+expect_fail_line "images ls, tag list not an object" "tag list is not a JSON object" -- \
+  timeout 60 "$LAZYBLK" images ls --remote "oci://127.0.0.1:$FAKE_PORT/x/y"
+expect_fail_line "cas gc, tag list not an object" "tag list is not a JSON object" -- \
+  timeout 60 "$LAZYBLK" cas gc --remote "oci://127.0.0.1:$FAKE_PORT/x/y" --dry-run
+stop_pid "$FAKE_PID"
 echo "remote hostile: ok"

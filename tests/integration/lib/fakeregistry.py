@@ -28,6 +28,8 @@ Options:
     --redirect-blobs BASE  blob GETs (after the auth check) answer 307 to BASE + the path
     --empty-first      the first GET of a tag lists no chunk; later ones list them all
     --index-delay S    GETs of a tag after the first wait S seconds before the answer
+    --tags-list BODY   GET /v2/REPO/tags/list answers BODY (200, application/json); without
+                       it, 404 as for anything else
 """
 import argparse
 import base64
@@ -156,6 +158,8 @@ class Handler(BaseHTTPRequestHandler):
         parts = path.split("/")
         if path == "/v2/":
             return self.send(200, b"{}")
+        if st.a.tags_list is not None and path.endswith("/tags/list"):
+            return self.send(200, st.a.tags_list.encode(), "application/json")
         if len(parts) >= 5 and parts[-2] == "manifests":
             ref = parts[-1]
             if ref.startswith("sha256:"):
@@ -214,6 +218,7 @@ def main():
     ap.add_argument("--redirect-blobs")
     ap.add_argument("--empty-first", action="store_true")
     ap.add_argument("--index-delay", type=float, default=0)
+    ap.add_argument("--tags-list")
     a = ap.parse_args()
     srv = ThreadingHTTPServer((a.listen, a.port), Handler)
     srv.daemon_threads = True
