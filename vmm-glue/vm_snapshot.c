@@ -109,6 +109,15 @@ static void snap_cpu_sig(const struct kvm_cpuid2 *cp, uint8_t sig[VMSNAP_XXH], c
 		 a & 0xf);
 }
 
+/* cp's CPU (its name into model) is the one the header's signature is of. */
+static bool snap_cpu_is(const struct vm_snapshot *s, const struct kvm_cpuid2 *cp, char model[64])
+{
+	uint8_t sig[VMSNAP_XXH];
+
+	snap_cpu_sig(cp, sig, model);
+	return !memcmp(sig, s->h.cpu_sig, VMSNAP_XXH);
+}
+
 static int snap_file_sha(const char *path, uint8_t out[SHA256_LEN], char *why, size_t why_len)
 {
 	struct fs_map m;
@@ -318,16 +327,14 @@ int vm_snapshot_cpu_verify(const struct vm_snapshot *s, const struct kvm_vm *vm,
 			   size_t why_len)
 {
 	struct kvm_cpuid2 *host = NULL;
-	uint8_t sig[VMSNAP_XXH];
 	char model[64];
 	int ret = kvm_cpuid_supported(vm->sys_fd, &host, why, why_len);
+	bool same = !ret && snap_cpu_is(s, host, model);
 
-	if (!ret)
-		snap_cpu_sig(host, sig, model);
 	free(host);
 	if (ret)
 		return ret;
-	if (memcmp(sig, s->h.cpu_sig, VMSNAP_XXH))
+	if (!same)
 		return why_set(why, why_len, -EXDEV, "%s: taken on another CPU model or KVM "
 			       "(%.64s; this host: %s): a restore needs the same CPU features",
 			       s->dir, s->h.cpu_model, model);
@@ -369,14 +376,12 @@ static int snap_check_files(struct vm_snapshot *s, char *why, size_t why_len)
 static int snap_take_cpuid(struct vm_snapshot *s, char *why, size_t why_len)
 {
 	struct vm_state_rd r = { .p = s->file + VMSNAP_HDR, .len = s->file_len - VMSNAP_HDR };
-	uint8_t sig[VMSNAP_XXH];
 	char model[64];
 	int ret = vm_state_cpuid_take(&r, &s->cpuid, why, why_len);
 
 	if (ret)
 		return ret;
-	snap_cpu_sig(s->cpuid, sig, model);
-	if (memcmp(sig, s->h.cpu_sig, VMSNAP_XXH))
+	if (!snap_cpu_is(s, s->cpuid, model))
 		return why_set(why, why_len, -EINVAL, "%s/vm.state: the CPUID record is not the "
 			       "one the header's CPU signature is of", s->dir);
 	return 0;
@@ -533,12 +538,8 @@ int vm_snapshot_apply(const struct vm_snapshot *s, const struct vm_parts *p, cha
 			       "IMAGE.layout", s->dir);
 	}
 	snprintf(what, sizeof(what), "%s/vm.state", s->dir);
-	ret = vm_snapshot_state_load(s->file + VMSNAP_HDR, s->file_len - VMSNAP_HDR, p, what,
-				     why, why_len);
-	/* KVM refusing an XSAVE area or MSRs of another CPU: say that instead */
-	if (ret)
-		vm_snapshot_cpu_explain(s, p->kvm, why, why_len);
-	return ret;
+	return vm_snapshot_state_load(s->file + VMSNAP_HDR, s->file_len - VMSNAP_HDR, p, what,
+				      why, why_len);
 }
 
 void vm_snapshot_cpu_explain(const struct vm_snapshot *s, const struct kvm_vm *vm, char *why,

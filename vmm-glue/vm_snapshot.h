@@ -88,7 +88,10 @@ const struct kvm_cpuid2 *vm_snapshot_cpuid(const struct vm_snapshot *s);
  */
 int vm_snapshot_cpu_verify(const struct vm_snapshot *s, const struct kvm_vm *vm, char *why,
 			   size_t why_len);
-/* After a failure of the restore (why says it): when the CPU differs, why says that instead. */
+/*
+ * After a failure of the restore (why says it; KVM may refuse the CPUID or XSAVE area of
+ * another CPU): when the CPU differs, why says that instead.
+ */
 void vm_snapshot_cpu_explain(const struct vm_snapshot *s, const struct kvm_vm *vm, char *why,
 			     size_t why_len);
 /*
@@ -102,7 +105,7 @@ bool vm_snapshot_ram_ok(const struct vm_snapshot *s);
 /*
  * Put the state into the new VM p describes (same machine: vCPUs made, devices made, not
  * started): the kernel's digest (when p->kernel), then KVM's VM state, every vCPU's, the
- * devices'. When KVM refuses some of it, and the CPU differs, that is the one line in why.
+ * devices'.
  */
 int vm_snapshot_apply(const struct vm_snapshot *s, const struct vm_parts *p, char *why,
 		      size_t why_len);

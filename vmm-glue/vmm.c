@@ -262,35 +262,36 @@ void vmm_parts(struct vm *v, struct vm_parts *p)
 static int vmm_cpus(struct vm *v, bool hw_virt)
 {
 	struct vm_parts p;
-	int ret;
+	int ret = 0;
 
-	for (unsigned i = 0; i < v->ncpus; i++) {
+	for (unsigned i = 0; !ret && i < v->ncpus; i++)
 		ret = cpu_create(&v->vm, i, v->ncpus, hw_virt, v->up || v->o->restore,
 				 &v->cpus[i], &v->o->notes, v->reason, v->reason_len);
-		if (ret && v->o->restore)   /* KVM refusing the snapshot's CPUID */
-			vm_snapshot_cpu_explain(v->o->restore, &v->vm, v->reason, v->reason_len);
-		if (ret)
-			return ret;
-	}
-	if (v->up) {   /* a live upgrade: the same VM goes on */
+	if (!ret && v->up) {   /* a live upgrade: the same VM goes on */
 		vmm_parts(v, &p);
 		return vm_snapshot_state_load(v->up->state, v->up->state_len, &p, "upgrade state",
 					      v->reason, v->reason_len);
 	}
 	if (v->o->restore) {
-		vmm_parts(v, &p);
-		ret = vm_snapshot_apply(v->o->restore, &p, v->reason, v->reason_len);
+		if (!ret) {
+			vmm_parts(v, &p);
+			ret = vm_snapshot_apply(v->o->restore, &p, v->reason, v->reason_len);
+		}
+		/* KVM refused the snapshot's CPUID or part of its state: another CPU says why */
+		if (ret) {
+			vm_snapshot_cpu_explain(v->o->restore, &v->vm, v->reason, v->reason_len);
+			return ret;
+		}
 		/* a clone is a new generation: a new ID, and the GED's edge tells the guest */
-		if (!ret)
-			ret = vmm_vmgenid(v);
+		ret = vmm_vmgenid(v);
 		if (!ret && (kvm_irq_line(v->vm.vm_fd, BOOT_VMGENID_GSI, 1) ||
 			     kvm_irq_line(v->vm.vm_fd, BOOT_VMGENID_GSI, 0)))
 			ret = why_set(v->reason, v->reason_len, -EIO, "VM generation ID: "
 				      "KVM_IRQ_LINE %u failed", BOOT_VMGENID_GSI);
 		return ret;
 	}
-	return cpu_boot_regs(&v->cpus[0], v->kernel.proto, v->kernel.entry, v->reason,
-			     v->reason_len);
+	return ret ? ret : cpu_boot_regs(&v->cpus[0], v->kernel.proto, v->kernel.entry,
+					 v->reason, v->reason_len);
 }
 
 static void vmm_deadline(struct timespec *t, long ns)
