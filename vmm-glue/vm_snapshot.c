@@ -555,10 +555,9 @@ int vm_snapshot_state_load(const uint8_t *state, size_t len, const struct vm_par
 			   const char *what, char *why, size_t why_len)
 {
 	struct vm_state_rd r = { .p = state, .len = len };
-	struct kvm_cpuid2 *cpuid;   /* in use already (vm_snapshot_cpuid) or asked anew */
-	int ret = vm_state_cpuid_take(&r, &cpuid, why, why_len);
+	/* the CPUID record: the VM has its table already (kvm_vm_create) */
+	int ret = vm_state_cpuid_take(&r, NULL, why, why_len);
 
-	free(cpuid);
 	if (!ret)
 		ret = vm_state_vm_load(p->kvm->vm_fd, &r, why, why_len);
 	for (unsigned i = 0; !ret && i < p->ncpus; i++)

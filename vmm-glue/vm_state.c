@@ -328,13 +328,16 @@ int vm_state_cpuid_take(struct vm_state_rd *r, struct kvm_cpuid2 **out, char *wh
 	int ret = vm_state_take(r, VMST_KVM_CPUID, 0, kvm_cpuid_size(1),
 				kvm_cpuid_size(KVM_CPUID_MAX), &d, &len, "CPUID", why, why_len);
 
-	*out = NULL;
+	if (out)
+		*out = NULL;
 	if (ret)
 		return ret;
 	memcpy(&nent, d, sizeof(nent));   /* struct kvm_cpuid2's first field */
 	if (len != kvm_cpuid_size(nent))
 		return why_set(why, why_len, -EINVAL, "vm.state: the CPUID record has %zu bytes "
 			       "for %u entries", len, nent);
+	if (!out)
+		return 0;
 	*out = malloc(len);
 	if (!*out)
 		return why_set(why, why_len, -ENOMEM, "out of memory");

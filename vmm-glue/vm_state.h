@@ -60,8 +60,8 @@ int vm_state_cpu_load(const struct vcpu *c, struct vm_state_rd *r, const struct 
 		      char *why, size_t why_len);
 /*
  * The VM's KVM_GET_SUPPORTED_CPUID table (kvm.h: vm->cpuid) as a record, and back: *out
- * (malloc'd, the caller's) checked for size (1 to KVM_CPUID_MAX entries, the record's
- * length exactly).
+ * (malloc'd, the caller's; NULL: checked and passed over) checked for size (1 to
+ * KVM_CPUID_MAX entries, the record's length exactly).
  */
 int vm_state_cpuid_save(const struct kvm_cpuid2 *cp, struct vm_state_buf *b, char *why,
 			size_t why_len);

@@ -57,6 +57,9 @@ static void test_cpuid_record(void **state)
 	assert_int_equal(r.off, r.len);
 	assert_memory_equal(got, cp, kvm_cpuid_size(3));
 	free(got);
+	r = (struct vm_state_rd){ .p = b.p, .len = b.len };   /* checked and passed over */
+	assert_int_equal(vm_state_cpuid_take(&r, NULL, why, sizeof(why)), 0);
+	assert_int_equal(r.off, r.len);
 	/* a count that does not match the record's length: more, fewer, none */
 	for (uint32_t n = 0; n < 3; n++) {
 		uint32_t bad[] = { 4, 2, 0 };
