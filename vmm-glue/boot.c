@@ -160,6 +160,27 @@ static int boot_bzimage_load(const struct fs_map *map, const struct bzimage *bz,
 	return bzimage_load_pm(img, len, bz, ram, k, why);
 }
 
+#define BOOT_NOT_KERNEL "not a kernel (neither a bzImage nor an ELF vmlinux)"
+
+/* An ELF, or what has the boot protocol's "HdrS" (a bzImage, perhaps a broken one). */
+static bool boot_looks_like_kernel(const uint8_t *img, size_t len)
+{
+	return elf_is_elf(img, len) || (len >= 0x206 && !memcmp(img + 0x202, "HdrS", 4));
+}
+
+int boot_kernel_check(const char *path, char *why, size_t why_len)
+{
+	struct fs_map map;
+	int ret = fs_map_file(path, &map);
+
+	if (ret)
+		return why_set(why, why_len, ret, "kernel %s: %s", path, strerror(-ret));
+	if (!boot_looks_like_kernel(map.data, map.len))
+		ret = why_set(why, why_len, -ENOEXEC, "kernel %s: " BOOT_NOT_KERNEL, path);
+	fs_unmap(&map);
+	return ret;
+}
+
 int boot_kernel_load(const char *path, const struct boot_kernel_opts *o,
 		     const struct vm_ram *ram, struct boot_kernel *k, char *why, size_t why_len)
 {
@@ -182,8 +203,8 @@ int boot_kernel_load(const char *path, const struct boot_kernel_opts *o,
 		k->how = "ELF";
 	} else {
 		ret = bzimage_parse(img, len, &bz, &bz_why);
-		if (ret && (len < 0x206 || memcmp(img + 0x202, "HdrS", 4))) {
-			msg = "not a kernel (neither a bzImage nor an ELF vmlinux)";
+		if (ret && !boot_looks_like_kernel(img, len)) {
+			msg = BOOT_NOT_KERNEL;
 			ret = -ENOEXEC;
 		} else if (ret) {
 			msg = bz_why;
@@ -205,6 +226,36 @@ static uint64_t boot_low_ram_end(const struct vm_ram *ram)
 	return 0;
 }
 
+/* The initrd opened: a non-empty regular file. The fd, or -errno with one line in why. */
+static int boot_initrd_open(const char *path, struct stat *st, char *why, size_t why_len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), ret;
+
+	if (fd < 0 || fstat(fd, st)) {
+		ret = -errno;
+		if (fd >= 0)
+			close(fd);
+		return why_set(why, why_len, ret, "initrd %s: %s", path, strerror(-ret));
+	}
+	if (!S_ISREG(st->st_mode) || !st->st_size) {
+		close(fd);
+		return why_set(why, why_len, -EINVAL, "initrd %s: not a non-empty regular file",
+			       path);
+	}
+	return fd;
+}
+
+int boot_initrd_check(const char *path, char *why, size_t why_len)
+{
+	struct stat st;
+	int fd = boot_initrd_open(path, &st, why, why_len);
+
+	if (fd < 0)
+		return fd;
+	close(fd);
+	return 0;
+}
+
 int boot_initrd_load(const char *path, const struct vm_ram *ram, const struct boot_kernel *k,
 		     uint64_t *addr, uint64_t *size, char *why, size_t why_len)
 {
@@ -212,20 +263,10 @@ int boot_initrd_load(const char *path, const struct vm_ram *ram, const struct bo
 	char h[32];
 	struct stat st;
 	uint8_t *dst;
-	int fd, ret;
+	int fd = boot_initrd_open(path, &st, why, why_len), ret;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st)) {
-		ret = -errno;
-		if (fd >= 0)
-			close(fd);
-		return why_set(why, why_len, ret, "initrd %s: %s", path, strerror(-ret));
-	}
-	if (!S_ISREG(st.st_mode) || !st.st_size) {
-		close(fd);
-		return why_set(why, why_len, -EINVAL, "initrd %s: not a non-empty regular file",
-			       path);
-	}
+	if (fd < 0)
+		return fd;
 	if (!max)
 		max = 0x37ffffff; /* the boot protocol's default */
 	if (top > max + 1ull)

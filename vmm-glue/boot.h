@@ -161,6 +161,13 @@ int elf_load_mapped(const uint8_t *buf, size_t len, int fd, const struct vm_ram 
 
 /* boot.c */
 /*
+ * Before the VM exists (no /dev/kvm needed), what the loaders would refuse first: the file
+ * cannot be read, is not a kernel (boot_kernel_check), the initrd is not a non-empty regular
+ * file (boot_initrd_check). 0, or -errno with the loaders' line in why.
+ */
+int boot_kernel_check(const char *path, char *why, size_t why_len);
+int boot_initrd_check(const char *path, char *why, size_t why_len);
+/*
  * Loads a bzImage or an ELF from path into ram. 0, or -errno with one line in why (why_len
  * bytes, may be 0): "kernel PATH: not a kernel (neither a bzImage nor an ELF vmlinux)".
  */

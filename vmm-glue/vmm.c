@@ -541,6 +541,11 @@ int vmm_run(const struct vmm_opts *o, int *status, char *why, size_t why_len)
 	if (!ncpus || ncpus > CPU_MAX || o->ndisks > VMM_MAX_DISKS)
 		return why_set(why, why_len, -EINVAL, "%u vCPUs and %u disks: at most %u and %u",
 			       ncpus, o->ndisks, CPU_MAX, VMM_MAX_DISKS);
+	/* the user's files before the machine's KVM: a typo is told first, KVM or not */
+	if (!o->restore && !o->resume && o->kernel &&
+	    ((ret = boot_kernel_check(o->kernel, why, why_len)) ||
+	     (o->initrd && (ret = boot_initrd_check(o->initrd, why, why_len)))))
+		return ret;
 	v = calloc(1, sizeof(*v));
 	if (!v)
 		return why_set(why, why_len, -ENOMEM, "out of memory");

@@ -449,6 +449,47 @@ static void test_kernel_fallback(void **state)
 	free(bz);
 }
 
+/*
+ * The checks run before the VM exists (no /dev/kvm needed): the loaders' own lines for a
+ * missing file, a file that is not a kernel, an empty or missing initrd; a bzImage, even a
+ * truncated one (the loader says what is wrong with it), passes.
+ */
+static void test_kernel_check(void **state)
+{
+	char dir[PATH_MAX], kpath[PATH_MAX], why[PATH_MAX + 128], want[PATH_MAX];
+	uint8_t payload[256] = { 'B', 'Z', 'h', '9' };
+	size_t blen;
+	uint8_t *bz = make_bzimage(payload, sizeof(payload), &blen);
+
+	(void)state;
+	tmpdir_make(dir);
+	path_fmt(kpath, "%s/vmlinuz", dir);
+	write_file(kpath, bz, blen);
+	assert_int_equal(boot_kernel_check(kpath, why, sizeof(why)), 0);
+	write_file(kpath, bz, 0x400);
+	assert_int_equal(boot_kernel_check(kpath, why, sizeof(why)), 0);
+	write_file(kpath, "#!/bin/sh\necho not a kernel\n", 28);
+	assert_int_equal(boot_kernel_check(kpath, why, sizeof(why)), -ENOEXEC);
+	path_fmt(want, "kernel %s: not a kernel (neither a bzImage nor an ELF vmlinux)", kpath);
+	assert_string_equal(why, want);
+	/* the initrd: a non-empty regular file */
+	assert_int_equal(boot_initrd_check(kpath, why, sizeof(why)), 0);
+	write_file(kpath, "", 0);
+	assert_int_equal(boot_initrd_check(kpath, why, sizeof(why)), -EINVAL);
+	path_fmt(want, "initrd %s: not a non-empty regular file", kpath);
+	assert_string_equal(why, want);
+	assert_int_equal(boot_initrd_check(dir, why, sizeof(why)), -EINVAL);
+	path_fmt(kpath, "%s/missing", dir);
+	assert_int_equal(boot_kernel_check(kpath, why, sizeof(why)), -ENOENT);
+	path_fmt(want, "kernel %s: %s", kpath, strerror(ENOENT));
+	assert_string_equal(why, want);
+	assert_int_equal(boot_initrd_check(kpath, why, sizeof(why)), -ENOENT);
+	path_fmt(want, "initrd %s: %s", kpath, strerror(ENOENT));
+	assert_string_equal(why, want);
+	rm_rf(dir);
+	free(bz);
+}
+
 static void test_elf_bad(void **state)
 {
 	struct boot_kernel k;
@@ -908,6 +949,7 @@ int main(void)
 		cmocka_unit_test(test_elf_bad),
 		cmocka_unit_test(test_bzimage_kernel_version),
 		cmocka_unit_test(test_elf_inspect),
+		cmocka_unit_test(test_kernel_check),
 		cmocka_unit_test(test_e820),
 		cmocka_unit_test(test_cmdline),
 		cmocka_unit_test(test_boot_params),
