@@ -143,6 +143,15 @@ guest: $(GUEST)
 integration test: $(GUEST)
 # ---- end of the test guest
 
+# ---- the tests that need KVM, on a host without /dev/kvm: each runs in a nested QEMU (TCG)
+# VM that has it (tests/integration/lib/nested.sh). Slow (tens of minutes a test), so not
+# part of `make test`, where they skip on such a host.
+KVM_TESTS := t_vmm_guest t_run_cli t_run_control t_vm_snapshot t_vm_upgrade t_confine
+.PHONY: test-nested
+test-nested: $(BUILD)/lazyblk $(GUEST) $(BLKSTAMP) $(CRASHSIM)
+	@LAZYBLK_TEST_NESTED=1 LAZYBLK=$(abspath $(BUILD)/lazyblk) tests/run-integration.sh \
+		$(KVM_TESTS)
+
 # ---- the link emulator: tests/integration/t_linkem.sh and bench/linkem.sh find it next to
 # $(LAZYBLK) as $(BUILD)/tools/linkem
 $(LINKEM): tests/tools/linkem.c

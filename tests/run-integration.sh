@@ -1,12 +1,18 @@
 #!/bin/bash
-# Run every tests/integration/t_*.sh against $LAZYBLK; each script exits 0 (pass),
-# 77 (skipped, with a reason) or anything else (fail). Prints "N passed, N failed, N skipped".
+# Run every tests/integration/t_*.sh (or those named: run-integration.sh t_a t_b) against
+# $LAZYBLK; each script exits 0 (pass), 77 (skipped, with a reason) or anything else (fail).
+# Prints "N passed, N failed, N skipped".
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 : "${LAZYBLK:?LAZYBLK must name the lazyblk binary}"
 export LAZYBLK
 pass=0; fail=0; skip=0; failed=()
-for t in "$here"/integration/t_*.sh; do
+tests=("$here"/integration/t_*.sh)
+if [ $# -gt 0 ]; then
+  tests=()
+  for n in "$@"; do tests+=("$here/integration/${n%.sh}.sh"); done
+fi
+for t in "${tests[@]}"; do
   name=$(basename "$t" .sh)
   log=$(mktemp /tmp/lazyblk-$name.XXXXXX.log)
   start=$(date +%s)

@@ -3,6 +3,7 @@
 # /dev/kvm) tiny guests assembled here: console output, the exit-status port, the boot
 # timer, i8042 reset, halt detection, and an emulation failure ending the run cleanly.
 . "$(dirname "$0")/lib/common.sh"
+. "$TESTLIB/nested.sh"
 
 out=$("$LAZYBLK" run --help)
 echo "$out" | grep -q "^usage: lazyblk run IMAGE.layout|REF --store DIR" || die "run --help: $out"
@@ -81,9 +82,7 @@ else
   echo "SKIP: no static /bin/busybox (and readelf): run --modules not exercised"
 fi
 
-if [ ! -r /dev/kvm ] || [ ! -w /dev/kvm ]; then
-  skip "no usable /dev/kvm: only the command-line checks ran"
-fi
+kvm_require   # (nested: the command-line checks above run again there)
 
 expect_error "missing kernel" "No such file or directory" -- \
   "$LAZYBLK" run --kernel "$T/missing" --mem 16

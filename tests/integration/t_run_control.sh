@@ -10,12 +10,12 @@
 . "$(dirname "$0")/lib/common.sh"
 . "$TESTLIB/serve.sh"
 . "$TESTLIB/control.sh"
+. "$TESTLIB/nested.sh"
 
 GUEST=${GUEST:-$(dirname "$LAZYBLK")/guest/testguest.elf}
 DISKPY=$(cd "$(dirname "$0")/../guest" && pwd)/disk.py
 [ -f "$GUEST" ] || die "no test guest at $GUEST (make guest builds it)"
-[ -e /dev/kvm ] || skip "no /dev/kvm: lazyblk run --control not tested"
-[ -r /dev/kvm ] && [ -w /dev/kvm ] || skip "/dev/kvm not accessible"
+kvm_require
 
 "$LAZYBLK" run --help >"$T/help.txt"
 grep -q -- "--control SOCK" "$T/help.txt" || die "run --help lacks --control SOCK"

@@ -26,11 +26,12 @@
 #    changed, which the header's CPU signature does not cover).
 . "$(dirname "$0")/lib/common.sh"
 . "$TESTLIB/control.sh"
+. "$TESTLIB/nested.sh"
 
 GUEST=${GUEST:-$(dirname "$LAZYBLK")/guest/testguest.elf}
 DISKPY=$(cd "$(dirname "$0")/../guest" && pwd)/disk.py
 [ -f "$GUEST" ] || die "no test guest at $GUEST (make guest builds it)"
-[ -w /dev/kvm ] || skip "skip: no writable /dev/kvm"
+kvm_require
 if "$LAZYBLK" mkfs --help 2>&1 | grep -q "not available"; then
   skip "skip: mkfs not available"
 fi

@@ -1,0 +1,125 @@
+# shellcheck shell=bash
+# Sourced by the integration tests that need KVM (after common.sh).
+#
+# Some machines have no /dev/kvm at all: their kernel is itself a guest and offers no
+# virtualization to its own processes. There kvm_require runs the whole test again inside a
+# nested VM that has KVM: Debian's cloud kernel (lib/kernel.sh fetches it) under QEMU in TCG
+# mode with an emulated AMD-V CPU (-cpu max: SVM with nested paging), kvm_amd loaded, this
+# machine's / shared read-only over virtiofs, fresh tmpfs on /tmp, /run, /var/tmp and
+# /dev/shm (lib/nested_init.sh is its /init). The same binary, the same test script, the
+# same environment; its output and exit status are the test's.
+#
+#   kvm_require   returns when /dev/kvm is usable here; else, with LAZYBLK_TEST_NESTED=1
+#                 (`make test-nested`), runs the test nested and exits with its status;
+#                 skips (77) saying why otherwise. Call it before the test starts anything:
+#                 the nested run starts over.
+#
+# NESTED_TIMEOUT (s, default 2400) bounds the nested run. Everything there runs at TCG
+# speed, the test's own tools included: expect ten or more times the time the test takes
+# under KVM, which is why `make test` does not nest.
+
+kvm_usable() { [ -r /dev/kvm ] && [ -w /dev/kvm ]; }
+
+kvm_require() {
+  kvm_usable && return 0
+  [ -z "${LAZYBLK_NESTED:-}" ] ||
+    skip "no usable /dev/kvm even in the nested VM (did kvm_amd load? see its console)"
+  [ "${LAZYBLK_TEST_NESTED:-}" = 1 ] ||
+    skip "no usable /dev/kvm (make test-nested runs this test in a nested VM that has KVM)"
+  nested_run "$0"
+}
+
+# The modules the nested VM loads, in order (virtio-pci and virtiofs for /, then KVM).
+NESTED_MODULES="virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci
+  fuse virtiofs irqbypass kvm kvm-amd"
+NESTED_VIRTIOFSD=${NESTED_VIRTIOFSD:-/usr/lib/qemu/virtiofsd}
+
+# nested_initrd DIR MODDIR: DIR/initrd.gz with busybox, the modules and lib/nested_init.sh.
+nested_initrd() {
+  local d=$1 moddir=$2 m f
+  rm -rf "$d/ird" && mkdir -p "$d/ird/bin" "$d/ird/mods" "$d/ird/proc" "$d/ird/sys" \
+    "$d/ird/dev" "$d/ird/host"
+  cp /bin/busybox "$d/ird/bin/busybox"
+  cp "$TESTLIB/nested_init.sh" "$d/ird/init" && chmod 755 "$d/ird/init"
+  : >"$d/ird/mods/order"
+  for m in $NESTED_MODULES; do
+    f=$(find "$moddir" -name "$m.ko" -o -name "$m.ko.xz" | head -1)
+    [ -n "$f" ] || continue   # built in
+    case $f in
+      *.xz) xz -dc "$f" >"$d/ird/mods/$m.ko" ;;
+      *) cp "$f" "$d/ird/mods/$m.ko" ;;
+    esac
+    echo "$m" >>"$d/ird/mods/order"
+  done
+  (cd "$d/ird" && find . | cpio -o -H newc --quiet | gzip -1 >"$d/initrd.gz")
+}
+
+nested_on_exit() {
+  kill "$NESTED_QEMU" 2>/dev/null || true
+  if [ -n "$NESTED_PREV_TRAP" ]; then   # "trap -- 'CMD' EXIT": run CMD
+    eval "set -- $NESTED_PREV_TRAP"
+    eval "$3"
+  fi
+}
+
+# nested_run SCRIPT: SCRIPT again in the nested VM; exits with its status.
+nested_run() {
+  local script d rc=0 vfs res v
+  script=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+  command -v qemu-system-x86_64 >/dev/null ||
+    skip "no usable /dev/kvm, and no qemu-system-x86_64 for a nested VM"
+  [ -x "$NESTED_VIRTIOFSD" ] || skip "no usable /dev/kvm, and no $NESTED_VIRTIOFSD for a nested VM"
+  command -v cpio >/dev/null || skip "no usable /dev/kvm, and no cpio to build a nested VM"
+  [ -x /bin/busybox ] || skip "no usable /dev/kvm, and no /bin/busybox to build a nested VM"
+  # shellcheck source=kernel.sh
+  . "$TESTLIB/kernel.sh"
+  kernel_require   # KERNEL, KVER (or skips)
+  d=$T/.nested
+  mkdir -p "$d"
+  nested_initrd "$d" "$(dirname "$KERNEL")/../lib/modules/$KVER/kernel"
+
+  # the job: this environment's variables that a test reads, the same directory, the script
+  {
+    echo "export LAZYBLK_NESTED=1"
+    printf 'export LAZYBLK=%q\n' "$(realpath "$LAZYBLK")"
+    for v in $(compgen -e); do
+      case $v in
+        LAZYBLK*|GUEST|PATH|HOME|CI|SAN|ASAN_OPTIONS|UBSAN_OPTIONS|LSAN_OPTIONS|MSAN_OPTIONS|\
+        PYTHON*|LANG|LC_*|TZ|VU_*|KERNEL_*) printf 'export %s=%q\n' "$v" "${!v}" ;;
+      esac
+    done
+    printf 'cd %q 2>/dev/null || cd /\n' "$PWD"
+    printf 'exec bash %q\n' "$script"
+  } >"$d/job.sh"
+
+  vfs=$d/vfs.sock
+  "$NESTED_VIRTIOFSD" --socket-path="$vfs" -o source=/ -o cache=auto -o sandbox=chroot \
+    >"$d/virtiofsd.log" 2>&1 &
+  for _ in $(seq 100); do [ -S "$vfs" ] && break; sleep 0.1; done
+  [ -S "$vfs" ] || { cat "$d/virtiofsd.log" >&2; die "nested VM: virtiofsd did not start"; }
+  # One TCG thread and one CPU: with QEMU 7.2's multi-threaded TCG the nested guests
+  # triple-faulted or stopped after a few seconds (a counting guest, with no upgrade, pause
+  # or snapshot, in each of 3 runs); with one thread 12,000 counts went by without a fault.
+  echo "note: no usable /dev/kvm here: the test runs in a nested VM (QEMU TCG, emulated AMD-V, kvm_amd)"
+  timeout "${NESTED_TIMEOUT:-2400}" qemu-system-x86_64 -M q35 -accel tcg,thread=single \
+    -cpu max -smp 1 -m 4G \
+    -object memory-backend-memfd,id=mem,size=4G,share=on -numa node,memdev=mem \
+    -chardev "socket,id=vfs,path=$vfs" -device vhost-user-fs-pci,chardev=vfs,tag=host \
+    -kernel "$KERNEL" -initrd "$d/initrd.gz" \
+    -append "console=ttyS0 quiet loglevel=3 reboot=k panic=-1 no_timer_check lazyblk.job=$d/job.sh" \
+    -nographic -serial stdio -nodefaults -no-reboot </dev/null >"$d/console.log" 2>&1 &
+  # the test killed (a runner's timeout): the VM goes with it, then the test's own EXIT trap
+  NESTED_QEMU=$!
+  NESTED_PREV_TRAP=$(trap -p EXIT)
+  trap nested_on_exit EXIT
+  wait "$NESTED_QEMU" || rc=$?
+  tr -d '\r' <"$d/console.log" >"$d/console.txt"
+  res=$(sed -n 's/^NESTED-END rc=\([0-9]*\)$/\1/p' "$d/console.txt" | tail -1)
+  if [ -z "$res" ]; then
+    tail -n 40 "$d/console.txt" >&2
+    die "nested VM: the test did not finish (QEMU exit $rc; 124 is over ${NESTED_TIMEOUT:-2400} s)"
+  fi
+  # the test's own output (its last line is what a skip says)
+  sed -n '/^NESTED-BEGIN$/,/^NESTED-END rc=/p' "$d/console.txt" | sed '1d;$d'
+  exit "$res"
+}

@@ -1,0 +1,34 @@
+#!/bin/busybox sh
+# shellcheck shell=sh
+# /init of the nested VM that lib/nested.sh boots where a machine has no /dev/kvm: the
+# modules (lib/nested.sh lists them), the host's / read-only over virtiofs with fresh tmpfs
+# on /tmp, /run, /var/tmp and /dev/shm, then the job named by lazyblk.job= on the kernel
+# command line, run in that root, between the lines NESTED-BEGIN and NESTED-END rc=N.
+/bin/busybox --install -s /bin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+# what udev would make: bash's process substitution and /dev/stdin use them
+ln -s /proc/self/fd /dev/fd
+ln -s /proc/self/fd/0 /dev/stdin
+ln -s /proc/self/fd/1 /dev/stdout
+ln -s /proc/self/fd/2 /dev/stderr
+while read -r m; do
+  insmod "/mods/$m.ko" || echo "nested: insmod $m failed"
+done </mods/order
+ip link set lo up
+job=$(sed -n 's/.*lazyblk\.job=\([^ ]*\).*/\1/p' /proc/cmdline)
+if ! mount -t virtiofs -o ro host /host; then
+  echo "nested: cannot mount the host's / (virtiofs)"
+  poweroff -f
+fi
+cp "/host$job" /job.sh
+mkdir -p /dev/pts /dev/shm
+for d in proc sys dev; do mount --bind "/$d" "/host/$d"; done
+mount -t devpts devpts /host/dev/pts
+for d in tmp run var/tmp dev/shm; do mount -t tmpfs -o mode=1777 tmpfs "/host/$d"; done
+cp /job.sh /host/run/nested-job.sh
+echo NESTED-BEGIN
+chroot /host /bin/bash /run/nested-job.sh </dev/null 2>&1
+echo "NESTED-END rc=$?"
+poweroff -f
