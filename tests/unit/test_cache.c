@@ -340,9 +340,12 @@ static void two_processes(struct fixture *f, uint64_t limit, int n, int shared, 
 			_exit(3);
 		if (read(go[0], &byte, 1) != 1)
 			_exit(4);
+		/*
+		 * No check of the bound here: the other process may be between adding a chunk
+		 * and its own eviction (seen on a loaded machine). The bound holds once both
+		 * are done, which the caller checks.
+		 */
 		run_adder(c, 50000, n, shared, len);
-		if (cache_used(c) > limit)
-			_exit(5);
 		cache_close(c);
 		store_close(s);
 		_exit(0);
@@ -369,8 +372,8 @@ static void test_cache_two_processes(void **state)
 }
 
 /*
- * The same with evictions in both, running while the other process adds: the bound holds
- * and the counter is exact (additions never overlap a rescan).
+ * The same with evictions in both, running while the other process adds: once both are
+ * done the bound holds and the counter is exact (additions never overlap a rescan).
  */
 static void test_cache_two_processes_evicting(void **state)
 {
