@@ -144,8 +144,8 @@ integration test: $(GUEST)
 # ---- end of the test guest
 
 # ---- the tests that need KVM, on a host without /dev/kvm: each runs in a nested QEMU (TCG)
-# VM that has it (tests/integration/lib/nested.sh). Slow (tens of minutes a test), so not
-# part of `make test`, where they skip on such a host.
+# VM that has it (tests/integration/lib/nested.sh). Slow (minutes to over half an hour a
+# test), so not part of `make test`, where they skip on such a host.
 KVM_TESTS := t_vmm_guest t_run_cli t_run_control t_vm_snapshot t_vm_upgrade t_confine
 .PHONY: test-nested
 test-nested: $(BUILD)/lazyblk $(GUEST) $(BLKSTAMP) $(CRASHSIM)
