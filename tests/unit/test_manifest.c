@@ -450,6 +450,58 @@ static void test_writer_normalizes(void **state)
 	manifest_writer_free(w);
 }
 
+/*
+ * Entries added in any order: the writer lays their pieces out in entry order, as the reader
+ * requires (each file's pieces follow the previous file's; issue 24, item 1).
+ */
+static void test_writer_orders_pieces(void **state)
+{
+	struct manifest_writer *w = manifest_writer_new(4096);
+	struct mf_chunk c[4];
+	struct mf_entry_in e;
+	struct manifest *m;
+	const struct mf_entry *f;
+
+	(void)state;
+	memset(c, 0, sizeof(c));
+	for (int i = 0; i < 4; i++) {
+		c[i].digest[0] = (uint8_t)(i + 1);
+		c[i].len = 100;
+	}
+	e = mk("/z", MF_REG, 0644);       /* pieces 0 and 1 as added, 2 and 3 as written */
+	e.chunks = c;
+	e.chunk_count = 2;
+	e.size = 200;
+	add_ok(w, &e);
+	e = mk("/d/b", MF_REG, 0644);     /* piece 2 as added, 1 as written */
+	e.chunks = &c[2];
+	e.chunk_count = 1;
+	e.size = 100;
+	add_ok(w, &e);
+	e = mk("/d", MF_DIR, 0755);
+	add_ok(w, &e);
+	e = mk("/d/a", MF_REG, 0644);     /* piece 3 as added, 0 as written */
+	e.chunks = &c[3];
+	e.chunk_count = 1;
+	e.size = 100;
+	add_ok(w, &e);
+	e = mk("/", MF_DIR, 0755);
+	add_ok(w, &e);
+	m = serialize_parse(w, NULL, NULL);
+	f = manifest_find(m, "/d/a");
+	assert_int_equal(f->chunk_first, 0);
+	assert_int_equal(m->chunks[0].digest[0], 4);
+	f = manifest_find(m, "/d/b");
+	assert_int_equal(f->chunk_first, 1);
+	assert_int_equal(m->chunks[1].digest[0], 3);
+	f = manifest_find(m, "/z");
+	assert_int_equal(f->chunk_first, 2);
+	assert_int_equal(m->chunks[2].digest[0], 1);
+	assert_int_equal(m->chunks[3].digest[0], 2);
+	manifest_free(m);
+	manifest_writer_free(w);
+}
+
 static void test_root_only(void **state)
 {
 	struct manifest_writer *w = manifest_writer_new(4096);
@@ -983,6 +1035,19 @@ T(hole_count_huge, v->e[E_F].hole_count = UINT32_MAX)
 T(xattr_first_end, v->e[E_X].xattr_first = 1)
 T(xattr_first_huge, v->e[E_X].xattr_first = UINT64_MAX)
 T(xattr_count_root, v->e[E_ROOT].xattr_count = 3)
+/*
+ * the files' pieces tile chunks[] in entry order (f: 0 and 1, g: 2), so nothing sized by
+ * chunk_count can be overfilled by files that share pieces (issue 24, item 1)
+ */
+T(pieces_shared, v->e[E_G].chunk_first = 1)
+T(pieces_shared_all, { v->e[E_G].chunk_first = 0; v->e[E_G].chunk_count = 2;
+			     v->e[E_G].size = 8192; })
+T(pieces_swapped, { v->e[E_F].chunk_first = 1; v->e[E_G].chunk_first = 0; })
+T(pieces_gap_first, { v->e[E_F].chunk_first = 1; v->e[E_F].hole_count = 1;
+			    v->e[E_F].size = 12288; })
+T(pieces_unused_last, { v->e[E_G].chunk_count = 0; v->e[E_G].size = 0; })
+T(pieces_empty_file_anywhere_ok, v->e[E_Z].chunk_first = 3)
+T(pieces_dir_anywhere_ok, v->e[E_D].chunk_first = 2)
 /* nanoseconds */
 T(atime_ns, v->e[E_D].atime_ns = 1000000000u)
 T(mtime_ns, v->e[E_D].mtime_ns = 1000000000u)
@@ -1093,6 +1158,12 @@ static const struct tamper tampers[] = {
 	TE(hole_first_end, "range"), TE(hole_first_huge, "range"),
 	TE(hole_count_huge, "range"), TE(xattr_first_end, "range"),
 	TE(xattr_first_huge, "range"), TE(xattr_count_root, "range"),
+	TE(pieces_shared, "overlap or are out of order"),
+	TE(pieces_shared_all, "overlap or are out of order"),
+	TE(pieces_swapped, "overlap or are out of order"),
+	TE(pieces_gap_first, "overlap or are out of order"),
+	TE(pieces_unused_last, "no file names"),
+	TE(pieces_empty_file_anywhere_ok, NULL), TE(pieces_dir_anywhere_ok, NULL),
 	TE(atime_ns, "nanoseconds"), TE(mtime_ns, "nanoseconds"),
 	TE(ctime_ns, "nanoseconds"), TE(ctime_ns_max, "nanoseconds"),
 	TE(ns_max_ok, NULL), TE(negative_times_ok, NULL),
@@ -1546,6 +1617,7 @@ int main(void)
 		cmocka_unit_test(test_round_trip_all_fields),
 		cmocka_unit_test(test_write_and_load),
 		cmocka_unit_test(test_writer_normalizes),
+		cmocka_unit_test(test_writer_orders_pieces),
 		cmocka_unit_test(test_root_only),
 		cmocka_unit_test(test_sorted_depth_first),
 		cmocka_unit_test(test_path_cmp),
