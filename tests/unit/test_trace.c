@@ -89,6 +89,20 @@ static void test_format(void **state)
 	b = mk_trace(rec, 2, STR, sizeof(STR), &len);
 	b[sizeof(struct trace_header) + 3] ^= 1;
 	expect_bad(b, len, "checksum");
+	/* a creation time gmtime cannot show: refused (issue 24, item 4); the last one taken */
+	b = mk_trace(rec, 2, STR, sizeof(STR), &len);
+	((struct trace_header *)b)->created = (uint64_t)1 << 62;
+	sha256_reseal(b, len);
+	expect_bad(b, len, "creation time");
+	b = mk_trace(rec, 2, STR, sizeof(STR), &len);
+	((struct trace_header *)b)->created = TRACE_CREATED_MAX + 1;
+	sha256_reseal(b, len);
+	expect_bad(b, len, "creation time");
+	b = mk_trace(rec, 2, STR, sizeof(STR), &len);
+	((struct trace_header *)b)->created = TRACE_CREATED_MAX;
+	sha256_reseal(b, len);
+	assert_int_equal(trace_parse(b, len, &t, &why), 0);
+	trace_free(t);
 	b = mk_trace(rec, 2, STR, sizeof(STR), &len);
 	((struct trace_header *)b)->record_count = (uint64_t)1 << 40;
 	sha256_reseal(b, len);
