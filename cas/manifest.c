@@ -130,6 +130,9 @@ static int check_strings(const struct manifest *m, const struct mf_entry *e, con
 	if ((e->type == MF_SYMLINK || e->type == MF_HARDLINK) &&
 	    (e->link_len == 0 || !str_ok(m, e->link_off, e->link_len)))
 		return bad(why, "bad link target");
+	/* unchecked, it would be read by whoever copies an entry whole (repack did) */
+	if (e->type != MF_SYMLINK && e->type != MF_HARDLINK && e->link_len)
+		return bad(why, "link target on an entry that is not a link");
 	if (!range_ok(e->xattr_first, e->xattr_count, m->n_xattrs))
 		return bad(why, "entry range out of bounds");
 	for (uint32_t k = 0; k < e->xattr_count; k++) {

@@ -1068,6 +1068,10 @@ T(symlink_empty, { v->e[E_L].link_off += 6; v->e[E_L].link_len = 0; v->e[E_L].si
 T(hardlink_empty, { v->e[E_H].link_off += 4; v->e[E_H].link_len = 0; })
 T(hardlink_off_end, v->e[E_H].link_off = v->h->strings_size + 10)
 T(hardlink_no_nul, v->e[E_H].link_len = 3)
+/* a link target on an entry that is no link: never checked, and repack copied it (fuzz) */
+T(file_with_link, { v->e[E_G].link_off = 0; v->e[E_G].link_len = 32768; })
+T(dir_with_link, { v->e[E_D].link_off = v->e[E_L].link_off;
+			 v->e[E_D].link_len = v->e[E_L].link_len; })
 /* data on non-regular entries */
 T(dir_with_chunk, { v->e[E_D].chunk_first = 0; v->e[E_D].chunk_count = 1; })
 T(dir_with_hole, { v->e[E_D].hole_first = 0; v->e[E_D].hole_count = 1; })
@@ -1172,6 +1176,7 @@ static const struct tamper tampers[] = {
 	TE(symlink_no_nul, "link"), TE(hardlink_len_zero, "link"),
 	TE(hardlink_off_end, "link"), TE(symlink_empty, "link"), TE(hardlink_empty, "link"),
 	TE(hardlink_no_nul, "link"),
+	TE(file_with_link, "not a link"), TE(dir_with_link, "not a link"),
 	TE(dir_with_chunk, "non-regular"), TE(dir_with_hole, "non-regular"),
 	TE(fifo_with_chunk, "non-regular"), TE(symlink_with_hole, "non-regular"),
 	TE(hardlink_with_chunk, "non-regular"),
