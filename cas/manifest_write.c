@@ -100,7 +100,8 @@ int manifest_writer_add(struct manifest_writer *w, const struct mf_entry_in *in)
 	ret = add_str(w, in->path, in->path_len, &e.path_off);
 	if (ret)
 		return ret;
-	if (in->link_len) {
+	/* only links have a target (the reader refuses one anywhere else) */
+	if (in->link_len && (in->type == MF_SYMLINK || in->type == MF_HARDLINK)) {
 		e.link_len = in->link_len;
 		ret = add_str(w, in->link, in->link_len, &e.link_off);
 		if (ret)

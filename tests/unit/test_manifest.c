@@ -422,10 +422,13 @@ static void test_writer_normalizes(void **state)
 	e.chunks = &c;
 	e.chunk_count = 1;
 	e.size = 100;
+	e.link = "x";           /* a link target on a file is dropped */
+	e.link_len = 1;
 	add_ok(w, &e);
 	m = serialize_parse(w, NULL, NULL);
 	assert_int_equal(m->entries[0].mode, 0755);
 	assert_int_equal(m->entries[1].mode, 04644);
+	assert_int_equal(m->entries[1].link_len, 0);
 	assert_int_equal(m->chunks[0].off, 3996);
 	/* pieces inside the given chunk size keep it */
 	assert_int_equal(m->hdr->chunk_size, 4096);
