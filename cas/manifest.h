@@ -157,7 +157,6 @@ int manifest_totals(const struct manifest *m, struct manifest_totals *t);
 /* Binary search by path; NULL if absent. */
 const struct mf_entry *manifest_find(const struct manifest *m, const char *path);
 /* Depth-first path order used for entries: '/' sorts before every other byte. */
-TEST_HOOK
 int manifest_path_cmp(const char *a, size_t alen, const char *b, size_t blen);
 const char *manifest_type_name(uint8_t type);
 

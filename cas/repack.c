@@ -362,7 +362,7 @@ static int entry_in(const struct manifest *m, const struct mf_entry *e, struct m
 	in->mtime_ns = e->mtime_ns;
 	in->ctime_ns = e->ctime_ns;
 	in->size = e->size;
-	if (e->link_len || e->type == MF_SYMLINK || e->type == MF_HARDLINK) {
+	if (e->type == MF_SYMLINK || e->type == MF_HARDLINK) {
 		in->link = manifest_str(m, e->link_off);
 		in->link_len = e->link_len;
 	}

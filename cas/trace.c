@@ -33,6 +33,8 @@ static int validate(const uint8_t *buf, size_t len, const char **why)
 		BAD("bad header size");
 	if (h->flags & ~TRACE_F_TRUNCATED)
 		BAD("unknown flags");
+	if (h->created > TRACE_CREATED_MAX)
+		BAD("creation time out of range (after the year 9999)");
 	if (h->record_count > TRACE_RECORDS_MAX || h->strings_size > TRACE_STRINGS_MAX ||
 	    h->strings_size == 0)
 		BAD("record or string table size out of range");

@@ -29,6 +29,8 @@
 /* The recorder kept only the first TRACE_RAW_MAX first-touch ranges: a prefix of the boot. */
 #define TRACE_F_TRUNCATED 1u
 #define TRACE_RAW_MAX (1u << 20)
+/* Latest creation time a trace may carry: 9999-12-31 23:59:59 UTC (a 4-digit year). */
+#define TRACE_CREATED_MAX 253402300799ull
 
 struct trace_header {
 	char magic[8];
@@ -38,7 +40,7 @@ struct trace_header {
 	uint64_t strings_size;       /* starts with a NUL: string offset 0 is "" */
 	uint8_t manifest_digest[32]; /* the image the trace was recorded on */
 	uint8_t layout_digest[32];   /* and its layout */
-	uint64_t created;            /* seconds since the epoch */
+	uint64_t created;            /* seconds since the epoch, <= TRACE_CREATED_MAX */
 	uint64_t duration_us;        /* from the server's start to the end of recording */
 	uint32_t flags;              /* TRACE_F_* */
 	uint32_t reserved[11];

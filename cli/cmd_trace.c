@@ -93,7 +93,9 @@ static void show_text(FILE *f, const struct trace *t)
 	fprintf(f, "manifest  %s\n", hex);
 	sha256_to_hex(t->hdr->layout_digest, hex);
 	fprintf(f, "layout    %s\n", hex);
-	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", gmtime_r(&c, &tm));
+	if (!gmtime_r(&c, &tm) || !strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm))
+		snprintf(when, sizeof(when), "%llu s since the epoch",
+			 (unsigned long long)t->hdr->created);
 	fprintf(f, "recorded  %s, for %.1f s%s\n", when, t->hdr->duration_us / 1e6,
 		t->hdr->flags & TRACE_F_TRUNCATED ? " (truncated: only the first 1048576 ranges "
 						    "first read were kept)" : "");

@@ -326,6 +326,87 @@ def registry(out):
         b"\nhttp://127.0.0.1:5000@127.0.0.2:5001/up")
 
 
+def image_doc(out):
+    """The documents of an image by reference (docs/images.md), as lazyblk writes them."""
+    def sha(b):
+        return "sha256:" + hashlib.sha256(b).hexdigest()
+
+    def dumps(o):
+        return json.dumps(o, separators=(",", ":")).encode()
+
+    top, base, man = (hashlib.sha256(x).hexdigest() for x in (b"top", b"base", b"manifest"))
+    manifest = {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                "artifactType": "application/vnd.lazyblk.image.v1",
+                "config": {"mediaType": "application/vnd.oci.empty.v1+json", "digest": sha(b"{}"),
+                           "size": 2},
+                "layers": [{"mediaType": "application/vnd.lazyblk.layout.v1", "digest": sha(b"t"),
+                            "size": 8192, "annotations": {"org.lazyblk.layout": top}},
+                           {"mediaType": "application/vnd.lazyblk.layout.v1", "digest": sha(b"b"),
+                            "size": 49408, "annotations": {"org.lazyblk.layout": base}},
+                           {"mediaType": "application/vnd.lazyblk.manifest.v1", "digest": sha(b"m"),
+                            "size": 1468}],
+                "annotations": {"org.lazyblk.chunks": "3", "org.lazyblk.disk-size": "8388608"}}
+    index = {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json",
+             "artifactType": "application/vnd.lazyblk.image.v1",
+             "manifests": [{"mediaType": "application/vnd.oci.image.manifest.v1+json",
+                            "digest": sha(dumps(manifest)), "size": len(dumps(manifest)),
+                            "artifactType": "application/vnd.lazyblk.image.v1"},
+                           {"mediaType": "application/vnd.oci.image.manifest.v1+json",
+                            "digest": sha(b"chunks"), "size": 300,
+                            "artifactType": "application/vnd.lazyblk.chunks.v1"}]}
+    image_json = {"schemaVersion": 1, "mediaType": "application/vnd.lazyblk.image.v1+json",
+                  "layouts": [{"digest": "sha256:" + top, "sha256": sha(b"t"), "size": 8192},
+                              {"digest": "sha256:" + base, "sha256": sha(b"b"), "size": 49408}],
+                  "manifest": {"digest": "sha256:" + man, "sha256": sha(b"m"), "size": 1468},
+                  "disk_size": 8388608, "chunks": 3, "created": "2026-12-01T22:00:00Z"}
+    put(out, "image_doc", "oci-index.json", b"\0" + dumps(index))
+    put(out, "image_doc", "oci-manifest.json", b"\1" + dumps(manifest))
+    put(out, "image_doc", "image.json", b"\2" + dumps(image_json) + b"\n")
+    put(out, "image_doc", "index.json", b"\3" + dumps({"schemaVersion": 1,
+                                                      "images": ["app", "base-1.2", "web_x"]}))
+    put(out, "image_doc", "refs-oci", b"\4oci://127.0.0.1:5000/lib/app:v1.2")
+    put(out, "image_doc", "refs-digest", b"\4oci+http://h/r@" + sha(b"x").encode())
+    put(out, "image_doc", "refs-http", b"\4https://h:8080/store/images/app")
+
+
+def trace_plan(out, lz, t, src):
+    """Manifest and trace together (fuzz/fuzz_trace_plan.c): flags, two entry indexes, the
+    manifest's length, the manifest, the trace. The tree in 4 KiB chunks; a trace that touches
+    the whole disk and reads three files; one seed that shares pieces between two files
+    (after parsing), one whose manifest shares them (refused)."""
+    m = os.path.join(t, "tp.manifest")
+    run(lz, "-q", "import", src, "--store", os.path.join(t, "tp-store"), "-o", m,
+        "--chunk-size", "4096")
+    mb = open(m, "rb").read()
+    entries = json.loads(subprocess.run([lz, "manifest", "show", m], check=True,
+                                        stdout=subprocess.PIPE).stdout)["entries"]
+    idx = {e["path"]: i for i, e in enumerate(entries)}
+    strings = b"\0/etc/d/data\0/etc/hello\0/sparse\0"
+    recs = [(0, 0, 0, 1 << 30, 0), (5, 1 << 20, 4096, 1024, 1), (6, 2 << 20, 0, 6, 13),
+            (9, 3 << 20, 65536, 3, 24), (12, 4 << 20, 0, 5120, 1)]
+    h = struct.pack("<8sIIQQ32s32sQQI44x", b"LZBKTRAC", 1, 160, len(recs), len(strings),
+                    bytes(32), bytes(32), 1700000000, 30, 0)
+    body = h + b"".join(struct.pack("<QQQII", *r) for r in recs) + strings
+    tr = body + hashlib.sha256(body).digest()
+
+    def seed(name, flags, a, b, man):
+        put(out, "trace_plan", name, bytes([flags, a, b]) + struct.pack("<I", len(man)) + man + tr)
+
+    seed("replay", 0, 0, 0, mb)
+    seed("all-same-4k", 2 | 4 | (1 << 3), 0, 0, mb)
+    seed("shared", 1 | 2 | (3 << 3), idx["/etc/hello"], idx["/etc/d/data"], mb)
+    # the manifest itself: /etc/hello names /etc/d/data's pieces (refused by the reader)
+    hdr = struct.unpack_from("<8sIIQQ", mb, 0)
+    ent = 96 + idx["/etc/hello"] * 136
+    data = 96 + idx["/etc/d/data"] * 136
+    bad = bytearray(mb[:-32])
+    bad[ent + 80:ent + 88] = mb[data + 80:data + 88]        # size
+    bad[ent + 104:ent + 120] = mb[data + 104:data + 120]    # chunk_first, chunk_count, hole_count
+    assert hdr[4] >= 2
+    bad += hashlib.sha256(bytes(bad)).digest()
+    seed("overlap-refused", 0, 0, 0, bytes(bad))
+
+
 def main():
     lz, out = sys.argv[1], sys.argv[2]
     with tempfile.TemporaryDirectory(prefix="lazyblk-corpus.") as t:
@@ -339,7 +420,9 @@ def main():
         oci(out, ustar)
         docker_archive(out, ustar)
         oci_archive(out, ustar)
+        trace_plan(out, lz, t, src)
     trace(out)
+    image_doc(out)
     nbd(out)
     ring = guest(out)
     vhost_user(out, ring)

@@ -41,17 +41,31 @@ static int chunk_cmp(const void *a, const void *b, void *arg)
 		      SHA256_LEN);
 }
 
+/*
+ * The pieces of the regular files: what the table holds. The manifest rule makes it
+ * chunk_count at most, but the table is sized by what it is filled with.
+ */
+static size_t count_pieces(const struct manifest *m)
+{
+	size_t n = 0;
+
+	for (size_t e = 0; e < m->n_entries; e++)
+		if (m->entries[e].type == MF_REG)
+			n += m->entries[e].chunk_count;
+	return n;
+}
+
 int trace_index_new(const struct manifest *m, const struct layout *l, struct trace_index **out)
 {
 	struct trace_index *x = calloc(1, sizeof(*x));
-	size_t n = 0;
+	size_t n = 0, want = count_pieces(m);
 
 	if (!x)
 		return -ENOMEM;
 	x->m = m;
 	x->l = l;
-	x->pieces = malloc((m->n_chunks ? m->n_chunks : 1) * sizeof(*x->pieces));
-	x->chunk_order = malloc((l->hdr.chunk_count ? l->hdr.chunk_count : 1) * sizeof(uint32_t));
+	x->pieces = calloc(want ? want : 1, sizeof(*x->pieces));
+	x->chunk_order = calloc(l->hdr.chunk_count ? l->hdr.chunk_count : 1, sizeof(uint32_t));
 	if (!x->pieces || !x->chunk_order) {
 		trace_index_free(x);
 		return -ENOMEM;

@@ -41,9 +41,9 @@ static int ref_parse_oci(const char *url, struct image_ref *ref, const char **wh
 	path = strchr(path, '/');
 	at = path ? strchr(path, '@') : NULL;
 	colon = path ? strrchr(path, ':') : NULL;
-	if (at) {
+	if (at && at[1]) {
 		ref->name = strdup(at + 1);
-	} else if (colon && !strchr(colon, '/')) {
+	} else if (!at && colon && colon[1] && !strchr(colon, '/')) {
 		ref->name = strdup(colon + 1);
 	} else {
 		*why = "an OCI image reference is oci://HOST[:PORT]/REPO:TAG or REPO@sha256:<hex>";

@@ -1,8 +1,9 @@
 #!/bin/bash
 # Hostile manifests: every offset, length and count a manifest holds, set out of range with
 # a valid checksum (lib/mfpatch.py), must be refused by the reader with one line, by
-# `manifest show` and `mkfs` alike, before anything reads through it (issue 15, item 1: an
-# xattr name out of range used to crash both in the xattr order check).
+# `manifest show` and `mkfs` alike (and `repack`, for a link target on a file), before
+# anything reads through it (issue 15, item 1: an xattr name out of range used to crash both
+# in the xattr order check).
 . "$(dirname "$0")/lib/common.sh"
 PATCH="$TESTLIB/mfpatch.py"
 
@@ -48,4 +49,20 @@ bad "bad link target" entry 4 link_off=$WRAP
 bad "bad link target" entry 4 link_len=0xffffffff
 bad "bad config range" header config_off=$FAR config_len=2
 bad "truncated" header entry_count=6
+# a link target on a regular file: never checked, and `repack`, which copies every entry
+# whole, read 32 KiB past the manifest (fuzz_trace_plan; issue 24)
+bad "link target on an entry that is not a link" entry 2 link_off=0 link_len=32768
+python3 - "$T/f.trace" <<'PY'
+import hashlib, struct, sys
+strings, recs = b"\0/d/f\0", [(0, 0, 0, 3, 1)]
+h = struct.pack("<8sIIQQ32s32sQQI44x", b"LZBKTRAC", 1, 160, len(recs), len(strings),
+                bytes(32), bytes(32), 1700000000, 30, 0)
+body = h + b"".join(struct.pack("<QQQII", *r) for r in recs) + strings
+open(sys.argv[1], "wb").write(body + hashlib.sha256(body).digest())
+PY
+"$LAZYBLK" repack "$T/good.manifest" --trace "$T/f.trace" --store "$T/store" \
+  -o "$T/repacked.manifest" >/dev/null
+expect_error "repack: a file with a link target" "bad$n.manifest: link target on an entry" -- \
+  "$LAZYBLK" repack "$T/bad$n.manifest" --trace "$T/f.trace" --store "$T/store" \
+  -o "$T/repacked2.manifest"
 echo "ok: $n hostile manifests refused"

@@ -246,6 +246,9 @@ static void test_ref_parse(void **state)
 	assert_string_equal(r.name, "sha256:" HEX64);
 	image_ref_free(&r);
 	assert_int_equal(image_ref_parse("oci://h:5000/a/b", &r, &why), -EINVAL);
+	/* an empty tag or digest names nothing (fuzz_image_doc) */
+	assert_int_equal(image_ref_parse("oci://h:5000/a/b:", &r, &why), -EINVAL);
+	assert_int_equal(image_ref_parse("oci://h/a@", &r, &why), -EINVAL);
 	assert_int_equal(image_ref_parse("http://h/p/q/images/n1", &r, &why), 0);
 	assert_false(r.oci);
 	assert_string_equal(r.name, "n1");

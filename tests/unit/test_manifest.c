@@ -422,10 +422,13 @@ static void test_writer_normalizes(void **state)
 	e.chunks = &c;
 	e.chunk_count = 1;
 	e.size = 100;
+	e.link = "x";           /* a link target on a file is dropped */
+	e.link_len = 1;
 	add_ok(w, &e);
 	m = serialize_parse(w, NULL, NULL);
 	assert_int_equal(m->entries[0].mode, 0755);
 	assert_int_equal(m->entries[1].mode, 04644);
+	assert_int_equal(m->entries[1].link_len, 0);
 	assert_int_equal(m->chunks[0].off, 3996);
 	/* pieces inside the given chunk size keep it */
 	assert_int_equal(m->hdr->chunk_size, 4096);
@@ -446,6 +449,58 @@ static void test_writer_normalizes(void **state)
 	m = serialize_parse(w, NULL, NULL);
 	assert_int_equal(m->hdr->chunk_size, 4200);
 	assert_int_equal(m->chunks[0].off, 4000);
+	manifest_free(m);
+	manifest_writer_free(w);
+}
+
+/*
+ * Entries added in any order: the writer lays their pieces out in entry order, as the reader
+ * requires (each file's pieces follow the previous file's; issue 24, item 1).
+ */
+static void test_writer_orders_pieces(void **state)
+{
+	struct manifest_writer *w = manifest_writer_new(4096);
+	struct mf_chunk c[4];
+	struct mf_entry_in e;
+	struct manifest *m;
+	const struct mf_entry *f;
+
+	(void)state;
+	memset(c, 0, sizeof(c));
+	for (int i = 0; i < 4; i++) {
+		c[i].digest[0] = (uint8_t)(i + 1);
+		c[i].len = 100;
+	}
+	e = mk("/z", MF_REG, 0644);       /* pieces 0 and 1 as added, 2 and 3 as written */
+	e.chunks = c;
+	e.chunk_count = 2;
+	e.size = 200;
+	add_ok(w, &e);
+	e = mk("/d/b", MF_REG, 0644);     /* piece 2 as added, 1 as written */
+	e.chunks = &c[2];
+	e.chunk_count = 1;
+	e.size = 100;
+	add_ok(w, &e);
+	e = mk("/d", MF_DIR, 0755);
+	add_ok(w, &e);
+	e = mk("/d/a", MF_REG, 0644);     /* piece 3 as added, 0 as written */
+	e.chunks = &c[3];
+	e.chunk_count = 1;
+	e.size = 100;
+	add_ok(w, &e);
+	e = mk("/", MF_DIR, 0755);
+	add_ok(w, &e);
+	m = serialize_parse(w, NULL, NULL);
+	f = manifest_find(m, "/d/a");
+	assert_int_equal(f->chunk_first, 0);
+	assert_int_equal(m->chunks[0].digest[0], 4);
+	f = manifest_find(m, "/d/b");
+	assert_int_equal(f->chunk_first, 1);
+	assert_int_equal(m->chunks[1].digest[0], 3);
+	f = manifest_find(m, "/z");
+	assert_int_equal(f->chunk_first, 2);
+	assert_int_equal(m->chunks[2].digest[0], 1);
+	assert_int_equal(m->chunks[3].digest[0], 2);
 	manifest_free(m);
 	manifest_writer_free(w);
 }
@@ -983,6 +1038,19 @@ T(hole_count_huge, v->e[E_F].hole_count = UINT32_MAX)
 T(xattr_first_end, v->e[E_X].xattr_first = 1)
 T(xattr_first_huge, v->e[E_X].xattr_first = UINT64_MAX)
 T(xattr_count_root, v->e[E_ROOT].xattr_count = 3)
+/*
+ * the files' pieces tile chunks[] in entry order (f: 0 and 1, g: 2), so nothing sized by
+ * chunk_count can be overfilled by files that share pieces (issue 24, item 1)
+ */
+T(pieces_shared, v->e[E_G].chunk_first = 1)
+T(pieces_shared_all, { v->e[E_G].chunk_first = 0; v->e[E_G].chunk_count = 2;
+			     v->e[E_G].size = 8192; })
+T(pieces_swapped, { v->e[E_F].chunk_first = 1; v->e[E_G].chunk_first = 0; })
+T(pieces_gap_first, { v->e[E_F].chunk_first = 1; v->e[E_F].hole_count = 1;
+			    v->e[E_F].size = 12288; })
+T(pieces_unused_last, { v->e[E_G].chunk_count = 0; v->e[E_G].size = 0; })
+T(pieces_empty_file_anywhere_ok, v->e[E_Z].chunk_first = 3)
+T(pieces_dir_anywhere_ok, v->e[E_D].chunk_first = 2)
 /* nanoseconds */
 T(atime_ns, v->e[E_D].atime_ns = 1000000000u)
 T(mtime_ns, v->e[E_D].mtime_ns = 1000000000u)
@@ -1003,6 +1071,10 @@ T(symlink_empty, { v->e[E_L].link_off += 6; v->e[E_L].link_len = 0; v->e[E_L].si
 T(hardlink_empty, { v->e[E_H].link_off += 4; v->e[E_H].link_len = 0; })
 T(hardlink_off_end, v->e[E_H].link_off = v->h->strings_size + 10)
 T(hardlink_no_nul, v->e[E_H].link_len = 3)
+/* a link target on an entry that is no link: never checked, and repack copied it (fuzz) */
+T(file_with_link, { v->e[E_G].link_off = 0; v->e[E_G].link_len = 32768; })
+T(dir_with_link, { v->e[E_D].link_off = v->e[E_L].link_off;
+			 v->e[E_D].link_len = v->e[E_L].link_len; })
 /* data on non-regular entries */
 T(dir_with_chunk, { v->e[E_D].chunk_first = 0; v->e[E_D].chunk_count = 1; })
 T(dir_with_hole, { v->e[E_D].hole_first = 0; v->e[E_D].hole_count = 1; })
@@ -1093,6 +1165,12 @@ static const struct tamper tampers[] = {
 	TE(hole_first_end, "range"), TE(hole_first_huge, "range"),
 	TE(hole_count_huge, "range"), TE(xattr_first_end, "range"),
 	TE(xattr_first_huge, "range"), TE(xattr_count_root, "range"),
+	TE(pieces_shared, "overlap or are out of order"),
+	TE(pieces_shared_all, "overlap or are out of order"),
+	TE(pieces_swapped, "overlap or are out of order"),
+	TE(pieces_gap_first, "overlap or are out of order"),
+	TE(pieces_unused_last, "no file names"),
+	TE(pieces_empty_file_anywhere_ok, NULL), TE(pieces_dir_anywhere_ok, NULL),
 	TE(atime_ns, "nanoseconds"), TE(mtime_ns, "nanoseconds"),
 	TE(ctime_ns, "nanoseconds"), TE(ctime_ns_max, "nanoseconds"),
 	TE(ns_max_ok, NULL), TE(negative_times_ok, NULL),
@@ -1101,6 +1179,7 @@ static const struct tamper tampers[] = {
 	TE(symlink_no_nul, "link"), TE(hardlink_len_zero, "link"),
 	TE(hardlink_off_end, "link"), TE(symlink_empty, "link"), TE(hardlink_empty, "link"),
 	TE(hardlink_no_nul, "link"),
+	TE(file_with_link, "not a link"), TE(dir_with_link, "not a link"),
 	TE(dir_with_chunk, "non-regular"), TE(dir_with_hole, "non-regular"),
 	TE(fifo_with_chunk, "non-regular"), TE(symlink_with_hole, "non-regular"),
 	TE(hardlink_with_chunk, "non-regular"),
@@ -1546,6 +1625,7 @@ int main(void)
 		cmocka_unit_test(test_round_trip_all_fields),
 		cmocka_unit_test(test_write_and_load),
 		cmocka_unit_test(test_writer_normalizes),
+		cmocka_unit_test(test_writer_orders_pieces),
 		cmocka_unit_test(test_root_only),
 		cmocka_unit_test(test_sorted_depth_first),
 		cmocka_unit_test(test_path_cmp),

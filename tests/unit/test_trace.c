@@ -89,6 +89,20 @@ static void test_format(void **state)
 	b = mk_trace(rec, 2, STR, sizeof(STR), &len);
 	b[sizeof(struct trace_header) + 3] ^= 1;
 	expect_bad(b, len, "checksum");
+	/* a creation time gmtime cannot show: refused (issue 24, item 4); the last one taken */
+	b = mk_trace(rec, 2, STR, sizeof(STR), &len);
+	((struct trace_header *)b)->created = (uint64_t)1 << 62;
+	sha256_reseal(b, len);
+	expect_bad(b, len, "creation time");
+	b = mk_trace(rec, 2, STR, sizeof(STR), &len);
+	((struct trace_header *)b)->created = TRACE_CREATED_MAX + 1;
+	sha256_reseal(b, len);
+	expect_bad(b, len, "creation time");
+	b = mk_trace(rec, 2, STR, sizeof(STR), &len);
+	((struct trace_header *)b)->created = TRACE_CREATED_MAX;
+	sha256_reseal(b, len);
+	assert_int_equal(trace_parse(b, len, &t, &why), 0);
+	trace_free(t);
 	b = mk_trace(rec, 2, STR, sizeof(STR), &len);
 	((struct trace_header *)b)->record_count = (uint64_t)1 << 40;
 	sha256_reseal(b, len);
@@ -284,6 +298,41 @@ static void test_index(void **state)
 	img_free(&g);
 }
 
+/*
+ * The index's table is sized by the (file, piece) pairs it holds, not by the manifest's piece
+ * count: here /h names /g's piece (a manifest the loader now refuses, handed over as if it had
+ * not), 4 pairs over 3 pieces. It used to write past its table (issue 24, item 1).
+ */
+static void test_index_shared_pieces(void **state)
+{
+	struct img g;
+	struct trace_index *x;
+	struct seen s = { 0 };
+	struct manifest shared;
+	struct mf_entry *ents;
+	const struct mf_entry *eg, *eh;
+
+	(void)state;
+	img_make(&g, true, true);
+	eg = manifest_find(g.m, "/g");
+	eh = manifest_find(g.m, "/h");
+	assert_int_equal(g.m->n_chunks, 4);
+	shared = *g.m;
+	ents = malloc(g.m->n_entries * sizeof(*ents));
+	assert_non_null(ents);
+	memcpy(ents, g.m->entries, g.m->n_entries * sizeof(*ents));
+	ents[eh - g.m->entries].chunk_first = eg->chunk_first;
+	shared.entries = ents;
+	shared.n_chunks = 3;    /* /h's own piece, the last, dropped */
+	assert_int_equal(trace_index_new(&shared, g.l, &x), 0);
+	trace_index_disk_to_files(x, 31 * BLK, 32 * BLK, on_file, &s);
+	assert_int_equal(s.n, 1);
+	assert_string_equal(manifest_path(&shared, &ents[s.entry[0]]), "/g");
+	trace_index_free(x);
+	free(ents);
+	img_free(&g);
+}
+
 static void test_record_and_plan(void **state)
 {
 	struct img g, v2, other;
@@ -418,6 +467,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_format),
 		cmocka_unit_test(test_index),
+		cmocka_unit_test(test_index_shared_pieces),
 		cmocka_unit_test(test_record_and_plan),
 		cmocka_unit_test(test_walk_interleaved),
 	};
