@@ -14,11 +14,13 @@
 #include "../../common/dl.h"
 #include "../../common/dl_archive.h"
 #include "../../common/dl_curl.h"
+#include "../../common/esc.h"
 #include "../../common/fsutil.h"
 #include "../../common/grow.h"
 #include "../../common/hash.h"
 #include "../../common/json_out.h"
 #include "../../common/le.h"
+#include "../../common/log.h"
 #include "../../common/sha256.h"
 #include "../../common/size.h"
 #include "../../common/workq.h"
@@ -434,6 +436,87 @@ static void test_json_buf(void **state)
 	assert_int_equal(b.len, 4000);
 	json_buf_free(&b);
 	assert_null(b.p);
+}
+
+/* ------------------------------------------------------------------ esc */
+
+static void expect_esc_len(const char *in, size_t len, const char *want)
+{
+	char out[256];
+
+	assert_string_equal(esc_bytes(in, len, out, sizeof(out)), want);
+}
+
+/* in: a string literal (its NUL bytes count, not the last one) */
+#define expect_esc(in, want) expect_esc_len(in, sizeof(in) - 1, want)
+
+/* Printable text and UTF-8 kept; controls, bad UTF-8, C1 and bidi controls as \xHH. */
+static void test_esc(void **state)
+{
+	char small[16], out[ESC_LEN(4)];
+
+	(void)state;
+	expect_esc("plain v1.2_x-y", "plain v1.2_x-y");
+	expect_esc("caf\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x90\xb3", "caf\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x90\xb3");
+	expect_esc("\033[31mred\033]0;t\007", "\\x1b[31mred\\x1b]0;t\\x07");
+	expect_esc("a\nb\rc\td\x7f", "a\\x0ab\\x0dc\\x09d\\x7f");
+	expect_esc("nul\0x", "nul\\x00x");
+	expect_esc("back\\slash", "back\\\\slash");
+	/* not UTF-8: a lone 8-bit CSI, a cut sequence, overlong, a surrogate, > U+10FFFF */
+	expect_esc("\x9b" "2J", "\\x9b2J");
+	expect_esc("x\xc3", "x\\xc3");
+	expect_esc("\xc0\xaf", "\\xc0\\xaf");
+	expect_esc("\xed\xa0\x80", "\\xed\\xa0\\x80");
+	expect_esc("\xf4\x90\x80\x80", "\\xf4\\x90\\x80\\x80");
+	/* valid UTF-8 that a terminal obeys or that reorders the line */
+	expect_esc("\xc2\x9b" "2J", "\\xc2\\x9b2J");
+	expect_esc("a\xe2\x80\xae" "b", "a\\xe2\\x80\\xaeb");
+	expect_esc("\xe2\x81\xa6\xe2\x80\xa8", "\\xe2\\x81\\xa6\\xe2\\x80\\xa8");
+	expect_esc("\xd8\x9c", "\\xd8\\x9c");
+	/* esc_line keeps a backslash (the pieces were escaped already), not a control */
+	assert_string_equal(esc_line("a\\x1b\033", out, sizeof(out)), "a\\x1b\\x1b");
+	assert_string_equal(esc_str(NULL, out, sizeof(out)), "");
+	/* worst case: ESC_LEN(n) is enough */
+	assert_string_equal(esc_bytes("\001\002\003\004", 4, out, sizeof(out)),
+			    "\\x01\\x02\\x03\\x04");
+	/* cut at a boundary, with "...", never past the buffer */
+	assert_string_equal(esc_str("0123456789abcdefghij", small, sizeof(small)),
+			    "0123456789ab...");
+	assert_string_equal(esc_str("0123456789\033\033", small, sizeof(small)), "0123456789...");
+	assert_string_equal(esc_str("0123456789abcde", small, sizeof(small)), "0123456789abcde");
+	assert_string_equal(esc_str("\xe2\x86\x92\xe2\x86\x92\xe2\x86\x92\xe2\x86\x92\xe2\x86\x92", small, sizeof(small)),
+			    "\xe2\x86\x92\xe2\x86\x92\xe2\x86\x92\xe2\x86\x92\xe2\x86\x92");
+	assert_string_equal(esc_str("\xe2\x86\x92\xe2\x86\x92\xe2\x86\x92\xe2\x86\x92\xe2\x86\x92\xe2\x86\x92", small, sizeof(small)),
+			    "\xe2\x86\x92\xe2\x86\x92\xe2\x86\x92\xe2\x86\x92...");
+	assert_string_equal(esc_str("abcd", small, 3), "..");
+	assert_string_equal(esc_str("abcdef", small, 4), "...");
+	assert_string_equal(esc_str("abc", small, 1), "");
+	assert_string_equal(esc_str("abc", small, 0), "");
+}
+
+/* What the logger writes: every line through esc_line. */
+static void test_log_escapes(void **state)
+{
+	char path[] = "/tmp/lazyblk-log.XXXXXX", buf[512];
+	int fd = mkstemp(path), saved = dup(STDERR_FILENO);
+	ssize_t n;
+
+	(void)state;
+	assert_true(fd >= 0 && saved >= 0);
+	fflush(stderr);
+	assert_int_equal(dup2(fd, STDERR_FILENO), STDERR_FILENO);
+	log_error("tag %s: %s", "\033]0;pwned\007", "bad\nlazyblk: forged line");
+	log_warn("\xe2\x80\xae" "txt.exe \\ ok");
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	close(fd);
+	unlink(path);
+	assert_true(n > 0);
+	buf[n] = '\0';
+	assert_string_equal(buf, "lazyblk: tag \\x1b]0;pwned\\x07: bad\\x0alazyblk: forged line\n"
+				 "lazyblk: warning: \\xe2\\x80\\xaetxt.exe \\ ok\n");
 }
 
 /* ------------------------------------------------------------------ fsutil */
@@ -1076,6 +1159,8 @@ int main(void)
 		cmocka_unit_test(test_json_write),
 		cmocka_unit_test(test_json_field_bytes),
 		cmocka_unit_test(test_json_buf),
+		cmocka_unit_test(test_esc),
+		cmocka_unit_test(test_log_escapes),
 		cmocka_unit_test(test_fs_write_read),
 		cmocka_unit_test(test_fs_output_check),
 		cmocka_unit_test(test_fs_read_full_eof),
