@@ -584,6 +584,53 @@ static void test_fs_write_read(void **state)
 	rm_rf(dir);
 }
 
+/* Files of image and guest data: FS_DATA_MODE through the umask, never widened past it. */
+static void test_fs_mkstemp_umask(void **state)
+{
+	static const mode_t masks[][2] = { { 077, 0600 }, { 022, 0644 }, { 027, 0640 },
+					   { 0, 0644 } };
+	char dir[PATH_MAX], t1[PATH_MAX], t2[PATH_MAX], p[PATH_MAX];
+	mode_t old = umask(022);
+	struct stat st;
+	int fd1, fd2;
+
+	(void)state;
+	tmpdir_make(dir);
+	for (size_t i = 0; i < sizeof(masks) / sizeof(masks[0]); i++) {
+		umask(masks[i][0]);
+		path_fmt(t1, "%s/a.tmp.XXXXXX", dir);
+		path_fmt(t2, "%s/a.tmp.XXXXXX", dir);
+		fd1 = fs_mkstemp(t1, 0, FS_DATA_MODE);
+		fd2 = fs_mkstemp(t2, 0, FS_DATA_MODE);
+		assert_true(fd1 >= 0 && fd2 >= 0);
+		assert_string_not_equal(t1, t2);
+		assert_null(strstr(t1, "XXXXXX"));
+		assert_int_equal(fstat(fd1, &st), 0);
+		assert_int_equal(st.st_mode & 07777, masks[i][1]);
+		assert_true(fcntl(fd1, F_GETFD) & FD_CLOEXEC);
+		assert_int_equal(write(fd1, "x", 1), 1); /* open for writing */
+		close(fd1);
+		close(fd2);
+		unlink(t1);
+		unlink(t2);
+		/* the atomic writer: the same rule, whatever mode it is asked for */
+		path_fmt(p, "%s/f", dir);
+		assert_int_equal(fs_write_file_atomic(p, "data", 4, FS_DATA_MODE), 0);
+		assert_int_equal(stat(p, &st), 0);
+		assert_int_equal(st.st_mode & 07777, masks[i][1]);
+		unlink(p);
+	}
+	umask(old);
+	/* no XXXXXX: refused; a directory that does not exist: its errno */
+	path_fmt(t1, "%s/a.tmp", dir);
+	assert_int_equal(fs_mkstemp(t1, 0, FS_DATA_MODE), -EINVAL);
+	strcpy(t1, "XXXXX");
+	assert_int_equal(fs_mkstemp(t1, 0, FS_DATA_MODE), -EINVAL);
+	path_fmt(t1, "%s/nodir/a.XXXXXX", dir);
+	assert_int_equal(fs_mkstemp(t1, 0, FS_DATA_MODE), -ENOENT);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 /* An atomic writer never renames over a directory, a FIFO or a socket (nor a device). */
 static void test_fs_output_check(void **state)
 {
@@ -1162,6 +1209,7 @@ int main(void)
 		cmocka_unit_test(test_esc),
 		cmocka_unit_test(test_log_escapes),
 		cmocka_unit_test(test_fs_write_read),
+		cmocka_unit_test(test_fs_mkstemp_umask),
 		cmocka_unit_test(test_fs_output_check),
 		cmocka_unit_test(test_fs_read_full_eof),
 		cmocka_unit_test(test_fs_mkdir_p),
