@@ -232,8 +232,9 @@ static int list_blobs(struct pull *pl, struct json_object *doc)
 			return ret;
 		/* a document: bounded before a byte of it is fetched (the layers are data) */
 		if (!i && b->size > OCI_JSON_CONFIG_MAX)
-			return import_fail(pl->ic, -EFBIG, "%s: config: the manifest says %llu bytes: %s "
-					   "(not downloaded)", pl->label, (unsigned long long)b->size,
+			return import_fail(pl->ic, -EFBIG,
+					   "%s: config: the manifest says %llu bytes: %s (not "
+					   "downloaded)", pl->label, (unsigned long long)b->size,
 					   oci_json_limits(OCI_JSON_CONFIG)->too_big);
 		ret = oci_files_add_blob(&pl->files, b->digest, &b->fd);
 		if (ret == -EEXIST)

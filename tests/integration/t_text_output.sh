@@ -69,7 +69,8 @@ with tarfile.open(sys.argv[1], "w", format=tarfile.PAX_FORMAT) as t:
     t.addfile(i, io.BytesIO(b"x"))
 PY
 rc=0
-"$LAZYBLK" import "$T/evil.tar" --store "$T/s0" -o "$T/evil.manifest" >/dev/null 2>"$T/evil.err" || rc=$?
+"$LAZYBLK" import "$T/evil.tar" --store "$T/s0" -o "$T/evil.manifest" >/dev/null \
+  2>"$T/evil.err" || rc=$?
 [ "$rc" -ne 0 ] || die "a tar member climbing out of the image was imported"
 [ "$(wc -l <"$T/evil.err")" -eq 1 ] || die "import: not one line: $(cat -A "$T/evil.err")"
 clean "$T/evil.err"
@@ -83,10 +84,11 @@ start_registry
 R=oci://127.0.0.1:$REG_PORT/t/img
 "$LAZYBLK" push --store "$T/a.store" --remote "$R:v1" "$T/a.layout" >/dev/null
 long=$(printf 'a%.0s' $(seq 1 129))
-start_proxy "http://127.0.0.1:$REG_PORT" --tags-list \
-  "{\"name\":\"t/img\",\"tags\":[\"\\u001b]0;pwned\\u0007\",\"../x\",\"v1\",\"a b\",\"$long\",7,\"lazyblk-chunks\"]}"
+tags="[\"\\u001b]0;pwned\\u0007\",\"../x\",\"v1\",\"a b\",\"$long\",7,\"lazyblk-chunks\"]"
+start_proxy "http://127.0.0.1:$REG_PORT" --tags-list "{\"name\":\"t/img\",\"tags\":$tags}"
 P=oci://127.0.0.1:$PROXY_PORT/t/img
-"$LAZYBLK" images ls --remote "$P" >"$T/ls.txt" 2>"$T/ls.err" || die "images ls failed: $(cat -A "$T/ls.err")"
+"$LAZYBLK" images ls --remote "$P" >"$T/ls.txt" 2>"$T/ls.err" ||
+  die "images ls failed: $(cat -A "$T/ls.err")"
 clean "$T/ls.txt"
 clean "$T/ls.err"
 grep -q '^v1 ' "$T/ls.txt" || die "images ls lacks v1: $(cat "$T/ls.txt")"

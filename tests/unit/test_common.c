@@ -447,6 +447,12 @@ static void expect_esc_len(const char *in, size_t len, const char *want)
 	assert_string_equal(esc_bytes(in, len, out, sizeof(out)), want);
 }
 
+#define ARROW "\xe2\x86\x92" /* U+2192, three bytes */
+#define ARROWS(n) ARROWS_##n
+#define ARROWS_4 ARROW ARROW ARROW ARROW
+#define ARROWS_5 ARROWS_4 ARROW
+#define ARROWS_6 ARROWS_5 ARROW
+
 /* in: a string literal (its NUL bytes count, not the last one) */
 #define expect_esc(in, want) expect_esc_len(in, sizeof(in) - 1, want)
 
@@ -457,7 +463,8 @@ static void test_esc(void **state)
 
 	(void)state;
 	expect_esc("plain v1.2_x-y", "plain v1.2_x-y");
-	expect_esc("caf\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x90\xb3", "caf\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x90\xb3");
+	expect_esc("caf\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x90\xb3",
+		   "caf\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x90\xb3");
 	expect_esc("\033[31mred\033]0;t\007", "\\x1b[31mred\\x1b]0;t\\x07");
 	expect_esc("a\nb\rc\td\x7f", "a\\x0ab\\x0dc\\x09d\\x7f");
 	expect_esc("nul\0x", "nul\\x00x");
@@ -484,10 +491,8 @@ static void test_esc(void **state)
 			    "0123456789ab...");
 	assert_string_equal(esc_str("0123456789\033\033", small, sizeof(small)), "0123456789...");
 	assert_string_equal(esc_str("0123456789abcde", small, sizeof(small)), "0123456789abcde");
-	assert_string_equal(esc_str("\xe2\x86\x92\xe2\x86\x92\xe2\x86\x92\xe2\x86\x92\xe2\x86\x92", small, sizeof(small)),
-			    "\xe2\x86\x92\xe2\x86\x92\xe2\x86\x92\xe2\x86\x92\xe2\x86\x92");
-	assert_string_equal(esc_str("\xe2\x86\x92\xe2\x86\x92\xe2\x86\x92\xe2\x86\x92\xe2\x86\x92\xe2\x86\x92", small, sizeof(small)),
-			    "\xe2\x86\x92\xe2\x86\x92\xe2\x86\x92\xe2\x86\x92...");
+	assert_string_equal(esc_str(ARROWS(5), small, sizeof(small)), ARROWS(5));
+	assert_string_equal(esc_str(ARROWS(6), small, sizeof(small)), ARROWS(4) "...");
 	assert_string_equal(esc_str("abcd", small, 3), "..");
 	assert_string_equal(esc_str("abcdef", small, 4), "...");
 	assert_string_equal(esc_str("abc", small, 1), "");
