@@ -2,7 +2,7 @@
 /*
  * What reading OCI documents needs wherever they come from (an OCI layout or a
  * docker-archive being imported, cas/import/; a registry's chunk index, cas/remote/):
- * digests, strict JSON, and strings fit for a message.
+ * digests, tags, strict JSON. (Strings fit for a message: common/esc.h.)
  */
 #ifndef LZ_CAS_OCI_JSON_H
 #define LZ_CAS_OCI_JSON_H
