@@ -26,6 +26,24 @@ int oci_digest_parse(const char *s, uint8_t d[SHA256_LEN])
 	return sha256_from_hex(hex, d);
 }
 
+static bool tag_char(char c, bool first)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '_' || (!first && (c == '.' || c == '-'));
+}
+
+bool oci_tag_valid(const char *s)
+{
+	size_t n = 0;
+
+	if (!s)
+		return false;
+	for (; s[n]; n++)
+		if (n >= 128 || !tag_char(s[n], !n))
+			return false;
+	return n > 0;
+}
+
 #define STR_(x) #x
 #define STR(x) STR_(x)
 #define LIMITS(bytes, mib, values, depth, what)                                            \
@@ -142,21 +160,4 @@ struct json_object *oci_json_get(struct json_object *o, const char *key, enum js
 const char *oci_json_str(struct json_object *o, const char *key)
 {
 	return json_object_get_string(oci_json_get(o, key, json_type_string));
-}
-
-const char *oci_printable(const char *s, char *buf, size_t len)
-{
-	size_t i = 0;
-
-	if (!len)
-		return "";
-	for (; s && s[i] && i + 1 < len; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		buf[i] = c < 0x20 || c == 0x7f ? '?' : (char)c;
-	}
-	buf[i] = '\0';
-	if (s && s[i] && len > 4)
-		memcpy(buf + len - 4, "...", 4);
-	return buf;
 }

@@ -2,7 +2,7 @@
 /*
  * What reading OCI documents needs wherever they come from (an OCI layout or a
  * docker-archive being imported, cas/import/; a registry's chunk index, cas/remote/):
- * digests, strict JSON, and strings fit for a message.
+ * digests, tags, strict JSON. (Strings fit for a message: common/esc.h.)
  */
 #ifndef LZ_CAS_OCI_JSON_H
 #define LZ_CAS_OCI_JSON_H
@@ -21,6 +21,11 @@
  * used as a file name.
  */
 int oci_digest_parse(const char *s, uint8_t d[SHA256_LEN]);
+/*
+ * A tag by the distribution spec's rule: [a-zA-Z0-9_][a-zA-Z0-9._-]{0,127} (ASCII only). A
+ * tag that is not is never put in a URL or a message: a registry's tag list may hold anything.
+ */
+bool oci_tag_valid(const char *s);
 
 /*
  * The kinds of JSON document lazyblk reads from outside, each with its limits. json-c spends
@@ -67,8 +72,5 @@ struct json_object *oci_json_parse(const char *buf, size_t len, enum oci_json_ki
 /* Member key of object o if it has that type, else NULL (also for o == NULL). */
 struct json_object *oci_json_get(struct json_object *o, const char *key, enum json_type type);
 const char *oci_json_str(struct json_object *o, const char *key);
-
-/* A copy of s fit for one line of a message: control bytes become '?', long text is cut. */
-const char *oci_printable(const char *s, char *buf, size_t len);
 
 #endif

@@ -57,10 +57,11 @@ static int http_collect(const char *url, const char *dir, struct http_keep *k, s
 	struct remote_opts ro = { .url = url };
 	struct image_entry *v = NULL;
 	char why[PATH_MAX + 256], ref[PATH_MAX], path[PATH_MAX + 80], hex[SHA256_HEX_LEN + 1];
+	uint64_t skipped;
 	size_t n = 0;
 	int ret;
 
-	ret = image_list(&ro, &v, &n, why, sizeof(why));
+	ret = image_list(&ro, &v, &n, &skipped, why, sizeof(why));
 	if (ret) {
 		log_error("%s; nothing removed", why[0] ? why : strerror(-ret));
 		return 1;
@@ -220,6 +221,9 @@ int cli_cas_gc_remote(const char *url, const char *const *keep, size_t n_keep,
 	if (res.missing)
 		printf("; %llu kept chunk%s not in the repository", (unsigned long long)res.missing,
 		       res.missing == 1 ? " is" : "s are");
+	if (res.tags_skipped)
+		printf("; %llu tag%s of the registry's list skipped (not valid tag names)",
+		       (unsigned long long)res.tags_skipped, res.tags_skipped == 1 ? "" : "s");
 	if (!dry_run)
 		printf("; %llu old manifest%s deleted (the registry's garbage collection removes the "
 		       "blobs)", (unsigned long long)res.manifests_deleted,

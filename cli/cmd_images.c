@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../cas/remote/image_ref.h"
+#include "../common/esc.h"
 #include "../common/json_out.h"
 #include "../common/log.h"
 #include "../common/size.h"
@@ -22,21 +23,23 @@ static const char images_usage[] =
 	"chunks.\n"
 	"\n"
 	"  oci://HOST[:PORT]/REPO         the tags of REPO whose document is a lazyblk image\n"
-	"                                 (other tags are left out)\n"
+	"                                 (other tags are left out; tags that are not valid\n"
+	"                                 tag names are skipped, and counted)\n"
 	"  http(s)://HOST[:PORT]/PATH/    the names in PATH/images/index.json\n"
 	"\n"
 	"options:\n"
 	"      --remote URL           the registry repository or store (credentials:\n"
 	"                             LAZYBLK_REMOTE_USER and LAZYBLK_REMOTE_PASSWORD)\n"
 	"      --json                 one JSON object: remote, images (name, layout_digest,\n"
-	"                             disk_size, layers, chunks)\n"
+	"                             disk_size, layers, chunks), tags_skipped\n"
 	"      --fetch-timeout SECS   per request attempt (default 30)\n"
 	"      --fetch-retries N      retries of a failed request (default 4)\n"
 	"  -h, --help                 this text\n"
 	"\n"
 	"See docs/images.md.\n";
 
-static int images_json(const char *url, const struct image_entry *v, size_t n)
+static int images_json(const char *url, const struct image_entry *v, size_t n,
+		       uint64_t skipped)
 {
 	struct json_buf b = { 0 };
 
@@ -52,7 +55,9 @@ static int images_json(const char *url, const struct image_entry *v, size_t n)
 		json_field_u64(&b, "chunks", v[i].d.chunks);
 		json_buf_puts(&b, "}");
 	}
-	json_buf_puts(&b, "]}");
+	json_buf_puts(&b, "]");
+	json_field_u64(&b, "tags_skipped", skipped);
+	json_buf_puts(&b, "}");
 	return cli_json_print(&b);
 }
 
@@ -61,21 +66,26 @@ static int images_ls(const struct cli_remote *rem, bool json)
 	struct remote_opts ro = { .url = rem->url, .timeout_ms = rem->timeout_ms,
 				  .retries = rem->retries };
 	struct image_entry *v;
-	char why[PATH_MAX + 256], h[32], hex[SHA256_HEX_LEN + 1];
+	char why[PATH_MAX + 256], h[32], hex[SHA256_HEX_LEN + 1], name[ESC_LEN(128)];
+	uint64_t skipped;
 	size_t n;
 	int ret;
 
-	ret = image_list(&ro, &v, &n, why, sizeof(why));
+	ret = image_list(&ro, &v, &n, &skipped, why, sizeof(why));
 	if (ret) {
 		log_error("%s", why[0] ? why : strerror(-ret));
 		return 1;
 	}
+	if (skipped)
+		log_warn("%llu tag%s of the registry's list skipped: not valid tag names",
+			 (unsigned long long)skipped, skipped == 1 ? "" : "s");
 	if (json) {
-		ret = images_json(rem->url, v, n);
+		ret = images_json(rem->url, v, n, skipped);
 	} else {
 		for (size_t i = 0; i < n; i++) {
 			sha256_to_hex(v[i].d.layouts[0].digest, hex);
-			printf("%-24s sha256:%.12s  %10s  %u layer%s  %llu chunks\n", v[i].name, hex,
+			esc_str(v[i].name, name, sizeof(name));
+			printf("%-24s sha256:%.12s  %10s  %u layer%s  %llu chunks\n", name, hex,
 			       size_human(v[i].d.disk_size, h, sizeof(h)), v[i].d.n_layouts,
 			       v[i].d.n_layouts == 1 ? " " : "s", (unsigned long long)v[i].d.chunks);
 		}

@@ -2,11 +2,13 @@
 /* lazyblk trace show: a recorded boot trace, readable or as JSON. */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include "../cas/trace.h"
+#include "../common/esc.h"
 #include "../common/json_out.h"
 #include "../common/log.h"
 #include "../common/size.h"
@@ -20,6 +22,8 @@ static const char trace_usage[] =
 	"record in the order the guest first read it:\n"
 	"  TIME_MS  DISK_OFFSET+LENGTH  meta                    (metadata blocks)\n"
 	"  TIME_MS  DISK_OFFSET+LENGTH  PATH FILE_OFFSET+LENGTH  (file data)\n"
+	"PATH shows control characters and bytes that are not UTF-8 as \\xHH and a backslash\n"
+	"as \\\\ (the image chose its names); --json has them byte for byte.\n"
 	"With --json, one JSON document: {\"version\", \"manifest\", \"layout\", \"created\",\n"
 	"\"duration_us\", \"truncated\", \"records\": [{\"t_us\", \"disk_off\", \"len\", \"path\",\n"
 	"\"file_off\"}]} (truncated: the recorder kept only its first 1048576 ranges).\n"
@@ -83,7 +87,7 @@ static void show_json(FILE *f, const struct trace *t)
 
 static void show_text(FILE *f, const struct trace *t)
 {
-	char hex[SHA256_HEX_LEN + 1], a[32], b[32], when[64];
+	char hex[SHA256_HEX_LEN + 1], a[32], b[32], when[64], path[ESC_LEN(PATH_MAX)];
 	struct trace_totals s;
 	time_t c = (time_t)t->hdr->created;
 	struct tm tm;
@@ -107,8 +111,8 @@ static void show_text(FILE *f, const struct trace *t)
 		fprintf(f, "%10.3f  %llu+%u  ", r->t_us / 1e3, (unsigned long long)r->disk_off,
 			r->len);
 		if (r->path)
-			fprintf(f, "%s %llu+%u\n", trace_path(t, r), (unsigned long long)r->file_off,
-				r->len);
+			fprintf(f, "%s %llu+%u\n", esc_str(trace_path(t, r), path, sizeof(path)),
+				(unsigned long long)r->file_off, r->len);
 		else
 			fputs("meta\n", f);
 	}

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -246,6 +247,38 @@ int fs_rename_output(const char *tmp, const char *path)
 	return ret;
 }
 
+int fs_mkstemp(char *tmpl, int flags, mode_t mode)
+{
+	static const char set[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+	size_t n = strlen(tmpl);
+	char *x;
+
+	if (n < 6 || strcmp(tmpl + n - 6, "XXXXXX"))
+		return -EINVAL;
+	x = tmpl + n - 6;
+	for (int tries = 0; tries < 100; tries++) {
+		uint8_t r[6];
+		int fd;
+
+		if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
+			/* interrupted: a name that still differs from try to try */
+			uint64_t v = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^
+				     (uint64_t)(uintptr_t)tmpl ^ (uint64_t)tries << 40;
+
+			for (size_t i = 0; i < sizeof(r); i++)
+				r[i] = (uint8_t)(v >> (8 * i));
+		}
+		for (size_t i = 0; i < sizeof(r); i++)
+			x[i] = set[r[i] % (sizeof(set) - 1)];
+		fd = open(tmpl, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | flags, mode);
+		if (fd >= 0)
+			return fd;
+		if (errno != EEXIST)
+			return -errno;
+	}
+	return -EEXIST;
+}
+
 int fs_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode)
 {
 	char tmp[PATH_MAX], dir[PATH_MAX];
@@ -253,12 +286,10 @@ int fs_write_file_atomic(const char *path, const void *data, size_t len, mode_t 
 
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path) >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;
-	fd = mkostemp(tmp, O_CLOEXEC);
+	fd = fs_mkstemp(tmp, 0, mode);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	ret = fs_write_full(fd, data, len);
-	if (!ret && fchmod(fd, mode) < 0)
-		ret = -errno;
 	if (!ret && fsync(fd) < 0)
 		ret = -errno;
 	if (close(fd) < 0 && !ret)

@@ -48,7 +48,25 @@ void fs_unmap(struct fs_map *m);
 int fs_output_check(const char *path);
 /* rename(tmp, path) if fs_output_check(path) allows it: 0 or -errno. */
 int fs_rename_output(const char *tmp, const char *path);
-/* Atomic replace: PATH.tmp.XXXXXX, write, fsync, rename, fsync the directory. */
+/*
+ * The mode of every file lazyblk creates that holds image or guest data (manifests, layouts,
+ * chunks, overlays and their state, deltas, exported disks, traces, fetched layouts), before
+ * the umask: the file gets FS_DATA_MODE & ~umask, as open(2) gives it, so the operator's umask
+ * decides who else may read a sandbox's data (umask 022: 0644; umask 077: 0600). Never
+ * widened afterwards (no fchmod). docs/security.md, "Files lazyblk writes".
+ */
+#define FS_DATA_MODE 0644
+/*
+ * mkostemp(3) with a mode: a new file named by tmpl (ending in "XXXXXX", replaced by random
+ * letters and digits) opened O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | flags with mode filtered
+ * by the umask (mkostemp's is always 0600, which callers then widened ignoring the umask).
+ * The descriptor, or -errno (-EINVAL: no XXXXXX; -EEXIST after 100 names taken).
+ */
+int fs_mkstemp(char *tmpl, int flags, mode_t mode);
+/*
+ * Atomic replace: PATH.tmp.XXXXXX (fs_mkstemp: mode & ~umask), write, fsync, rename, fsync
+ * the directory.
+ */
 int fs_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode);
 /* fsync the directory containing path (or path itself if dir=1). */
 int fs_fsync_dir(const char *path);

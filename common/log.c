@@ -8,6 +8,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "esc.h"
+
 #define PROGRESS_EVERY_MS 100
 #define PROGRESS_PLAIN_EVERY_MS 1000 /* forced on where stderr is no terminal */
 
@@ -32,9 +34,11 @@ int log_get_level(void) { return g_log.level; }
 
 static void log_emit(const char *kind, const char *fmt, va_list ap, bool error)
 {
-	char msg[4096];
+	char raw[4096], msg[4096];
 
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	/* what a remote or an image said may be in it: no control byte reaches the terminal */
+	vsnprintf(raw, sizeof(raw), fmt, ap);
+	esc_line(raw, msg, sizeof(msg));
 	pthread_mutex_lock(&g_log.lock);
 	if (error && g_log.first_error_only && g_log.errors++) {
 		pthread_mutex_unlock(&g_log.lock);
@@ -137,14 +141,15 @@ bool log_progress_due(void)
 
 void log_progress(const char *fmt, ...)
 {
-	char msg[512];
+	char raw[512], msg[512];
 	va_list ap;
 
 	if (!log_progress_enabled())
 		return;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
+	esc_line(raw, msg, sizeof(msg));
 	pthread_mutex_lock(&g_log.lock);
 	if (g_log.progress_plain) {
 		fprintf(stderr, "%s\n", msg);

@@ -11,27 +11,50 @@
 
 #include "log.h"
 
-/* A socket file left by a server that is gone: nothing accepts on it. */
-static bool unix_stale(const char *path, const struct sockaddr_un *a)
+/*
+ * path holds a socket file left by a server that is gone: remove it, so that bind can make
+ * a new one. Only a socket (lstat: a link there is not followed) of this user on which
+ * nothing accepts, and still the same file just before the unlink; anything else is left
+ * alone, with *why. In a sticky directory (/tmp) nobody but this user and root can swap a
+ * file of this user's, so what is checked is what is removed.
+ */
+static int unix_stale_remove(const char *path, const struct sockaddr_un *a, const char **why)
 {
-	struct stat st;
-	bool stale = false;
+	struct stat st, again;
+	bool refused;
 	int fd;
 
-	if (lstat(path, &st) < 0 || !S_ISSOCK(st.st_mode))
-		return false;
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : -errno; /* gone meanwhile: bind again */
+	if (!S_ISSOCK(st.st_mode)) {
+		*why = "already exists and is not a socket";
+		return -EADDRINUSE;
+	}
+	if (st.st_uid != geteuid()) {
+		*why = "a socket of another user is there (not replaced)";
+		return -EADDRINUSE;
+	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		return false;
-	if (connect(fd, (const struct sockaddr *)a, sizeof(*a)) < 0 && errno == ECONNREFUSED)
-		stale = true;
+		return -errno;
+	refused = connect(fd, (const struct sockaddr *)a, sizeof(*a)) < 0 && errno == ECONNREFUSED;
 	close(fd);
-	return stale;
+	if (!refused) {
+		*why = "already exists (another server is listening there)";
+		return -EADDRINUSE;
+	}
+	if (lstat(path, &again) < 0 || again.st_dev != st.st_dev || again.st_ino != st.st_ino ||
+	    !S_ISSOCK(again.st_mode)) {
+		*why = "replaced while it was checked (not removed)";
+		return -EADDRINUSE;
+	}
+	return unlink(path) < 0 && errno != ENOENT ? -errno : 0;
 }
 
 int sock_listen_unix(const char *path, mode_t mode, int backlog, const char *label, int *out)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	const char *why = NULL;
 	int fd, ret;
 
 	if (strlen(path) >= sizeof(a.sun_path)) {
@@ -46,22 +69,44 @@ int sock_listen_unix(const char *path, mode_t mode, int backlog, const char *lab
 		log_error("%s: %s", label, strerror(-ret));
 		return ret;
 	}
-	ret = bind(fd, (struct sockaddr *)&a, sizeof(a));
-	if (ret < 0 && errno == EADDRINUSE && unix_stale(path, &a) && unlink(path) == 0)
-		ret = bind(fd, (struct sockaddr *)&a, sizeof(a));
-	if (ret < 0 && errno == EADDRINUSE) {
-		log_error("%s: already exists (another server, or not a socket)", label);
-		close(fd);
-		return -EADDRINUSE;
-	}
-	if (ret < 0 || (mode && chmod(path, mode) < 0) || listen(fd, backlog) < 0) {
+	/*
+	 * The socket file gets its mode when bind makes it (Linux: the socket's own mode, less
+	 * the umask), so it never exists with a wider one, and nothing is changed by path
+	 * afterwards: a chmod by path follows whatever a swap put there.
+	 */
+	if (mode && fchmod(fd, mode) < 0) {
 		ret = -errno;
 		log_error("%s: %s", label, strerror(-ret));
-		if (ret != -EADDRINUSE)
-			unlink(path);
 		close(fd);
 		return ret;
 	}
-	*out = fd;
-	return 0;
+	ret = bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ? -errno : 0;
+	if (ret == -EADDRINUSE) {
+		ret = unix_stale_remove(path, &a, &why);
+		if (!ret)
+			ret = bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ? -errno : 0;
+	}
+	if (!ret) {
+		if (listen(fd, backlog) == 0) {
+			*out = fd;
+			return 0;
+		}
+		ret = -errno;
+		sock_unlink_unix(path);
+	}
+	if (ret == -EADDRINUSE)
+		log_error("%s: %s", label, why ? why : "already exists (another server, or not "
+			  "a socket)");
+	else
+		log_error("%s: %s", label, strerror(-ret));
+	close(fd);
+	return ret;
+}
+
+void sock_unlink_unix(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
+		unlink(path);
 }

@@ -206,10 +206,10 @@ static int tmp_open(const char *path, const char *suffix, char tmp[PATH_MAX], in
 {
 	if (snprintf(tmp, PATH_MAX, "%s%s.tmp.XXXXXX", path, suffix) >= PATH_MAX)
 		return -ENAMETOOLONG;
-	*fd = mkostemp(tmp, O_CLOEXEC);
+	*fd = fs_mkstemp(tmp, 0, FS_DATA_MODE);
 	if (*fd < 0) {
 		tmp[0] = 0;
-		return -errno;
+		return *fd;
 	}
 	return 0;
 }
@@ -284,7 +284,7 @@ int overlay_apply_delta(const char *delta_path, const char *overlay_path,
 		ret = -errno;
 	if (!ret)
 		ret = apply_verify_copy(&a, why);
-	if (!ret && (fchmod(a.data_fd, 0644) < 0 || fsync(a.data_fd) < 0))
+	if (!ret && fsync(a.data_fd) < 0)
 		ret = -errno;
 	if (!ret)
 		ret = tmp_open(overlay_path, ".state", a.state_tmp, &a.state_fd);

@@ -208,9 +208,9 @@ int overlay_snapshot_begin(struct overlay *ov, const char *delta_path,
 		snap_free(s);
 		return -ENAMETOOLONG;
 	}
-	s->fd = mkostemp(s->tmp, O_CLOEXEC);
+	s->fd = fs_mkstemp(s->tmp, 0, FS_DATA_MODE);
 	if (s->fd < 0) {
-		ret = -errno;
+		ret = s->fd;
 		snap_free(s);
 		return ret;
 	}
@@ -394,7 +394,7 @@ int overlay_snapshot_end(struct overlay_snapshot *s, const char **why)
 		ret = s->err;
 	pthread_mutex_unlock(&ov->lock);
 	pthread_rwlock_unlock(&ov->io_lock);
-	if (!ret && (fchmod(s->fd, 0644) < 0 || fsync(s->fd) < 0))
+	if (!ret && fsync(s->fd) < 0)
 		ret = -errno;
 	if (!ret)
 		ret = fs_rename_output(s->tmp, s->path);

@@ -121,7 +121,7 @@ int ov_state_fill(int fd, uint64_t disk_bytes, const uint8_t digest[SHA256_LEN],
 		ret = fs_pwrite_full(fd, words, bytes, OV_STATE_HDR);
 	if (!ret && ftruncate(fd, (off_t)(OV_STATE_HDR + bytes)) < 0)
 		ret = -errno;
-	if (!ret && (fchmod(fd, 0644) < 0 || fsync(fd) < 0))
+	if (!ret && fsync(fd) < 0)
 		ret = -errno;
 	return ret;
 }
@@ -254,7 +254,7 @@ static int ov_create_data(const char *path, uint64_t disk_bytes, const char **wh
 	struct stat st;
 	int fd;
 
-	fd = ov_open_file(path, O_RDWR | O_CREAT | O_EXCL, 0644);
+	fd = ov_open_file(path, O_RDWR | O_CREAT | O_EXCL, FS_DATA_MODE);
 	if (fd >= 0 || errno != EEXIST)
 		return fd >= 0 ? fd : -errno;
 	fd = ov_open_file(path, O_RDWR, 0);
@@ -288,9 +288,9 @@ static int ov_create(const char *path, const char *state_path, uint64_t disk_byt
 		return ret;
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", state_path) >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;
-	fd = mkostemp(tmp, O_CLOEXEC);
+	fd = fs_mkstemp(tmp, 0, FS_DATA_MODE);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	ret = ov_state_fill(fd, disk_bytes, digest, NULL);
 	close(fd);
 	if (!ret && link(tmp, state_path) < 0 && errno != EEXIST)

@@ -325,7 +325,7 @@ static int ctl_start(const struct disk *d, struct blkd_engine *e,
 	ret = -pthread_create(&c->thread, NULL, ctl_main, c);
 	if (ret) {
 		log_error("--control %s: cannot start its thread: %s", path, strerror(-ret));
-		unlink(c->path);
+		sock_unlink_unix(c->path);
 		ctl_free(c);
 		return ret;
 	}
@@ -359,6 +359,6 @@ void blkd_control_stop(struct blkd_control *c)
 	while (write(c->stop[1], "x", 1) < 0 && errno == EINTR)
 		;
 	pthread_join(c->thread, NULL);
-	unlink(c->path);
+	sock_unlink_unix(c->path);
 	ctl_free(c);
 }

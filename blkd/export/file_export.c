@@ -281,15 +281,14 @@ static int export_open(const char *out, char tmp[PATH_MAX], bool *named)
 	fs_dirname(out, dir, sizeof(dir));
 	*named = false;
 	if (access("/proc/self/fd", X_OK) == 0) {
-		fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0644);
+		fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, FS_DATA_MODE);
 		if (fd >= 0)
 			return fd;
 		if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
 			return -errno;
 	}
 	*named = true;
-	fd = mkostemp(tmp, O_CLOEXEC);
-	return fd < 0 ? -errno : fd;
+	return fs_mkstemp(tmp, 0, FS_DATA_MODE);
 }
 
 /* Give the unnamed file fd a name, OUT.tmp.PID (in tmp), to rename into place. */
@@ -327,7 +326,7 @@ static int export_to(struct export_ctx *x)
 		export_fail_file(x, -errno, out);
 	else
 		export_all(x);
-	if (!x->err && (fchmod(x->fd, 0644) < 0 || fsync(x->fd) < 0))
+	if (!x->err && fsync(x->fd) < 0)
 		export_fail_file(x, -errno, out);
 	if (!x->err && !named) {
 		ret = export_link(x->fd, out, tmp);

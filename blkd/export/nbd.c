@@ -357,7 +357,7 @@ int nbd_serve(const struct disk *d, const struct nbd_server_opts *o,
 	}
 	close(lfd);
 	if (!tcp)
-		unlink(o->unix_path);
+		sock_unlink_unix(o->unix_path);
 	clients_stop(cl, n);
 	free(cl);
 	return 0;

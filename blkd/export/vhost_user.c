@@ -128,6 +128,6 @@ int vhost_user_serve(struct vhost_user_dev *d, const char *path, volatile sig_at
 		log_info("vhost-user: master %s", ret ? "dropped" : "disconnected");
 	}
 	close(lfd);
-	unlink(path);
+	sock_unlink_unix(path);
 	return 0;
 }

@@ -17,6 +17,7 @@
 
 #include <json-c/json.h>
 
+#include "../../common/esc.h"
 #include "import.h"
 #include "oci_blob.h"
 #include "oci_files.h"
@@ -76,7 +77,7 @@ static int desc_parse(const struct oci_image *im, struct json_object *o, const c
 	if (oci_digest_parse(digest, d->digest))
 		return import_fail(im->ic, -EBADMSG,
 				   "%s: %s: bad digest '%s' (want sha256:<64 lowercase hex>)",
-				   im->label, what, oci_printable(digest, pb, sizeof(pb)));
+				   im->label, what, esc_str(digest, pb, sizeof(pb)));
 	sha256_to_hex(d->digest, d->hex);
 	if (!json_object_object_get_ex(o, "size", &size) ||
 	    !json_object_is_type(size, json_type_int) || json_object_get_int64(size) < 0)
@@ -218,7 +219,7 @@ static int check_layout_version(const struct oci_image *im)
 	else if (strcmp(v, "1.0.0") && strncmp(v, "1.", 2))
 		ret = import_fail(im->ic, -ENOTSUP,
 				  "%s: oci-layout: unsupported imageLayoutVersion '%s' (want 1.x)",
-				  im->label, oci_printable(v, pb, sizeof(pb)));
+				  im->label, esc_str(v, pb, sizeof(pb)));
 	json_object_put(o);
 	return ret;
 }
@@ -240,7 +241,7 @@ static const char *list_tags(struct json_object *list, char *buf, size_t len)
 		int w;
 
 		w = snprintf(buf + used, len - used, "%s%s", used ? ", " : "",
-			     t ? oci_printable(t, pb, sizeof(pb)) : "(untagged)");
+			     t ? esc_str(t, pb, sizeof(pb)) : "(untagged)");
 		used += w > 0 ? (size_t)w : 0;
 	}
 	return buf;
@@ -309,7 +310,7 @@ static int pick_top(const struct oci_image *im, struct json_object *index, struc
 		char pb[128];
 
 		import_fail(im->ic, -ENOENT, "%s: no image tagged '%s' in index.json (tags: %s)",
-			    im->label, oci_printable(im->tag, pb, sizeof(pb)),
+			    im->label, esc_str(im->tag, pb, sizeof(pb)),
 			    list_tags(list, buf, sizeof(buf)));
 		json_object_put(cand);
 		return -ENOENT;
@@ -357,7 +358,7 @@ static int parse_layers(const struct oci_image *im, struct json_object *layers,
 			return import_fail(im->ic, -ENOTSUP,
 					   "%s: %s sha256:%s: unknown layer media type %s",
 					   im->label, what, l->desc.hex,
-					   l->desc.media_type ? oci_printable(l->desc.media_type,
+					   l->desc.media_type ? esc_str(l->desc.media_type,
 									      pb, sizeof(pb))
 							      : "(none)");
 	}
@@ -459,7 +460,7 @@ static int resolve(const struct oci_image *im, struct oci_desc *d, struct json_o
 		if (d->media_type && !index && !is_manifest_type(d->media_type)) {
 			ret = import_fail(im->ic, -ENOTSUP, "%s: image sha256:%s: unknown manifest "
 					  "media type %s", im->label, d->hex,
-					  oci_printable(d->media_type, pb, sizeof(pb)));
+					  esc_str(d->media_type, pb, sizeof(pb)));
 			break;
 		}
 		if (depth > OCI_MAX_NESTING) {

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "../../common/dl_archive.h"
+#include "../../common/esc.h"
 #include "../../common/fsutil.h"
 #include "../oci_json.h"
 #include "oci_blob.h"
@@ -135,7 +136,7 @@ static int take_member(struct oa *oa, struct archive_entry *e)
 	    sym_archive_entry_hardlink(e))
 		return import_fail(oa->ic, -EBADMSG, "%s: member '%s' is not a file of an OCI "
 				   "image layout (refused)", oa->label,
-				   oci_printable(raw ? raw : "", pb, sizeof(pb)));
+				   esc_str(raw ? raw : "", pb, sizeof(pb)));
 	if (dir)
 		return 0;
 	if (sym_archive_entry_sparse_count(e) > 0 || size < 0)

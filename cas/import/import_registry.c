@@ -6,7 +6,6 @@
  * into a staging file in STORE/tmp (oci_files.h), then the whole imported by the oci: path
  * from those files, which checks every blob again and applies the layers in order.
  */
-#include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -14,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../../common/esc.h"
 #include "../../common/why.h"
 #include "../oci_json.h"
 #include "../remote/registry.h"
@@ -55,18 +55,6 @@ struct pull {
 	uint64_t fetched, total;
 };
 
-static bool tag_ok(const char *t)
-{
-	size_t n = strlen(t);
-
-	if (!n || n > 128 || !(isalnum((unsigned char)t[0]) || t[0] == '_'))
-		return false;
-	for (size_t i = 1; i < n; i++)
-		if (!isalnum((unsigned char)t[i]) && !strchr("._-", t[i]))
-			return false;
-	return true;
-}
-
 /* "HOST[:PORT]/REPO[:TAG|@sha256:HEX]" */
 static int ref_parse(struct pull *pl, const char *ref)
 {
@@ -92,7 +80,7 @@ static int ref_parse(struct pull *pl, const char *ref)
 	}
 	if (!pl->host || !pl->repo || !pl->tag)
 		return -ENOMEM;
-	if (pl->by_digest ? oci_digest_parse(pl->tag, d) : !tag_ok(pl->tag))
+	if (pl->by_digest ? oci_digest_parse(pl->tag, d) : !oci_tag_valid(pl->tag))
 		return import_fail(pl->ic, -EINVAL, "%s: bad %s '%s'", pl->label,
 				   pl->by_digest ? "digest (want sha256:<64 lowercase hex>)"
 						 : "tag", pl->tag);
@@ -152,7 +140,7 @@ static int desc_get(struct pull *pl, struct json_object *o, const char *what, ui
 
 	if (!oci_json_str(o, "digest") || oci_digest_parse(oci_json_str(o, "digest"), d))
 		return import_fail(pl->ic, -EBADMSG, "%s: %s: bad or missing digest '%s'",
-				   pl->label, what, oci_printable(oci_json_str(o, "digest") ?: "",
+				   pl->label, what, esc_str(oci_json_str(o, "digest") ?: "",
 								  pb, sizeof(pb)));
 	if (!json_object_object_get_ex(o, "size", &sz) || !json_object_is_type(sz, json_type_int) ||
 	    json_object_get_int64(sz) < 0)
@@ -242,6 +230,12 @@ static int list_blobs(struct pull *pl, struct json_object *doc)
 		ret = desc_get(pl, o, what, b->digest, &b->size);
 		if (ret)
 			return ret;
+		/* a document: bounded before a byte of it is fetched (the layers are data) */
+		if (!i && b->size > OCI_JSON_CONFIG_MAX)
+			return import_fail(pl->ic, -EFBIG,
+					   "%s: config: the manifest says %llu bytes: %s (not "
+					   "downloaded)", pl->label, (unsigned long long)b->size,
+					   oci_json_limits(OCI_JSON_CONFIG)->too_big);
 		ret = oci_files_add_blob(&pl->files, b->digest, &b->fd);
 		if (ret == -EEXIST)
 			continue; /* the same blob twice */

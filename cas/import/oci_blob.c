@@ -23,6 +23,7 @@
 #include <json-c/json.h>
 
 #include "../../common/dl_archive.h"
+#include "../../common/esc.h"
 #include "../../common/fsutil.h"
 
 #define LAYER_BUF_SIZE (1u << 20)
@@ -72,7 +73,7 @@ int oci_config_diff_ids(struct import_ctx *ic, struct json_object *config, size_
 
 		if (!json_object_is_type(d, json_type_string) || oci_digest_parse(s, diff_ids[i]))
 			return import_fail(ic, -EBADMSG, "%s: config: bad diff_id %zu '%s'", label,
-					   i + 1, oci_printable(s, pb, sizeof(pb)));
+					   i + 1, esc_str(s, pb, sizeof(pb)));
 	}
 	*have = true;
 	return 0;

@@ -23,6 +23,7 @@
 #include <json-c/json.h>
 
 #include "../../common/dl_archive.h"
+#include "../../common/esc.h"
 #include "../../common/grow.h"
 #include "import.h"
 #include "oci_blob.h"
@@ -418,7 +419,7 @@ static struct json_object *pick_image(struct da *da, struct json_object *list)
 		}
 	}
 	import_fail(da->ic, -ENOENT, "%s: no image tagged '%s' in manifest.json", da->label,
-		    oci_printable(da->ref, pb, sizeof(pb)));
+		    esc_str(da->ref, pb, sizeof(pb)));
 	return NULL;
 }
 
@@ -450,7 +451,7 @@ static struct da_member *need(struct da *da, const char *ref, const char *what)
 		m = da_lookup(da, path, &why);
 	if (!m) {
 		import_fail(da->ic, -ENOENT, "%s: %s %s: %s", da->label, what,
-			    oci_printable(ref, pb, sizeof(pb)), why);
+			    esc_str(ref, pb, sizeof(pb)), why);
 		return NULL;
 	}
 	m->needed = true;
@@ -522,7 +523,7 @@ static int da_import(struct da *da)
 	if (ret)
 		goto out;
 	snprintf(what, sizeof(what), "%s: config %s", da->label,
-		 oci_printable(im.cref, pb, sizeof(pb)));
+		 esc_str(im.cref, pb, sizeof(pb)));
 	ret = oci_blob_read(da->ic, im.cm->fd, OCI_SIZE_UNKNOWN,
 			    member_digest(im.cm, im.cref, cdigest) ? cdigest : NULL, OCI_JSON_CONFIG_MAX,
 			    &ctext, &clen, what);
@@ -545,7 +546,7 @@ static int da_import(struct da *da)
 		};
 
 		snprintf(what, sizeof(what), "%s: layer %zu %s", da->label, i + 1,
-			 oci_printable(l->ref, pb, sizeof(pb)));
+			 esc_str(l->ref, pb, sizeof(pb)));
 		ret = oci_layer_apply(da->ic, &src, (uint32_t)(i + 1), what);
 	}
 	if (!ret) {

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/utsname.h>
 
+#include "../../common/esc.h"
 #include "../oci_json.h"
 
 /* uname's machine in the OCI spelling (GOARCH). */
@@ -115,9 +116,9 @@ const char *oci_platform_list(struct json_object *list, char *buf, size_t len)
 		int w;
 
 		w = snprintf(buf + used, len - used, "%s%s/%s%s%s", used ? ", " : "",
-			     os ? oci_printable(os, b1, sizeof(b1)) : "?",
-			     arch ? oci_printable(arch, b2, sizeof(b2)) : "?", var ? "/" : "",
-			     var ? oci_printable(var, b3, sizeof(b3)) : "");
+			     os ? esc_str(os, b1, sizeof(b1)) : "?",
+			     arch ? esc_str(arch, b2, sizeof(b2)) : "?", var ? "/" : "",
+			     var ? esc_str(var, b3, sizeof(b3)) : "");
 		used += w > 0 ? (size_t)w : 0;
 	}
 	return buf;

@@ -259,7 +259,14 @@ static void job_finish(struct http *h, struct job *j, int curl_code)
 	struct http_req *rq = j->rq;
 
 	if (j->easy) {
+		long redirects = 0;
+		char *eff = NULL;
+
 		sym_curl_easy_getinfo(j->easy, CURLINFO_RESPONSE_CODE, &rq->status);
+		sym_curl_easy_getinfo(j->easy, CURLINFO_REDIRECT_COUNT, &redirects);
+		if (redirects > 0 &&
+		    sym_curl_easy_getinfo(j->easy, CURLINFO_EFFECTIVE_URL, &eff) == CURLE_OK && eff)
+			rq->elsewhere = !http_same_origin(eff, rq->url);
 		sym_curl_multi_remove_handle(h->multi, j->easy);
 		easy_put(h, j->easy);
 		j->easy = NULL;
@@ -468,6 +475,7 @@ int http_do(struct http *h, struct http_req *rq)
 	rq->body_out = NULL;
 	rq->body_out_len = 0;
 	rq->www_authenticate = rq->location = NULL;
+	rq->elsewhere = false;
 	if (!rq->max_body)
 		rq->max_body = 64u << 20;
 	if (rq->sink_restart)

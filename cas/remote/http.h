@@ -55,6 +55,7 @@ struct http_req {
 	size_t body_out_len;
 	char *www_authenticate;    /* the last WWW-Authenticate header, or NULL */
 	char *location;            /* the last Location header, or NULL */
+	bool elsewhere;            /* the answer came from another origin than url's (redirected) */
 	uint64_t usec;             /* time taken */
 };
 

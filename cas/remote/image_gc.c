@@ -113,7 +113,7 @@ static int load_images(struct gc_ctx *x, struct image_gc_result *res)
 {
 	struct gc_tags g = { .x = x, .res = res };
 
-	return remote_obj_tags(x->r, x->repo, gc_tag, &g, x->why, x->why_len);
+	return remote_obj_tags(x->r, x->repo, gc_tag, &g, &res->tags_skipped, x->why, x->why_len);
 }
 
 static bool mans_have(uint8_t (*v)[SHA256_LEN], size_t n, const uint8_t d[SHA256_LEN])

@@ -19,6 +19,7 @@ struct lister {
 	const char *repo;
 	struct image_entry *v;
 	size_t n, cap;
+	uint64_t skipped;   /* tags of the list that fail the tag rule */
 	char *why;
 	size_t why_len;
 };
@@ -75,7 +76,7 @@ static int list_tag(void *arg, const char *tag)
 
 static int list_oci(struct lister *x)
 {
-	return remote_obj_tags(x->r, x->repo, list_tag, x, x->why, x->why_len);
+	return remote_obj_tags(x->r, x->repo, list_tag, x, &x->skipped, x->why, x->why_len);
 }
 
 static int list_http(struct lister *x)
@@ -121,8 +122,8 @@ static int list_http(struct lister *x)
 	return ret;
 }
 
-int image_list(const struct remote_opts *o, struct image_entry **out, size_t *n, char *why,
-	       size_t why_len)
+int image_list(const struct remote_opts *o, struct image_entry **out, size_t *n,
+	       uint64_t *skipped, char *why, size_t why_len)
 {
 	struct lister x = { .why = why, .why_len = why_len };
 	struct remote_opts ro = *o;
@@ -131,6 +132,7 @@ int image_list(const struct remote_opts *o, struct image_entry **out, size_t *n,
 
 	*out = NULL;
 	*n = 0;
+	*skipped = 0;
 	if (why_len)
 		why[0] = '\0';
 	ro.push = false;
@@ -150,6 +152,7 @@ int image_list(const struct remote_opts *o, struct image_entry **out, size_t *n,
 	}
 	*out = x.v;
 	*n = x.n;
+	*skipped = x.skipped;
 	return 0;
 }
 

@@ -283,10 +283,10 @@ static int fetch_file(struct fetch_ctx *x, const struct image_file *f, bool layo
 	else
 		snprintf(rel, sizeof(rel), "manifests/%s.manifest", hex);
 	snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", dest);
-	s.fd = mkostemp(tmp, O_CLOEXEC);
+	s.fd = fs_mkstemp(tmp, 0, FS_DATA_MODE);
 	s.sha = sha256_new();
 	if (s.fd < 0 || !s.sha) {
-		ret = s.fd < 0 ? -errno : -ENOMEM;
+		ret = s.fd < 0 ? s.fd : -ENOMEM;
 		snprintf(x->why, x->why_len, "%s: %s", s.fd < 0 ? tmp : "sha256", strerror(-ret));
 		goto out;
 	}
@@ -310,7 +310,7 @@ static int fetch_file(struct fetch_ctx *x, const struct image_file *f, bool layo
 			 x->ref->oci ? "" : x->ref->chunk_url, x->ref->oci ? x->ref->chunk_url : rel,
 			 what, (unsigned long long)f->size);
 	}
-	if (!ret && (fsync(s.fd) < 0 || fchmod(s.fd, 0644) < 0 || rename(tmp, dest) < 0)) {
+	if (!ret && (fsync(s.fd) < 0 || rename(tmp, dest) < 0)) {
 		ret = -errno;
 		snprintf(x->why, x->why_len, "%s: %s", dest, strerror(-ret));
 	}

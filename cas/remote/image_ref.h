@@ -94,11 +94,12 @@ struct image_entry {
 
 /*
  * The images of a remote: oci://HOST/REPO (tags/list, then each tag's document; tags that
- * are not lazyblk images are left out), http(s)://HOST/PATH/ (images/index.json, each
- * image.json). 0, or -errno with one line in why.
+ * are not lazyblk images are left out, tags that fail the tag rule too, counted in *skipped),
+ * http(s)://HOST/PATH/ (images/index.json, each image.json; *skipped 0). 0, or -errno with
+ * one line in why.
  */
-int image_list(const struct remote_opts *o, struct image_entry **out, size_t *n, char *why,
-	       size_t why_len);
+int image_list(const struct remote_opts *o, struct image_entry **out, size_t *n,
+	       uint64_t *skipped, char *why, size_t why_len);
 void image_list_free(struct image_entry *v, size_t n);
 
 /* ---- registry garbage collection (cas gc --remote oci://…) ---- */
@@ -119,6 +120,7 @@ struct image_gc_result {
 	uint64_t dropped, dropped_bytes;
 	uint64_t missing;               /* kept chunks no index of the repository maps */
 	uint64_t manifests_deleted;     /* old chunk manifests no tag references any more */
+	uint64_t tags_skipped;          /* tags of the list that fail the tag rule (ignored) */
 };
 
 /*

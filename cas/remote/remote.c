@@ -82,6 +82,13 @@ int remote_do(struct remote *r, struct http_req *rq, int retries, const char **w
 		ret = http_do(r->http, rq);
 		if (ret == -ENOMEM)
 			return ret;
+		if (!ret && rq->status == 401 && r->ops->auth && rq->elsewhere) {
+			/* a host the registry sent us to: its challenge would take the credentials
+			 * (or a token of its choosing) where the registry never named */
+			*why = "a host the registry redirected to asks for credentials: refused "
+			       "(credentials go to the registry and the token realm it names only)";
+			return -EACCES;
+		}
 		if (!ret && rq->status == 401 && r->ops->auth && !auth_tried) {
 			auth_tried = true;
 			ret = r->ops->auth(r, rq->www_authenticate, why);

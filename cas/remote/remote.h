@@ -129,11 +129,14 @@ int remote_obj_stream(struct remote *r, const char *rel, const struct remote_sin
 		      char *why, size_t why_len);
 /*
  * oci: each tag of the registry's repository repo (GET v2/REPO/tags/list) to fn, in the
- * registry's order; a repository it does not know has none (0). -EBADMSG with one line in
- * why when the list is not a JSON object; fn's non-zero return stops and is returned.
+ * registry's order; a repository it does not know has none (0). An entry that is not a
+ * string or fails the tag rule (oci_tag_valid) is skipped and counted in *skipped (added
+ * to). -EBADMSG with one line in why when the list is not a JSON object; fn's non-zero
+ * return stops and is returned.
  */
 int remote_obj_tags(struct remote *r, const char *repo,
-		    int (*fn)(void *arg, const char *tag), void *arg, char *why, size_t why_len);
+		    int (*fn)(void *arg, const char *tag), void *arg, uint64_t *skipped,
+		    char *why, size_t why_len);
 /* PUT body to rel (any 2xx). 0, or -errno with one log_error line. */
 int remote_obj_put(struct remote *r, const char *rel, const void *body, size_t len,
 		   const char *ctype, const char *what);

@@ -93,8 +93,9 @@ struct remote {
 /*
  * Run rq with authentication and retries. Returns 0 with a response whose status the caller
  * judges (possibly a 5xx after the last retry), -EIO after the last transport failure,
- * -EACCES (with *why) when authentication failed, -ENOMEM. On return rq holds the last
- * attempt's outputs (clear them with http_req_clear).
+ * -EACCES (with *why) when authentication failed, or when a 401 comes from a host a redirect
+ * led to (a registry's challenge is followed only when the registry itself sent it), -ENOMEM.
+ * On return rq holds the last attempt's outputs (clear them with http_req_clear).
  */
 int remote_do(struct remote *r, struct http_req *rq, int retries, const char **why);
 /*

@@ -81,7 +81,8 @@ int remote_obj_stream(struct remote *r, const char *rel, const struct remote_sin
 }
 
 int remote_obj_tags(struct remote *r, const char *repo,
-		    int (*fn)(void *arg, const char *tag), void *arg, char *why, size_t why_len)
+		    int (*fn)(void *arg, const char *tag), void *arg, uint64_t *skipped,
+		    char *why, size_t why_len)
 {
 	struct json_object *root, *tags;
 	char rel[PATH_MAX];
@@ -109,8 +110,13 @@ int remote_obj_tags(struct remote *r, const char *repo,
 	for (size_t i = 0; !ret && tags && i < json_object_array_length(tags); i++) {
 		struct json_object *t = json_object_array_get_idx(tags, i);
 
-		if (json_object_is_type(t, json_type_string))
+		/* one odd entry neither reaches a URL or a terminal nor stops the others */
+		if (json_object_is_type(t, json_type_string) &&
+		    strlen(json_object_get_string(t)) == (size_t)json_object_get_string_len(t) &&
+		    oci_tag_valid(json_object_get_string(t)))
 			ret = fn(arg, json_object_get_string(t));
+		else
+			(*skipped)++;
 	}
 	json_object_put(root);
 	return ret;

@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "../../common/dl_curl.h"
+#include "../../common/esc.h"
 #include "../../common/log.h"
 #include "../oci_json.h"
 #include "oci_index.h"
@@ -66,18 +67,6 @@ static bool repo_valid(const char *s)
 			return false;
 		start = true;
 	}
-	return true;
-}
-
-static bool tag_valid(const char *s)
-{
-	size_t n = strlen(s);
-
-	if (!n || n > 128 || !(isalnum((unsigned char)s[0]) || s[0] == '_'))
-		return false;
-	for (size_t i = 1; i < n; i++)
-		if (!isalnum((unsigned char)s[i]) && !strchr("._-", s[i]))
-			return false;
 	return true;
 }
 
@@ -161,7 +150,7 @@ static int oci_parse(struct remote *r, const char *url, const char **why)
 		       "separators . _ - /)";
 		return -EINVAL;
 	}
-	if (!tag_valid(o->tag)) {
+	if (!oci_tag_valid(o->tag)) {
 		*why = "bad tag in the OCI remote";
 		return -EINVAL;
 	}
@@ -570,7 +559,7 @@ int remote_oci_blob_put(struct remote *r, const uint8_t digest[SHA256_LEN], cons
 	free(url);
 	if (ret == -EINVAL || (!ret && !http_same_origin(put, r->base))) {
 		log_error("%s: the registry's upload location %s: %s", what,
-			  oci_printable(loc, pb, sizeof(pb)),
+			  esc_str(loc, pb, sizeof(pb)),
 			  ret ? why : "on another host than the registry (not followed)");
 		free(loc);
 		free(put);

@@ -2,7 +2,8 @@
 # JSON bombs (issue 15, item 8): json-c spends ~800 bytes on each {} of a [{},{},...], so a
 # 2 MB OCI manifest took 548 MB to import and a 4 MB registry index 1.1 GB in serve. Under
 # a 400 MB address-space limit, import of such a manifest and serve from such a registry
-# must be refused with one line naming the limit (not killed, not "out of memory"); and
+# must be refused with one line naming the limit (not killed, not "out of memory"); a
+# docker:// image config larger than its limit is refused before it is downloaded; and
 # concurrent chunk misses must reload a registry's chunk index once, not once each.
 . "$(dirname "$0")/lib/common.sh"
 for tool in python3 curl prlimit nbdcopy nbdinfo; do
@@ -51,6 +52,17 @@ for n in 4000000 5000000; do
     --remote "oci://127.0.0.1:$FAKE_PORT/x/y" --nbd "unix:$SOCK"
   stop_pid "$FAKE_PID"
 done
+
+# ---- a docker:// image whose config is 64 MiB (issue 24): refused from its descriptor,
+# before a byte of it is fetched (it was downloaded whole into STORE/tmp, then refused)
+start_fake cfg --huge-config $((64 << 20))
+expect_fail_line "import docker:// of a 64 MiB config" \
+  "config: the manifest says 67108864 bytes: larger than 8 MiB, the limit for an image config" -- \
+  timeout 60 "${LIMIT[@]}" "$LAZYBLK" import "docker://127.0.0.1:$FAKE_PORT/x/y:t" --insecure \
+  --store "$T/cs" -o "$T/c.manifest"
+! grep -q "^GET /v2/x/y/blobs/" "$T/cfg.log" || die "the config was fetched: $(cat "$T/cfg.log")"
+[ ! -e "$T/c.manifest" ] || die "a manifest was written for the 64 MiB config"
+stop_pid "$FAKE_PID"
 
 # ---- concurrent misses reload the index once: the first GET of the tag lists nothing, the
 # later ones (answered after 1 s) everything; serve (without its start-up check, which would

@@ -3,7 +3,8 @@
 # whose 401 names a token realm on another host or port over plain http gets no credentials
 # sent there, one on the registry itself gets them; an upload Location on another host, or
 # with userinfo tricks (http://127.0.0.1:P@127.0.0.2:P2/up), is refused and nothing is sent
-# there; blob redirects to another port of the same host carry no credentials either. A tag
+# there; blob redirects to another port of the same host carry no credentials either, and a
+# 401 from the host a blob was redirected to is not followed to its realm (issue 24). A tag
 # list that is not a JSON object stops `images ls` and `cas gc --remote oci` with one line.
 . "$(dirname "$0")/lib/common.sh"
 for tool in python3 curl; do
@@ -66,6 +67,22 @@ grep -q "^GET /v2/x/y/blobs/" "$T/blobs.log" || die "no blob was redirected"
 no_auth "$T/blobs.log" "blob redirects to another port"
 stop_pid "$FAKE_PID"
 echo "ok: blob redirects to another port carry no credentials"
+
+# ---- blobs redirected to a host that answers 401 with a challenge of its own: not followed
+# (its realm would get a token request, and over https the credentials; issue 24)
+start_fake evil --store "$T/a.store" --realm self
+E=$FAKE_PORT
+start_fake reg --store "$T/a.store" --realm self --token-basic alice:s3cret \
+  --redirect-blobs "http://127.0.0.1:$E"
+expect_fail_line "a redirected host's challenge" "redirected to asks for credentials: refused" -- \
+  timeout 60 "${CREDS[@]}" "$LAZYBLK" export "$T/a.layout" --store "$T/e11" \
+  --remote "oci://127.0.0.1:$FAKE_PORT/x/y" -o "$T/o11.raw" --fetch-retries 0
+grep -q "^GET /v2/x/y/blobs/" "$T/evil.log" || die "no blob was redirected"
+! grep -q "^GET /token" "$T/evil.log" ||
+  die "the redirected host's realm was asked for a token: $(cat "$T/evil.log")"
+no_auth "$T/evil.log" "a redirected host's challenge"
+stop_pid "$FAKE_PID"
+echo "ok: a challenge from a host the registry redirected to is not followed"
 
 # ---- upload locations: one on the registry works; other hosts and userinfo are refused
 start_fake reg --realm self

@@ -14,11 +14,13 @@
 #include "../../common/dl.h"
 #include "../../common/dl_archive.h"
 #include "../../common/dl_curl.h"
+#include "../../common/esc.h"
 #include "../../common/fsutil.h"
 #include "../../common/grow.h"
 #include "../../common/hash.h"
 #include "../../common/json_out.h"
 #include "../../common/le.h"
+#include "../../common/log.h"
 #include "../../common/sha256.h"
 #include "../../common/size.h"
 #include "../../common/workq.h"
@@ -436,6 +438,92 @@ static void test_json_buf(void **state)
 	assert_null(b.p);
 }
 
+/* ------------------------------------------------------------------ esc */
+
+static void expect_esc_len(const char *in, size_t len, const char *want)
+{
+	char out[256];
+
+	assert_string_equal(esc_bytes(in, len, out, sizeof(out)), want);
+}
+
+#define ARROW "\xe2\x86\x92" /* U+2192, three bytes */
+#define ARROWS(n) ARROWS_##n
+#define ARROWS_4 ARROW ARROW ARROW ARROW
+#define ARROWS_5 ARROWS_4 ARROW
+#define ARROWS_6 ARROWS_5 ARROW
+
+/* in: a string literal (its NUL bytes count, not the last one) */
+#define expect_esc(in, want) expect_esc_len(in, sizeof(in) - 1, want)
+
+/* Printable text and UTF-8 kept; controls, bad UTF-8, C1 and bidi controls as \xHH. */
+static void test_esc(void **state)
+{
+	char small[16], out[ESC_LEN(4)];
+
+	(void)state;
+	expect_esc("plain v1.2_x-y", "plain v1.2_x-y");
+	expect_esc("caf\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x90\xb3",
+		   "caf\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x90\xb3");
+	expect_esc("\033[31mred\033]0;t\007", "\\x1b[31mred\\x1b]0;t\\x07");
+	expect_esc("a\nb\rc\td\x7f", "a\\x0ab\\x0dc\\x09d\\x7f");
+	expect_esc("nul\0x", "nul\\x00x");
+	expect_esc("back\\slash", "back\\\\slash");
+	/* not UTF-8: a lone 8-bit CSI, a cut sequence, overlong, a surrogate, > U+10FFFF */
+	expect_esc("\x9b" "2J", "\\x9b2J");
+	expect_esc("x\xc3", "x\\xc3");
+	expect_esc("\xc0\xaf", "\\xc0\\xaf");
+	expect_esc("\xed\xa0\x80", "\\xed\\xa0\\x80");
+	expect_esc("\xf4\x90\x80\x80", "\\xf4\\x90\\x80\\x80");
+	/* valid UTF-8 that a terminal obeys or that reorders the line */
+	expect_esc("\xc2\x9b" "2J", "\\xc2\\x9b2J");
+	expect_esc("a\xe2\x80\xae" "b", "a\\xe2\\x80\\xaeb");
+	expect_esc("\xe2\x81\xa6\xe2\x80\xa8", "\\xe2\\x81\\xa6\\xe2\\x80\\xa8");
+	expect_esc("\xd8\x9c", "\\xd8\\x9c");
+	/* esc_line keeps a backslash (the pieces were escaped already), not a control */
+	assert_string_equal(esc_line("a\\x1b\033", out, sizeof(out)), "a\\x1b\\x1b");
+	assert_string_equal(esc_str(NULL, out, sizeof(out)), "");
+	/* worst case: ESC_LEN(n) is enough */
+	assert_string_equal(esc_bytes("\001\002\003\004", 4, out, sizeof(out)),
+			    "\\x01\\x02\\x03\\x04");
+	/* cut at a boundary, with "...", never past the buffer */
+	assert_string_equal(esc_str("0123456789abcdefghij", small, sizeof(small)),
+			    "0123456789ab...");
+	assert_string_equal(esc_str("0123456789\033\033", small, sizeof(small)), "0123456789...");
+	assert_string_equal(esc_str("0123456789abcde", small, sizeof(small)), "0123456789abcde");
+	assert_string_equal(esc_str(ARROWS(5), small, sizeof(small)), ARROWS(5));
+	assert_string_equal(esc_str(ARROWS(6), small, sizeof(small)), ARROWS(4) "...");
+	assert_string_equal(esc_str("abcd", small, 3), "..");
+	assert_string_equal(esc_str("abcdef", small, 4), "...");
+	assert_string_equal(esc_str("abc", small, 1), "");
+	assert_string_equal(esc_str("abc", small, 0), "");
+}
+
+/* What the logger writes: every line through esc_line. */
+static void test_log_escapes(void **state)
+{
+	char path[] = "/tmp/lazyblk-log.XXXXXX", buf[512];
+	int fd = mkstemp(path), saved = dup(STDERR_FILENO);
+	ssize_t n;
+
+	(void)state;
+	assert_true(fd >= 0 && saved >= 0);
+	fflush(stderr);
+	assert_int_equal(dup2(fd, STDERR_FILENO), STDERR_FILENO);
+	log_error("tag %s: %s", "\033]0;pwned\007", "bad\nlazyblk: forged line");
+	log_warn("\xe2\x80\xae" "txt.exe \\ ok");
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	close(fd);
+	unlink(path);
+	assert_true(n > 0);
+	buf[n] = '\0';
+	assert_string_equal(buf, "lazyblk: tag \\x1b]0;pwned\\x07: bad\\x0alazyblk: forged line\n"
+				 "lazyblk: warning: \\xe2\\x80\\xaetxt.exe \\ ok\n");
+}
+
 /* ------------------------------------------------------------------ fsutil */
 
 static void test_fs_write_read(void **state)
@@ -499,6 +587,53 @@ static void test_fs_write_read(void **state)
 	assert_int_equal(fs_read_file("/dev/null", &got, &len), -EINVAL);
 
 	rm_rf(dir);
+}
+
+/* Files of image and guest data: FS_DATA_MODE through the umask, never widened past it. */
+static void test_fs_mkstemp_umask(void **state)
+{
+	static const mode_t masks[][2] = { { 077, 0600 }, { 022, 0644 }, { 027, 0640 },
+					   { 0, 0644 } };
+	char dir[PATH_MAX], t1[PATH_MAX], t2[PATH_MAX], p[PATH_MAX];
+	mode_t old = umask(022);
+	struct stat st;
+	int fd1, fd2;
+
+	(void)state;
+	tmpdir_make(dir);
+	for (size_t i = 0; i < sizeof(masks) / sizeof(masks[0]); i++) {
+		umask(masks[i][0]);
+		path_fmt(t1, "%s/a.tmp.XXXXXX", dir);
+		path_fmt(t2, "%s/a.tmp.XXXXXX", dir);
+		fd1 = fs_mkstemp(t1, 0, FS_DATA_MODE);
+		fd2 = fs_mkstemp(t2, 0, FS_DATA_MODE);
+		assert_true(fd1 >= 0 && fd2 >= 0);
+		assert_string_not_equal(t1, t2);
+		assert_null(strstr(t1, "XXXXXX"));
+		assert_int_equal(fstat(fd1, &st), 0);
+		assert_int_equal(st.st_mode & 07777, masks[i][1]);
+		assert_true(fcntl(fd1, F_GETFD) & FD_CLOEXEC);
+		assert_int_equal(write(fd1, "x", 1), 1); /* open for writing */
+		close(fd1);
+		close(fd2);
+		unlink(t1);
+		unlink(t2);
+		/* the atomic writer: the same rule, whatever mode it is asked for */
+		path_fmt(p, "%s/f", dir);
+		assert_int_equal(fs_write_file_atomic(p, "data", 4, FS_DATA_MODE), 0);
+		assert_int_equal(stat(p, &st), 0);
+		assert_int_equal(st.st_mode & 07777, masks[i][1]);
+		unlink(p);
+	}
+	umask(old);
+	/* no XXXXXX: refused; a directory that does not exist: its errno */
+	path_fmt(t1, "%s/a.tmp", dir);
+	assert_int_equal(fs_mkstemp(t1, 0, FS_DATA_MODE), -EINVAL);
+	strcpy(t1, "XXXXX");
+	assert_int_equal(fs_mkstemp(t1, 0, FS_DATA_MODE), -EINVAL);
+	path_fmt(t1, "%s/nodir/a.XXXXXX", dir);
+	assert_int_equal(fs_mkstemp(t1, 0, FS_DATA_MODE), -ENOENT);
+	assert_int_equal(rmdir(dir), 0);
 }
 
 /* An atomic writer never renames over a directory, a FIFO or a socket (nor a device). */
@@ -1076,7 +1211,10 @@ int main(void)
 		cmocka_unit_test(test_json_write),
 		cmocka_unit_test(test_json_field_bytes),
 		cmocka_unit_test(test_json_buf),
+		cmocka_unit_test(test_esc),
+		cmocka_unit_test(test_log_escapes),
 		cmocka_unit_test(test_fs_write_read),
+		cmocka_unit_test(test_fs_mkstemp_umask),
 		cmocka_unit_test(test_fs_output_check),
 		cmocka_unit_test(test_fs_read_full_eof),
 		cmocka_unit_test(test_fs_mkdir_p),

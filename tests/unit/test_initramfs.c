@@ -702,13 +702,20 @@ static void test_image_config(void **state)
 	const char *why = NULL;
 	struct cpio_rd r;
 	const char *data;
+	mode_t old_mask;
+	struct stat st;
 
 	assert_int_equal(oci_config_parse(json, strlen(json), &c, &why), 0);
 	o.image = &c;
 	o.env = (const char *const[]){ "EXTRA=1" };
 	o.n_env = 1;
+	/* the image's environment is in it: the umask decides who may read it (issue 24) */
+	old_mask = umask(077);
 	if (initramfs_build(&o, f->out, sizeof(f->out)))
 		fail_msg("build: %s", f->err);
+	umask(old_mask);
+	assert_int_equal(stat(f->out, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
 	read_cpio(f->out, &r, false);
 	assert_string_equal((char *)find(&r, "etc/lazyblk/cmd")->data,
 			    "set -- '/entry' '--flag' 'serve' 'a b'\n");

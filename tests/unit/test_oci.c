@@ -227,18 +227,6 @@ static void test_path_normalize(void **state)
 	assert_string_equal(out, "abcdefg");
 }
 
-static void test_printable(void **state)
-{
-	char buf[16];
-
-	(void)state;
-	assert_string_equal(oci_printable("plain", buf, sizeof(buf)), "plain");
-	assert_string_equal(oci_printable("a\nb\033[1m\x7f", buf, sizeof(buf)), "a?b?[1m?");
-	assert_string_equal(oci_printable("0123456789abcdefghij", buf, sizeof(buf)),
-			    "0123456789ab...");
-	assert_string_equal(oci_printable(NULL, buf, sizeof(buf)), "");
-}
-
 /* ---------------------------------------------------------------- blob reads */
 
 struct tmp {
@@ -775,7 +763,6 @@ int main(void)
 		cmocka_unit_test(test_json_parse),
 		cmocka_unit_test(test_json_limits),
 		cmocka_unit_test(test_path_normalize),
-		cmocka_unit_test(test_printable),
 		cmocka_unit_test_setup_teardown(test_blob_read, tmp_setup, tmp_teardown),
 		cmocka_unit_test_setup_teardown(test_layer_plain, tmp_setup, tmp_teardown),
 		cmocka_unit_test_setup_teardown(test_layer_gzip, tmp_setup, tmp_teardown),

@@ -250,11 +250,11 @@ static int cpio_store(struct build *b, const char *path)
 	int rc, fd;
 
 	snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path);
-	fd = mkstemp(tmp);
+	fd = fs_mkstemp(tmp, 0, FS_DATA_MODE);
 	if (fd < 0)
-		return initramfs_fail(o, -errno, "%s: %s", tmp, strerror(errno));
+		return initramfs_fail(o, fd, "%s: %s", tmp, strerror(-fd));
 	rc = image_write(o, fd, &b->m, b->bb.data, b->bb.len, &b->f);
-	if (!rc && (fchmod(fd, 0644) || fsync(fd)))
+	if (!rc && fsync(fd))
 		rc = initramfs_fail(o, -errno, "%s: %s", tmp, strerror(errno));
 	if (!rc) {
 		int e = fs_rename_output(tmp, path);

@@ -30,6 +30,9 @@ Options:
     --index-delay S    GETs of a tag after the first wait S seconds before the answer
     --tags-list BODY   GET /v2/REPO/tags/list answers BODY (200, application/json); without
                        it, 404 as for anything else
+    --huge-config N    the tag's document is an OCI image manifest (no layers) whose config
+                       is N bytes of zeros, served as a blob under its digest (a docker://
+                       import must refuse it from the descriptor, before downloading it)
 """
 import argparse
 import base64
@@ -89,6 +92,18 @@ class State:
         self.index, self.mans = build(chunks)
         self.empty_index, m = build([])
         self.mans.update(m)
+        if a.huge_config:
+            h = hashlib.sha256()
+            zeros = bytes(1 << 20)
+            for _ in range(a.huge_config >> 20):
+                h.update(zeros)
+            h.update(bytes(a.huge_config & ((1 << 20) - 1)))
+            self.huge_digest = h.hexdigest()
+            self.huge_manifest = doc({
+                "schemaVersion": 2, "mediaType": MAN,
+                "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
+                           "digest": "sha256:" + self.huge_digest, "size": a.huge_config},
+                "layers": []})
         if a.bomb_index:
             n = a.bomb_index // 3
             self.bomb = (b'{"schemaVersion":2,"mediaType":"' + IDX.encode() +
@@ -110,6 +125,21 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
+
+    def send_zeros(self, n):
+        self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Content-Length", str(n))
+        self.end_headers()
+        if self.command == "HEAD":
+            return
+        zeros = bytes(1 << 20)
+        try:
+            while n > 0:
+                self.wfile.write(zeros[:min(n, len(zeros))])
+                n -= min(n, len(zeros))
+        except OSError:
+            pass
 
     def record(self):
         st = self.server.st
@@ -165,6 +195,8 @@ class Handler(BaseHTTPRequestHandler):
             if ref.startswith("sha256:"):
                 m = st.mans.get(ref)
                 return self.send(200, m, MAN) if m else self.send(404, b"{}")
+            if st.a.huge_config:
+                return self.send(200, st.huge_manifest, MAN)
             with st.lock:
                 st.tag_gets += 1
                 first = st.tag_gets == 1
@@ -177,6 +209,8 @@ class Handler(BaseHTTPRequestHandler):
         if len(parts) >= 5 and parts[-2] == "blobs" and parts[-1].startswith("sha256:"):
             if st.a.redirect_blobs:
                 return self.send(307, b"", headers=[("Location", st.a.redirect_blobs + path)])
+            if st.a.huge_config and parts[-1] == "sha256:" + st.huge_digest:
+                return self.send_zeros(st.a.huge_config)
             p = st.blobs.get(parts[-1][7:])
             if not p:
                 return self.send(404, b"{}")
@@ -219,6 +253,7 @@ def main():
     ap.add_argument("--empty-first", action="store_true")
     ap.add_argument("--index-delay", type=float, default=0)
     ap.add_argument("--tags-list")
+    ap.add_argument("--huge-config", type=int, default=0)
     a = ap.parse_args()
     srv = ThreadingHTTPServer((a.listen, a.port), Handler)
     srv.daemon_threads = True

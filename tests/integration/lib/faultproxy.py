@@ -3,7 +3,7 @@
 
     faultproxy.py UPSTREAM_URL --port-file FILE [--listen HOST] [--port N] [--mode MODE]
                   [--auth USER:PASS] [--basic USER:PASS] [--redirect-blobs]
-                  [--redirect-host HOST]
+                  [--redirect-host HOST] [--tags-list BODY]
 
 Forwards GET/HEAD/PUT/POST/PATCH/DELETE (headers and bodies) to UPSTREAM_URL and passes
 status, headers and body back; Location headers that point at the upstream are rewritten to
@@ -51,6 +51,8 @@ forwarding.
 on --redirect-host (default 127.0.0.2, another port if that address is unusable), which
 serves the same path from the upstream, applies the fault mode, and counts requests that
 carry an Authorization header as leaked_auth.
+--tags-list BODY: GET /v2/REPO/tags/list answers BODY (200, application/json) instead of
+the upstream's list (a registry whose tag list holds hostile names).
 """
 import argparse
 import base64
@@ -79,6 +81,7 @@ class State:
         self.auth = args.auth
         self.basic = args.basic
         self.redirect = args.redirect_blobs
+        self.tags_list = args.tags_list
         up = urllib.parse.urlsplit(args.upstream)
         if up.scheme != "http" or not up.hostname:
             sys.exit("faultproxy: upstream must be http://HOST[:PORT][/PREFIX]")
@@ -399,6 +402,9 @@ class Handler(BaseHTTPRequestHandler):
                 scope = self.bearer_ok()
                 if scope is not None:
                     return self.need_bearer(scope)
+            if st.tags_list is not None and self.command == "GET" and \
+                    self.path.split("?", 1)[0].endswith("/tags/list"):
+                return self.send(200, st.tags_list.encode(), ctype="application/json")
             if chunk_get and st.redirect and st.redir_origin:
                 st.count("redirects")
                 return self.send(307, b"", [("Location", st.redir_origin + self.path)])
@@ -492,6 +498,7 @@ def main():
     ap.add_argument("--basic")
     ap.add_argument("--redirect-blobs", action="store_true")
     ap.add_argument("--redirect-host", default="127.0.0.2")
+    ap.add_argument("--tags-list")
     args = ap.parse_args()
     state = State(args)
     if not state.set_mode(args.mode):
