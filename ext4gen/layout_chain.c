@@ -465,10 +465,14 @@ int layout_read_meta_blocks(const struct layout *l, const struct layout_meta_run
 int layout_read_meta(const struct layout *l, uint64_t lba, void *buf)
 {
 	size_t i = layout_meta_run_at(l, lba);
-	const struct layout_meta_run *m = &l->meta_runs[i];
+	const struct layout_meta_run *m;
 	int ret;
 
-	if (i == l->hdr.meta_run_count || m->lba > lba)
+	/* no pointer into meta_runs before i is known to be inside it (it may be NULL) */
+	if (i == l->hdr.meta_run_count)
+		return 0;
+	m = &l->meta_runs[i];
+	if (m->lba > lba)
 		return 0;
 	ret = layout_read_meta_blocks(l, m, m->first + lba - m->lba, 1, buf, NULL);
 	return ret ? ret : 1;
