@@ -449,7 +449,7 @@ int cmd_cas(int argc, char **argv)
 		goto out;
 	}
 	if (is_gc && remote_url) {
-		ret = cli_cas_gc_remote(remote_url, keep, n_keep, store_dir, dry_run);
+		ret = cli_cas_gc_remote(remote_url, keep, n_keep, store_dir, grace, dry_run);
 		goto out;
 	}
 	if (!store_dir) {

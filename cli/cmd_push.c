@@ -331,6 +331,7 @@ int cmd_push(int argc, char **argv)
 	o.remote.concurrency = rem.concurrency;
 	o.remote.timeout_ms = rem.timeout_ms;
 	o.remote.retries = rem.retries;
+	o.notes = CLI_NOTES;
 	log_first_error_only(true); /* uploader threads may fail at once: say it once */
 	if (push_is_image(rem.url, argv + optind, argc - optind)) {
 		if (argc - optind != 1)
