@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Leases on an http(s) store (docs/remote.md#pushes-and-gc-of-an-http-store): how a push and
+ * Leases on an http(s) store (docs/images.md#pushes-and-gc-of-an-http-store): how a push and
  * `cas gc --remote` of one store keep out of each other's way without any lock the server
  * would have to offer. Each writes a small file, PATH/leases/push.<16 hex> or gc.<16 hex>,
  * before it looks at anything, then lists PATH/leases/ for the other kind:

@@ -323,6 +323,7 @@ int cas_push(const struct cas_push_opts *o, struct cas_push_stats *st, char *why
 		ret = push_all(&x, chunks, n);
 	}
 	if (!ret) {
+		lease_refresh(x.lease);
 		ret = o->publish ? o->publish(o->publish_arg, x.r) : remote_publish(x.r);
 		if (ret == -ENOMEM)
 			push_fail(&x, ret, "%s: publishing: out of memory", o->remote.url);
