@@ -139,7 +139,8 @@ static int gc_lease(const char *url, struct lease **lease)
 	if (!ret && *lease)
 		ret = lease_others(*lease, LEASE_PUSH, false, &seen, why, sizeof(why));
 	if (ret) {
-		log_error("%s; nothing removed", why);
+		if (why[0]) /* else the remote said why */
+			log_error("%s; nothing removed", why);
 		return 1;
 	}
 	if (*lease && seen.live) {

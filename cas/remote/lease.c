@@ -103,7 +103,8 @@ int lease_take(const struct remote_opts *o, enum lease_kind kind, struct lease *
 		 kind_names[kind], host, (long)getpid());
 	ret = lease_write(l);
 	if (ret) {
-		snprintf(why, why_len, "%s%s: cannot write the lease (said above)", o->url, l->rel);
+		if (why_len)
+			why[0] = '\0'; /* the PUT said why */
 		goto fail;
 	}
 	*out = l;

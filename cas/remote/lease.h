@@ -38,8 +38,8 @@ struct lease;
 /*
  * Take a lease of kind on the http(s) store o->url (its own connection; o's timeouts and
  * retries). 0 with *out NULL when o->url is not an http(s) store or the store is not listed
- * as JSON (nothing to tell there); 0 with the lease; or -errno with one line in why. Prints
- * nothing (but a failed PUT is logged, as remote_obj_put does).
+ * as JSON (nothing to tell there); 0 with the lease; or -errno with one line in why, or
+ * with why empty when the lease's PUT failed (remote_obj_put logged why).
  */
 int lease_take(const struct remote_opts *o, enum lease_kind kind, struct lease **out,
 	       char *why, size_t why_len);

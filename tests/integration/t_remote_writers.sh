@@ -144,16 +144,19 @@ proxy_mode 'park:DELETE:/chunks/'
 "$LAZYBLK" cas gc --remote "$PROXY_URL/" --grace 0 >"$T/gcw.out" 2>&1 &
 pgc=$!
 proxy_parked 1
-leases_get=$(nginx_count GET '^/leases/$')
 "$LAZYBLK" push --store "$T/c.store" --remote "${W}images/late" "$T/c.layout" \
   >"$T/late.out" 2>"$T/late.err" &
 plate=$!
-# until the push has read the leases after writing its own (it then waits), or, without
-# leases, until it is done
+# until the push has listed the leases after writing its own (nginx logs a request once it
+# has answered it: the push then has the listing with the gc's lease in it, and waits), or,
+# without leases, until it is done
+read_after_own() {
+  awk -v p="$NGINX_PREFIX" '$1 == "PUT" && index($2, p "/leases/push.") == 1 { own = 1 }
+    own && $1 == "GET" && $2 == p "/leases/" { n++ } END { exit !(n > 0) }' "$NGINX_LOG"
+}
 for _ in $(seq 1 1200); do
   kill -0 "$plate" 2>/dev/null || break
-  [ "$(nginx_count PUT '^/leases/push\.')" -ge 1 ] &&
-    [ "$(nginx_count GET '^/leases/$')" -ge $((leases_get + 2)) ] && break
+  read_after_own && break
   sleep 0.1
 done
 proxy_release
