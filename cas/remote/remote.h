@@ -148,8 +148,9 @@ int remote_obj_tags(struct remote *r, const char *repo,
  * itself) through the server's JSON index (nginx: autoindex on; autoindex_format json;):
  * fn for each file and directory in it (non-zero stops and is returned; fn may be NULL).
  * *now (may be NULL; set before fn is first called): the server's clock when it answered
- * (its Date header; the local clock when it sent none), to compare mtimes with. 0; -ENOENT no such directory; -EOPNOTSUPP the server does
- * not list it as JSON; -EACCES, -EIO, -EFBIG: each with one line in why. Prints nothing.
+ * (its Date header; the local clock when it sent none), to compare mtimes with. 0; -ENOENT
+ * no such directory; -EOPNOTSUPP the server does not list it as JSON; -EACCES, -EIO,
+ * -EFBIG: each with one line in why. Prints nothing.
  */
 struct remote_dirent {
 	const char *name;
