@@ -55,7 +55,8 @@ static int load_index(struct gc_ctx *x, const char *ref, struct oci_refs *refs,
 	if (doc_digest && image_tag_kind((const char *)buf, len) != IMAGE_TAG_CHUNKS) {
 		/* the tag gc rewrites: never an image, nor anything else (docs/images.md) */
 		snprintf(x->why, x->why_len, "%s: tag %s holds %s: gc rewrites only a chunk index "
-			 "(the tag plain push writes, default lazyblk-chunks); nothing changed", remote_url(x->r), ref,
+			 "(the tag plain push writes, default lazyblk-chunks); nothing changed",
+			 remote_url(x->r), ref,
 			 image_tag_kind((const char *)buf, len) == IMAGE_TAG_IMAGE
 			 ? "a lazyblk image" : "something other than a lazyblk chunk index");
 		free(buf);
