@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "../cas/remote/image_ref.h"
+#include "../cas/remote/lease.h"
 #include "../common/log.h"
 #include "../common/size.h"
 #include "../ext4gen/refs.h"
@@ -52,7 +53,8 @@ static int digest_cmp(const void *a, const void *b)
 }
 
 /* Every image of the store: its files, and the chunks of its layouts (fetched into dir). */
-static int http_collect(const char *url, const char *dir, struct http_keep *k, size_t *n_img)
+static int http_collect(const char *url, const char *dir, struct http_keep *k, size_t *n_img,
+			struct lease *lease)
 {
 	struct remote_opts ro = { .url = url };
 	struct image_entry *v = NULL;
@@ -71,6 +73,7 @@ static int http_collect(const char *url, const char *dir, struct http_keep *k, s
 		struct image_fetched f;
 		const char *cw = NULL;
 
+		lease_refresh(lease);
 		snprintf(ref, sizeof(ref), "%simages/%s", url, v[i].name);
 		ro.url = ref;
 		ret = image_fetch(&ro, dir, &f, why, sizeof(why));
@@ -122,13 +125,43 @@ static void print_deleted(void *arg, const char *rel, uint64_t size)
 	       (unsigned long long)size);
 }
 
-static int gc_http(const char *url, const char *const *keep, size_t n_keep,
-		   const char *store_dir, bool dry_run)
+/*
+ * The gc's lease on the store (lease.h), taken before anything is read; 1 (said why) when a
+ * push holds one: what it found on the store must stay until its name is written.
+ */
+static int gc_lease(const char *url, struct lease **lease)
 {
-	struct image_sweep_opts o = { .remote.url = url, .dry_run = dry_run };
+	struct remote_opts ro = { .url = url };
+	struct lease_seen seen;
+	char why[PATH_MAX + 256];
+	int ret;
+
+	ret = lease_take(&ro, LEASE_GC, lease, why, sizeof(why));
+	if (!ret && *lease)
+		ret = lease_others(*lease, LEASE_PUSH, false, &seen, why, sizeof(why));
+	if (ret) {
+		if (why[0]) /* else the remote said why */
+			log_error("%s; nothing removed", why);
+		return 1;
+	}
+	if (*lease && seen.live) {
+		log_error("%s: a push to the store is under way (leases/%s, written %llds ago): "
+			  "nothing removed; run gc again when it has finished", url, seen.name,
+			  (long long)seen.age);
+		return 1;
+	}
+	return 0;
+}
+
+static int gc_http(const char *url, const char *const *keep, size_t n_keep,
+		   const char *store_dir, uint64_t grace, bool dry_run)
+{
+	struct image_sweep_opts o = { .remote.url = url, .dry_run = dry_run, .grace_secs = grace };
 	struct image_sweep_result res;
 	struct http_keep k = { 0 };
-	char tmp[] = "/tmp/lazyblk-gc.XXXXXX", why[PATH_MAX + 256], h[32];
+	struct lease *lease = NULL;
+	struct lease_seen seen;
+	char tmp[] = "/tmp/lazyblk-gc.XXXXXX", why[PATH_MAX + 256], h[32], hy[32];
 	const char *dir = store_dir;
 	size_t n_img = 0;
 	int ret = 0;
@@ -136,14 +169,19 @@ static int gc_http(const char *url, const char *const *keep, size_t n_keep,
 	if (url[strlen(url) - 1] != '/')
 		return cli_usage_error("--remote %s: an http(s) store is http(s)://HOST/PATH/ "
 				       "(with the slash)", url);
+	if (!dry_run && gc_lease(url, &lease)) {
+		lease_drop(lease);
+		return 1;
+	}
 	if (!dir && !(dir = mkdtemp(tmp))) {
 		log_error("%s: %s", tmp, strerror(errno));
+		lease_drop(lease);
 		return 1;
 	}
 	for (size_t i = 0; !ret && i < n_keep; i++)
 		ret = cli_keep_add(&k.chunks, keep[i], dir);
 	if (!ret)
-		ret = http_collect(url, dir, &k, &n_img);
+		ret = http_collect(url, dir, &k, &n_img, lease);
 	if (!ret && !n_img && !n_keep) {
 		log_error("%s: no image in images/index.json and no --keep: nothing would stay; "
 			  "nothing removed", url);
@@ -158,28 +196,34 @@ static int gc_http(const char *url, const char *const *keep, size_t n_keep,
 		o.n_files = k.n_files;
 		o.deleted = print_deleted;
 		o.arg = &dry_run;
+		o.lease = lease;
 		ret = image_sweep_http(&o, &res, why, sizeof(why));
 		if (ret && why[0])
 			log_error("%s", why);
 		ret = ret ? 1 : 0;
 	}
 	if (!ret)
-		printf("gc: %s: %s %llu of %llu files (%s); kept %llu (%zu image%s%s)\n", url,
-		       dry_run ? "would delete" : "deleted", (unsigned long long)res.deleted,
-		       (unsigned long long)res.listed, size_human(res.deleted_bytes, h, sizeof(h)),
-		       (unsigned long long)res.kept, n_img, n_img == 1 ? "" : "s",
-		       n_keep ? ", and the --keep files" : "");
+		printf("gc: %s: %s %llu of %llu files (%s); kept %llu (%zu image%s%s), %llu newer "
+		       "than the grace period (%s)\n", url, dry_run ? "would delete" : "deleted",
+		       (unsigned long long)res.deleted, (unsigned long long)res.listed,
+		       size_human(res.deleted_bytes, h, sizeof(h)), (unsigned long long)res.kept,
+		       n_img, n_img == 1 ? "" : "s", n_keep ? ", and the --keep files" : "",
+		       (unsigned long long)res.young, size_human(res.young_bytes, hy, sizeof(hy)));
 	if (!store_dir)
 		tmp_remove(dir);
 	chunk_refs_free(&k.chunks);
 	free(k.files);
+	/* the expired leases of crashed pushes and gcs go too */
+	if (lease && !ret && lease_others(lease, LEASE_PUSH, true, &seen, why, sizeof(why)))
+		log_warn("%s", why);
+	lease_drop(lease);
 	return ret;
 }
 
 /* ------------------------------------------------------------------ registries */
 
 int cli_cas_gc_remote(const char *url, const char *const *keep, size_t n_keep,
-		      const char *store_dir, bool dry_run)
+		      const char *store_dir, uint64_t grace, bool dry_run)
 {
 	struct image_gc_opts o = { .remote.url = url, .dry_run = dry_run };
 	struct image_gc_result res;
@@ -188,7 +232,7 @@ int cli_cas_gc_remote(const char *url, const char *const *keep, size_t n_keep,
 	int ret;
 
 	if (!strncmp(url, "http://", 7) || !strncmp(url, "https://", 8))
-		return gc_http(url, keep, n_keep, store_dir, dry_run);
+		return gc_http(url, keep, n_keep, store_dir, grace, dry_run);
 	if (strncmp(url, "oci", 3))
 		return cli_usage_error("--remote %s: gc of a remote is for oci://HOST[:PORT]/REPO[:TAG] "
 				       "or http(s)://HOST[:PORT]/PATH/", url);

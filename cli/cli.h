@@ -140,9 +140,12 @@ void cli_image_free(struct cli_image *img);
  */
 struct chunk_refs;
 int cli_keep_add(struct chunk_refs *refs, const char *keep, const char *store_dir);
-/* lazyblk cas gc --remote URL (cli/cas_gc_remote.c): 0, 1 or EXIT_USAGE (said why). */
+/*
+ * lazyblk cas gc --remote URL (cli/cas_gc_remote.c): 0, 1 or EXIT_USAGE (said why). grace:
+ * an http(s) store's files uploaded less than grace seconds ago stay.
+ */
 int cli_cas_gc_remote(const char *url, const char *const *keep, size_t n_keep,
-		      const char *store_dir, bool dry_run);
+		      const char *store_dir, uint64_t grace, bool dry_run);
 struct layout;
 /*
  * The files of a layout's chain, top first (path for the top, as the user gave it), and

@@ -21,7 +21,7 @@ static const char cas_usage[] =
 	"       lazyblk cas stats --store DIR [--json]\n"
 	"       lazyblk cas gc --store DIR [--keep FILE|REF ...] [--grace SECONDS] [--dry-run]\n"
 	"       lazyblk cas gc --remote oci://HOST/REPO[:TAG]|http(s)://HOST/PATH/\n"
-	"              [--keep FILE|REF ...] [--store DIR] [--dry-run]\n"
+	"              [--keep FILE|REF ...] [--store DIR] [--grace SECONDS] [--dry-run]\n"
 	"\n"
 	"verify  decompress and re-hash every chunk; print each corrupt one as\n"
 	"        'corrupt: HEX (reason)'; re-hash every plain copy (STORE/plain), print\n"
@@ -44,12 +44,16 @@ static const char cas_usage[] =
 	"        (TAG, default lazyblk-chunks) to the chunks its image tags (lazyblk\n"
 	"        push by tag) and the --keep files use, print each chunk it drops\n"
 	"        ('dropped: HEX (blob ...)'), and delete the old index's manifests that no\n"
-	"        tag references: the registry's own garbage collection (docker-registry\n"
-	"        garbage-collect) then removes the blobs only they held\n"
+	"        other tag references: the registry's own garbage collection (docker-registry\n"
+	"        garbage-collect) then removes the blobs only they held; a TAG that holds an\n"
+	"        image (or a container image) is refused\n"
 	"        --remote http(s)://HOST/PATH/: delete (HTTP DELETE) every chunk, layout and\n"
-	"        manifest of the store that no image of PATH/images/index.json and no --keep\n"
-	"        uses, printing each ('deleted: chunks/ab/HEX (N bytes)'); the server must\n"
-	"        list directories as JSON (nginx: autoindex_format json)\n"
+	"        manifest of the store that no image of it (PATH/images/NAME/, and the names\n"
+	"        of PATH/images/index.json) and no --keep uses and that was uploaded more than\n"
+	"        the grace period ago (the server's listing says when), printing each\n"
+	"        ('deleted: chunks/ab/HEX (N bytes)'); the server must list directories as\n"
+	"        JSON (nginx: autoindex_format json); a push to the store under way stops it\n"
+	"        (exit 1, nothing removed), a push started meanwhile waits for it\n"
 	"\n"
 	"options:\n"
 	"  -s, --store DIR      the chunk store\n"
@@ -61,11 +65,12 @@ static const char cas_usage[] =
 	"  -g, --grace SECONDS  gc: never remove a chunk or a temporary file modified\n"
 	"                       less than SECONDS ago (default: 3600 for chunks, 600 for\n"
 	"                       temporary files), so what an import that is still\n"
-	"                       running has written stays\n"
+	"                       running has written stays; with --remote http(s)://, never\n"
+	"                       delete a file uploaded less than SECONDS ago (default 3600)\n"
 	"  -n, --dry-run        gc: report what would be removed, remove nothing\n"
 	"      --repair         verify: repair corrupt chunks from --remote (required)\n"
 	"      --remote URL     verify --repair: where the good chunks are; gc: the\n"
-	"                       registry repository to collect\n"
+	"                       registry repository or http(s) store to collect\n"
 	"      --json           stats, verify: print the summary as one JSON object\n"
 	"                       (stats: chunks, raw_bytes, stored_bytes, bad_headers,\n"
 	"                       plain_files, plain_bytes; verify: checked, ok, corrupt,\n"
@@ -449,7 +454,7 @@ int cmd_cas(int argc, char **argv)
 		goto out;
 	}
 	if (is_gc && remote_url) {
-		ret = cli_cas_gc_remote(remote_url, keep, n_keep, store_dir, dry_run);
+		ret = cli_cas_gc_remote(remote_url, keep, n_keep, store_dir, grace, dry_run);
 		goto out;
 	}
 	if (!store_dir) {

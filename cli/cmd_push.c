@@ -32,10 +32,15 @@ static const char push_usage[] =
 	"index is not published) and exits 130; pushing again sends only what is missing.\n"
 	"\n"
 	"  http(s)://HOST[:PORT]/PATH/   PUT PATH/chunks/xx/<sha256> (a WebDAV-enabled web\n"
-	"                                server, or any server that accepts PUT)\n"
+	"                                server, or any server that accepts PUT); where the\n"
+	"                                server lists directories, with a lease in\n"
+	"                                PATH/leases/, after waiting for a cas gc of the\n"
+	"                                store to finish\n"
 	"  oci://HOST[:PORT]/REPO[:TAG]  each chunk's zstd frame as a blob of REPO, then an\n"
 	"                                image index under TAG (default lazyblk-chunks) that\n"
-	"                                maps chunks to blobs, merged with what TAG held\n"
+	"                                maps chunks to blobs, merged with what TAG holds; a\n"
+	"                                TAG that holds an image (or a container image) is\n"
+	"                                refused: push the image's layout to replace it\n"
 	"\n"
 	"Publishing an image by name (one IMAGE.layout and REF one of):\n"
 	"\n"
@@ -331,6 +336,7 @@ int cmd_push(int argc, char **argv)
 	o.remote.concurrency = rem.concurrency;
 	o.remote.timeout_ms = rem.timeout_ms;
 	o.remote.retries = rem.retries;
+	o.notes = CLI_NOTES;
 	log_first_error_only(true); /* uploader threads may fail at once: say it once */
 	if (push_is_image(rem.url, argv + optind, argc - optind)) {
 		if (argc - optind != 1)

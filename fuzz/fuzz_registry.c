@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What an OCI registry answers that lazyblk parses itself: the chunk index documents
- * (cas/remote/oci_index.c, oci_index_parse: an image index or an image manifest), the
- * WWW-Authenticate challenge of a 401 (oci_parse_bearer), the token endpoint's answer
+ * (cas/remote/oci_index.c, oci_index_parse: an image index or an image manifest; and what
+ * a tag holds, image_tag_kind, which a push of chunks and gc judge before writing it), the
+ * WWW-Authenticate challenge of a 401 (oci_parse_bearer; the same bytes as a Date header or a
+ * listing's mtime, http_date_parse), the token endpoint's answer
  * (oci_json_parse with the token's limits, then its "token" member), and the URLs it sends
  * back (an upload Location or a token realm, resolved against the registry's URL and judged
  * by origin: cas/remote/http_url.c). The first byte's two low bits pick the parser (0: a
@@ -13,6 +15,7 @@
 #include "fuzz.h"
 #include "../cas/oci_json.h"
 #include "../cas/remote/http.h"
+#include "../cas/remote/image_doc.h"
 #include "../cas/remote/oci_index.h"
 
 static void document(const char *json, size_t len)
@@ -31,6 +34,8 @@ static void document(const char *json, size_t len)
 	}
 	oci_refs_free(&refs);
 	free(manifests);
+	if (image_tag_kind(json, len) > IMAGE_TAG_OTHER)
+		abort();
 }
 
 static void challenge(const char *s)
@@ -43,6 +48,8 @@ static void challenge(const char *s)
 	free(realm);
 	free(service);
 	free(scope);
+	if (http_date_parse(s) < -1)
+		abort();
 }
 
 static void token(const char *json, size_t len)

@@ -141,9 +141,12 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
 		j->rq->www_authenticate = NULL;
 		free(j->rq->location);
 		j->rq->location = NULL;
+		free(j->rq->date);
+		j->rq->date = NULL;
 	}
 	header_take(p, len, "WWW-Authenticate", &j->rq->www_authenticate);
 	header_take(p, len, "Location", &j->rq->location);
+	header_take(p, len, "Date", &j->rq->date);
 	return len;
 }
 
@@ -474,7 +477,7 @@ int http_do(struct http *h, struct http_req *rq)
 	rq->err[0] = '\0';
 	rq->body_out = NULL;
 	rq->body_out_len = 0;
-	rq->www_authenticate = rq->location = NULL;
+	rq->www_authenticate = rq->location = rq->date = NULL;
 	rq->elsewhere = false;
 	if (!rq->max_body)
 		rq->max_body = 64u << 20;
@@ -524,9 +527,10 @@ void http_req_clear(struct http_req *rq)
 	free(rq->body_out);
 	free(rq->www_authenticate);
 	free(rq->location);
+	free(rq->date);
 	rq->body_out = NULL;
 	rq->body_out_len = 0;
-	rq->www_authenticate = rq->location = NULL;
+	rq->www_authenticate = rq->location = rq->date = NULL;
 }
 
 bool http_req_transient(const struct http_req *rq)

@@ -56,6 +56,7 @@ struct http_req {
 	char *www_authenticate;    /* the last WWW-Authenticate header, or NULL */
 	char *location;            /* the last Location header, or NULL */
 	bool elsewhere;            /* the answer came from another origin than url's (redirected) */
+	char *date;                /* the last Date header (the server's clock), or NULL */
 	uint64_t usec;             /* time taken */
 };
 
@@ -81,6 +82,13 @@ void http_kick(struct http *h);
 bool http_req_transient(const struct http_req *rq);
 /* The curl transfer failed with a timeout. */
 bool http_req_timed_out(const struct http_req *rq);
+
+/*
+ * An HTTP date in the preferred form of RFC 9110 (IMF-fixdate: "Sun, 06 Nov 1994 08:49:37
+ * GMT", what nginx sends in Date, Last-Modified and its JSON directory listings) as seconds
+ * since the epoch; -1 when s is NULL or not of that form.
+ */
+int64_t http_date_parse(const char *s);
 
 /*
  * URLs, parsed by libcurl's URL API (http_url.c; loads libcurl if need be). ref resolved

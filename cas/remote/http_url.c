@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * URLs the remotes are sent to by a server (an upload's Location, a token realm), judged
- * through libcurl's own parser, so that what is compared is what curl will connect to.
+ * through libcurl's own parser, so that what is compared is what curl will connect to; and
+ * the dates servers send.
  */
 #include "http.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "../../common/dl_curl.h"
 
@@ -103,4 +106,23 @@ bool http_same_origin(const char *a, const char *b)
 		free(pb[i]);
 	}
 	return same;
+}
+
+int64_t http_date_parse(const char *s)
+{
+	static const char months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
+	char wd[4], mon[4], gmt[4];
+	struct tm tm = { 0 };
+	const char *m;
+	int n = 0;
+
+	if (!s || sscanf(s, "%3s, %2d %3s %4d %2d:%2d:%2d %3s%n", wd, &tm.tm_mday, mon,
+			 &tm.tm_year, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, gmt, &n) != 8 ||
+	    s[n] || strcmp(gmt, "GMT") || strlen(mon) != 3 || !(m = strstr(months, mon)) ||
+	    (m - months) % 3 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 ||
+	    tm.tm_min > 59 || tm.tm_sec > 60 || tm.tm_year < 1970)
+		return -1;
+	tm.tm_mon = (int)(m - months) / 3;
+	tm.tm_year -= 1900;
+	return (int64_t)timegm(&tm);
 }

@@ -283,6 +283,29 @@ int image_oci_index_parse(const char *json, size_t len, uint8_t man[SHA256_LEN],
 	return ret;
 }
 
+enum image_tag_kind image_tag_kind(const char *json, size_t len)
+{
+	uint8_t man[SHA256_LEN];
+	struct json_object *root;
+	const char *why = NULL, *mt, *at;
+	enum image_tag_kind kind = IMAGE_TAG_OTHER;
+	uint64_t size;
+	int ret;
+
+	ret = image_oci_index_parse(json, len, man, &size, &why);
+	if (ret != -ENOENT)
+		return ret ? IMAGE_TAG_OTHER : IMAGE_TAG_IMAGE;
+	root = parse_root(json, len, OCI_JSON_INDEX, &ret, &why);
+	if (!root)
+		return IMAGE_TAG_OTHER;
+	mt = oci_json_str(root, "mediaType");
+	at = oci_json_str(root, "artifactType");
+	if (mt && at && !strcmp(mt, OCI_MT_INDEX) && !strcmp(at, OCI_ARTIFACT_CHUNKS))
+		kind = IMAGE_TAG_CHUNKS;
+	json_object_put(root);
+	return kind;
+}
+
 static int parse_file(struct json_object *o, struct image_file *f)
 {
 	if (!o || oci_digest_parse(oci_json_str(o, "digest"), f->digest) ||

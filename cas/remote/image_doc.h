@@ -66,6 +66,15 @@ int image_oci_build(const struct image_desc *d, const struct oci_refs *refs,
  */
 int image_oci_index_parse(const char *json, size_t len, uint8_t man[SHA256_LEN],
 			  uint64_t *size, const char **why);
+/*
+ * What a tag's document is, for the commands that write a tag: a lazyblk image (an index
+ * with an entry of IMAGE_ARTIFACT, as image_oci_index_parse takes it), a lazyblk chunk
+ * index (an image index of artifactType OCI_ARTIFACT_CHUNKS that is no image), or anything
+ * else (a container image, a malformed document). A chunk-only push and cas gc --remote
+ * rewrite only a tag that holds nothing or a chunk index (docs/images.md).
+ */
+enum image_tag_kind { IMAGE_TAG_CHUNKS, IMAGE_TAG_IMAGE, IMAGE_TAG_OTHER };
+enum image_tag_kind image_tag_kind(const char *json, size_t len);
 /* The image manifest into *d. -EBADMSG/-EFBIG with *why (static), -ENOMEM. */
 int image_oci_manifest_parse(const char *json, size_t len, struct image_desc *d,
 			     const char **why);

@@ -52,6 +52,16 @@ static int load_index(struct gc_ctx *x, const char *ref, struct oci_refs *refs,
 	ret = get_doc(x, ref, true, &buf, &len);
 	if (ret)
 		return ret;
+	if (doc_digest && image_tag_kind((const char *)buf, len) != IMAGE_TAG_CHUNKS) {
+		/* the tag gc rewrites: never an image, nor anything else (docs/images.md) */
+		snprintf(x->why, x->why_len, "%s: tag %s holds %s: gc rewrites only a chunk index "
+			 "(the tag plain push writes, default lazyblk-chunks); nothing changed",
+			 remote_url(x->r), ref,
+			 image_tag_kind((const char *)buf, len) == IMAGE_TAG_IMAGE
+			 ? "a lazyblk image" : "something other than a lazyblk chunk index");
+		free(buf);
+		return -EEXIST;
+	}
 	if (doc_digest)
 		ret = sha256_buf(buf, len, doc_digest);
 	if (!ret)
@@ -84,15 +94,35 @@ struct gc_tags {
 	struct image_gc_result *res;
 };
 
-/* A tag other than the chunk index's: when it is an image, its chunks and manifests kept. */
+/* n documents another tag references into x->live: never deleted. */
+static int live_add(struct gc_ctx *x, const uint8_t (*d)[SHA256_LEN], size_t n)
+{
+	uint8_t (*v)[SHA256_LEN];
+
+	if (!n)
+		return 0;
+	v = realloc(x->live, (x->n_live + n) * SHA256_LEN);
+	if (!v)
+		return -ENOMEM;
+	x->live = v;
+	memcpy(x->live[x->n_live], d, n * SHA256_LEN);
+	x->n_live += n;
+	return 0;
+}
+
+/*
+ * A tag other than the chunk index's. Whatever it holds, its document and the manifests an
+ * index of it lists stay (a DELETE by digest would drop every tag that names the document);
+ * when it is an image, its chunks are kept too.
+ */
 static int gc_tag(void *arg, const char *t)
 {
 	struct gc_tags *g = arg;
 	struct gc_ctx *x = g->x;
 	const char *jw = NULL;
-	uint8_t *buf = NULL, man[SHA256_LEN];
+	uint8_t *buf = NULL, man[SHA256_LEN], sum[SHA256_LEN], (*mans)[SHA256_LEN] = NULL;
 	uint64_t size;
-	size_t len;
+	size_t len, n_mans = 0;
 	int ret;
 
 	if (!strcmp(t, x->tag))
@@ -100,12 +130,28 @@ static int gc_tag(void *arg, const char *t)
 	ret = get_doc(x, t, true, &buf, &len);
 	if (ret)
 		return ret == -ENOENT ? 0 : ret;
-	ret = image_oci_index_parse((const char *)buf, len, man, &size, &jw);
+	ret = sha256_buf(buf, len, sum);
+	if (!ret)
+		ret = live_add(x, (const uint8_t (*)[SHA256_LEN])sum, 1);
+	if (!ret && image_oci_index_parse((const char *)buf, len, man, &size, &jw)) {
+		/* not an image (its chunks are its own business): the manifests it lists stay */
+		if (oci_index_parse((const char *)buf, len, NULL, &mans, &n_mans, &jw) == -ENOMEM)
+			ret = -ENOMEM;
+		else
+			ret = live_add(x, (const uint8_t (*)[SHA256_LEN])mans, n_mans);
+		free(mans);
+		free(buf);
+		return ret;
+	}
 	free(buf);
 	if (ret)
-		return 0; /* not an image: its chunks are its own business */
+		return ret;
 	g->res->images++;
-	return load_index(x, t, &x->keep, &x->live, &x->n_live, NULL);
+	ret = load_index(x, t, &x->keep, &mans, &n_mans, NULL);
+	if (!ret)
+		ret = live_add(x, (const uint8_t (*)[SHA256_LEN])mans, n_mans);
+	free(mans);
+	return ret;
 }
 
 /* Every image tag's chunks into x->keep, its manifests into x->live. */

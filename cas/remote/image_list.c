@@ -87,18 +87,9 @@ static int list_http(struct lister *x)
 	size_t len, n = 0;
 	int ret;
 
-	ret = remote_obj_get(x->r, "images/index.json", "application/json", OCI_JSON_INDEX_MAX,
-			     &buf, &len, x->why, x->why_len);
-	if (ret == -ENOENT)
-		return 0;
+	ret = image_names_http(x->r, NULL, &names, &n, NULL, x->why, x->why_len);
 	if (ret)
 		return ret;
-	ret = image_names_parse((const char *)buf, len, &names, &n, &jw);
-	free(buf);
-	if (ret) {
-		snprintf(x->why, x->why_len, "%simages/index.json: %s", remote_url(x->r), jw);
-		return ret;
-	}
 	for (size_t i = 0; !ret && i < n; i++) {
 		struct image_desc d;
 

@@ -113,37 +113,20 @@ static int publish_oci(struct ipush *x, struct remote *r)
 	return ret;
 }
 
-/* images/index.json with NAME added (a missing one is empty). */
+/*
+ * images/index.json with NAME added (a missing one is empty), and every name the server
+ * lists under images/: what another push wrote back from an older copy is put right.
+ */
 static int publish_names(struct ipush *x, struct remote *r)
 {
-	char **names = NULL, **more, ebuf[512], *json = NULL;
-	const char *jw = NULL;
-	uint8_t *buf = NULL;
+	char **names = NULL, ebuf[1024], *json = NULL;
 	size_t n = 0, len;
-	bool have = false;
 	int ret;
 
-	ret = remote_obj_get(r, "images/index.json", "application/json", OCI_JSON_INDEX_MAX, &buf,
-			     &len, ebuf, sizeof(ebuf));
-	if (ret == -ENOENT)
-		ret = 0;
-	else if (!ret)
-		ret = image_names_parse((const char *)buf, len, &names, &n, &jw);
-	free(buf);
+	ret = image_names_http(r, x->ref.name, &names, &n, NULL, ebuf, sizeof(ebuf));
 	if (ret) {
-		log_error("%simages/index.json: %s", x->ref.chunk_url, jw ? jw : ebuf);
+		log_error("%s", ret == -ENOMEM ? "out of memory" : ebuf);
 		return ret;
-	}
-	for (size_t i = 0; i < n; i++)
-		have |= !strcmp(names[i], x->ref.name);
-	if (!have) {
-		more = realloc(names, (n + 1) * sizeof(*names));
-		if (!more || !(more[n] = strdup(x->ref.name))) {
-			image_names_free(more ? more : names, n);
-			return -ENOMEM;
-		}
-		names = more;
-		n++;
 	}
 	ret = image_names_build(names, n, &json, &len);
 	if (!ret)

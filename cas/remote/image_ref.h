@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "image_doc.h"
+#include "lease.h"
 #include "push.h"
 #include "remote.h"
 
@@ -101,6 +102,14 @@ struct image_entry {
 int image_list(const struct remote_opts *o, struct image_entry **out, size_t *n,
 	       uint64_t *skipped, char *why, size_t why_len);
 void image_list_free(struct image_entry *v, size_t n);
+/*
+ * The names of the http(s) store r (image_names.c): those of images/index.json, and, where
+ * the server lists directories as JSON, every images/NAME/ (*listed then true; may be NULL),
+ * and also (may be NULL); sorted, once each. index.json is read first. 0, or -errno with one
+ * line in why.
+ */
+int image_names_http(struct remote *r, const char *also, char ***names, size_t *n,
+		     bool *listed, char *why, size_t why_len);
 
 /* ---- registry garbage collection (cas gc --remote oci://…) ---- */
 
@@ -141,7 +150,9 @@ struct image_sweep_opts {
 	const uint8_t (*files)[SHA256_LEN];     /* layouts (layout digest) and manifests (file
 						   sha256) to keep, sorted */
 	size_t n_files;
+	uint64_t grace_secs;                    /* files uploaded since (server clock) stay */
 	bool dry_run;
+	struct lease *lease;                    /* the gc's (lease.h), kept fresh; may be NULL */
 	/* each file deleted (dry run: that would be): "chunks/ab/ab…", "layouts/….layout" */
 	void (*deleted)(void *arg, const char *rel, uint64_t size);
 	void *arg;
@@ -149,14 +160,17 @@ struct image_sweep_opts {
 
 struct image_sweep_result {
 	uint64_t listed, kept, deleted, deleted_bytes;
+	uint64_t young, young_bytes;            /* not kept, but within the grace period */
 };
 
 /*
- * Delete (HTTP DELETE) every chunk, layout and manifest of the store that is not kept. The
- * store's directories are listed through the server's JSON directory index (nginx:
- * autoindex on; autoindex_format json;): PATH/chunks/00/ … ff/, PATH/layouts/,
- * PATH/manifests/; a server that lists nothing is refused (-EOPNOTSUPP, with why). Files
- * whose names are not what lazyblk writes are left alone. 0, or -errno with one line in why.
+ * Delete (HTTP DELETE) every chunk, layout and manifest of the store that is not kept and
+ * was uploaded more than grace_secs ago (by the mtime the listing gives, against the
+ * server's Date; a file without one stays). The store's directories are listed through the
+ * server's JSON directory index (nginx: autoindex on; autoindex_format json;):
+ * PATH/chunks/00/ … ff/, PATH/layouts/, PATH/manifests/; a server that lists nothing is
+ * refused (-EOPNOTSUPP, with why). Files whose names are not what lazyblk writes are left
+ * alone. 0, or -errno with one line in why.
  */
 int image_sweep_http(const struct image_sweep_opts *o, struct image_sweep_result *res,
 		     char *why, size_t why_len);

@@ -8,9 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <json-c/json.h>
-
-#include "../oci_json.h"
+#include "lease.h"
 
 struct sweep {
 	const struct image_sweep_opts *o;
@@ -52,65 +50,56 @@ static bool name_parse(const char *name, const char *suffix, uint8_t d[SHA256_LE
 	return !sha256_from_hex(hex, d);
 }
 
+struct sweep_dir {
+	struct sweep *x;
+	const char *dir, *suffix;
+	bool chunks;
+	int64_t now;           /* the server's clock (set before the first entry) */
+};
+
+static int sweep_one(void *arg, const struct remote_dirent *e)
+{
+	struct sweep_dir *sd = arg;
+	struct sweep *x = sd->x;
+	uint64_t size = e->size > 0 ? (uint64_t)e->size : 0;
+	char rel[PATH_MAX];
+	uint8_t d[SHA256_LEN];
+	int ret = 0;
+
+	if (e->dir || !name_parse(e->name, sd->suffix, d))
+		return 0; /* not a name lazyblk writes: left alone */
+	x->res->listed++;
+	if (sd->chunks ? in_set(x->o->chunks, x->o->n_chunks, d)
+		       : in_set(x->o->files, x->o->n_files, d)) {
+		x->res->kept++;
+		return 0;
+	}
+	if (e->mtime < 0 || (uint64_t)(sd->now - e->mtime) < x->o->grace_secs ||
+	    e->mtime > sd->now) {
+		/* uploaded within the grace period (or when, the server does not say) */
+		x->res->young++;
+		x->res->young_bytes += size;
+		return 0;
+	}
+	snprintf(rel, sizeof(rel), "%s%s", sd->dir, e->name);
+	if (!x->o->dry_run)
+		ret = remote_obj_delete(x->r, rel, "gc");
+	if (!ret) {
+		x->res->deleted++;
+		x->res->deleted_bytes += size;
+		if (x->o->deleted)
+			x->o->deleted(x->o->arg, rel, size);
+	}
+	return ret;
+}
+
 /* One directory: its files through the JSON index; -ENOENT when it does not exist. */
 static int sweep_dir(struct sweep *x, const char *dir, const char *suffix, bool chunks)
 {
-	struct json_object *root;
-	const char *jw = NULL;
-	uint8_t *buf = NULL;
-	size_t len;
-	int ret;
+	struct sweep_dir sd = { .x = x, .dir = dir, .suffix = suffix, .chunks = chunks };
 
-	ret = remote_obj_get(x->r, dir, "application/json", OCI_JSON_INDEX_MAX, &buf, &len,
-			     x->why, x->why_len);
-	if (ret == -EACCES) {
-		snprintf(x->why, x->why_len, "%s%s: refused: the server must list directories as "
-			 "JSON for gc (nginx: autoindex on; autoindex_format json;)",
-			 remote_url(x->r), dir);
-		return -EOPNOTSUPP;
-	}
-	if (ret)
-		return ret;
-	root = oci_json_parse((const char *)buf, len, OCI_JSON_INDEX, &jw);
-	free(buf);
-	if (!root || !json_object_is_type(root, json_type_array)) {
-		snprintf(x->why, x->why_len, "%s%s: the server does not list directories as JSON "
-			 "(nginx: autoindex on; autoindex_format json;)", remote_url(x->r), dir);
-		json_object_put(root);
-		return -EOPNOTSUPP;
-	}
-	for (size_t i = 0; !ret && i < json_object_array_length(root); i++) {
-		struct json_object *e = json_object_array_get_idx(root, i), *sz;
-		const char *name = oci_json_str(e, "name"), *type = oci_json_str(e, "type");
-		char rel[PATH_MAX];
-		uint8_t d[SHA256_LEN];
-		uint64_t size = 0;
-		bool keep;
-
-		if (!name || !type || strcmp(type, "file") || !name_parse(name, suffix, d))
-			continue;
-		x->res->listed++;
-		keep = chunks ? in_set(x->o->chunks, x->o->n_chunks, d)
-			      : in_set(x->o->files, x->o->n_files, d);
-		if (keep) {
-			x->res->kept++;
-			continue;
-		}
-		sz = oci_json_get(e, "size", json_type_int);
-		if (sz && json_object_get_int64(sz) > 0)
-			size = (uint64_t)json_object_get_int64(sz);
-		snprintf(rel, sizeof(rel), "%s%s", dir, name);
-		if (!x->o->dry_run)
-			ret = remote_obj_delete(x->r, rel, "gc");
-		if (!ret) {
-			x->res->deleted++;
-			x->res->deleted_bytes += size;
-			if (x->o->deleted)
-				x->o->deleted(x->o->arg, rel, size);
-		}
-	}
-	json_object_put(root);
-	return ret;
+	lease_refresh(x->o->lease);
+	return remote_list(x->r, dir, sweep_one, &sd, &sd.now, x->why, x->why_len);
 }
 
 int image_sweep_http(const struct image_sweep_opts *o, struct image_sweep_result *res,

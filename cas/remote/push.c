@@ -8,12 +8,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../../common/clock.h"
 #include "../../common/grow.h"
 #include "../../common/workq.h"
 #include "../chunk.h"
 #include "../store.h"
+#include "lease.h"
 
 #define PUSH_THREADS_MAX 64
 
@@ -26,6 +28,7 @@ struct push_ctx {
 	const struct cas_push_opts *o;
 	struct store *s;
 	struct remote *r;
+	struct lease *lease;                /* http stores: ours, while we push (lease.h) */
 	uint8_t (*all)[SHA256_LEN];         /* every chunk of the store (no set given) */
 	size_t n_all, cap_all;
 	uint64_t total;
@@ -172,6 +175,7 @@ static void push_run(struct workq_item *it, void *ctx, void *state)
 		push_one(x, state, pi->d);
 	else
 		push_fail(x, -ENOMEM, "out of memory");
+	lease_refresh(x->lease);
 	done = __atomic_add_fetch(&x->done, 1, __ATOMIC_RELAXED);
 	if (x->o->progress)
 		x->o->progress(x->o->progress_arg, done, x->total);
@@ -213,6 +217,45 @@ static int push_all(struct push_ctx *x, const uint8_t (*chunks)[SHA256_LEN], siz
 	return x->err;
 }
 
+static bool push_cancelled(const struct push_ctx *x)
+{
+	return x->o->cancel && __atomic_load_n(x->o->cancel, __ATOMIC_RELAXED);
+}
+
+/*
+ * With our lease written, wait while a gc of the store runs (lease.h): it may be deleting
+ * chunks that a HEAD would find there now. Polled every second, the lease kept fresh.
+ */
+static int push_wait_gc(struct push_ctx *x)
+{
+	struct lease_seen seen;
+	char lw[1024];
+	bool said = false;
+	int ret;
+
+	for (;;) {
+		ret = lease_others(x->lease, LEASE_GC, false, &seen, lw, sizeof(lw));
+		if (ret) {
+			push_fail(x, ret, "%s", lw);
+			return ret;
+		}
+		if (!seen.live)
+			return 0;
+		if (!said)
+			note_emit(&x->o->notes, NOTE_NOTICE, "%s: waiting for a gc of the store to "
+				  "finish (leases/%s, written %llds ago)", x->o->remote.url, seen.name,
+				  (long long)seen.age);
+		said = true;
+		for (int i = 0; i < 10 && !push_cancelled(x); i++)
+			nanosleep(&(struct timespec){ .tv_nsec = 100000000L }, NULL);
+		if (push_cancelled(x)) {
+			push_fail(x, -ECANCELED, "interrupted");
+			return -ECANCELED;
+		}
+		lease_refresh(x->lease);
+	}
+}
+
 static int push_open(struct push_ctx *x)
 {
 	const struct cas_push_opts *o = x->o;
@@ -241,8 +284,20 @@ static int push_open(struct push_ctx *x)
 	}
 	ro.push = true;
 	ret = remote_open(&ro, &x->r, &why);
-	if (ret)
+	if (ret) {
 		push_fail(x, ret, "%s: %s", ro.url, why ? why : strerror(-ret));
+		return ret;
+	}
+	/* a chunk index never replaces an image (or anything else) under the tag */
+	if (!o->publish && (ret = remote_publish_check(x->r, sw, sizeof(sw)))) {
+		push_fail(x, ret, "%s", sw);
+		return ret;
+	}
+	ret = lease_take(&ro, LEASE_PUSH, &x->lease, sw, sizeof(sw));
+	if (ret)
+		push_fail(x, ret, "%s", sw);
+	else if (x->lease)
+		ret = push_wait_gc(x);
 	return ret;
 }
 
@@ -268,6 +323,7 @@ int cas_push(const struct cas_push_opts *o, struct cas_push_stats *st, char *why
 		ret = push_all(&x, chunks, n);
 	}
 	if (!ret) {
+		lease_refresh(x.lease);
 		ret = o->publish ? o->publish(o->publish_arg, x.r) : remote_publish(x.r);
 		if (ret == -ENOMEM)
 			push_fail(&x, ret, "%s: publishing: out of memory", o->remote.url);
@@ -281,6 +337,7 @@ int cas_push(const struct cas_push_opts *o, struct cas_push_stats *st, char *why
 		st->present = x.present;
 		st->seconds = clock_ms_since(&t0) / 1e3;
 	}
+	lease_drop(x.lease);
 	remote_close(x.r);
 	store_close(x.s);
 	free(x.all);

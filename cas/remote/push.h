@@ -4,7 +4,10 @@
  * chunk is read once, verified in memory against its sha256 (a corrupt chunk is never
  * pushed) and uploaded unless the remote has it (remote_put); several at once, on a
  * common/workq of the remote's concurrency. For an OCI remote the chunk index is published
- * at the end (remote_publish), only if every chunk went up.
+ * at the end (remote_publish), only if every chunk went up; a chunk-only push never
+ * replaces an image (or anything but a chunk index) under the tag. On an http(s) store the
+ * push holds a lease from before its first HEAD until after its name is written, and waits
+ * first while a gc of the store runs (lease.h).
  */
 #ifndef LZ_CAS_PUSH_H
 #define LZ_CAS_PUSH_H
@@ -13,6 +16,7 @@
 #include <stdint.h>
 
 #include "../../common/sha256.h"
+#include "../../common/why.h"
 #include "remote.h"
 
 struct cas_push_opts {
@@ -39,6 +43,8 @@ struct cas_push_opts {
 	 */
 	int (*publish)(void *arg, struct remote *r);
 	void *publish_arg;
+	/* Where a notice goes ("waiting for a gc of the store to finish"); may be empty. */
+	struct note_sink notes;
 };
 
 struct cas_push_stats {

@@ -396,6 +396,13 @@ int remote_put(struct remote *r, const uint8_t d[SHA256_LEN], const void *frame,
 	return ret;
 }
 
+int remote_publish_check(struct remote *r, char *why, size_t why_len)
+{
+	if (why_len)
+		why[0] = '\0';
+	return r->ops->publish_check ? r->ops->publish_check(r, why, why_len) : 0;
+}
+
 int remote_publish(struct remote *r)
 {
 	return r->ops->publish ? r->ops->publish(r) : 0;

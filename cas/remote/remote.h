@@ -100,7 +100,16 @@ int remote_probe(struct remote *r, const uint8_t d[SHA256_LEN], char *why, size_
  * For oci the chunk is recorded for remote_publish().
  */
 int remote_put(struct remote *r, const uint8_t d[SHA256_LEN], const void *frame, size_t len);
-/* oci: publish the index (existing entries under the tag plus every remote_put); http: no-op. */
+/*
+ * Whether remote_publish() may write: oci: the tag holds nothing or a lazyblk chunk index
+ * (never an image, nor anything else, which a chunk index would replace); http: yes. Call
+ * it before uploading. 0, or -EEXIST with one line in why (why_len bytes) saying what to do.
+ */
+int remote_publish_check(struct remote *r, char *why, size_t why_len);
+/*
+ * oci: publish the index (the tag's entries, read again now, plus every remote_put); -EEXIST
+ * (logged) when the tag has meanwhile become an image or anything else. http: no-op.
+ */
 int remote_publish(struct remote *r);
 
 void remote_get_stats(struct remote *r, struct remote_stats *st);
@@ -137,6 +146,24 @@ int remote_obj_stream(struct remote *r, const char *rel, const struct remote_sin
 int remote_obj_tags(struct remote *r, const char *repo,
 		    int (*fn)(void *arg, const char *tag), void *arg, uint64_t *skipped,
 		    char *why, size_t why_len);
+/*
+ * http(s): the directory rel (relative to the store's PATH/, ending in '/'; "" the store
+ * itself) through the server's JSON index (nginx: autoindex on; autoindex_format json;):
+ * fn for each file and directory in it (non-zero stops and is returned; fn may be NULL).
+ * *now (may be NULL; set before fn is first called): the server's clock when it answered
+ * (its Date header; the local clock when it sent none), to compare mtimes with. 0; -ENOENT
+ * no such directory; -EOPNOTSUPP the server does not list it as JSON; -EACCES, -EIO,
+ * -EFBIG: each with one line in why. Prints nothing.
+ */
+struct remote_dirent {
+	const char *name;
+	bool dir;
+	int64_t mtime;   /* seconds since the epoch, by the server's clock; -1 not known */
+	int64_t size;    /* bytes (files); -1 not known */
+};
+int remote_list(struct remote *r, const char *rel,
+		int (*fn)(void *arg, const struct remote_dirent *e), void *arg, int64_t *now,
+		char *why, size_t why_len);
 /* PUT body to rel (any 2xx). 0, or -errno with one log_error line. */
 int remote_obj_put(struct remote *r, const char *rel, const void *body, size_t len,
 		   const char *ctype, const char *what);

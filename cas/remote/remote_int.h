@@ -57,6 +57,11 @@ struct remote_ops {
 	/* Upload d's frame unless present: 1 uploaded, 0 present, -errno (logged). */
 	int (*put)(struct remote *r, const uint8_t d[SHA256_LEN], const void *frame, size_t len,
 		   const char *what);
+	/*
+	 * Whether publish() may write what it publishes, before anything is uploaded (NULL:
+	 * yes). 0, or -EEXIST with one line in why.
+	 */
+	int (*publish_check)(struct remote *r, char *why, size_t why_len);
 	/* Publish what put() uploaded (NULL: nothing to publish). */
 	int (*publish)(struct remote *r);
 	/* Free the backend's state (NULL: none). Also after a failed parse(). */

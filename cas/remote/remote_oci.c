@@ -25,6 +25,7 @@
 #include "../../common/esc.h"
 #include "../../common/log.h"
 #include "../oci_json.h"
+#include "image_doc.h"
 #include "oci_index.h"
 
 #define INDEX_RELOAD_SECS 5
@@ -36,6 +37,7 @@ struct remote_oci {
 	struct oci_refs pushed; /* what remote_put uploaded or found */
 	time_t index_loaded;
 	bool tagged;            /* the tag was found (not: nothing published under it yet) */
+	enum image_tag_kind kind; /* what the tag holds, when tagged */
 	bool loading;           /* a miss is reloading the index; the others wait for it */
 	pthread_cond_t loaded;  /* signalled when that reload ends */
 };
@@ -343,6 +345,7 @@ static int index_load(struct remote *r, const char **why)
 	struct oci_refs refs = { 0 };
 	uint8_t (*mans)[SHA256_LEN] = NULL;
 	size_t n_mans = 0;
+	enum image_tag_kind kind;
 	struct http_req rq;
 	int ret;
 
@@ -354,6 +357,9 @@ static int index_load(struct remote *r, const char **why)
 	if (ret)
 		goto out;
 	if (rq.status == 404) {
+		pthread_mutex_lock(&r->lock);
+		o->kind = IMAGE_TAG_CHUNKS; /* nothing there (any more) to keep */
+		pthread_mutex_unlock(&r->lock);
 		ret = 0; /* nothing published yet */
 		goto out;
 	}
@@ -366,6 +372,12 @@ static int index_load(struct remote *r, const char **why)
 		ret = -EIO;
 		goto out;
 	}
+	kind = image_tag_kind((const char *)rq.body_out, rq.body_out_len);
+	pthread_mutex_lock(&r->lock);
+	o->kind = kind;
+	pthread_mutex_unlock(&r->lock);
+	if (kind == IMAGE_TAG_OTHER && r->push)
+		goto out; /* not ours: nothing to merge (and a chunk-only push refuses to replace it) */
 	ret = oci_index_parse((const char *)rq.body_out, rq.body_out_len, &refs, &mans, &n_mans,
 			      why);
 	for (size_t i = 0; !ret && i < n_mans; i++) {
@@ -595,6 +607,34 @@ static int oci_put(struct remote *r, const uint8_t d[SHA256_LEN], const void *fr
 	return ret;
 }
 
+/*
+ * A chunk-only push writes a chunk index under the tag: never over an image or anything
+ * else that is not a chunk index (docs/images.md). 0, or -EEXIST with one line in why.
+ */
+static int oci_publish_check(struct remote *r, char *why, size_t why_len)
+{
+	struct remote_oci *o = r->be;
+	enum image_tag_kind kind;
+	bool tagged;
+
+	pthread_mutex_lock(&r->lock);
+	tagged = o->tagged;
+	kind = o->kind;
+	pthread_mutex_unlock(&r->lock);
+	if (!tagged || kind == IMAGE_TAG_CHUNKS)
+		return 0;
+	if (kind == IMAGE_TAG_IMAGE)
+		snprintf(why, why_len, "%s: tag %s holds a lazyblk image, which pushing chunks alone "
+			 "would replace: to replace the image, push its layout to that tag (lazyblk "
+			 "push --remote %s IMAGE.layout); to publish chunks, name another tag", r->url,
+			 o->tag, r->url);
+	else
+		snprintf(why, why_len, "%s: tag %s holds something other than a lazyblk chunk index "
+			 "(a container image?), which pushing chunks would replace: name another tag",
+			 r->url, o->tag);
+	return -EEXIST;
+}
+
 static int oci_publish(struct remote *r)
 {
 	struct remote_oci *o = r->be;
@@ -604,8 +644,25 @@ static int oci_publish(struct remote *r)
 	uint8_t ed[SHA256_LEN];
 	bool news = false;
 	size_t nd = 0;
-	int ret = 0;
+	char cw[1024];
+	const char *lw = NULL;
+	int ret;
 
+	/*
+	 * Read the tag again: what another push published meanwhile is merged, and a tag that
+	 * has become an image (or anything else) is not replaced.
+	 */
+	ret = index_load(r, &lw);
+	if (ret) {
+		log_error("%s: reading the chunk index again: %s", r->url,
+			  lw ? lw : strerror(-ret));
+		return ret;
+	}
+	ret = oci_publish_check(r, cw, sizeof(cw));
+	if (ret) {
+		log_error("%s; the chunks were uploaded, the tag is left as it is", cw);
+		return ret;
+	}
 	pthread_mutex_lock(&r->lock);
 	for (size_t i = 0; i < o->pushed.n && !ret; i++) {
 		const struct oci_chunk_ref *f = oci_refs_find(&o->index, o->pushed.v[i].chunk);
@@ -697,6 +754,7 @@ const struct remote_ops remote_oci_ops = {
 	.locate = oci_locate,
 	.check = oci_check,
 	.put = oci_put,
+	.publish_check = oci_publish_check,
 	.publish = oci_publish,
 	.free = oci_free,
 };

@@ -209,13 +209,14 @@ la=$(basename "$L" .layout)
 only_a=$(comm -23 <(ls "$T/a.store/chunks"/*/ | grep -E '^[0-9a-f]{64}$' | sort) \
   <(ls "$T/b.store/chunks"/*/ "$T/c.store/chunks"/*/ | grep -E '^[0-9a-f]{64}$' | sort -u) | head -1)
 [ -n "$only_a" ] || die "no chunk only a has"
-"$LAZYBLK" cas gc --remote "$W" --keep "$T/a.layout" --dry-run >"$T/gch0.txt"
+# (--grace 0: everything here was just uploaded, and gc keeps what is younger than the grace)
+"$LAZYBLK" cas gc --remote "$W" --keep "$T/a.layout" --grace 0 --dry-run >"$T/gch0.txt"
 ! grep -q "^would delete: chunks/" "$T/gch0.txt" || die "gc --keep a would delete chunks: $(cat "$T/gch0.txt")"
-"$LAZYBLK" cas gc --remote "$W" --dry-run >"$T/gch1.txt"
+"$LAZYBLK" cas gc --remote "$W" --grace 0 --dry-run >"$T/gch1.txt"
 grep -q "^would delete: layouts/$la.layout " "$T/gch1.txt" || die "gc --dry-run: a's layout: $(cat "$T/gch1.txt")"
 grep -q "^would delete: chunks/${only_a:0:2}/$only_a " "$T/gch1.txt" || die "gc --dry-run: $only_a"
 [ -e "$T/www/layouts/$la.layout" ] || die "gc --dry-run deleted something"
-"$LAZYBLK" cas gc --remote "$W" >"$T/gch2.txt"
+"$LAZYBLK" cas gc --remote "$W" --grace 0 >"$T/gch2.txt"
 grep -q "^deleted: layouts/$la.layout " "$T/gch2.txt" || die "gc: $(cat "$T/gch2.txt")"
 [ ! -e "$T/www/layouts/$la.layout" ] && [ ! -e "$(chunk_file "$T/www" "$only_a")" ] ||
   die "gc left a's layout or chunk"

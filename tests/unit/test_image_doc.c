@@ -122,6 +122,41 @@ static void test_oci_not_image(void **state)
 	oci_refs_free(&refs);
 }
 
+/* What a tag holds, for the commands that would write it: only a chunk index is theirs. */
+static void test_tag_kind(void **state)
+{
+	static const char *other[] = {
+		"{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\","
+		"\"layers\":[]}",
+		"{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.index.v1+json\","
+		"\"manifests\":[]}",
+		"{\"schemaVersion\":2,\"mediaType\":\"application/vnd.docker.distribution.manifest."
+		"list.v2+json\",\"manifests\":[]}",
+		"{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\","
+		"\"artifactType\":\"application/vnd.lazyblk.chunks.v1\",\"layers\":[]}",
+		"not json", "[]",
+	};
+	struct image_desc d;
+	struct oci_refs refs = { 0 };
+	struct oci_doc *docs;
+	size_t n;
+
+	(void)state;
+	refs_fill(&refs, 3);
+	assert_int_equal(oci_index_build(&refs, &docs, &n), 0);
+	assert_int_equal(image_tag_kind(docs[n - 1].json, docs[n - 1].len), IMAGE_TAG_CHUNKS);
+	oci_docs_free(docs, n);
+	desc_fill(&d, 2, true);
+	assert_int_equal(image_oci_build(&d, &refs, &docs, &n), 0);
+	assert_int_equal(image_tag_kind(docs[n - 1].json, docs[n - 1].len), IMAGE_TAG_IMAGE);
+	/* the image manifest alone is no chunk index either */
+	assert_int_equal(image_tag_kind(docs[0].json, docs[0].len), IMAGE_TAG_OTHER);
+	oci_docs_free(docs, n);
+	oci_refs_free(&refs);
+	for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++)
+		assert_int_equal(image_tag_kind(other[i], strlen(other[i])), IMAGE_TAG_OTHER);
+}
+
 static int manifest_parse_str(const char *json, const char **why)
 {
 	struct image_desc d;
@@ -272,6 +307,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_oci_roundtrip),
 		cmocka_unit_test(test_oci_not_image),
+		cmocka_unit_test(test_tag_kind),
 		cmocka_unit_test(test_oci_manifest_bad),
 		cmocka_unit_test(test_image_json),
 		cmocka_unit_test(test_names),

@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 
 #include "../../cas/chunk.h"
+#include "../../cas/remote/http.h"
 #include "../../cas/remote/remote.h"
 #include "../../cas/source.h"
 #include "../../cas/store.h"
@@ -242,6 +243,25 @@ static void test_url_forms(void **state)
 	assert_non_null(why);
 }
 
+/* The dates of nginx's Date header and JSON listings; anything else is not known (-1). */
+static void test_http_date(void **state)
+{
+	static const char *bad[] = {
+		"", "Sun, 06 Nov 1994 08:49:37 UTC", "Sunday, 06-Nov-94 08:49:37 GMT",
+		"Sun Nov  6 08:49:37 1994", "Sun, 06 Nox 1994 08:49:37 GMT",
+		"Sun, 06 Nov 1994 24:49:37 GMT", "Sun, 06 Nov 1994 08:49:37 GMT trailing",
+		"Sun, 32 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1969 08:49:37 GMT",
+	};
+
+	(void)state;
+	assert_int_equal(http_date_parse("Sun, 06 Nov 1994 08:49:37 GMT"), 784111777);
+	assert_int_equal(http_date_parse("Mon, 07 Dec 2026 03:42:21 GMT"), 1796614941);
+	assert_int_equal(http_date_parse("Thu, 01 Jan 1970 00:00:00 GMT"), 0);
+	assert_int_equal(http_date_parse(NULL), -1);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(http_date_parse(bad[i]), -1);
+}
+
 static void test_fetch_ok_and_cached(void **state)
 {
 	struct fx *f = *state;
@@ -400,6 +420,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_url_forms),
+		cmocka_unit_test(test_http_date),
 		cmocka_unit_test_setup_teardown(test_fetch_ok_and_cached, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retry_5xx_and_reset, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retries_exhausted, setup, teardown),

@@ -68,8 +68,9 @@ def build(chunks):
                              "annotations": {"org.lazyblk.chunk": n}} for n, b, s in g]})
         d = "sha256:" + hashlib.sha256(m).hexdigest()
         mans[d] = m
-        descs.append({"mediaType": MAN, "digest": d, "size": len(m)})
-    return doc({"schemaVersion": 2, "mediaType": IDX, "manifests": descs}), mans
+        descs.append({"mediaType": MAN, "digest": d, "size": len(m), "artifactType": ART})
+    return doc({"schemaVersion": 2, "mediaType": IDX, "artifactType": ART,
+                "manifests": descs}), mans
 
 
 class State:

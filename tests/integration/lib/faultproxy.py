@@ -35,6 +35,14 @@ Fault modes apply only to GETs of chunk/blob paths (containing "/chunks/" or
                        shows whether a client can get one chunk while others are pending
     delay:HEX:SECONDS  a GET of a path containing HEX waits SECONDS before it is forwarded
                        (HEX "all": every chunk GET)
+    park:METHOD:REGEX  any request (not only chunk GETs) of METHOD (ANY: every method)
+                       whose path matches REGEX (re.search) is held, its body read, before
+                       it is forwarded, until POST /__proxy/release (at most 300 s, then
+                       counted in park_timeouts): makes "a request in flight" happen when
+                       the test says, e.g. a push held mid-upload
+Control for park: GET /__proxy/parked?min=N&wait=SECONDS answers {"parked": n} once at least
+N requests are held (or after SECONDS); POST /__proxy/release lets every held request go
+and sets the mode to pass.
 Always: chunk_gets_by_path (chunk GETs per path) and done_order (chunk paths in the order
 their answers were sent, the first 10000).
 Any mode may end in @N: at most N faults are injected, then requests pass (e.g. stall:10@3
@@ -77,6 +85,7 @@ HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", 
 class State:
     def __init__(self, args):
         self.lock = threading.Lock()
+        self.park_cv = threading.Condition(self.lock)
         self.mode = args.mode
         self.auth = args.auth
         self.basic = args.basic
@@ -99,7 +108,10 @@ class State:
         with self.lock:
             self.per_path = {}
             self.held = threading.Event()
+            self.release = threading.Event()
+            self.parked = 0
             self.c = {"chunk_gets_by_path": {}, "done_order": [], "hold_timeouts": 0,
+                      "park_timeouts": 0,
                       "requests": 0, "by_status": {}, "by_method": {}, "faults_injected": 0,
                       "chunk_gets": 0, "redirects": 0, "redirected_requests": 0,
                       "leaked_auth": 0, "auth_challenges": 0, "tokens_issued": 0,
@@ -127,7 +139,8 @@ class State:
     def set_mode(self, mode):
         m = re.fullmatch(r"(pass|err500:(\d+|always)|reset|flip(:once)?|"
                          r"stall:\d+(\.\d+)?|stallbody:\d+(\.\d+)?|down|hold:[0-9a-f]+|"
-                         r"delay:(?:all|[0-9a-f]+):\d+(\.\d+)?)(@(\d+))?", mode)
+                         r"delay:(?:all|[0-9a-f]+):\d+(\.\d+)?|park:[A-Z]+:[^@]+)(@(\d+))?",
+                         mode)
         if not m:
             return False
         with self.lock:
@@ -135,7 +148,24 @@ class State:
             self.budget = int(m.group(8)) if m.group(8) else None
             self.per_path = {}
             self.held = threading.Event()
+            self.release = threading.Event()
+            self.parked = 0
         return True
+
+    def park(self, method, path):
+        """Hold a request the park mode names until POST /__proxy/release."""
+        with self.lock:
+            mode = self.mode
+            if not mode.startswith("park:"):
+                return
+            want, rx = mode.split(":", 2)[1:]
+            if (want != "ANY" and want != method) or not re.search(rx, path.split("?", 1)[0]):
+                return
+            release = self.release
+            self.parked += 1
+            self.park_cv.notify_all()
+        if not release.wait(300):
+            self.count("park_timeouts")
 
     def take_fault(self):
         """Count one injected fault; False once the mode's budget (MODE@N) is spent."""
@@ -367,6 +397,21 @@ class Handler(BaseHTTPRequestHandler):
             if self.st.set_mode(mode):
                 return self.send(200, b"ok\n", ctype="text/plain")
             return self.send(400, b"bad mode\n", ctype="text/plain")
+        if p == "/__proxy/parked" and self.command == "GET":
+            q = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+            want = int(q.get("min", ["1"])[0])
+            end = time.monotonic() + float(q.get("wait", ["60"])[0])
+            with self.st.lock:
+                while self.st.parked < want and time.monotonic() < end:
+                    self.st.park_cv.wait(max(0.0, end - time.monotonic()))
+                n = self.st.parked
+            return self.send_json(200, {"parked": n})
+        if p == "/__proxy/release" and self.command == "POST":
+            self.read_body()
+            with self.st.lock:
+                self.st.mode = "pass"
+                self.st.release.set()
+            return self.send(200, b"ok\n", ctype="text/plain")
         if p == "/__proxy/reset" and self.command == "POST":
             self.read_body()
             self.st.reset()
@@ -409,6 +454,7 @@ class Handler(BaseHTTPRequestHandler):
                 st.count("redirects")
                 return self.send(307, b"", [("Location", st.redir_origin + self.path)])
 
+        st.park(self.command, self.path)
         n = st.nth_get(self.path) if chunk_get else 0
         if chunk_get and mode.startswith("err500:"):
             lim = mode.split(":", 1)[1]

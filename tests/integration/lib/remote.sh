@@ -21,6 +21,8 @@
 #                                       U:P, --basic U:P, --redirect-blobs, --mode M); sets
 #                                       PROXY_PORT PROXY_PID PROXY_URL (http://127.0.0.1:PORT)
 #   proxy_mode MODE | proxy_reset | proxy_stats | proxy_stat KEY
+#   proxy_parked N                      wait until N requests are held (mode park:...), or die
+#   proxy_release                       let every held request go (the mode becomes pass)
 #   start_fake NAME [ARGS...]           fakeregistry.py (ARGS: --listen, --store, --realm,
 #                                       ...); sets FAKE_PORT FAKE_PID, its request log is
 #                                       $T/NAME.log ("METHOD PATH AUTHORIZATION" a line)
@@ -205,6 +207,17 @@ proxy_mode() {
     die "proxy_mode $1 refused"
 }
 proxy_reset() { curl -fsS -o /dev/null --max-time 5 -X POST "$PROXY_URL/__proxy/reset"; }
+proxy_parked() {
+  local n
+  n=$(curl -fsS --max-time 130 "$PROXY_URL/__proxy/parked?min=$1&wait=120" |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["parked"])') ||
+    die "proxy_parked: the proxy does not answer"
+  [ "$n" -ge "$1" ] || die "proxy_parked: $n requests held after 120 s, want $1"
+}
+proxy_release() {
+  curl -fsS -o /dev/null --max-time 5 -X POST "$PROXY_URL/__proxy/release" ||
+    die "proxy_release refused"
+}
 proxy_stats() { curl -fsS --max-time 5 "$PROXY_URL/__proxy/stats"; }
 # proxy_stat KEY (KEY may be by_status.500): a number, 0 when absent
 proxy_stat() {
