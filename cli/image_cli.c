@@ -119,7 +119,7 @@ int cli_keep_add(struct chunk_refs *refs, const char *keep, const char *store_di
 	for (unsigned i = 0; !ret && i < f.d.n_layouts; i++) {
 		sha256_to_hex(f.d.layouts[i].digest, hex);
 		snprintf(path, sizeof(path), "%s/layouts/%s.layout", store_dir, hex);
-		ret = chunk_refs_add_file(refs, path, &cw);
+		ret = chunk_refs_add_fetched(refs, path, &cw);
 		if (ret)
 			log_error("%s: %s; nothing removed", path, cw ? cw : strerror(-ret));
 	}

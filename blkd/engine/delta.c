@@ -266,13 +266,11 @@ int overlay_apply_delta(const char *delta_path, const char *overlay_path,
 
 	if (why)
 		*why = NULL;
-	a.fd = open(delta_path, O_RDONLY | O_CLOEXEC);
+	a.fd = fs_open_regular(AT_FDCWD, delta_path, 0, &st); /* a FIFO: never opened */
+	if (a.fd == -EINVAL)
+		return bad(why, "not a regular file");
 	if (a.fd < 0)
-		return -errno;
-	if (fstat(a.fd, &st) < 0)
-		ret = -errno;
-	else if (!S_ISREG(st.st_mode))
-		ret = bad(why, "not a regular file");
+		return a.fd;
 	a.size = (uint64_t)st.st_size;
 	if (!ret)
 		ret = apply_header(&a, layout_digest, disk_bytes, why);
