@@ -337,7 +337,25 @@ out:
 static int fetch_files(struct fetch_ctx *x, const char *store_dir, struct image_fetched *out)
 {
 	char dir[PATH_MAX], path[PATH_MAX + 80], hex[SHA256_HEX_LEN + 1];
+	uint64_t total = 0;
 	int ret;
+
+	/*
+	 * What one image may put in STORE/layouts, before anything is fetched (no overflow: at
+	 * most 65 sizes, each counted as at most IMAGE_FILE_MAX + 1).
+	 */
+	for (unsigned i = 0; i <= out->d.n_layouts; i++) {
+		uint64_t n = i < out->d.n_layouts ? out->d.layouts[i].size
+			     : out->d.has_manifest ? out->d.manifest.size : 0;
+
+		total += n < IMAGE_FILE_MAX ? n : IMAGE_FILE_MAX + 1;
+	}
+	if (total > IMAGE_FILE_MAX) {
+		snprintf(x->why, x->why_len, "image %s at %s: its files are more than %llu bytes in "
+			 "all, more than lazyblk fetches", x->ref->name, x->ref->chunk_url,
+			 (unsigned long long)IMAGE_FILE_MAX);
+		return -EFBIG;
+	}
 
 	snprintf(dir, sizeof(dir), "%s/layouts", store_dir);
 	x->dir = dir;
