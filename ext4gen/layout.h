@@ -167,7 +167,8 @@ struct layout {
 /*
  * Opens and verifies (header crc, body sha256, every run in range), and for a layout with
  * a parent the whole chain: the parent at its hint, else DIR/<digest hex>.layout beside
- * the child, checked against the digest the child records. The reason may name files: it
+ * the child, checked against the digest the child records. Only regular files are opened
+ * (fs_open_regular: a FIFO or a device at a hint never is). The reason may name files: it
  * is then in a buffer of the calling thread's, valid until its next layout_open.
  */
 int layout_open(const char *path, struct layout **out, const char **why);
