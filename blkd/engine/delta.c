@@ -227,7 +227,8 @@ static int apply_commit(struct apply *a, const char *path, const char **why)
 	ret = ov_state_path(path, state_path, sizeof(state_path));
 	if (ret)
 		return ret;
-	lock_fd = open(state_path, O_RDWR | O_CLOEXEC);
+	/* a link there is not followed; O_RDWR does not block on a FIFO (flock then fails) */
+	lock_fd = open(state_path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
 	if (lock_fd < 0 && errno != ENOENT)
 		return -errno;
 	if (lock_fd >= 0 && flock(lock_fd, LOCK_EX | LOCK_NB) < 0) {
