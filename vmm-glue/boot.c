@@ -174,7 +174,7 @@ int boot_kernel_check(const char *path, char *why, size_t why_len)
 	int ret = fs_map_file(path, &map);
 
 	if (ret)
-		return why_set(why, why_len, ret, "kernel %s: %s", path, strerror(-ret));
+		return why_set(why, why_len, ret, "kernel %s: %s", path, fs_open_why(ret));
 	if (!boot_looks_like_kernel(map.data, map.len))
 		ret = why_set(why, why_len, -ENOEXEC, "kernel %s: " BOOT_NOT_KERNEL, path);
 	fs_unmap(&map);
@@ -195,7 +195,7 @@ int boot_kernel_load(const char *path, const struct boot_kernel_opts *o,
 	k->proto = o->proto;
 	ret = fs_map_file(path, &map);
 	if (ret)
-		return why_set(why, why_len, ret, "kernel %s: %s", path, strerror(-ret));
+		return why_set(why, why_len, ret, "kernel %s: %s", path, fs_open_why(ret));
 	img = map.data;
 	len = map.len;
 	if (elf_is_elf(img, len)) {

@@ -7,7 +7,9 @@
 #     with a remote it fetches the chunk, serves it and puts a real file in its place;
 #   - serve answers the reads that need it with EIO and every other read with the right
 #     bytes, and SIGTERM ends it; a FIFO as a plain copy is removed and the chunk served;
-#   - cas stats counts it unreadable, cas verify names it ("not a regular file").
+#   - cas stats counts it unreadable, cas verify names it ("not a regular file");
+#   - a FIFO given where a file is read (a layout, a manifest, a trace, a delta, an --order
+#     file, a --keep file, a kernel, an initrd, serve --raw) is refused with one line.
 # Every command that could block runs under `timeout`, and serve's exit after SIGTERM is
 # waited for at most 120 s: a hang fails the test instead of hanging it.
 . "$(dirname "$0")/lib/common.sh"
@@ -94,3 +96,24 @@ grep -q "plain copy of chunk $D in .* is bad (not a regular file): removed" "$T/
   die "serve did not say why: $(cat "$T/fifo-plain.err")"
 [ ! -p "$T/s2/plain/${D:0:2}/$D" ] || die "the FIFO plain copy is still there"
 echo "ok: serve: a FIFO chunk fails its reads with EIO, a FIFO plain copy is replaced; SIGTERM ends it"
+
+# ---- a FIFO named on the command line: one line, never opened (each hung on 7515cfa)
+mkfifo "$T/f.fifo"
+F=$T/f.fifo
+fifo_refused() { # fifo_refused NAME ERE CMD...
+  local name=$1 want=$2; shift 2
+  expect_fail_line "$name" "$want" -- $TO "$LAZYBLK" "$@"
+}
+fifo_refused "export FIFO.layout" "f.fifo: not a regular file" export "$F" --store "$T/a.store" -o "$T/o.raw"
+fifo_refused "mkfs FIFO.manifest" "f.fifo: not a regular file" mkfs "$F" -o "$T/o.layout"
+fifo_refused "mkfs --order FIFO" "--order .*f.fifo: not a regular file" mkfs "$T/a.manifest" --order "$F" -o "$T/o.layout"
+fifo_refused "manifest show FIFO" "f.fifo: not a regular file" manifest show "$F"
+fifo_refused "trace show FIFO" "f.fifo: not a regular file" trace show "$F"
+fifo_refused "overlay apply FIFO" "f.fifo: not a regular file" overlay apply "$F" --layout "$T/a.layout" -o "$T/ov"
+fifo_refused "commit FIFO" "f.fifo: not a regular file" commit "$F" --layout "$T/a.layout" --store "$T/a.store" -o "$T/c.layout"
+fifo_refused "cas gc --keep FIFO" "f.fifo: not a regular file; nothing removed" cas gc --store "$T/a.store" --keep "$F"
+fifo_refused "run --kernel FIFO" "kernel .*f.fifo: not a regular file" run --kernel "$F"
+# (an ELF passes run's kernel check: /bin/true)
+fifo_refused "run --initrd FIFO" "initrd .*f.fifo: not a non-empty regular file" \
+  run --kernel /bin/true --initrd "$F"
+fifo_refused "serve --raw FIFO --read-only" "f.fifo: not a disk" serve --raw "$F" --read-only --nbd "unix:$T/raw.sock"
