@@ -77,7 +77,8 @@ static int store_file_open(struct store *s, const char *name, int flags)
 
 	if (snprintf(path, sizeof(path), "%s/%s", store_dir(s), name) >= (int)sizeof(path))
 		return -ENAMETOOLONG;
-	fd = open(path, flags | O_CLOEXEC, 0644);
+	/* lazyblk's own names: a link there is not followed, a terminal never made ours */
+	fd = open(path, flags | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0644);
 	return fd < 0 ? -errno : fd;
 }
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "gc.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -131,8 +132,139 @@ int cas_gc(struct store *s, const uint8_t (*keep)[SHA256_LEN], size_t n_keep,
 	return ret;
 }
 
+/* ------------------------------------------------------------------ STORE/layouts */
+
+enum layouts_name { LN_OTHER, LN_FILE, LN_TMP };
+
+/*
+ * What a name of STORE/layouts/ is: a fetched file <hex>.layout or <hex>.manifest (d: its
+ * hex), the temporary file of a fetch (<that>.tmp.XXXXXX), or another name.
+ */
+static enum layouts_name layouts_name(const char *name, uint8_t d[SHA256_LEN])
+{
+	char hex[SHA256_HEX_LEN + 1], canon[SHA256_HEX_LEN + 1];
+	const char *rest = name + SHA256_HEX_LEN;
+	size_t n;
+
+	if (strlen(name) <= SHA256_HEX_LEN)
+		return LN_OTHER;
+	memcpy(hex, name, SHA256_HEX_LEN);
+	hex[SHA256_HEX_LEN] = '\0';
+	if (sha256_from_hex(hex, d))
+		return LN_OTHER;
+	sha256_to_hex(d, canon);
+	if (strcmp(canon, hex))
+		return LN_OTHER; /* names are lowercase: anything else is not ours */
+	n = !strncmp(rest, ".layout", 7) ? 7 : !strncmp(rest, ".manifest", 9) ? 9 : 0;
+	if (!n)
+		return LN_OTHER;
+	if (!rest[n])
+		return LN_FILE;
+	return !strncmp(rest + n, ".tmp.", 5) && strlen(rest + n + 5) == 6 ? LN_TMP : LN_OTHER;
+}
+
+/* Each name of STORE/layouts/ of kind want, with its lstat: cb(arg, dfd, name, d, st). */
+static int layouts_walk(struct store *s, enum layouts_name want,
+			int (*cb)(void *arg, int dfd, const char *name, const uint8_t *d,
+				  const struct stat *st),
+			void *arg)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	DIR *dir;
+	int dfd, ret = 0;
+
+	if (snprintf(path, sizeof(path), "%s/layouts", store_dir(s)) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	dir = fdopendir(dfd);
+	if (!dir) {
+		close(dfd);
+		return -errno;
+	}
+	while (!ret && (de = readdir(dir))) {
+		uint8_t d[SHA256_LEN];
+		struct stat st;
+
+		if (layouts_name(de->d_name, d) != want ||
+		    fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue; /* not ours, or gone meanwhile */
+		ret = cb(arg, dfd, de->d_name, d, &st);
+	}
+	closedir(dir);
+	return ret;
+}
+
+struct layouts_gc {
+	const uint8_t (*keep)[SHA256_LEN];
+	size_t n_keep;
+	int64_t cutoff;
+	bool dry_run;
+	struct cas_gc_result *res;
+};
+
+static int layouts_one(void *arg, int dfd, const char *name, const uint8_t *d,
+		       const struct stat *st)
+{
+	struct layouts_gc *g = arg;
+
+	if (g->n_keep && bsearch(d, g->keep, g->n_keep, SHA256_LEN, digest_cmp)) {
+		g->res->layouts_kept++;
+		return 0;
+	}
+	if ((int64_t)st->st_mtim.tv_sec > g->cutoff) {
+		g->res->layouts_young++;
+		return 0;
+	}
+	if (!g->dry_run && unlinkat(dfd, name, 0) < 0)
+		return errno == ENOENT || errno == EISDIR ? 0 : -errno;
+	g->res->layouts_removed++;
+	g->res->layouts_removed_bytes += S_ISREG(st->st_mode) ? (uint64_t)st->st_size : 0;
+	return 0;
+}
+
+static int64_t cutoff_of(uint64_t grace_secs)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	return grace_secs > (uint64_t)now.tv_sec ? INT64_MIN
+						 : (int64_t)now.tv_sec - (int64_t)grace_secs;
+}
+
+int cas_gc_layouts(struct store *s, const uint8_t (*keep_layouts)[SHA256_LEN], size_t n_keep,
+		   uint64_t grace_secs, bool dry_run, struct cas_gc_result *res)
+{
+	struct layouts_gc g = { keep_layouts, n_keep, cutoff_of(grace_secs), dry_run, res };
+
+	res->layouts_kept = res->layouts_young = 0;
+	res->layouts_removed = res->layouts_removed_bytes = 0;
+	return layouts_walk(s, LN_FILE, layouts_one, &g);
+}
+
+static int layouts_tmp_one(void *arg, int dfd, const char *name, const uint8_t *d,
+			   const struct stat *st)
+{
+	struct layouts_gc *g = arg;
+
+	(void)d;
+	if ((int64_t)st->st_mtim.tv_sec > g->cutoff) {
+		g->res->tmp_young++;
+		g->res->tmp_young_bytes += (uint64_t)st->st_size;
+		return 0;
+	}
+	if (!g->dry_run && unlinkat(dfd, name, 0) < 0)
+		return errno == ENOENT || errno == EISDIR ? 0 : -errno;
+	g->res->tmp_removed++;
+	g->res->tmp_bytes += (uint64_t)st->st_size;
+	return 0;
+}
+
 int cas_gc_tmp(struct store *s, uint64_t grace_secs, bool dry_run, struct cas_gc_result *res)
 {
+	struct layouts_gc g = { NULL, 0, cutoff_of(grace_secs), dry_run, res };
 	struct store_tmp_count c;
 	int ret = store_tmp_sweep(s, grace_secs, dry_run ? STORE_SWEEP_DRY_RUN : 0, &c);
 
@@ -140,5 +272,5 @@ int cas_gc_tmp(struct store *s, uint64_t grace_secs, bool dry_run, struct cas_gc
 	res->tmp_bytes = c.stale_bytes;
 	res->tmp_young = c.young;
 	res->tmp_young_bytes = c.young_bytes;
-	return ret;
+	return ret ? ret : layouts_walk(s, LN_TMP, layouts_tmp_one, &g);
 }

@@ -33,6 +33,10 @@ struct cas_gc_result {
 	uint64_t plain_removed;         /* plain copies removed with their chunk */
 	uint64_t plain_orphans;         /* plain copies without a chunk, older than the grace */
 	uint64_t plain_removed_bytes;   /* of both */
+	/* cas_gc_layouts: files of STORE/layouts/ (fetched layouts and their manifests) */
+	uint64_t layouts_kept;          /* of a kept image's chain */
+	uint64_t layouts_young;         /* of no kept image, within the grace period: left */
+	uint64_t layouts_removed, layouts_removed_bytes; /* removed (dry run: would be) */
 };
 
 /*
@@ -44,8 +48,20 @@ int cas_gc(struct store *s, const uint8_t (*keep)[SHA256_LEN], size_t n_keep,
 	   uint64_t grace_secs, bool dry_run, struct cas_walk_progress *progress,
 	   struct cas_gc_result *res);
 /*
- * Remove the staging files in STORE/tmp older than grace_secs (dry_run: count them); sets
- * only the tmp_* fields of res. Needs no keep set and no lock. 0 or -errno.
+ * STORE/layouts/, where images fetched by reference land: remove each <hex>.layout whose
+ * layout digest is not in keep_layouts (sorted, distinct: the layout files of the kept
+ * images' chains) and each <hex>.manifest (an image's manifest, named by its top layout)
+ * whose hex is not either, unless modified less than grace_secs ago (a fetch, or the reuse
+ * of a file already there, sets its mtime). Other names are left alone. Sets only the
+ * layouts_* fields of res. 0 or -errno.
+ */
+int cas_gc_layouts(struct store *s, const uint8_t (*keep_layouts)[SHA256_LEN], size_t n_keep,
+		   uint64_t grace_secs, bool dry_run, struct cas_gc_result *res);
+/*
+ * Remove the staging files in STORE/tmp, and the temporary files of fetches in
+ * STORE/layouts/ (<hex>.layout.tmp.XXXXXX, <hex>.manifest.tmp.XXXXXX), older than grace_secs
+ * (dry_run: count them); sets only the tmp_* fields of res. Needs no keep set and no lock.
+ * 0 or -errno.
  */
 int cas_gc_tmp(struct store *s, uint64_t grace_secs, bool dry_run, struct cas_gc_result *res);
 

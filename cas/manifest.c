@@ -436,6 +436,8 @@ int manifest_load(const char *path, struct manifest **out, const char **why)
 	if (why)
 		*why = NULL;
 	ret = fs_read_file(path, &buf, &len);
+	if (ret == -EINVAL && why)
+		*why = "not a regular file"; /* a FIFO, a device: never opened */
 	if (ret)
 		return ret;
 	return parse(buf, len, out, why);

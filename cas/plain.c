@@ -82,6 +82,21 @@ static int crc_file(int fd, size_t len, uint32_t *crc)
 	return ret;
 }
 
+/*
+ * A plain copy opened for reading: its descriptor, or -errno; a FIFO, a device, a directory
+ * or a link there (never opened: it would block or be followed) is a bad copy, -EBADMSG.
+ */
+static int plain_file_open(int dfd, const char *name, struct stat *st, const char **why)
+{
+	int fd = fs_open_regular(dfd, name, O_NOFOLLOW, st);
+
+	if (fd == -EINVAL || fd == -EISDIR || fd == -ELOOP) {
+		*why = "not a regular file";
+		return -EBADMSG;
+	}
+	return fd;
+}
+
 int plain_open(struct store *s, const uint8_t d[SHA256_LEN], size_t max, int *fd, size_t *len,
 	       const char **why)
 {
@@ -95,13 +110,9 @@ int plain_open(struct store *s, const uint8_t d[SHA256_LEN], size_t max, int *fd
 	if (pfd < 0)
 		return pfd;
 	store_rel_path(d, rel);
-	f = openat(pfd, rel, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	f = plain_file_open(pfd, rel, &st, why);
 	if (f < 0)
-		return errno == ELOOP ? (*why = "not a regular file", -EBADMSG) : -errno;
-	if (fstat(f, &st) < 0) {
-		ret = -errno;
-		goto fail;
-	}
+		return f;
 	ret = trailer_check(f, &st, d, max, &t, len, why);
 	if (ret)
 		goto fail;
@@ -200,12 +211,10 @@ int plain_verify_file(const char *path, const uint8_t d[SHA256_LEN], const char 
 	size_t len, n;
 	int fd, ret;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	fd = plain_file_open(AT_FDCWD, path, &st, why);
 	if (fd < 0)
-		return errno == ELOOP ? (*why = "not a regular file", -EBADMSG) : -errno;
-	ret = fstat(fd, &st) < 0 ? -errno : 0;
-	if (!ret)
-		ret = trailer_check(fd, &st, d, CHUNK_SIZE_MAX, &t, &len, why);
+		return fd;
+	ret = trailer_check(fd, &st, d, CHUNK_SIZE_MAX, &t, &len, why);
 	/* read, not mapped: a file truncated meanwhile must not raise SIGBUS */
 	if (!ret)
 		ret = fs_read_fd(fd, &data, &n);

@@ -397,12 +397,18 @@ static int from_store(struct cas_source *s, const uint8_t d[SHA256_LEN], const c
 		      size_t max, size_t head, void **block, size_t *len, size_t *frame_len)
 {
 	const char *why = NULL;
+	bool corrupt = false;
 	uint8_t *frame;
 	size_t flen;
 	int ret;
 
 	ret = store_read(s->store, d, &frame, &flen);
-	if (!ret) {
+	if (ret == -EBADMSG) {
+		/* not a regular file (a FIFO, a device: never opened): a corrupt chunk */
+		why = "not a regular file";
+		flen = 0;
+		corrupt = true;
+	} else if (!ret) {
 		ret = decode(s, d, frame, flen, max, head, block, len, &why);
 		free(frame);
 		if (!ret) {
@@ -417,6 +423,9 @@ static int from_store(struct cas_source *s, const uint8_t d[SHA256_LEN], const c
 			log_error("chunk %s: out of memory", hex);
 			return ret;
 		}
+		corrupt = true;
+	}
+	if (corrupt) {
 		ADD(s->verify_failures, 1);
 		if (!s->remote) {
 			log_error("chunk %s is corrupt (%s)", hex, why);

@@ -319,9 +319,12 @@ int store_read(struct store *s, const uint8_t d[SHA256_LEN], uint8_t **frame, si
 	int fd, ret;
 
 	rel_path(d, rel);
-	fd = openat(s->chunksfd, rel, O_RDONLY | O_CLOEXEC);
+	/* a FIFO, a device, a directory or a link there is a corrupt chunk, never opened */
+	fd = fs_open_regular(s->chunksfd, rel, O_NOFOLLOW, NULL);
+	if (fd == -EINVAL || fd == -EISDIR || fd == -ELOOP)
+		return -EBADMSG;
 	if (fd < 0)
-		return -errno;
+		return fd;
 	ret = fs_read_fd(fd, frame, len);
 	close(fd);
 	return ret;
@@ -663,18 +666,20 @@ static int stats_one(void *arg, const uint8_t d[SHA256_LEN], const char *path)
 	int fd;
 
 	(void)d;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	fd = fs_open_regular(AT_FDCWD, path, O_NOFOLLOW, &sb);
+	if (fd == -ENOENT)
 		return 0; /* vanished: another process evicted it */
-	if (fstat(fd, &sb) == 0) {
-		st->chunks++;
-		st->stored_bytes += (uint64_t)sb.st_size;
-		n = pread(fd, hdr, sizeof(hdr), 0);
-		if (n > 0 && chunk_content_size(hdr, (size_t)n, &raw) == 0)
-			st->raw_bytes += raw;
-		else
-			st->bad_headers++;
+	st->chunks++;
+	if (fd < 0) {
+		st->bad_headers++; /* not a regular file (never opened), or unreadable */
+		return 0;
 	}
+	st->stored_bytes += (uint64_t)sb.st_size;
+	n = pread(fd, hdr, sizeof(hdr), 0);
+	if (n > 0 && chunk_content_size(hdr, (size_t)n, &raw) == 0)
+		st->raw_bytes += raw;
+	else
+		st->bad_headers++;
 	close(fd);
 	return 0;
 }

@@ -24,7 +24,7 @@ struct store_stats {
 	uint64_t chunks;
 	uint64_t raw_bytes;     /* uncompressed, from the frame headers */
 	uint64_t stored_bytes;  /* file sizes */
-	uint64_t bad_headers;   /* files whose frame header cannot be read */
+	uint64_t bad_headers;   /* files whose frame header cannot be read, or not regular files */
 	uint64_t plain_files;   /* plain copies (STORE/plain), with or without their chunk */
 	uint64_t plain_bytes;   /* their file sizes */
 };
@@ -78,7 +78,11 @@ int store_has(struct store *s, const uint8_t d[SHA256_LEN]);
 int store_put(struct store *s, const uint8_t d[SHA256_LEN], const void *frame, size_t len);
 /* Make every staged chunk durable and visible. Thread-safe. */
 int store_commit(struct store *s);
-/* Read a chunk's compressed bytes into a malloc'ed buffer. -ENOENT if absent. */
+/*
+ * Read a chunk's compressed bytes into a malloc'ed buffer. -ENOENT if absent; -EBADMSG if
+ * what is there is not a regular file (a FIFO, a device, a directory, a symbolic link: never
+ * opened), which is a corrupt chunk.
+ */
 int store_read(struct store *s, const uint8_t d[SHA256_LEN], uint8_t **frame, size_t *len);
 
 /*

@@ -23,14 +23,16 @@
 /* The marker's format into *version: 0, -ENOENT (no marker), -EPROTONOSUPPORT, -errno. */
 static int marker_read(int dirfd, char line[MARKER_MAX + 1], unsigned long *version)
 {
-	int fd = openat(dirfd, STORE_MARKER, O_RDONLY | O_CLOEXEC);
+	int fd = fs_open_regular(dirfd, STORE_MARKER, O_NOFOLLOW, NULL);
 	const char *p = line + strlen(STORE_MARKER " ");
 	char *end;
 	ssize_t n;
 
 	line[0] = '\0';
+	if (fd == -EINVAL || fd == -EISDIR || fd == -ELOOP)
+		return -EPROTONOSUPPORT; /* a FIFO, a device, a directory: never opened */
 	if (fd < 0)
-		return -errno;
+		return fd;
 	n = read(fd, line, MARKER_MAX);
 	close(fd);
 	if (n < 0)

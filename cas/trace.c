@@ -111,6 +111,8 @@ int trace_load(const char *path, struct trace **out, const char **why)
 	if (why)
 		*why = NULL;
 	ret = fs_read_file_max(path, max, &buf, &len);
+	if (ret == -EINVAL && why)
+		*why = "not a regular file"; /* a FIFO, a device: never opened */
 	if (ret == -EFBIG) {
 		if (why)
 			*why = "too large for a trace";

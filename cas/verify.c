@@ -26,6 +26,8 @@ static int check(struct store *s, struct chunk_codec *codec, uint8_t *out,
 	int ret;
 
 	ret = store_read(s, d, &frame, &len);
+	if (ret == -EBADMSG)
+		*why = "not a regular file";
 	if (ret)
 		return ret;
 	ret = chunk_verify(codec, d, frame, len, out, CHUNK_SIZE_MAX, &n, why);

@@ -84,7 +84,7 @@ static int http_collect(const char *url, const char *dir, struct http_keep *k, s
 		for (unsigned l = 0; !ret && l < f.d.n_layouts; l++) {
 			sha256_to_hex(f.d.layouts[l].digest, hex);
 			snprintf(path, sizeof(path), "%s/layouts/%s.layout", dir, hex);
-			ret = chunk_refs_add_file(&k->chunks, path, &cw);
+			ret = chunk_refs_add_fetched(&k->chunks, path, &cw);
 			if (ret)
 				log_error("%s: %s; nothing removed", path, cw ? cw : strerror(-ret));
 			else

@@ -34,12 +34,13 @@ static const char cas_usage[] =
 	"        the counts; exit 0 only when nothing remains bad (bad plain copies,\n"
 	"        removed, count as repaired)\n"
 	"stats   chunk count, raw (uncompressed) bytes, stored bytes, plain copies\n"
-	"gc      remove the temporary files in STORE/tmp that interrupted or killed\n"
-	"        writers left (older than the grace period); with --keep, also every\n"
-	"        chunk that no --keep file references and that is older than the grace\n"
-	"        period (with its plain copy), and plain copies older than it whose\n"
-	"        chunk is gone; every --keep file is checked first, and nothing is\n"
-	"        removed if one is bad\n"
+	"gc      remove the temporary files in STORE/tmp and STORE/layouts that\n"
+	"        interrupted or killed writers left (older than the grace period); with\n"
+	"        --keep, also every chunk that no --keep file references and that is\n"
+	"        older than the grace period (with its plain copy), plain copies older\n"
+	"        than it whose chunk is gone, and the files of images fetched by\n"
+	"        reference (STORE/layouts) that no --keep chain uses, older than it;\n"
+	"        every --keep file is checked first, and nothing is removed if one is bad\n"
 	"        --remote oci://HOST/REPO[:TAG]: rewrite the repository's chunk index\n"
 	"        (TAG, default lazyblk-chunks) to the chunks its image tags (lazyblk\n"
 	"        push by tag) and the --keep files use, print each chunk it drops\n"
@@ -62,11 +63,12 @@ static const char cas_usage[] =
 	"                       http(s)://…/images/NAME: every layout of its chain is\n"
 	"                       fetched into STORE/layouts/); repeat for each image to keep;\n"
 	"                       without one, gc removes temporary files only\n"
-	"  -g, --grace SECONDS  gc: never remove a chunk or a temporary file modified\n"
-	"                       less than SECONDS ago (default: 3600 for chunks, 600 for\n"
-	"                       temporary files), so what an import that is still\n"
-	"                       running has written stays; with --remote http(s)://, never\n"
-	"                       delete a file uploaded less than SECONDS ago (default 3600)\n"
+	"  -g, --grace SECONDS  gc: never remove a chunk, a fetched layout or a temporary\n"
+	"                       file modified less than SECONDS ago (default: 3600 for\n"
+	"                       chunks and layouts, 600 for temporary files), so what an\n"
+	"                       import or a fetch that is still running has written\n"
+	"                       stays; with --remote http(s)://, never delete a file\n"
+	"                       uploaded less than SECONDS ago (default 3600)\n"
 	"  -n, --dry-run        gc: report what would be removed, remove nothing\n"
 	"      --repair         verify: repair corrupt chunks from --remote (required)\n"
 	"      --remote URL     verify --repair: where the good chunks are; gc: the\n"
@@ -201,6 +203,9 @@ static int run_gc(struct store *s, const char *store_dir, const char *const *kee
 		ret = cas_gc(s, (const uint8_t (*)[SHA256_LEN])refs.d, refs.n, grace, dry_run,
 			     log_progress_enabled() ? &prog : NULL, &res);
 		log_progress_done();
+		if (!ret)
+			ret = cas_gc_layouts(s, (const uint8_t (*)[SHA256_LEN])refs.layouts,
+					     refs.n_layouts, grace, dry_run, &res);
 	}
 	chunk_refs_free(&refs);
 	if (!ret)
@@ -225,6 +230,10 @@ static int run_gc(struct store *s, const char *store_dir, const char *const *kee
 		       (unsigned long long)(res.plain_removed + res.plain_orphans),
 		       res.plain_removed + res.plain_orphans == 1 ? "y" : "ies",
 		       size_human(res.plain_removed_bytes, h1, sizeof(h1)));
+	if (res.layouts_removed)
+		printf(", %llu file%s of %s/layouts (%s)", (unsigned long long)res.layouts_removed,
+		       res.layouts_removed == 1 ? "" : "s", store_dir,
+		       size_human(res.layouts_removed_bytes, h1, sizeof(h1)));
 	print_tmp(&res, false);
 	if (res.missing)
 		printf(", %llu referenced chunk%s missing", (unsigned long long)res.missing,

@@ -163,6 +163,7 @@ int cmd_export(int argc, char **argv)
 		return cli_usage_error("missing -o DISK.raw");
 	if (cli_image_resolve(argv[optind], o.src.store_dir, &rem, &img, &o.layout_path))
 		return 1;
+	o.layout_fetched = img.f != NULL;
 	if (cli_remote_check(&rem)) {
 		cli_image_free(&img);
 		return EXIT_USAGE;

@@ -247,7 +247,7 @@ static int run_restore_open(struct run_args *a, struct vm_snapshot **snap)
 	si = vm_snapshot_info(*snap);
 	if (!a->layout)
 		return 0;   /* vmm_run refuses a snapshot that had an image */
-	ret = layout_open(a->layout, &l, &lwhy);
+	ret = layout_open_flags(a->layout, a->img.f ? LAYOUT_OPEN_FETCHED : 0, &l, &lwhy);
 	if (ret) {
 		log_error("%s: %s", a->layout, lwhy ? lwhy : strerror(-ret));
 		return 1;
@@ -451,6 +451,7 @@ static int run_check(struct run_args *a, unsigned mib)
 		return cli_usage_error("missing --store DIR");
 	if (a->layout && cli_image_resolve(a->layout, a->eo.store_dir, &a->rem, &a->img, &a->layout))
 		return 1;
+	a->eo.layout_fetched = a->img.f != NULL;
 	if (!a->layout && (a->eo.store_dir || a->eo.overlay_path || a->rem.url || a->stats_json ||
 			   a->manifest || a->modules || a->tr.record || a->tr.prefetch ||
 			   a->tr.prefetch_all))

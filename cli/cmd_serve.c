@@ -647,6 +647,7 @@ static int serve_check(struct serve_args *a, int argc, char **argv)
 			return cli_usage_error("missing --store DIR");
 		if (cli_image_resolve(argv[optind], a->eo.store_dir, &a->rem, &a->img, &a->layout))
 			return 1;
+		a->eo.layout_fetched = a->img.f != NULL;
 		if (cli_remote_check(&a->rem))
 			return EXIT_USAGE;
 		cli_remote_to_engine(&a->rem, &a->eo);

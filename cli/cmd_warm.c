@@ -208,6 +208,7 @@ int cmd_warm(int argc, char **argv)
 		return cli_usage_error("missing --trace TRACE or --all (what to fetch)");
 	if (cli_image_resolve(argv[optind], o.src.store_dir, &rem, &img, &o.layout_path))
 		return 1;
+	o.layout_fetched = img.f != NULL;
 	r = EXIT_USAGE;
 	if (cli_remote_check(&rem))
 		goto out;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "../cas/remote/image_ref.h"
+#include "../common/fsutil.h"
 #include "../common/log.h"
 #include "../common/size.h"
 #include "../ext4gen/layout.h"
@@ -102,7 +103,7 @@ int cli_keep_add(struct chunk_refs *refs, const char *keep, const char *store_di
 	if (!image_ref_is(keep)) {
 		ret = chunk_refs_add_file(refs, keep, &cw);
 		if (ret)
-			log_error("%s: %s; nothing removed", keep, cw ? cw : strerror(-ret));
+			log_error("%s: %s; nothing removed", keep, cw ? cw : fs_open_why(ret));
 		return ret ? 1 : 0;
 	}
 	if (!store_dir) {
@@ -119,7 +120,7 @@ int cli_keep_add(struct chunk_refs *refs, const char *keep, const char *store_di
 	for (unsigned i = 0; !ret && i < f.d.n_layouts; i++) {
 		sha256_to_hex(f.d.layouts[i].digest, hex);
 		snprintf(path, sizeof(path), "%s/layouts/%s.layout", store_dir, hex);
-		ret = chunk_refs_add_file(refs, path, &cw);
+		ret = chunk_refs_add_fetched(refs, path, &cw);
 		if (ret)
 			log_error("%s: %s; nothing removed", path, cw ? cw : strerror(-ret));
 	}

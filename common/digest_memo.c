@@ -75,7 +75,7 @@ bool digest_memo_get(const char *dir, const struct stat *st, uint8_t d[SHA256_LE
 	memo_fill(&want, st);
 	if (!dir || !*dir || memo_path(dir, st, path, sizeof(path)))
 		return false;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = fs_open_regular(AT_FDCWD, path, O_NOFOLLOW, NULL);
 	if (fd < 0)
 		return false;
 	hit = read(fd, &got, sizeof(got)) == (ssize_t)sizeof(got) &&

@@ -14,6 +14,39 @@
 
 #include "uring.h"
 
+int fs_open_regular(int dfd, const char *name, int flags, struct stat *st)
+{
+	struct stat before, after;
+	int fd, fl, ret = 0;
+
+	if (!st)
+		st = &after;
+	/* nothing but a regular file is opened (stat follows links unless O_NOFOLLOW) */
+	if (fstatat(dfd, name, &before, flags & O_NOFOLLOW ? AT_SYMLINK_NOFOLLOW : 0) < 0)
+		return -errno;
+	if (!S_ISREG(before.st_mode))
+		return S_ISDIR(before.st_mode) ? -EISDIR : S_ISLNK(before.st_mode) ? -ELOOP : -EINVAL;
+	fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | flags);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, st) < 0)
+		ret = -errno;
+	else if (!S_ISREG(st->st_mode))
+		ret = S_ISDIR(st->st_mode) ? -EISDIR : -EINVAL;
+	else if ((fl = fcntl(fd, F_GETFL)) < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
+		ret = -errno;
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+const char *fs_open_why(int err)
+{
+	return err == -EINVAL ? "not a regular file" : strerror(-err);
+}
+
 int fs_mkdir_p(const char *path, mode_t mode)
 {
 	char buf[PATH_MAX];
@@ -149,10 +182,10 @@ int fs_read_file(const char *path, uint8_t **data, size_t *len)
 
 int fs_read_file_max(const char *path, uint64_t max, uint8_t **data, size_t *len)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC), ret;
+	int fd = fs_open_regular(AT_FDCWD, path, 0, NULL), ret;
 
 	if (fd < 0)
-		return -errno;
+		return fd;
 	ret = fs_read_fd_max(fd, max, data, len);
 	close(fd);
 	return ret;
@@ -160,12 +193,12 @@ int fs_read_file_max(const char *path, uint64_t max, uint8_t **data, size_t *len
 
 int fs_map_file(const char *path, struct fs_map *m)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC), ret;
+	int fd = fs_open_regular(AT_FDCWD, path, 0, NULL), ret;
 
 	m->data = NULL;
 	m->len = 0;
 	if (fd < 0)
-		return -errno;
+		return fd;
 	ret = fs_map_fd(fd, m);
 	close(fd);
 	return ret;

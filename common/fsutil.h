@@ -10,6 +10,21 @@
 
 #include "test_hook.h"
 
+/*
+ * Open name (relative to dfd, or AT_FDCWD) for reading, O_RDONLY | O_CLOEXEC | flags
+ * (O_NOFOLLOW where the name is lazyblk's own: a chunk, a plain copy, a fetched layout), only
+ * if it is a regular file. A FIFO would block open() until a writer comes, a terminal would
+ * become the controlling one, and opening some devices has effects of its own, so: the name
+ * is looked at first (fstatat) and nothing but a regular file is opened; the open is
+ * O_NONBLOCK | O_NOCTTY (a FIFO swapped in meanwhile cannot block it) and the descriptor is
+ * fstat'ed (into st, may be NULL) and checked again; O_NONBLOCK is cleared before it is
+ * returned (io_uring would honour it). Returns the descriptor, or -errno: -EISDIR for a
+ * directory, -EINVAL for any other file that is not regular (fs_open_why says "not a
+ * regular file"), -ELOOP for a symbolic link with O_NOFOLLOW. Says nothing.
+ */
+int fs_open_regular(int dfd, const char *name, int flags, struct stat *st);
+/* strerror(-err), but "not a regular file" for the -EINVAL of fs_open_regular. */
+const char *fs_open_why(int err);
 /* mkdir -p with the given mode for created components. */
 int fs_mkdir_p(const char *path, mode_t mode);
 /* read(2)/write(2) loops that retry on EINTR and short counts. */
@@ -18,7 +33,10 @@ int fs_read_full(int fd, void *buf, size_t len);              /* -EIO on early E
 int fs_pread_full(int fd, void *buf, size_t len, off_t off);  /* -EIO on early EOF */
 int fs_write_full(int fd, const void *buf, size_t len);
 int fs_pwrite_full(int fd, const void *buf, size_t len, off_t off);
-/* Whole regular file (from offset 0, through io_uring) into a malloc'ed buffer, NUL-terminated. */
+/*
+ * Whole regular file (from offset 0, through io_uring) into a malloc'ed buffer, NUL-terminated.
+ * The _file forms open it with fs_open_regular (a FIFO, a device: -EINVAL, never opened).
+ */
 int fs_read_fd(int fd, uint8_t **data, size_t *len);
 int fs_read_file(const char *path, uint8_t **data, size_t *len);
 /* The same, -EFBIG for a file larger than max bytes (nothing read). */
@@ -28,8 +46,8 @@ int fs_read_file_max(const char *path, uint64_t max, uint8_t **data, size_t *len
  * pages used are read — for large inputs of which a start-up needs little or reads once
  * (kernels, modules). The file must not be truncated while mapped (files replaced by rename,
  * as package managers and caches do, are fine). An empty file maps to data == NULL, len == 0.
- * fs_map_fd maps an open descriptor (which may be closed afterwards). fs_unmap() accepts a
- * zeroed struct.
+ * fs_map_file opens it with fs_open_regular; fs_map_fd maps an open descriptor (which may be
+ * closed afterwards). fs_unmap() accepts a zeroed struct.
  */
 struct fs_map {
 	uint8_t *data;

@@ -647,7 +647,7 @@ static int check_runs(const struct layout *l, const char **why)
 	return 0;
 }
 
-int layout_load_file(const char *path, struct layout **out, const char **why)
+int layout_load_file(const char *path, int oflags, struct layout **out, const char **why)
 {
 	struct layout *l;
 	struct stat st;
@@ -664,20 +664,20 @@ int layout_load_file(const char *path, struct layout **out, const char **why)
 		return -ENOMEM;
 	}
 	l->n_layers = 1;
+	l->fd = l->layers[0].fd = -1;
 	l->layers[0].path = strdup(path);
-	l->fd = l->layers[0].fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (!l->layers[0].path || l->fd < 0) {
-		ret = l->layers[0].path ? -errno : -ENOMEM;
+	if (!l->layers[0].path) {
+		ret = -ENOMEM;
 		goto fail;
 	}
-	if (fstat(l->fd, &st) < 0) {
-		ret = -errno;
+	/* a FIFO or a device at path (a parent hint may name anything) is never opened */
+	ret = fs_open_regular(AT_FDCWD, path, oflags, &st);
+	if (ret < 0) {
+		if (ret == -EINVAL && why)
+			*why = "not a regular file";
 		goto fail;
 	}
-	if (!S_ISREG(st.st_mode)) {
-		ret = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
-		goto fail;
-	}
+	l->fd = l->layers[0].fd = ret;
 	ret = read_header(l, (uint64_t)st.st_size, why);
 	if (!ret)
 		ret = read_tail(l, why);

@@ -167,10 +167,19 @@ struct layout {
 /*
  * Opens and verifies (header crc, body sha256, every run in range), and for a layout with
  * a parent the whole chain: the parent at its hint, else DIR/<digest hex>.layout beside
- * the child, checked against the digest the child records. The reason may name files: it
+ * the child, checked against the digest the child records. Only regular files are opened
+ * (fs_open_regular: a FIFO or a device at a hint never is). The reason may name files: it
  * is then in a buffer of the calling thread's, valid until its next layout_open.
  */
 int layout_open(const char *path, struct layout **out, const char **why);
+/*
+ * layout_open with flags. LAYOUT_OPEN_FETCHED, for an image fetched by reference into
+ * STORE/layouts/ (its files are the remote's, named by lazyblk): path and every parent are
+ * opened without following a link, each parent only as DIR/<digest hex>.layout beside its
+ * child; a hint is never opened, and a layer whose hint is an absolute path is refused.
+ */
+#define LAYOUT_OPEN_FETCHED 1u
+int layout_open_flags(const char *path, unsigned flags, struct layout **out, const char **why);
 void layout_close(struct layout *l);
 /*
  * The n metadata blocks [first, first + n) of the top file's area against the digests

@@ -4,6 +4,7 @@
  * chain into one view, and writing that view as a version 1 layout (flatten).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -38,10 +39,10 @@ static int chain_fail(const char **why, int err, const char *fmt, ...)
 /* ------------------------------------------------------------------ finding parents */
 
 /* Open path as the parent digest d: 0, -ENOENT, -EBADMSG for another layout, -errno. */
-static int parent_try(const char *path, const uint8_t d[SHA256_LEN], struct layout **out,
-		      const char **why)
+static int parent_try(const char *path, int oflags, const uint8_t d[SHA256_LEN],
+		      struct layout **out, const char **why)
 {
-	int ret = layout_load_file(path, out, why);
+	int ret = layout_load_file(path, oflags, out, why);
 
 	if (ret)
 		return ret;
@@ -64,10 +65,32 @@ static int parent_why(const char **why, int err, const char *path, const char *l
 }
 
 /*
- * The parent of child: at its hint, else DIR/HEX.layout beside it (also when the file at
- * the hint is another layout or no layout at all).
+ * The parent of a fetched layer: DIR/HEX.layout beside it, lazyblk's own name (a link there
+ * is not followed). Its hint is never opened: the remote wrote it.
  */
-static int parent_find(const struct layout *child, struct layout **out, const char **why)
+static int parent_by_digest(const struct layout_layer *c, const char *alt, const char *hex,
+			    struct layout **out, const char **why)
+{
+	const char *w = NULL;
+	int ret;
+
+	if (c->hint[0] == '/')
+		return chain_fail(why, -EBADMSG, "base layout sha256:%s: the parent hint is an "
+				  "absolute path (refused in an image fetched by reference)", hex);
+	ret = parent_try(alt, O_NOFOLLOW, c->parent.digest, out, &w);
+	if (ret == -ENOENT)
+		return chain_fail(why, ret, "base layout sha256:%s not found (looked for %s)", hex,
+				  alt);
+	return ret ? parent_why(why, ret, alt, w, hex) : 0;
+}
+
+/*
+ * The parent of child: at its hint, else DIR/HEX.layout beside it (also when the file at
+ * the hint is another layout or no layout at all). flags LAYOUT_OPEN_FETCHED: only
+ * DIR/HEX.layout (parent_by_digest).
+ */
+static int parent_find(const struct layout *child, unsigned flags, struct layout **out,
+		       const char **why)
 {
 	const struct layout_layer *c = &child->layers[0];
 	char dir[PATH_MAX], at[PATH_MAX], alt[PATH_MAX], hex[SHA256_HEX_LEN + 1];
@@ -76,16 +99,18 @@ static int parent_find(const struct layout *child, struct layout **out, const ch
 
 	fs_dirname(c->path, dir, sizeof(dir));
 	sha256_to_hex(c->parent.digest, hex);
+	if (snprintf(alt, sizeof(alt), "%s/%s.layout", dir, hex) >= (int)sizeof(alt))
+		return -ENAMETOOLONG;
+	if (flags & LAYOUT_OPEN_FETCHED)
+		return parent_by_digest(c, alt, hex, out, why);
 	if (c->hint[0] == '/')
 		snprintf(at, sizeof(at), "%s", c->hint);
 	else if (snprintf(at, sizeof(at), "%s/%s", dir, c->hint) >= (int)sizeof(at))
 		return -ENAMETOOLONG;
-	if (snprintf(alt, sizeof(alt), "%s/%s.layout", dir, hex) >= (int)sizeof(alt))
-		return -ENAMETOOLONG;
-	ret = parent_try(at, c->parent.digest, out, &w1);
+	ret = parent_try(at, 0, c->parent.digest, out, &w1);
 	if (!ret)
 		return 0;
-	r2 = strcmp(at, alt) ? parent_try(alt, c->parent.digest, out, &w2) : -ENOENT;
+	r2 = strcmp(at, alt) ? parent_try(alt, 0, c->parent.digest, out, &w2) : -ENOENT;
 	if (!r2)
 		return 0;
 	if (ret == -ENOENT && r2 == -ENOENT)
@@ -364,7 +389,7 @@ static int chain_merge(struct layout **files, unsigned n)
 }
 
 /* files[0] is open; find and open its parents into files[1..], *n in all. */
-static int chain_collect(struct layout **files, unsigned *n, const char **why)
+static int chain_collect(struct layout **files, unsigned *n, unsigned flags, const char **why)
 {
 	char hex[SHA256_HEX_LEN + 1];
 	int ret;
@@ -376,7 +401,7 @@ static int chain_collect(struct layout **files, unsigned *n, const char **why)
 		if (*n == LAYOUT_CHAIN_MAX)
 			return chain_fail(why, -ELOOP, "layout chain longer than %u layers",
 					  LAYOUT_CHAIN_MAX);
-		ret = parent_find(c, &p, why);
+		ret = parent_find(c, flags, &p, why);
 		if (ret)
 			return ret;
 		files[(*n)++] = p;
@@ -396,17 +421,23 @@ static int chain_collect(struct layout **files, unsigned *n, const char **why)
 
 int layout_open(const char *path, struct layout **out, const char **why)
 {
+	return layout_open_flags(path, 0, out, why);
+}
+
+int layout_open_flags(const char *path, unsigned flags, struct layout **out, const char **why)
+{
 	struct layout *files[LAYOUT_CHAIN_MAX];
 	unsigned n = 1;
 	int ret;
 
-	ret = layout_load_file(path, &files[0], why);
+	ret = layout_load_file(path, flags & LAYOUT_OPEN_FETCHED ? O_NOFOLLOW : 0, &files[0],
+			       why);
 	if (ret || !(files[0]->hdr.flags & LAYOUT_F_PARENT)) {
 		if (!ret)
 			*out = files[0];
 		return ret;
 	}
-	ret = chain_collect(files, &n, why);
+	ret = chain_collect(files, &n, flags, why);
 	if (!ret)
 		ret = chain_merge(files, n);
 	for (unsigned k = ret ? 0 : 1; k < n; k++)

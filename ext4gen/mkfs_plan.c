@@ -7,11 +7,14 @@
 #include "mkfs_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../cas/trace.h"
+#include "../common/fsutil.h"
 #include "../common/grow.h"
 #include "ext4_fs.h"
 #include "inode.h"
@@ -499,11 +502,18 @@ static int place_order_file(struct mkfs *k)
 
 	if (!k->o->order_file)
 		return 0;
-	f = fopen(k->o->order_file, "r");
+	ret = fs_open_regular(AT_FDCWD, k->o->order_file, 0, NULL); /* a FIFO: never opened */
+	f = ret >= 0 ? fdopen(ret, "r") : NULL;
 	if (!f) {
-		ret = -errno;
-		return mkfs_fail(k, ret, "--order %s: %s", k->o->order_file, strerror(-ret));
+		if (ret >= 0) {
+			int err = errno;
+
+			close(ret);
+			ret = -err;
+		}
+		return mkfs_fail(k, ret, "--order %s: %s", k->o->order_file, fs_open_why(ret));
 	}
+	ret = 0;
 	if (fread(magic, 1, sizeof(magic), f) == sizeof(magic) &&
 	    !memcmp(magic, TRACE_MAGIC, sizeof(magic))) {
 		fclose(f);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "../cas/manifest.h"
+#include "../common/fsutil.h"
 #include "../common/grow.h"
 #include "layout.h"
 
@@ -19,34 +20,50 @@ static int refs_add(struct chunk_refs *r, const uint8_t d[SHA256_LEN])
 	return 0;
 }
 
-int chunk_refs_add_file(struct chunk_refs *r, const char *path, const char **why)
+static int layouts_add(struct chunk_refs *r, const uint8_t d[SHA256_LEN])
+{
+	if (!grow((void **)&r->layouts, &r->cap_layouts, r->n_layouts + 1, sizeof(*r->layouts)))
+		return -ENOMEM;
+	memcpy(r->layouts[r->n_layouts++], d, SHA256_LEN);
+	return 0;
+}
+
+static int refs_add_layout(struct chunk_refs *r, const char *path, unsigned flags,
+			   const char **why)
+{
+	struct layout *l;
+	int ret = layout_open_flags(path, flags, &l, why);
+
+	if (ret)
+		return ret;
+	/* every layer's chunks: each file of a chain is an image of its own */
+	for (unsigned k = 0; k < l->n_layers && !ret; k++) {
+		ret = layouts_add(r, l->layers[k].digest);
+		for (uint64_t i = 0; i < l->layers[k].hdr.chunk_count && !ret; i++)
+			ret = refs_add(r, l->layers[k].chunks[i]);
+	}
+	layout_close(l);
+	return ret;
+}
+
+static int refs_add_path(struct chunk_refs *r, const char *path, unsigned flags,
+			 const char **why)
 {
 	char magic[8];
 	ssize_t n;
 	int fd, ret;
 
 	*why = NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = fs_open_regular(AT_FDCWD, path, flags & LAYOUT_OPEN_FETCHED ? O_NOFOLLOW : 0, NULL);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	n = pread(fd, magic, sizeof(magic), 0);
 	ret = n < 0 ? -errno : 0;
 	close(fd);
 	if (ret)
 		return ret;
-	if (n == (ssize_t)sizeof(magic) && !memcmp(magic, LAYOUT_MAGIC, sizeof(magic))) {
-		struct layout *l;
-
-		ret = layout_open(path, &l, why);
-		if (ret)
-			return ret;
-		/* every layer's chunks: each file of a chain is an image of its own */
-		for (unsigned k = 0; k < l->n_layers && !ret; k++)
-			for (uint64_t i = 0; i < l->layers[k].hdr.chunk_count && !ret; i++)
-				ret = refs_add(r, l->layers[k].chunks[i]);
-		layout_close(l);
-		return ret;
-	}
+	if (n == (ssize_t)sizeof(magic) && !memcmp(magic, LAYOUT_MAGIC, sizeof(magic)))
+		return refs_add_layout(r, path, flags, why);
 	if (n == (ssize_t)sizeof(magic) && !memcmp(magic, MF_MAGIC, sizeof(magic))) {
 		struct manifest *m;
 
@@ -63,23 +80,40 @@ int chunk_refs_add_file(struct chunk_refs *r, const char *path, const char **why
 	return -EBADMSG;
 }
 
+int chunk_refs_add_file(struct chunk_refs *r, const char *path, const char **why)
+{
+	return refs_add_path(r, path, 0, why);
+}
+
+int chunk_refs_add_fetched(struct chunk_refs *r, const char *path, const char **why)
+{
+	return refs_add_path(r, path, LAYOUT_OPEN_FETCHED, why);
+}
+
 static int digest_cmp(const void *a, const void *b) { return memcmp(a, b, SHA256_LEN); }
 
-void chunk_refs_finish(struct chunk_refs *r)
+/* Sort and drop duplicates of n digests at v; the count left. */
+static size_t digests_finish(uint8_t (*v)[SHA256_LEN], size_t n)
 {
 	size_t out = 0;
 
-	if (r->n)
-		qsort(r->d, r->n, SHA256_LEN, digest_cmp);
-	for (size_t i = 0; i < r->n; i++)
-		if (!out || memcmp(r->d[out - 1], r->d[i], SHA256_LEN))
-			memmove(r->d[out++], r->d[i], SHA256_LEN);
-	r->n = out;
+	if (n)
+		qsort(v, n, SHA256_LEN, digest_cmp);
+	for (size_t i = 0; i < n; i++)
+		if (!out || memcmp(v[out - 1], v[i], SHA256_LEN))
+			memmove(v[out++], v[i], SHA256_LEN);
+	return out;
+}
+
+void chunk_refs_finish(struct chunk_refs *r)
+{
+	r->n = digests_finish(r->d, r->n);
+	r->n_layouts = digests_finish(r->layouts, r->n_layouts);
 }
 
 void chunk_refs_free(struct chunk_refs *r)
 {
 	free(r->d);
-	r->d = NULL;
-	r->n = r->cap = 0;
+	free(r->layouts);
+	memset(r, 0, sizeof(*r));
 }

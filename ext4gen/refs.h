@@ -16,15 +16,21 @@
 struct chunk_refs {
 	uint8_t (*d)[SHA256_LEN];
 	size_t n, cap;
+	/* the layout digests of every layout file of the chains added (cas gc of STORE/layouts) */
+	uint8_t (*layouts)[SHA256_LEN];
+	size_t n_layouts, cap_layouts;
 };
 
 /*
- * Append every chunk digest path references (the file is read and checked whole first).
- * -EBADMSG with *why (static text) for a file that is neither, or a damaged one; -errno
- * (*why NULL) when it cannot be read; -ENOMEM.
+ * Append every chunk digest path references (the file is read and checked whole first), and
+ * for a layout the layout digest of each file of its chain. -EBADMSG with *why (static
+ * text) for a file that is neither, or a damaged one; -errno (*why NULL) when it cannot be
+ * read (-EINVAL: not a regular file, never opened); -ENOMEM.
  */
 int chunk_refs_add_file(struct chunk_refs *r, const char *path, const char **why);
-/* Sort and drop duplicates (for bsearch with memcmp order). */
+/* The same for a layout of an image fetched by reference (layout_open LAYOUT_OPEN_FETCHED). */
+int chunk_refs_add_fetched(struct chunk_refs *r, const char *path, const char **why);
+/* Sort and drop duplicates, of both lists (for bsearch with memcmp order). */
 void chunk_refs_finish(struct chunk_refs *r);
 void chunk_refs_free(struct chunk_refs *r);
 

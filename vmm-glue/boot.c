@@ -102,7 +102,7 @@ static int boot_vmlinux_get(const struct fs_map *img, const struct bzimage *bz,
 	if (dir[0]) {
 		sha256_to_hex(d, hex);
 		snprintf(path, sizeof(path), "%s/%s", dir, hex);
-		v->fd = open(path, O_RDONLY | O_CLOEXEC);
+		v->fd = fs_open_regular(AT_FDCWD, path, O_NOFOLLOW, NULL);
 		if (v->fd >= 0 && !fs_map_fd(v->fd, &v->map) && elf_is_elf(v->map.data, v->map.len)) {
 			v->data = v->map.data;
 			v->len = v->map.len;
@@ -174,7 +174,7 @@ int boot_kernel_check(const char *path, char *why, size_t why_len)
 	int ret = fs_map_file(path, &map);
 
 	if (ret)
-		return why_set(why, why_len, ret, "kernel %s: %s", path, strerror(-ret));
+		return why_set(why, why_len, ret, "kernel %s: %s", path, fs_open_why(ret));
 	if (!boot_looks_like_kernel(map.data, map.len))
 		ret = why_set(why, why_len, -ENOEXEC, "kernel %s: " BOOT_NOT_KERNEL, path);
 	fs_unmap(&map);
@@ -195,7 +195,7 @@ int boot_kernel_load(const char *path, const struct boot_kernel_opts *o,
 	k->proto = o->proto;
 	ret = fs_map_file(path, &map);
 	if (ret)
-		return why_set(why, why_len, ret, "kernel %s: %s", path, strerror(-ret));
+		return why_set(why, why_len, ret, "kernel %s: %s", path, fs_open_why(ret));
 	img = map.data;
 	len = map.len;
 	if (elf_is_elf(img, len)) {
@@ -229,16 +229,13 @@ static uint64_t boot_low_ram_end(const struct vm_ram *ram)
 /* The initrd opened: a non-empty regular file. The fd, or -errno with one line in why. */
 static int boot_initrd_open(const char *path, struct stat *st, char *why, size_t why_len)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC), ret;
+	int fd = fs_open_regular(AT_FDCWD, path, 0, st); /* a FIFO, a device: never opened */
 
-	if (fd < 0 || fstat(fd, st)) {
-		ret = -errno;
+	if (fd < 0 && fd != -EINVAL && fd != -EISDIR)
+		return why_set(why, why_len, fd, "initrd %s: %s", path, strerror(-fd));
+	if (fd < 0 || !st->st_size) {
 		if (fd >= 0)
 			close(fd);
-		return why_set(why, why_len, ret, "initrd %s: %s", path, strerror(-ret));
-	}
-	if (!S_ISREG(st->st_mode) || !st->st_size) {
-		close(fd);
 		return why_set(why, why_len, -EINVAL, "initrd %s: not a non-empty regular file",
 			       path);
 	}

@@ -173,12 +173,11 @@ int vm_snapshot_state_save(const struct vm_parts *p, struct vm_state_buf *b, cha
 static int delta_sha(const char *path, uint8_t out[SHA256_LEN])
 {
 	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC), ret;
+	int fd = fs_open_regular(AT_FDCWD, path, 0, &st), ret = 0;
 
 	if (fd < 0)
-		return -errno;
-	ret = fstat(fd, &st) < 0 ? -errno : 0;
-	if (!ret && st.st_size < (off_t)(4096 + SHA256_LEN))
+		return fd;
+	if (st.st_size < (off_t)(4096 + SHA256_LEN))
 		ret = -EINVAL;
 	if (!ret)
 		ret = fs_pread_full(fd, out, SHA256_LEN, st.st_size - SHA256_LEN);
@@ -351,8 +350,13 @@ static int snap_check_files(struct vm_snapshot *s, char *why, size_t why_len)
 
 	snap_path(path, sizeof(path), s->dir, VMSNAP_RAM);
 	if (s->ram_fd < 0)
-		s->ram_fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (s->ram_fd < 0 || fstat(s->ram_fd, &st) < 0)
+		s->ram_fd = fs_open_regular(AT_FDCWD, path, 0, NULL); /* a FIFO: never opened */
+	if (s->ram_fd < 0) {
+		ret = s->ram_fd;
+		s->ram_fd = -1;
+		return why_set(why, why_len, ret, "%s: %s", path, fs_open_why(ret));
+	}
+	if (fstat(s->ram_fd, &st) < 0)
 		return why_set(why, why_len, -errno, "%s: %s", path, strerror(errno));
 	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != s->h.mem_size)
 		return why_set(why, why_len, -EINVAL, "%s: %llu bytes, but the snapshot's RAM "

@@ -44,7 +44,8 @@ int blkd_warm_start(const struct blkd_warm_opts *o, struct blkd_warm **out, char
 		why[0] = '\0';
 	if (!w)
 		return why_set(why, why_len, -ENOMEM, "out of memory");
-	ret = layout_open(o->layout_path, &w->l, &lwhy);
+	ret = layout_open_flags(o->layout_path, o->layout_fetched ? LAYOUT_OPEN_FETCHED : 0, &w->l,
+				&lwhy);
 	if (ret) {
 		why_set(why, why_len, ret, "%s: %s", o->layout_path, lwhy ? lwhy : strerror(-ret));
 		goto fail;

@@ -17,6 +17,7 @@
 
 struct blkd_warm_opts {
 	const char *layout_path;
+	bool layout_fetched;         /* an image fetched by reference (layout_open_flags) */
 	const char *manifest_path;   /* needed with trace_path */
 	const char *trace_path;      /* NULL: no trace */
 	bool all;

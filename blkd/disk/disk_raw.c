@@ -272,10 +272,16 @@ int disk_raw_open(const char *path, bool read_only, struct disk *out)
 	uint64_t size = 0;
 	int fd, ret;
 
-	fd = open(path, (read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+	/*
+	 * A regular file or a block device: a FIFO there must not block the open (O_NONBLOCK,
+	 * cleared once raw_size has seen what it is: io_uring would honour it).
+	 */
+	fd = open(path, (read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return -errno;
 	ret = raw_size(fd, &size);
+	if (!ret && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0)
+		ret = -errno;
 	if (!ret && size < DISK_SECTOR)
 		ret = -EINVAL;
 	r = ret ? NULL : calloc(1, sizeof(*r));

@@ -258,9 +258,9 @@ static int source_open(struct commit *c, const struct layout *l, char *tmpdir, c
 	const char *path = o->src_path;
 	int fd, ret;
 
-	fd = open(o->src_path, O_RDONLY | O_CLOEXEC);
+	fd = fs_open_regular(AT_FDCWD, o->src_path, 0, NULL); /* a FIFO: never opened */
 	if (fd < 0)
-		return why_set(why, why_len, -errno, "%s: %s", o->src_path, strerror(errno));
+		return why_set(why, why_len, fd, "%s: %s", o->src_path, fs_open_why(fd));
 	ret = fs_pread_full(fd, magic, sizeof(magic), 0);
 	close(fd);
 	if (!ret && !memcmp(magic, DELTA_MAGIC, sizeof(magic))) {

@@ -227,7 +227,8 @@ static int apply_commit(struct apply *a, const char *path, const char **why)
 	ret = ov_state_path(path, state_path, sizeof(state_path));
 	if (ret)
 		return ret;
-	lock_fd = open(state_path, O_RDWR | O_CLOEXEC);
+	/* a link there is not followed; O_RDWR does not block on a FIFO (flock then fails) */
+	lock_fd = open(state_path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
 	if (lock_fd < 0 && errno != ENOENT)
 		return -errno;
 	if (lock_fd >= 0 && flock(lock_fd, LOCK_EX | LOCK_NB) < 0) {
@@ -266,13 +267,11 @@ int overlay_apply_delta(const char *delta_path, const char *overlay_path,
 
 	if (why)
 		*why = NULL;
-	a.fd = open(delta_path, O_RDONLY | O_CLOEXEC);
+	a.fd = fs_open_regular(AT_FDCWD, delta_path, 0, &st); /* a FIFO: never opened */
+	if (a.fd == -EINVAL)
+		return bad(why, "not a regular file");
 	if (a.fd < 0)
-		return -errno;
-	if (fstat(a.fd, &st) < 0)
-		ret = -errno;
-	else if (!S_ISREG(st.st_mode))
-		ret = bad(why, "not a regular file");
+		return a.fd;
 	a.size = (uint64_t)st.st_size;
 	if (!ret)
 		ret = apply_header(&a, layout_digest, disk_bytes, why);

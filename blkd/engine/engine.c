@@ -185,7 +185,8 @@ int blkd_engine_open(const struct blkd_engine_opts *o, struct blkd_engine **out,
 	clock_gettime(CLOCK_MONOTONIC, &e->t0);
 	for (int i = 0; i < STRIPES; i++)
 		pthread_mutex_init(&e->stripe[i], NULL);
-	ret = layout_open(o->layout_path, &e->layout, &owhy);
+	ret = layout_open_flags(o->layout_path, o->layout_fetched ? LAYOUT_OPEN_FETCHED : 0,
+				&e->layout, &owhy);
 	if (ret) {
 		why_set(why, why_len, ret, "%s: %s", o->layout_path, owhy ? owhy : strerror(-ret));
 		goto fail;

@@ -27,6 +27,7 @@
 
 struct blkd_engine_opts {
 	const char *layout_path;
+	bool layout_fetched;       /* an image fetched by reference (layout_open_flags) */
 	const char *store_dir;
 	const char *overlay_path;  /* NULL: a read-only disk */
 	uint64_t mem_cache;        /* decompressed chunk cache bytes (0: 256 MiB) */

@@ -371,7 +371,8 @@ int blkd_export(const struct blkd_export_opts *o, struct blkd_export_stats *st, 
 	if (why_len)
 		why[0] = '\0';
 	pthread_mutex_init(&x.lock, NULL);
-	ret = layout_open(o->layout_path, &l, &lwhy);
+	ret = layout_open_flags(o->layout_path, o->layout_fetched ? LAYOUT_OPEN_FETCHED : 0, &l,
+				&lwhy);
 	if (ret) {
 		export_fail(&x, ret, "%s: %s", o->layout_path, lwhy ? lwhy : strerror(-ret));
 		goto out;

@@ -12,6 +12,7 @@
 #ifndef LZ_BLKD_FILE_EXPORT_H
 #define LZ_BLKD_FILE_EXPORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,6 +20,7 @@
 
 struct blkd_export_opts {
 	const char *layout_path;
+	bool layout_fetched;         /* an image fetched by reference (layout_open_flags) */
 	const char *out_path;
 	struct cas_source_opts src;  /* where the chunks are (no_plain is forced: an artifact
 					  gets every chunk verified, and leaves no plain copies) */

@@ -64,26 +64,6 @@ const char *import_brief(const char *path, char buf[IMPORT_BRIEF_MAX])
 	return buf;
 }
 
-int import_open_regular(int dfd, const char *name, int flags, struct stat *st)
-{
-	int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | flags);
-	int ret = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, st) < 0)
-		ret = -errno;
-	else if (!S_ISREG(st->st_mode))
-		ret = -EINVAL;
-	else if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0)
-		ret = -errno;
-	if (ret) {
-		close(fd);
-		return ret;
-	}
-	return fd;
-}
-
 static void progress_report(struct import_ctx *ic, bool finishing)
 {
 	struct import_progress p = { .files = ic->files, .bytes = ic->bytes,

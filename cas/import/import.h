@@ -130,15 +130,6 @@ int import_check_source(struct import_ctx *ic, const char *src);
 #define IMPORT_BRIEF_MAX 256
 const char *import_brief(const char *path, char buf[IMPORT_BRIEF_MAX]);
 
-/*
- * Open name (relative to dfd, or AT_FDCWD) for reading, O_CLOEXEC | flags, only if it is a
- * regular file: opened with O_NONBLOCK and O_NOCTTY, so that a FIFO or a terminal found
- * there does not block or take the open, then fstat'ed (into st) and refused with
- * -EINVAL if not regular; O_NONBLOCK is cleared before the descriptor is returned.
- * Returns the descriptor, or -errno. Says nothing: the caller names the file.
- */
-int import_open_regular(int dfd, const char *name, int flags, struct stat *st);
-
 /* Sources. Each says why in ic->why before returning non-zero (import_fail). */
 int import_dir(struct import_ctx *ic, const char *dir);
 int import_tar_file(struct import_ctx *ic, const char *path);

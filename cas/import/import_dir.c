@@ -27,6 +27,7 @@
 
 #include "../../common/hash.h"
 #include "../../common/grow.h"
+#include "../../common/fsutil.h"
 #include "import.h"
 
 /* (st_dev, st_ino) → inode, for files with more than one link */
@@ -269,10 +270,10 @@ static int entry_open(struct walk *w, int dfd, const char *name, uint8_t type, s
 	int fd, ret;
 
 	if (type == MF_REG) {
-		fd = import_open_regular(dfd, name, O_NOFOLLOW | O_NOATIME, &now);
+		fd = fs_open_regular(dfd, name, O_NOFOLLOW | O_NOATIME, &now);
 		if (fd == -EPERM) /* O_NOATIME on a file we do not own */
-			fd = import_open_regular(dfd, name, O_NOFOLLOW, &now);
-		if (fd == -EINVAL) /* no longer a regular file */
+			fd = fs_open_regular(dfd, name, O_NOFOLLOW, &now);
+		if (fd == -EINVAL || fd == -EISDIR) /* no longer a regular file */
 			return import_fail(w->ic, -ESTALE, "%s: replaced while being imported",
 					   wpath(w));
 		ret = fd < 0 ? fd : 0;

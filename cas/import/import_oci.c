@@ -18,6 +18,7 @@
 #include <json-c/json.h>
 
 #include "../../common/esc.h"
+#include "../../common/fsutil.h"
 #include "import.h"
 #include "oci_blob.h"
 #include "oci_files.h"
@@ -110,7 +111,7 @@ static int blob_open(const struct oci_image *im, const struct oci_desc *d, const
 			fd = -errno;
 		}
 	} else {
-		fd = import_open_regular(AT_FDCWD, path, 0, &st); /* a FIFO there: refused */
+		fd = fs_open_regular(AT_FDCWD, path, 0, &st); /* a FIFO there: refused */
 	}
 	if (fd < 0) {
 		ret = fd;
@@ -189,7 +190,7 @@ static int layout_json(const struct oci_image *im, const char *name, struct json
 	if (im->files)
 		fd = oci_files_open(im->files, name);
 	else
-		fd = import_open_regular(AT_FDCWD, path, 0, &st); /* a FIFO there: refused */
+		fd = fs_open_regular(AT_FDCWD, path, 0, &st); /* a FIFO there: refused */
 	if (fd < 0) {
 		ret = fd;
 		return import_fail(im->ic, ret, "%s: %s: %s", im->label, path,

@@ -224,7 +224,7 @@ int import_oci_archive(struct import_ctx *ic, const char *spec)
 	ret = split_spec(&oa, spec, &file, &tag);
 	if (ret)
 		return ret;
-	fd = import_open_regular(AT_FDCWD, file, 0, &st); /* a FIFO: refused */
+	fd = fs_open_regular(AT_FDCWD, file, 0, &st); /* a FIFO: refused */
 	if (fd < 0) {
 		ret = import_fail(ic, fd, "%s: %s: %s", oa.label, file,
 				  fd == -EINVAL ? "not a regular file" : strerror(-fd));

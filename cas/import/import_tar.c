@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "../../common/dl_archive.h"
+#include "../../common/fsutil.h"
 #include "import.h"
 #include "tar_acl.h"
 
@@ -475,7 +476,7 @@ int import_tar_file(struct import_ctx *ic, const char *path)
 
 	if (ret)
 		return ret;
-	fd = import_open_regular(AT_FDCWD, path, 0, &st); /* a FIFO put there: refused */
+	fd = fs_open_regular(AT_FDCWD, path, 0, &st); /* a FIFO put there: refused */
 	if (fd < 0)
 		return import_fail(ic, fd, "%s: %s", path,
 				   fd == -EINVAL ? "not a regular file" : strerror(-fd));

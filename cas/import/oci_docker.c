@@ -25,6 +25,7 @@
 #include "../../common/dl_archive.h"
 #include "../../common/esc.h"
 #include "../../common/grow.h"
+#include "../../common/fsutil.h"
 #include "import.h"
 #include "oci_blob.h"
 
@@ -595,7 +596,7 @@ static int da_open_file(struct da *da)
 {
 	struct stat st;
 
-	da->fd = import_open_regular(AT_FDCWD, da->file, 0, &st);
+	da->fd = fs_open_regular(AT_FDCWD, da->file, 0, &st);
 	if (da->fd < 0)
 		return import_fail(da->ic, da->fd, "%s: %s", da->label,
 				   da->fd == -EINVAL ? "not a regular file (a docker-archive is "

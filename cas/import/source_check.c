@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "../../common/dl_archive.h"
+#include "../../common/fsutil.h"
 #include "import.h"
 
 #define SOURCE_FORMS                                                                     \
@@ -107,7 +108,7 @@ static enum tar_kind tar_peek(const char *path)
 
 	if (dl_archive_load())
 		return TAR_PLAIN;
-	fd = import_open_regular(AT_FDCWD, path, 0, &st); /* swapped for a FIFO: not read */
+	fd = fs_open_regular(AT_FDCWD, path, 0, &st); /* swapped for a FIFO: not read */
 	if (fd < 0)
 		return TAR_PLAIN; /* the import says why */
 	a = sym_archive_read_new();
@@ -155,7 +156,7 @@ static bool dir_docker_manifest(int dfd)
 {
 	char buf[PEEK_JSON_MAX + 1];
 	struct stat st;
-	int fd = import_open_regular(dfd, "manifest.json", O_NOFOLLOW, &st);
+	int fd = fs_open_regular(dfd, "manifest.json", O_NOFOLLOW, &st);
 	ssize_t n;
 
 	if (fd < 0)

@@ -224,7 +224,11 @@ static bool stream_matches(struct stream *s, const struct image_file *f, bool la
 			   !memcmp(sum, f->digest, SHA256_LEN));
 }
 
-/* Whether the file at path is f already (read through the same checks as a fetch). */
+/*
+ * Whether the file at path is f already (read through the same checks as a fetch). A FIFO
+ * or a device there is not opened (it is replaced by the fetch). A file reused has its mtime
+ * set to now, so that cas gc's grace period keeps it as it keeps a file just fetched.
+ */
 static bool file_present(const char *path, const struct image_file *f, bool layout)
 {
 	struct stream s = { .fd = -1 };
@@ -232,12 +236,11 @@ static bool file_present(const char *path, const struct image_file *f, bool layo
 	struct stat st;
 	bool ok = false;
 	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = fs_open_regular(AT_FDCWD, path, O_NOFOLLOW, &st);
 
 	if (fd < 0)
 		return false;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != f->size ||
-	    !(s.sha = sha256_new()))
+	if ((uint64_t)st.st_size != f->size || !(s.sha = sha256_new()))
 		goto out;
 	while ((n = read(fd, buf, sizeof(buf))) > 0) {
 		if (s.len < sizeof(s.head))
@@ -248,6 +251,8 @@ static bool file_present(const char *path, const struct image_file *f, bool layo
 		s.len += (uint64_t)n;
 	}
 	ok = !n && stream_matches(&s, f, layout);
+	if (ok)
+		futimens(fd, NULL); /* in use now (as a chunk's store_touch); best effort */
 out:
 	sha256_free(s.sha);
 	close(fd);
@@ -332,7 +337,25 @@ out:
 static int fetch_files(struct fetch_ctx *x, const char *store_dir, struct image_fetched *out)
 {
 	char dir[PATH_MAX], path[PATH_MAX + 80], hex[SHA256_HEX_LEN + 1];
+	uint64_t total = 0;
 	int ret;
+
+	/*
+	 * What one image may put in STORE/layouts, before anything is fetched (no overflow: at
+	 * most 65 sizes, each counted as at most IMAGE_FILE_MAX + 1).
+	 */
+	for (unsigned i = 0; i <= out->d.n_layouts; i++) {
+		uint64_t n = i < out->d.n_layouts ? out->d.layouts[i].size
+			     : out->d.has_manifest ? out->d.manifest.size : 0;
+
+		total += n < IMAGE_FILE_MAX ? n : IMAGE_FILE_MAX + 1;
+	}
+	if (total > IMAGE_FILE_MAX) {
+		snprintf(x->why, x->why_len, "image %s at %s: its files are more than %llu bytes in "
+			 "all, more than lazyblk fetches", x->ref->name, x->ref->chunk_url,
+			 (unsigned long long)IMAGE_FILE_MAX);
+		return -EFBIG;
+	}
 
 	snprintf(dir, sizeof(dir), "%s/layouts", store_dir);
 	x->dir = dir;

@@ -138,7 +138,8 @@ static int push_one(struct push_ctx *x, struct push_scratch *w, const uint8_t d[
 		return ret;
 	}
 	if (ret) {
-		push_fail(x, ret, "chunk %s: %s", hex, strerror(-ret));
+		push_fail(x, ret, "chunk %s: %s", hex,
+			  ret == -EBADMSG ? "not a regular file in the store" : strerror(-ret));
 		return ret;
 	}
 	ret = push_verify(w, d, frame, len, &why);

@@ -680,6 +680,122 @@ static void test_gc_tmp(void **state)
 		blob_free(&b[i]);
 }
 
+/*
+ * A layout made in STORE/layouts/ under its digest's name (as a fetch names it); the path
+ * into out and its digest into d; mtime set to t.
+ */
+static void fetched_layout(struct fixture *f, struct blob *b, int n, time_t t,
+			   uint8_t d[SHA256_LEN], char out[PATH_MAX])
+{
+	struct timespec ts[2] = { { .tv_sec = t }, { .tv_sec = t } };
+	char tmp[PATH_MAX], hex[SHA256_HEX_LEN + 1];
+	uint8_t head[LAYOUT_BLOCK];
+	int fd;
+
+	path_fmt(tmp, "%s/layouts/new.layout", f->store);
+	make_layout(tmp, b, n);
+	fd = open(tmp, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(fs_read_full(fd, head, sizeof(head)), 0);
+	close(fd);
+	assert_int_equal(sha256_buf(head, sizeof(head), d), 0);
+	sha256_to_hex(d, hex);
+	path_fmt(out, "%s/layouts/%s.layout", f->store, hex);
+	assert_int_equal(rename(tmp, out), 0);
+	assert_int_equal(utimensat(AT_FDCWD, out, ts, 0), 0);
+}
+
+/* A file at path, its mtime t (a FIFO when data is NULL). */
+static void file_at(const char *path, const char *data, time_t t)
+{
+	struct timespec ts[2] = { { .tv_sec = t }, { .tv_sec = t } };
+
+	if (data)
+		write_file(path, data, strlen(data));
+	else
+		assert_int_equal(mkfifo(path, 0644), 0);
+	assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+}
+
+/*
+ * STORE/layouts/ (images fetched by reference; on 7515cfa nothing ever removed them): the
+ * files of kept chains stay, so do files younger than the grace period and names lazyblk
+ * does not write; the rest go, a FIFO with a layout's name too (never opened). Stale
+ * temporary files of fetches go with cas_gc_tmp.
+ */
+static void test_gc_layouts(void **state)
+{
+	struct fixture *f = *state;
+	time_t old = time(NULL) - 7200;
+	char p1[PATH_MAX], p2[PATH_MAX], p3[PATH_MAX], m1[PATH_MAX], m2[PATH_MAX];
+	char fifo[PATH_MAX], other[PATH_MAX], t_old[PATH_MAX], t_new[PATH_MAX];
+	char hex[SHA256_HEX_LEN + 1];
+	uint8_t d1[SHA256_LEN], d2[SHA256_LEN], d3[SHA256_LEN], dx[SHA256_LEN];
+	struct chunk_refs keep = { 0 };
+	struct cas_gc_result res = { 0 };
+	struct blob b[3];
+	const char *why;
+
+	for (int i = 0; i < 3; i++)
+		blob_make(&b[i], 900 + (uint64_t)i, 100 + (size_t)i);
+	path_fmt(p1, "%s/layouts", f->store);
+	assert_int_equal(mkdir(p1, 0755), 0);
+	fetched_layout(f, &b[0], 1, old, d1, p1);
+	fetched_layout(f, &b[1], 1, old, d2, p2);
+	fetched_layout(f, &b[2], 1, time(NULL), d3, p3);
+	sha256_to_hex(d1, hex);
+	path_fmt(m1, "%s/layouts/%s.manifest", f->store, hex);
+	file_at(m1, "manifest of 1", old);
+	sha256_to_hex(d2, hex);
+	path_fmt(m2, "%s/layouts/%s.manifest", f->store, hex);
+	file_at(m2, "manifest of 2", old);
+	memset(dx, 0x5a, sizeof(dx));
+	sha256_to_hex(dx, hex);
+	path_fmt(fifo, "%s/layouts/%s.layout", f->store, hex);
+	file_at(fifo, NULL, old);
+	path_fmt(other, "%s/layouts/README", f->store);
+	file_at(other, "not ours", old);
+	sha256_to_hex(d1, hex);
+	path_fmt(t_old, "%s/layouts/%s.layout.tmp.AbC123", f->store, hex);
+	file_at(t_old, "stale", old);
+	path_fmt(t_new, "%s/layouts/%s.manifest.tmp.xYz789", f->store, hex);
+	file_at(t_new, "fresh", time(NULL));
+
+	alarm(20);
+	assert_int_equal(chunk_refs_add_fetched(&keep, p1, &why), 0);
+	chunk_refs_finish(&keep);
+	assert_int_equal(keep.n_layouts, 1);
+	assert_memory_equal(keep.layouts[0], d1, SHA256_LEN);
+	/* a dry run counts */
+	assert_int_equal(cas_gc_layouts(f->s, (const uint8_t (*)[SHA256_LEN])keep.layouts,
+					keep.n_layouts, 3600, true, &res), 0);
+	assert_int_equal(res.layouts_kept, 2);
+	assert_int_equal(res.layouts_young, 1);
+	assert_int_equal(res.layouts_removed, 3);
+	assert_true(path_exists(p2) && path_exists(m2) && path_exists(fifo));
+	/* for real */
+	assert_int_equal(cas_gc_layouts(f->s, (const uint8_t (*)[SHA256_LEN])keep.layouts,
+					keep.n_layouts, 3600, false, &res), 0);
+	assert_int_equal(res.layouts_removed, 3);
+	assert_true(path_exists(p1) && path_exists(m1) && path_exists(p3) && path_exists(other));
+	assert_false(path_exists(p2) || path_exists(m2) || path_exists(fifo));
+	/* grace 0: the young one goes too, the kept ones never */
+	assert_int_equal(cas_gc_layouts(f->s, (const uint8_t (*)[SHA256_LEN])keep.layouts,
+					keep.n_layouts, 0, false, &res), 0);
+	assert_int_equal(res.layouts_removed, 1);
+	assert_false(path_exists(p3));
+	assert_true(path_exists(p1) && path_exists(m1) && path_exists(other));
+	/* the temporary files of fetches: the stale one goes */
+	assert_int_equal(cas_gc_tmp(f->s, 600, false, &res), 0);
+	assert_int_equal(res.tmp_removed, 1);
+	assert_int_equal(res.tmp_young, 1);
+	assert_false(path_exists(t_old));
+	assert_true(path_exists(t_new) && path_exists(other));
+	alarm(0);
+	chunk_refs_free(&keep);
+	for (int i = 0; i < 3; i++)
+		blob_free(&b[i]);
+}
 
 /* ------------------------------------------------------------------ plain copies */
 
@@ -813,6 +929,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_gc, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gc_bad_keep, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gc_tmp, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_gc_layouts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cache_plain, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gc_plain, setup, teardown),
 	};

@@ -636,6 +636,77 @@ static void test_fs_mkstemp_umask(void **state)
 	assert_int_equal(rmdir(dir), 0);
 }
 
+/*
+ * fs_open_regular opens a regular file only: a FIFO (whose blocking open would wait for a
+ * writer forever), a device, a directory are refused without blocking, a link with
+ * O_NOFOLLOW too; the descriptor it returns is blocking again. The readers built on it
+ * (fs_read_file, fs_map_file) refuse a FIFO at once. An alarm turns a hang into a failure
+ * (on 7515cfa, fs_read_file of a FIFO blocked forever).
+ */
+static void test_fs_open_regular(void **state)
+{
+	char dir[PATH_MAX], reg[PATH_MAX], fifo[PATH_MAX], link[PATH_MAX], flink[PATH_MAX];
+	struct fs_map m;
+	struct stat st;
+	uint8_t *got;
+	size_t len;
+	int fd, dfd;
+
+	(void)state;
+	tmpdir_make(dir);
+	path_fmt(reg, "%s/reg", dir);
+	path_fmt(fifo, "%s/fifo", dir);
+	path_fmt(link, "%s/link", dir);
+	path_fmt(flink, "%s/flink", dir);
+	write_file(reg, "12345", 5);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	assert_int_equal(symlink(reg, link), 0);
+	assert_int_equal(symlink(fifo, flink), 0);
+	alarm(20);
+
+	fd = fs_open_regular(AT_FDCWD, reg, 0, &st);
+	assert_true(fd >= 0);
+	assert_true(S_ISREG(st.st_mode));
+	assert_int_equal(st.st_size, 5);
+	assert_int_equal(fcntl(fd, F_GETFL) & O_NONBLOCK, 0); /* cleared */
+	assert_int_equal(fcntl(fd, F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
+	close(fd);
+	/* relative to a directory, st optional */
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(dfd >= 0);
+	fd = fs_open_regular(dfd, "reg", O_NOFOLLOW, NULL);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(fs_open_regular(dfd, "fifo", 0, NULL), -EINVAL);
+	assert_int_equal(fs_open_regular(dfd, "link", O_NOFOLLOW, NULL), -ELOOP);
+	assert_int_equal(fs_open_regular(dfd, "missing", 0, NULL), -ENOENT);
+	close(dfd);
+	/* a link is followed without O_NOFOLLOW: to a file, to a FIFO */
+	fd = fs_open_regular(AT_FDCWD, link, 0, NULL);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(fs_open_regular(AT_FDCWD, flink, 0, NULL), -EINVAL);
+	assert_int_equal(fs_open_regular(AT_FDCWD, fifo, 0, &st), -EINVAL);
+	assert_int_equal(fs_open_regular(AT_FDCWD, "/dev/null", 0, NULL), -EINVAL);
+	assert_int_equal(fs_open_regular(AT_FDCWD, dir, 0, NULL), -EISDIR);
+	assert_string_equal(fs_open_why(-EINVAL), "not a regular file");
+	assert_string_equal(fs_open_why(-ENOENT), strerror(ENOENT));
+
+	/* the readers: a FIFO is refused at once, never read */
+	assert_int_equal(fs_read_file(fifo, &got, &len), -EINVAL);
+	assert_int_equal(fs_read_file_max(fifo, 10, &got, &len), -EINVAL);
+	assert_int_equal(fs_read_file(flink, &got, &len), -EINVAL);
+	assert_int_equal(fs_map_file(fifo, &m), -EINVAL);
+	assert_null(m.data);
+	assert_int_equal(fs_map_file(dir, &m), -EISDIR);
+	assert_int_equal(fs_map_file(reg, &m), 0);
+	assert_int_equal(m.len, 5);
+	assert_memory_equal(m.data, "12345", 5);
+	fs_unmap(&m);
+	alarm(0);
+	rm_rf(dir);
+}
+
 /* An atomic writer never renames over a directory, a FIFO or a socket (nor a device). */
 static void test_fs_output_check(void **state)
 {
@@ -1223,6 +1294,7 @@ int main(void)
 		cmocka_unit_test(test_le_be),
 		cmocka_unit_test(test_grow),
 		cmocka_unit_test(test_digest_memo),
+		cmocka_unit_test(test_fs_open_regular),
 		cmocka_unit_test(test_dl_load),
 		cmocka_unit_test(test_dl_curl_archive),
 	};

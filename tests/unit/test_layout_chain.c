@@ -144,7 +144,9 @@ static void view_block(struct fixture *f, const struct layout *l, uint64_t lba, 
 	}
 }
 
-static void view_check(struct fixture *f, const char *name, unsigned layers)
+/* view_check with layout_open_flags. */
+static void view_check_flags(struct fixture *f, const char *name, unsigned flags,
+			     unsigned layers)
 {
 	const char *why = NULL;
 	struct layout *l;
@@ -152,7 +154,7 @@ static void view_check(struct fixture *f, const char *name, unsigned layers)
 	uint8_t b[BLK];
 
 	path_fmt(path, "%s/%s", f->dir, name);
-	if (layout_open(path, &l, &why))
+	if (layout_open_flags(path, flags, &l, &why))
 		fail_msg("layout_open %s: %s", name, why ? why : "?");
 	assert_int_equal(l->n_layers, layers);
 	for (uint64_t lba = 0; lba < NBLOCKS; lba++) {
@@ -169,6 +171,11 @@ static void view_check(struct fixture *f, const char *name, unsigned layers)
 		for (uint64_t k = 0; k < i; k++)
 			assert_memory_not_equal(l->chunks[i], l->chunks[k], SHA256_LEN);
 	layout_close(l);
+}
+
+static void view_check(struct fixture *f, const char *name, unsigned layers)
+{
+	view_check_flags(f, name, 0, layers);
 }
 
 /* base: metadata 0-1 and 10-12, a data run over 3-6, packed tails in 8, data at 20-21 */
@@ -289,18 +296,24 @@ static void test_flatten(void **state)
 	view_check(f, "flat.layout", 1);
 }
 
-static void expect_open_fail(struct fixture *f, const char *name, int err, const char *want)
+static void expect_open_fail_flags(struct fixture *f, const char *name, unsigned flags, int err,
+				   const char *want)
 {
 	struct layout *l = (struct layout *)0x1;
 	const char *why = NULL;
 	char path[PATH_MAX];
 
 	path_fmt(path, "%s/%s", f->dir, name);
-	assert_int_equal(layout_open(path, &l, &why), err);
+	assert_int_equal(layout_open_flags(path, flags, &l, &why), err);
 	assert_ptr_equal(l, (struct layout *)0x1);
 	assert_non_null(why);
 	if (!strstr(why, want))
 		fail_msg("why: got '%s', want '%s'", why, want);
+}
+
+static void expect_open_fail(struct fixture *f, const char *name, int err, const char *want)
+{
+	expect_open_fail_flags(f, name, 0, err, want);
 }
 
 static void test_parent_lookup(void **state)
@@ -371,6 +384,110 @@ static void test_bad_chains(void **state)
 		paint(f, 1, child_ops, N(child_ops), true);
 		view_check(f, "abs.layout", 2);
 	}
+}
+
+/* DIR/name moved to DIR/layouts/<hex of d>.layout (as a fetch names it); that name into rel. */
+static void as_fetched(struct fixture *f, const char *name, const uint8_t d[SHA256_LEN],
+		       char rel[PATH_MAX])
+{
+	char from[PATH_MAX], to[PATH_MAX], hex[SHA256_HEX_LEN + 1];
+
+	sha256_to_hex(d, hex);
+	path_fmt(rel, "layouts/%s.layout", hex);
+	path_fmt(from, "%s/%s", f->dir, name);
+	path_fmt(to, "%s/%s", f->dir, rel);
+	assert_int_equal(rename(from, to), 0);
+}
+
+/*
+ * A FIFO at a parent hint is never opened (on 7515cfa layout_open blocked on it for good):
+ * the parent is then the one named by its digest beside the child, and without one the
+ * reason says what is at the hint. An alarm turns a hang into a failure.
+ */
+static void test_hint_fifo(void **state)
+{
+	struct fixture *f = *state;
+	uint8_t d[3][SHA256_LEN];
+	char base[PATH_MAX], alt[PATH_MAX], hex[SHA256_HEX_LEN + 1], want[PATH_MAX + 64];
+
+	chain_make(f, d);
+	path_fmt(base, "%s/base.layout", f->dir);
+	sha256_to_hex(d[0], hex);
+	path_fmt(alt, "%s/%s.layout", f->dir, hex);
+	assert_int_equal(rename(base, alt), 0);
+	assert_int_equal(mkfifo(base, 0644), 0);
+	alarm(20);
+	memset(f->want, 0, sizeof(f->want));
+	paint(f, 0, base_ops, N(base_ops), false);
+	paint(f, 1, child_ops, N(child_ops), true);
+	view_check(f, "child.layout", 2);
+	assert_int_equal(unlink(alt), 0);
+	snprintf(want, sizeof(want), "base layout %s: not a regular file", base);
+	expect_open_fail(f, "child.layout", -EINVAL, want);
+	alarm(0);
+}
+
+/*
+ * An image fetched by reference (LAYOUT_OPEN_FETCHED): every parent only as
+ * DIR/<digest>.layout, whatever the hint names (a FIFO beside it, a FIFO through "..", a
+ * good base at the hint); an absolute hint is refused; a link at DIR/<digest>.layout is not
+ * followed. On 7515cfa the hints were opened (and a FIFO blocked the open for good).
+ */
+static void test_fetched(void **state)
+{
+	struct fixture *f = *state;
+	uint8_t d[3][SHA256_LEN], x[SHA256_LEN];
+	char p[PATH_MAX], q[PATH_MAX], top[PATH_MAX], mid[PATH_MAX], bot[PATH_MAX];
+	char want[2 * PATH_MAX + 128];
+	char hex[SHA256_HEX_LEN + 1];
+
+	path_fmt(p, "%s/layouts", f->dir);
+	assert_int_equal(mkdir(p, 0755), 0);
+	layer_write(f, "base.layout", 0, base_ops, N(base_ops), NBLOCKS, NULL, NULL, d[0]);
+	layer_write(f, "child.layout", 1, child_ops, N(child_ops), NBLOCKS, d[0], "../x", d[1]);
+	layer_write(f, "grand.layout", 2, grand_ops, N(grand_ops), NBLOCKS, d[1], "fifo", d[2]);
+	path_fmt(p, "%s/x", f->dir);
+	assert_int_equal(mkfifo(p, 0644), 0);
+	path_fmt(p, "%s/layouts/fifo", f->dir);
+	assert_int_equal(mkfifo(p, 0644), 0);
+	as_fetched(f, "base.layout", d[0], bot);
+	as_fetched(f, "child.layout", d[1], mid);
+	as_fetched(f, "grand.layout", d[2], top);
+	alarm(20);
+	memset(f->want, 0, sizeof(f->want));
+	paint(f, 0, base_ops, N(base_ops), false);
+	paint(f, 1, child_ops, N(child_ops), true);
+	paint(f, 2, grand_ops, N(grand_ops), true);
+	view_check_flags(f, top, LAYOUT_OPEN_FETCHED, 3);
+
+	/* a good base at the hint is not used either: only by its digest */
+	sha256_to_hex(d[0], hex);
+	path_fmt(p, "%s/%s", f->dir, bot);
+	path_fmt(q, "%s/layouts/base.layout", f->dir);
+	assert_int_equal(rename(p, q), 0);
+	layer_write(f, "layouts/c2.layout", 1, child_ops, N(child_ops), NBLOCKS, d[0],
+		    "base.layout", x);
+	memset(f->want, 0, sizeof(f->want));
+	paint(f, 0, base_ops, N(base_ops), false);
+	paint(f, 1, child_ops, N(child_ops), true);
+	view_check_flags(f, "layouts/c2.layout", 0, 2);
+	snprintf(want, sizeof(want), "base layout sha256:%s not found (looked for %s/%s)", hex,
+		 f->dir, bot);
+	expect_open_fail_flags(f, "layouts/c2.layout", LAYOUT_OPEN_FETCHED, -ENOENT, want);
+	/* a link at DIR/<digest>.layout is not followed */
+	path_fmt(p, "%s/%s", f->dir, bot);
+	assert_int_equal(symlink(q, p), 0);
+	expect_open_fail_flags(f, "layouts/c2.layout", LAYOUT_OPEN_FETCHED, -ELOOP, "base layout");
+	assert_int_equal(unlink(p), 0);
+	assert_int_equal(rename(q, p), 0);
+	view_check_flags(f, "layouts/c2.layout", LAYOUT_OPEN_FETCHED, 2);
+	/* an absolute hint: refused, whatever it names */
+	path_fmt(p, "%s/x", f->dir);
+	layer_write(f, "layouts/abs.layout", 1, child_ops, N(child_ops), NBLOCKS, d[0], p, x);
+	expect_open_fail_flags(f, "layouts/abs.layout", LAYOUT_OPEN_FETCHED, -EBADMSG,
+			       "the parent hint is an absolute path (refused in an image fetched "
+			       "by reference)");
+	alarm(0);
 }
 
 /* A chain of 65 layers is refused; one of 64 opens. */
@@ -524,6 +641,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_flatten, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_parent_lookup, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_chains, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hint_fifo, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fetched, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_depth, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_v2, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_writer_v2, setup, teardown),

@@ -10,6 +10,7 @@
 #include <zstd.h>
 
 #include "../../cas/chunk.h"
+#include "../../cas/plain.h"
 #include "../../cas/store.h"
 #include "../../cas/verify.h"
 #include "../../common/fsutil.h"
@@ -534,6 +535,85 @@ static void test_verify(void **state)
 	assert_int_equal(store_verify_one(f->s, c[EMPTY].digest, &why), -EBADMSG);
 	assert_non_null(why);
 	assert_int_equal(store_verify_one(f->s, c[RENAMED].digest, &why), -ENOENT);
+	for (int i = 0; i < N; i++)
+		chunk_release(&c[i]);
+}
+
+/*
+ * A chunk file or a plain copy that is not a regular file (a FIFO, whose open would block
+ * for a writer; a directory; a link) is a corrupt chunk, never opened: store_read says
+ * -EBADMSG, verify names it "not a regular file", stats counts it unreadable, the plain
+ * tier refuses it. An alarm turns a hang into a failure: on 7515cfa store_read, store_stats
+ * and plain_verify_file of a FIFO blocked forever.
+ */
+static void test_not_regular(void **state)
+{
+	enum { GOOD, FIFO, DIR, LINK, N };
+	struct fixture *f = *state;
+	struct chunk c[N];
+	struct verify_result res;
+	struct store_stats st;
+	struct reports rep;
+	char p[PATH_MAX], q[PATH_MAX], hex[SHA256_HEX_LEN + 1];
+	const char *why = NULL;
+	uint8_t *frame;
+	size_t len;
+	int fd;
+
+	open_new(f);
+	for (int i = 0; i < N; i++) {
+		chunk_make(f, &c[i], 300 + (uint64_t)i, 5000, true);
+		assert_int_equal(store_put(f->s, c[i].digest, c[i].frame, c[i].frame_len), 0);
+	}
+	assert_int_equal(store_commit(f->s), 0);
+	store_chunk_path(f->s, c[FIFO].digest, p, sizeof(p));
+	assert_int_equal(unlink(p), 0);
+	assert_int_equal(mkfifo(p, 0644), 0);
+	store_chunk_path(f->s, c[DIR].digest, p, sizeof(p));
+	assert_int_equal(unlink(p), 0);
+	assert_int_equal(mkdir(p, 0755), 0);
+	store_chunk_path(f->s, c[LINK].digest, p, sizeof(p)); /* a link to a good frame */
+	path_fmt(q, "%s/elsewhere", f->dir);
+	assert_int_equal(rename(p, q), 0);
+	assert_int_equal(symlink(q, p), 0);
+	alarm(20);
+
+	assert_int_equal(store_read(f->s, c[GOOD].digest, &frame, &len), 0);
+	free(frame);
+	for (int i = FIFO; i < N; i++) {
+		assert_int_equal(store_read(f->s, c[i].digest, &frame, &len), -EBADMSG);
+		why = NULL;
+		assert_int_equal(store_verify_one(f->s, c[i].digest, &why), -EBADMSG);
+		assert_string_equal(why, "not a regular file");
+	}
+	memset(&rep, 0, sizeof(rep));
+	assert_int_equal(store_verify(f->s, on_report, &rep, NULL, &res), 0);
+	assert_int_equal(res.ok, 1);
+	assert_int_equal(res.corrupt, N - 1);
+	for (int i = FIFO; i < N; i++)
+		assert_string_equal(reported(&rep, c[i].digest), "not a regular file");
+	assert_int_equal(store_stats(f->s, &st), 0);
+	assert_int_equal(st.chunks, N);
+	assert_int_equal(st.bad_headers, N - 1);
+	assert_int_equal(st.stored_bytes, c[GOOD].frame_len);
+
+	/* a plain copy that is a FIFO: a bad copy, not opened */
+	sha256_to_hex(c[GOOD].digest, hex);
+	path_fmt(p, "%s/plain/%.2s", f->store, hex);
+	assert_int_equal(fs_mkdir_p(p, 0755), 0);
+	path_fmt(p, "%s/plain/%.2s/%s", f->store, hex, hex);
+	assert_int_equal(mkfifo(p, 0644), 0);
+	why = NULL;
+	assert_int_equal(plain_open(f->s, c[GOOD].digest, 1 << 20, &fd, &len, &why), -EBADMSG);
+	assert_string_equal(why, "not a regular file");
+	why = NULL;
+	assert_int_equal(plain_verify_file(p, c[GOOD].digest, &why), -EBADMSG);
+	assert_string_equal(why, "not a regular file");
+	memset(&rep, 0, sizeof(rep));
+	assert_int_equal(store_verify(f->s, on_report, &rep, NULL, &res), 0);
+	assert_int_equal(res.plain_bad, 1);
+	assert_false(path_exists(p)); /* removed, as a bad copy is */
+	alarm(0);
 	for (int i = 0; i < N; i++)
 		chunk_release(&c[i]);
 }
@@ -1205,6 +1285,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_auto_commit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stats_and_foreach, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_verify, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_not_regular, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_chunk_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_chunk_decompress_rejects, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_chunk_rejects_skippable_frame, setup,
