@@ -137,7 +137,7 @@ int layout_writer_new(const char *path, uint64_t block_count, struct layout_writ
 	w->fd = -1;
 	w->block_count = block_count;
 	if (snprintf(w->path, sizeof(w->path), "%s", path) >= (int)sizeof(w->path) ||
-	    snprintf(w->tmp, sizeof(w->tmp), "%s.tmp", path) >= (int)sizeof(w->tmp)) {
+	    snprintf(w->tmp, sizeof(w->tmp), "%s.tmp.XXXXXX", path) >= (int)sizeof(w->tmp)) {
 		free(w);
 		return -ENAMETOOLONG;
 	}
@@ -147,9 +147,11 @@ int layout_writer_new(const char *path, uint64_t block_count, struct layout_writ
 		ret = -ENOMEM;
 		goto fail;
 	}
-	w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/* a fresh name (O_EXCL): never a file or a link someone left at a name we could guess */
+	w->fd = fs_mkstemp(w->tmp, 0, FS_DATA_MODE);
 	if (w->fd < 0) {
-		ret = -errno;
+		ret = w->fd;
+		w->tmp[0] = '\0';
 		goto fail;
 	}
 	/* the header is written last, into this hole */

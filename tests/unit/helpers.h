@@ -10,6 +10,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <glob.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
@@ -119,6 +120,16 @@ static inline bool path_exists(const char *path)
 	struct stat st;
 
 	return lstat(path, &st) == 0;
+}
+
+/* Whether any path matches the glob pattern (a writer's temporary DIR/NAME.tmp.XXXXXX). */
+static inline bool path_glob_exists(const char *pattern)
+{
+	glob_t g;
+	bool any = glob(pattern, GLOB_NOSORT, NULL, &g) == 0 && g.gl_pathc > 0;
+
+	globfree(&g);
+	return any;
 }
 
 static inline double now_monotonic(void)

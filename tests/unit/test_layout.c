@@ -14,7 +14,7 @@
 struct fixture {
 	char dir[PATH_MAX];
 	char path[PATH_MAX];  /* DIR/img.layout */
-	char tmp[PATH_MAX];   /* DIR/img.layout.tmp */
+	char tmp[PATH_MAX];   /* DIR/img.layout.tmp.* (the writer's temporary, a glob) */
 };
 
 static int setup(void **state)
@@ -25,7 +25,7 @@ static int setup(void **state)
 		return -1;
 	tmpdir_make(f->dir);
 	path_fmt(f->path, "%s/img.layout", f->dir);
-	path_fmt(f->tmp, "%s/img.layout.tmp", f->dir);
+	path_fmt(f->tmp, "%s/img.layout.tmp.*", f->dir);
 	*state = f;
 	return 0;
 }
@@ -110,7 +110,7 @@ static void test_roundtrip(void **state)
 
 	sample_init(&s, 1);
 	sample_write(f->path, &s, uuid1, digest);
-	assert_false(path_exists(f->tmp));
+	assert_false(path_glob_exists(f->tmp));
 	assert_int_equal(fs_read_file(f->path, &file, &len), 0);
 	assert_int_equal(len, sample_size());
 	assert_int_equal(sha256_buf(file, BLK, want), 0);
@@ -189,6 +189,35 @@ static void test_roundtrip(void **state)
 	assert_int_equal(layout_meta_run_at(l, 41), 3);
 	layout_close(l);
 	layout_close(NULL);
+}
+
+/*
+ * The writer's temporary file is a fresh name (O_EXCL): a link planted at a name it could
+ * guess (the old fixed IMG.layout.tmp) is neither followed nor truncated, and stays.
+ */
+static void test_writer_tmp_fresh(void **state)
+{
+	struct fixture *f = *state;
+	char victim[PATH_MAX], planted[PATH_MAX], got[8];
+	uint8_t digest[SHA256_LEN];
+	struct sample s;
+	ssize_t n;
+	int fd;
+
+	path_fmt(victim, "%s/victim", f->dir);
+	path_fmt(planted, "%s/img.layout.tmp", f->dir);
+	write_file(victim, "keep", 4);
+	assert_int_equal(symlink(victim, planted), 0);
+	sample_init(&s, 1);
+	sample_write(f->path, &s, uuid1, digest);
+	fd = open(victim, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	n = read(fd, got, sizeof(got));
+	close(fd);
+	assert_int_equal(n, 4);
+	assert_memory_equal(got, "keep", 4);
+	assert_true(path_exists(planted));
+	assert_false(path_glob_exists(f->tmp));
 }
 
 static void test_empty(void **state)
@@ -354,7 +383,7 @@ static void test_writer_invalid(void **state)
 	assert_ptr_equal(w, (struct layout_writer *)0x1);
 
 	assert_int_equal(layout_writer_new(f->path, 16, &w), 0);
-	assert_true(path_exists(f->tmp));
+	assert_true(path_glob_exists(f->tmp));
 	assert_false(path_exists(f->path));
 	/* meta: zero count, beyond the disk, overflowing lba */
 	assert_int_equal(layout_add_meta(w, 0, blocks, 0), -EINVAL);
@@ -389,7 +418,7 @@ static void test_writer_invalid(void **state)
 	assert_int_equal(layout_writer_finish(w, NULL, NULL, 210, NULL), -EINVAL);
 	layout_writer_free(w); /* keeps the file */
 	assert_true(path_exists(f->path));
-	assert_false(path_exists(f->tmp));
+	assert_false(path_glob_exists(f->tmp));
 	assert_int_equal(layout_open(f->path, &l, NULL), 0);
 	assert_int_equal(l->hdr.meta_run_count, 2);
 	assert_int_equal(l->hdr.data_run_count, 2);
@@ -411,7 +440,7 @@ static void test_writer_meta_data_overlap(void **state)
 	assert_int_equal(layout_add_meta(w, 3, blocks, 1), 0);
 	assert_int_equal(layout_writer_finish(w, NULL, NULL, 65536, NULL), -EINVAL);
 	layout_writer_free(w); /* drops the temporary file */
-	assert_false(path_exists(f->tmp));
+	assert_false(path_glob_exists(f->tmp));
 	assert_false(path_exists(f->path));
 
 	/* a partial data run inside a metadata block */
@@ -624,6 +653,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_writer_tmp_fresh, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_empty, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_meta_changed_after_open, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_intern, setup, teardown),
