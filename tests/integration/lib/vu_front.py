@@ -173,14 +173,27 @@ def mode_fullcall(path):
     if any(f.start_queue(kick, call)):
         fail("queue 0 refused")
     os.eventfd_write(kick, 1)
-    deadline = time.time() + 10
-    while struct.unpack_from("<H", mem, USED + 2)[0] != 1:
-        if time.time() > deadline:
-            fail("GET_ID: not completed within 10 s")
-        time.sleep(0.05)
+    wait_used(mem, 1)
     print("completed", flush=True)
+    # a second request: the queue thread gets to it only once it is past the first one's
+    # notification (a thread blocked writing the full eventfd never completes it), so its
+    # completion says "not blocked" without waiting for a moment
+    mem[STATUS] = 0xee
+    struct.pack_into("<HH", mem, AVAIL + 2, 2, 0)     # idx 2, ring[1] = head 0
+    os.eventfd_write(kick, 1)
+    wait_used(mem, 2)
+    print("completed 2", flush=True)
     while True:
         time.sleep(1)
+
+
+def wait_used(mem, n):
+    """Until the used ring's index is n (a generous 120 s: a state, not a moment)."""
+    deadline = time.time() + 120
+    while struct.unpack_from("<H", mem, USED + 2)[0] != n:
+        if time.time() > deadline:
+            fail("GET_ID: request %d not completed within 120 s" % n)
+        time.sleep(0.05)
 
 
 {"unsealed": mode_unsealed, "sealed": mode_sealed, "noread": mode_noread,
