@@ -34,7 +34,7 @@ class Front:
     def __init__(self, path):
         self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.s.connect(path)
-        self.s.settimeout(10)
+        self.s.settimeout(60)  # a generous bound on an answer, not a timing check
 
     def send(self, req, payload=b"", fds=(), flags=0):
         msg = struct.pack("<III", req, VERSION | flags, len(payload)) + payload
@@ -131,8 +131,8 @@ def mode_sealed(path):
     if any(f.start_queue(kick, call)):
         fail("queue 0 refused")
     os.eventfd_write(kick, 1)
-    if not select.select([call], [], [], 10)[0]:
-        fail("GET_ID: no completion within 10 s")
+    if not select.select([call], [], [], 120)[0]:
+        fail("GET_ID: no completion within 120 s")
     if mem[STATUS] != 0 or struct.unpack_from("<H", mem, USED + 2)[0] != 1:
         fail("GET_ID: status %d" % mem[STATUS])
     print("serial " + bytes(mem[DATA:DATA + 20]).rstrip(b"\0").decode())
@@ -143,7 +143,7 @@ def mode_noread(path):
     f.s.setblocking(False)
     msg = struct.pack("<III", GET_FEATURES, VERSION, 0)
     pending, full = b"", 0
-    deadline = time.time() + 30
+    deadline = time.time() + 120
     while full < 20:                     # full, and still full a while later: the server is stuck
         if time.time() > deadline:
             fail("the socket never filled up")
