@@ -39,7 +39,7 @@ last_count() { counts "$1" | tail -n 1; }
 _count_ge() { [ "$(last_count "$1")" -ge "$2" ] 2>/dev/null; }
 wait_count() {
   local rc=0
-  wait_for -p "$3" _count_ge "$1" "$2" && return 0 || rc=$?
+  wait_for_state -p "$3" _count_ge "$1" "$2" && return 0 || rc=$?
   [ "$rc" -ne 2 ] || { tail -n 20 "$1" "$1.err" >&2; die "the VM ended"; }
   tail -n 5 "$1" >&2
   die "the guest did not reach count $2 (at $(last_count "$1"))"

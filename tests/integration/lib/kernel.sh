@@ -61,7 +61,7 @@ vu_serve() {
   VU_PID=$!
   VU_PIDS+=("$VU_PID")
   local rc=0
-  wait_for -p "$VU_PID" test -S "$VU_SOCK" && return 0 || rc=$?
+  wait_for_state -p "$VU_PID" test -S "$VU_SOCK" && return 0 || rc=$?
   [ "$rc" -ne 2 ] || { cat "$T/$name.err" >&2; die "$name: server exited"; }
   die "$name: no socket $VU_SOCK"
 }

@@ -70,7 +70,7 @@ free_port() {
 _http_up() { curl -s -o /dev/null --max-time 10 "$1"; }
 wait_http() {
   local url=$1 pid=$2 name=$3 log=$4 rc=0
-  wait_for -p "$pid" _http_up "$url" && return 0 || rc=$?
+  wait_for_state -p "$pid" _http_up "$url" && return 0 || rc=$?
   cat "$log" >&2 || true
   [ "$rc" -eq 2 ] && die "$name exited at start"
   die "$name does not answer on $url"
@@ -153,7 +153,7 @@ EOF
   REG_PID=$!
   _remote_track "$REG_PID"
   local rc=0
-  wait_for -p "$REG_PID" curl -fsS -o /dev/null --max-time 10 "http://127.0.0.1:$REG_PORT/v2/" \
+  wait_for_state -p "$REG_PID" curl -fsS -o /dev/null --max-time 10 "http://127.0.0.1:$REG_PORT/v2/" \
     2>/dev/null && return 0 || rc=$?
   cat "$T/registry.log" >&2
   [ "$rc" -eq 2 ] && die "docker-registry exited"
@@ -171,7 +171,7 @@ start_proxy() {
     >"$T/proxy.$_PROXY_N.log" 2>&1 &
   PROXY_PID=$!
   _remote_track "$PROXY_PID"
-  wait_for -p "$PROXY_PID" test -s "$pf" ||
+  wait_for_state -p "$PROXY_PID" test -s "$pf" ||
     { cat "$T/proxy.$_PROXY_N.log" >&2; die "faultproxy did not start"; }
   PROXY_PORT=$(cat "$pf")
   PROXY_URL=http://127.0.0.1:$PROXY_PORT
@@ -188,7 +188,7 @@ start_fake() {
     >"$T/$name.out" 2>&1 &
   FAKE_PID=$!
   _remote_track "$FAKE_PID"
-  wait_for -p "$FAKE_PID" test -s "$pf" || { cat "$T/$name.out" >&2; die "$name did not start"; }
+  wait_for_state -p "$FAKE_PID" test -s "$pf" || { cat "$T/$name.out" >&2; die "$name did not start"; }
   FAKE_PORT=$(cat "$pf")
 }
 
@@ -204,7 +204,7 @@ proxy_release() {
 _proxy_ge() { [ "$(proxy_stat "$1" 2>/dev/null || echo 0)" -ge "$2" ]; }
 proxy_wait() {
   local rc=0
-  wait_for ${3:+-p "$3"} _proxy_ge "$1" "$2" || rc=$?
+  wait_for_state ${3:+-p "$3"} _proxy_ge "$1" "$2" || rc=$?
   [ "$rc" -eq 0 ] && return 0
   [ "$rc" -eq 2 ] && die "proxy_wait $1 >= $2: the client (pid $3) ended first: $(proxy_stats)"
   die "proxy_wait $1 >= $2: not reached in ${LAZYBLK_TEST_WAIT:-120} s: $(proxy_stats)"

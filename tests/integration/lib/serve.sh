@@ -17,7 +17,7 @@ start_server() {
   SRV=$!
   SERVERS+=("$SRV")
   local rc=0
-  wait_for -p "$SRV" has "$T/$name.out" "^serving .* over NBD on " || rc=$?
+  wait_for_state -p "$SRV" grep -q "^serving .* over NBD on " "$T/$name.out" 2>/dev/null || rc=$?
   [ "$rc" -ne 2 ] || { cat "$T/$name.err" >&2; die "$name: server exited"; }
   [ "$rc" -eq 0 ] || die "$name: no 'serving ... over NBD' line"
   # that line is the readiness signal: the very first connection after it is served
