@@ -250,7 +250,7 @@ static void test_fetch_ok_and_cached(void **state)
 	struct cas_source *s;
 
 	srv_script(1, ok);
-	s = open_src(f, 5000, 0);
+	s = open_src(f, 30000, 0);
 	assert_int_equal(get(f, s), 0);
 	assert_int_equal(store_has(cas_source_store(s), f->digest), 1);
 	assert_int_equal(get(f, s), 0); /* from the store now */
@@ -272,7 +272,7 @@ static void test_retry_5xx_and_reset(void **state)
 	struct cas_source *s;
 
 	srv_script(4, acts);
-	s = open_src(f, 5000, 3);
+	s = open_src(f, 30000, 3);
 	assert_int_equal(get(f, s), 0);
 	cas_source_get_stats(s, &st);
 	assert_int_equal(st.remote.retries, 3);
@@ -289,7 +289,7 @@ static void test_retries_exhausted(void **state)
 	struct cas_source *s;
 
 	srv_script(1, acts);
-	s = open_src(f, 5000, 2);
+	s = open_src(f, 30000, 2);
 	assert_int_equal(get(f, s), -EIO);
 	assert_int_equal(store_has(cas_source_store(s), f->digest), 0);
 	cas_source_get_stats(s, &st);
@@ -306,7 +306,7 @@ static void test_not_found(void **state)
 	struct cas_source *s;
 
 	srv_script(1, acts);
-	s = open_src(f, 5000, 3);
+	s = open_src(f, 30000, 3);
 	assert_int_equal(get(f, s), -ENOENT);
 	cas_source_get_stats(s, &st);
 	assert_int_equal(st.remote.requests, 1); /* a 404 is not retried */
@@ -323,7 +323,7 @@ static void test_corrupt_refetched_once(void **state)
 	struct cas_source *s;
 
 	srv_script(2, once);
-	s = open_src(f, 5000, 0);
+	s = open_src(f, 30000, 0);
 	assert_int_equal(get(f, s), 0);
 	cas_source_get_stats(s, &st);
 	assert_int_equal(st.verify_failures, 1);
@@ -332,7 +332,7 @@ static void test_corrupt_refetched_once(void **state)
 	rm_rf(f->store);
 
 	srv_script(1, always);
-	s = open_src(f, 5000, 0);
+	s = open_src(f, 30000, 0);
 	assert_int_equal(get(f, s), -EIO);
 	cas_source_get_stats(s, &st);
 	assert_int_equal(st.verify_failures, 2);
@@ -373,7 +373,7 @@ static void test_corrupt_local_copy_replaced(void **state)
 	free(bad);
 
 	srv_script(1, ok);
-	s = open_src(f, 5000, 0);
+	s = open_src(f, 30000, 0);
 	assert_int_equal(get(f, s), 0);
 	cas_source_get_stats(s, &st);
 	assert_int_equal(st.verify_failures, 1);
