@@ -200,9 +200,9 @@ grep -qx "serving $T/img.layout ([^)]*) over NBD on unix:$sock at nbd+unix:///?s
 u1=$(sed -n '1s/.* at //p' "$T/rw.out")
 [ "$u1" = "$uri" ] || die "unix: URI '$u1', want '$uri'"
 for bad in tcp:99999 tcp:65536 tcp:-1 tcp:abc tcp:127.0.0.1:99999 tcp:1x; do
-  expect_error "--nbd $bad" "bad --nbd '$bad'" -- timeout 20 \
+  expect_error "--nbd $bad" "bad --nbd '$bad'" -- timeout 60 \
     "$LAZYBLK" serve "$T/img.layout" --store "$T/store" --nbd "$bad"
-  expect_rc 2 timeout 20 "$LAZYBLK" serve "$T/img.layout" --store "$T/store" --nbd "$bad"
+  expect_rc 2 timeout 60 "$LAZYBLK" serve "$T/img.layout" --store "$T/store" --nbd "$bad"
 done
 
 # ---- the same protocol over a plain file: serve --raw, no layout, store or overlay

@@ -95,7 +95,7 @@ json_expr "$T/sr1.json" 's["remote_retries"] > 0 and s["remote_failures"] == 0 a
 # ---- permanent faults: one line naming a chunk, quickly
 mode_fails e500x err500:always '[0-9a-f]{64}' 60 --fetch-timeout 2 --fetch-retries 2
 mode_fails flipx flip '[0-9a-f]{64}' 60 --fetch-timeout 2 --fetch-retries 2
-mode_fails down down '[0-9a-f]{64}|127\.0\.0\.1|reply|onnect' 30 --fetch-timeout 2 --fetch-retries 1
+mode_fails down down '[0-9a-f]{64}|127\.0\.0\.1|reply|onnect' 60 --fetch-timeout 2 --fetch-retries 1
 mode_fails stallx stall:10 "[0-9a-f]{64}|imed? ?out" 60 --fetch-timeout 2 --fetch-retries 0
 
 # always corrupt through serve: reads of chunk data fail with EIO, metadata reads succeed,
@@ -139,6 +139,6 @@ echo "remote gone: cached chunks served, $(json_get "$T/rcg.json" failed_bytes) 
 expect_fail_line "remote gone" '[0-9a-f]{64}|127\.0\.0\.1|onnect' -- \
   timeout 120 "$LAZYBLK" export "$T/a.layout" --store "$T/gone.store" --remote "$dead" \
   -o "$T/gone.raw" --fetch-timeout 2 --fetch-retries 1
-[ "$FAIL_SECS" -le 30 ] || die "remote gone: failing took ${FAIL_SECS}s"
+[ "$FAIL_SECS" -le 60 ] || die "remote gone: failing took ${FAIL_SECS}s"
 no_partial_output "$T/gone.raw"
 echo "remote faults: ok"

@@ -12,8 +12,9 @@ skip() { echo "$*"; exit 77; }
 # 1 after SECS seconds (default $LAZYBLK_TEST_WAIT, else 120); 2 if PID ended first (and CMD
 # still fails). Waiting for a STATE (a file appears, a line is logged, a socket answers, a
 # proxy holds a request) with a generous deadline never flakes; a fixed sleep, a short
-# deadline or "retry until the timing fits" does (tests/README.md). The libraries call it as
-# wait_for_state, so a test that defines a wait_for of its own does not break them.
+# deadline or "retry until the timing fits" does (docs/conventions.md, "Tests that never
+# flake"). The libraries call it as wait_for_state, so a test that defines a wait_for of its
+# own does not break them.
 wait_for() { wait_for_state "$@"; }
 wait_for_state() {
   local pid="" secs=${LAZYBLK_TEST_WAIT:-120} end

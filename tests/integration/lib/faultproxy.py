@@ -51,7 +51,8 @@ Any mode may end in @N: at most N faults are injected, then requests pass (e.g. 
 stalls the first GETs of three paths only).
 "Remote down" can also be a stopped proxy (the listening port closed).
 A test that needs a request in flight (or a client busy) uses gate:, never delay: or stall:
-with a sleep: a sleep only hopes that the moment has come (tests/README.md).
+with a sleep: a sleep only hopes that the moment has come (docs/conventions.md, "Tests that
+never flake").
 
 --auth USER:PASS: /v2/ paths need "Authorization: Bearer TOKEN" with a token from
 GET /token?service=..&scope=.. (HTTP Basic USER:PASS); otherwise 401 with a Bearer
