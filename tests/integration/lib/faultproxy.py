@@ -108,6 +108,8 @@ class State:
 
     def reset(self):
         with self.lock:
+            # requests held right now stay counted: they leave the gate later and count down
+            waiting = getattr(self, "c", {}).get("gate_waiting", 0)
             self.per_path = {}
             self.held = threading.Event()
             self.c = {"chunk_gets_by_path": {}, "done_order": [], "hold_timeouts": 0,
@@ -117,6 +119,7 @@ class State:
                       "token_refused": 0, "by_kind": {}, "inflight_max": 0,
                       "gate_waiting": 0, "gate_held": 0, "gate_passed": 0,
                       "gate_timeouts": 0}
+            self.c["gate_waiting"] = waiting
             self.inflight = 0
 
     def count(self, key, n=1):
