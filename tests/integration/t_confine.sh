@@ -92,7 +92,7 @@ check_confined "$SRV"
 grep -q "over vhost-user on $T/vu.sock" "$T/srv.out" || die "confined: no vhost-user serving line"
 python3 - "$T/vu.sock" <<'EOF' || die "confined: vhost-user does not answer GET_FEATURES"
 import socket, struct, sys
-s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.connect(sys.argv[1]); s.settimeout(10)
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.connect(sys.argv[1]); s.settimeout(60)
 s.sendall(struct.pack("<III", 1, 1, 0))  # GET_FEATURES
 h = s.recv(20)
 assert len(h) == 20 and struct.unpack("<III", h[:12]) == (1, 5, 8), h

@@ -145,7 +145,7 @@ echo "ok: writes, zeroes, trims and an nbdcopy through NBD are in the file (trim
 python3 - "$T/ctl.sock" >"$T/ctl.out" <<'PYEOF' || die "control socket: $(cat "$T/ctl.out")"
 import json, socket, sys
 s = socket.socket(socket.AF_UNIX)
-s.settimeout(10)
+s.settimeout(60)
 s.connect(sys.argv[1])
 f = s.makefile("rwb")
 def ask(line):

@@ -65,7 +65,7 @@ vu_serve s0 "${SERVE[@]}" --vhost-user "$VU_SOCK"
 python3 - "$VU_SOCK" <<'PYEOF'
 import socket, struct, sys
 def conn():
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.connect(sys.argv[1]); s.settimeout(10); return s
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.connect(sys.argv[1]); s.settimeout(60); return s
 s = conn(); s.sendall(struct.pack("<III", 99, 1, 0))                 # an unknown request
 assert s.recv(1) == b"", "unknown request: connection not closed"
 s = conn(); s.sendall(struct.pack("<III", 2, 1, 4) + b"\0" * 4)      # SET_FEATURES, 4 bytes
