@@ -160,8 +160,22 @@ static int setup(void **state)
 	f->frame = malloc(cap);
 	assert_int_equal(chunk_compress(c, f->raw, RAW_LEN, f->frame, cap, &f->frame_len), 0);
 	chunk_codec_free(c);
-	S.body = f->frame;
-	S.body_len = f->frame_len;
+	/*
+	 * The server's copy lives as long as the program: a detached connection thread of an
+	 * earlier test may still be sending it to a client that has gone (the test's own frame
+	 * is freed at teardown; ASan caught such a send on a loaded machine). Every test
+	 * serves the same bytes (same seed), so one copy does.
+	 */
+	if (!S.body) {
+		uint8_t *copy = malloc(f->frame_len);
+
+		assert_non_null(copy);
+		memcpy(copy, f->frame, f->frame_len);
+		S.body_len = f->frame_len;
+		__atomic_store_n(&S.body, copy, __ATOMIC_RELEASE);
+	}
+	assert_int_equal(S.body_len, f->frame_len);
+	assert_memory_equal(S.body, f->frame, f->frame_len);
 	*state = f;
 	return 0;
 }
