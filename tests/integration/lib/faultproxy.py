@@ -19,8 +19,8 @@ Control (never subject to faults or auth):
                           (requests held by the gate now), gate_held (held in all),
                           gate_passed, gate_timeouts
     POST /__proxy/reset   zero the counters and the per-path fault state
-    POST /__proxy/release open the gate of the gate: mode (held requests go on, later ones
-                          pass)
+    POST /__proxy/release open the gate of the gate: mode: the requests held go on, the
+                          mode becomes pass
 
 Fault modes apply only to GETs of chunk/blob paths (containing "/chunks/" or
 "/blobs/sha256:"), so manifests, tags and tokens keep working:
@@ -404,6 +404,7 @@ class Handler(BaseHTTPRequestHandler):
         if p == "/__proxy/release" and self.command == "POST":
             self.read_body()
             with self.st.lock:
+                self.st.mode = "pass"
                 self.st.gate.set()
             return self.send(200, b"ok\n", ctype="text/plain")
         if p == "/__proxy/reset" and self.command == "POST":

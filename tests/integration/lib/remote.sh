@@ -21,7 +21,7 @@
 #                                       U:P, --basic U:P, --redirect-blobs, --mode M); sets
 #                                       PROXY_PORT PROXY_PID PROXY_URL (http://127.0.0.1:PORT)
 #   proxy_mode MODE | proxy_reset | proxy_stats | proxy_stat KEY
-#   proxy_release                       open the gate of mode gate:HEX (held requests go on)
+#   proxy_release                       let every held request go (the mode becomes pass)
 #   proxy_wait KEY N [PID]              until proxy_stat KEY >= N (e.g. gate_waiting 1: a
 #                                       request is held); dies after the common deadline, or
 #                                       when PID (the client) ended first
