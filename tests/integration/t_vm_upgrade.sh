@@ -31,7 +31,7 @@ printf 'x' >"$T/dummy.initrd"
 LBA=200000
 PIDS=()
 cleanup_vms() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; }
-trap 'cleanup_vms' EXIT
+trap 'cleanup_vms; rm -rf "$T"' EXIT
 
 log=$T/vm.log
 sock=$T/vm.sock
