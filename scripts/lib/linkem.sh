@@ -10,7 +10,8 @@ linkem_start() {
   "${LINKEM:?LINKEM must name the linkem binary}" --listen 127.0.0.1:0 "$@" >"$out" 2>"$err" &
   LINKEM_PID=$!
   LINKEM_PORT=""
-  for _ in $(seq 400); do
+  local end=$((SECONDS + 120)) # a generous deadline for a state: a loaded machine is slow
+  while [ "$SECONDS" -lt "$end" ]; do
     LINKEM_PORT=$(sed -n 's/^linkem: listening on 127\.0\.0\.1:\([0-9][0-9]*\)$/\1/p' "$out")
     [ -n "$LINKEM_PORT" ] && return 0
     kill -0 "$LINKEM_PID" 2>/dev/null || die "linkem exited at start: $(cat "$err")"

@@ -60,7 +60,7 @@ serve_on s1 "$T/base.layout" "$T/ov1"
 mkdir -p "$T/fuse" "$T/mnt" "$T/check"
 nbdfuse "$T/fuse/disk" --unix "$SOCK" &
 FUSE=$!
-for _ in $(seq 100); do [ -e "$T/fuse/disk" ] && break; sleep 0.05; done
+wait_for -p "$FUSE" test -e "$T/fuse/disk" || die "nbdfuse did not mount"
 mount -o loop "$T/fuse/disk" "$T/mnt"
 head -c 2000000 /dev/urandom >"$T/new.bin"
 cp "$T/new.bin" "$T/mnt/new.bin"
@@ -230,8 +230,10 @@ rc=0
 "$LAZYBLK" commit "$T/ov3" --layout "$T/base.layout" --store "$T/store3" -o "$T/c3/x.layout" \
   --level 19 >/dev/null 2>"$T/int.err" &
 pid=$!
-sleep 0.3
-kill -TERM "$pid"
+# once it has made its store it is committing and takes SIGTERM (a fixed 0.3 s was too short
+# on a loaded machine: the signal came first and killed it, exit 143)
+wait_for -p "$pid" test -d "$T/store3/tmp" || true
+kill -TERM "$pid" 2>/dev/null || true
 wait "$pid" || rc=$?
 if [ $rc -eq 130 ]; then
   [ "$(cat "$T/int.err")" = "lazyblk: commit: interrupted" ] || die "interrupted: $(cat "$T/int.err")"

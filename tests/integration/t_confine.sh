@@ -92,7 +92,7 @@ check_confined "$SRV"
 grep -q "over vhost-user on $T/vu.sock" "$T/srv.out" || die "confined: no vhost-user serving line"
 python3 - "$T/vu.sock" <<'EOF' || die "confined: vhost-user does not answer GET_FEATURES"
 import socket, struct, sys
-s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.connect(sys.argv[1]); s.settimeout(10)
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.connect(sys.argv[1]); s.settimeout(60)
 s.sendall(struct.pack("<III", 1, 1, 0))  # GET_FEATURES
 h = s.recv(20)
 assert len(h) == 20 and struct.unpack("<III", h[:12]) == (1, 5, 8), h
@@ -113,7 +113,8 @@ echo "ok: confined serve: reads match the export, writes read back, control stat
 
 # the intruder acts: refused; the server goes on
 echo go >"$T/intruder.fifo"
-for _ in $(seq 1 200); do grep -qx "done" "$T/intruder.out" 2>/dev/null && break; sleep 0.05; done
+intruder_done() { grep -qx "done" "$T/intruder.out" 2>/dev/null; }
+wait_for intruder_done || true
 grep -qx "done" "$T/intruder.out" || die "the intruder did not finish: $(cat "$T/intruder.out")"
 for want in "getpid ok" "execve EPERM" "fork EPERM" "socket-netlink EPERM" "socket-inet ok" \
   "bind EPERM" "unshare-user EPERM" "ptrace EPERM" "io_uring_setup ENOSYS" "open-shadow EACCES"; do
@@ -173,13 +174,15 @@ echo "ok: serve --run: the command ran as nobody, its socket directory removed a
 bash -c "'$LAZYBLK' serve --raw '$T/raw' --nbd 'unix:$T/ewp.sock' --exit-with-parent \
   --user nobody --seccomp >'$T/ewp.out' 2>'$T/ewp.err' & echo \$! >'$T/ewp.pid'; wait" &
 parent=$!
-for _ in $(seq 1 400); do [ -s "$T/ewp.pid" ] && grep -q '^serving ' "$T/ewp.out" && break; sleep 0.05; done
+ewp_serving() { [ -s "$T/ewp.pid" ] && grep -q '^serving ' "$T/ewp.out"; }
+wait_for -p "$parent" ewp_serving || true
 child=$(cat "$T/ewp.pid")
 SERVERS+=("$child")
 grep -q '^serving ' "$T/ewp.out" || die "--exit-with-parent: not serving"
-for _ in $(seq 1 400); do grep -q "^Seccomp:[[:space:]]*2$" "/proc/$child/status" && break; sleep 0.05; done
+wait_for -p "$child" has "/proc/$child/status" "^Seccomp:[[:space:]]*2$" || true
 { kill -9 "$parent"; wait "$parent"; } 2>/dev/null || true
-for _ in $(seq 1 400); do kill -0 "$child" 2>/dev/null || break; sleep 0.05; done
+child_gone() { ! kill -0 "$child" 2>/dev/null; }
+wait_for child_gone || true
 ! kill -0 "$child" 2>/dev/null || die "--exit-with-parent: the confined server outlived its parent"
 grep -q "^requests " "$T/ewp.out" || die "--exit-with-parent: no orderly stop (statistics)"
 echo "ok: --exit-with-parent still works after the switch to nobody"

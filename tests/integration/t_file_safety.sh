@@ -21,11 +21,11 @@ URI="nbd+unix:///?socket=$SOCK"
 # ---- the overlay path, or its state file, a dangling symbolic link: refused, not created
 ln -s "$T/target" "$T/ov"
 expect_error "overlay symlink" "ov: overlay path is a symbolic link (refused)" -- \
-  timeout 20 "$LAZYBLK" serve "$T/l" --store "$T/store" --overlay "$T/ov" --nbd "unix:$SOCK"
+  timeout 60 "$LAZYBLK" serve "$T/l" --store "$T/store" --overlay "$T/ov" --nbd "unix:$SOCK"
 [ ! -e "$T/target" ] || die "the overlay symlink's target was created"
 ln -s "$T/target2" "$T/ov2.state"
 expect_error "state symlink" "state file path is a symbolic link (refused)" -- \
-  timeout 20 "$LAZYBLK" serve "$T/l" --store "$T/store" --overlay "$T/ov2" --nbd "unix:$SOCK"
+  timeout 60 "$LAZYBLK" serve "$T/l" --store "$T/store" --overlay "$T/ov2" --nbd "unix:$SOCK"
 [ ! -e "$T/target2" ] || die "the state file symlink's target was created"
 # a symlink to a good overlay is refused too (a link is never followed)
 start_server ov "$URI" "$T/l" --store "$T/store" --overlay "$T/ov3" --nbd "unix:$SOCK"
@@ -33,11 +33,11 @@ stop_server "$SRV" ov
 ln -s "$T/ov3" "$T/ov4"
 ln -s "$T/ov3.state" "$T/ov4.state"
 expect_error "link to an overlay" "symbolic link (refused)" -- \
-  timeout 20 "$LAZYBLK" serve "$T/l" --store "$T/store" --overlay "$T/ov4" --nbd "unix:$SOCK"
+  timeout 60 "$LAZYBLK" serve "$T/l" --store "$T/store" --overlay "$T/ov4" --nbd "unix:$SOCK"
 # a FIFO where the state file should be: refused at once, not a hang
 mkfifo "$T/ov5.state"
 expect_error "state FIFO" "not a regular file" -- \
-  timeout 20 "$LAZYBLK" serve "$T/l" --store "$T/store" --overlay "$T/ov5" --read-only \
+  timeout 60 "$LAZYBLK" serve "$T/l" --store "$T/store" --overlay "$T/ov5" --read-only \
   --nbd "unix:$SOCK"
 
 # ---- the layout's metadata rewritten in place while it is served

@@ -120,7 +120,7 @@ flip_byte "$T/www/layouts/$LH.layout" 8192
 expect_fail_line "corrupt layout (http)" "corrupt or truncated" -- "$LAZYBLK" export "$H/base" \
   --store "$T/e3" -o "$T/e3.raw"
 no_partial_output "$T/e3.raw"
-expect_fail_line "serve, corrupt layout" "corrupt or truncated" -- timeout 30 "$LAZYBLK" serve \
+expect_fail_line "serve, corrupt layout" "corrupt or truncated" -- timeout 60 "$LAZYBLK" serve \
   "$H/base" --store "$T/e3" --nbd "unix:$T/e3.sock"
 [ ! -e "$T/e3.sock" ] || die "serve listened with a corrupt layout"
 ls "$T/e3/layouts/" 2>/dev/null | grep -q . && die "a corrupt layout was kept in the store"

@@ -5,7 +5,7 @@
 # a FIFO (it is read twice, so it cannot come from a pipe), a FIFO named like a tar. In a
 # directory tree a FIFO is an entry like any other: recorded as a FIFO, never opened, even
 # when it is named manifest.json (the check for an unpacked docker archive used to open
-# it and block). Every run is under `timeout -k 5 20` (the CLI catches SIGTERM, which does
+# it and block). Every run is under `timeout -k 5 60` (the CLI catches SIGTERM, which does
 # not end a blocked open): a hang fails the test.
 . "$(dirname "$0")/lib/common.sh"
 cd "$T"
@@ -56,7 +56,7 @@ os.mkfifo('tree/sub/fifo')
 with open('tree/sub/file', 'w') as f:
     f.write('data\n')
 PY
-imp() { timeout -k 5 20 "$LAZYBLK" import "$1" --store store -o out.manifest; }
+imp() { timeout -k 5 60 "$LAZYBLK" import "$1" --store store -o out.manifest; }
 imp oci:good >/dev/null || die "the well-formed layout did not import"
 rm -f out.manifest
 expect_error "index.json is a FIFO" "index.json: not a regular file" -- imp oci:index

@@ -90,19 +90,18 @@ proxy_mode pass
   die "through the proxy (pass) the digest differs"
 echo "ok: a tampered blob is refused, nothing written, the store consistent"
 
-# Ctrl-C while the blobs are on their way (the proxy holds every blob GET for 30 s): exit
-# 130, one line, no -o, nothing left in STORE/tmp
-proxy_mode delay:all:30
+# Ctrl-C while the blobs are on their way (the proxy's gate holds every blob GET until the
+# SIGINT was sent: the pull is provably mid-fetch): exit 130, one line, no -o, nothing left
+# in STORE/tmp
+proxy_mode gate:all
 proxy_reset
 rm -rf "$T/s3"
 env --default-signal=INT "$LAZYBLK" import "docker://127.0.0.1:$PROXY_PORT/lz/multi:t1" --insecure \
   --store "$T/s3" -o "$T/int.manifest" >"$T/int.out" 2>"$T/int.err" &
 pid=$!
-for _ in $(seq 1 100); do
-  [ "$(proxy_stat by_kind.GET\ blob)" -gt 0 ] && break
-  sleep 0.1
-done
+proxy_wait gate_waiting 1 "$pid"
 kill -INT "$pid"
+proxy_release
 rc=0
 wait "$pid" || rc=$?
 [ "$rc" -eq 130 ] || { cat "$T/int.err" >&2; die "interrupted pull: exit $rc, want 130"; }

@@ -24,8 +24,7 @@ trap cleanup EXIT
 python3 "$PEERS" server "$T/echo.port" >"$T/echo.log" 2>&1 &
 ECHO_PID=$!
 PIDS+=("$ECHO_PID")
-for _ in $(seq 200); do [ -s "$T/echo.port" ] && break; sleep 0.05; done
-[ -s "$T/echo.port" ] || die "echo server did not start"
+wait_for -p "$ECHO_PID" test -s "$T/echo.port" || die "echo server did not start"
 ECHO_PORT=$(cat "$T/echo.port")
 
 # start_linkem NAME ARGS...: sets LK_PID and LK_PORT (from the readiness line)
@@ -77,8 +76,8 @@ start_linkem reset --connect "127.0.0.1:$ECHO_PORT" --delay 1ms
 RESET_PID=$LK_PID
 closed0=$(grep -c '^closed' "$T/echo.log" || true)
 python3 "$PEERS" reset "$LK_PORT"
-for _ in $(seq 200); do
-  [ "$(grep -c '^closed' "$T/echo.log" || true)" -gt "$closed0" ] && break; sleep 0.05; done
+more_closed() { [ "$(grep -c '^closed' "$T/echo.log" || true)" -gt "$closed0" ]; }
+wait_for more_closed || true
 [ "$(grep -c '^closed' "$T/echo.log" || true)" -gt "$closed0" ] ||
   die "reset: the upstream connection stayed open"
 RESET_LINE=$(grep '^closed' "$T/echo.log" | sed -n "$((closed0 + 1))p")

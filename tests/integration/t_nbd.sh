@@ -120,8 +120,7 @@ cmp "$T/got3.raw" "$T/new.raw" || die "hostile clients changed the disk"
 
 # statistics on SIGUSR1, then at exit (plus JSON)
 kill -USR1 "$SRV"
-for _ in $(seq 1 50); do grep -q "^overlay " "$T/rw.out" && break; sleep 0.05; done
-grep -q "^overlay " "$T/rw.out" || die "no statistics on SIGUSR1"
+wait_for has "$T/rw.out" "^overlay " || die "no statistics on SIGUSR1"
 stop_server "$SRV" rw
 [ ! -e "$sock" ] || die "socket left behind"
 python3 - "$T/stats.json" <<'EOF' || die "stats JSON: $(cat "$T/stats.json")"
@@ -152,10 +151,12 @@ cmp "$T/got5.raw" "$T/new.raw" || die "read-only export changed"
 # stopping with a client connected in the transmission phase ends both
 python3 "$NBDC" idle "$sock" >"$T/idle.out" 2>&1 &
 idle=$!
-for _ in $(seq 1 100); do grep -q connected "$T/idle.out" && break; sleep 0.05; done
+wait_for -p "$idle" has "$T/idle.out" connected || die "idle client: $(cat "$T/idle.out")"
 start=$(date +%s)
 stop_server "$SRV" ro
-[ $(( $(date +%s) - start )) -le 6 ] || die "stopping with a client connected took too long"
+# no idle limit by default: a server that waited for the client would never stop; 60 s is
+# the bound a loaded machine cannot reach by being slow (it used to be 6 s)
+[ $(( $(date +%s) - start )) -le 60 ] || die "stopping with a client connected took too long"
 wait "$idle" || die "idle client: $(cat "$T/idle.out")"
 
 # ---- TCP on loopback, a named export, no overlay (read-only disk)
@@ -186,11 +187,7 @@ stop_server "$SRV" tcp
   >"$T/tcp0.out" 2>"$T/tcp0.err" &
 SRV=$!
 SERVERS+=("$SRV")
-for _ in $(seq 1 400); do
-  grep -q "^serving " "$T/tcp0.out" && break
-  kill -0 "$SRV" 2>/dev/null || die "tcp:0: server exited: $(cat "$T/tcp0.err")"
-  sleep 0.025
-done
+wait_for -p "$SRV" has "$T/tcp0.out" "^serving " || die "tcp:0: no serving line: $(cat "$T/tcp0.err")"
 line=$(head -1 "$T/tcp0.out")
 [[ $line =~ ^serving\ .*\ over\ NBD\ on\ tcp:([0-9]+)\ at\ (nbd://127\.0\.0\.1:([0-9]+)/disk)$ ]] ||
   die "tcp:0: serving line: $line"
@@ -203,9 +200,9 @@ grep -qx "serving $T/img.layout ([^)]*) over NBD on unix:$sock at nbd+unix:///?s
 u1=$(sed -n '1s/.* at //p' "$T/rw.out")
 [ "$u1" = "$uri" ] || die "unix: URI '$u1', want '$uri'"
 for bad in tcp:99999 tcp:65536 tcp:-1 tcp:abc tcp:127.0.0.1:99999 tcp:1x; do
-  expect_error "--nbd $bad" "bad --nbd '$bad'" -- timeout 20 \
+  expect_error "--nbd $bad" "bad --nbd '$bad'" -- timeout 60 \
     "$LAZYBLK" serve "$T/img.layout" --store "$T/store" --nbd "$bad"
-  expect_rc 2 timeout 20 "$LAZYBLK" serve "$T/img.layout" --store "$T/store" --nbd "$bad"
+  expect_rc 2 timeout 60 "$LAZYBLK" serve "$T/img.layout" --store "$T/store" --nbd "$bad"
 done
 
 # ---- the same protocol over a plain file: serve --raw, no layout, store or overlay

@@ -30,14 +30,13 @@ start_server() {
   "$LAZYBLK" serve "$T/img.layout" --store "$T/store" --overlay "$T/overlay" \
     --nbd "unix:$SOCK" 2>>"$T/serve.log" &
   SRV=$!
-  for _ in $(seq 100); do [ -S "$SOCK" ] && return 0; sleep 0.05; done
-  die "server did not start: $(cat "$T/serve.log")"
+  wait_for -p "$SRV" test -S "$SOCK" || die "server did not start: $(cat "$T/serve.log")"
 }
 start_server
 mkdir -p "$T/fuse" "$T/mnt"
 nbdfuse "$T/fuse/disk" --unix "$SOCK" &
 FUSE=$!
-for _ in $(seq 100); do [ -e "$T/fuse/disk" ] && break; sleep 0.05; done
+wait_for -p "$FUSE" test -e "$T/fuse/disk" || die "nbdfuse did not mount"
 mount -o loop "$T/fuse/disk" "$T/mnt"
 head -c 5000000 /dev/urandom >"$T/five.bin"
 cp "$T/five.bin" "$T/mnt/five.bin"

@@ -129,10 +129,10 @@ expect_error "no data" "overlay data file missing" -- "$LAZYBLK" snapshot "$T/ov
 cp "$T/ov.saved" "$T/ov"
 
 # a busy overlay (a server holds its lock) is neither snapshotted offline nor replaced
-python3 -c 'import fcntl,sys,time; f=open(sys.argv[1]); fcntl.flock(f, fcntl.LOCK_EX); print("locked", flush=True); time.sleep(60)' \
+python3 -c 'import fcntl,sys,time; f=open(sys.argv[1]); fcntl.flock(f, fcntl.LOCK_EX); print("locked", flush=True); time.sleep(3600)' \
   "$T/ov.state" >"$T/lock.out" &
 holder=$!
-for _ in $(seq 100); do grep -q locked "$T/lock.out" && break; sleep 0.05; done
+wait_for -p "$holder" has "$T/lock.out" locked || die "the lock holder did not take the lock"
 expect_error "busy snapshot" "in use by a server" -- "$LAZYBLK" snapshot "$T/ov" -o "$T/d"
 expect_error "busy apply" "$T/ov: overlay is in use by another process" -- \
   "$LAZYBLK" overlay apply "$T/d1" --layout "$T/a.layout" -o "$T/ov"

@@ -37,7 +37,7 @@ ctl() {
   python3 - "$T/ctl.sock" "$1" <<'PY'
 import socket, sys
 s = socket.socket(socket.AF_UNIX)
-s.settimeout(10)
+s.settimeout(60)
 s.connect(sys.argv[1])
 s.sendall(sys.argv[2].encode() + b"\n")
 print(s.makefile().readline().strip())

@@ -68,7 +68,7 @@ for i in 1 2 3 4; do
   pids+=($!)
   names+=(m$i)
 done
-proxy_parked 4
+proxy_wait gate_waiting 4
 proxy_release
 wait_pids "${pids[@]}" || { cat "$T"/q*.out >&2; die "a held push failed"; }
 "$LAZYBLK" images ls --remote "$W" --json >"$T/ls2.json"
@@ -97,7 +97,7 @@ proxy_mode "park:PUT:/chunks/../$held\$"
 "$LAZYBLK" push --store "$T/c.store" --remote "$PROXY_URL/images/new" "$T/c.layout" \
   >"$T/new.out" 2>&1 &
 pnew=$!
-proxy_parked 1
+proxy_wait gate_waiting 1 "$pnew"
 # the other chunks are uploaded (each is on the store whole or not at all)
 for _ in $(seq 1 1200); do
   n=0
@@ -143,7 +143,7 @@ start_proxy "$W"
 proxy_mode 'park:DELETE:/chunks/'
 "$LAZYBLK" cas gc --remote "$PROXY_URL/" --grace 0 >"$T/gcw.out" 2>&1 &
 pgc=$!
-proxy_parked 1
+proxy_wait gate_waiting 1 "$pgc"
 "$LAZYBLK" push --store "$T/c.store" --remote "${W}images/late" "$T/c.layout" \
   >"$T/late.out" 2>"$T/late.err" &
 plate=$!

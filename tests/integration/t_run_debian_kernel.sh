@@ -34,7 +34,7 @@ echo "kernel: $kernel"
   </dev/null >/dev/null 2>&1 &
 first=$!
 cached_name() { ls "$T/vmlinux" 2>/dev/null | grep -E '^[0-9a-f]{64}$'; }
-for _ in $(seq 600); do cached_name >/dev/null && break; sleep 0.1; done
+wait_for -p "$first" cached_name >/dev/null || true
 kill -9 "$first" 2>/dev/null; wait "$first" 2>/dev/null || true
 cached=$(cached_name)
 [ -n "$cached" ] && file_is_elf=$(head -c 4 "$T/vmlinux/$cached" | od -An -c | tr -d ' ') &&

@@ -17,11 +17,7 @@ head -c 1M /dev/zero >"$T/raw"
 SOCK=$T/nbd.sock
 NBD="nbd+unix:///?socket=$SOCK"
 
-# wait_for COND...: until COND holds (at most 20 s)
-wait_for() {
-  for _ in $(seq 1 400); do "$@" && return 0; sleep 0.05; done
-  return 1
-}
+# wait_for COND... (common.sh): until COND holds, within the common deadline (120 s)
 alive() { kill -0 "$1" 2>/dev/null; }
 dead() { ! kill -0 "$1" 2>/dev/null; }
 

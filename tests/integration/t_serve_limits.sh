@@ -39,11 +39,8 @@ prlimit --as="$limit" -- "$LAZYBLK" serve "$T/l" --store "$T/store" --overlay "$
   --nbd "unix:$SOCK" >"$T/lim.out" 2>"$T/lim.err" &
 SRV=$!
 SERVERS+=("$SRV")
-for _ in $(seq 1 400); do
-  grep -q "^serving " "$T/lim.out" 2>/dev/null && break
-  kill -0 "$SRV" 2>/dev/null || die "the server did not start under the limit: $(cat "$T/lim.err")"
-  sleep 0.025
-done
+wait_for -p "$SRV" has "$T/lim.out" "^serving " ||
+  die "the server did not start under the limit: $(cat "$T/lim.err")"
 python3 "$TESTLIB/nbdhostile.py" flood "$SOCK" 1000 >"$T/flood.out" 2>&1 ||
   die "flood: $(tail -5 "$T/flood.out")"
 kill -0 "$SRV" 2>/dev/null || die "the server died under the flood: $(tail -5 "$T/lim.err")"

@@ -145,7 +145,7 @@ echo "ok: writes, zeroes, trims and an nbdcopy through NBD are in the file (trim
 python3 - "$T/ctl.sock" >"$T/ctl.out" <<'PYEOF' || die "control socket: $(cat "$T/ctl.out")"
 import json, socket, sys
 s = socket.socket(socket.AF_UNIX)
-s.settimeout(10)
+s.settimeout(60)
 s.connect(sys.argv[1])
 f = s.makefile("rwb")
 def ask(line):
@@ -164,8 +164,7 @@ PYEOF
 
 # statistics on SIGUSR1, at exit and as JSON
 kill -USR1 "$SRV"
-for _ in $(seq 1 50); do grep -q "^requests " "$T/rw.out" && break; sleep 0.05; done
-grep -q "^requests " "$T/rw.out" || die "no statistics on SIGUSR1"
+wait_for has "$T/rw.out" "^requests " || die "no statistics on SIGUSR1"
 stop_server "$SRV" rw
 [ ! -e "$sock" ] && [ ! -e "$T/ctl.sock" ] || die "sockets left behind"
 python3 - "$T/stats.json" <<'PYEOF' || die "stats JSON: $(cat "$T/stats.json")"
@@ -226,7 +225,7 @@ vda_sum=$(dd if="$ROOT" bs=4096 skip="$first" count=256 status=none | sha256sum 
 VU_SOCK=$T/vu.sock
 NBD=$T/nbd2.sock
 vu_serve s1 --raw "$ROOT" --vhost-user "$VU_SOCK" --nbd "unix:$NBD"
-for _ in $(seq 1 100); do grep -q "over vhost-user on $VU_SOCK" "$T/s1.out" && break; sleep 0.05; done
+wait_for -p "$VU_PID" has "$T/s1.out" "over vhost-user on $VU_SOCK" || true
 grep -q "^serving $ROOT (64.0 MiB) over vhost-user on $VU_SOCK$" "$T/s1.out" ||
   die "s1: serving line: $(cat "$T/s1.out")"
 s=$(date +%s%N); rc=0

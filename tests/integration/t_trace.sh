@@ -211,26 +211,32 @@ demand=$(chunks_of "$T/a.manifest" /small/f9 | awk "NR == 1")
 start_proxy "$URL" --mode "hold:$demand"
 start_server hold "$NBD" "$T/a.layout" --store "$T/c5" --remote "$PROXY_URL/" \
   --nbd "unix:$SOCK" --prefetch-all --fetch-concurrency 2 --stats-json "$T/hold.json"
-sleep 0.3 # the prefetch has taken its connection and is held
-timeout 25 bash -c "$(declare -f read_file die); NBD='$NBD'; read_file '$T/a.raw' /small/f9" ||
+# until the prefetch has taken a connection and is held (a state, not a sleep)
+proxy_wait chunk_gets 1 "$SRV"
+# the proxy holds the others up to 300 s: a demand read stuck behind them never ends in time
+timeout 120 bash -c "$(declare -f read_file die); NBD='$NBD'; read_file '$T/a.raw' /small/f9" ||
   die "the demand read waited behind held prefetch requests"
 proxy_stats >"$T/hold.stats"
 json_expr "$T/hold.stats" 's["hold_timeouts"] == 0 and any("'"$demand"'" in p for p in s["done_order"][:1])'
 stop_server "$SRV" hold
 stop_proxy
 
-# ---- a demand read of a chunk being prefetched joins that fetch (one GET of it)
+# ---- a demand read of a chunk being prefetched joins that fetch (one GET of it): the proxy
+# holds the prefetch's GET of $big until the demand read has joined it, then lets it go
 big=$(chunks_of "$T/a.manifest" /random.bin | awk "NR == 1")
-start_proxy "$URL" --mode "delay:$big:1.5"
+start_proxy "$URL" --mode "gate:$big"
 start_server join "$NBD" "$T/a.layout" --store "$T/c6" --remote "$PROXY_URL/" \
   --nbd "unix:$SOCK" --prefetch "$T/a.trace" --control "$CTL" --stats-json "$T/join.json"
-# until the prefetch of $big is under way (the proxy holds it 1.5 s): a fixed sleep was too
-# short on a loaded machine
-for _ in $(seq 1 100); do
-  proxy_stats | grep -q "$big" && break
-  sleep 0.05
-done
-read_file "$T/a.raw" /random.bin
+proxy_wait gate_waiting 1 "$SRV"   # the prefetch's GET of $big is held
+read_file "$T/a.raw" /random.bin &
+rpid=$!
+joined() {
+  ctl stats >"$T/join.now" &&
+    python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1]))["prefetch_joins"] < 1)' "$T/join.now"
+}
+wait_for -p "$rpid" joined || die "the demand read of $big did not join the held prefetch: $(cat "$T/join.now")"
+proxy_release
+wait "$rpid" || { cat "$T/join.err" "$T/join.now" >&2; proxy_stats >&2; die "the demand read of /random.bin failed"; }
 stop_server "$SRV" join
 proxy_stats >"$T/join.stats"
 json_expr "$T/join.stats" 'sum(n for p, n in s["chunk_gets_by_path"].items() if "'"$big"'" in p) == 1'
@@ -238,12 +244,17 @@ json_expr "$T/join.json" 's["prefetch_joins"] >= 1'
 stop_proxy
 
 # ---- warm interrupted (SIGINT) leaves a consistent cache; running it again resumes
-start_proxy "$URL" --mode "delay:all:0.4"
-"$LAZYBLK" warm "$T/a.layout" --all --store "$T/c8" --remote "$PROXY_URL/" \
-  --fetch-concurrency 2 --json >"$T/w8.json" 2>"$T/w8.err" &
+# the proxy lets 3 chunk GETs through and holds the rest: SIGINT lands while warm is provably
+# mid-run (3 done, the next held), then the gate opens
+start_proxy "$URL" --mode "gate:all:3"
+env --default-signal=INT "$LAZYBLK" warm "$T/a.layout" --all --store "$T/c8" \
+  --remote "$PROXY_URL/" --fetch-concurrency 2 --json >"$T/w8.json" 2>"$T/w8.err" &
 wpid=$!
-sleep 1.5
+proxy_wait gate_waiting 1 "$wpid"
+c8_has() { [ "$(chunk_count "$T/c8")" -ge 1 ]; }
+wait_for -p "$wpid" c8_has || die "warm stored none of the chunks it was let through"
 kill -INT $wpid
+proxy_release
 rc=0
 wait $wpid || rc=$?
 [ "$rc" = 130 ] || die "interrupted warm: exit $rc, want 130: $(cat "$T/w8.err")"

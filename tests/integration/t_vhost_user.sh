@@ -6,18 +6,24 @@
 # of that copy is clean, debugfs reads the file), garbage on the socket is refused with a log
 # line while the server goes on, and a server killed with -9 mid-run and restarted lets a
 # QEMU with `reconnect=1` go on: the guest sees a pause, not I/O errors. Then the same with
-# requests in flight: QEMU negotiated INFLIGHT_SHMFD (it holds the server's in-flight memfd),
-# the server is frozen until that region shows a request popped and not completed, killed
-# with -9 right then, and the restarted server resubmits it: the guest's O_DIRECT writes and
-# reads of 4 MiB files all checksum right, no I/O errors on the console.
+# requests in flight, made to happen rather than waited for: the image's chunks come from a
+# remote through lib/faultproxy.py, whose gate holds the GET of one chunk, so a guest read
+# (then a guest's partial-block write, which reads its block first) is provably in the
+# server, marked in QEMU's in-flight region (INFLIGHT_SHMFD), when the server is killed
+# with -9; the restarted server resubmits it: the read and the write land, the guest's
+# O_DIRECT copies of a 4 MiB file all checksum right, no I/O errors on the console. (It used
+# to freeze the server at random moments until a request happened to be in flight: on a
+# loaded machine that failed, "no request in flight in 144 attempts".)
 . "$(dirname "$0")/lib/common.sh"
 
 command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 not installed (qemu-system-x86)"
 command -v e2fsck >/dev/null && command -v debugfs >/dev/null || skip "e2fsprogs not installed"
 command -v nbdcopy >/dev/null || skip "nbdcopy not installed (libnbd-bin)"
+command -v nginx >/dev/null || skip "nginx is not installed (scripts/deps.sh)"
 BUSYBOX=/bin/busybox
 [ -x "$BUSYBOX" ] && ! readelf -l "$BUSYBOX" 2>/dev/null | grep -q INTERP ||
   skip "$BUSYBOX is not a static busybox (install busybox-static)"
+. "$TESTLIB/remote.sh"
 . "$TESTLIB/kernel.sh"
 
 # ---- usage ---------------------------------------------------------------------------------
@@ -39,6 +45,8 @@ for a in sh echo cat ls sha256sum dd seq sleep sync rm mv mkdir cut; do ln -s bu
 head -c 3000000 /dev/urandom >"$R/data/big"      # three chunks
 head -c 300000 /dev/urandom >"$R/data/x"
 head -c 4194304 /dev/urandom >"$R/data/m"         # O_DIRECT copies: a multiple of 1 MiB
+head -c 1048576 /dev/urandom >"$R/data/h1"        # read by the guest while held (part 3)
+head -c 1048576 /dev/urandom >"$R/data/h2"        # written (512 bytes) while held (part 3)
 echo "small file" >"$R/data/sub/small"
 "$LAZYBLK" import "$R" --store "$T/store" -o "$T/img.manifest" >/dev/null
 "$LAZYBLK" mkfs "$T/img.manifest" -o "$T/img.layout" --size 128M --journal 4M >/dev/null
@@ -57,7 +65,7 @@ vu_serve s0 "${SERVE[@]}" --vhost-user "$VU_SOCK"
 python3 - "$VU_SOCK" <<'PYEOF'
 import socket, struct, sys
 def conn():
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.connect(sys.argv[1]); s.settimeout(10); return s
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.connect(sys.argv[1]); s.settimeout(60); return s
 s = conn(); s.sendall(struct.pack("<III", 99, 1, 0))                 # an unknown request
 assert s.recv(1) == b"", "unknown request: connection not closed"
 s = conn(); s.sendall(struct.pack("<III", 2, 1, 4) + b"\0" * 4)      # SET_FEATURES, 4 bytes
@@ -120,13 +128,31 @@ vu_stop "$VU_PID" s4
 e2fsck -fn "$T/disk2.raw" >"$T/fsck2" 2>&1 || { cat "$T/fsck2" >&2; die "e2fsck -fn after the reconnect"; }
 echo "ok: e2fsck -fn clean after the reconnect"
 
-# ---- 3: kill -9 while requests are in flight; the restarted server resubmits them -----------
+# ---- 3: kill -9 while a request is held in flight; the restarted server resubmits it ------
+# The image is served lazily: its chunks come from nginx through faultproxy, no read-ahead.
+# The proxy's gate holds the GET of /data/h1's first chunk: the guest's O_DIRECT read of h1
+# is then in the server (popped off the ring, marked in QEMU's in-flight region, waiting for
+# the remote) for as long as the test wants, and the server is killed there. The next
+# server resubmits it; the gate then holds /data/h2's first chunk, which the guest's 512-byte
+# O_DIRECT write into h2 must read first (read-modify-write of its 4 KiB block): a write in
+# flight, killed the same way, resubmitted by a third server. No moment is waited for.
 # lazyblk -v: the server logs the in-flight region and the resubmissions
 printf '#!/bin/sh\nexec "%s" -v "$@"\n' "$LAZYBLK" >"$T/lazyblk-v"
 chmod +x "$T/lazyblk-v"
 msum=$(sha256sum <"$R/data/m" | cut -d' ' -f1)
-N3=40
-initrd "$T/i3" -- /bin/sh -c "for i in \$(seq 1 $N3); do f=/data/d\$((i % 4)); dd if=/data/m of=\$f bs=1M oflag=direct 2>/dev/null || echo dd-write-failed-\$i; echo 3 > /proc/sys/vm/drop_caches; echo copy\$i \$(dd if=\$f bs=1M iflag=direct 2>/dev/null | sha256sum | cut -d' ' -f1); done; sync"
+h1sum=$(sha256sum <"$R/data/h1" | cut -d' ' -f1)
+cp "$R/data/h2" "$T/h2.want"
+dd if="$R/data/x" of="$T/h2.want" bs=512 count=1 seek=3 conv=notrunc status=none
+h2sum=$(sha256sum <"$T/h2.want" | cut -d' ' -f1)
+h1chunk=$(first_chunk "$T/img.manifest" /data/h1)
+h2chunk=$(first_chunk "$T/img.manifest" /data/h2)
+N3=8
+initrd "$T/i3" -- /bin/sh -c "echo h1 \$(dd if=/data/h1 bs=1M iflag=direct 2>/dev/null | sha256sum | cut -d' ' -f1); dd if=/data/x of=/data/h2 bs=512 count=1 seek=3 conv=notrunc oflag=direct 2>/dev/null || echo dd-write-failed-h2; for i in \$(seq 1 $N3); do f=/data/d\$((i % 4)); dd if=/data/m of=\$f bs=1M oflag=direct 2>/dev/null || echo dd-write-failed-\$i; echo 3 > /proc/sys/vm/drop_caches; echo copy\$i \$(dd if=\$f bs=1M iflag=direct 2>/dev/null | sha256sum | cut -d' ' -f1); done; echo h2 \$(dd if=/data/h2 bs=1M iflag=direct 2>/dev/null | sha256sum | cut -d' ' -f1); sync"
+start_nginx "$T/store"
+start_proxy "$NGINX_URL" --mode "gate:$h1chunk"
+# a held GET must not time out in the server meanwhile (the default is 30 s a try)
+SERVE3=("$T/img.layout" --store "$T/cache3" --remote "$PROXY_URL/" --readahead 0
+  --fetch-timeout 900 --overlay "$T/ov3")
 
 # the QEMU under pid $1 (timeout's child), and its in-flight memfd (the one this server made)
 qemu_of() {
@@ -163,48 +189,62 @@ print(n)
 PYEOF
 }
 
-LAZYBLK=$T/lazyblk-v vu_serve s5 "${SERVE[@]}" --vhost-user "$VU_SOCK"
+# held_kill SRV: the gate holds a GET of SRV's; the request it serves is in the in-flight
+# region: the server is stopped, the region must show it, and the server is killed with -9
+held_kill() {
+  local n
+  kill -STOP "$VU_PID"
+  n=$(inflight_count "$IFD" $geom)
+  [ "$n" -gt 0 ] || { cat "$T/$1.err" >&2; die "$1: a request is held at the remote, but the in-flight region shows none"; }
+  vu_kill9 "$VU_PID"
+  echo "killed $1 with -9 while the remote held its GET: $n request(s) in flight"
+}
+# resubmitted SRV: the restarted server SRV took the region back and re-ran what it holds
+resubmitted() {
+  wait_for -p "$VU_PID" has "$T/$1.err" "resubmitting" ||
+    { cat "$T/$1.err" >&2; die "$1: nothing resubmitted"; }
+  grep "resubmitting" "$T/$1.err"
+  grep "resuming at used index" "$T/$1.err" || true
+  IFD=$(inflight_fd "$QEMU") || die "b3: QEMU dropped its in-flight memfd"
+}
+
+LAZYBLK=$T/lazyblk-v vu_serve s5 "${SERVE3[@]}" --vhost-user "$VU_SOCK"
 rc=0
 qemu_vu b3 "$T/i3" "$VU_SOCK" ",reconnect=1" &
 QPID=$!
-for _ in $(seq 1 600); do grep -q "^copy1 " "$T/b3.log" 2>/dev/null && break; sleep 0.1; done
-grep -q "^copy1 " "$T/b3.log" || { kill "$QPID"; tail -20 "$T/b3.log" >&2; die "b3: guest did not get to its first copy"; }
+# the guest's read of /data/h1 waits at the proxy: a request in flight in s5
+proxy_wait gate_waiting 1 "$QPID"
 QEMU=$(qemu_of "$QPID") || die "b3: no QEMU process under $QPID"
 IFD=$(inflight_fd "$QEMU") || die "b3: QEMU holds no lazyblk-inflight memfd: INFLIGHT_SHMFD not negotiated"
 geom=$(sed -n 's/.*in-flight tracking: \([0-9]*\) queues of \([0-9]*\) entries.*/\1 \2/p' "$T/s5.err" | tail -1)
 [ -n "$geom" ] || { cat "$T/s5.err" >&2; die "s5: no 'in-flight tracking' line"; }
 echo "ok: QEMU negotiated INFLIGHT_SHMFD: it holds $(readlink "$IFD") ($geom: queues, entries)"
-# freeze the server at random moments until its region shows a request in flight; kill it then
-kills=0; tries=0; srv=s5
-while [ "$kills" -lt 2 ] && [ "$tries" -lt 600 ] && ! grep -q "^copy$N3 " "$T/b3.log"; do
-  tries=$((tries + 1))
-  kill -STOP "$VU_PID"
-  n=$(inflight_count "$IFD" $geom 2>/dev/null || echo 0)
-  if [ "$n" -gt 0 ]; then
-    vu_kill9 "$VU_PID"
-    kills=$((kills + 1))
-    echo "killed $srv with -9 with $n request(s) in flight (attempt $tries)"
-    srv=s$((5 + kills))
-    LAZYBLK=$T/lazyblk-v vu_serve "$srv" "${SERVE[@]}" --vhost-user "$VU_SOCK"
-    for _ in $(seq 1 100); do grep -q "resubmitting" "$T/$srv.err" && break; sleep 0.1; done
-    grep "resubmitting" "$T/$srv.err" || { cat "$T/$srv.err" >&2; die "$srv: nothing resubmitted"; }
-    grep "resuming at used index" "$T/$srv.err" || true
-    IFD=$(inflight_fd "$QEMU") || die "b3: QEMU dropped its in-flight memfd"
-  else
-    kill -CONT "$VU_PID"
-    sleep "0.0$(( RANDOM % 5 + 1 ))"
-  fi
-done
-[ "$kills" -gt 0 ] || { kill "$QPID"; die "b3: no request in flight in $tries attempts"; }
+held_kill s5
+# the next gate: h2's block (h1's held GET goes on to a dead client and is dropped)
+proxy_mode "gate:$h2chunk"
+LAZYBLK=$T/lazyblk-v vu_serve s6 "${SERVE3[@]}" --vhost-user "$VU_SOCK"
+resubmitted s6
+# the guest got its h1 read and now writes into h2: the write's block read is held
+proxy_wait gate_held 2 "$QPID"
+proxy_wait gate_waiting 1 "$QPID"
+held_kill s6
+proxy_mode pass
+LAZYBLK=$T/lazyblk-v vu_serve s7 "${SERVE3[@]}" --vhost-user "$VU_SOCK"
+srv=s7
+resubmitted s7
 wait "$QPID" || rc=$?
 vu_check_boot b3 "$rc"
 [ "$(vu_exit_status b3)" = 0 ] || die "b3: exit status '$(vu_exit_status b3)'"
 ! grep -q "dd-write-failed" "$T/b3.log" || die "b3: a guest dd failed"
+tr -d '\r' <"$T/b3.log" | grep -qx "h1 $h1sum" ||
+  { tr -d '\r' <"$T/b3.log" | grep "^h1" >&2; die "b3: the resubmitted read of /data/h1 is wrong"; }
+tr -d '\r' <"$T/b3.log" | grep -qx "h2 $h2sum" ||
+  { tr -d '\r' <"$T/b3.log" | grep "^h2" >&2; die "b3: /data/h2 after the resubmitted write is wrong"; }
 n=$(tr -d '\r' <"$T/b3.log" | grep -c "^copy[0-9]* $msum$")
 [ "$n" -eq "$N3" ] || { tr -d '\r' <"$T/b3.log" | grep "^copy" >&2; die "b3: $n of $N3 O_DIRECT copies checksummed right"; }
-echo "ok: killed -9 $kills time(s) with requests in flight, resubmitted by the next server; all $N3 O_DIRECT copies (4 MiB, written and read back) right, no I/O errors"
+echo "ok: killed -9 with a read, then a write, held in flight; resubmitted by the next server: /data/h1 reads right, the 512-byte write into /data/h2 landed, all $N3 O_DIRECT copies (4 MiB, written and read back) right, no I/O errors"
 vu_stop "$VU_PID" "$srv"
-vu_serve s9 "${SERVE[@]}" --nbd "unix:$NBD" --vhost-user "$VU_SOCK"
+vu_serve s9 "${SERVE3[@]}" --nbd "unix:$NBD" --vhost-user "$VU_SOCK"
 nbdcopy "nbd+unix:///?socket=$NBD" "$T/disk3.raw"
 vu_stop "$VU_PID" s9
 e2fsck -fn "$T/disk3.raw" >"$T/fsck3" 2>&1 || { cat "$T/fsck3" >&2; die "e2fsck -fn after the in-flight kills"; }

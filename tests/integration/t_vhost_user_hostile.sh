@@ -35,15 +35,13 @@ vu_serve s2 --raw "$T/disk.raw" --vhost-user "$VU_SOCK"
 python3 "$FRONT" noread "$VU_SOCK" >"$T/noread.out" 2>"$T/noread.err" &
 FRONT_PID=$!
 VU_PIDS+=("$FRONT_PID")
-for _ in $(seq 1 600); do
-  grep -q full "$T/noread.out" && break
-  kill -0 "$FRONT_PID" 2>/dev/null || { cat "$T/noread.err" >&2; die "noread: front-end exited"; }
-  sleep 0.05
-done
-grep -q full "$T/noread.out" || die "noread: the socket did not fill up"
+rc=0
+wait_for -p "$FRONT_PID" has "$T/noread.out" full || rc=$?
+[ "$rc" -ne 2 ] || { cat "$T/noread.err" >&2; die "noread: front-end exited"; }
+[ "$rc" -eq 0 ] || die "noread: the socket did not fill up"
 kill -TERM "$VU_PID"
-for _ in $(seq 1 200); do kill -0 "$VU_PID" 2>/dev/null || break; sleep 0.1; done
-kill -0 "$VU_PID" 2>/dev/null && { cat "$T/s2.err" >&2; die "the server ignored SIGTERM for 20 s (stuck in a reply)"; }
+gone() { ! kill -0 "$1" 2>/dev/null; }
+wait_for gone "$VU_PID" || { cat "$T/s2.err" >&2; die "the server ignored SIGTERM for ${LAZYBLK_TEST_WAIT:-120} s (stuck in a reply)"; }
 rc=0
 wait "$VU_PID" || rc=$?
 [ "$rc" -eq 0 ] || { cat "$T/s2.err" >&2; die "s2: exit $rc after SIGTERM"; }
@@ -56,10 +54,7 @@ vu_serve s3 --raw "$T/disk.raw" --vhost-user "$VU_SOCK"
 python3 "$FRONT" noread "$VU_SOCK" >"$T/noread3.out" 2>"$T/noread3.err" &
 FRONT_PID=$!
 VU_PIDS+=("$FRONT_PID")
-for _ in $(seq 1 600); do
-  grep -q "the master has not read its replies" "$T/s3.err" && break
-  sleep 0.05
-done
+wait_for has "$T/s3.err" "the master has not read its replies" || true
 n=$(grep -c "vhost-user: GET_FEATURES: the master has not read its replies for 5 s; dropping the connection" "$T/s3.err" || true)
 [ "$n" = 1 ] || { cat "$T/s3.err" >&2; die "noread: $n log lines for the dropped front-end, want 1"; }
 kill "$FRONT_PID" 2>/dev/null || true
@@ -73,16 +68,13 @@ vu_serve s4 --raw "$T/disk.raw" --vhost-user "$VU_SOCK"
 python3 "$FRONT" fullcall "$VU_SOCK" >"$T/fullcall.out" 2>"$T/fullcall.err" &
 FRONT_PID=$!
 VU_PIDS+=("$FRONT_PID")
-for _ in $(seq 1 300); do
-  grep -q completed "$T/fullcall.out" && break
-  kill -0 "$FRONT_PID" 2>/dev/null || { cat "$T/fullcall.err" >&2; die "fullcall: front-end exited"; }
-  sleep 0.05
-done
-grep -q completed "$T/fullcall.out" || die "fullcall: the request was not completed"
-sleep 0.5   # the queue thread notifies after the used ring is updated
+# the second request is completed only by a queue thread past the first one's notification
+rc=0
+wait_for -p "$FRONT_PID" has "$T/fullcall.out" "completed 2" || rc=$?
+[ "$rc" -ne 2 ] || { cat "$T/fullcall.err" "$T/s4.err" >&2; die "fullcall: front-end exited"; }
+[ "$rc" -eq 0 ] || die "fullcall: the queue blocked on the full call eventfd (no second completion)"
 kill -TERM "$VU_PID"
-for _ in $(seq 1 200); do kill -0 "$VU_PID" 2>/dev/null || break; sleep 0.1; done
-kill -0 "$VU_PID" 2>/dev/null && { cat "$T/s4.err" >&2; die "the server ignored SIGTERM for 20 s (its queue blocked on a full call eventfd)"; }
+wait_for gone "$VU_PID" || { cat "$T/s4.err" >&2; die "the server ignored SIGTERM for ${LAZYBLK_TEST_WAIT:-120} s (its queue blocked on a full call eventfd)"; }
 rc=0
 wait "$VU_PID" || rc=$?
 [ "$rc" -eq 0 ] || { cat "$T/s4.err" >&2; die "s4: exit $rc after SIGTERM"; }

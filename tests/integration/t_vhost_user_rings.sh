@@ -17,12 +17,10 @@ SOCK=$T/vu.sock
   >"$T/s.out" 2>"$T/s.err" &
 PID=$!
 trap 'kill -9 "$PID" 2>/dev/null || true; rm -rf "$T"' EXIT
-for _ in $(seq 1 200); do
-  [ -S "$SOCK" ] && break
-  kill -0 "$PID" 2>/dev/null || { cat "$T/s.err" >&2; die "server exited"; }
-  sleep 0.05
-done
-[ -S "$SOCK" ] || die "no socket $SOCK"
+rc=0
+wait_for -p "$PID" test -S "$SOCK" || rc=$?
+[ "$rc" -ne 2 ] || { cat "$T/s.err" >&2; die "server exited"; }
+[ "$rc" -eq 0 ] || die "no socket $SOCK"
 
 out=$(python3 "$TESTLIB/vu_rings.py" "$SOCK" overlap) || die "overlapping rings: $out"
 # the server goes on serving: a plain ring's FLUSH completes with status 0 (VIRTIO_BLK_S_OK)

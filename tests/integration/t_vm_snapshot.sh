@@ -50,15 +50,6 @@ IMG=("$T/img.layout" --store "$T/store")
 GARGS="testguest.mode=count testguest.count_us=1000 testguest.count_every=40"
 GARGS="$GARGS testguest.count_lba=$LBA testguest.count_to=$TO"
 
-# wait_for FILE PATTERN SECONDS
-wait_for() {
-  local i
-  for ((i = 0; i < $3 * 10; i++)); do
-    grep -q "$2" "$1" 2>/dev/null && return 0
-    sleep 0.1
-  done
-  return 1
-}
 
 # counts LOG: the counts printed; acked LOG: "seq S count N" of each acknowledged record;
 # genid LOG: the VM generation IDs the guest printed
@@ -92,11 +83,7 @@ snap_run() {
   "$LAZYBLK" run "${IMG[@]}" "$@" --control "$T/$name.sock" \
     >"$T/$name.log" 2>"$T/$name.err" </dev/null &
   pid=$!
-  for i in $(seq 1 600); do
-    [ "$(counts "$T/$name.log" | tail -n 1)" -ge 300 ] 2>/dev/null && break
-    kill -0 $pid 2>/dev/null || break
-    sleep 0.1
-  done
+  wait_for -p "$pid" _count_ge "$T/$name.log" 300 || true
   BEFORE=$(counts "$T/$name.log" | tail -n 1)
   [ "${BEFORE:-0}" -ge 300 ] || { kill $pid 2>/dev/null; die "$name: no count 300: $(cat "$T/$name.err")"; }
   got=$(ctl_req "$T/$name.sock" "snapshot $snap")
@@ -176,7 +163,7 @@ for i in 2 3; do
   pids+=($!)
 done
 for i in 2 3; do
-  wait_for "$T/run$i.log" "count-disk: seq" 60 || die "restore $i does not run: $(cat "$T/run$i.err")"
+  wait_for has "$T/run$i.log" "count-disk: seq" || die "restore $i does not run: $(cat "$T/run$i.err")"
 done
 for p in "${pids[@]}"; do
   awk -v ram="$T/snap/ram" '

@@ -31,7 +31,7 @@ printf 'x' >"$T/dummy.initrd"
 LBA=200000
 PIDS=()
 cleanup_vms() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; }
-trap 'cleanup_vms' EXIT
+trap 'cleanup_vms; rm -rf "$T"' EXIT
 
 log=$T/vm.log
 sock=$T/vm.sock
@@ -59,7 +59,12 @@ consecutive "$log"
 readlink "/proc/$pid/exe" | grep -q lazyblk || die "process $pid is not lazyblk any more"
 ms=$(sed -n 's/^lazyblk: run: upgrade: paused \([0-9.]*\) ms$/\1/p' "$log.err" | sort -n | tr '\n' ' ')
 echo "ok: 20 upgrades, pid $pid kept, count 1..$(last_count "$log") without a gap; paused (ms, sorted): $ms"
-sleep 0.3 # the last reaper child has closed its VM and exited
+# the last reaper child closes its VM and exits on its own time: wait for that state (a fixed
+# 0.3 s was a guess), within the common deadline; a leak fails after it
+settled() {
+  [ "$(ls /proc/$pid/fd | wc -l)" -le "$fds0" ] && [ -z "$(ps --ppid "$pid" -o pid=)" ]
+}
+wait_for settled || true
 fds=$(ls /proc/$pid/fd | wc -l)
 [ "$fds" -le "$fds0" ] || die "open files: $fds0 before the upgrades, $fds after: $(ls -l /proc/$pid/fd)"
 zombies=$(ps --ppid "$pid" -o stat= | grep -c '^Z' || true)

@@ -224,7 +224,7 @@ static void opts_init(struct fixture *f, struct cas_push_opts *o, unsigned concu
 {
 	*o = (struct cas_push_opts){ .store_dir = f->store,
 				     .remote = { .url = f->url, .concurrency = concurrency,
-						 .retries = -1, .timeout_ms = 5000 } };
+						 .retries = -1, .timeout_ms = 30000 } };
 }
 
 /* ------------------------------------------------------------ tests */

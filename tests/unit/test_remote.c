@@ -161,8 +161,22 @@ static int setup(void **state)
 	f->frame = malloc(cap);
 	assert_int_equal(chunk_compress(c, f->raw, RAW_LEN, f->frame, cap, &f->frame_len), 0);
 	chunk_codec_free(c);
-	S.body = f->frame;
-	S.body_len = f->frame_len;
+	/*
+	 * The server's copy lives as long as the program: a detached connection thread of an
+	 * earlier test may still be sending it to a client that has gone (the test's own frame
+	 * is freed at teardown; ASan caught such a send on a loaded machine). Every test
+	 * serves the same bytes (same seed), so one copy does.
+	 */
+	if (!S.body) {
+		uint8_t *copy = malloc(f->frame_len);
+
+		assert_non_null(copy);
+		memcpy(copy, f->frame, f->frame_len);
+		S.body_len = f->frame_len;
+		__atomic_store_n(&S.body, copy, __ATOMIC_RELEASE);
+	}
+	assert_int_equal(S.body_len, f->frame_len);
+	assert_memory_equal(S.body, f->frame, f->frame_len);
 	*state = f;
 	return 0;
 }
@@ -270,7 +284,7 @@ static void test_fetch_ok_and_cached(void **state)
 	struct cas_source *s;
 
 	srv_script(1, ok);
-	s = open_src(f, 5000, 0);
+	s = open_src(f, 30000, 0);
 	assert_int_equal(get(f, s), 0);
 	assert_int_equal(store_has(cas_source_store(s), f->digest), 1);
 	assert_int_equal(get(f, s), 0); /* from the store now */
@@ -292,7 +306,7 @@ static void test_retry_5xx_and_reset(void **state)
 	struct cas_source *s;
 
 	srv_script(4, acts);
-	s = open_src(f, 5000, 3);
+	s = open_src(f, 30000, 3);
 	assert_int_equal(get(f, s), 0);
 	cas_source_get_stats(s, &st);
 	assert_int_equal(st.remote.retries, 3);
@@ -309,7 +323,7 @@ static void test_retries_exhausted(void **state)
 	struct cas_source *s;
 
 	srv_script(1, acts);
-	s = open_src(f, 5000, 2);
+	s = open_src(f, 30000, 2);
 	assert_int_equal(get(f, s), -EIO);
 	assert_int_equal(store_has(cas_source_store(s), f->digest), 0);
 	cas_source_get_stats(s, &st);
@@ -326,7 +340,7 @@ static void test_not_found(void **state)
 	struct cas_source *s;
 
 	srv_script(1, acts);
-	s = open_src(f, 5000, 3);
+	s = open_src(f, 30000, 3);
 	assert_int_equal(get(f, s), -ENOENT);
 	cas_source_get_stats(s, &st);
 	assert_int_equal(st.remote.requests, 1); /* a 404 is not retried */
@@ -343,7 +357,7 @@ static void test_corrupt_refetched_once(void **state)
 	struct cas_source *s;
 
 	srv_script(2, once);
-	s = open_src(f, 5000, 0);
+	s = open_src(f, 30000, 0);
 	assert_int_equal(get(f, s), 0);
 	cas_source_get_stats(s, &st);
 	assert_int_equal(st.verify_failures, 1);
@@ -352,7 +366,7 @@ static void test_corrupt_refetched_once(void **state)
 	rm_rf(f->store);
 
 	srv_script(1, always);
-	s = open_src(f, 5000, 0);
+	s = open_src(f, 30000, 0);
 	assert_int_equal(get(f, s), -EIO);
 	cas_source_get_stats(s, &st);
 	assert_int_equal(st.verify_failures, 2);
@@ -393,7 +407,7 @@ static void test_corrupt_local_copy_replaced(void **state)
 	free(bad);
 
 	srv_script(1, ok);
-	s = open_src(f, 5000, 0);
+	s = open_src(f, 30000, 0);
 	assert_int_equal(get(f, s), 0);
 	cas_source_get_stats(s, &st);
 	assert_int_equal(st.verify_failures, 1);

@@ -151,7 +151,7 @@ static void test_input_thread(void **state)
 	wr(s, 2, 0x01);
 	wr(s, 1, 0x01);
 	assert_int_equal(write(p[1], "hello, console: more than sixteen bytes\n", 40), 40);
-	for (int spins = 0; n < 40 && spins < 5000; spins++) {
+	for (int spins = 0; n < 40 && spins < 60000; spins++) { /* up to 60 s */
 		if (rd(s, 5) & 0x01)
 			got[n++] = (char)rd(s, 0);
 		else

@@ -62,7 +62,7 @@ static void *srv_main(void *arg)
 
 static void conn_open(struct fx *f)
 {
-	struct timeval tv = { .tv_sec = 5 };
+	struct timeval tv = { .tv_sec = 60 }; /* a bound on a reply, not a timing check */
 	struct srv_arg *a = malloc(sizeof(*a));
 	int sv[2];
 
@@ -341,7 +341,7 @@ static void kick_wait(struct fx *f, unsigned q, unsigned n)
 {
 	uint32_t id, len;
 	unsigned got = 0;
-	double end = now_monotonic() + 5;
+	double end = now_monotonic() + 60; /* a state, waited for generously */
 
 	eventfd_write(f->kick[q], 1);
 	while (got < n) {
@@ -928,7 +928,7 @@ static void test_inflight_replay(void **state)
 	queue_start_base(&f, 0, 1);
 	queue_start(&f, 1);
 	/* no kick needed: the queue resubmits w2 and then pops w3 when it starts */
-	double end = now_monotonic() + 5;
+	double end = now_monotonic() + 60; /* a state, waited for generously */
 	while (__atomic_load_n(&tg_used(&f.g[0])->idx, __ATOMIC_ACQUIRE) < 3) {
 		assert_true(now_monotonic() < end);
 		wait_fd(f.call[0], 100);
@@ -998,7 +998,13 @@ static void test_inflight_last_batch(void **state)
 	assert_int_equal(m_set_inflight(&f, rlen, 0, NQ, QSIZE, ifd), 0);
 	assert_int_equal(set_mem(&f), 0);
 	queue_start_base(&f, 0, 1);
-	usleep(100 * 1000);
+	/* until the queue has taken the region in hand (not a fixed 100 ms: a state) */
+	double end = now_monotonic() + 60;
+	while (__atomic_load_n(&h->used_idx, __ATOMIC_ACQUIRE) != 1 ||
+	       __atomic_load_n(&h->desc[w].inflight, __ATOMIC_ACQUIRE) != 0) {
+		assert_true(now_monotonic() < end);
+		usleep(1000);
+	}
 	assert_int_equal(tg_used(&f.g[0])->idx, 1);
 	assert_int_equal(h->desc[w].inflight, 0);
 	assert_int_equal(h->used_idx, 1);

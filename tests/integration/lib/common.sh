@@ -8,6 +8,36 @@ trap 'rm -rf "$T"' EXIT
 die() { echo "FAIL: $*" >&2; exit 1; }
 skip() { echo "$*"; exit 77; }
 
+# wait_for [-p PID] [-t SECS] CMD...: run CMD every 0.05 s until it succeeds. Returns 0 then;
+# 1 after SECS seconds (default $LAZYBLK_TEST_WAIT, else 120); 2 if PID ended first (and CMD
+# still fails). Waiting for a STATE (a file appears, a line is logged, a socket answers, a
+# proxy holds a request) with a generous deadline never flakes; a fixed sleep, a short
+# deadline or "retry until the timing fits" does (docs/conventions.md, "Tests that never
+# flake"). The libraries call it as wait_for_state, so a test that defines a wait_for of its
+# own does not break them.
+wait_for() { wait_for_state "$@"; }
+wait_for_state() {
+  local pid="" secs=${LAZYBLK_TEST_WAIT:-120} end
+  while [ $# -gt 0 ]; do
+    case $1 in
+    -p) pid=$2; shift 2 ;;
+    -t) secs=$2; shift 2 ;;
+    *) break ;;
+    esac
+  done
+  end=$((SECONDS + secs))
+  until "$@"; do
+    if [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null; then
+      "$@" && return 0
+      return 2
+    fi
+    [ "$SECONDS" -lt "$end" ] || return 1
+    sleep 0.05
+  done
+}
+# has FILE PATTERN: FILE exists and a line matches the grep pattern (for wait_for).
+has() { grep -q -- "$2" "$1" 2>/dev/null; }
+
 # expect_rc WANT CMD...: CMD (its output dropped) must exit with status WANT.
 expect_rc() {
   local want=$1 rc=0; shift

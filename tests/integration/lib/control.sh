@@ -36,13 +36,11 @@ ctl_req() { ctl "$1" "$2"$'\n'; }
 
 counts() { sed -n 's/^guest: count \([0-9][0-9]*\)\r$/\1/p' "$1"; }
 last_count() { counts "$1" | tail -n 1; }
+_count_ge() { [ "$(last_count "$1")" -ge "$2" ] 2>/dev/null; }
 wait_count() {
-  local i
-  for i in $(seq 1 1200); do
-    [ "$(last_count "$1")" -ge "$2" ] 2>/dev/null && return 0
-    kill -0 "$3" 2>/dev/null || { tail -n 20 "$1" "$1.err" >&2; die "the VM ended"; }
-    sleep 0.05
-  done
+  local rc=0
+  wait_for_state -p "$3" _count_ge "$1" "$2" && return 0 || rc=$?
+  [ "$rc" -ne 2 ] || { tail -n 20 "$1" "$1.err" >&2; die "the VM ended"; }
   tail -n 5 "$1" >&2
   die "the guest did not reach count $2 (at $(last_count "$1"))"
 }

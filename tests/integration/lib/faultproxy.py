@@ -15,8 +15,12 @@ Control (never subject to faults or auth):
                           by_status, by_method, by_kind ("PUT chunk", "POST upload",
                           "GET blob", ...), faults_injected, chunk_gets, redirects,
                           leaked_auth, auth_challenges, tokens_issued, token_refused,
-                          inflight_max (most requests handled at once)
+                          inflight_max (most requests handled at once), gate_waiting
+                          (requests held by the gate now), gate_held (held in all),
+                          gate_passed, gate_timeouts
     POST /__proxy/reset   zero the counters and the per-path fault state
+    POST /__proxy/release open the gate of the gate: mode: the requests held go on, the
+                          mode becomes pass
 
 Fault modes apply only to GETs of chunk/blob paths (containing "/chunks/" or
 "/blobs/sha256:"), so manifests, tags and tokens keep working:
@@ -30,24 +34,28 @@ Fault modes apply only to GETs of chunk/blob paths (containing "/chunks/" or
     stall:SECONDS      first GET of each path: nothing for SECONDS, then close
     stallbody:SECONDS  first GET of each path: headers and 16 body bytes, stall, close
     down               every request (not only chunk GETs) is closed without a response
-    hold:HEX           GETs of other chunk paths wait (at most 30 s, then counted in
+    hold:HEX           GETs of other chunk paths wait (at most 300 s, then counted in
                        hold_timeouts) until a GET of a path containing HEX was answered:
                        shows whether a client can get one chunk while others are pending
     delay:HEX:SECONDS  a GET of a path containing HEX waits SECONDS before it is forwarded
                        (HEX "all": every chunk GET)
-    park:METHOD:REGEX  any request (not only chunk GETs) of METHOD (ANY: every method)
-                       whose path matches REGEX (re.search) is held, its body read, before
-                       it is forwarded, until POST /__proxy/release (at most 300 s, then
-                       counted in park_timeouts): makes "a request in flight" happen when
-                       the test says, e.g. a push held mid-upload
-Control for park: GET /__proxy/parked?min=N&wait=SECONDS answers {"parked": n} once at least
-N requests are held (or after SECONDS); POST /__proxy/release lets every held request go
-and sets the mode to pass.
+    gate:HEX[:K]       a GET or PUT of a chunk/blob path containing HEX (HEX "all": every
+                       one) is held, not forwarded, until POST /__proxy/release (or a mode
+                       change) opens the gate; the first K (default 0) pass. A test waits
+                       for gate_waiting (held now) to know that a request is provably in
+                       flight, then releases it: no timing involved. A held request gives
+                       up after 900 s (counted in gate_timeouts) so that a failed test ends
+    park:METHOD:REGEX  the same gate for any request (not only chunk paths) of METHOD (ANY:
+                       every method) whose path matches REGEX (re.search), its body read
+                       first: e.g. a push held mid-upload
 Always: chunk_gets_by_path (chunk GETs per path) and done_order (chunk paths in the order
 their answers were sent, the first 10000).
 Any mode may end in @N: at most N faults are injected, then requests pass (e.g. stall:10@3
 stalls the first GETs of three paths only).
 "Remote down" can also be a stopped proxy (the listening port closed).
+A test that needs a request in flight (or a client busy) uses gate:, never delay: or stall:
+with a sleep: a sleep only hopes that the moment has come (docs/conventions.md, "Tests that
+never flake").
 
 --auth USER:PASS: /v2/ paths need "Authorization: Bearer TOKEN" with a token from
 GET /token?service=..&scope=.. (HTTP Basic USER:PASS); otherwise 401 with a Bearer
@@ -85,7 +93,6 @@ HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", 
 class State:
     def __init__(self, args):
         self.lock = threading.Lock()
-        self.park_cv = threading.Condition(self.lock)
         self.mode = args.mode
         self.auth = args.auth
         self.basic = args.basic
@@ -102,20 +109,23 @@ class State:
         self.redir_origin = None  # of the redirect listener
         self.tokens = {}          # token -> set of (repo, action)
         self.budget = None        # faults left under MODE@N (None: unlimited)
+        self.gate = threading.Event()  # set: the gate of gate: is open
         self.reset()
 
     def reset(self):
         with self.lock:
+            # requests held right now stay counted: they leave the gate later and count down
+            waiting = getattr(self, "c", {}).get("gate_waiting", 0)
             self.per_path = {}
             self.held = threading.Event()
-            self.release = threading.Event()
-            self.parked = 0
             self.c = {"chunk_gets_by_path": {}, "done_order": [], "hold_timeouts": 0,
-                      "park_timeouts": 0,
                       "requests": 0, "by_status": {}, "by_method": {}, "faults_injected": 0,
                       "chunk_gets": 0, "redirects": 0, "redirected_requests": 0,
                       "leaked_auth": 0, "auth_challenges": 0, "tokens_issued": 0,
-                      "token_refused": 0, "by_kind": {}, "inflight_max": 0}
+                      "token_refused": 0, "by_kind": {}, "inflight_max": 0,
+                      "gate_waiting": 0, "gate_held": 0, "gate_passed": 0,
+                      "gate_timeouts": 0}
+            self.c["gate_waiting"] = waiting
             self.inflight = 0
 
     def count(self, key, n=1):
@@ -139,8 +149,8 @@ class State:
     def set_mode(self, mode):
         m = re.fullmatch(r"(pass|err500:(\d+|always)|reset|flip(:once)?|"
                          r"stall:\d+(\.\d+)?|stallbody:\d+(\.\d+)?|down|hold:[0-9a-f]+|"
-                         r"delay:(?:all|[0-9a-f]+):\d+(\.\d+)?|park:[A-Z]+:[^@]+)(@(\d+))?",
-                         mode)
+                         r"delay:(?:all|[0-9a-f]+):\d+(\.\d+)?|gate:(?:all|[0-9a-f]+)(?::\d+)?|"
+                         r"park:[A-Z]+:[^@]+)(@(\d+))?", mode)
         if not m:
             return False
         with self.lock:
@@ -148,24 +158,34 @@ class State:
             self.budget = int(m.group(8)) if m.group(8) else None
             self.per_path = {}
             self.held = threading.Event()
-            self.release = threading.Event()
-            self.parked = 0
+            self.gate.set()  # requests held under the old mode go on
+            self.gate = threading.Event()
         return True
 
+    def gate_wait(self, first):
+        """gate:KEY[:FIRST]: hold this request until the gate opens (the first FIRST pass)."""
+        with self.lock:
+            gate = self.gate
+            if gate.is_set() or self.c["gate_passed"] < first:
+                self.c["gate_passed"] += 1
+                return
+            self.c["gate_waiting"] += 1
+            self.c["gate_held"] += 1
+        opened = gate.wait(900)
+        with self.lock:
+            self.c["gate_waiting"] -= 1
+            if not opened:
+                self.c["gate_timeouts"] += 1
+
     def park(self, method, path):
-        """Hold a request the park mode names until POST /__proxy/release."""
+        """park:METHOD:REGEX: hold a request it names at the gate, as gate: does."""
         with self.lock:
             mode = self.mode
-            if not mode.startswith("park:"):
-                return
-            want, rx = mode.split(":", 2)[1:]
-            if (want != "ANY" and want != method) or not re.search(rx, path.split("?", 1)[0]):
-                return
-            release = self.release
-            self.parked += 1
-            self.park_cv.notify_all()
-        if not release.wait(300):
-            self.count("park_timeouts")
+        if not mode.startswith("park:"):
+            return
+        want, rx = mode.split(":", 2)[1:]
+        if (want == "ANY" or want == method) and re.search(rx, path.split("?", 1)[0]):
+            self.gate_wait(0)
 
     def take_fault(self):
         """Count one injected fault; False once the mode's budget (MODE@N) is spent."""
@@ -397,20 +417,11 @@ class Handler(BaseHTTPRequestHandler):
             if self.st.set_mode(mode):
                 return self.send(200, b"ok\n", ctype="text/plain")
             return self.send(400, b"bad mode\n", ctype="text/plain")
-        if p == "/__proxy/parked" and self.command == "GET":
-            q = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
-            want = int(q.get("min", ["1"])[0])
-            end = time.monotonic() + float(q.get("wait", ["60"])[0])
-            with self.st.lock:
-                while self.st.parked < want and time.monotonic() < end:
-                    self.st.park_cv.wait(max(0.0, end - time.monotonic()))
-                n = self.st.parked
-            return self.send_json(200, {"parked": n})
         if p == "/__proxy/release" and self.command == "POST":
             self.read_body()
             with self.st.lock:
                 self.st.mode = "pass"
-                self.st.release.set()
+                self.st.gate.set()
             return self.send(200, b"ok\n", ctype="text/plain")
         if p == "/__proxy/reset" and self.command == "POST":
             self.read_body()
@@ -456,13 +467,18 @@ class Handler(BaseHTTPRequestHandler):
 
         st.park(self.command, self.path)
         n = st.nth_get(self.path) if chunk_get else 0
+        if mode.startswith("gate:") and self.command in ("GET", "PUT") and \
+                is_chunk_path(self.path):
+            parts = mode.split(":")
+            if parts[1] == "all" or parts[1] in self.path:
+                st.gate_wait(int(parts[2]) if len(parts) > 2 else 0)
         if chunk_get and mode.startswith("err500:"):
             lim = mode.split(":", 1)[1]
             if (lim == "always" or n <= int(lim)) and st.take_fault():
                 return self.send(500, b"injected 500\n", ctype="text/plain")
         if chunk_get and mode.startswith("hold:"):
             key = mode.split(":", 1)[1]
-            if key not in self.path and not st.held.wait(30):
+            if key not in self.path and not st.held.wait(300):
                 st.count("hold_timeouts")
         if chunk_get and mode.startswith("delay:") and \
                 (mode.split(":")[1] == "all" or mode.split(":")[1] in self.path):

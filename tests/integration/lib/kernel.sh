@@ -18,10 +18,11 @@ kernel_require() {
 
 # qemu_vu NAME INITRD SOCK [CHARDEV-OPTS]: QEMU (TCG) boots $KERNEL with INITRD, its disk a
 # vhost-user-blk-pci on SOCK (guest memory shared from a memfd); the console goes to
-# $T/NAME.log. Returns QEMU's exit status (124: still running after ${VU_TIMEOUT:-240} s).
+# $T/NAME.log. Returns QEMU's exit status (124: still running after ${VU_TIMEOUT:-600} s: a
+# hang guard, generous for a loaded machine; a guest that works ends in well under a minute).
 qemu_vu() {
   local name=$1 initrd=$2 sock=$3 copts=${4:-}
-  timeout "${VU_TIMEOUT:-240}" qemu-system-x86_64 -M pc -accel tcg -m 512M -smp "${VU_SMP:-2}" \
+  timeout "${VU_TIMEOUT:-600}" qemu-system-x86_64 -M pc -accel tcg -m 512M -smp "${VU_SMP:-2}" \
     -object memory-backend-memfd,id=mem,size=512M,share=on -numa node,memdev=mem \
     -chardev "socket,id=c0,path=$sock$copts" -device vhost-user-blk-pci,chardev=c0 \
     -kernel "$KERNEL" -initrd "$initrd" -append "console=ttyS0 reboot=k panic=-1 no_timer_check" \
@@ -49,7 +50,8 @@ VU_PIDS=()
 vu_cleanup() {
   local p
   for p in "${VU_PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  rm -rf "$T"
+  # with remote.sh: its servers too (it kills ours when its trap is the one installed)
+  if [ "$(type -t remote_cleanup)" = function ]; then remote_cleanup; else rm -rf "$T"; fi
 }
 vu_serve() {
   local name=$1; shift
@@ -58,11 +60,9 @@ vu_serve() {
   "$LAZYBLK" serve "$@" >"$T/$name.out" 2>"$T/$name.err" &
   VU_PID=$!
   VU_PIDS+=("$VU_PID")
-  for _ in $(seq 1 200); do
-    [ -S "$VU_SOCK" ] && return 0
-    kill -0 "$VU_PID" 2>/dev/null || { cat "$T/$name.err" >&2; die "$name: server exited"; }
-    sleep 0.05
-  done
+  local rc=0
+  wait_for_state -p "$VU_PID" test -S "$VU_SOCK" && return 0 || rc=$?
+  [ "$rc" -ne 2 ] || { cat "$T/$name.err" >&2; die "$name: server exited"; }
   die "$name: no socket $VU_SOCK"
 }
 

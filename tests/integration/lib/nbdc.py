@@ -9,7 +9,7 @@ EPERM, EINVAL, ENOSPC = 1, 22, 28
 
 def conn(path):
     s = socket.socket(socket.AF_UNIX)
-    s.settimeout(20)
+    s.settimeout(60)
     s.connect(path)
     return s
 

@@ -96,8 +96,8 @@ nested_run() {
   vfs=$d/vfs.sock
   "$NESTED_VIRTIOFSD" --socket-path="$vfs" -o source=/ -o cache=auto -o sandbox=chroot \
     >"$d/virtiofsd.log" 2>&1 &
-  for _ in $(seq 100); do [ -S "$vfs" ] && break; sleep 0.1; done
-  [ -S "$vfs" ] || { cat "$d/virtiofsd.log" >&2; die "nested VM: virtiofsd did not start"; }
+  wait_for_state test -S "$vfs" ||
+    { cat "$d/virtiofsd.log" >&2; die "nested VM: virtiofsd did not start"; }
   # One TCG thread and one CPU: with QEMU 7.2's multi-threaded TCG the nested guests
   # triple-faulted or stopped after a few seconds (a counting guest, with no upgrade, pause
   # or snapshot, in each of 3 runs); with one thread 12,000 counts went by without a fault.

@@ -21,8 +21,10 @@
 #                                       U:P, --basic U:P, --redirect-blobs, --mode M); sets
 #                                       PROXY_PORT PROXY_PID PROXY_URL (http://127.0.0.1:PORT)
 #   proxy_mode MODE | proxy_reset | proxy_stats | proxy_stat KEY
-#   proxy_parked N                      wait until N requests are held (mode park:...), or die
 #   proxy_release                       let every held request go (the mode becomes pass)
+#   proxy_wait KEY N [PID]              until proxy_stat KEY >= N (e.g. gate_waiting 1: a
+#                                       request is held by mode gate: or park:); dies after the common deadline, or
+#                                       when PID (the client) ended first
 #   start_fake NAME [ARGS...]           fakeregistry.py (ARGS: --listen, --store, --realm,
 #                                       ...); sets FAKE_PORT FAKE_PID, its request log is
 #                                       $T/NAME.log ("METHOD PATH AUTHORIZATION" a line)
@@ -46,7 +48,8 @@
 REMOTE_PIDS=()
 remote_cleanup() {
   local p
-  for p in "${REMOTE_PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+  # and the vhost-user servers of kernel.sh's vu_serve, when a test uses both
+  for p in "${REMOTE_PIDS[@]}" ${VU_PIDS[@]+"${VU_PIDS[@]}"}; do kill -9 "$p" 2>/dev/null || true; done
   for p in "${REMOTE_PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
   serve_cleanup
 }
@@ -64,14 +67,12 @@ free_port() {
 }
 
 # wait_http URL PID NAME LOG: until URL answers (any HTTP status), or die.
+_http_up() { curl -s -o /dev/null --max-time 10 "$1"; }
 wait_http() {
-  local url=$1 pid=$2 name=$3 log=$4
-  for _ in $(seq 1 200); do
-    curl -s -o /dev/null --max-time 2 "$url" && return 0
-    kill -0 "$pid" 2>/dev/null || { cat "$log" >&2 || true; die "$name exited at start"; }
-    sleep 0.05
-  done
+  local url=$1 pid=$2 name=$3 log=$4 rc=0
+  wait_for_state -p "$pid" _http_up "$url" && return 0 || rc=$?
   cat "$log" >&2 || true
+  [ "$rc" -eq 2 ] && die "$name exited at start"
   die "$name does not answer on $url"
 }
 
@@ -151,12 +152,11 @@ EOF
   docker-registry serve "$T/registry.yml" >"$T/registry.log" 2>&1 &
   REG_PID=$!
   _remote_track "$REG_PID"
-  for _ in $(seq 1 200); do
-    curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:$REG_PORT/v2/" 2>/dev/null && return 0
-    kill -0 "$REG_PID" 2>/dev/null || { cat "$T/registry.log" >&2; die "docker-registry exited"; }
-    sleep 0.05
-  done
+  local rc=0
+  wait_for_state -p "$REG_PID" curl -fsS -o /dev/null --max-time 10 "http://127.0.0.1:$REG_PORT/v2/" \
+    2>/dev/null && return 0 || rc=$?
   cat "$T/registry.log" >&2
+  [ "$rc" -eq 2 ] && die "docker-registry exited"
   die "docker-registry does not answer on 127.0.0.1:$REG_PORT"
 }
 stop_registry() { stop_pid "$REG_PID"; }
@@ -171,16 +171,11 @@ start_proxy() {
     >"$T/proxy.$_PROXY_N.log" 2>&1 &
   PROXY_PID=$!
   _remote_track "$PROXY_PID"
-  for _ in $(seq 1 200); do
-    [ -s "$pf" ] && break
-    kill -0 "$PROXY_PID" 2>/dev/null ||
-      { cat "$T/proxy.$_PROXY_N.log" >&2; die "faultproxy exited"; }
-    sleep 0.05
-  done
-  [ -s "$pf" ] || die "faultproxy did not start"
+  wait_for_state -p "$PROXY_PID" test -s "$pf" ||
+    { cat "$T/proxy.$_PROXY_N.log" >&2; die "faultproxy did not start"; }
   PROXY_PORT=$(cat "$pf")
   PROXY_URL=http://127.0.0.1:$PROXY_PORT
-  curl -fsS -o /dev/null --max-time 5 "$PROXY_URL/__proxy/stats" || die "faultproxy does not answer"
+  curl -fsS -o /dev/null --max-time 30 "$PROXY_URL/__proxy/stats" || die "faultproxy does not answer"
 }
 stop_proxy() { stop_pid "$PROXY_PID"; }
 
@@ -193,32 +188,28 @@ start_fake() {
     >"$T/$name.out" 2>&1 &
   FAKE_PID=$!
   _remote_track "$FAKE_PID"
-  for _ in $(seq 1 200); do
-    [ -s "$pf" ] && break
-    kill -0 "$FAKE_PID" 2>/dev/null || { cat "$T/$name.out" >&2; die "$name exited"; }
-    sleep 0.05
-  done
-  [ -s "$pf" ] || die "$name did not start"
+  wait_for_state -p "$FAKE_PID" test -s "$pf" || { cat "$T/$name.out" >&2; die "$name did not start"; }
   FAKE_PORT=$(cat "$pf")
 }
 
 proxy_mode() {
-  curl -fsS -o /dev/null --max-time 5 -X POST --data-binary "$1" "$PROXY_URL/__proxy/mode" ||
+  curl -fsS -o /dev/null --max-time 30 -X POST --data-binary "$1" "$PROXY_URL/__proxy/mode" ||
     die "proxy_mode $1 refused"
 }
-proxy_reset() { curl -fsS -o /dev/null --max-time 5 -X POST "$PROXY_URL/__proxy/reset"; }
-proxy_parked() {
-  local n
-  n=$(curl -fsS --max-time 130 "$PROXY_URL/__proxy/parked?min=$1&wait=120" |
-    python3 -c 'import json, sys; print(json.load(sys.stdin)["parked"])') ||
-    die "proxy_parked: the proxy does not answer"
-  [ "$n" -ge "$1" ] || die "proxy_parked: $n requests held after 120 s, want $1"
-}
+proxy_reset() { curl -fsS -o /dev/null --max-time 30 -X POST "$PROXY_URL/__proxy/reset"; }
 proxy_release() {
-  curl -fsS -o /dev/null --max-time 5 -X POST "$PROXY_URL/__proxy/release" ||
+  curl -fsS -o /dev/null --max-time 30 -X POST "$PROXY_URL/__proxy/release" ||
     die "proxy_release refused"
 }
-proxy_stats() { curl -fsS --max-time 5 "$PROXY_URL/__proxy/stats"; }
+_proxy_ge() { [ "$(proxy_stat "$1" 2>/dev/null || echo 0)" -ge "$2" ]; }
+proxy_wait() {
+  local rc=0
+  wait_for_state ${3:+-p "$3"} _proxy_ge "$1" "$2" || rc=$?
+  [ "$rc" -eq 0 ] && return 0
+  [ "$rc" -eq 2 ] && die "proxy_wait $1 >= $2: the client (pid $3) ended first: $(proxy_stats)"
+  die "proxy_wait $1 >= $2: not reached in ${LAZYBLK_TEST_WAIT:-120} s: $(proxy_stats)"
+}
+proxy_stats() { curl -fsS --max-time 30 "$PROXY_URL/__proxy/stats"; }
 # proxy_stat KEY (KEY may be by_status.500): a number, 0 when absent
 proxy_stat() {
   proxy_stats | python3 -c '

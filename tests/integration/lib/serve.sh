@@ -16,12 +16,10 @@ start_server() {
   "$LAZYBLK" serve "$@" >"$T/$name.out" 2>"$T/$name.err" &
   SRV=$!
   SERVERS+=("$SRV")
-  for _ in $(seq 1 400); do
-    grep -q "^serving .* over NBD on " "$T/$name.out" 2>/dev/null && break
-    kill -0 "$SRV" 2>/dev/null || { cat "$T/$name.err" >&2; die "$name: server exited"; }
-    sleep 0.025
-  done
-  grep -q "^serving .* over NBD on " "$T/$name.out" || die "$name: no 'serving ... over NBD' line"
+  local rc=0
+  wait_for_state -p "$SRV" grep -q "^serving .* over NBD on " "$T/$name.out" 2>/dev/null || rc=$?
+  [ "$rc" -ne 2 ] || { cat "$T/$name.err" >&2; die "$name: server exited"; }
+  [ "$rc" -eq 0 ] || die "$name: no 'serving ... over NBD' line"
   # that line is the readiness signal: the very first connection after it is served
   nbdinfo --size "$uri" >/dev/null 2>&1 ||
     die "$name: said it was serving, but $uri does not answer"

@@ -68,7 +68,7 @@ def main():
     guest_memory(mem, avail, used)
     call, kick = os.eventfd(0), os.eventfd(0)
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(20)
+    s.settimeout(60)
     s.connect(path)
     send(s, 1)
     recv_reply(s, 1)
