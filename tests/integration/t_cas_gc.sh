@@ -7,7 +7,7 @@
 nchunks() { find "$T/store/chunks" -type f | wc -l; }
 age_all() { find "$T/store/chunks" "$T/store/tmp" -type f -exec touch -m -d '3 hours ago' {} +; }
 
-"$LAZYBLK" cas --help | grep -q "lazyblk cas gc --store DIR \[--keep FILE|REF ...\]" || die "cas --help"
+grep -q "lazyblk cas gc --store DIR \[--keep FILE|REF ...\]" <<<"$("$LAZYBLK" cas --help)" || die "cas --help"
 
 mkdir -p "$T/a" "$T/b"
 head -c 3000000 /dev/urandom >"$T/a/big"

@@ -1,12 +1,12 @@
 #!/bin/bash
 # The command line: --help for every subcommand, usage errors, exit codes.
 . "$(dirname "$0")/lib/common.sh"
-"$LAZYBLK" --help | grep -q "^usage: lazyblk" || die "lazyblk --help"
-"$LAZYBLK" --version | grep -q "^lazyblk " || die "lazyblk --version"
+grep -q "^usage: lazyblk" <<<"$("$LAZYBLK" --help)" || die "lazyblk --help"
+grep -q "^lazyblk " <<<"$("$LAZYBLK" --version)" || die "lazyblk --version"
 for sub in import manifest cas mkfs export serve run snapshot push; do
   out=$("$LAZYBLK" "$sub" --help) || die "$sub --help failed"
-  echo "$out" | grep -q "^usage: lazyblk $sub" || die "$sub --help prints no usage: $out"
-  "$LAZYBLK" --help | grep -q "^  $sub " || die "$sub missing from lazyblk --help"
+  grep -q "^usage: lazyblk $sub" <<<"$out" || die "$sub --help prints no usage: $out"
+  grep -q "^  $sub " <<<"$("$LAZYBLK" --help)" || die "$sub missing from lazyblk --help"
 done
 rc=0; "$LAZYBLK" >/dev/null 2>&1 || rc=$?
 [ $rc -eq 2 ] || die "no subcommand: exit $rc, want 2"

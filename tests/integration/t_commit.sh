@@ -28,9 +28,9 @@ commit_cleanup() {
 trap commit_cleanup EXIT
 
 # ---- usage
-"$LAZYBLK" commit --help | grep -q "^usage: lazyblk commit OVERLAY|DELTA --layout BASE.layout" ||
+grep -q "^usage: lazyblk commit OVERLAY|DELTA --layout BASE.layout" <<<"$("$LAZYBLK" commit --help)" ||
   die "commit --help"
-"$LAZYBLK" --help | grep -q "^  commit " || die "commit missing from lazyblk --help"
+grep -q "^  commit " <<<"$("$LAZYBLK" --help)" || die "commit missing from lazyblk --help"
 expect_rc 2 "$LAZYBLK" commit
 expect_error "no OVERLAY" "missing OVERLAY or DELTA" -- "$LAZYBLK" commit --layout l -s s -o o
 expect_error "no --layout" "missing --layout BASE.layout" -- "$LAZYBLK" commit ov -s s -o o

@@ -17,7 +17,7 @@ command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 not install
 command -v e2fsck >/dev/null && command -v debugfs >/dev/null || skip "e2fsprogs not installed"
 command -v nbdcopy >/dev/null && command -v nbdinfo >/dev/null || skip "libnbd-bin not installed"
 BUSYBOX=/bin/busybox
-[ -x "$BUSYBOX" ] && ! readelf -l "$BUSYBOX" 2>/dev/null | grep -q INTERP ||
+[ -x "$BUSYBOX" ] && ! grep -q INTERP <<<"$(readelf -l "$BUSYBOX" 2>/dev/null)" ||
   skip "$BUSYBOX is not a static busybox (install busybox-static)"
 . "$TESTLIB/kernel.sh"
 kernel_require

@@ -41,7 +41,7 @@ command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 not install
 for tool in e2fsck nbdcopy skopeo umoci zstd curl python3 dpkg-deb; do
   command -v "$tool" >/dev/null || skip "$tool is not installed (scripts/deps.sh)"
 done
-[ -x /bin/busybox ] && ! readelf -l /bin/busybox 2>/dev/null | grep -q INTERP ||
+[ -x /bin/busybox ] && ! grep -q INTERP <<<"$(readelf -l /bin/busybox 2>/dev/null)" ||
   skip "/bin/busybox is not a static busybox (install busybox-static)"
 . "$TESTLIB/remote.sh"
 need_registry

@@ -23,7 +23,7 @@ make_edge_tree "$X"
 # O_NOATIME); only symlink atimes may move, as reading a link target always touches it
 out=$("$LAZYBLK" import "$S" --store "$T/store" -o "$T/img2.manifest")
 echo "$out"
-echo "$out" | grep -q '(0 new' || die "re-import wrote new chunks"
+grep -q '(0 new' <<<"$out" || die "re-import wrote new chunks"
 "$LAZYBLK" manifest show "$T/img2.manifest" >"$T/img2.json"
 python3 - "$T/img.json" "$T/img2.json" <<'PY' || die "re-import differs"
 import json, sys

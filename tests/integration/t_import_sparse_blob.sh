@@ -7,7 +7,7 @@
 # (truncate -s 8T, its descriptor saying 8 TiB) each fail with one line. Every run is under
 # `timeout -k 5 60`: the old code was still hashing zeros when it was killed.
 . "$(dirname "$0")/lib/common.sh"
-tar --version 2>/dev/null | grep -q 'GNU tar' || skip "needs GNU tar (--sparse)"
+grep -q 'GNU tar' <<<"$(tar --version 2>/dev/null)" || skip "needs GNU tar (--sparse)"
 cd "$T"
 mkdir da
 echo '[{"Config":"config.json","RepoTags":["x:1"],"Layers":["layer.tar"]}]' >da/manifest.json

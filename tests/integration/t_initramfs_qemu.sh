@@ -14,10 +14,10 @@
 command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 not installed (qemu-system-x86)"
 command -v e2fsck >/dev/null && command -v debugfs >/dev/null || skip "e2fsprogs not installed"
 BUSYBOX=/bin/busybox
-[ -x "$BUSYBOX" ] && ! readelf -l "$BUSYBOX" 2>/dev/null | grep -q INTERP ||
+[ -x "$BUSYBOX" ] && ! grep -q INTERP <<<"$(readelf -l "$BUSYBOX" 2>/dev/null)" ||
   skip "$BUSYBOX is not a static busybox (install busybox-static)"
 
-"$LAZYBLK" initramfs --help | grep -q "^usage: lazyblk initramfs --kernel VMLINUZ" ||
+grep -q "^usage: lazyblk initramfs --kernel VMLINUZ" <<<"$("$LAZYBLK" initramfs --help)" ||
   die "initramfs --help"
 expect_error "no kernel" "--kernel is required" -- "$LAZYBLK" initramfs -- /bin/true
 

@@ -133,7 +133,7 @@ bad --listen 127.0.0.1 $C
 bad --listen 127.0.0.1:99999 $C
 bad $L --connect 127.0.0.1:0
 bad $L --connect no-such-host.invalid:80
-"$LINKEM" --help | grep -q -- '--rate' || die "--help"
+grep -q -- '--rate' <<<"$("$LINKEM" --help)" || die "--help"
 echo "ok: --help"
 
 kill -0 "$ECHO_PID" 2>/dev/null || die "echo server died"

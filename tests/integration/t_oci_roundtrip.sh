@@ -153,7 +153,7 @@ PY
 # ---- the independent side: umoci unpack (as root, so owners and devices are kept)
 bundle
 PACK=()
-if "$LAZYBLK" import --help | grep -q -- --pack-max; then
+if grep -q -- --pack-max <<<"$("$LAZYBLK" import --help)"; then
 	PACK=(--pack-max 0) # one chunk list per file, comparable between the two imports
 fi
 imp() { # imp NAME SRC [options]

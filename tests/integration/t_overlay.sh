@@ -9,10 +9,10 @@ json_field() { # json_field FIELD < JSON
   python3 -c "import json,sys; print(json.load(sys.stdin)[sys.argv[1]])" "$1"
 }
 
-"$LAZYBLK" overlay --help | grep -q "^usage: lazyblk overlay show" || die "overlay --help"
-"$LAZYBLK" snapshot --help | grep -q "^usage: lazyblk snapshot OVERLAY -o DELTA" ||
+grep -q "^usage: lazyblk overlay show" <<<"$("$LAZYBLK" overlay --help)" || die "overlay --help"
+grep -q "^usage: lazyblk snapshot OVERLAY -o DELTA" <<<"$("$LAZYBLK" snapshot --help)" ||
   die "snapshot --help"
-"$LAZYBLK" --help | grep -q "^  overlay " || die "overlay missing from lazyblk --help"
+grep -q "^  overlay " <<<"$("$LAZYBLK" --help)" || die "overlay missing from lazyblk --help"
 
 # usage errors: exit 2, one line
 expect_rc 2 "$LAZYBLK" overlay

@@ -18,7 +18,7 @@ on_tty() {
 tty_lines() { tr '\r' '\n' <"$T/$1.tty" | sed 's/^\x1b\[K//'; }
 # has_progress NAME ERE: a line redrawn in place (\r ESC[K) whose text matches ERE.
 has_progress() {
-  tty_lines "$1" | grep -Eq "$2" ||
+  grep -Eq "$2" < <(tty_lines "$1") ||
     { cat -v "$T/$1.tty" >&2; die "$1: no progress line matching '$2'"; }
   grep -q $'\r\x1b\\[K' "$T/$1.tty" || die "$1: the progress line is not redrawn in place"
   echo "ok: $1 progress"
@@ -32,7 +32,7 @@ for i in 1 2 3; do head -c 20000 /dev/urandom >"$T/src/d/f$i"; done
 on_tty import "$LAZYBLK" import "$T/src" --store "$T/s" -o "$T/m" --level 19 -j 1
 has_progress import "^importing .*/src: [0-9]+ files, [0-9.]+ [KMG]?i?B read, [0-9.]+ [KMG]?i?B stored"
 has_progress import "stored, compressing: [0-9]+ of [0-9]+ chunks \([0-9]+%\)"
-tty_lines import | grep -q "^imported " || die "import: no summary on a pty"
+grep -q "^imported " < <(tty_lines import) || die "import: no summary on a pty"
 # a tar file: the share of it read, as a percentage
 tar -C "$T/src" -czf "$T/src.tar.gz" .
 on_tty tar "$LAZYBLK" import "$T/src.tar.gz" --store "$T/st" -o "$T/mt"

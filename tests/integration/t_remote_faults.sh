@@ -18,7 +18,7 @@ SOCK=$T/nbd.sock
 NBD="nbd+unix:///?socket=$SOCK"
 # export statistics, if this export has them
 XSTATS=0
-"$LAZYBLK" export --help 2>&1 | grep -Eq -- "^ +--stats-json" && XSTATS=1
+grep -Eq -- "^ +--stats-json" <<<"$("$LAZYBLK" export --help 2>&1)" && XSTATS=1
 
 # fexport NAME ARGS...: export a.layout from an empty store through the proxy to $T/NAME.raw
 # (store $T/NAME.store, statistics $T/NAME.json when available); never more than 120 s.

@@ -6,16 +6,16 @@
 . "$TESTLIB/nested.sh"
 
 out=$("$LAZYBLK" run --help)
-echo "$out" | grep -q "^usage: lazyblk run IMAGE.layout|REF --store DIR" || die "run --help: $out"
+grep -q "^usage: lazyblk run IMAGE.layout|REF --store DIR" <<<"$out" || die "run --help: $out"
 for opt in --kernel --initrd --append --cpus --mem --disk --hugepages --populate --boot \
            --cache-dir --remote --modules; do
-  echo "$out" | grep -q -- "$opt" || die "run --help lacks $opt"
+  grep -q -- "$opt" <<<"$out" || die "run --help lacks $opt"
 done
 
 # start-up cost: libcurl and libarchive (and the ~40 objects behind them) are loaded only by
 # the commands that use them (common/dl.h), never at exec
 loaded=$(LD_DEBUG=files "$LAZYBLK" --version 2>&1 >/dev/null | grep -oE 'file=[^ ]+' | sort -u)
-echo "$loaded" | grep -qE 'libcurl|libarchive|libgnutls|libkrb5' &&
+grep -qE 'libcurl|libarchive|libgnutls|libkrb5' <<<"$loaded" &&
   die "lazyblk loads network/archive libraries at start: $(echo $loaded)"
 
 printf 'not a kernel\n' >"$T/text"
@@ -61,7 +61,7 @@ patch_k 0x1f1 '\x04'; patch_k 0x202 'HdrS\x0f\x02'; patch_k 0x20e '\x00\x04'
 patch_k 0x600 "$kver (builder@example) #1 SMP Debian\0"
 printf 'kernel/drivers/block/virtio_blk.ko\nkernel/drivers/virtio/virtio_mmio.ko\nkernel/fs/ext4/ext4.ko\n' \
   >"$T/mods/$kver/modules.builtin"
-if [ -x /bin/busybox ] && ! LC_ALL=C readelf -l /bin/busybox 2>/dev/null | grep -q INTERP &&
+if [ -x /bin/busybox ] && ! grep -q INTERP <<<"$(LC_ALL=C readelf -l /bin/busybox 2>/dev/null)" &&
    command -v readelf >/dev/null; then
   runk() { XDG_CACHE_HOME="$T/cache" "$LAZYBLK" ${V:-} run "$T/missing.layout" --store "$T/s" \
              --kernel "$T/k/boot/vmlinuz-$kver" "$@" -- /bin/true; }

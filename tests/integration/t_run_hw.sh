@@ -10,7 +10,7 @@ grep -qwE 'vmx|svm' /proc/cpuinfo ||
   skip "no hardware virtualization here (no vmx/svm in /proc/cpuinfo): /dev/kvm is software and cannot run a stock Linux kernel (t_run_debian_kernel checks how far it gets)"
 [ -r /dev/kvm ] && [ -w /dev/kvm ] || skip "no usable /dev/kvm"
 BUSYBOX=/bin/busybox
-[ -x "$BUSYBOX" ] && ! readelf -l "$BUSYBOX" 2>/dev/null | grep -q INTERP ||
+[ -x "$BUSYBOX" ] && ! grep -q INTERP <<<"$(readelf -l "$BUSYBOX" 2>/dev/null)" ||
   skip "$BUSYBOX is not a static busybox (install busybox-static)"
 . "$TESTLIB/kernel.sh"
 kernel_require

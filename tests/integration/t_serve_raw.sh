@@ -196,7 +196,7 @@ vu_skip() { echo "SKIP: t_serve_raw: QEMU over vhost-user: $*"; echo "serve --ra
 command -v qemu-system-x86_64 >/dev/null || vu_skip "qemu-system-x86_64 not installed"
 command -v e2fsck >/dev/null && command -v debugfs >/dev/null || vu_skip "e2fsprogs not installed"
 BUSYBOX=/bin/busybox
-[ -x "$BUSYBOX" ] && ! readelf -l "$BUSYBOX" 2>/dev/null | grep -q INTERP ||
+[ -x "$BUSYBOX" ] && ! grep -q INTERP <<<"$(readelf -l "$BUSYBOX" 2>/dev/null)" ||
   vu_skip "$BUSYBOX is not a static busybox (install busybox-static)"
 . "$TESTLIB/kernel.sh"
 kc=$(kernel_cache) || vu_skip "no writable kernel cache directory"
@@ -236,7 +236,7 @@ echo "b1: guest booted from the raw file, ran and powered off in $(( ($(date +%s
 while read -r sum path; do
   grep -qF "$sum  $path" "$T/b1.log" || { tail -20 "$T/b1.log" >&2; die "b1: guest checksum of $path differs"; }
 done <"$T/want.sums"
-tr -d '\r' <"$T/b1.log" | grep -q "^vda $vda_sum " ||
+grep -q "^vda $vda_sum " < <(tr -d '\r' <"$T/b1.log") ||
   { tail -20 "$T/b1.log" >&2; die "b1: the guest's raw read of /dev/vda differs from the file"; }
 echo "ok: the guest's checksums of /data/big, /data/small and of 1 MiB of /dev/vda match the file"
 # the same server over NBD: the same bytes as the file

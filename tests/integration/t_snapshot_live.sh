@@ -18,7 +18,7 @@ done
 # ---- usage
 "$LAZYBLK" serve --help >"$T/help.txt" # a file: under pipefail, an early grep -q exit is a SIGPIPE
 grep -q -- "--control PATH" "$T/help.txt" || die "serve --help lacks --control"
-"$LAZYBLK" snapshot --help | grep -q "^       lazyblk snapshot --server CONTROL_PATH -o DELTA" ||
+grep -q "^       lazyblk snapshot --server CONTROL_PATH -o DELTA" <<<"$("$LAZYBLK" snapshot --help)" ||
   die "snapshot --help lacks --server"
 expect_error "server needs -o" "missing -o DELTA" -- "$LAZYBLK" snapshot --server "$T/c.sock"
 expect_error "server takes no OVERLAY" "unexpected argument 'ov'" -- \

@@ -21,7 +21,7 @@ command -v e2fsck >/dev/null && command -v debugfs >/dev/null || skip "e2fsprogs
 command -v nbdcopy >/dev/null || skip "nbdcopy not installed (libnbd-bin)"
 command -v nginx >/dev/null || skip "nginx is not installed (scripts/deps.sh)"
 BUSYBOX=/bin/busybox
-[ -x "$BUSYBOX" ] && ! readelf -l "$BUSYBOX" 2>/dev/null | grep -q INTERP ||
+[ -x "$BUSYBOX" ] && ! grep -q INTERP <<<"$(readelf -l "$BUSYBOX" 2>/dev/null)" ||
   skip "$BUSYBOX is not a static busybox (install busybox-static)"
 . "$TESTLIB/remote.sh"
 . "$TESTLIB/kernel.sh"
@@ -236,9 +236,9 @@ wait "$QPID" || rc=$?
 vu_check_boot b3 "$rc"
 [ "$(vu_exit_status b3)" = 0 ] || die "b3: exit status '$(vu_exit_status b3)'"
 ! grep -q "dd-write-failed" "$T/b3.log" || die "b3: a guest dd failed"
-tr -d '\r' <"$T/b3.log" | grep -qx "h1 $h1sum" ||
+grep -qx "h1 $h1sum" < <(tr -d '\r' <"$T/b3.log") ||
   { tr -d '\r' <"$T/b3.log" | grep "^h1" >&2; die "b3: the resubmitted read of /data/h1 is wrong"; }
-tr -d '\r' <"$T/b3.log" | grep -qx "h2 $h2sum" ||
+grep -qx "h2 $h2sum" < <(tr -d '\r' <"$T/b3.log") ||
   { tr -d '\r' <"$T/b3.log" | grep "^h2" >&2; die "b3: /data/h2 after the resubmitted write is wrong"; }
 n=$(tr -d '\r' <"$T/b3.log" | grep -c "^copy[0-9]* $msum$")
 [ "$n" -eq "$N3" ] || { tr -d '\r' <"$T/b3.log" | grep "^copy" >&2; die "b3: $n of $N3 O_DIRECT copies checksummed right"; }
