@@ -1,0 +1,307 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The live state file, OVERLAY.live: the overlay's block states now, while OVERLAY.state
+ * holds them as of the last flush (docs/reliability.md, docs/formats.md).
+ *
+ * Why two files: between flushes the kernel writes pages back in any order. Were a write's
+ * change of state (clean to dirty) in OVERLAY.state, the page holding it could reach the
+ * disk before the data, and after a host crash the block would read as zeros, neither its
+ * old content nor its new. So a writer writes every change of state to OVERLAY.live at
+ * once (no sync: a killed server loses nothing the kernel has) and into OVERLAY.state only
+ * when a flush has made the data durable (fdatasync of OVERLAY, then the changed words of
+ * OVERLAY.state, then its fdatasync).
+ *
+ * Which one to believe: OVERLAY.live names the kernel's boot id and the instance of the
+ * state file it goes with. Opened in the same boot, the page cache holds every write the
+ * dead server gave the kernel, data and states: OVERLAY.live is the truth. In another boot
+ * (the host crashed or restarted), pages of either file may be lost: OVERLAY.state is the
+ * truth, and the changes since the last flush are dropped; their blocks read as they did
+ * at that flush (a block first written since then: the base again).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../common/boot_id.h"
+#include "../../common/crc32c.h"
+#include "../../common/fsutil.h"
+#include "../../common/uring.h"
+#include "overlay_int.h"
+
+/* Words of a bitmap written at once may span this many words that need no writing. */
+#define RUN_GAP 64u
+
+static int bad(const char **why, const char *msg)
+{
+	if (why)
+		*why = msg;
+	return -EBADMSG;
+}
+
+int ov_live_path(const char *path, char *buf, size_t len)
+{
+	return snprintf(buf, len, "%s.live", path) >= (int)len ? -ENAMETOOLONG : 0;
+}
+
+static uint32_t live_crc(const struct ov_live_header *hdr)
+{
+	struct ov_live_header h = *hdr;
+
+	h.header_crc = 0;
+	return crc32c(~0u, &h, sizeof(h));
+}
+
+/* The header says: written in this boot, for this state file. */
+static bool live_header_ours(const struct ov_live_header *h, const struct overlay *ov,
+			     const uint8_t boot[BOOT_ID_LEN])
+{
+	return !memcmp(h->magic, OV_LIVE_MAGIC, sizeof(h->magic)) &&
+	       h->version == OV_LIVE_VERSION && !h->flags && h->header_crc == live_crc(h) &&
+	       ov->instance && h->instance == ov->instance && h->block_count == ov->blocks &&
+	       !memcmp(h->boot_id, boot, BOOT_ID_LEN);
+}
+
+/*
+ * fd's states into ov->words when its header is ours (1); 0 when it is not (none yet, one
+ * of another boot or another state file, a start that was interrupted: the header comes
+ * last); -EBADMSG when ours but damaged.
+ */
+static int live_load(struct overlay *ov, int fd, const uint8_t boot[BOOT_ID_LEN],
+		     const char **why)
+{
+	size_t bytes = ov_words(ov->blocks) * sizeof(uint64_t);
+	struct ov_live_header h;
+	uint64_t *words, dirty, zero;
+	struct stat st;
+	int ret;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return bad(why, "live state file is not a regular file");
+	if ((uint64_t)st.st_size < sizeof(h))
+		return 0;
+	ret = fs_pread_full(fd, &h, sizeof(h), 0);
+	if (ret || !live_header_ours(&h, ov, boot))
+		return ret;
+	if ((uint64_t)st.st_size != OV_STATE_HDR + bytes)
+		return bad(why, "live state file of the wrong size (file corrupt)");
+	words = malloc(bytes);
+	if (!words)
+		return -ENOMEM;
+	ret = fs_pread_full(fd, words, bytes, OV_STATE_HDR);
+	if (!ret && !ov_bits_valid(words, ov->blocks, &dirty, &zero))
+		ret = bad(why, "invalid block state or padding in the live state file (file corrupt)");
+	if (ret) {
+		free(words);
+		return ret;
+	}
+	free(ov->words);
+	ov->words = words;
+	ov->dirty = dirty;
+	ov->zero = zero;
+	return 1;
+}
+
+/*
+ * The end of the run that starts at the selected word w (< nw): selected words no more than
+ * RUN_GAP apart. *next: where to look for the next run. Selected: set in sel, or with sel
+ * NULL, not 0 in words.
+ */
+static size_t run_end(const uint64_t *words, const uint64_t *sel, size_t w, size_t nw,
+		      size_t *next)
+{
+	size_t end = w + 1, z;
+
+	for (z = w + 1; z < nw && z - end < RUN_GAP; z++)
+		if (sel ? bit_test(sel, z) : words[z] != 0)
+			end = z + 1;
+	*next = z;
+	return end;
+}
+
+/* The selected words of words (see run_end) to their places in a bitmap file. */
+static int put_runs(int fd, const uint64_t *words, const uint64_t *sel, size_t nw)
+{
+	int ret = 0;
+
+	for (size_t w = 0, end, next; w < nw && !ret; w = next) {
+		if (sel ? !bit_test(sel, w) : !words[w]) {
+			next = w + 1;
+			continue;
+		}
+		end = run_end(words, sel, w, nw, &next);
+		ret = fs_pwrite_full(fd, words + w, (end - w) * sizeof(uint64_t),
+				     (off_t)(OV_STATE_HDR + w * sizeof(uint64_t)));
+	}
+	return ret;
+}
+
+/* fd made a live file of this boot holding ov->words: emptied, states, the header last. */
+static int live_start(struct overlay *ov, int fd, const uint8_t boot[BOOT_ID_LEN])
+{
+	size_t nw = ov_words(ov->blocks);
+	struct ov_live_header h = { .version = OV_LIVE_VERSION };
+	int ret = 0;
+
+	if (ftruncate(fd, 0) < 0 ||
+	    ftruncate(fd, (off_t)(OV_STATE_HDR + nw * sizeof(uint64_t))) < 0)
+		return -errno;
+	ret = put_runs(fd, ov->words, NULL, nw);
+	if (ret)
+		return ret;
+	memcpy(h.magic, OV_LIVE_MAGIC, sizeof(h.magic));
+	h.block_count = ov->blocks;
+	h.instance = ov->instance;
+	memcpy(h.boot_id, boot, BOOT_ID_LEN);
+	h.header_crc = live_crc(&h);
+	return fs_pwrite_full(fd, &h, sizeof(h), 0);
+}
+
+/* An open(2) of OVERLAY.live failed. */
+static int live_open_failed(const char **why)
+{
+	return errno == ELOOP ? bad(why, "live state file path is a symbolic link (refused)")
+			      : -errno;
+}
+
+static int boot_failed(int ret, const char **why)
+{
+	if (why)
+		*why = "cannot read the kernel's boot id (" BOOT_ID_PATH ")";
+	return ret;
+}
+
+/* A reader: the live file's states if it is of this boot and this state file. */
+static int live_open_reader(struct overlay *ov, const char *path, const char **why)
+{
+	uint8_t boot[BOOT_ID_LEN];
+	int fd = ov_open_file(path, O_RDONLY, 0), ret;
+
+	if (fd < 0)
+		return errno == ENOENT ? 0 : live_open_failed(why);
+	ret = boot_id_read(boot);
+	if (ret)
+		ret = boot_failed(ret, why);
+	else
+		ret = live_load(ov, fd, boot, why);
+	close(fd);
+	return ret < 0 ? ret : 0;
+}
+
+/* Words of a writer: durable (as OVERLAY.state holds them), touched and staged (none). */
+static int live_alloc(struct overlay *ov)
+{
+	size_t nw = ov_words(ov->blocks), nb = ov_bitwords(nw);
+
+	ov->durable = malloc(nw * sizeof(uint64_t));
+	ov->touched = calloc(nb, sizeof(uint64_t));
+	ov->staged = calloc(nb, sizeof(uint64_t));
+	if (!ov->durable || !ov->touched || !ov->staged)
+		return -ENOMEM;
+	memcpy(ov->durable, ov->words, nw * sizeof(uint64_t));
+	return 0;
+}
+
+int ov_live_open(struct overlay *ov, const char **why)
+{
+	char path[PATH_MAX];
+	uint8_t boot[BOOT_ID_LEN];
+	int ret = ov_live_path(ov->path, path, sizeof(path));
+
+	if (ret)
+		return ret;
+	if (ov->read_only)
+		return live_open_reader(ov, path, why);
+	ret = boot_id_read(boot);
+	if (ret)
+		return boot_failed(ret, why);
+	ret = live_alloc(ov);
+	if (!ret && !ov->instance)
+		ret = ov_state_upgrade(ov); /* version 1: it never had a live file */
+	if (ret)
+		return ret;
+	ov->live_fd = ov_open_file(path, O_RDWR | O_CREAT, 0666);
+	if (ov->live_fd < 0)
+		return live_open_failed(why);
+	ret = live_load(ov, ov->live_fd, boot, why);
+	if (ret < 0)
+		return ret;
+	if (!ret)
+		return live_start(ov, ov->live_fd, boot);
+	/* a server that died in this boot: what it had not flushed is to be flushed */
+	for (size_t w = 0; w < ov_words(ov->blocks); w++)
+		if (ov->words[w] != ov->durable[w])
+			bit_set(ov->touched, w);
+	return 0;
+}
+
+int ov_live_mark(struct overlay *ov, size_t first, size_t last)
+{
+	for (size_t w = first; w <= last; w++)
+		bit_set(ov->touched, w);
+	return fs_pwrite_full(ov->live_fd, ov->words + first, (last - first + 1) * sizeof(uint64_t),
+			      (off_t)(OV_STATE_HDR + first * sizeof(uint64_t)));
+}
+
+/* Under both locks: the touched words become the staged ones, their values durable's. */
+static uint64_t live_stage(struct overlay *ov)
+{
+	size_t nb = ov_bitwords(ov_words(ov->blocks));
+	uint64_t *t = ov->touched, n = 0;
+
+	ov->touched = ov->staged; /* empty */
+	ov->staged = t;
+	for (size_t i = 0; i < nb; i++) {
+		for (uint64_t m = t[i]; m; m &= m - 1) {
+			size_t w = i * 64 + (size_t)__builtin_ctzll(m);
+
+			ov->durable[w] = ov->words[w];
+			n++;
+		}
+	}
+	return n;
+}
+
+int ov_live_flush(struct overlay *ov)
+{
+	size_t nw = ov_words(ov->blocks), nb = ov_bitwords(nw);
+	uint64_t want, seq, n;
+	int ret;
+
+	pthread_mutex_lock(&ov->lock);
+	want = ov->flush_seq + 1;
+	pthread_mutex_unlock(&ov->lock);
+	pthread_mutex_lock(&ov->flush_lock);
+	/* a flush that took the words after this one was asked for, and completed: enough */
+	if (ov->flush_done >= want) {
+		pthread_mutex_unlock(&ov->flush_lock);
+		return 0;
+	}
+	pthread_mutex_lock(&ov->lock);
+	seq = ++ov->flush_seq;
+	n = live_stage(ov);
+	pthread_mutex_unlock(&ov->lock);
+	/* every state staged is of a write whose data was written before: that data first */
+	ret = uring_fdatasync(ov->fd);
+	if (!ret && n)
+		ret = put_runs(ov->state_fd, ov->durable, ov->staged, nw);
+	if (!ret && n)
+		ret = uring_fdatasync(ov->state_fd);
+	if (ret) {
+		pthread_mutex_lock(&ov->lock);
+		for (size_t i = 0; i < nb; i++)
+			ov->touched[i] |= ov->staged[i];
+		pthread_mutex_unlock(&ov->lock);
+	} else {
+		ov->flush_done = seq;
+	}
+	memset(ov->staged, 0, nb * sizeof(uint64_t));
+	pthread_mutex_unlock(&ov->flush_lock);
+	return ret;
+}
