@@ -142,6 +142,17 @@ static int put_runs(int fd, const uint64_t *words, const uint64_t *sel, size_t n
 	return ret;
 }
 
+/*
+ * The bitmap of a state or live file allocated (best effort): a change of state written
+ * later, into a hole, would need room the data may have taken by then (ENOSPC on a full
+ * filesystem, for a write or a flush that needs none).
+ */
+static void bitmap_reserve(int fd, size_t nw)
+{
+	/* failing (EOPNOTSUPP, ENOSPC), the room is taken when a change comes, as before */
+	(void)fallocate(fd, FALLOC_FL_KEEP_SIZE, OV_STATE_HDR, (off_t)(nw * sizeof(uint64_t)));
+}
+
 /* fd made a live file of this boot holding ov->words: emptied, states, the header last. */
 static int live_start(struct overlay *ov, int fd, const uint8_t boot[BOOT_ID_LEN])
 {
@@ -152,6 +163,7 @@ static int live_start(struct overlay *ov, int fd, const uint8_t boot[BOOT_ID_LEN
 	if (ftruncate(fd, 0) < 0 ||
 	    ftruncate(fd, (off_t)(OV_STATE_HDR + nw * sizeof(uint64_t))) < 0)
 		return -errno;
+	bitmap_reserve(fd, nw);
 	ret = put_runs(fd, ov->words, NULL, nw);
 	if (ret)
 		return ret;
@@ -229,11 +241,13 @@ int ov_live_open(struct overlay *ov, const char **why)
 	ov->live_fd = ov_open_file(path, O_RDWR | O_CREAT, 0666);
 	if (ov->live_fd < 0)
 		return live_open_failed(why);
+	bitmap_reserve(ov->state_fd, ov_words(ov->blocks));
 	ret = live_load(ov, ov->live_fd, boot, why);
 	if (ret < 0)
 		return ret;
 	if (!ret)
 		return live_start(ov, ov->live_fd, boot);
+	bitmap_reserve(ov->live_fd, ov_words(ov->blocks));
 	/* a server that died in this boot: what it had not flushed is to be flushed */
 	for (size_t w = 0; w < ov_words(ov->blocks); w++)
 		if (ov->words[w] != ov->durable[w])
