@@ -33,8 +33,12 @@
 #include "../../common/uring.h"
 #include "overlay_int.h"
 
-/* Words of a bitmap written at once may span this many words that need no writing. */
-#define RUN_GAP 64u
+/*
+ * Words of a bitmap written at once may span fewer than this many words that need no
+ * writing (they hold what the file has): a 4 KiB page's worth, so one pwrite covers the
+ * words of neighbouring pages, and no page is written that has no word to write.
+ */
+#define RUN_GAP (4096u / sizeof(uint64_t))
 
 static int bad(const char **why, const char *msg)
 {
