@@ -112,36 +112,40 @@ static int live_load(struct overlay *ov, int fd, const uint8_t boot[BOOT_ID_LEN]
 	return 1;
 }
 
-/*
- * The end of the run that starts at the selected word w (< nw): selected words no more than
- * RUN_GAP apart. *next: where to look for the next run. Selected: set in sel, or with sel
- * NULL, not 0 in words.
- */
-static size_t run_end(const uint64_t *words, const uint64_t *sel, size_t w, size_t nw,
-		      size_t *next)
+/* Words [a, b) of words to their place in a bitmap file. */
+static int put_words(int fd, const uint64_t *words, size_t a, size_t b)
 {
-	size_t end = w + 1, z;
-
-	for (z = w + 1; z < nw && z - end < RUN_GAP; z++)
-		if (sel ? bit_test(sel, z) : words[z] != 0)
-			end = z + 1;
-	*next = z;
-	return end;
+	return fs_pwrite_full(fd, words + a, (b - a) * sizeof(uint64_t),
+			      (off_t)(OV_STATE_HDR + a * sizeof(uint64_t)));
 }
 
-/* The selected words of words (see run_end) to their places in a bitmap file. */
-static int put_runs(int fd, const uint64_t *words, const uint64_t *sel, size_t nw)
+/* The words of words that are not 0 to their places in a bitmap file, a run at a time. */
+static int put_nonzero(int fd, const uint64_t *words, size_t nw)
 {
 	int ret = 0;
 
-	for (size_t w = 0, end, next; w < nw && !ret; w = next) {
-		if (sel ? !bit_test(sel, w) : !words[w]) {
-			next = w + 1;
+	for (size_t w = 0, end, z; w < nw && !ret; w = z) {
+		if (!words[w]) {
+			z = w + 1;
 			continue;
 		}
-		end = run_end(words, sel, w, nw, &next);
-		ret = fs_pwrite_full(fd, words + w, (end - w) * sizeof(uint64_t),
-				     (off_t)(OV_STATE_HDR + w * sizeof(uint64_t)));
+		for (end = w + 1, z = w + 1; z < nw && z - end < RUN_GAP; z++)
+			if (words[z])
+				end = z + 1;
+		ret = put_words(fd, words, w, end);
+	}
+	return ret;
+}
+
+/* The words idx[0..n) (ascending) of words to their places, a run at a time. */
+static int put_list(int fd, const uint64_t *words, const size_t *idx, size_t n)
+{
+	int ret = 0;
+
+	for (size_t i = 0, j; i < n && !ret; i = j) {
+		for (j = i + 1; j < n && idx[j] - idx[j - 1] <= RUN_GAP; j++)
+			;
+		ret = put_words(fd, words, idx[i], idx[j - 1] + 1);
 	}
 	return ret;
 }
@@ -168,7 +172,7 @@ static int live_start(struct overlay *ov, int fd, const uint8_t boot[BOOT_ID_LEN
 	    ftruncate(fd, (off_t)(OV_STATE_HDR + nw * sizeof(uint64_t))) < 0)
 		return -errno;
 	bitmap_reserve(fd, nw);
-	ret = put_runs(fd, ov->words, NULL, nw);
+	ret = put_nonzero(fd, ov->words, nw);
 	if (ret)
 		return ret;
 	memcpy(h.magic, OV_LIVE_MAGIC, sizeof(h.magic));
@@ -210,18 +214,25 @@ static int live_open_reader(struct overlay *ov, const char *path, const char **w
 	return ret < 0 ? ret : 0;
 }
 
-/* Words of a writer: durable (as OVERLAY.state holds them), touched and staged (none). */
+/* A writer's words: durable (as OVERLAY.state holds them), touched (none). */
 static int live_alloc(struct overlay *ov)
 {
-	size_t nw = ov_words(ov->blocks), nb = ov_bitwords(nw);
+	size_t nw = ov_words(ov->blocks);
 
 	ov->durable = malloc(nw * sizeof(uint64_t));
-	ov->touched = calloc(nb, sizeof(uint64_t));
-	ov->staged = calloc(nb, sizeof(uint64_t));
-	if (!ov->durable || !ov->touched || !ov->staged)
+	ov->touched = calloc(ov_bitwords(nw), sizeof(uint64_t));
+	if (!ov->durable || !ov->touched)
 		return -ENOMEM;
 	memcpy(ov->durable, ov->words, nw * sizeof(uint64_t));
 	return 0;
+}
+
+void ov_live_free(struct overlay *ov)
+{
+	if (ov->live_fd >= 0)
+		close(ov->live_fd);
+	free(ov->durable);
+	free(ov->touched);
 }
 
 int ov_live_open(struct overlay *ov, const char **why)
@@ -254,72 +265,147 @@ int ov_live_open(struct overlay *ov, const char **why)
 	bitmap_reserve(ov->live_fd, ov_words(ov->blocks));
 	/* a server that died in this boot: what it had not flushed is to be flushed */
 	for (size_t w = 0; w < ov_words(ov->blocks); w++)
-		if (ov->words[w] != ov->durable[w])
+		if (ov->words[w] != ov->durable[w]) {
 			bit_set(ov->touched, w);
+			ov->n_touched++;
+		}
 	return 0;
 }
 
 int ov_live_mark(struct overlay *ov, size_t first, size_t last)
 {
-	for (size_t w = first; w <= last; w++)
+	for (size_t w = first; w <= last; w++) {
+		if (!bit_test(ov->touched, w))
+			ov->n_touched++;
 		bit_set(ov->touched, w);
+	}
 	return fs_pwrite_full(ov->live_fd, ov->words + first, (last - first + 1) * sizeof(uint64_t),
 			      (off_t)(OV_STATE_HDR + first * sizeof(uint64_t)));
 }
 
-/* Under both locks: the touched words become the staged ones, their values durable's. */
-static uint64_t live_stage(struct overlay *ov)
-{
-	size_t nb = ov_bitwords(ov_words(ov->blocks));
-	uint64_t *t = ov->touched, n = 0;
+/*
+ * Flushes. Each takes the touched words (their numbers and values, under lock) and a
+ * number in order, makes the data durable, writes the words it took into OVERLAY.state
+ * (after the flushes before it wrote theirs: a word never goes back to an older value),
+ * and makes that durable. They run at once, as fdatasync calls may; each completes after
+ * the ones before it (their words may hold its writes' states), and one before it that
+ * failed after it took its words (their words are touched again) makes it flush again.
+ */
+struct flush_take {
+	uint64_t seq, done;   /* its number; the newest complete when it took its words */
+	size_t n, *idx;       /* the words it took, ascending */
+	uint64_t *val;        /* their values then */
+};
 
-	ov->touched = ov->staged; /* empty */
-	ov->staged = t;
-	for (size_t i = 0; i < nb; i++) {
-		for (uint64_t m = t[i]; m; m &= m - 1) {
+/* Under lock: take the touched words, their values, and a number. */
+static int flush_take(struct overlay *ov, struct flush_take *t)
+{
+	size_t nb = ov_bitwords(ov_words(ov->blocks)), k = 0;
+
+	t->n = ov->n_touched;
+	t->idx = malloc((t->n ? t->n : 1) * sizeof(*t->idx));
+	t->val = malloc((t->n ? t->n : 1) * sizeof(*t->val));
+	if (!t->idx || !t->val)
+		return -ENOMEM;
+	for (size_t i = 0; i < nb && k < t->n; i++) {
+		for (uint64_t m = ov->touched[i]; m; m &= m - 1) {
 			size_t w = i * 64 + (size_t)__builtin_ctzll(m);
 
-			ov->durable[w] = ov->words[w];
-			n++;
+			t->idx[k] = w;
+			t->val[k++] = ov->words[w];
 		}
+		ov->touched[i] = 0;
 	}
-	return n;
+	ov->n_touched = 0;
+	t->seq = ++ov->flush_seq;
+	pthread_mutex_lock(&ov->flush_lock);
+	t->done = ov->flush_done;
+	pthread_mutex_unlock(&ov->flush_lock);
+	return 0;
+}
+
+/* Under flush_lock: wait until the flushes before t passed *stage (flush_put, flush_done). */
+static void flush_wait(struct overlay *ov, const struct flush_take *t, const uint64_t *stage)
+{
+	while (*stage != t->seq - 1)
+		pthread_cond_wait(&ov->flush_cond, &ov->flush_lock);
+}
+
+/* After the flushes before t: its words (with put, else none) into OVERLAY.state's cache. */
+static int flush_put(struct overlay *ov, const struct flush_take *t, bool put)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&ov->flush_lock);
+	flush_wait(ov, t, &ov->flush_put);
+	if (put) {
+		for (size_t k = 0; k < t->n; k++)
+			ov->durable[t->idx[k]] = t->val[k];
+		/* what the page cache holds: the words between them written again as they are */
+		ret = put_list(ov->state_fd, ov->durable, t->idx, t->n);
+	}
+	ov->flush_put = t->seq;
+	pthread_cond_broadcast(&ov->flush_cond);
+	pthread_mutex_unlock(&ov->flush_lock);
+	return ret;
+}
+
+/* The words taken touched again (their flush failed: the next takes them). */
+static void flush_untake(struct overlay *ov, const struct flush_take *t)
+{
+	pthread_mutex_lock(&ov->lock);
+	for (size_t k = 0; k < t->n; k++) {
+		if (!bit_test(ov->touched, t->idx[k]))
+			ov->n_touched++;
+		bit_set(ov->touched, t->idx[k]);
+	}
+	pthread_mutex_unlock(&ov->lock);
+}
+
+/* Complete t after those before it; true when one of them failed after t took its words. */
+static bool flush_complete(struct overlay *ov, const struct flush_take *t, int ret)
+{
+	bool again;
+
+	pthread_mutex_lock(&ov->flush_lock);
+	flush_wait(ov, t, &ov->flush_done);
+	ov->flush_done = t->seq;
+	again = !ret && ov->flush_failed > t->done;
+	if (ret)
+		ov->flush_failed = t->seq;
+	pthread_cond_broadcast(&ov->flush_cond);
+	pthread_mutex_unlock(&ov->flush_lock);
+	return again;
 }
 
 int ov_live_flush(struct overlay *ov)
 {
-	size_t nw = ov_words(ov->blocks), nb = ov_bitwords(nw);
-	uint64_t want, seq, n;
-	int ret;
+	struct flush_take t;
+	bool again;
+	int ret, r2;
 
-	pthread_mutex_lock(&ov->lock);
-	want = ov->flush_seq + 1;
-	pthread_mutex_unlock(&ov->lock);
-	pthread_mutex_lock(&ov->flush_lock);
-	/* a flush that took the words after this one was asked for, and completed: enough */
-	if (ov->flush_done >= want) {
-		pthread_mutex_unlock(&ov->flush_lock);
-		return 0;
-	}
-	pthread_mutex_lock(&ov->lock);
-	seq = ++ov->flush_seq;
-	n = live_stage(ov);
-	pthread_mutex_unlock(&ov->lock);
-	/* every state staged is of a write whose data was written before: that data first */
-	ret = uring_fdatasync(ov->fd);
-	if (!ret && n)
-		ret = put_runs(ov->state_fd, ov->durable, ov->staged, nw);
-	if (!ret && n)
-		ret = uring_fdatasync(ov->state_fd);
-	if (ret) {
+	do {
+		memset(&t, 0, sizeof(t));
 		pthread_mutex_lock(&ov->lock);
-		for (size_t i = 0; i < nb; i++)
-			ov->touched[i] |= ov->staged[i];
+		ret = flush_take(ov, &t);
 		pthread_mutex_unlock(&ov->lock);
-	} else {
-		ov->flush_done = seq;
-	}
-	memset(ov->staged, 0, nb * sizeof(uint64_t));
-	pthread_mutex_unlock(&ov->flush_lock);
+		if (ret) {
+			free(t.idx);
+			free(t.val);
+			return ret; /* nothing taken, no number */
+		}
+		/* every state taken is of a write whose data was written before: that first */
+		ret = uring_fdatasync(ov->fd);
+		r2 = flush_put(ov, &t, !ret && t.n);
+		if (!ret)
+			ret = r2;
+		if (!ret && t.n)
+			ret = uring_fdatasync(ov->state_fd);
+		if (ret)
+			flush_untake(ov, &t);
+		again = flush_complete(ov, &t, ret);
+		free(t.idx);
+		free(t.val);
+	} while (again);
 	return ret;
 }

@@ -379,6 +379,7 @@ static int ov_init_locks(struct overlay *ov)
 		return -ret;
 	pthread_mutex_init(&ov->lock, NULL);
 	pthread_mutex_init(&ov->flush_lock, NULL);
+	pthread_cond_init(&ov->flush_cond, NULL);
 	pthread_cond_init(&ov->cow_done, NULL);
 	return 0;
 }
@@ -389,12 +390,8 @@ static void ov_free(struct overlay *ov)
 		close(ov->fd);
 	if (ov->state_fd >= 0)
 		close(ov->state_fd);
-	if (ov->live_fd >= 0)
-		close(ov->live_fd);
+	ov_live_free(ov);
 	free(ov->words);
-	free(ov->touched);
-	free(ov->staged);
-	free(ov->durable);
 	free(ov->path);
 	free(ov);
 }
@@ -481,6 +478,7 @@ void overlay_close(struct overlay *ov)
 	if (!ov)
 		return;
 	pthread_cond_destroy(&ov->cow_done);
+	pthread_cond_destroy(&ov->flush_cond);
 	pthread_mutex_destroy(&ov->flush_lock);
 	pthread_mutex_destroy(&ov->lock);
 	pthread_rwlock_destroy(&ov->io_lock);

@@ -72,7 +72,7 @@ int overlay_read(struct overlay *ov, uint64_t block, uint32_t n, void *buf);
 int overlay_write(struct overlay *ov, uint64_t block, uint32_t n, const void *buf);
 /* Punch the range out of OVERLAY and mark it zeroed. */
 int overlay_zero(struct overlay *ov, uint64_t block, uint64_t n);
-/* Data, then state, durable; flushes asked for at once share one. */
+/* Data, then state, durable. Flushes run at once; each returns after those before it. */
 int overlay_flush(struct overlay *ov);
 
 struct overlay_stats {

@@ -164,16 +164,19 @@ struct overlay {
 	uint64_t dirty, zero;
 	uint64_t instance;                  /* the state file's */
 	/*
-	 * Writers only. live_fd: OVERLAY.live. touched: a bit per word of words changed since
-	 * a flush last took it (under lock). Under flush_lock: durable, the words as
-	 * OVERLAY.state holds them once the flush under way is done; staged, the words that
-	 * flush writes; flush_seq, flushes that took their words, flush_done, the newest of
-	 * them that completed (a flush asked before another took its words needs no more).
+	 * Writers only (ov_live.c). live_fd: OVERLAY.live. Under lock: touched, a bit per
+	 * word of words changed since a flush last took it, n_touched of them; flush_seq, the
+	 * flushes that took their words. Under flush_lock: durable, the words as OVERLAY.state
+	 * (its page cache) holds them; flush_put and flush_done, the newest flush that wrote
+	 * its words there and that completed (both in order, flush_cond); flush_failed, the
+	 * newest that failed.
 	 */
 	int live_fd;
-	uint64_t *touched, *staged, *durable;
-	uint64_t flush_seq, flush_done;
+	uint64_t *touched, *durable;
+	size_t n_touched;
+	uint64_t flush_seq, flush_put, flush_done, flush_failed;
 	pthread_mutex_t flush_lock;
+	pthread_cond_t flush_cond;
 	uint64_t writes, flushes, snapshot_copies;
 	int state_err;                      /* the first failed state write; flush reports it */
 	struct ov_room room;                /* running out of room, said once an episode */
@@ -191,6 +194,8 @@ struct overlay {
 int ov_live_open(struct overlay *ov, const char **why);
 int ov_live_mark(struct overlay *ov, size_t first, size_t last);
 int ov_live_flush(struct overlay *ov);
+/* The writer's memory and OVERLAY.live closed (ov_free). */
+void ov_live_free(struct overlay *ov);
 /* The state file's header block written again (version 2, a new instance), made durable. */
 int ov_state_upgrade(struct overlay *ov);
 
