@@ -473,6 +473,17 @@ int overlay_open_existing(const char *path, bool read_only, struct overlay **out
 	return ov_open(path, read_only, false, 0, NULL, out, why);
 }
 
+void overlay_remove(const char *path)
+{
+	char p[PATH_MAX];
+
+	if (!ov_live_path(path, p, sizeof(p)))
+		unlink(p);
+	if (!ov_state_path(path, p, sizeof(p)))
+		unlink(p);
+	unlink(path);
+}
+
 void overlay_close(struct overlay *ov)
 {
 	if (!ov)

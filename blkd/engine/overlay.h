@@ -50,6 +50,11 @@ void overlay_close(struct overlay *ov);
  */
 int overlay_open_existing(const char *path, bool read_only, struct overlay **out,
 			  const char **why);
+/*
+ * Remove the files of the overlay at path (OVERLAY, OVERLAY.state, OVERLAY.live; missing
+ * ones are fine): what a command that made one and then failed leaves behind.
+ */
+void overlay_remove(const char *path);
 const uint8_t *overlay_layout_digest(const struct overlay *ov);
 uint64_t overlay_disk_bytes(const struct overlay *ov);
 

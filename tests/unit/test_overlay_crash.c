@@ -339,7 +339,7 @@ static void test_snapshot_between_flushes(void **state)
 	overlay_close(ro);
 }
 
-/* Overlay apply removes the old live file: its states are not the new overlay's. */
+/* Overlay apply removes the old live file: its states are not the new overlay's. Removal. */
 static void test_apply_drops_live(void **state)
 {
 	struct fx *f = *state;
@@ -357,6 +357,10 @@ static void test_apply_drops_live(void **state)
 	ov = ov_open(f, false);
 	assert_int_equal(overlay_state(ov, 7), OV_CLEAN);
 	overlay_close(ov);
+	/* and overlay_remove takes all three files */
+	assert_true(path_exists(f->live) && path_exists(f->state) && path_exists(f->ov));
+	overlay_remove(f->ov);
+	assert_false(path_exists(f->live) || path_exists(f->state) || path_exists(f->ov));
 }
 
 /* A version 1 state file (before OVERLAY.live) opens; a writer makes it version 2. */
