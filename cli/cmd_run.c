@@ -379,7 +379,7 @@ static int run_vm(struct run_args *a)
 	if (a->restore && run_restore_open(a, &a->vo.restore)) {
 		vm_snapshot_close(a->vo.restore);
 		if (ov_new)
-			unlink(a->eo.overlay_path);
+			overlay_remove(a->eo.overlay_path);
 		return 1;
 	}
 	if (a->layout && !a->vo.initrd && !a->restore && !a->vo.resume) {
@@ -425,7 +425,7 @@ static int run_vm(struct run_args *a)
 		blkd_engine_close(e);
 	}
 	if (ret && ov_new && !vm_snapshot_ram_ok(a->vo.restore))
-		unlink(a->eo.overlay_path);
+		overlay_remove(a->eo.overlay_path);
 	vm_snapshot_close(a->vo.restore);
 	return ret ? 1 : status;
 }

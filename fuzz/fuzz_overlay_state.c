@@ -5,10 +5,15 @@
  * of equal state across the disk, a read of the first dirty block, and a snapshot of it
  * to a delta (`lazyblk snapshot`). The header crc32c is recomputed first; the data file
  * is made (sparse) the size the header says, up to DISK_MAX (past it: empty, refused).
+ * Beside it, OVERLAY.live of this boot (boot_id_set_for_test) for the state file's
+ * instance and block count, holding the same bitmap bytes: the live file's reader runs on
+ * every input whose state header is of version 2.
  */
 #include "fuzz.h"
 #include "../blkd/engine/overlay.h"
 #include "../blkd/engine/overlay_int.h"
+#include "../common/boot_id.h"
+#include "../common/crc32c.h"
 
 #define DISK_MAX (256ull << 20)
 #define RUNS_MAX 4096 /* runs walked per input */
@@ -30,6 +35,32 @@ static void walk(struct overlay *ov)
 	}
 }
 
+/* OVERLAY.live for the state file buf: a header naming this boot, then buf's bitmap. */
+static void live_write(const uint8_t *buf, size_t size)
+{
+	static const uint8_t boot[BOOT_ID_LEN] = { 'f', 'u', 'z', 'z' };
+	struct ov_live_header h = { .magic = OV_LIVE_MAGIC, .version = OV_LIVE_VERSION };
+	char path[PATH_MAX];
+	uint8_t *live;
+
+	if (size < sizeof(struct ov_state_header))
+		return;
+	boot_id_set_for_test(boot);
+	h.block_count = fuzz_le64(buf, size, offsetof(struct ov_state_header, block_count));
+	h.instance = fuzz_le64(buf, size, offsetof(struct ov_state_header, instance));
+	memcpy(h.boot_id, boot, BOOT_ID_LEN);
+	h.header_crc = crc32c(~0u, &h, sizeof(h));
+	live = calloc(1, size > OV_STATE_HDR ? size : OV_STATE_HDR);
+	if (!live)
+		abort();
+	memcpy(live, &h, sizeof(h));
+	if (size > OV_STATE_HDR)
+		memcpy(live + OV_STATE_HDR, buf + OV_STATE_HDR, size - OV_STATE_HDR);
+	fuzz_write_file(fuzz_path(path, sizeof(path), "ov.live"), live,
+			size > OV_STATE_HDR ? size : OV_STATE_HDR);
+	free(live);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	uint8_t *buf = fuzz_dup(data, size);
@@ -43,6 +74,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		     offsetof(struct ov_state_header, header_crc));
 	disk_bytes = fuzz_le64(buf, size, offsetof(struct ov_state_header, disk_bytes));
 	fuzz_write_file(fuzz_path(state, sizeof(state), "ov.state"), buf, size);
+	live_write(buf, size);
 	free(buf);
 	fd = open(fuzz_path(ov_path, sizeof(ov_path), "ov"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	if (fd < 0 || ftruncate(fd, disk_bytes <= DISK_MAX ? (off_t)disk_bytes : 0) < 0)

@@ -300,9 +300,7 @@ static void tmpdir_remove(const char *dir)
 	if (!dir[0])
 		return;
 	snprintf(p, sizeof(p), "%s/overlay", dir);
-	unlink(p);
-	snprintf(p, sizeof(p), "%s/overlay.state", dir);
-	unlink(p);
+	overlay_remove(p);
 	rmdir(dir);
 }
 

@@ -217,14 +217,17 @@ static int tmp_open(const char *path, const char *suffix, char tmp[PATH_MAX], in
 /*
  * Replace OVERLAY.state and OVERLAY. The old state goes first: if we are interrupted,
  * OVERLAY is left without a state file, which opening refuses, rather than with a state
- * that does not describe its data.
+ * that does not describe its data. The old OVERLAY.live goes with it (it names the old
+ * state file's instance, so it would not be believed anyway).
  */
 static int apply_commit(struct apply *a, const char *path, const char **why)
 {
-	char state_path[PATH_MAX], dir[PATH_MAX];
+	char state_path[PATH_MAX], live_path[PATH_MAX], dir[PATH_MAX];
 	int lock_fd, ret;
 
 	ret = ov_state_path(path, state_path, sizeof(state_path));
+	if (!ret)
+		ret = ov_live_path(path, live_path, sizeof(live_path));
 	if (ret)
 		return ret;
 	/* a link there is not followed; O_RDWR does not block on a FIFO (flock then fails) */
@@ -237,6 +240,8 @@ static int apply_commit(struct apply *a, const char *path, const char **why)
 			*why = "overlay is in use by another process";
 	}
 	if (!ret && lock_fd >= 0 && unlink(state_path) < 0)
+		ret = -errno;
+	if (!ret && unlink(live_path) < 0 && errno != ENOENT)
 		ret = -errno;
 	if (!ret)
 		ret = fs_output_check(state_path);

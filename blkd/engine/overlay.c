@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The overlay: OVERLAY (sparse data, block i at i * 4096) and OVERLAY.state (a header and
- * 2 bits per block). Data is read and written outside any lock; a state change updates
- * the in-memory bitmap and writes the bytes it touched back to the state file under the
- * mutex, so the file never goes back to an older value and kill -9 loses nothing the
- * kernel has. Data is written before its block is marked dirty: a block is never dirty
- * with data that was not written.
+ * The overlay: OVERLAY (sparse data, block i at i * 4096), OVERLAY.state (a header and
+ * 2 bits per block, as of the last flush) and OVERLAY.live (the states now, ov_live.c).
+ * Data is read and written outside any lock; a state change updates the in-memory bitmap
+ * and writes the bytes it touched to OVERLAY.live under the mutex, so the file never goes
+ * back to an older value and kill -9 loses nothing the kernel has. Data is written before
+ * its block is marked dirty: a block is never dirty with data that was not written; and
+ * OVERLAY.state takes a change only once a flush made its data durable.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -94,10 +96,24 @@ static uint32_t state_crc(const struct ov_state_header *hdr)
 	return crc32c(~0u, &h, sizeof(h));
 }
 
-/* The header of a state file for a disk; fills in the checksum. */
-static void ov_state_header_init(struct ov_state_header *h, uint64_t disk_bytes,
-				 const uint8_t digest[SHA256_LEN])
+/* A new state file's instance: random, never 0 (a version 1 file's). */
+static int ov_instance_new(uint64_t *out)
 {
+	uint64_t v = 0;
+
+	while (!v)
+		if (getrandom(&v, sizeof(v), 0) != (ssize_t)sizeof(v) && errno != EINTR)
+			return -errno;
+	*out = v;
+	return 0;
+}
+
+/* The header of a state file for a disk; fills in the checksum. */
+static int ov_state_header_init(struct ov_state_header *h, uint64_t disk_bytes,
+				const uint8_t digest[SHA256_LEN])
+{
+	int ret;
+
 	memset(h, 0, sizeof(*h));
 	memcpy(h->magic, OV_STATE_MAGIC, sizeof(h->magic));
 	h->version = OV_STATE_VERSION;
@@ -105,7 +121,10 @@ static void ov_state_header_init(struct ov_state_header *h, uint64_t disk_bytes,
 	h->disk_bytes = disk_bytes;
 	h->block_count = disk_bytes / OV_BLOCK;
 	memcpy(h->layout_digest, digest, SHA256_LEN);
-	h->header_crc = state_crc(h);
+	ret = ov_instance_new(&h->instance);
+	if (!ret)
+		h->header_crc = state_crc(h);
+	return ret;
 }
 
 int ov_state_fill(int fd, uint64_t disk_bytes, const uint8_t digest[SHA256_LEN],
@@ -115,8 +134,9 @@ int ov_state_fill(int fd, uint64_t disk_bytes, const uint8_t digest[SHA256_LEN],
 	uint8_t block[OV_STATE_HDR] = { 0 };
 	int ret;
 
-	ov_state_header_init((struct ov_state_header *)block, disk_bytes, digest);
-	ret = fs_pwrite_full(fd, block, sizeof(block), 0);
+	ret = ov_state_header_init((struct ov_state_header *)block, disk_bytes, digest);
+	if (!ret)
+		ret = fs_pwrite_full(fd, block, sizeof(block), 0);
 	if (!ret && words)
 		ret = fs_pwrite_full(fd, words, bytes, OV_STATE_HDR);
 	if (!ret && ftruncate(fd, (off_t)(OV_STATE_HDR + bytes)) < 0)
@@ -131,13 +151,33 @@ int ov_state_path(const char *path, char *buf, size_t len)
 	return snprintf(buf, len, "%s.state", path) >= (int)len ? -ENAMETOOLONG : 0;
 }
 
+int ov_state_upgrade(struct overlay *ov)
+{
+	struct ov_state_header h;
+	int ret = fs_pread_full(ov->state_fd, &h, sizeof(h), 0);
+
+	if (ret)
+		return ret;
+	h.version = OV_STATE_VERSION;
+	ret = ov_instance_new(&h.instance);
+	if (ret)
+		return ret;
+	h.header_crc = state_crc(&h);
+	ret = fs_pwrite_full(ov->state_fd, &h, sizeof(h), 0);
+	if (!ret)
+		ret = uring_fdatasync(ov->state_fd);
+	if (!ret)
+		ov->instance = h.instance;
+	return ret;
+}
+
 /* The header against what the caller expects (want_* may be NULL / 0: anything). */
 static int state_check_header(const struct ov_state_header *h, uint64_t size,
 			      uint64_t want_bytes, const uint8_t *want_digest, const char **why)
 {
 	uint64_t need;
 
-	if (h->version != OV_STATE_VERSION)
+	if (h->version != OV_STATE_VERSION && h->version != 1)
 		return bad(why, "unsupported overlay state version");
 	if (h->header_crc != state_crc(h))
 		return bad(why, "state header checksum mismatch (file corrupt)");
@@ -149,6 +189,8 @@ static int state_check_header(const struct ov_state_header *h, uint64_t size,
 	for (size_t i = 0; i < sizeof(h->reserved); i++)
 		if (h->reserved[i])
 			return bad(why, "state header reserved bytes not zero (file corrupt)");
+	if ((h->version == 1) != !h->instance)
+		return bad(why, "bad instance in the state file (file corrupt)");
 	if (want_digest && memcmp(h->layout_digest, want_digest, SHA256_LEN))
 		return bad(why, "overlay belongs to another layout");
 	if (want_bytes && h->disk_bytes != want_bytes)
@@ -160,23 +202,21 @@ static int state_check_header(const struct ov_state_header *h, uint64_t size,
 	return 0;
 }
 
-/* Every state valid (no 3), padding clean; counts. */
-static int state_check_bits(struct overlay *ov, const char **why)
+bool ov_bits_valid(const uint64_t *words, uint64_t blocks, uint64_t *dirty, uint64_t *zero)
 {
-	size_t nw = ov_words(ov->blocks);
-	unsigned int tail = (unsigned int)(ov->blocks % 32);
+	size_t nw = ov_words(blocks);
+	unsigned int tail = (unsigned int)(blocks % 32);
 
+	*dirty = *zero = 0;
 	for (size_t w = 0; w < nw; w++) {
-		uint64_t x = ov->words[w];
+		uint64_t x = words[w];
 
 		if (x & (x >> 1) & OV_LO)
-			return bad(why, "invalid block state in the state file (file corrupt)");
-		ov->dirty += ov_count_dirty(x);
-		ov->zero += ov_count_zero(x);
+			return false;
+		*dirty += ov_count_dirty(x);
+		*zero += ov_count_zero(x);
 	}
-	if (tail && (ov->words[nw - 1] & ~state_mask(0, tail)))
-		return bad(why, "state bitmap padding not clean (file corrupt)");
-	return 0;
+	return !tail || !(words[nw - 1] & ~state_mask(0, tail));
 }
 
 static int state_load(struct overlay *ov, uint64_t want_bytes, const uint8_t *want_digest,
@@ -206,13 +246,16 @@ static int state_load(struct overlay *ov, uint64_t want_bytes, const uint8_t *wa
 		return ret;
 	ov->blocks = h.block_count;
 	ov->disk_bytes = h.disk_bytes;
+	ov->instance = h.instance;
 	memcpy(ov->digest, h.layout_digest, SHA256_LEN);
 	bytes = ov_words(ov->blocks) * sizeof(uint64_t);
 	ov->words = malloc(bytes);
 	if (!ov->words)
 		return -ENOMEM;
 	ret = fs_pread_full(ov->state_fd, ov->words, bytes, OV_STATE_HDR);
-	return ret ? ret : state_check_bits(ov, why);
+	if (!ret && !ov_bits_valid(ov->words, ov->blocks, &ov->dirty, &ov->zero))
+		ret = bad(why, "invalid block state or padding in the state file (file corrupt)");
+	return ret;
 }
 
 /* ------------------------------------------------------------------ open / create */
@@ -223,7 +266,7 @@ static int state_load(struct overlay *ov, uint64_t want_bytes, const uint8_t *wa
  * FIFO planted there (O_NONBLOCK, cleared at once: io_uring would honour it; the files
  * are then checked to be regular with fstat).
  */
-static int ov_open_file(const char *path, int flags, mode_t mode)
+int ov_open_file(const char *path, int flags, mode_t mode)
 {
 	int fd = open(path, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode), fl;
 
@@ -335,6 +378,8 @@ static int ov_init_locks(struct overlay *ov)
 	if (ret)
 		return -ret;
 	pthread_mutex_init(&ov->lock, NULL);
+	pthread_mutex_init(&ov->flush_lock, NULL);
+	pthread_cond_init(&ov->flush_cond, NULL);
 	pthread_cond_init(&ov->cow_done, NULL);
 	return 0;
 }
@@ -345,6 +390,7 @@ static void ov_free(struct overlay *ov)
 		close(ov->fd);
 	if (ov->state_fd >= 0)
 		close(ov->state_fd);
+	ov_live_free(ov);
 	free(ov->words);
 	free(ov->path);
 	free(ov);
@@ -367,7 +413,7 @@ static int ov_open(const char *path, bool read_only, bool create, uint64_t want_
 	ov = calloc(1, sizeof(*ov));
 	if (!ov)
 		return -ENOMEM;
-	ov->fd = ov->state_fd = -1;
+	ov->fd = ov->state_fd = ov->live_fd = -1;
 	ov->read_only = read_only;
 	ov->path = strdup(path);
 	if (!ov->path) {
@@ -402,6 +448,8 @@ static int ov_open(const char *path, bool read_only, bool create, uint64_t want_
 	if (!ret)
 		ret = ov_open_data(ov, why);
 	if (!ret)
+		ret = ov_live_open(ov, why);
+	if (!ret)
 		ret = ov_init_locks(ov);
 	if (ret) {
 		ov_free(ov);
@@ -425,11 +473,24 @@ int overlay_open_existing(const char *path, bool read_only, struct overlay **out
 	return ov_open(path, read_only, false, 0, NULL, out, why);
 }
 
+void overlay_remove(const char *path)
+{
+	char p[PATH_MAX];
+
+	if (!ov_live_path(path, p, sizeof(p)))
+		unlink(p);
+	if (!ov_state_path(path, p, sizeof(p)))
+		unlink(p);
+	unlink(path);
+}
+
 void overlay_close(struct overlay *ov)
 {
 	if (!ov)
 		return;
 	pthread_cond_destroy(&ov->cow_done);
+	pthread_cond_destroy(&ov->flush_cond);
+	pthread_mutex_destroy(&ov->flush_lock);
 	pthread_mutex_destroy(&ov->lock);
 	pthread_rwlock_destroy(&ov->io_lock);
 	ov_free(ov);
@@ -480,7 +541,7 @@ uint64_t overlay_run(struct overlay *ov, uint64_t block, enum ov_state *state)
 }
 
 /*
- * Mark [b, b + n) and write the bytes of the state file that changed. grew (may be NULL):
+ * Mark [b, b + n) and write the words that changed to OVERLAY.live. grew (may be NULL):
  * blocks became dirty that were not (the write took new room in OVERLAY).
  */
 static int ov_mark(struct overlay *ov, uint64_t b, uint64_t n, enum ov_state st, bool write,
@@ -492,10 +553,7 @@ static int ov_mark(struct overlay *ov, uint64_t b, uint64_t n, enum ov_state st,
 	pthread_mutex_lock(&ov->lock);
 	dirty = ov->dirty;
 	if (ov_bits_set(ov->words, b, n, st, &ov->dirty, &ov->zero)) {
-		uint64_t first = b / 32 * 8, last = (b + n - 1) / 32 * 8 + 8;
-
-		ret = fs_pwrite_full(ov->state_fd, (const uint8_t *)ov->words + first,
-				     (size_t)(last - first), (off_t)(OV_STATE_HDR + first));
+		ret = ov_live_mark(ov, (size_t)(b / 32), (size_t)((b + n - 1) / 32));
 		if (ret && !ov->state_err)
 			ov->state_err = ret;
 	}
@@ -611,10 +669,8 @@ int overlay_flush(struct overlay *ov)
 
 	if (ov->read_only)
 		return 0;
-	/* the data first, then the states that point at it */
-	ret = uring_fdatasync(ov->fd);
-	if (!ret)
-		ret = uring_fdatasync(ov->state_fd);
+	/* the data first, then the states that point at it (ov_live.c) */
+	ret = ov_live_flush(ov);
 	pthread_mutex_lock(&ov->lock);
 	ov->flushes++;
 	if (!ret)

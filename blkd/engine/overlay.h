@@ -6,12 +6,12 @@
  * zeroed (reads as zeros; its range of OVERLAY is a hole), and the digest of the layout
  * the overlay belongs to. Format in docs/formats.md.
  *
- * Durability: every state change is written to OVERLAY.state as it happens (so kill -9
- * loses nothing the kernel has); overlay_flush() makes the data durable first and then
- * the state, so after a host crash every flushed write is there. Between flushes the
- * kernel may write a state change back before its data: after a host crash, a block
- * first written since the last flush may be dirty with no data (zeros), a known defect
- * (docs/reliability.md). Thread-safe.
+ * Durability: every state change is written to OVERLAY.live as it happens (so kill -9
+ * loses nothing the kernel has: reopened in the same boot, OVERLAY.live is believed);
+ * overlay_flush() makes the data durable and then writes the changed states into
+ * OVERLAY.state and makes them durable, so after a host crash (another boot: OVERLAY.live
+ * is not read) every flushed write is there, and a block changed since reads as it did at
+ * the last flush, never as zeros it was not given (docs/reliability.md). Thread-safe.
  */
 #ifndef LZ_BLKD_OVERLAY_H
 #define LZ_BLKD_OVERLAY_H
@@ -33,9 +33,10 @@ enum ov_state {
 struct overlay;
 
 /*
- * Open OVERLAY (and OVERLAY.state); with create, make both if missing. An existing
- * overlay must be for the same layout digest and disk size: otherwise -EBADMSG / why
- * ("overlay belongs to another layout", "truncated state file", ...).
+ * Open OVERLAY (and OVERLAY.state, OVERLAY.live); with create, make them if missing. An
+ * existing overlay must be for the same layout digest and disk size: otherwise -EBADMSG /
+ * why ("overlay belongs to another layout", "truncated state file", ...). Needs the
+ * kernel's boot id (common/boot_id.h); a version 1 state file is made version 2.
  */
 int overlay_open(const char *path, uint64_t disk_bytes, const uint8_t layout_digest[SHA256_LEN],
 		 bool create, struct overlay **out, const char **why);
@@ -49,6 +50,11 @@ void overlay_close(struct overlay *ov);
  */
 int overlay_open_existing(const char *path, bool read_only, struct overlay **out,
 			  const char **why);
+/*
+ * Remove the files of the overlay at path (OVERLAY, OVERLAY.state, OVERLAY.live; missing
+ * ones are fine): what a command that made one and then failed leaves behind.
+ */
+void overlay_remove(const char *path);
 const uint8_t *overlay_layout_digest(const struct overlay *ov);
 uint64_t overlay_disk_bytes(const struct overlay *ov);
 
@@ -71,7 +77,7 @@ int overlay_read(struct overlay *ov, uint64_t block, uint32_t n, void *buf);
 int overlay_write(struct overlay *ov, uint64_t block, uint32_t n, const void *buf);
 /* Punch the range out of OVERLAY and mark it zeroed. */
 int overlay_zero(struct overlay *ov, uint64_t block, uint64_t n);
-/* Data, then state, durable. */
+/* Data, then state, durable. Flushes run at once; each returns after those before it. */
 int overlay_flush(struct overlay *ov);
 
 struct overlay_stats {

@@ -8,6 +8,12 @@
  * per little-endian 64-bit word (block i: bits 2*(i%32) of word i/32), the last word
  * padded with clean (0) blocks. The in-memory bitmap is the same array of words, so a
  * state change is written back as the few bytes it touched, and loading is one pread.
+ *
+ * Live state file (OVERLAY.live, ov_live.c): the same bitmap behind a header that names
+ * the kernel's boot id. A writer writes every state change there at once and into
+ * OVERLAY.state only at a flush, after the data's fdatasync: OVERLAY.state is the state
+ * as of the last flush (what a host crash keeps), OVERLAY.live the state now (what a
+ * killed server leaves), believed only by an open in the same boot (docs/reliability.md).
  */
 #ifndef LZ_BLKD_OVERLAY_INT_H
 #define LZ_BLKD_OVERLAY_INT_H
@@ -16,6 +22,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "../../common/test_hook.h"
 #include "overlay.h"
@@ -24,23 +31,39 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 	       "the state bitmap is read and written as little-endian words in place");
 
 #define OV_STATE_MAGIC "LZBKOVST"
-#define OV_STATE_VERSION 1
+#define OV_STATE_VERSION 2                  /* 1: before OVERLAY.live; read, and upgraded */
 #define OV_STATE_HDR 4096u                  /* header block; the bitmap follows */
 #define OV_MAX_BLOCKS ((uint64_t)INT64_MAX / OV_BLOCK)
 #define OV_LO 0x5555555555555555ULL         /* the low bit of every 2-bit state */
 
 struct ov_state_header {
 	char magic[8];                      /* LZBKOVST */
-	uint32_t version;                   /* 1 */
+	uint32_t version;                   /* 2 (or 1) */
 	uint32_t block_size;                /* 4096 */
 	uint64_t disk_bytes;
 	uint64_t block_count;               /* disk_bytes / 4096 */
 	uint8_t layout_digest[SHA256_LEN];
 	uint32_t flags;                     /* 0 */
 	uint32_t header_crc;                /* crc32c(~0, header with this field 0) */
-	uint8_t reserved[56];
+	uint64_t instance;                  /* random, drawn at creation (v1: 0) */
+	uint8_t reserved[48];
 };
 _Static_assert(sizeof(struct ov_state_header) == 128, "state header is 128 bytes");
+
+#define OV_LIVE_MAGIC "LZBKOVLV"
+#define OV_LIVE_VERSION 1
+
+struct ov_live_header {
+	char magic[8];                      /* LZBKOVLV */
+	uint32_t version;                   /* 1 */
+	uint32_t flags;                     /* 0 */
+	uint64_t block_count;               /* as the state file's */
+	uint64_t instance;                  /* the state file's */
+	uint8_t boot_id[16];                /* the boot that started this file */
+	uint32_t header_crc;                /* crc32c(~0, header with this field 0) */
+	uint8_t reserved[12];
+};
+_Static_assert(sizeof(struct ov_live_header) == 64, "live header is 64 bytes");
 
 /* Words of the 2-bit bitmap for n blocks (its bytes are 8 times that). */
 static inline size_t ov_words(uint64_t blocks)
@@ -92,13 +115,19 @@ bool ov_bits_set(uint64_t *words, uint64_t b, uint64_t n, enum ov_state st, uint
 		 uint64_t *zero);
 
 /*
- * Write a complete state file into the empty fd: the header block and the bitmap
- * (words, or all clean when NULL, as a hole), then fsync it.
+ * Write a complete state file into the empty fd: the header block (a new instance) and the
+ * bitmap (words, or all clean when NULL, as a hole), then fsync it.
  */
 int ov_state_fill(int fd, uint64_t disk_bytes, const uint8_t digest[SHA256_LEN],
 		  const uint64_t *words);
 /* "PATH.state" into buf; -ENAMETOOLONG. */
 int ov_state_path(const char *path, char *buf, size_t len);
+/* "PATH.live" into buf; -ENAMETOOLONG. */
+int ov_live_path(const char *path, char *buf, size_t len);
+/* open(2) of one of the overlay's files: O_NOFOLLOW, and O_NONBLOCK cleared at once. */
+int ov_open_file(const char *path, int flags, mode_t mode);
+/* Every 2-bit state of words valid (no 3), the padding clean; the dirty and zeroed counts. */
+bool ov_bits_valid(const uint64_t *words, uint64_t blocks, uint64_t *dirty, uint64_t *zero);
 
 /*
  * The overlay's no-room episodes: one starts when a write fails with -ENOSPC or -EDQUOT
@@ -131,14 +160,44 @@ struct overlay {
 	pthread_rwlock_t io_lock;
 	pthread_mutex_t lock;               /* everything below */
 	pthread_cond_t cow_done;            /* a block a snapshot copies is no longer busy */
-	uint64_t *words;                    /* the 2-bit states, as in the state file */
+	uint64_t *words;                    /* the 2-bit states now, as in OVERLAY.live */
 	uint64_t dirty, zero;
+	uint64_t instance;                  /* the state file's */
+	/*
+	 * Writers only (ov_live.c). live_fd: OVERLAY.live. Under lock: touched, a bit per
+	 * word of words changed since a flush last took it, n_touched of them; flush_seq, the
+	 * flushes that took their words. Under flush_lock: durable, the words as OVERLAY.state
+	 * (its page cache) holds them; flush_put and flush_done, the newest flush that wrote
+	 * its words there and that completed (both in order, flush_cond); flush_failed, the
+	 * newest that failed.
+	 */
+	int live_fd;
+	uint64_t *touched, *durable;
+	size_t n_touched;
+	uint64_t flush_seq, flush_put, flush_done, flush_failed;
+	pthread_mutex_t flush_lock;
+	pthread_cond_t flush_cond;
 	uint64_t writes, flushes, snapshot_copies;
 	int state_err;                      /* the first failed state write; flush reports it */
 	struct ov_room room;                /* running out of room, said once an episode */
 	struct note_sink notes;
 	struct overlay_snapshot *snap;      /* the running snapshot, if any */
 };
+
+/*
+ * The live state file (ov_live.c). ov_live_open, on an open whose state file is loaded
+ * (ov->words): a live file of this boot and this state file replaces ov->words (read_only
+ * too); a writer then keeps it, or starts a new one from ov->words. ov_live_mark: the
+ * words [first, last] changed (under lock): written to OVERLAY.live, touched. ov_live_flush:
+ * the touched words into OVERLAY.state after the data's fdatasync (overlay_flush).
+ */
+int ov_live_open(struct overlay *ov, const char **why);
+int ov_live_mark(struct overlay *ov, size_t first, size_t last);
+int ov_live_flush(struct overlay *ov);
+/* The writer's memory and OVERLAY.live closed (ov_free). */
+void ov_live_free(struct overlay *ov);
+/* The state file's header block written again (version 2, a new instance), made durable. */
+int ov_state_upgrade(struct overlay *ov);
 
 /* Copy-before-write (ov_snapshot.c): called by writers holding io_lock shared, before
  * they change the data of [b, b + n). Never fails the write; a failed copy fails the

@@ -6,7 +6,9 @@
  *
  *   blkstamp init  --nbd SOCK --journal J --first BLOCK --blocks N
  *   blkstamp write (--nbd SOCK | --vhost-user SOCK) --journal J [--seed S] [--depth D]
- *   blkstamp check --nbd SOCK --journal J
+ *                  [--stop FILE]
+ *   blkstamp check --nbd SOCK --journal J [--crashed]
+ *   blkstamp crash --overlay OVERLAY [--seed S] [--all | --state-first]
  *
  * The disk region [first, first + N) of 4 KiB blocks is stamped: every write fills whole
  * blocks, each with a stamp that names the block and the write's sequence number, and
@@ -25,9 +27,11 @@
  *              must lose nothing acknowledged: lazyblk's overlay says so)
  * and exits 1 if any is not 0. What it read becomes the floor for the next cycle.
  * check --crashed (after `blkstamp crash`, a simulated host crash): acknowledged writes
- * not flushed may be gone, and blocks first written since the last FLUSH that read as
- * zeros are counted apart as "zeroed" (a known defect, docs/reliability.md).
- * Totals over every cycle stay in the journal; `blkstamp stats --journal J` prints them.
+ * not flushed may be gone, but every block still reads as one whole write or its base:
+ * a block first written since the last FLUSH that reads as zeros is counted apart as
+ * "zeroed" (the defect lazyblk had before OVERLAY.live, docs/reliability.md) and fails
+ * the cycle as a torn one does. Totals over every cycle stay in the journal; `blkstamp
+ * stats --journal J` prints them.
  */
 #include <endian.h>
 #include <errno.h>
@@ -636,10 +640,10 @@ static int cmd_check(const char *nbd, const char *jpath, bool crashed)
 		uint64_t b = j.h.first + i, seq = stamp_seq(p, b);
 
 		/*
-		 * A known defect (docs/reliability.md): a block first written since the last
-		 * FLUSH can be marked dirty in OVERLAY.state on disk while its data is not,
-		 * and then reads as zeros after a host crash. Counted apart, so that the soak
-		 * still fails on every other torn block.
+		 * The defect of an overlay whose state reached the disk before the data
+		 * (docs/reliability.md): a block first written since the last FLUSH, marked
+		 * dirty without its data, reads as zeros after a host crash. Named and
+		 * counted apart from the other torn blocks; it fails the cycle as they do.
 		 */
 		if (crashed && !seq && !j.flushed[i] && hash_block(p) != j.base[i] &&
 		    !memcmp(p, zero, BLK)) {
@@ -682,14 +686,16 @@ static int cmd_check(const char *nbd, const char *jpath, bool crashed)
 	       (unsigned long long)j.h.last_flushes, (unsigned long long)lost,
 	       (unsigned long long)lost_acked, (unsigned long long)torn,
 	       (unsigned long long)zeroed);
-	return torn || lost || (lost_acked && !crashed) ? 1 : 0;
+	return torn || lost || zeroed || (lost_acked && !crashed) ? 1 : 0;
 }
 
 /*
  * Undo, in OVERLAY and OVERLAY.state, the pages crashsim.so logged as not yet synced:
- * every one (all), or each with probability 1/2. Empties the logs.
+ * every one (all), each with probability 1/2, or (state_first) every one of OVERLAY and
+ * none of OVERLAY.state, as if the kernel had written the states back and none of the data
+ * (what turned a first write into zeros before OVERLAY.live). Empties the logs.
  */
-static int cmd_crash(const char *ov, uint64_t seed, bool all)
+static int cmd_crash(const char *ov, uint64_t seed, bool all, bool state_first)
 {
 	uint64_t undone = 0, kept = 0, rng = mix(seed);
 
@@ -711,7 +717,7 @@ static int cmd_crash(const char *ov, uint64_t seed, bool all)
 			at += (off_t)sizeof(rec);
 			memcpy(&page, rec, 8);
 			rng = mix(rng + 1);
-			if (!all && (rng & 1)) {
+			if (state_first ? i == 1 : !all && (rng & 1)) {
 				kept++;
 				continue;
 			}
@@ -743,6 +749,9 @@ struct writer {
 	uint8_t *busy;                   /* per block: a write in flight */
 	uint64_t *snap;                  /* acked[] when the FLUSH in flight was sent */
 	bool flushing;
+	bool fresh;                      /* a FLUSH or FUA write completed: the next write is a
+					    first one */
+	uint64_t hot;                    /* other writes go to blocks [0, hot) of the region */
 	uint64_t rng, writes, flushes, fua, since_flush, flush_every;
 };
 
@@ -752,21 +761,47 @@ static uint64_t rnd(struct writer *w, uint64_t n)
 	return (mix(w->rng) >> 11) % n;
 }
 
-/* Queue a write of 1..MAX_RUN free blocks in slot t; false if the server is gone. */
-static bool w_write(struct writer *w, unsigned t)
+/*
+ * A block of [hot, n) that no write is known to have reached (what the disk has is its
+ * base), not in flight; n if none is left.
+ */
+static uint64_t fresh_block(const struct writer *w)
+{
+	uint64_t b = w->hot;
+
+	while (b < w->j.h.n && (w->j.acked[b] || w->j.flushed[b] || w->busy[b]))
+		b++;
+	return b;
+}
+
+/*
+ * Queue a write of 1..MAX_RUN free blocks in slot t; false if the server is gone. After a
+ * FLUSH or a FUA write has completed (the server flushed), the next write is one block's
+ * first write since its base (from the
+ * last quarter of the region, which only these go to, while such blocks last): so that the
+ * soak always has such a write unflushed when the server dies, the case an overlay that
+ * puts a state on the disk before its data would turn into zeros.
+ */
+static bool w_write(struct writer *w, unsigned t, bool no_fua)
 {
 	static uint8_t buf[MAX_RUN * BLK];
 	struct slot *s = &w->s[t];
-	uint64_t n = 1 + rnd(w, MAX_RUN), b;
+	uint64_t n = 1 + rnd(w, MAX_RUN), b = w->fresh ? fresh_block(w) : w->j.h.n, end = w->hot;
 
-	do {
-		b = rnd(w, w->j.h.n);
-	} while (w->busy[b]);
-	for (s->n = 0; s->n < n && b + s->n < w->j.h.n && !w->busy[b + s->n]; s->n++)
+	if (b < w->j.h.n) {
+		w->fresh = false;
+		n = 1;
+		end = w->j.h.n;
+	} else {
+		do {
+			b = rnd(w, w->hot);
+		} while (w->busy[b]);
+	}
+	for (s->n = 0; s->n < n && b + s->n < end && !w->busy[b + s->n]; s->n++)
 		;
 	s->first = b;
 	s->seq = w->j.h.next_seq++;
-	s->op = w->x->fua && !rnd(w, 8) ? OP_WRITE_FUA : OP_WRITE;
+	s->op = w->x->fua && !rnd(w, 8) && !no_fua ? OP_WRITE_FUA : OP_WRITE;
 	for (uint64_t i = 0; i < s->n; i++) {
 		w->busy[b + i] = 1;
 		stamp(buf + i * BLK, w->j.h.first + b + i, s->seq);
@@ -799,6 +834,7 @@ static void w_done(struct writer *w, unsigned t, int status)
 	s->busy = false;
 	if (s->op == OP_FLUSH) {
 		w->flushing = false;
+		w->fresh = true;
 		w->flushes++;
 		/* a FUA write acknowledged since the FLUSH was sent may be newer */
 		for (uint64_t i = 0; i < w->j.h.n; i++)
@@ -816,28 +852,52 @@ static void w_done(struct writer *w, unsigned t, int status)
 			w->j.flushed[s->first + i] = s->seq;
 	}
 	w->writes++;
-	if (s->op == OP_WRITE_FUA)  /* recorded with the next FLUSH, or when the server dies */
+	if (s->op == OP_WRITE_FUA) { /* recorded with the next FLUSH, or when the server dies */
 		w->fua++;
+		w->fresh = true;      /* a flush as well */
+	}
 }
 
-static int cmd_write(struct xport *x, const char *jpath, uint64_t seed, unsigned depth)
+/*
+ * With stop (a path): once a file is there, send nothing more but wait for every request
+ * in flight, then write one block never written before (no FUA), and once that is
+ * acknowledged print "stopped" and wait for the server to go away: the soak then kills it,
+ * a host crash with a first write acknowledged and not flushed, nothing in flight.
+ */
+static int cmd_write(struct xport *x, const char *jpath, uint64_t seed, unsigned depth,
+		     const char *stop)
 {
 	struct writer w = { .x = x, .rng = seed, .flush_every = 16 };
 	time_t end = time(NULL) + MAX_SECONDS;
 	unsigned inflight = 0;
+	int stopping = 0;  /* 1: draining, 2: the first write sent, 3: stopped */
 
 	j_load(&w.j, jpath);
 	w.busy = calloc(w.j.h.n, 1);
 	w.snap = calloc(w.j.h.n, 8);
 	if (!w.busy || !w.snap)
 		die("out of memory");
-	if (w.j.h.n < 2 * MAX_DEPTH * MAX_RUN)
+	if (w.j.h.n < 4 * MAX_DEPTH * MAX_RUN)
 		die("the region is too small for %u requests in flight", MAX_DEPTH);
+	w.hot = w.j.h.n / 4 * 3;
 	for (;;) {
 		unsigned t = 0, tag;
 		int st;
 
-		while (inflight < depth) {
+		if (!stopping && stop && access(stop, F_OK) == 0)
+			stopping = 1;
+		if (stopping == 1 && !inflight) {
+			w.fresh = true;
+			stopping = 2;
+			inflight++;
+			if (!w_write(&w, 0, true))
+				goto gone;
+		} else if (stopping == 2 && !inflight) {
+			printf("stopped\n");
+			fflush(stdout);
+			stopping = 3;
+		}
+		while (!stopping && inflight < depth) {
 			bool ok;
 
 			while (w.s[t].busy)
@@ -845,7 +905,7 @@ static int cmd_write(struct xport *x, const char *jpath, uint64_t seed, unsigned
 			if (!w.flushing && w.since_flush >= w.flush_every) {
 				ok = w_flush(&w, t);
 			} else {
-				ok = w_write(&w, t);
+				ok = w_write(&w, t, false);
 				w.since_flush++;
 			}
 			inflight++;
@@ -856,7 +916,7 @@ static int cmd_write(struct xport *x, const char *jpath, uint64_t seed, unsigned
 			goto gone;
 		w_done(&w, tag, st);
 		inflight--;
-		if (time(NULL) > end)
+		if (stopping != 3 && time(NULL) > end)
 			die("nobody killed the server within %d s", MAX_SECONDS);
 	}
 gone:
@@ -877,8 +937,9 @@ gone:
 static const char usage[] =
 	"usage: blkstamp init  --nbd SOCK --journal J --first BLOCK --blocks N\n"
 	"       blkstamp write (--nbd SOCK | --vhost-user SOCK) --journal J [--seed S] [--depth D]\n"
+	"                      [--stop FILE]\n"
 	"       blkstamp check --nbd SOCK --journal J [--crashed]\n"
-	"       blkstamp crash --overlay OVERLAY [--seed S] [--all]\n"
+	"       blkstamp crash --overlay OVERLAY [--seed S] [--all | --state-first]\n"
 	"       blkstamp stats --journal J\n";
 
 int main(int argc, char **argv)
@@ -894,10 +955,12 @@ int main(int argc, char **argv)
 		{ "crashed", no_argument, NULL, 'c' },
 		{ "overlay", required_argument, NULL, 'o' },
 		{ "all", no_argument, NULL, 'a' },
+		{ "state-first", no_argument, NULL, 'F' },
+		{ "stop", required_argument, NULL, 'S' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *nbd = NULL, *vu = NULL, *jpath = NULL, *ov = NULL, *cmd;
-	bool crashed = false, all = false;
+	const char *nbd = NULL, *vu = NULL, *jpath = NULL, *ov = NULL, *stop = NULL, *cmd;
+	bool crashed = false, all = false, state_first = false;
 	uint64_t first = 0, n = 0, seed = 1;
 	unsigned depth = 8;
 	int c;
@@ -920,11 +983,13 @@ int main(int argc, char **argv)
 		case 'c': crashed = true; break;
 		case 'o': ov = optarg; break;
 		case 'a': all = true; break;
+		case 'F': state_first = true; break;
+		case 'S': stop = optarg; break;
 		default: fputs(usage, stderr); return 2;
 		}
 	}
-	if (!strcmp(cmd, "crash") && ov && optind == argc)
-		return cmd_crash(ov, seed, all);
+	if (!strcmp(cmd, "crash") && ov && optind == argc && !(all && state_first))
+		return cmd_crash(ov, seed, all, state_first);
 	if (!jpath || optind != argc || !depth || depth > MAX_DEPTH) {
 		fputs(usage, stderr);
 		return 2;
@@ -939,7 +1004,7 @@ int main(int argc, char **argv)
 	}
 	gone_is_ok = !strcmp(cmd, "write");
 	if (!strcmp(cmd, "write") && (!nbd) != (!vu))
-		return cmd_write(nbd ? nbd_open(nbd) : vu_open(vu), jpath, seed, depth);
+		return cmd_write(nbd ? nbd_open(nbd) : vu_open(vu), jpath, seed, depth, stop);
 	if (!nbd || vu) {
 		fputs(usage, stderr);
 		return 2;

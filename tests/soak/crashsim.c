@@ -13,10 +13,17 @@
  *   - a successful fsync/fdatasync of the file empties FILE.undo (those pages are durable).
  * After the server is killed, `blkstamp crash --overlay OVERLAY` writes back every page of
  * the undo logs (--all), or each with probability 1/2 (pages the kernel did or did not write
- * back before the power cut, data and state independently): the files are then as a host
- * crash could have left them. A write and its logging, and a sync and the emptying of the
- * log, are atomic under one lock, so no write slips between a sync and its log's reset.
- * Not simulated: fallocate (the overlay's zeroing), renames and directory syncs.
+ * back before the power cut, data and state independently), or those of OVERLAY only
+ * (--state-first: the kernel wrote the state back and none of the data): the files are then
+ * as a host crash could have left them. A write and its logging, and a sync and the
+ * emptying of the log, are atomic under one lock, so no write slips between a sync and its
+ * log's reset. Not simulated: fallocate (the overlay's zeroing), renames and directory
+ * syncs, OVERLAY.live (written in one boot, believed in no other).
+ *
+ * With CRASHSIM_BOOT_ID=FILE, an open(2) of /proc/sys/kernel/random/boot_id opens FILE
+ * instead: the boot id lazyblk tags OVERLAY.live with (common/boot_id.c). The soak writes a
+ * new id into FILE after each simulated crash, so the restarted server runs in another
+ * boot, as after a real one.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -25,6 +32,7 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -54,6 +62,8 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static ssize_t (*real_pwrite)(int, const void *, size_t, off_t);
 static int (*real_fdatasync)(int);
 static int (*real_fsync)(int);
+static int (*real_open)(const char *, int, ...);
+static const char *boot_id_file;
 
 static void no_io_uring(void)
 {
@@ -82,6 +92,8 @@ __attribute__((constructor)) static void crashsim_init(void)
 	real_pwrite = (ssize_t (*)(int, const void *, size_t, off_t))dlsym(RTLD_NEXT, "pwrite64");
 	real_fdatasync = (int (*)(int))dlsym(RTLD_NEXT, "fdatasync");
 	real_fsync = (int (*)(int))dlsym(RTLD_NEXT, "fsync");
+	real_open = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, "open");
+	boot_id_file = getenv("CRASHSIM_BOOT_ID");
 	if (!f || f[0] != '/' || strlen(f) > 4000)
 		return;
 	snprintf(tr[0].path, sizeof(tr[0].path), "%s", f);
@@ -198,4 +210,40 @@ int fdatasync(int fd)
 int fsync(int fd)
 {
 	return synced(fd, real_fsync);
+}
+
+/* The boot id lazyblk reads, from CRASHSIM_BOOT_ID. */
+static int open_as(const char *path, int flags, va_list ap)
+{
+	mode_t mode = 0;
+
+	if ((flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE)
+		mode = va_arg(ap, mode_t);
+	if (!real_open) /* an open before the constructor ran */
+		real_open = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, "open");
+	if (boot_id_file && !strcmp(path, "/proc/sys/kernel/random/boot_id"))
+		path = boot_id_file;
+	return real_open(path, flags, mode);
+}
+
+int open(const char *path, int flags, ...)
+{
+	va_list ap;
+	int fd;
+
+	va_start(ap, flags);
+	fd = open_as(path, flags, ap);
+	va_end(ap);
+	return fd;
+}
+
+int open64(const char *path, int flags, ...)
+{
+	va_list ap;
+	int fd;
+
+	va_start(ap, flags);
+	fd = open_as(path, flags, ap);
+	va_end(ap);
+	return fd;
 }

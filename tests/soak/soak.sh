@@ -8,13 +8,21 @@
 # acknowledged before the last completed FLUSH (or with FUA), and
 #   kill  (the process died): no acknowledged write lost at all;
 #   host  (a host crash: the server runs with tests/soak/crashsim.so, and after the kill
-#         `blkstamp crash` undoes, page by page at random, what was written to OVERLAY and
-#         OVERLAY.state since their last fdatasync): unflushed writes may be rolled back.
+#         `blkstamp crash` undoes what was written to OVERLAY and OVERLAY.state since their
+#         last fdatasync, and the server restarts in another boot, a new boot id from
+#         crashsim.so). Even cycles: killed at a random moment, pages undone at random. Odd
+#         cycles, the worst case for the states: at the random moment the writer stops,
+#         waits for what it has in flight, writes a block never written before and, once
+#         that is acknowledged, the server is killed; every page of OVERLAY is undone and
+#         none of OVERLAY.state. Unflushed writes may be rolled back, but no block may read
+#         as anything it was not given (a first write read as zeros: a failure).
 # Exits 1 at the first cycle that fails. With --report, replaces the figures between the
 # soak markers of FILE (docs/reliability.md) with this run's.
-# SOAK_TAMPER=torn|rollback (tests/integration/t_soak.sh): before the last restart, damage
-# the overlay as a broken server would (bytes overwritten inside stamped blocks; the overlay
-# put back as it was before the last cycle's writes): the check must then fail.
+# SOAK_TAMPER=torn|rollback|zeroed (tests/integration/t_soak.sh): before the last restart,
+# damage the overlay as a broken server would (bytes overwritten inside stamped blocks; the
+# overlay put back as it was before the last cycle's writes; every block of the region
+# marked dirty in OVERLAY.state, after a crash in which the writer had flushed nothing,
+# as the states that reached the disk before the data did): the check must then fail.
 # Needs $LAZYBLK; blkstamp and crashsim.so are found next to it ($(BUILD)/tools/).
 set -euo pipefail
 : "${LAZYBLK:?LAZYBLK must name the lazyblk binary}"
@@ -68,6 +76,7 @@ start() {
   want=$(grep -o -- "--nbd\|--vhost-user" <<<"$*" | wc -l)
   # (a sanitizer build wants its runtime first; the shim does not mind)
   [ "$mode" = kill ] || env=(LD_PRELOAD="$CRASHSIM" CRASHSIM_FILE="$T/ov"
+                             CRASHSIM_BOOT_ID="$T/boot_id"
                              ASAN_OPTIONS=verify_asan_link_order=0)
   for try in $(seq 1 20); do
     # (the file must be empty before the server starts: a "serving" line left by an
@@ -101,22 +110,33 @@ kill9() {
   SRV=
 }
 
+# a simulated host crash: the next server runs in another boot (crashsim.so's boot id)
+new_boot() { cat /proc/sys/kernel/random/uuid >"$T/boot_id"; }
+
+# the overlay's files (OVERLAY.live: lazyblk's states now, docs/reliability.md)
+OVFILES="ov ov.state ov.live"
+
 # tamper HOW: what a broken server would leave (SOAK_TAMPER)
 tamper() {
+  local f
   case $1 in
     torn) for k in $(seq 0 64 $((BLOCKS - 1))); do
             printf 'torn' | dd of="$T/ov" bs=1 seek=$(( (FIRST + k) * 4096 + 1000 )) \
               conv=notrunc status=none
           done;;
-    rollback) cp "$T/old/ov" "$T/old/ov.state" "$T/";;
+    rollback) for f in $OVFILES; do [ ! -e "$T/old/$f" ] || cp "$T/old/$f" "$T/"; done;;
+    # every block of the region dirty (state 1: 0x55 a byte of 4 blocks) in OVERLAY.state
+    zeroed) head -c $((BLOCKS / 4)) /dev/zero | tr '\0' '\125' |
+              dd of="$T/ov.state" bs=1 seek=$((4096 + FIRST / 4)) conv=notrunc status=none;;
   esac
 }
 
 # soak TRANSPORT MODE: CYCLES kill/restart cycles; sets FIG (one line of figures)
 soak() {
-  local tr=$1 mode=$2 args=(--nbd "unix:$T/nbd.sock") wr i t0 secs w tamp crashed=()
+  local tr=$1 mode=$2 args=(--nbd "unix:$T/nbd.sock") wr i t0 secs w tamp f how crashed=()
   local J=$T/$tr.$mode.journal
   rm -f "$T"/ov*
+  new_boot
   [ "$mode" = kill ] || crashed=(--crashed)
   if [ "$tr" = vhost-user ]; then
     args+=(--vhost-user "$T/vu.sock")
@@ -133,17 +153,40 @@ soak() {
   for i in $(seq 1 "$CYCLES"); do
     tamp=${SOAK_TAMPER:-}
     [ "$i" -eq "$CYCLES" ] || tamp=
-    [ "$tamp" != rollback ] || cp --sparse=always "$T/ov" "$T/ov.state" "$T/old/"
+    if [ "$tamp" = rollback ]; then
+      for f in $OVFILES; do [ ! -e "$T/$f" ] || cp --sparse=always "$T/$f" "$T/old/"; done
+    fi
+    how=()
+    [ "$mode" = host ] && [ $((i % 2)) -eq 1 ] && [ "$tamp" != zeroed ] && how=(--state-first)
+    rm -f "$T/stop"
     "$BLKSTAMP" write "${wr[@]}" --journal "$J" --seed "$RANDOM$i" --depth $((1 + RANDOM % 16)) \
-      >"$T/write.out" 2>"$T/write.err" &
+      --stop "$T/stop" >"$T/write.out" 2>"$T/write.err" &
     w=$!
     # a random moment: 0 to 0.8 s after the writer started (the handshake included)
-    sleep "0.$(printf %03d $((RANDOM % 800)))"
-    [ -z "$tamp" ] || sleep 0.3 # some FLUSHes done: something to lose
+    if [ "$tamp" = zeroed ]; then
+      : # at once: the writer has flushed nothing, or next to nothing
+    else
+      sleep "0.$(printf %03d $((RANDOM % 800)))"
+    fi
+    case $tamp in
+      torn|rollback) sleep 0.3;; # some FLUSHes done: something to lose
+    esac
+    if [ ${#how[@]} -gt 0 ]; then
+      # the worst case: a first write acknowledged last, nothing in flight
+      : >"$T/stop"
+      for _ in $(seq 1 2400); do
+        grep -q "^stopped$" "$T/write.out" || ! kill -0 "$w" 2>/dev/null && break
+        sleep 0.025
+      done
+      grep -q "^stopped$" "$T/write.out" ||
+        fail "$tr/$mode cycle $i: the writer did not stop ($(cat "$T/write.err"))"
+    fi
     kill9
     wait "$w" || { cat "$T/write.err" >&2; fail "$tr/$mode cycle $i: the writer failed"; }
-    [ "$mode" = kill ] ||
-      "$BLKSTAMP" crash --overlay "$T/ov" --seed "$RANDOM$i" >"$T/crash.out"
+    if [ "$mode" = host ]; then
+      "$BLKSTAMP" crash --overlay "$T/ov" --seed "$RANDOM$i" "${how[@]}" >"$T/crash.out"
+      new_boot
+    fi
     [ -z "$tamp" ] || tamper "$tamp"
     start "$mode" "$tr-$mode-$i" "${args[@]}"
     "$BLKSTAMP" check --nbd "$T/nbd.sock" --journal "$J" "${crashed[@]}" \
@@ -159,7 +202,7 @@ soak() {
         echo "soak: the server exited with status $rc" >&2
       fi
       ls -l "$T" >&2
-      fail "$tr/$mode cycle $i: acknowledged writes lost or blocks torn"
+      fail "$tr/$mode cycle $i: acknowledged writes lost, blocks torn or read as zeros"
     }
     [ $((i % 50)) -ne 0 ] || echo "$tr/$mode: $i cycles: $("$BLKSTAMP" stats --journal "$J")"
   done

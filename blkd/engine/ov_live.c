@@ -1,0 +1,411 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The live state file, OVERLAY.live: the overlay's block states now, while OVERLAY.state
+ * holds them as of the last flush (docs/reliability.md, docs/formats.md).
+ *
+ * Why two files: between flushes the kernel writes pages back in any order. Were a write's
+ * change of state (clean to dirty) in OVERLAY.state, the page holding it could reach the
+ * disk before the data, and after a host crash the block would read as zeros, neither its
+ * old content nor its new. So a writer writes every change of state to OVERLAY.live at
+ * once (no sync: a killed server loses nothing the kernel has) and into OVERLAY.state only
+ * when a flush has made the data durable (fdatasync of OVERLAY, then the changed words of
+ * OVERLAY.state, then its fdatasync).
+ *
+ * Which one to believe: OVERLAY.live names the kernel's boot id and the instance of the
+ * state file it goes with. Opened in the same boot, the page cache holds every write the
+ * dead server gave the kernel, data and states: OVERLAY.live is the truth. In another boot
+ * (the host crashed or restarted), pages of either file may be lost: OVERLAY.state is the
+ * truth, and the changes since the last flush are dropped; their blocks read as they did
+ * at that flush (a block first written since then: the base again).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../common/boot_id.h"
+#include "../../common/crc32c.h"
+#include "../../common/fsutil.h"
+#include "../../common/uring.h"
+#include "overlay_int.h"
+
+/*
+ * Words of a bitmap written at once may span fewer than this many words that need no
+ * writing (they hold what the file has): a 4 KiB page's worth, so one pwrite covers the
+ * words of neighbouring pages, and no page is written that has no word to write.
+ */
+#define RUN_GAP (4096u / sizeof(uint64_t))
+
+static int bad(const char **why, const char *msg)
+{
+	if (why)
+		*why = msg;
+	return -EBADMSG;
+}
+
+int ov_live_path(const char *path, char *buf, size_t len)
+{
+	return snprintf(buf, len, "%s.live", path) >= (int)len ? -ENAMETOOLONG : 0;
+}
+
+static uint32_t live_crc(const struct ov_live_header *hdr)
+{
+	struct ov_live_header h = *hdr;
+
+	h.header_crc = 0;
+	return crc32c(~0u, &h, sizeof(h));
+}
+
+/* The header says: written in this boot, for this state file. */
+static bool live_header_ours(const struct ov_live_header *h, const struct overlay *ov,
+			     const uint8_t boot[BOOT_ID_LEN])
+{
+	return !memcmp(h->magic, OV_LIVE_MAGIC, sizeof(h->magic)) &&
+	       h->version == OV_LIVE_VERSION && !h->flags && h->header_crc == live_crc(h) &&
+	       ov->instance && h->instance == ov->instance && h->block_count == ov->blocks &&
+	       !memcmp(h->boot_id, boot, BOOT_ID_LEN);
+}
+
+/*
+ * fd's states into ov->words when its header is ours (1); 0 when it is not (none yet, one
+ * of another boot or another state file, a start that was interrupted: the header comes
+ * last); -EBADMSG when ours but damaged.
+ */
+static int live_load(struct overlay *ov, int fd, const uint8_t boot[BOOT_ID_LEN],
+		     const char **why)
+{
+	size_t bytes = ov_words(ov->blocks) * sizeof(uint64_t);
+	struct ov_live_header h;
+	uint64_t *words, dirty, zero;
+	struct stat st;
+	int ret;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return bad(why, "live state file is not a regular file");
+	if ((uint64_t)st.st_size < sizeof(h))
+		return 0;
+	ret = fs_pread_full(fd, &h, sizeof(h), 0);
+	if (ret || !live_header_ours(&h, ov, boot))
+		return ret;
+	if ((uint64_t)st.st_size != OV_STATE_HDR + bytes)
+		return bad(why, "live state file of the wrong size (file corrupt)");
+	words = malloc(bytes);
+	if (!words)
+		return -ENOMEM;
+	ret = fs_pread_full(fd, words, bytes, OV_STATE_HDR);
+	if (!ret && !ov_bits_valid(words, ov->blocks, &dirty, &zero))
+		ret = bad(why, "invalid block state or padding in the live state file (file corrupt)");
+	if (ret) {
+		free(words);
+		return ret;
+	}
+	free(ov->words);
+	ov->words = words;
+	ov->dirty = dirty;
+	ov->zero = zero;
+	return 1;
+}
+
+/* Words [a, b) of words to their place in a bitmap file. */
+static int put_words(int fd, const uint64_t *words, size_t a, size_t b)
+{
+	return fs_pwrite_full(fd, words + a, (b - a) * sizeof(uint64_t),
+			      (off_t)(OV_STATE_HDR + a * sizeof(uint64_t)));
+}
+
+/* The words of words that are not 0 to their places in a bitmap file, a run at a time. */
+static int put_nonzero(int fd, const uint64_t *words, size_t nw)
+{
+	int ret = 0;
+
+	for (size_t w = 0, end, z; w < nw && !ret; w = z) {
+		if (!words[w]) {
+			z = w + 1;
+			continue;
+		}
+		for (end = w + 1, z = w + 1; z < nw && z - end < RUN_GAP; z++)
+			if (words[z])
+				end = z + 1;
+		ret = put_words(fd, words, w, end);
+	}
+	return ret;
+}
+
+/* The words idx[0..n) (ascending) of words to their places, a run at a time. */
+static int put_list(int fd, const uint64_t *words, const size_t *idx, size_t n)
+{
+	int ret = 0;
+
+	for (size_t i = 0, j; i < n && !ret; i = j) {
+		for (j = i + 1; j < n && idx[j] - idx[j - 1] <= RUN_GAP; j++)
+			;
+		ret = put_words(fd, words, idx[i], idx[j - 1] + 1);
+	}
+	return ret;
+}
+
+/*
+ * The bitmap of a state or live file allocated (best effort): a change of state written
+ * later, into a hole, would need room the data may have taken by then (ENOSPC on a full
+ * filesystem, for a write or a flush that needs none).
+ */
+static void bitmap_reserve(int fd, size_t nw)
+{
+	/* failing (EOPNOTSUPP, ENOSPC), the room is taken when a change comes, as before */
+	(void)fallocate(fd, FALLOC_FL_KEEP_SIZE, OV_STATE_HDR, (off_t)(nw * sizeof(uint64_t)));
+}
+
+/* fd made a live file of this boot holding ov->words: emptied, states, the header last. */
+static int live_start(struct overlay *ov, int fd, const uint8_t boot[BOOT_ID_LEN])
+{
+	size_t nw = ov_words(ov->blocks);
+	struct ov_live_header h = { .version = OV_LIVE_VERSION };
+	int ret = 0;
+
+	if (ftruncate(fd, 0) < 0 ||
+	    ftruncate(fd, (off_t)(OV_STATE_HDR + nw * sizeof(uint64_t))) < 0)
+		return -errno;
+	bitmap_reserve(fd, nw);
+	ret = put_nonzero(fd, ov->words, nw);
+	if (ret)
+		return ret;
+	memcpy(h.magic, OV_LIVE_MAGIC, sizeof(h.magic));
+	h.block_count = ov->blocks;
+	h.instance = ov->instance;
+	memcpy(h.boot_id, boot, BOOT_ID_LEN);
+	h.header_crc = live_crc(&h);
+	return fs_pwrite_full(fd, &h, sizeof(h), 0);
+}
+
+/* An open(2) of OVERLAY.live failed. */
+static int live_open_failed(const char **why)
+{
+	return errno == ELOOP ? bad(why, "live state file path is a symbolic link (refused)")
+			      : -errno;
+}
+
+static int boot_failed(int ret, const char **why)
+{
+	if (why)
+		*why = "cannot read the kernel's boot id (" BOOT_ID_PATH ")";
+	return ret;
+}
+
+/* A reader: the live file's states if it is of this boot and this state file. */
+static int live_open_reader(struct overlay *ov, const char *path, const char **why)
+{
+	uint8_t boot[BOOT_ID_LEN];
+	int fd = ov_open_file(path, O_RDONLY, 0), ret;
+
+	if (fd < 0)
+		return errno == ENOENT ? 0 : live_open_failed(why);
+	ret = boot_id_read(boot);
+	if (ret)
+		ret = boot_failed(ret, why);
+	else
+		ret = live_load(ov, fd, boot, why);
+	close(fd);
+	return ret < 0 ? ret : 0;
+}
+
+/* A writer's words: durable (as OVERLAY.state holds them), touched (none). */
+static int live_alloc(struct overlay *ov)
+{
+	size_t nw = ov_words(ov->blocks);
+
+	ov->durable = malloc(nw * sizeof(uint64_t));
+	ov->touched = calloc(ov_bitwords(nw), sizeof(uint64_t));
+	if (!ov->durable || !ov->touched)
+		return -ENOMEM;
+	memcpy(ov->durable, ov->words, nw * sizeof(uint64_t));
+	return 0;
+}
+
+void ov_live_free(struct overlay *ov)
+{
+	if (ov->live_fd >= 0)
+		close(ov->live_fd);
+	free(ov->durable);
+	free(ov->touched);
+}
+
+int ov_live_open(struct overlay *ov, const char **why)
+{
+	char path[PATH_MAX];
+	uint8_t boot[BOOT_ID_LEN];
+	int ret = ov_live_path(ov->path, path, sizeof(path));
+
+	if (ret)
+		return ret;
+	if (ov->read_only)
+		return live_open_reader(ov, path, why);
+	ret = boot_id_read(boot);
+	if (ret)
+		return boot_failed(ret, why);
+	ret = live_alloc(ov);
+	if (!ret && !ov->instance)
+		ret = ov_state_upgrade(ov); /* version 1: it never had a live file */
+	if (ret)
+		return ret;
+	ov->live_fd = ov_open_file(path, O_RDWR | O_CREAT, 0666);
+	if (ov->live_fd < 0)
+		return live_open_failed(why);
+	bitmap_reserve(ov->state_fd, ov_words(ov->blocks));
+	ret = live_load(ov, ov->live_fd, boot, why);
+	if (ret < 0)
+		return ret;
+	if (!ret)
+		return live_start(ov, ov->live_fd, boot);
+	bitmap_reserve(ov->live_fd, ov_words(ov->blocks));
+	/* a server that died in this boot: what it had not flushed is to be flushed */
+	for (size_t w = 0; w < ov_words(ov->blocks); w++)
+		if (ov->words[w] != ov->durable[w]) {
+			bit_set(ov->touched, w);
+			ov->n_touched++;
+		}
+	return 0;
+}
+
+int ov_live_mark(struct overlay *ov, size_t first, size_t last)
+{
+	for (size_t w = first; w <= last; w++) {
+		if (!bit_test(ov->touched, w))
+			ov->n_touched++;
+		bit_set(ov->touched, w);
+	}
+	return fs_pwrite_full(ov->live_fd, ov->words + first, (last - first + 1) * sizeof(uint64_t),
+			      (off_t)(OV_STATE_HDR + first * sizeof(uint64_t)));
+}
+
+/*
+ * Flushes. Each takes the touched words (their numbers and values, under lock) and a
+ * number in order, makes the data durable, writes the words it took into OVERLAY.state
+ * (after the flushes before it wrote theirs: a word never goes back to an older value),
+ * and makes that durable. They run at once, as fdatasync calls may; each completes after
+ * the ones before it (their words may hold its writes' states), and one before it that
+ * failed after it took its words (their words are touched again) makes it flush again.
+ */
+struct flush_take {
+	uint64_t seq, done;   /* its number; the newest complete when it took its words */
+	size_t n, *idx;       /* the words it took, ascending */
+	uint64_t *val;        /* their values then */
+};
+
+/* Under lock: take the touched words, their values, and a number. */
+static int flush_take(struct overlay *ov, struct flush_take *t)
+{
+	size_t nb = ov_bitwords(ov_words(ov->blocks)), k = 0;
+
+	t->n = ov->n_touched;
+	t->idx = malloc((t->n ? t->n : 1) * sizeof(*t->idx));
+	t->val = malloc((t->n ? t->n : 1) * sizeof(*t->val));
+	if (!t->idx || !t->val)
+		return -ENOMEM;
+	for (size_t i = 0; i < nb && k < t->n; i++) {
+		for (uint64_t m = ov->touched[i]; m; m &= m - 1) {
+			size_t w = i * 64 + (size_t)__builtin_ctzll(m);
+
+			t->idx[k] = w;
+			t->val[k++] = ov->words[w];
+		}
+		ov->touched[i] = 0;
+	}
+	ov->n_touched = 0;
+	t->seq = ++ov->flush_seq;
+	pthread_mutex_lock(&ov->flush_lock);
+	t->done = ov->flush_done;
+	pthread_mutex_unlock(&ov->flush_lock);
+	return 0;
+}
+
+/* Under flush_lock: wait until the flushes before t passed *stage (flush_put, flush_done). */
+static void flush_wait(struct overlay *ov, const struct flush_take *t, const uint64_t *stage)
+{
+	while (*stage != t->seq - 1)
+		pthread_cond_wait(&ov->flush_cond, &ov->flush_lock);
+}
+
+/* After the flushes before t: its words (with put, else none) into OVERLAY.state's cache. */
+static int flush_put(struct overlay *ov, const struct flush_take *t, bool put)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&ov->flush_lock);
+	flush_wait(ov, t, &ov->flush_put);
+	if (put) {
+		for (size_t k = 0; k < t->n; k++)
+			ov->durable[t->idx[k]] = t->val[k];
+		/* what the page cache holds: the words between them written again as they are */
+		ret = put_list(ov->state_fd, ov->durable, t->idx, t->n);
+	}
+	ov->flush_put = t->seq;
+	pthread_cond_broadcast(&ov->flush_cond);
+	pthread_mutex_unlock(&ov->flush_lock);
+	return ret;
+}
+
+/* The words taken touched again (their flush failed: the next takes them). */
+static void flush_untake(struct overlay *ov, const struct flush_take *t)
+{
+	pthread_mutex_lock(&ov->lock);
+	for (size_t k = 0; k < t->n; k++) {
+		if (!bit_test(ov->touched, t->idx[k]))
+			ov->n_touched++;
+		bit_set(ov->touched, t->idx[k]);
+	}
+	pthread_mutex_unlock(&ov->lock);
+}
+
+/* Complete t after those before it; true when one of them failed after t took its words. */
+static bool flush_complete(struct overlay *ov, const struct flush_take *t, int ret)
+{
+	bool again;
+
+	pthread_mutex_lock(&ov->flush_lock);
+	flush_wait(ov, t, &ov->flush_done);
+	ov->flush_done = t->seq;
+	again = !ret && ov->flush_failed > t->done;
+	if (ret)
+		ov->flush_failed = t->seq;
+	pthread_cond_broadcast(&ov->flush_cond);
+	pthread_mutex_unlock(&ov->flush_lock);
+	return again;
+}
+
+int ov_live_flush(struct overlay *ov)
+{
+	struct flush_take t;
+	bool again;
+	int ret, r2;
+
+	do {
+		memset(&t, 0, sizeof(t));
+		pthread_mutex_lock(&ov->lock);
+		ret = flush_take(ov, &t);
+		pthread_mutex_unlock(&ov->lock);
+		if (ret) {
+			free(t.idx);
+			free(t.val);
+			return ret; /* nothing taken, no number */
+		}
+		/* every state taken is of a write whose data was written before: that first */
+		ret = uring_fdatasync(ov->fd);
+		r2 = flush_put(ov, &t, !ret && t.n);
+		if (!ret)
+			ret = r2;
+		if (!ret && t.n)
+			ret = uring_fdatasync(ov->state_fd);
+		if (ret)
+			flush_untake(ov, &t);
+		again = flush_complete(ov, &t, ret);
+		free(t.idx);
+		free(t.val);
+	} while (again);
+	return ret;
+}

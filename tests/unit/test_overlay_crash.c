@@ -1,0 +1,531 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests of the overlay across crashes (blkd/engine/ov_live.c, docs/reliability.md):
+ * OVERLAY.state takes a change of state only at a flush, after the data's fdatasync;
+ * OVERLAY.live holds the states now, tagged with the kernel's boot id. A server killed in
+ * this boot is reopened with OVERLAY.live (every acknowledged write there); a host crash
+ * (another boot id, boot_id_set_for_test) drops it, and the blocks first written since the
+ * last flush read as they did at that flush (clean: the base), never as zeros. Also: a
+ * crash during a flush, snapshots in between, zeroing a clean block, version 1 state files,
+ * overlay apply, and flushes at once.
+ */
+#include "helpers.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "../../blkd/engine/overlay.h"
+#include "../../blkd/engine/overlay_int.h"
+#include "../../common/boot_id.h"
+#include "../../common/crc32c.h"
+#include "../../common/fsutil.h"
+
+#define BLK OV_BLOCK
+#define BLOCKS 200u
+
+static const uint8_t boot_a[BOOT_ID_LEN] = { 0xa1, 0xa2, 0xa3, 0xa4, 5, 6, 7, 8,
+					     9, 10, 11, 12, 13, 14, 15, 16 };
+static const uint8_t boot_b[BOOT_ID_LEN] = { 0xb1, 0xb2, 0xb3, 0xb4, 5, 6, 7, 8,
+					     9, 10, 11, 12, 13, 14, 15, 16 };
+
+struct fx {
+	char dir[PATH_MAX];
+	char ov[PATH_MAX];      /* DIR/ov */
+	char state[PATH_MAX];   /* DIR/ov.state */
+	char live[PATH_MAX];    /* DIR/ov.live */
+	char saved[PATH_MAX];   /* DIR/saved: OVERLAY as of the last flush */
+	uint8_t digest[SHA256_LEN];
+};
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+
+	assert_non_null(f);
+	tmpdir_make(f->dir);
+	path_fmt(f->ov, "%s/ov", f->dir);
+	path_fmt(f->state, "%s/ov.state", f->dir);
+	path_fmt(f->live, "%s/ov.live", f->dir);
+	path_fmt(f->saved, "%s/saved", f->dir);
+	assert_int_equal(sha256_buf("layout A", 8, f->digest), 0);
+	boot_id_set_for_test(boot_a);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+
+	boot_id_set_for_test(NULL);
+	rm_rf(f->dir);
+	free(f);
+	return 0;
+}
+
+static struct overlay *ov_open(struct fx *f, bool create)
+{
+	struct overlay *ov = NULL;
+	const char *why = NULL;
+	int ret = overlay_open(f->ov, BLOCKS * BLK, f->digest, create, &ov, &why);
+
+	if (ret)
+		fail_msg("overlay_open: %d %s", ret, why ? why : "");
+	return ov;
+}
+
+static struct overlay *ov_open_ro(struct fx *f)
+{
+	struct overlay *ov = NULL;
+	const char *why = NULL;
+	int ret = overlay_open_existing(f->ov, true, &ov, &why);
+
+	if (ret)
+		fail_msg("overlay_open_existing: %d %s", ret, why ? why : "");
+	return ov;
+}
+
+static void write_stamp(struct overlay *ov, uint64_t block, uint64_t v)
+{
+	uint64_t b[BLK / 8];
+
+	for (size_t i = 0; i < BLK / 8; i++)
+		b[i] = v;
+	assert_int_equal(overlay_write(ov, block, 1, b), 0);
+}
+
+/* The value a block was filled with; ~0 when its words disagree. */
+static uint64_t read_stamp(struct overlay *ov, uint64_t block)
+{
+	uint64_t b[BLK / 8];
+
+	assert_int_equal(overlay_read(ov, block, 1, b), 0);
+	for (size_t i = 1; i < BLK / 8; i++)
+		if (b[i] != b[0])
+			return ~0ULL;
+	return b[0];
+}
+
+static void copy_file(const char *from, const char *to)
+{
+	uint8_t *d;
+	size_t len;
+
+	assert_int_equal(fs_read_file(from, &d, &len), 0);
+	write_file(to, d, len);
+	free(d);
+}
+
+/* Block b's state as the file at path (a state or live file) records it; 3 if unreadable. */
+static enum ov_state file_state(const char *path, uint64_t b)
+{
+	uint64_t w;
+	int fd = open(path, O_RDONLY);
+	ssize_t n = fd >= 0 ? pread(fd, &w, 8, (off_t)(OV_STATE_HDR + b / 32 * 8)) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	return n == 8 ? (enum ov_state)((w >> (2 * (b % 32))) & 3) : (enum ov_state)3;
+}
+
+/*
+ * The server's life before a crash, in a child killed with SIGKILL (no flush, no close):
+ * blocks 0..9 written (stamps 100 + b) and flushed, then 20 zeroed and flushed; then,
+ * not flushed: first writes of 10..19 (stamps 200 + b), a rewrite of 0 (300), a zero of 5
+ * (dirty before), a zero of 30 (clean before), a write of 20 (zeroed before: 400).
+ * OVERLAY as of the flush is saved at f->saved.
+ */
+static void serve_and_die(struct fx *f)
+{
+	int status;
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct overlay *ov = ov_open(f, true);
+
+		for (uint64_t b = 0; b < 10; b++)
+			write_stamp(ov, b, 100 + b);
+		if (overlay_zero(ov, 20, 1) || overlay_flush(ov))
+			_exit(3);
+		copy_file(f->ov, f->saved);
+		for (uint64_t b = 10; b < 20; b++)
+			write_stamp(ov, b, 200 + b);
+		write_stamp(ov, 0, 300);
+		write_stamp(ov, 20, 400);
+		if (overlay_zero(ov, 5, 1) || overlay_zero(ov, 30, 1))
+			_exit(4);
+		raise(SIGKILL);
+		_exit(5);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+}
+
+/* The disk as the dead server left it: every write there. */
+static void check_all_there(struct overlay *ov)
+{
+	struct overlay_stats st;
+
+	for (uint64_t b = 1; b < 10; b++)
+		if (b != 5)
+			assert_int_equal(read_stamp(ov, b), 100 + b);
+	assert_int_equal(read_stamp(ov, 0), 300);
+	for (uint64_t b = 10; b < 20; b++) {
+		assert_int_equal(overlay_state(ov, b), OV_DIRTY);
+		assert_int_equal(read_stamp(ov, b), 200 + b);
+	}
+	assert_int_equal(overlay_state(ov, 5), OV_ZERO);
+	assert_int_equal(overlay_state(ov, 30), OV_ZERO);
+	assert_int_equal(overlay_state(ov, 20), OV_DIRTY);
+	assert_int_equal(read_stamp(ov, 20), 400);
+	overlay_get_stats(ov, &st);
+	assert_int_equal(st.dirty_blocks, 20);
+	assert_int_equal(st.zero_blocks, 2);
+}
+
+/* The disk as of the last flush: blocks first written since read clean (the base). */
+static void check_as_flushed(struct overlay *ov)
+{
+	struct overlay_stats st;
+
+	for (uint64_t b = 0; b < 10; b++) {
+		assert_int_equal(overlay_state(ov, b), OV_DIRTY);
+		if (b != 0)  /* block 0's rewrite: its page may be there or not */
+			assert_int_equal(read_stamp(ov, b), 100 + b);
+	}
+	for (uint64_t b = 10; b < 20; b++)
+		assert_int_equal(overlay_state(ov, b), OV_CLEAN);
+	assert_int_equal(overlay_state(ov, 20), OV_ZERO);
+	assert_int_equal(overlay_state(ov, 30), OV_CLEAN);
+	overlay_get_stats(ov, &st);
+	assert_int_equal(st.dirty_blocks, 10);
+	assert_int_equal(st.zero_blocks, 1);
+}
+
+/* Between flushes OVERLAY.state keeps the flushed states; OVERLAY.live has the new ones. */
+static void test_state_waits_for_flush(void **state)
+{
+	struct fx *f = *state;
+
+	serve_and_die(f);
+	for (uint64_t b = 10; b < 20; b++) {
+		assert_int_equal(file_state(f->state, b), OV_CLEAN);
+		assert_int_equal(file_state(f->live, b), OV_DIRTY);
+	}
+	assert_int_equal(file_state(f->state, 5), OV_DIRTY);
+	assert_int_equal(file_state(f->live, 5), OV_ZERO);
+	assert_int_equal(file_state(f->state, 30), OV_CLEAN);
+	assert_int_equal(file_state(f->state, 20), OV_ZERO);
+}
+
+/* Killed and reopened in the same boot: every acknowledged write is there. */
+static void test_same_boot_applies(void **state)
+{
+	struct fx *f = *state;
+	struct overlay *ov;
+
+	serve_and_die(f);
+	ov = ov_open_ro(f); /* lazyblk snapshot, overlay show, commit */
+	check_all_there(ov);
+	overlay_close(ov);
+	ov = ov_open(f, false);
+	check_all_there(ov);
+	/* and its first flush puts them into OVERLAY.state */
+	assert_int_equal(file_state(f->state, 15), OV_CLEAN);
+	assert_int_equal(overlay_flush(ov), 0);
+	assert_int_equal(file_state(f->state, 15), OV_DIRTY);
+	assert_int_equal(file_state(f->state, 5), OV_ZERO);
+	overlay_close(ov);
+	boot_id_set_for_test(boot_b); /* nothing unflushed is left to lose */
+	ov = ov_open(f, false);
+	check_all_there(ov);
+	overlay_close(ov);
+}
+
+/*
+ * A host crash: the kernel had written none of the data since the flush (OVERLAY as
+ * saved) but every page of the state files; reopened in another boot, the changes since
+ * the flush are dropped, and no block reads as zeros that was not zeroed by then.
+ */
+static void test_other_boot_drops(void **state)
+{
+	struct fx *f = *state;
+	struct overlay *ov;
+
+	serve_and_die(f);
+	copy_file(f->saved, f->ov);
+	boot_id_set_for_test(boot_b);
+	ov = ov_open_ro(f);
+	check_as_flushed(ov);
+	overlay_close(ov);
+	ov = ov_open(f, false);
+	check_as_flushed(ov);
+	/* the server goes on from there; killed in boot b, it keeps what it wrote in b */
+	write_stamp(ov, 15, 515);
+	overlay_close(ov);
+	ov = ov_open(f, false);
+	assert_int_equal(read_stamp(ov, 15), 515);
+	assert_int_equal(overlay_state(ov, 14), OV_CLEAN);
+	overlay_close(ov);
+	/* and boot a's live file is gone: back in a boot named a, nothing comes back */
+	boot_id_set_for_test(boot_a);
+	ov = ov_open_ro(f);
+	check_as_flushed(ov);
+	overlay_close(ov);
+}
+
+/*
+ * A crash during a flush: the data synced, the state file written in part. Every state it
+ * holds is one of the flush's or older, and each is of data that is durable.
+ */
+static void test_crash_in_flush(void **state)
+{
+	struct fx *f = *state;
+	struct overlay *ov = ov_open(f, true);
+	char before[PATH_MAX];
+	uint8_t *a, *b;
+	size_t la, lb;
+
+	/* blocks 0..31 fill word 0 of the bitmap, 32..63 word 1 */
+	for (uint64_t i = 0; i < 64; i++)
+		write_stamp(ov, i, 1000 + i);
+	assert_int_equal(overlay_flush(ov), 0);
+	path_fmt(before, "%s/state.before", f->dir);
+	copy_file(f->state, before);
+	write_stamp(ov, 100, 1100);  /* word 3 */
+	write_stamp(ov, 160, 1160);  /* word 5 */
+	assert_int_equal(overlay_flush(ov), 0);
+	overlay_close(ov);
+	/* the flush's write of word 5 lost, word 3's kept */
+	assert_int_equal(fs_read_file(before, &a, &la), 0);
+	assert_int_equal(fs_read_file(f->state, &b, &lb), 0);
+	assert_int_equal(la, lb);
+	memcpy(b + OV_STATE_HDR + 5 * 8, a + OV_STATE_HDR + 5 * 8, 8);
+	write_file(f->state, b, lb);
+	free(a);
+	free(b);
+	boot_id_set_for_test(boot_b);
+	ov = ov_open(f, false);
+	assert_int_equal(read_stamp(ov, 100), 1100);
+	assert_int_equal(overlay_state(ov, 160), OV_CLEAN);
+	for (uint64_t i = 0; i < 64; i++)
+		assert_int_equal(read_stamp(ov, i), 1000 + i);
+	overlay_close(ov);
+}
+
+/* A snapshot taken between flushes holds the unflushed writes (the states now). */
+static void test_snapshot_between_flushes(void **state)
+{
+	struct fx *f = *state;
+	struct overlay *ov = ov_open(f, true), *ro;
+	char delta[PATH_MAX], copy[PATH_MAX];
+	const char *why = NULL;
+
+	write_stamp(ov, 1, 11);
+	assert_int_equal(overlay_flush(ov), 0);
+	write_stamp(ov, 2, 22);
+	assert_int_equal(overlay_zero(ov, 3, 1), 0);
+	path_fmt(delta, "%s/delta", f->dir);
+	assert_int_equal(overlay_snapshot(ov, delta, &why), 0);
+	overlay_close(ov);
+	path_fmt(copy, "%s/copy", f->dir);
+	assert_int_equal(overlay_apply_delta(delta, copy, f->digest, BLOCKS * BLK, &why), 0);
+	assert_int_equal(overlay_open_existing(copy, true, &ro, &why), 0);
+	assert_int_equal(read_stamp(ro, 1), 11);
+	assert_int_equal(read_stamp(ro, 2), 22);
+	assert_int_equal(overlay_state(ro, 3), OV_ZERO);
+	overlay_close(ro);
+}
+
+/* Overlay apply removes the old live file: its states are not the new overlay's. Removal. */
+static void test_apply_drops_live(void **state)
+{
+	struct fx *f = *state;
+	struct overlay *ov = ov_open(f, true);
+	char delta[PATH_MAX];
+	const char *why = NULL;
+
+	path_fmt(delta, "%s/delta", f->dir);
+	assert_int_equal(overlay_snapshot(ov, delta, &why), 0);  /* empty */
+	write_stamp(ov, 7, 77);  /* not flushed: in OVERLAY.live only */
+	overlay_close(ov);
+	assert_true(path_exists(f->live));
+	assert_int_equal(overlay_apply_delta(delta, f->ov, f->digest, BLOCKS * BLK, &why), 0);
+	assert_false(path_exists(f->live));
+	ov = ov_open(f, false);
+	assert_int_equal(overlay_state(ov, 7), OV_CLEAN);
+	overlay_close(ov);
+	/* and overlay_remove takes all three files */
+	assert_true(path_exists(f->live) && path_exists(f->state) && path_exists(f->ov));
+	overlay_remove(f->ov);
+	assert_false(path_exists(f->live) || path_exists(f->state) || path_exists(f->ov));
+}
+
+/* A version 1 state file (before OVERLAY.live) opens; a writer makes it version 2. */
+static void test_version1(void **state)
+{
+	struct fx *f = *state;
+	struct overlay *ov = ov_open(f, true);
+	struct ov_state_header h;
+	int fd;
+
+	write_stamp(ov, 4, 44);
+	assert_int_equal(overlay_flush(ov), 0);
+	overlay_close(ov);
+	unlink(f->live);
+	fd = open(f->state, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, &h, sizeof(h), 0), sizeof(h));
+	assert_int_equal(h.version, 2);
+	assert_true(h.instance != 0);
+	h.version = 1;
+	h.instance = 0;
+	h.header_crc = 0;
+	h.header_crc = crc32c(~0u, &h, sizeof(h));
+	assert_int_equal(pwrite(fd, &h, sizeof(h), 0), sizeof(h));
+	ov = ov_open_ro(f);
+	assert_int_equal(read_stamp(ov, 4), 44);
+	overlay_close(ov);
+	assert_int_equal(pread(fd, &h, sizeof(h), 0), sizeof(h));
+	assert_int_equal(h.version, 1);
+	ov = ov_open(f, false);
+	assert_int_equal(read_stamp(ov, 4), 44);
+	write_stamp(ov, 5, 55);
+	overlay_close(ov);
+	assert_int_equal(pread(fd, &h, sizeof(h), 0), sizeof(h));
+	assert_int_equal(h.version, 2);
+	assert_true(h.instance != 0);
+	close(fd);
+	ov = ov_open(f, false);
+	assert_int_equal(read_stamp(ov, 5), 55);
+	overlay_close(ov);
+	/* a version 1 file with an instance is not one lazyblk wrote */
+	fd = open(f->state, O_RDWR);
+	assert_true(fd >= 0);
+	h.version = 1;
+	h.header_crc = 0;
+	h.header_crc = crc32c(~0u, &h, sizeof(h));
+	assert_int_equal(pwrite(fd, &h, sizeof(h), 0), sizeof(h));
+	close(fd);
+	{
+		const char *why = NULL;
+
+		ov = NULL;
+		assert_int_equal(overlay_open_existing(f->ov, true, &ov, &why), -EBADMSG);
+		assert_non_null(strstr(why, "instance"));
+	}
+}
+
+/* A live file of this boot and this overlay that is damaged is refused, not ignored. */
+static void test_live_damaged(void **state)
+{
+	struct fx *f = *state;
+	struct overlay *ov = ov_open(f, true);
+	const char *why = NULL;
+	uint8_t x = 0xff;
+	int fd;
+
+	write_stamp(ov, 1, 1);
+	overlay_close(ov);
+	fd = open(f->live, O_WRONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, &x, 1, OV_STATE_HDR + 1), 1);  /* state 3 */
+	close(fd);
+	ov = NULL;
+	assert_int_equal(overlay_open(f->ov, BLOCKS * BLK, f->digest, false, &ov, &why), -EBADMSG);
+	assert_non_null(strstr(why, "live state file"));
+	/* in another boot the file is not believed at all: the overlay opens */
+	boot_id_set_for_test(boot_b);
+	ov = ov_open(f, false);
+	assert_int_equal(overlay_state(ov, 1), OV_CLEAN);
+	overlay_close(ov);
+	/* a symbolic link there is refused */
+	assert_int_equal(unlink(f->live), 0);
+	assert_int_equal(symlink("elsewhere", f->live), 0);
+	assert_int_equal(overlay_open(f->ov, BLOCKS * BLK, f->digest, false, &ov, &why), -EBADMSG);
+	assert_non_null(strstr(why, "symbolic link"));
+}
+
+/*
+ * Flushes at once: 8 threads write blocks of their own and flush every few writes; after
+ * each flush returns, every block the thread wrote before asking is dirty in OVERLAY.state
+ * itself (a flush returns after those before it, which may have taken its states).
+ */
+#define FL_THREADS 8
+#define FL_WRITES 400
+
+struct fl_arg {
+	struct overlay *ov;
+	const char *state;
+	unsigned id;
+	int bad;
+};
+
+static void *fl_main(void *p)
+{
+	struct fl_arg *a = p;
+	uint64_t rng = a->id + 1, mine[FL_WRITES], buf[BLK / 8] = { 0 };
+	size_t n = 0;
+
+	for (unsigned i = 0; i < FL_WRITES; i++) {
+		uint64_t b;
+
+		rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+		b = (rng >> 33) % (BLOCKS / FL_THREADS) * FL_THREADS + a->id;
+		buf[0] = b;
+		if (overlay_write(a->ov, b, 1, buf)) /* no cmocka asserts on this thread */
+			a->bad++;
+		mine[n++] = b;
+		if (rng % 5)
+			continue;
+		if (overlay_flush(a->ov)) {
+			a->bad++;
+			continue;
+		}
+		for (size_t k = 0; k < n; k++)
+			if (file_state(a->state, mine[k]) != OV_DIRTY)
+				a->bad++;
+	}
+	return NULL;
+}
+
+static void test_flushes_at_once(void **state)
+{
+	struct fx *f = *state;
+	struct overlay *ov = ov_open(f, true);
+	struct fl_arg a[FL_THREADS];
+	pthread_t th[FL_THREADS];
+
+	for (unsigned i = 0; i < FL_THREADS; i++) {
+		a[i] = (struct fl_arg){ .ov = ov, .state = f->state, .id = i };
+		assert_int_equal(pthread_create(&th[i], NULL, fl_main, &a[i]), 0);
+	}
+	for (unsigned i = 0; i < FL_THREADS; i++) {
+		assert_int_equal(pthread_join(th[i], NULL), 0);
+		assert_int_equal(a[i].bad, 0);
+	}
+	/* and OVERLAY.state holds nothing the overlay does not */
+	for (uint64_t b = 0; b < BLOCKS; b++)
+		if (file_state(f->state, b) == OV_DIRTY)
+			assert_int_equal(overlay_state(ov, b), OV_DIRTY);
+	overlay_close(ov);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_state_waits_for_flush, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_same_boot_applies, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_other_boot_drops, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_crash_in_flush, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_snapshot_between_flushes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_apply_drops_live, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_version1, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_live_damaged, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_flushes_at_once, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
