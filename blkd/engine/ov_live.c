@@ -253,7 +253,7 @@ int ov_live_open(struct overlay *ov, const char **why)
 		ret = ov_state_upgrade(ov); /* version 1: it never had a live file */
 	if (ret)
 		return ret;
-	ov->live_fd = ov_open_file(path, O_RDWR | O_CREAT, 0666);
+	ov->live_fd = ov_open_file(path, O_RDWR | O_CREAT, FS_DATA_MODE);
 	if (ov->live_fd < 0)
 		return live_open_failed(why);
 	bitmap_reserve(ov->state_fd, ov_words(ov->blocks));

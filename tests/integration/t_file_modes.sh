@@ -46,7 +46,7 @@ make_all() {
 # the test's own) has a bit WANT lacks
 check() {
   local um=$1 want=$2 d=$T/$1 f m bad=""
-  for f in img.manifest img.layout img.raw ov ov.state off.delta c.layout ov2 ov2.state \
+  for f in img.manifest img.layout img.raw ov ov.state off.delta c.layout ov2 ov2.state ov2.live \
     live.delta t.trace f.raw; do
     [ -f "$d/$f" ] || die "umask $um: $f was not written"
     m=$(stat -c %a "$d/$f")
