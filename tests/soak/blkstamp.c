@@ -873,6 +873,9 @@ static int cmd_write(struct xport *x, const char *jpath, uint64_t seed, unsigned
 	int stopping = 0;  /* 1: draining, 2: the first write sent, 3: stopped */
 
 	j_load(&w.j, jpath);
+	/* this writer's counts start at 0 in the journal (blkstamp flushes reads them while it runs) */
+	w.j.h.last_writes = w.j.h.last_flushes = 0;
+	j_save(&w.j);
 	w.busy = calloc(w.j.h.n, 1);
 	w.snap = calloc(w.j.h.n, 8);
 	if (!w.busy || !w.snap)
@@ -940,7 +943,8 @@ static const char usage[] =
 	"                      [--stop FILE]\n"
 	"       blkstamp check --nbd SOCK --journal J [--crashed]\n"
 	"       blkstamp crash --overlay OVERLAY [--seed S] [--all | --state-first]\n"
-	"       blkstamp stats --journal J\n";
+	"       blkstamp stats --journal J\n"
+	"       blkstamp flushes --journal J   (FLUSHes the running or last writer completed)\n";
 
 int main(int argc, char **argv)
 {
@@ -1000,6 +1004,13 @@ int main(int argc, char **argv)
 
 		j_load(&j, jpath);
 		print_totals(&j.h);
+		return 0;
+	}
+	if (!strcmp(cmd, "flushes")) {
+		struct journal j = { 0 };
+
+		j_load(&j, jpath);
+		printf("%llu\n", (unsigned long long)j.h.last_flushes);
 		return 0;
 	}
 	gone_is_ok = !strcmp(cmd, "write");

@@ -120,10 +120,16 @@ OVFILES="ov ov.state ov.live"
 tamper() {
   local f
   case $1 in
-    torn) for k in $(seq 0 64 $((BLOCKS - 1))); do
-            printf 'torn' | dd of="$T/ov" bs=1 seek=$(( (FIRST + k) * 4096 + 1000 )) \
-              conv=notrunc status=none
-          done;;
+    # every block of the region: those the last writer's flushed writes made dirty among them
+    torn) python3 - "$T/ov" "$FIRST" "$BLOCKS" <<'PYEOF'
+import sys
+path, first, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+with open(path, "r+b") as f:
+    for k in range(n):
+        f.seek((first + k) * 4096 + 1000)
+        f.write(b"torn")
+PYEOF
+          ;;
     rollback) for f in $OVFILES; do [ ! -e "$T/old/$f" ] || cp "$T/old/$f" "$T/"; done;;
     # every block of the region dirty (state 1: 0x55 a byte of 4 blocks) in OVERLAY.state
     zeroed) head -c $((BLOCKS / 4)) /dev/zero | tr '\0' '\125' |
@@ -169,7 +175,16 @@ soak() {
       sleep "0.$(printf %03d $((RANDOM % 800)))"
     fi
     case $tamp in
-      torn|rollback) sleep 0.3;; # some FLUSHes done: something to lose
+      # something to lose: this writer has completed FLUSHes (so it wrote, and the journal
+      # holds flushed writes newer than the files kept for rollback)
+      torn|rollback)
+        for _ in $(seq 1 4800); do
+          [ "$("$BLKSTAMP" flushes --journal "$J")" -ge 2 ] && break
+          kill -0 "$w" 2>/dev/null || break
+          sleep 0.025
+        done
+        [ "$("$BLKSTAMP" flushes --journal "$J")" -ge 2 ] ||
+          fail "$tr/$mode cycle $i: the writer completed no 2 FLUSHes ($(cat "$T/write.err"))";;
     esac
     if [ ${#how[@]} -gt 0 ]; then
       # the worst case: a first write acknowledged last, nothing in flight
