@@ -9,6 +9,7 @@
 #include "../cas/manifest.h"
 #include "../common/json_out.h"
 #include "../common/log.h"
+#include "../common/sha256.h"
 #include "../common/size.h"
 #include "../ext4gen/mkfs.h"
 #include "cli.h"
@@ -41,19 +42,11 @@ static int parse_uuid(const char *s, uint8_t out[16])
 	int n = 0;
 
 	for (const char *p = s; *p; p++) {
-		int v;
+		int v = hex_nibble(*p);
 
 		if (*p == '-')
 			continue;
-		if (*p >= '0' && *p <= '9')
-			v = *p - '0';
-		else if (*p >= 'a' && *p <= 'f')
-			v = *p - 'a' + 10;
-		else if (*p >= 'A' && *p <= 'F')
-			v = *p - 'A' + 10;
-		else
-			return -EINVAL;
-		if (n >= 32)
+		if (v < 0 || n >= 32)
 			return -EINVAL;
 		if (n % 2 == 0)
 			out[n / 2] = (uint8_t)(v << 4);

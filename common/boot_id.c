@@ -7,6 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sha256.h"
+
 static bool test_set;
 static uint8_t test_id[BOOT_ID_LEN];
 
@@ -15,17 +17,6 @@ void boot_id_set_for_test(const uint8_t *id)
 	test_set = id != NULL;
 	if (id)
 		memcpy(test_id, id, BOOT_ID_LEN);
-}
-
-static int hex_val(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
 }
 
 /* "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" (then a newline or the end) into 16 bytes. */
@@ -38,7 +29,7 @@ static int uuid_parse(const char *s, size_t len, uint8_t id[BOOT_ID_LEN])
 
 		if (s[i] == '-' && (i == 8 || i == 13 || i == 18 || i == 23))
 			continue;
-		v = hex_val(s[i]);
+		v = hex_nibble(s[i]);
 		if (v < 0)
 			return -EBADMSG;
 		if (n % 2 == 0)

@@ -66,7 +66,7 @@ void sha256_to_hex(const uint8_t d[SHA256_LEN], char hex[SHA256_HEX_LEN + 1])
 	hex[SHA256_HEX_LEN] = '\0';
 }
 
-static int hexval(char c)
+int hex_nibble(char c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';
@@ -80,11 +80,11 @@ static int hexval(char c)
 int sha256_from_hex(const char *hex, uint8_t d[SHA256_LEN])
 {
 	for (int i = 0; i < SHA256_LEN; i++) {
-		int hi = hexval(hex[2 * i]), lo;
+		int hi = hex_nibble(hex[2 * i]), lo;
 
 		if (hi < 0)
 			return -EINVAL;
-		lo = hexval(hex[2 * i + 1]);
+		lo = hex_nibble(hex[2 * i + 1]);
 		if (lo < 0)
 			return -EINVAL;
 		d[i] = (uint8_t)(hi << 4 | lo);

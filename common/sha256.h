@@ -21,6 +21,8 @@ int sha256_buf(const void *data, size_t len, uint8_t out[SHA256_LEN]);
 
 /* hex: writes 64 lowercase hex chars + NUL. */
 void sha256_to_hex(const uint8_t d[SHA256_LEN], char hex[SHA256_HEX_LEN + 1]);
+/* The value of one hex digit (either case), or -1. */
+int hex_nibble(char c);
 /* Parses exactly 64 hex chars (either case); returns 0 or -EINVAL. */
 int sha256_from_hex(const char *hex, uint8_t d[SHA256_LEN]);
 

@@ -104,6 +104,16 @@ struct remote {
  */
 int remote_do(struct remote *r, struct http_req *rq, int retries, const char **why);
 /*
+ * remote_obj.c: the URL of rel on the remote (its base, a '/', rel), malloc'ed, or NULL; and
+ * a GET of it (rq's method, url and max_body set here; accept and a sink by the caller) with
+ * the remote's retries, whose common failures become one line in why: an answer larger
+ * than max (-EFBIG), refused (-EACCES), no answer (-EIO). 0 otherwise, with rq->status for
+ * the caller to judge; rq is the caller's to clear either way.
+ */
+char *remote_obj_url(const struct remote *r, const char *rel);
+int remote_obj_fetch(struct remote *r, struct http_req *rq, const char *url, size_t max,
+		     char *why, size_t why_len);
+/*
  * PUT/POST body to url; 0 if the status is ok1 or ok2 (0: any 2xx), else -EIO, logged.
  * location: the response's Location (malloc'ed), when not NULL.
  */

@@ -8,17 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../../common/dl_curl.h"
 #include "../oci_json.h"
-
-static char *list_url(const struct remote *r, const char *rel)
-{
-	char *url;
-
-	if (asprintf(&url, "%s%s", r->base, rel) < 0)
-		return NULL;
-	return url;
-}
 
 /* The entries of a JSON index (nginx: [{"name":..,"type":..,"mtime":..,"size":..}, ...]). */
 static int list_entries(struct json_object *root, int (*fn)(void *arg,
@@ -51,27 +41,16 @@ int remote_list(struct remote *r, const char *rel,
 {
 	struct http_req rq = { 0 };
 	struct json_object *root = NULL;
-	const char *aw = NULL, *jw = NULL;
-	char *url = list_url(r, rel);
+	const char *jw = NULL;
+	char *url = remote_obj_url(r, rel);
 	int64_t date;
 	int ret;
 
 	if (!url)
 		return -ENOMEM;
-	rq.method = "GET";
-	rq.url = url;
 	rq.accept = "application/json";
-	rq.max_body = OCI_JSON_INDEX_MAX;
-	rq.follow = true;
-	ret = remote_do(r, &rq, r->retries, &aw);
-	if (ret == -EIO && rq.curl_code == CURLE_FILESIZE_EXCEEDED) {
-		snprintf(why, why_len, "%s: a listing larger than %u bytes", url, OCI_JSON_INDEX_MAX);
-		ret = -EFBIG;
-	} else if (ret == -EACCES) {
-		snprintf(why, why_len, "%s: %s", url, aw ? aw : "access refused");
-	} else if (ret == -EIO) {
-		snprintf(why, why_len, "%s: %s", url, rq.err[0] ? rq.err : "no answer");
-	} else if (!ret && rq.status == 404) {
+	ret = remote_obj_fetch(r, &rq, url, OCI_JSON_INDEX_MAX, why, why_len);
+	if (!ret && rq.status == 404) {
 		snprintf(why, why_len, "%s: not found", url);
 		ret = -ENOENT;
 	} else if (!ret && rq.status == 401) {

@@ -11,7 +11,7 @@
 #include "../../common/log.h"
 #include "../oci_json.h"
 
-static char *obj_url(const struct remote *r, const char *rel)
+char *remote_obj_url(const struct remote *r, const char *rel)
 {
 	char *url;
 	size_t n = strlen(r->base);
@@ -21,36 +21,46 @@ static char *obj_url(const struct remote *r, const char *rel)
 	return url;
 }
 
+int remote_obj_fetch(struct remote *r, struct http_req *rq, const char *url, size_t max,
+		     char *why, size_t why_len)
+{
+	const char *aw = NULL;
+	int ret;
+
+	rq->method = "GET";
+	rq->url = url;
+	rq->max_body = max;
+	rq->follow = true;
+	ret = remote_do(r, rq, r->retries, &aw);
+	if (ret == -EIO && rq->curl_code == CURLE_FILESIZE_EXCEEDED) {
+		snprintf(why, why_len, "%s: larger than %zu bytes", url, max);
+		ret = -EFBIG;
+	} else if (ret == -EACCES) {
+		snprintf(why, why_len, "%s: %s", url, aw ? aw : "access refused");
+	} else if (ret == -EIO) {
+		snprintf(why, why_len, "%s: %s", url, rq->err[0] ? rq->err : "no answer");
+	}
+	return ret;
+}
+
 static int obj_get(struct remote *r, const char *rel, const char *accept, size_t max,
 		   const struct remote_sink *sink, uint8_t **buf, size_t *len, char *why,
 		   size_t why_len)
 {
 	struct http_req rq = { 0 };
-	const char *aw = NULL;
-	char *url = obj_url(r, rel);
+	char *url = remote_obj_url(r, rel);
 	int ret;
 
 	if (!url)
 		return -ENOMEM;
-	rq.method = "GET";
-	rq.url = url;
 	rq.accept = accept;
 	if (sink) {
 		rq.sink = sink->sink;
 		rq.sink_restart = sink->restart;
 		rq.sink_arg = sink->arg;
 	}
-	rq.max_body = max;
-	rq.follow = true;
-	ret = remote_do(r, &rq, r->retries, &aw);
-	if (ret == -EIO && rq.curl_code == CURLE_FILESIZE_EXCEEDED) {
-		snprintf(why, why_len, "%s: larger than %zu bytes", url, max);
-		ret = -EFBIG;
-	} else if (ret == -EACCES) {
-		snprintf(why, why_len, "%s: %s", url, aw ? aw : "access refused");
-	} else if (ret == -EIO) {
-		snprintf(why, why_len, "%s: %s", url, rq.err[0] ? rq.err : "no answer");
-	} else if (!ret && rq.status == 404) {
+	ret = remote_obj_fetch(r, &rq, url, max, why, why_len);
+	if (!ret && rq.status == 404) {
 		snprintf(why, why_len, "%s: not found", url);
 		ret = -ENOENT;
 	} else if (!ret && rq.status != 200) {
@@ -125,7 +135,7 @@ int remote_obj_tags(struct remote *r, const char *repo,
 int remote_obj_put(struct remote *r, const char *rel, const void *body, size_t len,
 		   const char *ctype, const char *what)
 {
-	char *url = obj_url(r, rel);
+	char *url = remote_obj_url(r, rel);
 	int ret;
 
 	if (!url)
@@ -139,7 +149,7 @@ int remote_obj_delete(struct remote *r, const char *rel, const char *what)
 {
 	struct http_req rq = { 0 };
 	const char *aw = NULL;
-	char *url = obj_url(r, rel);
+	char *url = remote_obj_url(r, rel);
 	int ret;
 
 	if (!url)
