@@ -7,16 +7,9 @@ import random
 import struct
 import sys
 
+from lzcrc import crc32c
+
 BLOCK = 4096
-
-
-def crc32c(data, crc=0xFFFFFFFF):
-    # Castagnoli, reflected, seeded by the caller, no final inversion (as ext4 stores it)
-    for b in data:
-        crc ^= b
-        for _ in range(8):
-            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
-    return crc
 
 
 def main():
