@@ -125,6 +125,21 @@ static inline uint8_t *fuzz_dup(const uint8_t *data, size_t size)
 	return p;
 }
 
+/*
+ * The input past its first byte (which picks what to feed) as a malloc'ed C string: size - 1
+ * bytes and a NUL (a NUL among them ends the string early, as a C reader would see it).
+ */
+static inline char *fuzz_cstr_after_first(const uint8_t *data, size_t size)
+{
+	char *s = malloc(size);
+
+	if (!s)
+		abort();
+	memcpy(s, data + 1, size - 1);
+	s[size - 1] = '\0';
+	return s;
+}
+
 /* The trailing sha256 of every byte before it (manifest, trace, delta). */
 static inline void fuzz_fix_sha_trailer(uint8_t *buf, size_t len)
 {

@@ -142,11 +142,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!size)
 		return 0;
 	fuzz_dir();
-	s = malloc(size);
-	if (!s)
-		abort();
-	memcpy(s, data + 1, size - 1);
-	s[size - 1] = '\0';
+	s = fuzz_cstr_after_first(data, size);
 	switch (data[0] % 5) {
 	case 0: oci_index(s, size - 1); break;
 	case 1: oci_manifest(s, size - 1); break;

@@ -96,11 +96,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!size)
 		return 0;
 	fuzz_dir();
-	s = malloc(size);
-	if (!s)
-		abort();
-	memcpy(s, data + 1, size - 1);
-	s[size - 1] = '\0';
+	s = fuzz_cstr_after_first(data, size);
 	switch (data[0] & 3) {
 	case 0: document(s, size - 1); break;
 	case 1: challenge(s); break;
