@@ -11,16 +11,18 @@
 #include "test_hook.h"
 
 /*
- * Open name (relative to dfd, or AT_FDCWD) for reading, O_RDONLY | O_CLOEXEC | flags
- * (O_NOFOLLOW where the name is lazyblk's own: a chunk, a plain copy, a fetched layout), only
- * if it is a regular file. A FIFO would block open() until a writer comes, a terminal would
- * become the controlling one, and opening some devices has effects of its own, so: the name
- * is looked at first (fstatat) and nothing but a regular file is opened; the open is
- * O_NONBLOCK | O_NOCTTY (a FIFO swapped in meanwhile cannot block it) and the descriptor is
- * fstat'ed (into st, may be NULL) and checked again; O_NONBLOCK is cleared before it is
- * returned (io_uring would honour it). Returns the descriptor, or -errno: -EISDIR for a
- * directory, -EINVAL for any other file that is not regular (fs_open_why says "not a
- * regular file"), -ELOOP for a symbolic link with O_NOFOLLOW. Says nothing.
+ * Open name (relative to dfd, or AT_FDCWD) for reading, O_RDONLY | O_CLOEXEC | O_NOCTTY |
+ * flags (O_NOFOLLOW where the name is lazyblk's own: a chunk, a plain copy, a fetched layout),
+ * only if it is a regular file. A FIFO would block open() until a writer comes, a terminal
+ * would become the controlling one, and opening some devices has effects of its own, so the
+ * name is opened O_PATH first (which opens nothing: no FIFO waits, no driver runs), that
+ * descriptor is fstat'ed, and only a regular file is then opened, through /proc/self/fd/N:
+ * the very file checked, whatever the name holds by then. Where /proc is not mounted, the
+ * name is opened again (O_NONBLOCK, cleared afterwards: a FIFO swapped in meanwhile cannot
+ * block it) and the result checked. The descriptor is fstat'ed into st (may be NULL).
+ * Returns the descriptor, or -errno: -EISDIR for a directory, -EINVAL for any other file
+ * that is not regular (fs_open_why says "not a regular file"), -ELOOP for a symbolic link
+ * with O_NOFOLLOW. Says nothing.
  */
 int fs_open_regular(int dfd, const char *name, int flags, struct stat *st);
 /* strerror(-err), but "not a regular file" for the -EINVAL of fs_open_regular. */
