@@ -106,6 +106,25 @@ int fs_mkdir_p(const char *path, mode_t mode)
 	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
 }
 
+int fs_mkdir_private(const char *path, const char **why)
+{
+	struct stat st;
+	int ret = fs_mkdir_p(path, 0700);
+
+	*why = NULL;
+	if (lstat(path, &st) < 0)
+		return ret ? ret : -errno;
+	if (S_ISLNK(st.st_mode))
+		*why = "a symbolic link";
+	else if (!S_ISDIR(st.st_mode))
+		*why = "not a directory";
+	else if (st.st_uid != geteuid())
+		*why = "owned by another user";
+	else if (st.st_mode & (S_IWGRP | S_IWOTH))
+		*why = "writable by its group or others";
+	return *why ? -EPERM : 0;
+}
+
 /* read(2) (off < 0) or pread(2) until len bytes came; -EIO at an early end of file. */
 static int read_loop(int fd, void *buf, size_t len, off_t off)
 {

@@ -29,6 +29,16 @@ int fs_open_regular(int dfd, const char *name, int flags, struct stat *st);
 const char *fs_open_why(int err);
 /* mkdir -p with the given mode for created components. */
 int fs_mkdir_p(const char *path, mode_t mode);
+/*
+ * A directory lazyblk reads back what it wrote to (a cache): made with its missing parents,
+ * mode 0700, if absent; then 0 only if path itself (lstat: a link is not followed) is a
+ * directory owned by geteuid() that neither its group nor others may write. Otherwise -EPERM
+ * with *why ("owned by another user", "writable by its group or others", "a symbolic link",
+ * "not a directory"): whoever may change the directory may replace what is read back from
+ * it. Another -errno (*why NULL) when it cannot be made or looked at. Its mode is never
+ * changed (an older lazyblk made such directories 0755, which stays).
+ */
+int fs_mkdir_private(const char *path, const char **why);
 /* read(2)/write(2) loops that retry on EINTR and short counts. */
 TEST_HOOK
 int fs_read_full(int fd, void *buf, size_t len);              /* -EIO on early EOF */
