@@ -480,6 +480,16 @@ static void test_esc(void **state)
 	expect_esc("a\xe2\x80\xae" "b", "a\\xe2\\x80\\xaeb");
 	expect_esc("\xe2\x81\xa6\xe2\x80\xa8", "\\xe2\\x81\\xa6\\xe2\\x80\\xa8");
 	expect_esc("\xd8\x9c", "\\xd8\\x9c");
+	/* invisible: zero-width space, non-joiner, joiner, word joiner, invisible operators,
+	 * BOM, soft hyphen (a tag "latest" and "lat<ZWSP>est" must not look the same) */
+	expect_esc("lat\xe2\x80\x8b" "est", "lat\\xe2\\x80\\x8best");
+	expect_esc("\xe2\x80\x8c\xe2\x80\x8d", "\\xe2\\x80\\x8c\\xe2\\x80\\x8d");
+	expect_esc("\xe2\x81\xa0\xe2\x81\xa4", "\\xe2\\x81\\xa0\\xe2\\x81\\xa4");
+	expect_esc("\xef\xbb\xbfx", "\\xef\\xbb\\xbfx");
+	expect_esc("a\xc2\xad" "b", "a\\xc2\\xadb");
+	/* their neighbours are ordinary text */
+	expect_esc("\xc2\xae\xe2\x80\x90\xe2\x81\x9f\xef\xbb\xbe",
+		   "\xc2\xae\xe2\x80\x90\xe2\x81\x9f\xef\xbb\xbe");
 	/* esc_line keeps a backslash (the pieces were escaped already), not a control */
 	assert_string_equal(esc_line("a\\x1b\033", out, sizeof(out)), "a\\x1b\\x1b");
 	assert_string_equal(esc_str(NULL, out, sizeof(out)), "");
