@@ -159,5 +159,11 @@ struct json_object *oci_json_get(struct json_object *o, const char *key, enum js
 
 const char *oci_json_str(struct json_object *o, const char *key)
 {
-	return json_object_get_string(oci_json_get(o, key, json_type_string));
+	struct json_object *v = oci_json_get(o, key, json_type_string);
+	const char *s = json_object_get_string(v);
+
+	/* "\u0000" inside: the C string would be a prefix of the value ("HEX64\u0000junk") */
+	if (s && strlen(s) != (size_t)json_object_get_string_len(v))
+		return NULL;
+	return s;
 }

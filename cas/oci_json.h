@@ -71,6 +71,7 @@ struct json_object *oci_json_parse(const char *buf, size_t len, enum oci_json_ki
 				   const char **why);
 /* Member key of object o if it has that type, else NULL (also for o == NULL). */
 struct json_object *oci_json_get(struct json_object *o, const char *key, enum json_type type);
+/* Member key of object o if it is a string without a NUL inside ("\u0000"), else NULL. */
 const char *oci_json_str(struct json_object *o, const char *key);
 
 #endif

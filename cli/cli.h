@@ -217,7 +217,11 @@ int cli_json_print(struct json_buf *b);
 int cli_parse_chunk_size(const char *arg, uint32_t *out);
 int cli_parse_level(const char *arg, int *out);
 
-/* The disk's statistics as one JSON object in path (--stats-json). -errno, said why. */
+/*
+ * The disk's statistics as one JSON object in path (--stats-json), written atomically
+ * (fs_write_file_atomic: a new file of FS_DATA_MODE renamed over path; a link there is
+ * replaced, never followed; a FIFO or a device there is refused). -errno, said why.
+ */
 struct disk;
 int cli_write_stats_json(const struct disk *d, const char *path);
 

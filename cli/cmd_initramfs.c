@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../cas/manifest.h"
 #include "../common/fsutil.h"
@@ -38,7 +39,9 @@ static const char initramfs_usage[] =
 	"      --console NAME    the command's terminal (default ttyS0)\n"
 	"      --root DEV        the root disk in /dev (default vda)\n"
 	"      --gzip            gzip the cpio (default: uncompressed, quickest to unpack)\n"
-	"      --cache-dir DIR   default $XDG_CACHE_HOME/lazyblk/initramfs\n"
+	"      --cache-dir DIR   default $XDG_CACHE_HOME/lazyblk/initramfs (~/.cache/...,\n"
+	"                        else /var/tmp/lazyblk-initramfs-UID); used only if it is\n"
+	"                        yours and nobody else may write it (made 0700)\n"
 	"  -o, --output FILE     copy the result to FILE\n"
 	"  -h, --help            this text\n";
 
@@ -66,8 +69,8 @@ int cmd_initramfs(int argc, char **argv)
 	struct initramfs_opts o = { 0 };
 	struct oci_config img = { 0 };
 	const char *manifest = NULL, *out = NULL, **env = NULL;
-	char path[PATH_MAX], err[512];
-	int c, rc = 1;
+	char path[PATH_MAX], err[PATH_MAX + 128];
+	int c, rc = 1, uncached_fd = -1;
 	size_t n_env = 0;
 
 	opterr = 0;
@@ -117,6 +120,9 @@ int cmd_initramfs(int argc, char **argv)
 	o.n_env = n_env;
 	o.err = err;
 	o.err_len = sizeof(err);
+	o.notes = CLI_NOTES;
+	if (out)
+		o.uncached_fd = &uncached_fd; /* a path to print must stay: only a cache's */
 
 	if (manifest) {
 		bool found;
@@ -128,7 +134,7 @@ int cmd_initramfs(int argc, char **argv)
 	}
 
 	if (initramfs_build(&o, path, sizeof(path))) {
-		log_error("%s", err);
+		log_error("%s%s", err, out ? "" : ": give a private --cache-dir, or -o FILE");
 		goto out;
 	}
 	if (out) {
@@ -149,6 +155,8 @@ int cmd_initramfs(int argc, char **argv)
 	}
 	rc = 0;
 out:
+	if (uncached_fd >= 0)
+		close(uncached_fd);
 	oci_config_free(&img);
 	free(env);
 	return rc;

@@ -76,7 +76,8 @@ static const char run_usage[] =
 	"      --boot linux64|pvh  entry: the 64-bit Linux boot protocol (default), or PVH\n"
 	"                          (32-bit, for ELF kernels with a XEN_ELFNOTE_PHYS32_ENTRY)\n"
 	"      --cache-dir DIR     where decompressed kernels are cached (default\n"
-	"                          $XDG_CACHE_HOME/lazyblk/vmlinux or ~/.cache/lazyblk/vmlinux)\n"
+	"                          $XDG_CACHE_HOME/lazyblk/vmlinux or ~/.cache/lazyblk/vmlinux;\n"
+	"                          only if yours and nobody else may write it: made 0700)\n"
 	"      --manifest FILE     the image's manifest (lazyblk import): without CMD, the\n"
 	"                          built initramfs runs its Entrypoint + Cmd with its Env,\n"
 	"                          WorkingDir and User; traces name files through it\n"
@@ -199,14 +200,16 @@ static int run_open_disks(struct run_args *a, struct blkd_engine **e, struct dis
  * The initramfs for an image without --initrd: built (or taken from the cache) by
  * vmm-glue/initramfs, running CMD (or the image's entrypoint) from /dev/vda.
  */
-static int run_initramfs(struct run_args *a, char *path, size_t len)
+static int run_initramfs(struct run_args *a, char *path, size_t len, int *uncached_fd)
 {
-	char err[256] = "";
+	char err[PATH_MAX + 128] = "";
 	struct initramfs_opts io = {
 		.kernel = a->vo.kernel,
 		.modules_dir = a->modules,
 		.argv = (const char *const *)a->cmd,
 		.argc = (size_t)a->cmd_n,
+		.uncached_fd = uncached_fd,
+		.notes = CLI_NOTES,
 		.err = err,
 		.err_len = sizeof(err),
 	};
@@ -364,7 +367,7 @@ static int run_vm(struct run_args *a)
 	struct blkd_engine *e = NULL;
 	char initrd[PATH_MAX];
 	unsigned n = 0;
-	int ret, status = 0;
+	int ret, status = 0, initrd_fd = -1;
 
 	/* a restore refused (its guest never let out) leaves no overlay: the one it made goes */
 	bool ov_new = a->restore && a->eo.overlay_path && access(a->eo.overlay_path, F_OK);
@@ -383,7 +386,7 @@ static int run_vm(struct run_args *a)
 		return 1;
 	}
 	if (a->layout && !a->vo.initrd && !a->restore && !a->vo.resume) {
-		if (run_initramfs(a, initrd, sizeof(initrd)))
+		if (run_initramfs(a, initrd, sizeof(initrd), &initrd_fd))
 			return 1;
 		a->vo.initrd = initrd;
 	}
@@ -404,6 +407,8 @@ static int run_vm(struct run_args *a)
 		}
 		ret = cli_fail(vmm_run(&a->vo, &status, why, sizeof(why)), why);
 	}
+	if (initrd_fd >= 0)
+		close(initrd_fd); /* an initramfs built without a cache */
 	for (unsigned i = 0; i < n; i++)
 		disk_close(&disks[i]); /* the image's engine stays open: flushed and closed below */
 	if (e) {

@@ -17,17 +17,39 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../common/fsutil.h"
 #include "../common/log.h"
 
 extern char **environ;
 
+/*
+ * The pid file, made (O_EXCL) or, if there, opened only if it is a regular file and not a
+ * link (fs_open_regular): a link planted at path is never followed (ftruncate would empty
+ * what it points to), a FIFO or a device never opened. The descriptor, or -errno.
+ */
+static int pidfile_open(const char *path)
+{
+	for (int tries = 0; tries < 8; tries++) {
+		int f = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC,
+			     0644);
+
+		if (f >= 0 || errno != EEXIST)
+			return f >= 0 ? f : -errno;
+		f = fs_open_regular(AT_FDCWD, path, O_RDWR | O_NOFOLLOW, NULL);
+		if (f != -ENOENT) /* removed meanwhile: make it again */
+			return f;
+	}
+	return -EAGAIN;
+}
+
 int daemon_pidfile_lock(const char *path, int *fd)
 {
 	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
-	int f = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	int f = pidfile_open(path);
 
 	if (f < 0) {
-		log_error("--pidfile %s: %s", path, strerror(errno));
+		log_error("--pidfile %s: %s", path, f == -ELOOP ? "a symbolic link (not followed)"
+			  : f == -EINVAL || f == -EISDIR ? "not a regular file" : strerror(-f));
 		return 1;
 	}
 	if (fcntl(f, F_SETLK, &fl) < 0) {
@@ -66,9 +88,14 @@ int daemon_pidfile_write(const char *path, int fd)
 
 void daemon_pidfile_remove(const char *path, int fd)
 {
+	struct stat mine, there;
+
 	if (fd < 0)
 		return;
-	unlink(path);
+	/* only the file this server locked, not whatever has been put at path since */
+	if (!fstat(fd, &mine) && !lstat(path, &there) && mine.st_dev == there.st_dev &&
+	    mine.st_ino == there.st_ino)
+		unlink(path);
 	close(fd);
 }
 

@@ -11,14 +11,16 @@
 #include <sys/types.h>
 
 /*
- * --pidfile: open (create) path and take a write lock on it, so that a second server of the
- * same file is refused; the file is emptied. *fd gets the descriptor (keep it open: closing
- * any descriptor of the file drops the lock). 0, or 1 (said why: "held by process N").
+ * --pidfile: create path (O_EXCL), or open it if it is a regular file (a symbolic link is
+ * not followed, a FIFO or a device not opened: refused), and take a write lock on it, so that
+ * a second server of the same file is refused; the file is emptied. *fd gets the descriptor
+ * (keep it open: closing any descriptor of the file drops the lock). 0, or 1 (said why:
+ * "held by process N", "a symbolic link (not followed)", "not a regular file").
  */
 int daemon_pidfile_lock(const char *path, int *fd);
 /* Write this process's pid (and a newline) into the locked file. 0, or 1 (said why). */
 int daemon_pidfile_write(const char *path, int fd);
-/* At exit: remove the file (while still holding the lock), then close it. */
+/* At exit: remove the file (while still holding the lock) if path still names it, close it. */
 void daemon_pidfile_remove(const char *path, int fd);
 
 /*

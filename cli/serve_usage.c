@@ -45,7 +45,7 @@ const char serve_usage[] =
 	"                          read)\n"
 	"      --mem-cache BYTES   decompressed chunk cache (default 256M); chunks with a plain\n"
 	"                          copy in STORE/plain are kept as open files instead\n"
-	"      --nbd unix:PATH     NBD on a unix socket\n"
+	"      --nbd unix:PATH     NBD on a unix socket (mode 0600: this user's clients only)\n"
 	"      --nbd tcp:HOST:PORT NBD on TCP (HOST defaults to 127.0.0.1: loopback only;\n"
 	"                          PORT 0: any free port, which the serving line names)\n"
 	"      --export-name NAME  the export's name (default: any name is accepted)\n"

@@ -210,21 +210,23 @@ void cli_remote_to_source(const struct cli_remote *r, struct cas_source_opts *so
 
 int cli_write_stats_json(const struct disk *d, const char *path)
 {
-	FILE *f = fopen(path, "w");
-	int ret;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	int ret = -ENOMEM;
 
-	if (!f) {
-		ret = -errno;
-		log_error("%s: %s", path, strerror(-ret));
-		return ret;
+	/* replaced whole (never written through a link planted at path), FS_DATA_MODE */
+	if (f) {
+		disk_stats(d, f, true);
+		ret = fclose(f) ? -errno : 0;
 	}
-	disk_stats(d, f, true);
-	if (fclose(f)) {
-		ret = -errno;
-		log_error("%s: %s", path, strerror(-ret));
-		return ret;
-	}
-	return 0;
+	if (!ret)
+		ret = fs_write_file_atomic(path, buf, len, FS_DATA_MODE);
+	free(buf);
+	if (ret)
+		log_error("--stats-json %s: %s", path,
+			  ret == -EEXIST ? "not a regular file (not replaced)" : strerror(-ret));
+	return ret;
 }
 
 /* A bound of a size option, short: "4K", "64M", "1T", else in bytes. */

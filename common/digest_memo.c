@@ -105,7 +105,7 @@ void digest_memo_put(const char *dir, const struct stat *st, const uint8_t d[SHA
 
 	memo_fill(&m, st);
 	memcpy(m.digest, d, SHA256_LEN);
-	if (!dir || !*dir || memo_path(dir, st, path, sizeof(path)) || fs_mkdir_p(dir, 0755))
+	if (!dir || !*dir || memo_path(dir, st, path, sizeof(path)) || fs_mkdir_p(dir, 0700))
 		return;
-	(void)fs_write_file_atomic(path, &m, sizeof(m), 0644);
+	(void)fs_write_file_atomic(path, &m, sizeof(m), 0600);
 }

@@ -28,6 +28,14 @@ static int dl_open(struct dl_lib *lib)
 			return -ELIBACC;
 		}
 	}
+	if (lib->check) {
+		char why[256] = "";
+
+		if (lib->check(why, sizeof(why))) {
+			log_error("%s", why[0] ? why : lib->soname);
+			return -ELIBACC;
+		}
+	}
 	return 0; /* the handle stays open for the life of the process */
 }
 

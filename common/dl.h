@@ -24,6 +24,11 @@ struct dl_lib {
 	const char *package;  /* the Debian package that ships it, for the error line */
 	const struct dl_sym *syms;
 	size_t n_syms;
+	/*
+	 * Optional, run once the symbols are resolved: 0, or -errno with one line in why (a
+	 * version too old to be safe). The library is then refused like a missing one.
+	 */
+	int (*check)(char *why, size_t why_len);
 	bool tried;           /* set by the first dl_load() */
 	int err;              /* its result: 0 or -ELIBACC */
 };
@@ -38,7 +43,10 @@ struct dl_lib {
  */
 #define DL_DEFINE_ONE(s) __typeof__(s) *sym_##s;
 #define DL_ENTRY_ONE(s) { #s, (void **)&sym_##s },
-#define DL_DEFINE(SYMS, LOADER, SONAME, PACKAGE)                                     \
+#define DL_DEFINE(SYMS, LOADER, SONAME, PACKAGE) \
+	DL_DEFINE_CHECKED(SYMS, LOADER, SONAME, PACKAGE, NULL)
+/* The same, with a check of the loaded library (struct dl_lib's check). */
+#define DL_DEFINE_CHECKED(SYMS, LOADER, SONAME, PACKAGE, CHECK)                      \
 	SYMS(DL_DEFINE_ONE)                                                          \
 	static const struct dl_sym LOADER##_syms[] = { SYMS(DL_ENTRY_ONE) };          \
 	static struct dl_lib LOADER##_lib = {                                         \
@@ -46,12 +54,14 @@ struct dl_lib {
 		.package = PACKAGE,                                                  \
 		.syms = LOADER##_syms,                                               \
 		.n_syms = sizeof(LOADER##_syms) / sizeof(LOADER##_syms[0]),          \
+		.check = CHECK,                                                      \
 	};                                                                           \
 	int LOADER(void) { return dl_load(&LOADER##_lib); }
 
 /*
- * Loads LIB and resolves all its symbols, once per process (thread-safe). 0, or -ELIBACC
- * after one error line naming the library and what is missing (printed once).
+ * Loads LIB, resolves all its symbols and runs its check, once per process (thread-safe).
+ * 0, or -ELIBACC after one error line naming the library and what is missing or wrong
+ * (printed once).
  */
 int dl_load(struct dl_lib *lib);
 

@@ -40,11 +40,17 @@ static size_t utf8_seq(const uint8_t *p, const uint8_t *end, uint32_t *cp)
 	return n;
 }
 
-/* A character a terminal would obey or that changes how the line reads. */
+/*
+ * A character a terminal would obey, that changes how the line reads, or that cannot be seen:
+ * C1 controls, U+00AD (soft hyphen), U+061C, U+200B-U+200F (zero-width space, non-joiner,
+ * joiner; the marks), U+2028-U+202E, U+2060-U+2069 (word joiner, invisible operators, the
+ * isolates), U+FEFF (zero-width no-break space).
+ */
 static bool cp_hidden(uint32_t c)
 {
-	return (c >= 0x80 && c <= 0x9f) || c == 0x61c || c == 0x200e || c == 0x200f ||
-	       (c >= 0x2028 && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069);
+	return (c >= 0x80 && c <= 0x9f) || c == 0xad || c == 0x61c ||
+	       (c >= 0x200b && c <= 0x200f) || (c >= 0x2028 && c <= 0x202e) ||
+	       (c >= 0x2060 && c <= 0x2069) || c == 0xfeff;
 }
 
 struct esc_out {

@@ -11,9 +11,11 @@
  *     newlines that forge a line);
  *   - bytes that are not valid UTF-8 (overlong forms, surrogates, beyond U+10FFFF, cut
  *     sequences): a terminal in an 8-bit mode takes 0x9b for CSI;
- *   - the UTF-8 of the C1 controls U+0080-U+009F (some terminals obey them) and of the
+ *   - the UTF-8 of the C1 controls U+0080-U+009F (some terminals obey them), of the
  *     characters that reorder or break a line: U+061C, U+200E, U+200F, U+2028-U+202E,
- *     U+2066-U+2069 (bidirectional overrides: "Trojan Source").
+ *     U+2066-U+2069 (bidirectional overrides: "Trojan Source"), and of those that cannot
+ *     be seen: U+00AD, U+200B-U+200D, U+2060-U+2064, U+FEFF (a tag "lat\u200best" would
+ *     print as "latest").
  * A backslash is written \\, so that the escaped text reads back unambiguously (esc_line
  * leaves it alone: a line whose pieces were escaped already).
  *

@@ -14,32 +14,65 @@
 
 #include "uring.h"
 
-int fs_open_regular(int dfd, const char *name, int flags, struct stat *st)
+/* -errno for a file that is not regular, as fs_open_regular says it. */
+static int not_regular(mode_t m)
 {
-	struct stat before, after;
-	int fd, fl, ret = 0;
+	return S_ISDIR(m) ? -EISDIR : S_ISLNK(m) ? -ELOOP : -EINVAL;
+}
 
-	if (!st)
-		st = &after;
-	/* nothing but a regular file is opened (stat follows links unless O_NOFOLLOW) */
-	if (fstatat(dfd, name, &before, flags & O_NOFOLLOW ? AT_SYMLINK_NOFOLLOW : 0) < 0)
-		return -errno;
-	if (!S_ISREG(before.st_mode))
-		return S_ISDIR(before.st_mode) ? -EISDIR : S_ISLNK(before.st_mode) ? -ELOOP : -EINVAL;
-	fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | flags);
+/*
+ * Without /proc: the name opened again (O_NONBLOCK, so a FIFO swapped in meanwhile cannot
+ * block the open; a device swapped in is opened, which only /proc avoids), then cleared.
+ */
+static int open_by_name(int dfd, const char *name, int flags)
+{
+	int fd = openat(dfd, name, flags | O_NONBLOCK), fl;
+
 	if (fd < 0)
 		return -errno;
+	if ((fl = fcntl(fd, F_GETFL)) < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+		fl = -errno;
+		close(fd);
+		return fl;
+	}
+	return fd;
+}
+
+int fs_open_regular(int dfd, const char *name, int flags, struct stat *st)
+{
+	int real = O_RDONLY | O_CLOEXEC | O_NOCTTY | flags, pfd, fd, ret;
+	char proc[32];
+	struct stat what, tmp;
+
+	if (!st)
+		st = &tmp;
+	/* the file itself, without opening it: no FIFO waits, no device's open runs */
+	pfd = openat(dfd, name, O_PATH | O_CLOEXEC | (flags & O_NOFOLLOW));
+	if (pfd < 0)
+		return -errno;
+	if (fstat(pfd, &what) < 0) {
+		fd = -errno;
+	} else if (!S_ISREG(what.st_mode)) {
+		fd = not_regular(what.st_mode);
+	} else {
+		/* that very file opened for reading (the magic link is not a link to refuse) */
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pfd);
+		fd = open(proc, real & ~O_NOFOLLOW);
+		if (fd < 0)
+			fd = errno == ENOENT ? open_by_name(dfd, name, real) : -errno;
+	}
+	close(pfd);
+	if (fd < 0)
+		return fd;
+	/* the same file through /proc; without it, whatever the name held at the open */
 	if (fstat(fd, st) < 0)
 		ret = -errno;
 	else if (!S_ISREG(st->st_mode))
-		ret = S_ISDIR(st->st_mode) ? -EISDIR : -EINVAL;
-	else if ((fl = fcntl(fd, F_GETFL)) < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
-		ret = -errno;
-	if (ret) {
-		close(fd);
-		return ret;
-	}
-	return fd;
+		ret = not_regular(st->st_mode);
+	else
+		return fd;
+	close(fd);
+	return ret;
 }
 
 const char *fs_open_why(int err)
@@ -71,6 +104,25 @@ int fs_mkdir_p(const char *path, mode_t mode)
 	if (stat(path, &st) < 0)
 		return -errno;
 	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+}
+
+int fs_mkdir_private(const char *path, const char **why)
+{
+	struct stat st;
+	int ret = fs_mkdir_p(path, 0700);
+
+	*why = NULL;
+	if (lstat(path, &st) < 0)
+		return ret ? ret : -errno;
+	if (S_ISLNK(st.st_mode))
+		*why = "a symbolic link";
+	else if (!S_ISDIR(st.st_mode))
+		*why = "not a directory";
+	else if (st.st_uid != geteuid())
+		*why = "owned by another user";
+	else if (st.st_mode & (S_IWGRP | S_IWOTH))
+		*why = "writable by its group or others";
+	return *why ? -EPERM : 0;
 }
 
 /* read(2) (off < 0) or pread(2) until len bytes came; -EIO at an early end of file. */

@@ -11,22 +11,34 @@
 #include "test_hook.h"
 
 /*
- * Open name (relative to dfd, or AT_FDCWD) for reading, O_RDONLY | O_CLOEXEC | flags
- * (O_NOFOLLOW where the name is lazyblk's own: a chunk, a plain copy, a fetched layout), only
- * if it is a regular file. A FIFO would block open() until a writer comes, a terminal would
- * become the controlling one, and opening some devices has effects of its own, so: the name
- * is looked at first (fstatat) and nothing but a regular file is opened; the open is
- * O_NONBLOCK | O_NOCTTY (a FIFO swapped in meanwhile cannot block it) and the descriptor is
- * fstat'ed (into st, may be NULL) and checked again; O_NONBLOCK is cleared before it is
- * returned (io_uring would honour it). Returns the descriptor, or -errno: -EISDIR for a
- * directory, -EINVAL for any other file that is not regular (fs_open_why says "not a
- * regular file"), -ELOOP for a symbolic link with O_NOFOLLOW. Says nothing.
+ * Open name (relative to dfd, or AT_FDCWD) for reading, O_RDONLY | O_CLOEXEC | O_NOCTTY |
+ * flags (O_NOFOLLOW where the name is lazyblk's own: a chunk, a plain copy, a fetched layout),
+ * only if it is a regular file. A FIFO would block open() until a writer comes, a terminal
+ * would become the controlling one, and opening some devices has effects of its own, so the
+ * name is opened O_PATH first (which opens nothing: no FIFO waits, no driver runs), that
+ * descriptor is fstat'ed, and only a regular file is then opened, through /proc/self/fd/N:
+ * the very file checked, whatever the name holds by then. Where /proc is not mounted, the
+ * name is opened again (O_NONBLOCK, cleared afterwards: a FIFO swapped in meanwhile cannot
+ * block it) and the result checked. The descriptor is fstat'ed into st (may be NULL).
+ * Returns the descriptor, or -errno: -EISDIR for a directory, -EINVAL for any other file
+ * that is not regular (fs_open_why says "not a regular file"), -ELOOP for a symbolic link
+ * with O_NOFOLLOW. Says nothing.
  */
 int fs_open_regular(int dfd, const char *name, int flags, struct stat *st);
 /* strerror(-err), but "not a regular file" for the -EINVAL of fs_open_regular. */
 const char *fs_open_why(int err);
 /* mkdir -p with the given mode for created components. */
 int fs_mkdir_p(const char *path, mode_t mode);
+/*
+ * A directory lazyblk reads back what it wrote to (a cache): made with its missing parents,
+ * mode 0700, if absent; then 0 only if path itself (lstat: a link is not followed) is a
+ * directory owned by geteuid() that neither its group nor others may write. Otherwise -EPERM
+ * with *why ("owned by another user", "writable by its group or others", "a symbolic link",
+ * "not a directory"): whoever may change the directory may replace what is read back from
+ * it. Another -errno (*why NULL) when it cannot be made or looked at. Its mode is never
+ * changed (an older lazyblk made such directories 0755, which stays).
+ */
+int fs_mkdir_private(const char *path, const char **why);
 /* read(2)/write(2) loops that retry on EINTR and short counts. */
 TEST_HOOK
 int fs_read_full(int fd, void *buf, size_t len);              /* -EIO on early EOF */

@@ -34,7 +34,11 @@ static int unix_stale_remove(const char *path, const struct sockaddr_un *a, cons
 		*why = "a socket of another user is there (not replaced)";
 		return -EADDRINUSE;
 	}
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	/*
+	 * Non-blocking: a live server whose backlog is full makes a blocking connect wait (for
+	 * good, if it never accepts); this one says EAGAIN at once, which is "in use" too.
+	 */
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;
 	refused = connect(fd, (const struct sockaddr *)a, sizeof(*a)) < 0 && errno == ECONNREFUSED;
@@ -51,7 +55,23 @@ static int unix_stale_remove(const char *path, const struct sockaddr_un *a, cons
 	return unlink(path) < 0 && errno != ENOENT ? -errno : 0;
 }
 
-int sock_listen_unix(const char *path, mode_t mode, int backlog, const char *label, int *out)
+int sock_file_get(const char *path, struct sock_file *file)
+{
+	struct stat st;
+
+	file->dev = 0;
+	file->ino = 0;
+	if (lstat(path, &st) < 0)
+		return -errno;
+	if (!S_ISSOCK(st.st_mode))
+		return -ENOTSOCK;
+	file->dev = st.st_dev;
+	file->ino = st.st_ino;
+	return 0;
+}
+
+int sock_listen_unix(const char *path, mode_t mode, int backlog, const char *label, int *out,
+		     struct sock_file *file)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	const char *why = NULL;
@@ -87,12 +107,17 @@ int sock_listen_unix(const char *path, mode_t mode, int backlog, const char *lab
 			ret = bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ? -errno : 0;
 	}
 	if (!ret) {
+		/*
+		 * The file bind just made, so that only it is removed at the end: a newer server
+		 * may have replaced a socket that no longer accepted (this one, stopping) by then.
+		 */
+		(void)sock_file_get(path, file);
 		if (listen(fd, backlog) == 0) {
 			*out = fd;
 			return 0;
 		}
 		ret = -errno;
-		sock_unlink_unix(path);
+		sock_unlink_unix(path, file);
 	}
 	if (ret == -EADDRINUSE)
 		log_error("%s: %s", label, why ? why : "already exists (another server, or not "
@@ -103,10 +128,11 @@ int sock_listen_unix(const char *path, mode_t mode, int backlog, const char *lab
 	return ret;
 }
 
-void sock_unlink_unix(const char *path)
+void sock_unlink_unix(const char *path, const struct sock_file *file)
 {
-	struct stat st;
+	struct sock_file now;
 
-	if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
+	if (file->ino && !sock_file_get(path, &now) && now.dev == file->dev &&
+	    now.ino == file->ino)
 		unlink(path);
 }

@@ -60,6 +60,9 @@ static void boot_cache_dir(const struct boot_kernel_opts *o, char *buf, size_t l
 		snprintf(buf, len, "%s/.cache/lazyblk/vmlinux", home);
 }
 
+/* The vmlinux cache's files, in a directory of mode 0700 (fs_mkdir_private). */
+#define BOOT_CACHE_MODE 0600
+
 /* A vmlinux: mapped from the cache, or decompressed into memory. */
 struct vmlinux {
 	struct fs_map map;  /* from the cache */
@@ -89,6 +92,7 @@ static int boot_vmlinux_get(const struct fs_map *img, const struct bzimage *bz,
 			    const char **why)
 {
 	char dir[PATH_MAX - 80], memo[PATH_MAX], path[PATH_MAX], hex[SHA256_HEX_LEN + 1];
+	const char *dwhy = NULL;
 	uint8_t d[SHA256_LEN];
 	int ret;
 
@@ -96,6 +100,12 @@ static int boot_vmlinux_get(const struct fs_map *img, const struct bzimage *bz,
 	memset(v, 0, sizeof(*v));
 	v->fd = -1;
 	boot_cache_dir(o, dir, sizeof(dir));
+	/* a directory another user can change is not read back from (nor written to) */
+	if (dir[0] && (ret = fs_mkdir_private(dir, &dwhy))) {
+		note_emit(&o->notes, dwhy ? NOTE_WARN : NOTE_DEBUG, "vmlinux cache %s not used (%s)",
+			  dir, dwhy ? dwhy : strerror(-ret));
+		dir[0] = '\0';
+	}
 	if (dir[0] && (digest_memo_dir(dir, memo, sizeof(memo)) ||
 		       digest_memo_sha256(memo, img, d)))
 		dir[0] = '\0';
@@ -122,7 +132,7 @@ static int boot_vmlinux_get(const struct fs_map *img, const struct bzimage *bz,
 		*why = "the decompressed payload is not an ELF vmlinux";
 		return -ENOEXEC;
 	}
-	if (dir[0] && (fs_mkdir_p(dir, 0755) || fs_write_file_atomic(path, v->data, v->len, 0644)))
+	if (dir[0] && fs_write_file_atomic(path, v->data, v->len, BOOT_CACHE_MODE))
 		note_emit(&o->notes, NOTE_DEBUG, "cannot cache the vmlinux in %s", dir);
 	return 0;
 }

@@ -83,12 +83,17 @@ struct boot_kernel {
 
 struct boot_kernel_opts {
 	enum boot_proto proto;
-	const char *cache_dir;   /* NULL: $XDG_CACHE_HOME/lazyblk/vmlinux or ~/.cache/... */
+	/*
+	 * NULL: $XDG_CACHE_HOME/lazyblk/vmlinux or ~/.cache/... (neither set: no cache). Used
+	 * only if it is this user's and nobody else may write it (fs_mkdir_private: made 0700).
+	 */
+	const char *cache_dir;
 	uint64_t vmlinux_max;    /* 0: BOOT_VMLINUX_MAX */
 	bool map_segments;       /* RAM is ordinary pages: cached vmlinux segments may be mapped */
 	/*
-	 * boot_kernel_load's notes: the bzImage's own decompressor used (info), the vmlinux not
-	 * cached (debug).
+	 * boot_kernel_load's notes: the bzImage's own decompressor used (info), a cache
+	 * directory not used because others may change it (warning), the vmlinux not cached
+	 * (debug).
 	 */
 	struct note_sink notes;
 };

@@ -46,6 +46,7 @@
 
 #include "../cas/oci_config.h"
 #include "../common/test_hook.h"
+#include "../common/why.h"
 
 struct initramfs_opts {
 	const char *kernel;       /* bzImage or vmlinux ELF (required): names the modules */
@@ -56,7 +57,12 @@ struct initramfs_opts {
 	 */
 	const char *modules_dir;
 	const char *busybox;      /* NULL: /bin/busybox (must be statically linked) */
-	const char *cache_dir;    /* NULL: $XDG_CACHE_HOME/lazyblk/initramfs or ~/.cache/... */
+	/*
+	 * NULL: $XDG_CACHE_HOME/lazyblk/initramfs, else ~/.cache/lazyblk/initramfs, else
+	 * /var/tmp/lazyblk-initramfs-EUID. Used only if it is this user's and nobody else may
+	 * write it (made 0700; its files 0600): see uncached_fd.
+	 */
+	const char *cache_dir;
 	const char *console;      /* NULL: "ttyS0" (the command's controlling terminal) */
 	const char *root_dev;     /* NULL: "vda" */
 	const char *root_fstype;  /* NULL: "ext4" */
@@ -69,6 +75,15 @@ struct initramfs_opts {
 	const char *workdir;      /* NULL: the image's */
 	const char *user;         /* NULL: the image's */
 	bool gzip;                /* gzip the cpio (default: uncompressed, fastest to unpack) */
+	/*
+	 * A cache directory that cannot be used (another user's, writable by others, a link,
+	 * cannot be made): with uncached_fd, the cpio is written to a file without a name (0600
+	 * in $TMPDIR or /tmp, unlinked at once), out_path is /proc/self/fd/N and *uncached_fd N,
+	 * the caller's to close after use, after one warning to notes; without, -EPERM (or the
+	 * error) and err says why. Untouched by a cached build.
+	 */
+	int *uncached_fd;
+	struct note_sink notes;
 	/* Where a one-line reason for a failure goes (may be NULL). */
 	char *err;
 	size_t err_len;

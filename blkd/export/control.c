@@ -28,6 +28,7 @@ struct blkd_control {
 	struct blkd_engine *e;     /* NULL: not the lazy image (no traces) */
 	const struct blkd_control_ext *ext;  /* NULL: none */
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	struct sock_file file;   /* the socket file at path: removed at the end if still there */
 	int lfd;
 	int stop[2];   /* a byte on stop[1] ends the thread */
 	pthread_t thread;
@@ -39,7 +40,7 @@ static int ctl_listen(struct blkd_control *c, const char *path)
 	int ret;
 
 	snprintf(label, sizeof(label), "--control %.*s", (int)sizeof(c->path), path);
-	ret = sock_listen_unix(path, 0600, 8, label, &c->lfd);
+	ret = sock_listen_unix(path, 0600, 8, label, &c->lfd, &c->file);
 	if (ret) {
 		c->lfd = -1;
 		return ret;
@@ -314,6 +315,7 @@ static int ctl_start(const struct disk *d, struct blkd_engine *e,
 	if (lfd >= 0 && strlen(path) < sizeof(c->path)) {
 		c->lfd = lfd;
 		strcpy(c->path, path);
+		(void)sock_file_get(path, &c->file); /* the one the server before made */
 		ret = 0;
 	} else {
 		ret = ctl_listen(c, path);
@@ -325,7 +327,7 @@ static int ctl_start(const struct disk *d, struct blkd_engine *e,
 	ret = -pthread_create(&c->thread, NULL, ctl_main, c);
 	if (ret) {
 		log_error("--control %s: cannot start its thread: %s", path, strerror(-ret));
-		sock_unlink_unix(c->path);
+		sock_unlink_unix(c->path, &c->file);
 		ctl_free(c);
 		return ret;
 	}
@@ -359,6 +361,6 @@ void blkd_control_stop(struct blkd_control *c)
 	while (write(c->stop[1], "x", 1) < 0 && errno == EINTR)
 		;
 	pthread_join(c->thread, NULL);
-	sock_unlink_unix(c->path);
+	sock_unlink_unix(c->path, &c->file);
 	ctl_free(c);
 }

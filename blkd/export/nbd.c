@@ -195,12 +195,17 @@ static void clients_stop(struct client *cl, unsigned n)
 	}
 }
 
-static int listen_unix(const char *path, int *out)
+/*
+ * The export is the server user's alone, as --control and --vhost-user are: 0600 from the
+ * socket's creation (mode 0 took 0777 less the umask: under umask 002 its group could
+ * connect and write a writable export).
+ */
+static int listen_unix(const char *path, int *out, struct sock_file *file)
 {
 	char label[sizeof(((struct sockaddr_un *)0)->sun_path) + 16];
 
 	snprintf(label, sizeof(label), "unix:%.*s", (int)sizeof(label) - 8, path);
-	return sock_listen_unix(path, 0, 64, label, out);
+	return sock_listen_unix(path, 0600, 64, label, out, file);
 }
 
 static int listen_tcp(const char *host, const char *port, int *out)
@@ -319,6 +324,7 @@ int nbd_serve(const struct disk *d, const struct nbd_server_opts *o,
 	};
 	struct accepting ac = { .lfd = -1, .tcp = !o->unix_path, .idle_s = o->idle_s, .x = &x };
 	bool tcp = ac.tcp;
+	struct sock_file file = { 0 };
 	struct client *cl;
 	int lfd = -1, ret;
 
@@ -336,7 +342,7 @@ int nbd_serve(const struct disk *d, const struct nbd_server_opts *o,
 	for (unsigned i = 0; i < n; i++)
 		cl[i].fd = -1;
 	ret = tcp ? listen_tcp(o->tcp_host ? o->tcp_host : "127.0.0.1", o->tcp_port, &lfd)
-		  : listen_unix(o->unix_path, &lfd);
+		  : listen_unix(o->unix_path, &lfd, &file);
 	if (ret) {
 		free(cl);
 		return ret;
@@ -357,7 +363,7 @@ int nbd_serve(const struct disk *d, const struct nbd_server_opts *o,
 	}
 	close(lfd);
 	if (!tcp)
-		sock_unlink_unix(o->unix_path);
+		sock_unlink_unix(o->unix_path, &file);
 	clients_stop(cl, n);
 	free(cl);
 	return 0;

@@ -105,11 +105,12 @@ int vhost_user_conn_run(struct vhost_user_dev *d, int fd, volatile sig_atomic_t 
 int vhost_user_serve(struct vhost_user_dev *d, const char *path, volatile sig_atomic_t *stop,
 		     void (*on_listen)(void *arg), void *arg)
 {
+	struct sock_file file;
 	char label[128];
 	int lfd, ret;
 
 	snprintf(label, sizeof(label), "--vhost-user %s", path);
-	ret = sock_listen_unix(path, 0600, 1, label, &lfd);
+	ret = sock_listen_unix(path, 0600, 1, label, &lfd, &file);
 	if (ret)
 		return ret;
 	if (on_listen)
@@ -128,6 +129,6 @@ int vhost_user_serve(struct vhost_user_dev *d, const char *path, volatile sig_at
 		log_info("vhost-user: master %s", ret ? "dropped" : "disconnected");
 	}
 	close(lfd);
-	sock_unlink_unix(path);
+	sock_unlink_unix(path, &file);
 	return 0;
 }

@@ -159,8 +159,10 @@ static int job_setup(struct http *h, struct job *j, CURL *e)
 	j->easy = e;
 	sym_curl_easy_setopt(e, CURLOPT_URL, rq->url);
 	sym_curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-	sym_curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-	sym_curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+	/* http and https only, redirects too (dl_curl_load refused a libcurl without them) */
+	if (sym_curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https") != CURLE_OK ||
+	    sym_curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https") != CURLE_OK)
+		return -ENOTSUP;
 	sym_curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
 	sym_curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)h->timeout_ms);
 	sym_curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,

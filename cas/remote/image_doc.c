@@ -189,6 +189,7 @@ static int parse_layer(struct json_object *l, struct image_desc *d, const char *
 	struct json_object *ann = oci_json_get(l, "annotations", json_type_object);
 	struct image_file f = { 0 };
 	char dig[8 + SHA256_HEX_LEN + 1];
+	const char *lhex;
 
 	if (!mt || oci_digest_parse(oci_json_str(l, "digest"), f.sha) || get_u64(l, "size", &f.size)) {
 		*why = "image manifest layer without a mediaType, a sha256 digest or a size";
@@ -206,9 +207,10 @@ static int parse_layer(struct json_object *l, struct image_desc *d, const char *
 	}
 	if (strcmp(mt, IMAGE_MT_LAYOUT))
 		return 0; /* not ours */
-	snprintf(dig, sizeof(dig), "sha256:%s", ann ? oci_json_str(ann, IMAGE_ANNOT_LAYOUT) ?
-		 oci_json_str(ann, IMAGE_ANNOT_LAYOUT) : "" : "");
-	if (oci_digest_parse(dig, f.digest)) {
+	lhex = ann ? oci_json_str(ann, IMAGE_ANNOT_LAYOUT) : NULL;
+	/* all of it (a cut copy would take "HEX64 and trailing junk" for HEX64) */
+	if (!lhex || snprintf(dig, sizeof(dig), "sha256:%s", lhex) >= (int)sizeof(dig) ||
+	    oci_digest_parse(dig, f.digest)) {
 		*why = "layout layer without its org.lazyblk.layout annotation (64 lowercase hex)";
 		return -EBADMSG;
 	}

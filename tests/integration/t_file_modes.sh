@@ -6,6 +6,8 @@
 # (layouts of an HTTP store) write is 0600; under umask 022, 0644. Before, the overlay's
 # state, deltas, exported disks, manifests, traces and fetched layouts were fchmod'ed to
 # 0644 whatever the umask. (The initramfs cache file: test_initramfs's test_image_config.)
+# serve's unix sockets (--nbd unix:, --control) are 0600 under every umask (the follow-up's
+# item 6: the NBD socket was 0777 less the umask).
 . "$(dirname "$0")/lib/common.sh"
 for tool in nbdinfo nginx curl python3; do
   command -v "$tool" >/dev/null || skip "t_file_modes: $tool is not installed"
@@ -35,6 +37,11 @@ make_all() {
   "$LAZYBLK" commit "$d/ov" --layout "$d/img.layout" --store "$d/store" -o "$d/c.layout" >/dev/null
   start_server "s$um" "nbd+unix:///?socket=$sock" "$d/img.layout" --store "$d/store" \
     --overlay "$d/ov2" --nbd "unix:$sock" --control "$ctl" --trace-record "$d/t.trace"
+  # the sockets are the server user's alone whatever the umask: --nbd unix: as --control
+  # (issue 24 follow-up, item 6: the NBD socket was 0777 less the umask, 0775 under 002)
+  for f in "$sock" "$ctl"; do
+    [ "$(stat -c %a "$f")" = 600 ] || die "umask $um: socket $f is $(stat -c %a "$f"), want 600"
+  done
   "$LAZYBLK" snapshot --server "$ctl" -o "$d/live.delta" >/dev/null
   stop_server "$SRV" "s$um"
   "$LAZYBLK" push --store "$d/store" --remote "${NGINX_URL}images/m$um" "$d/img.layout" >/dev/null
@@ -67,3 +74,12 @@ make_all 077
 check 077 600
 make_all 022
 check 022 644
+# umask 002 (a shared group): the NBD socket of a writable export stays the user's
+umask 002
+start_server s002 "nbd+unix:///?socket=$T/002.sock" "$T/022/img.layout" --store "$T/022/store" \
+  --overlay "$T/ov002" --nbd "unix:$T/002.sock"
+m=$(stat -c %a "$T/002.sock")
+stop_server "$SRV" s002
+umask 022
+[ "$m" = 600 ] || die "umask 002: --nbd unix: socket is $m, want 600"
+echo "ok: umask 002: the NBD socket is 600"

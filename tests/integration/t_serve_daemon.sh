@@ -32,6 +32,39 @@ stop_server "$SRV" pf
 [ ! -e "$T/pid" ] || die "the pid file is left after SIGTERM"
 echo "pidfile ok"
 
+# ---- what another local user may have put at the pid file's or --stats-json's path (issue
+# 24 follow-up, item 5): a link is not written through (on 18dca29 ftruncate emptied its
+# target and the pid went there; --stats-json's fopen("w") overwrote it), a FIFO is refused,
+# and at exit only the file this server made is removed. (--run true: serve exits at once.)
+printf precious >"$T/victim"
+ln -s "$T/victim" "$T/pid.link"
+expect_error "pid file: a link" "--pidfile $T/pid.link: a symbolic link (not followed)" -- \
+  "$LAZYBLK" serve --raw "$T/raw" --pidfile "$T/pid.link" --run true
+[ "$(cat "$T/victim")" = precious ] || die "the pid file's link target was written"
+mkfifo "$T/pid.fifo"
+expect_error "pid file: a FIFO" "--pidfile $T/pid.fifo: not a regular file" -- \
+  timeout -k 10 60 "$LAZYBLK" serve --raw "$T/raw" --pidfile "$T/pid.fifo" --run true
+ln -s "$T/victim" "$T/stats.link"
+( umask 002; "$LAZYBLK" serve --raw "$T/raw" --stats-json "$T/stats.link" --run true ) \
+  >/dev/null 2>"$T/err" || die "serve --stats-json over a link: $(cat "$T/err")"
+[ "$(cat "$T/victim")" = precious ] || die "--stats-json wrote through a link: $(cat "$T/victim")"
+[ -f "$T/stats.link" ] && [ ! -L "$T/stats.link" ] || die "--stats-json: the link not replaced"
+python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$T/stats.link" ||
+  die "--stats-json: not JSON: $(cat "$T/stats.link")"
+[ "$(stat -c %a "$T/stats.link")" = 644 ] ||
+  die "--stats-json under umask 002: mode $(stat -c %a "$T/stats.link"), want 644 (FS_DATA_MODE)"
+mkfifo "$T/stats.fifo"
+expect_error "--stats-json: a FIFO" "--stats-json $T/stats.fifo: not a regular file" -- \
+  timeout -k 10 60 "$LAZYBLK" serve --raw "$T/raw" --stats-json "$T/stats.fifo" --run true
+[ -p "$T/stats.fifo" ] || die "--stats-json replaced a FIFO"
+# the pid file replaced while the server runs: the new file stays at exit
+start_server pf2 "$NBD" "$T/l" --store "$T/store" --nbd "unix:$SOCK" --pidfile "$T/pid"
+printf 'not yours\n' >"$T/pid.new" && mv "$T/pid.new" "$T/pid"
+stop_server "$SRV" pf2
+[ "$(cat "$T/pid" 2>/dev/null)" = "not yours" ] || die "serve removed a pid file it did not make"
+rm -f "$T/pid"
+echo "pidfile and stats-json paths ok"
+
 # ---- NOTIFY_SOCKET: READY=1 (with a STATUS) once serving, STOPPING=1 at SIGTERM; a path
 # and an abstract name
 notify_recv() {  # ADDR OUT: receive two datagrams on ADDR (a path, or @name) into OUT

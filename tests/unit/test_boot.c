@@ -16,6 +16,7 @@
 #include "../../common/fsutil.h"
 #include "../../common/le.h"
 #include "../../common/log.h"
+#include "../../common/sha256.h"
 #include "../../vmm-glue/boot.h"
 
 #define RAM_SIZE (64u << 20)
@@ -393,6 +394,120 @@ static void test_kernel_load_cache(void **state)
 	rm_rf(dir);
 	free(r.buf);
 	free(elf);
+	free(c);
+	free(bz);
+}
+
+/* A note_sink that counts warnings and keeps the last one in a struct warn_keep. */
+struct warn_keep {
+	unsigned n;
+	char last[PATH_MAX + 128];
+};
+
+static void warn_keep(void *arg, enum note_kind kind, const char *line)
+{
+	struct warn_keep *w = arg;
+
+	if (kind == NOTE_WARN) {
+		w->n++;
+		snprintf(w->last, sizeof(w->last), "%s", line);
+	}
+}
+
+static mode_t perm_of(const char *path)
+{
+	struct stat st;
+
+	assert_int_equal(lstat(path, &st), 0);
+	return st.st_mode & 07777;
+}
+
+/*
+ * The vmlinux cache is read back from, so it must be this user's alone (issue 24 follow-up,
+ * item 3): a directory another user made first, with a "cached vmlinux" of theirs under the
+ * name the bzImage's digest gives (a distribution's kernel is public), is neither read nor
+ * written — the guest boots the bzImage's own payload — after one warning; one others may
+ * write or a link is not used either. A new one is made 0700, its files 0600.
+ */
+static void test_kernel_cache_private(void **state)
+{
+	char dir[PATH_MAX], kpath[PATH_MAX], cache[PATH_MAX], planted[PATH_MAX], hex[65];
+	struct warn_keep w = { 0 };
+	struct boot_kernel_opts o = { .proto = BOOT_LINUX64,
+				      .notes = { .fn = warn_keep, .arg = &w } };
+	struct boot_kernel k;
+	struct ram r;
+	size_t elen, clen, blen, flen;
+	uint8_t *elf = make_elf(100000, 0x1000000, false, &elen);
+	uint8_t *fake = make_elf(100000, 0x1000000, false, &flen);
+	uint8_t *c = compress_gzip(elf, elen, &clen);
+	uint8_t *bz = make_bzimage(c, clen, &blen);
+	uint8_t d[SHA256_LEN];
+	mode_t old_mask;
+
+	(void)state;
+	memset(fake + 0x1000, 0xcc, 100000);   /* the other user's "kernel" */
+	tmpdir_make(dir);
+	path_fmt(kpath, "%s/vmlinuz", dir);
+	write_file(kpath, bz, blen);
+	assert_int_equal(sha256_buf(bz, blen, d), 0);
+	sha256_to_hex(d, hex);
+	ram_new(&r, RAM_SIZE);
+
+	/* a new cache: 0700, the vmlinux in it 0600, whatever the umask */
+	path_fmt(cache, "%s/mine", dir);
+	o.cache_dir = cache;
+	old_mask = umask(022);
+	assert_int_equal(boot_kernel_load(kpath, &o, &r.mem, &k, NULL, 0), 0);
+	umask(old_mask);
+	assert_int_equal(perm_of(cache), 0700);
+	path_fmt(planted, "%s/%s", cache, hex);
+	assert_int_equal(perm_of(planted), 0600);
+	assert_int_equal(w.n, 0);
+
+	/* another user's directory, with their vmlinux planted under the bzImage's digest */
+	if (geteuid() == 0) {
+		path_fmt(cache, "%s/theirs", dir);
+		assert_int_equal(mkdir(cache, 0755), 0);
+		path_fmt(planted, "%s/%s", cache, hex);
+		write_file(planted, fake, flen);
+		assert_int_equal(chown(planted, 65534, 65534), 0);
+		assert_int_equal(chown(cache, 65534, 65534), 0);
+		o.cache_dir = cache;
+		memset(r.buf, 0, RAM_SIZE);
+		assert_int_equal(boot_kernel_load(kpath, &o, &r.mem, &k, NULL, 0), 0);
+		assert_non_null(strstr(k.how, "decompressed"));
+		assert_memory_equal(r.buf + 0x1000000, elf + 0x1000, 100000);
+		assert_int_equal(w.n, 1);
+		assert_non_null(strstr(w.last, cache));
+		assert_non_null(strstr(w.last, "owned by another user"));
+		path_fmt(planted, "%s/digests", cache);
+		assert_int_equal(access(planted, F_OK), -1); /* nothing written there */
+	}
+	/* one of ours that others may write, and a link to our own: not used */
+	path_fmt(cache, "%s/open", dir);
+	assert_int_equal(mkdir(cache, 0700), 0);
+	assert_int_equal(chmod(cache, 0777), 0);
+	o.cache_dir = cache;
+	w.n = 0;
+	assert_int_equal(boot_kernel_load(kpath, &o, &r.mem, &k, NULL, 0), 0);
+	assert_non_null(strstr(k.how, "decompressed"));
+	assert_int_equal(w.n, 1);
+	assert_non_null(strstr(w.last, "writable by its group or others"));
+	path_fmt(planted, "%s/%s", cache, hex);
+	assert_int_equal(access(planted, F_OK), -1);
+	path_fmt(cache, "%s/link", dir);
+	path_fmt(planted, "%s/mine", dir);
+	assert_int_equal(symlink(planted, cache), 0);
+	w.n = 0;
+	assert_int_equal(boot_kernel_load(kpath, &o, &r.mem, &k, NULL, 0), 0);
+	assert_non_null(strstr(k.how, "decompressed"));
+	assert_non_null(strstr(w.last, "a symbolic link"));
+
+	rm_rf(dir);
+	free(r.buf);
+	free(elf);
+	free(fake);
 	free(c);
 	free(bz);
 }
@@ -945,6 +1060,7 @@ int main(void)
 		cmocka_unit_test(test_decompress_zstd),
 		cmocka_unit_test(test_decompress_bomb),
 		cmocka_unit_test(test_kernel_load_cache),
+		cmocka_unit_test(test_kernel_cache_private),
 		cmocka_unit_test(test_kernel_fallback),
 		cmocka_unit_test(test_elf_bad),
 		cmocka_unit_test(test_bzimage_kernel_version),

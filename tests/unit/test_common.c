@@ -480,6 +480,16 @@ static void test_esc(void **state)
 	expect_esc("a\xe2\x80\xae" "b", "a\\xe2\\x80\\xaeb");
 	expect_esc("\xe2\x81\xa6\xe2\x80\xa8", "\\xe2\\x81\\xa6\\xe2\\x80\\xa8");
 	expect_esc("\xd8\x9c", "\\xd8\\x9c");
+	/* invisible: zero-width space, non-joiner, joiner, word joiner, invisible operators,
+	 * BOM, soft hyphen (a tag "latest" and "lat<ZWSP>est" must not look the same) */
+	expect_esc("lat\xe2\x80\x8b" "est", "lat\\xe2\\x80\\x8best");
+	expect_esc("\xe2\x80\x8c\xe2\x80\x8d", "\\xe2\\x80\\x8c\\xe2\\x80\\x8d");
+	expect_esc("\xe2\x81\xa0\xe2\x81\xa4", "\\xe2\\x81\\xa0\\xe2\\x81\\xa4");
+	expect_esc("\xef\xbb\xbfx", "\\xef\\xbb\\xbfx");
+	expect_esc("a\xc2\xad" "b", "a\\xc2\\xadb");
+	/* their neighbours are ordinary text */
+	expect_esc("\xc2\xae\xe2\x80\x90\xe2\x81\x9f\xef\xbb\xbe",
+		   "\xc2\xae\xe2\x80\x90\xe2\x81\x9f\xef\xbb\xbe");
 	/* esc_line keeps a backslash (the pieces were escaped already), not a control */
 	assert_string_equal(esc_line("a\\x1b\033", out, sizeof(out)), "a\\x1b\\x1b");
 	assert_string_equal(esc_str(NULL, out, sizeof(out)), "");
@@ -980,6 +990,50 @@ static void test_dl_load(void **state)
 }
 
 /* The real libraries behind dl_curl.h and dl_archive.h load and resolve every symbol. */
+static int check_refuse(char *why, size_t why_len)
+{
+	snprintf(why, why_len, "libm.so.6 is too old: test");
+	return -ELIBACC;
+}
+
+/*
+ * A library whose check refuses it: refused like a missing one, one line (the check's), and
+ * no second line later; libcurl's own check (issue 24 follow-up, item 7): below 7.85.0
+ * CURLOPT_PROTOCOLS_STR is ignored silently and (below 7.83.0) credentials follow a redirect
+ * to another port, so such a libcurl is refused with one line naming its version.
+ */
+static void test_dl_check(void **state)
+{
+	double (*cosine)(double) = NULL;
+	const struct dl_sym good[] = { { "cos", (void **)&cosine } };
+	struct dl_lib refused = { .soname = "libm.so.6", .package = "libc6", .syms = good,
+				  .n_syms = 1, .check = check_refuse };
+	char why[256];
+	int ret;
+
+	(void)state;
+	assert_int_equal(stderr_lines(do_dl_load, &refused, &ret), 1);
+	assert_int_equal(ret, -ELIBACC);
+	assert_int_equal(stderr_lines(do_dl_load, &refused, &ret), 0);
+	assert_int_equal(ret, -ELIBACC);
+
+	assert_int_equal(dl_curl_version_check(0x075100, why, sizeof(why)), -ELIBACC); /* 7.81.0 */
+	assert_string_equal(why, "libcurl 7.81.0 is too old: lazyblk needs 7.85.0 or later "
+			    "(older ones ignore the limit of transfers and redirects to http and "
+			    "https; before 7.83.0 credentials followed a redirect to another port, "
+			    "CVE-2022-27776)");
+	assert_int_equal(dl_curl_version_check(0x075400, why, sizeof(why)), -ELIBACC); /* 7.84.0 */
+	assert_non_null(strstr(why, "libcurl 7.84.0 is too old"));
+	assert_int_equal(dl_curl_version_check(0x074c00, why, sizeof(why)), -ELIBACC); /* 7.76.0 */
+	assert_int_equal(dl_curl_version_check(0, why, sizeof(why)), -ELIBACC);
+	assert_int_equal(dl_curl_version_check(0x075500, why, sizeof(why)), 0);        /* 7.85.0 */
+	assert_int_equal(dl_curl_version_check(0x075801, why, sizeof(why)), 0);        /* 7.88.1 */
+	assert_int_equal(dl_curl_version_check(0x080b00, why, sizeof(why)), 0);        /* 8.11.0 */
+	/* this machine's passes, and the version it reports is what the check saw */
+	assert_int_equal(dl_curl_load(), 0);
+	assert_true(sym_curl_version_info(CURLVERSION_NOW)->version_num >= DL_CURL_MIN_VERSION);
+}
+
 static void test_dl_curl_archive(void **state)
 {
 	struct archive *a;
@@ -1297,6 +1351,7 @@ int main(void)
 		cmocka_unit_test(test_fs_open_regular),
 		cmocka_unit_test(test_dl_load),
 		cmocka_unit_test(test_dl_curl_archive),
+		cmocka_unit_test(test_dl_check),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -180,6 +180,23 @@ static void test_oci_manifest_bad(void **state)
 	assert_int_equal(manifest_parse_str(MHEAD LAYOUT_L(ANN) "]}", &why), 0);
 	assert_int_equal(manifest_parse_str(MHEAD LAYOUT_L("") "]}", &why), -EBADMSG);
 	assert_non_null(strstr(why, "annotation"));
+	/* the annotation whole, not its first 64 characters: trailing junk, a second digest */
+	assert_int_equal(manifest_parse_str(MHEAD LAYOUT_L(",\"annotations\":{\"org.lazyblk.layout"
+					    "\":\"" HEX64 "x\"}") "]}", &why), -EBADMSG);
+	assert_non_null(strstr(why, "annotation"));
+	assert_int_equal(manifest_parse_str(MHEAD LAYOUT_L(",\"annotations\":{\"org.lazyblk.layout"
+					    "\":\"" HEX64 HEX64 "\"}") "]}", &why), -EBADMSG);
+	assert_int_equal(manifest_parse_str(MHEAD LAYOUT_L(",\"annotations\":{\"org.lazyblk.layout"
+					    "\":\"" HEX64 "\\n../x\"}") "]}", &why), -EBADMSG);
+	assert_int_equal(manifest_parse_str(MHEAD LAYOUT_L(",\"annotations\":{\"org.lazyblk.layout"
+					    "\":\"sha256:" HEX64 "\"}") "]}", &why), -EBADMSG);
+	/* a NUL inside the string: its C string is HEX64 alone (18dca29 took it) */
+	assert_int_equal(manifest_parse_str(MHEAD LAYOUT_L(",\"annotations\":{\"org.lazyblk.layout"
+					    "\":\"" HEX64 "\\u0000junk\"}") "]}", &why), -EBADMSG);
+	assert_non_null(strstr(why, "annotation"));
+	assert_int_equal(manifest_parse_str(MHEAD "{\"mediaType\":\"application/vnd.lazyblk."
+					    "layout.v1\\u0000x\",\"digest\":\"sha256:" HEX64
+					    "\",\"size\":10" ANN "}]}", &why), -EBADMSG);
 	assert_int_equal(manifest_parse_str(MHEAD "]}", &why), -EBADMSG);
 	assert_int_equal(manifest_parse_str("{\"schemaVersion\":2,\"layers\":[" LAYOUT_L(ANN) "]}",
 					    &why), -EBADMSG);

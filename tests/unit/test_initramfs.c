@@ -840,6 +840,142 @@ static void test_recipe_memo(void **state)
 	assert_string_equal(f->out, first);
 }
 
+/* ------------------------------------------------------------------ the cache directory */
+
+struct notes {
+	unsigned n;
+	enum note_kind kind;
+	char last[PATH_MAX + 128];
+};
+
+static void note_cb(void *arg, enum note_kind kind, const char *line)
+{
+	struct notes *n = arg;
+
+	n->n++;
+	n->kind = kind;
+	snprintf(n->last, sizeof(n->last), "%s", line);
+}
+
+static unsigned dir_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	unsigned n = 0;
+
+	assert_non_null(d);
+	while ((e = readdir(d)))
+		n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+	closedir(d);
+	return n;
+}
+
+static mode_t perm_of(const char *path)
+{
+	struct stat st;
+
+	assert_int_equal(lstat(path, &st), 0);
+	return st.st_mode & 07777;
+}
+
+/*
+ * o's cache directory is not used: with uncached_fd, the cpio is built into a file without a
+ * name (0600), after one warning naming why; without, the build is refused saying why.
+ */
+static void expect_uncached(struct fx *f, struct initramfs_opts *o, const char *why)
+{
+	struct notes nt = { 0 };
+	char want[64];
+	struct stat st;
+	struct cpio_rd r;
+	int fd = -1;
+
+	o->uncached_fd = &fd;
+	o->notes = (struct note_sink){ .fn = note_cb, .arg = &nt };
+	if (initramfs_build(o, f->out, sizeof(f->out)))
+		fail_msg("uncached build: %s", f->err);
+	assert_true(fd >= 0);
+	snprintf(want, sizeof(want), "/proc/self/fd/%d", fd);
+	assert_string_equal(f->out, want);
+	assert_int_equal(nt.n, 1);
+	assert_int_equal(nt.kind, NOTE_WARN);
+	assert_non_null(strstr(nt.last, o->cache_dir));
+	assert_non_null(strstr(nt.last, why));
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	assert_int_equal(st.st_nlink, 0);          /* no name anybody could open */
+	assert_int_equal(st.st_mode & 07777, 0600);
+	read_cpio(f->out, &r, false);
+	assert_string_equal((char *)find(&r, "etc/lazyblk/env")->data, "export 'SECRET=1'\n");
+	free_cpio(&r);
+	close(fd);
+
+	o->uncached_fd = NULL;
+	nt.n = 0;
+	assert_int_equal(initramfs_build(o, f->out, sizeof(f->out)), -EPERM);
+	assert_non_null(strstr(f->err, o->cache_dir));
+	assert_non_null(strstr(f->err, why));
+	assert_int_equal(nt.n, 0);
+}
+
+/*
+ * The cache directory is read back from (a cpio, a recipe memo naming one), so it must be
+ * this user's alone (issue 24 follow-up, item 3): with HOME and XDG_CACHE_HOME unset it is
+ * /var/tmp/lazyblk-initramfs-UID, which another local user could make first, then read the
+ * env (`-e` secrets) of every cpio in it and replace one, or a memo, to boot their /init.
+ * A directory of another user, one others may write, or a link is not used; a new one is
+ * made 0700 and its files 0600.
+ */
+static void test_cache_dir_private(void **state)
+{
+	struct fx *f = *state;
+	const char *argv[] = { "/bin/true" };
+	struct initramfs_opts o = base_opts(f, argv, 1);
+	char shared[PATH_MAX], open_dir[PATH_MAX], link[PATH_MAX], memo[PATH_MAX];
+	mode_t old_mask;
+
+	o.env = (const char *const[]){ "SECRET=1" };
+	o.n_env = 1;
+
+	/* made 0700, its files 0600, whatever the umask */
+	old_mask = umask(022);
+	if (initramfs_build(&o, f->out, sizeof(f->out)))
+		fail_msg("build: %s", f->err);
+	umask(old_mask);
+	assert_int_equal(strncmp(f->out, f->cache, strlen(f->cache)), 0);
+	assert_int_equal(perm_of(f->cache), 0700);
+	assert_int_equal(perm_of(f->out), 0600);
+	recipe_memo_path(f, memo);
+	assert_int_equal(perm_of(memo), 0600);
+
+	/* a directory another user made first: neither read nor written */
+	path_fmt(shared, "%s/shared", f->dir);
+	assert_int_equal(mkdir(shared, 0755), 0);
+	if (geteuid() == 0) {
+		assert_int_equal(chown(shared, 65534, 65534), 0);
+		o.cache_dir = shared;
+		expect_uncached(f, &o, "owned by another user");
+		assert_int_equal(dir_entries(shared), 0);
+	}
+	/* one of ours that others may write */
+	path_fmt(open_dir, "%s/open", f->dir);
+	assert_int_equal(mkdir(open_dir, 0700), 0);
+	assert_int_equal(chmod(open_dir, 0777), 0);
+	o.cache_dir = open_dir;
+	expect_uncached(f, &o, "writable by its group or others");
+	assert_int_equal(dir_entries(open_dir), 0);
+	assert_int_equal(chmod(open_dir, 0770), 0);
+	expect_uncached(f, &o, "writable by its group or others");
+	/* a link, even to our own cache */
+	path_fmt(link, "%s/link", f->dir);
+	assert_int_equal(symlink(f->cache, link), 0);
+	o.cache_dir = link;
+	expect_uncached(f, &o, "a symbolic link");
+	/* a file where the directory should be */
+	o.cache_dir = memo;
+	expect_uncached(f, &o, "not a directory");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -851,6 +987,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bad_inputs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_image_config, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_recipe_memo, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cache_dir_private, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -36,8 +36,8 @@ int initramfs_fail(const struct initramfs_opts *o, int rc, const char *fmt, ...)
 struct build {
 	const struct initramfs_opts *o;
 	const char *busybox;
-	char dir[PATH_MAX];               /* the cache directory */
-	char memo[PATH_MAX];              /* its digest memos (common/digest_memo.h) */
+	char dir[PATH_MAX];               /* the cache directory ("": not used) */
+	char memo[PATH_MAX];              /* its digest memos (common/digest_memo.h), or "" */
 	struct fs_map bb;                 /* busybox */
 	uint8_t kd[SHA256_LEN], bd[SHA256_LEN];    /* the kernel's and busybox's digests */
 	struct modset m;
@@ -178,19 +178,43 @@ static int content_key(struct build *b, uint8_t key[SHA256_LEN])
 
 /* ------------------------------------------------------------------ inputs */
 
-static int cache_dir(const struct initramfs_opts *o, char *dir, size_t len)
+/*
+ * The cache directory, if it is safe to read back from: this user's, made 0700, that nobody
+ * else may write (fs_mkdir_private). Another local user who made it first (a shared
+ * /var/tmp/lazyblk-initramfs-UID) could read the env of every cpio in it and replace a cpio
+ * or a recipe memo, so that the next run boots their /init: then b->dir stays "" (the build
+ * is uncached) after one warning. -EPERM with o->err set when o->uncached_fd is NULL (the
+ * caller cannot take an uncached build).
+ */
+static int cache_dir(struct build *b)
 {
-	const char *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
+	const struct initramfs_opts *o = b->o;
+	const char *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME"), *why = NULL;
+	char dir[PATH_MAX];
+	int rc;
 
 	if (o->cache_dir)
-		snprintf(dir, len, "%s", o->cache_dir);
+		snprintf(dir, sizeof(dir), "%s", o->cache_dir);
 	else if (x && x[0] == '/')
-		snprintf(dir, len, "%s/lazyblk/initramfs", x);
+		snprintf(dir, sizeof(dir), "%s/lazyblk/initramfs", x);
 	else if (h && h[0] == '/')
-		snprintf(dir, len, "%s/.cache/lazyblk/initramfs", h);
+		snprintf(dir, sizeof(dir), "%s/.cache/lazyblk/initramfs", h);
 	else
-		snprintf(dir, len, "/var/tmp/lazyblk-initramfs-%u", (unsigned)getuid());
-	return fs_mkdir_p(dir, 0755);
+		snprintf(dir, sizeof(dir), "/var/tmp/lazyblk-initramfs-%u", (unsigned)geteuid());
+	rc = fs_mkdir_private(dir, &why);
+	if (!rc)
+		rc = digest_memo_dir(dir, b->memo, sizeof(b->memo));
+	if (!rc) {
+		snprintf(b->dir, sizeof(b->dir), "%s", dir);
+		return 0;
+	}
+	b->memo[0] = '\0';
+	if (!o->uncached_fd)
+		return initramfs_fail(o, rc, "cache directory %s: %s (not used)", dir,
+				      why ? why : strerror(-rc));
+	note_emit(&o->notes, NOTE_WARN, "initramfs cache directory %s not used (%s): building "
+		  "without a cache", dir, why ? why : strerror(-rc));
+	return 0;
 }
 
 /* The kernel: its release (b->m.ver) and its digest (b->kd). */
@@ -250,7 +274,7 @@ static int cpio_store(struct build *b, const char *path)
 	int rc, fd;
 
 	snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path);
-	fd = fs_mkstemp(tmp, 0, FS_DATA_MODE);
+	fd = fs_mkstemp(tmp, 0, INITRAMFS_CACHE_MODE);
 	if (fd < 0)
 		return initramfs_fail(o, fd, "%s: %s", tmp, strerror(-fd));
 	rc = image_write(o, fd, &b->m, b->bb.data, b->bb.len, &b->f);
@@ -266,6 +290,35 @@ static int cpio_store(struct build *b, const char *path)
 		unlink(tmp);
 	close(fd);
 	return rc;
+}
+
+/*
+ * Without a cache: the cpio written to a file that has no name (made 0600 in $TMPDIR or /tmp
+ * and unlinked at once); out_path becomes /proc/self/fd/N and *o->uncached_fd N.
+ */
+static int cpio_store_unnamed(struct build *b, char *out_path, size_t out_len)
+{
+	const struct initramfs_opts *o = b->o;
+	const char *t = getenv("TMPDIR");
+	char tmp[PATH_MAX];
+	int rc, fd;
+
+	if (snprintf(tmp, sizeof(tmp), "%s/lazyblk-initramfs.XXXXXX",
+		     t && t[0] == '/' ? t : "/tmp") >= (int)sizeof(tmp))
+		return initramfs_fail(o, -ENAMETOOLONG, "$TMPDIR too long");
+	fd = fs_mkstemp(tmp, 0, 0600);
+	if (fd < 0)
+		return initramfs_fail(o, fd, "%s: %s", tmp, strerror(-fd));
+	unlink(tmp);
+	rc = image_write(o, fd, &b->m, b->bb.data, b->bb.len, &b->f);
+	if (!rc && snprintf(out_path, out_len, "/proc/self/fd/%d", fd) >= (int)out_len)
+		rc = initramfs_fail(o, -ENAMETOOLONG, "output path buffer too small");
+	if (rc) {
+		close(fd);
+		return rc;
+	}
+	*o->uncached_fd = fd;
+	return 0;
 }
 
 /* The full path: read everything, find the cpio by its content key or write it. */
@@ -291,6 +344,8 @@ static int build_full(struct build *b, char *out_path, size_t out_len)
 			return rc;
 	}
 	rc = guest_files_make(o, &b->m, &b->f);
+	if (!rc && !b->dir[0])
+		return cpio_store_unnamed(b, out_path, out_len);
 	if (!rc)
 		rc = content_key(b, key);
 	if (rc)
@@ -328,15 +383,11 @@ int initramfs_build(const struct initramfs_opts *o, char *out_path, size_t out_l
 		return initramfs_fail(o, -ENOMEM, "out of memory");
 	b->o = o;
 	b->busybox = o->busybox ? o->busybox : "/bin/busybox";
-	rc = cache_dir(o, b->dir, sizeof(b->dir));
-	if (!rc)
-		rc = digest_memo_dir(b->dir, b->memo, sizeof(b->memo));
-	if (rc) {
-		rc = initramfs_fail(o, rc, "cache directory %s: %s", b->dir, strerror(-rc));
+	rc = cache_dir(b);
+	if (rc)
 		goto out;
-	}
 	/* the fast path: a recipe seen before whose inputs are all unchanged */
-	if (!recipe_digest(b)) {
+	if (b->dir[0] && !recipe_digest(b)) {
 		b->have_recipe = true;
 		if (!initramfs_memo_lookup(b->dir, b->recipe, path, sizeof(path))) {
 			if (strlen(path) >= out_len)

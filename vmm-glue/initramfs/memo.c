@@ -106,6 +106,6 @@ void initramfs_memo_store(const char *dir, const uint8_t recipe[SHA256_LEN], con
 	used = (size_t)snprintf(text, cap, "%scpio %s\n", MEMO_HEADER, cpio);
 	for (size_t i = 0; i < n; i++)
 		used += (size_t)snprintf(text + used, cap - used, "file %s %s\n", ids[i], paths[i]);
-	(void)fs_write_file_atomic(path, text, used, 0644);
+	(void)fs_write_file_atomic(path, text, used, INITRAMFS_CACHE_MODE);
 	free(text);
 }

@@ -17,6 +17,9 @@
 
 #include "../../common/sha256.h"
 
+/* The mode of every file in the cache (a cpio holds the command's env; a memo names paths). */
+#define INITRAMFS_CACHE_MODE 0600
+
 /* 0 and cpio (a path under dir) set on a hit; -ENOENT on any miss. */
 int initramfs_memo_lookup(const char *dir, const uint8_t recipe[SHA256_LEN], char *cpio,
 			  size_t len);
