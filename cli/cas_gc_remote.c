@@ -59,11 +59,11 @@ static int http_collect(const char *url, const char *dir, struct http_keep *k, s
 	struct remote_opts ro = { .url = url };
 	struct image_entry *v = NULL;
 	char why[PATH_MAX + 256], ref[PATH_MAX], path[PATH_MAX + 80], hex[SHA256_HEX_LEN + 1];
-	uint64_t skipped;
+	struct remote_tags tags;
 	size_t n = 0;
 	int ret;
 
-	ret = image_list(&ro, &v, &n, &skipped, why, sizeof(why));
+	ret = image_list(&ro, &v, &n, &tags, why, sizeof(why));
 	if (ret) {
 		log_error("%s; nothing removed", why[0] ? why : strerror(-ret));
 		return 1;
@@ -265,13 +265,22 @@ int cli_cas_gc_remote(const char *url, const char *const *keep, size_t n_keep,
 	if (res.missing)
 		printf("; %llu kept chunk%s not in the repository", (unsigned long long)res.missing,
 		       res.missing == 1 ? " is" : "s are");
-	if (res.tags_skipped)
+	if (res.tags.skipped)
 		printf("; %llu tag%s of the registry's list skipped (not valid tag names)",
-		       (unsigned long long)res.tags_skipped, res.tags_skipped == 1 ? "" : "s");
+		       (unsigned long long)res.tags.skipped, res.tags.skipped == 1 ? "" : "s");
+	if (res.tags.truncated)
+		printf("; the registry's tag list has more than %d pages (tags past them not seen)",
+		       REMOTE_TAG_PAGES_MAX);
 	if (!dry_run)
 		printf("; %llu old manifest%s deleted (the registry's garbage collection removes the "
 		       "blobs)", (unsigned long long)res.manifests_deleted,
 		       res.manifests_deleted == 1 ? "" : "s");
+	if (res.manifests_left)
+		printf("; %llu old manifest%s left in place: a tag not seen may name %s (%s)",
+		       (unsigned long long)res.manifests_left, res.manifests_left == 1 ? "" : "s",
+		       res.manifests_left == 1 ? "it" : "them",
+		       res.tags.skipped ? "tags skipped" : res.tags.truncated
+		       ? "the tag list not read to its end" : "the registry's tags/list is not found");
 	putchar('\n');
 	return 0;
 }

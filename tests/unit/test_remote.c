@@ -276,6 +276,38 @@ static void test_http_date(void **state)
 		assert_int_equal(http_date_parse(bad[i]), -1);
 }
 
+/* The next page of a registry's list, from its Link header (RFC 8288). */
+static void test_link_next(void **state)
+{
+	static const struct { const char *h, *want; int ret; } cases[] = {
+		{ "</v2/r/tags/list?n=1&last=a>; rel=\"next\"", "/v2/r/tags/list?n=1&last=a", 0 },
+		{ "<https://h/v2/r/tags/list?last=b>;rel=next", "https://h/v2/r/tags/list?last=b", 0 },
+		{ "</p?x=1>; rel=\"prev\", </n?x=2>; rel=\"next\"", "/n?x=2", 0 },
+		{ "</a>; rel=\"prev first\", </b>; title=\"x;, y\"; REL=\"last NEXT\"", "/b", 0 },
+		{ "</a,b>; rel=\"next\"", "/a,b", 0 },
+		{ "</p>; rel=\"prev\"", NULL, -ENOENT },
+		{ "", NULL, -ENOENT },
+		{ "</p>; rel=\"nextpage\"", NULL, -ENOENT },
+		{ "/n; rel=next", NULL, -EBADMSG },
+		{ "</n; rel=next", NULL, -EBADMSG },
+		{ "</n>; rel=\"next", NULL, -EBADMSG },
+		{ "</n> junk; rel=next", NULL, -EBADMSG },
+	};
+	char *ref;
+
+	(void)state;
+	assert_int_equal(http_link_next(NULL, &ref), -ENOENT);
+	assert_null(ref);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_int_equal(http_link_next(cases[i].h, &ref), cases[i].ret);
+		if (cases[i].want)
+			assert_string_equal(ref, cases[i].want);
+		else
+			assert_null(ref);
+		free(ref);
+	}
+}
+
 static void test_fetch_ok_and_cached(void **state)
 {
 	struct fx *f = *state;
@@ -435,6 +467,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_url_forms),
 		cmocka_unit_test(test_http_date),
+		cmocka_unit_test(test_link_next),
 		cmocka_unit_test_setup_teardown(test_fetch_ok_and_cached, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retry_5xx_and_reset, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retries_exhausted, setup, teardown),
