@@ -159,7 +159,7 @@ struct image_sweep_opts {
 	size_t n_files;
 	uint64_t grace_secs;                    /* files uploaded since (server clock) stay */
 	bool dry_run;
-	struct lease *lease;                    /* the gc's (lease.h), kept fresh; may be NULL */
+	struct lease *lease;                    /* the gc's (lease.h); NULL only for a dry run */
 	/* each file deleted (dry run: that would be): "chunks/ab/ab…", "layouts/….layout" */
 	void (*deleted)(void *arg, const char *rel, uint64_t size);
 	void *arg;
@@ -177,7 +177,9 @@ struct image_sweep_result {
  * server's JSON directory index (nginx: autoindex on; autoindex_format json;):
  * PATH/chunks/00/ … ff/, PATH/layouts/, PATH/manifests/; a server that lists nothing is
  * refused (-EOPNOTSUPP, with why). Files whose names are not what lazyblk writes are left
- * alone. 0, or -errno with one line in why.
+ * alone. Deletes only under the gc's lease: none (not a dry run) is -EPERM, and a lease lost
+ * on the way (lease_check, before each DELETE) stops it with -ETIMEDOUT. 0, or -errno with
+ * one line in why.
  */
 int image_sweep_http(const struct image_sweep_opts *o, struct image_sweep_result *res,
 		     char *why, size_t why_len);

@@ -14,6 +14,7 @@
 
 #include "../../cas/chunk.h"
 #include "../../cas/remote/http.h"
+#include "../../cas/remote/lease.h"
 #include "../../cas/remote/remote.h"
 #include "../../cas/source.h"
 #include "../../cas/store.h"
@@ -308,6 +309,18 @@ static void test_link_next(void **state)
 	}
 }
 
+/* A lease is lost once its last successful write was sent 3/4 of its lifetime ago. */
+static void test_lease_lost(void **state)
+{
+	(void)state;
+	assert_false(lease_lost_at(1000, 1000, 600000));
+	assert_false(lease_lost_at(1000, 1000 + 449999, 600000));
+	assert_true(lease_lost_at(1000, 1000 + 450000, 600000));
+	assert_true(lease_lost_at(1000, 1000 + 600000, 600000));
+	assert_false(lease_lost_at(0, 5999, 8000));
+	assert_true(lease_lost_at(0, 6000, 8000));
+}
+
 static void test_fetch_ok_and_cached(void **state)
 {
 	struct fx *f = *state;
@@ -468,6 +481,7 @@ int main(void)
 		cmocka_unit_test(test_url_forms),
 		cmocka_unit_test(test_http_date),
 		cmocka_unit_test(test_link_next),
+		cmocka_unit_test(test_lease_lost),
 		cmocka_unit_test_setup_teardown(test_fetch_ok_and_cached, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retry_5xx_and_reset, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retries_exhausted, setup, teardown),
