@@ -55,10 +55,9 @@ static void lease_lose(struct lease *l, int64_t gap_ms)
 	if (l->lost)
 		return;
 	l->lost = true;
-	snprintf(l->lost_why, sizeof(l->lost_why), "%s went %llds without being written (%s%s), "
+	snprintf(l->lost_why, sizeof(l->lost_why), "%s went %llds without being written%s%s%s, "
 		 "more than the %llds a lease is trusted", l->rel, (long long)(gap_ms / 1000),
-		 l->failure[0] ? "writing it again: " :
-		 "a write still under way", l->failure,
+		 l->failure[0] ? " (writing it again: " : "", l->failure, l->failure[0] ? ")" : "",
 		 (long long)((l->ttl_ms - l->ttl_ms / 4) / 1000));
 }
 
@@ -231,7 +230,8 @@ int lease_take(const struct remote_opts *o, enum lease_kind kind, struct lease *
 		goto fail;
 	ret = lease_name(l, why, why_len);
 	if (!ret && (ret = lease_write(l)))
-		snprintf(why, why_len, "the lease of this command on the store: %s", l->failure);
+		snprintf(why, why_len, "the lease of this command on the store: %s",
+			 l->failure[0] ? l->failure : strerror(-ret));
 	if (!ret && (ret = -pthread_create(&l->writer, NULL, lease_writer, l)))
 		snprintf(why, why_len, "cannot start the lease's writer: %s", strerror(-ret));
 	if (ret) {

@@ -3,10 +3,11 @@
 # the review of the leases): real lazyblk pushes and gcs against a real nginx WebDAV store,
 # every request that must be in flight held by faultproxy.py (park: and /__proxy/park), no
 # sleep but the minimum time a lease needs to lapse. Leases are shortened for the holders
-# with the test hook LAZYBLK_TEST_LEASE_TTL (docs/security.md#test-hooks): a holder then
-# writes its lease every 0.8 s and takes it as lost after 6 s without a successful write; a
-# gc still judges another's lease by the 10 minutes of lease.h, so where a lease must look
-# expired to a gc the test sets its file's mtime back, as 10 minutes would.
+# with the test hook LAZYBLK_TEST_LEASE_TTL (docs/security.md#test-hooks): with 12 s a holder
+# writes its lease every 1.2 s and takes it as lost after 9 s without a successful write (a
+# margin no loaded machine takes for a PUT to a local nginx); a gc still judges another's
+# lease by the 10 minutes of lease.h, so where a lease must look expired to a gc the test
+# sets its file's mtime back, as 10 minutes would.
 #   - a push whose lease lapses while its layout upload is held: a gc then takes the push
 #     for dead and deletes the orphan chunks the push found on the store (HEAD: not
 #     uploaded); the push must publish nothing (before: it published a name whose chunks
@@ -25,7 +26,7 @@ done
 . "$TESTLIB/remote.sh"
 need_nginx
 
-TTL=8
+TTL=12
 build_image a 1
 mkdir -p "$T/c.src"
 head -c $((3 << 20)) /dev/urandom >"$T/c.src/c.bin"
@@ -119,15 +120,16 @@ stop_proxy
 echo "ok: a gc whose lease lapsed while a DELETE was held stopped before the next one"
 
 # ---- a gc held in a long fetch keeps its lease written; a push started meanwhile waits
+# (a lifetime of 30 s here: written every 3 s, none of it meant to lapse)
 start_proxy "$W" --mode 'park:GET:/layouts/'
-LAZYBLK_TEST_LEASE_TTL=$TTL "$LAZYBLK" cas gc --remote "$PROXY_URL/" --grace 0 \
+LAZYBLK_TEST_LEASE_TTL=30 "$LAZYBLK" cas gc --remote "$PROXY_URL/" --grace 0 \
   >"$T/gc3.txt" 2>"$T/gc3.err" &
 pg=$!
 proxy_wait_held '^GET .*/layouts/' "$pg"
 gl=$(lease_file gc)
 m0=$(stat -c %Y "$gl")
-# written again a lease lifetime after the gc began its fetch (before: only between images)
-wait_for -p "$pg" newer_than "$gl" $((m0 + TTL + 1)) ||
+# written again while the gc is held in its fetch (before: only between images)
+wait_for -p "$pg" newer_than "$gl" $((m0 + 1)) ||
   die "the gc's lease was not written again while it fetched (mtime $(stat -c %Y "$gl"), first $m0)"
 "$LAZYBLK" push --store "$T/c.store" --remote "${W}images/during" "$T/c.layout" \
   >"$T/during.out" 2>"$T/during.err" &
