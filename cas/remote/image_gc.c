@@ -170,7 +170,8 @@ static int load_images(struct gc_ctx *x, struct image_gc_result *res)
  */
 static bool tags_whole(const struct gc_ctx *x, const struct image_gc_result *res)
 {
-	return !res->tags.skipped && !res->tags.truncated && !(res->tags.no_list && x->has_old_index);
+	return !res->tags.skipped && !res->tags.truncated &&
+	       !(res->tags.no_list && x->has_old_index);
 }
 
 /*
