@@ -53,17 +53,16 @@ static int digest_cmp(const void *a, const void *b)
 }
 
 /* Every image of the store: its files, and the chunks of its layouts (fetched into dir). */
-static int http_collect(const char *url, const char *dir, struct http_keep *k, size_t *n_img,
-			struct lease *lease)
+static int http_collect(const char *url, const char *dir, struct http_keep *k, size_t *n_img)
 {
 	struct remote_opts ro = { .url = url };
 	struct image_entry *v = NULL;
 	char why[PATH_MAX + 256], ref[PATH_MAX], path[PATH_MAX + 80], hex[SHA256_HEX_LEN + 1];
-	uint64_t skipped;
+	struct remote_tags tags;
 	size_t n = 0;
 	int ret;
 
-	ret = image_list(&ro, &v, &n, &skipped, why, sizeof(why));
+	ret = image_list(&ro, &v, &n, &tags, why, sizeof(why));
 	if (ret) {
 		log_error("%s; nothing removed", why[0] ? why : strerror(-ret));
 		return 1;
@@ -73,7 +72,6 @@ static int http_collect(const char *url, const char *dir, struct http_keep *k, s
 		struct image_fetched f;
 		const char *cw = NULL;
 
-		lease_refresh(lease);
 		snprintf(ref, sizeof(ref), "%simages/%s", url, v[i].name);
 		ro.url = ref;
 		ret = image_fetch(&ro, dir, &f, why, sizeof(why));
@@ -126,31 +124,58 @@ static void print_deleted(void *arg, const char *rel, uint64_t size)
 }
 
 /*
- * The gc's lease on the store (lease.h), taken before anything is read; 1 (said why) when a
- * push holds one: what it found on the store must stay until its name is written.
+ * Whether a push holds a lease on the store (lease.h), with the gc's own still held: 1 (said
+ * why) when one does, what it found on the store must stay until its name is written; when
+ * is "is under way" (before gc reads the images) or "started while gc read the images".
  */
-static int gc_lease(const char *url, struct lease **lease)
+static int gc_push_seen(const char *url, struct lease *lease, const char *when)
 {
-	struct remote_opts ro = { .url = url };
 	struct lease_seen seen;
 	char why[PATH_MAX + 256];
 	int ret;
 
-	ret = lease_take(&ro, LEASE_GC, lease, why, sizeof(why));
-	if (!ret && *lease)
-		ret = lease_others(*lease, LEASE_PUSH, false, &seen, why, sizeof(why));
+	ret = lease_check(lease, why, sizeof(why));
 	if (ret) {
-		if (why[0]) /* else the remote said why */
-			log_error("%s; nothing removed", why);
+		log_error("%s: gc lost its lease on the store (%s): nothing removed; run gc again",
+			  url, why);
 		return 1;
 	}
-	if (*lease && seen.live) {
-		log_error("%s: a push to the store is under way (leases/%s, written %llds ago): "
-			  "nothing removed; run gc again when it has finished", url, seen.name,
+	ret = lease_others(lease, LEASE_PUSH, false, &seen, why, sizeof(why));
+	if (ret) {
+		log_error("%s; nothing removed", why);
+		return 1;
+	}
+	if (seen.live) {
+		log_error("%s: a push to the store %s (leases/%s, written %llds ago): nothing "
+			  "removed; run gc again when it has finished", url, when, seen.name,
 			  (long long)seen.age);
 		return 1;
 	}
 	return 0;
+}
+
+/*
+ * The gc's lease on the store (lease.h), taken before anything is read; 1 (said why) when a
+ * push holds one, or when the store has no place for leases that a push would look at.
+ */
+static int gc_lease(const char *url, struct lease **lease)
+{
+	struct remote_opts ro = { .url = url };
+	char why[PATH_MAX + 256];
+	int ret;
+
+	ret = lease_take(&ro, LEASE_GC, lease, why, sizeof(why));
+	if (ret) {
+		log_error("%s; nothing removed", why[0] ? why : strerror(-ret));
+		return 1;
+	}
+	if (!*lease) {
+		log_error("%s: neither leases/ nor the store itself is listed as JSON there, so a "
+			  "push could not see a gc's lease: nothing removed (the server must list "
+			  "the whole store: autoindex on; autoindex_format json;)", url);
+		return 1;
+	}
+	return gc_push_seen(url, *lease, "is under way");
 }
 
 static int gc_http(const char *url, const char *const *keep, size_t n_keep,
@@ -181,12 +206,15 @@ static int gc_http(const char *url, const char *const *keep, size_t n_keep,
 	for (size_t i = 0; !ret && i < n_keep; i++)
 		ret = cli_keep_add(&k.chunks, keep[i], dir);
 	if (!ret)
-		ret = http_collect(url, dir, &k, &n_img, lease);
+		ret = http_collect(url, dir, &k, &n_img);
 	if (!ret && !n_img && !n_keep) {
 		log_error("%s: no image in images/index.json and no --keep: nothing would stay; "
 			  "nothing removed", url);
 		ret = 1;
 	}
+	/* a push that began while the images were read (our lease lapsed, say): it stays */
+	if (!ret && !dry_run)
+		ret = gc_push_seen(url, lease, "started while gc read the images");
 	if (!ret) {
 		chunk_refs_finish(&k.chunks);
 		qsort(k.files, k.n_files, SHA256_LEN, digest_cmp);
@@ -265,13 +293,22 @@ int cli_cas_gc_remote(const char *url, const char *const *keep, size_t n_keep,
 	if (res.missing)
 		printf("; %llu kept chunk%s not in the repository", (unsigned long long)res.missing,
 		       res.missing == 1 ? " is" : "s are");
-	if (res.tags_skipped)
+	if (res.tags.skipped)
 		printf("; %llu tag%s of the registry's list skipped (not valid tag names)",
-		       (unsigned long long)res.tags_skipped, res.tags_skipped == 1 ? "" : "s");
+		       (unsigned long long)res.tags.skipped, res.tags.skipped == 1 ? "" : "s");
+	if (res.tags.truncated)
+		printf("; the registry's tag list has more than %d pages (tags past them not seen)",
+		       REMOTE_TAG_PAGES_MAX);
 	if (!dry_run)
 		printf("; %llu old manifest%s deleted (the registry's garbage collection removes the "
 		       "blobs)", (unsigned long long)res.manifests_deleted,
 		       res.manifests_deleted == 1 ? "" : "s");
+	if (res.manifests_left)
+		printf("; %llu old manifest%s left in place: a tag not seen may name %s (%s)",
+		       (unsigned long long)res.manifests_left, res.manifests_left == 1 ? "" : "s",
+		       res.manifests_left == 1 ? "it" : "them",
+		       res.tags.skipped ? "tags skipped" : res.tags.truncated
+		       ? "the tag list not read to its end" : "the registry's tags/list is not found");
 	putchar('\n');
 	return 0;
 }

@@ -31,7 +31,8 @@ static const char images_usage[] =
 	"      --remote URL           the registry repository or store (credentials:\n"
 	"                             LAZYBLK_REMOTE_USER and LAZYBLK_REMOTE_PASSWORD)\n"
 	"      --json                 one JSON object: remote, images (name, layout_digest,\n"
-	"                             disk_size, layers, chunks), tags_skipped\n"
+	"                             disk_size, layers, chunks), tags_skipped,\n"
+	"                             tags_truncated\n"
 	"      --fetch-timeout SECS   per request attempt (default 30)\n"
 	"      --fetch-retries N      retries of a failed request (default 4)\n"
 	"  -h, --help                 this text\n"
@@ -39,7 +40,7 @@ static const char images_usage[] =
 	"See docs/images.md.\n";
 
 static int images_json(const char *url, const struct image_entry *v, size_t n,
-		       uint64_t skipped)
+		       const struct remote_tags *tags)
 {
 	struct json_buf b = { 0 };
 
@@ -56,7 +57,8 @@ static int images_json(const char *url, const struct image_entry *v, size_t n,
 		json_buf_puts(&b, "}");
 	}
 	json_buf_puts(&b, "]");
-	json_field_u64(&b, "tags_skipped", skipped);
+	json_field_u64(&b, "tags_skipped", tags->skipped);
+	json_field_bool(&b, "tags_truncated", tags->truncated);
 	json_buf_puts(&b, "}");
 	return cli_json_print(&b);
 }
@@ -67,20 +69,23 @@ static int images_ls(const struct cli_remote *rem, bool json)
 				  .retries = rem->retries };
 	struct image_entry *v;
 	char why[PATH_MAX + 256], h[32], hex[SHA256_HEX_LEN + 1], name[ESC_LEN(128)];
-	uint64_t skipped;
+	struct remote_tags tags;
 	size_t n;
 	int ret;
 
-	ret = image_list(&ro, &v, &n, &skipped, why, sizeof(why));
+	ret = image_list(&ro, &v, &n, &tags, why, sizeof(why));
 	if (ret) {
 		log_error("%s", why[0] ? why : strerror(-ret));
 		return 1;
 	}
-	if (skipped)
+	if (tags.skipped)
 		log_warn("%llu tag%s of the registry's list skipped: not valid tag names",
-			 (unsigned long long)skipped, skipped == 1 ? "" : "s");
+			 (unsigned long long)tags.skipped, tags.skipped == 1 ? "" : "s");
+	if (tags.truncated)
+		log_warn("the registry's tag list has more than %d pages: the tags past them are "
+			 "not listed", REMOTE_TAG_PAGES_MAX);
 	if (json) {
-		ret = images_json(rem->url, v, n, skipped);
+		ret = images_json(rem->url, v, n, &tags);
 	} else {
 		for (size_t i = 0; i < n; i++) {
 			sha256_to_hex(v[i].d.layouts[0].digest, hex);

@@ -130,6 +130,23 @@ static void header_take(const char *line, size_t len, const char *name, char **d
 	*dst = v;
 }
 
+/* Every header of that name, joined by ", " (one list, as RFC 8288 reads several Links). */
+static void header_join(const char *line, size_t len, const char *name, char **dst)
+{
+	char *v = NULL, *all = NULL;
+
+	header_take(line, len, name, &v);
+	if (!v || !*dst) {
+		*dst = *dst ? *dst : v;
+		return;
+	}
+	if (asprintf(&all, "%s, %s", *dst, v) >= 0) {
+		free(*dst);
+		*dst = all;
+	}
+	free(v);
+}
+
 static size_t on_header(char *p, size_t size, size_t n, void *arg)
 {
 	struct job *j = arg;
@@ -143,10 +160,13 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
 		j->rq->location = NULL;
 		free(j->rq->date);
 		j->rq->date = NULL;
+		free(j->rq->link);
+		j->rq->link = NULL;
 	}
 	header_take(p, len, "WWW-Authenticate", &j->rq->www_authenticate);
 	header_take(p, len, "Location", &j->rq->location);
 	header_take(p, len, "Date", &j->rq->date);
+	header_join(p, len, "Link", &j->rq->link);
 	return len;
 }
 
@@ -530,9 +550,10 @@ void http_req_clear(struct http_req *rq)
 	free(rq->www_authenticate);
 	free(rq->location);
 	free(rq->date);
+	free(rq->link);
 	rq->body_out = NULL;
 	rq->body_out_len = 0;
-	rq->www_authenticate = rq->location = rq->date = NULL;
+	rq->www_authenticate = rq->location = rq->date = rq->link = NULL;
 }
 
 bool http_req_transient(const struct http_req *rq)

@@ -57,6 +57,7 @@ struct http_req {
 	char *location;            /* the last Location header, or NULL */
 	bool elsewhere;            /* the answer came from another origin than url's (redirected) */
 	char *date;                /* the last Date header (the server's clock), or NULL */
+	char *link;                /* every Link header, joined by ", " (RFC 8288), or NULL */
 	uint64_t usec;             /* time taken */
 };
 
@@ -98,6 +99,13 @@ int64_t http_date_parse(const char *s);
  */
 int http_url_resolve(const char *base, const char *ref, const char *query, char **out,
 		     const char **why);
+/*
+ * The target of the link whose rel is "next" in a Link header's value (RFC 8288: <URI>; rel="next",
+ * links separated by commas; a registry's next page of a list), into *ref (malloc'ed, as
+ * written: resolve it with http_url_resolve). 0; -ENOENT no such link (or link NULL);
+ * -EBADMSG the value does not parse; -ENOMEM.
+ */
+int http_link_next(const char *link, char **ref);
 /*
  * Whether absolute URLs a and b have the same origin: scheme, host (without regard to case)
  * and port (the scheme's default when none is given). False when either cannot be parsed.

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * URLs the remotes are sent to by a server (an upload's Location, a token realm), judged
- * through libcurl's own parser, so that what is compared is what curl will connect to; and
- * the dates servers send.
+ * through libcurl's own parser, so that what is compared is what curl will connect to; the
+ * dates servers send; the next page a Link header names.
  */
 #include "http.h"
 
@@ -125,4 +125,97 @@ int64_t http_date_parse(const char *s)
 	tm.tm_mon = (int)(m - months) / 3;
 	tm.tm_year -= 1900;
 	return (int64_t)timegm(&tm);
+}
+
+/* ------------------------------------------------------------------ Link headers */
+
+static const char *skip_ws(const char *p)
+{
+	while (*p == ' ' || *p == '\t')
+		p++;
+	return p;
+}
+
+/* Whether a rel value (a space-separated list of relation types) names "next". */
+static bool rel_is_next(const char *v, size_t n)
+{
+	for (size_t i = 0; i < n;) {
+		size_t k = i;
+
+		while (k < n && v[k] != ' ' && v[k] != '\t')
+			k++;
+		if (k - i == 4 && !strncasecmp(v + i, "next", 4))
+			return true;
+		i = k + 1;
+	}
+	return false;
+}
+
+/*
+ * One link-param after its ';' (RFC 8288 3: name, optional '=' and a token or a quoted
+ * string), *next set when it is rel naming "next". The position after it, or NULL.
+ */
+static const char *link_param(const char *p, bool *next)
+{
+	const char *name = p, *v;
+	size_t nn, vn;
+
+	while (*p && !strchr(" \t=;,", *p))
+		p++;
+	nn = (size_t)(p - name);
+	p = skip_ws(p);
+	if (!nn)
+		return NULL;
+	if (*p != '=')
+		return p;
+	p = skip_ws(p + 1);
+	if (*p == '"') {
+		v = ++p;
+		while (*p && *p != '"')
+			p += p[0] == '\\' && p[1] ? 2 : 1;
+		if (*p != '"')
+			return NULL;
+		vn = (size_t)(p++ - v);
+	} else {
+		v = p;
+		while (*p && !strchr(" \t;,", *p))
+			p++;
+		vn = (size_t)(p - v);
+	}
+	if (nn == 3 && !strncasecmp(name, "rel", 3) && rel_is_next(v, vn))
+		*next = true;
+	return skip_ws(p);
+}
+
+int http_link_next(const char *link, char **ref)
+{
+	const char *p = link;
+
+	*ref = NULL;
+	if (!link)
+		return -ENOENT;
+	for (;;) {
+		const char *uri, *end;
+		bool next = false;
+
+		while (*p == ' ' || *p == '\t' || *p == ',')
+			p++;
+		if (!*p)
+			return -ENOENT;
+		if (*p != '<' || !(end = strchr(p + 1, '>')))
+			return -EBADMSG;
+		uri = p + 1;
+		p = skip_ws(end + 1);
+		while (*p == ';') {
+			p = link_param(skip_ws(p + 1), &next);
+			if (!p)
+				return -EBADMSG;
+		}
+		if (*p && *p != ',')
+			return -EBADMSG;
+		if (next) {
+			*ref = strndup(uri, (size_t)(end - uri));
+			return *ref ? 0 : -ENOMEM;
+		}
+	}
 }

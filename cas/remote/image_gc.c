@@ -159,7 +159,51 @@ static int load_images(struct gc_ctx *x, struct image_gc_result *res)
 {
 	struct gc_tags g = { .x = x, .res = res };
 
-	return remote_obj_tags(x->r, x->repo, gc_tag, &g, &res->tags_skipped, x->why, x->why_len);
+	return remote_obj_tags(x->r, x->repo, gc_tag, &g, &res->tags, x->why, x->why_len);
+}
+
+/*
+ * Whether the tag list was seen whole, so that a manifest no tag of it references is one no
+ * tag references: no entry skipped, no page left unread, and a list at all when the chunk
+ * index's tag exists (a registry that answers 404 for the list while serving a tag hides
+ * them all).
+ */
+static bool tags_whole(const struct gc_ctx *x, const struct image_gc_result *res)
+{
+	return !res->tags.skipped && !res->tags.truncated &&
+	       !(res->tags.no_list && x->has_old_index);
+}
+
+/*
+ * Just before the tag is written: it must still hold the chunk index gc read (or still
+ * nothing), not an image pushed to it meanwhile, nor another index. 0, or -EBUSY with why.
+ */
+static int tag_unchanged(struct gc_ctx *x)
+{
+	uint8_t *buf = NULL, sum[SHA256_LEN];
+	const char *now = NULL;
+	size_t len;
+	int ret;
+
+	ret = get_doc(x, x->tag, true, &buf, &len);
+	if (ret == -ENOENT && !x->has_old_index)
+		return 0;
+	if (ret == -ENOENT)
+		now = "nothing (it was deleted)";
+	else if (ret)
+		return ret;
+	else if (sha256_buf(buf, len, sum))
+		ret = -ENOMEM;
+	else if (!x->has_old_index || memcmp(sum, x->old_index, SHA256_LEN))
+		now = image_tag_kind((const char *)buf, len) == IMAGE_TAG_IMAGE ? "a lazyblk image"
+		    : image_tag_kind((const char *)buf, len) == IMAGE_TAG_CHUNKS
+		    ? "another chunk index" : "something other than a lazyblk chunk index";
+	free(buf);
+	if (ret || !now)
+		return ret;
+	snprintf(x->why, x->why_len, "%s: tag %s changed while gc ran (it now holds %s): left as "
+		 "it is, nothing deleted; run gc again", remote_url(x->r), x->tag, now);
+	return -EBUSY;
 }
 
 static bool mans_have(uint8_t (*v)[SHA256_LEN], size_t n, const uint8_t d[SHA256_LEN])
@@ -213,6 +257,8 @@ static int rewrite(struct gc_ctx *x, struct image_gc_result *res)
 	for (size_t i = 0; !ret && i < nd; i++) {
 		bool last = i + 1 == nd;
 
+		if (last && (ret = tag_unchanged(x)))
+			break;
 		sha256_to_hex(docs[i].digest, hex);
 		snprintf(rel, sizeof(rel), "v2/%s/manifests/%s%s", x->repo, last ? "" : "sha256:",
 			 last ? x->tag : hex);
@@ -230,6 +276,10 @@ static int rewrite(struct gc_ctx *x, struct image_gc_result *res)
 			now |= !memcmp(docs[k].digest, d, SHA256_LEN);
 		if (now || mans_have(x->live, x->n_live, d))
 			continue;
+		if (!tags_whole(x, res)) {
+			res->manifests_left++; /* a tag not seen may name it */
+			continue;
+		}
 		sha256_to_hex(d, hex);
 		snprintf(rel, sizeof(rel), "v2/%s/manifests/sha256:%s", x->repo, hex);
 		ret = remote_obj_delete(x->r, rel, i ? "an old manifest of the chunk index"

@@ -19,7 +19,7 @@ struct lister {
 	const char *repo;
 	struct image_entry *v;
 	size_t n, cap;
-	uint64_t skipped;   /* tags of the list that fail the tag rule */
+	struct remote_tags tags; /* what of the tag list was not seen */
 	char *why;
 	size_t why_len;
 };
@@ -76,7 +76,7 @@ static int list_tag(void *arg, const char *tag)
 
 static int list_oci(struct lister *x)
 {
-	return remote_obj_tags(x->r, x->repo, list_tag, x, &x->skipped, x->why, x->why_len);
+	return remote_obj_tags(x->r, x->repo, list_tag, x, &x->tags, x->why, x->why_len);
 }
 
 static int list_http(struct lister *x)
@@ -114,7 +114,7 @@ static int list_http(struct lister *x)
 }
 
 int image_list(const struct remote_opts *o, struct image_entry **out, size_t *n,
-	       uint64_t *skipped, char *why, size_t why_len)
+	       struct remote_tags *tags, char *why, size_t why_len)
 {
 	struct lister x = { .why = why, .why_len = why_len };
 	struct remote_opts ro = *o;
@@ -123,7 +123,7 @@ int image_list(const struct remote_opts *o, struct image_entry **out, size_t *n,
 
 	*out = NULL;
 	*n = 0;
-	*skipped = 0;
+	memset(tags, 0, sizeof(*tags));
 	if (why_len)
 		why[0] = '\0';
 	ro.push = false;
@@ -143,7 +143,7 @@ int image_list(const struct remote_opts *o, struct image_entry **out, size_t *n,
 	}
 	*out = x.v;
 	*n = x.n;
-	*skipped = x.skipped;
+	*tags = x.tags;
 	return 0;
 }
 

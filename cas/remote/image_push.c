@@ -137,7 +137,18 @@ static int publish_names(struct ipush *x, struct remote *r)
 	return ret;
 }
 
-static int publish_http(struct ipush *x, struct remote *r)
+/* Before each write: the push's lease still held (a layout upload may take long), else said. */
+static int ipush_held(struct ipush *x, struct lease *lease)
+{
+	char lw[1024];
+	int ret = cas_push_held(lease, x->o->push.remote.url, lw, sizeof(lw));
+
+	if (ret)
+		log_error("%s", lw);
+	return ret;
+}
+
+static int publish_http(struct ipush *x, struct remote *r, struct lease *lease)
 {
 	char rel[PATH_MAX], hex[SHA256_HEX_LEN + 1], *json = NULL;
 	size_t len;
@@ -149,6 +160,9 @@ static int publish_http(struct ipush *x, struct remote *r)
 
 		if (!layout && !x->d.has_manifest)
 			break;
+		ret = ipush_held(x, lease);
+		if (ret)
+			break;
 		sha256_to_hex(f->digest, hex);
 		snprintf(rel, sizeof(rel), layout ? "layouts/%s.layout" : "manifests/%s.manifest",
 			 hex);
@@ -159,6 +173,8 @@ static int publish_http(struct ipush *x, struct remote *r)
 	}
 	if (!ret)
 		ret = image_json_build(&x->d, x->o->created, &json, &len);
+	if (!ret)
+		ret = ipush_held(x, lease); /* the name: only while no gc can have taken a chunk */
 	if (!ret) {
 		snprintf(rel, sizeof(rel), "images/%s/image.json", x->ref.name);
 		ret = remote_obj_put(r, rel, json, len, "application/json", "image.json");
@@ -168,11 +184,11 @@ static int publish_http(struct ipush *x, struct remote *r)
 	return ret ? ret : publish_names(x, r);
 }
 
-static int ipush_publish(void *arg, struct remote *r)
+static int ipush_publish(void *arg, struct remote *r, struct lease *lease)
 {
 	struct ipush *x = arg;
 
-	return x->ref.oci ? publish_oci(x, r) : publish_http(x, r);
+	return x->ref.oci ? publish_oci(x, r) : publish_http(x, r, lease);
 }
 
 int image_push(const struct image_push_opts *o, struct image_push_stats *st, char *why,

@@ -94,13 +94,14 @@ struct image_entry {
 };
 
 /*
- * The images of a remote: oci://HOST/REPO (tags/list, then each tag's document; tags that
- * are not lazyblk images are left out, tags that fail the tag rule too, counted in *skipped),
- * http(s)://HOST/PATH/ (images/index.json, each image.json; *skipped 0). 0, or -errno with
- * one line in why.
+ * The images of a remote: oci://HOST/REPO (tags/list and its next pages, then each tag's
+ * document; tags that are not lazyblk images are left out, tags that fail the tag rule too,
+ * counted in tags->skipped; tags->truncated when the list has more pages than lazyblk reads:
+ * remote_obj_tags), http(s)://HOST/PATH/ (images/index.json, each image.json; *tags
+ * zeroed). 0, or -errno with one line in why.
  */
 int image_list(const struct remote_opts *o, struct image_entry **out, size_t *n,
-	       uint64_t *skipped, char *why, size_t why_len);
+	       struct remote_tags *tags, char *why, size_t why_len);
 void image_list_free(struct image_entry *v, size_t n);
 /*
  * The names of the http(s) store r (image_names.c): those of images/index.json, and, where
@@ -129,14 +130,20 @@ struct image_gc_result {
 	uint64_t dropped, dropped_bytes;
 	uint64_t missing;               /* kept chunks no index of the repository maps */
 	uint64_t manifests_deleted;     /* old chunk manifests no tag references any more */
-	uint64_t tags_skipped;          /* tags of the list that fail the tag rule (ignored) */
+	struct remote_tags tags;        /* what of the tag list was not seen (remote_obj_tags) */
+	uint64_t manifests_left;        /* old manifests not deleted: the list not seen whole */
 };
 
 /*
  * Rewrite the chunk index under the remote's tag (default lazyblk-chunks) to the chunks the
  * repository's image tags and the kept layouts use, then delete the manifests of the old
  * index that no tag references (so that the registry's own garbage collection removes the
- * blobs only they held). 0, or -errno with one line in why (may be empty: said already).
+ * blobs only they held). Only a tag list seen whole can say that no tag references one:
+ * when a tag of it was skipped, it had more pages than lazyblk reads, or it answered 404
+ * while the tag exists, no manifest is deleted (counted in manifests_left). The tag is read
+ * again just before it is written: one that no longer holds the chunk index gc read (an
+ * image pushed to it meanwhile) is left as it is (-EBUSY, with why). 0, or -errno with one
+ * line in why (may be empty: said already).
  */
 int image_gc_oci(const struct image_gc_opts *o, struct image_gc_result *res, char *why,
 		 size_t why_len);
@@ -152,7 +159,7 @@ struct image_sweep_opts {
 	size_t n_files;
 	uint64_t grace_secs;                    /* files uploaded since (server clock) stay */
 	bool dry_run;
-	struct lease *lease;                    /* the gc's (lease.h), kept fresh; may be NULL */
+	struct lease *lease;                    /* the gc's (lease.h); NULL only for a dry run */
 	/* each file deleted (dry run: that would be): "chunks/ab/ab…", "layouts/….layout" */
 	void (*deleted)(void *arg, const char *rel, uint64_t size);
 	void *arg;
@@ -170,7 +177,9 @@ struct image_sweep_result {
  * server's JSON directory index (nginx: autoindex on; autoindex_format json;):
  * PATH/chunks/00/ … ff/, PATH/layouts/, PATH/manifests/; a server that lists nothing is
  * refused (-EOPNOTSUPP, with why). Files whose names are not what lazyblk writes are left
- * alone. 0, or -errno with one line in why.
+ * alone. Deletes only under the gc's lease: none (not a dry run) is -EPERM, and a lease lost
+ * on the way (lease_check, before each DELETE) stops it with -ETIMEDOUT. 0, or -errno with
+ * one line in why.
  */
 int image_sweep_http(const struct image_sweep_opts *o, struct image_sweep_result *res,
 		     char *why, size_t why_len);

@@ -57,6 +57,19 @@ struct sweep_dir {
 	int64_t now;           /* the server's clock (set before the first entry) */
 };
 
+/* Before each DELETE: the gc's lease still held (lease.h), else why, and stop. */
+static int sweep_held(struct sweep *x)
+{
+	char lw[768];
+	int ret = lease_check(x->o->lease, lw, sizeof(lw));
+
+	if (ret)
+		snprintf(x->why, x->why_len, "%s: gc lost its lease on the store (%s): a push may "
+			 "be using what is left; stopped before deleting more (%llu deleted): run "
+			 "gc again", x->o->remote.url, lw, (unsigned long long)x->res->deleted);
+	return ret;
+}
+
 static int sweep_one(void *arg, const struct remote_dirent *e)
 {
 	struct sweep_dir *sd = arg;
@@ -82,6 +95,8 @@ static int sweep_one(void *arg, const struct remote_dirent *e)
 		return 0;
 	}
 	snprintf(rel, sizeof(rel), "%s%s", sd->dir, e->name);
+	if (!x->o->dry_run && (ret = sweep_held(x)))
+		return ret;
 	if (!x->o->dry_run)
 		ret = remote_obj_delete(x->r, rel, "gc");
 	if (!ret) {
@@ -98,7 +113,6 @@ static int sweep_dir(struct sweep *x, const char *dir, const char *suffix, bool 
 {
 	struct sweep_dir sd = { .x = x, .dir = dir, .suffix = suffix, .chunks = chunks };
 
-	lease_refresh(x->o->lease);
 	return remote_list(x->r, dir, sweep_one, &sd, &sd.now, x->why, x->why_len);
 }
 
@@ -123,6 +137,10 @@ int image_sweep_http(const struct image_sweep_opts *o, struct image_sweep_result
 	if (remote_is_oci(x.r)) {
 		snprintf(why, why_len, "%s: not an http(s) store", ro.url);
 		ret = -EINVAL;
+	} else if (!o->dry_run && !o->lease) {
+		/* a push would not know to keep out of the way, nor we of its */
+		snprintf(why, why_len, "%s: gc holds no lease on the store: nothing deleted", ro.url);
+		ret = -EPERM;
 	}
 	for (unsigned i = 0; !ret && i < 256 + 2; i++) {
 		char dir[32];

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* Leases of pushes and gc on an http(s) store (lease.h). */
+/* Leases of pushes and gc on an http(s) store (lease.h): written, kept, checked, dropped. */
 #include "lease.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../common/why.h"
+#include "remote_int.h"
 
 static const char *const kind_names[] = { [LEASE_PUSH] = "push", [LEASE_GC] = "gc" };
 
@@ -18,26 +21,129 @@ struct lease {
 	enum lease_kind kind;
 	char rel[64];          /* "leases/push.<16 hex>" */
 	char body[160];
-	int64_t written;       /* CLOCK_MONOTONIC seconds of the last write (atomic) */
-	int refreshing;        /* one refresher at a time (atomic) */
+	int64_t ttl_ms;        /* the lifetime this holder counts with (LEASE_TTL_SECS) */
+	pthread_t writer;      /* writes it again every ttl_ms / 10 */
+	bool writer_started;
+	pthread_mutex_t lock;  /* everything below */
+	pthread_cond_t wake;   /* lease_drop: stop */
+	bool stop;
+	int64_t sent_ms;       /* CLOCK_MONOTONIC ms when the last successful write was sent */
+	bool lost;             /* once true, for good */
+	char failure[400];     /* the last failed write's reason, "" when the last one succeeded */
+	char lost_why[700];    /* how it was lost */
 };
 
-static int64_t mono_secs(void)
+static int64_t mono_ms(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec;
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+bool lease_lost_at(int64_t sent_ms, int64_t now_ms, int64_t ttl_ms)
+{
+	/* another reads our lease as expired once the server's clock says ttl since its last
+	 * write landed, which is no earlier than it was sent: a quarter of ttl is the margin
+	 * for a request (ours, or the other's listing) still on its way */
+	return now_ms - sent_ms >= ttl_ms - ttl_ms / 4;
+}
+
+/* Take l as lost (its lock held): it went gap_ms without a successful write. */
+static void lease_lose(struct lease *l, int64_t gap_ms)
+{
+	if (l->lost)
+		return;
+	l->lost = true;
+	snprintf(l->lost_why, sizeof(l->lost_why), "%s went %llds without being written%s%s%s, "
+		 "more than the %llds a lease is trusted", l->rel, (long long)(gap_ms / 1000),
+		 l->failure[0] ? " (writing it again: " : "", l->failure, l->failure[0] ? ")" : "",
+		 (long long)((l->ttl_ms - l->ttl_ms / 4) / 1000));
+}
+
+/* LEASE_TTL_SECS, or the test hook's value when it is set and in range (lease.h). */
+static int64_t lease_ttl_ms(void)
+{
+	const char *s = getenv(LEASE_TTL_ENV);
+	char *end;
+	long v;
+
+	if (!s || !*s)
+		return (int64_t)LEASE_TTL_SECS * 1000;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || v < 8 || v > LEASE_TTL_SECS)
+		return (int64_t)LEASE_TTL_SECS * 1000;
+	return (int64_t)v * 1000;
+}
+
+/* PUT the lease; the time it was sent is the one that counts (lease.h). 0, or -errno. */
 static int lease_write(struct lease *l)
 {
-	int ret = remote_obj_put(l->r, l->rel, l->body, strlen(l->body), "application/json",
-				 "the lease of this command on the store");
+	struct http_req rq = { 0 };
+	const char *aw = NULL;
+	char *url = remote_obj_url(l->r, l->rel), fail[sizeof(l->failure)] = "";
+	int64_t sent = mono_ms(), got;
+	int ret;
 
-	if (!ret)
-		__atomic_store_n(&l->written, mono_secs(), __ATOMIC_RELAXED);
+	if (!url)
+		return -ENOMEM;
+	rq.method = "PUT";
+	rq.url = url;
+	rq.body = l->body;
+	rq.body_len = strlen(l->body);
+	rq.content_type = "application/json";
+	rq.max_body = 1u << 20;
+	ret = remote_do(l->r, &rq, l->r->retries, &aw);
+	if (ret == -EACCES)
+		snprintf(fail, sizeof(fail), "PUT %s: %s", url, aw ? aw : "access refused");
+	else if (ret)
+		snprintf(fail, sizeof(fail), "PUT %s: %s", url, rq.err[0] ? rq.err : strerror(-ret));
+	else if (rq.status < 200 || rq.status > 299)
+		snprintf(fail, sizeof(fail), "PUT %s: HTTP status %ld", url, rq.status);
+	if (!ret && fail[0])
+		ret = -EIO;
+	got = mono_ms();
+	pthread_mutex_lock(&l->lock);
+	if (!ret) {
+		/* a write that took so long that the one before had lapsed meanwhile: lost */
+		if (l->sent_ms && lease_lost_at(l->sent_ms, got, l->ttl_ms))
+			lease_lose(l, got - l->sent_ms);
+		l->sent_ms = sent;
+	}
+	snprintf(l->failure, sizeof(l->failure), "%s", fail);
+	pthread_mutex_unlock(&l->lock);
+	http_req_clear(&rq);
+	free(url);
 	return ret;
+}
+
+/* The writer thread: the lease written again every tenth of its lifetime, until stopped. */
+static void *lease_writer(void *arg)
+{
+	struct lease *l = arg;
+	int64_t every = l->ttl_ms / 10;
+	struct timespec at;
+
+	pthread_mutex_lock(&l->lock);
+	while (!l->stop) {
+		clock_gettime(CLOCK_MONOTONIC, &at);
+		at.tv_sec += every / 1000;
+		at.tv_nsec += (every % 1000) * 1000000L;
+		if (at.tv_nsec >= 1000000000L) {
+			at.tv_sec++;
+			at.tv_nsec -= 1000000000L;
+		}
+		while (!l->stop && pthread_cond_timedwait(&l->wake, &l->lock, &at) != ETIMEDOUT)
+			;
+		if (l->stop)
+			break;
+		pthread_mutex_unlock(&l->lock);
+		lease_write(l); /* a failure is kept for lease_check; the next turn tries again */
+		pthread_mutex_lock(&l->lock);
+	}
+	pthread_mutex_unlock(&l->lock);
+	return NULL;
 }
 
 static int count_any(void *arg, const struct remote_dirent *e)
@@ -60,14 +166,41 @@ static int store_listed(struct remote *r, char *why, size_t why_len)
 	return ret ? ret : 1;
 }
 
+/* A new lease's name and body (not written yet). */
+static int lease_name(struct lease *l, char *why, size_t why_len)
+{
+	uint8_t rnd[8];
+	char host[64] = "";
+
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+		return why_set(why, why_len, -errno, "getrandom: %s", strerror(errno));
+	snprintf(l->rel, sizeof(l->rel), "leases/%s.", kind_names[l->kind]);
+	for (size_t i = 0; i < sizeof(rnd); i++)
+		snprintf(l->rel + strlen(l->rel), 3, "%02x", rnd[i]);
+	gethostname(host, sizeof(host) - 1);
+	for (char *p = host; *p; p++)
+		if (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e)
+			*p = '?';
+	snprintf(l->body, sizeof(l->body), "{\"kind\":\"%s\",\"host\":\"%s\",\"pid\":%ld}\n",
+		 kind_names[l->kind], host, (long)getpid());
+	return 0;
+}
+
+static void lease_free(struct lease *l)
+{
+	remote_close(l->r);
+	pthread_cond_destroy(&l->wake);
+	pthread_mutex_destroy(&l->lock);
+	free(l);
+}
+
 int lease_take(const struct remote_opts *o, enum lease_kind kind, struct lease **out,
 	       char *why, size_t why_len)
 {
 	struct remote_opts ro = *o;
+	pthread_condattr_t ca;
 	struct lease *l;
 	const char *w = NULL;
-	uint8_t rnd[8];
-	char host[64] = "";
 	int ret;
 
 	*out = NULL;
@@ -77,65 +210,74 @@ int lease_take(const struct remote_opts *o, enum lease_kind kind, struct lease *
 	if (!l)
 		return -ENOMEM;
 	l->kind = kind;
+	l->ttl_ms = lease_ttl_ms();
+	pthread_mutex_init(&l->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&l->wake, &ca);
+	pthread_condattr_destroy(&ca);
 	ro.push = true;
 	ret = remote_open(&ro, &l->r, &w);
 	if (ret) {
 		snprintf(why, why_len, "%s: %s", o->url, w ? w : strerror(-ret));
+		pthread_cond_destroy(&l->wake);
+		pthread_mutex_destroy(&l->lock);
 		free(l);
 		return ret;
 	}
 	ret = store_listed(l->r, why, why_len);
 	if (ret <= 0)
 		goto fail;
-	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
-		ret = -errno;
-		snprintf(why, why_len, "getrandom: %s", strerror(errno));
-		goto fail;
-	}
-	snprintf(l->rel, sizeof(l->rel), "leases/%s.", kind_names[kind]);
-	for (size_t i = 0; i < sizeof(rnd); i++)
-		snprintf(l->rel + strlen(l->rel), 3, "%02x", rnd[i]);
-	gethostname(host, sizeof(host) - 1);
-	for (char *p = host; *p; p++)
-		if (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e)
-			*p = '?';
-	snprintf(l->body, sizeof(l->body), "{\"kind\":\"%s\",\"host\":\"%s\",\"pid\":%ld}\n",
-		 kind_names[kind], host, (long)getpid());
-	ret = lease_write(l);
+	ret = lease_name(l, why, why_len);
+	if (!ret && (ret = lease_write(l)))
+		snprintf(why, why_len, "the lease of this command on the store: %s",
+			 l->failure[0] ? l->failure : strerror(-ret));
+	if (!ret && (ret = -pthread_create(&l->writer, NULL, lease_writer, l)))
+		snprintf(why, why_len, "cannot start the lease's writer: %s", strerror(-ret));
 	if (ret) {
-		if (why_len)
-			why[0] = '\0'; /* the PUT said why */
+		if (l->sent_ms)
+			remote_obj_delete(l->r, l->rel, "the lease of this command on the store");
 		goto fail;
 	}
+	l->writer_started = true;
 	*out = l;
 	return 0;
 fail:
-	remote_close(l->r);
-	free(l);
+	lease_free(l);
 	return ret < 0 ? ret : 0;
 }
 
-void lease_refresh(struct lease *l)
+int lease_check(struct lease *l, char *why, size_t why_len)
 {
-	int busy = 0;
+	int64_t now = mono_ms();
+	int ret = 0;
 
-	if (!l || mono_secs() - __atomic_load_n(&l->written, __ATOMIC_RELAXED) < LEASE_REFRESH_SECS)
-		return;
-	if (!__atomic_compare_exchange_n(&l->refreshing, &busy, 1, false, __ATOMIC_ACQUIRE,
-					 __ATOMIC_RELAXED))
-		return; /* another thread is at it */
-	if (mono_secs() - __atomic_load_n(&l->written, __ATOMIC_RELAXED) >= LEASE_REFRESH_SECS)
-		lease_write(l); /* a failure was logged; the next call tries again */
-	__atomic_store_n(&l->refreshing, 0, __ATOMIC_RELEASE);
+	if (!l)
+		return 0;
+	pthread_mutex_lock(&l->lock);
+	if (lease_lost_at(l->sent_ms, now, l->ttl_ms))
+		lease_lose(l, now - l->sent_ms);
+	if (l->lost) {
+		snprintf(why, why_len, "%s", l->lost_why);
+		ret = -ETIMEDOUT;
+	}
+	pthread_mutex_unlock(&l->lock);
+	return ret;
 }
 
 void lease_drop(struct lease *l)
 {
 	if (!l)
 		return;
+	if (l->writer_started) {
+		pthread_mutex_lock(&l->lock);
+		l->stop = true;
+		pthread_cond_signal(&l->wake);
+		pthread_mutex_unlock(&l->lock);
+		pthread_join(l->writer, NULL); /* after a write under way: none lands later */
+	}
 	remote_obj_delete(l->r, l->rel, "the lease of this command on the store");
-	remote_close(l->r);
-	free(l);
+	lease_free(l);
 }
 
 struct scan {

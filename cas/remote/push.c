@@ -176,7 +176,6 @@ static void push_run(struct workq_item *it, void *ctx, void *state)
 		push_one(x, state, pi->d);
 	else
 		push_fail(x, -ENOMEM, "out of memory");
-	lease_refresh(x->lease);
 	done = __atomic_add_fetch(&x->done, 1, __ATOMIC_RELAXED);
 	if (x->o->progress)
 		x->o->progress(x->o->progress_arg, done, x->total);
@@ -218,6 +217,17 @@ static int push_all(struct push_ctx *x, const uint8_t (*chunks)[SHA256_LEN], siz
 	return x->err;
 }
 
+int cas_push_held(struct lease *lease, const char *url, char *why, size_t why_len)
+{
+	char lw[768];
+	int ret = lease_check(lease, lw, sizeof(lw));
+
+	if (ret)
+		snprintf(why, why_len, "%s: the push lost its lease on the store (%s): a gc may have "
+			 "deleted chunks it found there; nothing published: push again", url, lw);
+	return ret;
+}
+
 static bool push_cancelled(const struct push_ctx *x)
 {
 	return x->o->cancel && __atomic_load_n(x->o->cancel, __ATOMIC_RELAXED);
@@ -225,7 +235,8 @@ static bool push_cancelled(const struct push_ctx *x)
 
 /*
  * With our lease written, wait while a gc of the store runs (lease.h): it may be deleting
- * chunks that a HEAD would find there now. Polled every second, the lease kept fresh.
+ * chunks that a HEAD would find there now. Polled every second (our lease's own thread keeps
+ * it written).
  */
 static int push_wait_gc(struct push_ctx *x)
 {
@@ -253,7 +264,11 @@ static int push_wait_gc(struct push_ctx *x)
 			push_fail(x, -ECANCELED, "interrupted");
 			return -ECANCELED;
 		}
-		lease_refresh(x->lease);
+		ret = cas_push_held(x->lease, x->o->remote.url, lw, sizeof(lw));
+		if (ret) {
+			push_fail(x, ret, "%s", lw);
+			return ret;
+		}
 	}
 }
 
@@ -307,6 +322,7 @@ int cas_push(const struct cas_push_opts *o, struct cas_push_stats *st, char *why
 {
 	struct push_ctx x = { .o = o, .why = why, .why_len = why_len };
 	const uint8_t (*chunks)[SHA256_LEN];
+	char lw[1024];
 	struct timespec t0;
 	size_t n;
 	int ret;
@@ -323,9 +339,11 @@ int cas_push(const struct cas_push_opts *o, struct cas_push_stats *st, char *why
 		x.total = n;
 		ret = push_all(&x, chunks, n);
 	}
+	if (!ret && (ret = cas_push_held(x.lease, o->remote.url, lw, sizeof(lw))))
+		push_fail(&x, ret, "%s", lw);
 	if (!ret) {
-		lease_refresh(x.lease);
-		ret = o->publish ? o->publish(o->publish_arg, x.r) : remote_publish(x.r);
+		ret = o->publish ? o->publish(o->publish_arg, x.r, x.lease)
+				 : remote_publish(x.r);
 		if (ret == -ENOMEM)
 			push_fail(&x, ret, "%s: publishing: out of memory", o->remote.url);
 		else if (ret)

@@ -7,7 +7,8 @@
  * at the end (remote_publish), only if every chunk went up; a chunk-only push never
  * replaces an image (or anything but a chunk index) under the tag. On an http(s) store the
  * push holds a lease from before its first HEAD until after its name is written, and waits
- * first while a gc of the store runs (lease.h).
+ * first while a gc of the store runs (lease.h); a lease lost on the way (not written for
+ * three quarters of its lifetime) stops it before it publishes anything.
  */
 #ifndef LZ_CAS_PUSH_H
 #define LZ_CAS_PUSH_H
@@ -17,6 +18,7 @@
 
 #include "../../common/sha256.h"
 #include "../../common/why.h"
+#include "lease.h"
 #include "remote.h"
 
 struct cas_push_opts {
@@ -39,9 +41,11 @@ struct cas_push_opts {
 	/*
 	 * May be NULL (then remote_publish). Called once every chunk is on the remote, with
 	 * the open remote, instead of remote_publish (lazyblk push by tag publishes an image:
-	 * image_ref.h). 0, or -errno having said why through the logger.
+	 * image_ref.h), and the push's lease on an http(s) store (NULL: none), held so far:
+	 * before each write that names what a gc could delete, it checks lease_check. 0, or
+	 * -errno having said why through the logger.
 	 */
-	int (*publish)(void *arg, struct remote *r);
+	int (*publish)(void *arg, struct remote *r, struct lease *lease);
 	void *publish_arg;
 	/* Where a notice goes ("waiting for a gc of the store to finish"); may be empty. */
 	struct note_sink notes;
@@ -62,5 +66,12 @@ struct cas_push_stats {
  */
 int cas_push(const struct cas_push_opts *o, struct cas_push_stats *st, char *why,
 	     size_t why_len);
+
+/*
+ * Whether a push's lease (NULL: none) is still held, before it publishes: 0, or -ETIMEDOUT
+ * with the push's one line in why ("URL: the push lost its lease on the store (…): …
+ * nothing published: push again").
+ */
+int cas_push_held(struct lease *lease, const char *url, char *why, size_t why_len);
 
 #endif

@@ -137,14 +137,25 @@ struct remote_sink {
 int remote_obj_stream(struct remote *r, const char *rel, const struct remote_sink *sink,
 		      char *why, size_t why_len);
 /*
- * oci: each tag of the registry's repository repo (GET v2/REPO/tags/list) to fn, in the
- * registry's order; a repository it does not know has none (0). An entry that is not a
- * string or fails the tag rule (oci_tag_valid) is skipped and counted in *skipped (added
- * to). -EBADMSG with one line in why when the list is not a JSON object; fn's non-zero
- * return stops and is returned.
+ * oci: each tag of the registry's repository repo (GET v2/REPO/tags/list, then each next
+ * page its Link header names, at most REMOTE_TAG_PAGES_MAX pages) to fn, in the registry's
+ * order. What was not seen is said in *seen (zeroed first): an entry that is not a string
+ * or fails the tag rule (oci_tag_valid) is skipped and counted; more pages than the bound
+ * set truncated; a 404 for the list (a repository the registry does not know, or one that
+ * lists no tags) is no tag, with no_list set. -EBADMSG with one line in why when a page is
+ * not a JSON object or its Link header does not parse, or the next page is on another
+ * origin (never asked: the credentials stay with the registry); fn's non-zero return stops
+ * and is returned.
  */
+#define REMOTE_TAG_PAGES_MAX 1000
+struct remote_tags {
+	uint64_t skipped;      /* entries that fail the tag rule */
+	bool truncated;        /* pages past REMOTE_TAG_PAGES_MAX (or a page naming itself) */
+	bool no_list;          /* tags/list answered 404 */
+	unsigned pages;        /* pages read */
+};
 int remote_obj_tags(struct remote *r, const char *repo,
-		    int (*fn)(void *arg, const char *tag), void *arg, uint64_t *skipped,
+		    int (*fn)(void *arg, const char *tag), void *arg, struct remote_tags *seen,
 		    char *why, size_t why_len);
 /*
  * http(s): the directory rel (relative to the store's PATH/, ending in '/'; "" the store

@@ -90,26 +90,16 @@ int remote_obj_stream(struct remote *r, const char *rel, const struct remote_sin
 	return obj_get(r, rel, NULL, 0, sink, NULL, NULL, why, why_len);
 }
 
-int remote_obj_tags(struct remote *r, const char *repo,
-		    int (*fn)(void *arg, const char *tag), void *arg, uint64_t *skipped,
-		    char *why, size_t why_len)
+/* One page of a tag list: each valid tag to fn, the others counted. */
+static int tags_page(struct remote *r, const uint8_t *buf, size_t len,
+		     int (*fn)(void *arg, const char *tag), void *arg, struct remote_tags *seen,
+		     char *why, size_t why_len)
 {
 	struct json_object *root, *tags;
-	char rel[PATH_MAX];
 	const char *jw = NULL;
-	uint8_t *buf = NULL;
-	size_t len;
-	int ret;
+	int ret = 0;
 
-	snprintf(rel, sizeof(rel), "v2/%s/tags/list", repo);
-	ret = remote_obj_get(r, rel, "application/json", OCI_JSON_INDEX_MAX, &buf, &len, why,
-			     why_len);
-	if (ret == -ENOENT)
-		return 0; /* no such repository: no tags */
-	if (ret)
-		return ret;
 	root = oci_json_parse((const char *)buf, len, OCI_JSON_INDEX, &jw);
-	free(buf);
 	if (!root || !json_object_is_type(root, json_type_object)) {
 		snprintf(why, why_len, "%s: the registry's tag list is not a JSON object%s%s",
 			 remote_url(r), jw ? ": " : "", jw ? jw : "");
@@ -126,9 +116,82 @@ int remote_obj_tags(struct remote *r, const char *repo,
 		    oci_tag_valid(json_object_get_string(t)))
 			ret = fn(arg, json_object_get_string(t));
 		else
-			(*skipped)++;
+			seen->skipped++;
 	}
 	json_object_put(root);
+	return ret;
+}
+
+/* The next page a tag list's answer names (*next NULL: none). 0, or -errno with why. */
+static int tags_next(struct remote *r, const struct http_req *rq, const char *url, char **next,
+		     char *why, size_t why_len)
+{
+	const char *uw = NULL;
+	char *ref = NULL;
+	int ret;
+
+	*next = NULL;
+	ret = http_link_next(rq->link, &ref);
+	if (ret == -ENOENT)
+		return 0;
+	if (ret == -EBADMSG)
+		snprintf(why, why_len, "%s: the registry's tag list has a Link header that does not "
+			 "parse", url);
+	if (!ret)
+		ret = http_url_resolve(url, ref, NULL, next, &uw);
+	free(ref);
+	if (ret == -EINVAL || (!ret && !http_same_origin(*next, r->base))) {
+		snprintf(why, why_len, "%s: the next page of the registry's tag list is %s: not "
+			 "asked", url, ret ? uw : "on another host");
+		free(*next);
+		*next = NULL;
+		ret = -EBADMSG;
+	}
+	return ret;
+}
+
+int remote_obj_tags(struct remote *r, const char *repo,
+		    int (*fn)(void *arg, const char *tag), void *arg, struct remote_tags *seen,
+		    char *why, size_t why_len)
+{
+	char rel[PATH_MAX], *url, *next = NULL;
+	int ret = 0;
+
+	memset(seen, 0, sizeof(*seen));
+	snprintf(rel, sizeof(rel), "v2/%s/tags/list", repo);
+	url = remote_obj_url(r, rel);
+	if (!url)
+		return -ENOMEM;
+	while (url && !ret) {
+		struct http_req rq = { .accept = "application/json" };
+
+		if (seen->pages == REMOTE_TAG_PAGES_MAX) {
+			seen->truncated = true;
+			break;
+		}
+		ret = remote_obj_fetch(r, &rq, url, OCI_JSON_INDEX_MAX, why, why_len);
+		if (!ret && rq.status == 404 && !seen->pages) {
+			seen->no_list = true; /* no such repository, or no tag list: no tags */
+		} else if (!ret && rq.status != 200) {
+			snprintf(why, why_len, "%s: HTTP status %ld", url, rq.status);
+			ret = rq.status == 401 || rq.status == 403 ? -EACCES : -EIO;
+		} else if (!ret) {
+			seen->pages++;
+			ret = tags_page(r, rq.body_out, rq.body_out_len, fn, arg, seen, why, why_len);
+			if (!ret)
+				ret = tags_next(r, &rq, url, &next, why, why_len);
+			if (next && !strcmp(next, url)) { /* a page naming itself: no end */
+				seen->truncated = true;
+				free(next);
+				next = NULL;
+			}
+		}
+		http_req_clear(&rq);
+		free(url);
+		url = next;
+		next = NULL;
+	}
+	free(url);
 	return ret;
 }
 

@@ -14,6 +14,7 @@
 
 #include "../../cas/chunk.h"
 #include "../../cas/remote/http.h"
+#include "../../cas/remote/lease.h"
 #include "../../cas/remote/remote.h"
 #include "../../cas/source.h"
 #include "../../cas/store.h"
@@ -276,6 +277,50 @@ static void test_http_date(void **state)
 		assert_int_equal(http_date_parse(bad[i]), -1);
 }
 
+/* The next page of a registry's list, from its Link header (RFC 8288). */
+static void test_link_next(void **state)
+{
+	static const struct { const char *h, *want; int ret; } cases[] = {
+		{ "</v2/r/tags/list?n=1&last=a>; rel=\"next\"", "/v2/r/tags/list?n=1&last=a", 0 },
+		{ "<https://h/v2/r/tags/list?last=b>;rel=next", "https://h/v2/r/tags/list?last=b", 0 },
+		{ "</p?x=1>; rel=\"prev\", </n?x=2>; rel=\"next\"", "/n?x=2", 0 },
+		{ "</a>; rel=\"prev first\", </b>; title=\"x;, y\"; REL=\"last NEXT\"", "/b", 0 },
+		{ "</a,b>; rel=\"next\"", "/a,b", 0 },
+		{ "</p>; rel=\"prev\"", NULL, -ENOENT },
+		{ "", NULL, -ENOENT },
+		{ "</p>; rel=\"nextpage\"", NULL, -ENOENT },
+		{ "/n; rel=next", NULL, -EBADMSG },
+		{ "</n; rel=next", NULL, -EBADMSG },
+		{ "</n>; rel=\"next", NULL, -EBADMSG },
+		{ "</n> junk; rel=next", NULL, -EBADMSG },
+	};
+	char *ref;
+
+	(void)state;
+	assert_int_equal(http_link_next(NULL, &ref), -ENOENT);
+	assert_null(ref);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_int_equal(http_link_next(cases[i].h, &ref), cases[i].ret);
+		if (cases[i].want)
+			assert_string_equal(ref, cases[i].want);
+		else
+			assert_null(ref);
+		free(ref);
+	}
+}
+
+/* A lease is lost once its last successful write was sent 3/4 of its lifetime ago. */
+static void test_lease_lost(void **state)
+{
+	(void)state;
+	assert_false(lease_lost_at(1000, 1000, 600000));
+	assert_false(lease_lost_at(1000, 1000 + 449999, 600000));
+	assert_true(lease_lost_at(1000, 1000 + 450000, 600000));
+	assert_true(lease_lost_at(1000, 1000 + 600000, 600000));
+	assert_false(lease_lost_at(0, 5999, 8000));
+	assert_true(lease_lost_at(0, 6000, 8000));
+}
+
 static void test_fetch_ok_and_cached(void **state)
 {
 	struct fx *f = *state;
@@ -435,6 +480,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_url_forms),
 		cmocka_unit_test(test_http_date),
+		cmocka_unit_test(test_link_next),
+		cmocka_unit_test(test_lease_lost),
 		cmocka_unit_test_setup_teardown(test_fetch_ok_and_cached, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retry_5xx_and_reset, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retries_exhausted, setup, teardown),

@@ -3,7 +3,7 @@
 
     faultproxy.py UPSTREAM_URL --port-file FILE [--listen HOST] [--port N] [--mode MODE]
                   [--auth USER:PASS] [--basic USER:PASS] [--redirect-blobs]
-                  [--redirect-host HOST] [--tags-list BODY]
+                  [--redirect-host HOST] [--tags-list BODY] [--tags-page N]
 
 Forwards GET/HEAD/PUT/POST/PATCH/DELETE (headers and bodies) to UPSTREAM_URL and passes
 status, headers and body back; Location headers that point at the upstream are rewritten to
@@ -20,7 +20,12 @@ Control (never subject to faults or auth):
                           gate_passed, gate_timeouts
     POST /__proxy/reset   zero the counters and the per-path fault state
     POST /__proxy/release open the gate of the gate: mode: the requests held go on, the
-                          mode becomes pass
+                          mode becomes pass (and the rules of /__proxy/park go)
+    POST /__proxy/park    body METHOD:REGEX: from now on, also hold at the gate the requests
+                          of METHOD (ANY: all) whose path matches REGEX, as park: does,
+                          without opening the gate for those held now (a push's layout
+                          upload held by the mode, then its lease's rewrites too); a mode
+                          change or a release ends the rules
 
 Fault modes apply only to GETs of chunk/blob paths (containing "/chunks/" or
 "/blobs/sha256:"), so manifests, tags and tokens keep working:
@@ -47,7 +52,8 @@ Fault modes apply only to GETs of chunk/blob paths (containing "/chunks/" or
                        up after 900 s (counted in gate_timeouts) so that a failed test ends
     park:METHOD:REGEX  the same gate for any request (not only chunk paths) of METHOD (ANY:
                        every method) whose path matches REGEX (re.search), its body read
-                       first: e.g. a push held mid-upload
+                       first: e.g. a push held mid-upload. gate_held_now in the stats lists
+                       the "METHOD path" of each request held now
 Always: chunk_gets_by_path (chunk GETs per path) and done_order (chunk paths in the order
 their answers were sent, the first 10000).
 Any mode may end in @N: at most N faults are injected, then requests pass (e.g. stall:10@3
@@ -68,7 +74,12 @@ on --redirect-host (default 127.0.0.2, another port if that address is unusable)
 serves the same path from the upstream, applies the fault mode, and counts requests that
 carry an Authorization header as leaked_auth.
 --tags-list BODY: GET /v2/REPO/tags/list answers BODY (200, application/json) instead of
-the upstream's list (a registry whose tag list holds hostile names).
+the upstream's list (a registry whose tag list holds hostile names); --tags-list 404: it
+answers 404 (a registry that does not list tags).
+--tags-page N: GET /v2/REPO/tags/list answers the upstream's list in pages of N tags
+(sorted; ?last=TAG: the tags after it), each but the last with a Link: <...>; rel="next"
+header to the next page, as registries page their lists (the distribution spec); the client
+must follow them.
 """
 import argparse
 import base64
@@ -98,6 +109,7 @@ class State:
         self.basic = args.basic
         self.redirect = args.redirect_blobs
         self.tags_list = args.tags_list
+        self.tags_page = args.tags_page
         up = urllib.parse.urlsplit(args.upstream)
         if up.scheme != "http" or not up.hostname:
             sys.exit("faultproxy: upstream must be http://HOST[:PORT][/PREFIX]")
@@ -116,6 +128,7 @@ class State:
         with self.lock:
             # requests held right now stay counted: they leave the gate later and count down
             waiting = getattr(self, "c", {}).get("gate_waiting", 0)
+            held_now = getattr(self, "c", {}).get("gate_held_now", [])
             self.per_path = {}
             self.held = threading.Event()
             self.c = {"chunk_gets_by_path": {}, "done_order": [], "hold_timeouts": 0,
@@ -124,8 +137,9 @@ class State:
                       "leaked_auth": 0, "auth_challenges": 0, "tokens_issued": 0,
                       "token_refused": 0, "by_kind": {}, "inflight_max": 0,
                       "gate_waiting": 0, "gate_held": 0, "gate_passed": 0,
-                      "gate_timeouts": 0}
+                      "gate_timeouts": 0, "gate_held_now": []}
             self.c["gate_waiting"] = waiting
+            self.c["gate_held_now"] = held_now
             self.inflight = 0
 
     def count(self, key, n=1):
@@ -157,13 +171,15 @@ class State:
             self.mode = m.group(1)
             self.budget = int(m.group(8)) if m.group(8) else None
             self.per_path = {}
+            self.park_also = []
             self.held = threading.Event()
             self.gate.set()  # requests held under the old mode go on
             self.gate = threading.Event()
         return True
 
-    def gate_wait(self, first):
-        """gate:KEY[:FIRST]: hold this request until the gate opens (the first FIRST pass)."""
+    def gate_wait(self, first, what="?"):
+        """gate:KEY[:FIRST]: hold this request until the gate opens (the first FIRST pass).
+        what ("METHOD path") is listed in gate_held_now while it is held."""
         with self.lock:
             gate = self.gate
             if gate.is_set() or self.c["gate_passed"] < first:
@@ -171,21 +187,29 @@ class State:
                 return
             self.c["gate_waiting"] += 1
             self.c["gate_held"] += 1
+            self.c["gate_held_now"].append(what)
         opened = gate.wait(900)
         with self.lock:
             self.c["gate_waiting"] -= 1
+            self.c["gate_held_now"].remove(what)
             if not opened:
                 self.c["gate_timeouts"] += 1
 
     def park(self, method, path):
-        """park:METHOD:REGEX: hold a request it names at the gate, as gate: does."""
+        """park:METHOD:REGEX (and the rules of /__proxy/park): hold a request it names at
+        the gate, as gate: does."""
         with self.lock:
             mode = self.mode
+            also = list(self.park_also)
+        p = path.split("?", 1)[0]
+        for want, rx in also:
+            if (want == "ANY" or want == method) and re.search(rx, p):
+                return self.gate_wait(0, "%s %s" % (method, p))
         if not mode.startswith("park:"):
             return
         want, rx = mode.split(":", 2)[1:]
-        if (want == "ANY" or want == method) and re.search(rx, path.split("?", 1)[0]):
-            self.gate_wait(0)
+        if (want == "ANY" or want == method) and re.search(rx, p):
+            self.gate_wait(0, "%s %s" % (method, p))
 
     def take_fault(self):
         """Count one injected fault; False once the mode's budget (MODE@N) is spent."""
@@ -344,6 +368,31 @@ class Handler(BaseHTTPRequestHandler):
                 return self.st.origin + rest
         return v
 
+    def tags_page(self):
+        """--tags-page N: the upstream's tag list, sorted, N tags after ?last=, and a Link
+        to the next page while there are more (the distribution spec's pagination)."""
+        path, _, query = self.path.partition("?")
+        q = urllib.parse.parse_qs(query)
+        self.path = path
+        try:
+            code, _, data, _ = self.upstream("GET", b"")
+        except (OSError, http.client.HTTPException) as e:
+            return self.send(502, ("upstream: %s\n" % e).encode(), ctype="text/plain")
+        if code != 200:
+            return self.send(code, data, ctype="application/json")
+        doc = json.loads(data)
+        tags = sorted(doc.get("tags") or [])
+        last = q.get("last", [None])[0]
+        if last is not None:
+            tags = [t for t in tags if t > last]
+        n = self.st.tags_page
+        doc["tags"] = tags[:n]
+        headers = []
+        if len(tags) > n:
+            headers.append(("Link", '<%s?n=%d&last=%s>; rel="next"' % (
+                path, n, urllib.parse.quote(tags[n - 1]))))
+        self.send(200, json.dumps(doc).encode(), headers, "application/json")
+
     # ---- auth
     def basic_ok(self, cred):
         h = self.headers.get("Authorization", "")
@@ -421,7 +470,16 @@ class Handler(BaseHTTPRequestHandler):
             self.read_body()
             with self.st.lock:
                 self.st.mode = "pass"
+                self.st.park_also = []
                 self.st.gate.set()
+            return self.send(200, b"ok\n", ctype="text/plain")
+        if p == "/__proxy/park" and self.command == "POST":
+            rule = self.read_body().decode().strip()
+            m = re.fullmatch(r"([A-Z]+):(.+)", rule)
+            if not m:
+                return self.send(400, b"bad rule\n", ctype="text/plain")
+            with self.st.lock:
+                self.st.park_also.append((m.group(1), m.group(2)))
             return self.send(200, b"ok\n", ctype="text/plain")
         if p == "/__proxy/reset" and self.command == "POST":
             self.read_body()
@@ -458,9 +516,14 @@ class Handler(BaseHTTPRequestHandler):
                 scope = self.bearer_ok()
                 if scope is not None:
                     return self.need_bearer(scope)
-            if st.tags_list is not None and self.command == "GET" and \
-                    self.path.split("?", 1)[0].endswith("/tags/list"):
+            tags = self.command == "GET" and self.path.split("?", 1)[0].endswith("/tags/list")
+            if tags and st.tags_list == "404":
+                return self.send_json(404, {"errors": [{"code": "NAME_UNKNOWN",
+                                                        "message": "no tag list here"}]})
+            if tags and st.tags_list is not None:
                 return self.send(200, st.tags_list.encode(), ctype="application/json")
+            if tags and st.tags_page:
+                return self.tags_page()
             if chunk_get and st.redirect and st.redir_origin:
                 st.count("redirects")
                 return self.send(307, b"", [("Location", st.redir_origin + self.path)])
@@ -561,6 +624,7 @@ def main():
     ap.add_argument("--redirect-blobs", action="store_true")
     ap.add_argument("--redirect-host", default="127.0.0.2")
     ap.add_argument("--tags-list")
+    ap.add_argument("--tags-page", type=int, default=0)
     args = ap.parse_args()
     state = State(args)
     if not state.set_mode(args.mode):

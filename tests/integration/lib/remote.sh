@@ -22,9 +22,13 @@
 #                                       PROXY_PORT PROXY_PID PROXY_URL (http://127.0.0.1:PORT)
 #   proxy_mode MODE | proxy_reset | proxy_stats | proxy_stat KEY
 #   proxy_release                       let every held request go (the mode becomes pass)
+#   proxy_park_also METHOD:REGEX        hold those requests too, the ones held staying held
 #   proxy_wait KEY N [PID]              until proxy_stat KEY >= N (e.g. gate_waiting 1: a
 #                                       request is held by mode gate: or park:); dies after the common deadline, or
 #                                       when PID (the client) ended first
+#   proxy_wait_held ERE [PID]           until a request whose "METHOD path" matches ERE is
+#                                       held at the gate now (park:/gate: modes), as
+#                                       proxy_wait
 #   start_fake NAME [ARGS...]           fakeregistry.py (ARGS: --listen, --store, --realm,
 #                                       ...); sets FAKE_PORT FAKE_PID, its request log is
 #                                       $T/NAME.log ("METHOD PATH AUTHORIZATION" a line)
@@ -201,6 +205,10 @@ proxy_release() {
   curl -fsS -o /dev/null --max-time 30 -X POST "$PROXY_URL/__proxy/release" ||
     die "proxy_release refused"
 }
+proxy_park_also() {
+  curl -fsS -o /dev/null --max-time 30 -X POST --data-binary "$1" "$PROXY_URL/__proxy/park" ||
+    die "proxy_park_also $1 refused"
+}
 _proxy_ge() { [ "$(proxy_stat "$1" 2>/dev/null || echo 0)" -ge "$2" ]; }
 proxy_wait() {
   local rc=0
@@ -208,6 +216,18 @@ proxy_wait() {
   [ "$rc" -eq 0 ] && return 0
   [ "$rc" -eq 2 ] && die "proxy_wait $1 >= $2: the client (pid $3) ended first: $(proxy_stats)"
   die "proxy_wait $1 >= $2: not reached in ${LAZYBLK_TEST_WAIT:-120} s: $(proxy_stats)"
+}
+_proxy_held() {
+  proxy_stats 2>/dev/null | python3 -c '
+import json, re, sys
+sys.exit(0 if any(re.search(sys.argv[1], h) for h in json.load(sys.stdin)["gate_held_now"]) else 1)' "$1"
+}
+proxy_wait_held() {
+  local rc=0
+  wait_for_state ${2:+-p "$2"} _proxy_held "$1" || rc=$?
+  [ "$rc" -eq 0 ] && return 0
+  [ "$rc" -eq 2 ] && die "proxy_wait_held $1: the client (pid $2) ended first: $(proxy_stats)"
+  die "proxy_wait_held $1: not held in ${LAZYBLK_TEST_WAIT:-120} s: $(proxy_stats)"
 }
 proxy_stats() { curl -fsS --max-time 30 "$PROXY_URL/__proxy/stats"; }
 # proxy_stat KEY (KEY may be by_status.500): a number, 0 when absent
