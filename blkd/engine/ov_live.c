@@ -30,7 +30,6 @@
 #include "../../common/boot_id.h"
 #include "../../common/crc32c.h"
 #include "../../common/fsutil.h"
-#include "../../common/uring.h"
 #include "overlay_int.h"
 
 /*
@@ -395,12 +394,12 @@ int ov_live_flush(struct overlay *ov)
 			return ret; /* nothing taken, no number */
 		}
 		/* every state taken is of a write whose data was written before: that first */
-		ret = uring_fdatasync(ov->fd);
+		ret = ov_sync(ov, OV_DATA);
 		r2 = flush_put(ov, &t, !ret && t.n);
 		if (!ret)
 			ret = r2;
 		if (!ret && t.n)
-			ret = uring_fdatasync(ov->state_fd);
+			ret = ov_sync(ov, OV_STATE);
 		if (ret)
 			flush_untake(ov, &t);
 		again = flush_complete(ov, &t, ret);

@@ -146,6 +146,20 @@ int ov_state_fill(int fd, uint64_t disk_bytes, const uint8_t digest[SHA256_LEN],
 	return ret;
 }
 
+static int (*sync_hook)(struct overlay *ov, enum ov_file which, int ret);
+
+void ov_set_sync_hook(int (*hook)(struct overlay *ov, enum ov_file which, int ret))
+{
+	sync_hook = hook;
+}
+
+int ov_sync(struct overlay *ov, enum ov_file which)
+{
+	int ret = uring_fdatasync(which == OV_DATA ? ov->fd : ov->state_fd);
+
+	return sync_hook ? sync_hook(ov, which, ret) : ret;
+}
+
 int ov_state_path(const char *path, char *buf, size_t len)
 {
 	return snprintf(buf, len, "%s.state", path) >= (int)len ? -ENAMETOOLONG : 0;
@@ -165,7 +179,7 @@ int ov_state_upgrade(struct overlay *ov)
 	h.header_crc = state_crc(&h);
 	ret = fs_pwrite_full(ov->state_fd, &h, sizeof(h), 0);
 	if (!ret)
-		ret = uring_fdatasync(ov->state_fd);
+		ret = ov_sync(ov, OV_STATE);
 	if (!ret)
 		ov->instance = h.instance;
 	return ret;

@@ -199,6 +199,17 @@ void ov_live_free(struct overlay *ov);
 /* The state file's header block written again (version 2, a new instance), made durable. */
 int ov_state_upgrade(struct overlay *ov);
 
+/*
+ * fdatasync of one of the overlay's files (through io_uring): every sync of a writer goes
+ * through it, so that tests see each one and its result. ov_set_sync_hook (tests only):
+ * hook(ov, which, ret) runs after each, and what it returns is the sync's result (a copy
+ * of what is now durable, an injected failure); NULL, none.
+ */
+enum ov_file { OV_DATA, OV_STATE };
+int ov_sync(struct overlay *ov, enum ov_file which);
+TEST_HOOK
+void ov_set_sync_hook(int (*hook)(struct overlay *ov, enum ov_file which, int ret));
+
 /* Copy-before-write (ov_snapshot.c): called by writers holding io_lock shared, before
  * they change the data of [b, b + n). Never fails the write; a failed copy fails the
  * snapshot instead. */
