@@ -238,7 +238,7 @@ int ov_live_open(struct overlay *ov, const char **why)
 {
 	char path[PATH_MAX];
 	uint8_t boot[BOOT_ID_LEN];
-	int ret = ov_live_path(ov->path, path, sizeof(path));
+	int ret = ov_live_path(ov->path, path, sizeof(path)), believed;
 
 	if (ret)
 		return ret;
@@ -259,8 +259,17 @@ int ov_live_open(struct overlay *ov, const char **why)
 	ret = live_load(ov, ov->live_fd, boot, why);
 	if (ret < 0)
 		return ret;
+	believed = ret;
+	ret = believed ? 0 : live_start(ov, ov->live_fd, boot);
+	/*
+	 * What OVERLAY.state holds made durable: a server killed in a flush, between its
+	 * words and their sync, left them in the page cache only, and they are durable (in
+	 * durable) from now on. Each of them is of data a flush synced before.
+	 */
 	if (!ret)
-		return live_start(ov, ov->live_fd, boot);
+		ret = ov_sync(ov, OV_STATE);
+	if (ret || !believed)
+		return ret;
 	bitmap_reserve(ov->live_fd, ov_words(ov->blocks));
 	/* a server that died in this boot: what it had not flushed is to be flushed */
 	for (size_t w = 0; w < ov_words(ov->blocks); w++)
