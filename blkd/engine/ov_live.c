@@ -160,26 +160,63 @@ static void bitmap_reserve(int fd, size_t nw)
 	(void)fallocate(fd, FALLOC_FL_KEEP_SIZE, OV_STATE_HDR, (off_t)(nw * sizeof(uint64_t)));
 }
 
-/* fd made a live file of this boot holding ov->words: emptied, states, the header last. */
-static int live_start(struct overlay *ov, int fd, const uint8_t boot[BOOT_ID_LEN])
-{
-	size_t nw = ov_words(ov->blocks);
-	struct ov_live_header h = { .version = OV_LIVE_VERSION };
-	int ret = 0;
+/* The reason of a live file that found no room: the calling thread's (it names a size). */
+static __thread char live_why[PATH_MAX + 64];
 
-	if (ftruncate(fd, 0) < 0 ||
-	    ftruncate(fd, (off_t)(OV_STATE_HDR + nw * sizeof(uint64_t))) < 0)
+static int live_no_room(const struct overlay *ov, int ret, uint64_t bytes, const char **why)
+{
+	const char *base = strrchr(ov->path, '/');
+
+	if (why) {
+		snprintf(live_why, sizeof(live_why), "no room for %s.live (%llu bytes)",
+			 base ? base + 1 : ov->path, (unsigned long long)bytes);
+		*why = live_why;
+	}
+	return ret;
+}
+
+/*
+ * fd made the live file of this boot and instance, holding ov->words: its header made
+ * invalid first and written last, so a start cut short leaves a file no open believes.
+ * One of the right size is rewritten in place, over the room it holds (a full filesystem
+ * does not stop a restart); any other is emptied and allocated whole before its words
+ * are written, so that a change of state never needs room. -ENOSPC (-EDQUOT): why says
+ * how much room it needs.
+ */
+static int live_start(struct overlay *ov, int fd, const uint8_t boot[BOOT_ID_LEN],
+		      uint64_t instance, const char **why)
+{
+	static const struct ov_live_header invalid;
+	size_t nw = ov_words(ov->blocks);
+	uint64_t bytes = OV_STATE_HDR + (uint64_t)nw * sizeof(uint64_t);
+	struct ov_live_header h = { .version = OV_LIVE_VERSION };
+	struct stat st;
+	int ret;
+
+	if (fstat(fd, &st) < 0)
 		return -errno;
-	bitmap_reserve(fd, nw);
-	ret = put_nonzero(fd, ov->words, nw);
-	if (ret)
-		return ret;
-	memcpy(h.magic, OV_LIVE_MAGIC, sizeof(h.magic));
-	h.block_count = ov->blocks;
-	h.instance = ov->instance;
-	memcpy(h.boot_id, boot, BOOT_ID_LEN);
-	h.header_crc = live_crc(&h);
-	return fs_pwrite_full(fd, &h, sizeof(h), 0);
+	if ((uint64_t)st.st_size == bytes) {
+		ret = fs_pwrite_full(fd, &invalid, sizeof(invalid), 0);
+		if (!ret)
+			ret = put_words(fd, ov->words, 0, nw);
+	} else if (ftruncate(fd, 0) < 0) {
+		ret = -errno;
+	} else if (fallocate(fd, 0, 0, (off_t)bytes) == 0) {
+		ret = put_nonzero(fd, ov->words, nw);
+	} else if (errno == EOPNOTSUPP) { /* a filesystem that cannot: room taken as written */
+		ret = ftruncate(fd, (off_t)bytes) < 0 ? -errno : put_words(fd, ov->words, 0, nw);
+	} else {
+		ret = -errno;
+	}
+	if (!ret) {
+		memcpy(h.magic, OV_LIVE_MAGIC, sizeof(h.magic));
+		h.block_count = ov->blocks;
+		h.instance = instance;
+		memcpy(h.boot_id, boot, BOOT_ID_LEN);
+		h.header_crc = live_crc(&h);
+		ret = fs_pwrite_full(fd, &h, sizeof(h), 0);
+	}
+	return ret == -ENOSPC || ret == -EDQUOT ? live_no_room(ov, ret, bytes, why) : ret;
 }
 
 /* An open(2) of OVERLAY.live failed. */
@@ -234,40 +271,37 @@ void ov_live_free(struct overlay *ov)
 	free(ov->touched);
 }
 
-int ov_live_open(struct overlay *ov, const char **why)
+/* A writer's live file: believed, or started anew; a version 1 state file upgraded. */
+static int live_open_writer(struct overlay *ov, const char *path, const char **why)
 {
-	char path[PATH_MAX];
 	uint8_t boot[BOOT_ID_LEN];
-	int ret = ov_live_path(ov->path, path, sizeof(path)), believed;
+	uint64_t instance = ov->instance;
+	int ret = boot_id_read(boot), believed;
 
-	if (ret)
-		return ret;
-	if (ov->read_only)
-		return live_open_reader(ov, path, why);
-	ret = boot_id_read(boot);
 	if (ret)
 		return boot_failed(ret, why);
 	ret = live_alloc(ov);
-	if (!ret && !ov->instance)
-		ret = ov_state_upgrade(ov); /* version 1: it never had a live file */
 	if (ret)
 		return ret;
 	ov->live_fd = ov_open_file(path, O_RDWR | O_CREAT, FS_DATA_MODE);
 	if (ov->live_fd < 0)
 		return live_open_failed(why);
 	bitmap_reserve(ov->state_fd, ov_words(ov->blocks));
-	ret = live_load(ov, ov->live_fd, boot, why);
-	if (ret < 0)
-		return ret;
-	believed = ret;
-	ret = believed ? 0 : live_start(ov, ov->live_fd, boot);
+	believed = live_load(ov, ov->live_fd, boot, why); /* never for version 1 (instance 0) */
+	if (believed < 0)
+		return believed;
+	if (!believed && !instance)
+		ret = ov_instance_new(&instance);
+	if (!believed && !ret)
+		ret = live_start(ov, ov->live_fd, boot, instance, why);
 	/*
-	 * What OVERLAY.state holds made durable: a server killed in a flush, between its
-	 * words and their sync, left them in the page cache only, and they are durable (in
-	 * durable) from now on. Each of them is of data a flush synced before.
+	 * Version 1 (it never had a live file): made version 2 once the live file is ready.
+	 * Else what OVERLAY.state holds made durable: a server killed in a flush, between
+	 * its words and their sync, left them in the page cache only, and they are durable
+	 * (durable) from now on; each is of data a flush synced before.
 	 */
 	if (!ret)
-		ret = ov_sync(ov, OV_STATE);
+		ret = ov->instance ? ov_sync(ov, OV_STATE) : ov_state_upgrade(ov, instance);
 	if (ret || !believed)
 		return ret;
 	bitmap_reserve(ov->live_fd, ov_words(ov->blocks));
@@ -278,6 +312,16 @@ int ov_live_open(struct overlay *ov, const char **why)
 			ov->n_touched++;
 		}
 	return 0;
+}
+
+int ov_live_open(struct overlay *ov, const char **why)
+{
+	char path[PATH_MAX];
+	int ret = ov_live_path(ov->path, path, sizeof(path));
+
+	if (ret)
+		return ret;
+	return ov->read_only ? live_open_reader(ov, path, why) : live_open_writer(ov, path, why);
 }
 
 int ov_live_mark(struct overlay *ov, size_t first, size_t last)

@@ -196,8 +196,13 @@ int ov_live_mark(struct overlay *ov, size_t first, size_t last);
 int ov_live_flush(struct overlay *ov);
 /* The writer's memory and OVERLAY.live closed (ov_free). */
 void ov_live_free(struct overlay *ov);
-/* The state file's header block written again (version 2, a new instance), made durable. */
-int ov_state_upgrade(struct overlay *ov);
+/* A new state file's instance: random, never 0 (a version 1 file's). */
+int ov_instance_new(uint64_t *out);
+/*
+ * A version 1 state file made version 2 with instance (its OVERLAY.live already started
+ * with it): the data made durable, then the header block written again and made durable.
+ */
+int ov_state_upgrade(struct overlay *ov, uint64_t instance);
 
 /*
  * fdatasync of one of the overlay's files (through io_uring): every sync of a writer goes

@@ -12,7 +12,9 @@
 #include "helpers.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 
 #include "../../blkd/engine/overlay.h"
@@ -36,6 +38,7 @@ struct fx {
 	char live[PATH_MAX];    /* DIR/ov.live */
 	char saved[PATH_MAX];   /* DIR/saved: OVERLAY as of the last flush */
 	char disk_data[PATH_MAX], disk_state[PATH_MAX]; /* DIR/disk.*: what the disk holds */
+	char mnt[PATH_MAX];     /* a tmpfs mounted there (fx_on_tmpfs), or "" */
 	uint8_t digest[SHA256_LEN];
 };
 
@@ -63,6 +66,8 @@ static int teardown(void **state)
 
 	boot_id_set_for_test(NULL);
 	ov_set_sync_hook(NULL);
+	if (f->mnt[0])
+		umount2(f->mnt, MNT_DETACH);
 	rm_rf(f->dir);
 	free(f);
 	return 0;
@@ -400,6 +405,155 @@ static void test_apply_drops_live(void **state)
 	assert_false(path_exists(f->live) || path_exists(f->state) || path_exists(f->ov));
 }
 
+/*
+ * The overlay's files moved to a tmpfs mounted (with opts) at DIR/full, in a mount
+ * namespace of this process's own; false if it may not mount one (not root).
+ */
+static bool fx_on_tmpfs(struct fx *f, const char *opts)
+{
+	char dir[PATH_MAX];
+
+	path_fmt(dir, "%s/full", f->dir);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+	    mount("lazyblk-test", dir, "tmpfs", 0, opts) < 0)
+		return false;
+	memcpy(f->mnt, dir, sizeof(dir));
+	path_fmt(f->ov, "%s/ov", dir);
+	path_fmt(f->state, "%s/ov.state", dir);
+	path_fmt(f->live, "%s/ov.live", dir);
+	return true;
+}
+
+/* Writes to a new file at path until the filesystem is full. */
+static void fill_up(const char *path)
+{
+	static const uint8_t z[BLK];
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+	assert_true(fd >= 0);
+	while (write(fd, z, sizeof(z)) == (ssize_t)sizeof(z))
+		;
+	assert_int_equal(errno, ENOSPC);
+	close(fd);
+}
+
+/* The state file's header made that of version 1 (instance 0), OVERLAY.live removed. */
+static void make_v1(struct fx *f)
+{
+	struct ov_state_header h;
+	int fd = open(f->state, O_RDWR);
+
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, &h, sizeof(h), 0), sizeof(h));
+	h.version = 1;
+	h.instance = 0;
+	h.header_crc = 0;
+	h.header_crc = crc32c(~0u, &h, sizeof(h));
+	assert_int_equal(pwrite(fd, &h, sizeof(h), 0), sizeof(h));
+	close(fd);
+	unlink(f->live);
+}
+
+static uint32_t state_version(struct fx *f)
+{
+	struct ov_state_header h;
+	int fd = open(f->state, O_RDONLY);
+
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, &h, sizeof(h), 0), sizeof(h));
+	close(fd);
+	return h.version;
+}
+
+/*
+ * A version 1 overlay that a server of 7515cfa left in this boot: a first write's data and
+ * its state (dirty, written at once) in the page cache only. The writer that makes the file
+ * version 2 syncs its header: the data must be durable before, or a host crash afterwards
+ * leaves the block dirty without its data (zeros).
+ */
+static void test_version1_data_first(void **state)
+{
+	struct fx *f = *state;
+	struct overlay *ov = ov_open(f, true);
+	uint64_t b[BLK / 8], w;
+	int fd;
+
+	write_stamp(ov, 4, 44);
+	assert_int_equal(overlay_flush(ov), 0);
+	overlay_close(ov);
+	make_v1(f);
+	disk_start(f);
+	/* the old server: block 7 written, then its state at once, then killed */
+	for (size_t i = 0; i < BLK / 8; i++)
+		b[i] = 77;
+	fd = open(f->ov, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, b, BLK, 7 * BLK), BLK);
+	close(fd);
+	w = (1ULL << (2 * 4)) | (1ULL << (2 * 7));
+	fd = open(f->state, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, &w, 8, OV_STATE_HDR), 8);
+	close(fd);
+	ov = ov_open(f, false);
+	assert_int_equal(state_version(f), 2);
+	assert_int_equal(read_stamp(ov, 7), 77);
+	overlay_close(ov);
+	disk_crash(f);
+	ov = ov_open(f, false);
+	assert_int_equal(read_stamp(ov, 4), 44);
+	if (overlay_state(ov, 7) != OV_CLEAN) /* either the base or the write, never zeros */
+		assert_int_equal(read_stamp(ov, 7), 77);
+	overlay_close(ov);
+}
+
+/*
+ * A full filesystem: a writer restarted in another boot rebuilds OVERLAY.live over the
+ * room it holds; without one (and no room), it is refused with the room it needs, before
+ * it touched the state file (a version 1 header stays as it was), and opens once there is
+ * room.
+ */
+static void test_live_no_room(void **state)
+{
+	struct fx *f = *state;
+	const uint64_t blocks = 16384; /* a 64 MiB disk: a 4 KiB bitmap */
+	struct overlay *ov = NULL;
+	const char *why = NULL;
+	char filler[PATH_MAX];
+	uint64_t b[BLK / 8] = { 0 }, n;
+
+	if (!fx_on_tmpfs(f, "size=512k"))
+		skip();
+	path_fmt(filler, "%s/filler", f->mnt);
+	assert_int_equal(overlay_open(f->ov, blocks * BLK, f->digest, true, &ov, &why), 0);
+	for (n = 0; n < blocks; n++) { /* every other block, until there is no room */
+		b[0] = n;
+		if (overlay_write(ov, 2 * n, 1, b))
+			break;
+	}
+	assert_true(n > 10 && n < blocks);
+	assert_int_equal(overlay_flush(ov), 0);
+	overlay_close(ov);
+	boot_id_set_for_test(boot_b);
+	assert_int_equal(overlay_open(f->ov, blocks * BLK, f->digest, false, &ov, &why), 0);
+	assert_int_equal(overlay_state(ov, 2 * (n - 1)), OV_DIRTY);
+	overlay_close(ov);
+	make_v1(f);
+	fill_up(filler);
+	boot_id_set_for_test(boot_a);
+	why = NULL;
+	assert_int_equal(overlay_open(f->ov, blocks * BLK, f->digest, false, &ov, &why), -ENOSPC);
+	assert_non_null(why);
+	assert_string_equal(why, "no room for ov.live (8192 bytes)");
+	assert_int_equal(state_version(f), 1);
+	assert_int_equal(unlink(filler), 0);
+	assert_int_equal(overlay_open(f->ov, blocks * BLK, f->digest, false, &ov, &why), 0);
+	assert_int_equal(state_version(f), 2);
+	assert_int_equal(overlay_state(ov, 2 * (n - 1)), OV_DIRTY);
+	overlay_close(ov);
+}
+
 /* A version 1 state file (before OVERLAY.live) opens; a writer makes it version 2. */
 static void test_version1(void **state)
 {
@@ -609,6 +763,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_snapshot_between_flushes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_apply_drops_live, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_version1, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_version1_data_first, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_live_no_room, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_live_damaged, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_flushes_at_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_same_boot_partial_flush, setup, teardown),
