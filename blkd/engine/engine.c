@@ -203,8 +203,11 @@ int blkd_engine_open(const struct blkd_engine_opts *o, struct blkd_engine **out,
 		goto fail;
 	e->read_only = o->read_only || !o->overlay_path;
 	if (o->overlay_path) {
-		ret = overlay_open(o->overlay_path, e->size, e->layout->digest, !o->read_only,
-				   &e->ov, &owhy);
+		/* a read-only server changes nothing of the overlay (a version 1 file stays) */
+		ret = o->read_only ? overlay_open_read_only(o->overlay_path, e->size,
+							    e->layout->digest, &e->ov, &owhy)
+				   : overlay_open(o->overlay_path, e->size, e->layout->digest,
+						  true, &e->ov, &owhy);
 		if (ret) {
 			why_set(why, why_len, ret, "%s: %s", o->overlay_path,
 				owhy ? owhy : strerror(-ret));

@@ -8,8 +8,10 @@
  * disk before the data, and after a host crash the block would read as zeros, neither its
  * old content nor its new. So a writer writes every change of state to OVERLAY.live at
  * once (no sync: a killed server loses nothing the kernel has) and into OVERLAY.state only
- * when a flush has made the data durable (fdatasync of OVERLAY, then the changed words of
- * OVERLAY.state, then its fdatasync).
+ * when a flush has made the data durable (ov_flush.c: fdatasync of OVERLAY, then the changed
+ * words of OVERLAY.state, then its fdatasync). So every word OVERLAY.state holds, synced or
+ * not, is of data that was synced: a writer syncs it when it opens (a server killed inside
+ * a flush may have left words there unsynced), and from then on knows what it holds.
  *
  * Which one to believe: OVERLAY.live names the kernel's boot id and the instance of the
  * state file it goes with. Opened in the same boot, the page cache holds every write the
@@ -30,15 +32,7 @@
 #include "../../common/boot_id.h"
 #include "../../common/crc32c.h"
 #include "../../common/fsutil.h"
-#include "../../common/uring.h"
 #include "overlay_int.h"
-
-/*
- * Words of a bitmap written at once may span fewer than this many words that need no
- * writing (they hold what the file has): a 4 KiB page's worth, so one pwrite covers the
- * words of neighbouring pages, and no page is written that has no word to write.
- */
-#define RUN_GAP (4096u / sizeof(uint64_t))
 
 static int bad(const char **why, const char *msg)
 {
@@ -112,8 +106,7 @@ static int live_load(struct overlay *ov, int fd, const uint8_t boot[BOOT_ID_LEN]
 	return 1;
 }
 
-/* Words [a, b) of words to their place in a bitmap file. */
-static int put_words(int fd, const uint64_t *words, size_t a, size_t b)
+int ov_put_words(int fd, const uint64_t *words, size_t a, size_t b)
 {
 	return fs_pwrite_full(fd, words + a, (b - a) * sizeof(uint64_t),
 			      (off_t)(OV_STATE_HDR + a * sizeof(uint64_t)));
@@ -129,23 +122,10 @@ static int put_nonzero(int fd, const uint64_t *words, size_t nw)
 			z = w + 1;
 			continue;
 		}
-		for (end = w + 1, z = w + 1; z < nw && z - end < RUN_GAP; z++)
+		for (end = w + 1, z = w + 1; z < nw && z - end < OV_RUN_GAP; z++)
 			if (words[z])
 				end = z + 1;
-		ret = put_words(fd, words, w, end);
-	}
-	return ret;
-}
-
-/* The words idx[0..n) (ascending) of words to their places, a run at a time. */
-static int put_list(int fd, const uint64_t *words, const size_t *idx, size_t n)
-{
-	int ret = 0;
-
-	for (size_t i = 0, j; i < n && !ret; i = j) {
-		for (j = i + 1; j < n && idx[j] - idx[j - 1] <= RUN_GAP; j++)
-			;
-		ret = put_words(fd, words, idx[i], idx[j - 1] + 1);
+		ret = ov_put_words(fd, words, w, end);
 	}
 	return ret;
 }
@@ -161,26 +141,63 @@ static void bitmap_reserve(int fd, size_t nw)
 	(void)fallocate(fd, FALLOC_FL_KEEP_SIZE, OV_STATE_HDR, (off_t)(nw * sizeof(uint64_t)));
 }
 
-/* fd made a live file of this boot holding ov->words: emptied, states, the header last. */
-static int live_start(struct overlay *ov, int fd, const uint8_t boot[BOOT_ID_LEN])
-{
-	size_t nw = ov_words(ov->blocks);
-	struct ov_live_header h = { .version = OV_LIVE_VERSION };
-	int ret = 0;
+/* The reason of a live file that found no room: the calling thread's (it names a size). */
+static __thread char live_why[PATH_MAX + 64];
 
-	if (ftruncate(fd, 0) < 0 ||
-	    ftruncate(fd, (off_t)(OV_STATE_HDR + nw * sizeof(uint64_t))) < 0)
+static int live_no_room(const struct overlay *ov, int ret, uint64_t bytes, const char **why)
+{
+	const char *base = strrchr(ov->path, '/');
+
+	if (why) {
+		snprintf(live_why, sizeof(live_why), "no room for %s.live (%llu bytes)",
+			 base ? base + 1 : ov->path, (unsigned long long)bytes);
+		*why = live_why;
+	}
+	return ret;
+}
+
+/*
+ * fd made the live file of this boot and instance, holding ov->words: its header made
+ * invalid first and written last, so a start cut short leaves a file no open believes.
+ * One of the right size is rewritten in place, over the room it holds (a full filesystem
+ * does not stop a restart); any other is emptied and allocated whole before its words
+ * are written, so that a change of state never needs room. -ENOSPC (-EDQUOT): why says
+ * how much room it needs.
+ */
+static int live_start(struct overlay *ov, int fd, const uint8_t boot[BOOT_ID_LEN],
+		      uint64_t instance, const char **why)
+{
+	static const struct ov_live_header invalid;
+	size_t nw = ov_words(ov->blocks);
+	uint64_t bytes = OV_STATE_HDR + (uint64_t)nw * sizeof(uint64_t);
+	struct ov_live_header h = { .version = OV_LIVE_VERSION };
+	struct stat st;
+	int ret;
+
+	if (fstat(fd, &st) < 0)
 		return -errno;
-	bitmap_reserve(fd, nw);
-	ret = put_nonzero(fd, ov->words, nw);
-	if (ret)
-		return ret;
-	memcpy(h.magic, OV_LIVE_MAGIC, sizeof(h.magic));
-	h.block_count = ov->blocks;
-	h.instance = ov->instance;
-	memcpy(h.boot_id, boot, BOOT_ID_LEN);
-	h.header_crc = live_crc(&h);
-	return fs_pwrite_full(fd, &h, sizeof(h), 0);
+	if ((uint64_t)st.st_size == bytes) {
+		ret = fs_pwrite_full(fd, &invalid, sizeof(invalid), 0);
+		if (!ret)
+			ret = ov_put_words(fd, ov->words, 0, nw);
+	} else if (ftruncate(fd, 0) < 0) {
+		ret = -errno;
+	} else if (fallocate(fd, 0, 0, (off_t)bytes) == 0) {
+		ret = put_nonzero(fd, ov->words, nw);
+	} else if (errno == EOPNOTSUPP) { /* a filesystem that cannot: room taken as written */
+		ret = ftruncate(fd, (off_t)bytes) < 0 ? -errno : ov_put_words(fd, ov->words, 0, nw);
+	} else {
+		ret = -errno;
+	}
+	if (!ret) {
+		memcpy(h.magic, OV_LIVE_MAGIC, sizeof(h.magic));
+		h.block_count = ov->blocks;
+		h.instance = instance;
+		memcpy(h.boot_id, boot, BOOT_ID_LEN);
+		h.header_crc = live_crc(&h);
+		ret = fs_pwrite_full(fd, &h, sizeof(h), 0);
+	}
+	return ret == -ENOSPC || ret == -EDQUOT ? live_no_room(ov, ret, bytes, why) : ret;
 }
 
 /* An open(2) of OVERLAY.live failed. */
@@ -221,7 +238,8 @@ static int live_alloc(struct overlay *ov)
 
 	ov->durable = malloc(nw * sizeof(uint64_t));
 	ov->touched = calloc(ov_bitwords(nw), sizeof(uint64_t));
-	if (!ov->durable || !ov->touched)
+	ov->touched_sum = calloc(ov_bitwords(ov_bitwords(nw)), sizeof(uint64_t));
+	if (!ov->durable || !ov->touched || !ov->touched_sum)
 		return -ENOMEM;
 	memcpy(ov->durable, ov->words, nw * sizeof(uint64_t));
 	return 0;
@@ -233,179 +251,65 @@ void ov_live_free(struct overlay *ov)
 		close(ov->live_fd);
 	free(ov->durable);
 	free(ov->touched);
+	free(ov->touched_sum);
+	ov_flush_free(ov);
 }
 
-int ov_live_open(struct overlay *ov, const char **why)
+/* A writer's live file: believed, or started anew; a version 1 state file upgraded. */
+static int live_open_writer(struct overlay *ov, const char *path, const char **why)
 {
-	char path[PATH_MAX];
 	uint8_t boot[BOOT_ID_LEN];
-	int ret = ov_live_path(ov->path, path, sizeof(path));
+	uint64_t instance = ov->instance;
+	int ret = boot_id_read(boot), believed;
 
-	if (ret)
-		return ret;
-	if (ov->read_only)
-		return live_open_reader(ov, path, why);
-	ret = boot_id_read(boot);
 	if (ret)
 		return boot_failed(ret, why);
 	ret = live_alloc(ov);
-	if (!ret && !ov->instance)
-		ret = ov_state_upgrade(ov); /* version 1: it never had a live file */
 	if (ret)
 		return ret;
 	ov->live_fd = ov_open_file(path, O_RDWR | O_CREAT, FS_DATA_MODE);
 	if (ov->live_fd < 0)
 		return live_open_failed(why);
 	bitmap_reserve(ov->state_fd, ov_words(ov->blocks));
-	ret = live_load(ov, ov->live_fd, boot, why);
-	if (ret < 0)
-		return ret;
+	believed = live_load(ov, ov->live_fd, boot, why); /* never for version 1 (instance 0) */
+	if (believed < 0)
+		return believed;
+	if (!believed && !instance)
+		ret = ov_instance_new(&instance);
+	if (!believed && !ret)
+		ret = live_start(ov, ov->live_fd, boot, instance, why);
+	/*
+	 * Version 1 (it never had a live file): made version 2 once the live file is ready.
+	 * Else what OVERLAY.state holds made durable: a server killed in a flush, between
+	 * its words and their sync, left them in the page cache only, and they are durable
+	 * (durable) from now on; each is of data a flush synced before.
+	 */
 	if (!ret)
-		return live_start(ov, ov->live_fd, boot);
+		ret = ov->instance ? ov_sync(ov, OV_STATE) : ov_state_upgrade(ov, instance);
+	if (ret || !believed)
+		return ret;
 	bitmap_reserve(ov->live_fd, ov_words(ov->blocks));
 	/* a server that died in this boot: what it had not flushed is to be flushed */
 	for (size_t w = 0; w < ov_words(ov->blocks); w++)
-		if (ov->words[w] != ov->durable[w]) {
-			bit_set(ov->touched, w);
-			ov->n_touched++;
-		}
+		if (ov->words[w] != ov->durable[w])
+			ov_touch(ov, w);
 	return 0;
+}
+
+int ov_live_open(struct overlay *ov, const char **why)
+{
+	char path[PATH_MAX];
+	int ret = ov_live_path(ov->path, path, sizeof(path));
+
+	if (ret)
+		return ret;
+	return ov->read_only ? live_open_reader(ov, path, why) : live_open_writer(ov, path, why);
 }
 
 int ov_live_mark(struct overlay *ov, size_t first, size_t last)
 {
-	for (size_t w = first; w <= last; w++) {
-		if (!bit_test(ov->touched, w))
-			ov->n_touched++;
-		bit_set(ov->touched, w);
-	}
+	for (size_t w = first; w <= last; w++)
+		ov_touch(ov, w);
 	return fs_pwrite_full(ov->live_fd, ov->words + first, (last - first + 1) * sizeof(uint64_t),
 			      (off_t)(OV_STATE_HDR + first * sizeof(uint64_t)));
-}
-
-/*
- * Flushes. Each takes the touched words (their numbers and values, under lock) and a
- * number in order, makes the data durable, writes the words it took into OVERLAY.state
- * (after the flushes before it wrote theirs: a word never goes back to an older value),
- * and makes that durable. They run at once, as fdatasync calls may; each completes after
- * the ones before it (their words may hold its writes' states), and one before it that
- * failed after it took its words (their words are touched again) makes it flush again.
- */
-struct flush_take {
-	uint64_t seq, done;   /* its number; the newest complete when it took its words */
-	size_t n, *idx;       /* the words it took, ascending */
-	uint64_t *val;        /* their values then */
-};
-
-/* Under lock: take the touched words, their values, and a number. */
-static int flush_take(struct overlay *ov, struct flush_take *t)
-{
-	size_t nb = ov_bitwords(ov_words(ov->blocks)), k = 0;
-
-	t->n = ov->n_touched;
-	t->idx = malloc((t->n ? t->n : 1) * sizeof(*t->idx));
-	t->val = malloc((t->n ? t->n : 1) * sizeof(*t->val));
-	if (!t->idx || !t->val)
-		return -ENOMEM;
-	for (size_t i = 0; i < nb && k < t->n; i++) {
-		for (uint64_t m = ov->touched[i]; m; m &= m - 1) {
-			size_t w = i * 64 + (size_t)__builtin_ctzll(m);
-
-			t->idx[k] = w;
-			t->val[k++] = ov->words[w];
-		}
-		ov->touched[i] = 0;
-	}
-	ov->n_touched = 0;
-	t->seq = ++ov->flush_seq;
-	pthread_mutex_lock(&ov->flush_lock);
-	t->done = ov->flush_done;
-	pthread_mutex_unlock(&ov->flush_lock);
-	return 0;
-}
-
-/* Under flush_lock: wait until the flushes before t passed *stage (flush_put, flush_done). */
-static void flush_wait(struct overlay *ov, const struct flush_take *t, const uint64_t *stage)
-{
-	while (*stage != t->seq - 1)
-		pthread_cond_wait(&ov->flush_cond, &ov->flush_lock);
-}
-
-/* After the flushes before t: its words (with put, else none) into OVERLAY.state's cache. */
-static int flush_put(struct overlay *ov, const struct flush_take *t, bool put)
-{
-	int ret = 0;
-
-	pthread_mutex_lock(&ov->flush_lock);
-	flush_wait(ov, t, &ov->flush_put);
-	if (put) {
-		for (size_t k = 0; k < t->n; k++)
-			ov->durable[t->idx[k]] = t->val[k];
-		/* what the page cache holds: the words between them written again as they are */
-		ret = put_list(ov->state_fd, ov->durable, t->idx, t->n);
-	}
-	ov->flush_put = t->seq;
-	pthread_cond_broadcast(&ov->flush_cond);
-	pthread_mutex_unlock(&ov->flush_lock);
-	return ret;
-}
-
-/* The words taken touched again (their flush failed: the next takes them). */
-static void flush_untake(struct overlay *ov, const struct flush_take *t)
-{
-	pthread_mutex_lock(&ov->lock);
-	for (size_t k = 0; k < t->n; k++) {
-		if (!bit_test(ov->touched, t->idx[k]))
-			ov->n_touched++;
-		bit_set(ov->touched, t->idx[k]);
-	}
-	pthread_mutex_unlock(&ov->lock);
-}
-
-/* Complete t after those before it; true when one of them failed after t took its words. */
-static bool flush_complete(struct overlay *ov, const struct flush_take *t, int ret)
-{
-	bool again;
-
-	pthread_mutex_lock(&ov->flush_lock);
-	flush_wait(ov, t, &ov->flush_done);
-	ov->flush_done = t->seq;
-	again = !ret && ov->flush_failed > t->done;
-	if (ret)
-		ov->flush_failed = t->seq;
-	pthread_cond_broadcast(&ov->flush_cond);
-	pthread_mutex_unlock(&ov->flush_lock);
-	return again;
-}
-
-int ov_live_flush(struct overlay *ov)
-{
-	struct flush_take t;
-	bool again;
-	int ret, r2;
-
-	do {
-		memset(&t, 0, sizeof(t));
-		pthread_mutex_lock(&ov->lock);
-		ret = flush_take(ov, &t);
-		pthread_mutex_unlock(&ov->lock);
-		if (ret) {
-			free(t.idx);
-			free(t.val);
-			return ret; /* nothing taken, no number */
-		}
-		/* every state taken is of a write whose data was written before: that first */
-		ret = uring_fdatasync(ov->fd);
-		r2 = flush_put(ov, &t, !ret && t.n);
-		if (!ret)
-			ret = r2;
-		if (!ret && t.n)
-			ret = uring_fdatasync(ov->state_fd);
-		if (ret)
-			flush_untake(ov, &t);
-		again = flush_complete(ov, &t, ret);
-		free(t.idx);
-		free(t.val);
-	} while (again);
-	return ret;
 }

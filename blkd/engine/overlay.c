@@ -96,8 +96,7 @@ static uint32_t state_crc(const struct ov_state_header *hdr)
 	return crc32c(~0u, &h, sizeof(h));
 }
 
-/* A new state file's instance: random, never 0 (a version 1 file's). */
-static int ov_instance_new(uint64_t *out)
+int ov_instance_new(uint64_t *out)
 {
 	uint64_t v = 0;
 
@@ -146,26 +145,47 @@ int ov_state_fill(int fd, uint64_t disk_bytes, const uint8_t digest[SHA256_LEN],
 	return ret;
 }
 
+static int (*sync_hook)(struct overlay *ov, enum ov_file which, int ret);
+
+void ov_set_sync_hook(int (*hook)(struct overlay *ov, enum ov_file which, int ret))
+{
+	sync_hook = hook;
+}
+
+int ov_sync(struct overlay *ov, enum ov_file which)
+{
+	int ret = uring_fdatasync(which == OV_DATA ? ov->fd : ov->state_fd);
+
+	return sync_hook ? sync_hook(ov, which, ret) : ret;
+}
+
 int ov_state_path(const char *path, char *buf, size_t len)
 {
 	return snprintf(buf, len, "%s.state", path) >= (int)len ? -ENAMETOOLONG : 0;
 }
 
-int ov_state_upgrade(struct overlay *ov)
+int ov_state_upgrade(struct overlay *ov, uint64_t instance)
 {
 	struct ov_state_header h;
-	int ret = fs_pread_full(ov->state_fd, &h, sizeof(h), 0);
+	int ret;
 
+	/*
+	 * The words of a version 1 file were written at once, before their data was synced:
+	 * those a server killed in this boot left may be in the page cache only, data and
+	 * states. The data first, so that the header's sync cannot make a state durable
+	 * without it.
+	 */
+	ret = ov_sync(ov, OV_DATA);
+	if (!ret)
+		ret = fs_pread_full(ov->state_fd, &h, sizeof(h), 0);
 	if (ret)
 		return ret;
 	h.version = OV_STATE_VERSION;
-	ret = ov_instance_new(&h.instance);
-	if (ret)
-		return ret;
+	h.instance = instance;
 	h.header_crc = state_crc(&h);
 	ret = fs_pwrite_full(ov->state_fd, &h, sizeof(h), 0);
 	if (!ret)
-		ret = uring_fdatasync(ov->state_fd);
+		ret = ov_sync(ov, OV_STATE);
 	if (!ret)
 		ov->instance = h.instance;
 	return ret;
@@ -465,6 +485,15 @@ int overlay_open(const char *path, uint64_t disk_bytes, const uint8_t layout_dig
 	if (!disk_bytes || disk_bytes % OV_BLOCK || disk_bytes / OV_BLOCK > OV_MAX_BLOCKS)
 		return -EINVAL;
 	return ov_open(path, false, create, disk_bytes, layout_digest, out, why);
+}
+
+int overlay_open_read_only(const char *path, uint64_t disk_bytes,
+			   const uint8_t layout_digest[SHA256_LEN], struct overlay **out,
+			   const char **why)
+{
+	if (!disk_bytes || disk_bytes % OV_BLOCK || disk_bytes / OV_BLOCK > OV_MAX_BLOCKS)
+		return -EINVAL;
+	return ov_open(path, true, false, disk_bytes, layout_digest, out, why);
 }
 
 int overlay_open_existing(const char *path, bool read_only, struct overlay **out,

@@ -40,6 +40,14 @@ struct overlay;
  */
 int overlay_open(const char *path, uint64_t disk_bytes, const uint8_t layout_digest[SHA256_LEN],
 		 bool create, struct overlay **out, const char **why);
+/*
+ * The same overlay for reading only (serve --read-only): never made or changed (a version 1
+ * state file stays version 1, OVERLAY.live is read when it is believed, never started), and
+ * locked shared, as overlay_open_existing's readers: a writer is refused while it is open.
+ */
+int overlay_open_read_only(const char *path, uint64_t disk_bytes,
+			   const uint8_t layout_digest[SHA256_LEN], struct overlay **out,
+			   const char **why);
 void overlay_close(struct overlay *ov);
 /*
  * Open an existing overlay for the layout its state file records (overlay_layout_digest,

@@ -145,6 +145,9 @@ enum ov_room_event { OV_ROOM_SAME, OV_ROOM_FULL, OV_ROOM_BACK };
 TEST_HOOK
 enum ov_room_event ov_room_update(struct ov_room *r, int ret, bool grew, uint64_t *failed);
 
+struct ov_flush;
+struct ov_flush_buf;
+
 struct overlay {
 	char *path;
 	int fd;                             /* OVERLAY: block i at i * 4096 */
@@ -164,17 +167,23 @@ struct overlay {
 	uint64_t dirty, zero;
 	uint64_t instance;                  /* the state file's */
 	/*
-	 * Writers only (ov_live.c). live_fd: OVERLAY.live. Under lock: touched, a bit per
-	 * word of words changed since a flush last took it, n_touched of them; flush_seq, the
-	 * flushes that took their words. Under flush_lock: durable, the words as OVERLAY.state
-	 * (its page cache) holds them; flush_put and flush_done, the newest flush that wrote
-	 * its words there and that completed (both in order, flush_cond); flush_failed, the
-	 * newest that failed.
+	 * Writers only (ov_live.c, ov_flush.c). live_fd: OVERLAY.live. Under lock: touched, a
+	 * bit per word of words changed since a flush last took it, n_touched of them, and
+	 * touched_sum, a bit per word of touched that is not 0; flush_seq, the flush turns
+	 * that took their words; flush_bufs, the buffers of flushes, free. Under flush_lock:
+	 * durable, the words as OVERLAY.state (its page cache) holds them; flush_put and
+	 * flush_done, the newest turn that wrote its words there and that completed (both in
+	 * order, flush_cond); flush_failed, the newest that failed; data_err, a failed sync of
+	 * the data (for good); syncing ... syncing_last, the turns whose data sync is under
+	 * way, in order.
 	 */
 	int live_fd;
-	uint64_t *touched, *durable;
+	uint64_t *touched, *touched_sum, *durable;
 	size_t n_touched;
 	uint64_t flush_seq, flush_put, flush_done, flush_failed;
+	struct ov_flush_buf *flush_bufs;
+	int data_err;
+	struct ov_flush *syncing, *syncing_last;
 	pthread_mutex_t flush_lock;
 	pthread_cond_t flush_cond;
 	uint64_t writes, flushes, snapshot_copies;
@@ -188,16 +197,55 @@ struct overlay {
  * The live state file (ov_live.c). ov_live_open, on an open whose state file is loaded
  * (ov->words): a live file of this boot and this state file replaces ov->words (read_only
  * too); a writer then keeps it, or starts a new one from ov->words. ov_live_mark: the
- * words [first, last] changed (under lock): written to OVERLAY.live, touched. ov_live_flush:
- * the touched words into OVERLAY.state after the data's fdatasync (overlay_flush).
+ * words [first, last] changed (under lock): written to OVERLAY.live, touched.
+ * ov_live_flush (ov_flush.c): the touched words into OVERLAY.state after the data's
+ * fdatasync (overlay_flush).
  */
 int ov_live_open(struct overlay *ov, const char **why);
 int ov_live_mark(struct overlay *ov, size_t first, size_t last);
 int ov_live_flush(struct overlay *ov);
+/* The buffers of flushes freed (ov_live_free). */
+void ov_flush_free(struct overlay *ov);
+/* Words [a, b) of words to their places in a bitmap file (a state or live file). */
+int ov_put_words(int fd, const uint64_t *words, size_t a, size_t b);
+
+/*
+ * Words of a bitmap written at once may span fewer than this many words that need no
+ * writing (they hold what the file has): a 4 KiB page's worth, so one pwrite covers the
+ * words of neighbouring pages, and no page is written that has no word to write.
+ */
+#define OV_RUN_GAP (4096u / sizeof(uint64_t))
+
+/* Under lock: word w of the bitmap changed since a flush last took it. */
+static inline void ov_touch(struct overlay *ov, size_t w)
+{
+	if (bit_test(ov->touched, w))
+		return;
+	bit_set(ov->touched, w);
+	bit_set(ov->touched_sum, w / 64);
+	ov->n_touched++;
+}
+
 /* The writer's memory and OVERLAY.live closed (ov_free). */
 void ov_live_free(struct overlay *ov);
-/* The state file's header block written again (version 2, a new instance), made durable. */
-int ov_state_upgrade(struct overlay *ov);
+/* A new state file's instance: random, never 0 (a version 1 file's). */
+int ov_instance_new(uint64_t *out);
+/*
+ * A version 1 state file made version 2 with instance (its OVERLAY.live already started
+ * with it): the data made durable, then the header block written again and made durable.
+ */
+int ov_state_upgrade(struct overlay *ov, uint64_t instance);
+
+/*
+ * fdatasync of one of the overlay's files (through io_uring): every sync of a writer goes
+ * through it, so that tests see each one and its result. ov_set_sync_hook (tests only):
+ * hook(ov, which, ret) runs after each, and what it returns is the sync's result (a copy
+ * of what is now durable, an injected failure); NULL, none.
+ */
+enum ov_file { OV_DATA, OV_STATE };
+int ov_sync(struct overlay *ov, enum ov_file which);
+TEST_HOOK
+void ov_set_sync_hook(int (*hook)(struct overlay *ov, enum ov_file which, int ret));
 
 /* Copy-before-write (ov_snapshot.c): called by writers holding io_lock shared, before
  * they change the data of [b, b + n). Never fails the write; a failed copy fails the

@@ -137,10 +137,30 @@ assert s["chunk_loaded_bytes"] >= s["store_read_bytes"] // 4, s
 assert s["in_flight"] == 0, s
 EOF
 
-# ---- the same overlay again, read-only: the writes are there, new ones are refused
+# ---- the same overlay again, read-only: the writes are there, new ones are refused, and
+# the overlay is not changed: its state file made version 1 (as lazyblk up to 7515cfa wrote
+# it, without OVERLAY.live) stays so, no OVERLAY.live is started, and it is only locked
+# shared (an offline snapshot may read it meanwhile)
+PYTHONPATH=$TESTLIB python3 - "$T/ov.state" <<'EOF'
+import struct, sys
+from lzcrc import crc32c
+with open(sys.argv[1], "r+b") as f:
+    h = bytearray(f.read(128))
+    assert struct.unpack_from("<I", h, 8)[0] == 2
+    struct.pack_into("<I", h, 8, 1)          # version 1
+    struct.pack_into("<Q", h, 72, 0)         # no instance
+    struct.pack_into("<I", h, 68, 0)
+    struct.pack_into("<I", h, 68, crc32c(bytes(h)))
+    f.seek(0)
+    f.write(h)
+EOF
+rm -f "$T/ov.live"
+cp "$T/ov.state" "$T/ov.state.v1"
 start_server ro "$uri" "$T/img.layout" --store "$T/store" --overlay "$T/ov" --read-only \
   --nbd "unix:$sock"
 grep -q "read-only" "$T/ro.out" || die "no read-only in the serving line"
+"$LAZYBLK" snapshot "$T/ov" -o "$T/ro.delta" >/dev/null ||
+  die "an offline snapshot of an overlay served read-only was refused"
 nbdinfo "$uri" | grep -q "is_read_only: true" || die "read-only not advertised"
 nbdcopy "$uri" "$T/got4.raw"
 cmp "$T/got4.raw" "$T/new.raw" || die "reopened overlay differs"
@@ -158,6 +178,8 @@ stop_server "$SRV" ro
 # the bound a loaded machine cannot reach by being slow (it used to be 6 s)
 [ $(( $(date +%s) - start )) -le 60 ] || die "stopping with a client connected took too long"
 wait "$idle" || die "idle client: $(cat "$T/idle.out")"
+cmp "$T/ov.state" "$T/ov.state.v1" || die "a read-only server changed OVERLAY.state"
+[ ! -e "$T/ov.live" ] || die "a read-only server started OVERLAY.live"
 
 # ---- TCP on loopback, a named export, no overlay (read-only disk)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')

@@ -85,4 +85,32 @@ assert s["write_errors"] == int(sys.argv[2]) and s["read_errors"] == 0, s' \
 grep -q "^requests .*; failed: 0 reads, $failed writes$" "$T/full.out" ||
   die "no failed writes in the summary: $(grep '^requests' "$T/full.out")"
 echo "ok: after freeing space: $(grep -F -- "$back_line" "$T/full.err")"
+
+# a restart on a full filesystem: the server started in another boot (crashsim.so gives
+# it another boot id) rebuilds OVERLAY.live over the room it holds; without OVERLAY.live,
+# it is refused with one line saying the room it needs (a 128 MiB disk: a 4 KiB header and
+# 8 KiB of states), and starts once there is room
+head -c 2M /dev/zero >"$T/full/ballast" 2>/dev/null || true
+CRASHSIM=$(dirname "$LAZYBLK")/tools/crashsim.so
+if [ -e "$CRASHSIM" ]; then
+  cat /proc/sys/kernel/random/uuid >"$T/boot_id"
+  LD_PRELOAD=$CRASHSIM CRASHSIM_BOOT_ID=$T/boot_id ASAN_OPTIONS=verify_asan_link_order=0 \
+    start_server reboot "$uri" "$T/img.layout" --store "$T/store" --overlay "$T/full/ov" \
+    --nbd "unix:$sock"
+  qemu-io -f raw -c "read -P 0x67 100M 256k" "$uri" >/dev/null || die "reboot: a write lost"
+  stop_server "$SRV" reboot
+  [ "$(od -An -tx1 -j32 -N16 "$T/full/ov.live" | tr -d ' \n')" = "$(tr -d -- '-\n' <"$T/boot_id")" ] ||
+    die "reboot: OVERLAY.live not of the new boot"
+  echo "ok: OVERLAY.live rebuilt in another boot on a full filesystem"
+fi
+rm "$T/full/ov.live"
+head -c 2M /dev/zero >>"$T/full/ballast" 2>/dev/null || true
+expect_error "no room for OVERLAY.live" "$T/full/ov: no room for ov.live (12288 bytes)" -- \
+  timeout 60 "$LAZYBLK" serve "$T/img.layout" --store "$T/store" --overlay "$T/full/ov" \
+  --nbd "unix:$sock"
+rm "$T/full/ballast"
+start_server again "$uri" "$T/img.layout" --store "$T/store" --overlay "$T/full/ov" \
+  --nbd "unix:$sock"
+qemu-io -f raw -c "read -P 0x67 100M 256k" "$uri" >/dev/null || die "again: a write lost"
+stop_server "$SRV" again
 echo "overlay full: ok"

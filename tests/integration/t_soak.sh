@@ -18,7 +18,7 @@ TOOLS=$(dirname "$LAZYBLK")/tools
   skip "blkstamp or crashsim.so not built ($TOOLS): run make"
 SOAK=$TESTLIB/../../soak/soak.sh
 
-bash "$SOAK" 5 both --mode both
+bash "$SOAK" 5 both --mode both --renew 2
 echo "ok: 5 cycles per transport and crash, nothing lost or torn"
 
 rc=0

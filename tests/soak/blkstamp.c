@@ -9,6 +9,7 @@
  *                  [--stop FILE]
  *   blkstamp check --nbd SOCK --journal J [--crashed]
  *   blkstamp crash --overlay OVERLAY [--seed S] [--all | --state-first]
+ *   blkstamp renew --journal J
  *
  * The disk region [first, first + N) of 4 KiB blocks is stamped: every write fills whole
  * blocks, each with a stamp that names the block and the write's sequence number, and
@@ -32,6 +33,10 @@
  * "zeroed" (the defect lazyblk had before OVERLAY.live, docs/reliability.md) and fails
  * the cycle as a torn one does. Totals over every cycle stay in the journal; `blkstamp
  * stats --journal J` prints them.
+ *
+ * renew: the server will start on a new overlay (the soak removed the old one while no
+ * server ran): every block holds its base again, and none has been written (the blocks
+ * the writer's first writes go to are all there again). The totals stay.
  */
 #include <endian.h>
 #include <errno.h>
@@ -58,6 +63,7 @@
 #define MAGIC "LZSOAK01"
 #define JMAGIC "LZSOAKJ1"
 #define MAX_SECONDS 120                  /* a writer nobody kills gives up */
+#define FRESH_PER_WRITER 48u             /* first writes after a FLUSH (or FUA), a writer */
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 static void die(const char *fmt, ...)
@@ -734,6 +740,17 @@ static int cmd_crash(const char *ov, uint64_t seed, bool all, bool state_first)
 	return 0;
 }
 
+static int cmd_renew(const char *jpath)
+{
+	struct journal j = { 0 };
+
+	j_load(&j, jpath);
+	memset(j.flushed, 0, j.h.n * 8);
+	memset(j.acked, 0, j.h.n * 8);
+	j_save(&j);
+	return 0;
+}
+
 /* ---- write ----------------------------------------------------------------------------- */
 
 struct slot {
@@ -749,8 +766,9 @@ struct writer {
 	uint8_t *busy;                   /* per block: a write in flight */
 	uint64_t *snap;                  /* acked[] when the FLUSH in flight was sent */
 	bool flushing;
-	bool fresh;                      /* a FLUSH or FUA write completed: the next write is a
-					    first one */
+	bool fresh;                      /* a FLUSH or FUA write completed (1 in 8): the next
+					    write is a first one (while fresh_left) */
+	unsigned fresh_left;
 	uint64_t hot;                    /* other writes go to blocks [0, hot) of the region */
 	uint64_t rng, writes, flushes, fua, since_flush, flush_every;
 };
@@ -776,20 +794,31 @@ static uint64_t fresh_block(const struct writer *w)
 
 /*
  * Queue a write of 1..MAX_RUN free blocks in slot t; false if the server is gone. After a
- * FLUSH or a FUA write has completed (the server flushed), the next write is one block's
- * first write since its base (from the
- * last quarter of the region, which only these go to, while such blocks last): so that the
- * soak always has such a write unflushed when the server dies, the case an overlay that
- * puts a state on the disk before its data would turn into zeros.
+ * FLUSH or a FUA write has completed (the server flushed), one time in 8, the next write is
+ * one block's first write since its base, from the last quarter of the region, which only
+ * these go to: so that the soak has such a write unflushed when the server dies, the case
+ * an overlay that puts a state on the disk before its data turns into zeros. A writer makes
+ * FRESH_PER_WRITER of them (spread over its first completions: about the whole of a cycle
+ * over vhost-user, a quarter of one over NBD, whose FUA writes complete often), so that
+ * the quarter lasts (soak.sh starts a new overlay every few host crashes: blkstamp renew),
+ * and then the stop write (stop: one such block, or the writer fails: the soak would no
+ * longer test what it is for).
  */
-static bool w_write(struct writer *w, unsigned t, bool no_fua)
+static bool w_write(struct writer *w, unsigned t, bool stop)
 {
 	static uint8_t buf[MAX_RUN * BLK];
 	struct slot *s = &w->s[t];
-	uint64_t n = 1 + rnd(w, MAX_RUN), b = w->fresh ? fresh_block(w) : w->j.h.n, end = w->hot;
+	uint64_t n = 1 + rnd(w, MAX_RUN), b = w->j.h.n, end = w->hot;
 
+	if (stop || (w->fresh && w->fresh_left)) {
+		b = fresh_block(w);
+		if (stop && b == w->j.h.n)
+			die("no block of the region's last quarter is left that was never written: "
+			    "start a new overlay (blkstamp renew)");
+	}
 	if (b < w->j.h.n) {
 		w->fresh = false;
+		w->fresh_left -= !stop;
 		n = 1;
 		end = w->j.h.n;
 	} else {
@@ -801,7 +830,7 @@ static bool w_write(struct writer *w, unsigned t, bool no_fua)
 		;
 	s->first = b;
 	s->seq = w->j.h.next_seq++;
-	s->op = w->x->fua && !rnd(w, 8) && !no_fua ? OP_WRITE_FUA : OP_WRITE;
+	s->op = w->x->fua && !rnd(w, 8) && !stop ? OP_WRITE_FUA : OP_WRITE;
 	for (uint64_t i = 0; i < s->n; i++) {
 		w->busy[b + i] = 1;
 		stamp(buf + i * BLK, w->j.h.first + b + i, s->seq);
@@ -834,7 +863,7 @@ static void w_done(struct writer *w, unsigned t, int status)
 	s->busy = false;
 	if (s->op == OP_FLUSH) {
 		w->flushing = false;
-		w->fresh = true;
+		w->fresh |= !rnd(w, 8);
 		w->flushes++;
 		/* a FUA write acknowledged since the FLUSH was sent may be newer */
 		for (uint64_t i = 0; i < w->j.h.n; i++)
@@ -854,7 +883,7 @@ static void w_done(struct writer *w, unsigned t, int status)
 	w->writes++;
 	if (s->op == OP_WRITE_FUA) { /* recorded with the next FLUSH, or when the server dies */
 		w->fua++;
-		w->fresh = true;      /* a flush as well */
+		w->fresh |= !rnd(w, 8);      /* a flush as well */
 	}
 }
 
@@ -867,7 +896,8 @@ static void w_done(struct writer *w, unsigned t, int status)
 static int cmd_write(struct xport *x, const char *jpath, uint64_t seed, unsigned depth,
 		     const char *stop)
 {
-	struct writer w = { .x = x, .rng = seed, .flush_every = 16 };
+	struct writer w = { .x = x, .rng = seed, .flush_every = 16,
+			    .fresh_left = FRESH_PER_WRITER };
 	time_t end = time(NULL) + MAX_SECONDS;
 	unsigned inflight = 0;
 	int stopping = 0;  /* 1: draining, 2: the first write sent, 3: stopped */
@@ -890,7 +920,6 @@ static int cmd_write(struct xport *x, const char *jpath, uint64_t seed, unsigned
 		if (!stopping && stop && access(stop, F_OK) == 0)
 			stopping = 1;
 		if (stopping == 1 && !inflight) {
-			w.fresh = true;
 			stopping = 2;
 			inflight++;
 			if (!w_write(&w, 0, true))
@@ -943,6 +972,7 @@ static const char usage[] =
 	"                      [--stop FILE]\n"
 	"       blkstamp check --nbd SOCK --journal J [--crashed]\n"
 	"       blkstamp crash --overlay OVERLAY [--seed S] [--all | --state-first]\n"
+	"       blkstamp renew --journal J   (a new overlay: every block its base again)\n"
 	"       blkstamp stats --journal J\n"
 	"       blkstamp flushes --journal J   (FLUSHes the running or last writer completed)\n";
 
@@ -1006,6 +1036,8 @@ int main(int argc, char **argv)
 		print_totals(&j.h);
 		return 0;
 	}
+	if (!strcmp(cmd, "renew"))
+		return cmd_renew(jpath);
 	if (!strcmp(cmd, "flushes")) {
 		struct journal j = { 0 };
 
