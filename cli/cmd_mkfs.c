@@ -11,6 +11,7 @@
 #include "../common/log.h"
 #include "../common/sha256.h"
 #include "../common/size.h"
+#include "../common/uuid.h"
 #include "../ext4gen/mkfs.h"
 #include "cli.h"
 
@@ -36,26 +37,6 @@ static const char mkfs_usage[] =
 	"                        layout_digest, size_bytes, blocks, groups, inodes,\n"
 	"                        used_blocks, meta_blocks, data_runs, uuid\n"
 	"  -h, --help            this text\n";
-
-static int parse_uuid(const char *s, uint8_t out[16])
-{
-	int n = 0;
-
-	for (const char *p = s; *p; p++) {
-		int v = hex_nibble(*p);
-
-		if (*p == '-')
-			continue;
-		if (v < 0 || n >= 32)
-			return -EINVAL;
-		if (n % 2 == 0)
-			out[n / 2] = (uint8_t)(v << 4);
-		else
-			out[n / 2] |= (uint8_t)v;
-		n++;
-	}
-	return n == 32 ? 0 : -EINVAL;
-}
 
 static int mkfs_summary(const char *manifest, const char *out, const struct mkfs_result *res,
 			bool json)
@@ -149,7 +130,7 @@ int cmd_mkfs(int argc, char **argv)
 			o.label = optarg;
 			break;
 		case 'U':
-			if (parse_uuid(optarg, uuid))
+			if (uuid_parse(optarg, strlen(optarg), uuid))
 				return cli_usage_error("--uuid: '%s' is not a UUID", optarg);
 			o.uuid = uuid;
 			break;

@@ -20,15 +20,11 @@ import sys
 import tarfile
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..',
+                                'tests', 'integration', 'lib'))
+from lzcrc import crc32c  # noqa: E402  (one crc32c for every helper that writes our formats)
+
 BLOCK = 4096
-
-
-def crc32c(data, crc=0xFFFFFFFF):
-    for b in data:
-        crc ^= b
-        for _ in range(8):
-            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
-    return crc
 
 
 def put(out, target, name, data):

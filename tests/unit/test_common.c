@@ -23,6 +23,8 @@
 #include "../../common/log.h"
 #include "../../common/sha256.h"
 #include "../../common/size.h"
+#include "../../common/uuid.h"
+#include "../../common/boot_id.h"
 #include "../../common/workq.h"
 
 /* ------------------------------------------------------------------ size_parse */
@@ -457,6 +459,38 @@ static void expect_esc_len(const char *in, size_t len, const char *want)
 #define expect_esc(in, want) expect_esc_len(in, sizeof(in) - 1, want)
 
 /* Printable text and UTF-8 kept; controls, bad UTF-8, C1 and bidi controls as \xHH. */
+/* UUIDs as the boot id file and mkfs --uuid give them: the canonical form or 32 digits. */
+static void test_uuid_parse(void **state)
+{
+	static const uint8_t want[UUID_LEN] = { 0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef,
+						0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef };
+	static const char *const bad[] = {
+		"", "0123456789abcdef0123456789abcde", "0123456789abcdef0123456789abcdef0",
+		"01234567-89ab-cdef-0123-456789abcdeg", "0123456-789ab-cdef-0123-456789abcdef",
+		"01234567-89ab-cdef-0123+456789abcdef", "01234567-89ab-cdef-0123-456789abcdef\n",
+		"0123456789abcdef0123456789abcdex", "01234567-89ab-cdef-0123-456789abcdef ",
+	};
+	uint8_t id[UUID_LEN], again[UUID_LEN];
+	const char *s;
+
+	(void)state;
+	s = "01234567-89ab-cdef-0123-456789abcdef";
+	assert_int_equal(uuid_parse(s, strlen(s), id), 0);
+	assert_memory_equal(id, want, UUID_LEN);
+	s = "01234567-89AB-CDEF-0123-456789ABCDEF";
+	assert_int_equal(uuid_parse(s, strlen(s), id), 0);
+	assert_memory_equal(id, want, UUID_LEN);
+	s = "0123456789abcdef0123456789ABCDEF";
+	assert_int_equal(uuid_parse(s, strlen(s), id), 0);
+	assert_memory_equal(id, want, UUID_LEN);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(uuid_parse(bad[i], strlen(bad[i]), id), -EINVAL);
+	/* the kernel's own file (a newline after the UUID), the same twice in one boot */
+	assert_int_equal(boot_id_read(id), 0);
+	assert_int_equal(boot_id_read(again), 0);
+	assert_memory_equal(id, again, UUID_LEN);
+}
+
 static void test_esc(void **state)
 {
 	char small[16], out[ESC_LEN(4)];
@@ -1336,6 +1370,7 @@ int main(void)
 		cmocka_unit_test(test_json_write),
 		cmocka_unit_test(test_json_field_bytes),
 		cmocka_unit_test(test_json_buf),
+		cmocka_unit_test(test_uuid_parse),
 		cmocka_unit_test(test_esc),
 		cmocka_unit_test(test_log_escapes),
 		cmocka_unit_test(test_fs_write_read),

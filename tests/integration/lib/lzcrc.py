@@ -1,6 +1,7 @@
 """crc32c as lazyblk's formats use it (docs/formats.md): Castagnoli, reflected, seeded by the
 caller (~0 for a header), no final inversion (as ext4 stores it). For the test helpers that
-write lazyblk files from the formats alone (mkdelta.py, hintpatch.py)."""
+write lazyblk files from the formats alone (mkdelta.py, hintpatch.py,
+fuzz/make-corpus.py)."""
 
 
 def crc32c(data, crc=0xFFFFFFFF):
