@@ -60,11 +60,26 @@ gcc -shared -fPIC -O2 -o "$T/intruder.so" "$TESTLIB/intruder.c" -lpthread ||
   die "cannot build the intruder"
 mkfifo "$T/intruder.fifo"
 
+# io_worker TASKDIR: the task is an io_uring worker of the kernel (PF_IO_WORKER, 0x10 in the
+# flags of its stat, and named iou-*): it runs no user code, and one of a ring made before
+# the switch keeps root's ids until it ends, idle (no request reaches it afterwards:
+# io_uring_enter is refused); a user thread that names itself iou-* is still checked
+io_worker() {
+  local stat comm rest
+  local -a f
+  comm=$(cat "$1/comm" 2>/dev/null) && stat=$(cat "$1/stat" 2>/dev/null) || return 1
+  [[ "$comm" == iou-* ]] || return 1
+  rest=${stat##*) }
+  read -r -a f <<<"$rest"
+  (( ${f[6]:-0} & 0x10 ))
+}
+
 # check_confined PID: every thread is nobody, without capabilities, no_new_privs, filtered
-# (a thread that ends meanwhile is skipped)
+# (a thread that ends meanwhile is skipped, and so are io_uring's kernel workers)
 check_confined() {
   local pid=$1 t st n=0
   for t in /proc/"$pid"/task/*; do
+    io_worker "$t" && continue
     st=$(cat "$t/status" 2>/dev/null) || continue
     [ -n "$st" ] || continue
     grep -q "^Uid:[[:space:]]*${NOBODY}[[:space:]]*${NOBODY}[[:space:]]*${NOBODY}[[:space:]]*$NOBODY$" <<<"$st" ||
