@@ -13,6 +13,11 @@ trap serve_cleanup EXIT
 # answers at once).
 start_server() {
   local name=$1 uri=$2; shift 2
+  # emptied here, not only by the redirection in the child: a server of the same NAME
+  # before it left its "serving" line there, which the wait below could otherwise read
+  # before the child has truncated the file
+  : >"$T/$name.out"
+  : >"$T/$name.err"
   "$LAZYBLK" serve "$@" >"$T/$name.out" 2>"$T/$name.err" &
   SRV=$!
   SERVERS+=("$SRV")
@@ -21,8 +26,11 @@ start_server() {
   [ "$rc" -ne 2 ] || { cat "$T/$name.err" >&2; die "$name: server exited"; }
   [ "$rc" -eq 0 ] || die "$name: no 'serving ... over NBD' line"
   # that line is the readiness signal: the very first connection after it is served
-  nbdinfo --size "$uri" >/dev/null 2>&1 ||
-    die "$name: said it was serving, but $uri does not answer"
+  local why
+  why=$(nbdinfo --size "$uri" 2>&1 >/dev/null) || {
+    cat "$T/$name.err" >&2
+    die "$name: said it was serving, but $uri does not answer: $why"
+  }
 }
 
 # stop_server PID NAME: SIGTERM, exit status 0, statistics printed.
