@@ -7,8 +7,10 @@
  * listing's mtime, http_date_parse), the token endpoint's answer
  * (oci_json_parse with the token's limits, then its "token" member), and the URLs it sends
  * back (an upload Location or a token realm, resolved against the registry's URL and judged
- * by origin: cas/remote/http_url.c). The first byte's two low bits pick the parser (0: a
- * document, 1: a challenge, 2: a token answer, 3: "BASE\nREF" URLs), the rest is its input.
+ * by origin: cas/remote/http_url.c), and the Link header of a tag list's page
+ * (http_link_next). The first byte's two low bits pick the parser (0: a document, 1: a
+ * challenge, 2: a token answer, 3: "BASE\nREF" URLs, the whole also as a Link header), the
+ * rest is its input.
  */
 #include <json-c/json.h>
 
@@ -69,10 +71,16 @@ static void token(const char *json, size_t len)
 
 static void location(char *s)
 {
-	char *ref = strchr(s, '\n'), *out = NULL;
+	char *ref, *out = NULL, *next = NULL;
 	const char *why = NULL;
 	int ret;
 
+	/* the whole input as a Link header of a tag list's page (http_link_next) */
+	ret = http_link_next(s, &next);
+	if ((ret == 0) != (next != NULL))
+		abort(); /* a link found is a URL reference, and only then */
+	free(next);
+	ref = strchr(s, '\n');
 	if (!ref)
 		return;
 	*ref++ = '\0';

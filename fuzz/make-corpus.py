@@ -320,6 +320,17 @@ def registry(out):
         b"\n../uploads/u1?_state=x")
     put(out, "registry", "location-userinfo", b"\3" + b"http://127.0.0.1:5000/v2/r/blobs/uploads/"
         b"\nhttp://127.0.0.1:5000@127.0.0.2:5001/up")
+    put(out, "registry", "http-date", b"\1" + b"Mon, 07 Dec 2026 03:42:21 GMT")
+    tagged = [("a" * 64, 512, "application/vnd.lazyblk.image.v1"),
+              ("b" * 64, 300, "application/vnd.lazyblk.chunks.v1")]
+    put(out, "registry", "image-index-tag", b"\0" + json.dumps({
+        "schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json",
+        "artifactType": "application/vnd.lazyblk.image.v1",
+        "manifests": [{"mediaType": "application/vnd.oci.image.manifest.v1+json",
+                       "digest": "sha256:" + h, "size": n, "artifactType": t}
+                      for h, n, t in tagged]}, separators=(",", ":")).encode())
+    put(out, "registry", "link-next", b"\3" + b'</v2/r/tags/list?n=100&last=a>; rel="prev", '
+        b'</v2/r/tags/list?n=100&last=z>; title="more"; rel="next"')
 
 
 def image_doc(out):
