@@ -7,6 +7,8 @@
 #   KC=$(kernel_cache)          $LAZYBLK_KERNEL_CACHE, else /var/cache/lazyblk-test/kernel,
 #                               else ~/.cache/lazyblk-test/kernel
 #   KERNEL=$(fetch_kernel "$KC") the vmlinuz path; its modules are in $KC/root/lib/modules/VER
+#   KERNEL=$(fetch_kernel "$KC" amd64)  Debian's generic kernel instead (linux-image-amd64:
+#                               ext4 and crc32c as modules), in $KC/amd64/
 # Both return non-zero (and print nothing on stdout) when they cannot.
 
 kernel_cache() {
@@ -25,23 +27,27 @@ _kernel_apt_download() { # in the current directory; retries once after apt-get 
   apt-get download -q=2 -o APT::Sandbox::User=root "$@" >/dev/null 2>&1
 }
 
-fetch_kernel() {
-  local kc=$1 k deb ver
-  k=$(ls "$kc"/root/boot/vmlinuz-*-cloud-amd64 2>/dev/null | sort -V | tail -1)
-  if [ -n "$k" ] && [ -d "$kc/root/lib/modules/${k##*/vmlinuz-}" ]; then echo "$k"; return 0; fi
-  mkdir -p "$kc/dl"
-  deb=$(ls "$kc"/dl/linux-image-*-cloud-amd64_*.deb "$kc"/../linux-image-*-cloud-amd64_*.deb \
-    2>/dev/null | grep -v -e unsigned -e 'linux-image-cloud-amd64_' | sort -V | tail -1)
+fetch_kernel() { # fetch_kernel KC [FLAVOUR]: cloud-amd64 (default) in KC, others in KC/FLAVOUR
+  local kc=$1 fl=${2:-cloud-amd64} dir k deb ver dl
+  dir=$kc
+  [ "$fl" = cloud-amd64 ] || dir=$kc/$fl
+  dl=$dir/dl
+  k=$(ls "$dir"/root/boot/vmlinuz-*-"$fl" 2>/dev/null | sort -V | tail -1)
+  if [ -n "$k" ] && [ -d "$dir/root/lib/modules/${k##*/vmlinuz-}" ]; then echo "$k"; return 0; fi
+  mkdir -p "$dl"
+  deb=$(ls "$dl"/linux-image-*-"$fl"_*.deb "$dir"/../linux-image-*-"$fl"_*.deb 2>/dev/null |
+    grep -v -e unsigned -e "linux-image-${fl}_" | { [ "$fl" = cloud-amd64 ] && cat || grep -v cloud; } |
+    sort -V | tail -1)
   if [ -z "$deb" ]; then
-    (cd "$kc/dl" && _kernel_apt_download linux-image-cloud-amd64) || return 1
-    ver=$(dpkg-deb -f "$(ls "$kc"/dl/linux-image-cloud-amd64_*.deb | tail -1)" Depends |
-      grep -o 'linux-image-[0-9][^ ,]*-cloud-amd64' | head -1)
+    (cd "$dl" && _kernel_apt_download "linux-image-$fl") || return 1
+    ver=$(dpkg-deb -f "$(ls "$dl"/linux-image-"$fl"_*.deb | tail -1)" Depends |
+      grep -o "linux-image-[0-9][^ ,]*-$fl" | head -1)
     [ -n "$ver" ] || return 1
-    (cd "$kc/dl" && _kernel_apt_download "$ver") || return 1
-    deb=$(ls "$kc"/dl/"$ver"_*.deb | tail -1)
+    (cd "$dl" && _kernel_apt_download "$ver") || return 1
+    deb=$(ls "$dl"/"$ver"_*.deb | tail -1)
   fi
-  rm -rf "$kc/root.tmp" && dpkg-deb -x "$deb" "$kc/root.tmp" && rm -rf "$kc/root" &&
-    mv "$kc/root.tmp" "$kc/root" || return 1
-  k=$(ls "$kc"/root/boot/vmlinuz-*-cloud-amd64 2>/dev/null | sort -V | tail -1)
+  rm -rf "$dir/root.tmp" && dpkg-deb -x "$deb" "$dir/root.tmp" && rm -rf "$dir/root" &&
+    mv "$dir/root.tmp" "$dir/root" || return 1
+  k=$(ls "$dir"/root/boot/vmlinuz-*-"$fl" 2>/dev/null | sort -V | tail -1)
   [ -n "$k" ] && echo "$k"
 }

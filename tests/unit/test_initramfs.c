@@ -34,7 +34,7 @@ struct fx {
 
 /* A relocatable ELF64 with sections: null, .text (a marker), .modinfo, .shstrtab. */
 static size_t fake_module(uint8_t *out, const char *name, const char *depends,
-			  const char *softdep)
+			  const char *softdep, const char *alias)
 {
 	char info[512];
 	size_t il = 0, off;
@@ -44,6 +44,10 @@ static size_t fake_module(uint8_t *out, const char *name, const char *depends,
 	il += (size_t)snprintf(info + il, sizeof(info) - il, "license=GPL") + 1;
 	if (softdep)
 		il += (size_t)snprintf(info + il, sizeof(info) - il, "softdep=%s", softdep) + 1;
+	if (alias) { /* as a kernel module declares them: another alias first, then this one */
+		il += (size_t)snprintf(info + il, sizeof(info) - il, "alias=%s-x", alias) + 1;
+		il += (size_t)snprintf(info + il, sizeof(info) - il, "alias=%s", alias) + 1;
+	}
 	il += (size_t)snprintf(info + il, sizeof(info) - il, "depends=%s", depends) + 1;
 	il += (size_t)snprintf(info + il, sizeof(info) - il, "name=%s", name) + 1;
 	snprintf(text, sizeof(text), "module body of %s", name);
@@ -113,25 +117,34 @@ static size_t xz_compress(const uint8_t *in, size_t len, uint8_t *out, size_t ca
 struct fmod {
 	const char *file;      /* relative to the modules dir */
 	const char *name, *depends, *softdep;
+	const char *alias;     /* declared in its .modinfo */
 };
 
 /* The fake kernel's modules: deliberately listed in an order that is not the load order. */
 static const struct fmod fmods[] = {
-	{ "kernel/drivers/block/virtio_blk.ko", "virtio_blk", "virtio,virtio_ring", "pre: crc-thing" },
-	{ "kernel/drivers/virtio/virtio_pci.ko.zst", "virtio_pci", "virtio_pci_modern_dev,virtio,virtio_ring", NULL },
-	{ "kernel/drivers/virtio/virtio_mmio.ko", "virtio_mmio", "virtio,virtio_ring", NULL },
-	{ "kernel/drivers/virtio/virtio_pci_modern_dev.ko.xz", "virtio_pci_modern_dev", "", NULL },
-	{ "kernel/drivers/virtio/virtio.ko.xz", "virtio", "virtio_ring", NULL },
-	{ "kernel/drivers/virtio/virtio_ring.ko", "virtio_ring", "", NULL },
-	{ "kernel/lib/crc-thing.ko.zst", "crc_thing", "", NULL },
-	{ "kernel/net/unrelated.ko", "unrelated", "virtio", NULL },
+	{ "kernel/drivers/block/virtio_blk.ko", "virtio_blk", "virtio,virtio_ring",
+	  "pre: crc-thing crypto-crcx post: crypto-crcy", NULL },
+	{ "kernel/drivers/virtio/virtio_pci.ko.zst", "virtio_pci", "virtio_pci_modern_dev,virtio,virtio_ring", NULL, NULL },
+	{ "kernel/drivers/virtio/virtio_mmio.ko", "virtio_mmio", "virtio,virtio_ring", NULL, NULL },
+	{ "kernel/drivers/virtio/virtio_pci_modern_dev.ko.xz", "virtio_pci_modern_dev", "", NULL, NULL },
+	{ "kernel/drivers/virtio/virtio.ko.xz", "virtio", "virtio_ring", NULL, NULL },
+	{ "kernel/drivers/virtio/virtio_ring.ko", "virtio_ring", "", NULL, NULL },
+	{ "kernel/lib/crc-thing.ko.zst", "crc_thing", "", NULL, NULL },
+	{ "kernel/net/unrelated.ko", "unrelated", "virtio", NULL, NULL },
+	/* virtio_blk's soft dependency by alias, with no modules.alias (depmod has not run):
+	 * the modules that declare it come in, not the one named alike that does not, nor
+	 * those of a "post:" one */
+	{ "kernel/arch/x86/crypto/crcx-intel.ko", "crcx_intel", "", NULL, "crypto-crcx" },
+	{ "kernel/crypto/crcx_generic.ko.xz", "crcx_generic", "", NULL, "crypto-crcx" },
+	{ "kernel/crypto/crcx_other.ko", "crcx_other", "", NULL, "crypto-crcxother" },
+	{ "kernel/crypto/crcy_generic.ko", "crcy_generic", "", NULL, "crypto-crcy" },
 };
 #define N_FMODS (sizeof(fmods) / sizeof(fmods[0]))
 
 static void write_module(struct fx *f, const struct fmod *m)
 {
 	uint8_t elf[4096], z[8192];
-	size_t n = fake_module(elf, m->name, m->depends, m->softdep), zn;
+	size_t n = fake_module(elf, m->name, m->depends, m->softdep, m->alias), zn;
 	size_t l = strlen(m->file);
 	char p[PATH_MAX], d[PATH_MAX];
 
@@ -339,7 +352,8 @@ static void test_build_contents(void **state)
 	struct cpio_rd r;
 	const struct ent *e;
 	static const char *const order[] = { "virtio_pci_modern_dev", "virtio_ring", "virtio",
-					     "virtio_pci", "virtio_mmio", "crc_thing", "virtio_blk" };
+					     "virtio_pci", "virtio_mmio", "crc_thing", "crcx_generic",
+					     "crcx_intel", "virtio_blk" };
 	char want[512] = "";
 	size_t pos;
 
@@ -410,6 +424,8 @@ static void test_build_contents(void **state)
 	e = find(&r, "etc/lazyblk/modules");
 	assert_string_equal((char *)e->data, want);
 	assert_false(has(&r, "lib/modules/" VER "/unrelated.ko"));
+	assert_false(has(&r, "lib/modules/" VER "/crcx_other.ko")); /* not that alias */
+	assert_false(has(&r, "lib/modules/" VER "/crcy_generic.ko")); /* a post: one */
 	assert_false(has(&r, "lib/modules/" VER "/ext4.ko")); /* built in */
 
 	/* modules are stored decompressed: .xz and .zst gave the original ELF back */
@@ -418,9 +434,11 @@ static void test_build_contents(void **state)
 		size_t n;
 		char p[PATH_MAX];
 
-		if (!strcmp(fmods[i].name, "unrelated"))
+		if (!strcmp(fmods[i].name, "unrelated") || !strcmp(fmods[i].name, "crcx_other") ||
+		    !strcmp(fmods[i].name, "crcy_generic"))
 			continue;
-		n = fake_module(elf, fmods[i].name, fmods[i].depends, fmods[i].softdep);
+		n = fake_module(elf, fmods[i].name, fmods[i].depends, fmods[i].softdep,
+				fmods[i].alias);
 		path_fmt(p, "lib/modules/" VER "/%s.ko", fmods[i].name);
 		e = find(&r, p);
 		assert_int_equal(e->len, n);
@@ -556,7 +574,7 @@ static void test_cache(void **state)
 	/* a changed module changes the key */
 	o.argv = argv;
 	write_module(f, &(struct fmod){ "kernel/drivers/virtio/virtio_ring.ko", "virtio_ring",
-					"", "pre: nothing" });
+					"", "pre: nothing", NULL });
 	assert_int_equal(initramfs_build(&o, f->out, sizeof(f->out)), 0);
 	assert_string_not_equal(first, f->out);
 	/* gzip */

@@ -18,7 +18,8 @@
 #include "internal.h"
 #include "memo.h"
 
-#define FORMAT_TAG "lazyblk-initramfs-v1"
+/* v2: soft dependencies also through the aliases modules declare (no modules.alias) */
+#define FORMAT_TAG "lazyblk-initramfs-v2"
 
 int initramfs_fail(const struct initramfs_opts *o, int rc, const char *fmt, ...)
 {

@@ -2,8 +2,9 @@
 /*
  * The kernel modules the guest needs (internal.h, modset_resolve): where the kernel's
  * modules are, an index of them (modules.dep when depmod ran, else a walk of the tree;
- * modules.builtin; modules.alias), and a depth-first walk of their .modinfo dependencies,
- * each module read and decompressed (.ko.xz, .ko.zst, .ko.gz) on the way.
+ * modules.builtin; modules.alias, else the aliases modules declare in their own .modinfo),
+ * and a depth-first walk of their .modinfo dependencies, each module read and decompressed
+ * (.ko.xz, .ko.zst, .ko.gz) on the way.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -416,6 +417,74 @@ static const char *alias_find(const struct modset *m, const char *name)
 	return NULL;
 }
 
+/* Whether a .modinfo blob has key=val (any of its occurrences). */
+static bool modinfo_has(const char *info, size_t len, const char *key, const char *val)
+{
+	size_t klen = strlen(key);
+
+	for (size_t i = 0; i < len;) {
+		const char *s = info + i;
+		size_t n = strnlen(s, len - i);
+
+		if (n > klen && s[klen] == '=' && !memcmp(s, key, klen) && !strcmp(s + klen + 1, val))
+			return true;
+		i += n + 1;
+	}
+	return false;
+}
+
+static int order_visit(const struct initramfs_opts *o, struct modset *m, struct mod *x,
+		       int depth);
+
+/*
+ * A soft dependency named by an alias that no modules.alias lists (depmod has not run, as
+ * in a kernel package unpacked as shipped: Debian's ext4 wants "crypto-crc32c"): the
+ * modules whose names begin with the alias less its "crypto-" (crc32c_generic,
+ * crc32c_intel) and that declare the alias in their own .modinfo, as depmod would have
+ * found them; each is visited (one the CPU cannot use fails its insmod, which is only said).
+ * Only those names are read, not the whole tree.
+ */
+static int softdep_by_modinfo(const struct initramfs_opts *o, struct modset *m,
+			      const struct mod *x, const char *alias, int depth)
+{
+	const char *base = strncmp(alias, "crypto-", 7) ? alias : alias + 7, *last = "";
+	char prefix[64];
+	size_t pl;
+
+	mod_name(base, prefix, sizeof(prefix));
+	pl = strlen(prefix);
+	if (!pl)
+		return 0;
+	for (;;) { /* in the order of their names, whatever the directory's order */
+		struct mod *d = NULL;
+		const uint8_t *info;
+		size_t len;
+		int rc;
+
+		for (size_t i = 0; i < m->n; i++) {
+			struct mod *c = &m->mods[i];
+
+			if (c != x && !strncmp(c->name, prefix, pl) && strcmp(c->name, last) > 0 &&
+			    (!d || strcmp(c->name, d->name) < 0))
+				d = c;
+		}
+		if (!d)
+			return 0;
+		last = d->name;
+		if (d->state == 1)
+			continue;
+		rc = mod_load(o, d);
+		if (rc)
+			return rc;
+		if (elf_section(d->data, d->len, ".modinfo", &info, &len) || !info ||
+		    !modinfo_has((const char *)info, len, "alias", alias))
+			continue;
+		rc = order_visit(o, m, d, depth + 1);
+		if (rc)
+			return rc;
+	}
+}
+
 /* Depth-first: soft pre-dependencies and hard dependencies first, then the module. */
 static int order_visit(const struct initramfs_opts *o, struct modset *m, struct mod *x, int depth)
 {
@@ -458,6 +527,12 @@ static int order_visit(const struct initramfs_opts *o, struct modset *m, struct 
 			d = mod_find(m, name);
 			if (!d && (t = alias_find(m, w)))
 				d = mod_find(m, t);
+			if (!d && !m->n_alias) {
+				rc = softdep_by_modinfo(o, m, x, w, depth);
+				if (rc)
+					return rc;
+				continue;
+			}
 			if (d && d != x && d->state != 1) {
 				rc = order_visit(o, m, d, depth + 1);
 				if (rc)

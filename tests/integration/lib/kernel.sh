@@ -4,6 +4,7 @@
 # ~/.cache/lazyblk-test/kernel) and reused.
 #
 #   kernel_require   sets KERNEL (vmlinuz) and KVER, or skips the test (exit 77)
+#   kernel_generic   sets KERNEL_GENERIC (Debian's generic kernel), or returns 1
 #   qemu_vu, vu_*    boot it under QEMU TCG with a `lazyblk serve --vhost-user` disk
 
 # kernel_cache and fetch_kernel: one copy, shared with scripts/run-sample.sh and bench/.
@@ -14,6 +15,14 @@ kernel_require() {
   kc=$(kernel_cache) || skip "no writable kernel cache directory"
   KERNEL=$(fetch_kernel "$kc") || skip "cannot fetch linux-image-cloud-amd64 (no network or apt?)"
   KVER=${KERNEL##*/vmlinuz-}
+}
+
+# kernel_generic: sets KERNEL_GENERIC to Debian's generic kernel (linux-image-amd64, whose
+# ext4 and crc32c are modules), or returns 1 (nothing set) when it cannot be fetched
+kernel_generic() {
+  local kc
+  kc=$(kernel_cache) || return 1
+  KERNEL_GENERIC=$(fetch_kernel "$kc" amd64) || return 1
 }
 
 # qemu_vu NAME INITRD SOCK [CHARDEV-OPTS]: QEMU (TCG) boots $KERNEL with INITRD, its disk a
