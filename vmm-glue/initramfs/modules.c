@@ -386,26 +386,52 @@ static int mod_load(const struct initramfs_opts *o, struct mod *x)
 
 /* ------------------------------------------------------------------ dependencies */
 
-/* The value of key in a .modinfo blob (first occurrence), copied to out; 0 if absent. */
-static bool modinfo_get(const char *info, size_t len, const char *key, char *out, size_t out_len)
+/*
+ * The next key=value entry of a .modinfo blob at or after *pos: its value (NUL-terminated
+ * within the blob, or at its end: *vlen bytes), *pos moved past it; NULL when none is left.
+ */
+static const char *modinfo_next(const char *info, size_t len, const char *key, size_t *pos,
+				size_t *vlen)
 {
 	size_t klen = strlen(key);
 
-	for (size_t i = 0; i < len;) {
-		const char *s = info + i;
-		size_t n = strnlen(s, len - i);
+	while (*pos < len) {
+		const char *s = info + *pos;
+		size_t n = strnlen(s, len - *pos);
 
+		*pos += n + 1;
 		if (n > klen && s[klen] == '=' && !memcmp(s, key, klen)) {
-			size_t v = n - klen - 1;
-
-			if (v >= out_len)
-				v = out_len - 1;
-			memcpy(out, s + klen + 1, v);
-			out[v] = 0;
-			return true;
+			*vlen = n - klen - 1;
+			return s + klen + 1;
 		}
-		i += n + 1;
 	}
+	return NULL;
+}
+
+/* The value of key in a .modinfo blob (first occurrence), copied to out; 0 if absent. */
+static bool modinfo_get(const char *info, size_t len, const char *key, char *out, size_t out_len)
+{
+	size_t pos = 0, v;
+	const char *val = modinfo_next(info, len, key, &pos, &v);
+
+	if (!val)
+		return false;
+	if (v >= out_len)
+		v = out_len - 1;
+	memcpy(out, val, v);
+	out[v] = 0;
+	return true;
+}
+
+/* Whether a .modinfo blob has key=val (any of its occurrences). */
+static bool modinfo_has(const char *info, size_t len, const char *key, const char *val)
+{
+	size_t pos = 0, v, n = strlen(val);
+	const char *s;
+
+	while ((s = modinfo_next(info, len, key, &pos, &v)))
+		if (v == n && !memcmp(s, val, n))
+			return true;
 	return false;
 }
 
@@ -415,22 +441,6 @@ static const char *alias_find(const struct modset *m, const char *name)
 		if (!strcmp(m->alias[i * 2], name))
 			return m->alias[i * 2 + 1];
 	return NULL;
-}
-
-/* Whether a .modinfo blob has key=val (any of its occurrences). */
-static bool modinfo_has(const char *info, size_t len, const char *key, const char *val)
-{
-	size_t klen = strlen(key);
-
-	for (size_t i = 0; i < len;) {
-		const char *s = info + i;
-		size_t n = strnlen(s, len - i);
-
-		if (n > klen && s[klen] == '=' && !memcmp(s, key, klen) && !strcmp(s + klen + 1, val))
-			return true;
-		i += n + 1;
-	}
-	return false;
 }
 
 static int order_visit(const struct initramfs_opts *o, struct modset *m, struct mod *x,
