@@ -30,9 +30,7 @@ TTL=12
 build_image a 1
 mkdir -p "$T/c.src"
 head -c $((3 << 20)) /dev/urandom >"$T/c.src/c.bin"
-"$LAZYBLK" import "$T/c.src" --store "$T/c.store" -o "$T/c.manifest" >/dev/null
-"$LAZYBLK" mkfs "$T/c.manifest" -o "$T/c.layout" --size 64M --journal 4M >/dev/null
-"$LAZYBLK" export "$T/c.layout" --store "$T/c.store" -o "$T/c.raw" >/dev/null
+image_from_tree c 64M
 mapfile -t cchunks < <(find "$T/c.store/chunks" -type f -printf '%f\n' | sort)
 [ "${#cchunks[@]}" -ge 3 ] || die "c has ${#cchunks[@]} chunks, want 3 or more"
 

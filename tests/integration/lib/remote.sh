@@ -272,16 +272,24 @@ make_image() {
   for i in $(seq 1 20); do head -c $((i * 3001)) /dev/urandom >"$dir/small/f$i"; done
 }
 
-# build_image NAME RANDOM_MB [IMPORT_ARGS...]: make_image into $T/NAME.src, import into
-# $T/NAME.store, mkfs to $T/NAME.layout (a disk of RANDOM_MB + 48 MiB, 4 MiB journal),
-# export the reference disk $T/NAME.raw.
+# image_from_tree NAME SIZE [IMPORT_ARGS...]: the tree $T/NAME.src imported into
+# $T/NAME.store, laid out by mkfs as $T/NAME.layout (a disk of SIZE, 4 MiB journal) and
+# exported as the reference disk $T/NAME.raw.
+image_from_tree() {
+  local n=$1 size=$2
+  shift 2
+  "$LAZYBLK" import "$T/$n.src" --store "$T/$n.store" -o "$T/$n.manifest" "$@" >/dev/null
+  "$LAZYBLK" mkfs "$T/$n.manifest" -o "$T/$n.layout" --size "$size" --journal 4M >/dev/null
+  "$LAZYBLK" export "$T/$n.layout" --store "$T/$n.store" -o "$T/$n.raw" >/dev/null
+}
+
+# build_image NAME RANDOM_MB [IMPORT_ARGS...]: make_image into $T/NAME.src, then
+# image_from_tree with a disk of RANDOM_MB + 48 MiB.
 build_image() {
   local n=$1 mb=$2
   shift 2
   make_image "$T/$n.src" "$mb"
-  "$LAZYBLK" import "$T/$n.src" --store "$T/$n.store" -o "$T/$n.manifest" "$@" >/dev/null
-  "$LAZYBLK" mkfs "$T/$n.manifest" -o "$T/$n.layout" --size "$((mb + 48))M" --journal 4M >/dev/null
-  "$LAZYBLK" export "$T/$n.layout" --store "$T/$n.store" -o "$T/$n.raw" >/dev/null
+  image_from_tree "$n" "$((mb + 48))M" "$@"
 }
 
 # chunk_count STORE: number of chunk files in STORE.
