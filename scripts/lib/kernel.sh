@@ -5,7 +5,9 @@
 # which do not use the test library: it sets traps and needs the tests' helpers).
 #
 #   KC=$(kernel_cache)          $LAZYBLK_KERNEL_CACHE, else /var/cache/lazyblk-test/kernel,
-#                               else ~/.cache/lazyblk-test/kernel
+#                               else ~/.cache/lazyblk-test/kernel; a directory that cannot be
+#                               written but already holds the cloud kernel is used as it is
+#                               (the nested VM of the tests sees the host's / read-only)
 #   KERNEL=$(fetch_kernel "$KC") the vmlinuz path; its modules are in $KC/root/lib/modules/VER
 #   KERNEL=$(fetch_kernel "$KC" amd64)  Debian's generic kernel instead (linux-image-amd64:
 #                               ext4 and crc32c as modules), in $KC/amd64/
@@ -13,6 +15,10 @@
 
 kernel_cache() {
   local d=${LAZYBLK_KERNEL_CACHE:-/var/cache/lazyblk-test/kernel}
+  if [ ! -w "$d" ] && ls "$d"/root/boot/vmlinuz-*-cloud-amd64 >/dev/null 2>&1; then
+    echo "$d"
+    return 0
+  fi
   if ! mkdir -p "$d" 2>/dev/null || [ ! -w "$d" ]; then
     d=${XDG_CACHE_HOME:-$HOME/.cache}/lazyblk-test/kernel
     mkdir -p "$d" || return 1

@@ -35,6 +35,9 @@ wait_for_state() {
     sleep 0.05
   done
 }
+# tmo SECS: a time limit for `timeout`, scaled for where the test runs (LAZYBLK_TIME_SCALE:
+# 10 in the nested VM of lib/nested.sh, where everything runs at TCG speed).
+tmo() { echo $(($1 * ${LAZYBLK_TIME_SCALE:-1})); }
 # has FILE PATTERN: FILE exists and a line matches the grep pattern (for wait_for).
 has() { grep -q -- "$2" "$1" 2>/dev/null; }
 

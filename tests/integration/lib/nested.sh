@@ -2,31 +2,55 @@
 # Sourced by the integration tests that need KVM (after common.sh).
 #
 # Some machines have no /dev/kvm at all: their kernel is itself a guest and offers no
-# virtualization to its own processes. There kvm_require runs the whole test again inside a
-# nested VM that has KVM: Debian's cloud kernel (lib/kernel.sh fetches it) under QEMU in TCG
-# mode with an emulated AMD-V CPU (-cpu max: SVM with nested paging), kvm_amd loaded, this
-# machine's / shared read-only over virtiofs, fresh tmpfs on /tmp, /run, /var/tmp and
-# /dev/shm (lib/nested_init.sh is its /init). The same binary, the same test script, the
-# same environment; its output and exit status are the test's.
+# virtualization to its own processes. Others have a software /dev/kvm that runs the
+# project's freestanding test guest but not a stock Linux kernel (no vmx/svm in
+# /proc/cpuinfo). There the tests run again inside a nested VM that has a real KVM: Debian's
+# cloud kernel (lib/kernel.sh fetches it) under QEMU in TCG mode with an emulated AMD-V CPU
+# (-cpu max: SVM with nested paging), kvm_amd loaded, this machine's / shared read-only over
+# virtiofs, fresh tmpfs on /tmp, /run, /var/tmp and /dev/shm (lib/nested_init.sh is its
+# /init). The same binary, the same test script, the same environment; its output and exit
+# status are the test's.
 #
-#   kvm_require   returns when /dev/kvm is usable here; else, with LAZYBLK_TEST_NESTED=1
-#                 (`make test-nested`), runs the test nested and exits with its status;
-#                 skips (77) saying why otherwise. Call it before the test starts anything:
-#                 the nested run starts over.
+#   kvm_require     returns when a /dev/kvm is usable here (software or hardware); else runs
+#                   the test nested and exits with its status
+#   kvm_require_hw  returns when KVM here can run a stock Linux kernel (vmx or svm); else
+#                   runs the test nested and exits with its status
+#   test_quick      true when a long test should run its short version: nested from `make
+#                   test` (`make test-nested` sets LAZYBLK_TEST_NESTED=1: the full ones)
+#   tmo SECS        a time limit scaled for where the test runs (x LAZYBLK_TIME_SCALE: 10 in
+#                   the nested VM, where everything runs at TCG speed; common.sh)
+# Call them before the test starts anything: the nested run starts over. A test that cannot
+# run nested skips (77) saying why (no QEMU, virtiofsd, cpio, busybox or kernel).
+#
+#   LAZYBLK_TEST_NESTED=0  skip instead of nesting (a quick `make test` on such a host)
+#   LAZYBLK_TEST_KVM=nested  nest even where /dev/kvm works (to see what a host without
+#                   KVM runs, and how long it takes)
 #
 # NESTED_TIMEOUT (s, default 5400) bounds the nested run. Everything there runs at TCG
 # speed, the test's own tools included (each python3 or sed the test starts): minutes for
 # t_run_cli or t_run_control, more than 36 minutes for t_vm_upgrade's 20 upgrades (seen
-# here), which is why `make test` does not nest.
+# here), which is why `make test` runs its short version nested.
 
 kvm_usable() { [ -r /dev/kvm ] && [ -w /dev/kvm ]; }
+kvm_hw() { kvm_usable && grep -qwE 'vmx|svm' /proc/cpuinfo; }
+_kvm_here() { [ -n "${LAZYBLK_NESTED:-}" ] || [ "${LAZYBLK_TEST_KVM:-}" != nested ]; }
+test_quick() { [ -n "${LAZYBLK_NESTED:-}" ] && [ "${LAZYBLK_TEST_NESTED:-}" != 1 ]; }
 
 kvm_require() {
-  kvm_usable && return 0
+  kvm_usable && _kvm_here && return 0
   [ -z "${LAZYBLK_NESTED:-}" ] ||
     skip "no usable /dev/kvm even in the nested VM (did kvm_amd load? see its console)"
-  [ "${LAZYBLK_TEST_NESTED:-}" = 1 ] ||
-    skip "no usable /dev/kvm (make test-nested runs this test in a nested VM that has KVM)"
+  [ "${LAZYBLK_TEST_NESTED:-}" != 0 ] ||
+    skip "no usable /dev/kvm (LAZYBLK_TEST_NESTED=0: not run in a nested VM)"
+  nested_run "$0"
+}
+
+kvm_require_hw() {
+  kvm_hw && _kvm_here && return 0
+  [ -z "${LAZYBLK_NESTED:-}" ] ||
+    skip "no KVM with svm in the nested VM (did kvm_amd load? see its console)"
+  [ "${LAZYBLK_TEST_NESTED:-}" != 0 ] ||
+    skip "no hardware virtualization here (LAZYBLK_TEST_NESTED=0: not run in a nested VM)"
   nested_run "$0"
 }
 
@@ -65,7 +89,7 @@ nested_on_exit() {
 
 # nested_run SCRIPT: SCRIPT again in the nested VM; exits with its status.
 nested_run() {
-  local script d rc=0 vfs res v
+  local script d rc=0 vfs res v scale
   script=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
   command -v qemu-system-x86_64 >/dev/null ||
     skip "no usable /dev/kvm, and no qemu-system-x86_64 for a nested VM"
@@ -75,6 +99,9 @@ nested_run() {
   # shellcheck source=kernel.sh
   . "$TESTLIB/kernel.sh"
   kernel_require   # KERNEL, KVER (or skips)
+  # the nested VM sees the host's / read-only: both Debian kernels fetched now, while the
+  # cache is writable (a test there that wants the generic one finds it)
+  kernel_generic || true
   d=$T/.nested
   mkdir -p "$d"
   nested_initrd "$d" "$(dirname "$KERNEL")/../lib/modules/$KVER/kernel"
@@ -89,6 +116,15 @@ nested_run() {
         PYTHON*|LANG|LC_*|TZ|VU_*|KERNEL_*) printf 'export %s=%q\n' "$v" "${!v}" ;;
       esac
     done
+    # TCG speed: time limits x10 (tmo, wait_for; LAZYBLK_NESTED_SCALE=N: xN); the kernel
+    # cache read-only as fetched
+    # here; caches of lazyblk itself (initramfs, vmlinux) on the VM's tmpfs, kept for the
+    # run of the test
+    scale=${LAZYBLK_NESTED_SCALE:-10}
+    echo "export LAZYBLK_TIME_SCALE=$scale LAZYBLK_TEST_WAIT=$((120 * scale))"
+    printf 'export LAZYBLK_KERNEL_CACHE=%q\n' "$(kernel_cache)"
+    echo "export XDG_CACHE_HOME=/var/tmp/lazyblk-nested-cache"
+    echo 'mkdir -p "$XDG_CACHE_HOME"'
     printf 'cd %q 2>/dev/null || cd /\n' "$PWD"
     printf 'exec bash %q\n' "$script"
   } >"$d/job.sh"
@@ -101,7 +137,7 @@ nested_run() {
   # One TCG thread and one CPU: with QEMU 7.2's multi-threaded TCG the nested guests
   # triple-faulted or stopped after a few seconds (a counting guest, with no upgrade, pause
   # or snapshot, in each of 3 runs); with one thread 12,000 counts went by without a fault.
-  echo "note: no usable /dev/kvm here: the test runs in a nested VM (QEMU TCG, emulated AMD-V, kvm_amd)"
+  echo "note: no KVM here that runs this test: it runs in a nested VM (QEMU TCG, emulated AMD-V, kvm_amd)"
   timeout "${NESTED_TIMEOUT:-5400}" qemu-system-x86_64 -M q35 -accel tcg,thread=single \
     -cpu max -smp 1 -m 4G \
     -object memory-backend-memfd,id=mem,size=4G,share=on -numa node,memdev=mem \
@@ -121,6 +157,7 @@ nested_run() {
     die "nested VM: the test did not finish (QEMU exit $rc; 124 is over ${NESTED_TIMEOUT:-5400} s)"
   fi
   # the test's own output (its last line is what a skip says)
-  sed -n '/^NESTED-BEGIN$/,/^NESTED-END rc=/p' "$d/console.txt" | sed '1d;$d'
+  # (the line of NESTED-BEGIN may start with the firmware's terminal escapes)
+  sed -n '/NESTED-BEGIN$/,/^NESTED-END rc=/p' "$d/console.txt" | sed '1d;$d'
   exit "$res"
 }

@@ -29,6 +29,9 @@ mount -t devpts devpts /host/dev/pts
 for d in tmp run var/tmp dev/shm; do mount -t tmpfs -o mode=1777 tmpfs "/host/$d"; done
 cp /job.sh /host/run/nested-job.sh
 echo NESTED-BEGIN
-chroot /host /bin/bash /run/nested-job.sh </dev/null 2>&1
-echo "NESTED-END rc=$?"
+# through a pipe, as the test runner's log file would be: no terminal, no progress lines
+{
+  chroot /host /bin/bash /run/nested-job.sh </dev/null 2>&1
+  echo "NESTED-END rc=$?"
+} | cat
 poweroff -f
