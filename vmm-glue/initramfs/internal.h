@@ -5,6 +5,7 @@
  *   build.c      initramfs_build: the inputs, the cache, the content key and the recipe
  *   image.c      the entries of the cpio
  *   kernel.c     the kernel's release string (initramfs_kernel_version)
+ *   modindex.c   the index of the kernel's modules: where they are, built in, aliases
  *   modules.c    the modules the guest needs, in load order, read and decompressed
  *   files.c      /etc/lazyblk/{config,cmd,env,modules}: the options as sh text
  *   cpio.c       a cpio (newc) writer over libarchive
@@ -92,6 +93,24 @@ struct modset {
  */
 int modset_resolve(const struct initramfs_opts *o, struct modset *m, const char *fstype);
 void modset_free(struct modset *m);
+
+/* ------------------------------------------------------------------ modindex.c */
+
+/*
+ * m->dir, the kernel's modules directory (from o->modules_dir or next to o->kernel, for the
+ * release m->ver), and its index: m->mods (modules.dep when depmod ran, else a walk of the
+ * tree), m->builtin (modules.builtin), m->alias (modules.alias); each file and directory
+ * looked at noted in m->watch. 0, or -errno with the reason (initramfs_fail).
+ */
+int modset_open(const struct initramfs_opts *o, struct modset *m);
+/* A module's name from its path or any spelling: the file name to its first '.', '-' → '_'. */
+void mod_name(const char *path, char *name, size_t len);
+/* The indexed module of that (normalized) name, or NULL. */
+struct mod *mod_find(struct modset *m, const char *name);
+/* Whether the module of that (normalized) name is built into the kernel. */
+bool mod_builtin(const struct modset *m, const char *name);
+/* The module modules.alias names for an alias (the first listed), or NULL. */
+const char *alias_find(const struct modset *m, const char *name);
 
 /* ------------------------------------------------------------------ files.c */
 
