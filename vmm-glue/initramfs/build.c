@@ -18,8 +18,12 @@
 #include "internal.h"
 #include "memo.h"
 
-/* v2: soft dependencies also through the aliases modules declare (no modules.alias) */
-#define FORMAT_TAG "lazyblk-initramfs-v2"
+/*
+ * v2: soft dependencies also through the aliases modules declare (no modules.alias);
+ * v3: a kernel whose soft pre-dependencies are found nowhere is refused, so no recipe of an
+ * earlier resolution may stand for the initramfs of one
+ */
+#define FORMAT_TAG "lazyblk-initramfs-v3"
 
 int initramfs_fail(const struct initramfs_opts *o, int rc, const char *fmt, ...)
 {

@@ -2,8 +2,9 @@
 /*
  * The index of a kernel's modules (internal.h): where its modules directory is, where each
  * module is (modules.dep when depmod ran, else a walk of the tree), which are built in
- * (modules.builtin), and the aliases modules.alias lists; every file and directory looked
- * at noted for the recipe memo (memo.h).
+ * (modules.builtin, and the aliases of built-in code in modules.builtin.modinfo), and the
+ * aliases modules.alias lists; every file and directory looked at noted for the recipe memo
+ * (memo.h).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -56,6 +57,7 @@ void modset_free(struct modset *m)
 	for (size_t i = 0; i < m->n_builtin; i++)
 		free(m->builtin[i]);
 	free(m->builtin);
+	free(m->builtin_info);
 	for (size_t i = 0; i < m->n_alias * 2; i++)
 		free(m->alias[i]);
 	free(m->alias);
@@ -63,6 +65,9 @@ void modset_free(struct modset *m)
 	for (size_t i = 0; i < m->n_watch; i++)
 		free(m->watch[i].path);
 	free(m->watch);
+	for (size_t i = 0; i < m->n_missing; i++)
+		free(m->missing[i].target);
+	free(m->missing);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -171,8 +176,11 @@ static int index_walk(struct modset *m, const char *dir, int depth)
 	return rc;
 }
 
-/* Lines of a text file in the modules directory; absent → 0 with *data NULL. */
-static int index_read(struct modset *m, const char *name, char **data)
+/*
+ * A file of the modules directory, NUL-terminated, its length in *len (may be NULL); absent
+ * → 0 with *data NULL.
+ */
+static int index_read(struct modset *m, const char *name, char **data, size_t *len)
 {
 	char p[PATH_MAX];
 	uint8_t *d;
@@ -180,6 +188,8 @@ static int index_read(struct modset *m, const char *name, char **data)
 	int rc;
 
 	*data = NULL;
+	if (len)
+		*len = 0;
 	if (snprintf(p, sizeof(p), "%s/%s", m->dir, name) >= (int)sizeof(p))
 		return -ENAMETOOLONG;
 	rc = watch_add(m, p);
@@ -191,6 +201,8 @@ static int index_read(struct modset *m, const char *name, char **data)
 	if (rc)
 		return rc;
 	*data = (char *)d;
+	if (len)
+		*len = n;
 	return 0;
 }
 
@@ -266,7 +278,7 @@ static int modset_index(struct modset *m)
 	int rc;
 
 	/* Where each module is: modules.dep when depmod ran, else a walk of the tree. */
-	rc = index_read(m, "modules.dep", &text);
+	rc = index_read(m, "modules.dep", &text, NULL);
 	if (!rc && text)
 		rc = index_dep(m, text);
 	free(text);
@@ -274,25 +286,44 @@ static int modset_index(struct modset *m)
 		rc = index_walk(m, m->dir, 0);
 	if (rc)
 		return rc;
-	rc = index_read(m, "modules.builtin", &text);
+	rc = index_read(m, "modules.builtin", &text, NULL);
 	if (!rc && text)
 		rc = index_builtin(m, text);
 	free(text);
+	if (!rc) /* NUL-separated "module.key=value": kept whole, looked up rarely */
+		rc = index_read(m, "modules.builtin.modinfo", &m->builtin_info,
+				&m->builtin_info_len);
 	if (rc)
 		return rc;
-	rc = index_read(m, "modules.alias", &text);
+	rc = index_read(m, "modules.alias", &text, NULL);
 	if (!rc && text)
 		rc = index_alias(m, text);
 	free(text);
 	return rc;
 }
 
-const char *alias_find(const struct modset *m, const char *name)
+const char *alias_next(const struct modset *m, const char *alias, size_t *i)
 {
-	for (size_t i = 0; i < m->n_alias; i++)
-		if (!strcmp(m->alias[i * 2], name))
-			return m->alias[i * 2 + 1];
+	for (; *i < m->n_alias; (*i)++)
+		if (!strcmp(m->alias[*i * 2], alias))
+			return m->alias[(*i)++ * 2 + 1];
 	return NULL;
+}
+
+bool mod_builtin_alias(const struct modset *m, const char *alias)
+{
+	const char *p = m->builtin_info, *end = p + m->builtin_info_len;
+	size_t n = strlen(alias);
+
+	for (; p && p < end; p += strnlen(p, (size_t)(end - p)) + 1) {
+		size_t len = strnlen(p, (size_t)(end - p));
+		const char *dot = memchr(p, '.', len), *eq = memchr(p, '=', len);
+
+		if (dot && eq && eq - dot == 6 && !memcmp(dot + 1, "alias", 5) &&
+		    (size_t)(p + len - (eq + 1)) == n && !memcmp(eq + 1, alias, n))
+			return true;
+	}
+	return false;
 }
 
 /* Whether dir is a modules directory; noted first (its entries decide, and its identity

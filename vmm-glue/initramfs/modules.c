@@ -162,61 +162,159 @@ static bool modinfo_has(const char *info, size_t len, const char *key, const cha
 static int order_visit(const struct initramfs_opts *o, struct modset *m, struct mod *x,
 		       int depth);
 
+static int mod_cmp_name(const void *a, const void *b)
+{
+	const struct mod *const *x = a, *const *y = b;
+
+	return strcmp((*x)->name, (*y)->name);
+}
+
+/* Whether module d declares alias in its .modinfo (1, else 0; d read if it was not), or -errno. */
+static int mod_declares(const struct initramfs_opts *o, struct mod *d, const char *alias)
+{
+	const uint8_t *info;
+	size_t len;
+	int rc = mod_load(o, d);
+
+	if (rc)
+		return rc;
+	return !elf_section(d->data, d->len, ".modinfo", &info, &len) && info &&
+	       modinfo_has((const char *)info, len, "alias", alias);
+}
+
 /*
  * A soft dependency named by an alias that no modules.alias lists (depmod has not run, as
  * in a kernel package unpacked as shipped: Debian's ext4 wants "crypto-crc32c"): the
- * modules whose names begin with the alias less its "crypto-" (crc32c_generic,
- * crc32c_intel) and that declare the alias in their own .modinfo, as depmod would have
- * found them; each is visited (one the CPU cannot use fails its insmod, which is only said).
- * Only those names are read, not the whole tree.
+ * modules that declare the alias in their own .modinfo, as depmod would have found them,
+ * each visited, in the order of their names whatever the directory's order (one the CPU
+ * cannot use fails its insmod, which is only said). Without whole, only the modules whose
+ * names begin with the alias less its "crypto-" (crc32c_generic, crc32c_intel) are read;
+ * with whole, every module is (the last look before a driver is called missing: one that
+ * cannot be read is skipped, and one read for nothing is let go). How many declare the
+ * alias, or -errno.
  */
 static int softdep_by_modinfo(const struct initramfs_opts *o, struct modset *m,
-			      const struct mod *x, const char *alias, int depth)
+			      const struct mod *x, const char *alias, int depth, bool whole)
 {
-	const char *base = strncmp(alias, "crypto-", 7) ? alias : alias + 7, *last = "";
+	const char *base = strncmp(alias, "crypto-", 7) ? alias : alias + 7;
+	struct initramfs_opts quiet = *o;
+	struct mod **c;
 	char prefix[64];
-	size_t pl;
+	size_t pl, n = 0;
+	int rc = 0;
 
 	mod_name(base, prefix, sizeof(prefix));
 	pl = strlen(prefix);
-	if (!pl)
+	if (!pl && !whole)
 		return 0;
-	for (;;) { /* in the order of their names, whatever the directory's order */
-		struct mod *d = NULL;
-		const uint8_t *info;
-		size_t len;
-		int rc;
+	c = malloc((m->n + 1) * sizeof(*c));
+	if (!c)
+		return initramfs_fail(o, -ENOMEM, "out of memory");
+	quiet.err = NULL;
+	for (size_t i = 0; i < m->n && rc >= 0; i++) {
+		struct mod *d = &m->mods[i];
+		bool had = d->data != NULL;
 
-		for (size_t i = 0; i < m->n; i++) {
-			struct mod *c = &m->mods[i];
-
-			if (c != x && !strncmp(c->name, prefix, pl) && strcmp(c->name, last) > 0 &&
-			    (!d || strcmp(c->name, d->name) < 0))
-				d = c;
+		if (d == x || (!whole && strncmp(d->name, prefix, pl)))
+			continue;
+		rc = mod_declares(whole ? &quiet : o, d, alias);
+		if (rc > 0) {
+			c[n++] = d;
+		} else if (whole) {
+			if (!had && d->state == 0) {
+				free(d->data);
+				d->data = NULL;
+			}
+			rc = 0;
 		}
-		if (!d)
-			return 0;
-		last = d->name;
-		if (d->state == 1)
-			continue;
-		rc = mod_load(o, d);
-		if (rc)
-			return rc;
-		if (elf_section(d->data, d->len, ".modinfo", &info, &len) || !info ||
-		    !modinfo_has((const char *)info, len, "alias", alias))
-			continue;
-		rc = order_visit(o, m, d, depth + 1);
-		if (rc)
-			return rc;
 	}
+	qsort(c, n, sizeof(*c), mod_cmp_name);
+	for (size_t i = 0; i < n && rc >= 0; i++)
+		if (c[i]->state != 1)
+			rc = order_visit(o, m, c[i], depth + 1);
+	free(c);
+	return rc < 0 ? rc : (int)n;
+}
+
+/* Note that x wants target, a soft pre-dependency found nowhere (modset_resolve says so). */
+static int missing_add(const struct initramfs_opts *o, struct modset *m, const char *target,
+		       const char *x)
+{
+	struct missing *e = NULL, *p;
+	size_t n, xl = strlen(x);
+
+	for (size_t i = 0; i < m->n_missing && !e; i++)
+		if (!strcmp(m->missing[i].target, target))
+			e = &m->missing[i];
+	if (!e) {
+		p = realloc(m->missing, (m->n_missing + 1) * sizeof(*p));
+		if (!p)
+			return initramfs_fail(o, -ENOMEM, "out of memory");
+		m->missing = p;
+		e = &p[m->n_missing];
+		e->by[0] = 0;
+		e->target = strdup(target);
+		if (!e->target)
+			return initramfs_fail(o, -ENOMEM, "out of memory");
+		m->n_missing++;
+	}
+	for (const char *b = e->by; *b; b += strcspn(b, ",") + (b[strcspn(b, ",")] ? 2 : 0))
+		if (!strncmp(b, x, xl) && (!b[xl] || b[xl] == ','))
+			return 0; /* a module that names it twice */
+	n = strlen(e->by);
+	snprintf(e->by + n, sizeof(e->by) - n, "%s%s", n ? ", " : "", x);
+	return 0;
+}
+
+/*
+ * A soft pre-dependency w of x: the modules it names — by name, by an alias modules.alias
+ * lists, else by the aliases modules declare — visited. Found nowhere, and nothing built in
+ * is named so or declares it as an alias (modules.builtin, modules.builtin.modinfo), it is
+ * noted as missing: the module would fail once loaded (ext4: "Cannot load crc32c driver").
+ */
+static int softdep_visit(const struct initramfs_opts *o, struct modset *m, struct mod *x,
+			 const char *w, int depth)
+{
+	char name[64];
+	const char *t;
+	struct mod *d;
+	size_t i = 0;
+	int found = 0, rc;
+
+	mod_name(w, name, sizeof(name));
+	d = mod_find(m, name);
+	if (d)
+		return d == x || d->state == 1 ? 0 : order_visit(o, m, d, depth + 1);
+	while ((t = alias_next(m, w, &i))) {
+		d = mod_find(m, t);
+		if (!d)
+			continue; /* listed, but not there */
+		found++;
+		if (d != x && d->state != 1) {
+			rc = order_visit(o, m, d, depth + 1);
+			if (rc)
+				return rc;
+		}
+	}
+	if (!found && !m->n_alias)
+		found = softdep_by_modinfo(o, m, x, w, depth, false);
+	if (found)
+		return found < 0 ? found : 0;
+	if (mod_builtin(m, name) || mod_builtin_alias(m, w))
+		return 0;
+	if (!m->n_alias)
+		found = softdep_by_modinfo(o, m, x, w, depth, true);
+	if (found)
+		return found < 0 ? found : 0;
+	return missing_add(o, m, w, x->name);
 }
 
 /* Depth-first: soft pre-dependencies and hard dependencies first, then the module. */
 static int order_visit(const struct initramfs_opts *o, struct modset *m, struct mod *x, int depth)
 {
 	const uint8_t *modinfo;
-	const char *info;
-	size_t info_len;
+	const char *info, *v;
+	size_t info_len, pos = 0, vlen;
 	char deps[1024], soft[1024];
 	int rc;
 
@@ -233,37 +331,25 @@ static int order_visit(const struct initramfs_opts *o, struct modset *m, struct 
 		return initramfs_fail(o, rc, "%s: malformed ELF section table", x->path);
 	info = (const char *)modinfo;
 
-	/* softdep=pre: a b post: c — only "pre" names that exist as modules; soft. */
-	if (info && modinfo_get(info, info_len, "softdep", soft, sizeof(soft))) {
+	/* softdep=pre: a b post: c, as many as the module declares: the "pre" ones */
+	while (info && (v = modinfo_next(info, info_len, "softdep", &pos, &vlen))) {
 		bool pre = false;
 		char *save, *w;
 
+		if (vlen >= sizeof(soft))
+			vlen = sizeof(soft) - 1;
+		memcpy(soft, v, vlen);
+		soft[vlen] = 0;
 		for (w = strtok_r(soft, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
-			char name[64];
-			const char *t;
-			struct mod *d;
-
 			if (!strcmp(w, "pre:") || !strcmp(w, "post:")) {
 				pre = !strcmp(w, "pre:");
 				continue;
 			}
 			if (!pre)
 				continue;
-			mod_name(w, name, sizeof(name));
-			d = mod_find(m, name);
-			if (!d && (t = alias_find(m, w)))
-				d = mod_find(m, t);
-			if (!d && !m->n_alias) {
-				rc = softdep_by_modinfo(o, m, x, w, depth);
-				if (rc)
-					return rc;
-				continue;
-			}
-			if (d && d != x && d->state != 1) {
-				rc = order_visit(o, m, d, depth + 1);
-				if (rc)
-					return rc;
-			}
+			rc = softdep_visit(o, m, x, w, depth);
+			if (rc)
+				return rc;
 		}
 	}
 	if (info && modinfo_get(info, info_len, "depends", deps, sizeof(deps))) {
@@ -294,9 +380,33 @@ static int order_visit(const struct initramfs_opts *o, struct modset *m, struct 
 }
 
 /*
+ * The kernel refused: one line naming every soft pre-dependency found nowhere and the
+ * modules that want it ("kernel V has no crc32c driver (crypto-crc32c, wanted by ext4,
+ * jbd2: softdep pre), neither built in nor a module in DIR").
+ */
+static int missing_fail(const struct initramfs_opts *o, const struct modset *m)
+{
+	char line[1024];
+	size_t n = 0;
+
+	for (size_t i = 0; i < m->n_missing && n < sizeof(line); i++) {
+		const char *t = m->missing[i].target;
+		const char *drv = strncmp(t, "crypto-", 7) || !t[7] ? t : t + 7;
+
+		n += (size_t)snprintf(line + n, sizeof(line) - n, "%s%s driver (%s%swanted by %s: "
+				      "softdep pre)", i ? ", no " : "", drv, drv == t ? "" : t,
+				      drv == t ? "" : ", ", m->missing[i].by);
+	}
+	return initramfs_fail(o, -ENOENT, "kernel %s has no %s, neither built in nor a module "
+			      "in %s", m->ver, line, m->dir);
+}
+
+/*
  * The modules the guest needs, in load order: virtio_blk, the virtio transports the
  * kernel has (virtio_pci for QEMU -M pc, virtio_mmio for the built-in VMM), the root
- * filesystem — each skipped when built in, with all their dependencies.
+ * filesystem — each skipped when built in, with all their dependencies. /init loads every
+ * one of them, so a soft pre-dependency of any of them that is found nowhere refuses the
+ * kernel (missing_fail), after the walk, so that the line names them all.
  */
 int modset_resolve(const struct initramfs_opts *o, struct modset *m, const char *fstype)
 {
@@ -329,6 +439,8 @@ int modset_resolve(const struct initramfs_opts *o, struct modset *m, const char 
 		if (rc)
 			return rc;
 	}
+	if (m->n_missing)
+		return missing_fail(o, m);
 	if (!transports)
 		return initramfs_fail(o, -ENOENT, "kernel %s has neither virtio_pci nor "
 				      "virtio_mmio (in %s)", m->ver, m->dir);
