@@ -70,7 +70,7 @@ int cmd_initramfs(int argc, char **argv)
 	struct oci_config img = { 0 };
 	const char *manifest = NULL, *out = NULL, **env = NULL;
 	char path[PATH_MAX], err[PATH_MAX + 128];
-	int c, rc = 1, uncached_fd = -1;
+	int c, rc = 1, ret, uncached_fd = -1;
 	size_t n_env = 0;
 
 	opterr = 0;
@@ -133,8 +133,10 @@ int cmd_initramfs(int argc, char **argv)
 			o.image = &img;
 	}
 
-	if (initramfs_build(&o, path, sizeof(path))) {
-		log_error("%s%s", err, out ? "" : ": give a private --cache-dir, or -o FILE");
+	ret = initramfs_build(&o, path, sizeof(path));
+	if (ret) { /* -EPERM without -o: the cache directory cannot be used (initramfs.h) */
+		log_error("%s%s", err[0] ? err : strerror(-ret),
+			  ret == -EPERM && !out ? ": give a private --cache-dir, or -o FILE" : "");
 		goto out;
 	}
 	if (out) {

@@ -79,8 +79,9 @@ struct initramfs_opts {
 	 * A cache directory that cannot be used (another user's, writable by others, a link,
 	 * cannot be made): with uncached_fd, the cpio is written to a file without a name (0600
 	 * in $TMPDIR or /tmp, unlinked at once), out_path is /proc/self/fd/N and *uncached_fd N,
-	 * the caller's to close after use, after one warning to notes; without, -EPERM (or the
-	 * error) and err says why. Untouched by a cached build.
+	 * the caller's to close after use, after one warning to notes; without, -EPERM whatever
+	 * the cause, and err says why (so a caller can tell this failure from the others).
+	 * Untouched by a cached build.
 	 */
 	int *uncached_fd;
 	struct note_sink notes;

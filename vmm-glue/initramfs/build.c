@@ -214,8 +214,8 @@ static int cache_dir(struct build *b)
 		return 0;
 	}
 	b->memo[0] = '\0';
-	if (!o->uncached_fd)
-		return initramfs_fail(o, rc, "cache directory %s: %s (not used)", dir,
+	if (!o->uncached_fd) /* -EPERM whatever the cause: initramfs.h */
+		return initramfs_fail(o, -EPERM, "cache directory %s: %s (not used)", dir,
 				      why ? why : strerror(-rc));
 	note_emit(&o->notes, NOTE_WARN, "initramfs cache directory %s not used (%s): building "
 		  "without a cache", dir, why ? why : strerror(-rc));
