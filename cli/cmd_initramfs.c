@@ -18,7 +18,8 @@ static const char initramfs_usage[] =
 	"\n"
 	"Build the initramfs `lazyblk run` boots with (also usable with QEMU -initrd): a static\n"
 	"busybox, the kernel's virtio modules (virtio_blk, virtio_pci, virtio_mmio and the root\n"
-	"filesystem when they are modules, with their dependencies, decompressed) and an /init\n"
+	"filesystem when they are modules, with their dependencies, decompressed; a kernel that\n"
+	"lacks virtio_blk, the filesystem or a module's (soft) dependency is refused) and an /init\n"
 	"that mounts /dev/vda (ext4, read-write), runs CMD inside it (chroot; the image needs no\n"
 	"shell) with its output on the console, then syncs, unmounts, prints\n"
 	"`lazyblk-exit: N`, writes N to I/O port 0x441 and reboots (boot with `reboot=k`; under\n"
@@ -70,7 +71,7 @@ int cmd_initramfs(int argc, char **argv)
 	struct oci_config img = { 0 };
 	const char *manifest = NULL, *out = NULL, **env = NULL;
 	char path[PATH_MAX], err[PATH_MAX + 128];
-	int c, rc = 1, uncached_fd = -1;
+	int c, rc = 1, ret, uncached_fd = -1;
 	size_t n_env = 0;
 
 	opterr = 0;
@@ -133,8 +134,10 @@ int cmd_initramfs(int argc, char **argv)
 			o.image = &img;
 	}
 
-	if (initramfs_build(&o, path, sizeof(path))) {
-		log_error("%s%s", err, out ? "" : ": give a private --cache-dir, or -o FILE");
+	ret = initramfs_build(&o, path, sizeof(path));
+	if (ret) { /* -EPERM without -o: the cache directory cannot be used (initramfs.h) */
+		log_error("%s%s", err[0] ? err : strerror(-ret),
+			  ret == -EPERM && !out ? ": give a private --cache-dir, or -o FILE" : "");
 		goto out;
 	}
 	if (out) {

@@ -15,7 +15,8 @@
  *                          setgroups(0), setgid, setuid, execve(PATH, [ARGV0, ARGS...])
  *   /lib/modules/VER/name.ko   the virtio modules (+ their dependencies and soft
  *                          pre-dependencies, + ext4 when it is a module), decompressed;
- *                          /etc/lazyblk/modules lists them in load order
+ *                          /etc/lazyblk/modules lists them in load order; a kernel that
+ *                          lacks one (neither a module nor built in) is refused
  *   /etc/lazyblk/config    root device, fstype, console, workdir, user (sh assignments)
  *   /etc/lazyblk/cmd       the command as `set -- 'arg' ...` (single-quoted words)
  *   /etc/lazyblk/env       the environment as `export 'K=V'` lines
@@ -79,8 +80,9 @@ struct initramfs_opts {
 	 * A cache directory that cannot be used (another user's, writable by others, a link,
 	 * cannot be made): with uncached_fd, the cpio is written to a file without a name (0600
 	 * in $TMPDIR or /tmp, unlinked at once), out_path is /proc/self/fd/N and *uncached_fd N,
-	 * the caller's to close after use, after one warning to notes; without, -EPERM (or the
-	 * error) and err says why. Untouched by a cached build.
+	 * the caller's to close after use, after one warning to notes; without, -EPERM whatever
+	 * the cause, and err says why (so a caller can tell this failure from the others).
+	 * Untouched by a cached build.
 	 */
 	int *uncached_fd;
 	struct note_sink notes;
@@ -92,7 +94,11 @@ struct initramfs_opts {
 /*
  * Build (or find in the cache) the initramfs; its path goes to out_path.
  * The cache key is the sha256 of the kernel file, busybox, every module's bytes, the
- * init scripts and the command/config files. Returns 0 or -errno with o->err set.
+ * init scripts and the command/config files. Returns 0 or -errno with o->err set: -ENOENT
+ * with one line naming them when the kernel lacks a driver the guest needs — virtio_blk or
+ * the root filesystem, a module's dependency, or a soft pre-dependency of a module /init
+ * loads ("kernel V has no crc32c driver (crypto-crc32c, wanted by ext4, jbd2: softdep pre),
+ * neither built in nor a module in DIR").
  */
 int initramfs_build(const struct initramfs_opts *o, char *out_path, size_t out_len);
 

@@ -32,7 +32,10 @@ struct fx {
 
 /* ------------------------------------------------------------------ fixtures */
 
-/* A relocatable ELF64 with sections: null, .text (a marker), .modinfo, .shstrtab. */
+/*
+ * A relocatable ELF64 with sections: null, .text (a marker), .modinfo, .shstrtab. softdep:
+ * one softdep= entry, or several separated by '|' (as btrfs declares them).
+ */
 static size_t fake_module(uint8_t *out, const char *name, const char *depends,
 			  const char *softdep, const char *alias)
 {
@@ -42,8 +45,9 @@ static size_t fake_module(uint8_t *out, const char *name, const char *depends,
 	char text[64] = { 0 };
 
 	il += (size_t)snprintf(info + il, sizeof(info) - il, "license=GPL") + 1;
-	if (softdep)
-		il += (size_t)snprintf(info + il, sizeof(info) - il, "softdep=%s", softdep) + 1;
+	for (const char *sd = softdep; sd && *sd; sd += strcspn(sd, "|") + !!sd[strcspn(sd, "|")])
+		il += (size_t)snprintf(info + il, sizeof(info) - il, "softdep=%.*s",
+				       (int)strcspn(sd, "|"), sd) + 1;
 	if (alias) { /* as a kernel module declares them: another alias first, then this one */
 		il += (size_t)snprintf(info + il, sizeof(info) - il, "alias=%s-x", alias) + 1;
 		il += (size_t)snprintf(info + il, sizeof(info) - il, "alias=%s", alias) + 1;
@@ -574,7 +578,7 @@ static void test_cache(void **state)
 	/* a changed module changes the key */
 	o.argv = argv;
 	write_module(f, &(struct fmod){ "kernel/drivers/virtio/virtio_ring.ko", "virtio_ring",
-					"", "pre: nothing", NULL });
+					"", "post: nothing", NULL });
 	assert_int_equal(initramfs_build(&o, f->out, sizeof(f->out)), 0);
 	assert_string_not_equal(first, f->out);
 	/* gzip */
@@ -599,16 +603,20 @@ static void test_modules_dep_and_override(void **state)
 		"kernel/drivers/block/virtio_blk.ko: kernel/drivers/virtio/virtio.ko.xz "
 		"kernel/drivers/virtio/virtio_ring.ko\n"
 		"kernel/drivers/virtio/virtio_mmio.ko: kernel/drivers/virtio/virtio.ko.xz "
-		"kernel/drivers/virtio/virtio_ring.ko\n";
+		"kernel/drivers/virtio/virtio_ring.ko\n"
+		"kernel/lib/crc-thing.ko.zst:\n"
+		"kernel/crypto/crcx_generic.ko.xz:\n";
 
-	/* modules.dep (depmod ran) names the files: virtio_pci is not listed, so not used */
+	/* modules.dep (depmod ran) names the files: virtio_pci is not listed, so not used (nor
+	 * crcx_intel; virtio_blk's soft pre-dependencies are listed: without them the kernel
+	 * is refused, see test_missing_drivers) */
 	path_fmt(p, "%s/modules.dep", f->mods);
 	write_file(p, dep, strlen(dep));
 	if (initramfs_build(&o, f->out, sizeof(f->out)))
 		fail_msg("build: %s", f->err);
 	read_cpio(f->out, &r, false);
 	assert_string_equal((char *)find(&r, "etc/lazyblk/modules")->data,
-			    "virtio_ring\nvirtio\nvirtio_mmio\nvirtio_blk\n");
+			    "virtio_ring\nvirtio\nvirtio_mmio\ncrc_thing\ncrcx_generic\nvirtio_blk\n");
 	free_cpio(&r);
 	unlink(p);
 
@@ -705,6 +713,113 @@ static void test_bad_inputs(void **state)
 	o.n_env = 1;
 	assert_int_equal(initramfs_build(&o, f->out, sizeof(f->out)), -EINVAL);
 	assert_non_null(strstr(f->err, "bad environment entry '1BAD=x'"));
+}
+
+/* The build with o refused (-ENOENT) with exactly the line "kernel VER has no WHAT,
+ * neither built in nor a module in MODS". */
+static void expect_missing(struct fx *f, struct initramfs_opts *o, const char *what)
+{
+	char want[PATH_MAX + 512];
+
+	snprintf(want, sizeof(want), "kernel " VER " has no %s, neither built in nor a module in %s",
+		 what, f->mods);
+	assert_int_equal(initramfs_build(o, f->out, sizeof(f->out)), -ENOENT);
+	assert_string_equal(f->err, want);
+}
+
+static void expect_order(struct fx *f, struct initramfs_opts *o, const char *order)
+{
+	struct cpio_rd r;
+
+	if (initramfs_build(o, f->out, sizeof(f->out)))
+		fail_msg("build: %s", f->err);
+	read_cpio(f->out, &r, false);
+	assert_string_equal((char *)find(&r, "etc/lazyblk/modules")->data, order);
+	assert_false(has(&r, "lib/modules/" VER "/unrelated.ko"));
+	free_cpio(&r);
+}
+
+/*
+ * A soft pre-dependency of a module the guest loads that is neither a module (by name or by
+ * alias) nor built in (modules.builtin by name, modules.builtin.modinfo by alias): the
+ * kernel is refused with one line naming each and who wants it, as Debian's generic kernel
+ * without its crc32c modules is (its ext4 would stop with "Cannot load crc32c driver").
+ */
+static void test_missing_drivers(void **state)
+{
+	struct fx *f = *state;
+	const char *argv[] = { "x" };
+	struct initramfs_opts o = base_opts(f, argv, 1);
+	char p[PATH_MAX], builtin[PATH_MAX], binfo[PATH_MAX], alias[PATH_MAX];
+	static const char head[] = "virtio_pci_modern_dev\nvirtio_ring\nvirtio\nvirtio_pci\n"
+				   "virtio_mmio\ncrcx_generic\ncrcx_intel\nvirtio_blk\n";
+	static const char bi_crc32c[] = "crc32c_generic.alias=crypto-crc32c-generic\0"
+					"crc32c_generic.alias=crypto-crc32c\0";
+	static const char bi_decoys[] = "crc32c_generic.alias=crypto-crc32c-generic\0"
+					"crc32c_generic.description=crypto-crc32c\0";
+	static const char bi_sha9[] = "sha9_generic.license=GPL\0sha9_generic.alias=crypto-sha9";
+	char order[512];
+	const char *t;
+
+	/* ext4 and jbd2 are modules that want crc32c (ext4 in two softdep= entries, as btrfs
+	 * declares its own); crc-thing, which virtio_blk wants, is gone; nothing built in */
+	path_fmt(builtin, "%s/modules.builtin", f->mods);
+	path_fmt(binfo, "%s/modules.builtin.modinfo", f->mods);
+	path_fmt(alias, "%s/modules.alias", f->mods);
+	write_file(builtin, "", 0);
+	write_module(f, &(struct fmod){ "kernel/fs/ext4/ext4.ko", "ext4", "jbd2",
+					"pre: crypto-crc32c|pre: crypto-sha9 post: crypto-gone",
+					NULL });
+	write_module(f, &(struct fmod){ "kernel/fs/jbd2/jbd2.ko.xz", "jbd2", "",
+					"pre: crypto-crc32c", NULL });
+	path_fmt(p, "%s/kernel/lib/crc-thing.ko.zst", f->mods);
+	assert_int_equal(unlink(p), 0);
+	expect_missing(f, &o, "crc-thing driver (wanted by virtio_blk: softdep pre), "
+			      "no crc32c driver (crypto-crc32c, wanted by ext4, jbd2: softdep pre), "
+			      "no sha9 driver (crypto-sha9, wanted by ext4: softdep pre)");
+
+	/* built in by name (modules.builtin): crc-thing is no longer missing */
+	write_file(builtin, "kernel/lib/crc-thing.ko\n", 24);
+	expect_missing(f, &o, "crc32c driver (crypto-crc32c, wanted by ext4, jbd2: softdep pre), "
+			      "no sha9 driver (crypto-sha9, wanted by ext4: softdep pre)");
+	/* modules.builtin.modinfo: only an entry that declares that very alias counts (a blob
+	 * without its last NUL, as a truncated file would be, is read to its end) */
+	write_file(binfo, bi_decoys, sizeof(bi_decoys) - 1);
+	expect_missing(f, &o, "crc32c driver (crypto-crc32c, wanted by ext4, jbd2: softdep pre), "
+			      "no sha9 driver (crypto-sha9, wanted by ext4: softdep pre)");
+	write_file(binfo, bi_sha9, sizeof(bi_sha9) - 1);
+	expect_missing(f, &o, "crc32c driver (crypto-crc32c, wanted by ext4, jbd2: softdep pre)");
+	/* built in by alias (modules.builtin.modinfo, as Debian's cloud kernel has crc32c) */
+	{
+		char both[256];
+		size_t n = sizeof(bi_crc32c) - 1;
+
+		memcpy(both, bi_crc32c, n);
+		memcpy(both + n, bi_sha9, sizeof(bi_sha9) - 1);
+		write_file(binfo, both, n + sizeof(bi_sha9) - 1);
+	}
+	snprintf(order, sizeof(order), "%sjbd2\next4\n", head);
+	expect_order(f, &o, order);
+
+	/* a module whose name does not begin like the alias but declares it: found by reading
+	 * every module before the kernel is refused (unrelated.ko read, not taken) */
+	write_file(binfo, bi_sha9, sizeof(bi_sha9) - 1);
+	write_module(f, &(struct fmod){ "kernel/lib/checksum-fast.ko", "checksum_fast", "", NULL,
+					"crypto-crc32c" });
+	snprintf(order, sizeof(order), "%schecksum_fast\njbd2\next4\n", head);
+	expect_order(f, &o, order);
+
+	/* depmod ran: modules.alias decides; every module it lists for the alias is taken,
+	 * one listed but not there skipped; listed nowhere → missing */
+	t = "alias crypto-crc32c crc32c_gone\nalias crypto-crc32c checksum_fast\n"
+	    "alias crypto-crcx crcx_generic\n";
+	write_file(alias, t, strlen(t));
+	snprintf(order, sizeof(order), "virtio_pci_modern_dev\nvirtio_ring\nvirtio\nvirtio_pci\n"
+		 "virtio_mmio\ncrcx_generic\nvirtio_blk\nchecksum_fast\njbd2\next4\n");
+	expect_order(f, &o, order);
+	t = "alias crypto-crc32c crc32c_gone\nalias crypto-crcx crcx_generic\n";
+	write_file(alias, t, strlen(t));
+	expect_missing(f, &o, "crc32c driver (crypto-crc32c, wanted by ext4, jbd2: softdep pre)");
 }
 
 /* A command from the image config (its parsing: tests/unit/test_oci_config.c). */
@@ -1003,6 +1118,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_cache, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_modules_dep_and_override, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_inputs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_missing_drivers, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_image_config, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_recipe_memo, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cache_dir_private, setup, teardown),

@@ -18,8 +18,12 @@
 #include "internal.h"
 #include "memo.h"
 
-/* v2: soft dependencies also through the aliases modules declare (no modules.alias) */
-#define FORMAT_TAG "lazyblk-initramfs-v2"
+/*
+ * v2: soft dependencies also through the aliases modules declare (no modules.alias);
+ * v3: a kernel whose soft pre-dependencies are found nowhere is refused, so no recipe of an
+ * earlier resolution may stand for the initramfs of one
+ */
+#define FORMAT_TAG "lazyblk-initramfs-v3"
 
 int initramfs_fail(const struct initramfs_opts *o, int rc, const char *fmt, ...)
 {
@@ -210,8 +214,8 @@ static int cache_dir(struct build *b)
 		return 0;
 	}
 	b->memo[0] = '\0';
-	if (!o->uncached_fd)
-		return initramfs_fail(o, rc, "cache directory %s: %s (not used)", dir,
+	if (!o->uncached_fd) /* -EPERM whatever the cause: initramfs.h */
+		return initramfs_fail(o, -EPERM, "cache directory %s: %s (not used)", dir,
 				      why ? why : strerror(-rc));
 	note_emit(&o->notes, NOTE_WARN, "initramfs cache directory %s not used (%s): building "
 		  "without a cache", dir, why ? why : strerror(-rc));

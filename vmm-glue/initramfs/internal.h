@@ -5,6 +5,7 @@
  *   build.c      initramfs_build: the inputs, the cache, the content key and the recipe
  *   image.c      the entries of the cpio
  *   kernel.c     the kernel's release string (initramfs_kernel_version)
+ *   modindex.c   the index of the kernel's modules: where they are, built in, aliases
  *   modules.c    the modules the guest needs, in load order, read and decompressed
  *   files.c      /etc/lazyblk/{config,cmd,env,modules}: the options as sh text
  *   cpio.c       a cpio (newc) writer over libarchive
@@ -68,6 +69,12 @@ struct watch {
 	char id[128];
 };
 
+/* A soft pre-dependency neither built in nor a module, and the modules that want it. */
+struct missing {
+	char *target;         /* as the softdep names it: "crypto-crc32c" */
+	char by[256];         /* "ext4, jbd2" */
+};
+
 struct modset {
 	char dir[PATH_MAX];
 	char ver[128];        /* the kernel's release: set before modset_resolve */
@@ -75,12 +82,16 @@ struct modset {
 	size_t n, cap;
 	char **builtin;       /* normalized names */
 	size_t n_builtin, cap_builtin;
+	char *builtin_info;   /* modules.builtin.modinfo (NUL-separated module.key=value), or NULL */
+	size_t builtin_info_len;
 	char **alias;         /* pairs: alias, module (from modules.alias, if any) */
 	size_t n_alias;
 	struct mod **order;   /* load order */
 	size_t n_order;
 	struct watch *watch;  /* what a recipe memo must find unchanged (memo.h) */
 	size_t n_watch, cap_watch;
+	struct missing *missing;  /* soft pre-dependencies found nowhere */
+	size_t n_missing;
 };
 
 /*
@@ -88,10 +99,32 @@ struct modset {
  * the kernel has (virtio_pci for QEMU -M pc, virtio_mmio for the built-in VMM), the root
  * filesystem fstype — each skipped when built in, with all their dependencies and soft
  * pre-dependencies — found from o->modules_dir or next to o->kernel (initramfs.h), read and
- * decompressed. m->watch: every file and directory the resolution looked at.
+ * decompressed. m->watch: every file and directory the resolution looked at. -ENOENT with
+ * one line naming them when virtio_blk or fstype, a dependency, or a soft pre-dependency of
+ * a module the guest loads is neither built in nor a module.
  */
 int modset_resolve(const struct initramfs_opts *o, struct modset *m, const char *fstype);
 void modset_free(struct modset *m);
+
+/* ------------------------------------------------------------------ modindex.c */
+
+/*
+ * m->dir, the kernel's modules directory (from o->modules_dir or next to o->kernel, for the
+ * release m->ver), and its index: m->mods (modules.dep when depmod ran, else a walk of the
+ * tree), m->builtin (modules.builtin), m->alias (modules.alias); each file and directory
+ * looked at noted in m->watch. 0, or -errno with the reason (initramfs_fail).
+ */
+int modset_open(const struct initramfs_opts *o, struct modset *m);
+/* A module's name from its path or any spelling: the file name to its first '.', '-' → '_'. */
+void mod_name(const char *path, char *name, size_t len);
+/* The indexed module of that (normalized) name, or NULL. */
+struct mod *mod_find(struct modset *m, const char *name);
+/* Whether the module of that (normalized) name is built into the kernel. */
+bool mod_builtin(const struct modset *m, const char *name);
+/* The next module modules.alias lists for alias, from its entry *i on (start at 0), or NULL. */
+const char *alias_next(const struct modset *m, const char *alias, size_t *i);
+/* Whether built-in code declares alias (modules.builtin.modinfo: "crc32c_generic.alias=crc32c"). */
+bool mod_builtin_alias(const struct modset *m, const char *alias);
 
 /* ------------------------------------------------------------------ files.c */
 

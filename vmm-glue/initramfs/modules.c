@@ -1,19 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The kernel modules the guest needs (internal.h, modset_resolve): where the kernel's
- * modules are, an index of them (modules.dep when depmod ran, else a walk of the tree;
- * modules.builtin; modules.alias, else the aliases modules declare in their own .modinfo),
- * and a depth-first walk of their .modinfo dependencies, each module read and decompressed
- * (.ko.xz, .ko.zst, .ko.gz) on the way.
+ * The kernel modules the guest needs (internal.h, modset_resolve): over the index of
+ * modindex.c, a depth-first walk of their .modinfo dependencies (depends=, and softdep=pre:
+ * named directly or by an alias — from modules.alias, else the aliases modules declare in
+ * their own .modinfo), each module read and decompressed (.ko.xz, .ko.zst, .ko.gz) on the way.
  */
-#include <dirent.h>
 #include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "../../common/digest_memo.h"
 #include "../../common/dl_archive.h"
@@ -23,277 +18,6 @@
 
 #define MAX_MODULE (256u << 20)   /* a decompressed module larger than this is refused */
 #define MAX_DEPTH 64
-
-/* ------------------------------------------------------------------ the index */
-
-static void mod_name(const char *path, char *name, size_t len)
-{
-	const char *b = strrchr(path, '/');
-	size_t n;
-
-	b = b ? b + 1 : path;
-	n = strcspn(b, ".");
-	if (n >= len)
-		n = len - 1;
-	for (size_t i = 0; i < n; i++)
-		name[i] = b[i] == '-' ? '_' : b[i];
-	name[n] = 0;
-}
-
-static bool is_module_file(const char *name)
-{
-	static const char *const sfx[] = { ".ko", ".ko.xz", ".ko.zst", ".ko.gz" };
-	size_t n = strlen(name);
-
-	for (size_t i = 0; i < sizeof(sfx) / sizeof(sfx[0]); i++) {
-		size_t s = strlen(sfx[i]);
-
-		if (n > s && !strcmp(name + n - s, sfx[i]))
-			return true;
-	}
-	return false;
-}
-
-void modset_free(struct modset *m)
-{
-	for (size_t i = 0; i < m->n; i++) {
-		free(m->mods[i].path);
-		free(m->mods[i].data);
-	}
-	free(m->mods);
-	for (size_t i = 0; i < m->n_builtin; i++)
-		free(m->builtin[i]);
-	free(m->builtin);
-	for (size_t i = 0; i < m->n_alias * 2; i++)
-		free(m->alias[i]);
-	free(m->alias);
-	free(m->order);
-	for (size_t i = 0; i < m->n_watch; i++)
-		free(m->watch[i].path);
-	free(m->watch);
-	memset(m, 0, sizeof(*m));
-}
-
-/*
- * Note path's state before the resolution reads it: a recipe memo is valid only while every
- * noted path is as it was (a change after the note fails that check; none goes unseen).
- */
-static int watch_add(struct modset *m, const char *path)
-{
-	struct watch *w;
-	struct stat st;
-
-	if (m->n_watch == m->cap_watch) {
-		size_t cap = m->cap_watch ? m->cap_watch * 2 : 64;
-		struct watch *p = realloc(m->watch, cap * sizeof(*p));
-
-		if (!p)
-			return -ENOMEM;
-		m->watch = p;
-		m->cap_watch = cap;
-	}
-	w = &m->watch[m->n_watch];
-	w->path = strdup(path);
-	if (!w->path)
-		return -ENOMEM;
-	if (stat(path, &st) || digest_memo_identity(&st, w->id, sizeof(w->id)))
-		snprintf(w->id, sizeof(w->id), "-");
-	m->n_watch++;
-	return 0;
-}
-
-static struct mod *mod_find(struct modset *m, const char *name)
-{
-	for (size_t i = 0; i < m->n; i++)
-		if (!strcmp(m->mods[i].name, name))
-			return &m->mods[i];
-	return NULL;
-}
-
-static bool mod_builtin(const struct modset *m, const char *name)
-{
-	for (size_t i = 0; i < m->n_builtin; i++)
-		if (!strcmp(m->builtin[i], name))
-			return true;
-	return false;
-}
-
-static int mod_add(struct modset *m, const char *path)
-{
-	char name[64];
-	struct mod *x;
-
-	mod_name(path, name, sizeof(name));
-	if (!name[0] || mod_find(m, name))
-		return 0; /* first one wins (modules.dep order, or the first found) */
-	if (m->n == m->cap) {
-		size_t cap = m->cap ? m->cap * 2 : 256;
-		struct mod *p = realloc(m->mods, cap * sizeof(*p));
-
-		if (!p)
-			return -ENOMEM;
-		m->mods = p;
-		m->cap = cap;
-	}
-	x = &m->mods[m->n];
-	memset(x, 0, sizeof(*x));
-	snprintf(x->name, sizeof(x->name), "%s", name);
-	x->path = strdup(path);
-	if (!x->path)
-		return -ENOMEM;
-	m->n++;
-	return 0;
-}
-
-/* Every module file under dir (16 levels deep at most), each directory noted. */
-static int index_walk(struct modset *m, const char *dir, int depth)
-{
-	DIR *d;
-	struct dirent *e;
-	int rc = 0;
-
-	if (depth > 16)
-		return 0;
-	rc = watch_add(m, dir);
-	if (rc)
-		return rc;
-	d = opendir(dir);
-	if (!d)
-		return depth ? 0 : -errno;
-	while (!rc && (e = readdir(d))) {
-		char p[PATH_MAX];
-		struct stat st;
-
-		if (e->d_name[0] == '.')
-			continue;
-		if (snprintf(p, sizeof(p), "%s/%s", dir, e->d_name) >= (int)sizeof(p))
-			continue;
-		if (lstat(p, &st))
-			continue;
-		if (S_ISDIR(st.st_mode))
-			rc = index_walk(m, p, depth + 1);
-		else if (S_ISREG(st.st_mode) && is_module_file(e->d_name))
-			rc = mod_add(m, p);
-	}
-	closedir(d);
-	return rc;
-}
-
-/* Lines of a text file in the modules directory; absent → 0 with *data NULL. */
-static int index_read(struct modset *m, const char *name, char **data)
-{
-	char p[PATH_MAX];
-	uint8_t *d;
-	size_t n;
-	int rc;
-
-	*data = NULL;
-	if (snprintf(p, sizeof(p), "%s/%s", m->dir, name) >= (int)sizeof(p))
-		return -ENAMETOOLONG;
-	rc = watch_add(m, p);
-	if (rc)
-		return rc;
-	rc = fs_read_file(p, &d, &n);
-	if (rc == -ENOENT)
-		return 0;
-	if (rc)
-		return rc;
-	*data = (char *)d;
-	return 0;
-}
-
-/* modules.dep (depmod ran): where each module it lists is. */
-static int index_dep(struct modset *m, char *dep)
-{
-	char *save, *line;
-	int rc = 0;
-
-	for (line = strtok_r(dep, "\n", &save); line && !rc; line = strtok_r(NULL, "\n", &save)) {
-		char *colon = strchr(line, ':'), p[PATH_MAX];
-
-		if (!colon)
-			continue;
-		*colon = 0;
-		if (snprintf(p, sizeof(p), "%s/%s", m->dir, line) < (int)sizeof(p) &&
-		    !access(p, R_OK))
-			rc = mod_add(m, p);
-	}
-	return rc;
-}
-
-/* modules.builtin: the modules built into the kernel, by normalized name. */
-static int index_builtin(struct modset *m, char *builtin)
-{
-	char *save, *line;
-
-	for (line = strtok_r(builtin, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		if (m->n_builtin == m->cap_builtin) {
-			size_t cap = m->cap_builtin ? m->cap_builtin * 2 : 256;
-			char **p = realloc(m->builtin, cap * sizeof(*p));
-
-			if (!p)
-				return -ENOMEM;
-			m->builtin = p;
-			m->cap_builtin = cap;
-		}
-		m->builtin[m->n_builtin] = malloc(64);
-		if (!m->builtin[m->n_builtin])
-			return -ENOMEM;
-		mod_name(line, m->builtin[m->n_builtin++], 64);
-	}
-	return 0;
-}
-
-/* modules.alias (depmod output): resolves soft dependencies named by alias. */
-static int index_alias(struct modset *m, char *alias)
-{
-	char *save, *line;
-
-	for (line = strtok_r(alias, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char a[128], mod[64], **p;
-
-		if (sscanf(line, "alias %127s %63s", a, mod) != 2 || strchr(a, '*'))
-			continue;
-		p = realloc(m->alias, (m->n_alias + 1) * 2 * sizeof(*p));
-		if (!p)
-			return -ENOMEM;
-		m->alias = p;
-		p[m->n_alias * 2] = strdup(a);
-		p[m->n_alias * 2 + 1] = strdup(mod);
-		m->n_alias++;
-		if (!p[m->n_alias * 2 - 2] || !p[m->n_alias * 2 - 1])
-			return -ENOMEM;
-	}
-	return 0;
-}
-
-/* Where the modules are, which are built in, and the aliases (m->dir is set). */
-static int modset_index(struct modset *m)
-{
-	char *text;
-	int rc;
-
-	/* Where each module is: modules.dep when depmod ran, else a walk of the tree. */
-	rc = index_read(m, "modules.dep", &text);
-	if (!rc && text)
-		rc = index_dep(m, text);
-	free(text);
-	if (!rc && !m->n)
-		rc = index_walk(m, m->dir, 0);
-	if (rc)
-		return rc;
-	rc = index_read(m, "modules.builtin", &text);
-	if (!rc && text)
-		rc = index_builtin(m, text);
-	free(text);
-	if (rc)
-		return rc;
-	rc = index_read(m, "modules.alias", &text);
-	if (!rc && text)
-		rc = index_alias(m, text);
-	free(text);
-	return rc;
-}
 
 /* ------------------------------------------------------------------ reading a module */
 
@@ -435,72 +159,162 @@ static bool modinfo_has(const char *info, size_t len, const char *key, const cha
 	return false;
 }
 
-static const char *alias_find(const struct modset *m, const char *name)
-{
-	for (size_t i = 0; i < m->n_alias; i++)
-		if (!strcmp(m->alias[i * 2], name))
-			return m->alias[i * 2 + 1];
-	return NULL;
-}
-
 static int order_visit(const struct initramfs_opts *o, struct modset *m, struct mod *x,
 		       int depth);
+
+static int mod_cmp_name(const void *a, const void *b)
+{
+	const struct mod *const *x = a, *const *y = b;
+
+	return strcmp((*x)->name, (*y)->name);
+}
+
+/* Whether module d declares alias in its .modinfo (1, else 0; d read if it was not), or -errno. */
+static int mod_declares(const struct initramfs_opts *o, struct mod *d, const char *alias)
+{
+	const uint8_t *info;
+	size_t len;
+	int rc = mod_load(o, d);
+
+	if (rc)
+		return rc;
+	return !elf_section(d->data, d->len, ".modinfo", &info, &len) && info &&
+	       modinfo_has((const char *)info, len, "alias", alias);
+}
 
 /*
  * A soft dependency named by an alias that no modules.alias lists (depmod has not run, as
  * in a kernel package unpacked as shipped: Debian's ext4 wants "crypto-crc32c"): the
- * modules whose names begin with the alias less its "crypto-" (crc32c_generic,
- * crc32c_intel) and that declare the alias in their own .modinfo, as depmod would have
- * found them; each is visited (one the CPU cannot use fails its insmod, which is only said).
- * Only those names are read, not the whole tree.
+ * modules that declare the alias in their own .modinfo, as depmod would have found them,
+ * each visited, in the order of their names whatever the directory's order (one the CPU
+ * cannot use fails its insmod, which is only said). Without whole, only the modules whose
+ * names begin with the alias less its "crypto-" (crc32c_generic, crc32c_intel) are read;
+ * with whole, every module is (the last look before a driver is called missing: one that
+ * cannot be read is skipped, and one read for nothing is let go). How many declare the
+ * alias, or -errno.
  */
 static int softdep_by_modinfo(const struct initramfs_opts *o, struct modset *m,
-			      const struct mod *x, const char *alias, int depth)
+			      const struct mod *x, const char *alias, int depth, bool whole)
 {
-	const char *base = strncmp(alias, "crypto-", 7) ? alias : alias + 7, *last = "";
+	const char *base = strncmp(alias, "crypto-", 7) ? alias : alias + 7;
+	struct initramfs_opts quiet = *o;
+	struct mod **c;
 	char prefix[64];
-	size_t pl;
+	size_t pl, n = 0;
+	int rc = 0;
 
 	mod_name(base, prefix, sizeof(prefix));
 	pl = strlen(prefix);
-	if (!pl)
+	if (!pl && !whole)
 		return 0;
-	for (;;) { /* in the order of their names, whatever the directory's order */
-		struct mod *d = NULL;
-		const uint8_t *info;
-		size_t len;
-		int rc;
+	c = malloc((m->n + 1) * sizeof(*c));
+	if (!c)
+		return initramfs_fail(o, -ENOMEM, "out of memory");
+	quiet.err = NULL;
+	for (size_t i = 0; i < m->n && rc >= 0; i++) {
+		struct mod *d = &m->mods[i];
+		bool had = d->data != NULL;
 
-		for (size_t i = 0; i < m->n; i++) {
-			struct mod *c = &m->mods[i];
-
-			if (c != x && !strncmp(c->name, prefix, pl) && strcmp(c->name, last) > 0 &&
-			    (!d || strcmp(c->name, d->name) < 0))
-				d = c;
+		if (d == x || (!whole && strncmp(d->name, prefix, pl)))
+			continue;
+		rc = mod_declares(whole ? &quiet : o, d, alias);
+		if (rc > 0) {
+			c[n++] = d;
+		} else if (whole) {
+			if (!had && d->state == 0) {
+				free(d->data);
+				d->data = NULL;
+			}
+			rc = 0;
 		}
-		if (!d)
-			return 0;
-		last = d->name;
-		if (d->state == 1)
-			continue;
-		rc = mod_load(o, d);
-		if (rc)
-			return rc;
-		if (elf_section(d->data, d->len, ".modinfo", &info, &len) || !info ||
-		    !modinfo_has((const char *)info, len, "alias", alias))
-			continue;
-		rc = order_visit(o, m, d, depth + 1);
-		if (rc)
-			return rc;
 	}
+	qsort(c, n, sizeof(*c), mod_cmp_name);
+	for (size_t i = 0; i < n && rc >= 0; i++)
+		if (c[i]->state != 1)
+			rc = order_visit(o, m, c[i], depth + 1);
+	free(c);
+	return rc < 0 ? rc : (int)n;
+}
+
+/* Note that x wants target, a soft pre-dependency found nowhere (modset_resolve says so). */
+static int missing_add(const struct initramfs_opts *o, struct modset *m, const char *target,
+		       const char *x)
+{
+	struct missing *e = NULL, *p;
+	size_t n, xl = strlen(x);
+
+	for (size_t i = 0; i < m->n_missing && !e; i++)
+		if (!strcmp(m->missing[i].target, target))
+			e = &m->missing[i];
+	if (!e) {
+		p = realloc(m->missing, (m->n_missing + 1) * sizeof(*p));
+		if (!p)
+			return initramfs_fail(o, -ENOMEM, "out of memory");
+		m->missing = p;
+		e = &p[m->n_missing];
+		e->by[0] = 0;
+		e->target = strdup(target);
+		if (!e->target)
+			return initramfs_fail(o, -ENOMEM, "out of memory");
+		m->n_missing++;
+	}
+	for (const char *b = e->by; *b; b += strcspn(b, ",") + (b[strcspn(b, ",")] ? 2 : 0))
+		if (!strncmp(b, x, xl) && (!b[xl] || b[xl] == ','))
+			return 0; /* a module that names it twice */
+	n = strlen(e->by);
+	snprintf(e->by + n, sizeof(e->by) - n, "%s%s", n ? ", " : "", x);
+	return 0;
+}
+
+/*
+ * A soft pre-dependency w of x: the modules it names — by name, by an alias modules.alias
+ * lists, else by the aliases modules declare — visited. Found nowhere, and nothing built in
+ * is named so or declares it as an alias (modules.builtin, modules.builtin.modinfo), it is
+ * noted as missing: the module would fail once loaded (ext4: "Cannot load crc32c driver").
+ */
+static int softdep_visit(const struct initramfs_opts *o, struct modset *m, struct mod *x,
+			 const char *w, int depth)
+{
+	char name[64];
+	const char *t;
+	struct mod *d;
+	size_t i = 0;
+	int found = 0, rc;
+
+	mod_name(w, name, sizeof(name));
+	d = mod_find(m, name);
+	if (d)
+		return d == x || d->state == 1 ? 0 : order_visit(o, m, d, depth + 1);
+	while ((t = alias_next(m, w, &i))) {
+		d = mod_find(m, t);
+		if (!d)
+			continue; /* listed, but not there */
+		found++;
+		if (d != x && d->state != 1) {
+			rc = order_visit(o, m, d, depth + 1);
+			if (rc)
+				return rc;
+		}
+	}
+	if (!found && !m->n_alias)
+		found = softdep_by_modinfo(o, m, x, w, depth, false);
+	if (found)
+		return found < 0 ? found : 0;
+	if (mod_builtin(m, name) || mod_builtin_alias(m, w))
+		return 0;
+	if (!m->n_alias)
+		found = softdep_by_modinfo(o, m, x, w, depth, true);
+	if (found)
+		return found < 0 ? found : 0;
+	return missing_add(o, m, w, x->name);
 }
 
 /* Depth-first: soft pre-dependencies and hard dependencies first, then the module. */
 static int order_visit(const struct initramfs_opts *o, struct modset *m, struct mod *x, int depth)
 {
 	const uint8_t *modinfo;
-	const char *info;
-	size_t info_len;
+	const char *info, *v;
+	size_t info_len, pos = 0, vlen;
 	char deps[1024], soft[1024];
 	int rc;
 
@@ -517,37 +331,25 @@ static int order_visit(const struct initramfs_opts *o, struct modset *m, struct 
 		return initramfs_fail(o, rc, "%s: malformed ELF section table", x->path);
 	info = (const char *)modinfo;
 
-	/* softdep=pre: a b post: c — only "pre" names that exist as modules; soft. */
-	if (info && modinfo_get(info, info_len, "softdep", soft, sizeof(soft))) {
+	/* softdep=pre: a b post: c, as many as the module declares: the "pre" ones */
+	while (info && (v = modinfo_next(info, info_len, "softdep", &pos, &vlen))) {
 		bool pre = false;
 		char *save, *w;
 
+		if (vlen >= sizeof(soft))
+			vlen = sizeof(soft) - 1;
+		memcpy(soft, v, vlen);
+		soft[vlen] = 0;
 		for (w = strtok_r(soft, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
-			char name[64];
-			const char *t;
-			struct mod *d;
-
 			if (!strcmp(w, "pre:") || !strcmp(w, "post:")) {
 				pre = !strcmp(w, "pre:");
 				continue;
 			}
 			if (!pre)
 				continue;
-			mod_name(w, name, sizeof(name));
-			d = mod_find(m, name);
-			if (!d && (t = alias_find(m, w)))
-				d = mod_find(m, t);
-			if (!d && !m->n_alias) {
-				rc = softdep_by_modinfo(o, m, x, w, depth);
-				if (rc)
-					return rc;
-				continue;
-			}
-			if (d && d != x && d->state != 1) {
-				rc = order_visit(o, m, d, depth + 1);
-				if (rc)
-					return rc;
-			}
+			rc = softdep_visit(o, m, x, w, depth);
+			if (rc)
+				return rc;
 		}
 	}
 	if (info && modinfo_get(info, info_len, "depends", deps, sizeof(deps))) {
@@ -577,65 +379,34 @@ static int order_visit(const struct initramfs_opts *o, struct modset *m, struct 
 	return 0;
 }
 
-/* Whether dir is a modules directory; noted first (its entries decide, and its identity
- * changes when they do). */
-static int dir_is_modules(struct modset *m, const char *dir)
+/*
+ * The kernel refused: one line naming every soft pre-dependency found nowhere and the
+ * modules that want it ("kernel V has no crc32c driver (crypto-crc32c, wanted by ext4,
+ * jbd2: softdep pre), neither built in nor a module in DIR").
+ */
+static int missing_fail(const struct initramfs_opts *o, const struct modset *m)
 {
-	char p[PATH_MAX];
-	struct stat st;
+	char line[1024];
+	size_t n = 0;
 
-	if (watch_add(m, dir))
-		return -ENOMEM;
-	if (stat(dir, &st) || !S_ISDIR(st.st_mode))
-		return 0;
-	if (snprintf(p, sizeof(p), "%s/modules.builtin", dir) < (int)sizeof(p) && !access(p, R_OK))
-		return 1;
-	if (snprintf(p, sizeof(p), "%s/modules.dep", dir) < (int)sizeof(p) && !access(p, R_OK))
-		return 1;
-	return snprintf(p, sizeof(p), "%s/kernel", dir) < (int)sizeof(p) && !stat(p, &st) &&
-	       S_ISDIR(st.st_mode);
-}
+	for (size_t i = 0; i < m->n_missing && n < sizeof(line); i++) {
+		const char *t = m->missing[i].target;
+		const char *drv = strncmp(t, "crypto-", 7) || !t[7] ? t : t + 7;
 
-/* m->dir: the kernel's modules directory (initramfs_opts.modules_dir). */
-static int modset_locate(const struct initramfs_opts *o, struct modset *m)
-{
-	char kdir[PATH_MAX], p[PATH_MAX];
-
-	if (o->modules_dir) {
-		if (snprintf(p, sizeof(p), "%s/%s", o->modules_dir, m->ver) < (int)sizeof(p) &&
-		    dir_is_modules(m, p) > 0) {
-			snprintf(m->dir, sizeof(m->dir), "%s", p);
-			return 0;
-		}
-		if (dir_is_modules(m, o->modules_dir) > 0) {
-			snprintf(m->dir, sizeof(m->dir), "%s", o->modules_dir);
-			return 0;
-		}
-		return initramfs_fail(o, -ENOENT, "%s: no kernel modules for %s there",
-				      o->modules_dir, m->ver);
+		n += (size_t)snprintf(line + n, sizeof(line) - n, "%s%s driver (%s%swanted by %s: "
+				      "softdep pre)", i ? ", no " : "", drv, drv == t ? "" : t,
+				      drv == t ? "" : ", ", m->missing[i].by);
 	}
-	fs_dirname(o->kernel, kdir, sizeof(kdir));
-	for (int i = 0; i < 4; i++) {
-		static const char *const where[] = { "%s/../lib/modules/%s",
-						     "%s/../usr/lib/modules/%s",
-						     "%.0s/lib/modules/%s", "%.0s/usr/lib/modules/%s" };
-
-		if (snprintf(p, sizeof(p), where[i], kdir, m->ver) >= (int)sizeof(p))
-			continue;
-		if (dir_is_modules(m, p) > 0) {
-			if (!realpath(p, m->dir))
-				snprintf(m->dir, sizeof(m->dir), "%s", p);
-			return 0;
-		}
-	}
-	return initramfs_fail(o, -ENOENT, "no modules for kernel %s next to %s or in "
-			      "/lib/modules: pass --modules DIR", m->ver, o->kernel);
+	return initramfs_fail(o, -ENOENT, "kernel %s has no %s, neither built in nor a module "
+			      "in %s", m->ver, line, m->dir);
 }
 
 /*
  * The modules the guest needs, in load order: virtio_blk, the virtio transports the
  * kernel has (virtio_pci for QEMU -M pc, virtio_mmio for the built-in VMM), the root
- * filesystem — each skipped when built in, with all their dependencies.
+ * filesystem — each skipped when built in, with all their dependencies. /init loads every
+ * one of them, so a soft pre-dependency of any of them that is found nowhere refuses the
+ * kernel (missing_fail), after the walk, so that the line names them all.
  */
 int modset_resolve(const struct initramfs_opts *o, struct modset *m, const char *fstype)
 {
@@ -643,12 +414,9 @@ int modset_resolve(const struct initramfs_opts *o, struct modset *m, const char 
 	bool required[] = { false, false, true, true };
 	int transports = 0, rc;
 
-	rc = modset_locate(o, m);
+	rc = modset_open(o, m);
 	if (rc)
 		return rc;
-	rc = modset_index(m);
-	if (rc)
-		return initramfs_fail(o, rc, "%s: %s", m->dir, strerror(-rc));
 	m->order = calloc(m->n + 1, sizeof(*m->order));
 	if (!m->order)
 		return initramfs_fail(o, -ENOMEM, "out of memory");
@@ -671,6 +439,8 @@ int modset_resolve(const struct initramfs_opts *o, struct modset *m, const char 
 		if (rc)
 			return rc;
 	}
+	if (m->n_missing)
+		return missing_fail(o, m);
 	if (!transports)
 		return initramfs_fail(o, -ENOENT, "kernel %s has neither virtio_pci nor "
 				      "virtio_mmio (in %s)", m->ver, m->dir);
