@@ -12,7 +12,7 @@ PKGS=(
   nginx-light docker-registry curl
   acpica-tools
   qemu-system-x86
-  shellcheck man-db strace xxhash cpio
+  shellcheck man-db strace xxhash cpio socat
   clang-14 libclang-rt-14-dev
 )
 # shellcheck: `make check-sh` (part of `make test`) checks the guest's scripts.
@@ -22,6 +22,7 @@ PKGS=(
 # xxhash (xxhsum): t_vm_snapshot.sh re-seals the VM snapshots it crafts (XXH3-128 digests).
 # cpio (with qemu-system-x86's virtiofsd and busybox-static): the nested VM in which the KVM
 # tests run on a host without /dev/kvm (tests/integration/lib/nested.sh).
+# socat: t_vm_linux.sh's control requests in the nested VM, where a python3 start takes seconds.
 # man-db: t_install.sh renders the man pages `make install` installs.
 # nginx-light / docker-registry: the remote tests run private instances on free loopback
 # ports (their own config, logs and pid files under the test's temp dir); the system nginx

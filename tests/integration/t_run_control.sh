@@ -15,7 +15,7 @@
 GUEST=${GUEST:-$(dirname "$LAZYBLK")/guest/testguest.elf}
 DISKPY=$(cd "$(dirname "$0")/../guest" && pwd)/disk.py
 [ -f "$GUEST" ] || die "no test guest at $GUEST (make guest builds it)"
-kvm_require
+kvm_require --long 17
 
 "$LAZYBLK" run --help >"$T/help.txt"
 grep -q -- "--control SOCK" "$T/help.txt" || die "run --help lacks --control SOCK"

@@ -46,8 +46,11 @@ echo other >"$T/tree2/other"
 printf 'x' >"$T/dummy.initrd"
 LBA=200000   # the records' 64 sectors, past the file system's data
 TO=2500      # a count a millisecond, a record every 40: 62 records, none overwritten
+# (a count every 10 ms in the nested VM of lib/nested.sh, where the test's own tools are
+# slow: the snapshot request must come while the guest counts)
+US=$((1000 * ${LAZYBLK_TIME_SCALE:-1}))
 IMG=("$T/img.layout" --store "$T/store")
-GARGS="testguest.mode=count testguest.count_us=1000 testguest.count_every=40"
+GARGS="testguest.mode=count testguest.count_us=$US testguest.count_every=40"
 GARGS="$GARGS testguest.count_lba=$LBA testguest.count_to=$TO"
 
 
@@ -94,7 +97,7 @@ snap_run() {
     END { print s + 0 }' "/proc/$pid/smaps" 2>/dev/null || echo 0)
   [ "$rss" -lt 16384 ] || { kill $pid 2>/dev/null; die "$name: $rss KiB of the guest's 64 MiB resident after the snapshot (untouched pages read)"; }
   echo "ok: $name: $rss KiB of guest RAM resident after the snapshot"
-  timeout 120 tail --pid=$pid -f /dev/null || true
+  timeout "$(tmo 120)" tail --pid=$pid -f /dev/null || true
   wait $pid || die "$name: the snapshotted run failed: $(cat "$T/$name.err")"
   grep -q "count done $TO" "$T/$name.log" || die "$name: the snapshotted run did not go on to $TO"
 }
@@ -110,7 +113,7 @@ ram_alloc=$(du -k "$T/snap/ram" | cut -f1)
 echo "ok: snapshot at count >= $before: $(ls "$T/snap" | tr '\n' ' '), ram $ram_alloc KiB allocated"
 
 # ---- 2. restore in a new process: the count goes on, the disk holds the writes, new VMGENID
-timeout 120 "$LAZYBLK" run "${IMG[@]}" --overlay "$T/ov1" --restore "$T/snap" \
+timeout "$(tmo 120)" "$LAZYBLK" run "${IMG[@]}" --overlay "$T/ov1" --restore "$T/snap" \
   >"$T/run1.log" 2>"$T/run1.err" </dev/null || die "restore failed: $(cat "$T/run1.err")"
 grep -q "count mode" "$T/run1.log" && die "the restored guest booted again"
 first=$(counts "$T/run1.log" | sed -n 1p)
@@ -132,7 +135,7 @@ echo "ok: restore: counts on from $first (snapshot after $before) to $TO; $(wc -
 snap_run run4 "$T/snap2" --overlay "$T/ov4" --restore "$T/snap" --kernel "$GUEST"
 before2=$BEFORE
 ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
-timeout 120 "$LAZYBLK" run "${IMG[@]}" --overlay "$T/ov5" --restore "$T/snap2" --kernel "$GUEST" \
+timeout "$(tmo 120)" "$LAZYBLK" run "${IMG[@]}" --overlay "$T/ov5" --restore "$T/snap2" --kernel "$GUEST" \
   --seccomp >"$T/run5.log" 2>"$T/run5.err" </dev/null || die "restore of snap2 failed: $(cat "$T/run5.err")"
 first2=$(counts "$T/run5.log" | sed -n 1p)
 [ -n "$first2" ] && [ "$first2" -gt "$before2" ] && grep -q "count done $TO" "$T/run5.log" ||
@@ -145,7 +148,7 @@ echo "ok: snapshot of a restored VM: its restore (--seccomp) counts on from $fir
 if command -v strace >/dev/null; then
   # (LeakSanitizer, in a SAN build, cannot stop the threads of a traced process: off here)
   ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
-  timeout 120 strace -f -qq -e trace=ioctl -o "$T/run6.strace" "$LAZYBLK" run "${IMG[@]}" \
+  timeout "$(tmo 120)" strace -f -qq -e trace=ioctl -o "$T/run6.strace" "$LAZYBLK" run "${IMG[@]}" \
     --overlay "$T/ov6" --restore "$T/snap" >"$T/run6.log" 2>"$T/run6.err" </dev/null ||
     die "restore under strace failed: $(cat "$T/run6.err")"
   asked=$(grep -c KVM_GET_SUPPORTED_CPUID "$T/run6.strace" || true)
@@ -179,7 +182,7 @@ for p in "${pids[@]}"; do
   echo "ok: restore pid $p: ram mapping Shared_Clean $sc kB, Private_Dirty $pd kB"
 done
 for p in "${pids[@]}"; do
-  timeout 120 tail --pid=$p -f /dev/null || true
+  timeout "$(tmo 120)" tail --pid=$p -f /dev/null || true
   wait $p || die "a concurrent restore failed"
 done
 for i in 2 3; do
@@ -264,7 +267,7 @@ hostile() {  # NAME EXPECT EDIT-COMMAND... (on a fresh copy $T/h)
   rm -rf "$T/h" "$T/hov"
   cp -a --sparse=always "$T/snap" "$T/h"
   "$@"
-  expect_error "$name" "$want" -- timeout 60 "$LAZYBLK" run "${IMG[@]}" --overlay "$T/hov" \
+  expect_error "$name" "$want" -- timeout "$(tmo 60)" "$LAZYBLK" run "${IMG[@]}" --overlay "$T/hov" \
     --restore "$T/h" </dev/null
   # the guest may have run held while its RAM was checked: nothing of it got out
   [ ! -s "$T/.out" ] || die "$name: the refused guest's console output got out: $(head -c 200 "$T/.out")"
@@ -298,17 +301,17 @@ hostile "crafted record size" "record has" sh -c "$(declare -f edit fixsum); edi
 hostile "crafted virtio queue" "cannot have" sh -c "$(declare -f edit fixsum); edit '$T/h' 'o = rec(65); struct.pack_into(\"<I\", b, o + 40, 3)'; fixsum '$T/h'"
 hostile "disk.delta altered" "not this snapshot's disk delta" \
   python3 -c 'import sys; f = open(sys.argv[1], "r+b"); f.seek(-1, 2); c = f.read(1); f.seek(-1, 2); f.write(bytes([c[0] ^ 1]))' "$T/h/disk.delta"
-expect_error "RAM size mismatch" "RAM size mismatch" -- timeout 60 "$LAZYBLK" run "${IMG[@]}" \
+expect_error "RAM size mismatch" "RAM size mismatch" -- timeout "$(tmo 60)" "$LAZYBLK" run "${IMG[@]}" \
   --overlay "$T/hov2" --restore "$T/snap" --mem 128 </dev/null
-expect_error "another layout" "another image layout" -- timeout 60 "$LAZYBLK" run \
+expect_error "another layout" "another image layout" -- timeout "$(tmo 60)" "$LAZYBLK" run \
   "$T/img2.layout" --store "$T/store" --overlay "$T/hov3" --restore "$T/snap" </dev/null
-expect_error "overlay exists" "exists" -- timeout 60 "$LAZYBLK" run "${IMG[@]}" \
+expect_error "overlay exists" "exists" -- timeout "$(tmo 60)" "$LAZYBLK" run "${IMG[@]}" \
   --overlay "$T/ov1" --restore "$T/snap" </dev/null
 cp "$GUEST" "$T/other.elf"
 printf 'x' >>"$T/other.elf"
-expect_error "another kernel" "not the kernel the snapshot was taken with" -- timeout 60 \
+expect_error "another kernel" "not the kernel the snapshot was taken with" -- timeout "$(tmo 60)" \
   "$LAZYBLK" run "${IMG[@]}" --overlay "$T/hov4" --restore "$T/snap" --kernel "$T/other.elf" \
   </dev/null
-expect_error "no image given" "the snapshot's VM has 1" -- timeout 60 "$LAZYBLK" run --restore "$T/snap" \
+expect_error "no image given" "the snapshot's VM has 1" -- timeout "$(tmo 60)" "$LAZYBLK" run --restore "$T/snap" \
   </dev/null
 echo "ok: $((n + 5)) hostile or mismatched restores refused"

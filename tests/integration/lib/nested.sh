@@ -11,8 +11,10 @@
 # /init). The same binary, the same test script, the same environment; its output and exit
 # status are the test's.
 #
-#   kvm_require     returns when a /dev/kvm is usable here (software or hardware); else runs
-#                   the test nested and exits with its status
+#   kvm_require [--long MINUTES]  returns when a /dev/kvm is usable here (software or
+#                   hardware); else runs the test nested and exits with its status (--long:
+#                   a test that takes MINUTES nested skips in `make test`, saying so, and runs
+#                   nested in `make test-nested`)
 #   kvm_require_hw  returns when KVM here can run a stock Linux kernel (vmx or svm); else
 #                   runs the test nested and exits with its status
 #   test_quick      true when a long test should run its short version: nested from `make
@@ -42,6 +44,9 @@ kvm_require() {
     skip "no usable /dev/kvm even in the nested VM (did kvm_amd load? see its console)"
   [ "${LAZYBLK_TEST_NESTED:-}" != 0 ] ||
     skip "no usable /dev/kvm (LAZYBLK_TEST_NESTED=0: not run in a nested VM)"
+  # --long MINUTES: nested, the test takes that long, more than `make test` can give it
+  [ "${1:-}" != --long ] || [ "${LAZYBLK_TEST_NESTED:-}" = 1 ] ||
+    skip "no usable /dev/kvm, and in a nested VM this test takes about $2 minutes, more than make test's budget: make test-nested runs it"
   nested_run "$0"
 }
 
