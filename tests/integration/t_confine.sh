@@ -208,7 +208,7 @@ if [ ! -f "$GUEST" ] || { ! kvm_usable && [ "${LAZYBLK_TEST_NESTED:-}" != 1 ]; }
   echo "ok: lazyblk run part skipped (no usable /dev/kvm or no test guest at $GUEST)"
   exit 0
 fi
-kvm_require   # (nested, with make test-nested: the parts above run again there)
+kvm_require --long 7   # (nested: the parts above run again there)
 python3 "$TESTLIB/../../guest/disk.py" make "$T/gdisk.img"
 rc=0
 timeout 300 "$LAZYBLK" run --kernel "$GUEST" --disk "$T/gdisk.img" --cpus 2 --mem 64 \

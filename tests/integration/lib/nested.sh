@@ -17,8 +17,6 @@
 #                   nested in `make test-nested`)
 #   kvm_require_hw  returns when KVM here can run a stock Linux kernel (vmx or svm); else
 #                   runs the test nested and exits with its status
-#   test_quick      true when a long test should run its short version: nested from `make
-#                   test` (`make test-nested` sets LAZYBLK_TEST_NESTED=1: the full ones)
 #   tmo SECS        a time limit scaled for where the test runs (x LAZYBLK_TIME_SCALE: 10 in
 #                   the nested VM, where everything runs at TCG speed; common.sh)
 # Call them before the test starts anything: the nested run starts over. A test that cannot
@@ -29,14 +27,14 @@
 #                   KVM runs, and how long it takes)
 #
 # NESTED_TIMEOUT (s, default 5400) bounds the nested run. Everything there runs at TCG
-# speed, the test's own tools included (each python3 or sed the test starts): minutes for
-# t_run_cli or t_run_control, more than 36 minutes for t_vm_upgrade's 20 upgrades (seen
-# here), which is why `make test` runs its short version nested.
+# speed, the test's own tools included (each python3 or sed the test starts). Seen here
+# (2 CPUs, shared): t_run_cli 1 minute, t_vmm_guest 3, t_run_hw 4, t_vm_linux 5,
+# t_confine 7, t_run_control 17, t_vm_upgrade (20 upgrades) more than 36; the last three
+# are --long: only `make test-nested` runs them nested.
 
 kvm_usable() { [ -r /dev/kvm ] && [ -w /dev/kvm ]; }
 kvm_hw() { kvm_usable && grep -qwE 'vmx|svm' /proc/cpuinfo; }
 _kvm_here() { [ -n "${LAZYBLK_NESTED:-}" ] || [ "${LAZYBLK_TEST_KVM:-}" != nested ]; }
-test_quick() { [ -n "${LAZYBLK_NESTED:-}" ] && [ "${LAZYBLK_TEST_NESTED:-}" != 1 ]; }
 
 kvm_require() {
   kvm_usable && _kvm_here && return 0
