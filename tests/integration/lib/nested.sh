@@ -92,7 +92,7 @@ nested_on_exit() {
 
 # nested_run SCRIPT: SCRIPT again in the nested VM; exits with its status.
 nested_run() {
-  local script d rc=0 vfs res v scale
+  local script d rc=0 vfs res v scale keep
   script=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
   command -v qemu-system-x86_64 >/dev/null ||
     skip "no usable /dev/kvm, and no qemu-system-x86_64 for a nested VM"
@@ -132,6 +132,16 @@ nested_run() {
     printf 'exec bash %q\n' "$script"
   } >"$d/job.sh"
 
+  # what the job needs from a directory the VM covers with a tmpfs (a checkout in /tmp):
+  # the top directory there of the script and of the binary, kept visible (nested_init.sh)
+  keep=""
+  for v in "$script" "$(realpath "$LAZYBLK")"; do
+    case $v in
+      /tmp/*/*|/run/*/*|/var/tmp/*/*|/dev/shm/*/*)
+        v=$(echo "$v" | sed -E 's#^(/var/tmp|/dev/shm|/tmp|/run)/([^/]+)/.*#\1/\2#')
+        case ",$keep," in *",$v,"*) ;; *) keep=${keep:+$keep,}$v ;; esac ;;
+    esac
+  done
   vfs=$d/vfs.sock
   "$NESTED_VIRTIOFSD" --socket-path="$vfs" -o source=/ -o cache=auto -o sandbox=chroot \
     >"$d/virtiofsd.log" 2>&1 &
@@ -146,7 +156,7 @@ nested_run() {
     -object memory-backend-memfd,id=mem,size=4G,share=on -numa node,memdev=mem \
     -chardev "socket,id=vfs,path=$vfs" -device vhost-user-fs-pci,chardev=vfs,tag=host \
     -kernel "$KERNEL" -initrd "$d/initrd.gz" \
-    -append "console=ttyS0 quiet loglevel=3 reboot=k panic=-1 no_timer_check lazyblk.job=$d/job.sh" \
+    -append "console=ttyS0 quiet loglevel=3 reboot=k panic=-1 no_timer_check lazyblk.job=$d/job.sh${keep:+ lazyblk.keep=$keep}" \
     -nographic -serial stdio -nodefaults -no-reboot </dev/null >"$d/console.log" 2>&1 &
   # the test killed (a runner's timeout): the VM goes with it, then the test's own EXIT trap
   NESTED_QEMU=$!

@@ -26,7 +26,18 @@ cp "/host$job" /job.sh
 mkdir -p /dev/pts /dev/shm
 for d in proc sys dev; do mount --bind "/$d" "/host/$d"; done
 mount -t devpts devpts /host/dev/pts
+# the directories of the host's /tmp (and the like) the job needs (lazyblk.keep=A,B: the
+# checkout and the binary when they live there), kept visible, read-only, over the tmpfs
+keep=$(sed -n 's/.*lazyblk\.keep=\([^ ]*\).*/\1/p' /proc/cmdline | tr ',' ' ')
+i=0
+for k in $keep; do
+  i=$((i + 1)); mkdir -p "/keep/$i"; mount --bind "/host$k" "/keep/$i"
+done
 for d in tmp run var/tmp dev/shm; do mount -t tmpfs -o mode=1777 tmpfs "/host/$d"; done
+i=0
+for k in $keep; do
+  i=$((i + 1)); mkdir -p "/host$k"; mount --move "/keep/$i" "/host$k"
+done
 cp /job.sh /host/run/nested-job.sh
 echo NESTED-BEGIN
 # through a pipe, as the test runner's log file would be: no terminal, no progress lines
