@@ -18,23 +18,20 @@
 . "$TESTLIB/nested.sh"
 
 kvm_require_hw
-BUSYBOX=/bin/busybox
-[ -x "$BUSYBOX" ] && ! grep -q INTERP <<<"$(readelf -l "$BUSYBOX" 2>/dev/null)" ||
-  skip "$BUSYBOX is not a static busybox (install busybox-static)"
+. "$TESTLIB/kernel.sh"
+busybox_require
 command -v e2fsck >/dev/null || skip "no e2fsck"
 need_nginx
 LINKEM=${LINKEM:-$(dirname "$LAZYBLK")/tools/linkem}
 [ -x "$LINKEM" ] || skip "linkem not built ($LINKEM): run make"
 . "$TESTLIB/../../../scripts/lib/linkem.sh"
-. "$TESTLIB/kernel.sh"
 kernel_require
 kernel_generic || skip "cannot fetch Debian's generic kernel (linux-image-amd64)"
 
 # an image with busybox, some data and a tarball of 3000 small files in 60 directories
 R=$T/root
-mkdir -p "$R/bin" "$R/data" "$R/etc"
-cp "$BUSYBOX" "$R/bin/busybox"
-for a in $("$BUSYBOX" --list); do [ "$a" = busybox ] || ln -s busybox "$R/bin/$a"; done
+busybox_root "$R"
+mkdir -p "$R/data" "$R/etc"
 head -c 200000 /dev/urandom >"$R/data/x"
 XSUM=$(sha256sum "$R/data/x" | cut -d' ' -f1)
 python3 - "$T/files" <<'PY'

@@ -21,22 +21,19 @@
 # without vmx/svm), it runs in the nested VM of lib/nested.sh (about 5 minutes here).
 . "$(dirname "$0")/lib/common.sh"
 . "$TESTLIB/serve.sh"
-. "$TESTLIB/control.sh"
 . "$TESTLIB/nested.sh"
 
 kvm_require_hw
-BUSYBOX=/bin/busybox
-[ -x "$BUSYBOX" ] && ! grep -q INTERP <<<"$(readelf -l "$BUSYBOX" 2>/dev/null)" ||
-  skip "$BUSYBOX is not a static busybox (install busybox-static)"
-command -v debugfs >/dev/null || skip "no debugfs"
 . "$TESTLIB/kernel.sh"
+busybox_require
+command -v debugfs >/dev/null || skip "no debugfs"
+command -v socat >/dev/null || skip "no socat (scripts/deps.sh installs it)"
 kernel_require
 kernel_generic || skip "cannot fetch Debian's generic kernel (linux-image-amd64)"
 
 R=$T/root
-mkdir -p "$R/bin" "$R/data"
-cp "$BUSYBOX" "$R/bin/busybox"
-for a in $("$BUSYBOX" --list); do [ "$a" = busybox ] || ln -s busybox "$R/bin/$a"; done
+busybox_root "$R"
+mkdir -p "$R/data"
 cat >"$R/bin/ticks" <<'EOF'
 #!/bin/sh
 i=0
@@ -86,13 +83,7 @@ disk_log() {
 }
 # req SOCK REQUEST: the control socket's answer (socat: in the nested VM a python3 start,
 # as control.sh's ctl_req makes, takes seconds while the guest ticks on)
-req() {
-  if command -v socat >/dev/null; then
-    printf '%s\n' "$2" | socat -t 600 - "UNIX-CONNECT:$1"
-  else
-    ctl_req "$1" "$2"
-  fi
-}
+req() { printf '%s\n' "$2" | socat -t 600 - "UNIX-CONNECT:$1"; }
 cputicks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 ovstat() { stat -c '%s %.9Y' "$1" "$1.state" 2>/dev/null; }
 # vm_start NAME ARGS...: lazyblk run ARGS in the background, its console's input the FIFO

@@ -17,6 +17,7 @@
 
 #include "../../common/digest_memo.h"
 #include "../../common/fsutil.h"
+#include "../../common/grow.h"
 #include "internal.h"
 
 void mod_name(const char *path, char *name, size_t len)
@@ -80,15 +81,8 @@ static int watch_add(struct modset *m, const char *path)
 	struct watch *w;
 	struct stat st;
 
-	if (m->n_watch == m->cap_watch) {
-		size_t cap = m->cap_watch ? m->cap_watch * 2 : 64;
-		struct watch *p = realloc(m->watch, cap * sizeof(*p));
-
-		if (!p)
-			return -ENOMEM;
-		m->watch = p;
-		m->cap_watch = cap;
-	}
+	if (!grow((void **)&m->watch, &m->cap_watch, m->n_watch + 1, sizeof(*m->watch)))
+		return -ENOMEM;
 	w = &m->watch[m->n_watch];
 	w->path = strdup(path);
 	if (!w->path)
@@ -123,15 +117,8 @@ static int mod_add(struct modset *m, const char *path)
 	mod_name(path, name, sizeof(name));
 	if (!name[0] || mod_find(m, name))
 		return 0; /* first one wins (modules.dep order, or the first found) */
-	if (m->n == m->cap) {
-		size_t cap = m->cap ? m->cap * 2 : 256;
-		struct mod *p = realloc(m->mods, cap * sizeof(*p));
-
-		if (!p)
-			return -ENOMEM;
-		m->mods = p;
-		m->cap = cap;
-	}
+	if (!grow_from((void **)&m->mods, &m->cap, m->n + 1, sizeof(*m->mods), 256))
+		return -ENOMEM;
 	x = &m->mods[m->n];
 	memset(x, 0, sizeof(*x));
 	snprintf(x->name, sizeof(x->name), "%s", name);
@@ -231,15 +218,9 @@ static int index_builtin(struct modset *m, char *builtin)
 	char *save, *line;
 
 	for (line = strtok_r(builtin, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		if (m->n_builtin == m->cap_builtin) {
-			size_t cap = m->cap_builtin ? m->cap_builtin * 2 : 256;
-			char **p = realloc(m->builtin, cap * sizeof(*p));
-
-			if (!p)
-				return -ENOMEM;
-			m->builtin = p;
-			m->cap_builtin = cap;
-		}
+		if (!grow_from((void **)&m->builtin, &m->cap_builtin, m->n_builtin + 1,
+			       sizeof(*m->builtin), 256))
+			return -ENOMEM;
 		m->builtin[m->n_builtin] = malloc(64);
 		if (!m->builtin[m->n_builtin])
 			return -ENOMEM;

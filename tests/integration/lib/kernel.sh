@@ -5,6 +5,8 @@
 #
 #   kernel_require   sets KERNEL (vmlinuz) and KVER, or skips the test (exit 77)
 #   kernel_generic   sets KERNEL_GENERIC (Debian's generic kernel), or returns 1
+#   busybox_require  sets BUSYBOX (a static busybox), or skips the test
+#   busybox_root DIR DIR/bin holds busybox and a link for each of its applets
 #   qemu_vu, vu_*    boot it under QEMU TCG with a `lazyblk serve --vhost-user` disk
 
 # kernel_cache and fetch_kernel: one copy, shared with scripts/run-sample.sh and bench/.
@@ -23,6 +25,18 @@ kernel_generic() {
   local kc
   kc=$(kernel_cache) || return 1
   KERNEL_GENERIC=$(fetch_kernel "$kc" amd64) || return 1
+}
+
+busybox_require() {
+  BUSYBOX=/bin/busybox
+  [ -x "$BUSYBOX" ] && ! grep -q INTERP <<<"$(readelf -l "$BUSYBOX" 2>/dev/null)" ||
+    skip "$BUSYBOX is not a static busybox (install busybox-static)"
+}
+busybox_root() {
+  local a
+  mkdir -p "$1/bin"
+  cp "$BUSYBOX" "$1/bin/busybox"
+  for a in $("$BUSYBOX" --list); do [ "$a" = busybox ] || ln -s busybox "$1/bin/$a"; done
 }
 
 # qemu_vu NAME INITRD SOCK [CHARDEV-OPTS]: QEMU (TCG) boots $KERNEL with INITRD, its disk a

@@ -36,25 +36,27 @@ kvm_usable() { [ -r /dev/kvm ] && [ -w /dev/kvm ]; }
 kvm_hw() { kvm_usable && grep -qwE 'vmx|svm' /proc/cpuinfo; }
 _kvm_here() { [ -n "${LAZYBLK_NESTED:-}" ] || [ "${LAZYBLK_TEST_KVM:-}" != nested ]; }
 
+# _kvm_nest WHAT: no KVM here that can run this test (WHAT says what is missing): skip, or
+# run it nested and exit with its status
+_kvm_nest() {
+  [ -z "${LAZYBLK_NESTED:-}" ] ||
+    skip "no $1 even in the nested VM (did kvm_amd load? see its console)"
+  [ "${LAZYBLK_TEST_NESTED:-}" != 0 ] ||
+    skip "no $1 here (LAZYBLK_TEST_NESTED=0: not run in a nested VM)"
+  nested_run "$0"
+}
+
 kvm_require() {
   kvm_usable && _kvm_here && return 0
-  [ -z "${LAZYBLK_NESTED:-}" ] ||
-    skip "no usable /dev/kvm even in the nested VM (did kvm_amd load? see its console)"
-  [ "${LAZYBLK_TEST_NESTED:-}" != 0 ] ||
-    skip "no usable /dev/kvm (LAZYBLK_TEST_NESTED=0: not run in a nested VM)"
   # --long MINUTES: nested, the test takes that long, more than `make test` can give it
-  [ "${1:-}" != --long ] || [ "${LAZYBLK_TEST_NESTED:-}" = 1 ] ||
+  [ -n "${LAZYBLK_NESTED:-}" ] || [ "${1:-}" != --long ] || [ "${LAZYBLK_TEST_NESTED:-}" = 1 ] ||
     skip "no usable /dev/kvm, and in a nested VM this test takes about $2 minutes, more than make test's budget: make test-nested runs it"
-  nested_run "$0"
+  _kvm_nest "usable /dev/kvm"
 }
 
 kvm_require_hw() {
   kvm_hw && _kvm_here && return 0
-  [ -z "${LAZYBLK_NESTED:-}" ] ||
-    skip "no KVM with svm in the nested VM (did kvm_amd load? see its console)"
-  [ "${LAZYBLK_TEST_NESTED:-}" != 0 ] ||
-    skip "no hardware virtualization here (LAZYBLK_TEST_NESTED=0: not run in a nested VM)"
-  nested_run "$0"
+  _kvm_nest "KVM with vmx/svm"
 }
 
 # The modules the nested VM loads, in order (virtio-pci and virtiofs for /, then KVM).
