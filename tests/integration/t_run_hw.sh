@@ -66,9 +66,9 @@ run() {
     --remote "$REMOTE" --overlay "$ov" --kernel "$kernel" --mem 512 \
     --append "console=ttyS0 reboot=k panic=-1" --stats-json "$T/$name.json" "$@" \
     >"$T/$name.out" 2>"$T/$name.err" </dev/null || RC=$?
-  [ "$RC" -ne 124 ] || { tail -20 "$T/$name.out" "$T/$name.err" >&2; die "$name: lazyblk run hung"; }
+  [ "$RC" -ne 124 ] || { tail -n 20 "$T/$name.out" "$T/$name.err" >&2; die "$name: lazyblk run hung"; }
 }
-fail_run() { tail -20 "$T/$1.out" "$T/$1.err" >&2; die "$1: $2"; }
+fail_run() { tail -n 20 "$T/$1.out" "$T/$1.err" >&2; die "$1: $2"; }
 
 boots() { # boots K KERNEL: the three boots of the header with kernel KERNEL (named K)
   local k=$1 kernel=$2 ov=$T/$1.ov n

@@ -118,7 +118,7 @@ nested_run() {
     for v in $(compgen -e); do
       case $v in
         LAZYBLK*|GUEST|PATH|HOME|CI|SAN|ASAN_OPTIONS|UBSAN_OPTIONS|LSAN_OPTIONS|MSAN_OPTIONS|\
-        PYTHON*|LANG|LC_*|TZ|VU_*|KERNEL_*) printf 'export %s=%q\n' "$v" "${!v}" ;;
+        PYTHON*|LANG|LC_*|TZ|VU_*|KERNEL_*|LINKEM) printf 'export %s=%q\n' "$v" "${!v}" ;;
       esac
     done
     # TCG speed: time limits x10 (tmo, wait_for; LAZYBLK_NESTED_SCALE=N: xN); the kernel
