@@ -21,13 +21,13 @@
 # without vmx/svm), it runs in the nested VM of lib/nested.sh (about 5 minutes here).
 . "$(dirname "$0")/lib/common.sh"
 . "$TESTLIB/serve.sh"
+. "$TESTLIB/control.sh"
 . "$TESTLIB/nested.sh"
 
 kvm_require_hw
 . "$TESTLIB/kernel.sh"
 busybox_require
 command -v debugfs >/dev/null || skip "no debugfs"
-command -v socat >/dev/null || skip "no socat (scripts/deps.sh installs it)"
 kernel_require
 kernel_generic || skip "cannot fetch Debian's generic kernel (linux-image-amd64)"
 
@@ -81,9 +81,6 @@ disk_log() {
   [ "$(seq 1 "$LAST")" = "$(cat "$T/$n.disklog")" ] ||
     die "$n: /data/log on its disk is not 1..$LAST: $(tr '\n' ' ' <"$T/$n.disklog" | tail -c 300)"
 }
-# req SOCK REQUEST: the control socket's answer (socat: in the nested VM a python3 start,
-# as control.sh's ctl_req makes, takes seconds while the guest ticks on)
-req() { printf '%s\n' "$2" | socat -t 600 - "UNIX-CONNECT:$1"; }
 cputicks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 ovstat() { stat -c '%s %.9Y' "$1" "$1.state" 2>/dev/null; }
 # vm_start NAME ARGS...: lazyblk run ARGS in the background, its console's input the FIFO
@@ -118,7 +115,7 @@ life() { # life K KERNEL
   wait_tick "$log" 3 "$pid"
   echo "ok: $k: booted, ticking"
 
-  r=$(req "$sock" pause)
+  r=$(ctl_req "$sock" pause)
   [ "$r" = "ok paused" ] || die "$k: pause: $r"
   n=$(last_tick "$log"); c0=$(cputicks "$pid"); o0=$(ovstat "$T/$k.ov")
   sleep 3
@@ -127,18 +124,18 @@ life() { # life K KERNEL
   [ "$o0" = "$o1" ] || die "$k: paused, but the overlay changed: $o0 -> $o1"
   [ $((c1 - c0)) -lt $(( $(getconf CLK_TCK) / 5 )) ] ||
     die "$k: paused, but the VM used $((c1 - c0)) clock ticks of CPU in 3 s"
-  [ "$(req "$sock" resume)" = "ok running" ] || die "$k: resume"
+  [ "$(ctl_req "$sock" resume)" = "ok running" ] || die "$k: resume"
   wait_tick "$log" $((n + 2)) "$pid"
   echo "ok: $k: paused at tick $n for 3 s (no tick, no disk write, $((c1 - c0)) clock ticks of CPU), resumed"
 
   s0=$(last_tick "$log")
-  r=$(req "$sock" "snapshot $T/$k.snap")
+  r=$(ctl_req "$sock" "snapshot $T/$k.snap")
   s1=$(last_tick "$log")
   [ "$r" = "ok $T/$k.snap" ] || die "$k: snapshot answered '$r': $(tail -n 3 "$log.err")"
   wait_tick "$log" $((s1 + 2)) "$pid"
   echo "ok: $k: snapshot while writing, between ticks $s0 and $s1"
 
-  r=$(req "$sock" upgrade)
+  r=$(ctl_req "$sock" upgrade)
   [[ "$r" =~ ^ok\ upgraded:\ paused\ [0-9.]+\ ms$ ]] || die "$k: upgrade: '$r': $(tail -n 3 "$log.err")"
   kill -0 "$pid" 2>/dev/null || die "$k: process $pid is gone after the upgrade"
   wait_tick "$log" $(( $(last_tick "$log") + 2 )) "$pid"
