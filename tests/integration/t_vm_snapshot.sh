@@ -31,7 +31,7 @@
 GUEST=${GUEST:-$(dirname "$LAZYBLK")/guest/testguest.elf}
 DISKPY=$(cd "$(dirname "$0")/../guest" && pwd)/disk.py
 [ -f "$GUEST" ] || die "no test guest at $GUEST (make guest builds it)"
-kvm_require
+kvm_require --long 10
 if grep -q "not available" <<<"$("$LAZYBLK" mkfs --help 2>&1)"; then
   skip "skip: mkfs not available"
 fi
