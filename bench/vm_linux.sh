@@ -79,7 +79,9 @@
 #                                 completed, plus -incoming spawn -> first output); lazyblk's
 #                                 own snapshot pause + restore is reported beside it
 #
-# Writes: build/bench/vm_linux.json and the `vm_linux` section of docs/benchmarks.md.
+# Writes: build/bench/vm_linux.json (every run's figures; the console and stderr of each VMM's
+# last boot, with the guest kernel's timestamps) and the `vm_linux` section of
+# docs/benchmarks.md.
 set -euo pipefail
 SELF=$(realpath "$0")
 cd "$(dirname "$0")/.."
@@ -231,7 +233,8 @@ def boot(kind):
         raise Fail('%s: boot: exit status %s, mark %s, console:\n%s\nstderr:\n%s' % (
             kind, status, 'seen' if t_user else 'not seen', tail(out), tail(buf['err'], 5)))
     r = {'user_ms': (t_user - t0) / 1e6, 'exit_ms': (t_exit - t0) / 1e6}
-    CONSOLE[kind] = tail(out, 3)               # shown in the log: the command ran
+    CONSOLE[kind] = (out.decode(errors='replace').replace('\r', ''),
+                     buf['err'].decode(errors='replace'))    # the last boot's, for the JSON
     m = BT1.search(buf['err'])
     if m:
         r['mark_logged_ms'] = float(m.group(1))   # lazyblk's own clock, from its start
@@ -441,7 +444,7 @@ for i in range(runs):
         res['boot'][k].append(r)
 
 for k, v in CONSOLE.items():
-    log('boot: %s: the console ends with:\n%s' % (k, v))
+    log('boot: %s: the console ends with:\n%s' % (k, '\n'.join(v[0].splitlines()[-3:])))
 log('snapshot: lazyblk')
 snap, res['snapshot']['lazyblk'] = lazyblk_snapshot()
 log('snapshot: qemu')
@@ -463,6 +466,7 @@ for i in range(runs):
 res['snapshot']['lazyblk']['restores'] = lr
 if qs:
     res['snapshot']['qemu']['restores'] = qr
+res['last_boot'] = {k: {'console': v[0], 'stderr': v[1]} for k, v in CONSOLE.items()}
 res['env'] = {
     'kernel': os.uname().release, 'cpus': os.cpu_count(), 'load_end': os.getloadavg()[0],
     'kvm_hw': bool(re.search(r'\b(vmx|svm)\b', open('/proc/cpuinfo').read())),
