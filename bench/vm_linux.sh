@@ -30,12 +30,17 @@
 # export (`lazyblk export`) as a virtio-blk-device on microvm's virtio-mmio:
 #   lazyblk -v run IMG.layout --store S --overlay OV --kernel K --initrd I --mem 512
 #       --append "console=ttyS0 reboot=k panic=-1"
-#   $QEMU -M microvm,x-option-roms=off,rtc=off -accel kvm -cpu host -smp 1 -m 512
+#   $QEMU -M microvm,x-option-roms=off -accel kvm -cpu host -smp 1 -m 512
 #       -nodefaults -no-user-config -display none -no-reboot -serial stdio -kernel K
 #       -initrd I -append "console=ttyS0 reboot=t panic=-1"
 #       -drive id=d0,file=IMG.raw,format=raw,if=none -device virtio-blk-device,drive=d0
 # (each VMM's own way to end the VM on `reboot -f`: lazyblk has an i8042 whose reset ends
 # it; microvm has none, QEMU's documentation says reboot=t, a triple fault, with -no-reboot).
+# microvm keeps its RTC (bench/vmm.sh's rtc=off is for its tiny guest): without one, QEMU
+# 7.2's ACPI tables do not tell Linux there is no CMOS clock, and its rtc_cmos probe of the
+# missing chip ("broken or not accessible") took seconds under TCG. The inputs (store,
+# layout, raw export, kernel, initramfs) are copied into the measuring machine's own file
+# system first, untimed: in the nested VM the host's / is read-only virtiofs.
 #
 # 1. Boot. The initramfs /init writes 1 to port 0x440 once /proc, /sys and /dev are mounted,
 #    before anything else (vmm-glue/initramfs/init.sh): the first user-space mark. lazyblk
@@ -106,9 +111,18 @@ MEM = '512'
 APPEND_L = 'console=ttyS0 reboot=k panic=-1'
 APPEND_Q = 'console=ttyS0 reboot=t panic=-1'
 MSG = open(os.path.join(work, 'root/etc/bench-msg'), 'rb').read().strip()
-IMG = [os.path.join(work, 'img.layout'), '--store', os.path.join(work, 'store')]
-RAW = os.path.join(work, 'img.raw')
-INITRD = {k: os.path.join(work, k + '.cpio') for k in ('boot', 'ticks')}
+# every input into this machine's own file system first (untimed): in the nested VM, WORK is
+# the host's / over virtiofs, read-only, while the VMs' disks and snapshots are on its tmpfs
+inp = os.path.join(scratch, 'in')
+os.mkdir(inp)
+subprocess.run(['cp', '-a', '--sparse=always'] + [os.path.join(work, f) for f in (
+    'store', 'img.layout', 'img.manifest', 'img.raw', 'boot.cpio', 'ticks.cpio')] + [inp],
+    check=True)
+shutil.copyfile(kernel, os.path.join(inp, os.path.basename(kernel)))
+kernel = os.path.join(inp, os.path.basename(kernel))
+IMG = [os.path.join(inp, 'img.layout'), '--store', os.path.join(inp, 'store')]
+RAW = os.path.join(inp, 'img.raw')
+INITRD = {k: os.path.join(inp, k + '.cpio') for k in ('boot', 'ticks')}
 BT1 = re.compile(rb'boot-timer: 1 at ([0-9.]+) ms')
 
 CONSOLE = {}
@@ -149,7 +163,7 @@ def tail(data, n=15):
     return '\n'.join(data.decode(errors='replace').replace('\r', '').splitlines()[-n:])
 
 def qemu_argv(disk, initrd):
-    return [qemu, '-M', 'microvm,x-option-roms=off,rtc=off', '-accel', 'kvm', '-cpu', 'host',
+    return [qemu, '-M', 'microvm,x-option-roms=off', '-accel', 'kvm', '-cpu', 'host',
             '-smp', '1', '-m', MEM, '-nodefaults', '-no-user-config', '-display', 'none',
             '-no-reboot', '-serial', 'stdio', '-kernel', kernel, '-initrd', initrd,
             '-append', APPEND_Q, '-drive', 'id=d0,file=%s,format=raw,if=none' % disk,
@@ -472,6 +486,7 @@ res['env'] = {
     'kvm_hw': bool(re.search(r'\b(vmx|svm)\b', open('/proc/cpuinfo').read())),
     'nested': bool(os.environ.get('LAZYBLK_NESTED')),
     'qemu': subprocess.run([qemu, '--version'], capture_output=True, text=True).stdout.split('\n')[0],
+    'qemu_path': qemu,
     'seconds': time.monotonic() - t_start}
 print('VM_LINUX-RESULT ' + json.dumps(res), flush=True)
 PY
@@ -667,6 +682,15 @@ lines += ['', 'Sorted runs (ms): lazyblk restore -> first instruction %s; spawn 
           '- beside it, lazyblk\'s own snapshot pause + restore -> first output: %s; the upgrade '
           'pause is %.2f× that.' % (fmt(ls['snapshot_paused_ms'] + l_out),
                                     l_up / (ls['snapshot_paused_ms'] + l_out)),
+          '',
+          'Command lines (boot): `lazyblk -v run IMG.layout --store S --overlay OV --kernel K '
+          '--initrd I --mem 512 --append "console=ttyS0 reboot=k panic=-1"` and `%s -M '
+          'microvm,x-option-roms=off -accel kvm -cpu host -smp 1 -m 512 -nodefaults '
+          '-no-user-config -display none -no-reboot -serial stdio -kernel K -initrd I -append '
+          '"console=ttyS0 reboot=t panic=-1" -drive id=d0,file=IMG.raw,format=raw,if=none -device '
+          'virtio-blk-device,drive=d0 -chardev socket,id=dbg,path=P -device '
+          'isa-debugcon,iobase=0x440,chardev=dbg`; all inputs copied to the measuring VM\'s tmpfs '
+          'first.' % os.path.basename(env['qemu_path']),
           '',
           'How (bench/vm_linux.sh\'s header has the details): the first user-space instruction is '
           'the initramfs /init\'s first act, a write of 1 to port 0x440 (lazyblk logs it on stderr, '
