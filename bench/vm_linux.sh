@@ -33,18 +33,15 @@
 # export (`lazyblk export`) as a virtio-blk-device on microvm's virtio-mmio:
 #   lazyblk -v run IMG.layout --store S --overlay OV --kernel K --initrd I --mem 512
 #       --append "console=ttyS0 reboot=k panic=-1"
-#   $QEMU -M microvm,x-option-roms=off,rtc=on -accel kvm -cpu host,tsc-deadline=off -smp 1
-#       -m 512 -nodefaults -no-user-config -display none -no-reboot -serial stdio -kernel K
+#   $QEMU -M microvm,x-option-roms=off,rtc=on -accel kvm -cpu host -smp 1 -m 512
+#       -nodefaults -no-user-config -display none -no-reboot -serial stdio -kernel K
 #       -initrd I -append "console=ttyS0 reboot=t panic=-1"
 #       -drive id=d0,file=IMG.raw,format=raw,if=none -device virtio-blk-device,drive=d0
 # (each VMM's own way to end the VM on `reboot -f`: lazyblk has an i8042 whose reset ends
 # it; microvm has none, QEMU's documentation says reboot=t, a triple fault, with -no-reboot).
-# The QEMU peer is set up for Linux at its best, seen in the nested VM: rtc=on, since
-# microvm's default (with ACPI: no RTC) leaves Linux to probe a missing CMOS clock ("rtc_cmos:
-# broken or not accessible": 3-7 s there; QEMU 7.2's ACPI tables do not say there is none,
-# lazyblk's FADT does); tsc-deadline=off, as lazyblk's guests have it (its CPUID does not
-# offer the TSC deadline timer): with it, QEMU's guest often stalled at the reboot for
-# minutes in the nested VM (the nested VM itself idle, its timers not firing). The inputs
+# microvm gets rtc=on: its default (with ACPI: no RTC) leaves Linux to probe a missing CMOS
+# clock ("rtc_cmos: broken or not accessible": 3-7 s in the nested VM; QEMU 7.2's ACPI
+# tables do not say there is none, lazyblk's FADT does). The inputs
 # (store, layout, raw export, kernel, initramfs) are copied into the measuring machine's own
 # file system first, untimed: in the nested VM the host's / is read-only virtiofs.
 #
@@ -169,8 +166,7 @@ def tail(data, n=15):
     return '\n'.join(data.decode(errors='replace').replace('\r', '').splitlines()[-n:])
 
 def qemu_argv(disk, initrd):
-    return [qemu, '-M', 'microvm,x-option-roms=off,rtc=on', '-accel', 'kvm',
-            '-cpu', 'host,tsc-deadline=off',
+    return [qemu, '-M', 'microvm,x-option-roms=off,rtc=on', '-accel', 'kvm', '-cpu', 'host',
             '-smp', '1', '-m', MEM, '-nodefaults', '-no-user-config', '-display', 'none',
             '-no-reboot', '-serial', 'stdio', '-kernel', kernel, '-initrd', initrd,
             '-append', APPEND_Q, '-drive', 'id=d0,file=%s,format=raw,if=none' % disk,
@@ -700,16 +696,13 @@ lines += ['', 'Sorted runs (ms): lazyblk restore -> first instruction %s; spawn 
           '',
           'Command lines (boot): `lazyblk -v run IMG.layout --store S --overlay OV --kernel K '
           '--initrd I --mem 512 --append "console=ttyS0 reboot=k panic=-1"` and `%s -M '
-          'microvm,x-option-roms=off,rtc=on -accel kvm -cpu host,tsc-deadline=off -smp 1 -m 512 '
-          '-nodefaults '
+          'microvm,x-option-roms=off,rtc=on -accel kvm -cpu host -smp 1 -m 512 -nodefaults '
           '-no-user-config -display none -no-reboot -serial stdio -kernel K -initrd I -append '
           '"console=ttyS0 reboot=t panic=-1" -drive id=d0,file=IMG.raw,format=raw,if=none -device '
           'virtio-blk-device,drive=d0 -chardev socket,id=dbg,path=P -device '
           'isa-debugcon,iobase=0x440,chardev=dbg`; all inputs copied to the measuring VM\'s tmpfs '
-          'first. QEMU\'s `rtc=on` and `tsc-deadline=off` give it its best Linux boot there: '
-          'without an RTC its guest probed the missing CMOS clock for seconds; with the TSC '
-          'deadline timer (which lazyblk\'s guests do not get) it often stalled at the reboot for '
-          'minutes.' % os.path.basename(env['qemu_path']),
+          'first. microvm gets `rtc=on`: with its default (no RTC under ACPI) the Linux guest '
+          'probed the missing CMOS clock for seconds.' % os.path.basename(env['qemu_path']),
           '',
           'How (bench/vm_linux.sh\'s header has the details): the first user-space instruction is '
           'the initramfs /init\'s first act, a write of 1 to port 0x440 (lazyblk logs it on stderr, '
