@@ -630,10 +630,11 @@ else:
 lines += ['bench/vm_linux.sh, %d alternating runs per VMM, medians; the guest: Debian\'s %s, 1 vCPU, '
           '512 MiB, the same initramfs (`lazyblk initramfs`) and the same image (lazyblk: the '
           'layout and its store; QEMU: its raw export on virtio-blk-device over virtio-mmio); '
-          '%s; lazyblk %s; in the measuring VM: load average %.1f at the end (%d CPU%s), %.0f s '
+          '%s; lazyblk %s; in the measuring VM: load average %.1f at the end (%d CPU%s%s), %.0f s '
           'for the whole measurement.'
           % (runs, kname, env['qemu'], rev, env['load_end'], env['cpus'],
-             '' if env['cpus'] == 1 else 's', env['seconds']), '']
+             '' if env['cpus'] == 1 else 's',
+             ', the SCHED_IDLE loop counting 1' if where == 'nested' else '', env['seconds']), '']
 lb, qb = boot.get('lazyblk'), boot.get('qemu')
 lu = med(r['user_ms'] for r in lb)
 le = med(r['exit_ms'] for r in lb)
@@ -653,6 +654,28 @@ lines += ['', 'Sorted runs (ms): lazyblk user space %s, exit %s%s; lazyblk\'s ow
               '; QEMU user space %s, exit %s' % (srt(r['user_ms'] for r in qb),
                                                  srt(r['exit_ms'] for r in qb)) if qb else '',
               srt(r.get('mark_logged_ms', 0) for r in lb)), '']
+
+def phases(con):
+    # from a boot's console: the guest clock's start (KVM's clock at the VM's creation) to the
+    # kernel's first timestamp (firmware, real-mode set-up, decompression), and the kernel's
+    # own start up to `Run /init`, both in guest seconds
+    off = re.search(r'sched offset of ([0-9]+) cycles', con)
+    mhz = re.search(r'tsc: Detected ([0-9.]+) MHz', con)
+    init = re.search(r'\[ *([0-9.]+)\] Run /init as init process', con)
+    if not (off and mhz and init):
+        return None
+    return int(off.group(1)) / (float(mhz.group(1)) * 1e6), float(init.group(1))
+
+ph = {k: phases(v['console']) for k, v in res.get('last_boot', {}).items()}
+if ph.get('lazyblk') and ph.get('qemu'):
+    lines += ['Where the boot goes, from the last boot\'s console (guest clock, kvm-clock\'s "sched '
+              'offset" and the kernel\'s timestamps; under TCG it need not keep pace with the wall '
+              'clock): before the kernel (firmware, real-mode set-up, decompression) lazyblk %.2f s, '
+              'QEMU %.2f s; the kernel up to `Run /init` lazyblk %.2f s, QEMU %.2f s. The guest '
+              'kernel\'s own start-up takes about as long in both and is most of lazyblk\'s boot; '
+              'QEMU\'s extra time is before it (its process start-up, the firmware, the '
+              'decompression).' % (
+                  ph['lazyblk'][0], ph['qemu'][0], ph['lazyblk'][1], ph['qemu'][1]), '']
 ls, qs = snap['lazyblk'], snap.get('qemu')
 lr = ls['restores']
 l_fi = med(r['first_instruction_ms'] for r in lr)
