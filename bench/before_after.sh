@@ -36,7 +36,7 @@ for side in before after; do
   LAZYBLK=$bin ONLY=fio,full RUNS=${RUNS:-3} bash bench/serve.sh
   cp build/bench/serve.json "$OUT/$side-serve.json"
   cp build/bench/serve-full.json "$OUT/$side-serve-full.json"
-  LAZYBLK=$bin RUNS=${VMM_RUNS:-10} bash bench/vmm.sh
+  LAZYBLK=$bin RUNS=${VMM_RUNS:-10} VMM_LINUX=0 bash bench/vmm.sh
   cp build/bench/vmm.json "$OUT/$side-vmm.json"
 done
 

@@ -50,6 +50,10 @@
 # missing or any QEMU step fails, one line says why and the peer is reported unavailable
 # (lazyblk's results are kept).
 #
+# The same figures with a Linux guest (Debian's cloud kernel, against QEMU microvm's
+# migration to a file and -incoming, nested where KVM here cannot run Linux) are
+# bench/vm_linux.sh's, which bench/vmm.sh runs after this one.
+#
 # Writes: build/bench/vm_snapshot.json and the `vm_snapshot` section of docs/benchmarks.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."

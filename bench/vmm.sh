@@ -23,7 +23,10 @@
 # docs/design.md, "Kinds of host"); both VMMs use the same one.
 #
 # Writes: build/bench/vmm.json and the `vmm` section of docs/benchmarks.md; then runs
-# bench/vm_snapshot.sh (snapshot, restore, live upgrade: its own section) unless VMM_SNAPSHOT=0.
+# bench/vm_snapshot.sh (snapshot, restore, live upgrade: its own section) unless VMM_SNAPSHOT=0,
+# and bench/vm_linux.sh (a Linux guest against QEMU microvm: boot, snapshot, restore, upgrade;
+# nested where KVM here cannot run Linux; its own section) unless VMM_LINUX=0, with
+# RUNS=$VM_LINUX_RUNS (default 3: a Linux boot takes seconds to tens of seconds there).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -150,4 +153,9 @@ echo "bench/vmm: results in $JSON and $MD"
 # live-upgrade pause) is its own script and section; VMM_SNAPSHOT=0 skips it.
 if [ "${VMM_SNAPSHOT:-1}" != 0 ]; then
   LAZYBLK=$LAZYBLK "$ROOT/bench/vm_snapshot.sh"
+fi
+# A Linux guest (Debian's cloud kernel) in lazyblk run and in QEMU microvm, in a nested VM
+# where KVM here cannot run Linux: its own script and section; VMM_LINUX=0 skips it.
+if [ "${VMM_LINUX:-1}" != 0 ]; then
+  LAZYBLK=$LAZYBLK RUNS=${VM_LINUX_RUNS:-3} "$ROOT/bench/vm_linux.sh"
 fi
