@@ -43,7 +43,7 @@
 # clock ("rtc_cmos: broken or not accessible": 3-7 s in the nested VM; QEMU 7.2's ACPI
 # tables do not say there is none, lazyblk's FADT does). Its guest CPU has no TSC deadline
 # timer, as lazyblk's guests have it (lazyblk's CPUID does not offer it): with it, QEMU's
-# guest stalled for minutes in the nested VM, at the reboot or in the tick loop, in most
+# guest stalled for minutes in the nested VM (at the reboot; in the snapshot part) in half the
 # runs, while lazyblk's guests never did. The inputs
 # (store, layout, raw export, kernel, initramfs) are copied into the measuring machine's own
 # file system first, untimed: in the nested VM the host's / is read-only virtiofs.
@@ -752,7 +752,7 @@ lines += ['', 'Sorted runs (ms): lazyblk restore -> first instruction %s; spawn 
           'first. microvm gets `rtc=on`: with its default (no RTC under ACPI) the Linux guest '
           'probed the missing CMOS clock for seconds; `tsc-deadline=off` gives its guest the '
           'timers lazyblk\'s guests have: with the TSC deadline timer, QEMU\'s guest stalled for '
-          'minutes in the nested VM in most runs.' % os.path.basename(env['qemu_path']),
+          'minutes in the nested VM in half the runs here.' % os.path.basename(env['qemu_path']),
           '',
           'How (bench/vm_linux.sh\'s header has the details): the first user-space instruction is '
           'the initramfs /init\'s first act, a write of 1 to port 0x440 (lazyblk logs it on stderr, '
