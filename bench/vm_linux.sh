@@ -33,15 +33,18 @@
 # export (`lazyblk export`) as a virtio-blk-device on microvm's virtio-mmio:
 #   lazyblk -v run IMG.layout --store S --overlay OV --kernel K --initrd I --mem 512
 #       --append "console=ttyS0 reboot=k panic=-1"
-#   $QEMU -M microvm,x-option-roms=off,rtc=on -accel kvm -cpu host -smp 1 -m 512
-#       -nodefaults -no-user-config -display none -no-reboot -serial stdio -kernel K
+#   $QEMU -M microvm,x-option-roms=off,rtc=on -accel kvm -cpu host,tsc-deadline=off -smp 1
+#       -m 512 -nodefaults -no-user-config -display none -no-reboot -serial stdio -kernel K
 #       -initrd I -append "console=ttyS0 reboot=t panic=-1"
 #       -drive id=d0,file=IMG.raw,format=raw,if=none -device virtio-blk-device,drive=d0
 # (each VMM's own way to end the VM on `reboot -f`: lazyblk has an i8042 whose reset ends
 # it; microvm has none, QEMU's documentation says reboot=t, a triple fault, with -no-reboot).
 # microvm gets rtc=on: its default (with ACPI: no RTC) leaves Linux to probe a missing CMOS
 # clock ("rtc_cmos: broken or not accessible": 3-7 s in the nested VM; QEMU 7.2's ACPI
-# tables do not say there is none, lazyblk's FADT does). The inputs
+# tables do not say there is none, lazyblk's FADT does). Its guest CPU has no TSC deadline
+# timer, as lazyblk's guests have it (lazyblk's CPUID does not offer it): with it, QEMU's
+# guest stalled for minutes in the nested VM (at the reboot; in the snapshot part) in half the
+# runs, while lazyblk's guests never did. The inputs
 # (store, layout, raw export, kernel, initramfs) are copied into the measuring machine's own
 # file system first, untimed: in the nested VM the host's / is read-only virtiofs.
 #
@@ -108,7 +111,7 @@ import json, os, re, select, shlex, shutil, socket, statistics, subprocess, sys,
 work, scratch, kernel, runs, qemu, lazyblk = sys.argv[1:]
 runs = int(runs)
 qemu = shutil.which(qemu) or qemu          # posix_spawn takes a path
-LIMIT = 900                                # s: a hang guard for one boot or restore (TCG)
+LIMIT = 300                                # s: a hang guard for one step (a boot: ~20 s nested)
 SETTLE = 3                                 # s after the first tick before snapshotting
 MEM = '512'
 APPEND_L = 'console=ttyS0 reboot=k panic=-1'
@@ -166,7 +169,8 @@ def tail(data, n=15):
     return '\n'.join(data.decode(errors='replace').replace('\r', '').splitlines()[-n:])
 
 def qemu_argv(disk, initrd):
-    return [qemu, '-M', 'microvm,x-option-roms=off,rtc=on', '-accel', 'kvm', '-cpu', 'host',
+    return [qemu, '-M', 'microvm,x-option-roms=off,rtc=on', '-accel', 'kvm',
+            '-cpu', 'host,tsc-deadline=off',
             '-smp', '1', '-m', MEM, '-nodefaults', '-no-user-config', '-display', 'none',
             '-no-reboot', '-serial', 'stdio', '-kernel', kernel, '-initrd', initrd,
             '-append', APPEND_Q, '-drive', 'id=d0,file=%s,format=raw,if=none' % disk,
@@ -272,13 +276,17 @@ def ctl(path, req, timeout=LIMIT):
             return out.decode().strip()
         out += got
 
-def wait_for(pred, what, pid=None):
+def wait_for(pred, what, pid=None, con=None):
     end = time.monotonic() + LIMIT
     while not pred():
+        why = None
         if pid is not None and os.waitpid(pid, os.WNOHANG)[0]:
-            raise Fail(what + ': the VM ended')
-        if time.monotonic() > end:
-            raise Fail(what + ': not after %d s' % LIMIT)
+            why = what + ': the VM ended'
+        elif time.monotonic() > end:
+            why = what + ': not after %d s' % LIMIT
+        if why:
+            raise Fail(why + ('; its console ends with:\n' + tail(open(con, 'rb').read())
+                              if con else ''))
         time.sleep(0.05)
 
 def size_of(path):
@@ -302,7 +310,7 @@ def lazyblk_snapshot():
     os.close(fo)
     os.close(fe)
     try:
-        wait_for(lambda: ticking(con), 'lazyblk: no tick', pid)
+        wait_for(lambda: ticking(con), 'lazyblk: no tick', pid, con)
         time.sleep(SETTLE)
         t0 = time.monotonic_ns()
         r = ctl(sock, 'snapshot ' + snap)
@@ -323,7 +331,7 @@ def lazyblk_snapshot():
                 raise Fail('lazyblk: upgrade: ' + r)
             ups.append(float(m.group(1)))
             wait_for(lambda: os.path.getsize(con) > n + 64, 'lazyblk: no tick after the upgrade',
-                     pid)
+                     pid, con)
             time.sleep(1)
         res['upgrade_paused_ms'] = ups
     finally:
@@ -370,7 +378,7 @@ def qemu_snapshot():
     os.close(fo)
     os.close(fe)
     try:
-        wait_for(lambda: ticking(con), 'qemu: no tick', pid)
+        wait_for(lambda: ticking(con), 'qemu: no tick', pid, con)
         time.sleep(SETTLE)
         c = socket.socket(socket.AF_UNIX)
         c.settimeout(LIMIT)
@@ -451,12 +459,17 @@ for kind in ('lazyblk', 'qemu'):
         res['errors']['boot ' + kind] = why
         if kind == 'lazyblk':
             raise SystemExit('bench/vm_linux: lazyblk run does not boot the guest: ' + why)
-peers = ['lazyblk'] + (['qemu'] if 'boot qemu' not in res['errors'] else [])
-for k in peers:
-    res['boot'][k] = []
+# lazyblk failing ends the benchmark; the peer failing (a hang guard, a QMP error) makes it
+# unavailable for the rest of that part, with the reason in the section
+peer = 'boot qemu' not in res['errors']
+res['boot'] = {k: [] for k in ['lazyblk'] + (['qemu'] if peer else [])}
 for i in range(runs):
-    for k in peers:
-        r = boot(k)
+    for k in list(res['boot']):
+        r, why = (boot(k), None) if k == 'lazyblk' else run_phase('boot qemu', lambda: boot(k))
+        if why:
+            res['errors']['boot qemu'] = why
+            del res['boot']['qemu']
+            continue
         log('boot %d: %s: user space %.0f ms, exit %.0f ms' % (i + 1, k, r['user_ms'], r['exit_ms']))
         res['boot'][k].append(r)
 
@@ -471,15 +484,26 @@ if why:
 else:
     res['snapshot']['qemu'] = qs[2]
 lr, qr = [], []
+
+def peer_restore():
+    global qs
+    r, why = run_phase('qemu -incoming', lambda: qemu_restore(qs[0], qs[1]))
+    if why:
+        res['errors']['snapshot qemu'] = why
+        del res['snapshot']['qemu']
+        qs = None
+    return r
+
 lazyblk_restore(snap, 0)                   # untimed: the page cache
 if qs:
-    qemu_restore(qs[0], qs[1])
+    peer_restore()
 for i in range(runs):
     lr.append(lazyblk_restore(snap, i + 1))
     log('restore %d: lazyblk: first output %.0f ms' % (i + 1, lr[-1]['spawn_first_output_ms']))
-    if qs:
-        qr.append(qemu_restore(qs[0], qs[1]))
-        log('restore %d: qemu: first output %.0f ms' % (i + 1, qr[-1]['spawn_first_output_ms']))
+    r = peer_restore() if qs else None
+    if r:
+        qr.append(r)
+        log('restore %d: qemu: first output %.0f ms' % (i + 1, r['spawn_first_output_ms']))
 res['snapshot']['lazyblk']['restores'] = lr
 if qs:
     res['snapshot']['qemu']['restores'] = qr
@@ -647,7 +671,7 @@ if qb:
     lines += ['| QEMU microvm | %s | %s |' % (fmt(qu), fmt(qe)),
               '| lazyblk / QEMU | **%.2f×** | **%.2f×** |' % (lu / qu, le / qe)]
 else:
-    lines += ['| QEMU microvm | unavailable: %s | |' % res['errors'].get('boot qemu', '?').replace('|', '/')]
+    lines += ['| QEMU microvm | unavailable: %s | |' % res['errors'].get('boot qemu', '?').replace('|', '/').replace('\n', ' / ')]
 lines += ['', 'Sorted runs (ms): lazyblk user space %s, exit %s%s; lazyblk\'s own log of the mark '
           '(from its process start) %s.' % (
               srt(r['user_ms'] for r in lb), srt(r['exit_ms'] for r in lb),
@@ -699,7 +723,7 @@ if qs:
               'n/a | %s | n/a |' % (fmt(qs['snapshot_ms']), mib(qs['size_bytes']), fmt(q_out))]
 else:
     lines += ['| QEMU microvm (migrate to a file, -incoming) | unavailable: %s | | | | | |'
-              % res['errors'].get('snapshot qemu', '?').replace('|', '/')]
+              % res['errors'].get('snapshot qemu', '?').replace('|', '/').replace('\n', ' / ')]
 lines += ['', 'Sorted runs (ms): lazyblk restore -> first instruction %s; spawn -> first output %s; '
           'upgrades %s%s.' % (srt(r['first_instruction_ms'] for r in lr),
                               srt(r['spawn_first_output_ms'] for r in lr),
@@ -719,13 +743,16 @@ lines += ['', 'Sorted runs (ms): lazyblk restore -> first instruction %s; spawn 
           '',
           'Command lines (boot): `lazyblk -v run IMG.layout --store S --overlay OV --kernel K '
           '--initrd I --mem 512 --append "console=ttyS0 reboot=k panic=-1"` and `%s -M '
-          'microvm,x-option-roms=off,rtc=on -accel kvm -cpu host -smp 1 -m 512 -nodefaults '
+          'microvm,x-option-roms=off,rtc=on -accel kvm -cpu host,tsc-deadline=off -smp 1 -m 512 '
+          '-nodefaults '
           '-no-user-config -display none -no-reboot -serial stdio -kernel K -initrd I -append '
           '"console=ttyS0 reboot=t panic=-1" -drive id=d0,file=IMG.raw,format=raw,if=none -device '
           'virtio-blk-device,drive=d0 -chardev socket,id=dbg,path=P -device '
           'isa-debugcon,iobase=0x440,chardev=dbg`; all inputs copied to the measuring VM\'s tmpfs '
           'first. microvm gets `rtc=on`: with its default (no RTC under ACPI) the Linux guest '
-          'probed the missing CMOS clock for seconds.' % os.path.basename(env['qemu_path']),
+          'probed the missing CMOS clock for seconds; `tsc-deadline=off` gives its guest the '
+          'timers lazyblk\'s guests have: with the TSC deadline timer, QEMU\'s guest stalled for '
+          'minutes in the nested VM in half the runs here.' % os.path.basename(env['qemu_path']),
           '',
           'How (bench/vm_linux.sh\'s header has the details): the first user-space instruction is '
           'the initramfs /init\'s first act, a write of 1 to port 0x440 (lazyblk logs it on stderr, '
