@@ -22,8 +22,8 @@
 # outside, in build/bench; the nested part prints its raw figures as one line
 # "VM_LINUX-RESULT {json}" and this part writes the JSON and the section. There a busy loop
 # at SCHED_IDLE keeps the nested VM's vCPU from ever halting: idle, that VM stalled for
-# minutes (its timers not firing) in most runs; the loop gets only the CPU time nothing else
-# wants.
+# minutes (its timers not firing) in several runs here; the loop gets only the CPU time
+# nothing else wants.
 #
 # The guest, the same for both VMMs: Debian's stock cloud kernel (scripts/lib/kernel.sh,
 # the tests' cache), 1 vCPU, 512 MiB, an initramfs built by `lazyblk initramfs --kernel K
@@ -523,7 +523,7 @@ PY
 if [ -n "${LAZYBLK_NESTED:-}" ]; then
   S=$(mktemp -d /tmp/vm_linux.XXXXXX)
   # Its vCPU must not halt: idle, the nested VM stalled for minutes (its timers not firing,
-  # QEMU's TCG thread outside asleep) in 4 of 7 runs here. A busy loop at
+  # QEMU's TCG thread outside asleep) in several runs here. A busy loop at
   # SCHED_IDLE runs only when nothing else can.
   chrt --idle 0 sh -c 'while :; do :; done' &
   SPIN=$!
