@@ -106,8 +106,9 @@ die() { echo "bench/vm_linux: $*" >&2; exit 1; }
 # measure WORK SCRATCH KERNEL RUNS QEMU: the measuring part (here or in the nested VM);
 # prints the line VM_LINUX-RESULT {json}
 measure() {
-  python3 - "$@" "$LAZYBLK" <<'PY'
+  PYTHONPATH="$ROOT/bench/lib" python3 - "$@" "$LAZYBLK" <<'PY'
 import json, os, re, select, shlex, shutil, socket, statistics, subprocess, sys, time
+from qmp_migrate import migrate_to_file
 work, scratch, kernel, runs, qemu, lazyblk = sys.argv[1:]
 runs = int(runs)
 qemu = shutil.which(qemu) or qemu          # posix_spawn takes a path
@@ -380,43 +381,8 @@ def qemu_snapshot():
     try:
         wait_for(lambda: ticking(con), 'qemu: no tick', pid, con)
         time.sleep(SETTLE)
-        c = socket.socket(socket.AF_UNIX)
-        c.settimeout(LIMIT)
-        c.connect(qsock)
-        f = c.makefile('rwb')
-
-        def qmp(cmd, **args):
-            msg = {'execute': cmd}
-            if args:
-                msg['arguments'] = args
-            f.write(json.dumps(msg).encode() + b'\n')
-            f.flush()
-            while True:                   # skip the events (STOP, MIGRATION, ...)
-                line = f.readline()
-                if not line:
-                    raise Fail('qemu: QMP closed: ' + open(errp).read()[-300:])
-                r = json.loads(line)
-                if 'error' in r:
-                    raise Fail('qemu: QMP %s: %s' % (cmd, r['error'].get('desc')))
-                if 'return' in r:
-                    return r['return']
-
-        f.readline()                      # the greeting
-        qmp('qmp_capabilities')
-        t0 = time.monotonic_ns()
-        qmp('stop')
-        qmp('migrate', uri='exec:cat > ' + shlex.quote(state))
-        while True:
-            st = qmp('query-migrate')
-            if st.get('status') in ('completed', 'failed', 'cancelled'):
-                break
-            if time.monotonic_ns() - t0 > LIMIT * 1e9:
-                raise Fail('qemu: migrate: not completed after %d s' % LIMIT)
-            time.sleep(0.001)
-        t1 = time.monotonic_ns()
-        if st['status'] != 'completed':
-            raise Fail('qemu: migrate: %s %s' % (st['status'], st.get('error-desc', '')))
-        c.close()
+        t0, t1, st = migrate_to_file(qsock, state, LIMIT, lambda m: Fail('qemu: ' + m),
+                                     lambda: ': ' + open(errp).read()[-300:])
     finally:
         reap(pid)
     return state, disk, {'snapshot_ms': (t1 - t0) / 1e6, 'migrate_total_time_ms':

@@ -100,9 +100,10 @@ HW=$(grep -qwE 'vmx|svm' /proc/cpuinfo && echo "hardware (vmx/svm)" || echo "sof
 # the peer is optional: without it lazyblk's figures are still reported
 QVER=$("$QEMU" --version 2>/dev/null | head -1) || QVER=""
 
-python3 - "$WORK" "$LAZYBLK" "$RUNS" "$JSON" "$WORK/section.md" "$GIT_REV" "$HW" "$QEMU" \
+PYTHONPATH="$ROOT/bench/lib" python3 - "$WORK" "$LAZYBLK" "$RUNS" "$JSON" "$WORK/section.md" "$GIT_REV" "$HW" "$QEMU" \
   "$QVER" <<'PY'
 import json, os, re, select, shlex, shutil, socket, statistics, subprocess, sys, time
+from qmp_migrate import migrate_to_file
 work, lazyblk, runs, jpath, mdpath, rev, hw, qemu, qver = sys.argv[1:]
 qemu = shutil.which(qemu) or qemu        # posix_spawn takes a path
 runs = int(runs)
@@ -220,42 +221,7 @@ def qemu_snapshot():
             time.sleep(0.05)
         if not os.path.getsize(qcon):
             raise PeerError('the guest printed nothing' + qemu_err())
-        c = socket.socket(socket.AF_UNIX)
-        c.settimeout(30)
-        c.connect(qsock)
-        f = c.makefile('rwb')
-
-        def qmp(cmd, **args):
-            msg = {'execute': cmd}
-            if args:
-                msg['arguments'] = args
-            f.write(json.dumps(msg).encode() + b'\n')
-            f.flush()
-            while True:                   # skip the events (STOP, ...)
-                line = f.readline()
-                if not line:
-                    raise PeerError('QMP closed' + qemu_err())
-                r = json.loads(line)
-                if 'error' in r:
-                    raise PeerError('QMP %s: %s' % (cmd, r['error'].get('desc')))
-                if 'return' in r:
-                    return r['return']
-
-        f.readline()                      # the greeting
-        qmp('qmp_capabilities')
-        t0 = time.monotonic_ns()
-        qmp('stop')
-        qmp('migrate', uri='exec:cat > ' + shlex.quote(qstate))
-        while True:
-            st = qmp('query-migrate')
-            if st.get('status') in ('completed', 'failed', 'cancelled'):
-                break
-            if time.monotonic_ns() - t0 > 60e9:
-                raise PeerError('migrate: not completed after 60 s')
-            time.sleep(0.001)
-        t1 = time.monotonic_ns()
-        if st['status'] != 'completed':
-            raise PeerError('migrate: %s %s' % (st['status'], st.get('error-desc', '')))
+        t0, t1, st = migrate_to_file(qsock, qstate, 60, PeerError, qemu_err, connect_limit=30)
         return (t1 - t0) / 1e6, st.get('total-time'), os.stat(qstate).st_blocks * 512
     finally:
         q.kill()
