@@ -21,9 +21,9 @@
 # run, are reported as results. The inputs (image, raw export, initramfs) are made here,
 # outside, in build/bench; the nested part prints its raw figures as one line
 # "VM_LINUX-RESULT {json}" and this part writes the JSON and the section. There a busy loop
-# at SCHED_IDLE keeps the nested VM's vCPU from ever halting: idle, that VM stalled for
-# minutes (its timers not firing) in several runs here; the loop gets only the CPU time
-# nothing else wants.
+# at SCHED_IDLE (lib/nested_init.sh) keeps the nested VM's vCPU from ever halting: idle,
+# that VM stalled for minutes (its timers not firing) in several runs here; the loop gets
+# only the CPU time nothing else wants.
 #
 # The guest, the same for both VMMs: Debian's stock cloud kernel (scripts/lib/kernel.sh,
 # the tests' cache), 1 vCPU, 512 MiB, an initramfs built by `lazyblk initramfs --kernel K
@@ -91,8 +91,8 @@
 #                                 own snapshot pause + restore is reported beside it
 #
 # Writes: build/bench/vm_linux.json (every run's figures; the console and stderr of each VMM's
-# last boot, with the guest kernel's timestamps) and the `vm_linux` section of
-# docs/benchmarks.md.
+# last boot, with the guest kernel's timestamps; lazyblk's -v log of its last restore) and
+# the `vm_linux` section of docs/benchmarks.md.
 set -euo pipefail
 SELF=$(realpath "$0")
 cd "$(dirname "$0")/.."
@@ -133,6 +133,7 @@ INITRD = {k: os.path.join(inp, k + '.cpio') for k in ('boot', 'ticks')}
 BT1 = re.compile(rb'boot-timer: 1 at ([0-9.]+) ms')
 
 CONSOLE = {}
+RESTORE_LOG = ['']                       # the last restore's stderr (-v)
 
 class Fail(Exception):
     pass
@@ -343,7 +344,7 @@ def lazyblk_restore(snap, i):
     rsock = fresh(os.path.join(scratch, 'r.sock'))
     ro, wo = os.pipe()
     fe = os.open(os.path.join(scratch, 'r.err'), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-    argv = [lazyblk, '-q', 'run'] + IMG + [
+    argv = [lazyblk, '-v', 'run'] + IMG + [
         '--restore', snap, '--overlay', fresh(os.path.join(scratch, 'r%d.ov' % i)),
         '--control', rsock]
     t0 = time.monotonic_ns()
@@ -361,6 +362,7 @@ def lazyblk_restore(snap, i):
     if st is None:
         raise Fail('lazyblk: restore: no output: ' + open(os.path.join(scratch, 'r.err')).read())
     fe_ns = st['vcpus'][0]['first_exit_ns']
+    RESTORE_LOG[0] = open(os.path.join(scratch, 'r.err')).read()   # the last, for the JSON
     return {'first_instruction_ms': (fe_ns - st['start_ns']) / 1e6,
             'spawn_first_instruction_ms': (fe_ns - t0) / 1e6,
             'spawn_first_output_ms': (t1 - t0) / 1e6}
@@ -474,6 +476,7 @@ res['snapshot']['lazyblk']['restores'] = lr
 if qs:
     res['snapshot']['qemu']['restores'] = qr
 res['last_boot'] = {k: {'console': v[0], 'stderr': v[1]} for k, v in CONSOLE.items()}
+res['last_restore'] = {'lazyblk': {'stderr': RESTORE_LOG[0]}}
 res['env'] = {
     'kernel': os.uname().release, 'cpus': os.cpu_count(), 'load_end': os.getloadavg()[0],
     'kvm_hw': bool(re.search(r'\b(vmx|svm)\b', open('/proc/cpuinfo').read())),
@@ -488,14 +491,8 @@ PY
 # Inside the nested VM (lib/nested.sh ran this script again there): measure, print.
 if [ -n "${LAZYBLK_NESTED:-}" ]; then
   S=$(mktemp -d /tmp/vm_linux.XXXXXX)
-  # Its vCPU must not halt: idle, the nested VM stalled for minutes (its timers not firing,
-  # QEMU's TCG thread outside asleep) in several runs here. A busy loop at
-  # SCHED_IDLE runs only when nothing else can.
-  chrt --idle 0 sh -c 'while :; do :; done' &
-  SPIN=$!
   measure "$LAZYBLK_BENCH_WORK" "$S" "$LAZYBLK_BENCH_KERNEL" "$LAZYBLK_BENCH_RUNS" \
     "$LAZYBLK_BENCH_QEMU"
-  kill "$SPIN"
   rm -rf "$S"
   exit 0
 fi

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../common/fsutil.h"
@@ -58,6 +59,7 @@
 #define MSR_DCD 0x80
 
 #define RX_FIFO 16
+#define OUT_FLUSH_NS 5000000L   /* the longest a byte waits in the output buffer */
 
 struct serial {
 	pthread_mutex_t lock;
@@ -71,8 +73,12 @@ struct serial {
 	bool stop;
 	bool paused;             /* serial_pause(): input waits */
 	enum serial_out_mode out_mode;
-	unsigned held_len;       /* SERIAL_OUT_HOLD: bytes in held */
-	uint8_t held[SERIAL_HOLD_MAX];
+	unsigned out_len;        /* bytes in out: held (SERIAL_OUT_HOLD) or not written yet */
+	uint8_t out[SERIAL_OUT_MAX];
+	struct timespec out_since; /* CLOCK_MONOTONIC: when out's first byte came (ON) */
+	pthread_cond_t out_wake; /* the flusher: out has bytes, or stop */
+	bool flusher_started;
+	pthread_t flusher;
 	int stop_fd;             /* eventfd: wakes the input thread's poll */
 	bool thread_started;
 	pthread_t thread;
@@ -123,24 +129,72 @@ static bool serial_rx_push(struct serial *s, uint8_t c)
 	return true;
 }
 
-/* Lock held. */
+/* Lock held. What waits in out, written (SERIAL_OUT_ON). */
+static void serial_flush(struct serial *s)
+{
+	if (s->out_mode != SERIAL_OUT_ON || !s->out_len)
+		return;
+	(void)fs_write_full(s->o.out_fd, s->out, s->out_len);
+	s->out_len = 0;
+}
+
+/*
+ * Lock held. A byte the guest sent: into out, written at a newline or when out is full
+ * (the flusher writes the rest within OUT_FLUSH_NS). A write per byte cost a boot with
+ * console=ttyS0 most of its time where system calls are dear (nested, see docs/run.md).
+ */
 static void serial_out(struct serial *s, uint8_t c)
 {
-	while (s->out_mode == SERIAL_OUT_HOLD && s->held_len == SERIAL_HOLD_MAX)
+	while (s->out_mode == SERIAL_OUT_HOLD && s->out_len == SERIAL_OUT_MAX)
 		pthread_cond_wait(&s->space, &s->lock);   /* the guest waits for serial_output */
-	if (s->out_mode == SERIAL_OUT_HOLD)
-		s->held[s->held_len++] = c;
-	else if (s->out_mode == SERIAL_OUT_ON)
-		(void)fs_write_full(s->o.out_fd, &c, 1);
+	if (s->out_mode == SERIAL_OUT_DROP)
+		return;
+	if (!s->out_len && s->out_mode == SERIAL_OUT_ON) {
+		clock_gettime(CLOCK_MONOTONIC, &s->out_since);
+		pthread_cond_signal(&s->out_wake);
+	}
+	s->out[s->out_len++] = c;
+	if (c == '\n' || s->out_len == SERIAL_OUT_MAX)
+		serial_flush(s);
+}
+
+/* Writes what has waited OUT_FLUSH_NS in out (a prompt, a line not ended yet). */
+static void *serial_flusher_main(void *arg)
+{
+	struct serial *s = arg;
+	struct timespec now, due;
+
+	pthread_mutex_lock(&s->lock);
+	while (!s->stop) {
+		if (s->out_mode != SERIAL_OUT_ON || !s->out_len) {
+			pthread_cond_wait(&s->out_wake, &s->lock);
+			continue;
+		}
+		due = s->out_since;
+		due.tv_nsec += OUT_FLUSH_NS;
+		if (due.tv_nsec >= 1000000000L) {
+			due.tv_sec++;
+			due.tv_nsec -= 1000000000L;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec > due.tv_sec ||
+		    (now.tv_sec == due.tv_sec && now.tv_nsec >= due.tv_nsec))
+			serial_flush(s);
+		else
+			pthread_cond_timedwait(&s->out_wake, &s->lock, &due);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
 }
 
 void serial_output(struct serial *s, enum serial_out_mode mode)
 {
 	pthread_mutex_lock(&s->lock);
-	if (mode == SERIAL_OUT_ON && s->held_len)
-		(void)fs_write_full(s->o.out_fd, s->held, s->held_len);
+	serial_flush(s);   /* ON before: what came then goes out now; HOLD before: a no-op */
+	if (mode == SERIAL_OUT_ON && s->out_len)
+		(void)fs_write_full(s->o.out_fd, s->out, s->out_len);   /* what was held */
 	if (mode != SERIAL_OUT_HOLD)
-		s->held_len = 0;
+		s->out_len = 0;
 	s->out_mode = mode;
 	pthread_cond_broadcast(&s->space);
 	pthread_mutex_unlock(&s->lock);
@@ -343,6 +397,7 @@ static void *serial_input_main(void *arg)
 int serial_new(const struct serial_opts *o, struct serial **out)
 {
 	struct serial *s = calloc(1, sizeof(*s));
+	pthread_condattr_t ca;
 	int ret;
 
 	if (!s)
@@ -351,6 +406,16 @@ int serial_new(const struct serial_opts *o, struct serial **out)
 	s->stop_fd = -1;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->space, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);   /* out_since's clock */
+	pthread_cond_init(&s->out_wake, &ca);
+	pthread_condattr_destroy(&ca);
+	ret = -pthread_create(&s->flusher, NULL, serial_flusher_main, s);
+	if (ret) {
+		serial_free(s);
+		return ret;
+	}
+	s->flusher_started = true;
 	if (o->in_fd >= 0) {
 		s->stop_fd = eventfd(0, EFD_CLOEXEC);
 		if (s->stop_fd < 0) {
@@ -373,6 +438,8 @@ void serial_pause(struct serial *s, bool paused)
 {
 	pthread_mutex_lock(&s->lock);
 	s->paused = paused;
+	if (paused)
+		serial_flush(s);   /* the guest's output up to the pause, out now */
 	pthread_cond_broadcast(&s->space);
 	pthread_mutex_unlock(&s->lock);
 }
@@ -383,11 +450,15 @@ void serial_free(struct serial *s)
 
 	if (!s)
 		return;
+	pthread_mutex_lock(&s->lock);
+	serial_flush(s);
+	s->stop = true;
+	pthread_cond_broadcast(&s->space);
+	pthread_cond_signal(&s->out_wake);
+	pthread_mutex_unlock(&s->lock);
+	if (s->flusher_started)
+		pthread_join(s->flusher, NULL);
 	if (s->thread_started) {
-		pthread_mutex_lock(&s->lock);
-		s->stop = true;
-		pthread_cond_broadcast(&s->space);
-		pthread_mutex_unlock(&s->lock);
 		(void)!write(s->stop_fd, &one, sizeof(one)); /* cannot fail on an eventfd */
 		pthread_join(s->thread, NULL);
 	}
@@ -395,5 +466,6 @@ void serial_free(struct serial *s)
 		close(s->stop_fd);
 	pthread_mutex_destroy(&s->lock);
 	pthread_cond_destroy(&s->space);
+	pthread_cond_destroy(&s->out_wake);
 	free(s);
 }

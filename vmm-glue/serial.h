@@ -3,9 +3,11 @@
  * A 16550A UART (COM1: ports 0x3f8–0x3ff, IRQ 4): THR/RBR, IER, IIR (interrupt priority
  * line status > received data > THR empty > modem status; 0xC0 when the FIFO is enabled),
  * FCR (enable, clear RX/TX), LCR (DLAB: DLL/DLM), MCR (loopback), LSR, MSR, SCR.
- * Output is written to out_fd byte by byte as the guest writes THR (the transmitter is
- * always empty again at once, so the THR-empty interrupt is raised on every write and
- * whenever IER's THRI bit goes 0 → 1: the FreeBSD "broken TX FIFO" bug is avoided); input
+ * Output goes to out_fd as the guest writes THR, buffered: written at each newline, when
+ * SERIAL_OUT_MAX bytes wait, when the VM pauses or ends, else within 5 ms (a thread). The
+ * transmitter is always empty again at once, so the THR-empty interrupt is raised on every
+ * write and whenever IER's THRI bit goes 0 → 1: the FreeBSD "broken TX FIFO" bug is
+ * avoided. Input
  * comes from in_fd through a thread into the RX FIFO (16 bytes, 1 with the FIFO disabled;
  * FCR clears it, so a guest that filled it in loopback can empty it). The interrupt line
  * follows "an interrupt is pending" and is driven through set_irq on every change.
@@ -31,20 +33,20 @@ struct serial_opts {
 
 /* -errno. */
 int serial_new(const struct serial_opts *o, struct serial **out);
-/* Stops the input thread. */
+/* Writes what the guest's output left waiting, stops the threads. */
 void serial_free(struct serial *s);
 /*
  * Paused: input stays in in_fd (or the input thread's buffer) and nothing enters the RX
- * FIFO until unpaused; returns once no byte is being received.
+ * FIFO until unpaused; returns once no byte is being received, the output written.
  */
 void serial_pause(struct serial *s, bool paused);
 /*
  * The output while a restore's RAM is checked (vmm.c): SERIAL_OUT_HOLD buffers what the
- * guest writes (up to SERIAL_HOLD_MAX bytes; a vCPU writing more waits), SERIAL_OUT_ON
- * writes the buffer out and then every byte at once (the default), SERIAL_OUT_DROP
+ * guest writes (up to SERIAL_OUT_MAX bytes; a vCPU writing more waits), SERIAL_OUT_ON
+ * writes the buffer out and then the output as it comes (the default), SERIAL_OUT_DROP
  * discards the buffer and everything written later.
  */
-#define SERIAL_HOLD_MAX 4096u
+#define SERIAL_OUT_MAX 4096u
 enum serial_out_mode { SERIAL_OUT_ON, SERIAL_OUT_HOLD, SERIAL_OUT_DROP };
 void serial_output(struct serial *s, enum serial_out_mode mode);
 /* A 1-byte access at register off (0..7). Thread-safe. */

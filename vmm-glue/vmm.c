@@ -505,6 +505,9 @@ static int vmm_restore_release(struct vm *v, int ret)
 		ret = vm_snapshot_cpu_verify(v->o->restore, &v->vm, v->reason, v->reason_len);
 	if (!ret)
 		ret = vm_snapshot_ram_verify(v->o->restore, v->reason, v->reason_len);
+	if (!ret)
+		note_emit(&v->o->notes, NOTE_INFO, "snapshot RAM checked at %.1f ms: output and "
+			  "disk requests let go", clock_ms_since(&v->o->t0));
 	if (v->serial)
 		serial_output(v->serial, ret ? SERIAL_OUT_DROP : SERIAL_OUT_ON);
 	for (unsigned i = 0; !ret && i < v->ndev; i++)

@@ -3,8 +3,12 @@
  * The 16550A: THR-empty interrupts (raised on every THR write and when IER's THRI goes
  * 0 -> 1, cleared by the IIR read that reports them), interrupt priority (RX data before
  * THRE), FIFO bits in IIR, FCR clearing an RX FIFO a guest filled in loopback (the
- * FreeBSD-on-Firecracker bugs), LSR, DLAB, scratch register, output to a pipe.
+ * FreeBSD-on-Firecracker bugs), LSR, DLAB, scratch register, output to a pipe: held during
+ * a restore's check, buffered (out at a newline, a full buffer, a pause, the end, or by
+ * the flusher thread for a line not ended).
  */
+#include <poll.h>
+
 #include "helpers.h"
 #include "../../vmm-glue/serial.h"
 
@@ -183,14 +187,70 @@ static void test_output_hold(void **state)
 	assert_int_equal(rd(s, 5) & 0x60, 0x60);              /* the guest sees it sent */
 	serial_output(s, SERIAL_OUT_ON);
 	wr(s, 0, 'C');
-	assert_int_equal(read(p[0], buf, sizeof(buf)), 3);
-	assert_memory_equal(buf, "ABC", 3);
+	wr(s, 0, '\n');
+	assert_int_equal(read(p[0], buf, sizeof(buf)), 4);
+	assert_memory_equal(buf, "ABC\n", 4);
 	serial_output(s, SERIAL_OUT_HOLD);
 	wr(s, 0, 'D');
 	serial_output(s, SERIAL_OUT_DROP);
 	wr(s, 0, 'E');
 	assert_int_equal(read(p[0], buf, sizeof(buf)), -1);   /* D and E never got out */
 	serial_free(s);
+	close(p[0]);
+	close(p[1]);
+}
+
+/* Nonblocking p[0]: the bytes there now (0: none). */
+static ssize_t avail(int fd, char *buf, size_t len)
+{
+	ssize_t n = read(fd, buf, len);
+
+	return n < 0 && errno == EAGAIN ? 0 : n;
+}
+
+static void test_output_buffered(void **state)
+{
+	static char big[5000];
+	int p[2];
+	struct irq_rec r = { 0 };
+	struct serial *s;
+	char buf[8192];
+	struct pollfd pf;
+
+	(void)state;
+	assert_int_equal(pipe(p), 0);
+	assert_int_equal(fcntl(p[0], F_SETFL, O_NONBLOCK), 0);
+	s = mk(p[1], &r);
+	/* a newline writes the line at once */
+	wr(s, 0, 'o');
+	wr(s, 0, 'k');
+	wr(s, 0, '\n');
+	assert_int_equal(avail(p[0], buf, sizeof(buf)), 3);
+	assert_memory_equal(buf, "ok\n", 3);
+	/* a prompt with no newline: the flusher writes it soon */
+	wr(s, 0, '$');
+	pf = (struct pollfd){ .fd = p[0], .events = POLLIN };
+	assert_int_equal(poll(&pf, 1, 10000), 1);
+	assert_int_equal(avail(p[0], buf, sizeof(buf)), 1);
+	assert_int_equal(buf[0], '$');
+	/* a full buffer goes out at once, the rest waits for its newline */
+	memset(big, 'x', sizeof(big));
+	for (size_t i = 0; i < sizeof(big); i++)
+		wr(s, 0, (uint8_t)big[i]);
+	assert_true(avail(p[0], buf, sizeof(buf)) >= (ssize_t)SERIAL_OUT_MAX);
+	wr(s, 0, '\n');
+	while (avail(p[0], buf, sizeof(buf)) > 0)
+		;
+	/* a pause, then the end, write what waits */
+	wr(s, 0, 'p');
+	serial_pause(s, true);
+	assert_int_equal(avail(p[0], buf, sizeof(buf)), 1);
+	assert_int_equal(buf[0], 'p');
+	serial_pause(s, false);
+	wr(s, 0, 'e');
+	serial_free(s);
+	assert_int_equal(avail(p[0], buf, sizeof(buf)), 1);
+	assert_int_equal(buf[0], 'e');
 	close(p[0]);
 	close(p[1]);
 }
@@ -203,6 +263,7 @@ int main(void)
 		cmocka_unit_test(test_loopback_fcr_clear),
 		cmocka_unit_test(test_input_thread),
 		cmocka_unit_test(test_output_hold),
+		cmocka_unit_test(test_output_buffered),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -8,7 +8,7 @@
 # cloud kernel (lib/kernel.sh fetches it) under QEMU in TCG mode with an emulated AMD-V CPU
 # (-cpu max: SVM with nested paging), kvm_amd loaded, this machine's / shared read-only over
 # virtiofs, fresh tmpfs on /tmp, /run, /var/tmp and /dev/shm (lib/nested_init.sh is its
-# /init). The same binary, the same test script, the same environment; its output and exit
+# /init; a busy loop there at SCHED_IDLE keeps the VM's vCPU from halting, where it stalled). The same binary, the same test script, the same environment; its output and exit
 # status are the test's.
 #
 #   kvm_require [--long MINUTES]  returns when a /dev/kvm is usable here (software or

@@ -39,6 +39,10 @@ for k in $keep; do
   i=$((i + 1)); mkdir -p "/host$k"; mount --move "/keep/$i" "/host$k"
 done
 cp /job.sh /host/run/nested-job.sh
+# This VM's vCPU must not halt: idle, it stalled for minutes (its timers not firing, QEMU's
+# TCG thread outside asleep) in several runs here, with nested guests paused or waiting. A
+# busy loop at SCHED_IDLE gets only the CPU time nothing else wants.
+chroot /host chrt --idle 0 /bin/sh -c 'while :; do :; done' </dev/null >/dev/null 2>&1 &
 echo NESTED-BEGIN
 # through a pipe, as the test runner's log file would be: no terminal, no progress lines
 {
