@@ -59,7 +59,8 @@
 #define MSR_DCD 0x80
 
 #define RX_FIFO 16
-#define OUT_FLUSH_NS 5000000L   /* the longest a byte waits in the output buffer */
+#define OUT_TICK_NS 5000000L    /* the flusher's period: the longest a byte waits in out */
+#define OUT_IDLE_TICKS 20       /* ticks with nothing to write before the flusher sleeps */
 
 struct serial {
 	pthread_mutex_t lock;
@@ -75,8 +76,8 @@ struct serial {
 	enum serial_out_mode out_mode;
 	unsigned out_len;        /* bytes in out: held (SERIAL_OUT_HOLD) or not written yet */
 	uint8_t out[SERIAL_OUT_MAX];
-	struct timespec out_since; /* CLOCK_MONOTONIC: when out's first byte came (ON) */
-	pthread_cond_t out_wake; /* the flusher: out has bytes, or stop */
+	pthread_cond_t out_wake; /* the flusher: wake up (output came while it slept), or stop */
+	bool flusher_ticking;    /* the flusher writes out every OUT_TICK_NS (not asleep) */
 	bool flusher_started;
 	pthread_t flusher;
 	int stop_fd;             /* eventfd: wakes the input thread's poll */
@@ -139,9 +140,10 @@ static void serial_flush(struct serial *s)
 }
 
 /*
- * Lock held. A byte the guest sent: into out, written at a newline or when out is full
- * (the flusher writes the rest within OUT_FLUSH_NS). A write per byte cost a boot with
- * console=ttyS0 most of its time where system calls are dear (nested, see docs/run.md).
+ * Lock held. A byte the guest sent: into out, written at a newline or when out is full, else
+ * by the flusher within a tick (woken if it sleeps: once per burst of output, not per line).
+ * A write per byte cost a boot with console=ttyS0 most of its time where system calls are
+ * dear (nested: docs/run.md).
  */
 static void serial_out(struct serial *s, uint8_t c)
 {
@@ -149,39 +151,48 @@ static void serial_out(struct serial *s, uint8_t c)
 		pthread_cond_wait(&s->space, &s->lock);   /* the guest waits for serial_output */
 	if (s->out_mode == SERIAL_OUT_DROP)
 		return;
-	if (!s->out_len && s->out_mode == SERIAL_OUT_ON) {
-		clock_gettime(CLOCK_MONOTONIC, &s->out_since);
+	s->out[s->out_len++] = c;
+	if (s->out_mode != SERIAL_OUT_ON)
+		return;
+	if (c == '\n' || s->out_len == SERIAL_OUT_MAX) {
+		serial_flush(s);
+	} else if (!s->flusher_ticking) {
+		s->flusher_ticking = true;
 		pthread_cond_signal(&s->out_wake);
 	}
-	s->out[s->out_len++] = c;
-	if (c == '\n' || s->out_len == SERIAL_OUT_MAX)
-		serial_flush(s);
 }
 
-/* Writes what has waited OUT_FLUSH_NS in out (a prompt, a line not ended yet). */
+/*
+ * The flusher: asleep until output comes, then every OUT_TICK_NS writes what waits in out
+ * (a prompt, a line not ended yet); after OUT_IDLE_TICKS ticks with nothing, asleep again.
+ */
 static void *serial_flusher_main(void *arg)
 {
 	struct serial *s = arg;
-	struct timespec now, due;
+	struct timespec due;
+	unsigned idle = 0;
 
 	pthread_mutex_lock(&s->lock);
 	while (!s->stop) {
-		if (s->out_mode != SERIAL_OUT_ON || !s->out_len) {
+		if (!s->flusher_ticking) {
 			pthread_cond_wait(&s->out_wake, &s->lock);
+			idle = 0;
 			continue;
 		}
-		due = s->out_since;
-		due.tv_nsec += OUT_FLUSH_NS;
+		clock_gettime(CLOCK_MONOTONIC, &due);
+		due.tv_nsec += OUT_TICK_NS;
 		if (due.tv_nsec >= 1000000000L) {
 			due.tv_sec++;
 			due.tv_nsec -= 1000000000L;
 		}
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (now.tv_sec > due.tv_sec ||
-		    (now.tv_sec == due.tv_sec && now.tv_nsec >= due.tv_nsec))
+		while (!s->stop && pthread_cond_timedwait(&s->out_wake, &s->lock, &due) != ETIMEDOUT)
+			;
+		if (s->out_len && s->out_mode == SERIAL_OUT_ON) {
 			serial_flush(s);
-		else
-			pthread_cond_timedwait(&s->out_wake, &s->lock, &due);
+			idle = 0;
+		} else if (++idle >= OUT_IDLE_TICKS) {
+			s->flusher_ticking = false;
+		}
 	}
 	pthread_mutex_unlock(&s->lock);
 	return NULL;
@@ -407,7 +418,7 @@ int serial_new(const struct serial_opts *o, struct serial **out)
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->space, NULL);
 	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);   /* out_since's clock */
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);   /* the flusher's ticks */
 	pthread_cond_init(&s->out_wake, &ca);
 	pthread_condattr_destroy(&ca);
 	ret = -pthread_create(&s->flusher, NULL, serial_flusher_main, s);
