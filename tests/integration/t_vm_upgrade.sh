@@ -18,7 +18,7 @@
 GUEST=${GUEST:-$(dirname "$LAZYBLK")/guest/testguest.elf}
 DISKPY=$(cd "$(dirname "$0")/../guest" && pwd)/disk.py
 [ -f "$GUEST" ] || die "no test guest at $GUEST (make guest builds it)"
-kvm_require --long 40
+kvm_require   # (nested: about 3 minutes)
 if grep -q "not available" <<<"$("$LAZYBLK" mkfs --help 2>&1)"; then
   skip "skip: mkfs not available"
 fi
