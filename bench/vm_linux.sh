@@ -658,11 +658,12 @@ if ph.get('lazyblk') and ph.get('qemu'):
     lines += ['Where the boot goes, from the last boot\'s console (guest clock, kvm-clock\'s "sched '
               'offset" and the kernel\'s timestamps; under TCG it need not keep pace with the wall '
               'clock): before the kernel (firmware, real-mode set-up, decompression) lazyblk %.2f s, '
-              'QEMU %.2f s; the kernel up to `Run /init` lazyblk %.2f s, QEMU %.2f s. The guest '
-              'kernel\'s own start-up takes about as long in both and is most of lazyblk\'s boot; '
-              'QEMU\'s extra time is before it (its process start-up, the firmware, the '
-              'decompression).' % (
-                  ph['lazyblk'][0], ph['qemu'][0], ph['lazyblk'][1], ph['qemu'][1]), '']
+              'QEMU %.2f s; the kernel up to `Run /init` lazyblk %.2f s, QEMU %.2f s (%.2f×). '
+              'lazyblk writes the guest\'s console output a line at a time (a write per byte '
+              'took a third of its boot here, [run.md](run.md)); QEMU\'s time before the kernel is its '
+              'firmware and the decompression in the guest.' % (
+                  ph['lazyblk'][0], ph['qemu'][0], ph['lazyblk'][1], ph['qemu'][1],
+                  ph['lazyblk'][1] / ph['qemu'][1]), '']
 ls, qs = snap['lazyblk'], snap.get('qemu')
 lr = ls['restores']
 l_fi = med(r['first_instruction_ms'] for r in lr)
@@ -687,12 +688,26 @@ if qs:
 else:
     lines += ['| QEMU microvm (migrate to a file, -incoming) | unavailable: %s | | | | | |'
               % res['errors'].get('snapshot qemu', '?').replace('|', '/').replace('\n', ' / ')]
+# the last restore's -v log: the vCPUs resumed, then the RAM check let the output go
+rlog = res.get('last_restore', {}).get('lazyblk', {}).get('stderr', '')
+m_res = re.search(r'resuming \d+ vCPUs? at ([0-9.]+) ms', rlog)
+m_chk = re.search(r'snapshot RAM checked at ([0-9.]+) ms', rlog)
+held = ''
+if m_res and m_chk:
+    held = (' In the last restore (its `-v` log, from the process start) the vCPU resumed at %.0f '
+            'ms and the check of the snapshot\'s RAM digest (XXH3 over its %.1f MiB of pages, on '
+            'the nested VM\'s one CPU beside the guest) let the guest\'s output and disk requests '
+            'go at %.0f ms: %.0f ms of lazyblk\'s restore -> first output is that check, which '
+            'QEMU\'s `-incoming` does not make.' % (
+                float(m_res.group(1)), mib(sz.get('ram', 0)), float(m_chk.group(1)),
+                float(m_chk.group(1)) - float(m_res.group(1))))
 lines += ['', 'Sorted runs (ms): lazyblk restore -> first instruction %s; spawn -> first output %s; '
-          'upgrades %s%s.' % (srt(r['first_instruction_ms'] for r in lr),
-                              srt(r['spawn_first_output_ms'] for r in lr),
-                              srt(ls['upgrade_paused_ms']),
-                              '; QEMU -incoming spawn -> first output %s' % srt(
-                                  r['spawn_first_output_ms'] for r in qs['restores']) if qs else ''),
+          'upgrades %s%s.%s' % (srt(r['first_instruction_ms'] for r in lr),
+                                srt(r['spawn_first_output_ms'] for r in lr),
+                                srt(ls['upgrade_paused_ms']),
+                                '; QEMU -incoming spawn -> first output %s' % srt(
+                                    r['spawn_first_output_ms'] for r in qs['restores']) if qs else '',
+                                held),
           '', 'Goals (lazyblk / QEMU, medians):',
           goal('boot -> first user-space instruction vs QEMU microvm', lu, qu, 0.5),
           goal('restore (spawn) -> first guest output vs QEMU\'s `-incoming`', l_out, q_out, 0.2),
