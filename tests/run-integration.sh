@@ -27,7 +27,9 @@ for t in "${tests[@]}"; do
   fi
   secs=$(( $(date +%s) - start ))
   case $rc in
-    0)  pass=$((pass+1)); echo "PASS $name (${secs}s)";;
+    0)  pass=$((pass+1)); echo "PASS $name (${secs}s)"
+        # the test bed's retries are said even when the test passed (lib/nested.sh)
+        grep '^retry: ' "$log" | sed 's/^/    /';;
     77) skip=$((skip+1)); echo "SKIP $name: $(tail -1 "$log")";;
     *)  fail=$((fail+1)); failed+=("$name"); echo "FAIL $name (rc=$rc, ${secs}s)"; sed 's/^/    /' "$log" | tail -40;;
   esac

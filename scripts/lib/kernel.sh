@@ -26,11 +26,13 @@ kernel_cache() {
   echo "$d"
 }
 
-_kernel_apt_download() { # in the current directory; retries once after apt-get update (root)
-  apt-get download -q=2 -o APT::Sandbox::User=root "$@" >/dev/null 2>&1 && return 0
+# in the current directory; retries once after apt-get update (root). Each apt-get at most
+# 10 minutes: a mirror that stops answering must not hold a test run.
+_kernel_apt_download() {
+  timeout 600 apt-get download -q=2 -o APT::Sandbox::User=root "$@" >/dev/null 2>&1 && return 0
   [ "$(id -u)" -eq 0 ] || return 1
-  apt-get update -q=2 >/dev/null 2>&1 || return 1
-  apt-get download -q=2 -o APT::Sandbox::User=root "$@" >/dev/null 2>&1
+  timeout 600 apt-get update -q=2 >/dev/null 2>&1 || return 1
+  timeout 600 apt-get download -q=2 -o APT::Sandbox::User=root "$@" >/dev/null 2>&1
 }
 
 fetch_kernel() { # fetch_kernel KC [FLAVOUR]: cloud-amd64 (default) in KC, others in KC/FLAVOUR

@@ -8,8 +8,9 @@
 # cloud kernel (lib/kernel.sh fetches it) under QEMU in TCG mode with an emulated AMD-V CPU
 # (-cpu max: SVM with nested paging), kvm_amd loaded, this machine's / shared read-only over
 # virtiofs, fresh tmpfs on /tmp, /run, /var/tmp and /dev/shm (lib/nested_init.sh is its
-# /init; a busy loop there at SCHED_IDLE keeps the VM's vCPU from halting, where it stalled). The same binary, the same test script, the same environment; its output and exit
-# status are the test's.
+# /init; a busy loop there at SCHED_IDLE keeps the VM's vCPU from halting, where it
+# stalled). The same binary, the same test script, the same environment; its output and
+# exit status are the test's.
 #
 #   kvm_require [--long MINUTES]  returns when a /dev/kvm is usable here (software or
 #                   hardware); else runs the test nested and exits with its status (--long:
@@ -26,25 +27,32 @@
 #   LAZYBLK_TEST_KVM=nested  nest even where /dev/kvm works (to see what a host without
 #                   KVM runs, and how long it takes)
 #
-# NESTED_TIMEOUT (s, default 5400) bounds the nested run. Everything there runs at TCG
-# speed, the test's own tools included (each python3 or sed the test starts). Seen here
-# (2 CPUs, shared): t_run_cli 1 minute, t_vmm_guest 3, t_vm_upgrade (20 upgrades) 3,
-# t_run_hw 5, t_vm_linux 6, t_confine 7, t_vm_snapshot 10, t_run_control 19; the last
-# three are --long: only `make test-nested` runs them nested. (Before nested_init.sh's busy
-# loop, t_vm_upgrade took over 36 minutes: the idle VM stalled.)
+# NESTED_TIMEOUT (s) bounds the nested run: by default three times the MINUTES of --long,
+# at least 20 minutes, so that a VM that hangs fails its test well within the budget of a CI
+# run. A watchdog stops a VM whose heartbeat (nested_init.sh: a line on its second serial
+# port every 10 s) has not moved for NESTED_STALL seconds (default 300): the test bed, not
+# the test, stopped; it is run once more, saying "retry:" (run-integration.sh shows that
+# line), and fails if it stalls again.
+#
+# Everything in the nested VM runs at TCG speed, the test's own tools included (each python3
+# or sed the test starts). Seen here (2 CPUs, shared): t_run_cli 1 minute, t_vmm_guest 3,
+# t_vm_upgrade (20 upgrades) 3, t_run_hw 5, t_vm_linux 6, t_confine 7, t_vm_snapshot 10,
+# t_run_control 19; the last three are --long: only `make test-nested` runs them nested.
+# (Before nested_init.sh's busy loop, t_vm_upgrade took over 36 minutes: the idle VM
+# stalled.)
 
 kvm_usable() { [ -r /dev/kvm ] && [ -w /dev/kvm ]; }
 kvm_hw() { kvm_usable && grep -qwE 'vmx|svm' /proc/cpuinfo; }
 _kvm_here() { [ -n "${LAZYBLK_NESTED:-}" ] || [ "${LAZYBLK_TEST_KVM:-}" != nested ]; }
 
-# _kvm_nest WHAT: no KVM here that can run this test (WHAT says what is missing): skip, or
-# run it nested and exit with its status
+# _kvm_nest WHAT [MINUTES]: no KVM here that can run this test (WHAT says what is missing):
+# skip, or run it nested (MINUTES: how long it takes there) and exit with its status
 _kvm_nest() {
   [ -z "${LAZYBLK_NESTED:-}" ] ||
     skip "no $1 even in the nested VM (did kvm_amd load? see its console)"
   [ "${LAZYBLK_TEST_NESTED:-}" != 0 ] ||
     skip "no $1 here (LAZYBLK_TEST_NESTED=0: not run in a nested VM)"
-  nested_run "$0"
+  nested_run "$0" "${2:-}"
 }
 
 kvm_require() {
@@ -52,7 +60,7 @@ kvm_require() {
   # --long MINUTES: nested, the test takes that long, more than `make test` can give it
   [ -n "${LAZYBLK_NESTED:-}" ] || [ "${1:-}" != --long ] || [ "${LAZYBLK_TEST_NESTED:-}" = 1 ] ||
     skip "no usable /dev/kvm, and in a nested VM this test takes about $2 minutes, more than make test's budget: make test-nested runs it"
-  _kvm_nest "usable /dev/kvm"
+  _kvm_nest "usable /dev/kvm" "${2:-}"
 }
 
 kvm_require_hw() {
@@ -93,9 +101,56 @@ nested_on_exit() {
   fi
 }
 
-# nested_run SCRIPT: SCRIPT again in the nested VM; exits with its status.
+# _nested_boot DIR LIMIT KEEP: virtiofsd and the VM for DIR/job.sh (console in DIR/console.log),
+# at most LIMIT seconds; a watchdog stops the VM when its heartbeat (nested_init.sh writes one
+# on its second serial port every 10 s) has not moved for NESTED_STALL seconds (default 300)
+# and leaves DIR/stalled. Returns QEMU's exit status (124: over LIMIT).
+_nested_boot() {
+  local d=$1 limit=$2 keep=$3 vfs=$1/vfs.sock rc=0 wd
+  rm -f "$d/stalled" "$d/heartbeat.log" "$vfs"
+  "$NESTED_VIRTIOFSD" --socket-path="$vfs" -o source=/ -o cache=auto -o sandbox=chroot \
+    >"$d/virtiofsd.log" 2>&1 &
+  wait_for_state test -S "$vfs" ||
+    { cat "$d/virtiofsd.log" >&2; die "nested VM: virtiofsd did not start"; }
+  # One TCG thread and one CPU: with QEMU 7.2's multi-threaded TCG the nested guests
+  # triple-faulted or stopped after a few seconds (a counting guest, with no upgrade, pause
+  # or snapshot, in each of 3 runs); with one thread 12,000 counts went by without a fault.
+  timeout "$limit" qemu-system-x86_64 -M q35 -accel tcg,thread=single \
+    -cpu max -smp 1 -m 4G \
+    -object memory-backend-memfd,id=mem,size=4G,share=on -numa node,memdev=mem \
+    -chardev "socket,id=vfs,path=$vfs" -device vhost-user-fs-pci,chardev=vfs,tag=host \
+    -kernel "$KERNEL" -initrd "$d/initrd.gz" \
+    -append "console=ttyS0 quiet loglevel=3 reboot=k panic=-1 no_timer_check lazyblk.job=$d/job.sh${keep:+ lazyblk.keep=$keep}" \
+    -nographic -serial stdio -chardev "file,id=hb,path=$d/heartbeat.log" -serial chardev:hb \
+    -nodefaults -no-reboot </dev/null >"$d/console.log" 2>&1 &
+  # the test killed (a runner's timeout): the VM goes with it, then the test's own EXIT trap
+  NESTED_QEMU=$!
+  [ -n "${NESTED_PREV_TRAP+set}" ] || NESTED_PREV_TRAP=$(trap -p EXIT)
+  trap nested_on_exit EXIT
+  (
+    last=-1 still=0
+    while kill -0 "$NESTED_QEMU" 2>/dev/null; do
+      sleep 10
+      n=$(stat -c %s "$d/heartbeat.log" 2>/dev/null || echo 0)
+      if [ "$n" != "$last" ]; then last=$n still=0; else still=$((still + 10)); fi
+      if [ "$still" -ge "${NESTED_STALL:-300}" ]; then
+        : >"$d/stalled"
+        kill "$NESTED_QEMU" 2>/dev/null
+        break
+      fi
+    done
+  ) </dev/null >/dev/null 2>&1 &
+  wd=$!
+  wait "$NESTED_QEMU" || rc=$?
+  kill "$wd" 2>/dev/null
+  wait "$wd" 2>/dev/null
+  return "$rc"
+}
+
+# nested_run SCRIPT [MINUTES]: SCRIPT again in the nested VM (MINUTES: how long it takes there);
+# exits with its status.
 nested_run() {
-  local script d rc=0 vfs res v scale keep
+  local script d rc=0 res v scale keep limit try
   script=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
   command -v qemu-system-x86_64 >/dev/null ||
     skip "no usable /dev/kvm, and no qemu-system-x86_64 for a nested VM"
@@ -145,32 +200,22 @@ nested_run() {
         case ",$keep," in *",$v,"*) ;; *) keep=${keep:+$keep,}$v ;; esac ;;
     esac
   done
-  vfs=$d/vfs.sock
-  "$NESTED_VIRTIOFSD" --socket-path="$vfs" -o source=/ -o cache=auto -o sandbox=chroot \
-    >"$d/virtiofsd.log" 2>&1 &
-  wait_for_state test -S "$vfs" ||
-    { cat "$d/virtiofsd.log" >&2; die "nested VM: virtiofsd did not start"; }
-  # One TCG thread and one CPU: with QEMU 7.2's multi-threaded TCG the nested guests
-  # triple-faulted or stopped after a few seconds (a counting guest, with no upgrade, pause
-  # or snapshot, in each of 3 runs); with one thread 12,000 counts went by without a fault.
   echo "note: no KVM here that runs this test: it runs in a nested VM (QEMU TCG, emulated AMD-V, kvm_amd)"
-  timeout "${NESTED_TIMEOUT:-5400}" qemu-system-x86_64 -M q35 -accel tcg,thread=single \
-    -cpu max -smp 1 -m 4G \
-    -object memory-backend-memfd,id=mem,size=4G,share=on -numa node,memdev=mem \
-    -chardev "socket,id=vfs,path=$vfs" -device vhost-user-fs-pci,chardev=vfs,tag=host \
-    -kernel "$KERNEL" -initrd "$d/initrd.gz" \
-    -append "console=ttyS0 quiet loglevel=3 reboot=k panic=-1 no_timer_check lazyblk.job=$d/job.sh${keep:+ lazyblk.keep=$keep}" \
-    -nographic -serial stdio -nodefaults -no-reboot </dev/null >"$d/console.log" 2>&1 &
-  # the test killed (a runner's timeout): the VM goes with it, then the test's own EXIT trap
-  NESTED_QEMU=$!
-  NESTED_PREV_TRAP=$(trap -p EXIT)
-  trap nested_on_exit EXIT
-  wait "$NESTED_QEMU" || rc=$?
+  limit=${NESTED_TIMEOUT:-$(( ${2:-0} * 3 * 60 > 1200 ? ${2:-0} * 3 * 60 : 1200 ))}
+  for try in 1 2; do
+    rc=0
+    _nested_boot "$d" "$limit" "$keep" || rc=$?
+    [ -e "$d/stalled" ] && [ "$try" = 1 ] || break
+    # a VM that stopped making progress is the test bed failing, not the test: once more
+    echo "retry: the nested VM stalled (no heartbeat for ${NESTED_STALL:-300} s); its console:" >&2
+    tr -d '\r' <"$d/console.log" | tail -n 15 >&2
+  done
   tr -d '\r' <"$d/console.log" >"$d/console.txt"
   res=$(sed -n 's/^NESTED-END rc=\([0-9]*\)$/\1/p' "$d/console.txt" | tail -1)
   if [ -z "$res" ]; then
     tail -n 40 "$d/console.txt" >&2
-    die "nested VM: the test did not finish (QEMU exit $rc; 124 is over ${NESTED_TIMEOUT:-5400} s)"
+    [ ! -e "$d/stalled" ] || die "nested VM: it stalled twice (no heartbeat for ${NESTED_STALL:-300} s)"
+    die "nested VM: the test did not finish (QEMU exit $rc; 124 is over $limit s)"
   fi
   # the test's own output (its last line is what a skip says)
   # (the line of NESTED-BEGIN may start with the firmware's terminal escapes)

@@ -43,6 +43,9 @@ cp /job.sh /host/run/nested-job.sh
 # TCG thread outside asleep) in several runs here, with nested guests paused or waiting. A
 # busy loop at SCHED_IDLE gets only the CPU time nothing else wants.
 chroot /host chrt --idle 0 /bin/sh -c 'while :; do :; done' </dev/null >/dev/null 2>&1 &
+# A heartbeat on the second serial port (a file on the host): lib/nested.sh's watchdog stops
+# the VM when it no longer moves (the VM's timers stopped firing, or the VM froze).
+(while :; do echo beat; sleep 10; done) </dev/null >/dev/ttyS1 2>/dev/null &
 echo NESTED-BEGIN
 # through a pipe, as the test runner's log file would be: no terminal, no progress lines
 {
