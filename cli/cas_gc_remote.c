@@ -15,7 +15,7 @@
 #include "../cas/remote/lease.h"
 #include "../common/log.h"
 #include "../common/size.h"
-#include "../ext4gen/refs.h"
+#include "../layout/refs.h"
 #include "cli.h"
 
 static void print_dropped(void *arg, const struct oci_chunk_ref *ref)

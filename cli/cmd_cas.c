@@ -13,7 +13,7 @@
 #include "../common/json_out.h"
 #include "../common/log.h"
 #include "../common/size.h"
-#include "../ext4gen/refs.h"
+#include "../layout/refs.h"
 #include "cli.h"
 
 static const char cas_usage[] =

@@ -12,7 +12,7 @@
 #include "../common/log.h"
 #include "../common/sha256.h"
 #include "../common/size.h"
-#include "../ext4gen/layout.h"
+#include "../layout/layout.h"
 #include "cli.h"
 
 static const char overlay_usage[] =

@@ -15,8 +15,8 @@
 #include "../common/json_out.h"
 #include "../common/log.h"
 #include "../common/size.h"
-#include "../ext4gen/layout.h"
-#include "../ext4gen/refs.h"
+#include "../layout/layout.h"
+#include "../layout/refs.h"
 #include "cli.h"
 
 static const char push_usage[] =

@@ -21,7 +21,7 @@
 #include "../common/clock.h"
 #include "../common/log.h"
 #include "../common/size.h"
-#include "../ext4gen/layout.h"
+#include "../layout/layout.h"
 #include "../vmm-glue/cpu.h"
 #include "../vmm-glue/initramfs.h"
 #include "../vmm-glue/vm_snapshot.h"

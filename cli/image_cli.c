@@ -14,8 +14,8 @@
 #include "../common/fsutil.h"
 #include "../common/log.h"
 #include "../common/size.h"
-#include "../ext4gen/layout.h"
-#include "../ext4gen/refs.h"
+#include "../layout/layout.h"
+#include "../layout/refs.h"
 #include "cli.h"
 
 int image_layout_files(const struct layout *l, const char *path, const char ***paths,

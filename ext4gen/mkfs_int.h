@@ -16,7 +16,7 @@
 #include "dir.h"
 #include "extent.h"
 #include "geom.h"
-#include "layout.h"
+#include "../layout/layout.h"
 #include "mkfs.h"
 #include "super.h"
 #include "xattr.h"

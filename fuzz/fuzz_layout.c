@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The layout reader (ext4gen/layout.c: layout_open on a file), then the lookups a server
+ * The layout reader (layout/read.c and chain.c: layout_open on a file), then the lookups a server
  * makes on it: the metadata block of each run's first and last disk block, the data run
  * and metadata run at positions across the disk. The body sha256 and the header crc32c
  * are recomputed first (fuzz.h), so the runs behind them are what gets fuzzed. A version 2
@@ -9,7 +9,7 @@
  * (the hint is the input's: a file it names that is not the base is refused).
  */
 #include "fuzz.h"
-#include "../ext4gen/layout.h"
+#include "../layout/layout.h"
 
 /* The bytes header_crc covers: version 2 adds the parent record after the header. */
 static size_t hdr_len(const uint8_t *buf)

@@ -7,7 +7,7 @@
  */
 #include "fuzz.h"
 #include "../cas/manifest.h"
-#include "../ext4gen/layout.h"
+#include "../layout/layout.h"
 #include "../ext4gen/mkfs.h"
 
 static void note(void *arg, enum note_kind kind, const char *line)

@@ -37,7 +37,7 @@
 #include "../cas/source.h"
 #include "../cas/store.h"
 #include "../cas/trace.h"
-#include "../ext4gen/layout.h"
+#include "../layout/layout.h"
 #include "../ext4gen/mkfs.h"
 
 #define SYN_N 4

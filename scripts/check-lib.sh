@@ -2,9 +2,9 @@
 # The library's rules, checked by `make check-lib` (part of `make test`); docs/conventions.md
 # says why. Lists every offender as FILE:LINE (or OBJECT: SYMBOL) and fails if there is one.
 #
-#   1. A silent library. No object of the library (BUILD/obj/{common,cas,ext4gen,blkd,
-#      vmm-glue}) but common/log.o refers to stdout or stderr, or to a function that writes to
-#      them (printf, puts, perror, err/warn, ...), by its undefined symbols (nm -u); and no
+#   1. A silent library. No object of the library (BUILD/obj/{common,cas,layout,ext4gen,blkd,
+#      vmm-glue}) but common/log.o refers to stdout or stderr, or to a function that writes
+#      to them (printf, puts, perror, err/warn, ...), by its undefined symbols (nm -u); and no
 #      library source but common/log.c names STDOUT_FILENO or STDERR_FILENO. Writing to a
 #      stream or a descriptor the caller passes in (fprintf, fputs, fwrite, write on an fd
 #      argument) is allowed: the caller chose where the text goes.
@@ -14,12 +14,16 @@
 #   4. Test hooks (scripts/check_hooks.py): a library function that no other production
 #      object calls is static, or its declaration carries TEST_HOOK (common/test_hook.h)
 #      because tests/unit call it; and a TEST_HOOK function has no production caller.
+#   5. Includes go down: a production file includes headers of its own module and of the
+#      modules after it in LAYERS (cli, vmm-glue, blkd, ext4gen, layout, cas, common), never
+#      of one before it; and no file includes another module's internal header (*_int.h,
+#      internal.h).
 #
 # Tests (tests/) are exempt from 2 and 3. usage: scripts/check-lib.sh [BUILD] (default build)
 set -u
 cd "$(dirname "$0")/.." || exit 2
 BUILD=${1:-build}
-LIB_DIRS=(common cas ext4gen blkd vmm-glue)
+LIB_DIRS=(common cas layout ext4gen blkd vmm-glue)
 PROD_DIRS=("${LIB_DIRS[@]}" cli)
 MAX_FILE_LINES=800
 MAX_FUNC_LINES=120
@@ -90,6 +94,36 @@ done < <(awk -v max="$MAX_FUNC_LINES" '
 
 # 4. test hooks
 python3 scripts/check_hooks.py "$BUILD" "${LIB_DIRS[@]}" -- "${PROD_DIRS[@]}" || fail=1
+
+# 5. includes go down the layers (blkd's folders keep their own order: blkd/README.md)
+LAYERS=(cli vmm-glue blkd ext4gen layout cas common)
+while IFS= read -r hit; do
+	say "$hit"
+done < <(python3 - "${LAYERS[@]}" <<'PY'
+import os, re, sys
+layers = sys.argv[1:]
+rank = {m: i for i, m in enumerate(layers)}
+for top in layers:
+    for d, _, files in os.walk(top):
+        for f in sorted(files):
+            if not f.endswith((".c", ".h")):
+                continue
+            path = os.path.join(d, f)
+            for no, line in enumerate(open(path, encoding="utf-8"), 1):
+                m = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
+                if not m:
+                    continue
+                target = os.path.normpath(os.path.join(d, m.group(1)))
+                mod = target.split(os.sep)[0]
+                if mod not in rank or mod == top:
+                    continue
+                if rank[mod] < rank[top]:
+                    print(f"{path}:{no}: includes {target}: {mod}/ is above {top}/ (includes go down: {' -> '.join(layers)})")
+                base = os.path.basename(target)
+                if base.endswith("_int.h") or base == "internal.h":
+                    print(f"{path}:{no}: includes {target}, internal to {mod}/")
+PY
+)
 
 [ $fail -eq 0 ] && echo "check-lib: ok ($objs library objects, ${#srcs[@]} source files)"
 exit $fail

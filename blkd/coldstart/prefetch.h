@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "../../cas/source.h"
-#include "../../ext4gen/layout.h"
+#include "../../layout/layout.h"
 #include "trace_plan.h"
 
 struct blkd_prefetch;

@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #include "../../cas/manifest.h"
-#include "../../ext4gen/layout.h"
+#include "../../layout/layout.h"
 #include "../../common/test_hook.h"
 
 struct trace_index;

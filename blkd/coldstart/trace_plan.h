@@ -13,7 +13,7 @@
 
 #include "../../cas/manifest.h"
 #include "../../cas/trace.h"
-#include "../../ext4gen/layout.h"
+#include "../../layout/layout.h"
 #include "../../common/test_hook.h"
 
 struct trace_plan {

@@ -14,7 +14,7 @@
 
 #include "../../cas/manifest.h"
 #include "../../cas/trace.h"
-#include "../../ext4gen/layout.h"
+#include "../../layout/layout.h"
 
 struct trace_recorder;
 

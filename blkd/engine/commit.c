@@ -16,7 +16,7 @@
 #include "../../cas/store.h"
 #include "../../common/fsutil.h"
 #include "../../common/why.h"
-#include "../../ext4gen/layout.h"
+#include "../../layout/layout.h"
 #include "delta.h"
 #include "overlay.h"
 

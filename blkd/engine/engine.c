@@ -9,7 +9,7 @@
 
 #include "../../cas/store.h"
 #include "../../common/why.h"
-#include "../../ext4gen/layout.h"
+#include "../../layout/layout.h"
 #include "overlay.h"
 #include "reader.h"
 #include "../coldstart/prefetch.h"

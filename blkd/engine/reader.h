@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "../../cas/source.h"
-#include "../../ext4gen/layout.h"
+#include "../../layout/layout.h"
 #include "../sector.h"
 
 #define BLKD_READER_CACHE_DEFAULT ((size_t)64 << 20)

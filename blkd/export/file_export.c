@@ -19,7 +19,7 @@
 #include "../../common/fsutil.h"
 #include "../../common/grow.h"
 #include "../../common/workq.h"
-#include "../../ext4gen/layout.h"
+#include "../../layout/layout.h"
 #include "../engine/reader.h"
 
 #define EXPORT_PIECE ((size_t)4 << 20) /* bytes read through the engine at a time */

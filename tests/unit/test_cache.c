@@ -9,12 +9,12 @@
 #include "../../cas/cache.h"
 #include "../../cas/gc.h"
 #include "../../cas/plain.h"
-#include "../../ext4gen/refs.h"
+#include "../../layout/refs.h"
 #include "../../cas/manifest.h"
 #include "../../cas/store.h"
 #include "../../common/fsutil.h"
 #include "../../common/sha256.h"
-#include "../../ext4gen/layout.h"
+#include "../../layout/layout.h"
 
 struct fixture {
 	char dir[PATH_MAX];

@@ -12,7 +12,7 @@
 #include "../../blkd/disk/disk.h"
 #include "../../blkd/engine/engine.h"
 #include "../../cas/store.h"
-#include "../../ext4gen/layout.h"
+#include "../../layout/layout.h"
 
 #define BLK 4096u
 #define NBLK 64u

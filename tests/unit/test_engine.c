@@ -7,7 +7,7 @@
 #include "../../blkd/engine/engine.h"
 #include "../../cas/store.h"
 #include "../../common/workq.h"
-#include "../../ext4gen/layout.h"
+#include "../../layout/layout.h"
 
 #define BLK 4096u
 #define NBLOCKS 64u

@@ -14,7 +14,7 @@
 #include "../../blkd/export/file_export.h"
 #include "../../cas/chunk.h"
 #include "../../common/fsutil.h"
-#include "../../ext4gen/layout.h"
+#include "../../layout/layout.h"
 
 #define BLK LAYOUT_BLOCK
 #define NBLOCKS 4096u

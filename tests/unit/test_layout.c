@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests for ext4gen/layout: writer, reader, validation. */
+/* Unit tests for layout/ (write.c, read.c): writer, reader, validation. */
 #include "helpers.h"
 
 #include "../../cas/chunk.h"
 #include "../../common/crc32c.h"
 #include "../../common/fsutil.h"
 #include "../../common/sha256.h"
-#include "../../ext4gen/layout.h"
+#include "../../layout/layout.h"
 
 #define BLK LAYOUT_BLOCK
 #define NBLOCKS 64
@@ -627,7 +627,7 @@ static void test_bad_structure(void **state)
 	CASE("metadata run beyond the metadata area", im.meta[2].first = 6; im.meta[2].count = 2);
 	CASE("metadata run beyond the metadata area", im.meta[2].first = UINT64_MAX);
 	CASE("bad metadata run", im.meta[1].count = 0);
-	CASE("bad metadata run", im.meta[1].reserved = 1);
+	CASE("bad metadata run", im.meta[1].layer = 1);
 	CASE("metadata runs not sorted or overlapping", im.meta[1].lba = 2);
 	CASE("metadata runs not sorted or overlapping", im.meta[2].lba = 5);
 	/* data runs */

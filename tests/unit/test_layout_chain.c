@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests for layouts with parents (ext4gen/layout_chain.c): the merged view of a chain
+ * Unit tests for layouts with parents (layout/chain.c, flatten.c): the merged view of a chain
  * compared block for block with a model painted from the same descriptions, finding the
  * parent, refusing bad chains and bad version 2 files, and flattening.
  */
@@ -9,7 +9,7 @@
 #include "../../common/crc32c.h"
 #include "../../common/fsutil.h"
 #include "../../common/sha256.h"
-#include "../../ext4gen/layout.h"
+#include "../../layout/layout.h"
 
 #define BLK LAYOUT_BLOCK
 #define NBLOCKS 64

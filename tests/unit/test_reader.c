@@ -11,7 +11,7 @@
 #include "../../cas/plain.h"
 #include "../../cas/store.h"
 #include "../../common/sha256.h"
-#include "../../ext4gen/layout.h"
+#include "../../layout/layout.h"
 
 #define BLK LAYOUT_BLOCK
 #define NBLOCKS 32

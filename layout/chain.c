@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Layouts with parents (version 2, docs/formats.md): finding each parent, merging the
- * chain into one view, and writing that view as a version 1 layout (flatten).
+ * chain into one view, and reading the view's metadata blocks from the layer holding them.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,8 +15,6 @@
 #include "../common/grow.h"
 #include "../common/hash.h"
 #include "layout_int.h"
-
-#define FLATTEN_PIECE 256u /* metadata blocks copied at a time */
 
 /* The reason of a failed layout_open that names files: the calling thread's. */
 static __thread char chain_why[2 * PATH_MAX + 160];
@@ -260,7 +258,7 @@ static int merge_layer(struct runs *cur, const struct layout *c, unsigned k, uin
 		    (p == kept.n_meta || c->meta_runs[i].lba < kept.meta[p].lba)) {
 			struct layout_meta_run m = c->meta_runs[i++];
 
-			m.reserved = k;
+			m.layer = k;
 			ret = meta_put(&out, &m);
 		} else {
 			ret = meta_put(&out, &kept.meta[p++]);
@@ -483,9 +481,9 @@ int layout_read_meta_blocks(const struct layout *l, const struct layout_meta_run
 	const struct layout_layer *y;
 	int ret;
 
-	if (m->reserved >= l->n_layers)
+	if (m->layer >= l->n_layers)
 		return -EINVAL;
-	y = &l->layers[m->reserved];
+	y = &l->layers[m->layer];
 	if (first > y->hdr.meta_blocks || n > y->hdr.meta_blocks - first)
 		return -EINVAL;
 	ret = fs_pread_full(y->fd, out, n * LAYOUT_BLOCK,
@@ -507,47 +505,4 @@ int layout_read_meta(const struct layout *l, uint64_t lba, void *buf)
 		return 0;
 	ret = layout_read_meta_blocks(l, m, m->first + lba - m->lba, 1, buf, NULL);
 	return ret ? ret : 1;
-}
-
-/* ------------------------------------------------------------------ flattening */
-
-static int flatten_meta(const struct layout *l, struct layout_writer *w)
-{
-	uint8_t *buf = malloc((size_t)FLATTEN_PIECE * LAYOUT_BLOCK);
-	int ret = buf ? 0 : -ENOMEM;
-
-	for (uint64_t i = 0; !ret && i < l->hdr.meta_run_count; i++) {
-		const struct layout_meta_run *m = &l->meta_runs[i];
-
-		for (uint32_t a = 0, n; !ret && a < m->count; a += n) {
-			n = m->count - a < FLATTEN_PIECE ? m->count - a : FLATTEN_PIECE;
-			ret = layout_read_meta_blocks(l, m, m->first + a, n, buf, NULL);
-			if (!ret)
-				ret = layout_add_meta(w, m->lba + a, buf, n);
-		}
-	}
-	free(buf);
-	return ret;
-}
-
-int layout_flatten(const struct layout *l, const char *path, uint8_t digest_out[SHA256_LEN])
-{
-	struct layout_writer *w;
-	int ret;
-
-	ret = layout_writer_new(path, l->hdr.block_count, &w);
-	if (ret)
-		return ret;
-	ret = flatten_meta(l, w);
-	for (uint64_t i = 0; !ret && i < l->hdr.data_run_count; i++) {
-		const struct layout_data_run *d = &l->data_runs[i];
-
-		ret = layout_add_data(w, layout_data_run_pos(d), d->len, l->chunks[d->chunk],
-				      d->chunk_off);
-	}
-	if (!ret)
-		ret = layout_writer_finish(w, l->hdr.manifest_digest, l->hdr.fs_uuid,
-					   l->hdr.chunk_size, digest_out);
-	layout_writer_free(w);
-	return ret;
 }

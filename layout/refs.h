@@ -5,8 +5,8 @@
  * A layout with parents references the chunks of every layer of its chain (each layer is
  * an image of its own), not only those its merged disk reads.
  */
-#ifndef LZ_EXT4GEN_REFS_H
-#define LZ_EXT4GEN_REFS_H
+#ifndef LZ_LAYOUT_REFS_H
+#define LZ_LAYOUT_REFS_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -14,10 +14,10 @@
  * also names the parent's layout digest, the body ends with a hint (the parent's path,
  * relative to the child's directory or absolute), every run covers whole blocks, and data
  * runs may be zero runs (LAYOUT_RUN_ZERO). A block the child's runs cover is the child's;
- * every other block is the parent's. layout_open resolves the chain (layout_chain.c).
+ * every other block is the parent's. layout_open resolves the chain (chain.c).
  */
-#ifndef LZ_EXT4GEN_LAYOUT_H
-#define LZ_EXT4GEN_LAYOUT_H
+#ifndef LZ_LAYOUT_LAYOUT_H
+#define LZ_LAYOUT_LAYOUT_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -65,12 +65,16 @@ struct layout_parent {
 	uint32_t reserved;
 };
 
-/* Disk blocks [lba, lba + count) are stored at layout blocks [first, first + count). */
+/*
+ * Disk blocks [lba, lba + count) are stored at layout blocks [first, first + count) of the
+ * metadata area of layer `layer` of the chain: 0 in a file (its own area; anything else is
+ * refused), the layer holding the blocks in the merged view of a chain (struct layout).
+ */
 struct layout_meta_run {
 	uint64_t lba;
-	uint64_t first;               /* 0-based index into the metadata area */
+	uint64_t first;               /* 0-based index into that layer's metadata area */
 	uint32_t count;
-	uint32_t reserved;
+	uint32_t layer;
 };
 
 /*
@@ -148,8 +152,8 @@ struct layout_layer {
  * merged, a child's blocks cut out of its parents' runs, zero runs left out (their blocks
  * are in no run, so they read as zeros). hdr is the top file's header but for the counts
  * (meta_blocks, meta_run_count, data_run_count, chunk_count), which are the view's;
- * chunk_size is the largest of the chain's. A metadata run's reserved is the layer whose
- * file holds its blocks (first: index into that file's metadata area).
+ * chunk_size is the largest of the chain's. A metadata run's layer is the one whose file
+ * holds its blocks (first: index into that file's metadata area).
  */
 struct layout {
 	struct layout_header hdr;

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/* Inside the layout module: shared by its reader (read.c, chain.c) and writer (write.c). */
+#ifndef LZ_LAYOUT_LAYOUT_INT_H
+#define LZ_LAYOUT_LAYOUT_INT_H
+
+#include "layout.h"
+
+/* Bytes of the header its version has (struct layout_parent after it in version 2). */
+size_t layout_header_len(const struct layout_header *h);
+/*
+ * crc32c(~0, header with header_crc = 0), as ext4 computes its checksums; in version 2,
+ * of the header and the parent record after it.
+ */
+uint32_t layout_header_crc(const struct layout_header *hdr, const struct layout_parent *par);
+/*
+ * No data run may share a block with a metadata block. Both lists are sorted and
+ * disjoint, so one merge walk decides it. Returns the offending data run or n_data.
+ */
+size_t layout_meta_data_overlap(const struct layout_meta_run *meta, size_t n_meta,
+				const struct layout_data_run *data, size_t n_data);
+
+/*
+ * One file, verified, as it is: a one-layer struct layout whose runs are the file's own
+ * (a version 2 file's zero runs among its data runs); layers[0].hint is its parent hint.
+ * oflags: 0 or O_NOFOLLOW, for fs_open_regular (a file that is not regular: -EINVAL, *why
+ * "not a regular file"; never opened).
+ */
+int layout_load_file(const char *path, int oflags, struct layout **out, const char **why);
+
+#endif
