@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * mkfs's insides, shared by its three files: mkfs.c (the driver, and the small helpers all
- * use), mkfs_plan.c (planning: inode numbers, sizes, geometry; placement: one allocation
- * pass in placement order) and mkfs_emit.c (emission: metadata blocks and data runs, in
- * disk order, into the layout). Not for use outside ext4gen/mkfs*.c.
+ * mkfs's insides, shared by its files: mkfs_run.c (the driver), mkfs_plan.c (planning:
+ * inode numbers, sizes, geometry; placement: one allocation pass in placement order),
+ * mkfs_emit.c (emission: metadata blocks and data runs, in disk order, into the layout)
+ * and mkfs_entry.c (what both ask of a manifest entry). Not for use outside
+ * ext4gen/mkfs*.c.
  */
 #ifndef LZ_EXT4GEN_MKFS_INT_H
 #define LZ_EXT4GEN_MKFS_INT_H
@@ -88,7 +89,7 @@ struct mkfs {
 	size_t why_len;
 };
 
-/* mkfs.c */
+/* mkfs_entry.c */
 /* The last component of e's path (not NUL-terminated), its length in *len. */
 const char *mkfs_name_of(const struct manifest *m, const struct mf_entry *e, uint32_t *len);
 /* The entry a hardlink points at (validated by the manifest loader). */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ext4 synthesis from a hostile manifest (ext4gen/mkfs.c: mkfs_run on what manifest_parse
+ * ext4 synthesis from a hostile manifest (ext4gen/mkfs_run.c: mkfs_run on what manifest_parse
  * accepted): the tree, hard links, xattrs and ACLs, times, sizes and holes an image may
  * claim. Whatever mkfs accepts must give a layout that layout_open accepts. Seeds: the
  * manifest target's (fuzz/corpus/manifest); the trailing sha256 is recomputed first.

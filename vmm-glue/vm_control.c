@@ -89,7 +89,7 @@ static void vmc_upgrade(struct vm_control *c, int fd, const char *binary)
 		blkd_control_reply(fd, "error BINARY must be absolute: %s", binary);
 		return;
 	}
-	ret = vm_upgrade(c->vm, binary, fd, why, sizeof(why));
+	ret = vm_upgrade(c->vm, binary, fd, blkd_control_listen_fd(c->ctl), why, sizeof(why));
 	/* only on failure: the new process answers a success */
 	log_warn("control: %s", *why ? why : strerror(-ret));
 	blkd_control_reply(fd, "error %s", *why ? why : strerror(-ret));
@@ -152,11 +152,6 @@ int vm_control_start(struct vm *vm, const char *path, struct vm_control **out)
 	}
 	*out = c;
 	return 0;
-}
-
-int vm_control_listen_fd(struct vm_control *c)
-{
-	return blkd_control_listen_fd(c->ctl);
 }
 
 void vm_control_stop(struct vm_control *c)

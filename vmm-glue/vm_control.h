@@ -29,8 +29,6 @@ struct vm_control;
  * process before handed over). -errno (logged).
  */
 int vm_control_start(struct vm *vm, const char *path, struct vm_control **out);
-/* Its listening socket (vm_upgrade.c hands it over). */
-int vm_control_listen_fd(struct vm_control *c);
 /* Finish the request in progress, stop, remove the socket. NULL: nothing. */
 void vm_control_stop(struct vm_control *c);
 

@@ -16,7 +16,6 @@
 #include "../common/fsutil.h"
 #include "../common/why.h"
 #include "vm.h"
-#include "vm_control.h"
 #include "vm_snapshot.h"
 #include "vm_state.h"
 
@@ -111,15 +110,16 @@ static int up_flush(struct vm *v, char *why, size_t why_len)
 	return 0;
 }
 
-int vm_upgrade(struct vm *v, const char *binary, int client_fd, char *why, size_t why_len)
+int vm_upgrade(struct vm *v, const char *binary, int client_fd, int listen_fd, char *why,
+	       size_t why_len)
 {
-	struct vmm_handover h = { .state_fd = -1, .ram_fd = v->vm.ram.fd, .client_fd = client_fd };
+	struct vmm_handover h = { .state_fd = -1, .ram_fd = v->vm.ram.fd, .listen_fd = listen_fd,
+				  .client_fd = client_fd };
 	struct timespec t0;
 	int ret = up_check(v, binary, why, why_len);
 
 	if (ret)
 		return ret;
-	h.listen_fd = vm_control_listen_fd(v->ctl);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	ret = vmm_pause(v);
 	if (ret == -EAGAIN)

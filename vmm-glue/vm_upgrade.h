@@ -19,17 +19,26 @@
 #include <time.h>
 
 struct vm;
-struct vmm_handover;
 struct note_sink;
+
+/* A live upgrade's hand-over: fds the process before the exec left open. */
+struct vmm_handover {
+	int state_fd;    /* memfd: a header and the VM's state records */
+	int ram_fd;      /* guest RAM's memfd */
+	int listen_fd;   /* the control socket, listening */
+	int client_fd;   /* the connection that asked (answered once the VM runs again) */
+};
 
 /*
  * The old process's side: refused at once (VM untouched) when BINARY is no executable
  * file, the run cannot be upgraded (vmm_opts.upgrade_exec NULL; a restored VM, whose RAM is
  * a private mapping of its snapshot), or the VM is paused or starting; else the VM is
- * paused and handed over. Returns only when that failed, the VM resumed: -errno, one line
- * in why ("upgrade: ...").
+ * paused and handed over, with client_fd (the connection that asked) and listen_fd (the
+ * control socket's listening socket). Returns only when that failed, the VM resumed:
+ * -errno, one line in why ("upgrade: ...").
  */
-int vm_upgrade(struct vm *v, const char *binary, int client_fd, char *why, size_t why_len);
+int vm_upgrade(struct vm *v, const char *binary, int client_fd, int listen_fd, char *why,
+	       size_t why_len);
 
 /* The new process's side: what the hand-over holds. */
 struct vm_upgrade_in {

@@ -249,16 +249,6 @@ static int vmm_devices(struct vm *v)
 	return 0;
 }
 
-void vmm_parts(struct vm *v, struct vm_parts *p)
-{
-	*p = (struct vm_parts){
-		.kvm = &v->vm, .cpus = v->cpus, .ncpus = v->ncpus, .vdev = v->vdev,
-		.ndev = v->ndev, .serial = v->serial, .exit_status = &v->status,
-		.kernel = v->o->kernel, .image = v->o->image, .notes = &v->o->notes,
-		.kernel_sha = v->o->restore ? vm_snapshot_info(v->o->restore)->kernel_sha : NULL,
-	};
-}
-
 static int vmm_cpus(struct vm *v, bool hw_virt)
 {
 	struct vm_parts p;
@@ -310,15 +300,6 @@ static bool vmm_past(const struct timespec *t)
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	return now.tv_sec > t->tv_sec || (now.tv_sec == t->tv_sec && now.tv_nsec >= t->tv_nsec);
-}
-
-/* The control socket's `snapshot DIR` (vm.h): v paused by the caller. */
-int vm_snapshot_save(struct vm *v, const char *dir, char *why, size_t why_len)
-{
-	struct vm_parts p;
-
-	vmm_parts(v, &p);
-	return vm_snapshot_write(&p, dir, why, why_len);
 }
 
 /* Waits for the end; asks the vCPUs every tick whether they are all halted for good. */

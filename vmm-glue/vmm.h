@@ -16,19 +16,12 @@
 
 #include "../blkd/virtio/virtio_blk.h"
 #include "boot.h"
+#include "vm_upgrade.h"
 
 struct blkd_engine;
 struct vm_snapshot;
 
 #define VMM_MAX_DISKS 19   /* GSIs 5..23 of the IOAPIC */
-
-/* A live upgrade's hand-over (vm_upgrade.h): fds the process before the exec left open. */
-struct vmm_handover {
-	int state_fd;    /* memfd: a header and the VM's state records */
-	int ram_fd;      /* guest RAM's memfd */
-	int listen_fd;   /* the control socket, listening */
-	int client_fd;   /* the connection that asked (answered once the VM runs again) */
-};
 
 struct vmm_opts {
 	const char *kernel;

@@ -38,56 +38,6 @@
 #define NBD_POLL_MS 100
 #define NBD_STOP_GRACE_MS 5000
 
-/* CLOCK_MONOTONIC in milliseconds. */
-static uint64_t nbd_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-void nbd_watch_touch(struct nbd_session *s, int busy)
-{
-	if (!s->w)
-		return;
-	__atomic_store_n(&s->w->since_ms, nbd_now_ms(), __ATOMIC_RELEASE);
-	if (busy > 0)
-		__atomic_add_fetch(&s->w->busy, 1, __ATOMIC_ACQ_REL);
-	else if (busy < 0)
-		__atomic_sub_fetch(&s->w->busy, 1, __ATOMIC_ACQ_REL);
-}
-
-/* With an idle limit, a send that moves no byte for that long fails (the client stalls). */
-static void send_timeout(int fd, unsigned seconds)
-{
-	struct timeval tv = { (time_t)seconds, 0 };
-
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-}
-
-int nbd_conn_run(const struct nbd_export *x, int fd, unsigned id, struct nbd_watch *w)
-{
-	struct nbd_session s = { .x = x, .fd = fd, .id = id, .w = w };
-	int ret;
-
-	ret = nbd_handshake(&s);
-	if (ret == 0) {
-		log_info("nbd: client %u: transmission phase (%s replies)", id,
-			 s.structured ? "structured" : "simple");
-		if (w) {
-			if (w->idle_s)
-				send_timeout(fd, w->idle_s);
-			nbd_watch_touch(&s, 0);
-			__atomic_store_n(&w->transmitting, true, __ATOMIC_RELEASE);
-		}
-		ret = nbd_transmit(&s);
-	} else if (ret == 1) {
-		ret = 0;
-	}
-	return ret == -ENODATA ? 0 : ret;
-}
-
 struct client {
 	pthread_t thread;
 	int fd;                    /* -1: the slot is free */

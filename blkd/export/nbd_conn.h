@@ -96,7 +96,6 @@ struct nbd_session {
  * Returns 0 when the client left cleanly, -errno when the connection was dropped (a log
  * line said why).
  */
-TEST_HOOK
 int nbd_conn_run(const struct nbd_export *x, int fd, unsigned id, struct nbd_watch *w);
 /* The watchdog cut this connection: its end needs no log line. */
 static inline bool nbd_cut(const struct nbd_session *s)
@@ -105,6 +104,8 @@ static inline bool nbd_cut(const struct nbd_session *s)
 }
 /* A request arrived (busy: it is now in flight) or one was done (busy: -1). */
 void nbd_watch_touch(struct nbd_session *s, int busy);
+/* CLOCK_MONOTONIC in milliseconds: the watch's clock. */
+uint64_t nbd_now_ms(void);
 
 /* 0: enter transmission; 1: the client ended the negotiation; -errno: drop it. */
 int nbd_handshake(struct nbd_session *s);

@@ -25,18 +25,6 @@
  */
 #define FORMAT_TAG "lazyblk-initramfs-v3"
 
-int initramfs_fail(const struct initramfs_opts *o, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (o->err && o->err_len) {
-		va_start(ap, fmt);
-		vsnprintf(o->err, o->err_len, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
-
 /* What one initramfs_build works with. */
 struct build {
 	const struct initramfs_opts *o;

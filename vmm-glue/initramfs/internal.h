@@ -24,11 +24,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../../common/why.h"
 #include "../initramfs.h"
 
-/* build.c: the reason (when o->err is set) formatted into o->err; returns rc. */
-int initramfs_fail(const struct initramfs_opts *o, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+/* The reason (when o->err is set) formatted into o->err (common/why.h); returns rc. */
+#define initramfs_fail(o, rc, ...) \
+	why_set((o)->err, (o)->err ? (o)->err_len : 0, (rc), __VA_ARGS__)
 
 /* ------------------------------------------------------------------ embed.S */
 

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A running VM's pieces as a snapshot or a live upgrade sees them (vm.h): what vmm.c
+ * assembled, handed to vm_snapshot.c, vm_upgrade.c and the control socket.
+ */
+#include "vm.h"
+#include "vm_snapshot.h"
+
+void vmm_parts(struct vm *v, struct vm_parts *p)
+{
+	*p = (struct vm_parts){
+		.kvm = &v->vm, .cpus = v->cpus, .ncpus = v->ncpus, .vdev = v->vdev,
+		.ndev = v->ndev, .serial = v->serial, .exit_status = &v->status,
+		.kernel = v->o->kernel, .image = v->o->image, .notes = &v->o->notes,
+		.kernel_sha = v->o->restore ? vm_snapshot_info(v->o->restore)->kernel_sha : NULL,
+	};
+}
+
+/* The control socket's `snapshot DIR` (vm.h): v paused by the caller. */
+int vm_snapshot_save(struct vm *v, const char *dir, char *why, size_t why_len)
+{
+	struct vm_parts p;
+
+	vmm_parts(v, &p);
+	return vm_snapshot_write(&p, dir, why, why_len);
+}
