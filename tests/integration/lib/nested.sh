@@ -212,6 +212,11 @@ nested_run() {
   done
   tr -d '\r' <"$d/console.log" >"$d/console.txt"
   res=$(sed -n 's/^NESTED-END rc=\([0-9]*\)$/\1/p' "$d/console.txt" | tail -1)
+  if [ -z "$res" ] || [ "$res" != 0 ] && [ "$res" != 77 ]; then
+    # what the VM's threads were doing at its last heartbeat (nested_init.sh)
+    echo "the nested VM's last heartbeat:" >&2
+    tac "$d/heartbeat.log" 2>/dev/null | sed '/^beat /q' | tac | head -n 60 >&2
+  fi
   if [ -z "$res" ]; then
     tail -n 40 "$d/console.txt" >&2
     [ ! -e "$d/stalled" ] || die "nested VM: it stalled twice (no heartbeat for ${NESTED_STALL:-300} s)"

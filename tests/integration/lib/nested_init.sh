@@ -44,8 +44,20 @@ cp /job.sh /host/run/nested-job.sh
 # busy loop at SCHED_IDLE gets only the CPU time nothing else wants.
 chroot /host chrt --idle 0 /bin/sh -c 'while :; do :; done' </dev/null >/dev/null 2>&1 &
 # A heartbeat on the second serial port (a file on the host): lib/nested.sh's watchdog stops
-# the VM when it no longer moves (the VM's timers stopped firing, or the VM froze).
-(while :; do echo beat; sleep 10; done) </dev/null >/dev/ttyS1 2>/dev/null &
+# the VM when it no longer moves (the VM's timers stopped firing, or the VM froze), and shows
+# its last lines when a test fails: the VM's uptime and load, then each thread of lazyblk,
+# QEMU, nginx and linkem with its state, user and system ticks and where it waits.
+beat() {
+  echo "beat $(cat /proc/uptime) load $(cat /proc/loadavg)"
+  for t in /proc/[0-9]*/task/[0-9]*; do
+    read -r c <"$t/comm" 2>/dev/null || continue
+    case $c in
+      lazyblk*|qemu*|nginx*|linkem*)
+        echo "  $c ${t#/proc/} $(cut -d' ' -f3,14,15 "$t/stat" 2>/dev/null) $(cat "$t/wchan" 2>/dev/null)" ;;
+    esac
+  done
+}
+(while :; do beat; sleep 10; done) </dev/null >/dev/ttyS1 2>/dev/null &
 echo NESTED-BEGIN
 # through a pipe, as the test runner's log file would be: no terminal, no progress lines
 {
