@@ -146,16 +146,3 @@ void vu_inflight_unmap(struct vhost_user_dev *d)
 		munmap(d->ifl.base, d->ifl.len);
 	memset(&d->ifl, 0, sizeof(d->ifl));
 }
-
-struct vring_inflight *vu_inflight_region(struct vhost_user_dev *d, unsigned idx, unsigned num)
-{
-	if (!d->ifl.base || idx >= d->ifl.nq)
-		return NULL;
-	if (d->ifl.qsize != num) {
-		log_warn("vhost-user: queue %u: %u entries, in-flight region for %u: not tracked",
-			 idx, num, d->ifl.qsize);
-		return NULL;
-	}
-	return (struct vring_inflight *)((uint8_t *)d->ifl.base +
-					 idx * vring_inflight_size(num));
-}

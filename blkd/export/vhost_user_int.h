@@ -3,9 +3,11 @@
  * Internals of the vhost-user-blk export, shared by its files:
  *   vhost_user.c        the device, the connection loop, listening;
  *   vhost_user_msg.c    receiving, validating and answering messages;
- *   vhost_user_mem.c    SET_MEM_TABLE: mapping the master's regions, address translation;
+ *   vhost_user_mem.c    SET_MEM_TABLE: mapping the master's regions;
  *   vhost_user_queue.c  per-queue state and the I/O threads;
- *   vhost_user_inflight.c  GET/SET_INFLIGHT_FD: the region tracking chains in flight.
+ *   vhost_user_inflight.c  GET/SET_INFLIGHT_FD: the region tracking chains in flight;
+ *   vhost_user_tables.c the queues' lookups in those two tables (address translation, a
+ *                       queue's in-flight records), the seal check of their files.
  *
  * Threads: the connection thread handles every message; each running queue has an I/O
  * thread, its runner's (virtio/vq_runner.h). q->run.lock is held by the I/O thread while it
@@ -76,10 +78,6 @@ struct vhost_user_dev {
 /* -errno refused (one line logged). */
 int vu_mem_set(struct vhost_user_dev *d, const struct vu_mem_table *t, int *fds);
 void vu_mem_unmap(struct vhost_user_dev *d);
-/* Guest-physical address of [uva, uva + len) in one region: 0, or -EFAULT. */
-int vu_uva_to_gpa(const struct vhost_user_dev *d, uint64_t uva, uint64_t len, uint64_t *gpa);
-/* Whether fd's file is sealed against shrinking (F_SEAL_SHRINK): safe to map for good. */
-bool vu_fd_no_shrink(int fd);
 
 /* vhost_user_inflight.c: -errno refused (logged). */
 /* A new zeroed region for p's queues: p's mmap_size/offset and its fd are the reply. */
@@ -87,8 +85,14 @@ int vu_inflight_get(struct vhost_user_dev *d, struct vu_inflight *p, int *fd_out
 /* Map the master's region (fd stays the caller's). */
 int vu_inflight_set(struct vhost_user_dev *d, const struct vu_inflight *p, int fd);
 void vu_inflight_unmap(struct vhost_user_dev *d);
-/* Queue idx's part of the region for a ring of num entries, or NULL (not tracked). */
+
+/* vhost_user_tables.c */
+/* Guest-physical address of [uva, uva + len) in one region: 0, or -EFAULT. */
+int vu_uva_to_gpa(const struct vhost_user_dev *d, uint64_t uva, uint64_t len, uint64_t *gpa);
+/* Queue idx's part of the in-flight region for a ring of num entries, or NULL (not tracked). */
 struct vring_inflight *vu_inflight_region(struct vhost_user_dev *d, unsigned idx, unsigned num);
+/* Whether fd's file is sealed against shrinking (F_SEAL_SHRINK): safe to map for good. */
+bool vu_fd_no_shrink(int fd);
 
 /* vhost_user_queue.c */
 void vu_queue_init(struct vu_queue *q, struct vhost_user_dev *d, unsigned idx);

@@ -2,7 +2,8 @@
 /*
  * blkd/export/vhost_user_mem: the master's memory table. Each region is a file descriptor
  * mapped here; guest buffers are translated by guest physical address (struct gmem), ring
- * addresses from SET_VRING_ADDR by the master's user address (vu_uva_to_gpa).
+ * addresses from SET_VRING_ADDR by the master's user address (vu_uva_to_gpa,
+ * vhost_user_tables.c).
  *
  * The master keeps its descriptors: were it to truncate a file after it is mapped here,
  * the next access to the ring or a buffer would SIGBUS the whole server. So a region's file
@@ -24,13 +25,6 @@
 static bool overlap(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
 {
 	return a < b + blen && b < a + alen;
-}
-
-bool vu_fd_no_shrink(int fd)
-{
-	int seals = fcntl(fd, F_GET_SEALS);
-
-	return seals >= 0 && (seals & F_SEAL_SHRINK);
 }
 
 /* NULL when the region can be mapped (sizes without overflow, inside its sealed file). */
@@ -136,17 +130,4 @@ int vu_mem_set(struct vhost_user_dev *d, const struct vu_mem_table *t, int *fds)
 		fds[i] = -1;
 	}
 	return 0;
-}
-
-int vu_uva_to_gpa(const struct vhost_user_dev *d, uint64_t uva, uint64_t len, uint64_t *gpa)
-{
-	for (unsigned i = 0; i < d->mem.n; i++) {
-		uint64_t u = d->map[i].uva, size = d->mem.r[i].size;
-
-		if (uva >= u && uva - u < size && len <= size - (uva - u)) {
-			*gpa = d->mem.r[i].gpa + (uva - u);
-			return 0;
-		}
-	}
-	return -EFAULT;
 }

@@ -154,6 +154,12 @@ int import_oci_archive(struct import_ctx *ic, const char *spec); /* "FILE[:TAG]"
 int import_file_data(struct import_ctx *ic, struct tree_inode *ino, int fd, uint64_t size,
 		     bool maybe_sparse);
 void import_progress(struct import_ctx *ic);
+/* chunker_wait's tick (import_run.c): the last chunks being compressed and stored. */
+void import_progress_finishing(void *arg);
+/* The caller's cancel flag is set (a signal came): stop at the next chunk. */
+bool import_cancelled(const struct import_ctx *ic);
+/* Submit the partly filled packed chunk, if any. */
+int import_pack_flush(struct import_ctx *ic);
 
 /* Streaming file data (tar): pieces in order, holes as gaps. */
 struct import_stream {
