@@ -81,7 +81,7 @@ static int overlay_show(const char *path, bool json)
 		printf("disk       %s (%llu blocks)\n", size_human(overlay_disk_bytes(ov), h1,
 		       sizeof(h1)), (unsigned long long)blocks);
 		printf("dirty      %llu blocks (%s)\n", (unsigned long long)st.dirty_blocks,
-		       size_human(st.dirty_blocks * OV_BLOCK, h2, sizeof(h2)));
+		       size_human(st.dirty_blocks * DISK_BLOCK, h2, sizeof(h2)));
 		printf("zeroed     %llu blocks\n", (unsigned long long)st.zero_blocks);
 		printf("clean      %llu blocks\n",
 		       (unsigned long long)(blocks - st.dirty_blocks - st.zero_blocks));
@@ -108,7 +108,7 @@ static int overlay_apply(const char *delta, const char *layout_path, const char 
 		log_error("%s: %s", layout_path, why ? why : strerror(-ret));
 		return 1;
 	}
-	ret = overlay_apply_delta(delta, out, l->digest, l->hdr.block_count * LAYOUT_BLOCK, &why);
+	ret = overlay_apply_delta(delta, out, l->digest, l->hdr.block_count * DISK_BLOCK, &why);
 	layout_close(l);
 	if (ret) {
 		/* A reason names what is wrong with the delta, or that OVERLAY is busy. */

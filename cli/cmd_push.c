@@ -261,7 +261,7 @@ static int push_image(struct cas_push_opts *po, const char *path, const char *ma
 	o.push.progress = push_progress;
 	o.push.cancel = cli_interrupt_catch();
 	o.manifest = man;
-	o.disk_size = l->hdr.block_count * LAYOUT_BLOCK;
+	o.disk_size = l->hdr.block_count * DISK_BLOCK;
 	now_rfc3339(created, sizeof(created));
 	o.created = created;
 	ret = image_push(&o, &st, why, sizeof(why));

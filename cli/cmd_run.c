@@ -269,7 +269,7 @@ static int run_restore_open(struct run_args *a, struct vm_snapshot **snap)
 	if (!ret && si->has_delta) {
 		snprintf(delta, sizeof(delta), "%s/%s", a->restore, VMSNAP_DELTA);
 		if (overlay_apply_delta(delta, a->eo.overlay_path, l->digest,
-					l->hdr.block_count * LAYOUT_BLOCK, &lwhy)) {
+					l->hdr.block_count * DISK_BLOCK, &lwhy)) {
 			log_error("%s: %s", delta, lwhy ? lwhy : "cannot apply");
 			ret = 1;
 		}

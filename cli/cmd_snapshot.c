@@ -66,7 +66,7 @@ static int snapshot_run(const char *path, const char *out)
 	}
 	printf("snapshot of %s: %llu dirty blocks (%s), %llu zeroed blocks -> %s\n", path,
 	       (unsigned long long)st.dirty_blocks,
-	       size_human(st.dirty_blocks * OV_BLOCK, h, sizeof(h)),
+	       size_human(st.dirty_blocks * DISK_BLOCK, h, sizeof(h)),
 	       (unsigned long long)st.zero_blocks, out);
 	return 0;
 }

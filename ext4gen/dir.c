@@ -36,7 +36,7 @@
 #include "../common/le.h"
 #include "ext4_fs.h"
 
-#define BLK EXT4_BLOCK_SIZE
+#define BLK DISK_BLOCK
 #define DIRENT_TAIL_SIZE 12u                    /* struct ext4_dir_entry_tail */
 #define DX_TAIL_SIZE 8u                         /* struct dx_tail */
 #define LEAF_SPACE (BLK - DIRENT_TAIL_SIZE)     /* bytes for entries in a leaf */

@@ -8,8 +8,10 @@
 
 #include <stdint.h>
 
-#define EXT4_BLOCK_SIZE 4096u
-#define EXT4_BLOCK_BITS 12
+#include "../common/block.h"
+
+#define EXT4_BLOCK_BITS 12            /* the filesystem's block: DISK_BLOCK */
+_Static_assert((1u << EXT4_BLOCK_BITS) == DISK_BLOCK, "ext4's block is the disk's");
 #define EXT4_INODE_SIZE 256u
 #define EXT4_GOOD_OLD_INODE_SIZE 128u
 #define EXT4_EXTRA_ISIZE 32u          /* i_extra_isize: up to and including i_projid */

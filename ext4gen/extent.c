@@ -8,7 +8,7 @@
 #include "../common/crc32c.h"
 #include "../common/grow.h"
 
-#define EXT_PER_BLOCK ((EXT4_BLOCK_SIZE - sizeof(struct ext4_extent_header)) / 12)   /* 340 */
+#define EXT_PER_BLOCK ((DISK_BLOCK - sizeof(struct ext4_extent_header)) / 12)   /* 340 */
 #define EXT_IN_INODE 4
 
 struct pieces {
@@ -161,11 +161,11 @@ void extent_render(const struct ext_list *l, uint64_t tree_first, uint32_t i_blo
 	}
 	for (int lev = 0; lev < d; lev++) {
 		for (uint64_t c = 0; c < counts[lev]; c++) {
-			uint8_t *blk = tree_out + (base[lev] + c) * EXT4_BLOCK_SIZE;
+			uint8_t *blk = tree_out + (base[lev] + c) * DISK_BLOCK;
 			struct ext4_extent_header *h = (struct ext4_extent_header *)blk;
 			uint64_t first = c * EXT_PER_BLOCK, nent;
 
-			memset(blk, 0, EXT4_BLOCK_SIZE);
+			memset(blk, 0, DISK_BLOCK);
 			h->eh_magic = EXT4_EXT_MAGIC;
 			h->eh_max = EXT_PER_BLOCK;
 			h->eh_depth = (uint16_t)lev;

@@ -40,7 +40,7 @@ int geom_init(struct geom *g, uint64_t blocks, uint64_t inodes)
 		return -EINVAL;
 	g->blocks = blocks;
 	g->groups = (uint32_t)((blocks + EXT4_BLOCKS_PER_GROUP - 1) / EXT4_BLOCKS_PER_GROUP);
-	uint64_t gdt = ((uint64_t)g->groups * EXT4_DESC_SIZE + EXT4_BLOCK_SIZE - 1) / EXT4_BLOCK_SIZE;
+	uint64_t gdt = ((uint64_t)g->groups * EXT4_DESC_SIZE + DISK_BLOCK - 1) / DISK_BLOCK;
 
 	if (1 + gdt >= EXT4_BLOCKS_PER_GROUP)
 		return -E2BIG; /* a superblock copy would not fit in its group */
@@ -53,7 +53,7 @@ int geom_init(struct geom *g, uint64_t blocks, uint64_t inodes)
 	if (ipg > EXT4_BLOCKS_PER_GROUP)
 		return -E2BIG;
 	g->inodes_per_group = (uint32_t)ipg;
-	g->itable_blocks = (uint32_t)(ipg * EXT4_INODE_SIZE / EXT4_BLOCK_SIZE);
+	g->itable_blocks = (uint32_t)(ipg * EXT4_INODE_SIZE / DISK_BLOCK);
 	g->inodes = ipg * g->groups;
 	if (g->inodes > UINT32_MAX)
 		return -E2BIG;

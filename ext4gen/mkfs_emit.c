@@ -31,13 +31,13 @@ static int emit_raw(struct mkfs *k, uint64_t lba, const void *blocks, uint32_t c
 static int emit_super_copy(struct mkfs *k, uint32_t grp, struct ext4_group_desc *gdt)
 {
 	uint32_t nb = 1 + k->g.gdt_blocks;
-	uint8_t *buf = calloc(nb, EXT4_BLOCK_SIZE);
+	uint8_t *buf = calloc(nb, DISK_BLOCK);
 	int ret;
 
 	if (!buf)
 		return -ENOMEM;
 	super_build(&k->fs, grp, (struct ext4_super_block *)(buf + (grp == 0 ? 1024 : 0)));
-	memcpy(buf + EXT4_BLOCK_SIZE, gdt, (size_t)k->g.groups * sizeof(*gdt));
+	memcpy(buf + DISK_BLOCK, gdt, (size_t)k->g.groups * sizeof(*gdt));
 	ret = emit_raw(k, (uint64_t)grp * EXT4_BLOCKS_PER_GROUP, buf, nb);
 	free(buf);
 	return ret;
@@ -73,7 +73,7 @@ static int emit_piece(void *arg, uint64_t phys, uint64_t count)
 
 	if (!ret)
 		ret = emit_raw(c->k, phys, c->data, (uint32_t)count);
-	c->data += count * EXT4_BLOCK_SIZE;
+	c->data += count * DISK_BLOCK;
 	return ret;
 }
 
@@ -108,7 +108,7 @@ static uint32_t block_bitmap(struct mkfs *k, uint32_t grp, uint8_t *bm, size_t *
 	uint64_t gs = (uint64_t)grp * EXT4_BLOCKS_PER_GROUP, ge = gs + EXT4_BLOCKS_PER_GROUP;
 	uint32_t used = 0;
 
-	memset(bm, 0, EXT4_BLOCK_SIZE);
+	memset(bm, 0, DISK_BLOCK);
 	bit_range(bm, 0, geom_super_blocks(&k->g, grp));
 	used += geom_super_blocks(&k->g, grp);
 	if (grp == 0)
@@ -143,7 +143,7 @@ static uint32_t inode_bitmap(const struct mkfs *k, uint32_t grp, uint8_t *bm, ui
 {
 	uint32_t ipg = k->g.inodes_per_group, used = 0;
 
-	memset(bm, 0, EXT4_BLOCK_SIZE);
+	memset(bm, 0, DISK_BLOCK);
 	*last = 0;
 	for (uint32_t i = 0; i < ipg; i++) {
 		uint64_t ino = (uint64_t)grp * ipg + i + 1;
@@ -156,13 +156,13 @@ static uint32_t inode_bitmap(const struct mkfs *k, uint32_t grp, uint8_t *bm, ui
 			*last = i + 1;
 		}
 	}
-	bit_range(bm, ipg, EXT4_BLOCK_SIZE * 8); /* padding */
+	bit_range(bm, ipg, DISK_BLOCK * 8); /* padding */
 	return used;
 }
 
 static int build_gdt(struct mkfs *k, struct ext4_group_desc *gdt, uint32_t *dirs)
 {
-	uint8_t *bb = malloc(EXT4_BLOCK_SIZE), *ib = malloc(EXT4_BLOCK_SIZE);
+	uint8_t *bb = malloc(DISK_BLOCK), *ib = malloc(DISK_BLOCK);
 	uint64_t free_blocks = 0, free_inodes = 0;
 	size_t cursor = 0;
 
@@ -245,7 +245,7 @@ static int make_inode(struct mkfs *k, size_t i, uint8_t *raw)
 	times_of(me, &in);
 	in.file_acl = e->xblk;
 	in.blocks512 = ((uint64_t)e->nblocks + e->tree_blocks + (e->xblk ? 1 : 0)) *
-		       (EXT4_BLOCK_SIZE / 512);
+		       (DISK_BLOCK / 512);
 	if (me->xattr_count) {
 		ret = mkfs_xattrs_of(k, i, false);
 		if (ret)
@@ -256,7 +256,7 @@ static int make_inode(struct mkfs *k, size_t i, uint8_t *raw)
 	switch (me->type) {
 	case MF_REG:
 	case MF_DIR:
-		in.size = me->type == MF_REG ? me->size : (uint64_t)e->nblocks * EXT4_BLOCK_SIZE;
+		in.size = me->type == MF_REG ? me->size : (uint64_t)e->nblocks * DISK_BLOCK;
 		in.flags = EXT4_EXTENTS_FL | (e->htree ? EXT4_INDEX_FL : 0);
 		if (!e->nblocks) {
 			extent_empty_root(in.i_block);
@@ -266,7 +266,7 @@ static int make_inode(struct mkfs *k, size_t i, uint8_t *raw)
 		if (ret)
 			return ret;
 		{
-			uint8_t *tree = e->tree_blocks ? scratch(k, (size_t)e->tree_blocks * EXT4_BLOCK_SIZE)
+			uint8_t *tree = e->tree_blocks ? scratch(k, (size_t)e->tree_blocks * DISK_BLOCK)
 						       : NULL;
 
 			if (e->tree_blocks && !tree)
@@ -311,18 +311,18 @@ static void make_special_inode(struct mkfs *k, uint32_t ino, uint8_t *raw)
 	if (ino == EXT4_JOURNAL_INO) {
 		in.mode = S_IFREG | 0600;
 		in.links = 1;
-		in.size = (uint64_t)k->fs.journal_blocks * EXT4_BLOCK_SIZE;
+		in.size = (uint64_t)k->fs.journal_blocks * DISK_BLOCK;
 		in.flags = EXT4_EXTENTS_FL;
-		in.blocks512 = (uint64_t)k->fs.journal_blocks * (EXT4_BLOCK_SIZE / 512);
+		in.blocks512 = (uint64_t)k->fs.journal_blocks * (DISK_BLOCK / 512);
 		memcpy(in.i_block, k->fs.jnl_blocks, sizeof(in.i_block));
 	} else if (ino == LPF_INO) {
 		struct lrange one = { 0, 1 };
 
 		in.mode = S_IFDIR | 0700;
 		in.links = 2;
-		in.size = EXT4_BLOCK_SIZE;
+		in.size = DISK_BLOCK;
 		in.flags = EXT4_EXTENTS_FL;
-		in.blocks512 = EXT4_BLOCK_SIZE / 512;
+		in.blocks512 = DISK_BLOCK / 512;
 		extent_build(&k->g, k->lpf_block, &one, 1, &k->ext);
 		extent_render(&k->ext, 0, in.i_block, NULL, 0);
 	} else {
@@ -369,10 +369,10 @@ static int emit_itables(struct mkfs *k, struct ext4_group_desc *gdt)
 		}
 		if (!n || ret)
 			continue;
-		uint32_t blocks = (uint32_t)((n * EXT4_INODE_SIZE + EXT4_BLOCK_SIZE - 1) /
-					     EXT4_BLOCK_SIZE);
+		uint32_t blocks = (uint32_t)((n * EXT4_INODE_SIZE + DISK_BLOCK - 1) /
+					     DISK_BLOCK);
 
-		memset(tbl + n * EXT4_INODE_SIZE, 0, (size_t)blocks * EXT4_BLOCK_SIZE - n * EXT4_INODE_SIZE);
+		memset(tbl + n * EXT4_INODE_SIZE, 0, (size_t)blocks * DISK_BLOCK - n * EXT4_INODE_SIZE);
 		ret = flush_backups(k, k->itable_at[grp], gdt);
 		if (!ret)
 			ret = emit_raw(k, k->itable_at[grp], tbl, blocks);
@@ -402,7 +402,7 @@ static int emit_data(struct mkfs *k, size_t i)
 		while (h < me->hole_count && k->m->holes[me->hole_first + h].off == pos)
 			pos += k->m->holes[me->hole_first + h++].len;
 		while (left) {
-			uint64_t lblk = pos / EXT4_BLOCK_SIZE, ext_end, phys_byte, seg;
+			uint64_t lblk = pos / DISK_BLOCK, ext_end, phys_byte, seg;
 			const struct ext4_extent *ex;
 
 			while (x < k->ext.n &&
@@ -411,9 +411,9 @@ static int emit_data(struct mkfs *k, size_t i)
 			if (x == k->ext.n || k->ext.e[x].ee_block > lblk)
 				return -EIO; /* a piece outside the file's blocks: a bug */
 			ex = &k->ext.e[x];
-			ext_end = ((uint64_t)ex->ee_block + ex->ee_len) * EXT4_BLOCK_SIZE;
+			ext_end = ((uint64_t)ex->ee_block + ex->ee_len) * DISK_BLOCK;
 			phys_byte = (((uint64_t)ex->ee_start_hi << 32 | ex->ee_start_lo) +
-				     (lblk - ex->ee_block)) * EXT4_BLOCK_SIZE + pos % EXT4_BLOCK_SIZE;
+				     (lblk - ex->ee_block)) * DISK_BLOCK + pos % DISK_BLOCK;
 			seg = ext_end - pos < left ? ext_end - pos : left;
 			ret = layout_add_data(k->lw, phys_byte, (uint32_t)seg, ch->digest,
 					      (uint32_t)coff);
@@ -450,13 +450,13 @@ static int emit_entry(struct mkfs *k, size_t i, struct ext4_group_desc *gdt)
 		ret = dir_plan_new(k->dents, n, &p, &d);
 		if (ret)
 			return ret;
-		buf = scratch(k, (size_t)e->nblocks * EXT4_BLOCK_SIZE);
+		buf = scratch(k, (size_t)e->nblocks * DISK_BLOCK);
 		ret = buf ? dir_render(d, buf) : -ENOMEM;
 		dir_plan_free(d);
 		if (!ret)
 			ret = emit_run(k, gdt, e->phys, e->nblocks, buf);
 	} else if (me->type == MF_SYMLINK && e->nblocks) {
-		uint8_t *buf = scratch(k, EXT4_BLOCK_SIZE);
+		uint8_t *buf = scratch(k, DISK_BLOCK);
 
 		if (!buf)
 			return -ENOMEM;
@@ -468,7 +468,7 @@ static int emit_entry(struct mkfs *k, size_t i, struct ext4_group_desc *gdt)
 		uint8_t *tree;
 
 		ret = mkfs_entry_extents(k, i);
-		tree = ret ? NULL : scratch(k, (size_t)e->tree_blocks * EXT4_BLOCK_SIZE);
+		tree = ret ? NULL : scratch(k, (size_t)e->tree_blocks * DISK_BLOCK);
 		if (!ret && !tree)
 			ret = -ENOMEM;
 		if (!ret) {
@@ -498,9 +498,9 @@ int mkfs_emit_all(struct mkfs *k)
 	size_t cursor = 0;
 	int ret;
 
-	gdt = calloc((size_t)k->g.gdt_blocks * EXT4_BLOCK_SIZE / sizeof(*gdt), sizeof(*gdt));
+	gdt = calloc((size_t)k->g.gdt_blocks * DISK_BLOCK / sizeof(*gdt), sizeof(*gdt));
 	dirs = calloc(k->g.groups, sizeof(*dirs));
-	bm = malloc(EXT4_BLOCK_SIZE);
+	bm = malloc(DISK_BLOCK);
 	if (!gdt || !dirs || !bm) {
 		ret = -ENOMEM;
 		goto out;

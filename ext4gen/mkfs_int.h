@@ -37,7 +37,7 @@
  * block numbers are 32-bit and the last one stays unused, so a file ends by block
  * 2^32 - 2: 16 TiB - 4 KiB with 4 KiB blocks. Larger files, sparse or not, are refused.
  */
-#define FILE_SIZE_MAX (((1ull << 32) - 1) * EXT4_BLOCK_SIZE)
+#define FILE_SIZE_MAX (((1ull << 32) - 1) * DISK_BLOCK)
 
 /* Per manifest entry; the whole plan for a file lives here (about 56 bytes). */
 struct ent {

@@ -34,8 +34,8 @@ static int file_ranges(struct mkfs *k, const struct mf_entry *e, size_t *nr, uin
 		uint64_t b0, b1;
 
 		if (end > pos) {
-			b0 = pos / EXT4_BLOCK_SIZE;
-			b1 = (end + EXT4_BLOCK_SIZE - 1) / EXT4_BLOCK_SIZE;
+			b0 = pos / DISK_BLOCK;
+			b1 = (end + DISK_BLOCK - 1) / DISK_BLOCK;
 			if (n && k->ranges[n - 1].start + k->ranges[n - 1].len >= b0) {
 				uint64_t s = k->ranges[n - 1].start;
 
@@ -310,14 +310,14 @@ static uint64_t overhead_blocks(const struct geom *g)
 int mkfs_plan_geometry(struct mkfs *k, uint64_t need, uint32_t *journal_blocks)
 {
 	const struct mkfs_opts *o = k->o;
-	uint64_t jb = (o->journal_size ? o->journal_size : DEFAULT_JOURNAL) / EXT4_BLOCK_SIZE;
+	uint64_t jb = (o->journal_size ? o->journal_size : DEFAULT_JOURNAL) / DISK_BLOCK;
 	uint64_t inodes_min = k->last_ino + 1, blocks, data;
 	int ret;
 
 	if (jb < 1024 || jb > (1u << 20))
 		return mkfs_fail(k, -EINVAL, "--journal must be between 4M and 4G");
 	data = need + jb + 1 /* lost+found */ + 64 /* extents split around copies */;
-	blocks = o->size ? o->size / EXT4_BLOCK_SIZE : data + SLACK_BYTES / EXT4_BLOCK_SIZE;
+	blocks = o->size ? o->size / DISK_BLOCK : data + SLACK_BYTES / DISK_BLOCK;
 	if (o->size && blocks % EXT4_BLOCKS_PER_GROUP && blocks % EXT4_BLOCKS_PER_GROUP < 1024 &&
 	    blocks > EXT4_BLOCKS_PER_GROUP)
 		blocks -= blocks % EXT4_BLOCKS_PER_GROUP; /* no uselessly tiny last group */
@@ -325,7 +325,7 @@ int mkfs_plan_geometry(struct mkfs *k, uint64_t need, uint32_t *journal_blocks)
 		uint64_t inodes = o->inodes;
 
 		if (!inodes) {
-			inodes = blocks * EXT4_BLOCK_SIZE / 16384;
+			inodes = blocks * DISK_BLOCK / 16384;
 			if (inodes < inodes_min + inodes_min / 4 + 16)
 				inodes = inodes_min + inodes_min / 4 + 16;
 		}
@@ -343,10 +343,10 @@ int mkfs_plan_geometry(struct mkfs *k, uint64_t need, uint32_t *journal_blocks)
 				return mkfs_fail(k, -ENOSPC, "--size %llu is too small: the image "
 						 "needs at least %llu bytes",
 						 (unsigned long long)o->size,
-						 (unsigned long long)want * EXT4_BLOCK_SIZE);
+						 (unsigned long long)want * DISK_BLOCK);
 			break;
 		}
-		want += SLACK_BYTES / EXT4_BLOCK_SIZE;
+		want += SLACK_BYTES / DISK_BLOCK;
 		want = (want + EXT4_BLOCKS_PER_GROUP - 1) / EXT4_BLOCKS_PER_GROUP *
 		       EXT4_BLOCKS_PER_GROUP;
 		if (want == blocks)

@@ -64,7 +64,7 @@ static int journal_inode_blocks(struct mkfs *k)
 	extent_render(&k->ext, 0, i_block, NULL, 0);
 	memcpy(k->fs.jnl_blocks, i_block, sizeof(i_block));
 	k->fs.jnl_blocks[15] = 0;
-	k->fs.jnl_blocks[16] = k->fs.journal_blocks * EXT4_BLOCK_SIZE;
+	k->fs.jnl_blocks[16] = k->fs.journal_blocks * DISK_BLOCK;
 	return 0;
 }
 
@@ -99,7 +99,7 @@ static int mkfs_place(struct mkfs *k, uint32_t journal_blocks, const char *out_p
 	ret = mkfs_place_all(k, journal_blocks);
 	if (ret == -ENOSPC)
 		return mkfs_fail(k, ret, "the image does not fit in %llu bytes (try a larger --size)",
-				 (unsigned long long)k->g.blocks * EXT4_BLOCK_SIZE);
+				 (unsigned long long)k->g.blocks * DISK_BLOCK);
 	if (ret && k->why_len && k->why[0])
 		return ret; /* --order: it said why */
 	if (!ret)

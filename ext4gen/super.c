@@ -94,7 +94,7 @@ void journal_super_build(const struct fs_info *fs, uint32_t blocks, uint8_t out[
 	memset(out, 0, 4096);
 	j->h_magic = __builtin_bswap32(JBD2_MAGIC_NUMBER);
 	j->h_blocktype = __builtin_bswap32(JBD2_SUPERBLOCK_V2);
-	j->s_blocksize = __builtin_bswap32(EXT4_BLOCK_SIZE);
+	j->s_blocksize = __builtin_bswap32(DISK_BLOCK);
 	j->s_maxlen = __builtin_bswap32(blocks);
 	j->s_first = __builtin_bswap32(1);
 	j->s_sequence = __builtin_bswap32(1);

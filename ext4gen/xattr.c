@@ -333,9 +333,9 @@ static int xattr_prepare(const struct mf_xattr_in *x, uint32_t n, struct xattr_i
 			if (ret)
 				return ret;
 		}
-		if (it->disk_len > EXT4_BLOCK_SIZE ||
+		if (it->disk_len > DISK_BLOCK ||
 		    XATTR_BLOCK_HDR_LEN + xattr_item_space(it) + XATTR_END_LEN >
-		    EXT4_BLOCK_SIZE)
+		    DISK_BLOCK)
 			return fail(why, "xattr too large for a 4 KiB xattr block "
 				    "(ea_inode is not supported)", -EINVAL);
 	}
@@ -364,7 +364,7 @@ static int xattr_place(struct xattr_item *items, uint32_t n, bool *has_ibody,
 			*has_ibody = true;
 			continue;
 		}
-		if (block_used + need > EXT4_BLOCK_SIZE)
+		if (block_used + need > DISK_BLOCK)
 			return fail(why, "xattrs do not fit in the inode and one 4 KiB block",
 				    -E2BIG);
 		block_used += need;
@@ -387,7 +387,7 @@ int xattr_build(const struct mf_xattr_in *x, uint32_t n, struct xattr_layout *ou
 	if (!x)
 		return fail(why, "xattr list is NULL", -EINVAL);
 	/* every entry takes at least 16 bytes of one 4 KiB block plus the inode body */
-	if (n > (EXT4_BLOCK_SIZE + XATTR_IBODY_SIZE) / sizeof(struct ext4_xattr_entry))
+	if (n > (DISK_BLOCK + XATTR_IBODY_SIZE) / sizeof(struct ext4_xattr_entry))
 		return fail(why, "too many xattrs for the inode and one 4 KiB block", -E2BIG);
 	items = calloc(n, sizeof(*items));
 	if (!items)
@@ -410,7 +410,7 @@ int xattr_build(const struct mf_xattr_in *x, uint32_t n, struct xattr_layout *ou
 		le32_put(b + offsetof(struct ext4_xattr_header, h_magic), EXT4_XATTR_MAGIC);
 		le32_put(b + offsetof(struct ext4_xattr_header, h_refcount), 1);
 		le32_put(b + offsetof(struct ext4_xattr_header, h_blocks), 1);
-		hash = xattr_render(items, n, false, b, EXT4_BLOCK_SIZE,
+		hash = xattr_render(items, n, false, b, DISK_BLOCK,
 				    XATTR_BLOCK_HDR_LEN, 0);
 		le32_put(b + offsetof(struct ext4_xattr_header, h_hash), hash);
 	}
@@ -431,6 +431,6 @@ void xattr_block_csum(uint8_t *block, uint64_t blocknr, uint32_t csum_seed)
 	le32_put(nr + 4, (uint32_t)(blocknr >> 32));
 	le32_put(field, 0);
 	crc = crc32c(csum_seed, nr, sizeof(nr));
-	crc = crc32c(crc, block, EXT4_BLOCK_SIZE);
+	crc = crc32c(crc, block, DISK_BLOCK);
 	le32_put(field, crc);
 }

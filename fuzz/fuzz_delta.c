@@ -25,7 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_fix_sha_trailer(buf, size);
 	disk_bytes = fuzz_le64(buf, size, offsetof(struct delta_header, disk_bytes));
 	if (disk_bytes > DISK_MAX)
-		disk_bytes = OV_BLOCK;
+		disk_bytes = DISK_BLOCK;
 	if (size >= offsetof(struct delta_header, layout_digest) + SHA256_LEN)
 		memcpy(digest, buf + offsetof(struct delta_header, layout_digest), SHA256_LEN);
 	fuzz_write_file(fuzz_path(delta, sizeof(delta), "delta"), buf, size);

@@ -24,7 +24,7 @@ static size_t hdr_len(const uint8_t *buf)
 
 static void walk(const struct layout *l)
 {
-	static uint8_t block[LAYOUT_BLOCK];
+	static uint8_t block[DISK_BLOCK];
 	uint64_t n = l->hdr.block_count;
 	volatile size_t sink = 0;
 
@@ -45,7 +45,7 @@ static void walk(const struct layout *l)
 		uint64_t b = n / 16 * k;
 
 		sink += layout_meta_run_at(l, b);
-		sink += layout_data_run_at(l, b * LAYOUT_BLOCK);
+		sink += layout_data_run_at(l, b * DISK_BLOCK);
 		layout_read_meta(l, b, block);
 	}
 	(void)sink;
@@ -59,14 +59,14 @@ static void walk(const struct layout *l)
  */
 static int base_make(uint8_t *buf, size_t size, char base[PATH_MAX])
 {
-	static const uint8_t meta[LAYOUT_BLOCK * 2];
+	static const uint8_t meta[DISK_BLOCK * 2];
 	uint8_t d[SHA256_LEN] = { 7 }, digest[SHA256_LEN];
 	char tmp[PATH_MAX], hex[SHA256_HEX_LEN + 1];
 	struct layout_writer *w;
 	uint64_t blocks;
 	int ret;
 
-	if (size < LAYOUT_BLOCK || hdr_len(buf) == sizeof(struct layout_header))
+	if (size < DISK_BLOCK || hdr_len(buf) == sizeof(struct layout_header))
 		return -1;
 	memcpy(&blocks, buf + offsetof(struct layout_header, block_count), sizeof(blocks));
 	if (blocks < 8 || blocks > (1u << 20))
@@ -75,11 +75,11 @@ static int base_make(uint8_t *buf, size_t size, char base[PATH_MAX])
 		abort();
 	ret = layout_add_meta(w, 0, meta, 2);
 	if (!ret)
-		ret = layout_add_data(w, 2 * LAYOUT_BLOCK + 100, 3 * LAYOUT_BLOCK, d, 0);
+		ret = layout_add_data(w, 2 * DISK_BLOCK + 100, 3 * DISK_BLOCK, d, 0);
 	if (!ret)
-		ret = layout_add_data(w, 6 * LAYOUT_BLOCK, 300, d, 5);
+		ret = layout_add_data(w, 6 * DISK_BLOCK, 300, d, 5);
 	if (!ret)
-		ret = layout_add_data(w, 6 * LAYOUT_BLOCK + 1000, 3000, d, 50000);
+		ret = layout_add_data(w, 6 * DISK_BLOCK + 1000, 3000, d, 50000);
 	if (ret || layout_writer_finish(w, NULL, NULL, 65536, digest))
 		abort();
 	layout_writer_free(w);
@@ -100,8 +100,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char path[PATH_MAX], base[PATH_MAX];
 	bool has_base = base_make(buf, size, base) == 0;
 
-	if (size >= LAYOUT_BLOCK) {
-		sha256_buf(buf + LAYOUT_BLOCK, size - LAYOUT_BLOCK,
+	if (size >= DISK_BLOCK) {
+		sha256_buf(buf + DISK_BLOCK, size - DISK_BLOCK,
 			   buf + offsetof(struct layout_header, body_sha256));
 		fuzz_fix_crc(buf, size, hdr_len(buf), offsetof(struct layout_header, header_crc));
 	}

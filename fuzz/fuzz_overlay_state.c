@@ -20,7 +20,7 @@
 
 static void walk(struct overlay *ov)
 {
-	static uint8_t block[OV_BLOCK];
+	static uint8_t block[DISK_BLOCK];
 	uint64_t n = overlay_blocks(ov), b = 0;
 	enum ov_state st;
 

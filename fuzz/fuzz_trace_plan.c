@@ -164,7 +164,7 @@ static void on_file(void *arg, uint32_t entry, uint64_t disk_off, uint64_t file_
 		abort();
 	e = &w->m->entries[entry];
 	if (e->type != MF_REG || !len || file_off > e->size || len > e->size - file_off ||
-	    disk_off / LAYOUT_BLOCK >= w->l->hdr.block_count)
+	    disk_off / DISK_BLOCK >= w->l->hdr.block_count)
 		abort(); /* a file range outside its file, or outside the disk */
 }
 
@@ -184,7 +184,7 @@ static void index_walk(const struct manifest *m, const struct layout *l, const s
 
 	if (trace_index_new(m, l, &x))
 		return;
-	trace_index_disk_to_files(x, 0, l->hdr.block_count * LAYOUT_BLOCK, on_file, &w);
+	trace_index_disk_to_files(x, 0, l->hdr.block_count * DISK_BLOCK, on_file, &w);
 	for (size_t i = 0; t && i < t->n_records && i < WALK_MAX; i++) {
 		const struct trace_record *r = &t->records[i];
 		const struct mf_entry *e;

@@ -163,7 +163,7 @@ static int child_spans(const struct layout *c, struct span **out, size_t *n)
 			ret = span_add(out, n, &cap, m->lba, m->lba + m->count);
 			i++;
 		} else {
-			ret = span_add(out, n, &cap, d->lba, d->lba + d->len / LAYOUT_BLOCK);
+			ret = span_add(out, n, &cap, d->lba, d->lba + d->len / DISK_BLOCK);
 			k++;
 		}
 	}
@@ -217,21 +217,21 @@ static int cut_data(struct runs *r, const struct layout_data_run *d, const struc
 	uint64_t ps = layout_data_run_pos(d), a = ps, end = ps + d->len;
 	int ret = 0;
 
-	while (*j < n && sp[*j].e * LAYOUT_BLOCK <= a)
+	while (*j < n && sp[*j].e * DISK_BLOCK <= a)
 		(*j)++;
 	for (size_t k = *j; !ret && a < end; k++) {
-		bool meets = k < n && sp[k].s * LAYOUT_BLOCK < end;
-		uint64_t b = meets ? sp[k].s * LAYOUT_BLOCK : end;
+		bool meets = k < n && sp[k].s * DISK_BLOCK < end;
+		uint64_t b = meets ? sp[k].s * DISK_BLOCK : end;
 		struct layout_data_run p = *d;
 
 		if (b > a) {
-			p.lba = a / LAYOUT_BLOCK;
-			p.blk_off = (uint16_t)(a % LAYOUT_BLOCK);
+			p.lba = a / DISK_BLOCK;
+			p.blk_off = (uint16_t)(a % DISK_BLOCK);
 			p.len = (uint32_t)(b - a);
 			p.chunk_off = d->chunk_off + (uint32_t)(a - ps);
 			ret = data_put(r, &p);
 		}
-		a = meets ? sp[k].e * LAYOUT_BLOCK : end;
+		a = meets ? sp[k].e * DISK_BLOCK : end;
 	}
 	return ret;
 }
@@ -457,7 +457,7 @@ static int meta_verify(const struct layout_layer *y, uint64_t first, uint64_t n,
 	int ret;
 
 	for (uint64_t i = 0; i < n; i++) {
-		ret = sha256_buf((const uint8_t *)blocks + i * LAYOUT_BLOCK, LAYOUT_BLOCK, got);
+		ret = sha256_buf((const uint8_t *)blocks + i * DISK_BLOCK, DISK_BLOCK, got);
 		if (!ret && memcmp(got, y->meta_sha[first + i], SHA256_LEN))
 			ret = -EIO;
 		if (ret) {
@@ -486,8 +486,8 @@ int layout_read_meta_blocks(const struct layout *l, const struct layout_meta_run
 	y = &l->layers[m->layer];
 	if (first > y->hdr.meta_blocks || n > y->hdr.meta_blocks - first)
 		return -EINVAL;
-	ret = fs_pread_full(y->fd, out, n * LAYOUT_BLOCK,
-			    (off_t)(y->meta_offset + first * LAYOUT_BLOCK));
+	ret = fs_pread_full(y->fd, out, n * DISK_BLOCK,
+			    (off_t)(y->meta_offset + first * DISK_BLOCK));
 	return ret ? ret : meta_verify(y, first, n, out, bad);
 }
 

@@ -9,7 +9,7 @@
 
 static int flatten_meta(const struct layout *l, struct layout_writer *w)
 {
-	uint8_t *buf = malloc((size_t)FLATTEN_PIECE * LAYOUT_BLOCK);
+	uint8_t *buf = malloc((size_t)FLATTEN_PIECE * DISK_BLOCK);
 	int ret = buf ? 0 : -ENOMEM;
 
 	for (uint64_t i = 0; !ret && i < l->hdr.meta_run_count; i++) {

@@ -31,7 +31,7 @@ size_t layout_meta_data_overlap(const struct layout_meta_run *meta, size_t n_met
 
 	for (size_t k = 0; k < n_data; k++) {
 		uint64_t pos = layout_data_run_pos(&data[k]);
-		uint64_t first = pos / LAYOUT_BLOCK, last = (pos + data[k].len - 1) / LAYOUT_BLOCK;
+		uint64_t first = pos / DISK_BLOCK, last = (pos + data[k].len - 1) / DISK_BLOCK;
 
 		while (i < n_meta && meta[i].lba + meta[i].count <= first)
 			i++;

@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../common/block.h"
 #include "../common/sha256.h"
 #include "../common/test_hook.h"
 
@@ -33,9 +34,8 @@
 #define LAYOUT_RUN_ZERO 1u            /* data run flag (version 2): its bytes read as zeros */
 #define LAYOUT_HINT_MAX 4095u         /* longest parent hint */
 #define LAYOUT_CHAIN_MAX 64u          /* most layers in a chain */
-#define LAYOUT_BLOCK 4096u
 /* Largest disk: its size in bytes fits an off_t. */
-#define LAYOUT_MAX_BLOCKS ((uint64_t)INT64_MAX / LAYOUT_BLOCK)
+#define LAYOUT_MAX_BLOCKS ((uint64_t)INT64_MAX / DISK_BLOCK)
 
 struct layout_header {
 	char magic[8];
@@ -94,7 +94,7 @@ struct layout_data_run {
 /* First disk byte a data run covers. */
 static inline uint64_t layout_data_run_pos(const struct layout_data_run *r)
 {
-	return r->lba * LAYOUT_BLOCK + r->blk_off;
+	return r->lba * DISK_BLOCK + r->blk_off;
 }
 
 _Static_assert(sizeof(struct layout_header) == 168, "layout header: 168 bytes");

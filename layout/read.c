@@ -35,18 +35,18 @@ static int read_header(struct layout *l, uint64_t size, const char **why)
 {
 	const struct layout_header *h = &l->hdr;
 	struct layout_parent *par = &l->layers[0].parent;
-	uint8_t block[LAYOUT_BLOCK];
+	uint8_t block[DISK_BLOCK];
 	uint64_t need;
 	int ret;
 
 	if (size < sizeof(h->magic))
 		return bad(why, "file too short (not a lazyblk layout)");
-	ret = fs_pread_full(l->fd, block, size < LAYOUT_BLOCK ? size : LAYOUT_BLOCK, 0);
+	ret = fs_pread_full(l->fd, block, size < DISK_BLOCK ? size : DISK_BLOCK, 0);
 	if (ret)
 		return ret;
 	if (memcmp(block, LAYOUT_MAGIC, sizeof(h->magic)))
 		return bad(why, "bad magic (not a lazyblk layout)");
-	if (size < LAYOUT_BLOCK)
+	if (size < DISK_BLOCK)
 		return bad(why, "truncated (shorter than the header)");
 	memcpy(&l->hdr, block, sizeof(l->hdr));
 	memcpy(par, block + sizeof(l->hdr), sizeof(*par));
@@ -54,11 +54,11 @@ static int read_header(struct layout *l, uint64_t size, const char **why)
 	if (h->version != LAYOUT_VERSION &&
 	    (h->version != LAYOUT_VERSION_PARENT || h->flags != LAYOUT_F_PARENT))
 		return bad(why, "unsupported layout version");
-	if (h->block_size != LAYOUT_BLOCK)
+	if (h->block_size != DISK_BLOCK)
 		return bad(why, "unsupported block size");
 	if (h->header_crc != layout_header_crc(h, par))
 		return bad(why, "header checksum mismatch (file corrupt)");
-	if (!all_zero(block + layout_header_len(h), LAYOUT_BLOCK - layout_header_len(h)))
+	if (!all_zero(block + layout_header_len(h), DISK_BLOCK - layout_header_len(h)))
 		return bad(why, "header padding not zero (file corrupt)");
 	if (h->version == LAYOUT_VERSION && h->flags)
 		return bad(why, "unsupported flags");
@@ -71,19 +71,19 @@ static int read_header(struct layout *l, uint64_t size, const char **why)
 	if (h->chunk_size > CHUNK_SIZE_MAX)
 		return bad(why, "bad chunk size");
 	/* Every count is bounded by the file size, so the sum below does not overflow. */
-	if (h->meta_blocks > size / LAYOUT_BLOCK ||
+	if (h->meta_blocks > size / DISK_BLOCK ||
 	    h->meta_run_count > size / sizeof(struct layout_meta_run) ||
 	    h->data_run_count > size / sizeof(struct layout_data_run) ||
 	    h->chunk_count > size / SHA256_LEN)
 		return bad(why, "truncated (counts exceed the file size)");
-	need = LAYOUT_BLOCK + h->meta_blocks * LAYOUT_BLOCK +
+	need = DISK_BLOCK + h->meta_blocks * DISK_BLOCK +
 	       h->meta_run_count * sizeof(struct layout_meta_run) +
 	       h->data_run_count * sizeof(struct layout_data_run) + h->chunk_count * SHA256_LEN +
 	       par->hint_len;
 	if (need != size)
 		return bad(why, need > size ? "truncated" : "trailing garbage after the layout");
-	l->meta_offset = LAYOUT_BLOCK;
-	return sha256_buf(block, LAYOUT_BLOCK, l->digest);
+	l->meta_offset = DISK_BLOCK;
+	return sha256_buf(block, DISK_BLOCK, l->digest);
 }
 
 static void *read_section(struct layout *l, uint64_t off, size_t len, int *ret)
@@ -106,7 +106,7 @@ static int read_tail(struct layout *l, const char **why)
 {
 	const struct layout_header *h = &l->hdr;
 	struct layout_layer *y = &l->layers[0];
-	uint64_t off = l->meta_offset + h->meta_blocks * LAYOUT_BLOCK;
+	uint64_t off = l->meta_offset + h->meta_blocks * DISK_BLOCK;
 	size_t nm = h->meta_run_count * sizeof(*l->meta_runs);
 	size_t nd = h->data_run_count * sizeof(*l->data_runs);
 	int ret;
@@ -137,7 +137,7 @@ static int check_body(struct layout *l, const char **why)
 {
 	const struct layout_header *h = &l->hdr;
 	struct sha256_ctx *c = sha256_new();
-	uint64_t left = h->meta_blocks * LAYOUT_BLOCK, off = l->meta_offset, blk = 0;
+	uint64_t left = h->meta_blocks * DISK_BLOCK, off = l->meta_offset, blk = 0;
 	uint8_t *buf = malloc(VERIFY_READ), got[SHA256_LEN];
 	int ret = c && buf ? 0 : -ENOMEM;
 
@@ -151,8 +151,8 @@ static int check_body(struct layout *l, const char **why)
 		ret = fs_pread_full(l->fd, buf, n, (off_t)off);
 		if (!ret)
 			ret = sha256_update(c, buf, n);
-		for (size_t i = 0; !ret && i < n; i += LAYOUT_BLOCK)
-			ret = sha256_buf(buf + i, LAYOUT_BLOCK, l->meta_sha[blk++]);
+		for (size_t i = 0; !ret && i < n; i += DISK_BLOCK)
+			ret = sha256_buf(buf + i, DISK_BLOCK, l->meta_sha[blk++]);
 		off += n;
 		left -= n;
 	}
@@ -178,7 +178,7 @@ static bool data_run_ok(const struct layout_header *h, const struct layout_data_
 {
 	if (h->version == LAYOUT_VERSION)
 		return !d->flags;
-	if (d->blk_off || d->len % LAYOUT_BLOCK || (d->flags & ~LAYOUT_RUN_ZERO))
+	if (d->blk_off || d->len % DISK_BLOCK || (d->flags & ~LAYOUT_RUN_ZERO))
 		return false;
 	return !(d->flags & LAYOUT_RUN_ZERO) || (!d->chunk && !d->chunk_off);
 }
@@ -186,7 +186,7 @@ static bool data_run_ok(const struct layout_header *h, const struct layout_data_
 static int check_runs(const struct layout *l, const char **why)
 {
 	const struct layout_header *h = &l->hdr;
-	uint64_t disk = h->block_count * LAYOUT_BLOCK, end = 0;
+	uint64_t disk = h->block_count * DISK_BLOCK, end = 0;
 
 	for (uint64_t i = 0; i < h->meta_run_count; i++) {
 		const struct layout_meta_run *m = &l->meta_runs[i];
@@ -206,7 +206,7 @@ static int check_runs(const struct layout *l, const char **why)
 		const struct layout_data_run *d = &l->data_runs[i];
 		uint64_t pos = layout_data_run_pos(d);
 
-		if (d->len == 0 || d->blk_off >= LAYOUT_BLOCK || !data_run_ok(h, d))
+		if (d->len == 0 || d->blk_off >= DISK_BLOCK || !data_run_ok(h, d))
 			return bad(why, "bad data run");
 		if (d->lba >= h->block_count || d->len > disk - pos)
 			return bad(why, "data run beyond the end of the disk");

@@ -119,7 +119,7 @@ int layout_writer_new(const char *path, uint64_t block_count, struct layout_writ
 		goto fail;
 	}
 	/* the header is written last, into this hole */
-	if (lseek(w->fd, LAYOUT_BLOCK, SEEK_SET) < 0) {
+	if (lseek(w->fd, DISK_BLOCK, SEEK_SET) < 0) {
 		ret = -errno;
 		goto fail;
 	}
@@ -167,7 +167,7 @@ int layout_add_meta(struct layout_writer *w, uint64_t lba, const void *blocks, u
 	if (!grow((void **)&w->meta, &w->cap_meta, w->n_meta + 1, sizeof(*w->meta)))
 		return -ENOMEM;
 	last = w->n_meta ? &w->meta[w->n_meta - 1] : NULL;
-	ret = body_put(w, blocks, (size_t)count * LAYOUT_BLOCK);
+	ret = body_put(w, blocks, (size_t)count * DISK_BLOCK);
 	if (ret) {
 		w->err = ret;
 		return ret;
@@ -234,7 +234,7 @@ static int chunk_intern(struct layout_writer *w, const uint8_t d[SHA256_LEN], ui
 int layout_add_data(struct layout_writer *w, uint64_t disk_byte, uint32_t len,
 		    const uint8_t digest[SHA256_LEN], uint32_t chunk_off)
 {
-	uint64_t disk = w->block_count * LAYOUT_BLOCK;
+	uint64_t disk = w->block_count * DISK_BLOCK;
 	uint32_t idx;
 	int ret = writer_state(w);
 
@@ -243,7 +243,7 @@ int layout_add_data(struct layout_writer *w, uint64_t disk_byte, uint32_t len,
 	if (len == 0 || disk_byte > disk || len > disk - disk_byte || disk_byte < w->data_end ||
 	    chunk_off > UINT32_MAX - len)
 		return -EINVAL;
-	if (w->has_parent && (disk_byte % LAYOUT_BLOCK || len % LAYOUT_BLOCK))
+	if (w->has_parent && (disk_byte % DISK_BLOCK || len % DISK_BLOCK))
 		return -EINVAL;
 	if (!grow((void **)&w->data, &w->cap_data, w->n_data + 1, sizeof(*w->data)))
 		return -ENOMEM;
@@ -251,11 +251,11 @@ int layout_add_data(struct layout_writer *w, uint64_t disk_byte, uint32_t len,
 	if (ret)
 		return ret;
 	w->data[w->n_data++] = (struct layout_data_run){
-		.lba = disk_byte / LAYOUT_BLOCK,
+		.lba = disk_byte / DISK_BLOCK,
 		.len = len,
 		.chunk = idx,
 		.chunk_off = chunk_off,
-		.blk_off = (uint16_t)(disk_byte % LAYOUT_BLOCK),
+		.blk_off = (uint16_t)(disk_byte % DISK_BLOCK),
 	};
 	w->data_end = disk_byte + len;
 	if (chunk_off + len > w->chunk_end)
@@ -265,13 +265,13 @@ int layout_add_data(struct layout_writer *w, uint64_t disk_byte, uint32_t len,
 
 int layout_add_zero(struct layout_writer *w, uint64_t lba, uint64_t count)
 {
-	const uint64_t most = UINT32_MAX / LAYOUT_BLOCK; /* blocks one run holds */
+	const uint64_t most = UINT32_MAX / DISK_BLOCK; /* blocks one run holds */
 	int ret = writer_state(w);
 
 	if (ret)
 		return ret;
 	if (!w->has_parent || !count || lba >= w->block_count || count > w->block_count - lba ||
-	    lba * LAYOUT_BLOCK < w->data_end)
+	    lba * DISK_BLOCK < w->data_end)
 		return -EINVAL;
 	while (count) {
 		uint64_t n = count < most ? count : most;
@@ -279,21 +279,21 @@ int layout_add_zero(struct layout_writer *w, uint64_t lba, uint64_t count)
 		if (!grow((void **)&w->data, &w->cap_data, w->n_data + 1, sizeof(*w->data)))
 			return -ENOMEM;
 		w->data[w->n_data++] = (struct layout_data_run){
-			.lba = lba, .len = (uint32_t)(n * LAYOUT_BLOCK), .flags = LAYOUT_RUN_ZERO,
+			.lba = lba, .len = (uint32_t)(n * DISK_BLOCK), .flags = LAYOUT_RUN_ZERO,
 		};
 		lba += n;
 		count -= n;
 	}
-	w->data_end = lba * LAYOUT_BLOCK;
+	w->data_end = lba * DISK_BLOCK;
 	return 0;
 }
 
-static int writer_commit(struct layout_writer *w, const uint8_t block[LAYOUT_BLOCK])
+static int writer_commit(struct layout_writer *w, const uint8_t block[DISK_BLOCK])
 {
 	char dir[PATH_MAX];
 	int ret;
 
-	ret = lseek(w->fd, 0, SEEK_SET) < 0 ? -errno : fs_write_full(w->fd, block, LAYOUT_BLOCK);
+	ret = lseek(w->fd, 0, SEEK_SET) < 0 ? -errno : fs_write_full(w->fd, block, DISK_BLOCK);
 	if (!ret && fsync(w->fd) < 0)
 		ret = -errno;
 	if (close(w->fd) < 0 && !ret)
@@ -313,7 +313,7 @@ int layout_writer_finish(struct layout_writer *w, const uint8_t manifest_digest[
 			 uint8_t digest_out[SHA256_LEN])
 {
 	struct layout_parent par = { .hint_len = 0 };
-	uint8_t block[LAYOUT_BLOCK];
+	uint8_t block[DISK_BLOCK];
 	struct layout_header h;
 	int ret = writer_state(w);
 
@@ -340,7 +340,7 @@ int layout_writer_finish(struct layout_writer *w, const uint8_t manifest_digest[
 	}
 	memcpy(h.magic, LAYOUT_MAGIC, sizeof(h.magic));
 	h.version = LAYOUT_VERSION;
-	h.block_size = LAYOUT_BLOCK;
+	h.block_size = DISK_BLOCK;
 	h.block_count = w->block_count;
 	h.meta_blocks = w->meta_blocks;
 	h.meta_run_count = w->n_meta;
@@ -368,7 +368,7 @@ int layout_writer_finish(struct layout_writer *w, const uint8_t manifest_digest[
 		return ret;
 	}
 	if (digest_out)
-		return sha256_buf(block, LAYOUT_BLOCK, digest_out);
+		return sha256_buf(block, DISK_BLOCK, digest_out);
 	return 0;
 }
 

@@ -53,7 +53,7 @@ static uint64_t layout_end_block(const struct layout *l)
 	}
 	if (l->hdr.data_run_count) {
 		const struct layout_data_run *d = &l->data_runs[l->hdr.data_run_count - 1];
-		uint64_t e = (layout_data_run_pos(d) + d->len + LAYOUT_BLOCK - 1) / LAYOUT_BLOCK;
+		uint64_t e = (layout_data_run_pos(d) + d->len + DISK_BLOCK - 1) / DISK_BLOCK;
 
 		if (e > end)
 			end = e;
@@ -105,8 +105,8 @@ static void raw_add(struct trace_recorder *r, uint64_t t, uint64_t first, uint64
 
 	if (r->done || r->full)
 		return;
-	if (last && last->off + last->len == first * LAYOUT_BLOCK) {
-		last->len += n * LAYOUT_BLOCK;
+	if (last && last->off + last->len == first * DISK_BLOCK) {
+		last->len += n * DISK_BLOCK;
 		return;
 	}
 	/* 24 MiB of ranges at most while the guest runs; then the trace is a prefix of it */
@@ -115,8 +115,8 @@ static void raw_add(struct trace_recorder *r, uint64_t t, uint64_t first, uint64
 		r->full = true;
 		return;
 	}
-	r->raw[r->n_raw++] = (struct raw){ .t_us = t, .off = first * LAYOUT_BLOCK,
-					   .len = n * LAYOUT_BLOCK };
+	r->raw[r->n_raw++] = (struct raw){ .t_us = t, .off = first * DISK_BLOCK,
+					   .len = n * DISK_BLOCK };
 }
 
 /* Record the run of n fresh blocks ending before block end; takes the lock on first use. */
@@ -133,12 +133,12 @@ static void touch_run(struct trace_recorder *r, uint64_t end, uint64_t n, bool *
 
 void trace_recorder_touch(struct trace_recorder *r, uint64_t off, uint64_t len)
 {
-	uint64_t first = off / LAYOUT_BLOCK, end, b, run = 0, t = 0;
+	uint64_t first = off / DISK_BLOCK, end, b, run = 0, t = 0;
 	bool locked = false;
 
 	if (!len || first >= r->nblocks)
 		return;
-	end = (off + len + LAYOUT_BLOCK - 1) / LAYOUT_BLOCK;
+	end = (off + len + DISK_BLOCK - 1) / DISK_BLOCK;
 	if (end > r->nblocks)
 		end = r->nblocks;
 	for (b = first; b < end; b++) {
@@ -244,16 +244,16 @@ static void on_file_bytes(void *arg, uint32_t entry, uint64_t disk_off, uint64_t
 static void resolve_meta(struct out *o, const struct layout *l, uint64_t t, uint64_t a,
 			 uint64_t b)
 {
-	for (size_t i = layout_meta_run_at(l, a / LAYOUT_BLOCK); i < l->hdr.meta_run_count; i++) {
+	for (size_t i = layout_meta_run_at(l, a / DISK_BLOCK); i < l->hdr.meta_run_count; i++) {
 		const struct layout_meta_run *mr = &l->meta_runs[i];
-		uint64_t s = mr->lba * LAYOUT_BLOCK, e = s + (uint64_t)mr->count * LAYOUT_BLOCK;
+		uint64_t s = mr->lba * DISK_BLOCK, e = s + (uint64_t)mr->count * DISK_BLOCK;
 		uint64_t x = s > a ? s : a, y = e < b ? e : b;
 
 		if (s >= b)
 			break;
 		while (x < y) {
-			uint64_t n = y - x > UINT32_MAX - LAYOUT_BLOCK + 1 ?
-					     UINT32_MAX - LAYOUT_BLOCK + 1 : y - x;
+			uint64_t n = y - x > UINT32_MAX - DISK_BLOCK + 1 ?
+					     UINT32_MAX - DISK_BLOCK + 1 : y - x;
 			struct trace_record rec = { .t_us = t, .disk_off = x, .len = (uint32_t)n };
 
 			out_push(o, &rec);

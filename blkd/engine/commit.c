@@ -55,7 +55,7 @@ struct commit {
 
 static bool zero_block(const uint8_t *p)
 {
-	return p[0] == 0 && !memcmp(p, p + 1, LAYOUT_BLOCK - 1);
+	return p[0] == 0 && !memcmp(p, p + 1, DISK_BLOCK - 1);
 }
 
 static struct piece *piece_new(struct commit *c)
@@ -127,10 +127,10 @@ static int data_add(struct commit *c, uint64_t lba, const uint8_t *data)
 		*p = (struct piece){ .lba = lba, .slot.off = (uint32_t)c->buf->fill };
 		c->buf->slots[c->buf->n_slots++] = &p->slot;
 	}
-	memcpy(c->buf->data + c->buf->fill, data, LAYOUT_BLOCK);
-	c->buf->fill += LAYOUT_BLOCK;
+	memcpy(c->buf->data + c->buf->fill, data, DISK_BLOCK);
+	c->buf->fill += DISK_BLOCK;
 	p->count++;
-	p->slot.len += LAYOUT_BLOCK;
+	p->slot.len += DISK_BLOCK;
 	c->open = p;
 	return c->buf->fill == c->cs ? chunk_submit(c) : 0;
 }
@@ -145,7 +145,7 @@ static void progress(struct commit *c, uint64_t n)
 /* The dirty blocks [b, b + n) into chunks (blocks of zeros into zero runs). */
 static int commit_dirty(struct commit *c, uint64_t b, uint64_t n)
 {
-	uint8_t *buf = malloc((size_t)READ_PIECE * LAYOUT_BLOCK);
+	uint8_t *buf = malloc((size_t)READ_PIECE * DISK_BLOCK);
 	int ret = buf ? 0 : -ENOMEM;
 
 	while (!ret && n) {
@@ -157,7 +157,7 @@ static int commit_dirty(struct commit *c, uint64_t b, uint64_t n)
 		}
 		ret = overlay_read(c->ov, b, k, buf);
 		for (uint32_t i = 0; !ret && i < k; i++) {
-			const uint8_t *p = buf + (size_t)i * LAYOUT_BLOCK;
+			const uint8_t *p = buf + (size_t)i * DISK_BLOCK;
 
 			ret = zero_block(p) ? zero_add(c, b + i, 1) : data_add(c, b + i, p);
 		}
@@ -182,7 +182,7 @@ static int commit_runs(struct commit *c)
 			if (p->zero)
 				ret = layout_add_zero(c->w, p->lba, p->count);
 			else
-				ret = layout_add_data(c->w, p->lba * LAYOUT_BLOCK, p->slot.len,
+				ret = layout_add_data(c->w, p->lba * DISK_BLOCK, p->slot.len,
 						      p->slot.digest, p->slot.off);
 		}
 	}
@@ -252,7 +252,7 @@ static int source_open(struct commit *c, const struct layout *l, char *tmpdir, c
 		       size_t why_len)
 {
 	const struct blkd_commit_opts *o = c->o;
-	uint64_t disk = l->hdr.block_count * LAYOUT_BLOCK;
+	uint64_t disk = l->hdr.block_count * DISK_BLOCK;
 	char magic[8] = { 0 }, ovp[PATH_MAX], h1[SHA256_HEX_LEN + 1], h2[SHA256_HEX_LEN + 1];
 	const char *w = NULL;
 	const char *path = o->src_path;
@@ -313,10 +313,10 @@ static int commit_setup(struct commit *c, const struct layout *l, const char *pa
 	struct overlay_stats st;
 	int ret;
 
-	c->cs = (l->hdr.chunk_size ? l->hdr.chunk_size : CHUNK_SIZE_DEFAULT) / LAYOUT_BLOCK *
-		LAYOUT_BLOCK;
+	c->cs = (l->hdr.chunk_size ? l->hdr.chunk_size : CHUNK_SIZE_DEFAULT) / DISK_BLOCK *
+		DISK_BLOCK;
 	if (!c->cs)
-		c->cs = LAYOUT_BLOCK;
+		c->cs = DISK_BLOCK;
 	ret = store_open(o->store_dir, true, &c->store);
 	if (ret) {
 		if (!store_open_why(ret, o->store_dir, false, why, why_len))

@@ -43,9 +43,9 @@ void delta_header_init(struct delta_header *h, uint64_t disk_bytes,
 	memset(h, 0, sizeof(*h));
 	memcpy(h->magic, DELTA_MAGIC, sizeof(h->magic));
 	h->version = DELTA_VERSION;
-	h->block_size = OV_BLOCK;
+	h->block_size = DISK_BLOCK;
 	h->disk_bytes = disk_bytes;
-	h->block_count = disk_bytes / OV_BLOCK;
+	h->block_count = disk_bytes / DISK_BLOCK;
 	memcpy(h->layout_digest, digest, SHA256_LEN);
 	h->dirty_blocks = dirty;
 	h->zero_blocks = zero;
@@ -90,13 +90,13 @@ static int apply_header(struct apply *a, const uint8_t *digest, uint64_t disk_by
 		return bad(why, "unsupported delta version");
 	if (h->header_crc != delta_crc(h))
 		return bad(why, "delta header checksum mismatch (file corrupt)");
-	if (h->block_size != OV_BLOCK || h->flags)
+	if (h->block_size != DISK_BLOCK || h->flags)
 		return bad(why, "unsupported block size or flags in the delta");
 	if (!all_zero(h->reserved, sizeof(h->reserved)) ||
 	    !all_zero(a->block + sizeof(*h), DELTA_HDR - sizeof(*h)))
 		return bad(why, "delta header padding not zero (file corrupt)");
 	if (!h->block_count || h->block_count > OV_MAX_BLOCKS ||
-	    h->disk_bytes != h->block_count * OV_BLOCK)
+	    h->disk_bytes != h->block_count * DISK_BLOCK)
 		return bad(why, "bad disk size in the delta (file corrupt)");
 	if (memcmp(h->layout_digest, digest, SHA256_LEN))
 		return bad(why, "delta belongs to another layout");
@@ -105,7 +105,7 @@ static int apply_header(struct apply *a, const uint8_t *digest, uint64_t disk_by
 	if (h->dirty_blocks > h->block_count || h->zero_blocks > h->block_count - h->dirty_blocks ||
 	    h->extent_count > h->dirty_blocks + h->zero_blocks)
 		return bad(why, "bad block counts in the delta (file corrupt)");
-	need = DELTA_HDR + h->dirty_blocks * OV_BLOCK + h->extent_count * sizeof(*a->ext) +
+	need = DELTA_HDR + h->dirty_blocks * DISK_BLOCK + h->extent_count * sizeof(*a->ext) +
 	       SHA256_LEN;
 	if (a->size != need)
 		return bad(why, a->size < need ? "truncated delta"
@@ -125,7 +125,7 @@ static int apply_extents(struct apply *a, const char **why)
 	a->words = calloc(ov_words(h->block_count), sizeof(uint64_t));
 	if (!a->ext || !a->words)
 		return -ENOMEM;
-	ret = fs_pread_full(a->fd, a->ext, bytes, (off_t)(DELTA_HDR + h->dirty_blocks * OV_BLOCK));
+	ret = fs_pread_full(a->fd, a->ext, bytes, (off_t)(DELTA_HDR + h->dirty_blocks * DISK_BLOCK));
 	if (ret)
 		return ret;
 	for (uint64_t i = 0; i < h->extent_count; i++) {
@@ -147,7 +147,7 @@ static int apply_extents(struct apply *a, const char **why)
 /* Every dirty block into the new data file (all-zero blocks stay holes), hashing. */
 static int apply_data(struct apply *a, struct sha256_ctx *sha)
 {
-	uint8_t *buf = malloc((size_t)APPLY_PIECE * OV_BLOCK);
+	uint8_t *buf = malloc((size_t)APPLY_PIECE * DISK_BLOCK);
 	off_t off = DELTA_HDR;
 	int ret = buf ? 0 : -ENOMEM;
 
@@ -156,22 +156,22 @@ static int apply_data(struct apply *a, struct sha256_ctx *sha)
 
 		if (a->ext[i].state != OV_DIRTY)
 			continue;
-		for (; b < end && !ret; b += n, off += (off_t)(n * OV_BLOCK)) {
+		for (; b < end && !ret; b += n, off += (off_t)(n * DISK_BLOCK)) {
 			n = end - b < APPLY_PIECE ? end - b : APPLY_PIECE;
-			ret = fs_pread_full(a->fd, buf, (size_t)n * OV_BLOCK, off);
+			ret = fs_pread_full(a->fd, buf, (size_t)n * DISK_BLOCK, off);
 			if (!ret)
-				ret = sha256_update(sha, buf, (size_t)n * OV_BLOCK);
+				ret = sha256_update(sha, buf, (size_t)n * DISK_BLOCK);
 			for (uint64_t k = 0, j; k < n && !ret; k = j) {
-				uint8_t *p = buf + k * OV_BLOCK;
-				bool zero = all_zero(p, OV_BLOCK);
+				uint8_t *p = buf + k * DISK_BLOCK;
+				bool zero = all_zero(p, DISK_BLOCK);
 
 				for (j = k + 1; j < n; j++)
-					if (all_zero(buf + j * OV_BLOCK, OV_BLOCK) != zero)
+					if (all_zero(buf + j * DISK_BLOCK, DISK_BLOCK) != zero)
 						break;
 				if (!zero)
 					ret = fs_pwrite_full(a->data_fd, p,
-							     (size_t)(j - k) * OV_BLOCK,
-							     (off_t)((b + k) * OV_BLOCK));
+							     (size_t)(j - k) * DISK_BLOCK,
+							     (off_t)((b + k) * DISK_BLOCK));
 			}
 		}
 	}

@@ -191,7 +191,7 @@ int blkd_engine_open(const struct blkd_engine_opts *o, struct blkd_engine **out,
 		why_set(why, why_len, ret, "%s: %s", o->layout_path, owhy ? owhy : strerror(-ret));
 		goto fail;
 	}
-	e->size = e->layout->hdr.block_count * BLKD_BLOCK;
+	e->size = e->layout->hdr.block_count * DISK_BLOCK;
 	ret = engine_reader_open(e, o, why, why_len);
 	if (!ret && o->check)
 		ret = engine_check(e, why, why_len);
@@ -269,7 +269,7 @@ struct base_cursor {
 static void base_seek(const struct blkd_engine *e, struct base_cursor *c, uint64_t lba)
 {
 	c->meta = layout_meta_run_at(e->layout, lba);
-	c->data = layout_data_run_at(e->layout, lba * BLKD_BLOCK);
+	c->data = layout_data_run_at(e->layout, lba * DISK_BLOCK);
 }
 
 static enum base_kind base_next(const struct blkd_engine *e, struct base_cursor *c, uint64_t lba)
@@ -283,10 +283,10 @@ static enum base_kind base_next(const struct blkd_engine *e, struct base_cursor 
 		return BASE_META;
 	while (c->data < l->hdr.data_run_count &&
 	       layout_data_run_pos(&l->data_runs[c->data]) + l->data_runs[c->data].len <=
-		       lba * BLKD_BLOCK)
+		       lba * DISK_BLOCK)
 		c->data++;
 	if (c->data < l->hdr.data_run_count &&
-	    layout_data_run_pos(&l->data_runs[c->data]) < (lba + 1) * BLKD_BLOCK)
+	    layout_data_run_pos(&l->data_runs[c->data]) < (lba + 1) * DISK_BLOCK)
 		return BASE_DATA;
 	return BASE_ZERO;
 }
@@ -309,27 +309,27 @@ static void count_base(struct blkd_engine *e, uint64_t first, uint64_t n)
 static int read_range(struct blkd_engine *e, uint64_t off, uint64_t len, uint8_t *buf)
 {
 	while (len) {
-		uint64_t block = off / BLKD_BLOCK, in = off % BLKD_BLOCK, run = 1, bytes;
+		uint64_t block = off / DISK_BLOCK, in = off % DISK_BLOCK, run = 1, bytes;
 		enum ov_state st = OV_CLEAN;
 		int ret;
 
 		if (e->ov)
 			run = overlay_run(e->ov, block, &st);
 		else
-			run = (e->size - off + BLKD_BLOCK - 1) / BLKD_BLOCK;
-		bytes = run * BLKD_BLOCK - in;
+			run = (e->size - off + DISK_BLOCK - 1) / DISK_BLOCK;
+		bytes = run * DISK_BLOCK - in;
 		if (bytes > len)
 			bytes = len;
 		if (st == OV_ZERO) {
 			memset(buf, 0, bytes);
-			INC(e->zero_hits, (bytes + BLKD_BLOCK - 1) / BLKD_BLOCK);
+			INC(e->zero_hits, (bytes + DISK_BLOCK - 1) / DISK_BLOCK);
 		} else if (st == OV_DIRTY) {
-			uint64_t nblk = (in + bytes + BLKD_BLOCK - 1) / BLKD_BLOCK;
+			uint64_t nblk = (in + bytes + DISK_BLOCK - 1) / DISK_BLOCK;
 
-			if (in == 0 && bytes % BLKD_BLOCK == 0) {
+			if (in == 0 && bytes % DISK_BLOCK == 0) {
 				ret = overlay_read(e->ov, block, (uint32_t)nblk, buf);
 			} else {
-				uint8_t *tmp = malloc(nblk * BLKD_BLOCK);
+				uint8_t *tmp = malloc(nblk * DISK_BLOCK);
 
 				if (!tmp)
 					return -ENOMEM;
@@ -347,7 +347,7 @@ static int read_range(struct blkd_engine *e, uint64_t off, uint64_t len, uint8_t
 			ret = blkd_reader_read(e->reader, off, buf, bytes);
 			if (ret)
 				return ret;
-			count_base(e, block, (in + bytes + BLKD_BLOCK - 1) / BLKD_BLOCK);
+			count_base(e, block, (in + bytes + DISK_BLOCK - 1) / DISK_BLOCK);
 		}
 		off += bytes;
 		buf += bytes;
@@ -399,35 +399,35 @@ static void stripes_lock(struct blkd_engine *e, uint64_t first, uint64_t n, bool
  */
 static int apply(struct blkd_engine *e, uint64_t off, uint64_t len, const uint8_t *data)
 {
-	uint64_t first = off / BLKD_BLOCK, last = (off + len - 1) / BLKD_BLOCK;
+	uint64_t first = off / DISK_BLOCK, last = (off + len - 1) / DISK_BLOCK;
 	uint8_t *blk = NULL;
 	int ret = 0;
 
 	stripes_lock(e, first, last - first + 1, true);
 	while (len && !ret) {
-		uint64_t block = off / BLKD_BLOCK, in = off % BLKD_BLOCK;
+		uint64_t block = off / DISK_BLOCK, in = off % DISK_BLOCK;
 
-		if (in == 0 && len >= BLKD_BLOCK) {
-			uint64_t n = len / BLKD_BLOCK;
+		if (in == 0 && len >= DISK_BLOCK) {
+			uint64_t n = len / DISK_BLOCK;
 
-			if (n > UINT32_MAX / BLKD_BLOCK)
-				n = UINT32_MAX / BLKD_BLOCK;
+			if (n > UINT32_MAX / DISK_BLOCK)
+				n = UINT32_MAX / DISK_BLOCK;
 			ret = data ? overlay_write(e->ov, block, (uint32_t)n, data)
 				   : overlay_zero(e->ov, block, n);
-			off += n * BLKD_BLOCK;
-			len -= n * BLKD_BLOCK;
+			off += n * DISK_BLOCK;
+			len -= n * DISK_BLOCK;
 			if (data)
-				data += n * BLKD_BLOCK;
+				data += n * DISK_BLOCK;
 			continue;
 		}
 		/* a partial block: the worst case is this one block copied */
-		uint64_t part = BLKD_BLOCK - in < len ? BLKD_BLOCK - in : len;
+		uint64_t part = DISK_BLOCK - in < len ? DISK_BLOCK - in : len;
 
-		if (!blk && !(blk = malloc(BLKD_BLOCK))) {
+		if (!blk && !(blk = malloc(DISK_BLOCK))) {
 			ret = -ENOMEM;
 			break;
 		}
-		ret = read_range(e, block * BLKD_BLOCK, BLKD_BLOCK, blk);
+		ret = read_range(e, block * DISK_BLOCK, DISK_BLOCK, blk);
 		if (ret)
 			break;
 		if (data)
@@ -493,8 +493,8 @@ int blkd_engine_write_zeroes(struct blkd_engine *e, uint64_t off, uint64_t len)
 
 int blkd_engine_discard(struct blkd_engine *e, uint64_t off, uint64_t len)
 {
-	uint64_t a = (off + BLKD_BLOCK - 1) / BLKD_BLOCK * BLKD_BLOCK;
-	uint64_t b = (off + len) / BLKD_BLOCK * BLKD_BLOCK;
+	uint64_t a = (off + DISK_BLOCK - 1) / DISK_BLOCK * DISK_BLOCK;
+	uint64_t b = (off + len) / DISK_BLOCK * DISK_BLOCK;
 
 	if (!range_ok(e, off, len))
 		return -EINVAL;
@@ -516,11 +516,11 @@ int blkd_engine_status(struct blkd_engine *e, enum blkd_status_ctx ctx, uint64_t
 
 	if (!range_ok(e, off, len) || !len)
 		return -EINVAL;
-	base_seek(e, &base, off / BLKD_BLOCK);
+	base_seek(e, &base, off / DISK_BLOCK);
 	end = off + len;
-	if ((end - off) / BLKD_BLOCK > STATUS_MAX_BLOCKS)
-		end = (off / BLKD_BLOCK + STATUS_MAX_BLOCKS) * BLKD_BLOCK;
-	for (block = off / BLKD_BLOCK; block * BLKD_BLOCK < end; block++) {
+	if ((end - off) / DISK_BLOCK > STATUS_MAX_BLOCKS)
+		end = (off / DISK_BLOCK + STATUS_MAX_BLOCKS) * DISK_BLOCK;
+	for (block = off / DISK_BLOCK; block * DISK_BLOCK < end; block++) {
 		enum ov_state st = e->ov ? overlay_state(e->ov, block) : OV_CLEAN;
 		uint32_t flags;
 
@@ -535,7 +535,7 @@ int blkd_engine_status(struct blkd_engine *e, enum blkd_status_ctx ctx, uint64_t
 					? 0
 					: BLKD_STATUS_HOLE | BLKD_STATUS_ZERO;
 		if (cur != UINT32_MAX && flags != cur) {
-			uint64_t pos = block * BLKD_BLOCK;
+			uint64_t pos = block * DISK_BLOCK;
 
 			ret = cb(arg, start, pos - start, cur);
 			if (ret)

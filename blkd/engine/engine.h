@@ -18,12 +18,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "../../common/block.h"
 #include "../../cas/source.h"
 #include "../../common/why.h"
 #include "../coldstart/prefetch.h"
 #include "../sector.h"
 
-#define BLKD_BLOCK 4096u
 
 struct blkd_engine_opts {
 	const char *layout_path;

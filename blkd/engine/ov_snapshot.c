@@ -66,15 +66,15 @@ static off_t snap_data_off(const struct overlay_snapshot *s, uint64_t b)
 	uint64_t below = s->dirty0[b / 64] & ((1ULL << (b % 64)) - 1);
 
 	return (off_t)(DELTA_HDR +
-		       (s->rank[b / 64] + (uint64_t)__builtin_popcountll(below)) * OV_BLOCK);
+		       (s->rank[b / 64] + (uint64_t)__builtin_popcountll(below)) * DISK_BLOCK);
 }
 
 /* Blocks [b, b + n), consecutive dirty blocks, from the overlay into the delta. */
 static int snap_copy(struct overlay_snapshot *s, uint64_t b, uint64_t n, uint8_t *buf)
 {
-	int ret = uring_pread_full(s->ov->fd, buf, (size_t)n * OV_BLOCK, (off_t)(b * OV_BLOCK));
+	int ret = uring_pread_full(s->ov->fd, buf, (size_t)n * DISK_BLOCK, (off_t)(b * DISK_BLOCK));
 
-	return ret ? ret : fs_pwrite_full(s->fd, buf, (size_t)n * OV_BLOCK, snap_data_off(s, b));
+	return ret ? ret : fs_pwrite_full(s->fd, buf, (size_t)n * DISK_BLOCK, snap_data_off(s, b));
 }
 
 /* Under the mutex. */
@@ -130,7 +130,7 @@ void ov_snapshot_cow(struct overlay *ov, uint64_t b, uint64_t n)
 		}
 		pthread_mutex_unlock(&ov->lock);
 		if (!buf)
-			buf = malloc((size_t)COW_PIECE * OV_BLOCK);
+			buf = malloc((size_t)COW_PIECE * DISK_BLOCK);
 		ret = buf ? snap_copy(s, b, run, buf) : -ENOMEM;
 		pthread_mutex_lock(&ov->lock);
 		for (uint64_t i = 0; i < run; i++)
@@ -288,7 +288,7 @@ static int snap_piece(struct overlay_snapshot *s, uint64_t b, uint64_t n, uint8_
 		for (k = i + 1; k < n && mine[k] == mine[i]; k++)
 			;
 		if (mine[i])
-			ret = snap_copy(s, b + i, k - i, buf + i * OV_BLOCK);
+			ret = snap_copy(s, b + i, k - i, buf + i * DISK_BLOCK);
 	}
 	pthread_mutex_lock(&ov->lock);
 	for (uint64_t i = 0; i < n; i++)
@@ -309,7 +309,7 @@ static int snap_piece(struct overlay_snapshot *s, uint64_t b, uint64_t n, uint8_
 		for (k = i + 1; k < n && mine[k] == mine[i]; k++)
 			;
 		if (!mine[i])
-			ret = fs_pread_full(s->fd, buf + i * OV_BLOCK, (size_t)(k - i) * OV_BLOCK,
+			ret = fs_pread_full(s->fd, buf + i * DISK_BLOCK, (size_t)(k - i) * DISK_BLOCK,
 					    snap_data_off(s, b + i));
 	}
 	return ret;
@@ -317,7 +317,7 @@ static int snap_piece(struct overlay_snapshot *s, uint64_t b, uint64_t n, uint8_
 
 static int snap_data(struct overlay_snapshot *s, struct sha256_ctx *sha)
 {
-	uint8_t *buf = malloc((size_t)SNAP_PIECE * OV_BLOCK);
+	uint8_t *buf = malloc((size_t)SNAP_PIECE * DISK_BLOCK);
 	int ret = buf ? 0 : -ENOMEM;
 
 	for (size_t i = 0; i < s->n_ext && !ret; i++) {
@@ -329,7 +329,7 @@ static int snap_data(struct overlay_snapshot *s, struct sha256_ctx *sha)
 			n = end - b < SNAP_PIECE ? end - b : SNAP_PIECE;
 			ret = snap_piece(s, b, n, buf);
 			if (!ret)
-				ret = sha256_update(sha, buf, (size_t)n * OV_BLOCK);
+				ret = sha256_update(sha, buf, (size_t)n * DISK_BLOCK);
 		}
 	}
 	free(buf);
@@ -359,7 +359,7 @@ static int snap_write(struct overlay_snapshot *s)
 	if (!ret)
 		ret = snap_data(s, sha);
 	ext_bytes = s->n_ext * sizeof(*s->ext);
-	off = (off_t)(DELTA_HDR + s->dirty * OV_BLOCK);
+	off = (off_t)(DELTA_HDR + s->dirty * DISK_BLOCK);
 	if (!ret)
 		ret = fs_pwrite_full(s->fd, s->ext, ext_bytes, off);
 	if (!ret)

@@ -116,9 +116,9 @@ static int ov_state_header_init(struct ov_state_header *h, uint64_t disk_bytes,
 	memset(h, 0, sizeof(*h));
 	memcpy(h->magic, OV_STATE_MAGIC, sizeof(h->magic));
 	h->version = OV_STATE_VERSION;
-	h->block_size = OV_BLOCK;
+	h->block_size = DISK_BLOCK;
 	h->disk_bytes = disk_bytes;
-	h->block_count = disk_bytes / OV_BLOCK;
+	h->block_count = disk_bytes / DISK_BLOCK;
 	memcpy(h->layout_digest, digest, SHA256_LEN);
 	ret = ov_instance_new(&h->instance);
 	if (!ret)
@@ -129,7 +129,7 @@ static int ov_state_header_init(struct ov_state_header *h, uint64_t disk_bytes,
 int ov_state_fill(int fd, uint64_t disk_bytes, const uint8_t digest[SHA256_LEN],
 		  const uint64_t *words)
 {
-	size_t bytes = ov_words(disk_bytes / OV_BLOCK) * sizeof(uint64_t);
+	size_t bytes = ov_words(disk_bytes / DISK_BLOCK) * sizeof(uint64_t);
 	uint8_t block[OV_STATE_HDR] = { 0 };
 	int ret;
 
@@ -201,10 +201,10 @@ static int state_check_header(const struct ov_state_header *h, uint64_t size,
 		return bad(why, "unsupported overlay state version");
 	if (h->header_crc != state_crc(h))
 		return bad(why, "state header checksum mismatch (file corrupt)");
-	if (h->block_size != OV_BLOCK || h->flags)
+	if (h->block_size != DISK_BLOCK || h->flags)
 		return bad(why, "unsupported block size or flags in the state file");
 	if (!h->block_count || h->block_count > OV_MAX_BLOCKS ||
-	    h->disk_bytes != h->block_count * OV_BLOCK)
+	    h->disk_bytes != h->block_count * DISK_BLOCK)
 		return bad(why, "bad disk size in the state file (file corrupt)");
 	for (size_t i = 0; i < sizeof(h->reserved); i++)
 		if (h->reserved[i])
@@ -482,7 +482,7 @@ static int ov_open(const char *path, bool read_only, bool create, uint64_t want_
 int overlay_open(const char *path, uint64_t disk_bytes, const uint8_t layout_digest[SHA256_LEN],
 		 bool create, struct overlay **out, const char **why)
 {
-	if (!disk_bytes || disk_bytes % OV_BLOCK || disk_bytes / OV_BLOCK > OV_MAX_BLOCKS)
+	if (!disk_bytes || disk_bytes % DISK_BLOCK || disk_bytes / DISK_BLOCK > OV_MAX_BLOCKS)
 		return -EINVAL;
 	return ov_open(path, false, create, disk_bytes, layout_digest, out, why);
 }
@@ -491,7 +491,7 @@ int overlay_open_read_only(const char *path, uint64_t disk_bytes,
 			   const uint8_t layout_digest[SHA256_LEN], struct overlay **out,
 			   const char **why)
 {
-	if (!disk_bytes || disk_bytes % OV_BLOCK || disk_bytes / OV_BLOCK > OV_MAX_BLOCKS)
+	if (!disk_bytes || disk_bytes % DISK_BLOCK || disk_bytes / DISK_BLOCK > OV_MAX_BLOCKS)
 		return -EINVAL;
 	return ov_open(path, true, false, disk_bytes, layout_digest, out, why);
 }
@@ -653,7 +653,7 @@ int overlay_read(struct overlay *ov, uint64_t block, uint32_t n, void *buf)
 {
 	if (!n || block >= ov->blocks || n > ov->blocks - block)
 		return -EINVAL;
-	return uring_pread_full(ov->fd, buf, (size_t)n * OV_BLOCK, (off_t)(block * OV_BLOCK));
+	return uring_pread_full(ov->fd, buf, (size_t)n * DISK_BLOCK, (off_t)(block * DISK_BLOCK));
 }
 
 int overlay_write(struct overlay *ov, uint64_t block, uint32_t n, const void *buf)
@@ -665,7 +665,7 @@ int overlay_write(struct overlay *ov, uint64_t block, uint32_t n, const void *bu
 		return ret;
 	pthread_rwlock_rdlock(&ov->io_lock);
 	ov_snapshot_cow(ov, block, n);
-	ret = uring_pwrite_full(ov->fd, buf, (size_t)n * OV_BLOCK, (off_t)(block * OV_BLOCK));
+	ret = uring_pwrite_full(ov->fd, buf, (size_t)n * DISK_BLOCK, (off_t)(block * DISK_BLOCK));
 	if (!ret)
 		ret = ov_mark(ov, block, n, OV_DIRTY, true, &grew);
 	pthread_rwlock_unlock(&ov->io_lock);
@@ -682,8 +682,8 @@ int overlay_zero(struct overlay *ov, uint64_t block, uint64_t n)
 	pthread_rwlock_rdlock(&ov->io_lock);
 	ov_snapshot_cow(ov, block, n);
 	/* Zeroed blocks read as zeros whatever the file holds: the hole only frees space. */
-	if (fallocate(ov->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)(block * OV_BLOCK),
-		      (off_t)(n * OV_BLOCK)) < 0 && errno != EOPNOTSUPP && errno != ENOSYS)
+	if (fallocate(ov->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)(block * DISK_BLOCK),
+		      (off_t)(n * DISK_BLOCK)) < 0 && errno != EOPNOTSUPP && errno != ENOSYS)
 		ret = -errno;
 	if (!ret)
 		ret = ov_mark(ov, block, n, OV_ZERO, true, NULL);

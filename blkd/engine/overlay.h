@@ -19,10 +19,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "../../common/block.h"
 #include "../../common/sha256.h"
 #include "../../common/why.h"
 
-#define OV_BLOCK 4096u
 
 enum ov_state {
 	OV_CLEAN = 0,

@@ -33,7 +33,7 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 #define OV_STATE_MAGIC "LZBKOVST"
 #define OV_STATE_VERSION 2                  /* 1: before OVERLAY.live; read, and upgraded */
 #define OV_STATE_HDR 4096u                  /* header block; the bitmap follows */
-#define OV_MAX_BLOCKS ((uint64_t)INT64_MAX / OV_BLOCK)
+#define OV_MAX_BLOCKS ((uint64_t)INT64_MAX / DISK_BLOCK)
 #define OV_LO 0x5555555555555555ULL         /* the low bit of every 2-bit state */
 
 struct ov_state_header {

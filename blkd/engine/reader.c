@@ -141,7 +141,7 @@ void blkd_reader_free(struct blkd_reader *r)
 
 uint64_t blkd_reader_size(const struct blkd_reader *r)
 {
-	return r->l->hdr.block_count * LAYOUT_BLOCK;
+	return r->l->hdr.block_count * DISK_BLOCK;
 }
 
 void blkd_reader_set_marks(struct blkd_reader *r, uint8_t *marks)
@@ -551,29 +551,29 @@ static int meta_get(const struct layout *l, const struct layout_meta_run *m, uin
 static int read_meta(struct blkd_reader *r, uint64_t off, uint64_t end, uint8_t *buf)
 {
 	const struct layout *l = r->l;
-	uint8_t one[LAYOUT_BLOCK];
+	uint8_t one[DISK_BLOCK];
 
-	for (size_t i = layout_meta_run_at(l, off / LAYOUT_BLOCK); i < l->hdr.meta_run_count;
+	for (size_t i = layout_meta_run_at(l, off / DISK_BLOCK); i < l->hdr.meta_run_count;
 	     i++) {
 		const struct layout_meta_run *m = &l->meta_runs[i];
-		uint64_t s = m->lba * LAYOUT_BLOCK, e = s + (uint64_t)m->count * LAYOUT_BLOCK;
+		uint64_t s = m->lba * DISK_BLOCK, e = s + (uint64_t)m->count * DISK_BLOCK;
 		uint64_t a = max_u64(s, off), b = min_u64(e, end);
 		int ret;
 
 		if (s >= end)
 			break;
 		while (a < b) {
-			uint64_t first = m->first + (a - s) / LAYOUT_BLOCK, in = a % LAYOUT_BLOCK;
-			uint64_t n = (b - a) / LAYOUT_BLOCK;
+			uint64_t first = m->first + (a - s) / DISK_BLOCK, in = a % DISK_BLOCK;
+			uint64_t n = (b - a) / DISK_BLOCK;
 
 			if (in || !n) { /* part of a block: checked whole, then copied */
-				n = min_u64(LAYOUT_BLOCK - in, b - a);
+				n = min_u64(DISK_BLOCK - in, b - a);
 				ret = meta_get(l, m, first, 1, one);
 				if (!ret)
 					memcpy(buf + (a - off), one + in, n);
 			} else {
 				ret = meta_get(l, m, first, n, buf + (a - off));
-				n *= LAYOUT_BLOCK;
+				n *= DISK_BLOCK;
 			}
 			if (ret)
 				return ret;

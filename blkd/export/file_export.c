@@ -25,7 +25,7 @@
 #define EXPORT_PIECE ((size_t)4 << 20) /* bytes read through the engine at a time */
 #define EXPORT_THREADS_MAX 64
 
-/* A piece of the disk to read: blocks [b, b + n), n <= EXPORT_PIECE / LAYOUT_BLOCK. */
+/* A piece of the disk to read: blocks [b, b + n), n <= EXPORT_PIECE / DISK_BLOCK. */
 struct piece {
 	struct workq_item item;  /* first: the item is the piece */
 	uint64_t b;
@@ -80,7 +80,7 @@ static void export_fail_file(struct export_ctx *x, int err, const char *path)
 
 static bool block_is_zero(const uint8_t *b)
 {
-	return b[0] == 0 && !memcmp(b, b + 1, LAYOUT_BLOCK - 1);
+	return b[0] == 0 && !memcmp(b, b + 1, DISK_BLOCK - 1);
 }
 
 /*
@@ -101,7 +101,7 @@ static bool walk_peek(const struct walk *w, uint64_t *s, uint64_t *e, bool *is_d
 
 	if (data) {
 		pos = layout_data_run_pos(&l->data_runs[w->id]);
-		ds = pos / LAYOUT_BLOCK;
+		ds = pos / DISK_BLOCK;
 	}
 	if (meta && (!data || l->meta_runs[w->im].lba < ds)) {
 		*s = l->meta_runs[w->im].lba;
@@ -112,7 +112,7 @@ static bool walk_peek(const struct walk *w, uint64_t *s, uint64_t *e, bool *is_d
 	if (!data)
 		return false;
 	*s = ds;
-	*e = (pos + l->data_runs[w->id].len + LAYOUT_BLOCK - 1) / LAYOUT_BLOCK;
+	*e = (pos + l->data_runs[w->id].len + DISK_BLOCK - 1) / DISK_BLOCK;
 	*is_data = true;
 	return true;
 }
@@ -141,12 +141,12 @@ static bool walk_next(struct walk *w, uint64_t *first, uint64_t *end)
 static int export_plan(struct export_ctx *x)
 {
 	struct walk w = { x->l, 0, 0 };
-	const uint64_t per = EXPORT_PIECE / LAYOUT_BLOCK;
+	const uint64_t per = EXPORT_PIECE / DISK_BLOCK;
 	uint64_t first, end;
 	size_t cap = 0;
 
 	while (walk_next(&w, &first, &end)) {
-		x->mapped += (end - first) * LAYOUT_BLOCK;
+		x->mapped += (end - first) * DISK_BLOCK;
 		for (uint64_t b = first; b < end; b += per) {
 			if (!grow_from((void **)&x->pieces, &cap, x->n_pieces + 1,
 				       sizeof(*x->pieces), 256))
@@ -162,7 +162,7 @@ static int export_plan(struct export_ctx *x)
 /* Read one piece through the engine and write its non-zero blocks. */
 static int export_piece(struct export_ctx *x, const struct piece *p, uint8_t *buf)
 {
-	int ret = blkd_reader_read(x->r, p->b * LAYOUT_BLOCK, buf, (size_t)p->n * LAYOUT_BLOCK);
+	int ret = blkd_reader_read(x->r, p->b * DISK_BLOCK, buf, (size_t)p->n * DISK_BLOCK);
 
 	if (ret) {
 		export_fail(x, ret, NULL); /* the reader said why */
@@ -171,19 +171,19 @@ static int export_piece(struct export_ctx *x, const struct piece *p, uint8_t *bu
 	for (size_t i = 0; i < p->n;) {
 		size_t k;
 
-		if (block_is_zero(buf + i * LAYOUT_BLOCK)) {
+		if (block_is_zero(buf + i * DISK_BLOCK)) {
 			i++;
 			continue;
 		}
-		for (k = i + 1; k < p->n && !block_is_zero(buf + k * LAYOUT_BLOCK); k++)
+		for (k = i + 1; k < p->n && !block_is_zero(buf + k * DISK_BLOCK); k++)
 			;
-		ret = fs_pwrite_full(x->fd, buf + i * LAYOUT_BLOCK, (k - i) * LAYOUT_BLOCK,
-				     (off_t)((p->b + i) * LAYOUT_BLOCK));
+		ret = fs_pwrite_full(x->fd, buf + i * DISK_BLOCK, (k - i) * DISK_BLOCK,
+				     (off_t)((p->b + i) * DISK_BLOCK));
 		if (ret) {
 			export_fail_file(x, ret, x->o->out_path);
 			return ret;
 		}
-		__atomic_add_fetch(&x->written, (k - i) * LAYOUT_BLOCK, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&x->written, (k - i) * DISK_BLOCK, __ATOMIC_RELAXED);
 		i = k;
 	}
 	return 0;
@@ -219,7 +219,7 @@ static void piece_run(struct workq_item *it, void *ctx, void *buf)
 	}
 	if (export_piece(x, p, buf))
 		return;
-	done = __atomic_add_fetch(&x->done, (uint64_t)p->n * LAYOUT_BLOCK, __ATOMIC_RELAXED);
+	done = __atomic_add_fetch(&x->done, (uint64_t)p->n * DISK_BLOCK, __ATOMIC_RELAXED);
 	if (x->o->progress)
 		x->o->progress(x->o->progress_arg, done, x->mapped);
 }

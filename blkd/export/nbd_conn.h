@@ -13,11 +13,11 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "../../common/block.h"
 #include "../disk/disk.h"
 #include "nbd.h"
 #include "../../common/test_hook.h"
 
-#define NBD_PREF_BLOCK 4096u                /* the engine's block */
 #define NBD_MAX_PAYLOAD (32u << 20)         /* largest READ or WRITE */
 #define NBD_MAX_OPTION (64u << 10)          /* larger option data: hard disconnect */
 #define NBD_MAX_STRING 4096u                /* export names, context queries */

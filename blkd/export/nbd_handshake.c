@@ -149,7 +149,7 @@ static int opt_info(struct nbd_session *s, uint32_t opt, const uint8_t *data, ui
 	be64_put(exp, s->x->size);
 	be16_put(exp + 8, nbd_tflags(s));
 	be32_put(bs, BLKD_SECTOR);
-	be32_put(bs + 4, NBD_PREF_BLOCK);
+	be32_put(bs + 4, DISK_BLOCK);
 	be32_put(bs + 8, NBD_MAX_PAYLOAD);
 	ret = send_info(s, opt, NBD_INFO_EXPORT, exp, sizeof(exp));
 	if (!ret)

@@ -386,7 +386,7 @@ struct extents {
 
 static int extent_add(void *arg, uint64_t off, uint64_t len, uint32_t flags)
 {
-	const uint64_t most = UINT32_MAX - (NBD_PREF_BLOCK - 1); /* a u32 on the wire, aligned */
+	const uint64_t most = UINT32_MAX - (DISK_BLOCK - 1); /* a u32 on the wire, aligned */
 	struct extents *ex = arg;
 	bool cut = len > most;
 	uint32_t f = 0;

@@ -54,11 +54,11 @@ int vblk_dev_init(struct vblk_dev *d, const struct disk *disk, unsigned num_queu
 	le32_put(CFG(d, seg_max), VBLK_SEG_MAX);
 	le32_put(CFG(d, blk_size), BLKD_SECTOR);
 	*CFG(d, physical_block_exp) = 3;                 /* 4096-byte physical blocks */
-	le16_put(CFG(d, min_io_size), VBLK_PHYS_BLOCK / BLKD_SECTOR);
+	le16_put(CFG(d, min_io_size), DISK_BLOCK / BLKD_SECTOR);
 	le16_put(CFG(d, num_queues), (uint16_t)num_queues);
 	le32_put(CFG(d, max_discard_sectors), VBLK_MAX_DISCARD_SECTORS);
 	le32_put(CFG(d, max_discard_seg), VBLK_DISCARD_SEG_MAX);
-	le32_put(CFG(d, discard_sector_alignment), VBLK_PHYS_BLOCK / BLKD_SECTOR);
+	le32_put(CFG(d, discard_sector_alignment), DISK_BLOCK / BLKD_SECTOR);
 	le32_put(CFG(d, max_write_zeroes_sectors), VBLK_MAX_DISCARD_SECTORS);
 	le32_put(CFG(d, max_write_zeroes_seg), VBLK_DISCARD_SEG_MAX);
 	*CFG(d, write_zeroes_may_unmap) = 1;

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "../../common/block.h"
 #include "../disk/disk.h"
 #include "gmem.h"
 #include "vring.h"
@@ -43,7 +44,6 @@
 #define VBLK_MAX_DISCARD_SECTORS (1u << 22)  /* 2 GiB per segment */
 #define VBLK_CONFIG_SIZE 60u         /* struct virtio_blk_config up to write_zeroes_may_unmap */
 #define VBLK_ID_BYTES 20u
-#define VBLK_PHYS_BLOCK 4096u       /* the physical block offered (the engine's block) */
 
 struct vblk_stats {
 	uint64_t requests, reads, writes, flushes, discards, write_zeroes, get_ids;

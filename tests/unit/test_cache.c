@@ -450,7 +450,7 @@ static void make_layout(const char *path, struct blob *b, int n)
 			max = (uint32_t)b[i].len;
 	assert_int_equal(layout_writer_new(path, 1024, &w), 0);
 	for (int i = 0; i < n; i++)
-		assert_int_equal(layout_add_data(w, (uint64_t)i * 8 * LAYOUT_BLOCK,
+		assert_int_equal(layout_add_data(w, (uint64_t)i * 8 * DISK_BLOCK,
 						 (uint32_t)b[i].len, b[i].digest, 0), 0);
 	assert_int_equal(layout_writer_finish(w, NULL, NULL, max, NULL), 0);
 	layout_writer_free(w);
@@ -689,7 +689,7 @@ static void fetched_layout(struct fixture *f, struct blob *b, int n, time_t t,
 {
 	struct timespec ts[2] = { { .tv_sec = t }, { .tv_sec = t } };
 	char tmp[PATH_MAX], hex[SHA256_HEX_LEN + 1];
-	uint8_t head[LAYOUT_BLOCK];
+	uint8_t head[DISK_BLOCK];
 	int fd;
 
 	path_fmt(tmp, "%s/layouts/new.layout", f->store);

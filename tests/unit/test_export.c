@@ -16,7 +16,7 @@
 #include "../../common/fsutil.h"
 #include "../../layout/layout.h"
 
-#define BLK LAYOUT_BLOCK
+#define BLK DISK_BLOCK
 #define NBLOCKS 4096u
 #define DISK ((size_t)NBLOCKS * BLK)
 

@@ -8,7 +8,7 @@
 #include "../../common/sha256.h"
 #include "../../layout/layout.h"
 
-#define BLK LAYOUT_BLOCK
+#define BLK DISK_BLOCK
 #define NBLOCKS 64
 
 struct fixture {

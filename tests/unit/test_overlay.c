@@ -16,7 +16,7 @@
 #include "../../blkd/engine/overlay_int.h"
 #include "../../common/fsutil.h"
 
-#define BLK OV_BLOCK
+#define BLK DISK_BLOCK
 
 struct fx {
 	char dir[PATH_MAX];
@@ -359,7 +359,7 @@ static void test_refusals(void **state)
 	assert_int_equal(overlay_open(f->ov, 64 * BLK, f->digest, false, &ov, &why), 0);
 	overlay_close(ov);
 
-	assert_int_equal(truncate(f->state, OV_BLOCK + 8), 0); /* 64 blocks: 16 bytes */
+	assert_int_equal(truncate(f->state, DISK_BLOCK + 8), 0); /* 64 blocks: 16 bytes */
 	expect_refused(f, 64, f->digest, -EBADMSG, "truncated state file");
 	assert_int_equal(truncate(f->state, 100), 0);
 	expect_refused(f, 64, f->digest, -EBADMSG, "truncated state file");
@@ -367,7 +367,7 @@ static void test_refusals(void **state)
 	expect_refused(f, 64, f->digest, -EBADMSG, "truncated state file");
 
 	copy_file(saved, f->state);
-	assert_int_equal(truncate(f->state, OV_BLOCK + 24), 0);
+	assert_int_equal(truncate(f->state, DISK_BLOCK + 24), 0);
 	expect_refused(f, 64, f->digest, -EBADMSG, "trailing garbage");
 
 	copy_file(saved, f->state);
@@ -379,7 +379,7 @@ static void test_refusals(void **state)
 	expect_refused(f, 64, f->digest, -EBADMSG, "checksum mismatch");
 
 	copy_file(saved, f->state);
-	patch(f->state, OV_BLOCK + 3, &x, 1); /* state 3 */
+	patch(f->state, DISK_BLOCK + 3, &x, 1); /* state 3 */
 	expect_refused(f, 64, f->digest, -EBADMSG, "invalid block state");
 
 	/* The data file: missing, or of another size. */

@@ -24,7 +24,7 @@
 #include "../../common/crc32c.h"
 #include "../../common/fsutil.h"
 
-#define BLK OV_BLOCK
+#define BLK DISK_BLOCK
 #define BLOCKS 200u
 
 static const uint8_t boot_a[BOOT_ID_LEN] = { 0xa1, 0xa2, 0xa3, 0xa4, 5, 6, 7, 8,

@@ -13,7 +13,7 @@
 #include "../../common/sha256.h"
 #include "../../layout/layout.h"
 
-#define BLK LAYOUT_BLOCK
+#define BLK DISK_BLOCK
 #define NBLOCKS 32
 #define DISK ((size_t)NBLOCKS * BLK)
 
