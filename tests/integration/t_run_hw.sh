@@ -62,11 +62,13 @@ run() {
   local name=$1 kernel=$2 ov=$3
   shift 3
   RC=0
-  timeout "$(tmo 300)" "$LAZYBLK" run "$T/img.layout" --store "$T/$name.cache" \
+  # (nested, a boot takes 30 to 60 s; a hang shows the stacks of lazyblk's threads)
+  bounded "$(tmo 45)" "$LAZYBLK" run "$T/img.layout" --store "$T/$name.cache" \
     --remote "$REMOTE" --overlay "$ov" --kernel "$kernel" --mem 512 \
     --append "console=ttyS0 reboot=k panic=-1" --stats-json "$T/$name.json" "$@" \
     >"$T/$name.out" 2>"$T/$name.err" </dev/null || RC=$?
-  [ "$RC" -ne 124 ] || { tail -n 20 "$T/$name.out" "$T/$name.err" >&2; die "$name: lazyblk run hung"; }
+  [ "$RC" -ne 124 ] ||
+    { tail -n 20 "$T/$name.out" >&2; tail -n 330 "$T/$name.err" >&2; die "$name: lazyblk run hung"; }
 }
 fail_run() { tail -n 20 "$T/$1.out" "$T/$1.err" >&2; die "$1: $2"; }
 

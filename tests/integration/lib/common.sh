@@ -38,6 +38,30 @@ wait_for_state() {
 # tmo SECS: a time limit for `timeout`, scaled for where the test runs (LAZYBLK_TIME_SCALE:
 # 10 in the nested VM of lib/nested.sh, where everything runs at TCG speed).
 tmo() { echo $(($1 * ${LAZYBLK_TIME_SCALE:-1})); }
+# bounded SECS CMD...: CMD (its redirections the caller's) at most SECS seconds, like
+# `timeout SECS CMD`: its exit status, or 124 when it took longer. A command that hangs has
+# the stacks of its threads shown first (gdb, where there is one), then is killed: where a
+# test hangs is then in its log, not only that it did.
+bounded() {
+  local secs=$1 pid rc=0 end
+  shift
+  "$@" &
+  pid=$!
+  end=$((SECONDS + secs))
+  while kill -0 "$pid" 2>/dev/null && [ "$SECONDS" -lt "$end" ]; do sleep 0.2; done
+  if kill -0 "$pid" 2>/dev/null; then
+    echo "bounded: $1 still running after $secs s: its threads:" >&2
+    if command -v gdb >/dev/null; then
+      timeout 600 gdb -p "$pid" -batch -nx -ex "thread apply all bt" </dev/null 2>&1 |
+        grep -E '^Thread|^#' | head -n 300 >&2
+    fi
+    kill -9 "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    return 124
+  fi
+  wait "$pid" || rc=$?
+  return "$rc"
+}
 # has FILE PATTERN: FILE exists and a line matches the grep pattern (for wait_for).
 has() { grep -q -- "$2" "$1" 2>/dev/null; }
 
