@@ -18,6 +18,9 @@
 #      modules after it in LAYERS (cli, vmm-glue, blkd, ext4gen, layout, cas, common), never
 #      of one before it; and no file includes another module's internal header (*_int.h,
 #      internal.h).
+#   6. No file loops (scripts/check_loops.py): no two files of the library or cli/ call each
+#      other, directly or around a loop (a call: an object's undefined symbol that another
+#      object defines, as nm reads them).
 #
 # Tests (tests/) are exempt from 2 and 3. usage: scripts/check-lib.sh [BUILD] (default build)
 set -u
@@ -124,6 +127,9 @@ for top in layers:
                     print(f"{path}:{no}: includes {target}, internal to {mod}/")
 PY
 )
+
+# 6. no file loops
+python3 scripts/check_loops.py "$BUILD" "${PROD_DIRS[@]}" || fail=1
 
 [ $fail -eq 0 ] && echo "check-lib: ok ($objs library objects, ${#srcs[@]} source files)"
 exit $fail

@@ -41,10 +41,6 @@ static int bad(const char **why, const char *msg)
 	return -EBADMSG;
 }
 
-int ov_live_path(const char *path, char *buf, size_t len)
-{
-	return snprintf(buf, len, "%s.live", path) >= (int)len ? -ENAMETOOLONG : 0;
-}
 
 static uint32_t live_crc(const struct ov_live_header *hdr)
 {
@@ -106,11 +102,6 @@ static int live_load(struct overlay *ov, int fd, const uint8_t boot[BOOT_ID_LEN]
 	return 1;
 }
 
-int ov_put_words(int fd, const uint64_t *words, size_t a, size_t b)
-{
-	return fs_pwrite_full(fd, words + a, (b - a) * sizeof(uint64_t),
-			      (off_t)(OV_STATE_HDR + a * sizeof(uint64_t)));
-}
 
 /* The words of words that are not 0 to their places in a bitmap file, a run at a time. */
 static int put_nonzero(int fd, const uint64_t *words, size_t nw)
@@ -252,7 +243,6 @@ void ov_live_free(struct overlay *ov)
 	free(ov->durable);
 	free(ov->touched);
 	free(ov->touched_sum);
-	ov_flush_free(ov);
 }
 
 /* A writer's live file: believed, or started anew; a version 1 state file upgraded. */

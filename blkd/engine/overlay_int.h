@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Inside the overlay: shared by overlay.c (state, I/O), ov_snapshot.c (point-in-time
- * deltas with copy-before-write) and delta.c (the delta file, applying one). Not for
- * other modules; they use overlay.h.
+ * Inside the overlay: shared by overlay.c (opening, I/O), ov_state.c (the state bits and
+ * files, which the others use), ov_live.c and ov_flush.c (OVERLAY.live, flushes),
+ * ov_snapshot.c (point-in-time deltas with copy-before-write) and delta.c (the delta file,
+ * applying one). Not for other modules; they use overlay.h.
  *
  * State file (OVERLAY.state): a 4096-byte header block, then 2 bits per block, 32 blocks
  * per little-endian 64-bit word (block i: bits 2*(i%32) of word i/32), the last word
@@ -226,8 +227,14 @@ static inline void ov_touch(struct overlay *ov, size_t w)
 	ov->n_touched++;
 }
 
-/* The writer's memory and OVERLAY.live closed (ov_free). */
+/* The writer's memory and OVERLAY.live closed (ov_free; then ov_flush_free). */
 void ov_live_free(struct overlay *ov);
+/*
+ * ov_state.c: load OVERLAY.state into ov (ov->words, dirty, zero, instance), checked
+ * against the disk size and layout digest wanted (0 / NULL: any). -errno with *why.
+ */
+int ov_state_load(struct overlay *ov, uint64_t want_bytes, const uint8_t *want_digest,
+		  const char **why);
 /* A new state file's instance: random, never 0 (a version 1 file's). */
 int ov_instance_new(uint64_t *out);
 /*

@@ -103,6 +103,8 @@ struct remote {
  * On return rq holds the last attempt's outputs (clear them with http_req_clear).
  */
 int remote_do(struct remote *r, struct http_req *rq, int retries, const char **why);
+/* "HTTP 503" or the transport error of rq's last attempt, for messages (buf: len bytes). */
+const char *remote_failure(const struct http_req *rq, char *buf, size_t len);
 /*
  * remote_obj.c: the URL of rel on the remote (its base, a '/', rel), malloc'ed, or NULL; and
  * a GET of it (rq's method, url and max_body set here; accept and a sink by the caller) with
