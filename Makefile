@@ -41,7 +41,7 @@ INITRAMFS_HELPERS := $(INITRAMFS_GEN)/lazyblk-outb $(INITRAMFS_GEN)/lazyblk-exec
 INITRAMFS_EMBED := $(BUILD)/obj/$(INITRAMFS_DIR)/embed.o
 LIB_SRCS := $(foreach m,$(MODULES),$(wildcard $(m)/*.c $(m)/*/*.c))
 CLI_SRCS := $(wildcard cli/*.c)
-UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_SRCS := $(wildcard tests/unit/*/test_*.c)
 
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o) $(INITRAMFS_EMBED)
 CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/obj/%.o)

@@ -5,7 +5,7 @@
  * (static inline) like helpers.h, and included after it (geom_make() asserts with cmocka).
  * Fields are read with common/le.h: le16_get(p + off), be32_get(p + off), ...
  *
- * The reference image (tests/unit/test_super.c, test_inode.c, test_extent.c embed bytes of
+ * The reference image (tests/unit/ext4gen/test_super.c, test_inode.c, test_extent.c embed bytes of
  * it) was made with e2fsprogs 1.47.0:
  *
  *   E2FSPROGS_FAKE_TIME=1700000000 mke2fs -q -F -t ext4 -b 4096 -I 256 \
