@@ -386,7 +386,17 @@ static int run_verify(struct store *s, const char *store_dir, const char *remote
 	return verify_text(store_dir, &res, still_bad, json);
 }
 
-int cmd_cas(int argc, char **argv)
+/* What the command line of `lazyblk cas SUB` asks for. */
+struct cas_args {
+	const char *sub, *store_dir, *remote_url;
+	const char **keep;        /* argc slots: at most one --keep per argument */
+	size_t n_keep;
+	uint64_t grace, tmp_grace;
+	bool dry_run, json, repair, is_gc;
+};
+
+/* The options after SUB into a: -1 when they are all good, else the exit status. */
+static int cas_parse(int argc, char **argv, struct cas_args *a)
 {
 	static const struct option opts[] = {
 		{ "store", required_argument, NULL, 's' },
@@ -400,106 +410,102 @@ int cmd_cas(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	const char *store_dir = NULL, *sub, **keep = NULL, *remote_url = NULL;
-	char why[4096];
-	uint64_t grace = 3600, tmp_grace = STORE_TMP_GRACE_SECS;
-	size_t n_keep = 0;
-	bool dry_run = false, json = false, repair = false, is_gc;
-	struct store *s;
-	int c, ret;
+	int c, ret = -1;
 
-	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-		fputs(cas_usage, argc < 2 ? stderr : stdout);
-		return argc < 2 ? EXIT_USAGE : 0;
-	}
-	sub = argv[1];
-	if (strcmp(sub, "verify") && strcmp(sub, "stats") && strcmp(sub, "gc"))
-		return cli_usage_error("unknown cas command '%s' (see lazyblk cas --help)", sub);
-	is_gc = !strcmp(sub, "gc");
-	log_set_context(!strcmp(sub, "verify") ? "cas verify" : is_gc ? "cas gc" : "cas stats");
-	/* at most one --keep per argument */
-	keep = calloc((size_t)argc, sizeof(*keep));
-	if (!keep) {
-		log_error("%s", strerror(ENOMEM));
-		return 1;
-	}
 	optind = 1;
 	opterr = 0;
-	ret = -1;
 	while (ret < 0 && (c = getopt_long(argc - 1, argv + 1, ":s:k:g:nhvqp", opts, NULL)) != -1) {
-		if (!is_gc && (c == 'k' || c == 'g' || c == 'n')) {
-			ret = cli_usage_error("--%s is only for cas gc",
-					      c == 'k' ? "keep" : c == 'g' ? "grace" : "dry-run");
-			break;
-		}
-		if (is_gc && c == 'J') {
-			ret = cli_usage_error("--json is for cas stats and cas verify");
-			break;
-		}
-		if (strcmp(sub, "verify") && (c == 'R' || (c == 'r' && !is_gc))) {
-			ret = cli_usage_error("--%s is only for cas verify",
-					      c == 'R' ? "repair" : "remote");
-			break;
-		}
+		if (!a->is_gc && (c == 'k' || c == 'g' || c == 'n'))
+			return cli_usage_error("--%s is only for cas gc",
+					       c == 'k' ? "keep" : c == 'g' ? "grace" : "dry-run");
+		if (a->is_gc && c == 'J')
+			return cli_usage_error("--json is for cas stats and cas verify");
+		if (strcmp(a->sub, "verify") && (c == 'R' || (c == 'r' && !a->is_gc)))
+			return cli_usage_error("--%s is only for cas verify",
+					       c == 'R' ? "repair" : "remote");
 		switch (c) {
-		case 's': store_dir = optarg; break;
-		case 'k': keep[n_keep++] = optarg; break;
-		case 'J': json = true; break;
-		case 'R': repair = true; break;
-		case 'r': remote_url = optarg; break;
+		case 's': a->store_dir = optarg; break;
+		case 'k': a->keep[a->n_keep++] = optarg; break;
+		case 'J': a->json = true; break;
+		case 'R': a->repair = true; break;
+		case 'r': a->remote_url = optarg; break;
 		case 'g':
-			if (parse_grace(optarg, &grace))
+			if (parse_grace(optarg, &a->grace))
 				ret = cli_usage_error("--grace: '%s' is not a number of seconds",
 						      optarg);
-			tmp_grace = grace;
+			a->tmp_grace = a->grace;
 			break;
-		case 'n': dry_run = true; break;
+		case 'n': a->dry_run = true; break;
 		CLI_LOG_CASES: cli_log_option(c); break;
 		case 'h': fputs(cas_usage, stdout); ret = 0; break;
 		default: ret = cli_bad_option("cas", argv + 1, c); break;
 		}
 	}
-	if (ret >= 0)
-		goto out;
-	if (optind != argc - 1) {
+	if (ret < 0 && optind != argc - 1)
 		ret = cli_usage_error("unexpected argument '%s'", argv[1 + optind]);
-		goto out;
-	}
-	if (is_gc && remote_url) {
-		ret = cli_cas_gc_remote(remote_url, keep, n_keep, store_dir, grace, dry_run);
-		goto out;
-	}
-	if (!store_dir) {
-		ret = cli_usage_error("missing --store DIR");
-		goto out;
-	}
-	if (repair != !!remote_url) {
-		ret = cli_usage_error(repair ? "--repair needs --remote URL (where the good chunks "
-					       "are; every verify removes bad plain copies)"
-					     : "--remote is only for --repair");
-		goto out;
-	}
-	ret = store_open(store_dir, false, &s);
-	if (ret && store_open_why(ret, store_dir, false, why, sizeof(why))) {
+	return ret;
+}
+
+/* The store named by a, opened for a local stats, verify or gc: the exit status. */
+static int cas_local(const struct cas_args *a)
+{
+	struct store *s;
+	char why[4096];
+	int ret;
+
+	if (!a->store_dir)
+		return cli_usage_error("missing --store DIR");
+	if (a->repair != !!a->remote_url)
+		return cli_usage_error(a->repair ? "--repair needs --remote URL (where the good "
+						   "chunks are; every verify removes bad plain "
+						   "copies)"
+						 : "--remote is only for --repair");
+	ret = store_open(a->store_dir, false, &s);
+	if (ret && store_open_why(ret, a->store_dir, false, why, sizeof(why))) {
 		log_error("%s", why);
-		ret = 1;
-		goto out;
+		return 1;
 	}
 	if (ret) {
-		log_error("%s: %s", store_dir,
+		log_error("%s: %s", a->store_dir,
 			  ret == -ENOENT ? "not a lazyblk store (no chunks/ directory)"
 					 : strerror(-ret));
-		ret = 1;
-		goto out;
+		return 1;
 	}
-	if (is_gc) {
-		ret = run_gc(s, store_dir, keep, n_keep, grace, tmp_grace, dry_run);
+	if (a->is_gc) {
+		ret = run_gc(s, a->store_dir, a->keep, a->n_keep, a->grace, a->tmp_grace,
+			     a->dry_run);
 		store_close(s);
-		goto out;
+		return ret;
 	}
-	ret = !strcmp(sub, "stats") ? run_stats(s, store_dir, json)
-				    : run_verify(s, store_dir, remote_url, json);
-out:
-	free(keep);
+	return !strcmp(a->sub, "stats") ? run_stats(s, a->store_dir, a->json)
+					: run_verify(s, a->store_dir, a->remote_url, a->json);
+}
+
+int cmd_cas(int argc, char **argv)
+{
+	struct cas_args a = { .grace = 3600, .tmp_grace = STORE_TMP_GRACE_SECS };
+	int ret;
+
+	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		fputs(cas_usage, argc < 2 ? stderr : stdout);
+		return argc < 2 ? EXIT_USAGE : 0;
+	}
+	a.sub = argv[1];
+	if (strcmp(a.sub, "verify") && strcmp(a.sub, "stats") && strcmp(a.sub, "gc"))
+		return cli_usage_error("unknown cas command '%s' (see lazyblk cas --help)", a.sub);
+	a.is_gc = !strcmp(a.sub, "gc");
+	log_set_context(!strcmp(a.sub, "verify") ? "cas verify" : a.is_gc ? "cas gc" : "cas stats");
+	a.keep = calloc((size_t)argc, sizeof(*a.keep));
+	if (!a.keep) {
+		log_error("%s", strerror(ENOMEM));
+		return 1;
+	}
+	ret = cas_parse(argc, argv, &a);
+	if (ret < 0 && a.is_gc && a.remote_url)
+		ret = cli_cas_gc_remote(a.remote_url, a.keep, a.n_keep, a.store_dir, a.grace,
+					a.dry_run);
+	else if (ret < 0)
+		ret = cas_local(&a);
+	free(a.keep);
 	return ret;
 }

@@ -140,23 +140,25 @@ static int import_summary(const struct import_opts *o, const struct import_resul
 	return 0;
 }
 
+static const struct option import_opts[] = {
+	{ "store", required_argument, NULL, 's' },
+	{ "output", required_argument, NULL, 'o' },
+	{ "chunk-size", required_argument, NULL, 'C' },
+	{ "level", required_argument, NULL, 'L' },
+	{ "pack-max", required_argument, NULL, 'P' },
+	{ "threads", required_argument, NULL, 'j' },
+	{ "platform", required_argument, NULL, 'F' },
+	{ "insecure", no_argument, NULL, 'K' },
+	CLI_LOG_OPTIONS,
+	{ "json", no_argument, NULL, 'J' },
+	{ "init", no_argument, NULL, 'I' },
+	{ "help", no_argument, NULL, 'h' },
+	{ 0 },
+};
+
 int cmd_import(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "store", required_argument, NULL, 's' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "chunk-size", required_argument, NULL, 'C' },
-		{ "level", required_argument, NULL, 'L' },
-		{ "pack-max", required_argument, NULL, 'P' },
-		{ "threads", required_argument, NULL, 'j' },
-		{ "platform", required_argument, NULL, 'F' },
-		{ "insecure", no_argument, NULL, 'K' },
-		CLI_LOG_OPTIONS,
-		{ "json", no_argument, NULL, 'J' },
-		{ "init", no_argument, NULL, 'I' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
+
 	struct import_opts o = { .chunk_size = CHUNK_SIZE_DEFAULT, .level = CHUNK_LEVEL_DEFAULT,
 				 .progress = import_progress_line, .notes = CLI_NOTES };
 	struct import_result res;
@@ -169,7 +171,7 @@ int cmd_import(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":s:o:j:hvqp", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":s:o:j:hvqp", import_opts, NULL)) != -1) {
 		switch (c) {
 		case 's': o.store_dir = optarg; break;
 		case 'o':

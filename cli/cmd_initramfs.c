@@ -48,72 +48,104 @@ static const char initramfs_usage[] =
 
 enum { O_KERNEL = 0x100, O_MODULES, O_BUSYBOX, O_MANIFEST, O_CONSOLE, O_ROOT, O_GZIP, O_CACHE };
 
+static const struct option initramfs_opts[] = {
+	{ "kernel", required_argument, NULL, O_KERNEL },
+	{ "modules", required_argument, NULL, O_MODULES },
+	{ "busybox", required_argument, NULL, O_BUSYBOX },
+	{ "manifest", required_argument, NULL, O_MANIFEST },
+	{ "env", required_argument, NULL, 'e' },
+	{ "workdir", required_argument, NULL, 'w' },
+	{ "user", required_argument, NULL, 'u' },
+	{ "console", required_argument, NULL, O_CONSOLE },
+	{ "root", required_argument, NULL, O_ROOT },
+	{ "gzip", no_argument, NULL, O_GZIP },
+	{ "cache-dir", required_argument, NULL, O_CACHE },
+	{ "output", required_argument, NULL, 'o' },
+	CLI_LOG_OPTIONS,
+	{ "help", no_argument, NULL, 'h' },
+	{ 0 },
+};
+
+/* The options into o, *manifest, *out, env: -1 when they are all good, else the exit status. */
+static int initramfs_parse(int argc, char **argv, struct initramfs_opts *o, const char **manifest,
+			   const char **out, const char **env, size_t *n_env)
+{
+	int c;
+
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":e:w:u:o:hvqp", initramfs_opts, NULL)) != -1) {
+		switch (c) {
+		case O_KERNEL: o->kernel = optarg; break;
+		case O_MODULES: o->modules_dir = optarg; break;
+		case O_BUSYBOX: o->busybox = optarg; break;
+		case O_MANIFEST: *manifest = optarg; break;
+		case 'e': env[(*n_env)++] = optarg; break;
+		case 'w': o->workdir = optarg; break;
+		case 'u': o->user = optarg; break;
+		case O_CONSOLE: o->console = optarg; break;
+		case O_ROOT: o->root_dev = optarg; break;
+		case O_GZIP: o->gzip = true; break;
+		case O_CACHE: o->cache_dir = optarg; break;
+		case 'o':
+			if (cli_output_check(optarg))
+				return 1;
+			*out = optarg;
+			break;
+		CLI_LOG_CASES: cli_log_option(c); break;
+		case 'h':
+			fputs(initramfs_usage, stdout);
+			return 0;
+		default:
+			return cli_bad_option("initramfs", argv, c);
+		}
+	}
+	if (!o->kernel)
+		return cli_usage_error("--kernel is required (see lazyblk initramfs --help)");
+	return -1;
+}
+
+/* The built initramfs at path: copied to out, or its path printed. 0, or 1 (said). */
+static int initramfs_deliver(const char *path, const char *out)
+{
+	uint8_t *d;
+	size_t len;
+	int r;
+
+	if (!out) {
+		printf("%s\n", path);
+		return 0;
+	}
+	r = fs_read_file(path, &d, &len);
+	if (!r) {
+		r = fs_write_file_atomic(out, d, len, 0644);
+		free(d);
+	}
+	if (r) {
+		log_error("%s: %s", out, strerror(-r));
+		return 1;
+	}
+	return 0;
+}
+
 int cmd_initramfs(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "kernel", required_argument, NULL, O_KERNEL },
-		{ "modules", required_argument, NULL, O_MODULES },
-		{ "busybox", required_argument, NULL, O_BUSYBOX },
-		{ "manifest", required_argument, NULL, O_MANIFEST },
-		{ "env", required_argument, NULL, 'e' },
-		{ "workdir", required_argument, NULL, 'w' },
-		{ "user", required_argument, NULL, 'u' },
-		{ "console", required_argument, NULL, O_CONSOLE },
-		{ "root", required_argument, NULL, O_ROOT },
-		{ "gzip", no_argument, NULL, O_GZIP },
-		{ "cache-dir", required_argument, NULL, O_CACHE },
-		{ "output", required_argument, NULL, 'o' },
-		CLI_LOG_OPTIONS,
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	struct initramfs_opts o = { 0 };
 	struct oci_config img = { 0 };
 	const char *manifest = NULL, *out = NULL, **env = NULL;
 	char path[PATH_MAX], err[PATH_MAX + 128];
-	int c, rc = 1, ret, uncached_fd = -1;
+	int rc = 1, ret, uncached_fd = -1;
 	size_t n_env = 0;
 
-	opterr = 0;
-	optind = 1;
 	env = calloc((size_t)argc + 1, sizeof(*env));
 	if (!env) {
 		log_error("out of memory");
 		return 1;
 	}
-	while ((c = getopt_long(argc, argv, ":e:w:u:o:hvqp", opts, NULL)) != -1) {
-		switch (c) {
-		case O_KERNEL: o.kernel = optarg; break;
-		case O_MODULES: o.modules_dir = optarg; break;
-		case O_BUSYBOX: o.busybox = optarg; break;
-		case O_MANIFEST: manifest = optarg; break;
-		case 'e': env[n_env++] = optarg; break;
-		case 'w': o.workdir = optarg; break;
-		case 'u': o.user = optarg; break;
-		case O_CONSOLE: o.console = optarg; break;
-		case O_ROOT: o.root_dev = optarg; break;
-		case O_GZIP: o.gzip = true; break;
-		case O_CACHE: o.cache_dir = optarg; break;
-		case 'o':
-			if (cli_output_check(optarg)) {
-				free(env);
-				return 1;
-			}
-			out = optarg;
-			break;
-		CLI_LOG_CASES: cli_log_option(c); break;
-		case 'h':
-			fputs(initramfs_usage, stdout);
-			free(env);
-			return 0;
-		default:
-			free(env);
-			return cli_bad_option("initramfs", argv, c);
-		}
-	}
-	if (!o.kernel) {
+	ret = initramfs_parse(argc, argv, &o, &manifest, &out, env, &n_env);
+	if (ret >= 0) {
 		free(env);
-		return cli_usage_error("--kernel is required (see lazyblk initramfs --help)");
+		return ret;
 	}
 	o.argv = (const char *const *)(argv + optind);
 	o.argc = (size_t)(argc - optind);
@@ -140,23 +172,7 @@ int cmd_initramfs(int argc, char **argv)
 			  ret == -EPERM && !out ? ": give a private --cache-dir, or -o FILE" : "");
 		goto out;
 	}
-	if (out) {
-		uint8_t *d;
-		size_t len;
-		int r = fs_read_file(path, &d, &len);
-
-		if (!r) {
-			r = fs_write_file_atomic(out, d, len, 0644);
-			free(d);
-		}
-		if (r) {
-			log_error("%s: %s", out, strerror(-r));
-			goto out;
-		}
-	} else {
-		printf("%s\n", path);
-	}
-	rc = 0;
+	rc = initramfs_deliver(path, out);
 out:
 	if (uncached_fd >= 0)
 		close(uncached_fd);

@@ -73,22 +73,24 @@ static int mkfs_summary(const char *manifest, const char *out, const struct mkfs
 	return cli_json_print(&b);
 }
 
+enum { O_JSON = 0x200 };
+static const struct option mkfs_opts[] = {
+	{ "output", required_argument, NULL, 'o' },
+	{ "size", required_argument, NULL, 'S' },
+	{ "journal", required_argument, NULL, 'J' },
+	{ "inodes", required_argument, NULL, 'I' },
+	{ "label", required_argument, NULL, 'L' },
+	{ "uuid", required_argument, NULL, 'U' },
+	{ "order", required_argument, NULL, 'O' },
+	CLI_LOG_OPTIONS,
+	{ "json", no_argument, NULL, O_JSON },
+	{ "help", no_argument, NULL, 'h' },
+	{ 0 },
+};
+
 int cmd_mkfs(int argc, char **argv)
 {
-	enum { O_JSON = 0x200 };
-	static const struct option opts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "size", required_argument, NULL, 'S' },
-		{ "journal", required_argument, NULL, 'J' },
-		{ "inodes", required_argument, NULL, 'I' },
-		{ "label", required_argument, NULL, 'L' },
-		{ "uuid", required_argument, NULL, 'U' },
-		{ "order", required_argument, NULL, 'O' },
-		CLI_LOG_OPTIONS,
-		{ "json", no_argument, NULL, O_JSON },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
+
 	struct mkfs_opts o = { 0 };
 	struct mkfs_result res;
 	struct manifest *m;
@@ -101,7 +103,7 @@ int cmd_mkfs(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":o:hvqp", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":o:hvqp", mkfs_opts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			if (cli_output_check(optarg))

@@ -489,50 +489,88 @@ static int run_split_cmd(struct run_args *a, int argc, char **argv)
 	return argc;
 }
 
+enum { O_OVERLAY = 256, O_INITRD, O_APPEND, O_CPUS, O_MEM, O_DISK, O_HUGE, O_POP,
+       O_BOOT, O_CACHE, O_MANIFEST, O_JSON, O_MODULES, O_NO_CHECK, O_USER, O_SECCOMP,
+       O_CONTROL, O_RESTORE, O_UPGRADE_FDS };
+static const struct option run_opts[] = {
+	{ "store", required_argument, NULL, 's' },
+	{ "overlay", required_argument, NULL, O_OVERLAY },
+	{ "kernel", required_argument, NULL, 'k' },
+	{ "initrd", required_argument, NULL, O_INITRD },
+	{ "append", required_argument, NULL, O_APPEND },
+	{ "cpus", required_argument, NULL, O_CPUS },
+	{ "mem", required_argument, NULL, O_MEM },
+	{ "disk", required_argument, NULL, O_DISK },
+	{ "hugepages", no_argument, NULL, O_HUGE },
+	{ "populate", no_argument, NULL, O_POP },
+	{ "boot", required_argument, NULL, O_BOOT },
+	{ "cache-dir", required_argument, NULL, O_CACHE },
+	{ "manifest", required_argument, NULL, O_MANIFEST },
+	{ "modules", required_argument, NULL, O_MODULES },
+	{ "stats-json", required_argument, NULL, O_JSON },
+	{ "no-check", no_argument, NULL, O_NO_CHECK },
+	{ "user", required_argument, NULL, O_USER },
+	{ "seccomp", no_argument, NULL, O_SECCOMP },
+	{ "control", required_argument, NULL, O_CONTROL },
+	{ "restore", required_argument, NULL, O_RESTORE },
+	{ "upgrade-fds", required_argument, NULL, O_UPGRADE_FDS }, /* hidden: vm_upgrade.h */
+	CLI_REMOTE_OPTIONS,
+	CLI_TRACE_OPTIONS,
+	CLI_LOG_OPTIONS,
+	{ "help", no_argument, NULL, 'h' },
+	{ 0 },
+};
+
+/* --cpus, --mem, --disk, --boot (c) with its value arg into a: 0, or EXIT_USAGE (said). */
+static int run_value(struct run_args *a, int c, const char *arg, unsigned *mib)
+{
+	uint64_t mem;
+
+	switch (c) {
+	case O_CPUS:
+		if (parse_uint(arg, 1, CPU_MAX, &a->vo.ncpus))
+			return cli_usage_error("bad --cpus '%s' (want 1..%u)", arg, CPU_MAX);
+		a->cpus_set = true;
+		return 0;
+	case O_MEM:
+		if (cli_parse_size("--mem", arg, 1u << 20, (uint64_t)RUN_MEM_MIN_MIB << 20,
+				   (uint64_t)RUN_MEM_MAX_MIB << 20, &mem))
+			return EXIT_USAGE;
+		if (mem & ((1u << 20) - 1))
+			return cli_usage_error("--mem: '%s' is not a whole number of MiB", arg);
+		*mib = (unsigned)(mem >> 20);
+		a->mem_set = true;
+		return 0;
+	case O_DISK:
+		if (a->ndisk_arg >= VMM_MAX_DISKS - 1)
+			return cli_usage_error("too many --disk (at most %u)", VMM_MAX_DISKS - 1);
+		if (!arg[0] || !strcmp(arg, ",ro"))
+			return cli_usage_error("bad --disk '%s' (want FILE[,ro])", arg);
+		a->disk_arg[a->ndisk_arg++] = arg;
+		return 0;
+	default: /* O_BOOT */
+		if (!strcmp(arg, "linux64"))
+			a->vo.boot = BOOT_LINUX64;
+		else if (!strcmp(arg, "pvh"))
+			a->vo.boot = BOOT_PVH;
+		else
+			return cli_usage_error("bad --boot '%s' (want linux64 or pvh)", arg);
+		return 0;
+	}
+}
+
 int cmd_run(int argc, char **argv)
 {
-	enum { O_OVERLAY = 256, O_INITRD, O_APPEND, O_CPUS, O_MEM, O_DISK, O_HUGE, O_POP,
-	       O_BOOT, O_CACHE, O_MANIFEST, O_JSON, O_MODULES, O_NO_CHECK, O_USER, O_SECCOMP,
-	       O_CONTROL, O_RESTORE, O_UPGRADE_FDS };
-	static const struct option opts[] = {
-		{ "store", required_argument, NULL, 's' },
-		{ "overlay", required_argument, NULL, O_OVERLAY },
-		{ "kernel", required_argument, NULL, 'k' },
-		{ "initrd", required_argument, NULL, O_INITRD },
-		{ "append", required_argument, NULL, O_APPEND },
-		{ "cpus", required_argument, NULL, O_CPUS },
-		{ "mem", required_argument, NULL, O_MEM },
-		{ "disk", required_argument, NULL, O_DISK },
-		{ "hugepages", no_argument, NULL, O_HUGE },
-		{ "populate", no_argument, NULL, O_POP },
-		{ "boot", required_argument, NULL, O_BOOT },
-		{ "cache-dir", required_argument, NULL, O_CACHE },
-		{ "manifest", required_argument, NULL, O_MANIFEST },
-		{ "modules", required_argument, NULL, O_MODULES },
-		{ "stats-json", required_argument, NULL, O_JSON },
-		{ "no-check", no_argument, NULL, O_NO_CHECK },
-		{ "user", required_argument, NULL, O_USER },
-		{ "seccomp", no_argument, NULL, O_SECCOMP },
-		{ "control", required_argument, NULL, O_CONTROL },
-		{ "restore", required_argument, NULL, O_RESTORE },
-		{ "upgrade-fds", required_argument, NULL, O_UPGRADE_FDS }, /* hidden: vm_upgrade.h */
-		CLI_REMOTE_OPTIONS,
-		CLI_TRACE_OPTIONS,
-		CLI_LOG_OPTIONS,
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	struct run_args a = { .eo.check = true, .vo = { .ncpus = 1, .boot = BOOT_LINUX64,
 				.in_fd = STDIN_FILENO, .out_fd = STDOUT_FILENO } };
 	unsigned mib = RUN_MEM_DEFAULT_MIB;
-	uint64_t mem;
 	int c, r, nopt;
 
 	clock_gettime(CLOCK_MONOTONIC, &a.vo.t0);
 	nopt = run_split_cmd(&a, argc, argv);
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(nopt, argv, ":s:k:hvqp", opts, NULL)) != -1) {
+	while ((c = getopt_long(nopt, argv, ":s:k:hvqp", run_opts, NULL)) != -1) {
 		switch (c) {
 		case 's': a.eo.store_dir = optarg; break;
 		case O_OVERLAY: a.eo.overlay_path = optarg; break;
@@ -540,38 +578,14 @@ int cmd_run(int argc, char **argv)
 		case O_INITRD: a.vo.initrd = optarg; break;
 		case O_APPEND: a.vo.append = optarg; break;
 		case O_CPUS:
-			if (parse_uint(optarg, 1, CPU_MAX, &a.vo.ncpus))
-				return cli_usage_error("bad --cpus '%s' (want 1..%u)", optarg, CPU_MAX);
-			a.cpus_set = true;
-			break;
 		case O_MEM:
-			if (cli_parse_size("--mem", optarg, 1u << 20, (uint64_t)RUN_MEM_MIN_MIB << 20,
-					   (uint64_t)RUN_MEM_MAX_MIB << 20, &mem))
-				return EXIT_USAGE;
-			if (mem & ((1u << 20) - 1))
-				return cli_usage_error("--mem: '%s' is not a whole number of MiB",
-						       optarg);
-			mib = (unsigned)(mem >> 20);
-			a.mem_set = true;
-			break;
 		case O_DISK:
-			if (a.ndisk_arg >= VMM_MAX_DISKS - 1)
-				return cli_usage_error("too many --disk (at most %u)",
-						       VMM_MAX_DISKS - 1);
-			if (!optarg[0] || !strcmp(optarg, ",ro"))
-				return cli_usage_error("bad --disk '%s' (want FILE[,ro])", optarg);
-			a.disk_arg[a.ndisk_arg++] = optarg;
+		case O_BOOT:
+			if (run_value(&a, c, optarg, &mib))
+				return EXIT_USAGE;
 			break;
 		case O_HUGE: a.vo.hugepages = true; break;
 		case O_POP: a.vo.populate = true; break;
-		case O_BOOT:
-			if (!strcmp(optarg, "linux64"))
-				a.vo.boot = BOOT_LINUX64;
-			else if (!strcmp(optarg, "pvh"))
-				a.vo.boot = BOOT_PVH;
-			else
-				return cli_usage_error("bad --boot '%s' (want linux64 or pvh)", optarg);
-			break;
 		case O_CACHE: a.vo.cache_dir = optarg; break;
 		case O_MANIFEST: a.manifest = optarg; break;
 		case O_MODULES: a.modules = optarg; break;

@@ -672,42 +672,44 @@ static int serve_check(struct serve_args *a, int argc, char **argv)
 	return 0;
 }
 
+static const struct option serve_opts[] = {
+	{ "store", required_argument, NULL, 's' },
+	{ "overlay", required_argument, NULL, O_OVERLAY },
+	{ "read-only", no_argument, NULL, O_RO },
+	{ "mem-cache", required_argument, NULL, O_MEM },
+	{ "nbd", required_argument, NULL, O_NBD },
+	{ "export-name", required_argument, NULL, O_NAME },
+	{ "stats-json", required_argument, NULL, O_JSON },
+	{ "vhost-user", required_argument, NULL, O_VHOST },
+	{ "raw", required_argument, NULL, O_RAW },
+	CLI_REMOTE_OPTIONS,
+	CLI_TRACE_OPTIONS,
+	{ "manifest", required_argument, NULL, O_MANIFEST },
+	{ "control", required_argument, NULL, O_CONTROL },
+	CLI_LOG_OPTIONS,
+	{ "no-check", no_argument, NULL, O_NO_CHECK },
+	{ "pidfile", required_argument, NULL, O_PIDFILE },
+	{ "exit-with-parent", no_argument, NULL, O_EXIT_PARENT },
+	{ "run", required_argument, NULL, O_RUN },
+	{ "max-connections", required_argument, NULL, O_MAXCONN },
+	{ "handshake-timeout", required_argument, NULL, O_HSTIME },
+	{ "idle-timeout", required_argument, NULL, O_IDLE },
+	{ "user", required_argument, NULL, O_USER },
+	{ "seccomp", no_argument, NULL, O_SECCOMP },
+	{ "help", no_argument, NULL, 'h' },
+	{ 0 },
+};
+
 int cmd_serve(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "store", required_argument, NULL, 's' },
-		{ "overlay", required_argument, NULL, O_OVERLAY },
-		{ "read-only", no_argument, NULL, O_RO },
-		{ "mem-cache", required_argument, NULL, O_MEM },
-		{ "nbd", required_argument, NULL, O_NBD },
-		{ "export-name", required_argument, NULL, O_NAME },
-		{ "stats-json", required_argument, NULL, O_JSON },
-		{ "vhost-user", required_argument, NULL, O_VHOST },
-		{ "raw", required_argument, NULL, O_RAW },
-		CLI_REMOTE_OPTIONS,
-		CLI_TRACE_OPTIONS,
-		{ "manifest", required_argument, NULL, O_MANIFEST },
-		{ "control", required_argument, NULL, O_CONTROL },
-		CLI_LOG_OPTIONS,
-		{ "no-check", no_argument, NULL, O_NO_CHECK },
-		{ "pidfile", required_argument, NULL, O_PIDFILE },
-		{ "exit-with-parent", no_argument, NULL, O_EXIT_PARENT },
-		{ "run", required_argument, NULL, O_RUN },
-		{ "max-connections", required_argument, NULL, O_MAXCONN },
-		{ "handshake-timeout", required_argument, NULL, O_HSTIME },
-		{ "idle-timeout", required_argument, NULL, O_IDLE },
-		{ "user", required_argument, NULL, O_USER },
-		{ "seccomp", no_argument, NULL, O_SECCOMP },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
+
 	struct serve_args a = { .eo.check = true, .ppid = getppid() };
 	uint64_t v;
 	int c, r, li = -1;
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":s:hvqp", opts, &li)) != -1) {
+	while ((c = getopt_long(argc, argv, ":s:hvqp", serve_opts, &li)) != -1) {
 		if (!a.image_opt && image_only(c))
 			a.image_opt = li >= 0 ? opts[li].name : "store";
 		li = -1;
