@@ -39,22 +39,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "../block_status.h"
 #include "../sector.h"
 
 #define DISK_SECTOR BLKD_SECTOR
 
-/* Block status contexts (NBD: "base:allocation", "lazyblk:dirty"). */
-enum disk_ctx {
-	DISK_CTX_ALLOCATION,  /* flags DISK_STATUS_HOLE | DISK_STATUS_ZERO, or 0 for data */
-	DISK_CTX_DIRTY,       /* flags DISK_STATUS_DIRTY: written since the base (or zeroed) */
-	DISK_CTX_COUNT
-};
-#define DISK_STATUS_HOLE 1u   /* allocation: not allocated */
-#define DISK_STATUS_ZERO 2u   /* allocation: reads as zeros */
-#define DISK_STATUS_DIRTY 1u  /* dirty: changed since the base */
-#define DISK_CTX_BIT(c) (1u << (c))
-
-typedef int (*disk_extent_fn)(void *arg, uint64_t off, uint64_t len, uint32_t flags);
 
 struct disk_ops {
 	int (*read)(void *ctx, uint64_t off, uint32_t len, void *buf);

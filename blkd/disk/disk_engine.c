@@ -4,10 +4,6 @@
 
 #include "../engine/engine.h"
 
-_Static_assert(DISK_STATUS_HOLE == BLKD_STATUS_HOLE && DISK_STATUS_ZERO == BLKD_STATUS_ZERO &&
-		       DISK_STATUS_DIRTY == BLKD_STATUS_DIRTY,
-	       "the engine's status flags are the disk's");
-
 static int eng_read(void *ctx, uint64_t off, uint32_t len, void *buf)
 {
 	return blkd_engine_read(ctx, off, len, buf);
@@ -38,8 +34,7 @@ static int eng_write_zeroes(void *ctx, uint64_t off, uint64_t len, bool may_unma
 static int eng_block_status(void *ctx, enum disk_ctx c, uint64_t off, uint64_t len,
 			    disk_extent_fn cb, void *arg)
 {
-	return blkd_engine_status(ctx, c == DISK_CTX_DIRTY ? BLKD_CTX_DIRTY : BLKD_CTX_ALLOCATION,
-				  off, len, cb, arg);
+	return blkd_engine_status(ctx, c, off, len, cb, arg);
 }
 
 static int eng_snapshot(void *ctx, const char *delta_path, uint64_t *dirty, uint64_t *zero,

@@ -505,8 +505,8 @@ int blkd_engine_discard(struct blkd_engine *e, uint64_t off, uint64_t len)
 	return b > a ? wrote(e, apply(e, a, b - a, NULL)) : 0;
 }
 
-int blkd_engine_status(struct blkd_engine *e, enum blkd_status_ctx ctx, uint64_t off,
-		       uint64_t len, blkd_status_fn cb, void *arg)
+int blkd_engine_status(struct blkd_engine *e, enum disk_ctx ctx, uint64_t off,
+		       uint64_t len, disk_extent_fn cb, void *arg)
 {
 	uint64_t end, block;
 	uint32_t cur = UINT32_MAX;
@@ -524,16 +524,16 @@ int blkd_engine_status(struct blkd_engine *e, enum blkd_status_ctx ctx, uint64_t
 		enum ov_state st = e->ov ? overlay_state(e->ov, block) : OV_CLEAN;
 		uint32_t flags;
 
-		if (ctx == BLKD_CTX_DIRTY)
-			flags = st != OV_CLEAN ? BLKD_STATUS_DIRTY : 0;
+		if (ctx == DISK_CTX_DIRTY)
+			flags = st != OV_CLEAN ? DISK_STATUS_DIRTY : 0;
 		else if (st == OV_DIRTY)
 			flags = 0;
 		else if (st == OV_ZERO)
-			flags = BLKD_STATUS_HOLE | BLKD_STATUS_ZERO;
+			flags = DISK_STATUS_HOLE | DISK_STATUS_ZERO;
 		else
 			flags = base_next(e, &base, block) != BASE_ZERO
 					? 0
-					: BLKD_STATUS_HOLE | BLKD_STATUS_ZERO;
+					: DISK_STATUS_HOLE | DISK_STATUS_ZERO;
 		if (cur != UINT32_MAX && flags != cur) {
 			uint64_t pos = block * DISK_BLOCK;
 

@@ -18,9 +18,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../../common/block.h"
 #include "../../cas/source.h"
+#include "../../common/block.h"
 #include "../../common/why.h"
+#include "../block_status.h"
 #include "../coldstart/prefetch.h"
 #include "../sector.h"
 
@@ -89,17 +90,11 @@ int blkd_engine_discard(struct blkd_engine *e, uint64_t off, uint64_t len);
 int blkd_engine_write_zeroes(struct blkd_engine *e, uint64_t off, uint64_t len);
 
 /*
- * Status of [off, off+len) (at most 256 MiB per call; the extents may stop short of
- * len): cb(arg, off, len, flags) for consecutive extents; cb returns 0 to go on, > 0 to
- * stop early, < 0 to fail (returned as is).
+ * Status of [off, off+len) in context ctx (../block_status.h; at most 256 MiB per call; the
+ * extents may stop short of len): cb(arg, off, len, flags) for consecutive extents.
  */
-#define BLKD_STATUS_HOLE 1u   /* base:allocation: not allocated */
-#define BLKD_STATUS_ZERO 2u   /* base:allocation: reads as zeros */
-#define BLKD_STATUS_DIRTY 1u  /* lazyblk:dirty: written since the base (or zeroed) */
-enum blkd_status_ctx { BLKD_CTX_ALLOCATION, BLKD_CTX_DIRTY };
-typedef int (*blkd_status_fn)(void *arg, uint64_t off, uint64_t len, uint32_t flags);
-int blkd_engine_status(struct blkd_engine *e, enum blkd_status_ctx ctx, uint64_t off,
-		       uint64_t len, blkd_status_fn cb, void *arg);
+int blkd_engine_status(struct blkd_engine *e, enum disk_ctx ctx, uint64_t off, uint64_t len,
+		       disk_extent_fn cb, void *arg);
 
 /*
  * Point-in-time delta of the overlay (see overlay_snapshot): every write completed before

@@ -147,17 +147,17 @@ static void test_status(void **state)
 	memset(buf, 1, sizeof(buf));
 	assert_int_equal(blkd_engine_write(f->e, 20 * BLK, BLK, buf, false), 0);
 	assert_int_equal(blkd_engine_write_zeroes(f->e, 30 * BLK, 2 * BLK), 0);
-	assert_int_equal(blkd_engine_status(f->e, BLKD_CTX_DIRTY, 0, DISK, collect, &sp), 0);
+	assert_int_equal(blkd_engine_status(f->e, DISK_CTX_DIRTY, 0, DISK, collect, &sp), 0);
 	assert_int_equal(sp.n, 5);
 	assert_true(sp.s[1].off == 20 * BLK && sp.s[1].len == BLK && sp.s[1].flags == 1);
 	assert_true(sp.s[3].off == 30 * BLK && sp.s[3].len == 2 * BLK && sp.s[3].flags == 1);
 	sp.n = 0;
-	assert_int_equal(blkd_engine_status(f->e, BLKD_CTX_ALLOCATION, 0, 12 * BLK, collect, &sp),
+	assert_int_equal(blkd_engine_status(f->e, DISK_CTX_ALLOCATION, 0, 12 * BLK, collect, &sp),
 			 0);
 	/* block 0 data, 1..9 hole+zero, 10 data, 11 hole+zero */
 	assert_int_equal(sp.n, 4);
 	assert_true(sp.s[0].len == BLK && sp.s[0].flags == 0);
-	assert_true(sp.s[1].flags == (BLKD_STATUS_HOLE | BLKD_STATUS_ZERO));
+	assert_true(sp.s[1].flags == (DISK_STATUS_HOLE | DISK_STATUS_ZERO));
 	assert_true(sp.s[2].off == 10 * BLK && sp.s[2].flags == 0);
 }
 
