@@ -140,7 +140,7 @@ static int import_summary(const struct import_opts *o, const struct import_resul
 	return 0;
 }
 
-static const struct option import_opts[] = {
+static const struct option import_options[] = {
 	{ "store", required_argument, NULL, 's' },
 	{ "output", required_argument, NULL, 'o' },
 	{ "chunk-size", required_argument, NULL, 'C' },
@@ -171,7 +171,7 @@ int cmd_import(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":s:o:j:hvqp", import_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":s:o:j:hvqp", import_options, NULL)) != -1) {
 		switch (c) {
 		case 's': o.store_dir = optarg; break;
 		case 'o':

@@ -48,7 +48,7 @@ static const char initramfs_usage[] =
 
 enum { O_KERNEL = 0x100, O_MODULES, O_BUSYBOX, O_MANIFEST, O_CONSOLE, O_ROOT, O_GZIP, O_CACHE };
 
-static const struct option initramfs_opts[] = {
+static const struct option initramfs_options[] = {
 	{ "kernel", required_argument, NULL, O_KERNEL },
 	{ "modules", required_argument, NULL, O_MODULES },
 	{ "busybox", required_argument, NULL, O_BUSYBOX },
@@ -74,7 +74,7 @@ static int initramfs_parse(int argc, char **argv, struct initramfs_opts *o, cons
 
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":e:w:u:o:hvqp", initramfs_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":e:w:u:o:hvqp", initramfs_options, NULL)) != -1) {
 		switch (c) {
 		case O_KERNEL: o->kernel = optarg; break;
 		case O_MODULES: o->modules_dir = optarg; break;

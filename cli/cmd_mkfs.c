@@ -74,7 +74,7 @@ static int mkfs_summary(const char *manifest, const char *out, const struct mkfs
 }
 
 enum { O_JSON = 0x200 };
-static const struct option mkfs_opts[] = {
+static const struct option mkfs_options[] = {
 	{ "output", required_argument, NULL, 'o' },
 	{ "size", required_argument, NULL, 'S' },
 	{ "journal", required_argument, NULL, 'J' },
@@ -103,7 +103,7 @@ int cmd_mkfs(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":o:hvqp", mkfs_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":o:hvqp", mkfs_options, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			if (cli_output_check(optarg))

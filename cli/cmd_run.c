@@ -492,7 +492,7 @@ static int run_split_cmd(struct run_args *a, int argc, char **argv)
 enum { O_OVERLAY = 256, O_INITRD, O_APPEND, O_CPUS, O_MEM, O_DISK, O_HUGE, O_POP,
        O_BOOT, O_CACHE, O_MANIFEST, O_JSON, O_MODULES, O_NO_CHECK, O_USER, O_SECCOMP,
        O_CONTROL, O_RESTORE, O_UPGRADE_FDS };
-static const struct option run_opts[] = {
+static const struct option run_options[] = {
 	{ "store", required_argument, NULL, 's' },
 	{ "overlay", required_argument, NULL, O_OVERLAY },
 	{ "kernel", required_argument, NULL, 'k' },
@@ -570,7 +570,7 @@ int cmd_run(int argc, char **argv)
 	nopt = run_split_cmd(&a, argc, argv);
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(nopt, argv, ":s:k:hvqp", run_opts, NULL)) != -1) {
+	while ((c = getopt_long(nopt, argv, ":s:k:hvqp", run_options, NULL)) != -1) {
 		switch (c) {
 		case 's': a.eo.store_dir = optarg; break;
 		case O_OVERLAY: a.eo.overlay_path = optarg; break;

@@ -672,7 +672,7 @@ static int serve_check(struct serve_args *a, int argc, char **argv)
 	return 0;
 }
 
-static const struct option serve_opts[] = {
+static const struct option serve_options[] = {
 	{ "store", required_argument, NULL, 's' },
 	{ "overlay", required_argument, NULL, O_OVERLAY },
 	{ "read-only", no_argument, NULL, O_RO },
@@ -709,9 +709,9 @@ int cmd_serve(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":s:hvqp", serve_opts, &li)) != -1) {
+	while ((c = getopt_long(argc, argv, ":s:hvqp", serve_options, &li)) != -1) {
 		if (!a.image_opt && image_only(c))
-			a.image_opt = li >= 0 ? opts[li].name : "store";
+			a.image_opt = li >= 0 ? serve_options[li].name : "store";
 		li = -1;
 		switch (c) {
 		case 's': a.eo.store_dir = optarg; break;
