@@ -5,25 +5,9 @@
 # the strongly connected components of that graph with more than one file.
 # usage: check_loops.py BUILD DIR...   prints each loop, exits 1 if there is one.
 import os
-import subprocess
 import sys
 
-
-def nm(obj, *flags):
-    out = subprocess.run(['nm', *flags, obj], capture_output=True, text=True, check=True).stdout
-    return [line.split() for line in out.splitlines() if line.strip()]
-
-
-def objects(build, dirs):
-    for d in dirs:
-        for root, _, files in os.walk(os.path.join(build, 'obj', d)):
-            for f in sorted(files):
-                if not f.endswith('.o'):
-                    continue
-                obj = os.path.join(root, f)
-                rel = os.path.relpath(obj, os.path.join(build, 'obj'))[:-2]
-                if os.path.exists(rel + '.c'):
-                    yield rel + '.c', obj
+from check_hooks import nm, objects
 
 
 def components(graph):
@@ -67,7 +51,7 @@ def components(graph):
 
 def main():
     build, dirs = sys.argv[1], sys.argv[2:]
-    objs = dict(objects(build, dirs))
+    objs = {rel + '.c': obj for rel, obj in objects(build, dirs) if os.path.exists(rel + '.c')}
     owner = {}
     for src, obj in objs.items():
         for f in nm(obj, '--defined-only', '-g'):

@@ -46,13 +46,12 @@ static inline struct import_opts import_opts_make(const char *src, const char *s
 				     .level = CHUNK_LEVEL_DEFAULT, .threads = 1 };
 }
 
-/* DIR/src (tree_make) imported into DIR/store, made DIR/img.layout of size bytes. */
-static inline void image_make(const char *dir, uint64_t size, struct mkfs_result *res)
+/* DIR/src (tree_make) imported into DIR/store: the manifest DIR/img.manifest, loaded. */
+static inline struct manifest *manifest_make(const char *dir)
 {
-	char src[PATH_MAX], store[PATH_MAX], mf[PATH_MAX], lay[PATH_MAX], why[512];
+	char src[PATH_MAX], store[PATH_MAX], mf[PATH_MAX], why[512];
 	struct import_result ir;
 	struct import_opts io;
-	struct mkfs_opts mo = { .size = size };
 	struct manifest *m;
 	const char *mwhy = NULL;
 
@@ -60,10 +59,20 @@ static inline void image_make(const char *dir, uint64_t size, struct mkfs_result
 	path_fmt(src, "%s/src", dir);
 	path_fmt(store, "%s/store", dir);
 	path_fmt(mf, "%s/img.manifest", dir);
-	path_fmt(lay, "%s/img.layout", dir);
 	io = import_opts_make(src, store, mf);
 	assert_int_equal(import_run(&io, &ir, why, sizeof(why)), 0);
 	assert_int_equal(manifest_load(mf, &m, &mwhy), 0);
+	return m;
+}
+
+/* manifest_make, then DIR/img.layout of size bytes. */
+static inline void image_make(const char *dir, uint64_t size, struct mkfs_result *res)
+{
+	char lay[PATH_MAX], why[512];
+	struct mkfs_opts mo = { .size = size };
+	struct manifest *m = manifest_make(dir);
+
+	path_fmt(lay, "%s/img.layout", dir);
 	assert_int_equal(mkfs_run(m, &mo, lay, res, why, sizeof(why)), 0);
 	manifest_free(m);
 }

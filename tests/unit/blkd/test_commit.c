@@ -72,7 +72,8 @@ static void data_block(const struct layout *l, const char *store_dir, uint64_t l
 	store_close(s);
 }
 
-static void test_commit_layer(void **state)
+/* An overlay committed as a layer over its layout, or flattened: what the new layout holds. */
+static void commit_case(bool flatten)
 {
 	char dir[PATH_MAX], ov[PATH_MAX], base[PATH_MAX], store[PATH_MAX], out[PATH_MAX];
 	char why[512];
@@ -82,56 +83,47 @@ static void test_commit_layer(void **state)
 	struct mkfs_result mr;
 	struct layout *l;
 	const char *lwhy = NULL;
+	size_t z;
 
-	(void)state;
 	tmpdir_make(dir);
 	image_make(dir, SIZE, &mr);
 	overlay_make(dir, mr.digest, pattern);
 	o = commit_opts(dir, ov, base, store, out);
+	o.flatten = flatten;
 	assert_int_equal(blkd_commit(&o, &r, why, sizeof(why)), 0);
 	assert_int_equal(r.blocks, 1);
 	assert_int_equal(r.zero_blocks, 1);
 	assert_true(r.chunks >= 1);
-	assert_string_not_equal(r.hint, "");
 	assert_int_equal(layout_open(out, &l, &lwhy), 0);
-	assert_int_equal(l->n_layers, 2);
 	assert_memory_equal(l->digest, r.digest, SHA256_LEN);
-	assert_memory_equal(l->layers[1].digest, mr.digest, SHA256_LEN);
+	if (flatten) {
+		assert_string_equal(r.hint, "");
+		assert_int_equal(l->n_layers, 1);
+		assert_int_equal(l->hdr.version, LAYOUT_VERSION);
+	} else {
+		assert_string_not_equal(r.hint, "");
+		assert_int_equal(l->n_layers, 2);
+		assert_memory_equal(l->layers[1].digest, mr.digest, SHA256_LEN);
+	}
 	data_block(l, store, WRITTEN, got);
 	assert_memory_equal(got, pattern, DISK_BLOCK);
 	/* the zeroed block is in no run: it reads as zeros */
-	assert_true(layout_data_run_at(l, ZEROED * DISK_BLOCK) == l->hdr.data_run_count ||
-		    l->data_runs[layout_data_run_at(l, ZEROED * DISK_BLOCK)].lba > ZEROED);
+	z = layout_data_run_at(l, ZEROED * DISK_BLOCK);
+	assert_true(z == l->hdr.data_run_count || l->data_runs[z].lba > ZEROED);
 	layout_close(l);
 	rm_rf(dir);
 }
 
+static void test_commit_layer(void **state)
+{
+	(void)state;
+	commit_case(false);
+}
+
 static void test_commit_flatten(void **state)
 {
-	char dir[PATH_MAX], ov[PATH_MAX], base[PATH_MAX], store[PATH_MAX], out[PATH_MAX];
-	char why[512];
-	uint8_t pattern[DISK_BLOCK], got[DISK_BLOCK];
-	struct blkd_commit_result r;
-	struct blkd_commit_opts o;
-	struct mkfs_result mr;
-	struct layout *l;
-	const char *lwhy = NULL;
-
 	(void)state;
-	tmpdir_make(dir);
-	image_make(dir, SIZE, &mr);
-	overlay_make(dir, mr.digest, pattern);
-	o = commit_opts(dir, ov, base, store, out);
-	o.flatten = true;
-	assert_int_equal(blkd_commit(&o, &r, why, sizeof(why)), 0);
-	assert_string_equal(r.hint, "");
-	assert_int_equal(layout_open(out, &l, &lwhy), 0);
-	assert_int_equal(l->n_layers, 1);
-	assert_int_equal(l->hdr.version, LAYOUT_VERSION);
-	data_block(l, store, WRITTEN, got);
-	assert_memory_equal(got, pattern, DISK_BLOCK);
-	layout_close(l);
-	rm_rf(dir);
+	commit_case(true);
 }
 
 static void test_commit_other_layout(void **state)

@@ -39,25 +39,15 @@ static void test_mkfs_run(void **state)
 
 static void test_mkfs_too_small(void **state)
 {
-	char dir[PATH_MAX], mf[PATH_MAX], lay[PATH_MAX], why[512] = "";
-	char store[PATH_MAX], src[PATH_MAX];
+	char dir[PATH_MAX], lay[PATH_MAX], why[512] = "";
 	struct mkfs_opts mo = { .size = 256 << 10 };   /* 256 KiB: not even the journal */
 	struct mkfs_result r;
-	struct import_result ir;
-	struct import_opts io;
 	struct manifest *m;
-	const char *mwhy = NULL;
 
 	(void)state;
 	tmpdir_make(dir);
-	tree_make(dir);
-	path_fmt(src, "%s/src", dir);
-	path_fmt(store, "%s/store", dir);
-	path_fmt(mf, "%s/img.manifest", dir);
+	m = manifest_make(dir);
 	path_fmt(lay, "%s/img.layout", dir);
-	io = import_opts_make(src, store, mf);
-	assert_int_equal(import_run(&io, &ir, why, sizeof(why)), 0);
-	assert_int_equal(manifest_load(mf, &m, &mwhy), 0);
 	assert_true(mkfs_run(m, &mo, lay, &r, why, sizeof(why)) < 0);
 	assert_true(why[0] != '\0');
 	assert_false(path_exists(lay));
