@@ -159,43 +159,63 @@ static void cursor_copy(struct cursor *k, void *buf, uint32_t len, bool to_chain
 }
 
 /*
+ * How much of a write's span of n contiguous guest bytes at disk offset off (len bytes left
+ * in the request) goes to the disk straight from guest memory: all of it when it ends the
+ * request, else up to the last block boundary in it. 0: the span ends inside a block that
+ * the next segment goes on with (or is less than a sector), which is then gathered whole.
+ */
+static uint32_t write_span(uint64_t off, uint32_t n, uint64_t len)
+{
+	uint32_t tail;
+
+	if (n >= len)
+		return (uint32_t)len;
+	n &= ~(BLKD_SECTOR - 1);
+	tail = (uint32_t)((off + n) % DISK_BLOCK);
+	return n > tail ? n - tail : 0;
+}
+
+/*
  * Move len bytes (a multiple of 512) between the disk at off and the chain's data at
- * stream position pos: straight into/out of guest memory, a whole run of sectors per
- * segment; a sector split across segments goes through a 512-byte bounce buffer.
+ * stream position pos, straight into or out of guest memory a segment at a time. A read's
+ * sector split across segments goes through a sector's bounce buffer; a write's block
+ * split across segments is gathered into a block's, so the disk gets it in one call (a
+ * block written in two parts would be read, modified and written twice by the overlay).
  */
 static int data_io(const struct disk *b, const struct vring_chain *c, bool to_guest,
 		   uint64_t pos, uint64_t off, uint64_t len)
 {
 	struct cursor k;
-	uint8_t bounce[BLKD_SECTOR], *p;
+	uint8_t bounce[DISK_BLOCK], *p;
 	int ret;
 
 	cursor_init(&k, c, to_guest, pos);
 	while (len) {
 		uint32_t n = cursor_span(&k, &p);
 
-		if (n >= BLKD_SECTOR) {
+		if (!to_guest && (n = write_span(off, n, len))) {
+			ret = disk_write(b, off, n, p, false);
+			cursor_skip(&k, n);
+		} else if (!to_guest) {
+			n = DISK_BLOCK - (uint32_t)(off % DISK_BLOCK);
+			if (n > len)
+				n = (uint32_t)len;
+			cursor_copy(&k, bounce, n, false);
+			ret = disk_write(b, off, n, bounce, false);
+		} else if (n >= BLKD_SECTOR) {
 			n &= ~(BLKD_SECTOR - 1);
 			if (n > len)
 				n = (uint32_t)len;
-			ret = to_guest ? disk_read(b, off, n, p) : disk_write(b, off, n, p, false);
-			if (ret < 0)
-				return ret;
+			ret = disk_read(b, off, n, p);
 			cursor_skip(&k, n);
 		} else {
 			n = BLKD_SECTOR;
-			if (to_guest) {
-				ret = disk_read(b, off, n, bounce);
-				if (ret < 0)
-					return ret;
+			ret = disk_read(b, off, n, bounce);
+			if (ret >= 0)
 				cursor_copy(&k, bounce, n, true);
-			} else {
-				cursor_copy(&k, bounce, n, false);
-				ret = disk_write(b, off, n, bounce, false);
-				if (ret < 0)
-					return ret;
-			}
 		}
+		if (ret < 0)
+			return ret;
 		off += n;
 		len -= n;
 	}

@@ -244,6 +244,100 @@ static void test_write(void **state)
 	fx_close(&f);
 }
 
+/* A disk that records the writes it is given and passes everything to another. */
+struct wtap {
+	const struct disk *inner;
+	unsigned n;
+	uint64_t off[8];
+	uint32_t len[8];
+};
+
+static int wtap_read(void *ctx, uint64_t off, uint32_t len, void *buf)
+{
+	return disk_read(((struct wtap *)ctx)->inner, off, len, buf);
+}
+
+static int wtap_flush(void *ctx)
+{
+	return disk_flush(((struct wtap *)ctx)->inner);
+}
+
+static int wtap_write(void *ctx, uint64_t off, uint32_t len, const void *buf, bool fua)
+{
+	struct wtap *t = ctx;
+
+	assert_true(t->n < 8);
+	t->off[t->n] = off;
+	t->len[t->n++] = len;
+	return disk_write(t->inner, off, len, buf, fua);
+}
+
+/* One write of len bytes at sector, its data in segments of the sizes in seg (0-ended). */
+static void write_split(struct fx *f, uint64_t sector, const uint32_t *seg, uint64_t *seed)
+{
+	struct tg_buf b[8];
+	uint64_t data, len = 0;
+	unsigned n = 0;
+
+	for (unsigned i = 0; seg[i]; i++)
+		len += seg[i];
+	b[n++] = (struct tg_buf){ tg_blk_hdr(&f->g, VIRTIO_BLK_T_OUT, sector), 16, false };
+	data = tg_alloc(&f->g, len, 4096);
+	prng_fill(seed, tg_ptr(&f->g, data), len);
+	memcpy(f->img + sector * 512, tg_ptr(&f->g, data), len);
+	for (uint64_t at = data, i = 0; seg[i]; at += seg[i], i++)
+		b[n++] = (struct tg_buf){ at, seg[i], false };
+	b[n] = (struct tg_buf){ status_new(f), 1, true };
+	assert_int_equal(run(f, tg_chain(&f->g, b, n + 1), b[n].gpa, 1), VIRTIO_BLK_S_OK);
+	check_file(f);
+}
+
+/*
+ * A write's block split across guest segments reaches the disk in one call, whole (the
+ * overlay would read, modify and write it once per part); a contiguous span goes as it is.
+ */
+static void test_write_gathered(void **state)
+{
+	static const struct disk_ops ops = { .read = wtap_read, .write = wtap_write,
+					     .flush = wtap_flush };
+	static const uint32_t halves[] = { 2048, 2048, 0 }, thirds[] = { 1024, 6144, 1024, 0 },
+			      one[] = { 8192, 0 };
+	struct fx f;
+	struct wtap t = { 0 };
+	struct disk tap;
+	uint64_t seed = 11;
+
+	(void)state;
+	fx_open(&f, false);
+	t.inner = &f.be;
+	tap = f.be;
+	tap.ops = &ops;
+	tap.ctx = &t;
+	tap.can_discard = tap.can_write_zeroes = tap.can_snapshot = false;
+	tap.status = 0;
+	assert_int_equal(vblk_dev_init(&f.d, &tap, 1, SERIAL), 0);
+	assert_int_equal(vblk_dev_ack_features(&f.d, f.d.features), 0);
+	assert_int_equal(vblk_ring_setup(&f.d, &f.vq, &f.g.mem, 256, f.g.desc, f.g.avail,
+					 f.g.used), 0);
+	write_split(&f, 8, halves, &seed);      /* one block in two halves: one call */
+	assert_int_equal(t.n, 1);
+	assert_int_equal(t.off[0], 4096);
+	assert_int_equal(t.len[0], 4096);
+	t.n = 0;
+	write_split(&f, 16, thirds, &seed);     /* two blocks, each across two segments */
+	assert_int_equal(t.n, 2);
+	assert_int_equal(t.off[0], 8192);
+	assert_int_equal(t.len[0], 4096);
+	assert_int_equal(t.off[1], 12288);
+	assert_int_equal(t.len[1], 4096);
+	t.n = 0;
+	write_split(&f, 1, one, &seed);         /* off a block boundary but contiguous: as is */
+	assert_int_equal(t.n, 1);
+	assert_int_equal(t.off[0], 512);
+	assert_int_equal(t.len[0], 8192);
+	fx_close(&f);
+}
+
 static void test_get_id(void **state)
 {
 	struct fx f;
@@ -575,6 +669,7 @@ int main(void)
 		cmocka_unit_test(test_features_config),
 		cmocka_unit_test(test_read),
 		cmocka_unit_test(test_write),
+		cmocka_unit_test(test_write_gathered),
 		cmocka_unit_test(test_get_id),
 		cmocka_unit_test(test_discard_write_zeroes),
 		cmocka_unit_test(test_discard_segments_read_once),
