@@ -19,10 +19,10 @@
 #include <unistd.h>
 
 #include "../blkd/disk/disk.h"
-#include "../blkd/export/control.h"
+#include "../blkd/transport/control.h"
 #include "../blkd/engine/engine.h"
-#include "../blkd/export/nbd.h"
-#include "../blkd/export/vhost_user.h"
+#include "../blkd/transport/nbd.h"
+#include "../blkd/transport/vhost_user.h"
 #include "../common/log.h"
 #include "../common/size.h"
 #include "cli.h"

@@ -13,7 +13,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "../blkd/export/control.h"
+#include "../blkd/transport/control.h"
 #include "../blkd/engine/overlay.h"
 #include "../common/log.h"
 #include "../common/size.h"

@@ -8,7 +8,7 @@
  */
 #include "fuzz_disk.h"
 #include "fuzz_sockpair.h"
-#include "../blkd/export/nbd_conn.h"
+#include "../blkd/transport/nbd_conn.h"
 
 static void serve(struct fuzz_conn *c)
 {

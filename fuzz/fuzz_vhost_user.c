@@ -15,8 +15,8 @@
 
 #include "fuzz_disk.h"
 #include "fuzz_sockpair.h"
-#include "../blkd/export/vhost_user.h"
-#include "../blkd/export/vhost_user_proto.h"
+#include "../blkd/transport/vhost_user.h"
+#include "../blkd/transport/vhost_user_proto.h"
 
 #define GUEST_MEM (64u << 10)
 #define INFLIGHT_MAX (1u << 20)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * lazyblk run --control: the VM's requests (pause, resume, stats, snapshot DIR) as an
- * extension of serve --control's socket (blkd/export/control.c), which keeps the rest:
+ * extension of serve --control's socket (blkd/transport/control.c), which keeps the rest:
  * the line rules, the clients, snapshot-disk, flush.
  */
 #include "vm_control.h"
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../blkd/export/control.h"
+#include "../blkd/transport/control.h"
 #include "../common/clock.h"
 #include "../common/log.h"
 #include "../common/why.h"

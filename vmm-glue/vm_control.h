@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The control socket of lazyblk run (vmm_opts.control): serve --control's line protocol
- * (blkd/export/control.h: one parser, the same rules for lines and clients) with the VM's
+ * (blkd/transport/control.h: one parser, the same rules for lines and clients) with the VM's
  * requests added:
  *
  *   pause            → "ok paused" (every vCPU parked, the disk queues quiesced), or

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "../blkd/disk/disk.h"
-#include "../blkd/export/control.h"
+#include "../blkd/transport/control.h"
 #include "../common/clock.h"
 #include "../common/fsutil.h"
 #include "../common/why.h"

@@ -8,7 +8,7 @@
  *
  * A view owns nothing. Whoever owns the memory builds the view for the device: the
  * built-in VMM from its RAM and KVM slots (vmm-glue/ram.h, vm_ram_view()), the vhost-user
- * export from the regions its master passes (export/vhost_user_mem.c, which maps them).
+ * export from the regions its master passes (transport/vhost_user_mem.c, which maps them).
  */
 #ifndef LZ_BLKD_GMEM_H
 #define LZ_BLKD_GMEM_H

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests for the NBD export (blkd/export/nbd*.c): a client written here against the
+ * Unit tests for the NBD export (blkd/transport/nbd*.c): a client written here against the
  * protocol text drives nbd_conn_run() over a socketpair, and nbd_serve() over a unix
  * socket. The disk is a raw file on a temporary directory, opened with disk_raw_open()
  * (blkd/disk/disk.h): its bytes and its allocation map (SEEK_DATA/SEEK_HOLE) are the
@@ -16,9 +16,9 @@
 #include <sys/un.h>
 
 #include "../../../blkd/disk/disk.h"
-#include "../../../blkd/export/nbd.h"
-#include "../../../blkd/export/nbd_conn.h"
-#include "../../../blkd/export/nbd_proto.h"
+#include "../../../blkd/transport/nbd.h"
+#include "../../../blkd/transport/nbd_conn.h"
+#include "../../../blkd/transport/nbd_proto.h"
 #include "../../../common/log.h"
 
 /* ---- the disk: a raw file, behind a test disk */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * blkd/export/vhost_user: the protocol driven over a socketpair by a fake master. Guest memory is
+ * blkd/transport/vhost_user: the protocol driven over a socketpair by a fake master. Guest memory is
  * a memfd (mapped here as the master's "user" memory, at another guest-physical address),
  * the rings are written as a driver does (virtq_guest.h), requests are kicked through the
  * kick eventfd and completions awaited on the call eventfd. Then hostile messages: each
@@ -19,8 +19,8 @@
 #include <linux/virtio_blk.h>
 #include <linux/virtio_config.h>
 
-#include "../../../blkd/export/vhost_user.h"
-#include "../../../blkd/export/vhost_user_proto.h"
+#include "../../../blkd/transport/vhost_user.h"
+#include "../../../blkd/transport/vhost_user_proto.h"
 #include "../../../blkd/virtio/vring.h"
 #include "../virtq_guest.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * blkd/export/vhost_user_inflight: VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD. The master asks for a
+ * blkd/transport/vhost_user_inflight: VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD. The master asks for a
  * region (GET_INFLIGHT_FD: a memfd made here, num_queues regions of
  * vring_inflight_size(queue_size) bytes, zeroed), keeps its fd, and hands it back to every
  * device instance it (re)connects to (SET_INFLIGHT_FD). Each queue records in it which

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * blkd/export/vhost_user_queue: one virtqueue of the vhost-user-blk device. A queue runs (its
+ * blkd/transport/vhost_user_queue: one virtqueue of the vhost-user-blk device. A queue runs (its
  * runner has an I/O thread) while it is started (SET_VRING_KICK), enabled
  * (SET_VRING_ENABLE, or always without VHOST_USER_F_PROTOCOL_FEATURES), its memory is
  * mapped and its ring is set up; the runner (virtio/vq_runner.h) waits on the master's kick

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * blkd/export/vhost_user_msg: receiving, checking and answering vhost-user messages.
+ * blkd/transport/vhost_user_msg: receiving, checking and answering vhost-user messages.
  *
  * A message is checked before it is handled: the header's version, a known request, the
  * payload size that request has, and the number of file descriptors it carries. Anything

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * blkd/export/vhost_user_mem: the master's memory table. Each region is a file descriptor
+ * blkd/transport/vhost_user_mem: the master's memory table. Each region is a file descriptor
  * mapped here; guest buffers are translated by guest physical address (struct gmem), ring
  * addresses from SET_VRING_ADDR by the master's user address (vu_uva_to_gpa,
  * vhost_user_tables.c).

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* blkd/export/vhost_user: the vhost-user-blk device, one master connection at a time. */
+/* blkd/transport/vhost_user: the vhost-user-blk device, one master connection at a time. */
 #include "vhost_user_int.h"
 
 #include <errno.h>
