@@ -2,7 +2,7 @@
 /*
  * Block status: what a disk says of a range besides its bytes, in one context at a time
  * (NBD's "base:allocation" and "lazyblk:dirty"), as extents with flags. The disk interface
- * (disk/disk.h) and the engine (engine/engine.h) both speak it.
+ * (disk/disk.h) and the engine behind the lazy image both speak it.
  */
 #ifndef LZ_BLKD_BLOCK_STATUS_H
 #define LZ_BLKD_BLOCK_STATUS_H

@@ -114,9 +114,7 @@ extern const char cli_remote_help[];
 int cli_remote_option(struct cli_remote *r, int c, const char *arg);
 /* After parsing: EXIT_USAGE (said why) for --cache-size without --remote, else 0. */
 int cli_remote_check(const struct cli_remote *r);
-struct blkd_engine_opts;
 struct cas_source_opts;
-void cli_remote_to_engine(const struct cli_remote *r, struct blkd_engine_opts *eo);
 /*
  * IMAGE.layout, or an image by reference (oci://HOST/REPO:TAG, http(s)://HOST/PATH/images/NAME;
  * cli/image_cli.c): for a reference, the image's layouts are fetched (verified) into
@@ -158,12 +156,12 @@ void cli_remote_to_source(const struct cli_remote *r, struct cas_source_opts *so
 /*
  * Boot traces and prefetch (serve, run): add CLI_TRACE_OPTIONS to the getopt_long table (and
  * a --manifest option of the command's own), pass every option code to cli_trace_option
- * (1: taken, 0: not ours), cli_trace_help to --help. cli_trace_to_engine: after parsing,
+ * (1: taken, 0: not ours), cli_trace_help to --help. cli_trace_to_spec: after parsing,
  * finds the manifest (--manifest, else IMAGE.manifest beside IMAGE.layout) when a trace
  * option needs it; EXIT_USAGE (said why) if there is none.
  */
-struct blkd_engine;
-struct blkd_engine_opts;
+struct disk;
+struct disk_spec;
 #define CLI_TRACE_OPTIONS \
 	{ "trace-record", required_argument, NULL, CLI_O_TRACE_RECORD }, \
 	{ "prefetch", required_argument, NULL, CLI_O_PREFETCH }, \
@@ -187,11 +185,11 @@ int cli_trace_option(struct cli_trace *t, int c, const char *arg);
  */
 int cli_serving_option(const char *cmd, char **argv, struct cli_trace *t, struct cli_remote *r,
 		       int c, const char *arg);
-int cli_trace_to_engine(struct cli_trace *t, const char *layout, struct blkd_engine_opts *eo);
+int cli_trace_to_spec(struct cli_trace *t, const char *layout, struct disk_spec *ds);
 /* The manifest a trace needs (--manifest, else beside the layout); EXIT_USAGE, said why. */
 int cli_trace_manifest(struct cli_trace *t, const char *layout, const char **path);
 /* At exit: write the trace if still recording; prints what it did. 0, or 1 on failure. */
-int cli_trace_finish(struct cli_trace *t, struct blkd_engine *e);
+int cli_trace_finish(struct cli_trace *t, const struct disk *d);
 void cli_trace_free(struct cli_trace *t);
 
 /*

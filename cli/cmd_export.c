@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* lazyblk export: every block of a layout, through the engine's read path, into a raw disk. */
+/* lazyblk export: every block of a layout, through the image disk's read path, into a raw disk. */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../blkd/engine/engine.h"
 #include "../blkd/export/file_export.h"
 #include "../common/json_out.h"
 #include "../common/log.h"
@@ -59,7 +58,7 @@ static int export_json(const struct blkd_export_opts *o, const struct blkd_expor
 	struct json_buf b = { 0 };
 
 	json_buf_puts(&b, "{");
-	cli_json_path(&b, "layout", o->layout_path);
+	cli_json_path(&b, "layout", o->disk.layout_path);
 	cli_json_path(&b, "output", o->out_path);
 	json_field_u64(&b, "disk_bytes", st->disk_bytes);
 	json_field_u64(&b, "mapped_bytes", st->mapped_bytes);
@@ -68,7 +67,7 @@ static int export_json(const struct blkd_export_opts *o, const struct blkd_expor
 	json_field_u64(&b, "chunk_loads", st->chunk_loads);
 	json_field_fixed(&b, "seconds", st->seconds, 3);
 	json_buf_puts(&b, ",\"cas\":{");
-	blkd_stats_cas_json(&st->cas, &b);
+	disk_stats_cas_json(&st->cas, &b);
 	json_buf_puts(&b, "}}");
 	return cli_json_print(&b);
 }
@@ -93,14 +92,14 @@ static int export_run(struct blkd_export_opts *o, bool json)
 	if (json)
 		return export_json(o, &st);
 	printf("exported %s to %s: %s disk, %s of non-zero blocks, %llu chunks",
-	       o->layout_path, o->out_path, size_human(st.disk_bytes, h1, sizeof(h1)),
+	       o->disk.layout_path, o->out_path, size_human(st.disk_bytes, h1, sizeof(h1)),
 	       size_human(st.written_bytes, h2, sizeof(h2)), (unsigned long long)st.chunks);
 	if (st.chunk_loads > st.chunks)
 		printf(" (%llu loads: some read again after the memory cache let them go)",
 		       (unsigned long long)st.chunk_loads);
 	printf(", %.2f s\n", st.seconds);
-	if (o->src.remote_url) {
-		blkd_stats_cas_text(&st.cas, &b);
+	if (o->disk.tiers.remote_url) {
+		disk_stats_cas_text(&st.cas, &b);
 		if (b.p)
 			fputs(b.p, stdout);
 		json_buf_free(&b);
@@ -131,7 +130,7 @@ int cmd_export(int argc, char **argv)
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":s:o:hvqp", opts, NULL)) != -1) {
 		switch (c) {
-		case 's': o.src.store_dir = optarg; break;
+		case 's': o.disk.tiers.store_dir = optarg; break;
 		case 'o':
 			if (cli_output_check(optarg))
 				return 1;
@@ -140,7 +139,7 @@ int cmd_export(int argc, char **argv)
 		case 'M':
 			if (cli_parse_size("--mem-cache", optarg, 1, 1, UINT64_MAX, &v))
 				return EXIT_USAGE;
-			o.mem_cache = (size_t)v;
+			o.disk.mem_cache = v;
 			break;
 		CLI_LOG_CASES: cli_log_option(c); break;
 		case 'J': json = true; break;
@@ -157,18 +156,18 @@ int cmd_export(int argc, char **argv)
 		return cli_usage_error("missing IMAGE.layout (see lazyblk export --help)");
 	if (optind + 1 < argc)
 		return cli_usage_error("unexpected argument '%s'", argv[optind + 1]);
-	if (!o.src.store_dir)
+	if (!o.disk.tiers.store_dir)
 		return cli_usage_error("missing --store DIR");
 	if (!o.out_path)
 		return cli_usage_error("missing -o DISK.raw");
-	if (cli_image_resolve(argv[optind], o.src.store_dir, &rem, &img, &o.layout_path))
+	if (cli_image_resolve(argv[optind], o.disk.tiers.store_dir, &rem, &img, &o.disk.layout_path))
 		return 1;
-	o.layout_fetched = img.f != NULL;
+	o.disk.layout_fetched = img.f != NULL;
 	if (cli_remote_check(&rem)) {
 		cli_image_free(&img);
 		return EXIT_USAGE;
 	}
-	cli_remote_to_source(&rem, &o.src);
+	cli_remote_to_source(&rem, &o.disk.tiers);
 	log_first_error_only(true); /* reader threads may fail at once: say it once */
 	r = export_run(&o, json);
 	cli_image_free(&img);

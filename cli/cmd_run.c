@@ -15,7 +15,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../blkd/engine/engine.h"
 #include "../blkd/engine/overlay.h"
 #include "../blkd/disk/disk.h"
 #include "../common/clock.h"
@@ -109,7 +108,7 @@ static const char run_usage[] =
 	"status, 0x64 <- 0xfe reset (ends the VM: reboot=k).\n";
 
 struct run_args {
-	struct blkd_engine_opts eo;
+	struct disk_spec ds;        /* the image disk (disk_open) */
 	struct cli_remote rem;
 	struct cli_image img;       /* IMAGE by reference: fetched */
 	struct cli_trace tr;
@@ -140,7 +139,7 @@ static int run_confine(void *arg)
 	struct run_args *a = arg;
 	char d1[PATH_MAX], d2[PATH_MAX];
 	const struct cli_confine_dir dirs[] = {
-		{ a->rem.url ? a->eo.store_dir : NULL, CLI_CONFINE_STORE_DEPTH },
+		{ a->rem.url ? a->ds.tiers.store_dir : NULL, CLI_CONFINE_STORE_DEPTH },
 		{ a->stats_json ? cli_confine_parent(a->stats_json, d1, sizeof(d1)) : NULL, 0 },
 		{ a->tr.record ? cli_confine_parent(a->tr.record, d2, sizeof(d2)) : NULL, 0 },
 	};
@@ -163,30 +162,29 @@ static int parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out)
 	return 0;
 }
 
-/* Opens the disks: the image (when there is one), then every --disk. */
-static int run_open_disks(struct run_args *a, struct blkd_engine **e, struct disk *disks,
-			  unsigned *n)
+/* Opens the disks (disk_open): the image (when there is one), then every --disk. */
+static int run_open_disks(struct run_args *a, struct disk *disks, unsigned *n)
 {
+	char why[PATH_MAX + 256];
 	int ret;
 
 	*n = 0;
 	if (a->layout) {
-		char why[PATH_MAX + 256];
-
-		a->eo.layout_path = a->layout;
-		a->eo.notes = CLI_NOTES;
-		if (blkd_engine_open(&a->eo, e, why, sizeof(why)))
+		a->ds.layout_path = a->layout;
+		a->ds.notes = CLI_NOTES;
+		if (disk_open(&a->ds, &disks[0], why, sizeof(why)))
 			return cli_fail(-EIO, why);
-		disk_engine(*e, &disks[(*n)++]);
+		(*n)++;
 	}
 	for (unsigned i = 0; i < a->ndisk_arg; i++) {
 		char path[PATH_MAX];
 		const char *s = a->disk_arg[i];
 		size_t len = strlen(s);
 		bool ro = len > 3 && !strcmp(s + len - 3, ",ro");
+		struct disk_spec raw = { .raw_path = path, .read_only = ro };
 
 		snprintf(path, sizeof(path), "%.*s", (int)(ro ? len - 3 : len), s);
-		ret = disk_raw_open(path, ro, &disks[*n]);
+		ret = disk_open(&raw, &disks[*n], why, sizeof(why));
 		if (ret) {
 			log_error("--disk %s: %s", path, strerror(-ret));
 			return ret;
@@ -194,6 +192,32 @@ static int run_open_disks(struct run_args *a, struct blkd_engine **e, struct dis
 		(*n)++;
 	}
 	return 0;
+}
+
+/*
+ * After the VM: the --disk files closed, then the image disk flushed, its trace written, its
+ * statistics (--stats-json) and closed. ret: the run's result so far; the first failure.
+ */
+static int run_close_disks(struct run_args *a, struct disk *disks, unsigned n, int ret)
+{
+	unsigned first = a->layout && n ? 1 : 0;  /* disks[0] is the image */
+	int f;
+
+	for (unsigned i = first; i < n; i++)
+		disk_close(&disks[i]);
+	if (!first)
+		return ret;
+	f = disk_flush(&disks[0]);
+	if (f && !ret) {
+		log_error("flush: %s", strerror(-f));
+		ret = f;
+	}
+	if (cli_trace_finish(&a->tr, &disks[0]) && !ret)
+		ret = -EIO;
+	if (a->stats_json && cli_write_stats_json(&disks[0], a->stats_json) && !ret)
+		ret = -EIO;
+	disk_close(&disks[0]);
+	return ret;
 }
 
 /*
@@ -258,17 +282,17 @@ static int run_restore_open(struct run_args *a, struct vm_snapshot **snap)
 	ret = 1;
 	if (!si->has_layout || memcmp(l->digest, si->layout_digest, SHA256_LEN))
 		log_error("%s: taken with another image layout than %s", a->restore, a->layout);
-	else if (si->has_delta && !a->eo.overlay_path)
+	else if (si->has_delta && !a->ds.overlay_path)
 		log_error("%s holds the disk's writes (disk.delta): give --overlay NEW, a new "
 			  "file", a->restore);
-	else if (si->has_delta && access(a->eo.overlay_path, F_OK) == 0)
+	else if (si->has_delta && access(a->ds.overlay_path, F_OK) == 0)
 		log_error("--overlay %s exists: a restore starts a new overlay from the "
-			  "snapshot's disk delta", a->eo.overlay_path);
+			  "snapshot's disk delta", a->ds.overlay_path);
 	else
 		ret = 0;
 	if (!ret && si->has_delta) {
 		snprintf(delta, sizeof(delta), "%s/%s", a->restore, VMSNAP_DELTA);
-		if (overlay_apply_delta(delta, a->eo.overlay_path, l->digest,
+		if (overlay_apply_delta(delta, a->ds.overlay_path, l->digest,
 					l->hdr.block_count * DISK_BLOCK, &lwhy)) {
 			log_error("%s: %s", delta, lwhy ? lwhy : "cannot apply");
 			ret = 1;
@@ -364,13 +388,12 @@ static int run_upgrade_exec(void *arg, const char *binary, const struct vmm_hand
 static int run_vm(struct run_args *a)
 {
 	struct disk disks[VMM_MAX_DISKS];
-	struct blkd_engine *e = NULL;
 	char initrd[PATH_MAX];
 	unsigned n = 0;
 	int ret, status = 0, initrd_fd = -1;
 
 	/* a restore refused (its guest never let out) leaves no overlay: the one it made goes */
-	bool ov_new = a->restore && a->eo.overlay_path && access(a->eo.overlay_path, F_OK);
+	bool ov_new = a->restore && a->ds.overlay_path && access(a->ds.overlay_path, F_OK);
 
 	signal(SIGPIPE, SIG_IGN); /* a closed stdout must not kill the VM's disk writes */
 	if (a->vo.resume) {
@@ -382,7 +405,7 @@ static int run_vm(struct run_args *a)
 	if (a->restore && run_restore_open(a, &a->vo.restore)) {
 		vm_snapshot_close(a->vo.restore);
 		if (ov_new)
-			overlay_remove(a->eo.overlay_path);
+			overlay_remove(a->ds.overlay_path);
 		return 1;
 	}
 	if (a->layout && !a->vo.initrd && !a->restore && !a->vo.resume) {
@@ -390,13 +413,12 @@ static int run_vm(struct run_args *a)
 			return 1;
 		a->vo.initrd = initrd;
 	}
-	ret = run_open_disks(a, &e, disks, &n);
+	ret = run_open_disks(a, disks, &n);
 	if (!ret) {
 		char why[PATH_MAX + 256];
 
 		a->vo.disks = disks;
 		a->vo.ndisks = n;
-		a->vo.image = e;
 		a->vo.notes = CLI_NOTES;
 		if (a->cf.drop || a->cf.seccomp) {
 			a->vo.before_start = run_confine;
@@ -409,28 +431,9 @@ static int run_vm(struct run_args *a)
 	}
 	if (initrd_fd >= 0)
 		close(initrd_fd); /* an initramfs built without a cache */
-	for (unsigned i = 0; i < n; i++)
-		disk_close(&disks[i]); /* the image's engine stays open: flushed and closed below */
-	if (e) {
-		int f = blkd_engine_flush(e);
-
-		if (f && !ret) {
-			log_error("flush: %s", strerror(-f));
-			ret = f;
-		}
-		if (cli_trace_finish(&a->tr, e) && !ret)
-			ret = -EIO;
-		if (a->stats_json) {
-			struct disk ed;
-
-			disk_engine(e, &ed);
-			if (cli_write_stats_json(&ed, a->stats_json) && !ret)
-				ret = -EIO;
-		}
-		blkd_engine_close(e);
-	}
+	ret = run_close_disks(a, disks, n, ret);
 	if (ret && ov_new && !vm_snapshot_ram_ok(a->vo.restore))
-		overlay_remove(a->eo.overlay_path);
+		overlay_remove(a->ds.overlay_path);
 	vm_snapshot_close(a->vo.restore);
 	return ret ? 1 : status;
 }
@@ -452,12 +455,12 @@ static int run_check(struct run_args *a, unsigned mib)
 	if (a->vo.resume && (!a->vo.control || a->restore))
 		return cli_usage_error("--upgrade-fds is lazyblk's own (a live upgrade of a run "
 				       "with --control)");
-	if (a->layout && !a->eo.store_dir)
+	if (a->layout && !a->ds.tiers.store_dir)
 		return cli_usage_error("missing --store DIR");
-	if (a->layout && cli_image_resolve(a->layout, a->eo.store_dir, &a->rem, &a->img, &a->layout))
+	if (a->layout && cli_image_resolve(a->layout, a->ds.tiers.store_dir, &a->rem, &a->img, &a->layout))
 		return 1;
-	a->eo.layout_fetched = a->img.f != NULL;
-	if (!a->layout && (a->eo.store_dir || a->eo.overlay_path || a->rem.url || a->stats_json ||
+	a->ds.layout_fetched = a->img.f != NULL;
+	if (!a->layout && (a->ds.tiers.store_dir || a->ds.overlay_path || a->rem.url || a->stats_json ||
 			   a->manifest || a->modules || a->tr.record || a->tr.prefetch ||
 			   a->tr.prefetch_all))
 		return cli_usage_error("--store, --overlay, --remote, --manifest, --modules, "
@@ -561,7 +564,7 @@ static int run_value(struct run_args *a, int c, const char *arg, unsigned *mib)
 
 int cmd_run(int argc, char **argv)
 {
-	struct run_args a = { .eo.check = true, .vo = { .ncpus = 1, .boot = BOOT_LINUX64,
+	struct run_args a = { .ds.check = true, .vo = { .ncpus = 1, .boot = BOOT_LINUX64,
 				.in_fd = STDIN_FILENO, .out_fd = STDOUT_FILENO } };
 	unsigned mib = RUN_MEM_DEFAULT_MIB;
 	int c, r, nopt;
@@ -572,8 +575,8 @@ int cmd_run(int argc, char **argv)
 	opterr = 0;
 	while ((c = getopt_long(nopt, argv, ":s:k:hvqp", run_options, NULL)) != -1) {
 		switch (c) {
-		case 's': a.eo.store_dir = optarg; break;
-		case O_OVERLAY: a.eo.overlay_path = optarg; break;
+		case 's': a.ds.tiers.store_dir = optarg; break;
+		case O_OVERLAY: a.ds.overlay_path = optarg; break;
 		case 'k': a.vo.kernel = optarg; break;
 		case O_INITRD: a.vo.initrd = optarg; break;
 		case O_APPEND: a.vo.append = optarg; break;
@@ -591,7 +594,7 @@ int cmd_run(int argc, char **argv)
 		case O_MODULES: a.modules = optarg; break;
 		case O_JSON: a.stats_json = optarg; break;
 		CLI_LOG_CASES: cli_log_option(c); break;
-		case O_NO_CHECK: a.eo.check = false; break;
+		case O_NO_CHECK: a.ds.check = false; break;
 		case O_USER:
 			if (cli_confine_user(&a.cf, optarg))
 				return EXIT_USAGE;
@@ -615,9 +618,9 @@ int cmd_run(int argc, char **argv)
 	/* with --restore and no --mem or --cpus: the snapshot's */
 	a.vo.mem = a.restore && !a.mem_set ? 0 : (uint64_t)mib << 20;
 	a.vo.ncpus = a.restore && !a.cpus_set ? 0 : a.vo.ncpus;
-	cli_remote_to_engine(&a.rem, &a.eo);
+	cli_remote_to_source(&a.rem, &a.ds.tiers);
 	a.tr.manifest = a.manifest;
-	if (a.layout && cli_trace_to_engine(&a.tr, a.layout, &a.eo))
+	if (a.layout && cli_trace_to_spec(&a.tr, a.layout, &a.ds))
 		return EXIT_USAGE;
 	r = run_vm(&a);
 	cli_trace_free(&a.tr);

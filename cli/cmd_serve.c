@@ -20,7 +20,6 @@
 
 #include "../blkd/disk/disk.h"
 #include "../blkd/transport/control.h"
-#include "../blkd/engine/engine.h"
 #include "../blkd/transport/nbd.h"
 #include "../blkd/transport/vhost_user.h"
 #include "../common/log.h"
@@ -35,7 +34,7 @@ enum { O_OVERLAY = 256, O_RO, O_MEM, O_NBD, O_NAME, O_JSON, O_VHOST, O_CONTROL, 
        O_USER, O_SECCOMP };
 
 struct serve_args {
-	struct blkd_engine_opts eo;
+	struct disk_spec ds;       /* the disk: the image (its layout, store, ...) or --raw */
 	struct nbd_server_opts no;
 	const char *nbd, *stats_json, *vhost_user, *control;
 	const char *raw;           /* --raw FILE */
@@ -56,8 +55,7 @@ struct serve_args {
 struct banner;
 
 struct sig_ctx {
-	struct disk disk;
-	struct blkd_engine *e;     /* the lazy image's engine; NULL with --raw */
+	struct disk disk;          /* disk_open's: the lazy image, or the --raw FILE */
 	struct serve_args *a;
 	sigset_t set;
 	volatile sig_atomic_t stop;
@@ -227,7 +225,7 @@ static int serve_drop_user(struct serve_args *a)
 {
 	char d1[PATH_MAX], d2[PATH_MAX];
 	const struct cli_confine_dir dirs[] = {
-		{ a->rem.url ? a->eo.store_dir : NULL, CLI_CONFINE_STORE_DEPTH },
+		{ a->rem.url ? a->ds.tiers.store_dir : NULL, CLI_CONFINE_STORE_DEPTH },
 		{ a->stats_json ? cli_confine_parent(a->stats_json, d1, sizeof(d1)) : NULL, 0 },
 		{ a->tr.record ? cli_confine_parent(a->tr.record, d2, sizeof(d2)) : NULL, 0 },
 	};
@@ -413,37 +411,28 @@ static void *sig_main(void *arg)
 	}
 }
 
-/* The disk to serve: the --raw FILE, or the layout's engine. 0, or 1 (said why). */
-static int disk_open(struct serve_args *a, const char *what, struct sig_ctx *sc)
+/* The disk to serve (disk_open): the --raw FILE, or the layout's image. 0, or 1 (said why). */
+static int serve_disk_open(struct serve_args *a, const char *what, struct sig_ctx *sc)
 {
 	char why[PATH_MAX + 256];
 	int ret;
 
-	if (!a->raw) {
-		a->eo.layout_path = what;
-		a->eo.notes = CLI_NOTES;
-		if (blkd_engine_open(&a->eo, &sc->e, why, sizeof(why)))
-			return cli_fail(1, why);
-		disk_engine(sc->e, &sc->disk);
-		return 0;
-	}
-	ret = disk_raw_open(what, a->no.read_only, &sc->disk);
-	if (ret == -EINVAL)
-		log_error("%s: not a disk (want a regular file or a block device of at least 512 "
-			  "bytes)", what);
-	else if (ret == -EACCES || ret == -EROFS || ret == -EPERM)
-		log_error("%s: %s (serve it with --read-only?)", what, strerror(-ret));
+	if (a->raw)
+		a->ds.raw_path = what;
+	else
+		a->ds.layout_path = what;
+	a->ds.notes = CLI_NOTES;
+	ret = disk_open(&a->ds, &sc->disk, why, sizeof(why));
+	if (a->raw && (ret == -EACCES || ret == -EROFS || ret == -EPERM))
+		log_error("%s (serve it with --read-only?)", why);
 	else if (ret)
-		log_error("%s: %s", what, strerror(-ret));
+		cli_fail(ret, why);
 	return ret ? 1 : 0;
 }
 
 static void disk_done(struct sig_ctx *sc)
 {
 	disk_close(&sc->disk);
-	if (sc->e)
-		blkd_engine_close(sc->e);
-	sc->e = NULL;
 }
 
 /* The servers' "serving" lines, and the vhost-user device. 0, or -errno (said why). */
@@ -485,7 +474,7 @@ static int serve_finish(struct serve_args *a, struct sig_ctx *sc)
 		log_error("flush: %s", strerror(-ret));
 		rc = 1;
 	}
-	if (sc->e && cli_trace_finish(&a->tr, sc->e))
+	if (cli_trace_finish(&a->tr, &sc->disk))
 		rc = 1;
 	disk_stats(&sc->disk, stdout, false);
 	fflush(stdout);
@@ -553,9 +542,9 @@ static int serve_run(struct serve_args *a, const char *what)
 	struct banner nbd_banner;
 	int ret, rc;
 
-	if (serve_start(a, &sc) || disk_open(a, what, &sc))
+	if (serve_start(a, &sc) || serve_disk_open(a, what, &sc))
 		return serve_end(a, &sc, 1);
-	if (a->control && blkd_control_start(&sc.disk, sc.e, NULL, a->control, &ctl)) {
+	if (a->control && blkd_control_start(&sc.disk, NULL, a->control, &ctl)) {
 		disk_done(&sc); /* it said why */
 		return serve_end(a, &sc, 1);
 	}
@@ -643,14 +632,14 @@ static int serve_check(struct serve_args *a, int argc, char **argv)
 			return cli_usage_error("missing IMAGE.layout (see lazyblk serve --help)");
 		if (optind + 1 < argc)
 			return cli_usage_error("unexpected argument '%s'", argv[optind + 1]);
-		if (!a->eo.store_dir)
+		if (!a->ds.tiers.store_dir)
 			return cli_usage_error("missing --store DIR");
-		if (cli_image_resolve(argv[optind], a->eo.store_dir, &a->rem, &a->img, &a->layout))
+		if (cli_image_resolve(argv[optind], a->ds.tiers.store_dir, &a->rem, &a->img, &a->layout))
 			return 1;
-		a->eo.layout_fetched = a->img.f != NULL;
+		a->ds.layout_fetched = a->img.f != NULL;
 		if (cli_remote_check(&a->rem))
 			return EXIT_USAGE;
-		cli_remote_to_engine(&a->rem, &a->eo);
+		cli_remote_to_source(&a->rem, &a->ds.tiers);
 	}
 	if (a->run && !*a->run)
 		return cli_usage_error("bad --run '' (want a shell command)");
@@ -667,7 +656,7 @@ static int serve_check(struct serve_args *a, int argc, char **argv)
 	if (a->nbd && parse_nbd(a))
 		return cli_usage_error("bad --nbd '%s' (want unix:PATH or tcp:HOST:PORT, "
 				       "PORT 0 to 65535)", a->nbd);
-	if (!a->raw && cli_trace_to_engine(&a->tr, a->layout, &a->eo))
+	if (!a->raw && cli_trace_to_spec(&a->tr, a->layout, &a->ds))
 		return EXIT_USAGE;
 	return 0;
 }
@@ -703,7 +692,7 @@ static const struct option serve_options[] = {
 int cmd_serve(int argc, char **argv)
 {
 
-	struct serve_args a = { .eo.check = true, .ppid = getppid() };
+	struct serve_args a = { .ds.check = true, .ppid = getppid() };
 	uint64_t v;
 	int c, r, li = -1;
 
@@ -714,13 +703,13 @@ int cmd_serve(int argc, char **argv)
 			a.image_opt = li >= 0 ? serve_options[li].name : "store";
 		li = -1;
 		switch (c) {
-		case 's': a.eo.store_dir = optarg; break;
-		case O_OVERLAY: a.eo.overlay_path = optarg; break;
-		case O_RO: a.eo.read_only = a.no.read_only = true; break;
+		case 's': a.ds.tiers.store_dir = optarg; break;
+		case O_OVERLAY: a.ds.overlay_path = optarg; break;
+		case O_RO: a.ds.read_only = a.no.read_only = true; break;
 		case O_MEM:
 			if (cli_parse_size("--mem-cache", optarg, 1, 0, UINT64_MAX, &v))
 				return EXIT_USAGE;
-			a.eo.mem_cache = v;
+			a.ds.mem_cache = v;
 			break;
 		case O_NBD: a.nbd = optarg; break;
 		case O_NAME: a.no.export_name = optarg; break;
@@ -730,7 +719,7 @@ int cmd_serve(int argc, char **argv)
 		case O_RAW: a.raw = optarg; break;
 		case O_MANIFEST: a.tr.manifest = optarg; break;
 		CLI_LOG_CASES: cli_log_option(c); break;
-		case O_NO_CHECK: a.eo.check = false; break;
+		case O_NO_CHECK: a.ds.check = false; break;
 		case O_PIDFILE: a.pidfile = optarg; break;
 		case O_EXIT_PARENT: a.exit_with_parent = true; break;
 		case O_RUN: a.run = optarg; break;

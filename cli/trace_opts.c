@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../blkd/engine/engine.h"
+#include "../blkd/disk/disk.h"
 #include "../common/log.h"
 #include "cli.h"
 
@@ -78,22 +78,22 @@ int cli_trace_manifest(struct cli_trace *t, const char *layout, const char **pat
 	return 0;
 }
 
-int cli_trace_to_engine(struct cli_trace *t, const char *layout, struct blkd_engine_opts *eo)
+int cli_trace_to_spec(struct cli_trace *t, const char *layout, struct disk_spec *ds)
 {
-	eo->prefetch_all = t->prefetch_all;
-	eo->readahead = t->readahead;
+	ds->prefetch_all = t->prefetch_all;
+	ds->readahead = t->readahead;
 	if (!t->record && !t->prefetch)
 		return 0; /* --prefetch-all alone needs no manifest */
 	if (t->record && t->prefetch && !strcmp(t->record, t->prefetch))
 		return cli_usage_error("--trace-record and --prefetch name the same file");
-	if (cli_trace_manifest(t, layout, &eo->manifest_path))
+	if (cli_trace_manifest(t, layout, &ds->manifest_path))
 		return EXIT_USAGE;
-	eo->trace_record = t->record;
-	eo->prefetch_trace = t->prefetch;
+	ds->trace_record = t->record;
+	ds->prefetch_trace = t->prefetch;
 	return 0;
 }
 
-int cli_trace_finish(struct cli_trace *t, struct blkd_engine *e)
+int cli_trace_finish(struct cli_trace *t, const struct disk *d)
 {
 	const char *why = NULL;
 	uint64_t n = 0;
@@ -101,7 +101,7 @@ int cli_trace_finish(struct cli_trace *t, struct blkd_engine *e)
 
 	if (!t->record)
 		return 0;
-	ret = blkd_engine_trace_finish(e, NULL, &n, &why);
+	ret = disk_trace_finish(d, NULL, &n, &why);
 	if (ret == -EALREADY || ret == -ENOENT)
 		return 0; /* written through the control socket */
 	if (ret) {

@@ -9,7 +9,6 @@
 #include "../common/fsutil.h"
 #include "../common/log.h"
 #include "../blkd/disk/disk.h"
-#include "../blkd/engine/engine.h"
 #include "../cas/chunk.h"
 #include "../cas/manifest.h"
 #include "../cas/oci_config.h"
@@ -186,16 +185,6 @@ int cli_remote_check(const struct cli_remote *r)
 	if (r->cache_size && !r->url)
 		return cli_usage_error("--cache-size needs --remote");
 	return 0;
-}
-
-void cli_remote_to_engine(const struct cli_remote *r, struct blkd_engine_opts *eo)
-{
-	eo->remote_url = r->url;
-	eo->cache_size = r->cache_size;
-	eo->fetch_concurrency = r->concurrency;
-	eo->fetch_timeout_ms = r->timeout_ms;
-	eo->fetch_retries = r->retries;
-	eo->no_plain = r->no_plain;
 }
 
 void cli_remote_to_source(const struct cli_remote *r, struct cas_source_opts *so)

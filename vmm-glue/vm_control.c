@@ -139,12 +139,13 @@ int vm_control_start(struct vm *vm, const char *path, struct vm_control **out)
 	c->ext = (struct blkd_control_ext){
 		.request = vmc_request, .ctx = c, .names = "pause, resume, stats, snapshot DIR, "
 		"upgrade [BINARY], snapshot-disk DELTA_PATH, flush or trace stop",
+		.no_trace = true,
 	};
 	if (vm->o->resume)
-		ret = blkd_control_adopt(vm->o->ndisks ? &vm->o->disks[0] : NULL, NULL, &c->ext,
+		ret = blkd_control_adopt(vm->o->ndisks ? &vm->o->disks[0] : NULL, &c->ext,
 					 path, vm->o->resume->listen_fd, &c->ctl);
 	else
-		ret = blkd_control_start(vm->o->ndisks ? &vm->o->disks[0] : NULL, NULL, &c->ext,
+		ret = blkd_control_start(vm->o->ndisks ? &vm->o->disks[0] : NULL, &c->ext,
 					 path, &c->ctl);
 	if (ret) {
 		free(c);

@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../blkd/engine/engine.h"
+#include "../blkd/disk/disk.h"
 #include "../common/fsutil.h"
 #include "serial.h"
 #include "virtio_mmio.h"
@@ -204,12 +204,11 @@ static int snap_names(const struct vm_parts *p, const char *dir, struct vmsnap_h
 		return ret;
 	if (!p->kernel && p->kernel_sha)
 		memcpy(h->kernel_sha, p->kernel_sha, SHA256_LEN);
-	if (!p->image)
-		return 0;
+	if (!p->disk || disk_layout_digest(p->disk, h->layout_digest))
+		return 0;   /* not the lazy image: no layout names it */
 	h->flags |= VMSNAP_F_LAYOUT;
-	blkd_engine_layout_digest(p->image, h->layout_digest);
 	snap_path(path, sizeof(path), dir, VMSNAP_DELTA);
-	ret = blkd_engine_snapshot(p->image, path, NULL, NULL, &dwhy);
+	ret = disk_snapshot(p->disk, path, NULL, NULL, &dwhy);
 	if (ret == -ENOENT)
 		return 0;   /* no overlay: the disk is the image, read-only */
 	if (ret)
@@ -532,8 +531,7 @@ int vm_snapshot_apply(const struct vm_snapshot *s, const struct vm_parts *p, cha
 			return why_set(why, why_len, -EINVAL, "kernel %s: not the kernel the "
 				       "snapshot was taken with (sha256 differs)", p->kernel);
 	}
-	if (p->image) {
-		blkd_engine_layout_digest(p->image, d);
+	if (p->disk && !disk_layout_digest(p->disk, d)) {
 		if (!(s->h.flags & VMSNAP_F_LAYOUT) || memcmp(d, s->h.layout_digest, SHA256_LEN))
 			return why_set(why, why_len, -EINVAL, "%s: taken with another image "
 				       "layout", s->dir);

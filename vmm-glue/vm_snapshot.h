@@ -29,7 +29,7 @@
 #include "cpu.h"
 #include "kvm.h"
 
-struct blkd_engine;
+struct disk;
 struct serial;
 struct virtio_mmio;
 
@@ -48,7 +48,11 @@ struct vm_parts {
 	int *exit_status;                /* port 0x441's value, -1: none yet */
 	const char *kernel;              /* its sha256 names it (NULL: no check on restore) */
 	const uint8_t *kernel_sha;       /* without kernel: the sha256 to record (a restored VM) */
-	struct blkd_engine *image;       /* the image disk: its layout, its overlay; or NULL */
+	/*
+	 * The first disk (NULL: none): when it is the lazy image, its layout names it
+	 * (disk_layout_digest) and its overlay becomes disk.delta (disk_snapshot).
+	 */
+	const struct disk *disk;
 	const struct note_sink *notes;
 };
 

@@ -18,7 +18,6 @@
 #include "boot.h"
 #include "vm_upgrade.h"
 
-struct blkd_engine;
 struct vm_snapshot;
 
 #define VMM_MAX_DISKS 19   /* GSIs 5..23 of the IOAPIC */
@@ -51,13 +50,12 @@ struct vmm_opts {
 	int (*before_start)(void *arg);
 	void *before_start_arg;
 	/*
-	 * VM snapshots (vm_snapshot.h). image: the engine of disks[0] when it is the image
-	 * (its layout names the disk, its overlay becomes disk.delta), else NULL.
+	 * VM snapshots (vm_snapshot.h): disks[0], when it is the lazy image (disk_open), is
+	 * named by its layout and its overlay becomes disk.delta (blkd/disk/disk.h).
 	 * restore: boot nothing, resume this snapshot (vm_snapshot_open; borrowed): RAM from
 	 * its ram file, mem and ncpus from it (0 here, or the same values), kernel NULL or the
 	 * same file, the same disks.
 	 */
-	struct blkd_engine *image;
 	struct vm_snapshot *restore;
 	/*
 	 * The control socket (vm_control.h): a unix socket PATH, listened on before

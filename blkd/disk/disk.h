@@ -4,7 +4,9 @@
  * after kvmtool's disk_image_operations and nbdkit's struct backend: a table of
  * operations, a context, a size and what the disk can do (can_* flags). Two disks
  * implement it: the lazy image (disk_engine.c, over a struct blkd_engine) and a raw file
- * or block device (disk_raw.c). A transport takes a struct disk and never knows which.
+ * or block device (disk_raw.c), both opened by disk_open() (disk_open.c) from a struct
+ * disk_spec. A transport takes a struct disk and never knows which; what only the image
+ * has (its layout, traces, tier counters) is asked of the disk too, below.
  *
  * Rules every implementation keeps (and every transport relies on):
  *   - offsets and lengths are bytes, multiples of DISK_SECTOR (512), inside [0, size);
@@ -37,8 +39,11 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stddef.h>
 #include <stdio.h>
 
+#include "../../cas/source.h"
+#include "../../common/why.h"
 #include "../block_status.h"
 #include "../sector.h"
 
@@ -80,20 +85,81 @@ struct disk {
 	unsigned status;           /* DISK_CTX_BIT()s of the contexts block_status knows */
 };
 
-/* The lazy image as a disk (disk_engine.c); e must outlive it, disk_close() leaves it open. */
-struct blkd_engine;
-void disk_engine(struct blkd_engine *e, struct disk *out);
+/*
+ * ---- opening a disk: the one way in
+ *
+ * What disk_open opens: the lazy image (a layout with its store and chunk tiers, an
+ * overlay, traces) or a raw file or block device (raw_path). Fields that do not apply are
+ * zero. Every transport, the VMM, the control socket, snapshots and the file exporter get
+ * their disk this way; the engine behind an image (blkd/engine/) is the disk module's own.
+ */
+struct disk_spec {
+	const char *raw_path;      /* a raw file or block device; NULL: the image below */
+	bool read_only;            /* writes refused (the image: its overlay left untouched) */
+	/* the lazy image */
+	const char *layout_path;
+	bool layout_fetched;       /* an image fetched by reference (layout_open_flags) */
+	struct cas_source_opts tiers;  /* store_dir (needed), remote, cache bound, plain, fetching */
+	const char *overlay_path;  /* copy-on-write overlay of writes; NULL: read-only */
+	uint64_t mem_cache;        /* decompressed chunks kept in memory (0: 256 MiB) */
+	/* boot traces (blkd/coldstart/): both need the manifest the layout was made from */
+	const char *manifest_path;
+	const char *trace_record;  /* record first touches, written here (disk_trace_finish) */
+	const char *prefetch_trace; /* replay this trace's chunks in the background */
+	bool prefetch_all;         /* then every other chunk of the layout */
+	/*
+	 * Chunks loaded ahead of sequential reads: 0 default (the fetch concurrency, 16), < 0
+	 * none; by default none with a trace prefetch.
+	 */
+	int readahead;
+	/* At open: the store or remote can give the image's first chunks (cas_source_check). */
+	bool check;
+	/* notes of the open (a trace of another version) and, for the disk's life, the
+	 * overlay running out of room and recovering */
+	struct note_sink notes;
+};
 
 /*
- * A raw disk file or block device (disk_raw.c), opened read-write or read-only. Its size
- * is the file's, rounded down to DISK_SECTOR (-EINVAL for anything but a regular file or
- * a block device, and for a size under one sector). I/O through io_uring (common/uring.h);
- * flush is fdatasync; discard punches a hole; write_zeroes punches a hole (may_unmap) or
- * zeroes the range in place (FALLOC_FL_ZERO_RANGE), writing zeros where the file system
- * can do neither; block status (allocation) from SEEK_DATA/SEEK_HOLE. -errno; prints
- * nothing.
+ * Open the disk spec describes into *out (disk_close() frees all it owns). 0, or -errno
+ * with one line in why (why_len bytes, may be 0), nothing opened:
+ *   - a bad spec, -EINVAL: "no disk: give an image layout or a raw file", "both an image
+ *     layout (L) and a raw file (F): one disk is one or the other", "L: no store for the
+ *     image's chunks", "F: a raw disk takes no store, overlay, remote or traces";
+ *   - the image: what its layout, store, remote, trace or overlay says ("IMAGE.layout: bad
+ *     magic (not a lazyblk layout)", "OVERLAY: belongs to layout sha256:..."; with check,
+ *     cas_source_check's reason ending "(--no-check to serve anyway)");
+ *   - a raw file: "F: not a disk (want a regular file or a block device of at least 512
+ *     bytes)" (-EINVAL), else "F: strerror" (-EACCES, -EROFS, -EPERM: open it read-only).
+ * Prints nothing; the image's threads (read-ahead, prefetch) log what fails on them.
  */
-int disk_raw_open(const char *path, bool read_only, struct disk *out);
+int disk_open(const struct disk_spec *spec, struct disk *out, char *why, size_t why_len);
+
+/*
+ * ---- what only the lazy image has (-EOPNOTSUPP, or NULL, for any other disk)
+ *
+ * disk_layout_digest: the layout's digest (sha256 of its header), which names the disk
+ * (VM snapshots). disk_layout: the image's layout, valid while the disk is open.
+ * disk_trace_finish: stop recording (spec.trace_record) and write the trace there (or to
+ * path, if not NULL): -ENOENT not recording, -EALREADY written already; *records the count
+ * written, *why (may be NULL) a reason or NULL. disk_trace_path: where the trace goes
+ * (NULL: not recording). disk_image_stats: the counters lazyblk export reports.
+ * disk_stats_cas_text/_json: the store/remote/plain/cache counters formatted as serve's
+ * statistics name them (text lines, or members of a JSON object) appended to b.
+ */
+struct layout;
+struct json_buf;
+struct disk_image_stats {
+	uint64_t chunk_loads;         /* chunks loaded into memory (misses of the memory tier) */
+	struct cas_source_stats cas;  /* the store, remote, plain and cache tiers */
+};
+int disk_layout_digest(const struct disk *d, uint8_t out[32]);
+const struct layout *disk_layout(const struct disk *d);
+int disk_trace_finish(const struct disk *d, const char *path, uint64_t *records,
+		      const char **why);
+const char *disk_trace_path(const struct disk *d);
+int disk_image_stats(const struct disk *d, struct disk_image_stats *st);
+void disk_stats_cas_text(const struct cas_source_stats *c, struct json_buf *b);
+void disk_stats_cas_json(const struct cas_source_stats *c, struct json_buf *b);
 
 /*
  * 0 when d is usable: a table with read, write and flush, an operation for every can_*

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* blkd/disk/disk_engine: the lazy image (a struct blkd_engine) as a disk. */
-#include "disk.h"
+/*
+ * blkd/disk/disk_engine: the lazy image (a struct blkd_engine) as a disk, and what only the
+ * image has (disk.h: its layout, traces, tier counters), asked of the disk.
+ */
+#include "disk_int.h"
 
 #include "../engine/engine.h"
 
@@ -48,6 +51,11 @@ static void eng_stats(void *ctx, FILE *f, bool json)
 	blkd_engine_print_stats(ctx, f, json);
 }
 
+static void eng_close(void *ctx)
+{
+	blkd_engine_close(ctx);
+}
+
 static const struct disk_ops engine_ops = {
 	.read = eng_read,
 	.write = eng_write,
@@ -59,10 +67,23 @@ static const struct disk_ops engine_ops = {
 	.stats = eng_stats,
 };
 
-void disk_engine(struct blkd_engine *e, struct disk *out)
+/* The same, owning the engine: disk_close() closes it (disk_open's disks). */
+static const struct disk_ops engine_owned_ops = {
+	.read = eng_read,
+	.write = eng_write,
+	.flush = eng_flush,
+	.discard = eng_discard,
+	.write_zeroes = eng_write_zeroes,
+	.block_status = eng_block_status,
+	.snapshot = eng_snapshot,
+	.stats = eng_stats,
+	.close = eng_close,
+};
+
+static void engine_disk(struct blkd_engine *e, const struct disk_ops *ops, struct disk *out)
 {
 	*out = (struct disk){
-		.ops = &engine_ops,
+		.ops = ops,
 		.ctx = e,
 		.size = blkd_engine_size(e) / DISK_SECTOR * DISK_SECTOR,
 		.description = "lazyblk lazily loaded disk",
@@ -76,4 +97,76 @@ void disk_engine(struct blkd_engine *e, struct disk *out)
 		.can_snapshot = true,
 		.status = DISK_CTX_BIT(DISK_CTX_ALLOCATION) | DISK_CTX_BIT(DISK_CTX_DIRTY),
 	};
+}
+
+void disk_engine(struct blkd_engine *e, struct disk *out)
+{
+	engine_disk(e, &engine_ops, out);
+}
+
+void disk_engine_own(struct blkd_engine *e, struct disk *out)
+{
+	engine_disk(e, &engine_owned_ops, out);
+}
+
+/* The engine behind d, or NULL when d is not the lazy image. */
+static struct blkd_engine *disk_to_engine(const struct disk *d)
+{
+	return d->ops == &engine_ops || d->ops == &engine_owned_ops ? d->ctx : NULL;
+}
+
+int disk_layout_digest(const struct disk *d, uint8_t out[32])
+{
+	struct blkd_engine *e = disk_to_engine(d);
+
+	if (!e)
+		return -EOPNOTSUPP;
+	blkd_engine_layout_digest(e, out);
+	return 0;
+}
+
+const struct layout *disk_layout(const struct disk *d)
+{
+	struct blkd_engine *e = disk_to_engine(d);
+
+	return e ? blkd_engine_layout(e) : NULL;
+}
+
+int disk_trace_finish(const struct disk *d, const char *path, uint64_t *records,
+		      const char **why)
+{
+	struct blkd_engine *e = disk_to_engine(d);
+
+	if (why)
+		*why = NULL;
+	return e ? blkd_engine_trace_finish(e, path, records, why) : -EOPNOTSUPP;
+}
+
+const char *disk_trace_path(const struct disk *d)
+{
+	struct blkd_engine *e = disk_to_engine(d);
+
+	return e ? blkd_engine_trace_path(e) : NULL;
+}
+
+int disk_image_stats(const struct disk *d, struct disk_image_stats *st)
+{
+	struct blkd_engine *e = disk_to_engine(d);
+	struct blkd_engine_stats es;
+
+	if (!e)
+		return -EOPNOTSUPP;
+	blkd_engine_get_stats(e, &es);
+	*st = (struct disk_image_stats){ .chunk_loads = es.chunk_loads, .cas = es.cas };
+	return 0;
+}
+
+void disk_stats_cas_text(const struct cas_source_stats *c, struct json_buf *b)
+{
+	blkd_stats_cas_text(c, b);
+}
+
+void disk_stats_cas_json(const struct cas_source_stats *c, struct json_buf *b)
+{
+	blkd_stats_cas_json(c, b);
 }

@@ -248,6 +248,7 @@ void blkd_engine_layout_digest(const struct blkd_engine *e, uint8_t out[32])
 }
 
 uint64_t blkd_engine_size(const struct blkd_engine *e) { return e->size; }
+const struct layout *blkd_engine_layout(const struct blkd_engine *e) { return e->layout; }
 bool blkd_engine_read_only(const struct blkd_engine *e) { return e->read_only; }
 
 static bool range_ok(const struct blkd_engine *e, uint64_t off, uint64_t len)

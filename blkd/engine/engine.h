@@ -5,8 +5,9 @@
  *        (verified) → zeros.
  * write: whole blocks go to the overlay; a partial block is read, merged and written
  *        whole (never more than one block copied).
- * Every export (NBD, vhost-user, virtio in the VMM) reaches it as a disk (blkd/disk/disk.h,
- * disk_engine.c); the CLI opens and closes it. Thread-safe: the calls are synchronous, and
+ * Private to the disk module: every user (the transports, the VMM, the control socket, the
+ * file exporter, the CLI) opens it as a disk with disk_open() (blkd/disk/disk.h) and reaches
+ * it through the disk (disk_engine.c). Thread-safe: the calls are synchronous, and
  * an export that wants requests in parallel calls them from its own threads
  * (common/workq.h).
  */
@@ -80,6 +81,9 @@ uint64_t blkd_engine_size(const struct blkd_engine *e);
 /* The layout's digest (sha256 of its header): names the disk (VM snapshots). */
 void blkd_engine_layout_digest(const struct blkd_engine *e, uint8_t out[32]);
 bool blkd_engine_read_only(const struct blkd_engine *e);
+/* The layout the engine reads (lazyblk export walks its runs); valid while e is open. */
+struct layout;
+const struct layout *blkd_engine_layout(const struct blkd_engine *e);
 
 /* Offsets and lengths: multiples of 512, inside the disk (-EINVAL otherwise). */
 int blkd_engine_read(struct blkd_engine *e, uint64_t off, uint32_t len, void *buf);

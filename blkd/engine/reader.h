@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "../../cas/source.h"
+#include "../../common/test_hook.h"
 #include "../../layout/layout.h"
 #include "../sector.h"
 
@@ -44,6 +45,7 @@ int blkd_reader_new(const struct layout *l, struct cas_source *src, size_t cache
 		    struct blkd_reader **out);
 void blkd_reader_free(struct blkd_reader *r);
 /* Disk size in bytes. */
+TEST_HOOK
 uint64_t blkd_reader_size(const struct blkd_reader *r);
 /*
  * Read disk bytes [off, off + len); off and len multiples of BLKD_SECTOR, within the disk

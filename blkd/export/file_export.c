@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* lazyblk export (file_export.h): the layout walked in disk order, pieces read on a workq. */
+/* lazyblk export (file_export.h): the layout walked in disk order, pieces read on a workq
+ * through the disk. */
 #include "file_export.h"
 
 #include <errno.h>
@@ -20,9 +21,8 @@
 #include "../../common/grow.h"
 #include "../../common/workq.h"
 #include "../../layout/layout.h"
-#include "../engine/reader.h"
 
-#define EXPORT_PIECE ((size_t)4 << 20) /* bytes read through the engine at a time */
+#define EXPORT_PIECE ((size_t)4 << 20) /* bytes read through the disk at a time */
 #define EXPORT_THREADS_MAX 64
 
 /* A piece of the disk to read: blocks [b, b + n), n <= EXPORT_PIECE / DISK_BLOCK. */
@@ -34,8 +34,8 @@ struct piece {
 
 struct export_ctx {
 	const struct blkd_export_opts *o;
-	const struct layout *l;
-	struct blkd_reader *r;
+	const struct layout *l;        /* the image disk's (disk_layout) */
+	struct disk d;
 	int fd;
 	struct piece *pieces;
 	size_t n_pieces;
@@ -159,13 +159,13 @@ static int export_plan(struct export_ctx *x)
 	return 0;
 }
 
-/* Read one piece through the engine and write its non-zero blocks. */
+/* Read one piece through the disk and write its non-zero blocks. */
 static int export_piece(struct export_ctx *x, const struct piece *p, uint8_t *buf)
 {
-	int ret = blkd_reader_read(x->r, p->b * DISK_BLOCK, buf, (size_t)p->n * DISK_BLOCK);
+	int ret = disk_read(&x->d, p->b * DISK_BLOCK, p->n * DISK_BLOCK, buf);
 
 	if (ret) {
-		export_fail(x, ret, NULL); /* the reader said why */
+		export_fail(x, ret, NULL); /* the chunk tiers said why */
 		return ret;
 	}
 	for (size_t i = 0; i < p->n;) {
@@ -230,8 +230,9 @@ static unsigned export_threads(const struct blkd_export_opts *o)
 	unsigned n = o->threads;
 
 	/* remote fetches overlap best with one reader per request in flight */
-	if (!n && o->src.remote_url)
-		n = o->src.concurrency ? o->src.concurrency : REMOTE_CONCURRENCY_DEFAULT;
+	if (!n && o->disk.tiers.remote_url)
+		n = o->disk.tiers.concurrency ? o->disk.tiers.concurrency
+					      : REMOTE_CONCURRENCY_DEFAULT;
 	if (!n)
 		n = (unsigned)(cpus > 1 ? (cpus < 8 ? cpus : 8) : 1);
 	return n < EXPORT_THREADS_MAX ? n : EXPORT_THREADS_MAX;
@@ -322,7 +323,7 @@ static int export_to(struct export_ctx *x)
 		export_fail_file(x, x->fd, out);
 		return x->err;
 	}
-	if (ftruncate(x->fd, (off_t)blkd_reader_size(x->r)) < 0)
+	if (ftruncate(x->fd, (off_t)x->d.size) < 0)
 		export_fail_file(x, -errno, out);
 	else
 		export_all(x);
@@ -355,54 +356,59 @@ static int export_to(struct export_ctx *x)
 	return ret;
 }
 
+/* The image disk opened as an export reads it: read-only, verified, nothing ahead. */
+static int export_disk_open(const struct blkd_export_opts *o, struct disk *d, char *why,
+			    size_t why_len)
+{
+	struct disk_spec ds = o->disk;
+	int ret;
+
+	ds.read_only = true;
+	ds.tiers.no_plain = true;
+	ds.readahead = -1;
+	ds.check = false;
+	ds.prefetch_trace = ds.trace_record = NULL;
+	ds.prefetch_all = false;
+	if (!ds.mem_cache)
+		ds.mem_cache = BLKD_EXPORT_MEM_CACHE_DEFAULT;
+	ret = disk_open(&ds, d, why, why_len);
+	if (!ret && !disk_layout(d)) {
+		disk_close(d);
+		return why_set(why, why_len, -EINVAL, "%s: not an image (lazyblk export writes "
+			       "an image layout's disk)", ds.raw_path);
+	}
+	return ret;
+}
+
 int blkd_export(const struct blkd_export_opts *o, struct blkd_export_stats *st, char *why,
 		size_t why_len)
 {
 	struct export_ctx x = { .o = o, .fd = -1, .why = why, .why_len = why_len };
-	struct cas_source_opts so = o->src;
-	struct blkd_reader_stats rs;
-	struct cas_source *src = NULL;
-	struct layout *l = NULL;
-	const char *lwhy = NULL;
+	struct disk_image_stats is;
 	struct timespec t0;
 	int ret;
 
 	memset(st, 0, sizeof(*st));
 	if (why_len)
 		why[0] = '\0';
+	ret = export_disk_open(o, &x.d, why, why_len);
+	if (ret)
+		return ret;
 	pthread_mutex_init(&x.lock, NULL);
-	ret = layout_open_flags(o->layout_path, o->layout_fetched ? LAYOUT_OPEN_FETCHED : 0, &l,
-				&lwhy);
-	if (ret) {
-		export_fail(&x, ret, "%s: %s", o->layout_path, lwhy ? lwhy : strerror(-ret));
-		goto out;
-	}
-	so.no_plain = true;
-	ret = cas_source_open(&so, &src, why, why_len);
-	if (ret)
-		goto out;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	x.l = l;
-	ret = blkd_reader_new(l, src, o->mem_cache, &x.r);
-	if (ret)
-		export_fail(&x, ret, "%s", strerror(-ret));
-	else
-		ret = export_to(&x);
-	if (!ret) {
-		blkd_reader_stats(x.r, &rs);
-		st->disk_bytes = blkd_reader_size(x.r);
+	x.l = disk_layout(&x.d);
+	ret = export_to(&x);
+	if (!ret && !disk_image_stats(&x.d, &is)) {
+		st->disk_bytes = x.d.size;
 		st->mapped_bytes = x.mapped;
 		st->written_bytes = x.written;
-		st->chunks = l->hdr.chunk_count;
-		st->chunk_loads = rs.chunk_loads;
+		st->chunks = x.l->hdr.chunk_count;
+		st->chunk_loads = is.chunk_loads;
 		st->seconds = clock_ms_since(&t0) / 1e3;
-		cas_source_get_stats(src, &st->cas);
+		st->cas = is.cas;
 	}
-	blkd_reader_free(x.r);
 	free(x.pieces);
-	cas_source_close(src);
-out:
-	layout_close(l);
+	disk_close(&x.d);
 	pthread_mutex_destroy(&x.lock);
 	return ret;
 }

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lazyblk export: every block of a layout, through the engine's read path (metadata from the
- * layout, chunk data verified against its sha256, zeros elsewhere), into a raw disk image of
- * the layout's size. All-zero blocks are not written, so the image is sparse. It is written to
+ * lazyblk export: every block of a disk (disk_open: the lazy image's read path, metadata from
+ * the layout, chunk data verified against its sha256, zeros elsewhere), into a raw disk image
+ * of the disk's size. All-zero blocks are not written, so the image is sparse. It is written to
  * an unnamed file in OUT's directory (O_TMPFILE: nothing is left if the process dies), made
  * durable, linked as OUT.tmp.PID and renamed into place: OUT is either complete or untouched.
  * Where the filesystem has no O_TMPFILE the file is OUT.tmp.XXXXXX from the start.
- * The ranges the layout covers are cut into pieces of 4 MiB read by several threads (a
- * common/workq), so chunk loads and remote fetches overlap.
+ * The ranges the layout covers are cut into pieces of 4 MiB read
+ * through the disk by several threads (a common/workq), so chunk loads and remote fetches
+ * overlap.
  */
 #ifndef LZ_BLKD_FILE_EXPORT_H
 #define LZ_BLKD_FILE_EXPORT_H
@@ -16,17 +17,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../../cas/source.h"
+#include "../disk/disk.h"
+
+/* Decompressed chunks kept in memory while exporting, unless disk.mem_cache says. */
+#define BLKD_EXPORT_MEM_CACHE_DEFAULT ((uint64_t)64 << 20)
 
 struct blkd_export_opts {
-	const char *layout_path;
-	bool layout_fetched;         /* an image fetched by reference (layout_open_flags) */
+	/*
+	 * The image disk (a raw one is refused: -EINVAL), opened here with disk_open() read-only, without read-ahead, prefetch or
+	 * the open's check, and with no plain tier (an artifact gets every chunk verified, and
+	 * leaves no plain copies); mem_cache 0: BLKD_EXPORT_MEM_CACHE_DEFAULT.
+	 */
+	struct disk_spec disk;
 	const char *out_path;
-	struct cas_source_opts src;  /* where the chunks are (no_plain is forced: an artifact
-					  gets every chunk verified, and leaves no plain copies) */
 	unsigned threads;            /* pieces read at once; 0: the remote's concurrency with a
 					  remote, else the CPUs (at most 8); at most 64 */
-	size_t mem_cache;            /* bytes of decompressed chunks kept; 0: the reader's default */
 	/*
 	 * May be NULL. Called from the reading threads (any of them, concurrently) after each
 	 * piece: bytes read so far of those the layout covers. Keep it cheap.

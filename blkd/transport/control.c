@@ -25,7 +25,6 @@
 
 struct blkd_control {
 	const struct disk *d;
-	struct blkd_engine *e;     /* NULL: not the lazy image (no traces) */
 	const struct blkd_control_ext *ext;  /* NULL: none */
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	struct sock_file file;   /* the socket file at path: removed at the end if still there */
@@ -140,11 +139,12 @@ static void ctl_stats(struct blkd_control *c, int fd)
 /* End the --trace-record recording now and write the trace. */
 static void ctl_trace_stop(struct blkd_control *c, int fd)
 {
-	const char *path = c->e ? blkd_engine_trace_path(c->e) : NULL, *why = NULL;
+	bool traced = c->d && !(c->ext && c->ext->no_trace);
+	const char *path = traced ? disk_trace_path(c->d) : NULL, *why = NULL;
 	uint64_t n = 0;
-	int ret = c->e ? blkd_engine_trace_finish(c->e, NULL, &n, &why) : -ENOENT;
+	int ret = traced ? disk_trace_finish(c->d, NULL, &n, &why) : -ENOENT;
 
-	if (ret == -ENOENT) {
+	if (ret == -ENOENT || ret == -EOPNOTSUPP) {
 		ctl_reply(fd, "error not recording a trace (serve --trace-record FILE)");
 		return;
 	}
@@ -290,9 +290,8 @@ static void ctl_free(struct blkd_control *c)
 }
 
 /* Start with lfd (>= 0: a listening socket already bound to path, ours now) or listen. */
-static int ctl_start(const struct disk *d, struct blkd_engine *e,
-		     const struct blkd_control_ext *ext, const char *path, int lfd,
-		     struct blkd_control **out)
+static int ctl_start(const struct disk *d, const struct blkd_control_ext *ext,
+		     const char *path, int lfd, struct blkd_control **out)
 {
 	struct blkd_control *c = calloc(1, sizeof(*c));
 	int ret;
@@ -303,7 +302,6 @@ static int ctl_start(const struct disk *d, struct blkd_engine *e,
 		return -ENOMEM;
 	}
 	c->d = d;
-	c->e = e;
 	c->ext = ext;
 	c->lfd = c->stop[0] = c->stop[1] = -1;
 	if (pipe2(c->stop, O_CLOEXEC) < 0) {
@@ -335,18 +333,16 @@ static int ctl_start(const struct disk *d, struct blkd_engine *e,
 	return 0;
 }
 
-int blkd_control_start(const struct disk *d, struct blkd_engine *e,
-		       const struct blkd_control_ext *ext, const char *path,
-		       struct blkd_control **out)
+int blkd_control_start(const struct disk *d, const struct blkd_control_ext *ext,
+		       const char *path, struct blkd_control **out)
 {
-	return ctl_start(d, e, ext, path, -1, out);
+	return ctl_start(d, ext, path, -1, out);
 }
 
-int blkd_control_adopt(const struct disk *d, struct blkd_engine *e,
-		       const struct blkd_control_ext *ext, const char *path, int lfd,
-		       struct blkd_control **out)
+int blkd_control_adopt(const struct disk *d, const struct blkd_control_ext *ext,
+		       const char *path, int lfd, struct blkd_control **out)
 {
-	return ctl_start(d, e, ext, path, lfd, out);
+	return ctl_start(d, ext, path, lfd, out);
 }
 
 int blkd_control_listen_fd(const struct blkd_control *c)

@@ -22,7 +22,6 @@
 #define LZ_BLKD_CONTROL_H
 
 #include "../disk/disk.h"
-#include "../engine/engine.h"
 
 #define BLKD_CONTROL_MAX_LINE 4096u
 #define BLKD_CONTROL_IDLE_MS 5000
@@ -38,6 +37,7 @@ struct blkd_control_ext {
 	bool (*request)(void *ctx, int fd, const char *line);
 	void *ctx;
 	const char *names;  /* every request, for the "unknown request" answer (NULL: the base's) */
+	bool no_trace;      /* "trace stop" is refused (the VM's trace ends with the run) */
 };
 
 /* Answer one line on fd (the newline added; a client gone is ignored). */
@@ -47,21 +47,19 @@ void blkd_control_reply(int fd, const char *fmt, ...) __attribute__((format(prin
  * Listen on the unix socket PATH (mode 0600; a stale socket file left by a server that
  * is gone is replaced, a live one or another file is refused) and start answering for the
  * disk d: snapshots, statistics and flushes through it (a disk without snapshots answers
- * "error DELTA_PATH: this disk takes no snapshots"), traces through e, the engine behind
- * it (NULL: not the lazy image; "trace stop" is an error). d may be NULL (no disk: those
- * requests are errors); ext (NULL: none) adds requests. d, e and ext must outlive the
- * control socket. Prints one error line and returns -errno on failure.
+ * "error DELTA_PATH: this disk takes no snapshots"), the end of its trace recording
+ * (disk_trace_finish: "trace stop" is an error for a disk that records none). d may be NULL
+ * (no disk: those requests are errors); ext (NULL: none) adds requests. d and ext must
+ * outlive the control socket. Prints one error line and returns -errno on failure.
  */
-int blkd_control_start(const struct disk *d, struct blkd_engine *e,
-		       const struct blkd_control_ext *ext, const char *path,
-		       struct blkd_control **out);
+int blkd_control_start(const struct disk *d, const struct blkd_control_ext *ext,
+		       const char *path, struct blkd_control **out);
 /*
  * The same with lfd, a socket already listening at path that a process before this one
  * (lazyblk run's live upgrade, through exec) made: owned from now on.
  */
-int blkd_control_adopt(const struct disk *d, struct blkd_engine *e,
-		       const struct blkd_control_ext *ext, const char *path, int lfd,
-		       struct blkd_control **out);
+int blkd_control_adopt(const struct disk *d, const struct blkd_control_ext *ext,
+		       const char *path, int lfd, struct blkd_control **out);
 /* The listening socket (a live upgrade hands it over). */
 int blkd_control_listen_fd(const struct blkd_control *c);
 /* Finish the request being answered, stop, remove the socket file. NULL is a no-op. */

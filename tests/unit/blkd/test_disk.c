@@ -9,7 +9,7 @@
 
 #include <sys/stat.h>
 
-#include "../../../blkd/disk/disk.h"
+#include "../../../blkd/disk/disk_int.h"
 #include "../../../blkd/engine/engine.h"
 #include "../../../cas/store.h"
 #include "../../../layout/layout.h"

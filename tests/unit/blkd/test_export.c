@@ -161,8 +161,8 @@ static void export_check(struct fixture *f, unsigned threads)
 {
 	struct test_progress p = { .lock = PTHREAD_MUTEX_INITIALIZER };
 	struct blkd_export_opts o = {
-		.layout_path = f->layout, .out_path = f->out, .threads = threads,
-		.src = { .store_dir = f->store }, .progress = test_progress_cb, .progress_arg = &p,
+		.disk = { .layout_path = f->layout, .tiers = { .store_dir = f->store } },
+		.out_path = f->out, .threads = threads, .progress = test_progress_cb, .progress_arg = &p,
 	};
 	struct blkd_export_stats st;
 	char why[256] = "untouched";
@@ -217,8 +217,9 @@ static void test_export_threads(void **state)
 static void test_export_missing_chunk(void **state)
 {
 	struct fixture *f = *state;
-	struct blkd_export_opts o = { .layout_path = f->layout, .out_path = f->out,
-				      .src = { .store_dir = f->store }, .threads = 3 };
+	struct blkd_export_opts o = { .disk = { .layout_path = f->layout,
+						.tiers = { .store_dir = f->store } },
+				      .out_path = f->out, .threads = 3 };
 	struct blkd_export_stats st;
 	char why[256];
 
@@ -234,8 +235,9 @@ static void test_export_bad_paths(void **state)
 {
 	struct fixture *f = *state;
 	char bad[PATH_MAX], why[256], want[PATH_MAX + 64];
-	struct blkd_export_opts o = { .layout_path = bad, .out_path = f->out,
-				      .src = { .store_dir = f->store } };
+	struct blkd_export_opts o = { .disk = { .layout_path = bad,
+						.tiers = { .store_dir = f->store } },
+				      .out_path = f->out };
 	struct blkd_export_stats st;
 
 	layout_make(f, false);
@@ -243,7 +245,7 @@ static void test_export_bad_paths(void **state)
 	assert_int_equal(blkd_export(&o, &st, why, sizeof(why)), -ENOENT);
 	snprintf(want, sizeof(want), "%s: %s", bad, strerror(ENOENT));
 	assert_string_equal(why, want);
-	o.layout_path = f->layout;
+	o.disk.layout_path = f->layout;
 	path_fmt(bad, "%s/no/such/dir/disk.raw", f->dir);
 	o.out_path = bad;
 	assert_int_equal(blkd_export(&o, &st, why, sizeof(why)), -ENOENT);
@@ -262,8 +264,9 @@ static void test_export_bad_paths(void **state)
 static void test_export_chunks_not_loads(void **state)
 {
 	struct fixture *f = *state;
-	struct blkd_export_opts o = { .layout_path = f->layout, .out_path = f->out, .threads = 1,
-				      .src = { .store_dir = f->store }, .mem_cache = 1u << 20 };
+	struct blkd_export_opts o = { .disk = { .layout_path = f->layout, .mem_cache = 1u << 20,
+						.tiers = { .store_dir = f->store } },
+				      .out_path = f->out, .threads = 1 };
 	struct blkd_export_stats st;
 	char why[256];
 	uint8_t *got;

@@ -15,7 +15,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
-#include "../../../blkd/disk/disk.h"
+#include "../../../blkd/disk/disk_int.h"
 #include "../../../blkd/transport/nbd.h"
 #include "../../../blkd/transport/nbd_conn.h"
 #include "../../../blkd/transport/nbd_proto.h"

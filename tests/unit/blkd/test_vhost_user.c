@@ -19,6 +19,7 @@
 #include <linux/virtio_blk.h>
 #include <linux/virtio_config.h>
 
+#include "../../../blkd/disk/disk_int.h"
 #include "../../../blkd/transport/vhost_user.h"
 #include "../../../blkd/transport/vhost_user_proto.h"
 #include "../../../blkd/virtio/vring.h"

@@ -6,6 +6,7 @@
 #include <linux/virtio_blk.h>
 #include <linux/virtio_config.h>
 
+#include "../../../blkd/disk/disk_int.h"
 #include "../../../blkd/virtio/virtio_blk.h"
 #include "../virtq_guest.h"
 

@@ -13,6 +13,7 @@
 #include <linux/virtio_mmio.h>
 #include <sys/ioctl.h>
 
+#include "../../../blkd/disk/disk_int.h"
 #include "../../../vmm-glue/virtio_mmio.h"
 #include "../virtq_guest.h"
 
