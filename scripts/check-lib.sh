@@ -22,8 +22,13 @@
 #   6. No file loops (scripts/check_loops.py): no two files of the library or cli/ call each
 #      other, directly or around a loop (a call: an object's undefined symbol that another
 #      object defines, as nm reads them).
+#   7. The engine is the disk module's: no production file outside blkd/engine/ and blkd/disk/
+#      includes a header of blkd/engine/ (engine.h, reader.h, ...); every other user opens a
+#      disk with disk_open() and asks the disk (blkd/disk/disk.h). The exceptions are the
+#      overlay's files as files, not as a disk (ENGINE_FILES below: lazyblk overlay,
+#      snapshot, commit and run --restore read and write them offline).
 #
-# Tests (tests/) are exempt from 2 and 3. usage: scripts/check-lib.sh [BUILD] (default build)
+# Tests (tests/) are exempt from 2 and 3, and with fuzz/ from 5 and 7. usage: scripts/check-lib.sh [BUILD] (default build)
 set -u
 cd "$(dirname "$0")/.." || exit 2
 BUILD=${1:-build}
@@ -127,6 +132,35 @@ for top in layers:
                 base = os.path.basename(target)
                 if base.endswith("_int.h") or base == "internal.h":
                     print(f"{path}:{no}: includes {target}, internal to {mod}/")
+PY
+)
+
+# 7. the engine is private to the disk module
+ENGINE_FILES=(overlay.h delta.h commit.h)  # the overlay's files, read and written offline
+while IFS= read -r hit; do
+	say "$hit"
+done < <(python3 - "${ENGINE_FILES[@]}" -- "${PROD_DIRS[@]}" <<'PY'
+import os, re, sys
+args = sys.argv[1:]
+sep = args.index("--")
+files, tops = set(args[:sep]), args[sep + 1:]
+for top in tops:
+    for d, _, names in os.walk(top):
+        if d.startswith(("blkd/engine", "blkd/disk")):
+            continue
+        for f in sorted(names):
+            if not f.endswith((".c", ".h")):
+                continue
+            path = os.path.join(d, f)
+            for no, line in enumerate(open(path, encoding="utf-8"), 1):
+                m = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
+                if not m:
+                    continue
+                target = os.path.normpath(os.path.join(d, m.group(1)))
+                if os.path.dirname(target) == "blkd/engine" and \
+                        os.path.basename(target) not in files:
+                    print(f"{path}:{no}: includes {target}: the engine is the disk module's "
+                          "(open a disk with disk_open, ask it through blkd/disk/disk.h)")
 PY
 )
 
