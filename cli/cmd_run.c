@@ -457,12 +457,13 @@ static int run_check(struct run_args *a, unsigned mib)
 				       "with --control)");
 	if (a->layout && !a->ds.tiers.store_dir)
 		return cli_usage_error("missing --store DIR");
-	if (a->layout && cli_image_resolve(a->layout, a->ds.tiers.store_dir, &a->rem, &a->img, &a->layout))
+	if (a->layout && cli_image_resolve(a->layout, a->ds.tiers.store_dir, &a->rem, &a->img,
+					   &a->layout))
 		return 1;
 	a->ds.layout_fetched = a->img.f != NULL;
-	if (!a->layout && (a->ds.tiers.store_dir || a->ds.overlay_path || a->rem.url || a->stats_json ||
-			   a->manifest || a->modules || a->tr.record || a->tr.prefetch ||
-			   a->tr.prefetch_all))
+	if (!a->layout && (a->ds.tiers.store_dir || a->ds.overlay_path || a->rem.url ||
+			   a->stats_json || a->manifest || a->modules || a->tr.record ||
+			   a->tr.prefetch || a->tr.prefetch_all))
 		return cli_usage_error("--store, --overlay, --remote, --manifest, --modules, "
 				       "--stats-json, --trace-record and --prefetch need "
 				       "IMAGE.layout");

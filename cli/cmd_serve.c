@@ -634,7 +634,8 @@ static int serve_check(struct serve_args *a, int argc, char **argv)
 			return cli_usage_error("unexpected argument '%s'", argv[optind + 1]);
 		if (!a->ds.tiers.store_dir)
 			return cli_usage_error("missing --store DIR");
-		if (cli_image_resolve(argv[optind], a->ds.tiers.store_dir, &a->rem, &a->img, &a->layout))
+		if (cli_image_resolve(argv[optind], a->ds.tiers.store_dir, &a->rem, &a->img,
+				      &a->layout))
 			return 1;
 		a->ds.layout_fetched = a->img.f != NULL;
 		if (cli_remote_check(&a->rem))

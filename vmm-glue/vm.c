@@ -11,7 +11,8 @@ void vmm_parts(struct vm *v, struct vm_parts *p)
 	*p = (struct vm_parts){
 		.kvm = &v->vm, .cpus = v->cpus, .ncpus = v->ncpus, .vdev = v->vdev,
 		.ndev = v->ndev, .serial = v->serial, .exit_status = &v->status,
-		.kernel = v->o->kernel, .disk = v->o->ndisks ? &v->o->disks[0] : NULL, .notes = &v->o->notes,
+		.kernel = v->o->kernel, .disk = v->o->ndisks ? &v->o->disks[0] : NULL,
+		.notes = &v->o->notes,
 		.kernel_sha = v->o->restore ? vm_snapshot_info(v->o->restore)->kernel_sha : NULL,
 	};
 }

@@ -99,7 +99,7 @@ struct disk_spec {
 	/* the lazy image */
 	const char *layout_path;
 	bool layout_fetched;       /* an image fetched by reference (layout_open_flags) */
-	struct cas_source_opts tiers;  /* store_dir (needed), remote, cache bound, plain, fetching */
+	struct cas_source_opts tiers;  /* store_dir (needed), remote, cache, plain, fetching */
 	const char *overlay_path;  /* copy-on-write overlay of writes; NULL: read-only */
 	uint64_t mem_cache;        /* decompressed chunks kept in memory (0: 256 MiB) */
 	/* boot traces (blkd/coldstart/): both need the manifest the layout was made from */

@@ -13,7 +13,8 @@
 static int spec_check(const struct disk_spec *s, char *why, size_t why_len)
 {
 	if (!s->raw_path && !s->layout_path)
-		return why_set(why, why_len, -EINVAL, "no disk: give an image layout or a raw file");
+		return why_set(why, why_len, -EINVAL, "no disk: give an image layout or a raw "
+			       "file");
 	if (s->raw_path && s->layout_path)
 		return why_set(why, why_len, -EINVAL, "both an image layout (%s) and a raw file "
 			       "(%s): one disk is one or the other", s->layout_path, s->raw_path);

@@ -24,8 +24,8 @@
 
 struct blkd_export_opts {
 	/*
-	 * The image disk (a raw one is refused: -EINVAL), opened here with disk_open() read-only, without read-ahead, prefetch or
-	 * the open's check, and with no plain tier (an artifact gets every chunk verified, and
+	 * The image disk (a raw one is refused: -EINVAL), opened here with disk_open()
+	 * read-only, without read-ahead, prefetch or the open's check, and with no plain tier (an artifact gets every chunk verified, and
 	 * leaves no plain copies); mem_cache 0: BLKD_EXPORT_MEM_CACHE_DEFAULT.
 	 */
 	struct disk_spec disk;

@@ -162,7 +162,8 @@ static void export_check(struct fixture *f, unsigned threads)
 	struct test_progress p = { .lock = PTHREAD_MUTEX_INITIALIZER };
 	struct blkd_export_opts o = {
 		.disk = { .layout_path = f->layout, .tiers = { .store_dir = f->store } },
-		.out_path = f->out, .threads = threads, .progress = test_progress_cb, .progress_arg = &p,
+		.out_path = f->out, .threads = threads, .progress = test_progress_cb,
+		.progress_arg = &p,
 	};
 	struct blkd_export_stats st;
 	char why[256] = "untouched";
