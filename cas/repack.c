@@ -174,7 +174,8 @@ static int copy_piece(void *arg, const struct mf_chunk *c, uint64_t pos)
 	if (ret)
 		return ret;
 	if (c->off + (b - pos) > len)
-		return why_first(k->rp->why, k->rp->why_len, -EIO, "a chunk is shorter than the manifest says");
+		return why_first(k->rp->why, k->rp->why_len, -EIO,
+				 "a chunk is shorter than the manifest says");
 	memcpy(k->dst + (a - k->d0), data + c->off + (a - pos), b - a);
 	return 0;
 }
@@ -414,9 +415,11 @@ static int write_manifest(struct repack *rp)
 	if (!ret) {
 		ret = manifest_writer_write(w, rp->o->out_path, rp->res->digest, &why);
 		if (ret)
-			why_first(rp->why, rp->why_len, ret, "%s: %s", rp->o->out_path, why ? why : strerror(-ret));
+			why_first(rp->why, rp->why_len, ret, "%s: %s", rp->o->out_path,
+				  why ? why : strerror(-ret));
 	} else {
-		why_first(rp->why, rp->why_len, ret, "cannot build the new manifest: %s", strerror(-ret));
+		why_first(rp->why, rp->why_len, ret, "cannot build the new manifest: %s",
+			  strerror(-ret));
 	}
 	manifest_writer_free(w);
 	free(pc.v);
@@ -429,14 +432,17 @@ static int repack_open(struct repack *rp)
 	const struct repack_opts *o = rp->o;
 	struct chunker_opts co = { .chunk_size = rp->chunk_size, .level = o->level };
 	const char *why = NULL;
+	char twhy[WHY_MAX] = "";
 	int ret;
 
 	ret = manifest_load(o->manifest_path, &rp->m, &why);
 	if (ret)
-		return why_first(rp->why, rp->why_len, ret, "%s: %s", o->manifest_path, why ? why : strerror(-ret));
-	ret = trace_load(o->trace_path, &rp->t, &why);
+		return why_first(rp->why, rp->why_len, ret, "%s: %s", o->manifest_path,
+				 why ? why : strerror(-ret));
+	ret = trace_load(o->trace_path, &rp->t, twhy, sizeof(twhy));
 	if (ret)
-		return why_first(rp->why, rp->why_len, ret, "%s: %s", o->trace_path, why ? why : strerror(-ret));
+		return why_first(rp->why, rp->why_len, ret, "%s: %s", o->trace_path,
+				 twhy[0] ? twhy : strerror(-ret));
 	if (!rp->chunk_size)
 		rp->chunk_size = co.chunk_size = rp->m->hdr->chunk_size;
 	ret = cas_source_open(&o->src, &rp->src, rp->why, rp->why_len);
@@ -444,12 +450,14 @@ static int repack_open(struct repack *rp)
 		return ret; /* why says why */
 	ret = store_open(o->src.store_dir, true, &rp->out);
 	if (ret && !store_open_why(ret, o->src.store_dir, false, rp->why, rp->why_len))
-		return why_first(rp->why, rp->why_len, ret, "%s: %s", o->src.store_dir, strerror(-ret));
+		return why_first(rp->why, rp->why_len, ret, "%s: %s", o->src.store_dir,
+				 strerror(-ret));
 	if (ret)
 		return ret;
 	ret = chunker_new(rp->out, &co, &rp->ck);
 	if (ret)
-		why_first(rp->why, rp->why_len, ret, "cannot start the chunker: %s", strerror(-ret));
+		why_first(rp->why, rp->why_len, ret, "cannot start the chunker: %s",
+			  strerror(-ret));
 	return ret;
 }
 
@@ -467,7 +475,8 @@ int repack_run(const struct repack_opts *o, struct repack_result *res, char *why
 	if (!ret)
 		ret = trace_spans(&rp);
 	if (!ret && !res->files)
-		ret = why_first(rp.why, rp.why_len, -EINVAL, "%s: none of the %llu files it read is a regular "
+		ret = why_first(rp.why, rp.why_len, -EINVAL,
+				"%s: none of the %llu files it read is a regular "
 				"file of %s (a trace of another image?)", o->trace_path,
 				(unsigned long long)res->files_missing, o->manifest_path);
 	if (!ret)
@@ -492,6 +501,7 @@ int repack_run(const struct repack_opts *o, struct repack_result *res, char *why
 	free(rp.bp);
 	free(rp.slots);
 	if (ret == -ENOMEM)
-		why_first(rp.why, rp.why_len, ret, "out of memory"); /* unless a reason is there already */
+		why_first(rp.why, rp.why_len, ret,
+			  "out of memory"); /* unless a reason is there already */
 	return ret;
 }

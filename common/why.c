@@ -4,7 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-int why_vset(char *why, size_t why_len, int err, const char *fmt, va_list ap)
+static int why_vset(char *why, size_t why_len, int err, const char *fmt, va_list ap)
 {
 	if (why && why_len)
 		vsnprintf(why, why_len, fmt, ap);

@@ -11,12 +11,11 @@
  * the callee clears it on entry) and prints `why[0] ? why : strerror(-err)`. An empty reason
  * after a failure means a plain errno, or, only below the shared chunk layers
  * (docs/conventions.md), that the logger said why already. why_len 0 (why may then be NULL):
- * no reason is wanted. There is no `const char **why` (scripts/check-lib.sh).
+ * no reason is wanted. A reason is never a pointer to static text (scripts/check-lib.sh).
  */
 #ifndef LZ_COMMON_WHY_H
 #define LZ_COMMON_WHY_H
 
-#include <stdarg.h>
 #include <stddef.h>
 
 /* Room for one reason: a message with a path or two in it is cut at this length. */
@@ -31,9 +30,6 @@ int why_set(char *why, size_t why_len, int err, const char *fmt, ...)
 /* why_set, unless why holds a reason already: the first failure's, deepest, reason stays. */
 int why_first(char *why, size_t why_len, int err, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
-/* why_set with a va_list. */
-int why_vset(char *why, size_t why_len, int err, const char *fmt, va_list ap)
-	__attribute__((format(printf, 4, 0)));
 
 enum note_kind {
 	NOTE_WARN,    /* something went unlike what the user asked ("warning: ..."; log_warn) */

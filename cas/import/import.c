@@ -123,7 +123,8 @@ static int submit(struct import_ctx *ic, struct chunk_buf *b)
 	ret = chunker_submit(ic->chunker, b);
 
 	if (ret && ret != -ENOMEM && ic->o)
-		why_first(ic->why, ic->why_len, ret, "store %s: %s", ic->o->store_dir, strerror(-ret));
+		why_first(ic->why, ic->why_len, ret, "store %s: %s", ic->o->store_dir,
+			  strerror(-ret));
 	import_progress(ic); /* a large file is read a chunk at a time: say so as it goes */
 	return ret;
 }

@@ -68,12 +68,14 @@ static int desc_parse(const struct oci_image *im, struct json_object *o, const c
 
 	memset(d, 0, sizeof(*d));
 	if (!json_object_is_type(o, json_type_object))
-		return why_first(im->ic->why, im->ic->why_len, -EBADMSG, "%s: %s: descriptor is not a JSON object",
+		return why_first(im->ic->why, im->ic->why_len, -EBADMSG,
+				 "%s: %s: descriptor is not a JSON object",
 				 im->label, what);
 	d->media_type = oci_json_str(o, "mediaType");
 	digest = oci_json_str(o, "digest");
 	if (!digest)
-		return why_first(im->ic->why, im->ic->why_len, -EBADMSG, "%s: %s: descriptor has no digest", im->label,
+		return why_first(im->ic->why, im->ic->why_len, -EBADMSG,
+				 "%s: %s: descriptor has no digest", im->label,
 				 what);
 	if (oci_digest_parse(digest, d->digest))
 		return why_first(im->ic->why, im->ic->why_len, -EBADMSG,
@@ -82,7 +84,8 @@ static int desc_parse(const struct oci_image *im, struct json_object *o, const c
 	sha256_to_hex(d->digest, d->hex);
 	if (!json_object_object_get_ex(o, "size", &size) ||
 	    !json_object_is_type(size, json_type_int) || json_object_get_int64(size) < 0)
-		return why_first(im->ic->why, im->ic->why_len, -EBADMSG, "%s: %s sha256:%s: descriptor has no valid size",
+		return why_first(im->ic->why, im->ic->why_len, -EBADMSG,
+				 "%s: %s sha256:%s: descriptor has no valid size",
 				 im->label, what, d->hex);
 	d->size = (uint64_t)json_object_get_int64(size);
 	return 0;
@@ -102,7 +105,8 @@ static int blob_open(const struct oci_image *im, const struct oci_desc *d, const
 
 	if ((size_t)snprintf(path, sizeof(path), "%s/blobs/sha256/%s", im->files ? "" : im->dir,
 			     d->hex) >= sizeof(path))
-		return why_first(im->ic->why, im->ic->why_len, -ENAMETOOLONG, "%s: %s sha256:%s: path too long",
+		return why_first(im->ic->why, im->ic->why_len, -ENAMETOOLONG,
+				 "%s: %s sha256:%s: path too long",
 				 im->label, what, d->hex);
 	if (im->files) {
 		fd = oci_files_open(im->files, path + 1);
@@ -115,7 +119,8 @@ static int blob_open(const struct oci_image *im, const struct oci_desc *d, const
 	}
 	if (fd < 0) {
 		ret = fd;
-		return why_first(im->ic->why, im->ic->why_len, ret, "%s: %s sha256:%s: %s", im->label, what, d->hex,
+		return why_first(im->ic->why, im->ic->why_len, ret, "%s: %s sha256:%s: %s",
+				 im->label, what, d->hex,
 				 ret == -ENOENT ? "blob missing from the layout" :
 				 ret == -EINVAL ? "the blob is not a regular file" :
 						  strerror(-ret));
@@ -123,7 +128,8 @@ static int blob_open(const struct oci_image *im, const struct oci_desc *d, const
 	hole = lseek(fd, 0, SEEK_HOLE);
 	if (hole >= 0 && hole < st.st_size) {
 		close(fd);
-		return why_first(im->ic->why, im->ic->why_len, -EBADMSG, "%s: %s sha256:%s: the blob file is sparse "
+		return why_first(im->ic->why, im->ic->why_len, -EBADMSG,
+				 "%s: %s sha256:%s: the blob file is sparse "
 				 "(a hole at byte %lld of %lld): a blob is never sparse, refused",
 				 im->label, what, d->hex, (long long)hole,
 				 (long long)st.st_size);
@@ -147,7 +153,8 @@ static int fd_json(const struct oci_image *im, int fd, uint64_t size, const uint
 		return ret;
 	*obj = oci_json_parse(buf, n, kind, &why);
 	if (!*obj || !json_object_is_type(*obj, json_type_object)) {
-		why_first(im->ic->why, im->ic->why_len, -EBADMSG, "%s: %s", label, *obj ? "not a JSON object" : why);
+		why_first(im->ic->why, im->ic->why_len, -EBADMSG, "%s: %s", label,
+			  *obj ? "not a JSON object" : why);
 		json_object_put(*obj);
 		*obj = NULL;
 		free(buf);
@@ -215,7 +222,8 @@ static int check_layout_version(const struct oci_image *im)
 		return ret;
 	v = oci_json_str(o, "imageLayoutVersion");
 	if (!v)
-		ret = why_first(im->ic->why, im->ic->why_len, -EBADMSG, "%s: oci-layout: no imageLayoutVersion",
+		ret = why_first(im->ic->why, im->ic->why_len, -EBADMSG,
+				"%s: oci-layout: no imageLayoutVersion",
 				im->label);
 	else if (strcmp(v, "1.0.0") && strncmp(v, "1.", 2))
 		ret = why_first(im->ic->why, im->ic->why_len, -ENOTSUP,
@@ -258,9 +266,11 @@ static struct json_object *pick_platform(const struct oci_image *im, struct json
 	if (pick)
 		return pick;
 	if (json_object_array_length(list) == 0)
-		why_first(im->ic->why, im->ic->why_len, -ENOENT, "%s: %s lists no images", im->label, what);
+		why_first(im->ic->why, im->ic->why_len, -ENOENT, "%s: %s lists no images",
+			  im->label, what);
 	else
-		why_first(im->ic->why, im->ic->why_len, -ENOENT, "%s: %s has no %s image (platforms: %s)", im->label,
+		why_first(im->ic->why, im->ic->why_len, -ENOENT,
+			  "%s: %s has no %s image (platforms: %s)", im->label,
 			  what, oci_platform_str(&im->plat, pb, sizeof(pb)),
 			  oci_platform_list(list, buf, sizeof(buf)));
 	return NULL;
@@ -276,18 +286,21 @@ static int pick_top(const struct oci_image *im, struct json_object *index, struc
 	bool tagged = false;
 
 	if (!list)
-		return why_first(im->ic->why, im->ic->why_len, -EBADMSG, "%s: index.json: no \"manifests\" array",
+		return why_first(im->ic->why, im->ic->why_len, -EBADMSG,
+				 "%s: index.json: no \"manifests\" array",
 				 im->label);
 	n = json_object_array_length(list);
 	if (n == 0)
-		return why_first(im->ic->why, im->ic->why_len, -ENOENT, "%s: index.json lists no images", im->label);
+		return why_first(im->ic->why, im->ic->why_len, -ENOENT,
+				 "%s: index.json lists no images", im->label);
 	for (size_t i = 0; i < n; i++)
 		tagged |= ref_name(json_object_array_get_idx(list, i)) != NULL;
 	if (!im->tag) {
 		if (n == 1) {
 			pick = json_object_array_get_idx(list, 0);
 		} else if (tagged) {
-			return why_first(im->ic->why, im->ic->why_len, -EINVAL, "%s: %zu images in index.json, name one "
+			return why_first(im->ic->why, im->ic->why_len, -EINVAL,
+					 "%s: %zu images in index.json, name one "
 					 "with oci:DIR:TAG (tags: %s)", im->label, n,
 					 list_tags(list, buf, sizeof(buf)));
 		} else {
@@ -310,7 +323,8 @@ static int pick_top(const struct oci_image *im, struct json_object *index, struc
 	if (json_object_array_length(cand) == 0) {
 		char pb[128];
 
-		why_first(im->ic->why, im->ic->why_len, -ENOENT, "%s: no image tagged '%s' in index.json (tags: %s)",
+		why_first(im->ic->why, im->ic->why_len, -ENOENT,
+			  "%s: no image tagged '%s' in index.json (tags: %s)",
 			  im->label, esc_str(im->tag, pb, sizeof(pb)),
 			  list_tags(list, buf, sizeof(buf)));
 		json_object_put(cand);
@@ -408,10 +422,12 @@ static int import_manifest(const struct oci_image *im, const struct oci_desc *md
 
 	if (json_object_object_get_ex(m, "schemaVersion", &sv) &&
 	    (!json_object_is_type(sv, json_type_int) || json_object_get_int(sv) != 2))
-		return why_first(im->ic->why, im->ic->why_len, -ENOTSUP, "%s: manifest sha256:%s: schemaVersion is "
+		return why_first(im->ic->why, im->ic->why_len, -ENOTSUP,
+				 "%s: manifest sha256:%s: schemaVersion is "
 				 "not 2", im->label, md->hex);
 	if (!layers || !json_obj(m, "config"))
-		return why_first(im->ic->why, im->ic->why_len, -EBADMSG, "%s: manifest sha256:%s: not an image "
+		return why_first(im->ic->why, im->ic->why_len, -EBADMSG,
+				 "%s: manifest sha256:%s: not an image "
 				 "manifest (no config or layers)", im->label, md->hex);
 	ret = desc_parse(im, json_obj(m, "config"), "config", &cd);
 	if (!ret)
@@ -459,13 +475,15 @@ static int resolve(const struct oci_image *im, struct oci_desc *d, struct json_o
 		char what[96], pb[160];
 
 		if (d->media_type && !index && !is_manifest_type(d->media_type)) {
-			ret = why_first(im->ic->why, im->ic->why_len, -ENOTSUP, "%s: image sha256:%s: unknown manifest "
+			ret = why_first(im->ic->why, im->ic->why_len, -ENOTSUP,
+					"%s: image sha256:%s: unknown manifest "
 					"media type %s", im->label, d->hex,
 					esc_str(d->media_type, pb, sizeof(pb)));
 			break;
 		}
 		if (depth > OCI_MAX_NESTING) {
-			ret = why_first(im->ic->why, im->ic->why_len, -ELOOP, "%s: image indexes nested more than %d deep",
+			ret = why_first(im->ic->why, im->ic->why_len, -ELOOP,
+					"%s: image indexes nested more than %d deep",
 					im->label, OCI_MAX_NESTING);
 			break;
 		}
@@ -482,7 +500,8 @@ static int resolve(const struct oci_image *im, struct oci_desc *d, struct json_o
 		}
 		snprintf(what, sizeof(what), "index sha256:%s", d->hex);
 		if (!json_array(blob, "manifests")) {
-			ret = why_first(im->ic->why, im->ic->why_len, -EBADMSG, "%s: %s: no \"manifests\" array",
+			ret = why_first(im->ic->why, im->ic->why_len, -EBADMSG,
+					"%s: %s: no \"manifests\" array",
 					im->label, what);
 			json_object_put(blob);
 			break;
@@ -535,7 +554,8 @@ static int import_layout(struct oci_image *im)
 	int ret;
 
 	if (oci_platform_parse(p, &im->plat))
-		return why_first(im->ic->why, im->ic->why_len, -EINVAL, "bad platform '%s' (want os/arch[/variant])",
+		return why_first(im->ic->why, im->ic->why_len, -EINVAL,
+				 "bad platform '%s' (want os/arch[/variant])",
 				 p ? p : "(host)");
 	ret = check_layout_version(im);
 	if (!ret)

@@ -62,7 +62,8 @@ static int ref_parse(struct pull *pl, const char *ref)
 	uint8_t d[SHA256_LEN];
 
 	if (!slash || slash == ref || !slash[1])
-		return why_first(pl->ic->why, pl->ic->why_len, -EINVAL, "%s: want docker://HOST[:PORT]/REPO[:TAG|"
+		return why_first(pl->ic->why, pl->ic->why_len, -EINVAL,
+				 "%s: want docker://HOST[:PORT]/REPO[:TAG|"
 				 "@sha256:DIGEST] (the registry's host is required)", pl->label);
 	pl->host = strndup(ref, (size_t)(slash - ref));
 	at = strchr(slash, '@');
@@ -81,7 +82,8 @@ static int ref_parse(struct pull *pl, const char *ref)
 	if (!pl->host || !pl->repo || !pl->tag)
 		return -ENOMEM;
 	if (pl->by_digest ? oci_digest_parse(pl->tag, d) : !oci_tag_valid(pl->tag))
-		return why_first(pl->ic->why, pl->ic->why_len, -EINVAL, "%s: bad %s '%s'", pl->label,
+		return why_first(pl->ic->why, pl->ic->why_len, -EINVAL, "%s: bad %s '%s'",
+				 pl->label,
 				 pl->by_digest ? "digest (want sha256:<64 lowercase hex>)"
 					       : "tag", pl->tag);
 	return 0;
@@ -100,10 +102,12 @@ static int get_doc(struct pull *pl, const char *ref, const uint8_t *want, uint8_
 
 	ret = registry_get_manifest(pl->r, ref, OCI_JSON_INDEX_MAX, body, len, why, sizeof(why));
 	if (ret == -ENOENT && !want)
-		return why_first(pl->ic->why, pl->ic->why_len, ret, "%s: tag '%s' not found in repository %s/%s",
+		return why_first(pl->ic->why, pl->ic->why_len, ret,
+				 "%s: tag '%s' not found in repository %s/%s",
 				 pl->label, ref, pl->host, pl->repo);
 	if (ret == -ENOENT)
-		return why_first(pl->ic->why, pl->ic->why_len, ret, "%s: manifest %s not found in repository %s/%s",
+		return why_first(pl->ic->why, pl->ic->why_len, ret,
+				 "%s: manifest %s not found in repository %s/%s",
 				 pl->label, ref, pl->host, pl->repo);
 	if (ret)
 		return why_first(pl->ic->why, pl->ic->why_len, ret, "%s: %s", pl->label, why);
@@ -112,11 +116,13 @@ static int get_doc(struct pull *pl, const char *ref, const uint8_t *want, uint8_
 		return ret;
 	sha256_to_hex(sum, hex);
 	if (want && memcmp(sum, want, SHA256_LEN))
-		return why_first(pl->ic->why, pl->ic->why_len, -EBADMSG, "%s: manifest %s: digest mismatch: the "
+		return why_first(pl->ic->why, pl->ic->why_len, -EBADMSG,
+				 "%s: manifest %s: digest mismatch: the "
 				 "registry sent sha256:%s", pl->label, ref, hex);
 	*doc = oci_json_parse((const char *)*body, *len, OCI_JSON_INDEX, &jwhy);
 	if (!*doc || !json_object_is_type(*doc, json_type_object))
-		return why_first(pl->ic->why, pl->ic->why_len, -EBADMSG, "%s: manifest sha256:%s: %s", pl->label, hex,
+		return why_first(pl->ic->why, pl->ic->why_len, -EBADMSG,
+				 "%s: manifest sha256:%s: %s", pl->label, hex,
 				 *doc ? "not a JSON object" : jwhy);
 	return 0;
 }
@@ -139,12 +145,14 @@ static int desc_get(struct pull *pl, struct json_object *o, const char *what, ui
 	char pb[128];
 
 	if (!oci_json_str(o, "digest") || oci_digest_parse(oci_json_str(o, "digest"), d))
-		return why_first(pl->ic->why, pl->ic->why_len, -EBADMSG, "%s: %s: bad or missing digest '%s'",
+		return why_first(pl->ic->why, pl->ic->why_len, -EBADMSG,
+				 "%s: %s: bad or missing digest '%s'",
 				 pl->label, what, esc_str(oci_json_str(o, "digest") ?: "",
 								pb, sizeof(pb)));
 	if (!json_object_object_get_ex(o, "size", &sz) || !json_object_is_type(sz, json_type_int) ||
 	    json_object_get_int64(sz) < 0)
-		return why_first(pl->ic->why, pl->ic->why_len, -EBADMSG, "%s: %s: descriptor has no valid size",
+		return why_first(pl->ic->why, pl->ic->why_len, -EBADMSG,
+				 "%s: %s: descriptor has no valid size",
 				 pl->label, what);
 	*size = (uint64_t)json_object_get_int64(sz);
 	return 0;
@@ -161,7 +169,8 @@ static int resolve(struct pull *pl, uint8_t **body, size_t *len, uint8_t sum[SHA
 	int ret;
 
 	if (oci_platform_parse(p, &plat))
-		return why_first(pl->ic->why, pl->ic->why_len, -EINVAL, "bad platform '%s' (want os/arch[/variant])",
+		return why_first(pl->ic->why, pl->ic->why_len, -EINVAL,
+				 "bad platform '%s' (want os/arch[/variant])",
 				 p ? p : "(host)");
 	if (pl->by_digest)
 		oci_digest_parse(pl->tag, want);
@@ -171,14 +180,17 @@ static int resolve(struct pull *pl, uint8_t **body, size_t *len, uint8_t sum[SHA
 		uint64_t size;
 
 		if (depth >= PULL_MAX_NESTING)
-			return why_first(pl->ic->why, pl->ic->why_len, -ELOOP, "%s: image indexes nested more than %d deep",
+			return why_first(pl->ic->why, pl->ic->why_len, -ELOOP,
+					 "%s: image indexes nested more than %d deep",
 					 pl->label, PULL_MAX_NESTING);
 		if (!list)
-			return why_first(pl->ic->why, pl->ic->why_len, -EBADMSG, "%s: image index without \"manifests\"",
+			return why_first(pl->ic->why, pl->ic->why_len, -EBADMSG,
+					 "%s: image index without \"manifests\"",
 					 pl->label);
 		pick = oci_platform_pick(list, &plat);
 		if (!pick)
-			return why_first(pl->ic->why, pl->ic->why_len, -ENOENT, "%s: the image index has no %s image "
+			return why_first(pl->ic->why, pl->ic->why_len, -ENOENT,
+					 "%s: the image index has no %s image "
 					 "(platforms: %s)", pl->label,
 					 oci_platform_str(&plat, pb, sizeof(pb)),
 					 oci_platform_list(list, buf, sizeof(buf)));
@@ -193,7 +205,8 @@ static int resolve(struct pull *pl, uint8_t **body, size_t *len, uint8_t sum[SHA
 		*body = NULL;
 		ret = get_doc(pl, ref, want, body, len, sum, doc);
 		if (!ret && *len != size)
-			ret = why_first(pl->ic->why, pl->ic->why_len, -EBADMSG, "%s: manifest %s: %zu bytes, the index "
+			ret = why_first(pl->ic->why, pl->ic->why_len, -EBADMSG,
+					"%s: manifest %s: %zu bytes, the index "
 					"says %llu", pl->label, ref, *len, (unsigned long long)size);
 	}
 	return ret;
@@ -209,14 +222,17 @@ static int list_blobs(struct pull *pl, struct json_object *doc)
 
 	if (json_object_object_get_ex(doc, "schemaVersion", &sv) &&
 	    (!json_object_is_type(sv, json_type_int) || json_object_get_int(sv) != 2))
-		return why_first(pl->ic->why, pl->ic->why_len, -ENOTSUP, "%s: not a schema 2 manifest (docker schema 1 "
+		return why_first(pl->ic->why, pl->ic->why_len, -ENOTSUP,
+				 "%s: not a schema 2 manifest (docker schema 1 "
 				 "images are not supported)", pl->label);
 	if (!layers || !cfg)
-		return why_first(pl->ic->why, pl->ic->why_len, -EBADMSG, "%s: not an image manifest (no config or "
+		return why_first(pl->ic->why, pl->ic->why_len, -EBADMSG,
+				 "%s: not an image manifest (no config or "
 				 "layers)", pl->label);
 	n = json_object_array_length(layers) + 1;
 	if (n > PULL_MAX_BLOBS)
-		return why_first(pl->ic->why, pl->ic->why_len, -EFBIG, "%s: %zu layers, more than %d", pl->label,
+		return why_first(pl->ic->why, pl->ic->why_len, -EFBIG,
+				 "%s: %zu layers, more than %d", pl->label,
 				 n - 1, PULL_MAX_BLOBS - 1);
 	pl->blobs = calloc(n, sizeof(*pl->blobs));
 	if (!pl->blobs)
@@ -240,7 +256,8 @@ static int list_blobs(struct pull *pl, struct json_object *doc)
 		if (ret == -EEXIST)
 			continue; /* the same blob twice */
 		if (ret)
-			return why_first(pl->ic->why, pl->ic->why_len, ret, "%s: store %s: tmp/: %s", pl->label,
+			return why_first(pl->ic->why, pl->ic->why_len, ret,
+					 "%s: store %s: tmp/: %s", pl->label,
 					 pl->ic->o ? pl->ic->o->store_dir : "", strerror(-ret));
 		pl->total += b->size;
 		pl->n_blobs++;
@@ -328,11 +345,13 @@ static int fetch_all(struct pull *pl)
 	for (unsigned i = 0; i < n; i++)
 		pthread_join(th[i], NULL);
 	if (!n && pl->n_blobs)
-		return why_first(pl->ic->why, pl->ic->why_len, -EAGAIN, "%s: cannot start a thread", pl->label);
+		return why_first(pl->ic->why, pl->ic->why_len, -EAGAIN, "%s: cannot start a thread",
+				 pl->label);
 	if (cancel && __atomic_load_n(cancel, __ATOMIC_RELAXED))
 		return why_first(pl->ic->why, pl->ic->why_len, -ECANCELED, "interrupted");
 	if (pl->err)
-		return why_first(pl->ic->why, pl->ic->why_len, pl->err, "%s: %s", pl->label, pl->why);
+		return why_first(pl->ic->why, pl->ic->why_len, pl->err, "%s: %s", pl->label,
+				 pl->why);
 	return 0;
 }
 
@@ -359,7 +378,8 @@ static int add_layout(struct pull *pl, struct json_object *doc, const uint8_t *b
 		ret = oci_files_add_mem(&pl->files, name, body, len);
 	free(index);
 	if (ret)
-		return why_first(pl->ic->why, pl->ic->why_len, ret, "%s: %s", pl->label, strerror(-ret));
+		return why_first(pl->ic->why, pl->ic->why_len, ret, "%s: %s", pl->label,
+				 strerror(-ret));
 	return 0;
 }
 

@@ -48,7 +48,8 @@ static int image_totals(struct import_ctx *ic, const char *path, struct import_r
 	int ret = manifest_load(path, &m, &why);
 
 	if (ret)
-		return why_first(ic->why, ic->why_len, ret, "%s: %s", path, why ? why : strerror(-ret));
+		return why_first(ic->why, ic->why_len, ret, "%s: %s", path,
+				 why ? why : strerror(-ret));
 	ret = manifest_totals(m, &t);
 	manifest_free(m);
 	if (ret)
@@ -76,7 +77,8 @@ static int write_manifest(struct import_ctx *ic, const struct import_opts *o,
 		res->entries = tree_node_count(ic->tree);
 		ret = manifest_writer_write(w, o->output, res->digest, &why);
 		if (ret)
-			why_first(ic->why, ic->why_len, ret, "%s: %s", o->output, why ? why : strerror(-ret));
+			why_first(ic->why, ic->why_len, ret, "%s: %s", o->output,
+				  why ? why : strerror(-ret));
 	}
 	manifest_writer_free(w);
 	return ret ? ret : image_totals(ic, o->output, res);
@@ -104,7 +106,8 @@ int import_run(const struct import_opts *o, struct import_result *res, char *why
 	if (ret && store_open_why(ret, o->store_dir, !o->init, why, why_len))
 		return ret;
 	if (ret)
-		return why_first(ic.why, ic.why_len, ret, "store %s: %s", o->store_dir, strerror(-ret));
+		return why_first(ic.why, ic.why_len, ret, "store %s: %s", o->store_dir,
+				 strerror(-ret));
 	ic.src_label = o->src;
 	ic.store = store;
 	ic.tree = tree_new();
@@ -124,7 +127,8 @@ int import_run(const struct import_opts *o, struct import_result *res, char *why
 	if (!ret) {
 		ret = import_pack_flush(&ic);
 		if (ret && ret != -ENOMEM)
-			why_first(ic.why, ic.why_len, ret, "store %s: %s", o->store_dir, strerror(-ret));
+			why_first(ic.why, ic.why_len, ret, "store %s: %s", o->store_dir,
+				  strerror(-ret));
 	}
 	if (ret) {
 		chunker_finish(ic.chunker); /* let staged chunks land; they are valid */
@@ -142,7 +146,8 @@ int import_run(const struct import_opts *o, struct import_result *res, char *why
 		res->seconds = clock_ms_since(&t0) / 1e3;
 out:
 	if (ret == -ENOMEM)
-		why_first(ic.why, ic.why_len, ret, "out of memory"); /* unless a reason is there already */
+		why_first(ic.why, ic.why_len, ret,
+			  "out of memory"); /* unless a reason is there already */
 	chunker_free(ic.chunker);
 	tree_free(ic.tree);
 	free(ic.config_json);

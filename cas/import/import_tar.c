@@ -437,7 +437,8 @@ int import_tar_archive(struct import_ctx *ic, struct archive *a, uint32_t layer,
 		} else if (r != ARCHIVE_OK) {
 			const char *msg = sym_archive_error_string(a);
 
-			return why_first(ic->why, ic->why_len, -EIO, "%s: %s", what, msg ? msg : "corrupt archive");
+			return why_first(ic->why, ic->why_len, -EIO, "%s: %s", what,
+					 msg ? msg : "corrupt archive");
 		}
 		ret = apply_entry(ic, a, e, layer, whiteouts, &why, &warn);
 		if (warn && ret >= 0) {

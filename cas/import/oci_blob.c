@@ -64,7 +64,8 @@ int oci_config_diff_ids(struct import_ctx *ic, struct json_object *config, size_
 	if (!rootfs || !json_object_object_get_ex(rootfs, "diff_ids", &list))
 		return 0;
 	if (!json_object_is_type(list, json_type_array) || json_object_array_length(list) != n)
-		return why_first(ic->why, ic->why_len, -EBADMSG, "%s: config lists %zu diff_ids for %zu layers",
+		return why_first(ic->why, ic->why_len, -EBADMSG,
+				 "%s: config lists %zu diff_ids for %zu layers",
 				 label, json_object_is_type(list, json_type_array) ?
 						json_object_array_length(list) : 0, n);
 	for (size_t i = 0; i < n; i++) {
@@ -72,7 +73,8 @@ int oci_config_diff_ids(struct import_ctx *ic, struct json_object *config, size_
 		const char *s = json_object_get_string(d);
 
 		if (!json_object_is_type(d, json_type_string) || oci_digest_parse(s, diff_ids[i]))
-			return why_first(ic->why, ic->why_len, -EBADMSG, "%s: config: bad diff_id %zu '%s'", label,
+			return why_first(ic->why, ic->why_len, -EBADMSG,
+					 "%s: config: bad diff_id %zu '%s'", label,
 					 i + 1, esc_str(s, pb, sizeof(pb)));
 	}
 	*have = true;
@@ -161,7 +163,8 @@ int oci_blob_read(struct import_ctx *ic, int fd, uint64_t size, const uint8_t *d
 				 "%s: size mismatch: blob is %lld bytes, descriptor says %llu",
 				 what, (long long)st.st_size, (unsigned long long)size);
 	if ((uint64_t)st.st_size > max)
-		return why_first(ic->why, ic->why_len, -EFBIG, "%s: %lld bytes, more than the %zu allowed", what,
+		return why_first(ic->why, ic->why_len, -EFBIG,
+				 "%s: %lld bytes, more than the %zu allowed", what,
 				 (long long)st.st_size, max);
 	buf = malloc((size_t)st.st_size + 1);
 	if (!buf)
@@ -177,7 +180,8 @@ int oci_blob_read(struct import_ctx *ic, int fd, uint64_t size, const uint8_t *d
 	if (digest && memcmp(got, digest, SHA256_LEN)) {
 		sha256_to_hex(got, hex);
 		free(buf);
-		return why_first(ic->why, ic->why_len, -EBADMSG, "%s: digest mismatch: content is sha256:%s", what,
+		return why_first(ic->why, ic->why_len, -EBADMSG,
+				 "%s: digest mismatch: content is sha256:%s", what,
 				 hex);
 	}
 	buf[st.st_size] = '\0';
@@ -305,11 +309,13 @@ static int layer_drain(struct import_ctx *ic, struct layer_io *io, struct archiv
 	while ((n = tar_read(tar, io, &b)) > 0)
 		;
 	if (n < 0)
-		return why_first(ic->why, ic->why_len, -EIO, "%s: %s", what, sym_archive_error_string(tar));
+		return why_first(ic->why, ic->why_len, -EIO, "%s: %s", what,
+				 sym_archive_error_string(tar));
 	while ((n = blob_read(io->raw, io, &b)) > 0)
 		;
 	if (n < 0)
-		return why_first(ic->why, ic->why_len, -EIO, "%s: %s", what, sym_archive_error_string(io->raw));
+		return why_first(ic->why, ic->why_len, -EIO, "%s: %s", what,
+				 sym_archive_error_string(io->raw));
 	return 0;
 }
 
@@ -327,7 +333,8 @@ static int layer_check(struct import_ctx *ic, struct layer_io *io, const char *w
 		return why_first(ic->why, ic->why_len, -EIO, "%s: sha256 failed", what);
 	if (src->digest && memcmp(got, src->digest, SHA256_LEN)) {
 		sha256_to_hex(got, hex);
-		return why_first(ic->why, ic->why_len, -EBADMSG, "%s: digest mismatch: content is sha256:%s", what,
+		return why_first(ic->why, ic->why_len, -EBADMSG,
+				 "%s: digest mismatch: content is sha256:%s", what,
 				 hex);
 	}
 	/* not compressed: the tar is the blob itself, got already is its digest */
@@ -336,7 +343,8 @@ static int layer_check(struct import_ctx *ic, struct layer_io *io, const char *w
 	if (src->diff_id && memcmp(got, src->diff_id, SHA256_LEN)) {
 		sha256_to_hex(got, hex);
 		sha256_to_hex(src->diff_id, want);
-		return why_first(ic->why, ic->why_len, -EBADMSG, "%s: uncompressed content is sha256:%s, the "
+		return why_first(ic->why, ic->why_len, -EBADMSG,
+				 "%s: uncompressed content is sha256:%s, the "
 				 "config's diff_id says sha256:%s", what, hex, want);
 	}
 	return 0;
@@ -371,7 +379,8 @@ int oci_layer_apply(struct import_ctx *ic, const struct oci_layer_src *src, uint
 		goto out;
 	}
 	if (raw_filters(io.raw, src->comp)) {
-		ret = why_first(ic->why, ic->why_len, -ENOTSUP, "%s: %s", what, sym_archive_error_string(io.raw));
+		ret = why_first(ic->why, ic->why_len, -ENOTSUP, "%s: %s", what,
+				sym_archive_error_string(io.raw));
 		goto out;
 	}
 	r = sym_archive_read_open2(io.raw, &io, NULL, blob_read, NULL, NULL);
@@ -380,7 +389,8 @@ int oci_layer_apply(struct import_ctx *ic, const struct oci_layer_src *src, uint
 	if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
 		const char *msg = sym_archive_error_string(io.raw);
 
-		ret = why_first(ic->why, ic->why_len, -EIO, "%s: %s", what, msg ? msg : "cannot read the blob");
+		ret = why_first(ic->why, ic->why_len, -EIO, "%s: %s", what,
+				msg ? msg : "cannot read the blob");
 		goto out;
 	}
 	if (sym_archive_filter_code(io.raw, 0) == ARCHIVE_FILTER_NONE) {
@@ -393,7 +403,8 @@ int oci_layer_apply(struct import_ctx *ic, const struct oci_layer_src *src, uint
 	if (sym_archive_read_open2(tar, &io, NULL, tar_read, NULL, NULL) != ARCHIVE_OK) {
 		const char *msg = sym_archive_error_string(tar);
 
-		ret = why_first(ic->why, ic->why_len, -EIO, "%s: %s", what, msg ? msg : "not a tar archive");
+		ret = why_first(ic->why, ic->why_len, -EIO, "%s: %s", what,
+				msg ? msg : "not a tar archive");
 		goto out;
 	}
 	ret = import_tar_archive(ic, tar, layer, true, what);

@@ -71,7 +71,8 @@ static int da_open(struct da *da, struct archive **out)
 	    sym_archive_read_open_fd(a, da->fd, 1 << 20) != ARCHIVE_OK) {
 		const char *msg = sym_archive_error_string(a);
 
-		why_first(da->ic->why, da->ic->why_len, -EIO, "%s: %s", da->label, msg ? msg : "cannot open");
+		why_first(da->ic->why, da->ic->why_len, -EIO, "%s: %s", da->label,
+			  msg ? msg : "cannot open");
 		sym_archive_read_free(a);
 		return -EIO;
 	}
@@ -88,7 +89,8 @@ static int da_next(struct da *da, struct archive *a, struct archive_entry **e)
 	if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
 		const char *msg = sym_archive_error_string(a);
 
-		return why_first(da->ic->why, da->ic->why_len, -EIO, "%s: %s", da->label, msg ? msg : "corrupt archive");
+		return why_first(da->ic->why, da->ic->why_len, -EIO, "%s: %s", da->label,
+				 msg ? msg : "corrupt archive");
 	}
 	return 0;
 }
@@ -107,7 +109,8 @@ static int read_member(struct da *da, struct archive *a, const char *name, char 
 			/* the next capacity, 2 * cap (65536 first), over the limit */
 			if (cap > ((size_t)OCI_JSON_MAX + 2) / 2) {
 				free(buf);
-				return why_first(da->ic->why, da->ic->why_len, -EFBIG, "%s: %s: larger than %u bytes",
+				return why_first(da->ic->why, da->ic->why_len, -EFBIG,
+						 "%s: %s: larger than %u bytes",
 						 da->label, name, OCI_JSON_MAX);
 			}
 			if (!grow_from((void **)&buf, &cap, fill + 2, 1, 65536)) {
@@ -118,7 +121,8 @@ static int read_member(struct da *da, struct archive *a, const char *name, char 
 		r = sym_archive_read_data(a, buf + fill, cap - fill - 1);
 		if (r < 0) {
 			free(buf);
-			return why_first(da->ic->why, da->ic->why_len, -EIO, "%s: %s: %s", da->label, name,
+			return why_first(da->ic->why, da->ic->why_len, -EIO, "%s: %s: %s",
+					 da->label, name,
 					 sym_archive_error_string(a));
 		}
 		if (r == 0)
@@ -157,7 +161,8 @@ static int member_size_check(struct da *da, struct archive *a, struct archive_en
 	    sym_archive_entry_sparse_count(e) > 0 || size <= 0 ||
 	    (uint64_t)size <= da->file_size)
 		return 0;
-	return why_first(da->ic->why, da->ic->why_len, -EBADMSG, "%s: %s: declares %lld bytes, more than the "
+	return why_first(da->ic->why, da->ic->why_len, -EBADMSG,
+			 "%s: %s: declares %lld bytes, more than the "
 			 "whole archive (%llu bytes)", da->label, name, (long long)size,
 			 (unsigned long long)da->file_size);
 }
@@ -258,7 +263,8 @@ static int da_tmpfile(struct da *da)
 	if (fd < 0) {
 		int err = errno;
 
-		return why_first(da->ic->why, da->ic->why_len, -err, "%s: cannot create a temporary file in %s: %s",
+		return why_first(da->ic->why, da->ic->why_len, -err,
+				 "%s: cannot create a temporary file in %s: %s",
 				 da->label, dir, strerror(err));
 	}
 	unlink(path); /* the copy lives only as long as the descriptor */
@@ -281,7 +287,8 @@ static int copy_member(struct da *da, struct archive *a, struct archive_entry *e
 	int fd;
 
 	if (sym_archive_entry_sparse_count(e) > 0)
-		return why_first(da->ic->why, da->ic->why_len, -EBADMSG, "%s: %s: %s", da->label, m->name,
+		return why_first(da->ic->why, da->ic->why_len, -EBADMSG, "%s: %s: %s", da->label,
+				 m->name,
 				 SPARSE_MEMBER);
 	fd = da_tmpfile(da);
 	if (fd < 0)
@@ -298,7 +305,8 @@ static int copy_member(struct da *da, struct archive *a, struct archive_entry *e
 		if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
 			const char *msg = sym_archive_error_string(a);
 
-			return why_first(da->ic->why, da->ic->why_len, -EIO, "%s: %s: %s", da->label, m->name,
+			return why_first(da->ic->why, da->ic->why_len, -EIO, "%s: %s: %s",
+					 da->label, m->name,
 					 msg ? msg : "read error");
 		}
 		while (len) {
@@ -309,7 +317,8 @@ static int copy_member(struct da *da, struct archive *a, struct archive_entry *e
 			if (w <= 0) {
 				int err = w < 0 ? errno : ENOSPC;
 
-				return why_first(da->ic->why, da->ic->why_len, -err, "%s: %s: writing a temporary "
+				return why_first(da->ic->why, da->ic->why_len, -err,
+						 "%s: %s: writing a temporary "
 						 "copy: %s", da->label, m->name, strerror(err));
 			}
 			buf = (const uint8_t *)buf + w;
@@ -319,7 +328,8 @@ static int copy_member(struct da *da, struct archive *a, struct archive_entry *e
 		}
 	}
 	if (size > 0 && copied < (uint64_t)size)
-		return why_first(da->ic->why, da->ic->why_len, -EBADMSG, "%s: %s: %s", da->label, m->name,
+		return why_first(da->ic->why, da->ic->why_len, -EBADMSG, "%s: %s: %s", da->label,
+				 m->name,
 				 SPARSE_MEMBER);
 	return 0;
 }
@@ -344,7 +354,8 @@ static int da_extract(struct da *da)
 			continue;
 		if (!name || oci_path_normalize(NULL, name, path, sizeof(path)) ||
 		    strcmp(path, m->name)) {
-			ret = why_first(da->ic->why, da->ic->why_len, -EIO, "%s: the archive changed while being read",
+			ret = why_first(da->ic->why, da->ic->why_len, -EIO,
+					"%s: the archive changed while being read",
 					da->label);
 			break;
 		}
@@ -357,7 +368,8 @@ static int da_extract(struct da *da)
 		return ret;
 	for (i = 0; i < da->n; i++) {
 		if (da->m[i].needed && da->m[i].fd < 0)
-			return why_first(da->ic->why, da->ic->why_len, -EIO, "%s: the archive changed while being read",
+			return why_first(da->ic->why, da->ic->why_len, -EIO,
+					 "%s: the archive changed while being read",
 					 da->label);
 	}
 	return 0;
@@ -402,7 +414,8 @@ static struct json_object *pick_image(struct da *da, struct json_object *list)
 	char pb[128];
 
 	if (n == 0) {
-		why_first(da->ic->why, da->ic->why_len, -ENOENT, "%s: manifest.json lists no images", da->label);
+		why_first(da->ic->why, da->ic->why_len, -ENOENT,
+			  "%s: manifest.json lists no images", da->label);
 		return NULL;
 	}
 	if (!da->ref)
@@ -419,7 +432,8 @@ static struct json_object *pick_image(struct da *da, struct json_object *list)
 				return img;
 		}
 	}
-	why_first(da->ic->why, da->ic->why_len, -ENOENT, "%s: no image tagged '%s' in manifest.json", da->label,
+	why_first(da->ic->why, da->ic->why_len, -ENOENT,
+		  "%s: no image tagged '%s' in manifest.json", da->label,
 		  esc_str(da->ref, pb, sizeof(pb)));
 	return NULL;
 }
@@ -473,7 +487,8 @@ static int da_parse_manifest(struct da *da, struct da_image *im)
 
 	im->list = oci_json_parse(da->manifest, da->manifest_len, OCI_JSON_DOCKER, &why);
 	if (!im->list || !json_object_is_type(im->list, json_type_array))
-		return why_first(da->ic->why, da->ic->why_len, -EBADMSG, "%s: manifest.json: %s", da->label,
+		return why_first(da->ic->why, da->ic->why_len, -EBADMSG, "%s: manifest.json: %s",
+				 da->label,
 				 im->list ? "not a JSON array" : why);
 	img = pick_image(da, im->list);
 	if (!img)
@@ -481,7 +496,8 @@ static int da_parse_manifest(struct da *da, struct da_image *im)
 	im->cref = oci_json_str(img, "Config");
 	layers = oci_json_get(img, "Layers", json_type_array);
 	if (!im->cref || !layers)
-		return why_first(da->ic->why, da->ic->why_len, -EBADMSG, "%s: manifest.json: image has no %s",
+		return why_first(da->ic->why, da->ic->why_len, -EBADMSG,
+				 "%s: manifest.json: image has no %s",
 				 da->label, im->cref ? "Layers" : "Config");
 	im->n = json_object_array_length(layers);
 	im->ls = calloc(im->n ? im->n : 1, sizeof(*im->ls));
@@ -497,7 +513,8 @@ static int da_parse_manifest(struct da *da, struct da_image *im)
 		snprintf(what, sizeof(what), "layer %zu", i + 1);
 		l->ref = json_object_get_string(json_object_array_get_idx(layers, i));
 		if (!json_object_is_type(json_object_array_get_idx(layers, i), json_type_string))
-			return why_first(da->ic->why, da->ic->why_len, -EBADMSG, "%s: manifest.json: %s is not a path",
+			return why_first(da->ic->why, da->ic->why_len, -EBADMSG,
+					 "%s: manifest.json: %s is not a path",
 					 da->label, what);
 		l->m = need(da, l->ref, what);
 		if (!l->m)
@@ -532,7 +549,8 @@ static int da_import(struct da *da)
 		goto out;
 	cfg = oci_json_parse(ctext, clen, OCI_JSON_CONFIG, &why);
 	if (!cfg || !json_object_is_type(cfg, json_type_object)) {
-		ret = why_first(da->ic->why, da->ic->why_len, -EBADMSG, "%s: %s", what, cfg ? "not a JSON object" : why);
+		ret = why_first(da->ic->why, da->ic->why_len, -EBADMSG, "%s: %s", what,
+				cfg ? "not a JSON object" : why);
 		goto out;
 	}
 	ret = oci_config_diff_ids(da->ic, cfg, im.n, im.diff_ids, &have_diffs, da->label);
@@ -621,7 +639,8 @@ int import_docker_archive(struct import_ctx *ic, const char *spec)
 	if (!ret)
 		ret = da_scan(&da);
 	if (!ret && !da.manifest)
-		ret = why_first(ic->why, ic->why_len, -ENOENT, "%s: no manifest.json in the archive (not a "
+		ret = why_first(ic->why, ic->why_len, -ENOENT,
+				"%s: no manifest.json in the archive (not a "
 				"docker-archive tarball)", da.label);
 	if (!ret)
 		ret = da_import(&da);

@@ -215,7 +215,8 @@ int import_check_source(struct import_ctx *ic, const char *src)
 		const char *slash = strchr(src + 9, '/');
 
 		if (!slash || slash == src + 9 || !slash[1])
-			return why_first(ic->why, ic->why_len, -EINVAL, "%s: want docker://HOST[:PORT]/REPO[:TAG|"
+			return why_first(ic->why, ic->why_len, -EINVAL,
+					 "%s: want docker://HOST[:PORT]/REPO[:TAG|"
 					 "@sha256:DIGEST] (the registry's host is required)",
 					 src);
 		return 0;
@@ -230,7 +231,8 @@ int import_check_source(struct import_ctx *ic, const char *src)
 	}
 	tn = transport_len(src);
 	if (tn && (errno == ENOENT || errno == ENOTDIR))
-		return why_first(ic->why, ic->why_len, -EINVAL, "%s: unknown source transport '%.*s' (SRC is "
+		return why_first(ic->why, ic->why_len, -EINVAL,
+				 "%s: unknown source transport '%.*s' (SRC is "
 				 SOURCE_FORMS ")", src, (int)tn, src);
 	return 0; /* run_source says why */
 }
