@@ -2,12 +2,12 @@
 #include "repack.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../common/grow.h"
+#include "../common/why.h"
 #include "chunk.h"
 #include "manifest.h"
 #include "trace.h"
@@ -52,24 +52,9 @@ struct repack {
 	struct rcache rc[READ_CACHE];
 	uint64_t tick;
 	struct repack_result *res;
-	char *why;                   /* the first failure's reason */
+	char *why;                   /* the first failure's reason (why_first) */
 	size_t why_len;
 };
-
-/* Keep the reason of a failure (the first one only) and return err. */
-static int repack_fail(struct repack *rp, int err, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int repack_fail(struct repack *rp, int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (rp->why_len && !rp->why[0]) {
-		va_start(ap, fmt);
-		vsnprintf(rp->why, rp->why_len, fmt, ap);
-		va_end(ap);
-	}
-	return err;
-}
 
 static int span_add(struct repack *rp, uint32_t entry, uint64_t d0, uint64_t len)
 {
@@ -189,7 +174,8 @@ static int copy_piece(void *arg, const struct mf_chunk *c, uint64_t pos)
 	if (ret)
 		return ret;
 	if (c->off + (b - pos) > len)
-		return repack_fail(k->rp, -EIO, "a chunk is shorter than the manifest says");
+		return why_first(k->rp->why, k->rp->why_len, -EIO,
+				 "a chunk is shorter than the manifest says");
 	memcpy(k->dst + (a - k->d0), data + c->off + (a - pos), b - a);
 	return 0;
 }
@@ -429,9 +415,11 @@ static int write_manifest(struct repack *rp)
 	if (!ret) {
 		ret = manifest_writer_write(w, rp->o->out_path, rp->res->digest, &why);
 		if (ret)
-			repack_fail(rp, ret, "%s: %s", rp->o->out_path, why ? why : strerror(-ret));
+			why_first(rp->why, rp->why_len, ret, "%s: %s", rp->o->out_path,
+				  why ? why : strerror(-ret));
 	} else {
-		repack_fail(rp, ret, "cannot build the new manifest: %s", strerror(-ret));
+		why_first(rp->why, rp->why_len, ret, "cannot build the new manifest: %s",
+			  strerror(-ret));
 	}
 	manifest_writer_free(w);
 	free(pc.v);
@@ -444,14 +432,17 @@ static int repack_open(struct repack *rp)
 	const struct repack_opts *o = rp->o;
 	struct chunker_opts co = { .chunk_size = rp->chunk_size, .level = o->level };
 	const char *why = NULL;
+	char twhy[WHY_MAX] = "";
 	int ret;
 
 	ret = manifest_load(o->manifest_path, &rp->m, &why);
 	if (ret)
-		return repack_fail(rp, ret, "%s: %s", o->manifest_path, why ? why : strerror(-ret));
-	ret = trace_load(o->trace_path, &rp->t, &why);
+		return why_first(rp->why, rp->why_len, ret, "%s: %s", o->manifest_path,
+				 why ? why : strerror(-ret));
+	ret = trace_load(o->trace_path, &rp->t, twhy, sizeof(twhy));
 	if (ret)
-		return repack_fail(rp, ret, "%s: %s", o->trace_path, why ? why : strerror(-ret));
+		return why_first(rp->why, rp->why_len, ret, "%s: %s", o->trace_path,
+				 twhy[0] ? twhy : strerror(-ret));
 	if (!rp->chunk_size)
 		rp->chunk_size = co.chunk_size = rp->m->hdr->chunk_size;
 	ret = cas_source_open(&o->src, &rp->src, rp->why, rp->why_len);
@@ -459,12 +450,14 @@ static int repack_open(struct repack *rp)
 		return ret; /* why says why */
 	ret = store_open(o->src.store_dir, true, &rp->out);
 	if (ret && !store_open_why(ret, o->src.store_dir, false, rp->why, rp->why_len))
-		return repack_fail(rp, ret, "%s: %s", o->src.store_dir, strerror(-ret));
+		return why_first(rp->why, rp->why_len, ret, "%s: %s", o->src.store_dir,
+				 strerror(-ret));
 	if (ret)
 		return ret;
 	ret = chunker_new(rp->out, &co, &rp->ck);
 	if (ret)
-		repack_fail(rp, ret, "cannot start the chunker: %s", strerror(-ret));
+		why_first(rp->why, rp->why_len, ret, "cannot start the chunker: %s",
+			  strerror(-ret));
 	return ret;
 }
 
@@ -482,9 +475,10 @@ int repack_run(const struct repack_opts *o, struct repack_result *res, char *why
 	if (!ret)
 		ret = trace_spans(&rp);
 	if (!ret && !res->files)
-		ret = repack_fail(&rp, -EINVAL, "%s: none of the %llu files it read is a regular "
-				  "file of %s (a trace of another image?)", o->trace_path,
-				  (unsigned long long)res->files_missing, o->manifest_path);
+		ret = why_first(rp.why, rp.why_len, -EINVAL,
+				"%s: none of the %llu files it read is a regular "
+				"file of %s (a trace of another image?)", o->trace_path,
+				(unsigned long long)res->files_missing, o->manifest_path);
 	if (!ret)
 		ret = stream(&rp);
 	if (rp.ck) {
@@ -492,8 +486,8 @@ int repack_run(const struct repack_opts *o, struct repack_result *res, char *why
 		chunker_get_stats(rp.ck, &res->chunks);
 		chunker_free(rp.ck);
 		if (!ret && fin)
-			ret = repack_fail(&rp, fin, "store %s: %s", o->src.store_dir,
-					  strerror(-fin));
+			ret = why_first(rp.why, rp.why_len, fin, "store %s: %s", o->src.store_dir,
+					strerror(-fin));
 	}
 	if (!ret)
 		ret = write_manifest(&rp);
@@ -507,6 +501,7 @@ int repack_run(const struct repack_opts *o, struct repack_result *res, char *why
 	free(rp.bp);
 	free(rp.slots);
 	if (ret == -ENOMEM)
-		repack_fail(&rp, ret, "out of memory"); /* unless a reason is there already */
+		why_first(rp.why, rp.why_len, ret,
+			  "out of memory"); /* unless a reason is there already */
 	return ret;
 }

@@ -9,13 +9,12 @@
 #include "../common/fsutil.h"
 #include "manifest.h"
 
-#define BAD(msg)                        \
-	do {                            \
-		*why = (msg);           \
-		return -EBADMSG;        \
+#define BAD(msg)                                                     \
+	do {                                                         \
+		return why_set(why, why_len, -EBADMSG, "%s", (msg)); \
 	} while (0)
 
-static int validate(const uint8_t *buf, size_t len, const char **why)
+static int validate(const uint8_t *buf, size_t len, char *why, size_t why_len)
 {
 	const struct trace_header *h = (const void *)buf;
 	const struct trace_record *rec;
@@ -64,21 +63,19 @@ static int validate(const uint8_t *buf, size_t len, const char **why)
 	return 0;
 }
 
-int trace_parse(uint8_t *buf, size_t len, struct trace **out, const char **why)
+int trace_parse(uint8_t *buf, size_t len, struct trace **out, char *why, size_t why_len)
 {
-	const char *dummy;
 	struct trace *t;
 	int ret;
 
-	if (!why)
-		why = &dummy;
-	*why = NULL;
+	if (why_len)
+		why[0] = '\0';
 	/* the records are read in place: the buffer must be aligned for them */
 	if ((uintptr_t)buf % _Alignof(struct trace_header)) {
 		free(buf);
 		return -EINVAL;
 	}
-	ret = validate(buf, len, why);
+	ret = validate(buf, len, why, why_len);
 	if (ret) {
 		free(buf);
 		return ret;
@@ -99,7 +96,7 @@ int trace_parse(uint8_t *buf, size_t len, struct trace **out, const char **why)
 	return 0;
 }
 
-int trace_load(const char *path, struct trace **out, const char **why)
+int trace_load(const char *path, struct trace **out, char *why, size_t why_len)
 {
 	const uint64_t max = sizeof(struct trace_header) +
 			     (uint64_t)TRACE_RECORDS_MAX * sizeof(struct trace_record) +
@@ -108,17 +105,16 @@ int trace_load(const char *path, struct trace **out, const char **why)
 	size_t len;
 	int ret;
 
-	if (why)
-		*why = NULL;
+	if (why_len)
+		why[0] = '\0';
 	ret = fs_read_file_max(path, max, &buf, &len);
-	if (ret == -EINVAL && why)
-		*why = "not a regular file"; /* a FIFO, a device: never opened */
+	if (ret == -EINVAL)
+		why_set(why, why_len, 0, "not a regular file"); /* a FIFO, a device: never opened */
 	if (ret == -EFBIG) {
-		if (why)
-			*why = "too large for a trace";
+		why_set(why, why_len, 0, "too large for a trace");
 		return -EBADMSG;
 	}
-	return ret ? ret : trace_parse(buf, len, out, why);
+	return ret ? ret : trace_parse(buf, len, out, why, why_len);
 }
 
 void trace_free(struct trace *t)

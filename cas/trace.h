@@ -21,6 +21,7 @@
 
 #include "../common/sha256.h"
 #include "../common/test_hook.h"
+#include "../common/why.h"
 
 #define TRACE_MAGIC "LZBKTRAC"
 #define TRACE_VERSION 1
@@ -70,9 +71,9 @@ struct trace {
 };
 
 /* -EBADMSG with *why set on a format problem ("bad magic (not a lazyblk trace)"), -errno. */
-int trace_load(const char *path, struct trace **out, const char **why);
+int trace_load(const char *path, struct trace **out, char *why, size_t why_len);
 TEST_HOOK
-int trace_parse(uint8_t *buf, size_t len, struct trace **out, const char **why);
+int trace_parse(uint8_t *buf, size_t len, struct trace **out, char *why, size_t why_len);
 void trace_free(struct trace *t);
 
 static inline const char *trace_path(const struct trace *t, const struct trace_record *r)

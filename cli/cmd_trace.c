@@ -126,7 +126,7 @@ int cmd_trace(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	struct trace *t;
 	bool json = false;
 	int c, ret;
@@ -153,9 +153,9 @@ int cmd_trace(int argc, char **argv)
 		return cli_usage_error("missing TRACE (see lazyblk trace --help)");
 	if (optind + 1 < argc)
 		return cli_usage_error("unexpected argument '%s'", argv[optind + 1]);
-	ret = trace_load(argv[optind], &t, &why);
+	ret = trace_load(argv[optind], &t, why, sizeof(why));
 	if (ret) {
-		log_error("%s: %s", argv[optind], why ? why : strerror(-ret));
+		log_error("%s: %s", argv[optind], why[0] ? why : strerror(-ret));
 		return 1;
 	}
 	if (json)

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "uring.h"
+#include "why.h"
 
 /* -errno for a file that is not regular, as fs_open_regular says it. */
 static int not_regular(mode_t m)
@@ -106,23 +107,25 @@ int fs_mkdir_p(const char *path, mode_t mode)
 	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
 }
 
-int fs_mkdir_private(const char *path, const char **why)
+int fs_mkdir_private(const char *path, char *why, size_t why_len)
 {
+	const char *bad = NULL;
 	struct stat st;
 	int ret = fs_mkdir_p(path, 0700);
 
-	*why = NULL;
+	if (why_len)
+		why[0] = '\0';
 	if (lstat(path, &st) < 0)
 		return ret ? ret : -errno;
 	if (S_ISLNK(st.st_mode))
-		*why = "a symbolic link";
+		bad = "a symbolic link";
 	else if (!S_ISDIR(st.st_mode))
-		*why = "not a directory";
+		bad = "not a directory";
 	else if (st.st_uid != geteuid())
-		*why = "owned by another user";
+		bad = "owned by another user";
 	else if (st.st_mode & (S_IWGRP | S_IWOTH))
-		*why = "writable by its group or others";
-	return *why ? -EPERM : 0;
+		bad = "writable by its group or others";
+	return bad ? why_set(why, why_len, -EPERM, "%s", bad) : 0;
 }
 
 /* read(2) (off < 0) or pread(2) until len bytes came; -EIO at an early end of file. */

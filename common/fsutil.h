@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include "test_hook.h"
+#include "why.h"
 
 /*
  * Open name (relative to dfd, or AT_FDCWD) for reading, O_RDONLY | O_CLOEXEC | O_NOCTTY |
@@ -33,12 +34,13 @@ int fs_mkdir_p(const char *path, mode_t mode);
  * A directory lazyblk reads back what it wrote to (a cache): made with its missing parents,
  * mode 0700, if absent; then 0 only if path itself (lstat: a link is not followed) is a
  * directory owned by geteuid() that neither its group nor others may write. Otherwise -EPERM
- * with *why ("owned by another user", "writable by its group or others", "a symbolic link",
+ * with the reason in why ("owned by another user", "writable by its group or others",
+			   "a symbolic link",
  * "not a directory"): whoever may change the directory may replace what is read back from
- * it. Another -errno (*why NULL) when it cannot be made or looked at. Its mode is never
+ * it. Another -errno (why empty) when it cannot be made or looked at. Its mode is never
  * changed (an older lazyblk made such directories 0755, which stays).
  */
-int fs_mkdir_private(const char *path, const char **why);
+int fs_mkdir_private(const char *path, char *why, size_t why_len);
 /* read(2)/write(2) loops that retry on EINTR and short counts. */
 TEST_HOOK
 int fs_read_full(int fd, void *buf, size_t len);              /* -EIO on early EOF */

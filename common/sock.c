@@ -10,15 +10,17 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "why.h"
 
 /*
  * path holds a socket file left by a server that is gone: remove it, so that bind can make
  * a new one. Only a socket (lstat: a link there is not followed) of this user on which
  * nothing accepts, and still the same file just before the unlink; anything else is left
- * alone, with *why. In a sticky directory (/tmp) nobody but this user and root can swap a
+ * alone, with the reason in why. In a sticky directory (/tmp) nobody but this user and root can swap a
  * file of this user's, so what is checked is what is removed.
  */
-static int unix_stale_remove(const char *path, const struct sockaddr_un *a, const char **why)
+static int unix_stale_remove(const char *path, const struct sockaddr_un *a, char *why,
+			     size_t why_len)
 {
 	struct stat st, again;
 	bool refused;
@@ -27,11 +29,11 @@ static int unix_stale_remove(const char *path, const struct sockaddr_un *a, cons
 	if (lstat(path, &st) < 0)
 		return errno == ENOENT ? 0 : -errno; /* gone meanwhile: bind again */
 	if (!S_ISSOCK(st.st_mode)) {
-		*why = "already exists and is not a socket";
+		why_set(why, why_len, 0, "already exists and is not a socket");
 		return -EADDRINUSE;
 	}
 	if (st.st_uid != geteuid()) {
-		*why = "a socket of another user is there (not replaced)";
+		why_set(why, why_len, 0, "a socket of another user is there (not replaced)");
 		return -EADDRINUSE;
 	}
 	/*
@@ -44,12 +46,12 @@ static int unix_stale_remove(const char *path, const struct sockaddr_un *a, cons
 	refused = connect(fd, (const struct sockaddr *)a, sizeof(*a)) < 0 && errno == ECONNREFUSED;
 	close(fd);
 	if (!refused) {
-		*why = "already exists (another server is listening there)";
+		why_set(why, why_len, 0, "already exists (another server is listening there)");
 		return -EADDRINUSE;
 	}
 	if (lstat(path, &again) < 0 || again.st_dev != st.st_dev || again.st_ino != st.st_ino ||
 	    !S_ISSOCK(again.st_mode)) {
-		*why = "replaced while it was checked (not removed)";
+		why_set(why, why_len, 0, "replaced while it was checked (not removed)");
 		return -EADDRINUSE;
 	}
 	return unlink(path) < 0 && errno != ENOENT ? -errno : 0;
@@ -74,7 +76,7 @@ int sock_listen_unix(const char *path, mode_t mode, int backlog, const char *lab
 		     struct sock_file *file)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	int fd, ret;
 
 	if (strlen(path) >= sizeof(a.sun_path)) {
@@ -102,7 +104,7 @@ int sock_listen_unix(const char *path, mode_t mode, int backlog, const char *lab
 	}
 	ret = bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ? -errno : 0;
 	if (ret == -EADDRINUSE) {
-		ret = unix_stale_remove(path, &a, &why);
+		ret = unix_stale_remove(path, &a, why, sizeof(why));
 		if (!ret)
 			ret = bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ? -errno : 0;
 	}
@@ -120,7 +122,7 @@ int sock_listen_unix(const char *path, mode_t mode, int backlog, const char *lab
 		sock_unlink_unix(path, file);
 	}
 	if (ret == -EADDRINUSE)
-		log_error("%s: %s", label, why ? why : "already exists (another server, or not "
+		log_error("%s: %s", label, why[0] ? why : "already exists (another server, or not "
 			  "a socket)");
 	else
 		log_error("%s: %s", label, strerror(-ret));

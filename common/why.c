@@ -4,14 +4,31 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+static int why_vset(char *why, size_t why_len, int err, const char *fmt, va_list ap)
+{
+	if (why && why_len)
+		vsnprintf(why, why_len, fmt, ap);
+	return err;
+}
+
 int why_set(char *why, size_t why_len, int err, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (!why_len)
+	va_start(ap, fmt);
+	why_vset(why, why_len, err, fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+int why_first(char *why, size_t why_len, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!why || !why_len || why[0])
 		return err;
 	va_start(ap, fmt);
-	vsnprintf(why, why_len, fmt, ap);
+	why_vset(why, why_len, err, fmt, ap);
 	va_end(ap);
 	return err;
 }

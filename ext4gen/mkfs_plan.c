@@ -199,7 +199,7 @@ out:
 int mkfs_xattrs_of(struct mkfs *k, size_t i, bool warn)
 {
 	const struct mf_entry *me = &k->m->entries[i];
-	const char *why = NULL;
+	char why[WHY_MAX];
 	int ret;
 
 	uint32_t n = 0;
@@ -224,10 +224,11 @@ int mkfs_xattrs_of(struct mkfs *k, size_t i, bool warn)
 		k->xin[n++] = (struct mf_xattr_in){ name, manifest_str(k->m, mx->value_off),
 						    mx->name_len, mx->value_len };
 	}
-	ret = xattr_build(k->xin, n, k->xl, &why);
+	why[0] = '\0';
+	ret = xattr_build(k->xin, n, k->xl, why, sizeof(why));
 	if (ret)
 		mkfs_fail(k, ret, "%s: xattrs: %s", manifest_path(k->m, me),
-			  why ? why : strerror(-ret));
+			  why[0] ? why : strerror(-ret));
 	return ret;
 }
 
@@ -462,15 +463,15 @@ static int place_path(struct mkfs *k, const char *path)
 /* --order TRACE: the files a recorded trace read, in the order it first read them. */
 static int place_order_trace(struct mkfs *k)
 {
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	struct trace *t;
 	uint32_t last = 0;
 	uint64_t missing = 0, files = 0;
-	int ret = trace_load(k->o->order_file, &t, &why);
+	int ret = trace_load(k->o->order_file, &t, why, sizeof(why));
 
 	if (ret)
 		return mkfs_fail(k, ret, "--order %s: %s", k->o->order_file,
-				 why ? why : strerror(-ret));
+				 why[0] ? why : strerror(-ret));
 	for (size_t i = 0; i < t->n_records && !ret; i++) {
 		const struct trace_record *r = &t->records[i];
 

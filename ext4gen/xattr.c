@@ -31,6 +31,7 @@
 
 #include "../common/le.h"
 #include "../common/posix_acl.h"
+#include "../common/why.h"
 #include "csum.h"
 #include "ext4_fs.h"
 
@@ -89,23 +90,21 @@ static const struct xattr_prefix xattr_prefixes[] = {
 	{ "gnu.", XATTR_INDEX_HURD, false },
 };
 
-static int fail(const char **why, const char *msg, int err)
+static int fail(char *why, size_t why_len, const char *msg, int err)
 {
-	if (why)
-		*why = msg;
-	return err;
+	return why_set(why, why_len, err, "%s", msg);
 }
 
 static int xattr_resolve_name(const struct mf_xattr_in *x, struct xattr_item *it,
-			      const char **why)
+			      char *why, size_t why_len)
 {
 	const char *name = x->name;
 	size_t len = x->name_len;
 
 	if (!name || !len)
-		return fail(why, "xattr with an empty name", -EINVAL);
+		return fail(why, why_len, "xattr with an empty name", -EINVAL);
 	if (memchr(name, '\0', len))
-		return fail(why, "xattr name contains a NUL byte", -EINVAL);
+		return fail(why, why_len, "xattr name contains a NUL byte", -EINVAL);
 
 	for (size_t i = 0; i < sizeof(xattr_prefixes) / sizeof(xattr_prefixes[0]); i++) {
 		const struct xattr_prefix *p = &xattr_prefixes[i];
@@ -116,9 +115,10 @@ static int xattr_resolve_name(const struct mf_xattr_in *x, struct xattr_item *it
 		if (p->exact && len != plen)
 			continue;
 		if (!p->exact && len == plen)
-			return fail(why, "xattr name is only a namespace prefix", -EINVAL);
+			return fail(why, why_len, "xattr name is only a namespace prefix", -EINVAL);
 		if (len - plen > EXT4_NAME_LEN)
-			return fail(why, "xattr name longer than 255 bytes after its prefix",
+			return fail(why, why_len,
+				    "xattr name longer than 255 bytes after its prefix",
 				    -EINVAL);
 		it->index = p->index;
 		it->name = (const uint8_t *)name + plen;
@@ -130,7 +130,7 @@ static int xattr_resolve_name(const struct mf_xattr_in *x, struct xattr_item *it
 	 * e_name_index 0 (no prefix) would be invisible to the kernel, and e2fsck clears
 	 * an xattr block holding such an entry ("invalid name"), so refuse it here.
 	 */
-	return fail(why, "xattr name is in no namespace ext4 knows "
+	return fail(why, why_len, "xattr name is in no namespace ext4 knows "
 		    "(user., trusted., security., system., gnu.)", -EINVAL);
 }
 
@@ -139,28 +139,28 @@ static int xattr_resolve_name(const struct mf_xattr_in *x, struct xattr_item *it
  * posix_acl_valid() would (ext4's compact format can only be read back from a valid
  * ACL: it relies on exactly three or four short entries), and size its ext4 form.
  */
-static int acl_check(const uint8_t *v, uint32_t len, uint32_t *disk_len, const char **why)
+static int acl_check(const uint8_t *v, uint32_t len, uint32_t *disk_len, char *why, size_t why_len)
 {
 	uint32_t count, shorts = 0, longs = 0;
 	unsigned int state = ACL_USER_OBJ;
 	bool needs_mask = false;
 
 	if (!v || len < POSIX_ACL_XATTR_HDR_LEN)
-		return fail(why, "ACL xattr shorter than its 4-byte header", -EINVAL);
+		return fail(why, why_len, "ACL xattr shorter than its 4-byte header", -EINVAL);
 	if (le32_get(v) != POSIX_ACL_XATTR_VERSION)
-		return fail(why, "ACL xattr has an unknown version (want 2)", -EINVAL);
+		return fail(why, why_len, "ACL xattr has an unknown version (want 2)", -EINVAL);
 	if ((len - POSIX_ACL_XATTR_HDR_LEN) % POSIX_ACL_XATTR_ENTRY_LEN)
-		return fail(why, "ACL xattr size is not 4 + 8 * entries", -EINVAL);
+		return fail(why, why_len, "ACL xattr size is not 4 + 8 * entries", -EINVAL);
 	count = (len - POSIX_ACL_XATTR_HDR_LEN) / POSIX_ACL_XATTR_ENTRY_LEN;
 	if (!count)
-		return fail(why, "ACL xattr has no entries", -EINVAL);
+		return fail(why, why_len, "ACL xattr has no entries", -EINVAL);
 
 	for (uint32_t i = 0; i < count; i++) {
 		const uint8_t *e = v + POSIX_ACL_XATTR_HDR_LEN + i * POSIX_ACL_XATTR_ENTRY_LEN;
 		uint16_t tag = le16_get(e), perm = le16_get(e + 2);
 
 		if (perm & ~ACL_PERM_MASK)
-			return fail(why, "ACL entry has permission bits other than rwx",
+			return fail(why, why_len, "ACL entry has permission bits other than rwx",
 				    -EINVAL);
 		switch (tag) {
 		case ACL_USER_OBJ:
@@ -200,7 +200,7 @@ static int acl_check(const uint8_t *v, uint32_t len, uint32_t *disk_len, const c
 			shorts++;
 			break;
 		default:
-			return fail(why, "ACL entry has an unknown tag", -EINVAL);
+			return fail(why, why_len, "ACL entry has an unknown tag", -EINVAL);
 		}
 	}
 	if (state != 0)
@@ -210,7 +210,7 @@ static int acl_check(const uint8_t *v, uint32_t len, uint32_t *disk_len, const c
 	return 0;
 
 bad_order:
-	return fail(why, "ACL entries are not user::, user:*, group::, group:*, mask::, "
+	return fail(why, why_len, "ACL entries are not user::, user:*, group::, group:*, mask::, "
 		    "other:: (mask required with named entries)", -EINVAL);
 }
 
@@ -315,41 +315,42 @@ static uint32_t xattr_render(const struct xattr_item *items, uint32_t n, bool ib
 }
 
 static int xattr_prepare(const struct mf_xattr_in *x, uint32_t n, struct xattr_item *items,
-			 const char **why)
+			 char *why, size_t why_len)
 {
 	for (uint32_t i = 0; i < n; i++) {
 		struct xattr_item *it = &items[i];
-		int ret = xattr_resolve_name(&x[i], it, why);
+		int ret = xattr_resolve_name(&x[i], it, why, why_len);
 
 		if (ret)
 			return ret;
 		if (!x[i].value && x[i].value_len)
-			return fail(why, "xattr value is NULL with a non-zero length", -EINVAL);
+			return fail(why, why_len, "xattr value is NULL with a non-zero length",
+				    -EINVAL);
 		it->value = x[i].value;
 		it->value_len = x[i].value_len;
 		it->disk_len = x[i].value_len;
 		if (it->is_acl) {
-			ret = acl_check(it->value, it->value_len, &it->disk_len, why);
+			ret = acl_check(it->value, it->value_len, &it->disk_len, why, why_len);
 			if (ret)
 				return ret;
 		}
 		if (it->disk_len > DISK_BLOCK ||
 		    XATTR_BLOCK_HDR_LEN + xattr_item_space(it) + XATTR_END_LEN >
 		    DISK_BLOCK)
-			return fail(why, "xattr too large for a 4 KiB xattr block "
+			return fail(why, why_len, "xattr too large for a 4 KiB xattr block "
 				    "(ea_inode is not supported)", -EINVAL);
 	}
 	if (n > 1)
 		qsort(items, n, sizeof(*items), xattr_item_cmp);
 	for (uint32_t i = 1; i < n; i++)
 		if (!xattr_item_cmp(&items[i - 1], &items[i]))
-			return fail(why, "duplicate xattr name", -EINVAL);
+			return fail(why, why_len, "duplicate xattr name", -EINVAL);
 	return 0;
 }
 
 /* First fit in sorted order: the inode body if there is room, else the block. */
 static int xattr_place(struct xattr_item *items, uint32_t n, bool *has_ibody,
-		       bool *has_block, const char **why)
+		       bool *has_block, char *why, size_t why_len)
 {
 	size_t ibody_used = XATTR_IBODY_HDR_LEN + XATTR_END_LEN;
 	size_t block_used = XATTR_BLOCK_HDR_LEN + XATTR_END_LEN;
@@ -365,7 +366,8 @@ static int xattr_place(struct xattr_item *items, uint32_t n, bool *has_ibody,
 			continue;
 		}
 		if (block_used + need > DISK_BLOCK)
-			return fail(why, "xattrs do not fit in the inode and one 4 KiB block",
+			return fail(why, why_len,
+				    "xattrs do not fit in the inode and one 4 KiB block",
 				    -E2BIG);
 		block_used += need;
 		items[i].in_ibody = false;
@@ -375,7 +377,7 @@ static int xattr_place(struct xattr_item *items, uint32_t n, bool *has_ibody,
 }
 
 int xattr_build(const struct mf_xattr_in *x, uint32_t n, struct xattr_layout *out,
-		const char **why)
+		char *why, size_t why_len)
 {
 	struct xattr_item *items;
 	uint32_t hash;
@@ -385,17 +387,18 @@ int xattr_build(const struct mf_xattr_in *x, uint32_t n, struct xattr_layout *ou
 	if (!n)
 		return 0;
 	if (!x)
-		return fail(why, "xattr list is NULL", -EINVAL);
+		return fail(why, why_len, "xattr list is NULL", -EINVAL);
 	/* every entry takes at least 16 bytes of one 4 KiB block plus the inode body */
 	if (n > (DISK_BLOCK + XATTR_IBODY_SIZE) / sizeof(struct ext4_xattr_entry))
-		return fail(why, "too many xattrs for the inode and one 4 KiB block", -E2BIG);
+		return fail(why, why_len, "too many xattrs for the inode and one 4 KiB block",
+			    -E2BIG);
 	items = calloc(n, sizeof(*items));
 	if (!items)
-		return fail(why, "out of memory", -ENOMEM);
+		return fail(why, why_len, "out of memory", -ENOMEM);
 
-	ret = xattr_prepare(x, n, items, why);
+	ret = xattr_prepare(x, n, items, why, why_len);
 	if (!ret)
-		ret = xattr_place(items, n, &out->has_ibody, &out->has_block, why);
+		ret = xattr_place(items, n, &out->has_ibody, &out->has_block, why, why_len);
 	if (ret)
 		goto out;
 

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "../cas/manifest.h"
+#include "../common/why.h"
 
 /* Bytes available for in-inode xattrs in a 256-byte inode with i_extra_isize 32. */
 #define XATTR_IBODY_SIZE (256u - 128u - 32u)
@@ -30,7 +31,7 @@ struct xattr_layout {
  * -E2BIG when they do not fit in the inode plus one block.
  */
 int xattr_build(const struct mf_xattr_in *x, uint32_t n, struct xattr_layout *out,
-		const char **why);
+		char *why, size_t why_len);
 /* Stamp h_checksum once the block's number is known. */
 void xattr_block_csum(uint8_t *block, uint64_t blocknr, uint32_t csum_seed);
 

@@ -244,7 +244,7 @@ static void record(const struct manifest *m, const struct layout *l, const struc
 	trace_recorder_free(r);
 	if (fuzz_result("trace_recorder_finish", ret, why))
 		return;
-	if (trace_load(path, &out, &why))
+	if (trace_load(path, &out, NULL, 0))
 		abort(); /* the recorder wrote a trace its reader refuses */
 	for (size_t i = 0; i < out->n_records; i++) {
 		const struct trace_record *rec = &out->records[i];
@@ -360,13 +360,13 @@ static struct trace *trace_take(uint8_t *b, size_t len, const struct manifest *m
 {
 	uint8_t *copy;
 	struct trace *t = NULL;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 
 	if (same && len >= offsetof(struct trace_header, layout_digest))
 		memcpy(b + offsetof(struct trace_header, manifest_digest), m->digest, SHA256_LEN);
 	fuzz_fix_sha_trailer(b, len);
 	copy = fuzz_dup(b, len);
-	fuzz_result("trace_parse", trace_parse(copy, len, &t, &why), why);
+	fuzz_result("trace_parse", trace_parse(copy, len, &t, why, sizeof(why)), why);
 	return t;
 }
 

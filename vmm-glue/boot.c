@@ -89,10 +89,10 @@ static void vmlinux_release(struct vmlinux *v)
  */
 static int boot_vmlinux_get(const struct fs_map *img, const struct bzimage *bz,
 			    const struct boot_kernel_opts *o, struct vmlinux *v, bool *cached,
-			    const char **why)
+			    char *why, size_t why_len)
 {
 	char dir[PATH_MAX - 80], memo[PATH_MAX], path[PATH_MAX], hex[SHA256_HEX_LEN + 1];
-	const char *dwhy = NULL;
+	char dwhy[WHY_MAX] = "";
 	uint8_t d[SHA256_LEN];
 	int ret;
 
@@ -101,9 +101,9 @@ static int boot_vmlinux_get(const struct fs_map *img, const struct bzimage *bz,
 	v->fd = -1;
 	boot_cache_dir(o, dir, sizeof(dir));
 	/* a directory another user can change is not read back from (nor written to) */
-	if (dir[0] && (ret = fs_mkdir_private(dir, &dwhy))) {
-		note_emit(&o->notes, dwhy ? NOTE_WARN : NOTE_DEBUG, "vmlinux cache %s not used (%s)",
-			  dir, dwhy ? dwhy : strerror(-ret));
+	if (dir[0] && (ret = fs_mkdir_private(dir, dwhy, sizeof(dwhy)))) {
+		note_emit(&o->notes, dwhy[0] ? NOTE_WARN : NOTE_DEBUG, "vmlinux cache %s not used (%s)",
+			  dir, dwhy[0] ? dwhy : strerror(-ret));
 		dir[0] = '\0';
 	}
 	if (dir[0] && (digest_memo_dir(dir, memo, sizeof(memo)) ||
@@ -123,13 +123,13 @@ static int boot_vmlinux_get(const struct fs_map *img, const struct bzimage *bz,
 	}
 	ret = bzimage_decompress(img->data + bz->payload_off, bz->payload_len,
 				 o->vmlinux_max ? o->vmlinux_max : BOOT_VMLINUX_MAX, &v->heap,
-				 &v->len, why);
+				 &v->len, why, why_len);
 	if (ret)
 		return ret;
 	v->data = v->heap;
 	if (!elf_is_elf(v->data, v->len)) {
 		vmlinux_release(v);
-		*why = "the decompressed payload is not an ELF vmlinux";
+		why_set(why, why_len, 0, "the decompressed payload is not an ELF vmlinux");
 		return -ENOEXEC;
 	}
 	if (dir[0] && fs_write_file_atomic(path, v->data, v->len, BOOT_CACHE_MODE))
@@ -139,7 +139,7 @@ static int boot_vmlinux_get(const struct fs_map *img, const struct bzimage *bz,
 
 static int boot_bzimage_load(const struct fs_map *map, const struct bzimage *bz,
 			     const struct boot_kernel_opts *o, const struct vm_ram *ram,
-			     struct boot_kernel *k, const char **why)
+			     struct boot_kernel *k, char *why, size_t why_len)
 {
 	const uint8_t *img = map->data;
 	size_t len = map->len;
@@ -152,10 +152,10 @@ static int boot_bzimage_load(const struct fs_map *map, const struct bzimage *bz,
 	k->hdr_len = bz->hdr_len;
 	k->initrd_addr_max = bz->initrd_addr_max;
 	k->cmdline_size = bz->cmdline_size;
-	ret = boot_vmlinux_get(map, bz, o, &vml, &cached, why);
+	ret = boot_vmlinux_get(map, bz, o, &vml, &cached, why, why_len);
 	if (!ret) {
 		ret = elf_load_mapped(vml.data, vml.len, o->map_segments ? vml.fd : -1, ram,
-				      o->proto, k, why);
+				      o->proto, k, why, why_len);
 		vmlinux_release(&vml);
 		k->how = cached ? "bzImage (vmlinux from the cache)" : "bzImage (payload decompressed)";
 		return ret;
@@ -164,10 +164,10 @@ static int boot_bzimage_load(const struct fs_map *map, const struct bzimage *bz,
 		return ret;
 	/* fall back to the kernel's own decompressor, entered through its 64-bit entry */
 	note_emit(&o->notes, NOTE_INFO, "%s payload: %s: using the bzImage's own decompressor "
-		  "(slow under software KVM)", comp ? comp : "unknown", *why);
+		  "(slow under software KVM)", comp ? comp : "unknown", why);
 	k->proto = BOOT_LINUX64;
 	k->how = "bzImage (64-bit entry, in-guest decompression)";
-	return bzimage_load_pm(img, len, bz, ram, k, why);
+	return bzimage_load_pm(img, len, bz, ram, k, why, why_len);
 }
 
 #define BOOT_NOT_KERNEL "not a kernel (neither a bzImage nor an ELF vmlinux)"
@@ -195,7 +195,7 @@ int boot_kernel_load(const char *path, const struct boot_kernel_opts *o,
 		     const struct vm_ram *ram, struct boot_kernel *k, char *why, size_t why_len)
 {
 	struct bzimage bz;
-	const char *msg = "unknown error", *bz_why = NULL;
+	char msg[WHY_MAX] = "unknown error", bz_why[WHY_MAX] = "";
 	struct fs_map map;
 	const uint8_t *img;
 	size_t len;
@@ -209,17 +209,16 @@ int boot_kernel_load(const char *path, const struct boot_kernel_opts *o,
 	img = map.data;
 	len = map.len;
 	if (elf_is_elf(img, len)) {
-		ret = elf_load(img, len, ram, o->proto, k, &msg);
+		ret = elf_load(img, len, ram, o->proto, k, msg, sizeof(msg));
 		k->how = "ELF";
 	} else {
-		ret = bzimage_parse(img, len, &bz, &bz_why);
+		ret = bzimage_parse(img, len, &bz, bz_why, sizeof(bz_why));
 		if (ret && !boot_looks_like_kernel(img, len)) {
-			msg = BOOT_NOT_KERNEL;
-			ret = -ENOEXEC;
+			ret = why_set(msg, sizeof(msg), -ENOEXEC, BOOT_NOT_KERNEL);
 		} else if (ret) {
-			msg = bz_why;
+			why_set(msg, sizeof(msg), ret, "%s", bz_why);
 		} else {
-			ret = boot_bzimage_load(&map, &bz, o, ram, k, &msg);
+			ret = boot_bzimage_load(&map, &bz, o, ram, k, msg, sizeof(msg));
 		}
 	}
 	fs_unmap(&map);

@@ -99,7 +99,7 @@ struct boot_kernel_opts {
 };
 
 /* bzimage.c */
-int bzimage_parse(const uint8_t *buf, size_t len, struct bzimage *bz, const char **why);
+int bzimage_parse(const uint8_t *buf, size_t len, struct bzimage *bz, char *why, size_t why_len);
 /*
  * The release string ("6.1.0-27-cloud-amd64 (debian-kernel@...) #1 ...") the setup header's
  * kernel_version field points to (boot protocol 2.00+): *s points into buf, *max is the
@@ -108,7 +108,7 @@ int bzimage_parse(const uint8_t *buf, size_t len, struct bzimage *bz, const char
  * bzImage); -ENOEXEC with *why set: a setup header without the string.
  */
 int bzimage_kernel_version(const uint8_t *buf, size_t len, const char **s, size_t *max,
-			   const char **why);
+			   char *why, size_t why_len);
 /* The compressor named by the payload's magic ("gzip", ...) or NULL. */
 const char *bzimage_compression(const uint8_t *p, size_t len);
 /*
@@ -117,10 +117,10 @@ const char *bzimage_compression(const uint8_t *p, size_t len);
  * larger than limit, -EBADMSG corrupt.
  */
 int bzimage_decompress(const uint8_t *p, size_t len, size_t limit, uint8_t **out,
-		       size_t *out_len, const char **why);
+		       size_t *out_len, char *why, size_t why_len);
 /* Load the protected-mode kernel at its pref_address; entry = that + 0x200 (64-bit). */
 int bzimage_load_pm(const uint8_t *buf, size_t len, const struct bzimage *bz,
-		    const struct vm_ram *ram, struct boot_kernel *k, const char **why);
+		    const struct vm_ram *ram, struct boot_kernel *k, char *why, size_t why_len);
 
 /* elf.c: the structures are read in host byte order (x86-64 hosts only, as the VMM). */
 bool elf_is_elf(const uint8_t *buf, size_t len);
@@ -152,7 +152,7 @@ int elf_linux_version(const uint8_t *buf, size_t len, const char **s, size_t *ma
  * BOOT_PVH, the XEN_ELFNOTE_PHYS32_ENTRY note (-ENOEXEC without one).
  */
 int elf_load(const uint8_t *buf, size_t len, const struct vm_ram *ram, enum boot_proto proto,
-	     struct boot_kernel *k, const char **why);
+	     struct boot_kernel *k, char *why, size_t why_len);
 /*
  * elf_load, but buf is a mapping of the file open as fd, which nobody modifies in place (a
  * cache file, replaced only by rename): the page-aligned middle of each segment is mapped
@@ -162,7 +162,7 @@ int elf_load(const uint8_t *buf, size_t len, const struct vm_ram *ram, enum boot
  * not congruent modulo the page size.
  */
 int elf_load_mapped(const uint8_t *buf, size_t len, int fd, const struct vm_ram *ram,
-		    enum boot_proto proto, struct boot_kernel *k, const char **why);
+		    enum boot_proto proto, struct boot_kernel *k, char *why, size_t why_len);
 
 /* boot.c */
 /*

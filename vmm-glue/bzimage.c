@@ -36,27 +36,28 @@
 #define LZ4_LEGACY_MAGIC 0x184c2102u
 #define LZ4_LEGACY_BLOCK (8u << 20)
 
-int bzimage_parse(const uint8_t *buf, size_t len, struct bzimage *bz, const char **why)
+int bzimage_parse(const uint8_t *buf, size_t len, struct bzimage *bz, char *why,
+		  size_t why_len)
 {
 	size_t sects, off, plen;
 
 	memset(bz, 0, sizeof(*bz));
 	if (len < 0x400) {
-		*why = "too short for a bzImage (truncated?)";
+		why_set(why, why_len, 0, "too short for a bzImage (truncated?)");
 		return -EINVAL;
 	}
 	if (le16_get(buf + HDR_BOOT_FLAG) != 0xaa55 || memcmp(buf + HDR_HEADER, "HdrS", 4)) {
-		*why = "no bzImage setup header (bad magic)";
+		why_set(why, why_len, 0, "no bzImage setup header (bad magic)");
 		return -EINVAL;
 	}
 	bz->version = le16_get(buf + HDR_VERSION);
 	if (bz->version < 0x020c) {
-		*why = "boot protocol older than 2.12 (no 64-bit entry)";
+		why_set(why, why_len, 0, "boot protocol older than 2.12 (no 64-bit entry)");
 		return -ENOEXEC;
 	}
 	bz->xloadflags = le16_get(buf + HDR_XLOADFLAGS);
 	if (!(bz->xloadflags & XLF_KERNEL_64)) {
-		*why = "not a 64-bit kernel (XLF_KERNEL_64 unset)";
+		why_set(why, why_len, 0, "not a 64-bit kernel (XLF_KERNEL_64 unset)");
 		return -ENOEXEC;
 	}
 	bz->loadflags = buf[HDR_LOADFLAGS];
@@ -64,7 +65,7 @@ int bzimage_parse(const uint8_t *buf, size_t len, struct bzimage *bz, const char
 	bz->setup_sects = (uint8_t)sects;
 	bz->pm_off = (sects + 1) * 512;
 	if (bz->pm_off >= len) {
-		*why = "truncated bzImage (no kernel after the setup sectors)";
+		why_set(why, why_len, 0, "truncated bzImage (no kernel after the setup sectors)");
 		return -EINVAL;
 	}
 	bz->pm_len = len - bz->pm_off;
@@ -76,7 +77,7 @@ int bzimage_parse(const uint8_t *buf, size_t len, struct bzimage *bz, const char
 	off = le32_get(buf + HDR_PAYLOAD_OFFSET);
 	plen = le32_get(buf + HDR_PAYLOAD_LENGTH);
 	if (off > bz->pm_len || plen > bz->pm_len - off || plen < 8) {
-		*why = "payload outside the file (truncated or corrupt bzImage)";
+		why_set(why, why_len, 0, "payload outside the file (truncated or corrupt bzImage)");
 		return -EINVAL;
 	}
 	bz->payload_off = bz->pm_off + off;
@@ -90,7 +91,7 @@ int bzimage_parse(const uint8_t *buf, size_t len, struct bzimage *bz, const char
 }
 
 int bzimage_kernel_version(const uint8_t *buf, size_t len, const char **s, size_t *max,
-			   const char **why)
+			   char *why, size_t why_len)
 {
 	uint16_t proto, off;
 
@@ -99,7 +100,8 @@ int bzimage_kernel_version(const uint8_t *buf, size_t len, const char **s, size_
 	proto = le16_get(buf + HDR_VERSION);
 	off = le16_get(buf + HDR_KERNEL_VERSION);
 	if (proto < 0x0200 || !off || (size_t)off + HDR_JUMP >= len) {
-		*why = "bzImage has no kernel_version string in its setup header";
+		why_set(why, why_len, 0,
+			"bzImage has no kernel_version string in its setup header");
 		return -ENOEXEC;
 	}
 	*s = (const char *)buf + off + HDR_JUMP;
@@ -225,7 +227,7 @@ static int bz_unzstd(const uint8_t *p, size_t len, uint8_t *out, size_t cap, siz
 }
 
 int bzimage_decompress(const uint8_t *p, size_t len, size_t limit, uint8_t **out,
-		       size_t *out_len, const char **why)
+		       size_t *out_len, char *why, size_t why_len)
 {
 	const char *name = bzimage_compression(p, len);
 	int (*dec)(const uint8_t *, size_t, uint8_t *, size_t, size_t *) = NULL;
@@ -236,7 +238,7 @@ int bzimage_decompress(const uint8_t *p, size_t len, size_t limit, uint8_t **out
 
 	*out = NULL;
 	if (!name) {
-		*why = "unknown payload compression";
+		why_set(why, why_len, 0, "unknown payload compression");
 		return -EPROTONOSUPPORT;
 	}
 	if (!strcmp(name, "gzip"))
@@ -248,37 +250,40 @@ int bzimage_decompress(const uint8_t *p, size_t len, size_t limit, uint8_t **out
 	else if (!strcmp(name, "zstd"))
 		dec = bz_unzstd;
 	if (!dec) {
-		*why = "payload compression not supported here (bzip2, lzma or lzo)";
+		why_set(why, why_len, 0,
+			"payload compression not supported here (bzip2, lzma or lzo)");
 		return -EPROTONOSUPPORT;
 	}
 	if (len < 8) {
-		*why = "payload too short";
+		why_set(why, why_len, 0, "payload too short");
 		return -EBADMSG;
 	}
 	declared = le32_get(p + len - 4);
 	if (!declared) {
-		*why = "payload declares an empty kernel";
+		why_set(why, why_len, 0, "payload declares an empty kernel");
 		return -EBADMSG;
 	}
 	if (declared > limit) {
-		*why = "payload declares a kernel larger than the decompression limit";
+		why_set(why, why_len, 0,
+			"payload declares a kernel larger than the decompression limit");
 		return -EFBIG;
 	}
 	/* one spare byte: output past the declared size is caught, never written beyond */
 	buf = malloc((size_t)declared + 1);
 	if (!buf) {
-		*why = "out of memory";
+		why_set(why, why_len, 0, "out of memory");
 		return -ENOMEM;
 	}
 	ret = dec(p, len, buf, (size_t)declared + 1, &n);
 	if (n > declared) {
-		*why = "payload decompresses to more than its declared size";
+		why_set(why, why_len, 0, "payload decompresses to more than its declared size");
 		ret = -EFBIG;
 	} else if (!ret && n != declared) {
-		*why = "payload decompresses to less than its declared size";
+		why_set(why, why_len, 0, "payload decompresses to less than its declared size");
 		ret = -EBADMSG;
 	} else if (ret) {
-		*why = ret == -ENOMEM ? "out of memory" : "corrupt or truncated payload";
+		why_set(why, why_len, 0, "%s",
+			ret == -ENOMEM ? "out of memory" : "corrupt or truncated payload");
 	}
 	if (ret) {
 		free(buf);
@@ -290,7 +295,7 @@ int bzimage_decompress(const uint8_t *p, size_t len, size_t limit, uint8_t **out
 }
 
 int bzimage_load_pm(const uint8_t *buf, size_t len, const struct bzimage *bz,
-		    const struct vm_ram *ram, struct boot_kernel *k, const char **why)
+		    const struct vm_ram *ram, struct boot_kernel *k, char *why, size_t why_len)
 {
 	uint64_t at = bz->pref_address >= BOOT_HIMEM_ADDR ? bz->pref_address : 0x1000000;
 	uint64_t need = bz->init_size > bz->pm_len ? bz->init_size : bz->pm_len;
@@ -298,7 +303,8 @@ int bzimage_load_pm(const uint8_t *buf, size_t len, const struct bzimage *bz,
 
 	(void)len;
 	if (!dst) {
-		*why = "the kernel does not fit in guest RAM at its preferred address (more --mem)";
+		why_set(why, why_len, 0,
+			"the kernel does not fit in guest RAM at its preferred address (more --mem)");
 		return -ENOSPC;
 	}
 	memcpy(dst, buf + bz->pm_off, bz->pm_len);

@@ -91,26 +91,27 @@ int elf_linux_version(const uint8_t *buf, size_t len, const char **s, size_t *ma
 }
 
 /* Header checks; *ph gets the program header table (bounds-checked). */
-static int elf_check(const uint8_t *buf, size_t len, const Elf64_Phdr **ph, const char **why)
+static int elf_check(const uint8_t *buf, size_t len, const Elf64_Phdr **ph, char *why,
+		     size_t why_len)
 {
 	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)buf;
 
 	if (len < sizeof(*eh) || !elf_is_elf(buf, len)) {
-		*why = "not an ELF file";
+		why_set(why, why_len, 0, "not an ELF file");
 		return -EINVAL;
 	}
 	if (eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_ident[EI_DATA] != ELFDATA2LSB ||
 	    eh->e_machine != EM_X86_64) {
-		*why = "not an x86-64 ELF";
+		why_set(why, why_len, 0, "not an x86-64 ELF");
 		return -ENOEXEC;
 	}
 	if (eh->e_type != ET_EXEC) {
-		*why = "not an ELF executable (ET_EXEC)";
+		why_set(why, why_len, 0, "not an ELF executable (ET_EXEC)");
 		return -ENOEXEC;
 	}
 	if (eh->e_phentsize != sizeof(Elf64_Phdr) || !eh->e_phnum || eh->e_phoff > len ||
 	    (len - eh->e_phoff) / sizeof(Elf64_Phdr) < eh->e_phnum || eh->e_phoff % 8) {
-		*why = "ELF program headers outside the file (truncated?)";
+		why_set(why, why_len, 0, "ELF program headers outside the file (truncated?)");
 		return -EINVAL;
 	}
 	*ph = (const Elf64_Phdr *)(buf + eh->e_phoff);
@@ -122,9 +123,7 @@ static int elf_pvh_entry(const uint8_t *buf, size_t len, uint64_t *entry)
 {
 	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)buf;
 	const Elf64_Phdr *ph;
-	const char *why;
-
-	if (elf_check(buf, len, &ph, &why))
+	if (elf_check(buf, len, &ph, NULL, 0))
 		return -ENOENT;
 	for (unsigned i = 0; i < eh->e_phnum; i++) {
 		uint64_t off = ph[i].p_offset, end, pos;
@@ -201,19 +200,19 @@ static int elf_segment_place(uint8_t *dst, const uint8_t *buf, uint64_t off, uin
 }
 
 int elf_load(const uint8_t *buf, size_t len, const struct vm_ram *ram, enum boot_proto proto,
-	     struct boot_kernel *k, const char **why)
+	     struct boot_kernel *k, char *why, size_t why_len)
 {
-	return elf_load_mapped(buf, len, -1, ram, proto, k, why);
+	return elf_load_mapped(buf, len, -1, ram, proto, k, why, why_len);
 }
 
 int elf_load_mapped(const uint8_t *buf, size_t len, int fd, const struct vm_ram *ram,
-		    enum boot_proto proto, struct boot_kernel *k, const char **why)
+		    enum boot_proto proto, struct boot_kernel *k, char *why, size_t why_len)
 {
 	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)buf;
 	const Elf64_Phdr *ph;
 	uint64_t lo = UINT64_MAX, hi = 0, entry = eh->e_entry, phys_entry = UINT64_MAX;
 	unsigned loads = 0;
-	int ret = elf_check(buf, len, &ph, why);
+	int ret = elf_check(buf, len, &ph, why, why_len);
 
 	if (ret)
 		return ret;
@@ -224,21 +223,23 @@ int elf_load_mapped(const uint8_t *buf, size_t len, int fd, const struct vm_ram 
 		if (p->p_type != PT_LOAD || !p->p_memsz)
 			continue;
 		if (p->p_filesz > p->p_memsz || p->p_offset > len || p->p_filesz > len - p->p_offset) {
-			*why = "ELF segment outside the file (truncated?)";
+			why_set(why, why_len, 0, "ELF segment outside the file (truncated?)");
 			return -EINVAL;
 		}
 		if (p->p_paddr < BOOT_HIMEM_ADDR || p->p_paddr + p->p_memsz < p->p_paddr) {
-			*why = "ELF segment below 1 MiB (over the VMM's boot pages)";
+			why_set(why, why_len, 0,
+				"ELF segment below 1 MiB (over the VMM's boot pages)");
 			return -EINVAL;
 		}
 		dst = vm_ram_ptr(ram, p->p_paddr, p->p_memsz);
 		if (!dst) {
-			*why = "ELF segment outside guest RAM (more --mem?)";
+			why_set(why, why_len, 0, "ELF segment outside guest RAM (more --mem?)");
 			return -ENOSPC;
 		}
 		ret = elf_segment_place(dst, buf, p->p_offset, p->p_filesz, fd);
 		if (ret) {
-			*why = "cannot map guest RAM back after a failed kernel mapping";
+			why_set(why, why_len, 0,
+				"cannot map guest RAM back after a failed kernel mapping");
 			return ret;
 		}
 		if (entry >= p->p_paddr && entry - p->p_paddr < p->p_memsz)
@@ -251,7 +252,7 @@ int elf_load_mapped(const uint8_t *buf, size_t len, int fd, const struct vm_ram 
 		loads++;
 	}
 	if (!loads) {
-		*why = "ELF has no loadable segment";
+		why_set(why, why_len, 0, "ELF has no loadable segment");
 		return -ENOEXEC;
 	}
 	k->proto = proto;
@@ -259,13 +260,14 @@ int elf_load_mapped(const uint8_t *buf, size_t len, int fd, const struct vm_ram 
 	k->hi = hi;
 	if (proto == BOOT_PVH) {
 		if (elf_pvh_entry(buf, len, &k->entry)) {
-			*why = "ELF has no PVH entry note (XEN_ELFNOTE_PHYS32_ENTRY): use --boot linux64";
+			why_set(why, why_len, 0,
+				"ELF has no PVH entry note (XEN_ELFNOTE_PHYS32_ENTRY): use --boot linux64");
 			return -ENOEXEC;
 		}
 		return 0;
 	}
 	if (phys_entry == UINT64_MAX) {
-		*why = "ELF entry point outside its loadable segments";
+		why_set(why, why_len, 0, "ELF entry point outside its loadable segments");
 		return -ENOEXEC;
 	}
 	k->entry = phys_entry;

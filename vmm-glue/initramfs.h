@@ -107,7 +107,7 @@ int initramfs_build(const struct initramfs_opts *o, char *out_path, size_t out_l
  * kernel_version) or a vmlinux ELF ("Linux version ..." banner). 0 or -errno, why set.
  */
 TEST_HOOK
-int initramfs_kernel_version(const char *kernel, char *ver, size_t len, const char **why);
+int initramfs_kernel_version(const char *kernel, char *ver, size_t len, char *why, size_t why_len);
 
 /* The status /init reports when it fails before the command runs. */
 #define INITRAMFS_INIT_FAILED 125

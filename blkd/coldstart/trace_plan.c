@@ -111,14 +111,14 @@ int trace_plan_load(const char *trace_path, const struct manifest *m, const stru
 		    bool all, struct trace_plan **out, char *why, size_t why_len)
 {
 	struct trace *t = NULL;
-	const char *twhy = NULL;
+	char twhy[WHY_MAX] = "";
 	int ret;
 
 	if (trace_path) {
-		ret = trace_load(trace_path, &t, &twhy);
+		ret = trace_load(trace_path, &t, twhy, sizeof(twhy));
 		if (ret)
 			return why_set(why, why_len, ret, "%s: %s", trace_path,
-				       twhy ? twhy : strerror(-ret));
+				       twhy[0] ? twhy : strerror(-ret));
 	}
 	ret = trace_plan_new(t, m, l, all, out);
 	trace_free(t);

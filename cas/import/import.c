@@ -21,18 +21,6 @@
 
 #define IMPORT_WARN_MAX 4096 /* a warning's length, as the logger's line */
 
-int import_fail(struct import_ctx *ic, int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (ic->why_len && !ic->why[0]) {
-		va_start(ap, fmt);
-		vsnprintf(ic->why, ic->why_len, fmt, ap);
-		va_end(ap);
-	}
-	return err;
-}
-
 void import_warn(struct import_ctx *ic, const char *fmt, ...)
 {
 	char msg[IMPORT_WARN_MAX];
@@ -122,7 +110,7 @@ static int add_piece(struct import_ctx *ic, struct tree_inode *ino, struct chunk
 /*
  * Hand a full chunk to the chunker. A failure here is the store's (a worker could not write
  * a chunk: no space, a read-only or failing disk), so the reason names the store, not the
- * source file being read when it surfaced (import_fail keeps that first reason).
+ * source file being read when it surfaced (why_first keeps that first reason).
  */
 static int submit(struct import_ctx *ic, struct chunk_buf *b)
 {
@@ -130,12 +118,13 @@ static int submit(struct import_ctx *ic, struct chunk_buf *b)
 
 	if (import_cancelled(ic)) {
 		chunker_buf_put(ic->chunker, b);
-		return import_fail(ic, -ECANCELED, "interrupted");
+		return why_first(ic->why, ic->why_len, -ECANCELED, "interrupted");
 	}
 	ret = chunker_submit(ic->chunker, b);
 
 	if (ret && ret != -ENOMEM && ic->o)
-		import_fail(ic, ret, "store %s: %s", ic->o->store_dir, strerror(-ret));
+		why_first(ic->why, ic->why_len, ret, "store %s: %s", ic->o->store_dir,
+			  strerror(-ret));
 	import_progress(ic); /* a large file is read a chunk at a time: say so as it goes */
 	return ret;
 }

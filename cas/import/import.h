@@ -83,7 +83,8 @@ struct import_ctx {
 	struct chunk_buf *pack;  /* the packed chunk being filled */
 	const struct import_opts *o; /* its progress and warn callbacks; NULL: none */
 	struct store *store;     /* where the chunks go (and STORE/tmp, for staged blobs) */
-	char *why;               /* the first failure's reason (why_len bytes, may be 0) */
+	char *why;               /* the first failure's reason (why_len bytes, may be 0;
+				    why_first) */
 	size_t why_len;
 };
 
@@ -97,12 +98,10 @@ int import_run(const struct import_opts *o, struct import_result *res, char *why
 	       size_t why_len);
 
 /*
- * For the importers, all on the importing thread: keep the reason of a failure in ic->why
- * (the first one only: an outer caller does not overwrite it) and return err; pass a warning
- * to the caller's callback.
+ * For the importers, all on the importing thread: a failure's reason goes into ic->why with
+ * why_first() (the first one only: an outer caller does not overwrite it); a warning goes to
+ * the caller's callback.
  */
-int import_fail(struct import_ctx *ic, int err, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
 void import_warn(struct import_ctx *ic, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
@@ -130,7 +129,7 @@ int import_check_source(struct import_ctx *ic, const char *src);
 #define IMPORT_BRIEF_MAX 256
 const char *import_brief(const char *path, char buf[IMPORT_BRIEF_MAX]);
 
-/* Sources. Each says why in ic->why before returning non-zero (import_fail). */
+/* Sources. Each says why in ic->why before returning non-zero (why_first). */
 int import_dir(struct import_ctx *ic, const char *dir);
 int import_tar_file(struct import_ctx *ic, const char *path);
 

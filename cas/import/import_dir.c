@@ -274,8 +274,9 @@ static int entry_open(struct walk *w, int dfd, const char *name, uint8_t type, s
 		if (fd == -EPERM) /* O_NOATIME on a file we do not own */
 			fd = fs_open_regular(dfd, name, O_NOFOLLOW, &now);
 		if (fd == -EINVAL || fd == -EISDIR) /* no longer a regular file */
-			return import_fail(w->ic, -ESTALE, "%s: replaced while being imported",
-					   wpath(w));
+			return why_first(w->ic->why, w->ic->why_len, -ESTALE,
+					 "%s: replaced while being imported",
+					 wpath(w));
 		ret = fd < 0 ? fd : 0;
 	} else {
 		if (type == MF_DIR)
@@ -287,11 +288,13 @@ static int entry_open(struct walk *w, int dfd, const char *name, uint8_t type, s
 	if (ret) {
 		if (fd >= 0)
 			close(fd);
-		return import_fail(w->ic, ret, "%s: %s", wpath(w), strerror(-ret));
+		return why_first(w->ic->why, w->ic->why_len, ret, "%s: %s", wpath(w),
+				 strerror(-ret));
 	}
 	if (!same_inode(&now, st)) {
 		close(fd);
-		return import_fail(w->ic, -ESTALE, "%s: replaced while being imported", wpath(w));
+		return why_first(w->ic->why, w->ic->why_len, -ESTALE,
+				 "%s: replaced while being imported", wpath(w));
 	}
 	*st = now;
 	return fd;
@@ -326,7 +329,8 @@ static int entry_content(struct walk *w, int fd, struct tree_inode *ino, const s
 		n = readlinkat(fd, "", w->lbuf, PATH_MAX); /* the O_PATH symlink itself */
 		if (n < 0 || n >= PATH_MAX) {
 			ret = n < 0 ? -errno : -ENAMETOOLONG;
-			return import_fail(ic, ret, "%s: readlink: %s", wpath(w), strerror(-ret));
+			return why_first(ic->why, ic->why_len, ret, "%s: readlink: %s", wpath(w),
+					 strerror(-ret));
 		}
 		ino->link = tree_strdup(ic->tree, w->lbuf, (size_t)n);
 		if (!ino->link)
@@ -338,9 +342,9 @@ static int entry_content(struct walk *w, int fd, struct tree_inode *ino, const s
 		ret = import_file_data(ic, ino, fd, (uint64_t)st->st_size,
 				       (uint64_t)st->st_blocks * 512 < (uint64_t)st->st_size);
 		if (ret)
-			return import_fail(ic, ret, "%s: %s", wpath(w),
-					   ret == -EIO ? "file shrank while being imported" :
-							 strerror(-ret));
+			return why_first(ic->why, ic->why_len, ret, "%s: %s", wpath(w),
+					 ret == -EIO ? "file shrank while being imported" :
+						       strerror(-ret));
 		import_progress(ic);
 		return 0;
 	default:
@@ -363,10 +367,11 @@ static int walk_entry(struct walk *w, int dfd, struct tree_node *dir, const char
 	if (ret)
 		return ret;
 	if (depth > IMPORT_MAX_DEPTH)
-		return import_fail(ic, -EINVAL, "%s: %s", wpath(w), IMPORT_TOO_DEEP);
+		return why_first(ic->why, ic->why_len, -EINVAL, "%s: %s", wpath(w),
+				 IMPORT_TOO_DEEP);
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 		ret = -errno;
-		return import_fail(ic, ret, "%s: %s", wpath(w), strerror(-ret));
+		return why_first(ic->why, ic->why_len, ret, "%s: %s", wpath(w), strerror(-ret));
 	}
 	type = mode_type(st.st_mode);
 	if (!type) {
@@ -396,8 +401,8 @@ static int walk_entry(struct walk *w, int dfd, struct tree_node *dir, const char
 	ret = entry_xattrs(w, ino, fd, &st);
 	if (ret) {
 		close(fd);
-		return import_fail(ic, ret, "%s: reading xattrs: %s", wpath(w),
-				   ret == -ESTALE ? "replaced while being imported" : strerror(-ret));
+		return why_first(ic->why, ic->why_len, ret, "%s: reading xattrs: %s", wpath(w),
+				 ret == -ESTALE ? "replaced while being imported" : strerror(-ret));
 	}
 	if (slot)
 		*slot = ino;
@@ -442,7 +447,8 @@ static int walk_dir(struct walk *w, int dfd, struct tree_node *dir, size_t plen,
 	if (!d) {
 		ret = -errno;
 		close(dfd);
-		return import_fail(w->ic, ret, "%s: %s", wpath(w), strerror(-ret));
+		return why_first(w->ic->why, w->ic->why_len, ret, "%s: %s", wpath(w),
+				 strerror(-ret));
 	}
 	for (;;) {
 		errno = 0;
@@ -451,7 +457,8 @@ static int walk_dir(struct walk *w, int dfd, struct tree_node *dir, size_t plen,
 			if (errno) {
 				ret = -errno;
 				w->path[plen] = '\0';
-				import_fail(w->ic, ret, "%s: %s", wpath(w), strerror(-ret));
+				why_first(w->ic->why, w->ic->why_len, ret, "%s: %s", wpath(w),
+					  strerror(-ret));
 			}
 			break;
 		}
@@ -507,14 +514,15 @@ int import_dir(struct import_ctx *ic, const char *src)
 		ret = -errno;
 		if (dfd >= 0)
 			close(dfd);
-		ret = import_fail(ic, ret, "%s: %s", src, strerror(-ret));
+		ret = why_first(ic->why, ic->why_len, ret, "%s: %s", src, strerror(-ret));
 		goto out;
 	}
 	fill_attrs(root, &st);
 	ret = read_xattrs(&w, root, &(struct xsrc){ .fd = dfd });
 	if (ret) {
 		close(dfd);
-		ret = import_fail(ic, ret, "%s: reading xattrs: %s", src, strerror(-ret));
+		ret = why_first(ic->why, ic->why_len, ret, "%s: reading xattrs: %s", src,
+				strerror(-ret));
 		goto out;
 	}
 	if (plen == 1 && w.path[0] == '/')

@@ -68,22 +68,25 @@ static int desc_parse(const struct oci_image *im, struct json_object *o, const c
 
 	memset(d, 0, sizeof(*d));
 	if (!json_object_is_type(o, json_type_object))
-		return import_fail(im->ic, -EBADMSG, "%s: %s: descriptor is not a JSON object",
-				   im->label, what);
+		return why_first(im->ic->why, im->ic->why_len, -EBADMSG,
+				 "%s: %s: descriptor is not a JSON object",
+				 im->label, what);
 	d->media_type = oci_json_str(o, "mediaType");
 	digest = oci_json_str(o, "digest");
 	if (!digest)
-		return import_fail(im->ic, -EBADMSG, "%s: %s: descriptor has no digest", im->label,
-				   what);
+		return why_first(im->ic->why, im->ic->why_len, -EBADMSG,
+				 "%s: %s: descriptor has no digest", im->label,
+				 what);
 	if (oci_digest_parse(digest, d->digest))
-		return import_fail(im->ic, -EBADMSG,
-				   "%s: %s: bad digest '%s' (want sha256:<64 lowercase hex>)",
-				   im->label, what, esc_str(digest, pb, sizeof(pb)));
+		return why_first(im->ic->why, im->ic->why_len, -EBADMSG,
+				 "%s: %s: bad digest '%s' (want sha256:<64 lowercase hex>)",
+				 im->label, what, esc_str(digest, pb, sizeof(pb)));
 	sha256_to_hex(d->digest, d->hex);
 	if (!json_object_object_get_ex(o, "size", &size) ||
 	    !json_object_is_type(size, json_type_int) || json_object_get_int64(size) < 0)
-		return import_fail(im->ic, -EBADMSG, "%s: %s sha256:%s: descriptor has no valid size",
-				   im->label, what, d->hex);
+		return why_first(im->ic->why, im->ic->why_len, -EBADMSG,
+				 "%s: %s sha256:%s: descriptor has no valid size",
+				 im->label, what, d->hex);
 	d->size = (uint64_t)json_object_get_int64(size);
 	return 0;
 }
@@ -102,8 +105,9 @@ static int blob_open(const struct oci_image *im, const struct oci_desc *d, const
 
 	if ((size_t)snprintf(path, sizeof(path), "%s/blobs/sha256/%s", im->files ? "" : im->dir,
 			     d->hex) >= sizeof(path))
-		return import_fail(im->ic, -ENAMETOOLONG, "%s: %s sha256:%s: path too long",
-				   im->label, what, d->hex);
+		return why_first(im->ic->why, im->ic->why_len, -ENAMETOOLONG,
+				 "%s: %s sha256:%s: path too long",
+				 im->label, what, d->hex);
 	if (im->files) {
 		fd = oci_files_open(im->files, path + 1);
 		if (fd >= 0 && fstat(fd, &st)) {
@@ -115,18 +119,20 @@ static int blob_open(const struct oci_image *im, const struct oci_desc *d, const
 	}
 	if (fd < 0) {
 		ret = fd;
-		return import_fail(im->ic, ret, "%s: %s sha256:%s: %s", im->label, what, d->hex,
-				   ret == -ENOENT ? "blob missing from the layout" :
-				   ret == -EINVAL ? "the blob is not a regular file" :
-						    strerror(-ret));
+		return why_first(im->ic->why, im->ic->why_len, ret, "%s: %s sha256:%s: %s",
+				 im->label, what, d->hex,
+				 ret == -ENOENT ? "blob missing from the layout" :
+				 ret == -EINVAL ? "the blob is not a regular file" :
+						  strerror(-ret));
 	}
 	hole = lseek(fd, 0, SEEK_HOLE);
 	if (hole >= 0 && hole < st.st_size) {
 		close(fd);
-		return import_fail(im->ic, -EBADMSG, "%s: %s sha256:%s: the blob file is sparse "
-				   "(a hole at byte %lld of %lld): a blob is never sparse, refused",
-				   im->label, what, d->hex, (long long)hole,
-				   (long long)st.st_size);
+		return why_first(im->ic->why, im->ic->why_len, -EBADMSG,
+				 "%s: %s sha256:%s: the blob file is sparse "
+				 "(a hole at byte %lld of %lld): a blob is never sparse, refused",
+				 im->label, what, d->hex, (long long)hole,
+				 (long long)st.st_size);
 	}
 	return fd;
 }
@@ -147,7 +153,8 @@ static int fd_json(const struct oci_image *im, int fd, uint64_t size, const uint
 		return ret;
 	*obj = oci_json_parse(buf, n, kind, &why);
 	if (!*obj || !json_object_is_type(*obj, json_type_object)) {
-		import_fail(im->ic, -EBADMSG, "%s: %s", label, *obj ? "not a JSON object" : why);
+		why_first(im->ic->why, im->ic->why_len, -EBADMSG, "%s: %s", label,
+			  *obj ? "not a JSON object" : why);
 		json_object_put(*obj);
 		*obj = NULL;
 		free(buf);
@@ -193,9 +200,9 @@ static int layout_json(const struct oci_image *im, const char *name, struct json
 		fd = fs_open_regular(AT_FDCWD, path, 0, &st); /* a FIFO there: refused */
 	if (fd < 0) {
 		ret = fd;
-		return import_fail(im->ic, ret, "%s: %s: %s", im->label, path,
-				   ret == -ENOENT ? "missing (not an OCI image layout)" :
-				   ret == -EINVAL ? "not a regular file" : strerror(-ret));
+		return why_first(im->ic->why, im->ic->why_len, ret, "%s: %s: %s", im->label, path,
+				 ret == -ENOENT ? "missing (not an OCI image layout)" :
+				 ret == -EINVAL ? "not a regular file" : strerror(-ret));
 	}
 	snprintf(label, sizeof(label), "%s: %s", im->label, name);
 	ret = fd_json(im, fd, OCI_SIZE_UNKNOWN, NULL, label, OCI_JSON_INDEX, NULL, NULL, obj);
@@ -215,12 +222,13 @@ static int check_layout_version(const struct oci_image *im)
 		return ret;
 	v = oci_json_str(o, "imageLayoutVersion");
 	if (!v)
-		ret = import_fail(im->ic, -EBADMSG, "%s: oci-layout: no imageLayoutVersion",
-				  im->label);
+		ret = why_first(im->ic->why, im->ic->why_len, -EBADMSG,
+				"%s: oci-layout: no imageLayoutVersion",
+				im->label);
 	else if (strcmp(v, "1.0.0") && strncmp(v, "1.", 2))
-		ret = import_fail(im->ic, -ENOTSUP,
-				  "%s: oci-layout: unsupported imageLayoutVersion '%s' (want 1.x)",
-				  im->label, esc_str(v, pb, sizeof(pb)));
+		ret = why_first(im->ic->why, im->ic->why_len, -ENOTSUP,
+				"%s: oci-layout: unsupported imageLayoutVersion '%s' (want 1.x)",
+				im->label, esc_str(v, pb, sizeof(pb)));
 	json_object_put(o);
 	return ret;
 }
@@ -258,11 +266,13 @@ static struct json_object *pick_platform(const struct oci_image *im, struct json
 	if (pick)
 		return pick;
 	if (json_object_array_length(list) == 0)
-		import_fail(im->ic, -ENOENT, "%s: %s lists no images", im->label, what);
+		why_first(im->ic->why, im->ic->why_len, -ENOENT, "%s: %s lists no images",
+			  im->label, what);
 	else
-		import_fail(im->ic, -ENOENT, "%s: %s has no %s image (platforms: %s)", im->label,
-			    what, oci_platform_str(&im->plat, pb, sizeof(pb)),
-			    oci_platform_list(list, buf, sizeof(buf)));
+		why_first(im->ic->why, im->ic->why_len, -ENOENT,
+			  "%s: %s has no %s image (platforms: %s)", im->label,
+			  what, oci_platform_str(&im->plat, pb, sizeof(pb)),
+			  oci_platform_list(list, buf, sizeof(buf)));
 	return NULL;
 }
 
@@ -276,20 +286,23 @@ static int pick_top(const struct oci_image *im, struct json_object *index, struc
 	bool tagged = false;
 
 	if (!list)
-		return import_fail(im->ic, -EBADMSG, "%s: index.json: no \"manifests\" array",
-				   im->label);
+		return why_first(im->ic->why, im->ic->why_len, -EBADMSG,
+				 "%s: index.json: no \"manifests\" array",
+				 im->label);
 	n = json_object_array_length(list);
 	if (n == 0)
-		return import_fail(im->ic, -ENOENT, "%s: index.json lists no images", im->label);
+		return why_first(im->ic->why, im->ic->why_len, -ENOENT,
+				 "%s: index.json lists no images", im->label);
 	for (size_t i = 0; i < n; i++)
 		tagged |= ref_name(json_object_array_get_idx(list, i)) != NULL;
 	if (!im->tag) {
 		if (n == 1) {
 			pick = json_object_array_get_idx(list, 0);
 		} else if (tagged) {
-			return import_fail(im->ic, -EINVAL, "%s: %zu images in index.json, name one "
-					   "with oci:DIR:TAG (tags: %s)", im->label, n,
-					   list_tags(list, buf, sizeof(buf)));
+			return why_first(im->ic->why, im->ic->why_len, -EINVAL,
+					 "%s: %zu images in index.json, name one "
+					 "with oci:DIR:TAG (tags: %s)", im->label, n,
+					 list_tags(list, buf, sizeof(buf)));
 		} else {
 			pick = pick_platform(im, list, "index.json");
 			if (!pick)
@@ -310,9 +323,10 @@ static int pick_top(const struct oci_image *im, struct json_object *index, struc
 	if (json_object_array_length(cand) == 0) {
 		char pb[128];
 
-		import_fail(im->ic, -ENOENT, "%s: no image tagged '%s' in index.json (tags: %s)",
-			    im->label, esc_str(im->tag, pb, sizeof(pb)),
-			    list_tags(list, buf, sizeof(buf)));
+		why_first(im->ic->why, im->ic->why_len, -ENOENT,
+			  "%s: no image tagged '%s' in index.json (tags: %s)",
+			  im->label, esc_str(im->tag, pb, sizeof(pb)),
+			  list_tags(list, buf, sizeof(buf)));
 		json_object_put(cand);
 		return -ENOENT;
 	}
@@ -356,12 +370,12 @@ static int parse_layers(const struct oci_image *im, struct json_object *layers,
 		if (ret)
 			return ret;
 		if (oci_layer_media_type(l->desc.media_type, &l->comp))
-			return import_fail(im->ic, -ENOTSUP,
-					   "%s: %s sha256:%s: unknown layer media type %s",
-					   im->label, what, l->desc.hex,
-					   l->desc.media_type ? esc_str(l->desc.media_type,
-									      pb, sizeof(pb))
-							      : "(none)");
+			return why_first(im->ic->why, im->ic->why_len, -ENOTSUP,
+					 "%s: %s sha256:%s: unknown layer media type %s",
+					 im->label, what, l->desc.hex,
+					 l->desc.media_type ? esc_str(l->desc.media_type,
+									    pb, sizeof(pb))
+							    : "(none)");
 	}
 	return 0;
 }
@@ -408,11 +422,13 @@ static int import_manifest(const struct oci_image *im, const struct oci_desc *md
 
 	if (json_object_object_get_ex(m, "schemaVersion", &sv) &&
 	    (!json_object_is_type(sv, json_type_int) || json_object_get_int(sv) != 2))
-		return import_fail(im->ic, -ENOTSUP, "%s: manifest sha256:%s: schemaVersion is "
-				   "not 2", im->label, md->hex);
+		return why_first(im->ic->why, im->ic->why_len, -ENOTSUP,
+				 "%s: manifest sha256:%s: schemaVersion is "
+				 "not 2", im->label, md->hex);
 	if (!layers || !json_obj(m, "config"))
-		return import_fail(im->ic, -EBADMSG, "%s: manifest sha256:%s: not an image "
-				   "manifest (no config or layers)", im->label, md->hex);
+		return why_first(im->ic->why, im->ic->why_len, -EBADMSG,
+				 "%s: manifest sha256:%s: not an image "
+				 "manifest (no config or layers)", im->label, md->hex);
 	ret = desc_parse(im, json_obj(m, "config"), "config", &cd);
 	if (!ret)
 		ret = blob_json(im, &cd, "config", OCI_JSON_CONFIG, &ctext, &clen, &cfg);
@@ -459,14 +475,16 @@ static int resolve(const struct oci_image *im, struct oci_desc *d, struct json_o
 		char what[96], pb[160];
 
 		if (d->media_type && !index && !is_manifest_type(d->media_type)) {
-			ret = import_fail(im->ic, -ENOTSUP, "%s: image sha256:%s: unknown manifest "
-					  "media type %s", im->label, d->hex,
-					  esc_str(d->media_type, pb, sizeof(pb)));
+			ret = why_first(im->ic->why, im->ic->why_len, -ENOTSUP,
+					"%s: image sha256:%s: unknown manifest "
+					"media type %s", im->label, d->hex,
+					esc_str(d->media_type, pb, sizeof(pb)));
 			break;
 		}
 		if (depth > OCI_MAX_NESTING) {
-			ret = import_fail(im->ic, -ELOOP, "%s: image indexes nested more than %d deep",
-					  im->label, OCI_MAX_NESTING);
+			ret = why_first(im->ic->why, im->ic->why_len, -ELOOP,
+					"%s: image indexes nested more than %d deep",
+					im->label, OCI_MAX_NESTING);
 			break;
 		}
 		ret = blob_json(im, d, index ? "index" : "manifest",
@@ -482,8 +500,9 @@ static int resolve(const struct oci_image *im, struct oci_desc *d, struct json_o
 		}
 		snprintf(what, sizeof(what), "index sha256:%s", d->hex);
 		if (!json_array(blob, "manifests")) {
-			ret = import_fail(im->ic, -EBADMSG, "%s: %s: no \"manifests\" array",
-					  im->label, what);
+			ret = why_first(im->ic->why, im->ic->why_len, -EBADMSG,
+					"%s: %s: no \"manifests\" array",
+					im->label, what);
 			json_object_put(blob);
 			break;
 		}
@@ -523,7 +542,7 @@ static int split_spec(struct oci_image *im, const char *spec)
 		}
 		free(dir);
 	}
-	return import_fail(im->ic, -ENOENT, "%s: no such directory", im->label);
+	return why_first(im->ic->why, im->ic->why_len, -ENOENT, "%s: no such directory", im->label);
 }
 
 /* From the layout's top to the image: the checks and the descent shared by both forms. */
@@ -535,8 +554,9 @@ static int import_layout(struct oci_image *im)
 	int ret;
 
 	if (oci_platform_parse(p, &im->plat))
-		return import_fail(im->ic, -EINVAL, "bad platform '%s' (want os/arch[/variant])",
-				   p ? p : "(host)");
+		return why_first(im->ic->why, im->ic->why_len, -EINVAL,
+				 "bad platform '%s' (want os/arch[/variant])",
+				 p ? p : "(host)");
 	ret = check_layout_version(im);
 	if (!ret)
 		ret = layout_json(im, "index.json", &index);

@@ -71,22 +71,26 @@ static int copy_data(struct oa *oa, const char *name, int fd, uint64_t size)
 		if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
 			const char *msg = sym_archive_error_string(oa->a);
 
-			return import_fail(oa->ic, -EIO, "%s: %s: %s", oa->label, name,
-					   msg ? msg : "read error");
+			return why_first(oa->ic->why, oa->ic->why_len, -EIO, "%s: %s: %s",
+					 oa->label, name,
+					 msg ? msg : "read error");
 		}
 		if (off < 0 || (uint64_t)off + len > size)
-			return import_fail(oa->ic, -EBADMSG, "%s: %s: data past the member's size",
-					   oa->label, name);
+			return why_first(oa->ic->why, oa->ic->why_len, -EBADMSG,
+					 "%s: %s: data past the member's size",
+					 oa->label, name);
 		ret = fs_pwrite_full(fd, buf, len, (off_t)off);
 		if (ret)
-			return import_fail(oa->ic, ret, "%s: %s: writing a temporary copy: %s",
-					   oa->label, name, strerror(-ret));
+			return why_first(oa->ic->why, oa->ic->why_len, ret,
+					 "%s: %s: writing a temporary copy: %s",
+					 oa->label, name, strerror(-ret));
 		copied += len;
 	}
 	if (copied != size)
-		return import_fail(oa->ic, -EBADMSG, "%s: %s: truncated member (%llu of %llu "
-				   "bytes)", oa->label, name, (unsigned long long)copied,
-				   (unsigned long long)size);
+		return why_first(oa->ic->why, oa->ic->why_len, -EBADMSG,
+				 "%s: %s: truncated member (%llu of %llu "
+				 "bytes)", oa->label, name, (unsigned long long)copied,
+				 (unsigned long long)size);
 	return 0;
 }
 
@@ -96,11 +100,13 @@ static int take_small(struct oa *oa, const char *name, uint64_t size)
 	int fd, ret;
 
 	if (size > OCI_JSON_INDEX_MAX)
-		return import_fail(oa->ic, -EFBIG, "%s: %s: larger than %u bytes", oa->label, name,
-				   OCI_JSON_INDEX_MAX);
+		return why_first(oa->ic->why, oa->ic->why_len, -EFBIG,
+				 "%s: %s: larger than %u bytes", oa->label, name,
+				 OCI_JSON_INDEX_MAX);
 	ret = oci_files_add_mem(&oa->files, name, "", 0);
 	if (ret)
-		return import_fail(oa->ic, ret, "%s: %s: %s", oa->label, name, strerror(-ret));
+		return why_first(oa->ic->why, oa->ic->why_len, ret, "%s: %s: %s", oa->label, name,
+				 strerror(-ret));
 	fd = oci_files_open(&oa->files, name);
 	if (fd < 0)
 		return fd;
@@ -117,8 +123,8 @@ static int take_blob(struct oa *oa, const char *name, uint64_t size)
 	sha256_from_hex(name + strlen(ARCHIVE_BLOBS), d);
 	ret = oci_files_add_blob(&oa->files, d, &fd);
 	if (ret)
-		return import_fail(oa->ic, ret, "%s: %s: %s", oa->label, name,
-				   ret == -EEXIST ? "twice in the archive" : strerror(-ret));
+		return why_first(oa->ic->why, oa->ic->why_len, ret, "%s: %s: %s", oa->label, name,
+				 ret == -EEXIST ? "twice in the archive" : strerror(-ret));
 	return copy_data(oa, name, fd, size);
 }
 
@@ -134,18 +140,21 @@ static int take_member(struct oa *oa, struct archive_entry *e)
 	name = layout_name(raw, &dir);
 	if (!name || (dir && type != AE_IFDIR) || (!dir && type != AE_IFREG) ||
 	    sym_archive_entry_hardlink(e))
-		return import_fail(oa->ic, -EBADMSG, "%s: member '%s' is not a file of an OCI "
-				   "image layout (refused)", oa->label,
-				   esc_str(raw ? raw : "", pb, sizeof(pb)));
+		return why_first(oa->ic->why, oa->ic->why_len, -EBADMSG,
+				 "%s: member '%s' is not a file of an OCI "
+				 "image layout (refused)", oa->label,
+				 esc_str(raw ? raw : "", pb, sizeof(pb)));
 	if (dir)
 		return 0;
 	if (sym_archive_entry_sparse_count(e) > 0 || size < 0)
-		return import_fail(oa->ic, -EBADMSG, "%s: %s: a sparse member (refused)",
-				   oa->label, name);
+		return why_first(oa->ic->why, oa->ic->why_len, -EBADMSG,
+				 "%s: %s: a sparse member (refused)",
+				 oa->label, name);
 	if (strncmp(name, ARCHIVE_BLOBS, strlen(ARCHIVE_BLOBS))) {
 		if (oci_files_has(&oa->files, name))
-			return import_fail(oa->ic, -EBADMSG, "%s: %s: twice in the archive",
-					   oa->label, name);
+			return why_first(oa->ic->why, oa->ic->why_len, -EBADMSG,
+					 "%s: %s: twice in the archive",
+					 oa->label, name);
 		return take_small(oa, name, (uint64_t)size);
 	}
 	return take_blob(oa, name, (uint64_t)size);
@@ -168,20 +177,22 @@ static int read_archive(struct oa *oa, int fd)
 	if (sym_archive_read_open_fd(oa->a, fd, 1 << 20) != ARCHIVE_OK) {
 		const char *msg = sym_archive_error_string(oa->a);
 
-		return import_fail(oa->ic, -EIO, "%s: %s", oa->label, msg ? msg : "cannot open");
+		return why_first(oa->ic->why, oa->ic->why_len, -EIO, "%s: %s", oa->label,
+				 msg ? msg : "cannot open");
 	}
 	while (!ret && (r = sym_archive_read_next_header(oa->a, &e)) != ARCHIVE_EOF) {
 		if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
 			const char *msg = sym_archive_error_string(oa->a);
 
-			return import_fail(oa->ic, -EIO, "%s: %s", oa->label,
-					   msg ? msg : "corrupt archive");
+			return why_first(oa->ic->why, oa->ic->why_len, -EIO, "%s: %s", oa->label,
+					 msg ? msg : "corrupt archive");
 		}
 		ret = take_member(oa, e);
 	}
 	if (!ret && !oci_files_has(&oa->files, "oci-layout"))
-		ret = import_fail(oa->ic, -EBADMSG, "%s: no oci-layout member (not an OCI image "
-				  "archive)", oa->label);
+		ret = why_first(oa->ic->why, oa->ic->why_len, -EBADMSG,
+				"%s: no oci-layout member (not an OCI image "
+				"archive)", oa->label);
 	return ret;
 }
 
@@ -209,7 +220,7 @@ static int split_spec(struct oa *oa, const char *spec, char **file, const char *
 		free(*file);
 	}
 	*file = NULL;
-	return import_fail(oa->ic, -ENOENT, "%s: no such file", oa->label);
+	return why_first(oa->ic->why, oa->ic->why_len, -ENOENT, "%s: no such file", oa->label);
 }
 
 int import_oci_archive(struct import_ctx *ic, const char *spec)
@@ -226,8 +237,8 @@ int import_oci_archive(struct import_ctx *ic, const char *spec)
 		return ret;
 	fd = fs_open_regular(AT_FDCWD, file, 0, &st); /* a FIFO: refused */
 	if (fd < 0) {
-		ret = import_fail(ic, fd, "%s: %s: %s", oa.label, file,
-				  fd == -EINVAL ? "not a regular file" : strerror(-fd));
+		ret = why_first(ic->why, ic->why_len, fd, "%s: %s: %s", oa.label, file,
+				fd == -EINVAL ? "not a regular file" : strerror(-fd));
 		free(file);
 		return ret;
 	}

@@ -62,8 +62,9 @@ static int ref_parse(struct pull *pl, const char *ref)
 	uint8_t d[SHA256_LEN];
 
 	if (!slash || slash == ref || !slash[1])
-		return import_fail(pl->ic, -EINVAL, "%s: want docker://HOST[:PORT]/REPO[:TAG|"
-				   "@sha256:DIGEST] (the registry's host is required)", pl->label);
+		return why_first(pl->ic->why, pl->ic->why_len, -EINVAL,
+				 "%s: want docker://HOST[:PORT]/REPO[:TAG|"
+				 "@sha256:DIGEST] (the registry's host is required)", pl->label);
 	pl->host = strndup(ref, (size_t)(slash - ref));
 	at = strchr(slash, '@');
 	colon = strrchr(slash, ':');
@@ -81,9 +82,10 @@ static int ref_parse(struct pull *pl, const char *ref)
 	if (!pl->host || !pl->repo || !pl->tag)
 		return -ENOMEM;
 	if (pl->by_digest ? oci_digest_parse(pl->tag, d) : !oci_tag_valid(pl->tag))
-		return import_fail(pl->ic, -EINVAL, "%s: bad %s '%s'", pl->label,
-				   pl->by_digest ? "digest (want sha256:<64 lowercase hex>)"
-						 : "tag", pl->tag);
+		return why_first(pl->ic->why, pl->ic->why_len, -EINVAL, "%s: bad %s '%s'",
+				 pl->label,
+				 pl->by_digest ? "digest (want sha256:<64 lowercase hex>)"
+					       : "tag", pl->tag);
 	return 0;
 }
 
@@ -100,24 +102,28 @@ static int get_doc(struct pull *pl, const char *ref, const uint8_t *want, uint8_
 
 	ret = registry_get_manifest(pl->r, ref, OCI_JSON_INDEX_MAX, body, len, why, sizeof(why));
 	if (ret == -ENOENT && !want)
-		return import_fail(pl->ic, ret, "%s: tag '%s' not found in repository %s/%s",
-				   pl->label, ref, pl->host, pl->repo);
+		return why_first(pl->ic->why, pl->ic->why_len, ret,
+				 "%s: tag '%s' not found in repository %s/%s",
+				 pl->label, ref, pl->host, pl->repo);
 	if (ret == -ENOENT)
-		return import_fail(pl->ic, ret, "%s: manifest %s not found in repository %s/%s",
-				   pl->label, ref, pl->host, pl->repo);
+		return why_first(pl->ic->why, pl->ic->why_len, ret,
+				 "%s: manifest %s not found in repository %s/%s",
+				 pl->label, ref, pl->host, pl->repo);
 	if (ret)
-		return import_fail(pl->ic, ret, "%s: %s", pl->label, why);
+		return why_first(pl->ic->why, pl->ic->why_len, ret, "%s: %s", pl->label, why);
 	ret = sha256_buf(*body, *len, sum);
 	if (ret)
 		return ret;
 	sha256_to_hex(sum, hex);
 	if (want && memcmp(sum, want, SHA256_LEN))
-		return import_fail(pl->ic, -EBADMSG, "%s: manifest %s: digest mismatch: the "
-				   "registry sent sha256:%s", pl->label, ref, hex);
+		return why_first(pl->ic->why, pl->ic->why_len, -EBADMSG,
+				 "%s: manifest %s: digest mismatch: the "
+				 "registry sent sha256:%s", pl->label, ref, hex);
 	*doc = oci_json_parse((const char *)*body, *len, OCI_JSON_INDEX, &jwhy);
 	if (!*doc || !json_object_is_type(*doc, json_type_object))
-		return import_fail(pl->ic, -EBADMSG, "%s: manifest sha256:%s: %s", pl->label, hex,
-				   *doc ? "not a JSON object" : jwhy);
+		return why_first(pl->ic->why, pl->ic->why_len, -EBADMSG,
+				 "%s: manifest sha256:%s: %s", pl->label, hex,
+				 *doc ? "not a JSON object" : jwhy);
 	return 0;
 }
 
@@ -139,13 +145,15 @@ static int desc_get(struct pull *pl, struct json_object *o, const char *what, ui
 	char pb[128];
 
 	if (!oci_json_str(o, "digest") || oci_digest_parse(oci_json_str(o, "digest"), d))
-		return import_fail(pl->ic, -EBADMSG, "%s: %s: bad or missing digest '%s'",
-				   pl->label, what, esc_str(oci_json_str(o, "digest") ?: "",
-								  pb, sizeof(pb)));
+		return why_first(pl->ic->why, pl->ic->why_len, -EBADMSG,
+				 "%s: %s: bad or missing digest '%s'",
+				 pl->label, what, esc_str(oci_json_str(o, "digest") ?: "",
+								pb, sizeof(pb)));
 	if (!json_object_object_get_ex(o, "size", &sz) || !json_object_is_type(sz, json_type_int) ||
 	    json_object_get_int64(sz) < 0)
-		return import_fail(pl->ic, -EBADMSG, "%s: %s: descriptor has no valid size",
-				   pl->label, what);
+		return why_first(pl->ic->why, pl->ic->why_len, -EBADMSG,
+				 "%s: %s: descriptor has no valid size",
+				 pl->label, what);
 	*size = (uint64_t)json_object_get_int64(sz);
 	return 0;
 }
@@ -161,8 +169,9 @@ static int resolve(struct pull *pl, uint8_t **body, size_t *len, uint8_t sum[SHA
 	int ret;
 
 	if (oci_platform_parse(p, &plat))
-		return import_fail(pl->ic, -EINVAL, "bad platform '%s' (want os/arch[/variant])",
-				   p ? p : "(host)");
+		return why_first(pl->ic->why, pl->ic->why_len, -EINVAL,
+				 "bad platform '%s' (want os/arch[/variant])",
+				 p ? p : "(host)");
 	if (pl->by_digest)
 		oci_digest_parse(pl->tag, want);
 	ret = get_doc(pl, pl->tag, pl->by_digest ? want : NULL, body, len, sum, doc);
@@ -171,17 +180,20 @@ static int resolve(struct pull *pl, uint8_t **body, size_t *len, uint8_t sum[SHA
 		uint64_t size;
 
 		if (depth >= PULL_MAX_NESTING)
-			return import_fail(pl->ic, -ELOOP, "%s: image indexes nested more than %d deep",
-					   pl->label, PULL_MAX_NESTING);
+			return why_first(pl->ic->why, pl->ic->why_len, -ELOOP,
+					 "%s: image indexes nested more than %d deep",
+					 pl->label, PULL_MAX_NESTING);
 		if (!list)
-			return import_fail(pl->ic, -EBADMSG, "%s: image index without \"manifests\"",
-					   pl->label);
+			return why_first(pl->ic->why, pl->ic->why_len, -EBADMSG,
+					 "%s: image index without \"manifests\"",
+					 pl->label);
 		pick = oci_platform_pick(list, &plat);
 		if (!pick)
-			return import_fail(pl->ic, -ENOENT, "%s: the image index has no %s image "
-					   "(platforms: %s)", pl->label,
-					   oci_platform_str(&plat, pb, sizeof(pb)),
-					   oci_platform_list(list, buf, sizeof(buf)));
+			return why_first(pl->ic->why, pl->ic->why_len, -ENOENT,
+					 "%s: the image index has no %s image "
+					 "(platforms: %s)", pl->label,
+					 oci_platform_str(&plat, pb, sizeof(pb)),
+					 oci_platform_list(list, buf, sizeof(buf)));
 		ret = desc_get(pl, pick, "image", want, &size);
 		if (ret)
 			return ret;
@@ -193,8 +205,9 @@ static int resolve(struct pull *pl, uint8_t **body, size_t *len, uint8_t sum[SHA
 		*body = NULL;
 		ret = get_doc(pl, ref, want, body, len, sum, doc);
 		if (!ret && *len != size)
-			ret = import_fail(pl->ic, -EBADMSG, "%s: manifest %s: %zu bytes, the index "
-					  "says %llu", pl->label, ref, *len, (unsigned long long)size);
+			ret = why_first(pl->ic->why, pl->ic->why_len, -EBADMSG,
+					"%s: manifest %s: %zu bytes, the index "
+					"says %llu", pl->label, ref, *len, (unsigned long long)size);
 	}
 	return ret;
 }
@@ -209,15 +222,18 @@ static int list_blobs(struct pull *pl, struct json_object *doc)
 
 	if (json_object_object_get_ex(doc, "schemaVersion", &sv) &&
 	    (!json_object_is_type(sv, json_type_int) || json_object_get_int(sv) != 2))
-		return import_fail(pl->ic, -ENOTSUP, "%s: not a schema 2 manifest (docker schema 1 "
-				   "images are not supported)", pl->label);
+		return why_first(pl->ic->why, pl->ic->why_len, -ENOTSUP,
+				 "%s: not a schema 2 manifest (docker schema 1 "
+				 "images are not supported)", pl->label);
 	if (!layers || !cfg)
-		return import_fail(pl->ic, -EBADMSG, "%s: not an image manifest (no config or "
-				   "layers)", pl->label);
+		return why_first(pl->ic->why, pl->ic->why_len, -EBADMSG,
+				 "%s: not an image manifest (no config or "
+				 "layers)", pl->label);
 	n = json_object_array_length(layers) + 1;
 	if (n > PULL_MAX_BLOBS)
-		return import_fail(pl->ic, -EFBIG, "%s: %zu layers, more than %d", pl->label,
-				   n - 1, PULL_MAX_BLOBS - 1);
+		return why_first(pl->ic->why, pl->ic->why_len, -EFBIG,
+				 "%s: %zu layers, more than %d", pl->label,
+				 n - 1, PULL_MAX_BLOBS - 1);
 	pl->blobs = calloc(n, sizeof(*pl->blobs));
 	if (!pl->blobs)
 		return -ENOMEM;
@@ -232,16 +248,17 @@ static int list_blobs(struct pull *pl, struct json_object *doc)
 			return ret;
 		/* a document: bounded before a byte of it is fetched (the layers are data) */
 		if (!i && b->size > OCI_JSON_CONFIG_MAX)
-			return import_fail(pl->ic, -EFBIG,
-					   "%s: config: the manifest says %llu bytes: %s (not "
-					   "downloaded)", pl->label, (unsigned long long)b->size,
-					   oci_json_limits(OCI_JSON_CONFIG)->too_big);
+			return why_first(pl->ic->why, pl->ic->why_len, -EFBIG,
+					 "%s: config: the manifest says %llu bytes: %s (not "
+					 "downloaded)", pl->label, (unsigned long long)b->size,
+					 oci_json_limits(OCI_JSON_CONFIG)->too_big);
 		ret = oci_files_add_blob(&pl->files, b->digest, &b->fd);
 		if (ret == -EEXIST)
 			continue; /* the same blob twice */
 		if (ret)
-			return import_fail(pl->ic, ret, "%s: store %s: tmp/: %s", pl->label,
-					   pl->ic->o ? pl->ic->o->store_dir : "", strerror(-ret));
+			return why_first(pl->ic->why, pl->ic->why_len, ret,
+					 "%s: store %s: tmp/: %s", pl->label,
+					 pl->ic->o ? pl->ic->o->store_dir : "", strerror(-ret));
 		pl->total += b->size;
 		pl->n_blobs++;
 	}
@@ -328,11 +345,13 @@ static int fetch_all(struct pull *pl)
 	for (unsigned i = 0; i < n; i++)
 		pthread_join(th[i], NULL);
 	if (!n && pl->n_blobs)
-		return import_fail(pl->ic, -EAGAIN, "%s: cannot start a thread", pl->label);
+		return why_first(pl->ic->why, pl->ic->why_len, -EAGAIN, "%s: cannot start a thread",
+				 pl->label);
 	if (cancel && __atomic_load_n(cancel, __ATOMIC_RELAXED))
-		return import_fail(pl->ic, -ECANCELED, "interrupted");
+		return why_first(pl->ic->why, pl->ic->why_len, -ECANCELED, "interrupted");
 	if (pl->err)
-		return import_fail(pl->ic, pl->err, "%s: %s", pl->label, pl->why);
+		return why_first(pl->ic->why, pl->ic->why_len, pl->err, "%s: %s", pl->label,
+				 pl->why);
 	return 0;
 }
 
@@ -359,7 +378,8 @@ static int add_layout(struct pull *pl, struct json_object *doc, const uint8_t *b
 		ret = oci_files_add_mem(&pl->files, name, body, len);
 	free(index);
 	if (ret)
-		return import_fail(pl->ic, ret, "%s: %s", pl->label, strerror(-ret));
+		return why_first(pl->ic->why, pl->ic->why_len, ret, "%s: %s", pl->label,
+				 strerror(-ret));
 	return 0;
 }
 
@@ -380,7 +400,7 @@ int import_registry(struct import_ctx *ic, const char *ref)
 		ret = registry_open(pl.host, pl.repo, ic->o && ic->o->insecure, &pl.r, why,
 				    sizeof(why));
 		if (ret)
-			import_fail(ic, ret, "%s: %s", pl.label, why);
+			why_first(ic->why, ic->why_len, ret, "%s: %s", pl.label, why);
 	}
 	if (!ret)
 		ret = resolve(&pl, &body, &len, sum, &doc);

@@ -29,14 +29,14 @@ static int run_source(struct import_ctx *ic, const char *src)
 	if (stat(src, &st) < 0) {
 		int ret = -errno;
 
-		return import_fail(ic, ret, "%s: %s", src, strerror(-ret));
+		return why_first(ic->why, ic->why_len, ret, "%s: %s", src, strerror(-ret));
 	}
 	if (S_ISDIR(st.st_mode))
 		return import_dir(ic, src);
 	if (S_ISREG(st.st_mode))
 		return import_tar_file(ic, src);
-	return import_fail(ic, -EINVAL,
-			   "%s: not a directory, a tar file, oci:DIR or docker-archive:FILE", src);
+	return why_first(ic->why, ic->why_len, -EINVAL,
+			 "%s: not a directory, a tar file, oci:DIR or docker-archive:FILE", src);
 }
 
 /* The summary's figures, from the manifest as written: what the image holds. */
@@ -48,7 +48,8 @@ static int image_totals(struct import_ctx *ic, const char *path, struct import_r
 	int ret = manifest_load(path, &m, &why);
 
 	if (ret)
-		return import_fail(ic, ret, "%s: %s", path, why ? why : strerror(-ret));
+		return why_first(ic->why, ic->why_len, ret, "%s: %s", path,
+				 why ? why : strerror(-ret));
 	ret = manifest_totals(m, &t);
 	manifest_free(m);
 	if (ret)
@@ -71,12 +72,13 @@ static int write_manifest(struct import_ctx *ic, const struct import_opts *o,
 	if (!ret && ic->config_json)
 		ret = manifest_writer_set_config(w, ic->config_json, ic->config_len);
 	if (ret) {
-		import_fail(ic, ret, "building manifest: %s", strerror(-ret));
+		why_first(ic->why, ic->why_len, ret, "building manifest: %s", strerror(-ret));
 	} else {
 		res->entries = tree_node_count(ic->tree);
 		ret = manifest_writer_write(w, o->output, res->digest, &why);
 		if (ret)
-			import_fail(ic, ret, "%s: %s", o->output, why ? why : strerror(-ret));
+			why_first(ic->why, ic->why_len, ret, "%s: %s", o->output,
+				  why ? why : strerror(-ret));
 	}
 	manifest_writer_free(w);
 	return ret ? ret : image_totals(ic, o->output, res);
@@ -104,7 +106,8 @@ int import_run(const struct import_opts *o, struct import_result *res, char *why
 	if (ret && store_open_why(ret, o->store_dir, !o->init, why, why_len))
 		return ret;
 	if (ret)
-		return import_fail(&ic, ret, "store %s: %s", o->store_dir, strerror(-ret));
+		return why_first(ic.why, ic.why_len, ret, "store %s: %s", o->store_dir,
+				 strerror(-ret));
 	ic.src_label = o->src;
 	ic.store = store;
 	ic.tree = tree_new();
@@ -114,17 +117,18 @@ int import_run(const struct import_opts *o, struct import_result *res, char *why
 	}
 	ret = chunker_new(store, &copts, &ic.chunker);
 	if (ret) {
-		import_fail(&ic, ret, "cannot start chunker: %s", strerror(-ret));
+		why_first(ic.why, ic.why_len, ret, "cannot start chunker: %s", strerror(-ret));
 		goto out;
 	}
 	ic.pack_max = o->pack_max;
 	ret = run_source(&ic, o->src);
 	if (!ret && import_cancelled(&ic))
-		ret = import_fail(&ic, -ECANCELED, "interrupted");
+		ret = why_first(ic.why, ic.why_len, -ECANCELED, "interrupted");
 	if (!ret) {
 		ret = import_pack_flush(&ic);
 		if (ret && ret != -ENOMEM)
-			import_fail(&ic, ret, "store %s: %s", o->store_dir, strerror(-ret));
+			why_first(ic.why, ic.why_len, ret, "store %s: %s", o->store_dir,
+				  strerror(-ret));
 	}
 	if (ret) {
 		chunker_finish(ic.chunker); /* let staged chunks land; they are valid */
@@ -133,7 +137,7 @@ int import_run(const struct import_opts *o, struct import_result *res, char *why
 	chunker_wait(ic.chunker, import_progress_finishing, &ic);
 	ret = chunker_finish(ic.chunker);
 	if (ret) {
-		import_fail(&ic, ret, "store %s: %s", o->store_dir, strerror(-ret));
+		why_first(ic.why, ic.why_len, ret, "store %s: %s", o->store_dir, strerror(-ret));
 		goto out;
 	}
 	chunker_get_stats(ic.chunker, &res->chunks);
@@ -142,7 +146,8 @@ int import_run(const struct import_opts *o, struct import_result *res, char *why
 		res->seconds = clock_ms_since(&t0) / 1e3;
 out:
 	if (ret == -ENOMEM)
-		import_fail(&ic, ret, "out of memory"); /* unless a reason is there already */
+		why_first(ic.why, ic.why_len, ret,
+			  "out of memory"); /* unless a reason is there already */
 	chunker_free(ic.chunker);
 	tree_free(ic.tree);
 	free(ic.config_json);

@@ -437,7 +437,8 @@ int import_tar_archive(struct import_ctx *ic, struct archive *a, uint32_t layer,
 		} else if (r != ARCHIVE_OK) {
 			const char *msg = sym_archive_error_string(a);
 
-			return import_fail(ic, -EIO, "%s: %s", what, msg ? msg : "corrupt archive");
+			return why_first(ic->why, ic->why_len, -EIO, "%s: %s", what,
+					 msg ? msg : "corrupt archive");
 		}
 		ret = apply_entry(ic, a, e, layer, whiteouts, &why, &warn);
 		if (warn && ret >= 0) {
@@ -457,9 +458,9 @@ int import_tar_archive(struct import_ctx *ic, struct archive *a, uint32_t layer,
 			const char *p = sym_archive_entry_pathname(e);
 			char brief[IMPORT_BRIEF_MAX];
 
-			return import_fail(ic, ret, "%s: %s: %s", what,
-					   p ? import_brief(p, brief) : "?",
-					   why ? why : strerror(-ret));
+			return why_first(ic->why, ic->why_len, ret, "%s: %s: %s", what,
+					 p ? import_brief(p, brief) : "?",
+					 why ? why : strerror(-ret));
 		}
 		count++;
 	}
@@ -478,8 +479,8 @@ int import_tar_file(struct import_ctx *ic, const char *path)
 		return ret;
 	fd = fs_open_regular(AT_FDCWD, path, 0, &st); /* a FIFO put there: refused */
 	if (fd < 0)
-		return import_fail(ic, fd, "%s: %s", path,
-				   fd == -EINVAL ? "not a regular file" : strerror(-fd));
+		return why_first(ic->why, ic->why_len, fd, "%s: %s", path,
+				 fd == -EINVAL ? "not a regular file" : strerror(-fd));
 	a = sym_archive_read_new();
 	if (!a) {
 		close(fd);
@@ -490,7 +491,7 @@ int import_tar_file(struct import_ctx *ic, const char *path)
 	if (sym_archive_read_open_fd(a, fd, 1 << 20) != ARCHIVE_OK) {
 		const char *msg = sym_archive_error_string(a);
 
-		import_fail(ic, -EIO, "%s: %s", path, msg ? msg : "cannot open");
+		why_first(ic->why, ic->why_len, -EIO, "%s: %s", path, msg ? msg : "cannot open");
 		sym_archive_read_free(a);
 		close(fd);
 		return -EIO;

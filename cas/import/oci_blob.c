@@ -64,16 +64,18 @@ int oci_config_diff_ids(struct import_ctx *ic, struct json_object *config, size_
 	if (!rootfs || !json_object_object_get_ex(rootfs, "diff_ids", &list))
 		return 0;
 	if (!json_object_is_type(list, json_type_array) || json_object_array_length(list) != n)
-		return import_fail(ic, -EBADMSG, "%s: config lists %zu diff_ids for %zu layers",
-				   label, json_object_is_type(list, json_type_array) ?
-						  json_object_array_length(list) : 0, n);
+		return why_first(ic->why, ic->why_len, -EBADMSG,
+				 "%s: config lists %zu diff_ids for %zu layers",
+				 label, json_object_is_type(list, json_type_array) ?
+						json_object_array_length(list) : 0, n);
 	for (size_t i = 0; i < n; i++) {
 		struct json_object *d = json_object_array_get_idx(list, i);
 		const char *s = json_object_get_string(d);
 
 		if (!json_object_is_type(d, json_type_string) || oci_digest_parse(s, diff_ids[i]))
-			return import_fail(ic, -EBADMSG, "%s: config: bad diff_id %zu '%s'", label,
-					   i + 1, esc_str(s, pb, sizeof(pb)));
+			return why_first(ic->why, ic->why_len, -EBADMSG,
+					 "%s: config: bad diff_id %zu '%s'", label,
+					 i + 1, esc_str(s, pb, sizeof(pb)));
 	}
 	*have = true;
 	return 0;
@@ -137,10 +139,10 @@ static int blob_stat(struct import_ctx *ic, int fd, struct stat *st, const char 
 
 	if (fstat(fd, st) < 0) {
 		ret = -errno;
-		return import_fail(ic, ret, "%s: %s", what, strerror(-ret));
+		return why_first(ic->why, ic->why_len, ret, "%s: %s", what, strerror(-ret));
 	}
 	if (!S_ISREG(st->st_mode))
-		return import_fail(ic, -EINVAL, "%s: not a regular file", what);
+		return why_first(ic->why, ic->why_len, -EINVAL, "%s: not a regular file", what);
 	return 0;
 }
 
@@ -157,12 +159,13 @@ int oci_blob_read(struct import_ctx *ic, int fd, uint64_t size, const uint8_t *d
 	if (ret)
 		return ret;
 	if (size != OCI_SIZE_UNKNOWN && (uint64_t)st.st_size != size)
-		return import_fail(ic, -EBADMSG,
-				   "%s: size mismatch: blob is %lld bytes, descriptor says %llu",
-				   what, (long long)st.st_size, (unsigned long long)size);
+		return why_first(ic->why, ic->why_len, -EBADMSG,
+				 "%s: size mismatch: blob is %lld bytes, descriptor says %llu",
+				 what, (long long)st.st_size, (unsigned long long)size);
 	if ((uint64_t)st.st_size > max)
-		return import_fail(ic, -EFBIG, "%s: %lld bytes, more than the %zu allowed", what,
-				   (long long)st.st_size, max);
+		return why_first(ic->why, ic->why_len, -EFBIG,
+				 "%s: %lld bytes, more than the %zu allowed", what,
+				 (long long)st.st_size, max);
 	buf = malloc((size_t)st.st_size + 1);
 	if (!buf)
 		return -ENOMEM; /* import_run reports it */
@@ -171,14 +174,15 @@ int oci_blob_read(struct import_ctx *ic, int fd, uint64_t size, const uint8_t *d
 		ret = sha256_buf(buf, (size_t)st.st_size, got);
 	if (ret) {
 		free(buf);
-		return import_fail(ic, ret, "%s: %s", what,
-				   ret == -EIO ? "read error or file shrank" : strerror(-ret));
+		return why_first(ic->why, ic->why_len, ret, "%s: %s", what,
+				 ret == -EIO ? "read error or file shrank" : strerror(-ret));
 	}
 	if (digest && memcmp(got, digest, SHA256_LEN)) {
 		sha256_to_hex(got, hex);
 		free(buf);
-		return import_fail(ic, -EBADMSG, "%s: digest mismatch: content is sha256:%s", what,
-				   hex);
+		return why_first(ic->why, ic->why_len, -EBADMSG,
+				 "%s: digest mismatch: content is sha256:%s", what,
+				 hex);
 	}
 	buf[st.st_size] = '\0';
 	*out = buf;
@@ -305,11 +309,13 @@ static int layer_drain(struct import_ctx *ic, struct layer_io *io, struct archiv
 	while ((n = tar_read(tar, io, &b)) > 0)
 		;
 	if (n < 0)
-		return import_fail(ic, -EIO, "%s: %s", what, sym_archive_error_string(tar));
+		return why_first(ic->why, ic->why_len, -EIO, "%s: %s", what,
+				 sym_archive_error_string(tar));
 	while ((n = blob_read(io->raw, io, &b)) > 0)
 		;
 	if (n < 0)
-		return import_fail(ic, -EIO, "%s: %s", what, sym_archive_error_string(io->raw));
+		return why_first(ic->why, ic->why_len, -EIO, "%s: %s", what,
+				 sym_archive_error_string(io->raw));
 	return 0;
 }
 
@@ -320,24 +326,26 @@ static int layer_check(struct import_ctx *ic, struct layer_io *io, const char *w
 	uint8_t got[SHA256_LEN];
 
 	if (src->size != OCI_SIZE_UNKNOWN && io->off != src->size)
-		return import_fail(ic, -EBADMSG,
-				   "%s: size mismatch: blob is %llu bytes, descriptor says %llu",
-				   what, (unsigned long long)io->off, (unsigned long long)src->size);
+		return why_first(ic->why, ic->why_len, -EBADMSG,
+				 "%s: size mismatch: blob is %llu bytes, descriptor says %llu",
+				 what, (unsigned long long)io->off, (unsigned long long)src->size);
 	if (sha256_final(io->blob_sha, got))
-		return import_fail(ic, -EIO, "%s: sha256 failed", what);
+		return why_first(ic->why, ic->why_len, -EIO, "%s: sha256 failed", what);
 	if (src->digest && memcmp(got, src->digest, SHA256_LEN)) {
 		sha256_to_hex(got, hex);
-		return import_fail(ic, -EBADMSG, "%s: digest mismatch: content is sha256:%s", what,
-				   hex);
+		return why_first(ic->why, ic->why_len, -EBADMSG,
+				 "%s: digest mismatch: content is sha256:%s", what,
+				 hex);
 	}
 	/* not compressed: the tar is the blob itself, got already is its digest */
 	if (io->diff_sha && sha256_final(io->diff_sha, got))
-		return import_fail(ic, -EIO, "%s: sha256 failed", what);
+		return why_first(ic->why, ic->why_len, -EIO, "%s: sha256 failed", what);
 	if (src->diff_id && memcmp(got, src->diff_id, SHA256_LEN)) {
 		sha256_to_hex(got, hex);
 		sha256_to_hex(src->diff_id, want);
-		return import_fail(ic, -EBADMSG, "%s: uncompressed content is sha256:%s, the "
-				   "config's diff_id says sha256:%s", what, hex, want);
+		return why_first(ic->why, ic->why_len, -EBADMSG,
+				 "%s: uncompressed content is sha256:%s, the "
+				 "config's diff_id says sha256:%s", what, hex, want);
 	}
 	return 0;
 }
@@ -358,9 +366,9 @@ int oci_layer_apply(struct import_ctx *ic, const struct oci_layer_src *src, uint
 	if (ret)
 		return ret;
 	if (src->size != OCI_SIZE_UNKNOWN && (uint64_t)st.st_size != src->size)
-		return import_fail(ic, -EBADMSG,
-				   "%s: size mismatch: blob is %lld bytes, descriptor says %llu",
-				   what, (long long)st.st_size, (unsigned long long)src->size);
+		return why_first(ic->why, ic->why_len, -EBADMSG,
+				 "%s: size mismatch: blob is %lld bytes, descriptor says %llu",
+				 what, (long long)st.st_size, (unsigned long long)src->size);
 	io.buf = malloc(LAYER_BUF_SIZE);
 	io.blob_sha = sha256_new();
 	io.diff_sha = sha256_new();
@@ -371,7 +379,8 @@ int oci_layer_apply(struct import_ctx *ic, const struct oci_layer_src *src, uint
 		goto out;
 	}
 	if (raw_filters(io.raw, src->comp)) {
-		ret = import_fail(ic, -ENOTSUP, "%s: %s", what, sym_archive_error_string(io.raw));
+		ret = why_first(ic->why, ic->why_len, -ENOTSUP, "%s: %s", what,
+				sym_archive_error_string(io.raw));
 		goto out;
 	}
 	r = sym_archive_read_open2(io.raw, &io, NULL, blob_read, NULL, NULL);
@@ -380,7 +389,8 @@ int oci_layer_apply(struct import_ctx *ic, const struct oci_layer_src *src, uint
 	if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
 		const char *msg = sym_archive_error_string(io.raw);
 
-		ret = import_fail(ic, -EIO, "%s: %s", what, msg ? msg : "cannot read the blob");
+		ret = why_first(ic->why, ic->why_len, -EIO, "%s: %s", what,
+				msg ? msg : "cannot read the blob");
 		goto out;
 	}
 	if (sym_archive_filter_code(io.raw, 0) == ARCHIVE_FILTER_NONE) {
@@ -393,7 +403,8 @@ int oci_layer_apply(struct import_ctx *ic, const struct oci_layer_src *src, uint
 	if (sym_archive_read_open2(tar, &io, NULL, tar_read, NULL, NULL) != ARCHIVE_OK) {
 		const char *msg = sym_archive_error_string(tar);
 
-		ret = import_fail(ic, -EIO, "%s: %s", what, msg ? msg : "not a tar archive");
+		ret = why_first(ic->why, ic->why_len, -EIO, "%s: %s", what,
+				msg ? msg : "not a tar archive");
 		goto out;
 	}
 	ret = import_tar_archive(ic, tar, layer, true, what);

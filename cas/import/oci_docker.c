@@ -71,7 +71,8 @@ static int da_open(struct da *da, struct archive **out)
 	    sym_archive_read_open_fd(a, da->fd, 1 << 20) != ARCHIVE_OK) {
 		const char *msg = sym_archive_error_string(a);
 
-		import_fail(da->ic, -EIO, "%s: %s", da->label, msg ? msg : "cannot open");
+		why_first(da->ic->why, da->ic->why_len, -EIO, "%s: %s", da->label,
+			  msg ? msg : "cannot open");
 		sym_archive_read_free(a);
 		return -EIO;
 	}
@@ -88,7 +89,8 @@ static int da_next(struct da *da, struct archive *a, struct archive_entry **e)
 	if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
 		const char *msg = sym_archive_error_string(a);
 
-		return import_fail(da->ic, -EIO, "%s: %s", da->label, msg ? msg : "corrupt archive");
+		return why_first(da->ic->why, da->ic->why_len, -EIO, "%s: %s", da->label,
+				 msg ? msg : "corrupt archive");
 	}
 	return 0;
 }
@@ -107,8 +109,9 @@ static int read_member(struct da *da, struct archive *a, const char *name, char 
 			/* the next capacity, 2 * cap (65536 first), over the limit */
 			if (cap > ((size_t)OCI_JSON_MAX + 2) / 2) {
 				free(buf);
-				return import_fail(da->ic, -EFBIG, "%s: %s: larger than %u bytes",
-						   da->label, name, OCI_JSON_MAX);
+				return why_first(da->ic->why, da->ic->why_len, -EFBIG,
+						 "%s: %s: larger than %u bytes",
+						 da->label, name, OCI_JSON_MAX);
 			}
 			if (!grow_from((void **)&buf, &cap, fill + 2, 1, 65536)) {
 				free(buf);
@@ -118,8 +121,9 @@ static int read_member(struct da *da, struct archive *a, const char *name, char 
 		r = sym_archive_read_data(a, buf + fill, cap - fill - 1);
 		if (r < 0) {
 			free(buf);
-			return import_fail(da->ic, -EIO, "%s: %s: %s", da->label, name,
-					   sym_archive_error_string(a));
+			return why_first(da->ic->why, da->ic->why_len, -EIO, "%s: %s: %s",
+					 da->label, name,
+					 sym_archive_error_string(a));
 		}
 		if (r == 0)
 			break;
@@ -157,9 +161,10 @@ static int member_size_check(struct da *da, struct archive *a, struct archive_en
 	    sym_archive_entry_sparse_count(e) > 0 || size <= 0 ||
 	    (uint64_t)size <= da->file_size)
 		return 0;
-	return import_fail(da->ic, -EBADMSG, "%s: %s: declares %lld bytes, more than the "
-			   "whole archive (%llu bytes)", da->label, name, (long long)size,
-			   (unsigned long long)da->file_size);
+	return why_first(da->ic->why, da->ic->why_len, -EBADMSG,
+			 "%s: %s: declares %lld bytes, more than the "
+			 "whole archive (%llu bytes)", da->label, name, (long long)size,
+			 (unsigned long long)da->file_size);
 }
 
 /* Pass 1: every member's name and links; keep manifest.json. */
@@ -258,8 +263,9 @@ static int da_tmpfile(struct da *da)
 	if (fd < 0) {
 		int err = errno;
 
-		return import_fail(da->ic, -err, "%s: cannot create a temporary file in %s: %s",
-				   da->label, dir, strerror(err));
+		return why_first(da->ic->why, da->ic->why_len, -err,
+				 "%s: cannot create a temporary file in %s: %s",
+				 da->label, dir, strerror(err));
 	}
 	unlink(path); /* the copy lives only as long as the descriptor */
 	return fd;
@@ -281,8 +287,9 @@ static int copy_member(struct da *da, struct archive *a, struct archive_entry *e
 	int fd;
 
 	if (sym_archive_entry_sparse_count(e) > 0)
-		return import_fail(da->ic, -EBADMSG, "%s: %s: %s", da->label, m->name,
-				   SPARSE_MEMBER);
+		return why_first(da->ic->why, da->ic->why_len, -EBADMSG, "%s: %s: %s", da->label,
+				 m->name,
+				 SPARSE_MEMBER);
 	fd = da_tmpfile(da);
 	if (fd < 0)
 		return fd;
@@ -298,8 +305,9 @@ static int copy_member(struct da *da, struct archive *a, struct archive_entry *e
 		if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
 			const char *msg = sym_archive_error_string(a);
 
-			return import_fail(da->ic, -EIO, "%s: %s: %s", da->label, m->name,
-					   msg ? msg : "read error");
+			return why_first(da->ic->why, da->ic->why_len, -EIO, "%s: %s: %s",
+					 da->label, m->name,
+					 msg ? msg : "read error");
 		}
 		while (len) {
 			ssize_t w = pwrite(fd, buf, len, (off_t)off);
@@ -309,8 +317,9 @@ static int copy_member(struct da *da, struct archive *a, struct archive_entry *e
 			if (w <= 0) {
 				int err = w < 0 ? errno : ENOSPC;
 
-				return import_fail(da->ic, -err, "%s: %s: writing a temporary "
-						   "copy: %s", da->label, m->name, strerror(err));
+				return why_first(da->ic->why, da->ic->why_len, -err,
+						 "%s: %s: writing a temporary "
+						 "copy: %s", da->label, m->name, strerror(err));
 			}
 			buf = (const uint8_t *)buf + w;
 			len -= (size_t)w;
@@ -319,8 +328,9 @@ static int copy_member(struct da *da, struct archive *a, struct archive_entry *e
 		}
 	}
 	if (size > 0 && copied < (uint64_t)size)
-		return import_fail(da->ic, -EBADMSG, "%s: %s: %s", da->label, m->name,
-				   SPARSE_MEMBER);
+		return why_first(da->ic->why, da->ic->why_len, -EBADMSG, "%s: %s: %s", da->label,
+				 m->name,
+				 SPARSE_MEMBER);
 	return 0;
 }
 
@@ -344,8 +354,9 @@ static int da_extract(struct da *da)
 			continue;
 		if (!name || oci_path_normalize(NULL, name, path, sizeof(path)) ||
 		    strcmp(path, m->name)) {
-			ret = import_fail(da->ic, -EIO, "%s: the archive changed while being read",
-					  da->label);
+			ret = why_first(da->ic->why, da->ic->why_len, -EIO,
+					"%s: the archive changed while being read",
+					da->label);
 			break;
 		}
 		ret = copy_member(da, a, e, m);
@@ -357,8 +368,9 @@ static int da_extract(struct da *da)
 		return ret;
 	for (i = 0; i < da->n; i++) {
 		if (da->m[i].needed && da->m[i].fd < 0)
-			return import_fail(da->ic, -EIO, "%s: the archive changed while being read",
-					   da->label);
+			return why_first(da->ic->why, da->ic->why_len, -EIO,
+					 "%s: the archive changed while being read",
+					 da->label);
 	}
 	return 0;
 }
@@ -402,7 +414,8 @@ static struct json_object *pick_image(struct da *da, struct json_object *list)
 	char pb[128];
 
 	if (n == 0) {
-		import_fail(da->ic, -ENOENT, "%s: manifest.json lists no images", da->label);
+		why_first(da->ic->why, da->ic->why_len, -ENOENT,
+			  "%s: manifest.json lists no images", da->label);
 		return NULL;
 	}
 	if (!da->ref)
@@ -419,8 +432,9 @@ static struct json_object *pick_image(struct da *da, struct json_object *list)
 				return img;
 		}
 	}
-	import_fail(da->ic, -ENOENT, "%s: no image tagged '%s' in manifest.json", da->label,
-		    esc_str(da->ref, pb, sizeof(pb)));
+	why_first(da->ic->why, da->ic->why_len, -ENOENT,
+		  "%s: no image tagged '%s' in manifest.json", da->label,
+		  esc_str(da->ref, pb, sizeof(pb)));
 	return NULL;
 }
 
@@ -451,8 +465,8 @@ static struct da_member *need(struct da *da, const char *ref, const char *what)
 	if (ref[0] != '/' && !oci_path_normalize(NULL, ref, path, sizeof(path)))
 		m = da_lookup(da, path, &why);
 	if (!m) {
-		import_fail(da->ic, -ENOENT, "%s: %s %s: %s", da->label, what,
-			    esc_str(ref, pb, sizeof(pb)), why);
+		why_first(da->ic->why, da->ic->why_len, -ENOENT, "%s: %s %s: %s", da->label, what,
+			  esc_str(ref, pb, sizeof(pb)), why);
 		return NULL;
 	}
 	m->needed = true;
@@ -473,16 +487,18 @@ static int da_parse_manifest(struct da *da, struct da_image *im)
 
 	im->list = oci_json_parse(da->manifest, da->manifest_len, OCI_JSON_DOCKER, &why);
 	if (!im->list || !json_object_is_type(im->list, json_type_array))
-		return import_fail(da->ic, -EBADMSG, "%s: manifest.json: %s", da->label,
-				   im->list ? "not a JSON array" : why);
+		return why_first(da->ic->why, da->ic->why_len, -EBADMSG, "%s: manifest.json: %s",
+				 da->label,
+				 im->list ? "not a JSON array" : why);
 	img = pick_image(da, im->list);
 	if (!img)
 		return -ENOENT;
 	im->cref = oci_json_str(img, "Config");
 	layers = oci_json_get(img, "Layers", json_type_array);
 	if (!im->cref || !layers)
-		return import_fail(da->ic, -EBADMSG, "%s: manifest.json: image has no %s",
-				   da->label, im->cref ? "Layers" : "Config");
+		return why_first(da->ic->why, da->ic->why_len, -EBADMSG,
+				 "%s: manifest.json: image has no %s",
+				 da->label, im->cref ? "Layers" : "Config");
 	im->n = json_object_array_length(layers);
 	im->ls = calloc(im->n ? im->n : 1, sizeof(*im->ls));
 	im->diff_ids = calloc(im->n ? im->n : 1, sizeof(*im->diff_ids));
@@ -497,8 +513,9 @@ static int da_parse_manifest(struct da *da, struct da_image *im)
 		snprintf(what, sizeof(what), "layer %zu", i + 1);
 		l->ref = json_object_get_string(json_object_array_get_idx(layers, i));
 		if (!json_object_is_type(json_object_array_get_idx(layers, i), json_type_string))
-			return import_fail(da->ic, -EBADMSG, "%s: manifest.json: %s is not a path",
-					   da->label, what);
+			return why_first(da->ic->why, da->ic->why_len, -EBADMSG,
+					 "%s: manifest.json: %s is not a path",
+					 da->label, what);
 		l->m = need(da, l->ref, what);
 		if (!l->m)
 			return -ENOENT;
@@ -532,7 +549,8 @@ static int da_import(struct da *da)
 		goto out;
 	cfg = oci_json_parse(ctext, clen, OCI_JSON_CONFIG, &why);
 	if (!cfg || !json_object_is_type(cfg, json_type_object)) {
-		ret = import_fail(da->ic, -EBADMSG, "%s: %s", what, cfg ? "not a JSON object" : why);
+		ret = why_first(da->ic->why, da->ic->why_len, -EBADMSG, "%s: %s", what,
+				cfg ? "not a JSON object" : why);
 		goto out;
 	}
 	ret = oci_config_diff_ids(da->ic, cfg, im.n, im.diff_ids, &have_diffs, da->label);
@@ -588,7 +606,7 @@ static int da_split(struct da *da, const char *spec)
 		}
 		free(file);
 	}
-	return import_fail(da->ic, -err, "%s: %s", da->label, strerror(err));
+	return why_first(da->ic->why, da->ic->why_len, -err, "%s: %s", da->label, strerror(err));
 }
 
 /* The archive, opened once for both passes: a FIFO or a device is refused, not read. */
@@ -598,9 +616,9 @@ static int da_open_file(struct da *da)
 
 	da->fd = fs_open_regular(AT_FDCWD, da->file, 0, &st);
 	if (da->fd < 0)
-		return import_fail(da->ic, da->fd, "%s: %s", da->label,
-				   da->fd == -EINVAL ? "not a regular file (a docker-archive is "
-				   "read twice: it cannot come from a pipe)" : strerror(-da->fd));
+		return why_first(da->ic->why, da->ic->why_len, da->fd, "%s: %s", da->label,
+				 da->fd == -EINVAL ? "not a regular file (a docker-archive is "
+				 "read twice: it cannot come from a pipe)" : strerror(-da->fd));
 	da->file_size = (uint64_t)st.st_size;
 	return 0;
 }
@@ -621,8 +639,9 @@ int import_docker_archive(struct import_ctx *ic, const char *spec)
 	if (!ret)
 		ret = da_scan(&da);
 	if (!ret && !da.manifest)
-		ret = import_fail(ic, -ENOENT, "%s: no manifest.json in the archive (not a "
-				  "docker-archive tarball)", da.label);
+		ret = why_first(ic->why, ic->why_len, -ENOENT,
+				"%s: no manifest.json in the archive (not a "
+				"docker-archive tarball)", da.label);
 	if (!ret)
 		ret = da_import(&da);
 	for (size_t i = 0; i < da.n; i++) {

@@ -179,14 +179,14 @@ static int check_dir(struct import_ctx *ic, const char *src)
 	docker = !oci && dir_docker_manifest(dfd);
 	close(dfd);
 	if (oci)
-		return import_fail(ic, -EINVAL,
-				   "%s is an OCI image layout; to import the image, use oci:%s",
-				   src, src);
+		return why_first(ic->why, ic->why_len, -EINVAL,
+				 "%s is an OCI image layout; to import the image, use oci:%s",
+				 src, src);
 	if (docker)
-		return import_fail(ic, -EINVAL,
-				   "%s is an unpacked docker archive; to import the image, tar it "
-				   "(tar -cf FILE.tar -C %s .) and use docker-archive:FILE.tar",
-				   src, src);
+		return why_first(ic->why, ic->why_len, -EINVAL,
+				 "%s is an unpacked docker archive; to import the image, tar it "
+				 "(tar -cf FILE.tar -C %s .) and use docker-archive:FILE.tar",
+				 src, src);
 	return 0;
 }
 
@@ -194,13 +194,13 @@ static int check_file(struct import_ctx *ic, const char *src)
 {
 	switch (tar_peek(src)) {
 	case TAR_DOCKER:
-		return import_fail(ic, -EINVAL,
-				   "%s is a docker archive; to import the image, use "
-				   "docker-archive:%s", src, src);
+		return why_first(ic->why, ic->why_len, -EINVAL,
+				 "%s is a docker archive; to import the image, use "
+				 "docker-archive:%s", src, src);
 	case TAR_OCI:
-		return import_fail(ic, -EINVAL,
-				   "%s is an OCI image archive; to import the image, use "
-				   "oci-archive:%s", src, src);
+		return why_first(ic->why, ic->why_len, -EINVAL,
+				 "%s is an OCI image archive; to import the image, use "
+				 "oci-archive:%s", src, src);
 	default:
 		return 0;
 	}
@@ -215,9 +215,10 @@ int import_check_source(struct import_ctx *ic, const char *src)
 		const char *slash = strchr(src + 9, '/');
 
 		if (!slash || slash == src + 9 || !slash[1])
-			return import_fail(ic, -EINVAL, "%s: want docker://HOST[:PORT]/REPO[:TAG|"
-					   "@sha256:DIGEST] (the registry's host is required)",
-					   src);
+			return why_first(ic->why, ic->why_len, -EINVAL,
+					 "%s: want docker://HOST[:PORT]/REPO[:TAG|"
+					 "@sha256:DIGEST] (the registry's host is required)",
+					 src);
 		return 0;
 	}
 	if (!strncmp(src, "oci:", 4) || !strncmp(src, "docker-archive:", 15) ||
@@ -230,7 +231,8 @@ int import_check_source(struct import_ctx *ic, const char *src)
 	}
 	tn = transport_len(src);
 	if (tn && (errno == ENOENT || errno == ENOTDIR))
-		return import_fail(ic, -EINVAL, "%s: unknown source transport '%.*s' (SRC is "
-				   SOURCE_FORMS ")", src, (int)tn, src);
+		return why_first(ic->why, ic->why_len, -EINVAL,
+				 "%s: unknown source transport '%.*s' (SRC is "
+				 SOURCE_FORMS ")", src, (int)tn, src);
 	return 0; /* run_source says why */
 }

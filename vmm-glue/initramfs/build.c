@@ -182,8 +182,8 @@ static int content_key(struct build *b, uint8_t key[SHA256_LEN])
 static int cache_dir(struct build *b)
 {
 	const struct initramfs_opts *o = b->o;
-	const char *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME"), *why = NULL;
-	char dir[PATH_MAX];
+	const char *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
+	char dir[PATH_MAX], why[WHY_MAX] = "";
 	int rc;
 
 	if (o->cache_dir)
@@ -194,7 +194,7 @@ static int cache_dir(struct build *b)
 		snprintf(dir, sizeof(dir), "%s/.cache/lazyblk/initramfs", h);
 	else
 		snprintf(dir, sizeof(dir), "/var/tmp/lazyblk-initramfs-%u", (unsigned)geteuid());
-	rc = fs_mkdir_private(dir, &why);
+	rc = fs_mkdir_private(dir, why, sizeof(why));
 	if (!rc)
 		rc = digest_memo_dir(dir, b->memo, sizeof(b->memo));
 	if (!rc) {
@@ -204,9 +204,9 @@ static int cache_dir(struct build *b)
 	b->memo[0] = '\0';
 	if (!o->uncached_fd) /* -EPERM whatever the cause: initramfs.h */
 		return initramfs_fail(o, -EPERM, "cache directory %s: %s (not used)", dir,
-				      why ? why : strerror(-rc));
+				      why[0] ? why : strerror(-rc));
 	note_emit(&o->notes, NOTE_WARN, "initramfs cache directory %s not used (%s): building "
-		  "without a cache", dir, why ? why : strerror(-rc));
+		  "without a cache", dir, why[0] ? why : strerror(-rc));
 	return 0;
 }
 
@@ -215,12 +215,12 @@ static int kernel_read(struct build *b)
 {
 	const struct initramfs_opts *o = b->o;
 	struct fs_map kern;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	int rc = fs_map_file(o->kernel, &kern);
 
 	if (rc)
 		return initramfs_fail(o, rc, "%s: %s", o->kernel, strerror(-rc));
-	rc = kernel_release(kern.data, kern.len, b->m.ver, sizeof(b->m.ver), &why);
+	rc = kernel_release(kern.data, kern.len, b->m.ver, sizeof(b->m.ver), why, sizeof(why));
 	if (rc) {
 		initramfs_fail(o, rc, "%s: %s", o->kernel, why);
 	} else {

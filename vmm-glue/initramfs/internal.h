@@ -157,7 +157,7 @@ int image_write(const struct initramfs_opts *o, int fd, const struct modset *m,
  * The release string of a bzImage (setup header kernel_version) or a vmlinux ELF ("Linux
  * version ..." banner) in d: 0, or -ENOEXEC with *why (a static text).
  */
-int kernel_release(const uint8_t *d, size_t len, char *ver, size_t vlen, const char **why);
+int kernel_release(const uint8_t *d, size_t len, char *ver, size_t vlen, char *why, size_t why_len);
 
 /* ------------------------------------------------------------------ cpio.c */
 

@@ -11,19 +11,21 @@
 #include "../boot.h"
 #include "internal.h"
 
-int kernel_release(const uint8_t *d, size_t len, char *ver, size_t vlen, const char **why)
+int kernel_release(const uint8_t *d, size_t len, char *ver, size_t vlen, char *why,
+		   size_t why_len)
 {
 	const char *s = NULL;
 	size_t max = 0, n;
-	int rc = bzimage_kernel_version(d, len, &s, &max, why);
+	int rc = bzimage_kernel_version(d, len, &s, &max, why, why_len);
 
 	if (rc == -ENOENT) {
 		if (!elf_is_elf64le(d, len)) {
-			*why = "not a Linux kernel (no bzImage setup header, not an ELF vmlinux)";
+			why_set(why, why_len, 0,
+				"not a Linux kernel (no bzImage setup header, not an ELF vmlinux)");
 			return -ENOEXEC;
 		}
 		if (elf_linux_version(d, len, &s, &max)) {
-			*why = "vmlinux has no 'Linux version' banner";
+			why_set(why, why_len, 0, "vmlinux has no 'Linux version' banner");
 			return -ENOEXEC;
 		}
 	} else if (rc) {
@@ -32,7 +34,7 @@ int kernel_release(const uint8_t *d, size_t len, char *ver, size_t vlen, const c
 	for (n = 0; n < max && n < 128 && s[n] > ' ' && s[n] < 0x7f; n++)
 		;
 	if (!n || n >= vlen || s[0] == '.' || memchr(s, '/', n)) {
-		*why = "kernel version string is empty or malformed";
+		why_set(why, why_len, 0, "kernel version string is empty or malformed");
 		return -ENOEXEC;
 	}
 	memcpy(ver, s, n);
@@ -40,17 +42,17 @@ int kernel_release(const uint8_t *d, size_t len, char *ver, size_t vlen, const c
 	return 0;
 }
 
-int initramfs_kernel_version(const char *kernel, char *ver, size_t len, const char **why)
+int initramfs_kernel_version(const char *kernel, char *ver, size_t len, char *why,
+			     size_t why_len)
 {
 	uint8_t *d;
 	size_t n;
 	int rc = fs_read_file(kernel, &d, &n);
 
 	if (rc) {
-		*why = strerror(-rc);
-		return rc;
+		return why_set(why, why_len, rc, "%s", strerror(-rc));
 	}
-	rc = kernel_release(d, n, ver, len, why);
+	rc = kernel_release(d, n, ver, len, why, why_len);
 	free(d);
 	return rc;
 }

@@ -38,11 +38,11 @@ static uint8_t *mk_trace(const struct trace_record *rec, size_t n, const char *s
 static void expect_bad(uint8_t *b, size_t len, const char *want)
 {
 	struct trace *t = NULL;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 
-	assert_int_equal(trace_parse(b, len, &t, &why), -EBADMSG);
+	assert_int_equal(trace_parse(b, len, &t, why, sizeof(why)), -EBADMSG);
 	assert_null(t);
-	assert_non_null(why);
+	assert_true(why[0]);
 	if (!strstr(why, want))
 		fail_msg("reason '%s' lacks '%s'", why, want);
 }
@@ -56,13 +56,13 @@ static void test_format(void **state)
 		{ .t_us = 9, .disk_off = 8 * BLK, .file_off = 4096, .len = 100, .path = 4 },
 	};
 	struct trace *t;
-	const char *why;
+	char tw[WHY_MAX] = "";
 	uint8_t *b;
 	size_t len;
 
 	(void)state;
 	b = mk_trace(rec, 2, STR, sizeof(STR), &len);
-	assert_int_equal(trace_parse(b, len, &t, &why), 0);
+	assert_int_equal(trace_parse(b, len, &t, tw, sizeof(tw)), 0);
 	assert_int_equal(t->n_records, 2);
 	assert_string_equal(trace_path(t, &t->records[1]), "/b/c");
 	trace_free(t);
@@ -84,7 +84,7 @@ static void test_format(void **state)
 	b = mk_trace(rec, 2, STR, sizeof(STR), &len);
 	((struct trace_header *)b)->flags = TRACE_F_TRUNCATED;
 	sha256_reseal(b, len);
-	assert_int_equal(trace_parse(b, len, &t, &why), 0);
+	assert_int_equal(trace_parse(b, len, &t, tw, sizeof(tw)), 0);
 	trace_free(t);
 	b = mk_trace(rec, 2, STR, sizeof(STR), &len);
 	b[sizeof(struct trace_header) + 3] ^= 1;
@@ -101,7 +101,7 @@ static void test_format(void **state)
 	b = mk_trace(rec, 2, STR, sizeof(STR), &len);
 	((struct trace_header *)b)->created = TRACE_CREATED_MAX;
 	sha256_reseal(b, len);
-	assert_int_equal(trace_parse(b, len, &t, &why), 0);
+	assert_int_equal(trace_parse(b, len, &t, tw, sizeof(tw)), 0);
 	trace_free(t);
 	b = mk_trace(rec, 2, STR, sizeof(STR), &len);
 	((struct trace_header *)b)->record_count = (uint64_t)1 << 40;
@@ -342,6 +342,7 @@ static void test_record_and_plan(void **state)
 	struct timespec t0;
 	char tpath[PATH_MAX];
 	const char *why;
+	char tw[WHY_MAX] = "";
 	uint64_t n;
 
 	(void)state;
@@ -358,7 +359,7 @@ static void test_record_and_plan(void **state)
 	assert_int_equal(trace_recorder_finish(r, tpath, &n, &why), -EALREADY);
 	trace_recorder_free(r);
 	assert_int_equal(n, 3);
-	assert_int_equal(trace_load(tpath, &t, &why), 0);
+	assert_int_equal(trace_load(tpath, &t, tw, sizeof(tw)), 0);
 	assert_string_equal(trace_path(t, &t->records[0]), "/g");
 	assert_int_equal(t->records[0].len, 100);
 	assert_string_equal(trace_path(t, &t->records[1]), "/f");
@@ -390,7 +391,7 @@ static void test_record_and_plan(void **state)
 	trace_recorder_touch(r, 30 * BLK, BLK);
 	assert_int_equal(trace_recorder_finish(r, tpath, &n, &why), 0);
 	trace_recorder_free(r);
-	assert_int_equal(trace_load(tpath, &t, &why), 0);
+	assert_int_equal(trace_load(tpath, &t, tw, sizeof(tw)), 0);
 	img_make(&other, true, false);
 	assert_int_equal(trace_plan_new(t, other.m, other.l, true, &p), 0);
 	assert_true(trace_plan_foreign(p));
@@ -439,7 +440,7 @@ static void test_walk_interleaved(void **state)
 	struct walked w = { 0 };
 	struct img g;
 	struct trace *t;
-	const char *why;
+	char tw[WHY_MAX] = "";
 	uint64_t files, found;
 	uint8_t *b;
 	size_t len;
@@ -447,7 +448,7 @@ static void test_walk_interleaved(void **state)
 	(void)state;
 	img_make(&g, false, true);
 	b = mk_trace(rec, 5, strings, sizeof(strings), &len);
-	assert_int_equal(trace_parse(b, len, &t, &why), 0);
+	assert_int_equal(trace_parse(b, len, &t, tw, sizeof(tw)), 0);
 	assert_int_equal(trace_for_each_file(t, g.m, on_range, &w, &files, &found), 0);
 	assert_int_equal(files, 3);
 	assert_int_equal(found, 2);

@@ -17,6 +17,7 @@
 #include "../../../common/esc.h"
 #include "../../../common/fsutil.h"
 #include "../../../common/grow.h"
+#include "../../../common/why.h"
 #include "../../../common/hash.h"
 #include "../../../common/json_out.h"
 #include "../../../common/le.h"
@@ -1352,9 +1353,46 @@ static void test_workq_invalid(void **state)
 	wq_ctx_fini(&c);
 }
 
+/* why_set overwrites and cuts to fit; why_first keeps a reason already there; why_len 0 (why
+ * NULL) writes nothing; both return err. fs_mkdir_private says why in the caller's buffer. */
+static void test_why(void **state)
+{
+	char why[8] = "", big[WHY_MAX] = "", top[PATH_MAX], dir[PATH_MAX + 16];
+
+	(void)state;
+	assert_int_equal(why_set(why, sizeof(why), -EIO, "%s", "abcdefghij"), -EIO);
+	assert_string_equal(why, "abcdefg"); /* cut, terminated */
+	assert_int_equal(why_set(why, sizeof(why), 0, "x%d", 1), 0);
+	assert_string_equal(why, "x1");
+	assert_int_equal(why_first(why, sizeof(why), -EINVAL, "second"), -EINVAL);
+	assert_string_equal(why, "x1"); /* the first reason stays */
+	why[0] = '\0';
+	assert_int_equal(why_first(why, sizeof(why), -EINVAL, "second"), -EINVAL);
+	assert_string_equal(why, "second");
+	assert_int_equal(why_set(NULL, 0, -ENOENT, "nothing"), -ENOENT);
+	assert_int_equal(why_first(NULL, 0, -ENOENT, "nothing"), -ENOENT);
+	why[0] = 'y';
+	assert_int_equal(why_set(why, 0, -ENOENT, "nothing"), -ENOENT);
+	assert_int_equal(why[0], 'y'); /* why_len 0: untouched */
+	assert_int_equal(why_set(why, 1, -ENOENT, "nothing"), -ENOENT);
+	assert_int_equal(why[0], '\0');
+
+	tmpdir_make(top);
+	snprintf(dir, sizeof(dir), "%s/why-dir", top);
+	assert_int_equal(fs_mkdir_private(dir, big, sizeof(big)), 0);
+	assert_string_equal(big, "");
+	assert_int_equal(chmod(dir, 0777), 0);
+	assert_int_equal(fs_mkdir_private(dir, big, sizeof(big)), -EPERM);
+	assert_string_equal(big, "writable by its group or others");
+	assert_int_equal(fs_mkdir_private(dir, NULL, 0), -EPERM); /* no reason wanted */
+	rmdir(dir);
+	rmdir(top);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_why),
 		cmocka_unit_test(test_workq_runs_each_once),
 		cmocka_unit_test(test_workq_local),
 		cmocka_unit_test(test_workq_bounded),

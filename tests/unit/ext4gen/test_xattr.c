@@ -236,30 +236,30 @@ static char *filled(int c, size_t n)
 
 static void build_ok(const struct mf_xattr_in *x, uint32_t n, struct xattr_layout *l)
 {
-	const char *why = NULL;
-	int ret = xattr_build(x, n, l, &why);
+	char why[WHY_MAX] = "";
+	int ret = xattr_build(x, n, l, why, sizeof(why));
 
 	if (ret)
-		fail_msg("xattr_build = %d (%s)", ret, why ? why : "no reason");
+		fail_msg("xattr_build = %d (%s)", ret, why[0] ? why : "no reason");
 }
 
 static void expect_err(const struct mf_xattr_in *x, uint32_t n, int want, const char *what)
 {
 	struct xattr_layout *l = malloc(sizeof(*l));
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	int ret;
 
 	assert_non_null(l);
 	memset(l, 0xAA, sizeof(*l));
-	ret = xattr_build(x, n, l, &why);
+	ret = xattr_build(x, n, l, why, sizeof(why));
 	if (ret != want)
-		fail_msg("%s: xattr_build = %d, want %d (%s)", what, ret, want, why ? why : "-");
-	if (!why || !*why)
+		fail_msg("%s: xattr_build = %d, want %d (%s)", what, ret, want, why[0] ? why : "-");
+	if (!why[0])
 		fail_msg("%s: no reason given", what);
 	assert_false(l->has_ibody);
 	assert_false(l->has_block);
-	/* NULL why is allowed too */
-	assert_int_equal(xattr_build(x, n, l, NULL), want);
+	/* no reason wanted: why NULL, why_len 0 */
+	assert_int_equal(xattr_build(x, n, l, NULL, 0), want);
 	free(l);
 }
 
@@ -921,7 +921,7 @@ static void test_random_roundtrip(void **state)
 		struct mf_xattr_in x[16], y[16];
 		struct ref_x r[32];
 		uint32_t n = 1 + prng_next(&seed) % 16, found = 0;
-		const char *why = NULL;
+		char why[WHY_MAX] = "";
 		int ret, ni = 0, nb = 0;
 
 		for (uint32_t i = 0; i < n; i++) {
@@ -942,7 +942,7 @@ static void test_random_roundtrip(void **state)
 			x[i] = (struct mf_xattr_in){ rx[i].name, rx[i].value, rx[i].name_len,
 						     rx[i].value_len };
 		}
-		ret = xattr_build(x, n, a, &why);
+		ret = xattr_build(x, n, a, why, sizeof(why));
 		if (ret == -E2BIG)
 			continue;
 		if (ret)

@@ -199,12 +199,12 @@ static void test_bzimage_parse(void **state)
 {
 	uint8_t payload[64] = { 0x28, 0xb5, 0x2f, 0xfd };
 	struct bzimage bz;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	size_t len;
 	uint8_t *b = make_bzimage(payload, sizeof(payload), &len);
 
 	(void)state;
-	assert_int_equal(bzimage_parse(b, len, &bz, &why), 0);
+	assert_int_equal(bzimage_parse(b, len, &bz, why, sizeof(why)), 0);
 	assert_int_equal(bz.version, 0x020f);
 	assert_int_equal(bz.setup_sects, SETUP_SECTS);
 	assert_int_equal(bz.pm_off, PM_OFF);
@@ -218,7 +218,7 @@ static void test_bzimage_parse(void **state)
 
 	/* setup_sects 0 means 4 */
 	b[0x1f1] = 0;
-	assert_int_equal(bzimage_parse(b, len, &bz, &why), 0);
+	assert_int_equal(bzimage_parse(b, len, &bz, why, sizeof(why)), 0);
 	assert_int_equal(bz.pm_off, PM_OFF);
 	free(b);
 }
@@ -227,37 +227,38 @@ static void test_bzimage_bad(void **state)
 {
 	uint8_t payload[64] = { 0x1f, 0x8b };
 	struct bzimage bz;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	size_t len;
 	uint8_t *b = make_bzimage(payload, sizeof(payload), &len);
 	uint32_t v;
 
 	(void)state;
 	/* truncated: shorter than the setup sectors, and shorter than the header */
-	assert_int_equal(bzimage_parse(b, 0x300, &bz, &why), -EINVAL);
-	assert_non_null(why);
-	assert_int_equal(bzimage_parse(b, PM_OFF, &bz, &why), -EINVAL);
+	assert_int_equal(bzimage_parse(b, 0x300, &bz, why, sizeof(why)), -EINVAL);
+	assert_true(why[0]);
+	assert_int_equal(bzimage_parse(b, PM_OFF, &bz, why, sizeof(why)), -EINVAL);
 	/* payload outside the file */
-	assert_int_equal(bzimage_parse(b, PM_OFF + PAYLOAD_REL + 10, &bz, &why), -EINVAL);
+	assert_int_equal(bzimage_parse(b, PM_OFF + PAYLOAD_REL + 10, &bz, why, sizeof(why)),
+			 -EINVAL);
 	assert_non_null(strstr(why, "outside"));
 	v = 0xfffffff0;
 	memcpy(b + 0x248, &v, 4);
-	assert_int_equal(bzimage_parse(b, len, &bz, &why), -EINVAL);
+	assert_int_equal(bzimage_parse(b, len, &bz, why, sizeof(why)), -EINVAL);
 	v = PAYLOAD_REL;
 	memcpy(b + 0x248, &v, 4);
 	/* bad magic */
 	b[0x202] = 'X';
-	assert_int_equal(bzimage_parse(b, len, &bz, &why), -EINVAL);
+	assert_int_equal(bzimage_parse(b, len, &bz, why, sizeof(why)), -EINVAL);
 	assert_non_null(strstr(why, "magic"));
 	b[0x202] = 'H';
 	/* protocol too old, no 64-bit entry */
 	b[0x206] = 0x0a;
-	assert_int_equal(bzimage_parse(b, len, &bz, &why), -ENOEXEC);
+	assert_int_equal(bzimage_parse(b, len, &bz, why, sizeof(why)), -ENOEXEC);
 	b[0x206] = 0x0f;
 	b[0x236] = 0x2;
-	assert_int_equal(bzimage_parse(b, len, &bz, &why), -ENOEXEC);
+	assert_int_equal(bzimage_parse(b, len, &bz, why, sizeof(why)), -ENOEXEC);
 	b[0x236] = 0x3;
-	assert_int_equal(bzimage_parse(b, len, &bz, &why), 0);
+	assert_int_equal(bzimage_parse(b, len, &bz, why, sizeof(why)), 0);
 	free(b);
 }
 
@@ -266,17 +267,17 @@ static void roundtrip(uint8_t *(*comp)(const uint8_t *, size_t, size_t *), const
 {
 	struct ram r;
 	struct boot_kernel k = { 0 };
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	size_t elen, clen, dlen;
 	uint8_t *elf = make_elf(300000, KERNEL_PADDR, false, &elen);
 	uint8_t *c = comp(elf, elen, &clen), *d = NULL;
 
 	assert_string_equal(bzimage_compression(c, clen), name);
-	assert_int_equal(bzimage_decompress(c, clen, 1u << 20, &d, &dlen, &why), 0);
+	assert_int_equal(bzimage_decompress(c, clen, 1u << 20, &d, &dlen, why, sizeof(why)), 0);
 	assert_int_equal(dlen, elen);
 	assert_memory_equal(d, elf, elen);
 	ram_new(&r, RAM_SIZE);
-	assert_int_equal(elf_load(d, dlen, &r.mem, BOOT_LINUX64, &k, &why), 0);
+	assert_int_equal(elf_load(d, dlen, &r.mem, BOOT_LINUX64, &k, why, sizeof(why)), 0);
 	assert_int_equal(k.entry, KERNEL_PADDR + 0x10);
 	assert_int_equal(k.lo, KERNEL_PADDR);
 	assert_int_equal(k.hi, KERNEL_PADDR + 300000 + 0x1000);
@@ -285,13 +286,16 @@ static void roundtrip(uint8_t *(*comp)(const uint8_t *, size_t, size_t *), const
 	/* a limit below the declared size: refused before anything is inflated */
 	free(d);
 	d = NULL;
-	assert_int_equal(bzimage_decompress(c, clen, elen - 1, &d, &dlen, &why), -EFBIG);
+	assert_int_equal(bzimage_decompress(c, clen, elen - 1, &d, &dlen, why, sizeof(why)),
+			 -EFBIG);
 	assert_null(d);
 	/* truncated (lz4 legacy and zstd without a checksum cannot see flipped literals) */
-	assert_int_not_equal(bzimage_decompress(c, clen / 2, 1u << 20, &d, &dlen, &why), 0);
+	assert_int_not_equal(bzimage_decompress(c, clen / 2, 1u << 20, &d, &dlen, why, sizeof(why)),
+			     0);
 	assert_null(d);
 	memmove(c + clen / 2, c + clen - 4, 4); /* the right trailer, half the stream */
-	assert_int_not_equal(bzimage_decompress(c, clen / 2 + 4, 1u << 20, &d, &dlen, &why), 0);
+	assert_int_not_equal(bzimage_decompress(c, clen / 2 + 4, 1u << 20, &d, &dlen, why,
+						sizeof(why)), 0);
 	assert_null(d);
 	free(r.buf);
 	free(elf);
@@ -322,30 +326,34 @@ static void test_decompress_bomb(void **state)
 {
 	size_t n = 4u << 20, clen, dlen;
 	uint8_t *zeros = calloc(1, n), *c, *d = NULL;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 
 	(void)state;
 	/* 4 MiB of zeros, honest trailer, 1 MiB limit */
 	c = compress_zstd(zeros, n, &clen);
-	assert_int_equal(bzimage_decompress(c, clen, 1u << 20, &d, &dlen, &why), -EFBIG);
+	assert_int_equal(bzimage_decompress(c, clen, 1u << 20, &d, &dlen, why, sizeof(why)),
+			 -EFBIG);
 	/* a trailer that lies (declares 4 KiB): stops at the declared size */
 	le32_put(c + clen - 4, 4096);
-	assert_int_equal(bzimage_decompress(c, clen, 1u << 20, &d, &dlen, &why), -EFBIG);
+	assert_int_equal(bzimage_decompress(c, clen, 1u << 20, &d, &dlen, why, sizeof(why)),
+			 -EFBIG);
 	assert_null(d);
 	free(c);
 	c = compress_gzip(zeros, n, &clen);
 	le32_put(c + clen - 4, 4096);
-	assert_int_equal(bzimage_decompress(c, clen, 1u << 20, &d, &dlen, &why), -EFBIG);
+	assert_int_equal(bzimage_decompress(c, clen, 1u << 20, &d, &dlen, why, sizeof(why)),
+			 -EFBIG);
 	free(c);
 	c = compress_xz(zeros, n, &clen);
 	le32_put(c + clen - 4, 4096);
-	assert_int_equal(bzimage_decompress(c, clen, 1u << 20, &d, &dlen, &why), -EFBIG);
+	assert_int_equal(bzimage_decompress(c, clen, 1u << 20, &d, &dlen, why, sizeof(why)),
+			 -EFBIG);
 	free(c);
 	/* unknown and unsupported compressors */
-	assert_int_equal(bzimage_decompress(zeros, 64, 1u << 20, &d, &dlen, &why),
+	assert_int_equal(bzimage_decompress(zeros, 64, 1u << 20, &d, &dlen, why, sizeof(why)),
 			 -EPROTONOSUPPORT);
 	memcpy(zeros, "BZh9", 4);
-	assert_int_equal(bzimage_decompress(zeros, 64, 1u << 20, &d, &dlen, &why),
+	assert_int_equal(bzimage_decompress(zeros, 64, 1u << 20, &d, &dlen, why, sizeof(why)),
 			 -EPROTONOSUPPORT);
 	free(zeros);
 }
@@ -609,7 +617,7 @@ static void test_elf_bad(void **state)
 {
 	struct boot_kernel k;
 	struct ram r;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	size_t elen;
 	uint8_t *elf;
 	Elf64_Phdr *ph;
@@ -618,34 +626,35 @@ static void test_elf_bad(void **state)
 	ram_new(&r, 4u << 20);
 	/* outside RAM */
 	elf = make_elf(8192, 0x800000, false, &elen);
-	assert_int_equal(elf_load(elf, elen, &r.mem, BOOT_LINUX64, &k, &why), -ENOSPC);
+	assert_int_equal(elf_load(elf, elen, &r.mem, BOOT_LINUX64, &k, why, sizeof(why)), -ENOSPC);
 	free(elf);
 	/* over the VMM's pages below 1 MiB */
 	elf = make_elf(8192, 0x7000, false, &elen);
-	assert_int_equal(elf_load(elf, elen, &r.mem, BOOT_LINUX64, &k, &why), -EINVAL);
+	assert_int_equal(elf_load(elf, elen, &r.mem, BOOT_LINUX64, &k, why, sizeof(why)), -EINVAL);
 	free(elf);
 	/* file size beyond the file; program headers beyond the file */
 	elf = make_elf(8192, KERNEL_PADDR, false, &elen);
-	assert_int_equal(elf_load(elf, elen - 100, &r.mem, BOOT_LINUX64, &k, &why), -EINVAL);
-	assert_int_equal(elf_load(elf, 100, &r.mem, BOOT_LINUX64, &k, &why), -EINVAL);
+	assert_int_equal(elf_load(elf, elen - 100, &r.mem, BOOT_LINUX64, &k, why, sizeof(why)),
+			 -EINVAL);
+	assert_int_equal(elf_load(elf, 100, &r.mem, BOOT_LINUX64, &k, why, sizeof(why)), -EINVAL);
 	/* PVH without the note */
-	assert_int_equal(elf_load(elf, elen, &r.mem, BOOT_PVH, &k, &why), -ENOEXEC);
+	assert_int_equal(elf_load(elf, elen, &r.mem, BOOT_PVH, &k, why, sizeof(why)), -ENOEXEC);
 	/* entry outside every segment */
 	((Elf64_Ehdr *)elf)->e_entry = 0x12345;
-	assert_int_equal(elf_load(elf, elen, &r.mem, BOOT_LINUX64, &k, &why), -ENOEXEC);
+	assert_int_equal(elf_load(elf, elen, &r.mem, BOOT_LINUX64, &k, why, sizeof(why)), -ENOEXEC);
 	/* 32-bit */
 	elf[EI_CLASS] = ELFCLASS32;
-	assert_int_equal(elf_load(elf, elen, &r.mem, BOOT_LINUX64, &k, &why), -ENOEXEC);
+	assert_int_equal(elf_load(elf, elen, &r.mem, BOOT_LINUX64, &k, why, sizeof(why)), -ENOEXEC);
 	free(elf);
 	/* a segment that wraps around */
 	elf = make_elf(8192, KERNEL_PADDR, false, &elen);
 	ph = (Elf64_Phdr *)(elf + sizeof(Elf64_Ehdr));
 	ph->p_paddr = UINT64_MAX - 100;
-	assert_int_not_equal(elf_load(elf, elen, &r.mem, BOOT_LINUX64, &k, &why), 0);
+	assert_int_not_equal(elf_load(elf, elen, &r.mem, BOOT_LINUX64, &k, why, sizeof(why)), 0);
 	free(elf);
 	/* PVH with the note */
 	elf = make_elf(8192, KERNEL_PADDR, true, &elen);
-	assert_int_equal(elf_load(elf, elen, &r.mem, BOOT_PVH, &k, &why), 0);
+	assert_int_equal(elf_load(elf, elen, &r.mem, BOOT_PVH, &k, why, sizeof(why)), 0);
 	assert_int_equal(k.entry, KERNEL_PADDR + 0x20);
 	assert_int_equal(k.proto, BOOT_PVH);
 	free(elf);
@@ -657,34 +666,35 @@ static void test_bzimage_kernel_version(void **state)
 {
 	uint8_t payload[64] = { 0x1f, 0x8b };
 	static const char rel[] = "6.1.0-99-test (me@host) #1";
-	const char *why = NULL, *s = NULL;
+	char why[WHY_MAX] = "";
+	const char *s = NULL;
 	size_t len, max = 0;
 	uint8_t *b = make_bzimage(payload, sizeof(payload), &len);
 	uint16_t off;
 
 	(void)state;
 	/* a header without the string */
-	assert_int_equal(bzimage_kernel_version(b, len, &s, &max, &why), -ENOEXEC);
+	assert_int_equal(bzimage_kernel_version(b, len, &s, &max, why, sizeof(why)), -ENOEXEC);
 	assert_non_null(strstr(why, "no kernel_version"));
 	/* kernel_version: an offset from 0x200 */
 	off = 0x100;
 	memcpy(b + 0x20e, &off, 2);
 	memcpy(b + 0x300, rel, sizeof(rel));
-	assert_int_equal(bzimage_kernel_version(b, len, &s, &max, &why), 0);
+	assert_int_equal(bzimage_kernel_version(b, len, &s, &max, why, sizeof(why)), 0);
 	assert_ptr_equal(s, (const char *)b + 0x300);
 	assert_int_equal(max, len - 0x300);
 	/* only "HdrS" is needed: no boot flag, and far too short to boot */
 	b[0x1fe] = 0;
-	assert_int_equal(bzimage_kernel_version(b, 0x301, &s, &max, &why), 0);
+	assert_int_equal(bzimage_kernel_version(b, 0x301, &s, &max, why, sizeof(why)), 0);
 	assert_int_equal(max, 1);
 	/* the string at or past the end of the file; a protocol before 2.00 */
-	assert_int_equal(bzimage_kernel_version(b, 0x300, &s, &max, &why), -ENOEXEC);
+	assert_int_equal(bzimage_kernel_version(b, 0x300, &s, &max, why, sizeof(why)), -ENOEXEC);
 	b[0x207] = 0x01;
-	assert_int_equal(bzimage_kernel_version(b, len, &s, &max, &why), -ENOEXEC);
+	assert_int_equal(bzimage_kernel_version(b, len, &s, &max, why, sizeof(why)), -ENOEXEC);
 	/* no setup header: not a bzImage */
-	assert_int_equal(bzimage_kernel_version(b, 0x20f, &s, &max, &why), -ENOENT);
+	assert_int_equal(bzimage_kernel_version(b, 0x20f, &s, &max, why, sizeof(why)), -ENOENT);
 	memcpy(b + 0x202, "HdrX", 4);
-	assert_int_equal(bzimage_kernel_version(b, len, &s, &max, &why), -ENOENT);
+	assert_int_equal(bzimage_kernel_version(b, len, &s, &max, why, sizeof(why)), -ENOENT);
 	free(b);
 }
 
@@ -977,7 +987,7 @@ static void test_elf_mapped(void **state)
 	char dir[PATH_MAX], path[PATH_MAX + 16];
 	struct boot_kernel k = { 0 };
 	struct vm_ram mem = { 0 };
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	struct fs_map map;
 	uint64_t seed = 7;
 	int fd;
@@ -1006,7 +1016,8 @@ static void test_elf_mapped(void **state)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	assert_true(fd >= 0);
 	assert_int_equal(fs_map_fd(fd, &map), 0);
-	assert_int_equal(elf_load_mapped(map.data, map.len, fd, &mem, BOOT_LINUX64, &k, &why), 0);
+	assert_int_equal(elf_load_mapped(map.data, map.len, fd, &mem, BOOT_LINUX64, &k, why,
+					 sizeof(why)), 0);
 	close(fd);
 	fs_unmap(&map);
 	assert_int_equal(k.entry, a_paddr + 0x10);
@@ -1039,7 +1050,8 @@ static void test_elf_mapped(void **state)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	assert_true(fd >= 0);
 	assert_int_equal(fs_map_fd(fd, &map), 0);
-	assert_int_equal(elf_load_mapped(map.data, map.len, fd, &mem, BOOT_LINUX64, &k, &why),
+	assert_int_equal(elf_load_mapped(map.data, map.len, fd, &mem, BOOT_LINUX64, &k, why,
+					 sizeof(why)),
 			 -EINVAL);
 	close(fd);
 	fs_unmap(&map);

@@ -326,10 +326,10 @@ static void test_kernel_version(void **state)
 {
 	struct fx *f = *state;
 	char ver[128], p[PATH_MAX];
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	uint8_t elf[8192];
 
-	assert_int_equal(initramfs_kernel_version(f->kernel, ver, sizeof(ver), &why), 0);
+	assert_int_equal(initramfs_kernel_version(f->kernel, ver, sizeof(ver), why, sizeof(why)), 0);
 	assert_string_equal(ver, VER);
 
 	/* a vmlinux: the "Linux version" banner */
@@ -338,13 +338,13 @@ static void test_kernel_version(void **state)
 	memcpy(elf + 3000, "Linux version 6.9.1-custom (me@host) #2", 39);
 	path_fmt(p, "%s/vmlinux", f->dir);
 	write_file(p, elf, sizeof(elf));
-	assert_int_equal(initramfs_kernel_version(p, ver, sizeof(ver), &why), 0);
+	assert_int_equal(initramfs_kernel_version(p, ver, sizeof(ver), why, sizeof(why)), 0);
 	assert_string_equal(ver, "6.9.1-custom");
 
 	/* not a kernel */
 	path_fmt(p, "%s/junk", f->dir);
 	write_file(p, "hello, this is not a kernel at all", 34);
-	assert_int_equal(initramfs_kernel_version(p, ver, sizeof(ver), &why), -ENOEXEC);
+	assert_int_equal(initramfs_kernel_version(p, ver, sizeof(ver), why, sizeof(why)), -ENOEXEC);
 	assert_non_null(strstr(why, "not a Linux kernel"));
 }
 
