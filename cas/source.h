@@ -1,8 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Where a chunk's bytes come from: the local store, and, when a remote is given, the remote
- * behind it with the store as a (optionally size-bounded) cache. Every chunk is
- * decompressed and verified against its sha256 name before a byte is returned:
+ * Where a chunk's verified bytes come from: a chain of tiers (cas/tier.h), built by
+ * cas_source_open in one place for every user:
+ *
+ *   memory  decompressed chunks and open plain copies a reader uses (cas_source_hold)
+ *   plain   STORE/plain: verified bytes kept uncompressed (cas/plain.h), unless no_plain
+ *   store   STORE/chunks, bounded as a cache of the remote when cache_size is given
+ *   remote  when remote_url is given
+ *
+ * Every chunk is decompressed and verified against its sha256 name before a byte is
+ * returned:
  *
  *   local store -> verified? yes: done
  *                  corrupt:  counted, removed from the store (when a remote exists), and
@@ -10,14 +17,14 @@
  *   remote      -> verified? yes: written to the store atomically, done
  *                  corrupt:  counted, fetched once more; still corrupt: -EIO
  *
- * cas_source_load puts the plain tier (cas/plain.h) in front of both: a chunk's verified
- * bytes kept uncompressed in STORE/plain, written right after a verified load from the store
- * (a chunk just fetched gets its copy at its next load) and checked (size, trailer, crc32c)
- * when opened; a plain copy that fails the check is removed and the
- * chunk taken through the verified path above. A plain copy that cannot be written (a
- * read-only store, a full disk) is counted and skipped: the load still succeeds.
+ * A plain copy is written right after a verified load from the store (a chunk just fetched
+ * gets its copy at its next load) and checked (size, trailer, crc32c) when opened; a plain
+ * copy that fails the check is removed and the chunk taken through the verified path above.
+ * A plain copy that cannot be written (a read-only store, a full disk) is counted and
+ * skipped: the load still succeeds.
  *
- * Thread-safe. The memory tier (decompressed chunks) is the reader's (blkd/engine/reader.c).
+ * Thread-safe. Concurrent asks of one chunk that miss the memory tier wait for one load
+ * (the chain's single flight).
  */
 #ifndef LZ_CAS_SOURCE_H
 #define LZ_CAS_SOURCE_H
@@ -43,6 +50,17 @@ struct cas_source_opts {
 	bool no_plain;             /* cas_source_load: neither use nor write plain copies */
 };
 
+/* The memory tier (cas_source_hold's chunks). */
+struct cas_memory_stats {
+	uint64_t loads;            /* chunks taken from the tiers below, verified */
+	uint64_t hits;             /* holds served from memory */
+	uint64_t evictions;
+	uint64_t bytes;            /* decompressed bytes held now */
+	uint64_t plain;            /* chunks held now as open plain copies */
+	uint64_t loaded_bytes;     /* decompressed bytes of the chunks loaded */
+	uint64_t frame_bytes;      /* their compressed bytes (store or remote) */
+};
+
 struct cas_source_stats {
 	uint64_t disk_hits, disk_bytes;        /* chunks read from the store, frame bytes */
 	uint64_t verify_failures;              /* corrupt copies seen (store or remote) */
@@ -57,6 +75,7 @@ struct cas_source_stats {
 	uint64_t plain_write_failures;         /* plain copies that could not be written */
 	uint64_t plain_bad;                    /* plain copies that failed the check: removed */
 	int has_remote, has_cache, has_plain;
+	struct cas_memory_stats mem;
 };
 
 /*
@@ -115,14 +134,50 @@ struct cas_chunk {
 	int fd;
 	size_t len, frame_len;
 };
+TEST_HOOK
 int cas_source_load(struct cas_source *s, const uint8_t d[SHA256_LEN], size_t max, size_t head,
 		    struct cas_chunk *c);
 /* A plain copy that cas_source_load gave turned out bad when read (e.g. truncated since):
  * counted and removed, so the next load of d takes the verified path. */
+TEST_HOOK
 void cas_source_plain_bad(struct cas_source *s, const uint8_t d[SHA256_LEN]);
+
+/*
+ * The memory tier, for a reader (one at a time per source). cas_source_memory empties it,
+ * zeroes its counters and bounds it to bytes of decompressed chunks (the chunk in use is
+ * kept even if larger; plain copies are kept as open descriptors, see cas/tier/memory.c).
+ *
+ * cas_source_hold lends chunk d from memory, loading it through the tiers below if missing
+ * (one load per chunk at a time: concurrent holders wait for it). h->data holds h->len
+ * bytes, or is NULL: read them with pread from h->fd (a plain copy, not to be closed).
+ * flags: CAS_HOLD_PEEK only look in memory (-ENOENT: not there, nothing loaded);
+ * CAS_HOLD_AHEAD a read-ahead (what it loads keeps a mark until first held without it).
+ * h->loaded: this call loaded it; h->ahead: first hold of a chunk read ahead.
+ * Errors as cas_source_get. cas_source_release gives it back; err != 0: its plain copy
+ * failed when read (e.g. truncated since): dropped from memory and from the plain tier
+ * (counted in plain_bad), so the next hold takes the verified path.
+ * cas_source_busy: d is in memory or being loaded.
+ */
+int cas_source_memory(struct cas_source *s, size_t bytes);
+#define CAS_HOLD_PEEK 1u
+#define CAS_HOLD_AHEAD 2u
+struct cas_held {
+	const uint8_t *data;
+	int fd;
+	size_t len;
+	bool loaded, ahead;
+	void *ref;
+};
+int cas_source_hold(struct cas_source *s, const uint8_t d[SHA256_LEN], size_t max,
+		    unsigned flags, struct cas_held *h);
+void cas_source_release(struct cas_source *s, const uint8_t d[SHA256_LEN], struct cas_held *h,
+			int err);
+bool cas_source_busy(struct cas_source *s, const uint8_t d[SHA256_LEN]);
+void cas_source_memory_stats(struct cas_source *s, struct cas_memory_stats *st);
 
 void cas_source_get_stats(struct cas_source *s, struct cas_source_stats *st);
 /* The store is a size-bounded cache (--cache-size): its plain copies may be evicted. */
+TEST_HOOK
 bool cas_source_bounded(const struct cas_source *s);
 
 #endif

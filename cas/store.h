@@ -67,7 +67,6 @@ void store_close(struct store *s);
 const char *store_dir(const struct store *s);
 
 /* Full path of a chunk file (buf of at least PATH_MAX). */
-TEST_HOOK
 void store_chunk_path(const struct store *s, const uint8_t d[SHA256_LEN], char *buf, size_t len);
 /* 1 if present (committed), 0 if not, -errno. */
 int store_has(struct store *s, const uint8_t d[SHA256_LEN]);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The read path over a layout and a chunk store, with an LRU cache of verified chunks. */
+/* The read path over a layout: disk offsets to chunks, read-ahead and marks; the tiers load. */
 #include "reader.h"
 
 #include <errno.h>
@@ -7,58 +7,20 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
-
-#include <stddef.h>
 
 #include "../../common/fsutil.h"
 #include "../../common/log.h"
 #include "../../common/uring.h"
-
-/*
- * A chunk whose sha256 matched its name: its decompressed bytes in data[], or, when fd >= 0,
- * a checked plain copy (cas/plain.h) holding them at offset 0, read with pread: then the
- * bytes live in the page cache, shared with every process reading the store, and the entry
- * costs a descriptor, not memory.
- */
-struct cache_entry {
-	struct cache_entry *prev, *next;  /* LRU list, most recently used first */
-	uint32_t chunk;                   /* index into the layout's chunk table */
-	uint32_t refs;                    /* readers copying from it: not evicted meanwhile */
-	bool ra_mark;                     /* read ahead and not used yet: a hit reads further */
-	bool dead;                        /* its plain copy went bad: freed by the last reader */
-	int fd;                           /* a plain copy, or -1: the bytes are in data[] */
-	size_t len;
-	size_t frame_len;                 /* its compressed size in the store (0: plain copy) */
-	uint8_t data[];
-};
-
-/* A chunk being loaded: other readers of it wait for this one load (single flight). */
-struct inflight {
-	struct inflight *next;
-	uint32_t chunk;
-	bool done;
-	int ret;
-	uint32_t waiters;
-	pthread_cond_t cond;  /* done, and then waiters back to 0: only this chunk's readers wake */
-};
 
 /* Read-ahead: chunks queued for the prefetch threads. */
 #define RA_QUEUE 256
 
 struct blkd_reader {
 	const struct layout *l;
-	struct cas_source *src;
-	size_t budget;                    /* bytes of decompressed chunks kept at most */
-	unsigned fd_max;                  /* plain copies kept open at most */
-	bool plain_bytes_budget;          /* and their bytes count in budget (a bounded store) */
-	unsigned n_fds;
-	pthread_mutex_t lock;             /* the cache, the in-flight list and the stats */
-	struct cache_entry **by_chunk;    /* chunk index -> cached entry or NULL */
-	struct cache_entry *head, *tail;
-	struct inflight *loading;
-	struct blkd_reader_stats st;
+	struct cas_source *src;           /* the tiers, memory on top (cas/tier.h) */
+	pthread_mutex_t lock;             /* read-ahead */
+	uint64_t readahead, marked_hits;  /* atomic */
 	/* read-ahead (off unless blkd_reader_readahead was called) */
 	unsigned ra_max;                  /* chunks ahead at most */
 	unsigned ra_window;               /* current window, chunks */
@@ -73,27 +35,6 @@ struct blkd_reader {
 	uint8_t *marks;                   /* see blkd_reader_set_marks */
 };
 
-/* Half the descriptors this process may open, within [16, 65536]. */
-static unsigned fd_budget(void)
-{
-	struct rlimit rl;
-	rlim_t n = 1024;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-		n = rl.rlim_cur;
-	else if (rl.rlim_cur == RLIM_INFINITY)
-		n = 1u << 17;
-	n /= 2;
-	return n < 16 ? 16 : n > 65536 ? 65536 : (unsigned)n;
-}
-
-static void entry_free(struct cache_entry *e)
-{
-	if (e->fd >= 0)
-		close(e->fd);
-	free(e);
-}
-
 int blkd_reader_new(const struct layout *l, struct cas_source *src, size_t cache_bytes,
 		    struct blkd_reader **out)
 {
@@ -103,20 +44,9 @@ int blkd_reader_new(const struct layout *l, struct cas_source *src, size_t cache
 		return -ENOMEM;
 	r->l = l;
 	r->src = src;
-	r->budget = cache_bytes ? cache_bytes : BLKD_READER_CACHE_DEFAULT;
-	r->fd_max = fd_budget();
-	/*
-	 * A store bounded as a cache evicts plain copies with their chunks; one held open here
-	 * would keep its disk space until closed, so there they count against budget too.
-	 */
-	r->plain_bytes_budget = cas_source_bounded(src);
+	cas_source_memory(src, cache_bytes ? cache_bytes : BLKD_READER_CACHE_DEFAULT);
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_cond_init(&r->ra_cond, NULL);
-	r->by_chunk = calloc(l->hdr.chunk_count ? l->hdr.chunk_count : 1, sizeof(*r->by_chunk));
-	if (!r->by_chunk) {
-		blkd_reader_free(r);
-		return -ENOMEM;
-	}
 	*out = r;
 	return 0;
 }
@@ -129,11 +59,7 @@ void blkd_reader_free(struct blkd_reader *r)
 		return;
 	ra_stop(r);
 	free(r->ra_queued);
-	for (struct cache_entry *e = r->head, *next; e; e = next) {
-		next = e->next;
-		entry_free(e);
-	}
-	free(r->by_chunk);
+	cas_source_memory(r->src, 0); /* the chunks it held go with it */
 	pthread_cond_destroy(&r->ra_cond);
 	pthread_mutex_destroy(&r->lock);
 	free(r);
@@ -151,250 +77,40 @@ void blkd_reader_set_marks(struct blkd_reader *r, uint8_t *marks)
 
 void blkd_reader_stats(struct blkd_reader *r, struct blkd_reader_stats *st)
 {
-	pthread_mutex_lock(&r->lock);
-	*st = r->st;
-	pthread_mutex_unlock(&r->lock);
+	struct cas_memory_stats m;
+
+	cas_source_memory_stats(r->src, &m);
+	*st = (struct blkd_reader_stats){
+		.chunk_loads = m.loads,
+		.cache_hits = m.hits,
+		.evictions = m.evictions,
+		.cached_bytes = m.bytes,
+		.cached_plain = m.plain,
+		.loaded_bytes = m.loaded_bytes,
+		.store_bytes = m.frame_bytes,
+		.readahead = __atomic_load_n(&r->readahead, __ATOMIC_RELAXED),
+		.marked_hits = __atomic_load_n(&r->marked_hits, __ATOMIC_RELAXED),
+	};
 }
 
-/* ------------------------------------------------------------------ the chunk cache */
+/* ------------------------------------------------------------------ the chunks */
 
-static void lru_unlink(struct blkd_reader *r, struct cache_entry *e)
+/* Chunk idx from the tiers (cas_source_hold), its mark counted when this call loaded it. */
+static int chunk_hold(struct blkd_reader *r, uint32_t idx, unsigned flags, struct cas_held *h)
 {
-	if (e->prev)
-		e->prev->next = e->next;
-	else
-		r->head = e->next;
-	if (e->next)
-		e->next->prev = e->prev;
-	else
-		r->tail = e->prev;
-	e->prev = e->next = NULL;
-}
+	int ret = cas_source_hold(r->src, r->l->chunks[idx], r->l->hdr.chunk_size, flags, h);
 
-static void lru_push_front(struct blkd_reader *r, struct cache_entry *e)
-{
-	e->prev = NULL;
-	e->next = r->head;
-	if (r->head)
-		r->head->prev = e;
-	r->head = e;
-	if (!r->tail)
-		r->tail = e;
-}
-
-/* Take e out of the cache (its readers, if any, keep it). Under r->lock. */
-static void cache_remove(struct blkd_reader *r, struct cache_entry *e)
-{
-	lru_unlink(r, e);
-	r->by_chunk[e->chunk] = NULL;
-	if (e->fd >= 0) {
-		r->n_fds--;
-		r->st.cached_plain--;
+	if (!ret && h->loaded && r->marks &&
+	    __atomic_load_n(&r->marks[idx], __ATOMIC_RELAXED) == 1) {
+		__atomic_store_n(&r->marks[idx], 2, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&r->marked_hits, 1, __ATOMIC_RELAXED);
 	}
-	if (e->fd < 0 || r->plain_bytes_budget)
-		r->st.cached_bytes -= e->len;
-}
-
-/*
- * Evict least recently used chunks no reader is copying from, to make room for one more
- * entry like n: its bytes, or its descriptor. Under r->lock.
- */
-static void cache_make_room(struct blkd_reader *r, const struct cache_entry *n)
-{
-	bool plain = n->fd >= 0 && !r->plain_bytes_budget;
-	struct cache_entry *e = r->tail;
-
-	while (e && (plain ? r->n_fds + 1 > r->fd_max
-			   : r->st.cached_bytes + n->len > r->budget ||
-			     (n->fd >= 0 && r->n_fds + 1 > r->fd_max))) {
-		struct cache_entry *prev = e->prev;
-
-		if (e->refs || (plain && e->fd < 0) ||
-		    (!plain && e->fd >= 0 && !r->plain_bytes_budget)) {
-			e = prev;
-			continue;
-		}
-		cache_remove(r, e);
-		r->st.evictions++;
-		entry_free(e);
-		e = prev;
-	}
-}
-
-/*
- * Fetch chunk idx through the tiers below (store, remote), decompressed and verified: never
- * returns bytes that fail the check. Runs without r->lock, so loads of different chunks
- * proceed in parallel.
- */
-static int chunk_load(struct blkd_reader *r, uint32_t idx, struct cache_entry **out)
-{
-	struct cache_entry *e;
-	struct cas_chunk c;
-	int ret;
-
-	ret = cas_source_load(r->src, r->l->chunks[idx], r->l->hdr.chunk_size,
-			      offsetof(struct cache_entry, data), &c);
-	if (ret)
-		return ret; /* it said why */
-	if (c.fd >= 0) {
-		e = malloc(sizeof(*e));
-		if (!e) {
-			close(c.fd);
-			return -ENOMEM;
-		}
-	} else {
-		e = c.block;
-	}
-	e->fd = c.fd;
-	e->chunk = idx;
-	e->len = c.len;
-	e->refs = 0;
-	e->dead = false;
-	e->frame_len = c.frame_len;
-	e->prev = e->next = NULL;
-	*out = e;
-	return 0;
-}
-
-/* Under r->lock. */
-static struct inflight *inflight_find(struct blkd_reader *r, uint32_t idx)
-{
-	for (struct inflight *f = r->loading; f; f = f->next)
-		if (f->chunk == idx)
-			return f;
-	return NULL;
-}
-
-/*
- * The cached chunk idx, referenced (release with chunk_put). Concurrent readers of a chunk
- * that is not cached wait for a single load; its error is theirs too. *ahead (may be NULL)
- * is set when the chunk was brought in by read-ahead and this is its first use.
- */
-static int chunk_get(struct blkd_reader *r, uint32_t idx, struct cache_entry **out, bool *ahead)
-{
-	struct inflight self = { .chunk = idx };
-	struct cache_entry *e;
-	int ret;
-
-	pthread_mutex_lock(&r->lock);
-	for (;;) {
-		struct inflight *f;
-
-		e = r->by_chunk[idx];
-		if (e) {
-			if (ahead && e->ra_mark) {
-				*ahead = true;
-				e->ra_mark = false;
-			}
-			r->st.cache_hits++;
-			lru_unlink(r, e);
-			lru_push_front(r, e);
-			e->refs++;
-			pthread_mutex_unlock(&r->lock);
-			*out = e;
-			return 0;
-		}
-		f = inflight_find(r, idx);
-		if (!f)
-			break;
-		f->waiters++;
-		while (!f->done)
-			pthread_cond_wait(&f->cond, &r->lock);
-		ret = f->ret;
-		if (--f->waiters == 0)
-			pthread_cond_signal(&f->cond); /* the loader may free it now */
-		if (ret) {
-			pthread_mutex_unlock(&r->lock);
-			return ret;
-		}
-		/* loaded: loop to take it from the cache (or load again if evicted already) */
-	}
-	pthread_cond_init(&self.cond, NULL);
-	self.next = r->loading;
-	r->loading = &self;
-	pthread_mutex_unlock(&r->lock);
-
-	ret = chunk_load(r, idx, &e);
-
-	pthread_mutex_lock(&r->lock);
-	if (!ret) {
-		r->st.chunk_loads++;
-		if (r->marks && __atomic_load_n(&r->marks[idx], __ATOMIC_RELAXED) == 1) {
-			__atomic_store_n(&r->marks[idx], 2, __ATOMIC_RELAXED);
-			r->st.marked_hits++;
-		}
-		e->ra_mark = false;
-		r->st.loaded_bytes += e->len;
-		r->st.store_bytes += e->frame_len;
-		cache_make_room(r, e);
-		lru_push_front(r, e);
-		r->by_chunk[idx] = e;
-		if (e->fd >= 0) {
-			r->n_fds++;
-			r->st.cached_plain++;
-		}
-		if (e->fd < 0 || r->plain_bytes_budget)
-			r->st.cached_bytes += e->len;
-		e->refs++;
-	}
-	self.ret = ret;
-	self.done = true;
-	if (self.waiters)
-		pthread_cond_broadcast(&self.cond);
-	while (self.waiters)
-		pthread_cond_wait(&self.cond, &r->lock);
-	for (struct inflight **pp = &r->loading; *pp; pp = &(*pp)->next) {
-		if (*pp == &self) {
-			*pp = self.next;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&r->lock);
-	pthread_cond_destroy(&self.cond);
-	if (!ret)
-		*out = e;
 	return ret;
 }
 
-/*
- * Drop a reference to e. Under r->lock. True when e was taken out of the cache (dead) and
- * this was its last reader: the caller frees it, outside the lock.
- */
-static bool entry_unref(struct cache_entry *e)
+static void chunk_release(struct blkd_reader *r, uint32_t idx, struct cas_held *h, int err)
 {
-	return --e->refs == 0 && e->dead;
-}
-
-static void chunk_put(struct blkd_reader *r, struct cache_entry *e)
-{
-	bool gone;
-
-	pthread_mutex_lock(&r->lock);
-	gone = entry_unref(e);
-	pthread_mutex_unlock(&r->lock);
-	if (gone)
-		entry_free(e);
-}
-
-/*
- * A plain copy failed when read (truncated or unreadable since it was checked): take the
- * entry out of the cache (freed by its last reader) and have the source remove the copy,
- * so the next load takes the verified path.
- */
-static void chunk_plain_failed(struct blkd_reader *r, struct cache_entry *e, int err)
-{
-	char hex[SHA256_HEX_LEN + 1];
-
-	sha256_to_hex(r->l->chunks[e->chunk], hex);
-	log_warn("plain copy of chunk %s: %s: dropped, using the chunk", hex, strerror(-err));
-	pthread_mutex_lock(&r->lock);
-	if (!e->dead) {
-		e->dead = true;
-		cache_remove(r, e);
-		cas_source_plain_bad(r->src, r->l->chunks[e->chunk]);
-	}
-	pthread_mutex_unlock(&r->lock);
-	chunk_put(r, e);
+	cas_source_release(r->src, r->l->chunks[idx], h, err);
 }
 
 /* ------------------------------------------------------------------ read-ahead */
@@ -420,7 +136,7 @@ static void ra_schedule(struct blkd_reader *r, size_t run)
 		last = c;
 		if (++seen > r->ra_window || r->ra_len == RA_QUEUE)
 			break;
-		if (r->by_chunk[c] || r->ra_queued[c] || inflight_find(r, c))
+		if (r->ra_queued[c] || cas_source_busy(r->src, l->chunks[c]))
 			continue;
 		r->ra_q[(r->ra_head + r->ra_len) % RA_QUEUE] = c;
 		r->ra_len++;
@@ -460,7 +176,7 @@ static void *ra_main(void *arg)
 
 	pthread_mutex_lock(&r->lock);
 	for (;;) {
-		struct cache_entry *e;
+		struct cas_held h;
 		uint32_t c;
 		int ret;
 
@@ -473,20 +189,14 @@ static void *ra_main(void *arg)
 		r->ra_len--;
 		pthread_mutex_unlock(&r->lock);
 
-		ret = chunk_get(r, c, &e, NULL);
+		ret = chunk_hold(r, c, CAS_HOLD_AHEAD, &h);
+		if (!ret) {
+			__atomic_add_fetch(&r->readahead, 1, __ATOMIC_RELAXED);
+			chunk_release(r, c, &h, 0);
+		}
 
 		pthread_mutex_lock(&r->lock);
 		r->ra_queued[c] = 0;
-		if (!ret) {
-			if (e->refs == 1)
-				e->ra_mark = true; /* nobody waited for it: not used yet */
-			r->st.readahead++;
-			if (entry_unref(e)) {
-				pthread_mutex_unlock(&r->lock);
-				entry_free(e);
-				pthread_mutex_lock(&r->lock);
-			}
-		}
 	}
 	pthread_mutex_unlock(&r->lock);
 	return NULL;
@@ -592,50 +302,55 @@ static int read_data(struct blkd_reader *r, uint64_t off, uint64_t end, uint8_t 
 		const struct layout_data_run *d = &l->data_runs[i];
 		uint64_t s = layout_data_run_pos(d), e = s + d->len;
 		uint64_t a = max_u64(s, off), b = min_u64(e, end);
-		struct cache_entry *c;
-		bool ahead = false;
+		struct cas_held c;
 		int tries = 0, ret;
 
 		if (s >= end)
 			break;
 again:
-		if (r->ra_max) {
+		ret = chunk_hold(r, d->chunk, r->ra_max ? CAS_HOLD_PEEK : 0, &c);
+		if (ret == -ENOENT && r->ra_max) {
+			/* not in memory: a miss, which drives read-ahead, then the load */
 			pthread_mutex_lock(&r->lock);
-			if (!r->by_chunk[d->chunk])
-				ra_trigger(r, i, true);
+			ra_trigger(r, i, true);
 			pthread_mutex_unlock(&r->lock);
+			ret = chunk_hold(r, d->chunk, 0, &c);
 		}
-		ret = chunk_get(r, d->chunk, &c, r->ra_max ? &ahead : NULL);
 		if (ret)
 			return ret;
-		if (ahead) {
+		if (c.ahead) {
 			pthread_mutex_lock(&r->lock);
 			ra_trigger(r, i, false);
 			pthread_mutex_unlock(&r->lock);
-			ahead = false;
 		}
-		if ((uint64_t)d->chunk_off + d->len > c->len) {
+		if ((uint64_t)d->chunk_off + d->len > c.len) {
 			char hex[SHA256_HEX_LEN + 1];
 
 			sha256_to_hex(l->chunks[d->chunk], hex);
 			log_error("chunk %s is shorter than the layout expects (%zu < %llu bytes)",
-				  hex, c->len, (unsigned long long)d->chunk_off + d->len);
-			chunk_put(r, c);
+				  hex, c.len, (unsigned long long)d->chunk_off + d->len);
+			chunk_release(r, d->chunk, &c, 0);
 			return -EIO;
 		}
-		if (c->fd < 0) {
-			memcpy(buf + (a - off), c->data + d->chunk_off + (a - s), b - a);
+		if (c.data) {
+			memcpy(buf + (a - off), c.data + d->chunk_off + (a - s), b - a);
 		} else {
-			ret = uring_pread_full(c->fd, buf + (a - off), b - a,
+			ret = uring_pread_full(c.fd, buf + (a - off), b - a,
 					       (off_t)(d->chunk_off + (a - s)));
 			if (ret) {
-				chunk_plain_failed(r, c, ret);
+				char hex[SHA256_HEX_LEN + 1];
+
+				/* truncated or unreadable since it was checked: the tiers drop it */
+				sha256_to_hex(l->chunks[d->chunk], hex);
+				log_warn("plain copy of chunk %s: %s: dropped, using the chunk", hex,
+					 strerror(-ret));
+				chunk_release(r, d->chunk, &c, ret);
 				if (tries++)
 					return -EIO;
 				goto again; /* its plain copy is gone: loaded again, verified */
 			}
 		}
-		chunk_put(r, c);
+		chunk_release(r, d->chunk, &c, 0);
 	}
 	return 0;
 }

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The engine's read path, first version: the bytes of the disk a layout describes.
- * Metadata blocks come from the layout file, data from chunks (taken from a cas_source:
- * the local store, or a remote behind it; decompressed and verified there, before any byte
- * is used), kept here in an LRU cache of decompressed chunks (the memory tier); everything
- * else is zeros.
+ * The engine's read path: the bytes of the disk a layout describes. Metadata blocks come
+ * from the layout file, data from chunks held from a cas_source's chain of tiers
+ * (cas/tier.h: memory on top, then plain copies, the store, a remote; decompressed and
+ * verified there, before any byte is used); everything else is zeros. The reader maps disk
+ * offsets to chunks, schedules read-ahead and counts marks; the memory tier keeps the chunks.
  * Thread-safe: readers of different chunks load them in parallel; readers of one chunk
- * that is not cached wait for a single load (single flight).
+ * that is not in memory wait for a single load (the chain's single flight).
  */
 #ifndef LZ_BLKD_READER_H
 #define LZ_BLKD_READER_H
@@ -36,8 +36,10 @@ struct blkd_reader_stats {
 };
 
 /*
- * The reader borrows l and src (both must outlive it). cache_bytes bounds the decompressed
- * chunks kept (0: BLKD_READER_CACHE_DEFAULT); the chunk in use is kept even if larger.
+ * The reader borrows l and src (both must outlive it; one reader per src at a time: it sets
+ * src's memory tier, cas_source_memory, and empties it when freed). cache_bytes bounds the
+ * decompressed chunks kept (0: BLKD_READER_CACHE_DEFAULT); the chunk in use is kept even
+ * if larger.
  * Chunks with a plain copy in the store are kept as its open descriptor instead (their bytes
  * in the shared page cache): at most half of RLIMIT_NOFILE of those, in [16, 65536].
  */
