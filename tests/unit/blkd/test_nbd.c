@@ -1261,7 +1261,11 @@ static void test_structured_holes(void **state)
 	for (uint32_t i = 0; i < ch.n; i++)
 		if (ch.type[i] == NBD_REPLY_TYPE_OFFSET_DATA)
 			data += ch.len[i];
-	assert_true(f->t.read_bytes == data); /* the holes were not read */
+	/*
+	 * the holes were not read, not even the short ones sent as data ([32, 34), 261, 263):
+	 * the disk reads only its data extents, the reply zeroes the rest (disk_read_sparse)
+	 */
+	assert_true(f->t.read_bytes == data - B(4));
 	assert_memory_equal(a, disk_now(f) + off, len);
 
 	/* DF: one data chunk with the zeros in it, the same bytes */
