@@ -588,7 +588,7 @@ static int read_meta(struct blkd_reader *r, size_t first, uint64_t off, uint64_t
 
 /*
  * Copy the chunk bytes of every data run that intersects [off, end) into buf, from data run
- * `first` on; gaps: the bytes between them (and around them) are zeroed too.
+ * `first` on (runs before off skipped); gaps: the bytes between them (and around them) are zeroed too.
  */
 static int read_data(struct blkd_reader *r, size_t first, uint64_t off, uint64_t end,
 		     uint8_t *buf, bool gaps)
@@ -606,6 +606,8 @@ static int read_data(struct blkd_reader *r, size_t first, uint64_t off, uint64_t
 
 		if (s >= end)
 			break;
+		if (e <= off)
+			continue; /* `first` may end in the block before off */
 		if (gaps && a > at)
 			memset(buf + (at - off), 0, a - at);
 		at = b;

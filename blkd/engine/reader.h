@@ -58,7 +58,7 @@ void blkd_reader_stats(struct blkd_reader *r, struct blkd_reader_stats *st);
  * The pieces of a read the engine planned in its one walk of the layout (engine.c), with
  * no search of the layout here: disk bytes [off, end) into buf (buf[0] is off). _meta: of
  * metadata run `run` (the range lies in it); _data: of the data runs from index `run` on
- * (the first that ends after off), the bytes around and between them zeros. No range check
+ * (the runs that end before off skipped), the bytes around and between them zeros. No range check
  * (the engine's walk made the range); failures as blkd_reader_read.
  */
 int blkd_reader_read_meta(struct blkd_reader *r, size_t run, uint64_t off, uint64_t end,
