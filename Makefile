@@ -68,6 +68,10 @@ $(BUILD)/liblazyblk.a: $(LIB_OBJS)
 $(BUILD)/lazyblk: $(CLI_OBJS) $(BUILD)/liblazyblk.a
 	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJS) $(BUILD)/liblazyblk.a $(BIN_LIBS)
 
+# test_nbd counts the engine's lookups of the overlay and the layout behind one request
+$(BUILD)/tests/blkd/test_nbd: TEST_LIBS += -Wl,--wrap=overlay_run,--wrap=overlay_state \
+	-Wl,--wrap=layout_data_run_at,--wrap=layout_meta_run_at
+
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/liblazyblk.a | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(BUILD)/liblazyblk.a $(LDFLAGS) $(PKG_LIBS) $(TEST_LIBS) -lcmocka

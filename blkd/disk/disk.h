@@ -27,7 +27,9 @@
  *   - block_status walks [off, off+len) for one context (DISK_CTX_*): cb(arg, off, len,
  *     flags) for consecutive extents from off on, together covering at most len (they may
  *     stop short: the caller asks again from where they end); cb returns 0 to go on, > 0
- *     to stop (the walk returns 0), < 0 to fail (returned as is).
+ *     to stop (the walk returns 0), < 0 to fail (returned as is);
+ *   - read_sparse (optional; disk_read_sparse() below) reads and says where the zeros are
+ *     in one walk of the disk.
  *
  * An operation the disk cannot do has its can_* flag false and may be NULL in the table;
  * the disk_*() helpers below then return -EOPNOTSUPP (disk_flush(): 0, nothing to flush).
@@ -65,6 +67,20 @@ struct disk_ops {
 	 */
 	int (*snapshot)(void *ctx, const char *delta_path, uint64_t *dirty, uint64_t *zero,
 			const char **why);
+	/* ---- the read plan (issue 26, item 3): a read and its allocation in one walk */
+	/*
+	 * Read [off, off+len) into buf (buf[0] is off) and report the range's allocation as
+	 * the read goes: cb(arg, off, len, flags) for consecutive extents from off on, covering
+	 * the whole range, each told once its bytes are in buf. flags are base:allocation's:
+	 * DISK_STATUS_HOLE|DISK_STATUS_ZERO both set, the extent reads as zeros and its bytes in
+	 * buf are left as they were (not written); otherwise it was read into buf. cb returns 0
+	 * to go on; > 0: no more extents, the rest of the range is read into buf whole (zeros
+	 * written); < 0 fails the read (returned as is). On a failure the extents told are read
+	 * and the one after the last of them is where it failed. Counted as one read. NULL: the
+	 * generic way (disk_read_sparse()).
+	 */
+	int (*read_sparse)(void *ctx, uint64_t off, uint32_t len, void *buf, disk_extent_fn cb,
+			   void *arg);
 	/* The disk's statistics on f: human lines (the first starts "requests "), or one JSON
 	 * object on one line when json. */
 	void (*stats)(void *ctx, FILE *f, bool json);
@@ -175,6 +191,14 @@ static inline int disk_read(const struct disk *d, uint64_t off, uint32_t len, vo
 {
 	return d->ops->read(d->ctx, off, len, buf);
 }
+
+/*
+ * The disk's read_sparse (see struct disk_ops), or for a disk without one the generic way:
+ * the allocation walk of block_status, each data extent read with read as it comes (a disk
+ * with no allocation context: the whole range as data, one extent).
+ */
+int disk_read_sparse(const struct disk *d, uint64_t off, uint32_t len, void *buf,
+		     disk_extent_fn cb, void *arg);
 
 static inline int disk_write(const struct disk *d, uint64_t off, uint32_t len,
 			     const void *buf, bool fua)

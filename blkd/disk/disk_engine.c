@@ -12,6 +12,12 @@ static int eng_read(void *ctx, uint64_t off, uint32_t len, void *buf)
 	return blkd_engine_read(ctx, off, len, buf);
 }
 
+static int eng_read_sparse(void *ctx, uint64_t off, uint32_t len, void *buf, disk_extent_fn cb,
+			   void *arg)
+{
+	return blkd_engine_read_sparse(ctx, off, len, buf, cb, arg);
+}
+
 static int eng_write(void *ctx, uint64_t off, uint32_t len, const void *buf, bool fua)
 {
 	return blkd_engine_write(ctx, off, len, buf, fua);
@@ -63,6 +69,7 @@ static const struct disk_ops engine_ops = {
 	.discard = eng_discard,
 	.write_zeroes = eng_write_zeroes,
 	.block_status = eng_block_status,
+	.read_sparse = eng_read_sparse,
 	.snapshot = eng_snapshot,
 	.stats = eng_stats,
 };

@@ -258,119 +258,208 @@ static bool range_ok(const struct blkd_engine *e, uint64_t off, uint64_t len)
 }
 
 /*
- * What the base holds at consecutive blocks: one binary search per table to start, then
- * the cursor only moves forward (blocks must be asked for in increasing order).
+ * The read plan: one walk of a range over the overlay and the layout, made once per
+ * request, yields consecutive extents, each one kind of source. The read fills them, the
+ * block status and a sparse read's caller take their allocation from them, and the
+ * statistics are counted from them: nothing walks the overlay or the layout again for the
+ * same request. The overlay is asked once per run of equal state (overlay_run), the
+ * layout searched once per table (on the first clean block), then its cursors only move
+ * forward. Extents end at block boundaries, but for the range's own ends.
  */
-enum base_kind { BASE_META, BASE_DATA, BASE_ZERO };
+enum plan_kind { PLAN_OVERLAY, PLAN_META, PLAN_DATA, PLAN_ZERO, PLAN_KINDS };
 
-struct base_cursor {
-	size_t meta, data;   /* first meta / data run ending after the last block asked for */
+struct plan_ext {
+	uint64_t off, len;
+	enum plan_kind kind;
+	enum ov_state ov;      /* the overlay's state (OV_ZERO: zeroed, kind PLAN_ZERO) */
+	size_t run;            /* PLAN_META: its meta run; PLAN_DATA: its first data run */
 };
 
-static void base_seek(const struct blkd_engine *e, struct base_cursor *c, uint64_t lba)
+struct plan_walk {
+	struct blkd_engine *e;
+	uint64_t pos, end;     /* bytes: walked up to pos */
+	uint64_t ov_end;       /* block: the overlay run ov_st holds up to here */
+	enum ov_state ov_st;
+	bool base;             /* the layout is asked (not: clean blocks are PLAN_ZERO) */
+	bool seeked;           /* the cursors below are set */
+	size_t meta, data;     /* first meta / data run ending after the last block walked */
+};
+
+static void walk_start(struct blkd_engine *e, struct plan_walk *w, uint64_t off, uint64_t end,
+		       bool base)
 {
-	c->meta = layout_meta_run_at(e->layout, lba);
-	c->data = layout_data_run_at(e->layout, lba * DISK_BLOCK);
+	*w = (struct plan_walk){ .e = e, .pos = off, .end = end, .base = base };
 }
 
-static enum base_kind base_next(const struct blkd_engine *e, struct base_cursor *c, uint64_t lba)
+static uint64_t min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
+static uint64_t blocks_up(uint64_t bytes) { return (bytes + DISK_BLOCK - 1) / DISK_BLOCK; }
+
+/*
+ * What the base holds from block b on, up to block lim at most: metadata (of meta run
+ * x->run), data (blocks any data run touches, from data run x->run on) or zeros. Blocks
+ * must be asked for in increasing order. Returns the blocks.
+ */
+static uint64_t base_span(struct plan_walk *w, uint64_t b, uint64_t lim, struct plan_ext *x)
 {
-	const struct layout *l = e->layout;
+	const struct layout *l = w->e->layout;
+	const struct layout_meta_run *m = l->meta_runs;
+	const struct layout_data_run *d = l->data_runs;
+	size_t nm = l->hdr.meta_run_count, nd = l->hdr.data_run_count, j;
+	uint64_t end;
 
-	while (c->meta < l->hdr.meta_run_count &&
-	       l->meta_runs[c->meta].lba + l->meta_runs[c->meta].count <= lba)
-		c->meta++;
-	if (c->meta < l->hdr.meta_run_count && l->meta_runs[c->meta].lba <= lba)
-		return BASE_META;
-	while (c->data < l->hdr.data_run_count &&
-	       layout_data_run_pos(&l->data_runs[c->data]) + l->data_runs[c->data].len <=
-		       lba * DISK_BLOCK)
-		c->data++;
-	if (c->data < l->hdr.data_run_count &&
-	    layout_data_run_pos(&l->data_runs[c->data]) < (lba + 1) * DISK_BLOCK)
-		return BASE_DATA;
-	return BASE_ZERO;
-}
-
-/* Statistics of blocks [first, first+n) read from the base: counted locally, added once. */
-static void count_base(struct blkd_engine *e, uint64_t first, uint64_t n)
-{
-	uint64_t hits[3] = { 0 };
-	struct base_cursor c;
-
-	base_seek(e, &c, first);
-	for (uint64_t b = first; b < first + n; b++)
-		hits[base_next(e, &c, b)]++;
-	INC(e->meta_hits, hits[BASE_META]);
-	INC(e->chunk_hits, hits[BASE_DATA]);
-	INC(e->zero_hits, hits[BASE_ZERO]);
-}
-
-/* Read [off, off+len) without taking stripe locks. */
-static int read_range(struct blkd_engine *e, uint64_t off, uint64_t len, uint8_t *buf)
-{
-	while (len) {
-		uint64_t block = off / DISK_BLOCK, in = off % DISK_BLOCK, run = 1, bytes;
-		enum ov_state st = OV_CLEAN;
-		int ret;
-
-		if (e->ov)
-			run = overlay_run(e->ov, block, &st);
-		else
-			run = (e->size - off + DISK_BLOCK - 1) / DISK_BLOCK;
-		bytes = run * DISK_BLOCK - in;
-		if (bytes > len)
-			bytes = len;
-		if (st == OV_ZERO) {
-			memset(buf, 0, bytes);
-			INC(e->zero_hits, (bytes + DISK_BLOCK - 1) / DISK_BLOCK);
-		} else if (st == OV_DIRTY) {
-			uint64_t nblk = (in + bytes + DISK_BLOCK - 1) / DISK_BLOCK;
-
-			if (in == 0 && bytes % DISK_BLOCK == 0) {
-				ret = overlay_read(e->ov, block, (uint32_t)nblk, buf);
-			} else {
-				uint8_t *tmp = malloc(nblk * DISK_BLOCK);
-
-				if (!tmp)
-					return -ENOMEM;
-				ret = overlay_read(e->ov, block, (uint32_t)nblk, tmp);
-				if (!ret)
-					memcpy(buf, tmp + in, bytes);
-				free(tmp);
-			}
-			if (ret)
-				return ret;
-			INC(e->overlay_hits, nblk);
-		} else {
-			if (e->trace)
-				trace_recorder_touch(e->trace, off, bytes);
-			ret = blkd_reader_read(e->reader, off, buf, bytes);
-			if (ret)
-				return ret;
-			count_base(e, block, (in + bytes + DISK_BLOCK - 1) / DISK_BLOCK);
-		}
-		off += bytes;
-		buf += bytes;
-		len -= bytes;
+	if (!w->seeked) {
+		w->meta = layout_meta_run_at(l, b);
+		w->data = layout_data_run_at(l, b * DISK_BLOCK);
+		w->seeked = true;
 	}
-	return 0;
+	while (w->meta < nm && m[w->meta].lba + m[w->meta].count <= b)
+		w->meta++;
+	if (w->meta < nm && m[w->meta].lba <= b) {
+		x->kind = PLAN_META;
+		x->run = w->meta;
+		return min64(m[w->meta].lba + m[w->meta].count, lim) - b;
+	}
+	if (w->meta < nm)
+		lim = min64(lim, m[w->meta].lba);
+	while (w->data < nd && layout_data_run_pos(&d[w->data]) + d[w->data].len <= b * DISK_BLOCK)
+		w->data++;
+	x->run = w->data;
+	if (w->data >= nd || layout_data_run_pos(&d[w->data]) >= (b + 1) * DISK_BLOCK) {
+		x->kind = PLAN_ZERO;
+		if (w->data < nd)
+			lim = min64(lim, layout_data_run_pos(&d[w->data]) / DISK_BLOCK);
+		return lim - b;
+	}
+	/* data: the blocks of this run and of the runs that touch them, block after block */
+	x->kind = PLAN_DATA;
+	end = blocks_up(layout_data_run_pos(&d[w->data]) + d[w->data].len);
+	for (j = w->data + 1; end < lim && j < nd && layout_data_run_pos(&d[j]) / DISK_BLOCK <= end;
+	     j++)
+		end = blocks_up(layout_data_run_pos(&d[j]) + d[j].len);
+	return min64(end, lim) - b;
 }
 
-int blkd_engine_read(struct blkd_engine *e, uint64_t off, uint32_t len, void *buf)
+/* The next extent of the walk; false at its end. */
+static bool walk_next(struct plan_walk *w, struct plan_ext *x)
+{
+	struct blkd_engine *e = w->e;
+	uint64_t b = w->pos / DISK_BLOCK, lim;
+
+	if (w->pos >= w->end)
+		return false;
+	if (!e->ov) {
+		w->ov_st = OV_CLEAN;
+		w->ov_end = UINT64_MAX;
+	} else if (b >= w->ov_end) {
+		w->ov_end = b + overlay_run(e->ov, b, &w->ov_st);
+	}
+	lim = w->ov_end >= blocks_up(w->end) ? w->end : w->ov_end * DISK_BLOCK;
+	x->off = w->pos;
+	x->ov = w->ov_st;
+	x->run = 0;
+	if (w->ov_st != OV_CLEAN)
+		x->kind = w->ov_st == OV_DIRTY ? PLAN_OVERLAY : PLAN_ZERO;
+	else if (!w->base)
+		x->kind = PLAN_ZERO;
+	else
+		lim = min64(lim, (b + base_span(w, b, blocks_up(lim), x)) * DISK_BLOCK);
+	x->len = lim - w->pos;
+	w->pos = lim;
+	return true;
+}
+
+/* Overlay blocks into buf, for bytes [off, off + len) that may start or end inside one. */
+static int fill_overlay(struct blkd_engine *e, uint64_t off, uint64_t len, uint8_t *buf)
+{
+	uint64_t block = off / DISK_BLOCK, in = off % DISK_BLOCK, n = blocks_up(in + len);
+	uint8_t *tmp;
+	int ret;
+
+	if (in == 0 && len % DISK_BLOCK == 0)
+		return overlay_read(e->ov, block, (uint32_t)n, buf);
+	tmp = malloc(n * DISK_BLOCK);
+	if (!tmp)
+		return -ENOMEM;
+	ret = overlay_read(e->ov, block, (uint32_t)n, tmp);
+	if (!ret)
+		memcpy(buf, tmp + in, len);
+	free(tmp);
+	return ret;
+}
+
+/* Extent x's bytes into buf (buf[0] is x->off); zeros only when zeros. */
+static int plan_fill(struct blkd_engine *e, const struct plan_ext *x, uint8_t *buf, bool zeros)
+{
+	if (x->ov == OV_CLEAN && e->trace)
+		trace_recorder_touch(e->trace, x->off, x->len);
+	switch (x->kind) {
+	case PLAN_OVERLAY:
+		return fill_overlay(e, x->off, x->len, buf);
+	case PLAN_META:
+		return blkd_reader_read_meta(e->reader, x->run, x->off, x->off + x->len, buf);
+	case PLAN_DATA:
+		return blkd_reader_read_data(e->reader, x->run, x->off, x->off + x->len, buf);
+	default:
+		if (zeros)
+			memset(buf, 0, x->len);
+		return 0;
+	}
+}
+
+/*
+ * Read [off, off + len) in one walk: each extent filled as it comes, then told to cb
+ * (NULL: none; a sparse read's zeros are then left as they are in buf), and counted; the
+ * blocks each source served are added to the statistics once, at the end.
+ */
+static int plan_read(struct blkd_engine *e, uint64_t off, uint64_t len, uint8_t *buf,
+		     disk_extent_fn cb, void *arg)
+{
+	const uint32_t zero = DISK_STATUS_HOLE | DISK_STATUS_ZERO;
+	uint64_t hits[PLAN_KINDS] = { 0 };
+	struct plan_walk w;
+	struct plan_ext x;
+	int ret = 0;
+
+	walk_start(e, &w, off, off + len, true);
+	while (!ret && walk_next(&w, &x)) {
+		ret = plan_fill(e, &x, buf + (x.off - off), !cb);
+		if (ret)
+			break;
+		hits[x.kind] += blocks_up(x.off % DISK_BLOCK + x.len);
+		if (cb)
+			ret = cb(arg, x.off, x.len, x.kind == PLAN_ZERO ? zero : 0);
+		if (ret > 0) { /* no more extents: the rest is read whole */
+			cb = NULL;
+			ret = 0;
+		}
+	}
+	INC(e->overlay_hits, hits[PLAN_OVERLAY]);
+	INC(e->meta_hits, hits[PLAN_META]);
+	INC(e->chunk_hits, hits[PLAN_DATA]);
+	INC(e->zero_hits, hits[PLAN_ZERO]);
+	return ret;
+}
+
+int blkd_engine_read_sparse(struct blkd_engine *e, uint64_t off, uint32_t len, void *buf,
+			    disk_extent_fn cb, void *arg)
 {
 	int ret;
 
 	if (!range_ok(e, off, len))
 		return -EINVAL;
 	INC(e->in_flight, 1);
-	ret = read_range(e, off, len, buf);
+	ret = plan_read(e, off, len, buf, cb, arg);
 	__atomic_sub_fetch(&e->in_flight, 1, __ATOMIC_RELAXED);
 	INC(e->reads, 1);
 	INC(e->read_bytes, len);
 	if (ret)
 		INC(e->read_errors, 1);
 	return ret;
+}
+
+int blkd_engine_read(struct blkd_engine *e, uint64_t off, uint32_t len, void *buf)
+{
+	return blkd_engine_read_sparse(e, off, len, buf, NULL, NULL);
 }
 
 /* Lock the stripes of blocks [first, first+n) in ascending stripe order. */
@@ -428,7 +517,7 @@ static int apply(struct blkd_engine *e, uint64_t off, uint64_t len, const uint8_
 			ret = -ENOMEM;
 			break;
 		}
-		ret = read_range(e, block * DISK_BLOCK, DISK_BLOCK, blk);
+		ret = plan_read(e, block * DISK_BLOCK, DISK_BLOCK, blk, NULL, NULL);
 		if (ret)
 			break;
 		if (data)
@@ -506,47 +595,37 @@ int blkd_engine_discard(struct blkd_engine *e, uint64_t off, uint64_t len)
 	return b > a ? wrote(e, apply(e, a, b - a, NULL)) : 0;
 }
 
+/* The allocation or dirty extents of the range, from the same walk as a read's. */
 int blkd_engine_status(struct blkd_engine *e, enum disk_ctx ctx, uint64_t off,
 		       uint64_t len, disk_extent_fn cb, void *arg)
 {
-	uint64_t end, block;
 	uint32_t cur = UINT32_MAX;
-	uint64_t start = off;
-	struct base_cursor base;
+	uint64_t start = off, end;
+	struct plan_walk w;
+	struct plan_ext x;
 	int ret;
 
 	if (!range_ok(e, off, len) || !len)
 		return -EINVAL;
-	base_seek(e, &base, off / DISK_BLOCK);
 	end = off + len;
 	if ((end - off) / DISK_BLOCK > STATUS_MAX_BLOCKS)
 		end = (off / DISK_BLOCK + STATUS_MAX_BLOCKS) * DISK_BLOCK;
-	for (block = off / DISK_BLOCK; block * DISK_BLOCK < end; block++) {
-		enum ov_state st = e->ov ? overlay_state(e->ov, block) : OV_CLEAN;
+	walk_start(e, &w, off, end, ctx != DISK_CTX_DIRTY);
+	while (walk_next(&w, &x)) {
 		uint32_t flags;
 
 		if (ctx == DISK_CTX_DIRTY)
-			flags = st != OV_CLEAN ? DISK_STATUS_DIRTY : 0;
-		else if (st == OV_DIRTY)
-			flags = 0;
-		else if (st == OV_ZERO)
-			flags = DISK_STATUS_HOLE | DISK_STATUS_ZERO;
+			flags = x.ov != OV_CLEAN ? DISK_STATUS_DIRTY : 0;
 		else
-			flags = base_next(e, &base, block) != BASE_ZERO
-					? 0
-					: DISK_STATUS_HOLE | DISK_STATUS_ZERO;
+			flags = x.kind == PLAN_ZERO ? DISK_STATUS_HOLE | DISK_STATUS_ZERO : 0;
 		if (cur != UINT32_MAX && flags != cur) {
-			uint64_t pos = block * DISK_BLOCK;
-
-			ret = cb(arg, start, pos - start, cur);
+			ret = cb(arg, start, x.off - start, cur);
 			if (ret)
 				return ret > 0 ? 0 : ret;
-			start = pos;
+			start = x.off;
 		}
 		cur = flags;
 	}
-	if (end > e->size)
-		end = e->size;
 	ret = cb(arg, start, end - start, cur);
 	return ret < 0 ? ret : 0;
 }

@@ -87,6 +87,17 @@ const struct layout *blkd_engine_layout(const struct blkd_engine *e);
 
 /* Offsets and lengths: multiples of 512, inside the disk (-EINVAL otherwise). */
 int blkd_engine_read(struct blkd_engine *e, uint64_t off, uint32_t len, void *buf);
+/*
+ * The same read, sparse (the disk's read_sparse, blkd/disk/disk.h): one walk of the overlay
+ * and the layout makes the read's plan, and each extent of it is filled, then told to
+ * cb(arg, off, len, flags) with base:allocation's flags (DISK_STATUS_HOLE|DISK_STATUS_ZERO:
+ * zeros, left as they are in buf; 0: read into buf), then counted in the statistics. cb
+ * returns 0 to go on, > 0 for no more extents (the rest is read whole, zeros written), < 0
+ * to fail the read with it. Counted as one read of len bytes, as blkd_engine_read (which is
+ * this with no cb).
+ */
+int blkd_engine_read_sparse(struct blkd_engine *e, uint64_t off, uint32_t len, void *buf,
+			    disk_extent_fn cb, void *arg);
 int blkd_engine_write(struct blkd_engine *e, uint64_t off, uint32_t len, const void *buf,
 		      bool fua);
 int blkd_engine_flush(struct blkd_engine *e);
@@ -95,7 +106,8 @@ int blkd_engine_write_zeroes(struct blkd_engine *e, uint64_t off, uint64_t len);
 
 /*
  * Status of [off, off+len) in context ctx (../block_status.h; at most 256 MiB per call; the
- * extents may stop short of len): cb(arg, off, len, flags) for consecutive extents.
+ * extents may stop short of len): cb(arg, off, len, flags) for consecutive extents, from the
+ * walk a read makes (blkd_engine_read_sparse reports the same allocation).
  */
 int blkd_engine_status(struct blkd_engine *e, enum disk_ctx ctx, uint64_t off, uint64_t len,
 		       disk_extent_fn cb, void *arg);

@@ -22,6 +22,7 @@
 #include "../../common/block.h"
 #include "../../common/sha256.h"
 #include "../../common/why.h"
+#include "../../common/test_hook.h"
 
 
 enum ov_state {
@@ -67,6 +68,8 @@ const uint8_t *overlay_layout_digest(const struct overlay *ov);
 uint64_t overlay_disk_bytes(const struct overlay *ov);
 
 uint64_t overlay_blocks(const struct overlay *ov);
+/* One block's state (the engine asks overlay_run, once per run of equal state). */
+TEST_HOOK
 enum ov_state overlay_state(struct overlay *ov, uint64_t block);
 /* Length (in blocks, >= 1) of the run of equal state starting at block. */
 uint64_t overlay_run(struct overlay *ov, uint64_t block, enum ov_state *state);

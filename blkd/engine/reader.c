@@ -257,14 +257,17 @@ static int meta_get(const struct layout *l, const struct layout_meta_run *m, uin
 	return ret;
 }
 
-/* Copy the metadata blocks that intersect [off, end) into buf; whole blocks are checked. */
-static int read_meta(struct blkd_reader *r, uint64_t off, uint64_t end, uint8_t *buf)
+/*
+ * Copy the metadata blocks that intersect [off, end) into buf, from meta run `first` on;
+ * whole blocks are checked.
+ */
+static int read_meta(struct blkd_reader *r, size_t first, uint64_t off, uint64_t end,
+		     uint8_t *buf)
 {
 	const struct layout *l = r->l;
 	uint8_t one[DISK_BLOCK];
 
-	for (size_t i = layout_meta_run_at(l, off / DISK_BLOCK); i < l->hdr.meta_run_count;
-	     i++) {
+	for (size_t i = first; i < l->hdr.meta_run_count; i++) {
 		const struct layout_meta_run *m = &l->meta_runs[i];
 		uint64_t s = m->lba * DISK_BLOCK, e = s + (uint64_t)m->count * DISK_BLOCK;
 		uint64_t a = max_u64(s, off), b = min_u64(e, end);
@@ -293,12 +296,17 @@ static int read_meta(struct blkd_reader *r, uint64_t off, uint64_t end, uint8_t 
 	return 0;
 }
 
-/* Copy the chunk bytes of every data run that intersects [off, end) into buf. */
-static int read_data(struct blkd_reader *r, uint64_t off, uint64_t end, uint8_t *buf)
+/*
+ * Copy the chunk bytes of every data run that intersects [off, end) into buf, from data run
+ * `first` on (runs before off skipped); gaps: the bytes between them (and around them) are zeroed too.
+ */
+static int read_data(struct blkd_reader *r, size_t first, uint64_t off, uint64_t end,
+		     uint8_t *buf, bool gaps)
 {
 	const struct layout *l = r->l;
+	uint64_t at = off;  /* written up to here */
 
-	for (size_t i = layout_data_run_at(l, off); i < l->hdr.data_run_count; i++) {
+	for (size_t i = first; i < l->hdr.data_run_count; i++) {
 		const struct layout_data_run *d = &l->data_runs[i];
 		uint64_t s = layout_data_run_pos(d), e = s + d->len;
 		uint64_t a = max_u64(s, off), b = min_u64(e, end);
@@ -307,6 +315,11 @@ static int read_data(struct blkd_reader *r, uint64_t off, uint64_t end, uint8_t 
 
 		if (s >= end)
 			break;
+		if (e <= off)
+			continue; /* `first` may end in the block before off */
+		if (gaps && a > at)
+			memset(buf + (at - off), 0, a - at);
+		at = b;
 again:
 		ret = chunk_hold(r, d->chunk, r->ra_max ? CAS_HOLD_PEEK : 0, &c);
 		if (ret == -ENOENT && r->ra_max) {
@@ -352,6 +365,8 @@ again:
 		}
 		chunk_release(r, d->chunk, &c, 0);
 	}
+	if (gaps && end > at)
+		memset(buf + (at - off), 0, end - at);
 	return 0;
 }
 
@@ -366,6 +381,18 @@ int blkd_reader_read(struct blkd_reader *r, uint64_t off, void *buf, size_t len)
 		return -EINVAL;
 	}
 	memset(buf, 0, len);
-	ret = read_meta(r, off, off + len, buf);
-	return ret ? ret : read_data(r, off, off + len, buf);
+	ret = read_meta(r, layout_meta_run_at(r->l, off / DISK_BLOCK), off, off + len, buf);
+	return ret ? ret : read_data(r, layout_data_run_at(r->l, off), off, off + len, buf, false);
+}
+
+int blkd_reader_read_meta(struct blkd_reader *r, size_t run, uint64_t off, uint64_t end,
+			  void *buf)
+{
+	return read_meta(r, run, off, end, buf);
+}
+
+int blkd_reader_read_data(struct blkd_reader *r, size_t run, uint64_t off, uint64_t end,
+			  void *buf)
+{
+	return read_data(r, run, off, end, buf, true);
 }

@@ -59,6 +59,18 @@ int blkd_reader_read(struct blkd_reader *r, uint64_t off, void *buf, size_t len)
 void blkd_reader_stats(struct blkd_reader *r, struct blkd_reader_stats *st);
 
 /*
+ * The pieces of a read the engine planned in its one walk of the layout (engine.c), with
+ * no search of the layout here: disk bytes [off, end) into buf (buf[0] is off). _meta: of
+ * metadata run `run` (the range lies in it); _data: of the data runs from index `run` on
+ * (the runs that end before off skipped), the bytes around and between them zeros. No range check
+ * (the engine's walk made the range); failures as blkd_reader_read.
+ */
+int blkd_reader_read_meta(struct blkd_reader *r, size_t run, uint64_t off, uint64_t end,
+			  void *buf);
+int blkd_reader_read_data(struct blkd_reader *r, size_t run, uint64_t off, uint64_t end,
+			  void *buf);
+
+/*
  * marks (borrowed; one byte per layout chunk, set to 1 by someone else, e.g. a prefetch): a
  * chunk loaded while its mark is 1 is counted in marked_hits and its mark set to 2.
  */

@@ -160,9 +160,10 @@ static void read_simple(struct xmit *x, const struct xreq *r)
 }
 
 /*
- * A structured read is planned from one base:allocation walk of its range: consecutive
- * segments, each a hole (sent as OFFSET_HOLE, never read) or data (read from the disk,
- * sent as OFFSET_DATA).
+ * A structured read is planned while the disk reads it, from the allocation its one walk
+ * reports (disk_read_sparse): consecutive segments, each a hole (sent as OFFSET_HOLE, its
+ * bytes never read nor written) or data (sent as OFFSET_DATA from where it lies in the
+ * read's buffer).
  */
 struct rseg {
 	uint64_t off;
@@ -171,17 +172,26 @@ struct rseg {
 };
 
 struct rplan {
-	uint64_t pos, end;         /* planned up to pos; the request ends at end */
+	uint64_t start, pos, end;  /* the request is [start, end); planned up to pos */
+	uint8_t *buf;              /* the request's bytes, buf[0] at start */
 	uint32_t n;
 	struct rseg seg[NBD_READ_MAX_CHUNKS];
 };
+
+/* Segment g becomes data: the disk left its zeros unwritten, so they are written here. */
+static void seg_to_data(struct rplan *p, struct rseg *g)
+{
+	if (g->hole)
+		memset(p->buf + (g->off - p->start), 0, g->len);
+	g->hole = false;
+}
 
 /* The last segment, a hole too short to stand alone, becomes data (merged left). */
 static void plan_fold(struct rplan *p)
 {
 	struct rseg *last = &p->seg[p->n - 1];
 
-	last->hole = false;
+	seg_to_data(p, last);
 	if (p->n > 1 && !last[-1].hole) {
 		last[-1].len += last->len;
 		p->n--;
@@ -205,7 +215,7 @@ static void plan_push(struct rplan *p, uint64_t len, bool hole)
 	p->pos += len;
 }
 
-/* disk_extent_fn over the request's range. */
+/* disk_extent_fn over the request's range, as the disk reads it. */
 static int plan_add(void *arg, uint64_t off, uint64_t len, uint32_t flags)
 {
 	const uint32_t zero = DISK_STATUS_HOLE | DISK_STATUS_ZERO;
@@ -225,67 +235,41 @@ static int plan_add(void *arg, uint64_t off, uint64_t len, uint32_t flags)
 	return p->pos == p->end;
 }
 
-/* A disk without allocation status (-EOPNOTSUPP) has no holes: the plan is all data. */
-static void plan_read(const struct disk *d, const struct xreq *r, struct rplan *p)
+/*
+ * Read r into p->buf and plan its chunks; *nok: the segments before the first failure.
+ * A read that fails stops at the segment holding where it failed: the data extent after
+ * the last one the disk told, so pushed as data here.
+ */
+static int plan_read(const struct disk *d, const struct xreq *r, struct rplan *p, uint32_t *nok)
 {
 	bool df = r->flags & NBD_CMD_FLAG_DF;
 	int ret;
 
-	p->pos = r->off;
+	p->start = p->pos = r->off;
 	p->end = r->off + r->len;
 	p->n = 0;
-	ret = disk_block_status(d, DISK_CTX_ALLOCATION, r->off, r->len, plan_add, p);
-	if (ret < 0) {
-		p->pos = r->off; /* no map: all data */
-		p->n = 0;
-	}
+	ret = disk_read_sparse(d, r->off, r->len, p->buf, plan_add, p);
 	if (p->pos < p->end)
-		plan_push(p, p->end - p->pos, false);
-	else if (p->n > 1 && plan_short_hole(p))
+		plan_push(p, p->end - p->pos, false); /* read whole by the disk, or failed */
+	else if (!ret && p->n > 1 && plan_short_hole(p))
 		plan_fold(p);
 	if (df && p->n > 1) { /* one content chunk: zeros included as data */
+		for (uint32_t i = 0; i < p->n; i++)
+			seg_to_data(p, &p->seg[i]);
 		p->seg[0] = (struct rseg){ r->off, r->len, false };
 		p->n = 1;
 	}
+	*nok = ret ? p->n - 1 : p->n;
+	return ret;
 }
 
-/* The chunks of a structured read, built while its data segments are read. */
+/* The chunks of a structured read. */
 struct rreply {
 	struct rplan plan;
 	uint8_t hdr[NBD_READ_MAX_CHUNKS][NBD_CHUNK_HDR_SIZE + 12];
 	uint8_t err[NBD_CHUNK_HDR_SIZE + 6], err_off[8];
 	struct iovec iov[2 * NBD_READ_MAX_CHUNKS + 3];
-	uint8_t *buf;              /* the data segments' bytes, one after the other */
 };
-
-/* Read the data segments into rr->buf; *nok: the segments before the first failure. */
-static int read_segments(const struct disk *d, struct rreply *rr, uint32_t *nok)
-{
-	const struct rplan *p = &rr->plan;
-	size_t total = 0, at = 0;
-	int ret = 0;
-
-	*nok = 0;
-	for (uint32_t i = 0; i < p->n; i++)
-		if (!p->seg[i].hole)
-			total += p->seg[i].len;
-	if (total) {
-		rr->buf = malloc(total);
-		if (!rr->buf)
-			return -ENOMEM;
-	}
-	for (uint32_t i = 0; i < p->n; i++, (*nok)++) {
-		const struct rseg *g = &p->seg[i];
-
-		if (g->hole)
-			continue;
-		ret = disk_read(d, g->off, g->len, rr->buf + at);
-		if (ret)
-			return ret;
-		at += g->len;
-	}
-	return 0;
-}
 
 /* Segments [0, nok) as content chunks, then (ret != 0) an ERROR_OFFSET chunk; one send. */
 static void send_segments(struct xmit *x, const struct xreq *r, struct rreply *rr,
@@ -293,7 +277,6 @@ static void send_segments(struct xmit *x, const struct xreq *r, struct rreply *r
 {
 	const struct rplan *p = &rr->plan;
 	const char *why = ret ? strerror(-ret) : NULL;
-	size_t at = 0;
 	int n = 0;
 
 	for (uint32_t i = 0; i < nok; i++) {
@@ -310,8 +293,7 @@ static void send_segments(struct xmit *x, const struct xreq *r, struct rreply *r
 		}
 		put_chunk(h, flags, NBD_REPLY_TYPE_OFFSET_DATA, r->handle, 8 + g->len);
 		rr->iov[n++] = (struct iovec){ h, NBD_CHUNK_HDR_SIZE + 8 };
-		rr->iov[n++] = (struct iovec){ rr->buf + at, g->len };
-		at += g->len;
+		rr->iov[n++] = (struct iovec){ p->buf + (g->off - p->start), g->len };
 	}
 	if (ret) {
 		/* the failed segment and the rest get no content chunk: not valid */
@@ -333,7 +315,7 @@ static void send_segments(struct xmit *x, const struct xreq *r, struct rreply *r
 
 /*
  * Structured replies: holes as OFFSET_HOLE chunks (not read), data as OFFSET_DATA chunks,
- * in order of offset, all sent at once after every read is done. A read that fails before
+ * in order of offset, all sent at once after the read is done. A read that fails before
  * any chunk is ready is one ERROR chunk; one that fails later sends the chunks before the
  * failing data segment, then ERROR_OFFSET at its first byte.
  */
@@ -354,18 +336,19 @@ static void read_structured(struct xmit *x, const struct xreq *r)
 		return;
 	}
 	rr = malloc(sizeof(*rr));
-	if (!rr) {
+	if (rr)
+		rr->plan.buf = malloc(r->len);
+	if (!rr || !rr->plan.buf) {
+		free(rr);
 		reply_status(x, r, NBD_ENOMEM, strerror(ENOMEM));
 		return;
 	}
-	rr->buf = NULL;
-	plan_read(x->s->x->d, r, &rr->plan);
-	ret = read_segments(x->s->x->d, rr, &nok);
+	ret = plan_read(x->s->x->d, r, &rr->plan, &nok);
 	if (ret && !nok)
 		reply_status(x, r, nbd_errno(ret), strerror(-ret));
 	else
 		send_segments(x, r, rr, nok, ret);
-	free(rr->buf);
+	free(rr->plan.buf);
 	free(rr);
 }
 

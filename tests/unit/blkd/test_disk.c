@@ -447,6 +447,103 @@ static void test_engine_disk(void **state)
 	rm_rf(dir);
 }
 
+/*
+ * disk_read_sparse(): the generic way (a raw disk has no read_sparse: its block status,
+ * each data extent read as it comes) and the lazy image's own (one walk of the engine).
+ * Holes are told and left as they were in buf; cb > 0 has the rest read whole; cb < 0
+ * fails the read; a read that fails stops after the extents before it.
+ */
+static void sparse_check(const struct disk *d, const uint8_t *img)
+{
+	uint8_t *buf = malloc(SIZE);
+	struct spans sp = { .n = 0 };
+
+	assert_non_null(buf);
+	memset(buf, 0xee, SIZE);
+	assert_int_equal(disk_read_sparse(d, 0, (uint32_t)SIZE, buf, collect, &sp), 0);
+	assert_int_equal(sp.n, 5);
+	expect_span(&sp, 0, 0, 4 * BLK, HOLE_ZERO);
+	expect_span(&sp, 1, 4 * BLK, 8 * BLK, 0);
+	expect_span(&sp, 2, 8 * BLK, 20 * BLK, HOLE_ZERO);
+	expect_span(&sp, 3, 20 * BLK, 21 * BLK, 0);
+	expect_span(&sp, 4, 21 * BLK, SIZE, HOLE_ZERO);
+	for (int i = 0; i < sp.n; i++)
+		for (uint64_t b = sp.s[i].off; b < sp.s[i].off + sp.s[i].len; b++)
+			assert_int_equal(buf[b], sp.s[i].flags ? 0xee : img[b]);
+	/* told to stop after the first data extent: the rest read whole, zeros written */
+	memset(buf, 0xee, SIZE);
+	sp = (struct spans){ .stop_after = 2 };
+	assert_int_equal(disk_read_sparse(d, 512, (uint32_t)SIZE - 1024, buf, collect, &sp), 0);
+	assert_int_equal(sp.n, 2);
+	expect_span(&sp, 1, 4 * BLK, 8 * BLK, 0);
+	assert_memory_equal(buf + 8 * BLK - 512, img + 8 * BLK, SIZE - 8 * BLK - 512);
+	sp = (struct spans){ .fail = -EBADMSG };
+	assert_int_equal(disk_read_sparse(d, 0, (uint32_t)SIZE, buf, collect, &sp), -EBADMSG);
+	free(buf);
+}
+
+/* A layout of f's disk: its data as metadata blocks; lost: a data run of a missing chunk. */
+static void image_layout(char layout[PATH_MAX], struct fx *f, bool lost)
+{
+	uint8_t missing[SHA256_LEN];
+	struct layout_writer *w;
+
+	memset(missing, 0x5a, sizeof(missing));
+	path_fmt(layout, "%s/l%d", f->dir, lost);
+	assert_int_equal(layout_writer_new(layout, NBLK, &w), 0);
+	assert_int_equal(layout_add_meta(w, 4, f->img + 4 * BLK, 4), 0);
+	assert_int_equal(layout_add_meta(w, 20, f->img + 20 * BLK, 1), 0);
+	if (lost)
+		assert_int_equal(layout_add_data(w, 30 * BLK, BLK, missing, 0), 0);
+	assert_int_equal(layout_writer_finish(w, NULL, NULL, 65536, NULL), 0);
+	layout_writer_free(w);
+}
+
+static void test_read_sparse(void **state)
+{
+	char layout[PATH_MAX], store[PATH_MAX];
+	struct blkd_engine_opts o = { .layout_path = layout, .store_dir = store };
+	struct fx *f = fx_open(true);
+	uint8_t buf[3 * BLK];
+	struct blkd_engine_stats st;
+	struct disk d = f->d, *r = &f->d;
+	struct spans sp = { .n = 0 };
+	struct blkd_engine *e;
+	struct store *s;
+
+	(void)state;
+	assert_null(r->ops->read_sparse); /* the generic way */
+	sparse_check(r, f->img);
+	/* a disk with no allocation context: all of it data, read whole */
+	d.status = 0;
+	assert_int_equal(disk_read_sparse(&d, BLK, 2 * BLK, buf, collect, &sp), 0);
+	assert_int_equal(sp.n, 1);
+	expect_span(&sp, 0, BLK, 3 * BLK, 0);
+
+	/* the lazy image: the same disk as metadata blocks */
+	path_fmt(store, "%s/store", f->dir);
+	assert_int_equal(store_open(store, true, &s), 0);
+	store_close(s);
+	image_layout(layout, f, false);
+	assert_int_equal(blkd_engine_open(&o, &e, NULL, 0), 0);
+	disk_engine(e, &d);
+	assert_non_null(d.ops->read_sparse);
+	sparse_check(&d, f->img);
+	blkd_engine_get_stats(e, &st);
+	assert_true(st.reads == 3 && st.read_errors == 1 && st.meta_hits == 5 + 5);
+	blkd_engine_close(e);
+	/* and a data run at block 30 of a chunk the store lost: the extents before it told */
+	image_layout(layout, f, true);
+	assert_int_equal(blkd_engine_open(&o, &e, NULL, 0), 0);
+	disk_engine(e, &d);
+	sp = (struct spans){ .n = 0 };
+	assert_int_not_equal(disk_read_sparse(&d, 0, 32 * BLK, f->img, collect, &sp), 0);
+	assert_int_equal(sp.n, 5);
+	expect_span(&sp, 4, 21 * BLK, 30 * BLK, HOLE_ZERO);
+	blkd_engine_close(e);
+	fx_close(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -458,6 +555,7 @@ int main(void)
 		cmocka_unit_test(test_raw_stats),
 		cmocka_unit_test(test_check_and_helpers),
 		cmocka_unit_test(test_engine_disk),
+		cmocka_unit_test(test_read_sparse),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,6 +5,7 @@
 #include <pthread.h>
 
 #include "../../../blkd/engine/engine.h"
+#include "../../../cas/chunk.h"
 #include "../../../cas/store.h"
 #include "../../../common/workq.h"
 #include "../../../layout/layout.h"
@@ -275,6 +276,180 @@ static void test_concurrent(void **state)
 	assert_int_equal(w.done, 129);
 }
 
+/*
+ * The read plan against a model: a layout of metadata and data runs at unaligned bytes
+ * (several in one block, one block touched by a single byte), an overlay of random writes
+ * and zeroes; for random ranges, blkd_engine_read's bytes, blkd_engine_read_sparse's bytes
+ * and extents (holes left untouched), blkd_engine_status's allocation, and the blocks the
+ * statistics count per source, all as the model says.
+ */
+#define PNB NBLOCKS
+enum { M_ZERO, M_META, M_DATA, M_DIRTY, M_ZEROED };
+
+struct pmodel {
+	uint8_t want[PNB * BLK];
+	uint8_t kind[PNB];         /* M_*: the source of each block */
+};
+
+struct pext {
+	uint64_t off[PNB * 2], len[PNB * 2];
+	uint32_t flags[PNB * 2];
+	int n;
+	bool gaps;                 /* not consecutive */
+};
+
+static int pcollect(void *arg, uint64_t off, uint64_t len, uint32_t flags)
+{
+	struct pext *p = arg;
+
+	if (p->n && p->off[p->n - 1] + p->len[p->n - 1] != off)
+		p->gaps = true;
+	if (p->n && p->flags[p->n - 1] == flags) {
+		p->len[p->n - 1] += len;
+		return 0;
+	}
+	assert_true(p->n < (int)PNB * 2);
+	p->off[p->n] = off;
+	p->len[p->n] = len;
+	p->flags[p->n++] = flags;
+	return 0;
+}
+
+static void plan_image(struct fixture *f, struct pmodel *m, char layout[PATH_MAX])
+{
+	static const struct { uint64_t pos; uint32_t len, coff; } runs[] = {
+		{ 2 * BLK + 100, 5000, 0 }, { 3 * BLK + 3000, 3000, 7000 },
+		{ 6 * BLK, 2 * BLK + 7, 100 }, { 20 * BLK + 4095, 1, 5 }, { 40 * BLK, 10 * BLK, 20000 },
+	};
+	uint8_t *chunk = malloc(65536), digest[SHA256_LEN], *frame;
+	struct chunk_codec *codec = chunk_codec_new(CHUNK_LEVEL_DEFAULT);
+	size_t cap = chunk_compress_bound(65536), n;
+	struct layout_writer *w;
+	struct store *s;
+
+	frame = malloc(cap);
+	assert_true(chunk && frame && codec);
+	content_make(chunk, 65536, 8, false, digest);
+	assert_int_equal(chunk_compress(codec, chunk, 65536, frame, cap, &n), 0);
+	assert_int_equal(store_open(f->store, true, &s), 0);
+	assert_int_equal(store_put(s, digest, frame, n), 0);
+	assert_int_equal(store_commit(s), 0);
+	store_close(s);
+	memset(m, 0, sizeof(*m));
+	path_fmt(layout, "%s/plan.layout", f->dir);
+	assert_int_equal(layout_writer_new(layout, PNB, &w), 0);
+	assert_int_equal(layout_add_meta(w, 0, f->meta[0], 1), 0);
+	assert_int_equal(layout_add_meta(w, 1, f->meta[1], 1), 0);
+	assert_int_equal(layout_add_meta(w, 30, f->meta[0], 1), 0);
+	memcpy(m->want, f->meta[0], BLK);
+	memcpy(m->want + BLK, f->meta[1], BLK);
+	memcpy(m->want + 30 * BLK, f->meta[0], BLK);
+	m->kind[0] = m->kind[1] = m->kind[30] = M_META;
+	for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
+		assert_int_equal(layout_add_data(w, runs[i].pos, runs[i].len, digest, runs[i].coff),
+				 0);
+		memcpy(m->want + runs[i].pos, chunk + runs[i].coff, runs[i].len);
+		for (uint64_t b = runs[i].pos / BLK; b * BLK < runs[i].pos + runs[i].len; b++)
+			m->kind[b] = M_DATA;
+	}
+	assert_int_equal(layout_writer_finish(w, NULL, NULL, 65536, NULL), 0);
+	layout_writer_free(w);
+	chunk_codec_free(codec);
+	free(frame);
+	free(chunk);
+}
+
+static void plan_check(struct fixture *f, const struct pmodel *m, uint64_t off, uint32_t len)
+{
+	static uint8_t buf[PNB * BLK];
+	uint64_t want_hits[5] = { 0 }, got[5];
+	struct blkd_engine_stats a, b;
+	struct pext sp = { .n = 0 }, st = { .n = 0 }, ex = { .n = 0 };
+
+	for (uint64_t blk = off / BLK; blk * BLK < off + len; blk++) {
+		uint64_t s = blk * BLK > off ? blk * BLK : off;
+		uint64_t e = (blk + 1) * BLK < off + len ? (blk + 1) * BLK : off + len;
+		bool zero = m->kind[blk] == M_ZERO || m->kind[blk] == M_ZEROED;
+
+		want_hits[m->kind[blk]]++;
+		pcollect(&ex, s, e - s, zero ? DISK_STATUS_HOLE | DISK_STATUS_ZERO : 0);
+	}
+	assert_int_equal(blkd_engine_read(f->e, off, len, buf), 0);
+	assert_memory_equal(buf, m->want + off, len);
+	blkd_engine_get_stats(f->e, &a);
+	memset(buf, 0xee, len);
+	assert_int_equal(blkd_engine_read_sparse(f->e, off, len, buf, pcollect, &sp), 0);
+	blkd_engine_get_stats(f->e, &b);
+	assert_int_equal(blkd_engine_status(f->e, DISK_CTX_ALLOCATION, off, len, pcollect, &st), 0);
+	assert_false(sp.gaps || st.gaps);
+	assert_int_equal(sp.n, ex.n);
+	assert_int_equal(st.n, ex.n);
+	for (int i = 0; i < ex.n; i++) {
+		assert_true(sp.off[i] == ex.off[i] && sp.len[i] == ex.len[i]);
+		assert_true(st.off[i] == ex.off[i] && st.len[i] == ex.len[i]);
+		assert_int_equal(sp.flags[i], ex.flags[i]);
+		assert_int_equal(st.flags[i], ex.flags[i]);
+		for (uint64_t k = ex.off[i]; k < ex.off[i] + ex.len[i]; k++)
+			if (buf[k - off] != (ex.flags[i] ? 0xee : m->want[k]))
+				fail_msg("read_sparse byte %llu", (unsigned long long)k);
+	}
+	got[M_ZERO] = b.zero_hits - a.zero_hits;
+	got[M_META] = b.meta_hits - a.meta_hits;
+	got[M_DATA] = b.chunk_hits - a.chunk_hits;
+	got[M_DIRTY] = b.overlay_hits - a.overlay_hits;
+	assert_true(got[M_ZERO] == want_hits[M_ZERO] + want_hits[M_ZEROED]);
+	assert_true(got[M_META] == want_hits[M_META] && got[M_DATA] == want_hits[M_DATA]);
+	assert_true(got[M_DIRTY] == want_hits[M_DIRTY]);
+	assert_true(b.reads == a.reads + 1 && b.read_bytes == a.read_bytes + len);
+}
+
+static void test_read_plan(void **state)
+{
+	struct fixture *f = *state;
+	struct pmodel *m = malloc(sizeof(*m));
+	struct blkd_engine_opts o = { .store_dir = f->store, .overlay_path = f->overlay,
+				      .readahead = -1 };
+	char layout[PATH_MAX];
+	uint8_t w[3 * BLK];
+	uint64_t seed = 99;
+
+	assert_non_null(m);
+	plan_image(f, m, layout);
+	o.layout_path = layout;
+	assert_int_equal(blkd_engine_open(&o, &f->e, NULL, 0), 0);
+	plan_check(f, m, 0, PNB * BLK); /* a clean overlay */
+	for (int i = 0; i < 40; i++) {
+		uint64_t r = prng_next(&seed), blk = r % PNB, len = 512 * (1 + (r >> 8) % 16);
+		uint64_t off = blk * BLK + 512 * ((r >> 16) % 8);
+
+		if (off + len > PNB * BLK)
+			len = PNB * BLK - off;
+		if ((r >> 24) % 3) {
+			prng_fill(&seed, w, len);
+			assert_int_equal(blkd_engine_write(f->e, off, (uint32_t)len, w, false), 0);
+			memcpy(m->want + off, w, len);
+		} else {
+			assert_int_equal(blkd_engine_write_zeroes(f->e, off, len), 0);
+			memset(m->want + off, 0, len);
+		}
+		for (uint64_t b = off / BLK; b * BLK < off + len; b++) {
+			bool whole = off <= b * BLK && (b + 1) * BLK <= off + len;
+
+			m->kind[b] = (r >> 24) % 3 || !whole ? M_DIRTY : M_ZEROED;
+		}
+	}
+	for (int i = 0; i < 300; i++) {
+		uint64_t r = prng_next(&seed), off = 512 * (r % (PNB * 8));
+		uint64_t len = 512 * (1 + (r >> 16) % (PNB * 8));
+
+		if (off + len > PNB * BLK)
+			len = PNB * BLK - off;
+		plan_check(f, m, off, (uint32_t)len);
+	}
+	plan_check(f, m, 0, PNB * BLK);
+	free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -282,6 +457,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_status, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_only, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_concurrent, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_read_plan, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
