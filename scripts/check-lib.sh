@@ -181,7 +181,7 @@ WHY_TODO=(
 	blkd/engine/overlay_int.h blkd/engine/ov_live.c blkd/engine/ov_snapshot.c
 	blkd/engine/ov_state.c blkd/engine/delta.c blkd/engine/commit.c
 	blkd/transport/nbd_xmit.c blkd/transport/control.c
-	cas/source.c layout/read.c layout/layout_int.h layout/header.c
+	cas/source.c cas/tier.h cas/tier/decode.c layout/read.c layout/layout_int.h layout/header.c
 	cli/cmd_run.c cli/cmd_serve.c cli/cas_gc_remote.c vmm-glue/vm_snapshot.c
 	# not converted yet (issue 26, item 7: the chunk layers, their parsers, the layout chain)
 	cas/chunk.[ch] cas/plain.[ch] cas/verify.[ch] cas/manifest.[ch] cas/manifest_write.c

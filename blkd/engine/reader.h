@@ -55,6 +55,7 @@ uint64_t blkd_reader_size(const struct blkd_reader *r);
  * log_error line has said why: -ENOENT a chunk is missing from the store (and the remote),
  * -EIO a chunk is corrupt (never served) or unreadable, or the layout file could not be read.
  */
+TEST_HOOK
 int blkd_reader_read(struct blkd_reader *r, uint64_t off, void *buf, size_t len);
 void blkd_reader_stats(struct blkd_reader *r, struct blkd_reader_stats *st);
 
