@@ -14,6 +14,7 @@
 #include "../common/fsutil.h"
 #include "../common/log.h"
 #include "../common/size.h"
+#include "../layout/gc_http.h"
 #include "../layout/layout.h"
 #include "../layout/refs.h"
 #include "cli.h"
@@ -94,36 +95,7 @@ void cli_image_free(struct cli_image *img)
 
 int cli_keep_add(struct chunk_refs *refs, const char *keep, const char *store_dir)
 {
-	struct remote_opts ro = { .url = keep };
-	struct image_fetched f;
-	char why[PATH_MAX + 256], path[PATH_MAX], hex[SHA256_HEX_LEN + 1];
-	const char *cw = NULL;
-	int ret;
+	char why[PATH_MAX + 512];
 
-	if (!image_ref_is(keep)) {
-		ret = chunk_refs_add_file(refs, keep, &cw);
-		if (ret)
-			log_error("%s: %s; nothing removed", keep, cw ? cw : fs_open_why(ret));
-		return ret ? 1 : 0;
-	}
-	if (!store_dir) {
-		log_error("--keep %s: an image by reference needs --store DIR (its layouts are "
-			  "fetched into DIR/layouts/)", keep);
-		return 1;
-	}
-	ret = image_fetch(&ro, store_dir, &f, why, sizeof(why));
-	if (ret) {
-		log_error("%s; nothing removed", why[0] ? why : strerror(-ret));
-		return 1;
-	}
-	/* every layer of the chain: its own chunks */
-	for (unsigned i = 0; !ret && i < f.d.n_layouts; i++) {
-		sha256_to_hex(f.d.layouts[i].digest, hex);
-		snprintf(path, sizeof(path), "%s/layouts/%s.layout", store_dir, hex);
-		ret = chunk_refs_add_fetched(refs, path, &cw);
-		if (ret)
-			log_error("%s: %s; nothing removed", path, cw ? cw : strerror(-ret));
-	}
-	image_fetched_free(&f);
-	return ret ? 1 : 0;
+	return cli_fail(chunk_refs_add_keep(refs, keep, store_dir, why, sizeof(why)) ? 1 : 0, why);
 }

@@ -3,22 +3,24 @@
  * The layout reader (layout/read.c and chain.c: layout_open on a file), then the lookups a server
  * makes on it: the metadata block of each run's first and last disk block, the data run
  * and metadata run at positions across the disk. The body sha256 and the header crc32c
- * are recomputed first (fuzz.h), so the runs behind them are what gets fuzzed. A version 2
- * input (a layer over a parent) gets a base of its disk size written where its parent is
+ * are recomputed first (fuzz.h), so the runs behind them are what gets fuzzed. A layer
+ * input (a layout over a parent) gets a base of its disk size written where its parent is
  * looked for, and that base's digest as its parent digest, so the chain merge is fuzzed too
  * (the hint is the input's: a file it names that is not the base is refused).
  */
 #include "fuzz.h"
 #include "../layout/layout.h"
 
-/* The bytes header_crc covers: version 2 adds the parent record after the header. */
+/* The bytes header_crc covers: a layer (version 2, 3 with the flag) adds the parent record. */
 static size_t hdr_len(const uint8_t *buf)
 {
-	uint32_t version;
+	uint32_t version, flags;
 
 	memcpy(&version, buf + offsetof(struct layout_header, version), sizeof(version));
+	memcpy(&flags, buf + offsetof(struct layout_header, flags), sizeof(flags));
 	return sizeof(struct layout_header) +
-	       (version == LAYOUT_VERSION_PARENT ? sizeof(struct layout_parent) : 0);
+	       (version != LAYOUT_VERSION_V1 && (flags & LAYOUT_F_PARENT) ?
+		sizeof(struct layout_parent) : 0);
 }
 #define RUNS_MAX 256 /* runs looked up per input */
 
@@ -52,7 +54,7 @@ static void walk(const struct layout *l)
 }
 
 /*
- * For a version 2 input: a base of its disk size (metadata, a data run over several blocks,
+ * For a layer input: a base of its disk size (metadata, a data run over several blocks,
  * packed tails), written where the input's parent is looked for (DIR/<digest>.layout), its
  * digest patched into the input, so that the chain merge runs on the input's runs. 0 and
  * base named, or -1 (no base: the input has no parent, or a disk too large to bother).

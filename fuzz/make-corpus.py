@@ -69,6 +69,7 @@ def stored(out, lz, t):
     run(lz, "-q", "mkfs", os.path.join(t, "a.manifest"), "-o", layout, "--size", "8M",
         "--journal", "4M", "--inodes", "64")
     put(out, "layout", "tree.layout", open(layout, "rb").read())
+    put(out, "layout", "tree-v1.layout", layout_version(open(layout, "rb").read(), 1))
     hdr = open(layout, "rb").read(BLOCK)
     delta = make_delta(hashlib.sha256(hdr).digest(), struct.unpack_from("<Q", hdr, 16)[0])
     put(out, "delta", "tree.delta", delta)
@@ -81,7 +82,18 @@ def stored(out, lz, t):
     run(lz, "-q", "commit", os.path.join(t, "ov"), "--layout", layout, "--store",
         os.path.join(t, "store"), "-o", layer)
     put(out, "layout", "tree-commit.layout", open(layer, "rb").read())
+    put(out, "layout", "tree-commit-v2.layout", layout_version(open(layer, "rb").read(), 2))
     return src
+
+
+def layout_version(b, version):
+    """A version 3 layout as the older version it can be written in (docs/formats.md): 1 for
+    one without a parent, 2 for a layer (its metadata runs' layer fields are all 0)."""
+    b = bytearray(b)
+    struct.pack_into("<I", b, 8, version)
+    struct.pack_into("<I", b, 144, 0)
+    struct.pack_into("<I", b, 144, crc32c(bytes(b[:168 if version == 1 else 208])))
+    return bytes(b)
 
 
 def make_delta(digest, blocks):

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Layouts with parents (version 2, docs/formats.md): finding each parent, merging the
+ * Layouts with parents (docs/formats.md): finding each parent, merging the
  * chain into one view, and reading the view's metadata blocks from the layer holding them.
  */
 #include <errno.h>
@@ -258,7 +258,7 @@ static int merge_layer(struct runs *cur, const struct layout *c, unsigned k, uin
 		    (p == kept.n_meta || c->meta_runs[i].lba < kept.meta[p].lba)) {
 			struct layout_meta_run m = c->meta_runs[i++];
 
-			m.layer = k;
+			m.layer += k; /* counted from layer k, now from the top */
 			ret = meta_put(&out, &m);
 		} else {
 			ret = meta_put(&out, &kept.meta[p++]);
@@ -417,6 +417,33 @@ static int chain_collect(struct layout **files, unsigned *n, unsigned flags, con
 	return 0;
 }
 
+/* A metadata run's layer counted from its file k: within the chain and that layer's area. */
+static int chain_check_layers(struct layout **files, unsigned n, const char **why)
+{
+	for (unsigned k = 0; k < n; k++) {
+		const struct layout *f = files[k];
+
+		for (uint64_t i = 0; i < f->hdr.meta_run_count; i++) {
+			const struct layout_meta_run *m = &f->meta_runs[i];
+			uint64_t area;
+
+			if (!m->layer)
+				continue;
+			if (m->layer >= n - k)
+				return chain_fail(why, -EBADMSG,
+						  "%s: metadata run names layer %u of a chain of %u",
+						  f->layers[0].path, m->layer, n - k);
+			area = files[k + m->layer]->hdr.meta_blocks;
+			if (m->first >= area || m->count > area - m->first)
+				return chain_fail(why, -EBADMSG,
+						  "%s: metadata run beyond the metadata area of %s",
+						  f->layers[0].path,
+						  files[k + m->layer]->layers[0].path);
+		}
+	}
+	return 0;
+}
+
 int layout_open(const char *path, struct layout **out, const char **why)
 {
 	return layout_open_flags(path, 0, out, why);
@@ -436,6 +463,8 @@ int layout_open_flags(const char *path, unsigned flags, struct layout **out, con
 		return ret;
 	}
 	ret = chain_collect(files, &n, flags, why);
+	if (!ret)
+		ret = chain_check_layers(files, n, why);
 	if (!ret)
 		ret = chain_merge(files, n);
 	for (unsigned k = ret ? 0 : 1; k < n; k++)

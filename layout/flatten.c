@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* A layout's merged view written as a version 1 layout of its own (lazyblk commit --flatten). */
+/* A layout's merged view written as a layout of its own, no parent (commit --flatten). */
 #include <errno.h>
 #include <stdlib.h>
 

@@ -10,7 +10,7 @@
 
 size_t layout_header_len(const struct layout_header *h)
 {
-	return sizeof(*h) + (h->version == LAYOUT_VERSION ? 0 : sizeof(struct layout_parent));
+	return sizeof(*h) + (layout_has_parent(h) ? sizeof(struct layout_parent) : 0);
 }
 
 uint32_t layout_header_crc(const struct layout_header *hdr, const struct layout_parent *par)

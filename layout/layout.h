@@ -10,11 +10,15 @@
  * The header holds the sha256 of everything after it; the layout's digest is the
  * sha256 of the header.
  *
- * Version 2 (LAYOUT_F_PARENT) is a layer over a parent layout (lazyblk commit): the header
- * also names the parent's layout digest, the body ends with a hint (the parent's path,
- * relative to the child's directory or absolute), every run covers whole blocks, and data
- * runs may be zero runs (LAYOUT_RUN_ZERO). A block the child's runs cover is the child's;
- * every other block is the parent's. layout_open resolves the chain (chain.c).
+ * A layout with LAYOUT_F_PARENT is a layer over a parent layout (lazyblk commit): the
+ * header also names the parent's layout digest, the body ends with a hint (the parent's
+ * path, relative to the child's directory or absolute), every run covers whole blocks, and
+ * data runs may be zero runs (LAYOUT_RUN_ZERO). A block the child's runs cover is the
+ * child's; every other block is the parent's. layout_open resolves the chain (chain.c).
+ *
+ * Versions: 3 is written (the flag says whether it has a parent; a metadata run's `layer`
+ * is a layer index, 0 the file itself). 1 (no parent) and 2 (with a parent, the flag set)
+ * are still read: there the field was reserved, and must be 0.
  */
 #ifndef LZ_LAYOUT_LAYOUT_H
 #define LZ_LAYOUT_LAYOUT_H
@@ -28,10 +32,11 @@
 #include "../common/test_hook.h"
 
 #define LAYOUT_MAGIC "LZBKLAYT"
-#define LAYOUT_VERSION 1
-#define LAYOUT_VERSION_PARENT 2       /* a layout with a parent */
-#define LAYOUT_F_PARENT 1u            /* header flag of version 2 */
-#define LAYOUT_RUN_ZERO 1u            /* data run flag (version 2): its bytes read as zeros */
+#define LAYOUT_VERSION 3              /* what the writer writes */
+#define LAYOUT_VERSION_V1 1           /* older: no parent, metadata runs' layer 0 */
+#define LAYOUT_VERSION_V2 2           /* older: a layer with a parent, layer 0 */
+#define LAYOUT_F_PARENT 1u            /* header flag: a layer over a parent */
+#define LAYOUT_RUN_ZERO 1u            /* data run flag (with a parent): reads as zeros */
 #define LAYOUT_HINT_MAX 4095u         /* longest parent hint */
 #define LAYOUT_CHAIN_MAX 64u          /* most layers in a chain */
 /* Largest disk: its size in bytes fits an off_t. */
@@ -56,8 +61,8 @@ struct layout_header {
 };
 
 /*
- * Version 2: right after struct layout_header in the header block (zeros in version 1);
- * a version 2 header_crc covers both.
+ * With LAYOUT_F_PARENT: right after struct layout_header in the header block (zeros
+ * without); header_crc then covers both.
  */
 struct layout_parent {
 	uint8_t digest[32];           /* the parent's layout digest */
@@ -67,8 +72,9 @@ struct layout_parent {
 
 /*
  * Disk blocks [lba, lba + count) are stored at layout blocks [first, first + count) of the
- * metadata area of layer `layer` of the chain: 0 in a file (its own area; anything else is
- * refused), the layer holding the blocks in the merged view of a chain (struct layout).
+ * metadata area of layer `layer` of the chain. In a file, counted from the file: 0 its own
+ * area, k its k-th parent's (only a version 3 layer with a parent may hold k > 0; lazyblk
+ * writes 0). In the merged view of a chain (struct layout), counted from the top.
  */
 struct layout_meta_run {
 	uint64_t lba;
@@ -114,12 +120,12 @@ int layout_add_meta(struct layout_writer *w, uint64_t lba, const void *blocks, u
 int layout_add_data(struct layout_writer *w, uint64_t disk_byte, uint32_t len,
 		    const uint8_t digest[SHA256_LEN], uint32_t chunk_off);
 /*
- * Make the layout a version 2 layer over the layout whose digest is parent (hint: its path
+ * Make the layout a layer (LAYOUT_F_PARENT) over the layout whose digest is parent (hint: its path
  * as the child should find it). Then every run must cover whole blocks. Before any add.
  */
 int layout_writer_set_parent(struct layout_writer *w, const uint8_t parent[SHA256_LEN],
 			     const char *hint);
-/* A zero run (version 2 only): blocks [lba, lba + count) read as zeros. */
+/* A zero run (a layer with a parent only): blocks [lba, lba + count) read as zeros. */
 int layout_add_zero(struct layout_writer *w, uint64_t lba, uint64_t count);
 int layout_writer_finish(struct layout_writer *w, const uint8_t manifest_digest[SHA256_LEN],
 			 const uint8_t fs_uuid[16], uint32_t chunk_size,
@@ -141,7 +147,7 @@ struct layout_layer {
 	 */
 	uint8_t (*meta_sha)[SHA256_LEN];
 	struct layout_header hdr;                 /* as in the file */
-	struct layout_parent parent;              /* version 2; zeros in version 1 */
+	struct layout_parent parent;              /* with a parent; else zeros */
 	uint8_t digest[SHA256_LEN];               /* this file's layout digest */
 	char *hint;                               /* its parent hint (NUL-terminated), or NULL */
 	uint8_t (*chunks)[SHA256_LEN];            /* its own chunk table (hdr.chunk_count) */
@@ -203,7 +209,7 @@ int layout_read_meta(const struct layout *l, uint64_t lba, void *buf);
 int layout_read_meta_blocks(const struct layout *l, const struct layout_meta_run *m,
 			    uint64_t first, uint64_t n, void *out, uint64_t *bad);
 /*
- * Write the view as a version 1 layout at path (no parent: metadata blocks copied from
+ * Write the view as a layout without a parent at path (no parent: metadata blocks copied from
  * whichever layer holds them, the same chunks). digest_out may be NULL.
  */
 int layout_flatten(const struct layout *l, const char *path, uint8_t digest_out[SHA256_LEN]);

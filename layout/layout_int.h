@@ -5,10 +5,19 @@
 
 #include "layout.h"
 
-/* Bytes of the header its version has (struct layout_parent after it in version 2). */
+/* A layer over a parent: version 2, or version 3 with LAYOUT_F_PARENT (1 has none). */
+static inline bool layout_has_parent(const struct layout_header *h)
+{
+	return h->version != LAYOUT_VERSION_V1 && (h->flags & LAYOUT_F_PARENT);
+}
+
+/*
+ * Bytes of the header (struct layout_parent after it in a layer with a parent: version 2,
+ * or version 3 with LAYOUT_F_PARENT).
+ */
 size_t layout_header_len(const struct layout_header *h);
 /*
- * crc32c(~0, header with header_crc = 0), as ext4 computes its checksums; in version 2,
+ * crc32c(~0, header with header_crc = 0), as ext4 computes its checksums; with a parent,
  * of the header and the parent record after it.
  */
 uint32_t layout_header_crc(const struct layout_header *hdr, const struct layout_parent *par);
@@ -21,7 +30,7 @@ size_t layout_meta_data_overlap(const struct layout_meta_run *meta, size_t n_met
 
 /*
  * One file, verified, as it is: a one-layer struct layout whose runs are the file's own
- * (a version 2 file's zero runs among its data runs); layers[0].hint is its parent hint.
+ * (a layer's zero runs among its data runs); layers[0].hint is its parent hint.
  * oflags: 0 or O_NOFOLLOW, for fs_open_regular (a file that is not regular: -EINVAL, *why
  * "not a regular file"; never opened).
  */

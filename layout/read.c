@@ -50,9 +50,10 @@ static int read_header(struct layout *l, uint64_t size, const char **why)
 		return bad(why, "truncated (shorter than the header)");
 	memcpy(&l->hdr, block, sizeof(l->hdr));
 	memcpy(par, block + sizeof(l->hdr), sizeof(*par));
-	/* version 2 is a layer over a parent: the flag says so */
-	if (h->version != LAYOUT_VERSION &&
-	    (h->version != LAYOUT_VERSION_PARENT || h->flags != LAYOUT_F_PARENT))
+	/* 1 has no parent, 2 is a layer over a parent (the flag says so), 3 either by the flag */
+	if (h->version > LAYOUT_VERSION)
+		return bad(why, "unsupported layout version (newer than this lazyblk reads: 1 to 3)");
+	if (h->version == 0 || (h->version == LAYOUT_VERSION_V2 && h->flags != LAYOUT_F_PARENT))
 		return bad(why, "unsupported layout version");
 	if (h->block_size != DISK_BLOCK)
 		return bad(why, "unsupported block size");
@@ -60,9 +61,9 @@ static int read_header(struct layout *l, uint64_t size, const char **why)
 		return bad(why, "header checksum mismatch (file corrupt)");
 	if (!all_zero(block + layout_header_len(h), DISK_BLOCK - layout_header_len(h)))
 		return bad(why, "header padding not zero (file corrupt)");
-	if (h->version == LAYOUT_VERSION && h->flags)
+	if ((h->version == LAYOUT_VERSION_V1 && h->flags) || (h->flags & ~LAYOUT_F_PARENT))
 		return bad(why, "unsupported flags");
-	if (h->version == LAYOUT_VERSION)
+	if (!layout_has_parent(h))
 		memset(par, 0, sizeof(*par));
 	else if (!par->hint_len || par->hint_len > LAYOUT_HINT_MAX || par->reserved)
 		return bad(why, "bad parent hint length");
@@ -173,10 +174,10 @@ static int check_body(struct layout *l, const char **why)
 	return ret;
 }
 
-/* A data run's flags and alignment: version 2 runs are whole blocks and may be zero runs. */
+/* A data run's flags and alignment: a layer's runs are whole blocks and may be zero runs. */
 static bool data_run_ok(const struct layout_header *h, const struct layout_data_run *d)
 {
-	if (h->version == LAYOUT_VERSION)
+	if (!layout_has_parent(h))
 		return !d->flags;
 	if (d->blk_off || d->len % DISK_BLOCK || (d->flags & ~LAYOUT_RUN_ZERO))
 		return false;
@@ -187,15 +188,18 @@ static int check_runs(const struct layout *l, const char **why)
 {
 	const struct layout_header *h = &l->hdr;
 	uint64_t disk = h->block_count * DISK_BLOCK, end = 0;
+	/* only version 3 defines the field, and a file without parents has one layer */
+	bool layer_refs = h->version == LAYOUT_VERSION && layout_has_parent(h);
 
 	for (uint64_t i = 0; i < h->meta_run_count; i++) {
 		const struct layout_meta_run *m = &l->meta_runs[i];
 
-		if (m->count == 0 || m->layer)
+		if (m->count == 0 || (m->layer && !layer_refs) || m->layer >= LAYOUT_CHAIN_MAX)
 			return bad(why, "bad metadata run");
 		if (m->lba >= h->block_count || m->count > h->block_count - m->lba)
 			return bad(why, "metadata run beyond the end of the disk");
-		if (m->first >= h->meta_blocks || m->count > h->meta_blocks - m->first)
+		/* a parent's area: checked when the chain is opened (chain.c) */
+		if (!m->layer && (m->first >= h->meta_blocks || m->count > h->meta_blocks - m->first))
 			return bad(why, "metadata run beyond the metadata area");
 		if (i && m->lba < end)
 			return bad(why, "metadata runs not sorted or overlapping");

@@ -40,7 +40,7 @@ struct layout_writer {
 	uint32_t *slots;                /* open addressing: chunk index + 1; 0 is free */
 	size_t n_slots;                 /* a power of two, at least twice n_chunks */
 
-	bool has_parent;                /* version 2: whole-block runs, zero runs allowed */
+	bool has_parent;                /* a layer: whole-block runs, zero runs allowed */
 	uint8_t parent[SHA256_LEN];
 	char hint[LAYOUT_HINT_MAX + 1];
 };
@@ -352,7 +352,6 @@ int layout_writer_finish(struct layout_writer *w, const uint8_t manifest_digest[
 	if (fs_uuid)
 		memcpy(h.fs_uuid, fs_uuid, sizeof(h.fs_uuid));
 	if (w->has_parent) {
-		h.version = LAYOUT_VERSION_PARENT;
 		h.flags = LAYOUT_F_PARENT;
 		memcpy(par.digest, w->parent, SHA256_LEN);
 		par.hint_len = (uint32_t)strlen(w->hint);

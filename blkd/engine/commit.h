@@ -21,7 +21,7 @@ struct blkd_commit_opts {
 	const char *base_path;       /* the layout the overlay belongs to */
 	const char *store_dir;       /* the new chunks go there */
 	const char *out_path;        /* the new layout (written atomically) */
-	bool flatten;                /* a version 1 layout of the merged disk */
+	bool flatten;                /* a layout of the merged disk, no parent */
 	int level;                   /* zstd level */
 	/* Blocks done of the dirty and zeroed ones; may be NULL. */
 	void (*progress)(void *arg, uint64_t done, uint64_t total);

@@ -106,14 +106,14 @@ cmp "$T/new.bin" "$T/check/new.bin" || die "new file missing or different"
 cmp "$T/src/logging/__init__.py" "$T/check/logging/__init__.py" || die "untouched file"
 umount "$T/check"
 
-# the layout is a layer: version 2, its parent hint relative to its directory
-python3 - "$T/c1/new.layout" "$base_digest" <<'EOF' || die "version 2 header"
+# the layout is a layer: version 3 with the parent flag, its parent hint relative to its directory
+python3 - "$T/c1/new.layout" "$base_digest" <<'EOF' || die "layer header"
 import struct, sys
 b = open(sys.argv[1], "rb").read()
 version, = struct.unpack_from("<I", b, 8)
 flags, = struct.unpack_from("<I", b, 60)
 hint_len, = struct.unpack_from("<I", b, 200)
-assert version == 2 and flags == 1, (version, flags)
+assert version == 3 and flags == 1, (version, flags)
 assert b[168:200].hex() == sys.argv[2], "parent digest"
 assert b[-hint_len:] == b"../base.layout", b[-hint_len:]
 EOF
@@ -177,8 +177,8 @@ new2_digest=$(head -c 4096 "$T/c2/new2.layout" | sha256sum | cut -d' ' -f1)
 # ---- --flatten: the same bytes, no base layout file needed
 "$LAZYBLK" commit "$T/ov2" --layout "$T/c1/new.layout" --store "$T/store" \
   -o "$T/flat.layout" --flatten >/dev/null
-[ "$(python3 -c 'import struct,sys; print(struct.unpack_from("<I", open(sys.argv[1],"rb").read(12), 8)[0])' "$T/flat.layout")" = 1 ] ||
-  die "--flatten did not write a version 1 layout"
+[ "$(python3 -c 'import struct,sys; print(struct.unpack_from("<II", open(sys.argv[1],"rb").read(64), 8)[0], struct.unpack_from("<I", open(sys.argv[1],"rb").read(64), 60)[0])' "$T/flat.layout")" = "3 0" ] ||
+  die "--flatten did not write a layout without parent (version 3, flags 0)"
 ls "$T" | grep -q "flat.layout.layer" && die "flatten left its layer"
 mv "$T/base.layout" "$T/base.moved"
 "$LAZYBLK" export "$T/flat.layout" --store "$T/store" -o "$T/flat.raw" >/dev/null

@@ -2,7 +2,7 @@
 """Publish a copy of an HTTP store's image with another parent hint in its top layout, from
 docs/formats.md and docs/images.md alone: hintpatch.py WWW FROM_NAME TO_NAME HINT.
 
-The top layout of WWW/images/FROM_NAME/image.json (a version 2 layout) gets HINT as its
+The top layout of WWW/images/FROM_NAME/image.json (a layer: version 2, or 3 with flag 1) gets HINT as its
 parent hint; its body_sha256, header_crc (over the 208 bytes of header and parent record,
 crc32c seeded with ~0, not inverted) and so its layout digest are recomputed, the file is
 written as WWW/layouts/<new digest>.layout, and WWW/images/TO_NAME/image.json names it in
@@ -27,8 +27,9 @@ def main():
     with open(os.path.join(www, "layouts", top + ".layout"), "rb") as f:
         b = bytearray(f.read())
     version, = struct.unpack_from("<I", b, 8)
+    flags, = struct.unpack_from("<I", b, 60)
     old_len, = struct.unpack_from("<I", b, 200)
-    assert version == 2, "not a version 2 layout"
+    assert version in (2, 3) and flags == 1, "not a layer over a parent"
     b = b[:len(b) - old_len] + hint
     struct.pack_into("<I", b, 200, len(hint))
     b[112:144] = hashlib.sha256(b[BLOCK:]).digest()

@@ -609,7 +609,8 @@ static void test_bad_structure(void **state)
 	/* header fields */
 	CASE("unsupported layout version", im.h->version = 2);
 	CASE("unsupported block size", im.h->block_size = 512);
-	CASE("unsupported flags", im.h->flags = 1);
+	CASE("unsupported flags", im.h->flags = 2);
+	CASE("unsupported flags", im.h->version = 1; im.h->flags = 1);
 	CASE("bad block count", im.h->block_count = 0);
 	CASE("bad block count", im.h->block_count = LAYOUT_MAX_BLOCKS + 1);
 	CASE("bad chunk size", im.h->chunk_size = CHUNK_SIZE_MAX + 1);

@@ -2,7 +2,7 @@
 /*
  * Unit tests for layouts with parents (layout/chain.c, flatten.c): the merged view of a chain
  * compared block for block with a model painted from the same descriptions, finding the
- * parent, refusing bad chains and bad version 2 files, and flattening.
+ * parent, refusing bad chains and bad layer files, and flattening.
  */
 #include "../helpers.h"
 
@@ -69,7 +69,7 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* Write ops (sorted) as layer `layer` at DIR/name, over parent (NULL: version 1). */
+/* Write ops (sorted) as layer `layer` at DIR/name, over parent (NULL: none). */
 static void layer_write(struct fixture *f, const char *name, int layer, const struct op *ops,
 			size_t n, uint64_t blocks, const uint8_t *parent, const char *hint,
 			uint8_t digest[SHA256_LEN])
@@ -245,7 +245,7 @@ static void test_chain_layers(void **state)
 	assert_memory_equal(l->digest, d[2], SHA256_LEN);
 	for (int k = 0; k < 3; k++)
 		assert_memory_equal(l->layers[k].digest, d[2 - k], SHA256_LEN);
-	assert_int_equal(l->layers[0].hdr.version, LAYOUT_VERSION_PARENT);
+	assert_int_equal(l->layers[0].hdr.version, LAYOUT_VERSION);
 	assert_int_equal(l->layers[0].hdr.flags, LAYOUT_F_PARENT);
 	assert_memory_equal(l->layers[0].parent.digest, d[1], SHA256_LEN);
 	assert_string_equal(l->layers[0].hint, "child.layout");
@@ -282,7 +282,7 @@ static void test_flatten(void **state)
 	assert_int_equal(layout_open(path, &l, NULL), 0);
 	assert_int_equal(layout_flatten(l, flat, fd), 0);
 	layout_close(l);
-	/* the flat layout is version 1 and needs none of the chain's files */
+	/* the flat layout has no parent and needs none of the chain's files */
 	path_fmt(path, "%s/base.layout", f->dir);
 	path_fmt(moved, "%s/away", f->dir);
 	assert_int_equal(rename(path, moved), 0);
@@ -514,7 +514,7 @@ static void test_depth(void **state)
 	expect_open_fail(f, "l64.layout", -ELOOP, "longer than 64 layers");
 }
 
-/* ------------------------------------------------------------------ hostile version 2 files */
+/* ------------------------------------------------------------------ hostile layers */
 
 struct image {
 	uint8_t *buf;
@@ -573,9 +573,10 @@ static void test_bad_v2(void **state)
 	paint(f, 1, child_ops, N(child_ops), true);
 	view_check(f, "edit.layout", 2);
 
-	CASE("unsupported layout version", im.h->flags = 0);
-	CASE("unsupported layout version", im.h->flags = 3);
-	CASE("unsupported layout version", im.h->version = 3);
+	CASE("unsupported layout version", im.h->version = 2; im.h->flags = 0);
+	CASE("unsupported layout version", im.h->version = 2; im.h->flags = 3);
+	CASE("unsupported flags", im.h->flags = 3);
+	CASE("unsupported layout version", im.h->version = 4);
 	CASE("bad parent hint length", im.p->hint_len = 0);
 	CASE("bad parent hint length", im.p->hint_len = LAYOUT_HINT_MAX + 1);
 	CASE("bad parent hint length", im.p->reserved = 1);
@@ -592,7 +593,7 @@ static void test_bad_v2(void **state)
 	/* version 1 with the parent record after its header (its crc covering its own
 	 * header only): the record is padding that must be zero */
 	image_load(child, &im);
-	im.h->version = LAYOUT_VERSION;
+	im.h->version = LAYOUT_VERSION_V1;
 	im.h->flags = 0;
 	assert_int_equal(sha256_buf(im.buf + BLK, im.len - BLK, im.h->body_sha256), 0);
 	im.h->header_crc = 0;
@@ -611,7 +612,7 @@ static void test_writer_v2(void **state)
 
 	path_fmt(path, "%s/w.layout", f->dir);
 	assert_int_equal(layout_writer_new(path, NBLOCKS, &w), 0);
-	assert_int_equal(layout_add_zero(w, 1, 1), -EINVAL); /* a version 1 layout */
+	assert_int_equal(layout_add_zero(w, 1, 1), -EINVAL); /* no parent (yet) */
 	assert_int_equal(layout_writer_set_parent(w, f->cd[0], ""), -EINVAL);
 	memset(hint, 'a', sizeof(hint) - 1);
 	hint[sizeof(hint) - 1] = 0;
