@@ -118,8 +118,9 @@ void serve_stop(struct serve *s);
 
 /*
  * The end: the --run command, still running, gets SIGTERM and is waited for; the pid file
- * and --run's private socket go; the signals are unblocked. The command's exit status (128 +
- * a signal that killed it), or -1 if there was none. s NULL: -1.
+ * and --run's private socket go (the signals stay blocked: a late SIGTERM does not kill the
+ * process on its way out). The command's exit status (128 + a signal that killed it), or -1
+ * if there was none. s NULL: -1.
  */
 int serve_close(struct serve *s);
 
