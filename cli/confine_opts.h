@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * --user USER[:GROUP] and --seccomp of lazyblk serve and run (common/confine.h): the options,
- * and the two steps each command takes once everything it needs is open. Each failure
- * prints one line.
+ * and the two steps each command takes once everything it needs is open (the library's,
+ * blkd/serve/serve.h: serve_confine_drop, serve_confine_filter). Each failure prints one
+ * line.
  */
 #ifndef LZ_CLI_CONFINE_OPTS_H
 #define LZ_CLI_CONFINE_OPTS_H

@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: MIT */
-/* Running under a supervisor: pid file, sd_notify, parent-death signal, a captive command. */
-#include "daemon.h"
+/*
+ * Running under a supervisor: pid file, sd_notify, parent-death signal, a captive command
+ * (serve_int.h). Nothing prints.
+ */
+#include "serve_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,8 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../common/fsutil.h"
-#include "../common/log.h"
+#include "../../common/fsutil.h"
 
 extern char **environ;
 
@@ -42,51 +45,54 @@ static int pidfile_open(const char *path)
 	return -EAGAIN;
 }
 
-int daemon_pidfile_lock(const char *path, int *fd)
+int serve_pidfile_lock(const char *path, int *fd, char *why, size_t why_len)
 {
 	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
 	int f = pidfile_open(path);
 
-	if (f < 0) {
-		log_error("--pidfile %s: %s", path, f == -ELOOP ? "a symbolic link (not followed)"
-			  : f == -EINVAL || f == -EISDIR ? "not a regular file" : strerror(-f));
-		return 1;
-	}
+	if (f < 0)
+		return why_set(why, why_len, f, "--pidfile %s: %s", path,
+			       f == -ELOOP ? "a symbolic link (not followed)"
+			       : f == -EINVAL || f == -EISDIR ? "not a regular file" : strerror(-f));
 	if (fcntl(f, F_SETLK, &fl) < 0) {
 		int err = errno;
 		struct flock who = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
 
 		if ((err == EAGAIN || err == EACCES) && !fcntl(f, F_GETLK, &who) &&
 		    who.l_type != F_UNLCK)
-			log_error("--pidfile %s: held by process %ld (another server is running)",
-				  path, (long)who.l_pid);
+			why_set(why, why_len, -err, "--pidfile %s: held by process %ld (another "
+				"server is running)", path, (long)who.l_pid);
 		else
-			log_error("--pidfile %s: cannot lock it: %s", path, strerror(err));
+			why_set(why, why_len, -err, "--pidfile %s: cannot lock it: %s", path,
+				strerror(err));
 		close(f);
-		return 1;
+		return -err;
 	}
 	if (ftruncate(f, 0) < 0) {
-		log_error("--pidfile %s: %s", path, strerror(errno));
+		int err = errno;
+
 		close(f);
-		return 1;
+		return why_set(why, why_len, -err, "--pidfile %s: %s", path, strerror(err));
 	}
 	*fd = f;
 	return 0;
 }
 
-int daemon_pidfile_write(const char *path, int fd)
+int serve_pidfile_write(const char *path, int fd, char *why, size_t why_len)
 {
 	char buf[32];
 	int n = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
 
+	errno = 0;
 	if (pwrite(fd, buf, (size_t)n, 0) != n) {
-		log_error("--pidfile %s: %s", path, strerror(errno ? errno : EIO));
-		return 1;
+		int err = errno ? errno : EIO;
+
+		return why_set(why, why_len, -err, "--pidfile %s: %s", path, strerror(err));
 	}
 	return 0;
 }
 
-void daemon_pidfile_remove(const char *path, int fd)
+void serve_pidfile_remove(const char *path, int fd)
 {
 	struct stat mine, there;
 
@@ -99,7 +105,7 @@ void daemon_pidfile_remove(const char *path, int fd)
 	close(fd);
 }
 
-void daemon_notify(const char *msg)
+void serve_notify(const char *msg, const struct note_sink *notes)
 {
 	const char *e = getenv("NOTIFY_SOCKET");
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -110,7 +116,8 @@ void daemon_notify(const char *msg)
 		return;
 	n = strlen(e);
 	if ((e[0] != '/' && e[0] != '@') || n >= sizeof(sa.sun_path)) {
-		log_warn("NOTIFY_SOCKET '%s': not a unix socket path or @name: not notified", e);
+		note_emit(notes, NOTE_WARN, "NOTIFY_SOCKET '%s': not a unix socket path or @name: "
+			  "not notified", e);
 		return;
 	}
 	memcpy(sa.sun_path, e, n);
@@ -119,17 +126,15 @@ void daemon_notify(const char *msg)
 	s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (s < 0 || sendto(s, msg, len, MSG_NOSIGNAL, (struct sockaddr *)&sa,
 			    (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n)) < 0)
-		log_warn("NOTIFY_SOCKET %s: %s", e, strerror(errno));
+		note_emit(notes, NOTE_WARN, "NOTIFY_SOCKET %s: %s", e, strerror(errno));
 	if (s >= 0)
 		close(s);
 }
 
-int daemon_exit_with_parent(pid_t ppid)
+int serve_exit_with_parent(pid_t ppid, char *why, size_t why_len)
 {
-	if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0) {
-		log_error("--exit-with-parent: %s", strerror(errno));
-		return 1;
-	}
+	if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0)
+		return why_set(why, why_len, -errno, "--exit-with-parent: %s", strerror(errno));
 	/* the parent may have gone before the call: then no signal comes, so stop now */
 	if (getppid() != ppid)
 		kill(getpid(), SIGTERM);
@@ -164,7 +169,7 @@ static char **env_build(char *const *env)
 	return out;
 }
 
-int daemon_run_spawn(const char *cmd, char *const *env, pid_t *pid)
+int serve_spawn(const char *cmd, char *const *env, pid_t *pid, char *why, size_t why_len)
 {
 	char *argv[] = { "sh", "-c", (char *)cmd, NULL };
 	posix_spawnattr_t at;
@@ -172,10 +177,8 @@ int daemon_run_spawn(const char *cmd, char *const *env, pid_t *pid)
 	char **envp = env_build(env);
 	int ret;
 
-	if (!envp) {
-		log_error("--run: out of memory");
-		return 1;
-	}
+	if (!envp)
+		return why_set(why, why_len, -ENOMEM, "--run: out of memory");
 	sigemptyset(&none);
 	sigemptyset(&dfl); /* what a server ignores or takes: back to the defaults */
 	for (int sig = 1; sig < SIGRTMIN; sig++)
@@ -188,14 +191,12 @@ int daemon_run_spawn(const char *cmd, char *const *env, pid_t *pid)
 	ret = posix_spawn(pid, "/bin/sh", NULL, &at, argv, envp);
 	posix_spawnattr_destroy(&at);
 	free(envp);
-	if (ret) {
-		log_error("--run: /bin/sh: %s", strerror(ret));
-		return 1;
-	}
+	if (ret)
+		return why_set(why, why_len, -ret, "--run: /bin/sh: %s", strerror(ret));
 	return 0;
 }
 
-int daemon_exit_status(int wstatus)
+int serve_exit_status(int wstatus)
 {
 	if (WIFEXITED(wstatus))
 		return WEXITSTATUS(wstatus);
