@@ -482,10 +482,11 @@ static bool member_digest(const struct da_member *m, const char *ref, uint8_t d[
 static int da_parse_manifest(struct da *da, struct da_image *im)
 {
 	struct json_object *img, *layers;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	char what[32];
 
-	im->list = oci_json_parse(da->manifest, da->manifest_len, OCI_JSON_DOCKER, &why);
+	oci_json_parse(da->manifest, da->manifest_len, OCI_JSON_DOCKER, &im->list, why,
+		       sizeof(why));
 	if (!im->list || !json_object_is_type(im->list, json_type_array))
 		return why_first(da->ic->why, da->ic->why_len, -EBADMSG, "%s: manifest.json: %s",
 				 da->label,
@@ -528,7 +529,7 @@ static int da_import(struct da *da)
 {
 	struct da_image im = { 0 };
 	struct json_object *cfg = NULL;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	char what[PATH_MAX + 128], pb[160], *ctext = NULL;
 	uint8_t cdigest[SHA256_LEN];
 	size_t clen = 0;
@@ -547,7 +548,7 @@ static int da_import(struct da *da)
 			    &ctext, &clen, what);
 	if (ret)
 		goto out;
-	cfg = oci_json_parse(ctext, clen, OCI_JSON_CONFIG, &why);
+	oci_json_parse(ctext, clen, OCI_JSON_CONFIG, &cfg, why, sizeof(why));
 	if (!cfg || !json_object_is_type(cfg, json_type_object)) {
 		ret = why_first(da->ic->why, da->ic->why_len, -EBADMSG, "%s: %s", what,
 				cfg ? "not a JSON object" : why);
