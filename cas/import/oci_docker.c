@@ -223,10 +223,9 @@ static int da_scan(struct da *da)
 	return ret < 0 ? ret : 0;
 }
 
-/* The regular member that name leads to (through links), or NULL. */
-static struct da_member *da_lookup(struct da *da, const char *name, const char **why)
+/* The regular member that name leads to (through links), or NULL with why. */
+static struct da_member *da_lookup(struct da *da, const char *name, char *why, size_t why_len)
 {
-	*why = "not in the archive";
 	for (int hop = 0; hop < DA_MAX_LINK_HOPS; hop++) {
 		struct da_member *m = NULL;
 
@@ -236,17 +235,19 @@ static struct da_member *da_lookup(struct da *da, const char *name, const char *
 				break;
 			}
 		}
-		if (!m)
+		if (!m) {
+			why_set(why, why_len, 0, "not in the archive");
 			return NULL;
+		}
 		if (m->reg)
 			return m;
 		if (!m->link) {
-			*why = "not a regular file";
+			why_set(why, why_len, 0, "not a regular file");
 			return NULL;
 		}
 		name = m->link;
 	}
-	*why = "too many levels of links";
+	why_set(why, why_len, 0, "too many levels of links");
 	return NULL;
 }
 
@@ -459,11 +460,11 @@ struct da_image {
 static struct da_member *need(struct da *da, const char *ref, const char *what)
 {
 	char path[PATH_MAX], pb[160];
-	const char *why = "bad path";
+	char why[WHY_MAX] = "bad path";
 	struct da_member *m = NULL;
 
 	if (ref[0] != '/' && !oci_path_normalize(NULL, ref, path, sizeof(path)))
-		m = da_lookup(da, path, &why);
+		m = da_lookup(da, path, why, sizeof(why));
 	if (!m) {
 		why_first(da->ic->why, da->ic->why_len, -ENOENT, "%s: %s %s: %s", da->label, what,
 			  esc_str(ref, pb, sizeof(pb)), why);
