@@ -19,6 +19,7 @@
 
 #include "../common/sha256.h"
 #include "../common/test_hook.h"
+#include "../common/why.h"
 
 #define MF_MAGIC "LZBKMANI"
 #define MF_VERSION 1
@@ -194,14 +195,14 @@ void manifest_writer_free(struct manifest_writer *w);
 int manifest_writer_add(struct manifest_writer *w, const struct mf_entry_in *e);
 int manifest_writer_set_config(struct manifest_writer *w, const char *json, size_t len);
 /*
- * Sort, check (duplicate paths give -EEXIST with *why set), and write atomically.
+ * Sort, check (duplicate paths give -EEXIST with why: common/why.h), and write atomically.
  * digest_out (may be NULL) receives the manifest's checksum.
  */
 int manifest_writer_write(struct manifest_writer *w, const char *path,
-			  uint8_t digest_out[SHA256_LEN], const char **why);
+			  uint8_t digest_out[SHA256_LEN], char *why, size_t why_len);
 /* Serialize to a malloc'ed buffer instead of a file. */
 TEST_HOOK
 int manifest_writer_serialize(struct manifest_writer *w, uint8_t **buf, size_t *len,
-			      const char **why);
+			      char *why, size_t why_len);
 
 #endif

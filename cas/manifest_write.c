@@ -11,6 +11,7 @@
 
 #include "../common/fsutil.h"
 #include "../common/grow.h"
+#include "../common/why.h"
 
 struct vec {
 	void *data;
@@ -208,7 +209,7 @@ static int order_pieces(struct manifest_writer *w)
 }
 
 int manifest_writer_serialize(struct manifest_writer *w, uint8_t **out, size_t *out_len,
-			      const char **why)
+			      char *why, size_t why_len)
 {
 	struct mf_header h;
 	struct mf_entry *ents;
@@ -216,8 +217,6 @@ int manifest_writer_serialize(struct manifest_writer *w, uint8_t **out, size_t *
 	size_t len;
 	int ret;
 
-	if (why)
-		*why = NULL;
 	sort_entries(w);
 	ents = w->entries.data;
 	for (size_t i = 1; i < w->entries.len; i++) {
@@ -225,9 +224,7 @@ int manifest_writer_serialize(struct manifest_writer *w, uint8_t **out, size_t *
 				      ents[i - 1].path_len,
 				      (char *)w->strings.data + ents[i].path_off,
 				      ents[i].path_len) == 0) {
-			if (why)
-				*why = "duplicate path";
-			return -EEXIST;
+			return why_set(why, why_len, -EEXIST, "duplicate path");
 		}
 	}
 	ret = order_pieces(w);
@@ -271,13 +268,13 @@ int manifest_writer_serialize(struct manifest_writer *w, uint8_t **out, size_t *
 }
 
 int manifest_writer_write(struct manifest_writer *w, const char *path,
-			  uint8_t digest_out[SHA256_LEN], const char **why)
+			  uint8_t digest_out[SHA256_LEN], char *why, size_t why_len)
 {
 	uint8_t *buf;
 	size_t len;
 	int ret;
 
-	ret = manifest_writer_serialize(w, &buf, &len, why);
+	ret = manifest_writer_serialize(w, &buf, &len, why, why_len);
 	if (ret)
 		return ret;
 	if (digest_out)

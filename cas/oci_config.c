@@ -7,6 +7,7 @@
 
 #include "oci_config.h"
 #include "oci_json.h"
+#include "../common/why.h"
 
 /* A list of strings (or one string, tolerated as a list of one); null: empty. */
 static int json_strv(struct json_object *o, char ***out, size_t *n)
@@ -74,19 +75,18 @@ void oci_config_free(struct oci_config *c)
 	memset(c, 0, sizeof(*c));
 }
 
-int oci_config_parse(const char *json, size_t len, struct oci_config *out, const char **why)
+int oci_config_parse(const char *json, size_t len, struct oci_config *out, char *why,
+		     size_t why_len)
 {
 	struct json_object *root, *cfg, *v;
 	int rc = 0;
 
 	memset(out, 0, sizeof(*out));
-	root = oci_json_parse(json, len, OCI_JSON_CONFIG, why);
-	if (!root)
+	if (oci_json_parse(json, len, OCI_JSON_CONFIG, &root, why, why_len))
 		return -EINVAL;
 	if (!json_object_is_type(root, json_type_object)) {
 		json_object_put(root);
-		*why = "image config is not a JSON object";
-		return -EINVAL;
+		return why_set(why, why_len, -EINVAL, "image config is not a JSON object");
 	}
 	cfg = root;
 	if (json_object_object_get_ex(root, "config", &v) && json_object_is_type(v, json_type_object))
@@ -106,8 +106,8 @@ int oci_config_parse(const char *json, size_t len, struct oci_config *out, const
 		rc = json_str(cfg, "User", &out->user);
 	json_object_put(root);
 	if (rc) {
-		*why = rc == -ENOMEM ? "out of memory"
-				     : "image config: Entrypoint/Cmd/Env/WorkingDir/User has the wrong type";
+		why_set(why, why_len, rc, "%s", rc == -ENOMEM ? "out of memory"
+			: "image config: Entrypoint/Cmd/Env/WorkingDir/User has the wrong type");
 		oci_config_free(out);
 	}
 	return rc;

@@ -9,6 +9,8 @@
 
 #include <stddef.h>
 
+#include "../common/why.h"
+
 struct oci_config {
 	char **entrypoint;
 	size_t n_entrypoint;
@@ -23,10 +25,11 @@ struct oci_config {
 /*
  * Parse an OCI image config JSON (the whole config, {"config": {...}}, docker's
  * {"Config": {...}}, or the inner object). A string where a list belongs is taken as a
- * list of one; null and absent fields are empty. Returns 0, or -EINVAL / -ENOMEM with *why
- * set (a static text) and *out empty. Free with oci_config_free.
+ * list of one; null and absent fields are empty. Returns 0, or -EINVAL / -ENOMEM with the
+ * reason in why (common/why.h) and *out empty. Free with oci_config_free.
  */
-int oci_config_parse(const char *json, size_t len, struct oci_config *out, const char **why);
+int oci_config_parse(const char *json, size_t len, struct oci_config *out, char *why,
+		     size_t why_len);
 /* Free what oci_config_parse allocated; *c is zeroed (freeing it again is harmless). */
 void oci_config_free(struct oci_config *c);
 

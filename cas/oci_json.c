@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "../common/why.h"
+
 int oci_digest_parse(const char *s, uint8_t d[SHA256_LEN])
 {
 	static const char prefix[] = "sha256:";
@@ -74,13 +76,6 @@ const struct oci_json_limits *oci_json_limits(enum oci_json_kind kind)
 	return &limits[kind];
 }
 
-bool oci_json_over_limit(enum oci_json_kind kind, const char *why)
-{
-	const struct oci_json_limits *l = &limits[kind];
-
-	return why && (why == l->too_big || why == l->too_many || why == l->too_deep);
-}
-
 /* Whether buf holds more than max values: '{', '[' and ',' outside strings. */
 static bool json_too_many(const char *buf, size_t len, size_t max)
 {
@@ -105,8 +100,8 @@ static bool json_too_many(const char *buf, size_t len, size_t max)
 	return false;
 }
 
-struct json_object *oci_json_parse(const char *buf, size_t len, enum oci_json_kind kind,
-				   const char **why)
+int oci_json_parse(const char *buf, size_t len, enum oci_json_kind kind,
+		   struct json_object **out, char *why, size_t why_len)
 {
 	const struct oci_json_limits *lim = &limits[kind];
 	struct json_tokener *tok;
@@ -114,38 +109,34 @@ struct json_object *oci_json_parse(const char *buf, size_t len, enum oci_json_ki
 	enum json_tokener_error err;
 	size_t end;
 
-	if (len > lim->max_bytes) {
-		*why = lim->too_big;
-		return NULL;
-	}
-	if (json_too_many(buf, len, lim->max_values)) {
-		*why = lim->too_many;
-		return NULL;
-	}
+	*out = NULL;
+	if (len > lim->max_bytes)
+		return why_set(why, why_len, -EFBIG, "%s", lim->too_big);
+	if (json_too_many(buf, len, lim->max_values))
+		return why_set(why, why_len, -EFBIG, "%s", lim->too_many);
 	tok = json_tokener_new_ex(lim->max_depth);
-	if (!tok) {
-		*why = "out of memory";
-		return NULL;
-	}
+	if (!tok)
+		return why_set(why, why_len, -ENOMEM, "out of memory");
 	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
 	obj = json_tokener_parse_ex(tok, buf, (int)len);
 	err = json_tokener_get_error(tok);
 	end = json_tokener_get_parse_end(tok);
 	json_tokener_free(tok);
-	if (!obj) {
-		*why = err == json_tokener_continue ? "not JSON (empty or truncated)"
-		       : err == json_tokener_error_depth ? lim->too_deep
-							 : "not JSON";
-		return NULL;
-	}
+	if (!obj && err == json_tokener_error_depth)
+		return why_set(why, why_len, -EFBIG, "%s", lim->too_deep);
+	if (!obj)
+		return why_set(why, why_len, -EBADMSG, "%s",
+			       err == json_tokener_continue ? "not JSON (empty or truncated)"
+							    : "not JSON");
 	for (; end < len; end++) {
 		if (!strchr(" \t\r\n", buf[end]) || !buf[end]) {
 			json_object_put(obj);
-			*why = "not JSON (garbage after the value)";
-			return NULL;
+			return why_set(why, why_len, -EBADMSG,
+				       "not JSON (garbage after the value)");
 		}
 	}
-	return obj;
+	*out = obj;
+	return 0;
 }
 
 struct json_object *oci_json_get(struct json_object *o, const char *key, enum json_type type)

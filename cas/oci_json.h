@@ -14,6 +14,7 @@
 #include <json-c/json.h>
 
 #include "../common/sha256.h"
+#include "../common/why.h"
 
 /*
  * "sha256:" followed by exactly 64 lowercase hex digits, nothing else. Anything else
@@ -61,14 +62,13 @@ struct oci_json_limits {
 };
 
 const struct oci_json_limits *oci_json_limits(enum oci_json_kind kind);
-/* Whether why (from oci_json_parse) is one of kind's limits, not a syntax error. */
-bool oci_json_over_limit(enum oci_json_kind kind, const char *why);
 /*
  * The whole of buf must be one JSON value (trailing white space allowed) within the limits
- * of kind; else NULL and *why (static text naming the limit, for those).
+ * of kind: 0 and the value in *out. Else *out NULL and -EFBIG (over one of kind's limits: why
+ * names it), -EBADMSG (not JSON: why says how), -ENOMEM.
  */
-struct json_object *oci_json_parse(const char *buf, size_t len, enum oci_json_kind kind,
-				   const char **why);
+int oci_json_parse(const char *buf, size_t len, enum oci_json_kind kind,
+		   struct json_object **out, char *why, size_t why_len);
 /* Member key of object o if it has that type, else NULL (also for o == NULL). */
 struct json_object *oci_json_get(struct json_object *o, const char *key, enum json_type type);
 /* Member key of object o if it is a string without a NUL inside ("\u0000"), else NULL. */

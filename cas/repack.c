@@ -383,7 +383,7 @@ static int write_manifest(struct repack *rp)
 	struct mf_xattr_in *xbuf = NULL;
 	struct pieces pc = { 0 };
 	size_t xcap = 0, bi = 0;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	int ret = 0;
 
 	if (!w)
@@ -413,10 +413,11 @@ static int write_manifest(struct repack *rp)
 		ret = manifest_writer_add(w, &in);
 	}
 	if (!ret) {
-		ret = manifest_writer_write(w, rp->o->out_path, rp->res->digest, &why);
+		ret = manifest_writer_write(w, rp->o->out_path, rp->res->digest, why,
+					    sizeof(why));
 		if (ret)
 			why_first(rp->why, rp->why_len, ret, "%s: %s", rp->o->out_path,
-				  why ? why : strerror(-ret));
+				  why[0] ? why : strerror(-ret));
 	} else {
 		why_first(rp->why, rp->why_len, ret, "cannot build the new manifest: %s",
 			  strerror(-ret));

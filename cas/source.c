@@ -58,7 +58,7 @@ int cas_source_open(const struct cas_source_opts *o, struct cas_source **out, ch
 			size_t why_len)
 {
 	struct cas_source *s;
-	const char *rwhy = NULL;
+	char rwhy[WHY_MAX] = "";
 	struct stat st;
 	int ret;
 
@@ -100,10 +100,10 @@ int cas_source_open(const struct cas_source_opts *o, struct cas_source **out, ch
 			.retries = o->retries,
 		};
 
-		ret = remote_open(&ro, &s->remote, &rwhy);
+		ret = remote_open(&ro, &s->remote, rwhy, sizeof(rwhy));
 		if (ret) {
 			why_set(why, why_len, ret, "%s: %s", o->remote_url,
-				rwhy ? rwhy : strerror(-ret));
+				rwhy[0] ? rwhy : strerror(-ret));
 			goto fail;
 		}
 	}

@@ -355,15 +355,15 @@ static int run_verify(struct store *s, const char *store_dir, const char *remote
 	struct remote_opts ro = { .url = remote_url };
 	struct remote *r = NULL;
 	struct verify_result res;
-	const char *rwhy = NULL;
+	char rwhy[WHY_MAX] = "";
 	int64_t still_bad = -1;
 	int ret;
 
 	if (remote_url) { /* a bad URL fails before the walk */
-		ret = remote_open(&ro, &r, &rwhy);
+		ret = remote_open(&ro, &r, rwhy, sizeof(rwhy));
 		if (ret) {
 			store_close(s);
-			log_error("%s: %s", remote_url, rwhy ? rwhy : strerror(-ret));
+			log_error("%s: %s", remote_url, rwhy[0] ? rwhy : strerror(-ret));
 			return 1;
 		}
 	}

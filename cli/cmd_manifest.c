@@ -94,9 +94,10 @@ static void show_json(FILE *f, const struct manifest *m)
 		   "\"entry_count\":%zu",
 		m->hdr->version, hex, m->hdr->chunk_size, m->n_entries);
 	if (m->hdr->config_len) {
-		const char *why = NULL;
-		struct json_object *cfg = oci_json_parse(manifest_str(m, m->hdr->config_off),
-							 m->hdr->config_len, OCI_JSON_CONFIG, &why);
+		struct json_object *cfg;
+
+		oci_json_parse(manifest_str(m, m->hdr->config_off), m->hdr->config_len,
+			       OCI_JSON_CONFIG, &cfg, NULL, 0);
 
 		fputs(",\"config\":", f);
 		if (cfg)

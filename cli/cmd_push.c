@@ -154,10 +154,9 @@ static int push_run(struct cas_push_opts *o, char **images, int n_images, bool j
 static bool push_is_image(const char *url, char **images, int n)
 {
 	struct image_ref ref;
-	const char *why;
 	bool yes;
 
-	if (!image_ref_is(url) || image_ref_parse(url, &ref, &why))
+	if (!image_ref_is(url) || image_ref_parse(url, &ref, NULL, 0))
 		return false;
 	yes = !ref.oci || (n == 1 && strlen(images[0]) > 7 &&
 			   !strcmp(images[0] + strlen(images[0]) - 7, ".layout"));

@@ -161,6 +161,7 @@ int cli_image_config_load(const char *manifest, struct oci_config *cfg, bool *fo
 {
 	struct manifest *m;
 	const char *why = NULL;
+	char cwhy[WHY_MAX] = "";
 	int r = manifest_load(manifest, &m, &why);
 
 	*found = false;
@@ -170,9 +171,9 @@ int cli_image_config_load(const char *manifest, struct oci_config *cfg, bool *fo
 	}
 	if (m->hdr->config_len) {
 		r = oci_config_parse(manifest_str(m, m->hdr->config_off), m->hdr->config_len, cfg,
-				     &why);
+				     cwhy, sizeof(cwhy));
 		if (r)
-			log_error("%s: %s", manifest, why);
+			log_error("%s: %s", manifest, cwhy);
 		else
 			*found = true;
 	}

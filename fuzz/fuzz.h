@@ -27,6 +27,7 @@
 #include "../common/crc32c.h"
 #include "../common/log.h"
 #include "../common/sha256.h"
+#include "../common/why.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

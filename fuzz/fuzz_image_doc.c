@@ -29,11 +29,11 @@ static void oci_index(const char *s, size_t len)
 {
 	uint8_t man[SHA256_LEN];
 	uint64_t size;
-	const char *why = NULL;
-	int ret = image_oci_index_parse(s, len, man, &size, &why);
+	char why[WHY_MAX] = "";
+	int ret = image_oci_index_parse(s, len, man, &size, why, sizeof(why));
 
 	fuzz_result("image_oci_index_parse", ret, why);
-	if (ret && !why)
+	if (ret && !why[0])
 		abort(); /* a refusal says why */
 }
 
@@ -45,12 +45,12 @@ static void oci_manifest(const char *s, size_t len)
 	struct oci_doc *docs;
 	uint8_t man[SHA256_LEN];
 	uint64_t size;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	size_t n;
-	int ret = image_oci_manifest_parse(s, len, &d, &why);
+	int ret = image_oci_manifest_parse(s, len, &d, why, sizeof(why));
 
 	if (fuzz_result("image_oci_manifest_parse", ret, why)) {
-		if (!why)
+		if (!why[0])
 			abort();
 		return;
 	}
@@ -58,10 +58,11 @@ static void oci_manifest(const char *s, size_t len)
 		abort();
 	if (image_oci_build(&d, &refs, &docs, &n))
 		return; /* -ENOMEM */
-	if (image_oci_manifest_parse(docs[0].json, docs[0].len, &d2, &why))
+	if (image_oci_manifest_parse(docs[0].json, docs[0].len, &d2, why, sizeof(why)))
 		abort(); /* lazyblk's own image manifest refused */
 	same_desc(&d, &d2);
-	if (image_oci_index_parse(docs[n - 1].json, docs[n - 1].len, man, &size, &why) ||
+	if (image_oci_index_parse(docs[n - 1].json, docs[n - 1].len, man, &size, why,
+				  sizeof(why)) ||
 	    memcmp(man, docs[0].digest, SHA256_LEN) || size != docs[0].len)
 		abort(); /* its index does not name it */
 	oci_docs_free(docs, n);
@@ -70,13 +71,13 @@ static void oci_manifest(const char *s, size_t len)
 static void image_json(const char *s, size_t len)
 {
 	struct image_desc d, d2;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	char *out;
 	size_t olen;
-	int ret = image_json_parse(s, len, &d, &why);
+	int ret = image_json_parse(s, len, &d, why, sizeof(why));
 
 	if (fuzz_result("image_json_parse", ret, why)) {
-		if (!why)
+		if (!why[0])
 			abort();
 		return;
 	}
@@ -84,7 +85,7 @@ static void image_json(const char *s, size_t len)
 		abort();
 	if (image_json_build(&d, "2026-12-01T22:00:00Z", &out, &olen))
 		return;
-	if (image_json_parse(out, olen, &d2, &why))
+	if (image_json_parse(out, olen, &d2, why, sizeof(why)))
 		abort(); /* lazyblk's own image.json refused */
 	same_desc(&d, &d2);
 	free(out);
@@ -94,12 +95,12 @@ static void names(const char *s, size_t len)
 {
 	char **v, **v2;
 	size_t n, n2, olen;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	char *out;
-	int ret = image_names_parse(s, len, &v, &n, &why);
+	int ret = image_names_parse(s, len, &v, &n, why, sizeof(why));
 
 	if (fuzz_result("image_names_parse", ret, why)) {
-		if (!why && ret != -ENOMEM)
+		if (!why[0] && ret != -ENOMEM)
 			abort();
 		return;
 	}
@@ -107,7 +108,7 @@ static void names(const char *s, size_t len)
 		if (!image_name_valid(v[i]))
 			abort(); /* a name lazyblk would not write */
 	if (!image_names_build(v, n, &out, &olen)) {
-		if (image_names_parse(out, olen, &v2, &n2, &why) || n2 > n)
+		if (image_names_parse(out, olen, &v2, &n2, why, sizeof(why)) || n2 > n)
 			abort(); /* lazyblk's own index.json refused, or grown */
 		for (size_t i = 1; i < n2; i++)
 			if (strcmp(v2[i - 1], v2[i]) >= 0)
@@ -121,12 +122,12 @@ static void names(const char *s, size_t len)
 static void ref(const char *s)
 {
 	struct image_ref r = { 0 };
-	const char *why = NULL;
-	int ret = image_ref_parse(s, &r, &why);
+	char why[WHY_MAX] = "";
+	int ret = image_ref_parse(s, &r, why, sizeof(why));
 
 	(void)image_ref_is(s);
 	if (fuzz_result("image_ref_parse", ret, why)) {
-		if (ret == -EINVAL && !why)
+		if (ret == -EINVAL && !why[0])
 			abort();
 		return;
 	}

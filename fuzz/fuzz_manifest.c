@@ -50,6 +50,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct manifest_totals t;
 	struct manifest *m;
 	const char *why = NULL;
+	char cwhy[WHY_MAX] = "";
 
 	fuzz_dir();
 	fuzz_fix_sha_trailer(buf, size);
@@ -62,7 +63,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct oci_config c;
 
 		if (!oci_config_parse(manifest_str(m, m->hdr->config_off), m->hdr->config_len,
-				      &c, &why))
+				      &c, cwhy, sizeof(cwhy)))
 			oci_config_free(&c);
 	}
 	manifest_find(m, "/etc/passwd");

@@ -10,11 +10,11 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct oci_config c;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 
 	fuzz_dir();
-	if (!fuzz_result("oci_config_parse", oci_config_parse((const char *)data, size, &c, &why),
-			 why))
+	if (!fuzz_result("oci_config_parse",
+			 oci_config_parse((const char *)data, size, &c, why, sizeof(why)), why))
 		oci_config_free(&c);
 	return 0;
 }

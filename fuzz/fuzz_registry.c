@@ -25,10 +25,11 @@ static void document(const char *json, size_t len)
 	struct oci_refs refs = { 0 };
 	uint8_t (*manifests)[SHA256_LEN] = NULL;
 	size_t n = 0;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 
 	if (!fuzz_result("oci_index_parse",
-			 oci_index_parse(json, len, &refs, &manifests, &n, &why), why)) {
+			 oci_index_parse(json, len, &refs, &manifests, &n, why,
+					 sizeof(why)), why)) {
 		oci_refs_sort(&refs);
 		for (size_t i = 0; i < refs.n; i++)
 			if (!oci_refs_find(&refs, refs.v[i].chunk))
@@ -56,11 +57,11 @@ static void challenge(const char *s)
 
 static void token(const char *json, size_t len)
 {
-	const char *why = NULL;
-	struct json_object *root = oci_json_parse(json, len, OCI_JSON_TOKEN, &why);
+	char why[WHY_MAX] = "";
+	struct json_object *root;
 
-	if (!root) {
-		if (!why)
+	if (oci_json_parse(json, len, OCI_JSON_TOKEN, &root, why, sizeof(why))) {
+		if (!why[0])
 			abort(); /* a refusal says why */
 		return;
 	}
@@ -72,7 +73,7 @@ static void token(const char *json, size_t len)
 static void location(char *s)
 {
 	char *ref, *out = NULL, *next = NULL;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	int ret;
 
 	/* the whole input as a Link header of a tag list's page (http_link_next) */
@@ -84,14 +85,14 @@ static void location(char *s)
 	if (!ref)
 		return;
 	*ref++ = '\0';
-	ret = http_url_resolve(s, ref, "digest=sha256:00", &out, &why);
+	ret = http_url_resolve(s, ref, "digest=sha256:00", &out, why, sizeof(why));
 	if (!ret) {
 		if (!out)
 			abort(); /* resolved: a URL */
 		(void)http_same_origin(s, out);
 		if (!http_same_origin(out, out) && !strncmp(out, "http", 4))
 			abort(); /* an http(s) URL that parses is its own origin */
-	} else if (ret == -EINVAL && !why) {
+	} else if (ret == -EINVAL && !why[0]) {
 		abort(); /* a refusal says why */
 	}
 	free(out);

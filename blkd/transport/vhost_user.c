@@ -76,12 +76,12 @@ int vhost_user_conn_run(struct vhost_user_dev *d, int fd, volatile sig_atomic_t 
 	while (!stopped(stop)) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
 		int fds[VU_MAX_FDS];
-		const char *why;
+		char why[WHY_MAX];
 		unsigned nfds;
 
 		if (poll(&p, 1, VU_POLL_MS) <= 0 || !p.revents)
 			continue;
-		ret = vu_msg_recv(fd, m, fds, &nfds, &why);
+		ret = vu_msg_recv(fd, m, fds, &nfds, why, sizeof(why));
 		if (ret == 1) {
 			ret = vu_msg_handle(d, fd, m, fds, nfds);
 			if (!ret)

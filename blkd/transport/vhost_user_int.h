@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../../common/why.h"
 #include "../virtio/vq_runner.h"
 #include "vhost_user.h"
 #include "vhost_user_proto.h"
@@ -111,7 +112,7 @@ void vu_queue_set_fd(struct vu_queue *q, int *slot, int fd);
  * end of stream between messages, -EPROTO for a malformed one (why says what), or
  * -errno. The fds received are in fds[0..*nfds); the caller closes those it does not keep.
  */
-int vu_msg_recv(int fd, struct vu_msg *m, int *fds, unsigned *nfds, const char **why);
+int vu_msg_recv(int fd, struct vu_msg *m, int *fds, unsigned *nfds, char *why, size_t why_len);
 /*
  * Handle one message; replies on fd (bounded: VU_REPLY_TIMEOUT_MS, d->stop). -EPROTO: drop
  * the connection (logged, unless the master is gone); -ECANCELED: the server is stopping.

@@ -113,39 +113,36 @@ static int recv_all(int fd, void *buf, size_t len, int *fds, unsigned *nfds, boo
 	return 0;
 }
 
-int vu_msg_recv(int fd, struct vu_msg *m, int *fds, unsigned *nfds, const char **why)
+int vu_msg_recv(int fd, struct vu_msg *m, int *fds, unsigned *nfds, char *why, size_t why_len)
 {
 	bool extra = false;
 	int ret;
 
 	*nfds = 0;
-	*why = NULL;
+	if (why_len)
+		why[0] = '\0';
 	ret = recv_all(fd, &m->hdr, VU_HDR_SIZE, fds, nfds, &extra);
 	if (ret == -ECONNRESET)
 		return 0;
-	if (ret < 0) {
-		*why = ret == -EPROTO ? "short header" : ret == -ETIMEDOUT ? "incomplete message" :
-		       NULL;
-		return ret == -ETIMEDOUT ? -EPROTO : ret;
-	}
-	if ((m->hdr.flags & VU_FLAG_VERSION_MASK) != VU_VERSION) {
-		*why = "bad version in header flags";
-		return -EPROTO;
-	}
-	if (m->hdr.size > VU_PAYLOAD_MAX) {
-		*why = "payload too large";
-		return -EPROTO;
-	}
+	if (ret == -EPROTO)
+		return why_set(why, why_len, ret, "short header");
+	if (ret == -ETIMEDOUT)
+		return why_set(why, why_len, -EPROTO, "incomplete message");
+	if (ret < 0)
+		return ret;
+	if ((m->hdr.flags & VU_FLAG_VERSION_MASK) != VU_VERSION)
+		return why_set(why, why_len, -EPROTO, "bad version in header flags");
+	if (m->hdr.size > VU_PAYLOAD_MAX)
+		return why_set(why, why_len, -EPROTO, "payload too large");
 	ret = recv_all(fd, &m->p, m->hdr.size, fds, nfds, &extra);
-	if (ret < 0) {
-		*why = ret == -ECONNRESET || ret == -EPROTO ? "short payload" :
-		       ret == -ETIMEDOUT ? "incomplete message" : NULL;
-		return ret == -ECONNRESET || ret == -ETIMEDOUT ? -EPROTO : ret;
-	}
-	if (extra) {
-		*why = "too many file descriptors";
-		return -EPROTO;
-	}
+	if (ret == -ECONNRESET || ret == -EPROTO)
+		return why_set(why, why_len, -EPROTO, "short payload");
+	if (ret == -ETIMEDOUT)
+		return why_set(why, why_len, -EPROTO, "incomplete message");
+	if (ret < 0)
+		return ret;
+	if (extra)
+		return why_set(why, why_len, -EPROTO, "too many file descriptors");
 	return 1;
 }
 

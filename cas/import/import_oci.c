@@ -142,7 +142,7 @@ static int fd_json(const struct oci_image *im, int fd, uint64_t size, const uint
 		   const char *label, enum oci_json_kind kind, char **text, size_t *len,
 		   struct json_object **obj)
 {
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	char *buf;
 	size_t n;
 	int ret;
@@ -151,7 +151,7 @@ static int fd_json(const struct oci_image *im, int fd, uint64_t size, const uint
 			    label);
 	if (ret)
 		return ret;
-	*obj = oci_json_parse(buf, n, kind, &why);
+	oci_json_parse(buf, n, kind, obj, why, sizeof(why));
 	if (!*obj || !json_object_is_type(*obj, json_type_object)) {
 		why_first(im->ic->why, im->ic->why_len, -EBADMSG, "%s: %s", label,
 			  *obj ? "not a JSON object" : why);

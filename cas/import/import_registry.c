@@ -97,7 +97,7 @@ static int get_doc(struct pull *pl, const char *ref, const uint8_t *want, uint8_
 		   size_t *len, uint8_t sum[SHA256_LEN], struct json_object **doc)
 {
 	char why[1024], hex[SHA256_HEX_LEN + 1];
-	const char *jwhy = NULL;
+	char jwhy[WHY_MAX] = "";
 	int ret;
 
 	ret = registry_get_manifest(pl->r, ref, OCI_JSON_INDEX_MAX, body, len, why, sizeof(why));
@@ -119,7 +119,7 @@ static int get_doc(struct pull *pl, const char *ref, const uint8_t *want, uint8_
 		return why_first(pl->ic->why, pl->ic->why_len, -EBADMSG,
 				 "%s: manifest %s: digest mismatch: the "
 				 "registry sent sha256:%s", pl->label, ref, hex);
-	*doc = oci_json_parse((const char *)*body, *len, OCI_JSON_INDEX, &jwhy);
+	oci_json_parse((const char *)*body, *len, OCI_JSON_INDEX, doc, jwhy, sizeof(jwhy));
 	if (!*doc || !json_object_is_type(*doc, json_type_object))
 		return why_first(pl->ic->why, pl->ic->why_len, -EBADMSG,
 				 "%s: manifest sha256:%s: %s", pl->label, hex,

@@ -63,7 +63,7 @@ static int write_manifest(struct import_ctx *ic, const struct import_opts *o,
 			  struct import_result *res)
 {
 	struct manifest_writer *w = manifest_writer_new(chunker_chunk_size(ic->chunker));
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	int ret;
 
 	if (!w)
@@ -75,10 +75,10 @@ static int write_manifest(struct import_ctx *ic, const struct import_opts *o,
 		why_first(ic->why, ic->why_len, ret, "building manifest: %s", strerror(-ret));
 	} else {
 		res->entries = tree_node_count(ic->tree);
-		ret = manifest_writer_write(w, o->output, res->digest, &why);
+		ret = manifest_writer_write(w, o->output, res->digest, why, sizeof(why));
 		if (ret)
 			why_first(ic->why, ic->why_len, ret, "%s: %s", o->output,
-				  why ? why : strerror(-ret));
+				  why[0] ? why : strerror(-ret));
 	}
 	manifest_writer_free(w);
 	return ret ? ret : image_totals(ic, o->output, res);

@@ -36,7 +36,7 @@ struct comps {
  * back the component before it. A ".." with nothing left to take back would climb out of
  * the root: refused, a layer must not name anything outside its root.
  */
-static int split_path(const char *p, struct comps *out, const char **why)
+static int split_path(const char *p, struct comps *out, char *why, size_t why_len)
 {
 	out->n = 0;
 	while (*p) {
@@ -52,15 +52,14 @@ static int split_path(const char *p, struct comps *out, const char **why)
 			continue;
 		if (len == 2 && s[0] == '.' && s[1] == '.') {
 			if (out->n == 0) {
-				*why = "'..' climbs out of the root";
-				return -EINVAL;
+				return why_set(why, why_len, -EINVAL,
+					       "'..' climbs out of the root");
 			}
 			out->n--;
 			continue;
 		}
 		if (out->n == IMPORT_MAX_DEPTH) {
-			*why = IMPORT_TOO_DEEP;
-			return -EINVAL;
+			return why_set(why, why_len, -EINVAL, "%s", IMPORT_TOO_DEEP);
 		}
 		out->c[out->n] = s;
 		out->len[out->n] = len;
@@ -74,7 +73,7 @@ static int split_path(const char *p, struct comps *out, const char **why)
  * (as a tar extractor would). Refuses to pass through a symlink or a non-directory.
  */
 static int walk_parent(struct import_ctx *ic, const struct comps *c, uint32_t layer, bool create,
-		       struct tree_node **out, const char **why)
+		       struct tree_node **out, char *why, size_t why_len)
 {
 	struct tree_node *dir = tree_root(ic->tree);
 
@@ -95,11 +94,10 @@ static int walk_parent(struct import_ctx *ic, const struct comps *c, uint32_t la
 			if (!n)
 				return -ENOMEM;
 		} else if (n->ino->type == MF_SYMLINK) {
-			*why = "climbs through a symlinked parent directory";
-			return -ELOOP;
+			return why_set(why, why_len, -ELOOP,
+				       "climbs through a symlinked parent directory");
 		} else if (n->ino->type != MF_DIR) {
-			*why = "a parent is not a directory";
-			return -ENOTDIR;
+			return why_set(why, why_len, -ENOTDIR, "a parent is not a directory");
 		}
 		dir = n;
 	}
@@ -223,7 +221,7 @@ static bool ends_in_padding(struct archive *a)
 
 /* 0, -errno, or TAR_ENDED: the member is complete and the archive ends with it. */
 static int read_data(struct import_ctx *ic, struct archive *a, struct archive_entry *e,
-		     struct tree_inode *ino, uint64_t size, const char **why)
+		     struct tree_inode *ino, uint64_t size, char *why, size_t why_len)
 {
 	bool sparse = sym_archive_entry_sparse_count(e) > 0, ended = false;
 	struct import_stream st;
@@ -246,13 +244,12 @@ static int read_data(struct import_ctx *ic, struct archive *a, struct archive_en
 		}
 		if (r < ARCHIVE_WARN) {
 			import_stream_abort(&st);
-			*why = sym_archive_error_string(a);
-			return -EIO;
+			return why_set(why, why_len, -EIO, "%s", sym_archive_error_string(a) ?
+				       sym_archive_error_string(a) : strerror(EIO));
 		}
 		if (off < 0 || (uint64_t)off < st.pos) {
 			import_stream_abort(&st);
-			*why = "sparse map goes backwards";
-			return -EINVAL;
+			return why_set(why, why_len, -EINVAL, "sparse map goes backwards");
 		}
 		ret = import_stream_hole(&st, (uint64_t)off - st.pos);
 		if (!ret && len)
@@ -266,7 +263,7 @@ static int read_data(struct import_ctx *ic, struct archive *a, struct archive_en
 		size = st.pos;
 	ret = import_stream_end(&st, size);
 	if (ret == -EIO)
-		*why = "archive ends inside the file's data";
+		why_set(why, why_len, ret, "archive ends inside the file's data");
 	ic->files++;
 	import_progress(ic);
 	return ret ? ret : ended ? TAR_ENDED : 0;
@@ -311,7 +308,8 @@ static bool is_whiteout(const struct comps *c)
 }
 
 static int apply_entry(struct import_ctx *ic, struct archive *a, struct archive_entry *e,
-		       uint32_t layer, bool whiteouts, const char **why, const char **warn)
+		       uint32_t layer, bool whiteouts, char *why, size_t why_len,
+		       const char **warn)
 {
 	const char *path = sym_archive_entry_pathname(e);
 	const char *hl = sym_archive_entry_hardlink(e);
@@ -322,42 +320,37 @@ static int apply_entry(struct import_ctx *ic, struct archive *a, struct archive_
 	int ret;
 
 	if (!path) {
-		*why = "entry without a usable path name";
-		return -EINVAL;
+		return why_set(why, why_len, -EINVAL, "entry without a usable path name");
 	}
-	ret = split_path(path, &c, why);
+	ret = split_path(path, &c, why, why_len);
 	if (ret)
 		return ret;
 	if (whiteouts && is_whiteout(&c)) {
-		ret = walk_parent(ic, &c, layer, false, &dir, why);
+		ret = walk_parent(ic, &c, layer, false, &dir, why, why_len);
 		return ret ? ret : whiteout(ic, dir, &c, layer);
 	}
 	if (hl) {
-		ret = split_path(hl, &hc, why);
+		ret = split_path(hl, &hc, why, why_len);
 		if (ret)
 			return ret;
 		if (hc.n == 0) {
-			*why = "hardlink to the root directory";
-			return -EINVAL;
+			return why_set(why, why_len, -EINVAL, "hardlink to the root directory");
 		}
-		ret = walk_parent(ic, &hc, layer, false, &dir, why);
+		ret = walk_parent(ic, &hc, layer, false, &dir, why, why_len);
 		if (ret)
 			return ret;
 		n = dir ? tree_lookup(ic->tree, dir, hc.c[hc.n - 1], hc.len[hc.n - 1]) : NULL;
 		if (!n) {
-			*why = "hardlink to a missing target";
-			return -ENOENT;
+			return why_set(why, why_len, -ENOENT, "hardlink to a missing target");
 		}
 		if (n->ino->type == MF_DIR) {
-			*why = "hardlink to a directory";
-			return -EINVAL;
+			return why_set(why, why_len, -EINVAL, "hardlink to a directory");
 		}
 		if (c.n == 0) {
-			*why = "hardlink over the root directory";
-			return -EINVAL;
+			return why_set(why, why_len, -EINVAL, "hardlink over the root directory");
 		}
 		ino = n->ino;
-		ret = walk_parent(ic, &c, layer, true, &dir, why);
+		ret = walk_parent(ic, &c, layer, true, &dir, why, why_len);
 		if (ret)
 			return ret;
 		n = tree_lookup(ic->tree, dir, c.c[c.n - 1], c.len[c.n - 1]);
@@ -368,20 +361,18 @@ static int apply_entry(struct import_ctx *ic, struct archive *a, struct archive_
 	}
 	type = entry_type(e);
 	if (!type) {
-		*why = "unsupported entry type";
-		return -EINVAL;
+		return why_set(why, why_len, -EINVAL, "unsupported entry type");
 	}
 	if (c.n == 0) { /* "/", "./": the root directory's own attributes */
 		if (type != MF_DIR) {
-			*why = "the root is not a directory";
-			return -EINVAL;
+			return why_set(why, why_len, -EINVAL, "the root is not a directory");
 		}
 		ino = tree_root(ic->tree)->ino;
 		entry_attrs(e, ino);
 		ino->xattr_count = 0;
 		return entry_xattrs(ic, e, ino, warn);
 	}
-	ret = walk_parent(ic, &c, layer, true, &dir, why);
+	ret = walk_parent(ic, &c, layer, true, &dir, why, why_len);
 	if (ret)
 		return ret;
 	ino = tree_inode_new(ic->tree, type);
@@ -396,12 +387,11 @@ static int apply_entry(struct import_ctx *ic, struct archive *a, struct archive_
 		size_t tlen = target ? strlen(target) : 0;
 
 		if (!tlen) {
-			*why = "symlink without a target";
-			return -EINVAL;
+			return why_set(why, why_len, -EINVAL, "symlink without a target");
 		}
 		if (tlen > 4095) {
-			*why = "symlink target longer than 4095 bytes";
-			return -ENAMETOOLONG;
+			return why_set(why, why_len, -ENAMETOOLONG,
+				       "symlink target longer than 4095 bytes");
 		}
 		ino->link = tree_strdup(ic->tree, target, tlen);
 		if (!ino->link)
@@ -412,7 +402,7 @@ static int apply_entry(struct import_ctx *ic, struct archive *a, struct archive_
 	if (type == MF_REG) {
 		la_int64_t size = sym_archive_entry_size_is_set(e) ? sym_archive_entry_size(e) : 0;
 
-		ret = read_data(ic, a, e, ino, size > 0 ? (uint64_t)size : 0, why);
+		ret = read_data(ic, a, e, ino, size > 0 ? (uint64_t)size : 0, why, why_len);
 		if (ret < 0)
 			return ret;
 	}
@@ -425,11 +415,13 @@ int import_tar_archive(struct import_ctx *ic, struct archive *a, uint32_t layer,
 {
 	struct archive_entry *e;
 	uint64_t count = 0;
+	char why[WHY_MAX];
 
 	for (;;) {
-		const char *why = NULL, *warn = NULL;
+		const char *warn = NULL;
 		int r = sym_archive_read_next_header(a, &e), ret;
 
+		why[0] = '\0';
 		if (r == ARCHIVE_EOF)
 			break;
 		if (r == ARCHIVE_WARN) {
@@ -440,7 +432,7 @@ int import_tar_archive(struct import_ctx *ic, struct archive *a, uint32_t layer,
 			return why_first(ic->why, ic->why_len, -EIO, "%s: %s", what,
 					 msg ? msg : "corrupt archive");
 		}
-		ret = apply_entry(ic, a, e, layer, whiteouts, &why, &warn);
+		ret = apply_entry(ic, a, e, layer, whiteouts, why, sizeof(why), &warn);
 		if (warn && ret >= 0) {
 			const char *p = sym_archive_entry_pathname(e);
 
@@ -460,7 +452,7 @@ int import_tar_archive(struct import_ctx *ic, struct archive *a, uint32_t layer,
 
 			return why_first(ic->why, ic->why_len, ret, "%s: %s: %s", what,
 					 p ? import_brief(p, brief) : "?",
-					 why ? why : strerror(-ret));
+					 why[0] ? why : strerror(-ret));
 		}
 		count++;
 	}

@@ -223,10 +223,9 @@ static int da_scan(struct da *da)
 	return ret < 0 ? ret : 0;
 }
 
-/* The regular member that name leads to (through links), or NULL. */
-static struct da_member *da_lookup(struct da *da, const char *name, const char **why)
+/* The regular member that name leads to (through links), or NULL with why. */
+static struct da_member *da_lookup(struct da *da, const char *name, char *why, size_t why_len)
 {
-	*why = "not in the archive";
 	for (int hop = 0; hop < DA_MAX_LINK_HOPS; hop++) {
 		struct da_member *m = NULL;
 
@@ -236,17 +235,19 @@ static struct da_member *da_lookup(struct da *da, const char *name, const char *
 				break;
 			}
 		}
-		if (!m)
+		if (!m) {
+			why_set(why, why_len, 0, "not in the archive");
 			return NULL;
+		}
 		if (m->reg)
 			return m;
 		if (!m->link) {
-			*why = "not a regular file";
+			why_set(why, why_len, 0, "not a regular file");
 			return NULL;
 		}
 		name = m->link;
 	}
-	*why = "too many levels of links";
+	why_set(why, why_len, 0, "too many levels of links");
 	return NULL;
 }
 
@@ -459,11 +460,11 @@ struct da_image {
 static struct da_member *need(struct da *da, const char *ref, const char *what)
 {
 	char path[PATH_MAX], pb[160];
-	const char *why = "bad path";
+	char why[WHY_MAX] = "bad path";
 	struct da_member *m = NULL;
 
 	if (ref[0] != '/' && !oci_path_normalize(NULL, ref, path, sizeof(path)))
-		m = da_lookup(da, path, &why);
+		m = da_lookup(da, path, why, sizeof(why));
 	if (!m) {
 		why_first(da->ic->why, da->ic->why_len, -ENOENT, "%s: %s %s: %s", da->label, what,
 			  esc_str(ref, pb, sizeof(pb)), why);
@@ -482,10 +483,11 @@ static bool member_digest(const struct da_member *m, const char *ref, uint8_t d[
 static int da_parse_manifest(struct da *da, struct da_image *im)
 {
 	struct json_object *img, *layers;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	char what[32];
 
-	im->list = oci_json_parse(da->manifest, da->manifest_len, OCI_JSON_DOCKER, &why);
+	oci_json_parse(da->manifest, da->manifest_len, OCI_JSON_DOCKER, &im->list, why,
+		       sizeof(why));
 	if (!im->list || !json_object_is_type(im->list, json_type_array))
 		return why_first(da->ic->why, da->ic->why_len, -EBADMSG, "%s: manifest.json: %s",
 				 da->label,
@@ -528,7 +530,7 @@ static int da_import(struct da *da)
 {
 	struct da_image im = { 0 };
 	struct json_object *cfg = NULL;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	char what[PATH_MAX + 128], pb[160], *ctext = NULL;
 	uint8_t cdigest[SHA256_LEN];
 	size_t clen = 0;
@@ -547,7 +549,7 @@ static int da_import(struct da *da)
 			    &ctext, &clen, what);
 	if (ret)
 		goto out;
-	cfg = oci_json_parse(ctext, clen, OCI_JSON_CONFIG, &why);
+	oci_json_parse(ctext, clen, OCI_JSON_CONFIG, &cfg, why, sizeof(why));
 	if (!cfg || !json_object_is_type(cfg, json_type_object)) {
 		ret = why_first(da->ic->why, da->ic->why_len, -EBADMSG, "%s: %s", what,
 				cfg ? "not a JSON object" : why);

@@ -94,11 +94,11 @@ int64_t http_date_parse(const char *s);
 /*
  * URLs, parsed by libcurl's URL API (http_url.c; loads libcurl if need be). ref resolved
  * against base (ref absolute, or a path relative to base), with query appended to its query
- * when not NULL, into *out (malloc'ed). -EINVAL with *why when the result is not an http(s)
+ * when not NULL, into *out (malloc'ed). -EINVAL with why when the result is not an http(s)
  * URL or carries credentials (user[:password]@host), -ENOMEM, -ELIBACC.
  */
 int http_url_resolve(const char *base, const char *ref, const char *query, char **out,
-		     const char **why);
+		     char *why, size_t why_len);
 /*
  * The target of the link whose rel is "next" in a Link header's value (RFC 8288: <URI>; rel="next",
  * links separated by commas; a registry's next page of a list), into *ref (malloc'ed, as

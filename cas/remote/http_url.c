@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "../../common/dl_curl.h"
+#include "../../common/why.h"
 
 static CURLU *url_new(void)
 {
@@ -41,7 +42,7 @@ static bool url_has_part(CURLU *u, CURLUPart what)
 }
 
 int http_url_resolve(const char *base, const char *ref, const char *query, char **out,
-		     const char **why)
+		     char *why, size_t why_len)
 {
 	CURLU *u;
 	char *scheme = NULL;
@@ -53,17 +54,17 @@ int http_url_resolve(const char *base, const char *ref, const char *query, char 
 	u = sym_curl_url();
 	if (!u)
 		return -ENOMEM;
-	*why = "not a valid URL";
+	why_set(why, why_len, 0, "not a valid URL");
 	if (sym_curl_url_set(u, CURLUPART_URL, base, 0) != CURLUE_OK ||
 	    sym_curl_url_set(u, CURLUPART_URL, ref, 0) != CURLUE_OK)
 		goto out;
 	scheme = url_part(u, CURLUPART_SCHEME, 0);
 	if (!scheme || (strcasecmp(scheme, "http") && strcasecmp(scheme, "https"))) {
-		*why = "not an http(s) URL";
+		why_set(why, why_len, 0, "not an http(s) URL");
 		goto out;
 	}
 	if (url_has_part(u, CURLUPART_USER) || url_has_part(u, CURLUPART_PASSWORD)) {
-		*why = "carries credentials (user@host)";
+		why_set(why, why_len, 0, "carries credentials (user@host)");
 		goto out;
 	}
 	if (query && sym_curl_url_set(u, CURLUPART_QUERY, query, CURLU_APPENDQUERY) != CURLUE_OK)

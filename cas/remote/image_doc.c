@@ -9,6 +9,7 @@
 #include <json-c/json.h>
 
 #include "../oci_json.h"
+#include "../../common/why.h"
 #include "../../common/json_out.h"
 
 /* ------------------------------------------------------------------ building */
@@ -132,28 +133,24 @@ int image_json_build(const struct image_desc *d, const char *created, char **out
 
 /* ------------------------------------------------------------------ parsing */
 
-static struct json_object *parse_root(const char *json, size_t len, enum oci_json_kind kind,
-				      int *err, const char **why)
+/* A JSON object of kind into *root: 0, or -EBADMSG, -EFBIG (over a limit), -ENOMEM, with why. */
+static int parse_root(const char *json, size_t len, enum oci_json_kind kind,
+		      struct json_object **root, char *why, size_t why_len)
 {
-	struct json_object *root;
+	int ret;
 
-	*err = -EBADMSG;
-	if (!json || !len || memchr(json, '\0', len)) {
-		*why = "empty document, or a NUL byte in it";
-		return NULL;
+	*root = NULL;
+	if (!json || !len || memchr(json, '\0', len))
+		return why_set(why, why_len, -EBADMSG, "empty document, or a NUL byte in it");
+	ret = oci_json_parse(json, len, kind, root, why, why_len);
+	if (ret)
+		return ret;
+	if (!json_object_is_type(*root, json_type_object)) {
+		json_object_put(*root);
+		*root = NULL;
+		return why_set(why, why_len, -EBADMSG, "not a JSON object");
 	}
-	root = oci_json_parse(json, len, kind, why);
-	if (!root) {
-		if (oci_json_over_limit(kind, *why))
-			*err = -EFBIG;
-		return NULL;
-	}
-	if (!json_object_is_type(root, json_type_object)) {
-		*why = "not a JSON object";
-		json_object_put(root);
-		return NULL;
-	}
-	return root;
+	return 0;
 }
 
 static int get_u64(struct json_object *o, const char *key, uint64_t *v)
@@ -183,7 +180,7 @@ static uint64_t annot_u64(struct json_object *ann, const char *key)
 	return *end ? 0 : v;
 }
 
-static int parse_layer(struct json_object *l, struct image_desc *d, const char **why)
+static int parse_layer(struct json_object *l, struct image_desc *d, char *why, size_t why_len)
 {
 	const char *mt = oci_json_str(l, "mediaType");
 	struct json_object *ann = oci_json_get(l, "annotations", json_type_object);
@@ -191,15 +188,13 @@ static int parse_layer(struct json_object *l, struct image_desc *d, const char *
 	char dig[8 + SHA256_HEX_LEN + 1];
 	const char *lhex;
 
-	if (!mt || oci_digest_parse(oci_json_str(l, "digest"), f.sha) || get_u64(l, "size", &f.size)) {
-		*why = "image manifest layer without a mediaType, a sha256 digest or a size";
-		return -EBADMSG;
-	}
+	if (!mt || oci_digest_parse(oci_json_str(l, "digest"), f.sha) || get_u64(l, "size", &f.size))
+		return why_set(why, why_len, -EBADMSG,
+			       "image manifest layer without a mediaType, a sha256 digest or a size");
 	if (!strcmp(mt, IMAGE_MT_MANIFEST)) {
-		if (d->has_manifest) {
-			*why = "image manifest with two lazyblk manifests";
-			return -EBADMSG;
-		}
+		if (d->has_manifest)
+			return why_set(why, why_len, -EBADMSG,
+				       "image manifest with two lazyblk manifests");
 		memcpy(f.digest, f.sha, SHA256_LEN);
 		d->manifest = f;
 		d->has_manifest = true;
@@ -210,42 +205,38 @@ static int parse_layer(struct json_object *l, struct image_desc *d, const char *
 	lhex = ann ? oci_json_str(ann, IMAGE_ANNOT_LAYOUT) : NULL;
 	/* all of it (a cut copy would take "HEX64 and trailing junk" for HEX64) */
 	if (!lhex || snprintf(dig, sizeof(dig), "sha256:%s", lhex) >= (int)sizeof(dig) ||
-	    oci_digest_parse(dig, f.digest)) {
-		*why = "layout layer without its org.lazyblk.layout annotation (64 lowercase hex)";
-		return -EBADMSG;
-	}
-	if (d->has_manifest || d->n_layouts == IMAGE_LAYERS_MAX) {
-		*why = d->has_manifest ? "image manifest with a layout after its manifest"
-				       : "image chain longer than 64 layouts";
-		return -EBADMSG;
-	}
+	    oci_digest_parse(dig, f.digest))
+		return why_set(why, why_len, -EBADMSG,
+			       "layout layer without its org.lazyblk.layout annotation (64 lowercase hex)");
+	if (d->has_manifest || d->n_layouts == IMAGE_LAYERS_MAX)
+		return why_set(why, why_len, -EBADMSG, "%s", d->has_manifest
+			       ? "image manifest with a layout after its manifest"
+				       : "image chain longer than 64 layouts");
 	d->layouts[d->n_layouts++] = f;
 	return 0;
 }
 
 int image_oci_manifest_parse(const char *json, size_t len, struct image_desc *d,
-			     const char **why)
+			     char *why, size_t why_len)
 {
 	struct json_object *root, *layers, *ann;
 	int ret;
 
 	memset(d, 0, sizeof(*d));
-	root = parse_root(json, len, OCI_JSON_MANIFEST, &ret, why);
-	if (!root)
+	ret = parse_root(json, len, OCI_JSON_MANIFEST, &root, why, why_len);
+	if (ret)
 		return ret;
 	layers = oci_json_get(root, "layers", json_type_array);
 	if (!layers || !oci_json_str(root, "artifactType") ||
 	    strcmp(oci_json_str(root, "artifactType"), IMAGE_ARTIFACT)) {
-		*why = "not a lazyblk image manifest";
+		ret = why_set(why, why_len, -EBADMSG, "not a lazyblk image manifest");
 		goto out;
 	}
 	ret = 0;
 	for (size_t i = 0; !ret && i < json_object_array_length(layers); i++)
-		ret = parse_layer(json_object_array_get_idx(layers, i), d, why);
-	if (!ret && !d->n_layouts) {
-		*why = "lazyblk image manifest without a layout";
-		ret = -EBADMSG;
-	}
+		ret = parse_layer(json_object_array_get_idx(layers, i), d, why, why_len);
+	if (!ret && !d->n_layouts)
+		ret = why_set(why, why_len, -EBADMSG, "lazyblk image manifest without a layout");
 	ann = oci_json_get(root, "annotations", json_type_object);
 	d->chunks = annot_u64(ann, IMAGE_ANNOT_CHUNKS);
 	d->disk_size = annot_u64(ann, IMAGE_ANNOT_DISK_SIZE);
@@ -255,18 +246,18 @@ out:
 }
 
 int image_oci_index_parse(const char *json, size_t len, uint8_t man[SHA256_LEN],
-			  uint64_t *size, const char **why)
+			  uint64_t *size, char *why, size_t why_len)
 {
 	struct json_object *root, *list;
 	const char *at;
 	int ret;
 
-	root = parse_root(json, len, OCI_JSON_INDEX, &ret, why);
-	if (!root)
+	ret = parse_root(json, len, OCI_JSON_INDEX, &root, why, why_len);
+	if (ret)
 		return ret;
 	list = oci_json_get(root, "manifests", json_type_array);
 	ret = -ENOENT;
-	*why = "not a lazyblk image";
+	why_set(why, why_len, 0, "not a lazyblk image");
 	for (size_t i = 0; list && i < json_object_array_length(list); i++) {
 		struct json_object *m = json_object_array_get_idx(list, i);
 
@@ -274,8 +265,8 @@ int image_oci_index_parse(const char *json, size_t len, uint8_t man[SHA256_LEN],
 		if (!at || strcmp(at, IMAGE_ARTIFACT))
 			continue;
 		if (oci_digest_parse(oci_json_str(m, "digest"), man) || get_u64(m, "size", size)) {
-			*why = "image index entry without a sha256 digest or a size";
-			ret = -EBADMSG;
+			ret = why_set(why, why_len, -EBADMSG,
+				      "image index entry without a sha256 digest or a size");
 		} else {
 			ret = 0;
 		}
@@ -289,16 +280,15 @@ enum image_tag_kind image_tag_kind(const char *json, size_t len)
 {
 	uint8_t man[SHA256_LEN];
 	struct json_object *root;
-	const char *why = NULL, *mt, *at;
+	const char *mt, *at;
 	enum image_tag_kind kind = IMAGE_TAG_OTHER;
 	uint64_t size;
 	int ret;
 
-	ret = image_oci_index_parse(json, len, man, &size, &why);
+	ret = image_oci_index_parse(json, len, man, &size, NULL, 0);
 	if (ret != -ENOENT)
 		return ret ? IMAGE_TAG_OTHER : IMAGE_TAG_IMAGE;
-	root = parse_root(json, len, OCI_JSON_INDEX, &ret, &why);
-	if (!root)
+	if (parse_root(json, len, OCI_JSON_INDEX, &root, NULL, 0))
 		return IMAGE_TAG_OTHER;
 	mt = oci_json_str(root, "mediaType");
 	at = oci_json_str(root, "artifactType");
@@ -316,38 +306,42 @@ static int parse_file(struct json_object *o, struct image_file *f)
 	return 0;
 }
 
-int image_json_parse(const char *json, size_t len, struct image_desc *d, const char **why)
+int image_json_parse(const char *json, size_t len, struct image_desc *d, char *why, size_t why_len)
 {
 	struct json_object *root, *list, *sv, *m;
 	size_t n;
 	int ret;
 
 	memset(d, 0, sizeof(*d));
-	root = parse_root(json, len, OCI_JSON_MANIFEST, &ret, why);
-	if (!root)
+	ret = parse_root(json, len, OCI_JSON_MANIFEST, &root, why, why_len);
+	if (ret)
 		return ret;
 	sv = oci_json_get(root, "schemaVersion", json_type_int);
 	list = oci_json_get(root, "layouts", json_type_array);
 	if (!sv || json_object_get_int64(sv) != 1 || !oci_json_str(root, "mediaType") ||
 	    strcmp(oci_json_str(root, "mediaType"), IMAGE_MT_JSON) || !list) {
-		*why = "not a lazyblk image.json (schemaVersion 1, mediaType " IMAGE_MT_JSON ")";
+		ret = why_set(why, why_len, -EBADMSG, "%s",
+			      "not a lazyblk image.json (schemaVersion 1, mediaType " IMAGE_MT_JSON ")");
 		goto out;
 	}
 	n = json_object_array_length(list);
 	if (!n || n > IMAGE_LAYERS_MAX) {
-		*why = "image.json lists no layout, or more than 64";
+		ret = why_set(why, why_len, -EBADMSG,
+			      "image.json lists no layout, or more than 64");
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (parse_file(json_object_array_get_idx(list, i), &d->layouts[i])) {
-			*why = "image.json layout without a digest, a sha256 or a size";
+			ret = why_set(why, why_len, -EBADMSG,
+				      "image.json layout without a digest, a sha256 or a size");
 			goto out;
 		}
 	}
 	d->n_layouts = (unsigned)n;
 	m = oci_json_get(root, "manifest", json_type_object);
 	if (m && parse_file(m, &d->manifest)) {
-		*why = "image.json manifest without a digest, a sha256 or a size";
+		ret = why_set(why, why_len, -EBADMSG,
+			      "image.json manifest without a digest, a sha256 or a size");
 		goto out;
 	}
 	d->has_manifest = m != NULL;
@@ -401,7 +395,8 @@ void image_names_free(char **names, size_t n)
 	free(names);
 }
 
-int image_names_parse(const char *json, size_t len, char ***names, size_t *n, const char **why)
+int image_names_parse(const char *json, size_t len, char ***names, size_t *n, char *why,
+		      size_t why_len)
 {
 	struct json_object *root, *list;
 	char **v = NULL;
@@ -410,12 +405,12 @@ int image_names_parse(const char *json, size_t len, char ***names, size_t *n, co
 
 	*names = NULL;
 	*n = 0;
-	root = parse_root(json, len, OCI_JSON_INDEX, &ret, why);
-	if (!root)
+	ret = parse_root(json, len, OCI_JSON_INDEX, &root, why, why_len);
+	if (ret)
 		return ret;
 	list = oci_json_get(root, "images", json_type_array);
 	if (!list) {
-		*why = "images/index.json without an images array";
+		ret = why_set(why, why_len, -EBADMSG, "images/index.json without an images array");
 		goto out;
 	}
 	cnt = json_object_array_length(list);
@@ -426,8 +421,8 @@ int image_names_parse(const char *json, size_t len, char ***names, size_t *n, co
 
 		if (!json_object_is_type(s, json_type_string) ||
 		    !image_name_valid(json_object_get_string(s))) {
-			*why = "images/index.json lists a name that is not [a-z0-9][a-z0-9._-]*";
-			ret = -EBADMSG;
+			ret = why_set(why, why_len, -EBADMSG,
+				      "images/index.json lists a name that is not [a-z0-9][a-z0-9._-]*");
 		} else if (!(v[k++] = strdup(json_object_get_string(s)))) {
 			ret = -ENOMEM;
 		}

@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "../../common/sha256.h"
+#include "../../common/why.h"
 #include "oci_index.h"
 
 #define IMAGE_ARTIFACT "application/vnd.lazyblk.image.v1"
@@ -61,11 +62,11 @@ int image_oci_build(const struct image_desc *d, const struct oci_refs *refs,
 		    struct oci_doc **docs, size_t *n);
 /*
  * A tag's document: the digest and size of its image manifest (the first manifest whose
- * artifactType is IMAGE_ARTIFACT). -ENOENT (*why "not a lazyblk image") for another
- * index or an image manifest; -EBADMSG with *why for a malformed one; -EFBIG, -ENOMEM.
+ * artifactType is IMAGE_ARTIFACT). -ENOENT (why "not a lazyblk image") for another
+ * index or an image manifest; -EBADMSG with why for a malformed one; -EFBIG, -ENOMEM.
  */
 int image_oci_index_parse(const char *json, size_t len, uint8_t man[SHA256_LEN],
-			  uint64_t *size, const char **why);
+			  uint64_t *size, char *why, size_t why_len);
 /*
  * What a tag's document is, for the commands that write a tag: a lazyblk image (an index
  * with an entry of IMAGE_ARTIFACT, as image_oci_index_parse takes it), a lazyblk chunk
@@ -75,21 +76,23 @@ int image_oci_index_parse(const char *json, size_t len, uint8_t man[SHA256_LEN],
  */
 enum image_tag_kind { IMAGE_TAG_CHUNKS, IMAGE_TAG_IMAGE, IMAGE_TAG_OTHER };
 enum image_tag_kind image_tag_kind(const char *json, size_t len);
-/* The image manifest into *d. -EBADMSG/-EFBIG with *why (static), -ENOMEM. */
+/* The image manifest into *d. -EBADMSG/-EFBIG with why, -ENOMEM. */
 int image_oci_manifest_parse(const char *json, size_t len, struct image_desc *d,
-			     const char **why);
+			     char *why, size_t why_len);
 
 /* image.json; created: RFC 3339 UTC ("2026-12-01T22:00:00Z"). -ENOMEM. */
 int image_json_build(const struct image_desc *d, const char *created, char **out, size_t *len);
 /* As image_oci_manifest_parse, for image.json. */
-int image_json_parse(const char *json, size_t len, struct image_desc *d, const char **why);
+int image_json_parse(const char *json, size_t len, struct image_desc *d, char *why,
+		     size_t why_len);
 
 /* A NAME of an HTTP store's images/: [a-z0-9][a-z0-9._-]*, at most 128 bytes. */
 bool image_name_valid(const char *name);
 /* images/index.json: {"schemaVersion":1,"images":[names sorted, once each]}. -ENOMEM. */
 int image_names_build(char **names, size_t n, char **out, size_t *len);
-/* Its names (malloc'ed array of malloc'ed strings). -EBADMSG with *why, -ENOMEM. */
-int image_names_parse(const char *json, size_t len, char ***names, size_t *n, const char **why);
+/* Its names (malloc'ed array of malloc'ed strings). -EBADMSG with why, -ENOMEM. */
+int image_names_parse(const char *json, size_t len, char ***names, size_t *n, char *why,
+		      size_t why_len);
 void image_names_free(char **names, size_t n);
 
 #endif

@@ -12,6 +12,7 @@
 
 #include "../oci_json.h"
 #include "remote_int.h"
+#include "../../common/why.h"
 
 struct gc_ctx {
 	struct remote *r;
@@ -46,7 +47,7 @@ static int load_index(struct gc_ctx *x, const char *ref, struct oci_refs *refs,
 {
 	uint8_t *buf = NULL, sum[SHA256_LEN];
 	size_t len, first = *n_mans;
-	const char *jw = NULL;
+	char jw[WHY_MAX] = "";
 	int ret;
 
 	ret = get_doc(x, ref, true, &buf, &len);
@@ -65,7 +66,7 @@ static int load_index(struct gc_ctx *x, const char *ref, struct oci_refs *refs,
 	if (doc_digest)
 		ret = sha256_buf(buf, len, doc_digest);
 	if (!ret)
-		ret = oci_index_parse((const char *)buf, len, refs, mans, n_mans, &jw);
+		ret = oci_index_parse((const char *)buf, len, refs, mans, n_mans, jw, sizeof(jw));
 	free(buf);
 	for (size_t i = first; !ret && i < *n_mans; i++) {
 		char hex[SHA256_HEX_LEN + 1], mref[8 + SHA256_HEX_LEN];
@@ -77,14 +78,15 @@ static int load_index(struct gc_ctx *x, const char *ref, struct oci_refs *refs,
 		if (ret)
 			return ret;
 		if (sha256_buf(buf, len, sum) || memcmp(sum, (*mans)[i], SHA256_LEN)) {
-			jw = "a manifest does not match its digest";
+			why_set(jw, sizeof(jw), 0, "a manifest does not match its digest");
 			ret = -EBADMSG;
 		} else {
-			ret = oci_index_parse((const char *)buf, len, refs, NULL, NULL, &jw);
+			ret = oci_index_parse((const char *)buf, len, refs, NULL, NULL, jw,
+					      sizeof(jw));
 		}
 		free(buf);
 	}
-	if (ret && jw)
+	if (ret && jw[0])
 		snprintf(x->why, x->why_len, "%s: tag %s: %s", remote_url(x->r), ref, jw);
 	return ret;
 }
@@ -119,7 +121,7 @@ static int gc_tag(void *arg, const char *t)
 {
 	struct gc_tags *g = arg;
 	struct gc_ctx *x = g->x;
-	const char *jw = NULL;
+	char jw[WHY_MAX] = "";
 	uint8_t *buf = NULL, man[SHA256_LEN], sum[SHA256_LEN], (*mans)[SHA256_LEN] = NULL;
 	uint64_t size;
 	size_t len, n_mans = 0;
@@ -133,9 +135,10 @@ static int gc_tag(void *arg, const char *t)
 	ret = sha256_buf(buf, len, sum);
 	if (!ret)
 		ret = live_add(x, (const uint8_t (*)[SHA256_LEN])sum, 1);
-	if (!ret && image_oci_index_parse((const char *)buf, len, man, &size, &jw)) {
+	if (!ret && image_oci_index_parse((const char *)buf, len, man, &size, jw, sizeof(jw))) {
 		/* not an image (its chunks are its own business): the manifests it lists stay */
-		if (oci_index_parse((const char *)buf, len, NULL, &mans, &n_mans, &jw) == -ENOMEM)
+		if (oci_index_parse((const char *)buf, len, NULL, &mans, &n_mans, jw,
+				    sizeof(jw)) == -ENOMEM)
 			ret = -ENOMEM;
 		else
 			ret = live_add(x, (const uint8_t (*)[SHA256_LEN])mans, n_mans);
@@ -296,16 +299,16 @@ int image_gc_oci(const struct image_gc_opts *o, struct image_gc_result *res, cha
 {
 	struct gc_ctx x = { .why = why, .why_len = why_len };
 	struct remote_opts ro = o->remote;
-	const char *w = NULL;
+	char w[WHY_MAX] = "";
 	int ret;
 
 	memset(res, 0, sizeof(*res));
 	if (why_len)
 		why[0] = '\0';
 	ro.push = !o->dry_run;
-	ret = remote_open(&ro, &x.r, &w);
+	ret = remote_open(&ro, &x.r, w, sizeof(w));
 	if (ret) {
-		snprintf(why, why_len, "%s: %s", ro.url, w ? w : strerror(-ret));
+		snprintf(why, why_len, "%s: %s", ro.url, w[0] ? w : strerror(-ret));
 		return ret;
 	}
 	x.repo = remote_is_oci(x.r) ? remote_oci_repo(x.r) : NULL;

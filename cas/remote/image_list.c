@@ -11,6 +11,7 @@
 #include <json-c/json.h>
 
 #include "../../common/grow.h"
+#include "../../common/why.h"
 #include "../oci_json.h"
 #include "remote_int.h"
 
@@ -42,7 +43,7 @@ static int list_tag(void *arg, const char *tag)
 	char rel[PATH_MAX], hex[SHA256_HEX_LEN + 1];
 	uint8_t *buf = NULL, man[SHA256_LEN], sum[SHA256_LEN];
 	struct image_desc d;
-	const char *jw = NULL;
+	char jw[WHY_MAX] = "";
 	uint64_t size;
 	size_t len;
 	int ret;
@@ -52,7 +53,7 @@ static int list_tag(void *arg, const char *tag)
 			     &buf, &len, x->why, x->why_len);
 	if (ret)
 		return ret == -ENOENT ? 0 : ret; /* deleted meanwhile */
-	ret = image_oci_index_parse((const char *)buf, len, man, &size, &jw);
+	ret = image_oci_index_parse((const char *)buf, len, man, &size, jw, sizeof(jw));
 	free(buf);
 	buf = NULL;
 	if (ret)
@@ -66,7 +67,7 @@ static int list_tag(void *arg, const char *tag)
 			 "digest", remote_url(x->r), tag);
 		ret = -EBADMSG;
 	}
-	if (!ret && image_oci_manifest_parse((const char *)buf, len, &d, &jw)) {
+	if (!ret && image_oci_manifest_parse((const char *)buf, len, &d, jw, sizeof(jw))) {
 		snprintf(x->why, x->why_len, "%s: tag %s: %s", remote_url(x->r), tag, jw);
 		ret = -EBADMSG;
 	}
@@ -82,7 +83,7 @@ static int list_oci(struct lister *x)
 static int list_http(struct lister *x)
 {
 	char rel[PATH_MAX], **names = NULL;
-	const char *jw = NULL;
+	char jw[WHY_MAX] = "";
 	uint8_t *buf = NULL;
 	size_t len, n = 0;
 	int ret;
@@ -100,7 +101,7 @@ static int list_http(struct lister *x)
 			ret = 0; /* listed, not (or no longer) there */
 			continue;
 		}
-		if (!ret && image_json_parse((const char *)buf, len, &d, &jw)) {
+		if (!ret && image_json_parse((const char *)buf, len, &d, jw, sizeof(jw))) {
 			snprintf(x->why, x->why_len, "%s%s: %s", remote_url(x->r), rel, jw);
 			ret = -EBADMSG;
 		}
@@ -118,7 +119,7 @@ int image_list(const struct remote_opts *o, struct image_entry **out, size_t *n,
 {
 	struct lister x = { .why = why, .why_len = why_len };
 	struct remote_opts ro = *o;
-	const char *w = NULL;
+	char w[WHY_MAX] = "";
 	int ret;
 
 	*out = NULL;
@@ -127,9 +128,9 @@ int image_list(const struct remote_opts *o, struct image_entry **out, size_t *n,
 	if (why_len)
 		why[0] = '\0';
 	ro.push = false;
-	ret = remote_open(&ro, &x.r, &w);
+	ret = remote_open(&ro, &x.r, w, sizeof(w));
 	if (ret) {
-		snprintf(why, why_len, "%s: %s", o->url, w ? w : strerror(-ret));
+		snprintf(why, why_len, "%s: %s", o->url, w[0] ? w : strerror(-ret));
 		return ret;
 	}
 	x.repo = remote_is_oci(x.r) ? remote_oci_repo(x.r) : NULL;

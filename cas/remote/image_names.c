@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "../oci_json.h"
+#include "../../common/why.h"
 
 struct names {
 	char **v;
@@ -51,7 +52,7 @@ int image_names_http(struct remote *r, const char *also, char ***names, size_t *
 		     bool *listed, char *why, size_t why_len)
 {
 	struct names x = { 0 };
-	const char *jw = NULL;
+	char jw[WHY_MAX] = "";
 	uint8_t *buf = NULL;
 	char **v = NULL;
 	size_t len, k = 0;
@@ -65,7 +66,7 @@ int image_names_http(struct remote *r, const char *also, char ***names, size_t *
 			     &len, why, why_len);
 	if (ret == -ENOENT)
 		ret = 0;
-	else if (!ret && (ret = image_names_parse((const char *)buf, len, &v, &k, &jw)))
+	else if (!ret && (ret = image_names_parse((const char *)buf, len, &v, &k, jw, sizeof(jw))))
 		snprintf(why, why_len, "%simages/index.json: %s", remote_url(r), jw);
 	free(buf);
 	for (size_t i = 0; !ret && i < k; i++)

@@ -10,6 +10,7 @@
 
 #include "../../common/fsutil.h"
 #include "../../common/log.h"
+#include "../../common/why.h"
 #include "../oci_json.h"
 #include "remote_int.h"
 
@@ -196,15 +197,15 @@ int image_push(const struct image_push_opts *o, struct image_push_stats *st, cha
 {
 	struct ipush x = { .o = o, .st = st };
 	struct cas_push_opts po = o->push;
-	const char *w = NULL;
+	char w[WHY_MAX] = "";
 	int ret;
 
 	memset(st, 0, sizeof(*st));
 	if (why_len)
 		why[0] = '\0';
-	ret = image_ref_parse(o->push.remote.url, &x.ref, &w);
+	ret = image_ref_parse(o->push.remote.url, &x.ref, w, sizeof(w));
 	if (ret) {
-		snprintf(why, why_len, "%s: %s", o->push.remote.url, w ? w : strerror(-ret));
+		snprintf(why, why_len, "%s: %s", o->push.remote.url, w[0] ? w : strerror(-ret));
 		return ret;
 	}
 	if (x.ref.oci && !strncmp(x.ref.name, "sha256:", 7)) {

@@ -13,6 +13,7 @@
 
 #include "../../common/fsutil.h"
 #include "../../common/sha256.h"
+#include "../../common/why.h"
 #include "../oci_json.h"
 #include "remote_int.h"
 
@@ -34,7 +35,7 @@ void image_ref_free(struct image_ref *ref)
 	memset(ref, 0, sizeof(*ref));
 }
 
-static int ref_parse_oci(const char *url, struct image_ref *ref, const char **why)
+static int ref_parse_oci(const char *url, struct image_ref *ref, char *why, size_t why_len)
 {
 	const char *path = strstr(url, "://") + 3, *at, *colon;
 
@@ -46,8 +47,8 @@ static int ref_parse_oci(const char *url, struct image_ref *ref, const char **wh
 	} else if (!at && colon && colon[1] && !strchr(colon, '/')) {
 		ref->name = strdup(colon + 1);
 	} else {
-		*why = "an OCI image reference is oci://HOST[:PORT]/REPO:TAG or REPO@sha256:<hex>";
-		return -EINVAL;
+		return why_set(why, why_len, -EINVAL, "an OCI image reference is oci://HOST[:PORT]/REPO:TAG or "
+			"REPO@sha256:<hex>");
 	}
 	ref->chunk_url = strdup(url);
 	if (!ref->name || !ref->chunk_url)
@@ -55,7 +56,7 @@ static int ref_parse_oci(const char *url, struct image_ref *ref, const char **wh
 	return 0;
 }
 
-static int ref_parse_http(const char *url, struct image_ref *ref, const char **why)
+static int ref_parse_http(const char *url, struct image_ref *ref, char *why, size_t why_len)
 {
 	const char *p = strstr(url, "/images/"), *next;
 
@@ -64,11 +65,10 @@ static int ref_parse_http(const char *url, struct image_ref *ref, const char **w
 		p = next;
 	if (!p || strchr(p + 8, '/') || strpbrk(url, "?#") || !image_name_valid(p + 8) ||
 	    p < strstr(url, "://") + 3 || !strchr(strstr(url, "://") + 3, '/') ||
-	    strchr(strstr(url, "://") + 3, '/') > p) {
-		*why = "an HTTP image reference is http(s)://HOST[:PORT]/PATH/images/NAME "
-		       "(NAME: [a-z0-9][a-z0-9._-]*)";
-		return -EINVAL;
-	}
+	    strchr(strstr(url, "://") + 3, '/') > p)
+		return why_set(why, why_len, -EINVAL, "an HTTP image reference is "
+			"http(s)://HOST[:PORT]/PATH/images/NAME "
+		       "(NAME: [a-z0-9][a-z0-9._-]*)");
 	ref->name = strdup(p + 8);
 	ref->chunk_url = strndup(url, (size_t)(p - url) + 1);
 	if (!ref->name || !ref->chunk_url)
@@ -76,17 +76,17 @@ static int ref_parse_http(const char *url, struct image_ref *ref, const char **w
 	return 0;
 }
 
-int image_ref_parse(const char *url, struct image_ref *ref, const char **why)
+int image_ref_parse(const char *url, struct image_ref *ref, char *why, size_t why_len)
 {
 	int ret;
 
 	memset(ref, 0, sizeof(*ref));
-	if (!image_ref_is(url)) {
-		*why = "not an image reference (oci://HOST/REPO:TAG or http(s)://HOST/PATH/images/NAME)";
-		return -EINVAL;
-	}
+	if (!image_ref_is(url))
+		return why_set(why, why_len, -EINVAL, "not an image reference (oci://HOST/REPO:TAG "
+			       "or http(s)://HOST/PATH/images/NAME)");
 	ref->oci = !strncmp(url, "oci", 3);
-	ret = ref->oci ? ref_parse_oci(url, ref, why) : ref_parse_http(url, ref, why);
+	ret = ref->oci ? ref_parse_oci(url, ref, why, why_len)
+		       : ref_parse_http(url, ref, why, why_len);
 	if (ret)
 		image_ref_free(ref);
 	return ret;
@@ -108,7 +108,7 @@ static int fetch_desc(struct fetch_ctx *x, struct image_desc *d)
 {
 	char rel[PATH_MAX], hex[SHA256_HEX_LEN + 1];
 	uint8_t *buf = NULL, man[SHA256_LEN], sum[SHA256_LEN], want[SHA256_LEN];
-	const char *jw = NULL;
+	char jw[WHY_MAX] = "";
 	uint64_t msize;
 	size_t len;
 	int ret;
@@ -122,7 +122,7 @@ static int fetch_desc(struct fetch_ctx *x, struct image_desc *d)
 				 x->ref->chunk_url, rel);
 		if (ret)
 			return ret;
-		ret = image_json_parse((const char *)buf, len, d, &jw);
+		ret = image_json_parse((const char *)buf, len, d, jw, sizeof(jw));
 		if (ret)
 			snprintf(x->why, x->why_len, "%s%s: %s", x->ref->chunk_url, rel, jw);
 		free(buf);
@@ -143,7 +143,7 @@ static int fetch_desc(struct fetch_ctx *x, struct image_desc *d)
 			 x->ref->chunk_url, x->ref->name);
 		goto out;
 	}
-	ret = image_oci_index_parse((const char *)buf, len, man, &msize, &jw);
+	ret = image_oci_index_parse((const char *)buf, len, man, &msize, jw, sizeof(jw));
 	if (ret) {
 		snprintf(x->why, x->why_len, "%s: %s", x->ref->chunk_url, jw);
 		goto out;
@@ -162,7 +162,7 @@ static int fetch_desc(struct fetch_ctx *x, struct image_desc *d)
 			 "digest", x->ref->chunk_url, hex);
 		goto out;
 	}
-	ret = image_oci_manifest_parse((const char *)buf, len, d, &jw);
+	ret = image_oci_manifest_parse((const char *)buf, len, d, jw, sizeof(jw));
 	if (ret)
 		snprintf(x->why, x->why_len, "%s: image manifest sha256:%s: %s", x->ref->chunk_url,
 			 hex, jw);
@@ -389,22 +389,22 @@ int image_fetch(const struct remote_opts *o, const char *store_dir, struct image
 	struct image_ref ref;
 	struct remote_opts ro = *o;
 	struct fetch_ctx x = { .ref = &ref, .why = why, .why_len = why_len };
-	const char *w = NULL;
+	char w[WHY_MAX] = "";
 	int ret;
 
 	memset(out, 0, sizeof(*out));
 	if (why_len)
 		why[0] = '\0';
-	ret = image_ref_parse(o->url, &ref, &w);
+	ret = image_ref_parse(o->url, &ref, w, sizeof(w));
 	if (ret) {
-		snprintf(why, why_len, "%s: %s", o->url, w ? w : strerror(-ret));
+		snprintf(why, why_len, "%s: %s", o->url, w[0] ? w : strerror(-ret));
 		return ret;
 	}
 	ro.url = ref.chunk_url;
 	ro.push = false;
-	ret = remote_open(&ro, &x.r, &w);
+	ret = remote_open(&ro, &x.r, w, sizeof(w));
 	if (ret) {
-		snprintf(why, why_len, "%s: %s", o->url, w ? w : strerror(-ret));
+		snprintf(why, why_len, "%s: %s", o->url, w[0] ? w : strerror(-ret));
 		goto out;
 	}
 	x.repo = remote_is_oci(x.r) ? remote_oci_repo(x.r) : NULL;

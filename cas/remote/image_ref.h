@@ -31,10 +31,10 @@ struct image_ref {
 /* Whether arg is written as a reference (oci://, oci+http(s)://, http(s)://), not a file. */
 bool image_ref_is(const char *arg);
 /*
- * Parse a reference. -EINVAL with *why (static): an oci reference without a tag or digest,
+ * Parse a reference. -EINVAL with why: an oci reference without a tag or digest,
  * an http one not ending in /images/NAME. -ENOMEM.
  */
-int image_ref_parse(const char *url, struct image_ref *ref, const char **why);
+int image_ref_parse(const char *url, struct image_ref *ref, char *why, size_t why_len);
 void image_ref_free(struct image_ref *ref);
 
 /* ---- fetching (serve, run, export, warm) ---- */

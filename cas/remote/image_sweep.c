@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "lease.h"
+#include "../../common/why.h"
 
 struct sweep {
 	const struct image_sweep_opts *o;
@@ -121,7 +122,7 @@ int image_sweep_http(const struct image_sweep_opts *o, struct image_sweep_result
 {
 	struct sweep x = { .o = o, .res = res, .why = why, .why_len = why_len };
 	struct remote_opts ro = o->remote;
-	const char *w = NULL;
+	char w[WHY_MAX] = "";
 	unsigned found = 0;
 	int ret;
 
@@ -129,9 +130,9 @@ int image_sweep_http(const struct image_sweep_opts *o, struct image_sweep_result
 	if (why_len)
 		why[0] = '\0';
 	ro.push = true;
-	ret = remote_open(&ro, &x.r, &w);
+	ret = remote_open(&ro, &x.r, w, sizeof(w));
 	if (ret) {
-		snprintf(why, why_len, "%s: %s", ro.url, w ? w : strerror(-ret));
+		snprintf(why, why_len, "%s: %s", ro.url, w[0] ? w : strerror(-ret));
 		return ret;
 	}
 	if (remote_is_oci(x.r)) {

@@ -81,7 +81,7 @@ static int64_t lease_ttl_ms(void)
 static int lease_write(struct lease *l)
 {
 	struct http_req rq = { 0 };
-	const char *aw = NULL;
+	char aw[WHY_MAX] = "";
 	char *url = remote_obj_url(l->r, l->rel), fail[sizeof(l->failure)] = "";
 	int64_t sent = mono_ms(), got;
 	int ret;
@@ -94,9 +94,9 @@ static int lease_write(struct lease *l)
 	rq.body_len = strlen(l->body);
 	rq.content_type = "application/json";
 	rq.max_body = 1u << 20;
-	ret = remote_do(l->r, &rq, l->r->retries, &aw);
+	ret = remote_do(l->r, &rq, l->r->retries, aw, sizeof(aw));
 	if (ret == -EACCES)
-		snprintf(fail, sizeof(fail), "PUT %s: %s", url, aw ? aw : "access refused");
+		snprintf(fail, sizeof(fail), "PUT %s: %s", url, aw[0] ? aw : "access refused");
 	else if (ret)
 		snprintf(fail, sizeof(fail), "PUT %s: %s", url, rq.err[0] ? rq.err : strerror(-ret));
 	else if (rq.status < 200 || rq.status > 299)
@@ -200,7 +200,7 @@ int lease_take(const struct remote_opts *o, enum lease_kind kind, struct lease *
 	struct remote_opts ro = *o;
 	pthread_condattr_t ca;
 	struct lease *l;
-	const char *w = NULL;
+	char w[WHY_MAX] = "";
 	int ret;
 
 	*out = NULL;
@@ -217,9 +217,9 @@ int lease_take(const struct remote_opts *o, enum lease_kind kind, struct lease *
 	pthread_cond_init(&l->wake, &ca);
 	pthread_condattr_destroy(&ca);
 	ro.push = true;
-	ret = remote_open(&ro, &l->r, &w);
+	ret = remote_open(&ro, &l->r, w, sizeof(w));
 	if (ret) {
-		snprintf(why, why_len, "%s: %s", o->url, w ? w : strerror(-ret));
+		snprintf(why, why_len, "%s: %s", o->url, w[0] ? w : strerror(-ret));
 		pthread_cond_destroy(&l->wake);
 		pthread_mutex_destroy(&l->lock);
 		free(l);

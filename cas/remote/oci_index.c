@@ -18,6 +18,7 @@
 #include "../oci_json.h"
 #include "../../common/grow.h"
 #include "../../common/json_out.h"
+#include "../../common/why.h"
 
 /* ------------------------------------------------------------------ refs */
 
@@ -397,62 +398,48 @@ static int hex64_parse(const char *s, uint8_t d[SHA256_LEN])
 
 /* A content descriptor: mediaType, digest sha256:<64 lowercase hex>, size. */
 static int desc_parse(struct json_object *o, const char **media_type, uint8_t digest[SHA256_LEN],
-		      uint64_t *size, const char **why)
+		      uint64_t *size, char *why, size_t why_len)
 {
 	struct json_object *sz;
 	int64_t v;
 
-	if (!json_object_is_type(o, json_type_object)) {
-		*why = "descriptor is not an object";
-		return -EBADMSG;
-	}
+	if (!json_object_is_type(o, json_type_object))
+		return why_set(why, why_len, -EBADMSG, "descriptor is not an object");
 	*media_type = json_cstr(o, "mediaType");
-	if (!*media_type) {
-		*why = "descriptor without a mediaType string";
-		return -EBADMSG;
-	}
-	if (oci_digest_parse(json_cstr(o, "digest"), digest)) {
-		*why = "descriptor digest is not sha256:<64 lowercase hex>";
-		return -EBADMSG;
-	}
+	if (!*media_type)
+		return why_set(why, why_len, -EBADMSG, "descriptor without a mediaType string");
+	if (oci_digest_parse(json_cstr(o, "digest"), digest))
+		return why_set(why, why_len, -EBADMSG,
+			       "descriptor digest is not sha256:<64 lowercase hex>");
 	sz = oci_json_get(o, "size", json_type_int);
-	if (!sz) {
-		*why = "descriptor without an integer size";
-		return -EBADMSG;
-	}
+	if (!sz)
+		return why_set(why, why_len, -EBADMSG, "descriptor without an integer size");
 	v = json_object_get_int64(sz);
-	if (v < 0) {
-		*why = "descriptor size is negative";
-		return -EBADMSG;
-	}
+	if (v < 0)
+		return why_set(why, why_len, -EBADMSG, "descriptor size is negative");
 	if (v == INT64_MAX) { /* json-c saturates larger numbers here */
-		*why = "descriptor size is too large";
-		return -EBADMSG;
+		return why_set(why, why_len, -EBADMSG, "descriptor size is too large");
 	}
 	*size = (uint64_t)v;
 	return 0;
 }
 
 static int parse_index(struct json_object *root, uint8_t (**manifests)[SHA256_LEN],
-		       size_t *n_manifests, const char **why)
+		       size_t *n_manifests, char *why, size_t why_len)
 {
 	struct json_object *list = oci_json_get(root, "manifests", json_type_array);
 	uint8_t (*out)[SHA256_LEN];
 	size_t n, k = 0;
 
-	if (!list) {
-		*why = "image index without a manifests array";
-		return -EBADMSG;
-	}
-	if (!manifests || !n_manifests) {
-		*why = "an image index where an image manifest was expected";
-		return -EBADMSG;
-	}
+	if (!list)
+		return why_set(why, why_len, -EBADMSG, "image index without a manifests array");
+	if (!manifests || !n_manifests)
+		return why_set(why, why_len, -EBADMSG,
+			       "an image index where an image manifest was expected");
 	n = json_object_array_length(list);
-	if (n > OCI_INDEX_MAX_MANIFESTS - *n_manifests) {
-		*why = "the chunk index lists more than 263 manifests, the limit";
-		return -EFBIG;
-	}
+	if (n > OCI_INDEX_MAX_MANIFESTS - *n_manifests)
+		return why_set(why, why_len, -EFBIG,
+			       "the chunk index lists more than 263 manifests, the limit");
 	out = *manifests;
 	if (n) {
 		out = realloc(out, (*n_manifests + n) * SHA256_LEN);
@@ -466,7 +453,7 @@ static int parse_index(struct json_object *root, uint8_t (**manifests)[SHA256_LE
 		int ret;
 
 		ret = desc_parse(json_object_array_get_idx(list, i), &mt, out[*n_manifests + k],
-				 &size, why);
+				 &size, why, why_len);
 		if (ret)
 			return ret;
 		if (!strcmp(mt, OCI_MT_MANIFEST))
@@ -476,93 +463,80 @@ static int parse_index(struct json_object *root, uint8_t (**manifests)[SHA256_LE
 	return 0;
 }
 
-static int parse_layer(struct json_object *layer, struct oci_refs *refs, const char **why)
+static int parse_layer(struct json_object *layer, struct oci_refs *refs, char *why, size_t why_len)
 {
 	struct json_object *ann;
 	struct oci_chunk_ref ref;
 	const char *mt, *name;
 	int ret;
 
-	ret = desc_parse(layer, &mt, ref.blob, &ref.size, why);
+	ret = desc_parse(layer, &mt, ref.blob, &ref.size, why, why_len);
 	if (ret)
 		return ret;
 	if (!json_object_object_get_ex(layer, "annotations", &ann))
 		return 0;
-	if (!json_object_is_type(ann, json_type_object)) {
-		*why = "layer annotations is not an object";
-		return -EBADMSG;
-	}
+	if (!json_object_is_type(ann, json_type_object))
+		return why_set(why, why_len, -EBADMSG, "layer annotations is not an object");
 	if (!json_has(ann, OCI_ANNOT_CHUNK))
 		return 0;
 	name = json_cstr(ann, OCI_ANNOT_CHUNK);
-	if (!name || hex64_parse(name, ref.chunk)) {
-		*why = "chunk annotation is not 64 lowercase hex";
-		return -EBADMSG;
-	}
-	if (strcmp(mt, OCI_MT_CHUNK)) {
-		*why = "chunk annotation on a layer of another media type";
-		return -EBADMSG;
-	}
+	if (!name || hex64_parse(name, ref.chunk))
+		return why_set(why, why_len, -EBADMSG, "chunk annotation is not 64 lowercase hex");
+	if (strcmp(mt, OCI_MT_CHUNK))
+		return why_set(why, why_len, -EBADMSG,
+			       "chunk annotation on a layer of another media type");
 	return oci_refs_add(refs, &ref);
 }
 
-static int parse_manifest(struct json_object *root, struct oci_refs *refs, const char **why)
+static int parse_manifest(struct json_object *root, struct oci_refs *refs, char *why,
+			  size_t why_len)
 {
 	struct json_object *layers = oci_json_get(root, "layers", json_type_array);
 	size_t n, old;
 	int ret = 0;
 
-	if (!layers) {
-		*why = "image manifest without a layers array";
-		return -EBADMSG;
-	}
-	if (!refs) {
-		*why = "an image manifest where an image index was expected";
-		return -EBADMSG;
-	}
+	if (!layers)
+		return why_set(why, why_len, -EBADMSG, "image manifest without a layers array");
+	if (!refs)
+		return why_set(why, why_len, -EBADMSG,
+			       "an image manifest where an image index was expected");
 	n = json_object_array_length(layers);
-	if (refs->n > OCI_INDEX_MAX_CHUNKS || n > OCI_INDEX_MAX_CHUNKS - refs->n) {
-		*why = "the chunk index lists more than 1048576 chunks, the limit";
-		return -EFBIG;
-	}
+	if (refs->n > OCI_INDEX_MAX_CHUNKS || n > OCI_INDEX_MAX_CHUNKS - refs->n)
+		return why_set(why, why_len, -EFBIG,
+			       "the chunk index lists more than 1048576 chunks, the limit");
 	old = refs->n;
 	for (size_t i = 0; i < n && !ret; i++)
-		ret = parse_layer(json_object_array_get_idx(layers, i), refs, why);
+		ret = parse_layer(json_object_array_get_idx(layers, i), refs, why, why_len);
 	if (ret)
 		refs->n = old;
 	return ret;
 }
 
 int oci_index_parse(const char *json, size_t len, struct oci_refs *refs,
-		    uint8_t (**manifests)[SHA256_LEN], size_t *n_manifests, const char **why)
+		    uint8_t (**manifests)[SHA256_LEN], size_t *n_manifests, char *why, size_t why_len)
 {
 	struct json_object *root, *sv;
-	const char *mt, *unused;
+	const char *mt;
 	enum oci_json_kind kind;
 	bool index;
-	int ret = -EBADMSG;
+	int ret;
 
-	if (!why)
-		why = &unused;
-	if (!json || !len) {
-		*why = "empty document";
-		return -EBADMSG;
-	}
-	if (memchr(json, '\0', len)) {
-		*why = "NUL byte in the document";
-		return -EBADMSG;
-	}
+	if (!json || !len)
+		return why_set(why, why_len, -EBADMSG, "empty document");
+	if (memchr(json, '\0', len))
+		return why_set(why, why_len, -EBADMSG, "NUL byte in the document");
 	kind = manifests ? OCI_JSON_INDEX : OCI_JSON_MANIFEST;
-	root = oci_json_parse(json, len, kind, why);
-	if (!root)
-		return oci_json_over_limit(kind, *why) ? -EFBIG : -EBADMSG;
+	ret = oci_json_parse(json, len, kind, &root, why, why_len);
+	if (ret)
+		return ret == -ENOMEM ? why_set(why, why_len, ret, "out of memory") : ret;
+	ret = -EBADMSG;
 	if (!json_object_is_type(root, json_type_object)) {
-		*why = "not a JSON object";
+		why_set(why, why_len, 0, "not a JSON object");
 		goto out;
 	}
 	sv = oci_json_get(root, "schemaVersion", json_type_int);
 	if (!sv || json_object_get_int64(sv) != 2) {
-		*why = "schemaVersion is not 2";
+		why_set(why, why_len, 0, "schemaVersion is not 2");
 		goto out;
 	}
 	if (json_has(root, "mediaType")) {
@@ -572,26 +546,28 @@ int oci_index_parse(const char *json, size_t len, struct oci_refs *refs,
 		} else if (mt && !strcmp(mt, OCI_MT_MANIFEST)) {
 			index = false;
 		} else {
-			*why = "mediaType is neither an image index nor an image manifest";
+			why_set(why, why_len, 0, "mediaType is neither an image index nor an image "
+				"manifest");
 			goto out;
 		}
 	} else {
 		bool has_m = json_has(root, "manifests"), has_l = json_has(root, "layers");
 
 		if (has_m == has_l) {
-			*why = "no mediaType, and not one of manifests or layers";
+			why_set(why, why_len, 0, "no mediaType, and not one of manifests or "
+				"layers");
 			goto out;
 		}
 		index = has_m;
 	}
 	if (index)
-		ret = parse_index(root, manifests, n_manifests, why);
+		ret = parse_index(root, manifests, n_manifests, why, why_len);
 	else
-		ret = parse_manifest(root, refs, why);
+		ret = parse_manifest(root, refs, why, why_len);
 out:
 	json_object_put(root);
 	if (ret == -ENOMEM)
-		*why = "out of memory";
+		why_set(why, why_len, ret, "out of memory");
 	return ret;
 }
 

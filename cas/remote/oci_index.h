@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "../../common/sha256.h"
+#include "../../common/why.h"
 
 #define OCI_INDEX_MAX_LAYERS 4000
 /*
@@ -91,12 +92,13 @@ int oci_doc_finish(struct json_buf *b, struct oci_doc *doc, const char *media_ty
  * *manifests (malloc'ed array of *n_manifests digests). An image manifest: each layer that
  * has the chunk annotation is appended to refs (other layers are ignored). Anything else,
  * malformed JSON, a digest that is not sha256:<64 lowercase hex>, a negative or missing size:
- * -EBADMSG and *why (static text). Over a limit (the JSON limits of oci_json.h, more than
+ * -EBADMSG and why. Over a limit (the JSON limits of oci_json.h, more than
  * OCI_INDEX_MAX_MANIFESTS manifests, refs growing past OCI_INDEX_MAX_CHUNKS): -EFBIG and
- * *why naming it. -ENOMEM.
+ * why naming it. -ENOMEM.
  */
 int oci_index_parse(const char *json, size_t len, struct oci_refs *refs,
-		    uint8_t (**manifests)[SHA256_LEN], size_t *n_manifests, const char **why);
+		    uint8_t (**manifests)[SHA256_LEN], size_t *n_manifests, char *why,
+		    size_t why_len);
 
 /*
  * Parse a WWW-Authenticate header value of the Bearer scheme (RFC 6750 / the distribution

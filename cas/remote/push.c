@@ -13,6 +13,7 @@
 #include "../../common/clock.h"
 #include "../../common/grow.h"
 #include "../../common/workq.h"
+#include "../../common/why.h"
 #include "../chunk.h"
 #include "../store.h"
 #include "lease.h"
@@ -100,17 +101,17 @@ static void scratch_free(void *state, void *ctx)
 	free(w);
 }
 
-/* Verify the frame in memory: 0, or -errno with *why (static text) or NULL. */
+/* Verify the frame in memory: 0, or -errno with why (or why left empty). */
 static int push_verify(struct push_scratch *w, const uint8_t d[SHA256_LEN], const uint8_t *frame,
-		       size_t len, const char **why)
+		       size_t len, char *why, size_t why_len)
 {
 	uint64_t want;
+	const char *cw = NULL; /* cas/chunk.c's reason (static text) */
 	size_t n;
+	int ret;
 
-	if (chunk_content_size(frame, len, &want) || want > CHUNK_SIZE_MAX) {
-		*why = "not a valid zstd chunk";
-		return -EBADMSG;
-	}
+	if (chunk_content_size(frame, len, &want) || want > CHUNK_SIZE_MAX)
+		return why_set(why, why_len, -EBADMSG, "not a valid zstd chunk");
 	if (want > w->cap) {
 		uint8_t *nb = realloc(w->buf, want);
 
@@ -119,14 +120,17 @@ static int push_verify(struct push_scratch *w, const uint8_t d[SHA256_LEN], cons
 		w->buf = nb;
 		w->cap = want;
 	}
-	return chunk_verify(w->codec, d, frame, len, w->buf, w->cap, &n, why);
+	ret = chunk_verify(w->codec, d, frame, len, w->buf, w->cap, &n, &cw);
+	if (ret && cw)
+		why_set(why, why_len, ret, "%s", cw);
+	return ret;
 }
 
 /* Read the chunk once, verify it in memory (a corrupt chunk is never pushed), upload it. */
 static int push_one(struct push_ctx *x, struct push_scratch *w, const uint8_t d[SHA256_LEN])
 {
 	char hex[SHA256_HEX_LEN + 1];
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	uint8_t *frame;
 	size_t len;
 	int ret;
@@ -142,11 +146,11 @@ static int push_one(struct push_ctx *x, struct push_scratch *w, const uint8_t d[
 			  ret == -EBADMSG ? "not a regular file in the store" : strerror(-ret));
 		return ret;
 	}
-	ret = push_verify(w, d, frame, len, &why);
+	ret = push_verify(w, d, frame, len, why, sizeof(why));
 	if (ret) {
 		free(frame);
 		push_fail(x, ret, "chunk %s is corrupt in the store (%s): not pushed", hex,
-			  why ? why : strerror(-ret));
+			  why[0] ? why : strerror(-ret));
 		return ret;
 	}
 	ret = remote_put(x->r, d, frame, len);
@@ -277,7 +281,7 @@ static int push_open(struct push_ctx *x)
 	const struct cas_push_opts *o = x->o;
 	struct remote_opts ro = o->remote;
 	char sw[8192];
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	int ret;
 
 	ret = store_open(o->store_dir, false, &x->s);
@@ -299,9 +303,9 @@ static int push_open(struct push_ctx *x)
 		}
 	}
 	ro.push = true;
-	ret = remote_open(&ro, &x->r, &why);
+	ret = remote_open(&ro, &x->r, why, sizeof(why));
 	if (ret) {
-		push_fail(x, ret, "%s: %s", ro.url, why ? why : strerror(-ret));
+		push_fail(x, ret, "%s: %s", ro.url, why[0] ? why : strerror(-ret));
 		return ret;
 	}
 	/* a chunk index never replaces an image (or anything else) under the tag */

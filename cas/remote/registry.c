@@ -37,7 +37,7 @@ int registry_open(const char *host, const char *repo, bool insecure, struct remo
 {
 	struct remote_opts o = { .concurrency = 8, .timeout_ms = REGISTRY_TIMEOUT_MS,
 				 .registry = true };
-	const char *w = NULL;
+	char w[WHY_MAX] = "";
 	char *url;
 	int ret;
 
@@ -46,10 +46,10 @@ int registry_open(const char *host, const char *repo, bool insecure, struct remo
 	if (asprintf(&url, "oci+%s://%s/%s", insecure ? "http" : "https", host, repo) < 0)
 		return -ENOMEM;
 	o.url = url;
-	ret = remote_open(&o, out, &w);
+	ret = remote_open(&o, out, w, sizeof(w));
 	free(url);
 	if (ret)
-		why_set(why, why_len, ret, "%s/%s: %s", host, repo, w ? w : strerror(-ret));
+		why_set(why, why_len, ret, "%s/%s: %s", host, repo, w[0] ? w : strerror(-ret));
 	return ret;
 }
 
@@ -78,7 +78,7 @@ int registry_get_manifest(struct remote *r, const char *ref, size_t max, uint8_t
 			  size_t *len, char *why, size_t why_len)
 {
 	struct http_req rq = { 0 };
-	const char *aw = NULL;
+	char aw[WHY_MAX] = "";
 	char *url, what[160];
 	int ret;
 
@@ -90,7 +90,7 @@ int registry_get_manifest(struct remote *r, const char *ref, size_t max, uint8_t
 	rq.accept = REGISTRY_ACCEPT;
 	rq.max_body = max;
 	rq.follow = true;
-	ret = remote_do(r, &rq, r->retries, &aw);
+	ret = remote_do(r, &rq, r->retries, aw, sizeof(aw));
 	if (!ret && (rq.status == 404 || rq.status == 410)) {
 		ret = -ENOENT;
 		if (why_len)
@@ -176,7 +176,7 @@ int registry_get_blob(struct remote *r, const struct registry_blob *b, char *why
 	struct blob_sink s = { .b = b };
 	char hex[SHA256_HEX_LEN + 1], what[96];
 	struct http_req rq = { 0 };
-	const char *aw = NULL;
+	char aw[WHY_MAX] = "";
 	char *url;
 	int ret;
 
@@ -197,7 +197,7 @@ int registry_get_blob(struct remote *r, const struct registry_blob *b, char *why
 	rq.sink_restart = sink_restart;
 	rq.sink_arg = &s;
 	rq.cancel = b->cancel;
-	ret = remote_do(r, &rq, r->retries, &aw);
+	ret = remote_do(r, &rq, r->retries, aw, sizeof(aw));
 	if (b->cancel && __atomic_load_n(b->cancel, __ATOMIC_RELAXED))
 		ret = why_set(why, why_len, -ECANCELED, "interrupted");
 	else if (s.err == -EBADMSG)

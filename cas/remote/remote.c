@@ -21,17 +21,16 @@
 
 static const struct remote_ops *const backends[] = { &remote_http_ops, &remote_oci_ops };
 
-int remote_open(const struct remote_opts *o, struct remote **out, const char **why)
+int remote_open(const struct remote_opts *o, struct remote **out, char *why, size_t why_len)
 {
 	struct remote *r;
 	const char *u, *p;
 	int ret;
 
-	*why = NULL;
-	if (!o->url || !*o->url) {
-		*why = "empty remote URL";
-		return -EINVAL;
-	}
+	if (why_len)
+		why[0] = '\0';
+	if (!o->url || !*o->url)
+		return why_set(why, why_len, -EINVAL, "empty remote URL");
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
@@ -51,11 +50,11 @@ int remote_open(const struct remote_opts *o, struct remote **out, const char **w
 		if (backends[i]->match(o->url))
 			r->ops = backends[i];
 	if (!r->ops) {
-		*why = "unsupported remote (want http(s)://HOST/PATH/ or oci://HOST/REPO)";
-		ret = -EINVAL;
+		ret = why_set(why, why_len, -EINVAL,
+			      "unsupported remote (want http(s)://HOST/PATH/ or oci://HOST/REPO)");
 		goto fail;
 	}
-	ret = r->ops->parse(r, o->url, why);
+	ret = r->ops->parse(r, o->url, why, why_len);
 	if (ret)
 		goto fail;
 	u = getenv("LAZYBLK_REMOTE_USER");
@@ -73,7 +72,7 @@ int remote_open(const struct remote_opts *o, struct remote **out, const char **w
 	if (ret)
 		goto fail;
 	if (r->ops->start && !o->registry) {
-		ret = r->ops->start(r, why);
+		ret = r->ops->start(r, why, why_len);
 		if (ret)
 			goto fail;
 	}
@@ -126,7 +125,7 @@ int remote_get_prio(struct remote *r, const uint8_t d[SHA256_LEN], const int *pr
 	char hex[SHA256_HEX_LEN + 1], fb[32];
 	struct remote_loc loc = { 0 };
 	struct http_req rq = { 0 };
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	struct timespec t0, t1;
 	int ret;
 
@@ -142,7 +141,7 @@ int remote_get_prio(struct remote *r, const uint8_t d[SHA256_LEN], const int *pr
 	rq.follow = true;
 	rq.prio = prio;
 	rq.max_body = chunk_compress_bound(CHUNK_SIZE_MAX);
-	ret = remote_do(r, &rq, r->retries, &why);
+	ret = remote_do(r, &rq, r->retries, why, sizeof(why));
 	if (ret == -ENOMEM)
 		goto out;
 	if (ret == -EACCES) {
@@ -191,11 +190,11 @@ int remote_probe(struct remote *r, const uint8_t d[SHA256_LEN], char *why, size_
 	char hex[SHA256_HEX_LEN + 1], fb[32];
 	struct remote_loc loc = { 0 };
 	struct http_req rq = { 0 };
-	const char *w = NULL;
+	char w[WHY_MAX] = "";
 	int ret;
 
 	if (r->ops->probe) {
-		ret = r->ops->probe(r, d, &w);
+		ret = r->ops->probe(r, d, w, sizeof(w));
 		if (ret)
 			return why_set(why, why_len, ret, "remote %s: %s", r->url, w);
 	}
@@ -208,7 +207,7 @@ int remote_probe(struct remote *r, const uint8_t d[SHA256_LEN], char *why, size_
 	rq.method = "HEAD";
 	rq.url = loc.url;
 	rq.follow = true;
-	ret = remote_do(r, &rq, r->retries, &w);
+	ret = remote_do(r, &rq, r->retries, w, sizeof(w));
 	if (ret == -EACCES)
 		why_set(why, why_len, ret, "remote %s: %s", r->url, w);
 	else if (ret == -ENOMEM)

@@ -29,6 +29,7 @@
 
 #include "../../common/sha256.h"
 #include "../../common/test_hook.h"
+#include "../../common/why.h"
 
 #define REMOTE_CONCURRENCY_DEFAULT 16
 #define REMOTE_TIMEOUT_MS_DEFAULT 30000
@@ -63,10 +64,10 @@ struct remote_stats {
 
 /*
  * Parse the URL and start the request thread. For oci, also authenticates and loads the
- * chunk index (a missing tag is an empty index). On failure prints nothing: *why gets a
- * static reason or NULL (then strerror of the result).
+ * chunk index (a missing tag is an empty index). On failure prints nothing: the reason in
+ * why, or why empty (then strerror of the result).
  */
-int remote_open(const struct remote_opts *o, struct remote **out, const char **why);
+int remote_open(const struct remote_opts *o, struct remote **out, char *why, size_t why_len);
 void remote_close(struct remote *r);
 /* The URL as given, for messages. */
 const char *remote_url(const struct remote *r);

@@ -12,24 +12,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../common/why.h"
+
 static bool http_match(const char *url)
 {
 	return !strncmp(url, "http://", 7) || !strncmp(url, "https://", 8);
 }
 
-static int http_parse(struct remote *r, const char *url, const char **why)
+static int http_parse(struct remote *r, const char *url, char *why, size_t why_len)
 {
 	const char *host = strstr(url, "://") + 3;
 	size_t n = strlen(url);
 
-	if (!*host || *host == '/') {
-		*why = "no host in the remote URL";
-		return -EINVAL;
-	}
-	if (strpbrk(url, "?# \t\r\n")) {
-		*why = "the remote URL must not have a query, a fragment or spaces";
-		return -EINVAL;
-	}
+	if (!*host || *host == '/')
+		return why_set(why, why_len, -EINVAL, "no host in the remote URL");
+	if (strpbrk(url, "?# \t\r\n"))
+		return why_set(why, why_len, -EINVAL,
+			       "the remote URL must not have a query, a fragment or spaces");
 	r->basic = true;   /* credentials, when given, go with every request */
 	r->base = malloc(n + 2);
 	if (!r->base)

@@ -33,24 +33,24 @@ struct remote_loc {
 struct remote_ops {
 	/* Whether url is for this backend (by its scheme). */
 	bool (*match)(const char *url);
-	/* Parse url into r->base and the backend's state. -EINVAL with *why, -ENOMEM. */
-	int (*parse)(struct remote *r, const char *url, const char **why);
-	/* Once requests can run (NULL: nothing). -errno with *why (NULL: strerror). */
-	int (*start)(struct remote *r, const char **why);
+	/* Parse url into r->base and the backend's state. -EINVAL with why, -ENOMEM. */
+	int (*parse)(struct remote *r, const char *url, char *why, size_t why_len);
+	/* Once requests can run (NULL: nothing). -errno, with why or not (empty: strerror). */
+	int (*start)(struct remote *r, char *why, size_t why_len);
 	/*
 	 * A 401's challenge (WWW-Authenticate, maybe NULL): get what the next attempt needs
-	 * (r->token, or r->basic). 0: retry once; -EACCES with *why. NULL: a 401 is the answer.
+	 * (r->token, or r->basic). 0: retry once; -EACCES with why. NULL: a 401 is the answer.
 	 */
-	int (*auth)(struct remote *r, const char *challenge, const char **why);
+	int (*auth)(struct remote *r, const char *challenge, char *why, size_t why_len);
 	/* Where chunk d (hex: its name) is. 0; -ENOENT not there (logged); -ENOMEM. */
 	int (*locate)(struct remote *r, const uint8_t d[SHA256_LEN], const char *hex,
 		      struct remote_loc *loc);
 	/*
 	 * remote_probe's first step (NULL: none): whether the remote can have chunk d (NULL:
 	 * any) without a request (oci: the tag exists and its index lists d). 0, or -ENOENT
-	 * with *why (static).
+	 * with why.
 	 */
-	int (*probe)(struct remote *r, const uint8_t d[SHA256_LEN], const char **why);
+	int (*probe)(struct remote *r, const uint8_t d[SHA256_LEN], char *why, size_t why_len);
 	/* Whether the fetched frame is what loc promised (NULL: no check). 0, or -EBADMSG. */
 	int (*check)(struct remote *r, const struct remote_loc *loc, const uint8_t *frame,
 		     size_t len, const char *hex);
@@ -98,11 +98,11 @@ struct remote {
 /*
  * Run rq with authentication and retries. Returns 0 with a response whose status the caller
  * judges (possibly a 5xx after the last retry), -EIO after the last transport failure,
- * -EACCES (with *why) when authentication failed, or when a 401 comes from a host a redirect
+ * -EACCES (with why) when authentication failed, or when a 401 comes from a host a redirect
  * led to (a registry's challenge is followed only when the registry itself sent it), -ENOMEM.
  * On return rq holds the last attempt's outputs (clear them with http_req_clear).
  */
-int remote_do(struct remote *r, struct http_req *rq, int retries, const char **why);
+int remote_do(struct remote *r, struct http_req *rq, int retries, char *why, size_t why_len);
 /* "HTTP 503" or the transport error of rq's last attempt, for messages (buf: len bytes). */
 const char *remote_failure(const struct http_req *rq, char *buf, size_t len);
 /*

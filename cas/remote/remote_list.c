@@ -41,7 +41,6 @@ int remote_list(struct remote *r, const char *rel,
 {
 	struct http_req rq = { 0 };
 	struct json_object *root = NULL;
-	const char *jw = NULL;
 	char *url = remote_obj_url(r, rel);
 	int64_t date;
 	int ret;
@@ -61,8 +60,8 @@ int remote_list(struct remote *r, const char *rel,
 			 "JSON (nginx: autoindex on; autoindex_format json;)", url, rq.status);
 		ret = -EOPNOTSUPP;
 	} else if (!ret) {
-		root = oci_json_parse((const char *)rq.body_out, rq.body_out_len, OCI_JSON_INDEX,
-				      &jw);
+		oci_json_parse((const char *)rq.body_out, rq.body_out_len, OCI_JSON_INDEX, &root,
+			       NULL, 0);
 		if (!root || !json_object_is_type(root, json_type_array)) {
 			snprintf(why, why_len, "%s: the server does not list directories as JSON "
 				 "(nginx: autoindex on; autoindex_format json;)", url);

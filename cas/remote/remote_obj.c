@@ -9,6 +9,7 @@
 
 #include "../../common/dl_curl.h"
 #include "../../common/log.h"
+#include "../../common/why.h"
 #include "../oci_json.h"
 
 char *remote_obj_url(const struct remote *r, const char *rel)
@@ -24,19 +25,19 @@ char *remote_obj_url(const struct remote *r, const char *rel)
 int remote_obj_fetch(struct remote *r, struct http_req *rq, const char *url, size_t max,
 		     char *why, size_t why_len)
 {
-	const char *aw = NULL;
+	char aw[WHY_MAX] = "";
 	int ret;
 
 	rq->method = "GET";
 	rq->url = url;
 	rq->max_body = max;
 	rq->follow = true;
-	ret = remote_do(r, rq, r->retries, &aw);
+	ret = remote_do(r, rq, r->retries, aw, sizeof(aw));
 	if (ret == -EIO && rq->curl_code == CURLE_FILESIZE_EXCEEDED) {
 		snprintf(why, why_len, "%s: larger than %zu bytes", url, max);
 		ret = -EFBIG;
 	} else if (ret == -EACCES) {
-		snprintf(why, why_len, "%s: %s", url, aw ? aw : "access refused");
+		snprintf(why, why_len, "%s: %s", url, aw[0] ? aw : "access refused");
 	} else if (ret == -EIO) {
 		snprintf(why, why_len, "%s: %s", url, rq->err[0] ? rq->err : "no answer");
 	}
@@ -96,13 +97,13 @@ static int tags_page(struct remote *r, const uint8_t *buf, size_t len,
 		     char *why, size_t why_len)
 {
 	struct json_object *root, *tags;
-	const char *jw = NULL;
+	char jw[WHY_MAX] = "";
 	int ret = 0;
 
-	root = oci_json_parse((const char *)buf, len, OCI_JSON_INDEX, &jw);
+	oci_json_parse((const char *)buf, len, OCI_JSON_INDEX, &root, jw, sizeof(jw));
 	if (!root || !json_object_is_type(root, json_type_object)) {
 		snprintf(why, why_len, "%s: the registry's tag list is not a JSON object%s%s",
-			 remote_url(r), jw ? ": " : "", jw ? jw : "");
+			 remote_url(r), jw[0] ? ": " : "", jw[0] ? jw : "");
 		json_object_put(root);
 		return -EBADMSG;
 	}
@@ -126,7 +127,7 @@ static int tags_page(struct remote *r, const uint8_t *buf, size_t len,
 static int tags_next(struct remote *r, const struct http_req *rq, const char *url, char **next,
 		     char *why, size_t why_len)
 {
-	const char *uw = NULL;
+	char uw[WHY_MAX] = "";
 	char *ref = NULL;
 	int ret;
 
@@ -138,7 +139,7 @@ static int tags_next(struct remote *r, const struct http_req *rq, const char *ur
 		snprintf(why, why_len, "%s: the registry's tag list has a Link header that does not "
 			 "parse", url);
 	if (!ret)
-		ret = http_url_resolve(url, ref, NULL, next, &uw);
+		ret = http_url_resolve(url, ref, NULL, next, uw, sizeof(uw));
 	free(ref);
 	if (ret == -EINVAL || (!ret && !http_same_origin(*next, r->base))) {
 		snprintf(why, why_len, "%s: the next page of the registry's tag list is %s: not "
@@ -211,7 +212,7 @@ int remote_obj_put(struct remote *r, const char *rel, const void *body, size_t l
 int remote_obj_delete(struct remote *r, const char *rel, const char *what)
 {
 	struct http_req rq = { 0 };
-	const char *aw = NULL;
+	char aw[WHY_MAX] = "";
 	char *url = remote_obj_url(r, rel);
 	int ret;
 
@@ -220,7 +221,7 @@ int remote_obj_delete(struct remote *r, const char *rel, const char *what)
 	rq.method = "DELETE";
 	rq.url = url;
 	rq.max_body = 1u << 20;
-	ret = remote_do(r, &rq, r->retries, &aw);
+	ret = remote_do(r, &rq, r->retries, aw, sizeof(aw));
 	if (ret == -EACCES) {
 		log_error("%s: %s", what, aw);
 	} else if (ret == -EIO || (!ret && rq.status != 404 &&

@@ -24,6 +24,7 @@
 #include "../../common/dl_curl.h"
 #include "../../common/esc.h"
 #include "../../common/log.h"
+#include "../../common/why.h"
 #include "../oci_json.h"
 #include "image_doc.h"
 #include "oci_index.h"
@@ -78,7 +79,7 @@ static bool oci_match(const char *url)
 	       !strncmp(url, "oci+https://", 12);
 }
 
-static int oci_parse(struct remote *r, const char *url, const char **why)
+static int oci_parse(struct remote *r, const char *url, char *why, size_t why_len)
 {
 	struct remote_oci *o;
 	const char *rest, *slash, *scheme;
@@ -101,15 +102,13 @@ static int oci_parse(struct remote *r, const char *url, const char **why)
 		scheme = NULL;
 	}
 	slash = strchr(rest, '/');
-	if (!slash || slash == rest || !slash[1]) {
-		*why = "an OCI remote is oci://HOST[:PORT]/REPO[:TAG]";
-		return -EINVAL;
-	}
+	if (!slash || slash == rest || !slash[1])
+		return why_set(why, why_len, -EINVAL,
+			       "an OCI remote is oci://HOST[:PORT]/REPO[:TAG]");
 	hl = (size_t)(slash - rest);
-	if (strpbrk(url, "?# \t\r\n") || memchr(rest, '@', hl)) {
-		*why = "the remote URL must not have a query, a fragment, credentials or spaces";
-		return -EINVAL;
-	}
+	if (strpbrk(url, "?# \t\r\n") || memchr(rest, '@', hl))
+		return why_set(why, why_len, -EINVAL,
+			       "the remote URL must not have a query, a fragment, credentials or spaces");
 	if (!scheme)
 		scheme = host_is_loopback(rest, hl) ? "http" : "https";
 	if (asprintf(&r->base, "%s://%.*s", scheme, (int)hl, rest) < 0) {
@@ -128,15 +127,13 @@ static int oci_parse(struct remote *r, const char *url, const char **why)
 		o->repo = path;
 		if (!o->tag)
 			return -ENOMEM;
-		if (oci_digest_parse(o->tag, (uint8_t[SHA256_LEN]){ 0 }) || r->push) {
-			*why = r->push ? "cannot push to a digest: name a tag"
-				       : "bad digest in the OCI remote (sha256:<64 lowercase hex>)";
-			return -EINVAL;
-		}
-		if (!repo_valid(o->repo)) {
-			*why = "bad repository name in the OCI remote";
-			return -EINVAL;
-		}
+		if (oci_digest_parse(o->tag, (uint8_t[SHA256_LEN]){ 0 }) || r->push)
+			return why_set(why, why_len, -EINVAL, "%s", r->push
+				       ? "cannot push to a digest: name a tag"
+				       : "bad digest in the OCI remote (sha256:<64 lowercase hex>)");
+		if (!repo_valid(o->repo))
+			return why_set(why, why_len, -EINVAL,
+				       "bad repository name in the OCI remote");
 		return 0;
 	} else if (colon && !strchr(colon, '/')) {
 		*colon = '\0';
@@ -147,15 +144,12 @@ static int oci_parse(struct remote *r, const char *url, const char **why)
 	o->repo = path;
 	if (!o->tag)
 		return -ENOMEM;
-	if (!repo_valid(o->repo)) {
-		*why = "bad repository name in the OCI remote (lowercase letters, digits, "
-		       "separators . _ - /)";
-		return -EINVAL;
-	}
-	if (!oci_tag_valid(o->tag)) {
-		*why = "bad tag in the OCI remote";
-		return -EINVAL;
-	}
+	if (!repo_valid(o->repo))
+		return why_set(why, why_len, -EINVAL,
+			       "bad repository name in the OCI remote (lowercase letters, digits, "
+		       "separators . _ - /)");
+	if (!oci_tag_valid(o->tag))
+		return why_set(why, why_len, -EINVAL, "bad tag in the OCI remote");
 	return 0;
 }
 
@@ -193,32 +187,29 @@ static char *url_escape(const char *s)
 }
 
 /* Get a registry token for the challenge (Bearer), or switch to basic auth (Basic). */
-static int oci_auth(struct remote *r, const char *challenge, const char **why)
+static int oci_auth(struct remote *r, const char *challenge, char *why, size_t why_len)
 {
 	struct remote_oci *o = r->be;
 	char *realm = NULL, *service = NULL, *scope = NULL, *url = NULL, *es = NULL, *esc = NULL;
 	char want[1024], *query = NULL;
-	const char *jwhy = NULL;
 	bool withheld;
 	struct http_req rq = { 0 };
 	struct json_object *root = NULL, *tok;
 	int ret;
 
 	if (challenge && !strncasecmp(challenge, "Basic", 5)) {
-		if (!r->user) {
-			*why = "the registry wants credentials (set LAZYBLK_REMOTE_USER and "
-			       "LAZYBLK_REMOTE_PASSWORD)";
-			return -EACCES;
-		}
+		if (!r->user)
+			return why_set(why, why_len, -EACCES, "the registry wants credentials (set "
+				       "LAZYBLK_REMOTE_USER and LAZYBLK_REMOTE_PASSWORD)");
 		pthread_mutex_lock(&r->lock);
 		r->basic = true;
 		pthread_mutex_unlock(&r->lock);
 		return 0;
 	}
-	if (!challenge || oci_parse_bearer(challenge, &realm, &service, &scope)) {
-		*why = "the registry refused access without a usable authentication challenge";
-		return -EACCES;
-	}
+	if (!challenge || oci_parse_bearer(challenge, &realm, &service, &scope))
+		return why_set(why, why_len, -EACCES,
+			       "the registry refused access without a usable "
+			       "authentication challenge");
 	snprintf(want, sizeof(want), "repository:%s:%s", o->repo, r->push ? "pull,push" : "pull");
 	es = service ? url_escape(service) : strdup("");
 	esc = url_escape(want);
@@ -227,11 +218,10 @@ static int oci_auth(struct remote *r, const char *challenge, const char **why)
 		ret = -ENOMEM;
 		goto out;
 	}
-	ret = http_url_resolve(r->base, realm, query, &url, why);
-	if (ret == -EINVAL) {
-		*why = "the registry's token realm is not an http(s) URL without credentials";
-		ret = -EACCES;
-	}
+	ret = http_url_resolve(r->base, realm, query, &url, why, why_len);
+	if (ret == -EINVAL)
+		ret = why_set(why, why_len, -EACCES, "the registry's token realm is not an http(s) "
+			      "URL without credentials");
 	if (ret)
 		goto out;
 	/* the credentials go to the registry itself, or over https: never in clear elsewhere */
@@ -248,28 +238,27 @@ static int oci_auth(struct remote *r, const char *challenge, const char **why)
 	REMOTE_STAT_ADD(r, requests, 1);
 	ret = http_do(r->http, &rq);
 	if (ret) {
-		*why = "the registry's token endpoint did not answer";
+		why_set(why, why_len, 0, "the registry's token endpoint did not answer");
 		goto out;
 	}
 	if (rq.status == 401 || rq.status == 403) {
-		*why = withheld ? "the registry's token realm is another host over plain http: "
-				  "credentials withheld (see docs/remote.md)"
-		       : r->user ? "the registry's token endpoint refused the credentials"
-				 : "the registry wants credentials (set LAZYBLK_REMOTE_USER and "
-				   "LAZYBLK_REMOTE_PASSWORD)";
-		ret = -EACCES;
+		ret = why_set(why, why_len, -EACCES, "%s",
+			      withheld ? "the registry's token realm is another host over plain "
+					 "http: credentials withheld (see docs/remote.md)"
+			      : r->user ? "the registry's token endpoint refused the credentials"
+					: "the registry wants credentials (set LAZYBLK_REMOTE_USER "
+					  "and LAZYBLK_REMOTE_PASSWORD)");
 		goto out;
 	}
 	if (rq.status != 200 || !rq.body_out_len) {
-		*why = "the registry's token endpoint failed";
-		ret = -EACCES;
+		ret = why_set(why, why_len, -EACCES, "the registry's token endpoint failed");
 		goto out;
 	}
-	root = oci_json_parse((const char *)rq.body_out, rq.body_out_len, OCI_JSON_TOKEN, &jwhy);
+	/* over the limits: why names the limit */
+	if (oci_json_parse((const char *)rq.body_out, rq.body_out_len, OCI_JSON_TOKEN, &root, why,
+			   why_len) != -EFBIG)
+		why_set(why, why_len, 0, "the registry's token endpoint sent no token");
 	ret = -EACCES;
-	*why = "the registry's token endpoint sent no token";
-	if (!root && oci_json_over_limit(OCI_JSON_TOKEN, jwhy))
-		*why = jwhy;
 	if (root && (json_object_object_get_ex(root, "token", &tok) ||
 		     json_object_object_get_ex(root, "access_token", &tok)) &&
 	    json_object_is_type(tok, json_type_string) && json_object_get_string_len(tok) > 0 &&
@@ -310,11 +299,11 @@ out:
 /* ------------------------------------------------------------------ the chunk index */
 
 /*
- * GET a document of the chunk index (kind: its limits). -EFBIG with *why (naming the limit)
+ * GET a document of the chunk index (kind: its limits). -EFBIG with why (naming the limit)
  * when it is larger than they allow, else as remote_do().
  */
 static int fetch_doc(struct remote *r, const char *ref, enum oci_json_kind kind,
-		     struct http_req *rq, const char **why)
+		     struct http_req *rq, char *why, size_t why_len)
 {
 	struct remote_oci *o = r->be;
 	char *url;
@@ -328,18 +317,16 @@ static int fetch_doc(struct remote *r, const char *ref, enum oci_json_kind kind,
 	rq->accept = OCI_MT_INDEX ", " OCI_MT_MANIFEST;
 	rq->max_body = oci_json_limits(kind)->max_bytes;
 	rq->follow = true;
-	ret = remote_do(r, rq, r->retries, why);
+	ret = remote_do(r, rq, r->retries, why, why_len);
 	rq->url = NULL;
 	free(url);
-	if (ret == -EIO && rq->curl_code == CURLE_FILESIZE_EXCEEDED) {
-		*why = oci_json_limits(kind)->too_big;
-		ret = -EFBIG;
-	}
+	if (ret == -EIO && rq->curl_code == CURLE_FILESIZE_EXCEEDED)
+		ret = why_set(why, why_len, -EFBIG, "%s", oci_json_limits(kind)->too_big);
 	return ret;
 }
 
 /* Load the chunk index under the tag into o->index (empty if the tag does not exist). */
-static int index_load(struct remote *r, const char **why)
+static int index_load(struct remote *r, char *why, size_t why_len)
 {
 	struct remote_oci *o = r->be;
 	struct oci_refs refs = { 0 };
@@ -349,9 +336,9 @@ static int index_load(struct remote *r, const char **why)
 	struct http_req rq;
 	int ret;
 
-	ret = fetch_doc(r, o->tag, OCI_JSON_INDEX, &rq, why);
+	ret = fetch_doc(r, o->tag, OCI_JSON_INDEX, &rq, why, why_len);
 	if (ret == -EIO) {
-		*why = "the registry did not answer";
+		why_set(why, why_len, 0, "the registry did not answer");
 		goto out;
 	}
 	if (ret)
@@ -367,9 +354,10 @@ static int index_load(struct remote *r, const char **why)
 	o->tagged = true;
 	pthread_mutex_unlock(&r->lock);
 	if (rq.status != 200) {
-		*why = rq.status == 401 || rq.status == 403 ? "the registry refused access"
-							    : "the registry failed to send the chunk index";
-		ret = -EIO;
+		ret = why_set(why, why_len, -EIO, "%s",
+			      rq.status == 401 || rq.status == 403
+			      ? "the registry refused access"
+			      : "the registry failed to send the chunk index");
 		goto out;
 	}
 	kind = image_tag_kind((const char *)rq.body_out, rq.body_out_len);
@@ -379,7 +367,7 @@ static int index_load(struct remote *r, const char **why)
 	if (kind == IMAGE_TAG_OTHER && r->push)
 		goto out; /* not ours: nothing to merge (and a chunk-only push refuses to replace it) */
 	ret = oci_index_parse((const char *)rq.body_out, rq.body_out_len, &refs, &mans, &n_mans,
-			      why);
+			      why, why_len);
 	for (size_t i = 0; !ret && i < n_mans; i++) {
 		char hex[SHA256_HEX_LEN + 1], ref[8 + SHA256_HEX_LEN];
 		uint8_t sum[SHA256_LEN];
@@ -389,26 +377,25 @@ static int index_load(struct remote *r, const char **why)
 		sha256_to_hex(mans[i], hex);
 		snprintf(ref, sizeof(ref), "sha256:%s", hex);
 		http_req_clear(&rq);
-		ret = fetch_doc(r, ref, OCI_JSON_MANIFEST, &rq, why);
+		ret = fetch_doc(r, ref, OCI_JSON_MANIFEST, &rq, why, why_len);
 		if (ret)
 			break;
 		if (rq.status != 200) {
-			*why = "the registry failed to send a manifest of the chunk index";
-			ret = -EIO;
+			ret = why_set(why, why_len, -EIO, "the registry failed to send a manifest "
+				      "of the chunk index");
 			break;
 		}
 		if (sha256_buf(rq.body_out, rq.body_out_len, sum) || memcmp(sum, mans[i], SHA256_LEN)) {
-			*why = "a manifest of the chunk index does not match its digest";
-			ret = -EIO;
+			ret = why_set(why, why_len, -EIO, "a manifest of the chunk index does not "
+				      "match its digest");
 			break;
 		}
 		ret = oci_index_parse((const char *)rq.body_out, rq.body_out_len, &refs, &more,
-				      &n_more, why);
+				      &n_more, why, why_len);
 		free(more);
-		if (!ret && n_more) {
-			*why = "the chunk index nests image indexes";
-			ret = -EBADMSG;
-		}
+		if (!ret && n_more)
+			ret = why_set(why, why_len, -EBADMSG,
+				      "the chunk index nests image indexes");
 	}
 	if (!ret) {
 		oci_refs_sort(&refs);
@@ -430,9 +417,9 @@ out:
 	return ret;
 }
 
-static int oci_start(struct remote *r, const char **why)
+static int oci_start(struct remote *r, char *why, size_t why_len)
 {
-	return index_load(r, why);
+	return index_load(r, why, why_len);
 }
 
 /* ------------------------------------------------------------------ chunks */
@@ -451,8 +438,6 @@ static int oci_lookup(struct remote *r, const uint8_t d[SHA256_LEN], struct oci_
 
 	pthread_mutex_lock(&r->lock);
 	for (;;) {
-		const char *why = NULL;
-
 		f = oci_refs_find(&o->index, d);
 		if (f) {
 			*ref = *f;
@@ -468,7 +453,7 @@ static int oci_lookup(struct remote *r, const uint8_t d[SHA256_LEN], struct oci_
 			break;
 		o->loading = true;
 		pthread_mutex_unlock(&r->lock);
-		index_load(r, &why);
+		index_load(r, NULL, 0); /* a reason is for remote_open only */
 		pthread_mutex_lock(&r->lock);
 		o->loading = false;
 		pthread_cond_broadcast(&o->loaded);
@@ -478,7 +463,7 @@ static int oci_lookup(struct remote *r, const uint8_t d[SHA256_LEN], struct oci_
 	return ret;
 }
 
-static int oci_probe(struct remote *r, const uint8_t d[SHA256_LEN], const char **why)
+static int oci_probe(struct remote *r, const uint8_t d[SHA256_LEN], char *why, size_t why_len)
 {
 	struct remote_oci *o = r->be;
 	struct oci_chunk_ref ref;
@@ -487,14 +472,12 @@ static int oci_probe(struct remote *r, const uint8_t d[SHA256_LEN], const char *
 	pthread_mutex_lock(&r->lock);
 	tagged = o->tagged;
 	pthread_mutex_unlock(&r->lock);
-	if (!tagged) {
-		*why = "no such tag in the repository (nothing was pushed under it)";
-		return -ENOENT;
-	}
-	if (d && oci_lookup(r, d, &ref)) {
-		*why = "its chunk index does not list the image's chunks (pushed from another store?)";
-		return -ENOENT;
-	}
+	if (!tagged)
+		return why_set(why, why_len, -ENOENT,
+			       "no such tag in the repository (nothing was pushed under it)");
+	if (d && oci_lookup(r, d, &ref))
+		return why_set(why, why_len, -ENOENT,
+			       "its chunk index does not list the image's chunks (pushed from another store?)");
 	return 0;
 }
 
@@ -540,7 +523,7 @@ int remote_oci_blob_put(struct remote *r, const uint8_t digest[SHA256_LEN], cons
 	struct remote_oci *o = r->be;
 	char hex[SHA256_HEX_LEN + 1], *url = NULL, *loc = NULL, *put = NULL;
 	char q[16 + SHA256_HEX_LEN], pb[160];
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	int ret;
 
 	sha256_to_hex(digest, hex);
@@ -567,7 +550,7 @@ int remote_oci_blob_put(struct remote *r, const uint8_t digest[SHA256_LEN], cons
 	 * credentials) goes to the registry's own scheme, host and port only.
 	 */
 	snprintf(q, sizeof(q), "digest=sha256:%s", hex);
-	ret = http_url_resolve(url, loc, q, &put, &why);
+	ret = http_url_resolve(url, loc, q, &put, why, sizeof(why));
 	free(url);
 	if (ret == -EINVAL || (!ret && !http_same_origin(put, r->base))) {
 		log_error("%s: the registry's upload location %s: %s", what,
@@ -645,17 +628,17 @@ static int oci_publish(struct remote *r)
 	bool news = false;
 	size_t nd = 0;
 	char cw[1024];
-	const char *lw = NULL;
+	char lw[WHY_MAX] = "";
 	int ret;
 
 	/*
 	 * Read the tag again: what another push published meanwhile is merged, and a tag that
 	 * has become an image (or anything else) is not replaced.
 	 */
-	ret = index_load(r, &lw);
+	ret = index_load(r, lw, sizeof(lw));
 	if (ret) {
 		log_error("%s: reading the chunk index again: %s", r->url,
-			  lw ? lw : strerror(-ret));
+			  lw[0] ? lw : strerror(-ret));
 		return ret;
 	}
 	ret = oci_publish_check(r, cw, sizeof(cw));

@@ -50,7 +50,7 @@ static void backoff(struct remote *r, int attempt)
 		;
 }
 
-int remote_do(struct remote *r, struct http_req *rq, int retries, const char **why)
+int remote_do(struct remote *r, struct http_req *rq, int retries, char *why, size_t why_len)
 {
 	bool auth_tried = false;
 	char bearer[8192];
@@ -78,13 +78,13 @@ int remote_do(struct remote *r, struct http_req *rq, int retries, const char **w
 		if (!ret && rq->status == 401 && r->ops->auth && rq->elsewhere) {
 			/* a host the registry sent us to: its challenge would take the credentials
 			 * (or a token of its choosing) where the registry never named */
-			*why = "a host the registry redirected to asks for credentials: refused "
-			       "(credentials go to the registry and the token realm it names only)";
-			return -EACCES;
+			return why_set(why, why_len, -EACCES, "a host the registry redirected to "
+				       "asks for credentials: refused (credentials go to the registry "
+				       "and the token realm it names only)");
 		}
 		if (!ret && rq->status == 401 && r->ops->auth && !auth_tried) {
 			auth_tried = true;
-			ret = r->ops->auth(r, rq->www_authenticate, why);
+			ret = r->ops->auth(r, rq->www_authenticate, why, why_len);
 			http_req_clear(rq);
 			if (ret)
 				return ret;
@@ -112,7 +112,7 @@ int remote_send(struct remote *r, const char *method, const char *url, const voi
 		char **location)
 {
 	struct http_req rq = { 0 };
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	char fb[32];
 	int ret;
 
@@ -122,7 +122,7 @@ int remote_send(struct remote *r, const char *method, const char *url, const voi
 	rq.body_len = len;
 	rq.content_type = ctype;
 	rq.max_body = 1u << 20;
-	ret = remote_do(r, &rq, r->retries, &why);
+	ret = remote_do(r, &rq, r->retries, why, sizeof(why));
 	if (ret == -EACCES) {
 		log_error("%s: %s", what, why);
 	} else if (ret == -ENOMEM) {
@@ -142,14 +142,14 @@ int remote_send(struct remote *r, const char *method, const char *url, const voi
 int remote_head(struct remote *r, const char *url, const char *what)
 {
 	struct http_req rq = { 0 };
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	char fb[32];
 	int ret;
 
 	rq.method = "HEAD";
 	rq.url = url;
 	rq.follow = true;
-	ret = remote_do(r, &rq, r->retries, &why);
+	ret = remote_do(r, &rq, r->retries, why, sizeof(why));
 	if (ret == -EACCES)
 		log_error("%s: %s", what, why);
 	else if (ret)

@@ -141,7 +141,7 @@ static inline void make_manifest(const char *path, struct blob *b, int n)
 	struct mf_chunk *ch = calloc((size_t)n, sizeof(*ch));
 	struct mf_entry_in root = { .path = "/", .path_len = 1, .type = MF_DIR, .mode = 0755 };
 	struct mf_entry_in file = { .path = "/f", .path_len = 2, .type = MF_REG, .mode = 0644 };
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 
 	assert_non_null(w);
 	for (int i = 0; i < n; i++) {
@@ -153,8 +153,8 @@ static inline void make_manifest(const char *path, struct blob *b, int n)
 	file.chunk_count = (uint32_t)n;
 	assert_int_equal(manifest_writer_add(w, &root), 0);
 	assert_int_equal(manifest_writer_add(w, &file), 0);
-	if (manifest_writer_write(w, path, NULL, &why))
-		fail_msg("manifest: %s", why ? why : "?");
+	if (manifest_writer_write(w, path, NULL, why, sizeof(why)))
+		fail_msg("manifest: %s", why[0] ? why : "?");
 	manifest_writer_free(w);
 	free(ch);
 }

@@ -200,7 +200,7 @@ static void img_make(struct img *g, bool with_h, bool with_g)
 		e.chunk_count = 1;
 		assert_int_equal(manifest_writer_add(w, &e), 0);
 	}
-	assert_int_equal(manifest_writer_write(w, g->mpath, md, &why), 0);
+	assert_int_equal(manifest_writer_write(w, g->mpath, md, NULL, 0), 0);
 	manifest_writer_free(w);
 	assert_int_equal(manifest_load(g->mpath, &g->m, &why), 0);
 

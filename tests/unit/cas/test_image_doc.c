@@ -70,7 +70,7 @@ static void test_oci_roundtrip(void **state)
 	uint8_t (*mans)[SHA256_LEN] = NULL, man[SHA256_LEN];
 	size_t n, n2, n_mans = 0;
 	uint64_t size;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 
 	(void)state;
 	desc_fill(&d, 3, true);
@@ -85,16 +85,20 @@ static void test_oci_roundtrip(void **state)
 	}
 	oci_docs_free(docs2, n2);
 	/* the index names the image manifest first */
-	assert_int_equal(image_oci_index_parse(docs[2].json, docs[2].len, man, &size, &why), 0);
+	assert_int_equal(image_oci_index_parse(docs[2].json, docs[2].len, man, &size, why,
+					       sizeof(why)), 0);
 	assert_memory_equal(man, docs[0].digest, SHA256_LEN);
 	assert_int_equal(size, docs[0].len);
-	assert_int_equal(image_oci_manifest_parse(docs[0].json, docs[0].len, &back, &why), 0);
+	assert_int_equal(image_oci_manifest_parse(docs[0].json, docs[0].len, &back, why,
+						  sizeof(why)), 0);
 	assert_desc_equal(&d, &back);
 	/* and the chunk index reader takes the tag: both manifests, only the chunk layers */
-	assert_int_equal(oci_index_parse(docs[2].json, docs[2].len, NULL, &mans, &n_mans, &why), 0);
+	assert_int_equal(oci_index_parse(docs[2].json, docs[2].len, NULL, &mans, &n_mans, why,
+					 sizeof(why)), 0);
 	assert_int_equal(n_mans, 2);
 	for (size_t i = 0; i < 2; i++)
-		assert_int_equal(oci_index_parse(docs[i].json, docs[i].len, &got, NULL, NULL, &why), 0);
+		assert_int_equal(oci_index_parse(docs[i].json, docs[i].len, &got, NULL, NULL, why,
+						 sizeof(why)), 0);
 	assert_int_equal(got.n, 3);
 	free(mans);
 	oci_refs_free(&got);
@@ -109,13 +113,14 @@ static void test_oci_not_image(void **state)
 	struct oci_doc *docs;
 	uint8_t man[SHA256_LEN];
 	uint64_t size;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	size_t n;
 
 	(void)state;
 	refs_fill(&refs, 2);
 	assert_int_equal(oci_index_build(&refs, &docs, &n), 0);
-	assert_int_equal(image_oci_index_parse(docs[n - 1].json, docs[n - 1].len, man, &size, &why),
+	assert_int_equal(image_oci_index_parse(docs[n - 1].json, docs[n - 1].len, man, &size, why,
+					       sizeof(why)),
 			 -ENOENT);
 	assert_string_equal(why, "not a lazyblk image");
 	oci_docs_free(docs, n);
@@ -157,11 +162,11 @@ static void test_tag_kind(void **state)
 		assert_int_equal(image_tag_kind(other[i], strlen(other[i])), IMAGE_TAG_OTHER);
 }
 
-static int manifest_parse_str(const char *json, const char **why)
+static int manifest_parse_str(const char *json, char *why, size_t why_len)
 {
 	struct image_desc d;
 
-	return image_oci_manifest_parse(json, strlen(json), &d, why);
+	return image_oci_manifest_parse(json, strlen(json), &d, why, why_len);
 }
 
 #define MHEAD "{\"schemaVersion\":2,\"artifactType\":\"application/vnd.lazyblk.image.v1\",\"layers\":["
@@ -172,48 +177,48 @@ static int manifest_parse_str(const char *json, const char **why)
 /* Hostile image manifests. */
 static void test_oci_manifest_bad(void **state)
 {
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	char big[400 * 66];
 	size_t k = 0;
 
 	(void)state;
-	assert_int_equal(manifest_parse_str(MHEAD LAYOUT_L(ANN) "]}", &why), 0);
-	assert_int_equal(manifest_parse_str(MHEAD LAYOUT_L("") "]}", &why), -EBADMSG);
+	assert_int_equal(manifest_parse_str(MHEAD LAYOUT_L(ANN) "]}", why, sizeof(why)), 0);
+	assert_int_equal(manifest_parse_str(MHEAD LAYOUT_L("") "]}", why, sizeof(why)), -EBADMSG);
 	assert_non_null(strstr(why, "annotation"));
 	/* the annotation whole, not its first 64 characters: trailing junk, a second digest */
 	assert_int_equal(manifest_parse_str(MHEAD LAYOUT_L(",\"annotations\":{\"org.lazyblk.layout"
-					    "\":\"" HEX64 "x\"}") "]}", &why), -EBADMSG);
+					    "\":\"" HEX64 "x\"}") "]}", why, sizeof(why)), -EBADMSG);
 	assert_non_null(strstr(why, "annotation"));
 	assert_int_equal(manifest_parse_str(MHEAD LAYOUT_L(",\"annotations\":{\"org.lazyblk.layout"
-					    "\":\"" HEX64 HEX64 "\"}") "]}", &why), -EBADMSG);
+					    "\":\"" HEX64 HEX64 "\"}") "]}", why, sizeof(why)), -EBADMSG);
 	assert_int_equal(manifest_parse_str(MHEAD LAYOUT_L(",\"annotations\":{\"org.lazyblk.layout"
-					    "\":\"" HEX64 "\\n../x\"}") "]}", &why), -EBADMSG);
+					    "\":\"" HEX64 "\\n../x\"}") "]}", why, sizeof(why)), -EBADMSG);
 	assert_int_equal(manifest_parse_str(MHEAD LAYOUT_L(",\"annotations\":{\"org.lazyblk.layout"
-					    "\":\"sha256:" HEX64 "\"}") "]}", &why), -EBADMSG);
+					    "\":\"sha256:" HEX64 "\"}") "]}", why, sizeof(why)), -EBADMSG);
 	/* a NUL inside the string: its C string is HEX64 alone (18dca29 took it) */
 	assert_int_equal(manifest_parse_str(MHEAD LAYOUT_L(",\"annotations\":{\"org.lazyblk.layout"
-					    "\":\"" HEX64 "\\u0000junk\"}") "]}", &why), -EBADMSG);
+					    "\":\"" HEX64 "\\u0000junk\"}") "]}", why, sizeof(why)), -EBADMSG);
 	assert_non_null(strstr(why, "annotation"));
 	assert_int_equal(manifest_parse_str(MHEAD "{\"mediaType\":\"application/vnd.lazyblk."
 					    "layout.v1\\u0000x\",\"digest\":\"sha256:" HEX64
-					    "\",\"size\":10" ANN "}]}", &why), -EBADMSG);
-	assert_int_equal(manifest_parse_str(MHEAD "]}", &why), -EBADMSG);
+					    "\",\"size\":10" ANN "}]}", why, sizeof(why)), -EBADMSG);
+	assert_int_equal(manifest_parse_str(MHEAD "]}", why, sizeof(why)), -EBADMSG);
 	assert_int_equal(manifest_parse_str("{\"schemaVersion\":2,\"layers\":[" LAYOUT_L(ANN) "]}",
-					    &why), -EBADMSG);
+					    why, sizeof(why)), -EBADMSG);
 	assert_int_equal(manifest_parse_str(MHEAD "{\"mediaType\":\"application/vnd.lazyblk."
-					    "layout.v1\",\"digest\":\"sha256:ABC\",\"size\":1}]}", &why),
+					    "layout.v1\",\"digest\":\"sha256:ABC\",\"size\":1}]}", why, sizeof(why)),
 			 -EBADMSG);
 	assert_int_equal(manifest_parse_str(MHEAD "{\"mediaType\":\"application/vnd.lazyblk."
 					    "layout.v1\",\"digest\":\"sha256:" HEX64 "\",\"size\":-1"
-					    ANN "}]}", &why), -EBADMSG);
-	assert_int_equal(manifest_parse_str("[1,2]", &why), -EBADMSG);
-	assert_int_equal(manifest_parse_str("{\"a\":", &why), -EBADMSG);
+					    ANN "}]}", why, sizeof(why)), -EBADMSG);
+	assert_int_equal(manifest_parse_str("[1,2]", why, sizeof(why)), -EBADMSG);
+	assert_int_equal(manifest_parse_str("{\"a\":", why, sizeof(why)), -EBADMSG);
 	/* 65 layouts: longer than a chain can be */
 	k += (size_t)snprintf(big + k, sizeof(big) - k, "%s", MHEAD);
 	for (int i = 0; i < 65; i++)
 		k += (size_t)snprintf(big + k, sizeof(big) - k, "%s%s", i ? "," : "", LAYOUT_L(ANN));
 	snprintf(big + k, sizeof(big) - k, "]}");
-	assert_int_equal(manifest_parse_str(big, &why), -EBADMSG);
+	assert_int_equal(manifest_parse_str(big, why, sizeof(why)), -EBADMSG);
 	assert_non_null(strstr(why, "64"));
 }
 
@@ -223,7 +228,7 @@ static void test_image_json(void **state)
 	struct image_desc d, back;
 	char *a, *b;
 	size_t la, lb;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 
 	(void)state;
 	desc_fill(&d, 2, false);
@@ -231,13 +236,13 @@ static void test_image_json(void **state)
 	assert_int_equal(image_json_build(&d, "2026-01-01T00:00:00Z", &b, &lb), 0);
 	assert_int_equal(la, lb);
 	assert_memory_equal(a, b, la);
-	assert_int_equal(image_json_parse(a, la, &back, &why), 0);
+	assert_int_equal(image_json_parse(a, la, &back, why, sizeof(why)), 0);
 	assert_desc_equal(&d, &back);
 	free(a);
 	free(b);
 	desc_fill(&d, 1, true);
 	assert_int_equal(image_json_build(&d, "2026-01-01T00:00:00Z", &a, &la), 0);
-	assert_int_equal(image_json_parse(a, la, &back, &why), 0);
+	assert_int_equal(image_json_parse(a, la, &back, why, sizeof(why)), 0);
 	assert_desc_equal(&d, &back);
 	free(a);
 	const char *bad[] = {
@@ -252,14 +257,15 @@ static void test_image_json(void **state)
 		"",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++)
-		assert_int_equal(image_json_parse(bad[i], strlen(bad[i]), &back, &why), -EBADMSG);
+		assert_int_equal(image_json_parse(bad[i], strlen(bad[i]), &back, why, sizeof(why)),
+				 -EBADMSG);
 }
 
 static void test_names(void **state)
 {
 	char *names[] = { strdup("zeta"), strdup("alpha"), strdup("zeta"), strdup("m-1.0_x") };
 	char **back, *json;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	size_t n, len;
 	const char *bad = "{\"schemaVersion\":1,\"images\":[\"../x\"]}";
 
@@ -273,12 +279,13 @@ static void test_names(void **state)
 	assert_false(image_name_valid(".."));
 	assert_int_equal(image_names_build(names, 4, &json, &len), 0);
 	assert_string_equal(json, "{\"schemaVersion\":1,\"images\":[\"alpha\",\"m-1.0_x\",\"zeta\"]}\n");
-	assert_int_equal(image_names_parse(json, len, &back, &n, &why), 0);
+	assert_int_equal(image_names_parse(json, len, &back, &n, why, sizeof(why)), 0);
 	assert_int_equal(n, 3);
 	assert_string_equal(back[1], "m-1.0_x");
 	image_names_free(back, n);
 	free(json);
-	assert_int_equal(image_names_parse(bad, strlen(bad), &back, &n, &why), -EBADMSG);
+	assert_int_equal(image_names_parse(bad, strlen(bad), &back, &n, why, sizeof(why)),
+			 -EBADMSG);
 	for (int i = 0; i < 4; i++)
 		free(names[i]);
 }
@@ -286,35 +293,35 @@ static void test_names(void **state)
 static void test_ref_parse(void **state)
 {
 	struct image_ref r;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 
 	(void)state;
-	assert_int_equal(image_ref_parse("oci://h:5000/a/b:v1", &r, &why), 0);
+	assert_int_equal(image_ref_parse("oci://h:5000/a/b:v1", &r, why, sizeof(why)), 0);
 	assert_true(r.oci);
 	assert_string_equal(r.name, "v1");
 	assert_string_equal(r.chunk_url, "oci://h:5000/a/b:v1");
 	image_ref_free(&r);
-	assert_int_equal(image_ref_parse("oci://h/a@sha256:" HEX64, &r, &why), 0);
+	assert_int_equal(image_ref_parse("oci://h/a@sha256:" HEX64, &r, why, sizeof(why)), 0);
 	assert_string_equal(r.name, "sha256:" HEX64);
 	image_ref_free(&r);
-	assert_int_equal(image_ref_parse("oci://h:5000/a/b", &r, &why), -EINVAL);
+	assert_int_equal(image_ref_parse("oci://h:5000/a/b", &r, why, sizeof(why)), -EINVAL);
 	/* an empty tag or digest names nothing (fuzz_image_doc) */
-	assert_int_equal(image_ref_parse("oci://h:5000/a/b:", &r, &why), -EINVAL);
-	assert_int_equal(image_ref_parse("oci://h/a@", &r, &why), -EINVAL);
-	assert_int_equal(image_ref_parse("http://h/p/q/images/n1", &r, &why), 0);
+	assert_int_equal(image_ref_parse("oci://h:5000/a/b:", &r, why, sizeof(why)), -EINVAL);
+	assert_int_equal(image_ref_parse("oci://h/a@", &r, why, sizeof(why)), -EINVAL);
+	assert_int_equal(image_ref_parse("http://h/p/q/images/n1", &r, why, sizeof(why)), 0);
 	assert_false(r.oci);
 	assert_string_equal(r.name, "n1");
 	assert_string_equal(r.chunk_url, "http://h/p/q/");
 	image_ref_free(&r);
-	assert_int_equal(image_ref_parse("https://h/images/n", &r, &why), 0);
+	assert_int_equal(image_ref_parse("https://h/images/n", &r, why, sizeof(why)), 0);
 	assert_string_equal(r.chunk_url, "https://h/");
 	image_ref_free(&r);
-	assert_int_equal(image_ref_parse("http://h/p/", &r, &why), -EINVAL);
-	assert_int_equal(image_ref_parse("http://h/images/", &r, &why), -EINVAL);
-	assert_int_equal(image_ref_parse("http://h/images/a/b", &r, &why), -EINVAL);
-	assert_int_equal(image_ref_parse("http://h/images/N", &r, &why), -EINVAL);
-	assert_int_equal(image_ref_parse("http://images/x", &r, &why), -EINVAL);
-	assert_int_equal(image_ref_parse("./x.layout", &r, &why), -EINVAL);
+	assert_int_equal(image_ref_parse("http://h/p/", &r, why, sizeof(why)), -EINVAL);
+	assert_int_equal(image_ref_parse("http://h/images/", &r, why, sizeof(why)), -EINVAL);
+	assert_int_equal(image_ref_parse("http://h/images/a/b", &r, why, sizeof(why)), -EINVAL);
+	assert_int_equal(image_ref_parse("http://h/images/N", &r, why, sizeof(why)), -EINVAL);
+	assert_int_equal(image_ref_parse("http://images/x", &r, why, sizeof(why)), -EINVAL);
+	assert_int_equal(image_ref_parse("./x.layout", &r, why, sizeof(why)), -EINVAL);
 	assert_false(image_ref_is("x.layout"));
 	assert_true(image_ref_is("oci+http://h/r:t"));
 }

@@ -39,9 +39,11 @@ static struct manifest *serialize_parse(struct manifest_writer *w, uint8_t **cop
 	size_t len;
 	int ret;
 
-	ret = manifest_writer_serialize(w, &buf, &len, &why);
+	char wwhy[WHY_MAX] = "";
+
+	ret = manifest_writer_serialize(w, &buf, &len, wwhy, sizeof(wwhy));
 	if (ret)
-		fail_msg("serialize: %d (%s)", ret, why ? why : "-");
+		fail_msg("serialize: %d (%s)", ret, wwhy[0] ? wwhy : "-");
 	if (copy) {
 		*copy = malloc(len);
 		assert_non_null(*copy);
@@ -375,8 +377,8 @@ static void test_write_and_load(void **state)
 	assert_non_null(w);
 	for (size_t i = r.n; i-- > 0;)
 		add_ok(w, &r.e[i]);
-	assert_int_equal(manifest_writer_write(w, path, digest, &why), 0);
-	assert_int_equal(manifest_writer_serialize(w, &ser, &ser_len, &why), 0);
+	assert_int_equal(manifest_writer_write(w, path, digest, NULL, 0), 0);
+	assert_int_equal(manifest_writer_serialize(w, &ser, &ser_len, NULL, 0), 0);
 	assert_int_equal(fs_read_file(path, &file, &file_len), 0);
 	assert_int_equal(file_len, ser_len);
 	assert_memory_equal(file, ser, ser_len);
@@ -639,7 +641,7 @@ static void expect_duplicate(const char *const *paths, size_t n)
 	char dir[PATH_MAX], path[PATH_MAX];
 	struct manifest_writer *w = manifest_writer_new(4096);
 	uint8_t *buf = NULL;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	size_t len = 0;
 
 	for (size_t i = 0; i < n; i++) {
@@ -647,14 +649,14 @@ static void expect_duplicate(const char *const *paths, size_t n)
 
 		add_ok(w, &e);
 	}
-	assert_int_equal(manifest_writer_serialize(w, &buf, &len, &why), -EEXIST);
-	assert_non_null(why);
+	assert_int_equal(manifest_writer_serialize(w, &buf, &len, why, sizeof(why)), -EEXIST);
+	assert_string_equal(why, "duplicate path");
 	assert_null(buf);
-	why = NULL;
+	why[0] = '\0';
 	tmpdir_make(dir);
 	path_fmt(path, "%s/m", dir);
-	assert_int_equal(manifest_writer_write(w, path, NULL, &why), -EEXIST);
-	assert_non_null(why);
+	assert_int_equal(manifest_writer_write(w, path, NULL, why, sizeof(why)), -EEXIST);
+	assert_string_equal(why, "duplicate path");
 	assert_false(path_exists(path));
 	rm_rf(dir);
 	manifest_writer_free(w);
@@ -695,7 +697,6 @@ static int base_setup(void **state)
 	struct manifest_writer *w = manifest_writer_new(4096);
 	struct mf_chunk fchunks[2], gchunk[1];
 	struct mf_entry_in e;
-	const char *why = NULL;
 	uint64_t seed = 99;
 
 	(void)state;
@@ -740,7 +741,7 @@ static int base_setup(void **state)
 	e = mk("/", MF_DIR, 0755);
 	manifest_writer_add(w, &e);
 	manifest_writer_set_config(w, "{\"a\":1}", 7);
-	if (manifest_writer_serialize(w, &base_buf, &base_len, &why))
+	if (manifest_writer_serialize(w, &base_buf, &base_len, NULL, 0))
 		return -1;
 	manifest_writer_free(w);
 	return 0;
@@ -1284,13 +1285,13 @@ static void test_no_entries(void **state)
 	size_t len;
 
 	(void)state;
-	assert_int_equal(manifest_writer_serialize(w, &buf, &len, &why), 0);
+	assert_int_equal(manifest_writer_serialize(w, &buf, &len, NULL, 0), 0);
 	assert_int_equal(parse_copy(buf, len, &why), -EBADMSG);
 	assert_non_null(strstr(why, "root"));
 	free(buf);
 	/* and with only a config (no entries) */
 	assert_int_equal(manifest_writer_set_config(w, "{}", 2), 0);
-	assert_int_equal(manifest_writer_serialize(w, &buf, &len, &why), 0);
+	assert_int_equal(manifest_writer_serialize(w, &buf, &len, NULL, 0), 0);
 	assert_int_equal(parse_copy(buf, len, &why), -EBADMSG);
 	assert_non_null(strstr(why, "root"));
 	free(buf);
@@ -1306,7 +1307,7 @@ static void expect_missing_root(const struct mf_entry_in *ents, size_t n)
 
 	for (size_t i = 0; i < n; i++)
 		add_ok(w, &ents[i]);
-	assert_int_equal(manifest_writer_serialize(w, &buf, &len, &why), 0);
+	assert_int_equal(manifest_writer_serialize(w, &buf, &len, NULL, 0), 0);
 	assert_int_equal(parse_copy(buf, len, &why), -EBADMSG);
 	assert_non_null(why);
 	assert_non_null(strstr(why, "root"));
@@ -1449,7 +1450,7 @@ static void test_reject_symlink_target_too_long(void **state)
 	e.link_len = 4096;
 	e.size = 4096;
 	add_ok(w, &e);
-	assert_int_equal(manifest_writer_serialize(w, &buf, &len, &why), 0);
+	assert_int_equal(manifest_writer_serialize(w, &buf, &len, NULL, 0), 0);
 	ret = parse_copy(buf, len, &why);
 	free(buf);
 	free(target);
@@ -1503,7 +1504,7 @@ static void test_load_is_private(void **state)
 	}
 	assert_int_equal(manifest_writer_set_config(w, config, big), 0);
 	free(config);
-	assert_int_equal(manifest_writer_serialize(w, &buf, &len, &why), 0);
+	assert_int_equal(manifest_writer_serialize(w, &buf, &len, NULL, 0), 0);
 	manifest_writer_free(w);
 	assert_true(len > (2u << 20)); /* above the size the old loader mapped */
 	tmpdir_make(dir);
@@ -1583,7 +1584,7 @@ static void test_million_entries_load(void **state)
 	}
 	assert_int_equal(n, n_total);
 	t1 = now_monotonic();
-	assert_int_equal(manifest_writer_serialize(w, &buf, &len, &why), 0);
+	assert_int_equal(manifest_writer_serialize(w, &buf, &len, NULL, 0), 0);
 	manifest_writer_free(w);
 	tmpdir_make(dir);
 	path_fmt(path, "%s/big.manifest", dir);

@@ -87,15 +87,19 @@ static void test_media_types(void **state)
 
 static void expect_json(const char *text, size_t len, bool ok)
 {
-	const char *why = NULL;
-	struct json_object *o = oci_json_parse(text, len, OCI_JSON_MANIFEST, &why);
+	char why[WHY_MAX] = "";
+	struct json_object *o;
+	int ret = oci_json_parse(text, len, OCI_JSON_MANIFEST, &o, why, sizeof(why));
 
-	if (ok && !o)
+	if (ok && ret)
 		fail_msg("'%s' rejected: %s", text, why);
-	if (!ok && o)
+	if (!ok && !ret)
 		fail_msg("'%s' accepted", text);
-	if (!ok)
-		assert_non_null(why);
+	if (!ok) {
+		assert_int_equal(ret, -EBADMSG); /* not JSON: no limit of kind is near */
+		assert_true(why[0]);
+		assert_null(o);
+	}
 	json_object_put(o);
 }
 
@@ -141,31 +145,32 @@ static void test_json_limits(void **state)
 {
 	const struct oci_json_limits *l = oci_json_limits(OCI_JSON_MANIFEST);
 	struct json_object *o;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	size_t len;
 	char *b;
 
 	(void)state;
 	/* values are counted as the '{', '[' and ',' outside strings, plus one */
 	b = json_repeat("[", "1", l->max_values - 1, "]", &len);
-	o = oci_json_parse(b, len, OCI_JSON_MANIFEST, &why);
+	assert_int_equal(oci_json_parse(b, len, OCI_JSON_MANIFEST, &o, why, sizeof(why)), 0);
 	assert_non_null(o); /* at the limit */
 	json_object_put(o);
 	free(b);
 	b = json_repeat("{\"layers\":[", "{}", l->max_values / 2, "]}", &len);
-	assert_null(oci_json_parse(b, len, OCI_JSON_MANIFEST, &why));
-	assert_ptr_equal(why, l->too_many);
-	assert_true(oci_json_over_limit(OCI_JSON_MANIFEST, why));
+	assert_int_equal(oci_json_parse(b, len, OCI_JSON_MANIFEST, &o, why, sizeof(why)), -EFBIG);
+	assert_null(o);
+	assert_string_equal(why, l->too_many);
 	assert_non_null(strstr(why, "65536"));
 	free(b);
 	/* commas inside strings are not values */
 	b = json_repeat("[\"", ",,,,,,,,,,,,,,,,", 8192, "\"]", &len);
-	o = oci_json_parse(b, len, OCI_JSON_MANIFEST, &why);
+	assert_int_equal(oci_json_parse(b, len, OCI_JSON_MANIFEST, &o, why, sizeof(why)), 0);
 	assert_non_null(o);
 	json_object_put(o);
 	free(b);
 	/* an escaped quote does not end a string */
-	o = oci_json_parse("[\"\\\",[\"]", 8, OCI_JSON_TOKEN, &why);
+	assert_int_equal(oci_json_parse("[\"\\\",[\"]", 8, OCI_JSON_TOKEN, &o, why, sizeof(why)),
+			 0);
 	assert_non_null(o);
 	json_object_put(o);
 	/* nesting */
@@ -173,13 +178,15 @@ static void test_json_limits(void **state)
 	assert_non_null(b);
 	memset(b, '[', OCI_JSON_DEPTH_MAX);
 	memset(b + OCI_JSON_DEPTH_MAX, ']', OCI_JSON_DEPTH_MAX);
-	o = oci_json_parse(b, 2 * OCI_JSON_DEPTH_MAX, OCI_JSON_MANIFEST, &why);
+	assert_int_equal(oci_json_parse(b, 2 * OCI_JSON_DEPTH_MAX, OCI_JSON_MANIFEST, &o, why,
+					 sizeof(why)), 0);
 	assert_non_null(o);
 	json_object_put(o);
 	memset(b, '[', OCI_JSON_DEPTH_MAX + 1);
 	memset(b + OCI_JSON_DEPTH_MAX + 1, ']', OCI_JSON_DEPTH_MAX + 1);
-	assert_null(oci_json_parse(b, 2 * OCI_JSON_DEPTH_MAX + 2, OCI_JSON_MANIFEST, &why));
-	assert_ptr_equal(why, l->too_deep);
+	assert_int_equal(oci_json_parse(b, 2 * OCI_JSON_DEPTH_MAX + 2, OCI_JSON_MANIFEST, &o, why,
+					 sizeof(why)), -EFBIG);
+	assert_string_equal(why, l->too_deep);
 	free(b);
 	/* size: white space only, so nothing else trips first */
 	len = OCI_JSON_TOKEN_MAX + 1;
@@ -187,10 +194,15 @@ static void test_json_limits(void **state)
 	assert_non_null(b);
 	memset(b, ' ', len);
 	b[0] = '1';
-	assert_null(oci_json_parse(b, len, OCI_JSON_TOKEN, &why));
-	assert_ptr_equal(why, oci_json_limits(OCI_JSON_TOKEN)->too_big);
+	assert_int_equal(oci_json_parse(b, len, OCI_JSON_TOKEN, &o, why, sizeof(why)), -EFBIG);
+	assert_string_equal(why, oci_json_limits(OCI_JSON_TOKEN)->too_big);
 	assert_non_null(strstr(why, "1 MiB"));
-	assert_false(oci_json_over_limit(OCI_JSON_TOKEN, "not JSON"));
+	/* a syntax error is -EBADMSG, not a limit */
+	assert_int_equal(oci_json_parse("[1,", 3, OCI_JSON_TOKEN, &o, why, sizeof(why)), -EBADMSG);
+	assert_string_equal(why, "not JSON (empty or truncated)");
+	assert_int_equal(oci_json_parse("[1] x", 5, OCI_JSON_TOKEN, &o, why, sizeof(why)),
+			 -EBADMSG);
+	assert_non_null(strstr(why, "not JSON"));
 	free(b);
 }
 

@@ -60,11 +60,11 @@ static void shuffle(struct oci_chunk_ref *v, size_t n, uint64_t seed)
 static void parse_ok(const char *json, size_t len, struct oci_refs *refs,
 		     uint8_t (**man)[SHA256_LEN], size_t *n_man)
 {
-	const char *why = NULL;
-	int ret = oci_index_parse(json, len, refs, man, n_man, &why);
+	char why[WHY_MAX] = "";
+	int ret = oci_index_parse(json, len, refs, man, n_man, why, sizeof(why));
 
 	if (ret)
-		fail_msg("parse: %d (%s) of %.*s", ret, why ? why : "-",
+		fail_msg("parse: %d (%s) of %.*s", ret, why[0] ? why : "-",
 			 (int)(len > 300 ? 300 : len), json);
 }
 
@@ -74,13 +74,13 @@ static void parse_fail_len(const char *json, size_t len, int want)
 	struct oci_refs refs = { 0 };
 	uint8_t (*man)[SHA256_LEN] = NULL;
 	size_t n_man = 0;
-	const char *why = NULL;
-	int ret = oci_index_parse(json, len, &refs, &man, &n_man, &why);
+	char why[WHY_MAX] = "";
+	int ret = oci_index_parse(json, len, &refs, &man, &n_man, why, sizeof(why));
 
 	if (ret != want)
 		fail_msg("parse of %.*s: %d, expected %d", (int)(len > 300 ? 300 : len), json, ret,
 			 want);
-	assert_non_null(why);
+	assert_true(why[0]);
 	assert_int_equal(refs.n, 0);
 	assert_int_equal(n_man, 0);
 	oci_refs_free(&refs);
@@ -545,11 +545,12 @@ static void test_parse_appends(void **state)
 			    "{\"mediaType\":\"" OCI_MT_CHUNK "\",\"digest\":\"sha256:" HEX64 "\","
 			    "\"size\":-1,\"annotations\":{\"" OCI_ANNOT_CHUNK "\":\"" HEX64 "\"}}");
 	{
-		const char *why = NULL;
+		char why[WHY_MAX] = "";
 
-		assert_int_equal(oci_index_parse(bad, strlen(bad), &back, &man, &n_man, &why),
+		assert_int_equal(oci_index_parse(bad, strlen(bad), &back, &man, &n_man, why,
+						 sizeof(why)),
 				 -EBADMSG);
-		assert_non_null(why);
+		assert_true(why[0]);
 	}
 	assert_int_equal(back.n, 30);
 	assert_int_equal(n_man, 2);
@@ -649,18 +650,20 @@ static void test_parse_unexpected_kind(void **state)
 	struct oci_refs refs = { 0 };
 	uint8_t (*man)[SHA256_LEN] = NULL;
 	size_t n_man = 0;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	const char *idx = "{\"schemaVersion\":2,\"manifests\":[]}";
 	const char *mf = "{\"schemaVersion\":2,\"layers\":[]}";
 
 	(void)state;
 	/* NULL outputs say which kind of document is expected */
-	assert_int_equal(oci_index_parse(idx, strlen(idx), &refs, NULL, NULL, &why), -EBADMSG);
-	assert_non_null(why);
-	why = NULL;
-	assert_int_equal(oci_index_parse(mf, strlen(mf), NULL, &man, &n_man, &why), -EBADMSG);
-	assert_non_null(why);
-	assert_int_equal(oci_index_parse(mf, strlen(mf), &refs, NULL, NULL, NULL), 0);
+	assert_int_equal(oci_index_parse(idx, strlen(idx), &refs, NULL, NULL, why, sizeof(why)),
+			 -EBADMSG);
+	assert_true(why[0]);
+	why[0] = '\0';
+	assert_int_equal(oci_index_parse(mf, strlen(mf), NULL, &man, &n_man, why, sizeof(why)),
+			 -EBADMSG);
+	assert_true(why[0]);
+	assert_int_equal(oci_index_parse(mf, strlen(mf), &refs, NULL, NULL, NULL, 0), 0);
 }
 
 /* ------------------------------------------------------------------ parse: hostile */
@@ -909,7 +912,7 @@ static void test_parse_caps(void **state)
 	struct oci_refs refs = { 0 };
 	uint8_t (*man)[SHA256_LEN] = NULL;
 	size_t n_man = 0, cap = 64 + (OCI_INDEX_MAX_MANIFESTS + 1) * sizeof(desc);
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 
 	(void)state;
 	snprintf(desc, sizeof(desc), "{\"mediaType\":\"" OCI_MT_MANIFEST "\",\"digest\":\""
@@ -926,7 +929,7 @@ static void test_parse_caps(void **state)
 			assert_int_equal(n_man, OCI_INDEX_MAX_MANIFESTS);
 		} else {
 			assert_int_equal(oci_index_parse(idx, strlen(idx), NULL, &man, &n_man,
-							 &why), -EFBIG);
+							 why, sizeof(why)), -EFBIG);
 			assert_non_null(strstr(why, "263 manifests"));
 		}
 	}
@@ -936,7 +939,8 @@ static void test_parse_caps(void **state)
 	l = layer_with("\"" EMPTY_DIGEST "\"", "2", "\"" HEX64 "\"");
 	m = manifest_with(l);
 	refs.n = OCI_INDEX_MAX_CHUNKS;
-	assert_int_equal(oci_index_parse(m, strlen(m), &refs, NULL, NULL, &why), -EFBIG);
+	assert_int_equal(oci_index_parse(m, strlen(m), &refs, NULL, NULL, why, sizeof(why)),
+			 -EFBIG);
 	assert_non_null(strstr(why, "1048576 chunks"));
 	assert_int_equal(refs.n, OCI_INDEX_MAX_CHUNKS);
 	refs.n = 0;
@@ -965,7 +969,7 @@ static void test_parse_fuzz(void **state)
 		uint8_t (*man)[SHA256_LEN] = NULL;
 		size_t n_man = 0, flips = 1 + prng_next(&seed) % 3;
 		static const char alphabet[] = "{}[]\",:0123456789-.eEaAfFsS\\u \t\n";
-		const char *why = NULL;
+		char why[WHY_MAX] = "";
 		int ret;
 
 		assert_non_null(buf);
@@ -973,10 +977,10 @@ static void test_parse_fuzz(void **state)
 		for (size_t k = 0; k < flips; k++)
 			buf[prng_next(&seed) % d->len] =
 				alphabet[prng_next(&seed) % (sizeof(alphabet) - 1)];
-		ret = oci_index_parse(buf, d->len, &out, &man, &n_man, &why);
+		ret = oci_index_parse(buf, d->len, &out, &man, &n_man, why, sizeof(why));
 		assert_true(ret == 0 || ret == -EBADMSG);
 		if (ret)
-			assert_non_null(why);
+			assert_true(why[0]);
 		assert_true(out.n <= 4 && n_man <= 1);
 		free(man);
 		oci_refs_free(&out);

@@ -34,9 +34,11 @@ static struct manifest *to_manifest(struct tree *t, uint8_t **bytes, size_t *n_b
 
 	assert_non_null(w);
 	assert_int_equal(tree_write(t, w), 0);
-	ret = manifest_writer_serialize(w, &buf, &len, &why);
+	char wwhy[WHY_MAX] = "";
+
+	ret = manifest_writer_serialize(w, &buf, &len, wwhy, sizeof(wwhy));
 	if (ret)
-		fail_msg("serialize: %d %s", ret, why ? why : "");
+		fail_msg("serialize: %d %s", ret, wwhy);
 	manifest_writer_free(w);
 	if (bytes) {
 		*bytes = malloc(len);

@@ -832,13 +832,13 @@ static void test_image_config(void **state)
 		"\"WorkingDir\":\"/srv\",\"User\":\"app:staff\"}}";
 	struct oci_config c;
 	struct initramfs_opts o = base_opts(f, NULL, 0);
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	struct cpio_rd r;
 	const char *data;
 	mode_t old_mask;
 	struct stat st;
 
-	assert_int_equal(oci_config_parse(json, strlen(json), &c, &why), 0);
+	assert_int_equal(oci_config_parse(json, strlen(json), &c, why, sizeof(why)), 0);
 	o.image = &c;
 	o.env = (const char *const[]){ "EXTRA=1" };
 	o.n_env = 1;
@@ -872,7 +872,7 @@ static void test_image_config(void **state)
 	oci_config_free(&c);
 
 	/* an empty config and no command: nothing to run */
-	assert_int_equal(oci_config_parse("{}", 2, &c, &why), 0);
+	assert_int_equal(oci_config_parse("{}", 2, &c, why, sizeof(why)), 0);
 	o.image = &c;
 	o.argc = 0;
 	assert_int_equal(initramfs_build(&o, f->out, sizeof(f->out)), -EINVAL);
