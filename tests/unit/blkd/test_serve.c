@@ -15,7 +15,7 @@
 #include <sys/time.h>
 #include <sys/un.h>
 
-#include "../../../blkd/disk/disk.h"
+#include "../../../blkd/disk/disk_int.h"
 #include "../../../blkd/serve/serve.h"
 #include "../../../common/log.h"
 
