@@ -62,6 +62,7 @@ static void eng_close(void *ctx)
 	blkd_engine_close(ctx);
 }
 
+/* The disk owns its engine: disk_close() closes it. */
 static const struct disk_ops engine_ops = {
 	.read = eng_read,
 	.write = eng_write,
@@ -72,25 +73,13 @@ static const struct disk_ops engine_ops = {
 	.read_sparse = eng_read_sparse,
 	.snapshot = eng_snapshot,
 	.stats = eng_stats,
-};
-
-/* The same, owning the engine: disk_close() closes it (disk_open's disks). */
-static const struct disk_ops engine_owned_ops = {
-	.read = eng_read,
-	.write = eng_write,
-	.flush = eng_flush,
-	.discard = eng_discard,
-	.write_zeroes = eng_write_zeroes,
-	.block_status = eng_block_status,
-	.snapshot = eng_snapshot,
-	.stats = eng_stats,
 	.close = eng_close,
 };
 
-static void engine_disk(struct blkd_engine *e, const struct disk_ops *ops, struct disk *out)
+void disk_engine(struct blkd_engine *e, struct disk *out)
 {
 	*out = (struct disk){
-		.ops = ops,
+		.ops = &engine_ops,
 		.ctx = e,
 		.size = blkd_engine_size(e) / DISK_SECTOR * DISK_SECTOR,
 		.description = "lazyblk lazily loaded disk",
@@ -106,20 +95,11 @@ static void engine_disk(struct blkd_engine *e, const struct disk_ops *ops, struc
 	};
 }
 
-void disk_engine(struct blkd_engine *e, struct disk *out)
-{
-	engine_disk(e, &engine_ops, out);
-}
-
-void disk_engine_own(struct blkd_engine *e, struct disk *out)
-{
-	engine_disk(e, &engine_owned_ops, out);
-}
 
 /* The engine behind d, or NULL when d is not the lazy image. */
 static struct blkd_engine *disk_to_engine(const struct disk *d)
 {
-	return d->ops == &engine_ops || d->ops == &engine_owned_ops ? d->ctx : NULL;
+	return d->ops == &engine_ops ? d->ctx : NULL;
 }
 
 int disk_layout_digest(const struct disk *d, uint8_t out[32])

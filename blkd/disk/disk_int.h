@@ -10,11 +10,8 @@
 #include "disk.h"
 
 struct blkd_engine;
-/* The lazy image as a disk (disk_engine.c); e must outlive it, disk_close() leaves it open. */
-TEST_HOOK
+/* The lazy image as a disk (disk_engine.c); the disk owns e: disk_close() closes it. */
 void disk_engine(struct blkd_engine *e, struct disk *out);
-/* The same, but the disk owns e: disk_close() closes it. */
-void disk_engine_own(struct blkd_engine *e, struct disk *out);
 
 /*
  * A raw disk file or block device (disk_raw.c), opened read-write or read-only. Its size

@@ -73,7 +73,7 @@ static int image_open(const struct disk_spec *s, struct disk *out, char *why, si
 
 	if (ret)
 		return ret;
-	disk_engine_own(e, out);
+	disk_engine(e, out);
 	return 0;
 }
 

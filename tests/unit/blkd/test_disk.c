@@ -412,9 +412,7 @@ static void test_engine_disk(void **state)
 	assert_memory_equal(buf, meta, BLK);
 	assert_int_equal(disk_write(&d, 0, BLK, buf, false), -EPERM);
 	assert_int_equal(disk_snapshot(&d, delta, &dirty, &zero, &why), -ENOENT);
-	disk_close(&d); /* the engine stays open */
-	assert_int_equal(blkd_engine_read(e, 2 * BLK, BLK, buf), 0);
-	blkd_engine_close(e);
+	disk_close(&d); /* and its engine */
 
 	/* with one: writes, zeroes, both contexts, a snapshot of what changed */
 	o.overlay_path = ov;
@@ -443,7 +441,6 @@ static void test_engine_disk(void **state)
 	assert_int_equal(zero, 2);
 	assert_true(path_exists(delta));
 	disk_close(&d);
-	blkd_engine_close(e);
 	rm_rf(dir);
 }
 
@@ -531,7 +528,7 @@ static void test_read_sparse(void **state)
 	sparse_check(&d, f->img);
 	blkd_engine_get_stats(e, &st);
 	assert_true(st.reads == 3 && st.read_errors == 1 && st.meta_hits == 5 + 5);
-	blkd_engine_close(e);
+	disk_close(&d);
 	/* and a data run at block 30 of a chunk the store lost: the extents before it told */
 	image_layout(layout, f, true);
 	assert_int_equal(blkd_engine_open(&o, &e, NULL, 0), 0);
@@ -540,7 +537,7 @@ static void test_read_sparse(void **state)
 	assert_int_not_equal(disk_read_sparse(&d, 0, 32 * BLK, f->img, collect, &sp), 0);
 	assert_int_equal(sp.n, 5);
 	expect_span(&sp, 4, 21 * BLK, 30 * BLK, HOLE_ZERO);
-	blkd_engine_close(e);
+	disk_close(&d);
 	fx_close(f);
 }
 

@@ -84,6 +84,8 @@ static void test_image_reads(void **state)
 	assert_int_equal(disk_check(&d), 0);
 	assert_int_equal(d.size, SIZE);
 	assert_true(d.read_only);   /* no overlay */
+	/* the image's own one-walk sparse read, not the generic one over block status and read */
+	assert_non_null(d.ops->read_sparse);
 	for (uint64_t off = 0; off < SIZE && !found; off += PIECE) {
 		uint32_t n = (uint32_t)(SIZE - off < PIECE + NOISE ? SIZE - off : PIECE + NOISE);
 

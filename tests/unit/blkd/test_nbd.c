@@ -2022,7 +2022,7 @@ static void test_engine_one_walk(void **state)
 	c_req(f->cfd, 0, NBD_CMD_DISC, 5, 0, 0, NULL);
 	c_expect_eof(f->cfd);
 	assert_int_equal(finish(f), 0);
-	blkd_engine_close(e);
+	disk_close(&d);
 	free(want);
 	free(got);
 }
