@@ -18,13 +18,13 @@ static void serve(struct fuzz_conn *c)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct disk d;
-	static struct nbd_export x;
+	static struct nbd_offer x;
 	struct fuzz_conn c = { .data = data, .size = size, .serve = serve, .arg = &x };
 
 	fuzz_dir();
 	if (!d.ops) {
 		fuzz_disk(&d);
-		x = (struct nbd_export){ .d = &d, .name = "", .size = d.size };
+		x = (struct nbd_offer){ .d = &d, .name = "", .size = d.size };
 	}
 	fuzz_conn_run(&c);
 	return 0;

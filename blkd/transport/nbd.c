@@ -43,7 +43,7 @@ struct client {
 	int fd;                    /* -1: the slot is free */
 	unsigned id;
 	int done;                  /* set (atomically) by the thread as it ends */
-	const struct nbd_export *x;
+	const struct nbd_offer *x;
 	struct nbd_watch w;
 };
 
@@ -217,7 +217,7 @@ struct accepting {
 	bool full;                 /* refusing: said once until a slot is taken again */
 	unsigned next_id;
 	unsigned idle_s;
-	const struct nbd_export *x;
+	const struct nbd_offer *x;
 };
 
 /* Take one pending connection into a free slot, or refuse it (close it at once). */
@@ -261,7 +261,7 @@ static void accept_one(struct accepting *ac, struct client *cl, unsigned n)
 int nbd_serve(const struct disk *d, const struct nbd_server_opts *o,
 	      volatile sig_atomic_t *stop)
 {
-	struct nbd_export x = {
+	struct nbd_offer x = {
 		.d = d,
 		.name = o->export_name ? o->export_name : "",
 		.size = d ? d->size : 0,

@@ -14,7 +14,7 @@ static void send_timeout(int fd, unsigned seconds)
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 }
 
-int nbd_conn_run(const struct nbd_export *x, int fd, unsigned id, struct nbd_watch *w)
+int nbd_conn_run(const struct nbd_offer *x, int fd, unsigned id, struct nbd_watch *w)
 {
 	struct nbd_session s = { .x = x, .fd = fd, .id = id, .w = w };
 	int ret;

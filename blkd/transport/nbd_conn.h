@@ -50,16 +50,19 @@ static inline const char *nbd_ctx_name(enum nbd_ctx c)
 	return c == NBD_CTX_ALLOCATION ? "base:allocation" : "lazyblk:dirty";
 }
 
-/* What one export offers; shared read-only by every connection. */
-struct nbd_export {
+/*
+ * The disk one NBD server offers under a name (what the NBD protocol calls an "export"; in
+ * lazyblk "export" means `lazyblk export` alone); shared read-only by every connection.
+ */
+struct nbd_offer {
 	const struct disk *d;
-	const char *name;          /* "" (or NULL): any name is this export */
+	const char *name;          /* "" (or NULL): any name asked is this disk */
 	uint64_t size;             /* d->size */
 	bool read_only;            /* d->read_only, or the server refuses writes */
 };
 
-/* The export offers context c (its disk's block status knows it). */
-static inline bool nbd_ctx_offered(const struct nbd_export *x, enum nbd_ctx c)
+/* The offer has context c (its disk's block status knows it). */
+static inline bool nbd_ctx_offered(const struct nbd_offer *x, enum nbd_ctx c)
 {
 	return disk_has_status(x->d, (enum disk_ctx)c);
 }
@@ -81,7 +84,7 @@ struct nbd_watch {
 
 /* The state one connection negotiates. */
 struct nbd_session {
-	const struct nbd_export *x;
+	const struct nbd_offer *x;
 	int fd;
 	unsigned id;               /* connection number, for log lines */
 	struct nbd_watch *w;       /* NULL: not watched (no deadlines) */
@@ -96,7 +99,7 @@ struct nbd_session {
  * Returns 0 when the client left cleanly, -errno when the connection was dropped (a log
  * line said why).
  */
-int nbd_conn_run(const struct nbd_export *x, int fd, unsigned id, struct nbd_watch *w);
+int nbd_conn_run(const struct nbd_offer *x, int fd, unsigned id, struct nbd_watch *w);
 /* The watchdog cut this connection: its end needs no log line. */
 static inline bool nbd_cut(const struct nbd_session *s)
 {

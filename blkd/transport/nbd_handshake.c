@@ -184,7 +184,7 @@ static int opt_list(struct nbd_session *s, uint32_t len)
  * and "lazyblk:" as wildcards; selecting takes full names only. Unknown names, and
  * contexts the disk does not know, are ignored.
  */
-static void ctx_match(const struct nbd_export *x, const uint8_t *q, uint32_t len, bool list,
+static void ctx_match(const struct nbd_offer *x, const uint8_t *q, uint32_t len, bool list,
 		      bool sel[NBD_CTX_COUNT])
 {
 	for (int c = 0; c < NBD_CTX_COUNT; c++) {

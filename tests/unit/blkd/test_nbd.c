@@ -177,7 +177,7 @@ struct fixture {
 	char dir[PATH_MAX], path[PATH_MAX];
 	uint8_t *base;               /* the disk as it started */
 	uint8_t *now;                /* the file as it is (disk_now()) */
-	struct nbd_export x;
+	struct nbd_offer x;
 	int cfd, sfd;
 	pthread_t th;
 	bool running;
@@ -227,7 +227,7 @@ static int setup(void **state)
 				.can_multi_conn = true,
 				.status = DISK_CTX_BIT(DISK_CTX_ALLOCATION) |
 					  DISK_CTX_BIT(DISK_CTX_DIRTY) };
-	f->x = (struct nbd_export){ .d = &f->t.d, .name = "", .size = DISK };
+	f->x = (struct nbd_offer){ .d = &f->t.d, .name = "", .size = DISK };
 	f->cfd = f->sfd = -1;
 	*state = f;
 	return 0;
@@ -1968,7 +1968,7 @@ static void test_engine_one_walk(void **state)
 	path_fmt(ov, "%s/img.overlay", f->dir);
 	assert_int_equal(blkd_engine_open(&o, &e, NULL, 0), 0);
 	disk_engine(e, &d);
-	f->x = (struct nbd_export){ .d = &d, .name = "", .size = d.size };
+	f->x = (struct nbd_offer){ .d = &d, .name = "", .size = d.size };
 	start(f);
 	c_connect(f->cfd, true, true, false, &s);
 	fill(w, sizeof(w), 6); /* block 40 written: the overlay has three runs */
