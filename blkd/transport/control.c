@@ -101,9 +101,9 @@ static void ctl_snapshot(struct blkd_control *c, int fd, const char *path)
 	}
 	ret = disk_snapshot(c->d, path, &dirty, &zero, why, sizeof(why));
 	if (ret) {
-		const char *msg = why[0]		   ? why
+		const char *msg = why[0] ? why
 				  : ret == -EOPNOTSUPP ? "this disk takes no snapshots"
-						       : strerror(-ret);
+				  : strerror(-ret);
 
 		log_warn("control: snapshot %s: %s", path, msg);
 		ctl_reply(fd, "error %s: %s", path, msg);
