@@ -99,7 +99,8 @@ int chunk_decompress(struct chunk_codec *c, const void *src, size_t len, void *d
 }
 
 int chunk_verify(struct chunk_codec *c, const uint8_t d[SHA256_LEN], const void *frame,
-		 size_t len, void *dst, size_t cap, size_t *out_len, const char **why)
+		 size_t len, void *dst, size_t cap, size_t *out_len,
+		 char *why, size_t why_len)
 {
 	uint8_t sum[SHA256_LEN];
 	size_t n;
@@ -107,14 +108,13 @@ int chunk_verify(struct chunk_codec *c, const uint8_t d[SHA256_LEN], const void 
 
 	ret = chunk_decompress(c, frame, len, dst, cap, &n);
 	if (ret == -EBADMSG)
-		*why = "not a valid zstd chunk";
+		why_set(why, why_len, ret, "not a valid zstd chunk");
 	if (!ret)
 		ret = sha256_buf(dst, n, sum);
 	if (ret)
 		return ret;
 	if (memcmp(sum, d, SHA256_LEN)) {
-		*why = "content does not match its sha256 name";
-		return -EBADMSG;
+		return why_set(why, why_len, -EBADMSG, "content does not match its sha256 name");
 	}
 	*out_len = n;
 	return 0;

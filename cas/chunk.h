@@ -11,6 +11,7 @@
 
 #include "../common/sha256.h"
 #include "../common/test_hook.h"
+#include "../common/why.h"
 
 #define CHUNK_SIZE_DEFAULT (1u << 20)
 #define CHUNK_SIZE_MIN 4096u
@@ -35,12 +36,13 @@ int chunk_decompress(struct chunk_codec *c, const void *src, size_t len, void *d
 		     size_t *out_len);
 /*
  * Decompress a stored chunk into dst (cap bytes) and check that it is the chunk named d (the
- * sha256 of the bytes). 0 with *out_len; -EBADMSG with *why ("not a valid zstd chunk",
- * "content does not match its sha256 name") for a corrupt chunk, whose bytes must not be used;
+ * sha256 of the bytes). 0 with *out_len; -EBADMSG with why (common/why.h: "not a valid zstd
+ * chunk", "content does not match its sha256 name") for a corrupt chunk, whose bytes must not be used;
  * -ENOMEM. The one check every reader of chunks (store, remote, push, cas verify) makes.
  */
 int chunk_verify(struct chunk_codec *c, const uint8_t d[SHA256_LEN], const void *frame,
-		 size_t len, void *dst, size_t cap, size_t *out_len, const char **why);
+		 size_t len, void *dst, size_t cap, size_t *out_len,
+		 char *why, size_t why_len);
 /* Declared uncompressed size from the frame header, or -EBADMSG. */
 int chunk_content_size(const void *src, size_t len, uint64_t *size);
 

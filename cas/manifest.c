@@ -90,11 +90,9 @@ static bool path_ok(const char *p, size_t len)
 	return true;
 }
 
-static int bad(const char **why, const char *msg)
+static int bad(char *why, size_t why_len, const char *msg)
 {
-	if (why)
-		*why = msg;
-	return -EBADMSG;
+	return why_set(why, why_len, -EBADMSG, "%s", msg);
 }
 
 /* Binary search among entries[0, n). */
@@ -122,27 +120,28 @@ static const struct mf_entry *find_before(const struct manifest *m, size_t n, co
  * Every string an entry names (its path, its link target, its xattrs' names and values) in
  * range and NUL-terminated: checked before anything reads them (sorting, lookups).
  */
-static int check_strings(const struct manifest *m, const struct mf_entry *e, const char **why)
+static int check_strings(const struct manifest *m, const struct mf_entry *e, char *why,
+			 size_t why_len)
 {
 	if (!str_ok(m, e->path_off, e->path_len) ||
 	    !path_ok(m->strings + e->path_off, e->path_len))
-		return bad(why, "bad entry path");
+		return bad(why, why_len, "bad entry path");
 	if ((e->type == MF_SYMLINK || e->type == MF_HARDLINK) &&
 	    (e->link_len == 0 || !str_ok(m, e->link_off, e->link_len)))
-		return bad(why, "bad link target");
+		return bad(why, why_len, "bad link target");
 	/* unchecked, it would be read by whoever copies an entry whole (repack did) */
 	if (e->type != MF_SYMLINK && e->type != MF_HARDLINK && e->link_len)
-		return bad(why, "link target on an entry that is not a link");
+		return bad(why, why_len, "link target on an entry that is not a link");
 	if (!range_ok(e->xattr_first, e->xattr_count, m->n_xattrs))
-		return bad(why, "entry range out of bounds");
+		return bad(why, why_len, "entry range out of bounds");
 	for (uint32_t k = 0; k < e->xattr_count; k++) {
 		const struct mf_xattr *x = &m->xattrs[e->xattr_first + k];
 
 		if (x->name_len == 0 || !str_ok(m, x->name_off, x->name_len) ||
 		    memchr(m->strings + x->name_off, '\0', x->name_len))
-			return bad(why, "bad xattr name (empty, out of range or with a NUL)");
+			return bad(why, why_len, "bad xattr name (empty, out of range or with a NUL)");
 		if (!str_ok(m, x->value_off, x->value_len))
-			return bad(why, "bad xattr value (out of range)");
+			return bad(why, why_len, "bad xattr value (out of range)");
 	}
 	return 0;
 }
@@ -191,7 +190,7 @@ static bool is_ancestor_of(const struct manifest *m, const struct mf_entry *d, c
 }
 
 static int check_parent(struct manifest *m, struct dir_stack *st, const struct mf_entry *e,
-			const char **why)
+			char *why, size_t why_len)
 {
 	const char *p = m->strings + e->path_off;
 
@@ -200,7 +199,7 @@ static int check_parent(struct manifest *m, struct dir_stack *st, const struct m
 	while (st->n && !is_ancestor_of(m, st->e[st->n - 1], p, e->path_len))
 		st->n--;
 	if (!st->n || !is_parent_of(m, st->e[st->n - 1], p, e->path_len))
-		return bad(why, "parent directory missing or not a directory");
+		return bad(why, why_len, "parent directory missing or not a directory");
 push:
 	if (e->type != MF_DIR)
 		return 0;
@@ -210,19 +209,20 @@ push:
 	return 0;
 }
 
-static int validate_each(struct manifest *m, struct dir_stack *st, const char **why);
+static int validate_each(struct manifest *m, struct dir_stack *st, char *why, size_t why_len);
 
-static int validate_entries(struct manifest *m, const char **why)
+static int validate_entries(struct manifest *m, char *why, size_t why_len)
 {
 	struct dir_stack st = { 0 };
-	int ret = validate_each(m, &st, why);
+	int ret = validate_each(m, &st, why, why_len);
 
 	free(st.e);
 	return ret;
 }
 
 /* A regular file's pieces and holes (after validate_each's range checks). */
-static int check_data(const struct manifest *m, const struct mf_entry *e, const char **why)
+static int check_data(const struct manifest *m, const struct mf_entry *e, char *why,
+		      size_t why_len)
 {
 	uint64_t sum = 0, end = 0;
 
@@ -231,7 +231,7 @@ static int check_data(const struct manifest *m, const struct mf_entry *e, const 
 
 		if (c->len == 0 || c->len > m->hdr->chunk_size ||
 		    c->off > m->hdr->chunk_size - c->len)
-			return bad(why, "bad chunk length or offset");
+			return bad(why, why_len, "bad chunk length or offset");
 		sum += c->len;
 	}
 	for (uint32_t k = 0; k < e->hole_count; k++) {
@@ -239,12 +239,12 @@ static int check_data(const struct manifest *m, const struct mf_entry *e, const 
 
 		/* sorted, disjoint and never adjacent (adjacent holes are one) */
 		if (h->len == 0 || (k && h->off <= end) || !range_ok(h->off, h->len, e->size))
-			return bad(why, "bad hole list");
+			return bad(why, why_len, "bad hole list");
 		end = h->off + h->len;
 		sum += h->len;
 	}
 	if (sum != e->size)
-		return bad(why, "chunks and holes do not add up to the file size");
+		return bad(why, why_len, "chunks and holes do not add up to the file size");
 	return 0;
 }
 
@@ -254,7 +254,7 @@ static int check_data(const struct manifest *m, const struct mf_entry *e, const 
  * piece, and a table of chunk_count holds every (file, piece) (trace indexing sizes one).
  * A file without pieces is not looked at (its chunk_first means nothing).
  */
-static int check_piece_order(const struct manifest *m, const char **why)
+static int check_piece_order(const struct manifest *m, char *why, size_t why_len)
 {
 	uint64_t next = 0;
 
@@ -264,13 +264,13 @@ static int check_piece_order(const struct manifest *m, const char **why)
 		if (e->type != MF_REG || !e->chunk_count)
 			continue;
 		if (e->chunk_first != next)
-			return bad(why, "pieces of files overlap or are out of order");
+			return bad(why, why_len, "pieces of files overlap or are out of order");
 		next += e->chunk_count;
 	}
-	return next == m->n_chunks ? 0 : bad(why, "pieces that no file names");
+	return next == m->n_chunks ? 0 : bad(why, why_len, "pieces that no file names");
 }
 
-static int validate_each(struct manifest *m, struct dir_stack *st, const char **why)
+static int validate_each(struct manifest *m, struct dir_stack *st, char *why, size_t why_len)
 {
 	const struct mf_entry *prev = NULL;
 	int ret;
@@ -279,52 +279,52 @@ static int validate_each(struct manifest *m, struct dir_stack *st, const char **
 		const struct mf_entry *e = &m->entries[i];
 		const char *p;
 
-		ret = check_strings(m, e, why);
+		ret = check_strings(m, e, why, why_len);
 		if (ret)
 			return ret;
 		p = m->strings + e->path_off;
 		if (i == 0 && (e->path_len != 1 || e->type != MF_DIR))
-			return bad(why, "first entry is not the root directory");
+			return bad(why, why_len, "first entry is not the root directory");
 		if (prev && manifest_path_cmp(m->strings + prev->path_off, prev->path_len, p,
 					      e->path_len) >= 0)
-			return bad(why, "entries not sorted or duplicated");
-		ret = check_parent(m, st, e, why);
+			return bad(why, why_len, "entries not sorted or duplicated");
+		ret = check_parent(m, st, e, why, why_len);
 		if (ret)
 			return ret;
 		if (e->type < MF_REG || e->type > MF_SOCK)
-			return bad(why, "bad entry type");
+			return bad(why, why_len, "bad entry type");
 		if (e->mode & ~07777u)
-			return bad(why, "bad entry mode");
+			return bad(why, why_len, "bad entry mode");
 		if (!range_ok(e->chunk_first, e->chunk_count, m->n_chunks) ||
 		    !range_ok(e->hole_first, e->hole_count, m->n_holes))
-			return bad(why, "entry range out of bounds");
+			return bad(why, why_len, "entry range out of bounds");
 		if (e->atime_ns >= 1000000000u || e->mtime_ns >= 1000000000u ||
 		    e->ctime_ns >= 1000000000u)
-			return bad(why, "bad timestamp nanoseconds");
+			return bad(why, why_len, "bad timestamp nanoseconds");
 		if (e->type == MF_SYMLINK && (e->link_len > MF_SYMLINK_MAX || e->size != e->link_len))
-			return bad(why, "bad symlink target length");
+			return bad(why, why_len, "bad symlink target length");
 		if (e->type == MF_HARDLINK) {
 			const struct mf_entry *t = find_before(m, i, m->strings + e->link_off,
 							       e->link_len);
 
 			if (!t || t->type == MF_DIR || t->type == MF_HARDLINK)
-				return bad(why, "hardlink target is not an earlier non-directory entry");
+				return bad(why, why_len, "hardlink target is not an earlier non-directory entry");
 		}
 		if (!xattrs_sorted(m, e))
-			return bad(why, "xattrs not sorted by name or duplicated");
+			return bad(why, why_len, "xattrs not sorted by name or duplicated");
 		if (e->type != MF_REG && (e->chunk_count || e->hole_count))
-			return bad(why, "data on a non-regular entry");
+			return bad(why, why_len, "data on a non-regular entry");
 		if (e->type == MF_REG) {
-			ret = check_data(m, e, why);
+			ret = check_data(m, e, why, why_len);
 			if (ret)
 				return ret;
 		}
 		prev = e;
 	}
-	return check_piece_order(m, why);
+	return check_piece_order(m, why, why_len);
 }
 
-static int parse(uint8_t *buf, size_t len, struct manifest **out, const char **why)
+static int parse(uint8_t *buf, size_t len, struct manifest **out, char *why, size_t why_len)
 {
 	const struct mf_header *h = (const struct mf_header *)buf;
 	uint8_t digest[SHA256_LEN];
@@ -333,23 +333,23 @@ static int parse(uint8_t *buf, size_t len, struct manifest **out, const char **w
 	int ret;
 
 	if (len < 8) {
-		ret = bad(why, "file too short (not a lazyblk manifest)");
+		ret = bad(why, why_len, "file too short (not a lazyblk manifest)");
 		goto fail;
 	}
 	if (memcmp(buf, MF_MAGIC, 8) != 0) {
-		ret = bad(why, "bad magic (not a lazyblk manifest)");
+		ret = bad(why, why_len, "bad magic (not a lazyblk manifest)");
 		goto fail;
 	}
 	if (len < sizeof(*h)) {
-		ret = bad(why, "truncated (shorter than the header)");
+		ret = bad(why, why_len, "truncated (shorter than the header)");
 		goto fail;
 	}
 	if (h->version != MF_VERSION) {
-		ret = bad(why, "unsupported manifest version");
+		ret = bad(why, why_len, "unsupported manifest version");
 		goto fail;
 	}
 	if (h->header_size != sizeof(*h)) {
-		ret = bad(why, "bad header size");
+		ret = bad(why, why_len, "bad header size");
 		goto fail;
 	}
 	/* Every count is bounded by the file length, so none of these overflow. */
@@ -357,21 +357,21 @@ static int parse(uint8_t *buf, size_t len, struct manifest **out, const char **w
 	    h->chunk_count > len / sizeof(struct mf_chunk) ||
 	    h->hole_count > len / sizeof(struct mf_hole) ||
 	    h->xattr_count > len / sizeof(struct mf_xattr) || h->strings_size > len) {
-		ret = bad(why, "truncated (counts exceed the file size)");
+		ret = bad(why, why_len, "truncated (counts exceed the file size)");
 		goto fail;
 	}
 	need = sizeof(*h) + h->entry_count * sizeof(struct mf_entry) +
 	       h->chunk_count * sizeof(struct mf_chunk) + h->hole_count * sizeof(struct mf_hole) +
 	       h->xattr_count * sizeof(struct mf_xattr) + h->strings_size + SHA256_LEN;
 	if (need != len) {
-		ret = bad(why, need > len ? "truncated" : "trailing garbage after the manifest");
+		ret = bad(why, why_len, need > len ? "truncated" : "trailing garbage after the manifest");
 		goto fail;
 	}
 	ret = sha256_buf(buf, len - SHA256_LEN, digest);
 	if (ret)
 		goto fail;
 	if (memcmp(digest, buf + len - SHA256_LEN, SHA256_LEN) != 0) {
-		ret = bad(why, "checksum mismatch (file corrupt)");
+		ret = bad(why, why_len, "checksum mismatch (file corrupt)");
 		goto fail;
 	}
 	m = calloc(1, sizeof(*m));
@@ -395,16 +395,16 @@ static int parse(uint8_t *buf, size_t len, struct manifest **out, const char **w
 	if (m->n_entries == 0) {
 		m->buf = NULL;
 		manifest_free(m);
-		ret = bad(why, "no entries (the root directory is missing)");
+		ret = bad(why, why_len, "no entries (the root directory is missing)");
 		goto fail;
 	}
 	if (h->config_len && !str_ok(m, h->config_off, h->config_len)) {
 		m->buf = NULL;
 		manifest_free(m);
-		ret = bad(why, "bad config range");
+		ret = bad(why, why_len, "bad config range");
 		goto fail;
 	}
-	ret = validate_entries(m, why);
+	ret = validate_entries(m, why, why_len);
 	if (ret) {
 		m->buf = NULL;
 		manifest_free(m);
@@ -417,9 +417,9 @@ fail:
 	return ret;
 }
 
-int manifest_parse(uint8_t *buf, size_t len, struct manifest **out, const char **why)
+int manifest_parse(uint8_t *buf, size_t len, struct manifest **out, char *why, size_t why_len)
 {
-	return parse(buf, len, out, why);
+	return parse(buf, len, out, why, why_len);
 }
 
 /*
@@ -427,20 +427,20 @@ int manifest_parse(uint8_t *buf, size_t len, struct manifest **out, const char *
  * whatever another process does to the file afterwards (rewrites it in place, truncates it).
  * A copy costs about as much as the hash pass that follows (docs/security.md).
  */
-int manifest_load(const char *path, struct manifest **out, const char **why)
+int manifest_load(const char *path, struct manifest **out, char *why, size_t why_len)
 {
 	uint8_t *buf;
 	size_t len;
 	int ret;
 
-	if (why)
-		*why = NULL;
+	if (why_len)
+		why[0] = '\0';
 	ret = fs_read_file(path, &buf, &len);
-	if (ret == -EINVAL && why)
-		*why = "not a regular file"; /* a FIFO, a device: never opened */
+	if (ret == -EINVAL)
+		why_set(why, why_len, ret, "not a regular file"); /* a FIFO, a device: never opened */
 	if (ret)
 		return ret;
-	return parse(buf, len, out, why);
+	return parse(buf, len, out, why, why_len);
 }
 
 void manifest_free(struct manifest *m)

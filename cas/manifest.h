@@ -111,13 +111,14 @@ struct manifest {
 };
 
 /*
- * Load and fully validate. On a format problem returns -EBADMSG and sets *why to a
- * static description ("bad magic (not a lazyblk manifest)"); on I/O errors -errno.
+ * Load and fully validate. On a format problem returns -EBADMSG with why (common/why.h;
+ * cleared on entry) saying what ("bad magic (not a lazyblk manifest)"); on I/O errors -errno.
  */
-int manifest_load(const char *path, struct manifest **out, const char **why);
+int manifest_load(const char *path, struct manifest **out, char *why, size_t why_len);
 /* Same over a caller-provided buffer, which the manifest takes ownership of. */
 TEST_HOOK
-int manifest_parse(uint8_t *buf, size_t len, struct manifest **out, const char **why);
+int manifest_parse(uint8_t *buf, size_t len, struct manifest **out, char *why,
+		   size_t why_len);
 void manifest_free(struct manifest *m);
 
 static inline const char *manifest_str(const struct manifest *m, uint64_t off)

@@ -34,32 +34,24 @@ struct plain_trailer {
 _Static_assert(sizeof(struct plain_trailer) == PLAIN_TRAILER, "plain trailer");
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the trailer is little-endian");
 
-/* Trailer and size of an open plain copy: 0 with *len, or -EBADMSG with *why. */
+/* Trailer and size of an open plain copy: 0 with *len, or -EBADMSG with why. */
 static int trailer_check(int fd, const struct stat *st, const uint8_t d[SHA256_LEN], size_t max,
-			 struct plain_trailer *t, size_t *len, const char **why)
+			 struct plain_trailer *t, size_t *len, char *why, size_t why_len)
 {
 	static const uint8_t zero[12];
 	int ret;
 
-	if (!S_ISREG(st->st_mode) || st->st_size < (off_t)PLAIN_TRAILER) {
-		*why = "too short for a plain copy";
-		return -EBADMSG;
-	}
+	if (!S_ISREG(st->st_mode) || st->st_size < (off_t)PLAIN_TRAILER)
+		return why_set(why, why_len, -EBADMSG, "too short for a plain copy");
 	ret = uring_pread_full(fd, t, sizeof(*t), st->st_size - (off_t)PLAIN_TRAILER);
 	if (ret)
-		return ret == -EIO ? (*why = "unreadable", -EBADMSG) : ret;
-	if (memcmp(t->magic, PLAIN_MAGIC, sizeof(t->magic)) || memcmp(t->zero, zero, sizeof(zero))) {
-		*why = "no plain-copy trailer";
-		return -EBADMSG;
-	}
-	if (memcmp(t->digest, d, SHA256_LEN)) {
-		*why = "trailer names another chunk";
-		return -EBADMSG;
-	}
-	if (t->len > max || t->len + PLAIN_TRAILER != (uint64_t)st->st_size) {
-		*why = "size does not match its trailer";
-		return -EBADMSG;
-	}
+		return ret == -EIO ? why_set(why, why_len, -EBADMSG, "unreadable") : ret;
+	if (memcmp(t->magic, PLAIN_MAGIC, sizeof(t->magic)) || memcmp(t->zero, zero, sizeof(zero)))
+		return why_set(why, why_len, -EBADMSG, "no plain-copy trailer");
+	if (memcmp(t->digest, d, SHA256_LEN))
+		return why_set(why, why_len, -EBADMSG, "trailer names another chunk");
+	if (t->len > max || t->len + PLAIN_TRAILER != (uint64_t)st->st_size)
+		return why_set(why, why_len, -EBADMSG, "size does not match its trailer");
 	*len = (size_t)t->len;
 	return 0;
 }
@@ -86,19 +78,18 @@ static int crc_file(int fd, size_t len, uint32_t *crc)
  * A plain copy opened for reading: its descriptor, or -errno; a FIFO, a device, a directory
  * or a link there (never opened: it would block or be followed) is a bad copy, -EBADMSG.
  */
-static int plain_file_open(int dfd, const char *name, struct stat *st, const char **why)
+static int plain_file_open(int dfd, const char *name, struct stat *st, char *why,
+			   size_t why_len)
 {
 	int fd = fs_open_regular(dfd, name, O_NOFOLLOW, st);
 
-	if (fd == -EINVAL || fd == -EISDIR || fd == -ELOOP) {
-		*why = "not a regular file";
-		return -EBADMSG;
-	}
+	if (fd == -EINVAL || fd == -EISDIR || fd == -ELOOP)
+		return why_set(why, why_len, -EBADMSG, "not a regular file");
 	return fd;
 }
 
 int plain_open(struct store *s, const uint8_t d[SHA256_LEN], size_t max, int *fd, size_t *len,
-	       const char **why)
+	       char *why, size_t why_len)
 {
 	char rel[STORE_REL_LEN];
 	struct plain_trailer t;
@@ -110,22 +101,19 @@ int plain_open(struct store *s, const uint8_t d[SHA256_LEN], size_t max, int *fd
 	if (pfd < 0)
 		return pfd;
 	store_rel_path(d, rel);
-	f = plain_file_open(pfd, rel, &st, why);
+	f = plain_file_open(pfd, rel, &st, why, why_len);
 	if (f < 0)
 		return f;
-	ret = trailer_check(f, &st, d, max, &t, len, why);
+	ret = trailer_check(f, &st, d, max, &t, len, why, why_len);
 	if (ret)
 		goto fail;
 	ret = crc_file(f, *len, &crc);
-	if (ret == -EIO) {
-		*why = "unreadable";
-		ret = -EBADMSG;
-	}
+	if (ret == -EIO)
+		ret = why_set(why, why_len, -EBADMSG, "unreadable");
 	if (ret)
 		goto fail;
 	if (crc != t.crc) {
-		*why = "crc32c of its bytes does not match its trailer";
-		ret = -EBADMSG;
+		ret = why_set(why, why_len, -EBADMSG, "crc32c of its bytes does not match its trailer");
 		goto fail;
 	}
 	*fd = f;
@@ -202,7 +190,8 @@ int plain_remove(struct store *s, const uint8_t d[SHA256_LEN], uint64_t *bytes)
 	return 0;
 }
 
-int plain_verify_file(const char *path, const uint8_t d[SHA256_LEN], const char **why)
+int plain_verify_file(const char *path, const uint8_t d[SHA256_LEN], char *why,
+		      size_t why_len)
 {
 	struct plain_trailer t;
 	uint8_t sum[SHA256_LEN];
@@ -211,24 +200,20 @@ int plain_verify_file(const char *path, const uint8_t d[SHA256_LEN], const char 
 	size_t len, n;
 	int fd, ret;
 
-	fd = plain_file_open(AT_FDCWD, path, &st, why);
+	fd = plain_file_open(AT_FDCWD, path, &st, why, why_len);
 	if (fd < 0)
 		return fd;
-	ret = trailer_check(fd, &st, d, CHUNK_SIZE_MAX, &t, &len, why);
+	ret = trailer_check(fd, &st, d, CHUNK_SIZE_MAX, &t, &len, why, why_len);
 	/* read, not mapped: a file truncated meanwhile must not raise SIGBUS */
 	if (!ret)
 		ret = fs_read_fd(fd, &data, &n);
 	close(fd);
-	if (!ret && n < len) {
-		*why = "truncated while read";
-		ret = -EBADMSG;
-	}
+	if (!ret && n < len)
+		ret = why_set(why, why_len, -EBADMSG, "truncated while read");
 	if (!ret)
 		ret = sha256_buf(data, len, sum);
-	if (!ret && memcmp(sum, d, SHA256_LEN)) {
-		*why = "content does not match its sha256 name";
-		ret = -EBADMSG;
-	}
+	if (!ret && memcmp(sum, d, SHA256_LEN))
+		ret = why_set(why, why_len, -EBADMSG, "content does not match its sha256 name");
 	free(data);
 	return ret;
 }

@@ -26,17 +26,18 @@
 #include <stdint.h>
 
 #include "../common/sha256.h"
+#include "../common/why.h"
 #include "store.h"
 
 #define PLAIN_TRAILER 64u
 
 /*
  * Open chunk d's plain copy, checked (above). 0 with *fd (read-only, the bytes at offset 0)
- * and *len; -ENOENT none; -EBADMSG with *why: present but bad (the caller removes it);
+ * and *len; -ENOENT none; -EBADMSG with why (common/why.h): present but bad (the caller removes it);
  * -ENOMEM, -errno.
  */
 int plain_open(struct store *s, const uint8_t d[SHA256_LEN], size_t max, int *fd, size_t *len,
-	       const char **why);
+	       char *why, size_t why_len);
 /*
  * Add a plain copy of chunk d from its verified bytes: 1 added (*fd, when fd is not NULL, a
  * descriptor of the file written, *file_bytes its size), 0 one was there already (nothing
@@ -48,8 +49,9 @@ int plain_put(struct store *s, const uint8_t d[SHA256_LEN], const void *data, si
 int plain_remove(struct store *s, const uint8_t d[SHA256_LEN], uint64_t *bytes);
 /*
  * Full check of the plain copy at path (named d) for `cas verify`: the trailer and the
- * sha256 of the bytes. 0 ok, -EBADMSG with *why, -ENOENT, -errno.
+ * sha256 of the bytes. 0 ok, -EBADMSG with why, -ENOENT, -errno.
  */
-int plain_verify_file(const char *path, const uint8_t d[SHA256_LEN], const char **why);
+int plain_verify_file(const char *path, const uint8_t d[SHA256_LEN], char *why,
+		      size_t why_len);
 
 #endif

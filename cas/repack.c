@@ -432,14 +432,14 @@ static int repack_open(struct repack *rp)
 {
 	const struct repack_opts *o = rp->o;
 	struct chunker_opts co = { .chunk_size = rp->chunk_size, .level = o->level };
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	char twhy[WHY_MAX] = "";
 	int ret;
 
-	ret = manifest_load(o->manifest_path, &rp->m, &why);
+	ret = manifest_load(o->manifest_path, &rp->m, why, sizeof(why));
 	if (ret)
 		return why_first(rp->why, rp->why_len, ret, "%s: %s", o->manifest_path,
-				 why ? why : strerror(-ret));
+				 why[0] ? why : strerror(-ret));
 	ret = trace_load(o->trace_path, &rp->t, twhy, sizeof(twhy));
 	if (ret)
 		return why_first(rp->why, rp->why_len, ret, "%s: %s", o->trace_path,

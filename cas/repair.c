@@ -12,7 +12,7 @@ int cas_repair_chunk(struct store *s, struct remote *r, const uint8_t d[SHA256_L
 		     size_t why_len)
 {
 	struct chunk_codec *codec = NULL;
-	const char *cwhy = NULL;
+	char cwhy[WHY_MAX] = "";
 	uint8_t *frame = NULL, *out = NULL;
 	size_t len, n;
 	int ret;
@@ -26,11 +26,12 @@ int cas_repair_chunk(struct store *s, struct remote *r, const uint8_t d[SHA256_L
 		return why_set(why, why_len, ret, "fetching it from the remote: %s", strerror(-ret));
 	codec = chunk_codec_new(0);
 	out = malloc(CHUNK_SIZE_MAX);
-	ret = codec && out ? chunk_verify(codec, d, frame, len, out, CHUNK_SIZE_MAX, &n, &cwhy)
+	ret = codec && out ? chunk_verify(codec, d, frame, len, out, CHUNK_SIZE_MAX, &n, cwhy,
+					   sizeof(cwhy))
 			   : -ENOMEM;
 	if (ret == -EBADMSG)
 		why_set(why, why_len, ret, "the remote's copy is bad too: %s",
-			cwhy ? cwhy : "corrupt");
+			cwhy[0] ? cwhy : "corrupt");
 	else if (ret)
 		why_set(why, why_len, ret, "%s", strerror(-ret));
 	if (!ret) {

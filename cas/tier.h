@@ -44,6 +44,7 @@
 #include <stdint.h>
 
 #include "../common/sha256.h"
+#include "../common/why.h"
 #include "cache.h"
 #include "remote/remote.h"
 #include "source.h"
@@ -143,10 +144,12 @@ int tier_codecs_new(struct tier_codecs **out);
 void tier_codecs_free(struct tier_codecs *p);
 /*
  * Decompress and verify a frame into a new block (head bytes free in front). -EBADMSG with
- * *why when the frame is corrupt (never returns its bytes), -ENOMEM.
+ * why (common/why.h; written only then: the per-chunk path formats nothing on success) when
+ * the frame is corrupt (never returns its bytes), -ENOMEM.
  */
 int tier_decode(struct tier_codecs *p, const uint8_t d[SHA256_LEN], const uint8_t *frame,
-		size_t flen, size_t max, size_t head, void **block, size_t *len, const char **why);
+		size_t flen, size_t max, size_t head, void **block, size_t *len, char *why,
+		size_t why_len);
 
 /* memory: bounded as tier_memory_set says (default: nothing kept); cache: the store is
  * bounded (plain copies held open count against the bytes too). */

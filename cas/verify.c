@@ -19,7 +19,7 @@ struct verify_state {
 };
 
 static int check(struct store *s, struct chunk_codec *codec, uint8_t *out,
-		 const uint8_t d[SHA256_LEN], const char **why)
+		 const uint8_t d[SHA256_LEN], char *why, size_t why_len)
 {
 	uint8_t *frame;
 	size_t len, n;
@@ -27,22 +27,22 @@ static int check(struct store *s, struct chunk_codec *codec, uint8_t *out,
 
 	ret = store_read(s, d, &frame, &len);
 	if (ret == -EBADMSG)
-		*why = "not a regular file";
+		why_set(why, why_len, ret, "not a regular file");
 	if (ret)
 		return ret;
-	ret = chunk_verify(codec, d, frame, len, out, CHUNK_SIZE_MAX, &n, why);
+	ret = chunk_verify(codec, d, frame, len, out, CHUNK_SIZE_MAX, &n, why, why_len);
 	free(frame);
 	return ret;
 }
 
-int store_verify_one(struct store *s, const uint8_t d[SHA256_LEN], const char **why)
+int store_verify_one(struct store *s, const uint8_t d[SHA256_LEN], char *why, size_t why_len)
 {
 	struct chunk_codec *codec = chunk_codec_new(0);
 	uint8_t *out = malloc(CHUNK_SIZE_MAX);
 	int ret = -ENOMEM;
 
 	if (codec && out)
-		ret = check(s, codec, out, d, why);
+		ret = check(s, codec, out, d, why, why_len);
 	chunk_codec_free(codec);
 	free(out);
 	return ret;
@@ -51,20 +51,20 @@ int store_verify_one(struct store *s, const uint8_t d[SHA256_LEN], const char **
 static int verify_one(void *arg, const uint8_t d[SHA256_LEN], const char *path)
 {
 	struct verify_state *st = arg;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	char hex[SHA256_HEX_LEN + 1];
 	int ret;
 
 	(void)path;
 	cas_walk_progress_step(st->progress);
 	st->res->checked++;
-	ret = check(st->s, st->codec, st->out, d, &why);
+	ret = check(st->s, st->codec, st->out, d, why, sizeof(why));
 	if (ret == -ENOENT)
 		return 0; /* removed while we walked: not corrupt */
 	if (ret == -EBADMSG || ret == -EIO) {
 		st->res->corrupt++;
 		sha256_to_hex(d, hex);
-		st->report(st->arg, hex, why ? why : "unreadable", false);
+		st->report(st->arg, hex, why[0] ? why : "unreadable", false);
 		return 0;
 	}
 	if (ret)
@@ -77,20 +77,20 @@ static int verify_plain_one(void *arg, const uint8_t d[SHA256_LEN], const char *
 {
 	struct verify_state *st = arg;
 	char hex[SHA256_HEX_LEN + 1];
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	uint64_t bytes;
 	int ret;
 
 	cas_walk_progress_step(st->progress);
 	st->res->plain_checked++;
-	ret = plain_verify_file(path, d, &why);
+	ret = plain_verify_file(path, d, why, sizeof(why));
 	if (ret == -ENOENT)
 		return 0;
 	if (ret == -EBADMSG || ret == -EIO) {
 		st->res->plain_bad++;
 		plain_remove(st->s, d, &bytes);
 		sha256_to_hex(d, hex);
-		st->report(st->arg, hex, why ? why : "unreadable", true);
+		st->report(st->arg, hex, why[0] ? why : "unreadable", true);
 		return 0;
 	}
 	if (ret)

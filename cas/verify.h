@@ -27,6 +27,6 @@ int store_verify(struct store *s, verify_report_fn report, void *arg,
 		 struct cas_walk_progress *progress, struct verify_result *res);
 /* Check one chunk: 0 ok, -EBADMSG corrupt (why set), -ENOENT missing, -errno. */
 TEST_HOOK
-int store_verify_one(struct store *s, const uint8_t d[SHA256_LEN], const char **why);
+int store_verify_one(struct store *s, const uint8_t d[SHA256_LEN], char *why, size_t why_len);
 
 #endif

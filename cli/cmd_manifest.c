@@ -146,7 +146,7 @@ int cmd_manifest(int argc, char **argv)
 		{ 0 },
 	};
 	struct manifest *m;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	bool summary = false;
 	int c, ret;
 
@@ -171,9 +171,9 @@ int cmd_manifest(int argc, char **argv)
 		return cli_usage_error("expected one manifest file (see lazyblk manifest --help)");
 	const char *path = argv[1 + optind];
 
-	ret = manifest_load(path, &m, &why);
+	ret = manifest_load(path, &m, why, sizeof(why));
 	if (ret) {
-		log_error("%s: %s", path, why ? why : strerror(-ret));
+		log_error("%s: %s", path, why[0] ? why : strerror(-ret));
 		return 1;
 	}
 	if (summary)

@@ -94,7 +94,8 @@ int cmd_mkfs(int argc, char **argv)
 	struct mkfs_opts o = { 0 };
 	struct mkfs_result res;
 	struct manifest *m;
-	const char *out = NULL, *why = NULL;
+	const char *out = NULL;
+	char why[WHY_MAX] = "";
 	uint8_t uuid[16];
 	char err[PATH_MAX + 256];
 	bool json = false;
@@ -149,9 +150,9 @@ int cmd_mkfs(int argc, char **argv)
 		return cli_usage_error("unexpected argument '%s'", argv[optind + 1]);
 	if (!out)
 		return cli_usage_error("missing -o IMAGE.layout");
-	ret = manifest_load(argv[optind], &m, &why);
+	ret = manifest_load(argv[optind], &m, why, sizeof(why));
 	if (ret) {
-		log_error("%s: %s", argv[optind], why ? why : strerror(-ret));
+		log_error("%s: %s", argv[optind], why[0] ? why : strerror(-ret));
 		return 1;
 	}
 	o.notes = CLI_NOTES;

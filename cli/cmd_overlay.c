@@ -45,16 +45,16 @@ static int overlay_show(const char *path, bool json)
 	char hex[SHA256_HEX_LEN + 1], h1[32], h2[32], h3[32];
 	struct overlay_stats st;
 	struct overlay *ov;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	struct stat sb;
 	uint64_t blocks, alloc;
 	int ret;
 
-	ret = overlay_open_existing(path, true, &ov, &why);
+	ret = overlay_open_existing(path, true, &ov, why, sizeof(why));
 	if (ret) {
 		if (ret == -ENOENT)
-			why = "no such overlay (no OVERLAY.state)";
-		log_error("%s: %s", path, why ? why : strerror(-ret));
+			why_set(why, sizeof(why), ret, "no such overlay (no OVERLAY.state)");
+		log_error("%s: %s", path, why[0] ? why : strerror(-ret));
 		return 1;
 	}
 	overlay_get_stats(ov, &st);
@@ -96,33 +96,34 @@ static int overlay_apply(const char *delta, const char *layout_path, const char 
 	struct overlay_stats st;
 	struct layout *l = NULL;
 	struct overlay *ov;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	int ret;
 
 	if (access(delta, R_OK) < 0) {
 		log_error("%s: %s", delta, strerror(errno));
 		return 1;
 	}
-	ret = layout_open(layout_path, &l, &why);
+	ret = layout_open(layout_path, &l, why, sizeof(why));
 	if (ret) {
-		log_error("%s: %s", layout_path, why ? why : strerror(-ret));
+		log_error("%s: %s", layout_path, why[0] ? why : strerror(-ret));
 		return 1;
 	}
-	ret = overlay_apply_delta(delta, out, l->digest, l->hdr.block_count * DISK_BLOCK, &why);
+	ret = overlay_apply_delta(delta, out, l->digest, l->hdr.block_count * DISK_BLOCK, why,
+				  sizeof(why));
 	layout_close(l);
 	if (ret) {
 		/* A reason names what is wrong with the delta, or that OVERLAY is busy. */
 		if (ret == -EBUSY)
-			log_error("%s: %s", out, why ? why : strerror(-ret));
-		else if (why)
+			log_error("%s: %s", out, why[0] ? why : strerror(-ret));
+		else if (why[0])
 			log_error("%s: %s", delta, why);
 		else
 			log_error("%s -> %s: %s", delta, out, strerror(-ret));
 		return 1;
 	}
-	ret = overlay_open_existing(out, true, &ov, &why);
+	ret = overlay_open_existing(out, true, &ov, why, sizeof(why));
 	if (ret) {
-		log_error("%s: %s", out, why ? why : strerror(-ret));
+		log_error("%s: %s", out, why[0] ? why : strerror(-ret));
 		return 1;
 	}
 	overlay_get_stats(ov, &st);

@@ -79,11 +79,11 @@ static const char push_usage[] =
 static int collect_images(struct chunk_refs *refs, char **paths, int n)
 {
 	for (int i = 0; i < n; i++) {
-		const char *why = NULL;
-		int ret = chunk_refs_add_file(refs, paths[i], &why);
+		char why[WHY_MAX] = "";
+		int ret = chunk_refs_add_file(refs, paths[i], why, sizeof(why));
 
 		if (ret) {
-			log_error("%s: %s", paths[i], why ? why : strerror(-ret));
+			log_error("%s: %s", paths[i], why[0] ? why : strerror(-ret));
 			return ret;
 		}
 	}
@@ -170,7 +170,7 @@ static int image_manifest(const struct layout *l, const char *layout, const char
 {
 	size_t n = strlen(layout) - (strlen(layout) > 7 ? 7 : 0);
 	struct manifest *m = NULL;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	char *beside = NULL;
 	int ret;
 
@@ -181,9 +181,9 @@ static int image_manifest(const struct layout *l, const char *layout, const char
 		free(beside);
 		return 0;
 	}
-	ret = manifest_load(given ? given : beside, &m, &why);
+	ret = manifest_load(given ? given : beside, &m, why, sizeof(why));
 	if (ret) {
-		log_error("%s: %s", given ? given : beside, why ? why : strerror(-ret));
+		log_error("%s: %s", given ? given : beside, why[0] ? why : strerror(-ret));
 	} else if (memcmp(m->digest, l->hdr.manifest_digest, SHA256_LEN)) {
 		log_error("%s: not the manifest %s was made from", given ? given : beside, layout);
 		ret = -EINVAL;
@@ -234,13 +234,13 @@ static int push_image(struct cas_push_opts *po, const char *path, const char *ma
 	struct chunk_refs refs = { 0 };
 	struct layout *l = NULL;
 	char why[PATH_MAX + 256], created[32], h[32], hex[SHA256_HEX_LEN + 1];
-	const char *lw = NULL;
+	char lw[WHY_MAX] = "";
 	char *man = NULL;
 	int ret;
 
-	ret = layout_open(path, &l, &lw);
+	ret = layout_open(path, &l, lw, sizeof(lw));
 	if (ret) {
-		log_error("%s: %s", path, lw ? lw : strerror(-ret));
+		log_error("%s: %s", path, lw[0] ? lw : strerror(-ret));
 		return 1;
 	}
 	ret = image_layout_files(l, path, (const char ***)&o.layouts, &o.layout_digests,

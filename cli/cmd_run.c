@@ -265,7 +265,7 @@ static int run_restore_open(struct run_args *a, struct vm_snapshot **snap)
 {
 	const struct vm_snapshot_info *si;
 	char why[PATH_MAX + 256], delta[PATH_MAX];
-	const char *lwhy = NULL;
+	char lwhy[WHY_MAX] = "";
 	struct layout *l = NULL;
 	int ret;
 
@@ -274,9 +274,10 @@ static int run_restore_open(struct run_args *a, struct vm_snapshot **snap)
 	si = vm_snapshot_info(*snap);
 	if (!a->layout)
 		return 0;   /* vmm_run refuses a snapshot that had an image */
-	ret = layout_open_flags(a->layout, a->img.f ? LAYOUT_OPEN_FETCHED : 0, &l, &lwhy);
+	ret = layout_open_flags(a->layout, a->img.f ? LAYOUT_OPEN_FETCHED : 0, &l, lwhy,
+				sizeof(lwhy));
 	if (ret) {
-		log_error("%s: %s", a->layout, lwhy ? lwhy : strerror(-ret));
+		log_error("%s: %s", a->layout, lwhy[0] ? lwhy : strerror(-ret));
 		return 1;
 	}
 	ret = 1;
@@ -293,8 +294,8 @@ static int run_restore_open(struct run_args *a, struct vm_snapshot **snap)
 	if (!ret && si->has_delta) {
 		snprintf(delta, sizeof(delta), "%s/%s", a->restore, VMSNAP_DELTA);
 		if (overlay_apply_delta(delta, a->ds.overlay_path, l->digest,
-					l->hdr.block_count * DISK_BLOCK, &lwhy)) {
-			log_error("%s: %s", delta, lwhy ? lwhy : "cannot apply");
+					l->hdr.block_count * DISK_BLOCK, lwhy, sizeof(lwhy))) {
+			log_error("%s: %s", delta, lwhy[0] ? lwhy : "cannot apply");
 			ret = 1;
 		}
 	}

@@ -44,24 +44,25 @@ static int snapshot_run(const char *path, const char *out)
 {
 	struct overlay_stats st;
 	struct overlay *ov;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	char h[32];
 	int ret;
 
-	ret = overlay_open_existing(path, true, &ov, &why);
+	ret = overlay_open_existing(path, true, &ov, why, sizeof(why));
 	if (ret) {
 		if (ret == -ENOENT)
-			why = "no such overlay (no OVERLAY.state)";
+			why_set(why, sizeof(why), ret, "no such overlay (no OVERLAY.state)");
 		else if (ret == -EBUSY)
-			why = "overlay is in use by a server (ask the server for the snapshot)";
-		log_error("%s: %s", path, why ? why : strerror(-ret));
+			why_set(why, sizeof(why), ret,
+				"overlay is in use by a server (ask the server for the snapshot)");
+		log_error("%s: %s", path, why[0] ? why : strerror(-ret));
 		return 1;
 	}
 	overlay_get_stats(ov, &st);
-	ret = overlay_snapshot(ov, out, &why);
+	ret = overlay_snapshot(ov, out, why, sizeof(why));
 	overlay_close(ov);
 	if (ret) {
-		log_error("%s: %s", out, why ? why : strerror(-ret));
+		log_error("%s: %s", out, why[0] ? why : strerror(-ret));
 		return 1;
 	}
 	printf("snapshot of %s: %llu dirty blocks (%s), %llu zeroed blocks -> %s\n", path,

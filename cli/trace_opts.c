@@ -95,17 +95,17 @@ int cli_trace_to_spec(struct cli_trace *t, const char *layout, struct disk_spec 
 
 int cli_trace_finish(struct cli_trace *t, const struct disk *d)
 {
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	uint64_t n = 0;
 	int ret;
 
 	if (!t->record)
 		return 0;
-	ret = disk_trace_finish(d, NULL, &n, &why);
+	ret = disk_trace_finish(d, NULL, &n, why, sizeof(why));
 	if (ret == -EALREADY || ret == -ENOENT)
 		return 0; /* written through the control socket */
 	if (ret) {
-		log_error("trace %s: %s", t->record, why ? why : strerror(-ret));
+		log_error("trace %s: %s", t->record, why[0] ? why : strerror(-ret));
 		return 1;
 	}
 	printf("trace: %llu records written to %s\n", (unsigned long long)n, t->record);

@@ -160,13 +160,13 @@ int cli_remote_option(struct cli_remote *r, int c, const char *arg)
 int cli_image_config_load(const char *manifest, struct oci_config *cfg, bool *found)
 {
 	struct manifest *m;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	char cwhy[WHY_MAX] = "";
-	int r = manifest_load(manifest, &m, &why);
+	int r = manifest_load(manifest, &m, why, sizeof(why));
 
 	*found = false;
 	if (r) {
-		log_error("%s: %s", manifest, why ? why : strerror(-r));
+		log_error("%s: %s", manifest, why[0] ? why : strerror(-r));
 		return r;
 	}
 	if (m->hdr->config_len) {

@@ -17,7 +17,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint8_t *buf = fuzz_dup(data, size);
 	uint8_t digest[SHA256_LEN] = { 0 };
 	char delta[PATH_MAX], ov[PATH_MAX], state[PATH_MAX];
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	uint64_t disk_bytes;
 
 	fuzz_fix_crc(buf, size, sizeof(struct delta_header),
@@ -33,7 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_path(ov, sizeof(ov), "overlay");
 	fuzz_path(state, sizeof(state), "overlay.state");
 	fuzz_result("overlay_apply_delta",
-		    overlay_apply_delta(delta, ov, digest, disk_bytes, &why), why);
+		    overlay_apply_delta(delta, ov, digest, disk_bytes, why, sizeof(why)), why);
 	unlink(ov);
 	unlink(state);
 	return 0;

@@ -97,7 +97,7 @@ static int base_make(uint8_t *buf, size_t size, char base[PATH_MAX])
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	uint8_t *buf = fuzz_dup(data, size);
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	struct layout *l;
 	char path[PATH_MAX], base[PATH_MAX];
 	bool has_base = base_make(buf, size, base) == 0;
@@ -109,7 +109,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	fuzz_write_file(fuzz_path(path, sizeof(path), "layout"), buf, size);
 	free(buf);
-	if (fuzz_result("layout_open", layout_open(path, &l, &why), why) == 0) {
+	if (fuzz_result("layout_open", layout_open(path, &l, why, sizeof(why)), why) == 0) {
 		walk(l);
 		layout_close(l);
 	}

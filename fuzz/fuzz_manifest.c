@@ -49,12 +49,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint8_t *buf = fuzz_dup(data, size);
 	struct manifest_totals t;
 	struct manifest *m;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	char cwhy[WHY_MAX] = "";
 
 	fuzz_dir();
 	fuzz_fix_sha_trailer(buf, size);
-	if (fuzz_result("manifest_parse", manifest_parse(buf, size, &m, &why), why))
+	if (fuzz_result("manifest_parse", manifest_parse(buf, size, &m, why, sizeof(why)), why))
 		return 0;
 	for (size_t i = 0; i < m->n_entries && i < WALK_MAX; i++)
 		walk_entry(m, &m->entries[i]);

@@ -24,19 +24,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct mkfs_result res;
 	struct manifest *m;
 	struct layout *l;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	char path[PATH_MAX], reason[512];
 
 	fuzz_dir();
 	fuzz_fix_sha_trailer(buf, size);
-	if (fuzz_result("manifest_parse", manifest_parse(buf, size, &m, &why), why))
+	if (fuzz_result("manifest_parse", manifest_parse(buf, size, &m, why, sizeof(why)), why))
 		return 0;
 	fuzz_path(path, sizeof(path), "fuzz.layout");
 	reason[0] = '\0';
 	if (!fuzz_result("mkfs_run", mkfs_run(m, &o, path, &res, reason, sizeof(reason)),
 			 reason)) {
-		why = NULL;
-		if (layout_open(path, &l, &why))
+		why[0] = '\0';
+		if (layout_open(path, &l, why, sizeof(why)))
 			abort(); /* mkfs wrote a layout its own reader refuses */
 		layout_close(l);
 	}

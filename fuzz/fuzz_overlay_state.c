@@ -65,7 +65,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	uint8_t *buf = fuzz_dup(data, size);
 	char ov_path[PATH_MAX], state[PATH_MAX], delta[PATH_MAX];
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	struct overlay *ov;
 	uint64_t disk_bytes;
 	int fd;
@@ -81,11 +81,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	close(fd);
 	if (fuzz_result("overlay_open_existing",
-			overlay_open_existing(ov_path, true, &ov, &why), why))
+			overlay_open_existing(ov_path, true, &ov, why, sizeof(why)), why))
 		return 0;
 	walk(ov);
 	fuzz_path(delta, sizeof(delta), "ov.delta");
-	fuzz_result("overlay_snapshot", overlay_snapshot(ov, delta, &why), why);
+	fuzz_result("overlay_snapshot", overlay_snapshot(ov, delta, why, sizeof(why)), why);
 	unlink(delta);
 	overlay_close(ov);
 	return 0;

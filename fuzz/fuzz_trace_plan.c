@@ -225,13 +225,13 @@ static void record(const struct manifest *m, const struct layout *l, const struc
 	struct timespec t0;
 	struct trace_recorder *r;
 	struct trace *out;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	char path[PATH_MAX];
 	uint64_t budget = TOUCH_MAX;
 	int ret;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	if (trace_recorder_new(l, m, &t0, &r, &why))
+	if (trace_recorder_new(l, m, &t0, &r, why, sizeof(why)))
 		abort(); /* m is the manifest l was made from */
 	for (size_t i = 0; t && i < t->n_records && i < WALK_MAX && budget; i++) {
 		uint64_t len = t->records[i].len < budget ? t->records[i].len : budget;
@@ -240,7 +240,7 @@ static void record(const struct manifest *m, const struct layout *l, const struc
 		budget -= len;
 	}
 	fuzz_path(path, sizeof(path), "recorded.trace");
-	ret = trace_recorder_finish(r, path, NULL, &why);
+	ret = trace_recorder_finish(r, path, NULL, why, sizeof(why));
 	trace_recorder_free(r);
 	if (fuzz_result("trace_recorder_finish", ret, why))
 		return;
@@ -294,10 +294,10 @@ static uint8_t *file_data(const struct manifest *m, const struct mf_entry *e, ui
 static void repack_check(const struct manifest *m, const char *out_path)
 {
 	struct manifest *r;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	uint64_t compared = 0;
 
-	if (manifest_load(out_path, &r, &why))
+	if (manifest_load(out_path, &r, why, sizeof(why)))
 		abort(); /* repack wrote a manifest its reader refuses */
 	if (r->n_entries != m->n_entries)
 		abort();
@@ -377,14 +377,14 @@ static void run(const struct manifest *m, uint8_t flags, uint8_t *trace, size_t 
 	struct mkfs_result mr;
 	struct trace *t = trace_take(trace, trace_len, m, flags & 4);
 	struct layout *l = NULL;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	char lpath[PATH_MAX], reason[512];
 
 	fuzz_path(lpath, sizeof(lpath), "fuzz.layout");
 	reason[0] = '\0';
 	if (!fuzz_result("mkfs_run", mkfs_run(m, &mo, lpath, &mr, reason, sizeof(reason)),
 			 reason)) {
-		if (layout_open(lpath, &l, &why))
+		if (layout_open(lpath, &l, why, sizeof(why)))
 			abort(); /* mkfs wrote a layout its own reader refuses */
 		index_walk(m, l, t);
 		plan(m, l, t, flags & 2);
@@ -401,7 +401,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct manifest *m, view;
 	struct mf_entry *ents = NULL;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	uint32_t mlen;
 	uint8_t *mbuf, *tbuf;
 	size_t tlen;
@@ -415,7 +415,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	mbuf = fuzz_dup(data + HDR_LEN, mlen);
 	manifest_patch(mbuf, mlen);
-	if (fuzz_result("manifest_parse", manifest_parse(mbuf, mlen, &m, &why), why))
+	if (fuzz_result("manifest_parse", manifest_parse(mbuf, mlen, &m, why, sizeof(why)), why))
 		return 0;
 	tlen = size - HDR_LEN - mlen;
 	tbuf = fuzz_dup(data + HDR_LEN + mlen, tlen);

@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,30 +16,13 @@
 #include "layout_int.h"
 
 /* The reason of a failed layout_open that names files: the calling thread's. */
-static __thread char chain_why[2 * PATH_MAX + 160];
-
-static int chain_fail(const char **why, int err, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int chain_fail(const char **why, int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(chain_why, sizeof(chain_why), fmt, ap);
-	va_end(ap);
-	if (why)
-		*why = chain_why;
-	return err;
-}
-
 /* ------------------------------------------------------------------ finding parents */
 
 /* Open path as the parent digest d: 0, -ENOENT, -EBADMSG for another layout, -errno. */
 static int parent_try(const char *path, int oflags, const uint8_t d[SHA256_LEN],
-		      struct layout **out, const char **why)
+		      struct layout **out, char *why, size_t why_len)
 {
-	int ret = layout_load_file(path, oflags, out, why);
+	int ret = layout_load_file(path, oflags, out, why, why_len);
 
 	if (ret)
 		return ret;
@@ -48,18 +30,19 @@ static int parent_try(const char *path, int oflags, const uint8_t d[SHA256_LEN],
 		return 0;
 	layout_close(*out);
 	*out = NULL;
-	if (why)
-		*why = NULL;
+	if (why_len)
+		why[0] = '\0';
 	return -EBADMSG;
 }
 
 /* Why a try of the parent at path failed: another layout, or not a good one. */
-static int parent_why(const char **why, int err, const char *path, const char *lwhy,
+static int parent_why(char *why, size_t why_len, int err, const char *path, const char *lwhy,
 		      const char *hex)
 {
-	if (err == -EBADMSG && !lwhy)
-		return chain_fail(why, err, "base layout %s is not sha256:%s", path, hex);
-	return chain_fail(why, err, "base layout %s: %s", path, lwhy ? lwhy : strerror(-err));
+	if (err == -EBADMSG && !lwhy[0])
+		return why_set(why, why_len, err, "base layout %s is not sha256:%s", path, hex);
+	return why_set(why, why_len, err, "base layout %s: %s", path,
+		       lwhy[0] ? lwhy : strerror(-err));
 }
 
 /*
@@ -67,19 +50,19 @@ static int parent_why(const char **why, int err, const char *path, const char *l
  * is not followed). Its hint is never opened: the remote wrote it.
  */
 static int parent_by_digest(const struct layout_layer *c, const char *alt, const char *hex,
-			    struct layout **out, const char **why)
+			    struct layout **out, char *why, size_t why_len)
 {
-	const char *w = NULL;
+	char w[WHY_MAX] = "";
 	int ret;
 
 	if (c->hint[0] == '/')
-		return chain_fail(why, -EBADMSG, "base layout sha256:%s: the parent hint is an "
-				  "absolute path (refused in an image fetched by reference)", hex);
-	ret = parent_try(alt, O_NOFOLLOW, c->parent.digest, out, &w);
+		return why_set(why, why_len, -EBADMSG, "base layout sha256:%s: the parent hint is an "
+			       "absolute path (refused in an image fetched by reference)", hex);
+	ret = parent_try(alt, O_NOFOLLOW, c->parent.digest, out, w, sizeof(w));
 	if (ret == -ENOENT)
-		return chain_fail(why, ret, "base layout sha256:%s not found (looked for %s)", hex,
-				  alt);
-	return ret ? parent_why(why, ret, alt, w, hex) : 0;
+		return why_set(why, why_len, ret, "base layout sha256:%s not found (looked for %s)",
+			       hex, alt);
+	return ret ? parent_why(why, why_len, ret, alt, w, hex) : 0;
 }
 
 /*
@@ -88,11 +71,11 @@ static int parent_by_digest(const struct layout_layer *c, const char *alt, const
  * DIR/HEX.layout (parent_by_digest).
  */
 static int parent_find(const struct layout *child, unsigned flags, struct layout **out,
-		       const char **why)
+		       char *why, size_t why_len)
 {
 	const struct layout_layer *c = &child->layers[0];
 	char dir[PATH_MAX], at[PATH_MAX], alt[PATH_MAX], hex[SHA256_HEX_LEN + 1];
-	const char *w1 = NULL, *w2 = NULL;
+	char w1[WHY_MAX] = "", w2[WHY_MAX] = "";
 	int ret, r2;
 
 	fs_dirname(c->path, dir, sizeof(dir));
@@ -100,24 +83,25 @@ static int parent_find(const struct layout *child, unsigned flags, struct layout
 	if (snprintf(alt, sizeof(alt), "%s/%s.layout", dir, hex) >= (int)sizeof(alt))
 		return -ENAMETOOLONG;
 	if (flags & LAYOUT_OPEN_FETCHED)
-		return parent_by_digest(c, alt, hex, out, why);
+		return parent_by_digest(c, alt, hex, out, why, why_len);
 	if (c->hint[0] == '/')
 		snprintf(at, sizeof(at), "%s", c->hint);
 	else if (snprintf(at, sizeof(at), "%s/%s", dir, c->hint) >= (int)sizeof(at))
 		return -ENAMETOOLONG;
-	ret = parent_try(at, 0, c->parent.digest, out, &w1);
+	ret = parent_try(at, 0, c->parent.digest, out, w1, sizeof(w1));
 	if (!ret)
 		return 0;
-	r2 = strcmp(at, alt) ? parent_try(alt, 0, c->parent.digest, out, &w2) : -ENOENT;
+	r2 = strcmp(at, alt) ? parent_try(alt, 0, c->parent.digest, out, w2, sizeof(w2))
+			     : -ENOENT;
 	if (!r2)
 		return 0;
 	if (ret == -ENOENT && r2 == -ENOENT)
-		return chain_fail(why, -ENOENT,
-				  "base layout sha256:%s not found (looked for %s and %s)", hex,
-				  at, alt);
+		return why_set(why, why_len, -ENOENT,
+			       "base layout sha256:%s not found (looked for %s and %s)", hex,
+			       at, alt);
 	if (ret != -ENOENT)
-		return parent_why(why, ret, at, w1, hex);
-	return parent_why(why, r2, alt, w2, hex);
+		return parent_why(why, why_len, ret, at, w1, hex);
+	return parent_why(why, why_len, r2, alt, w2, hex);
 }
 
 /* ------------------------------------------------------------------ merging */
@@ -387,7 +371,8 @@ static int chain_merge(struct layout **files, unsigned n)
 }
 
 /* files[0] is open; find and open its parents into files[1..], *n in all. */
-static int chain_collect(struct layout **files, unsigned *n, unsigned flags, const char **why)
+static int chain_collect(struct layout **files, unsigned *n, unsigned flags, char *why,
+			 size_t why_len)
 {
 	char hex[SHA256_HEX_LEN + 1];
 	int ret;
@@ -397,9 +382,9 @@ static int chain_collect(struct layout **files, unsigned *n, unsigned flags, con
 		struct layout *p;
 
 		if (*n == LAYOUT_CHAIN_MAX)
-			return chain_fail(why, -ELOOP, "layout chain longer than %u layers",
-					  LAYOUT_CHAIN_MAX);
-		ret = parent_find(c, flags, &p, why);
+			return why_set(why, why_len, -ELOOP, "layout chain longer than %u layers",
+				       LAYOUT_CHAIN_MAX);
+		ret = parent_find(c, flags, &p, why, why_len);
 		if (ret)
 			return ret;
 		files[(*n)++] = p;
@@ -407,18 +392,18 @@ static int chain_collect(struct layout **files, unsigned *n, unsigned flags, con
 			if (memcmp(files[k]->digest, p->digest, SHA256_LEN))
 				continue;
 			sha256_to_hex(p->digest, hex);
-			return chain_fail(why, -ELOOP, "layout chain loops (sha256:%s twice)", hex);
+			return why_set(why, why_len, -ELOOP, "layout chain loops (sha256:%s twice)", hex);
 		}
 		if (p->hdr.block_count != c->hdr.block_count)
-			return chain_fail(why, -EBADMSG,
-					  "base layout %s has another disk size than %s",
-					  p->layers[0].path, c->layers[0].path);
+			return why_set(why, why_len, -EBADMSG,
+				       "base layout %s has another disk size than %s",
+				       p->layers[0].path, c->layers[0].path);
 	}
 	return 0;
 }
 
 /* A metadata run's layer counted from its file k: within the chain and that layer's area. */
-static int chain_check_layers(struct layout **files, unsigned n, const char **why)
+static int chain_check_layers(struct layout **files, unsigned n, char *why, size_t why_len)
 {
 	for (unsigned k = 0; k < n; k++) {
 		const struct layout *f = files[k];
@@ -430,41 +415,42 @@ static int chain_check_layers(struct layout **files, unsigned n, const char **wh
 			if (!m->layer)
 				continue;
 			if (m->layer >= n - k)
-				return chain_fail(why, -EBADMSG,
-						  "%s: metadata run names layer %u of a chain of %u",
-						  f->layers[0].path, m->layer, n - k);
+				return why_set(why, why_len, -EBADMSG,
+					       "%s: metadata run names layer %u of a chain of %u",
+					       f->layers[0].path, m->layer, n - k);
 			area = files[k + m->layer]->hdr.meta_blocks;
 			if (m->first >= area || m->count > area - m->first)
-				return chain_fail(why, -EBADMSG,
-						  "%s: metadata run beyond the metadata area of %s",
-						  f->layers[0].path,
-						  files[k + m->layer]->layers[0].path);
+				return why_set(why, why_len, -EBADMSG,
+					       "%s: metadata run beyond the metadata area of %s",
+					       f->layers[0].path,
+					       files[k + m->layer]->layers[0].path);
 		}
 	}
 	return 0;
 }
 
-int layout_open(const char *path, struct layout **out, const char **why)
+int layout_open(const char *path, struct layout **out, char *why, size_t why_len)
 {
-	return layout_open_flags(path, 0, out, why);
+	return layout_open_flags(path, 0, out, why, why_len);
 }
 
-int layout_open_flags(const char *path, unsigned flags, struct layout **out, const char **why)
+int layout_open_flags(const char *path, unsigned flags, struct layout **out, char *why,
+		      size_t why_len)
 {
 	struct layout *files[LAYOUT_CHAIN_MAX];
 	unsigned n = 1;
 	int ret;
 
 	ret = layout_load_file(path, flags & LAYOUT_OPEN_FETCHED ? O_NOFOLLOW : 0, &files[0],
-			       why);
+			       why, why_len);
 	if (ret || !(files[0]->hdr.flags & LAYOUT_F_PARENT)) {
 		if (!ret)
 			*out = files[0];
 		return ret;
 	}
-	ret = chain_collect(files, &n, flags, why);
+	ret = chain_collect(files, &n, flags, why, why_len);
 	if (!ret)
-		ret = chain_check_layers(files, n, why);
+		ret = chain_check_layers(files, n, why, why_len);
 	if (!ret)
 		ret = chain_merge(files, n);
 	for (unsigned k = ret ? 0 : 1; k < n; k++)

@@ -21,16 +21,16 @@ static int fetched_add(struct chunk_refs *r, const struct image_fetched *f, cons
 		       void *arg)
 {
 	char path[PATH_MAX + 80], hex[SHA256_HEX_LEN + 1];
-	const char *cw = NULL;
+	char cw[WHY_MAX] = "";
 	int ret = 0;
 
 	for (unsigned l = 0; !ret && l < f->d.n_layouts; l++) {
 		sha256_to_hex(f->d.layouts[l].digest, hex);
 		snprintf(path, sizeof(path), "%s/layouts/%s.layout", dir, hex);
-		ret = chunk_refs_add_fetched(r, path, &cw);
+		ret = chunk_refs_add_fetched(r, path, cw, sizeof(cw));
 		if (ret)
 			why_set(why, why_len, ret, "%s: %s; nothing removed", path,
-				cw ? cw : strerror(-ret));
+				cw[0] ? cw : strerror(-ret));
 		else if (also)
 			ret = also(arg, f->d.layouts[l].digest);
 	}
@@ -43,14 +43,14 @@ int chunk_refs_add_keep(struct chunk_refs *r, const char *keep, const char *stor
 	struct remote_opts ro = { .url = keep };
 	struct image_fetched f;
 	char w[GC_WHY];
-	const char *cw = NULL;
+	char cw[WHY_MAX] = "";
 	int ret;
 
 	if (!image_ref_is(keep)) {
-		ret = chunk_refs_add_file(r, keep, &cw);
+		ret = chunk_refs_add_file(r, keep, cw, sizeof(cw));
 		if (ret)
 			why_set(why, why_len, ret, "%s: %s; nothing removed", keep,
-				cw ? cw : fs_open_why(ret));
+				cw[0] ? cw : fs_open_why(ret));
 		return ret;
 	}
 	if (!store_dir)

@@ -30,6 +30,7 @@
 #include "../common/block.h"
 #include "../common/sha256.h"
 #include "../common/test_hook.h"
+#include "../common/why.h"
 
 #define LAYOUT_MAGIC "LZBKLAYT"
 #define LAYOUT_VERSION 3              /* what the writer writes */
@@ -178,10 +179,10 @@ struct layout {
  * Opens and verifies (header crc, body sha256, every run in range), and for a layout with
  * a parent the whole chain: the parent at its hint, else DIR/<digest hex>.layout beside
  * the child, checked against the digest the child records. Only regular files are opened
- * (fs_open_regular: a FIFO or a device at a hint never is). The reason may name files: it
- * is then in a buffer of the calling thread's, valid until its next layout_open.
+ * (fs_open_regular: a FIFO or a device at a hint never is). -errno with why (common/why.h,
+ * cleared on entry; it may name files), -EBADMSG for a damaged file.
  */
-int layout_open(const char *path, struct layout **out, const char **why);
+int layout_open(const char *path, struct layout **out, char *why, size_t why_len);
 /*
  * layout_open with flags. LAYOUT_OPEN_FETCHED, for an image fetched by reference into
  * STORE/layouts/ (its files are the remote's, named by lazyblk): path and every parent are
@@ -189,7 +190,8 @@ int layout_open(const char *path, struct layout **out, const char **why);
  * child; a hint is never opened, and a layer whose hint is an absolute path is refused.
  */
 #define LAYOUT_OPEN_FETCHED 1u
-int layout_open_flags(const char *path, unsigned flags, struct layout **out, const char **why);
+int layout_open_flags(const char *path, unsigned flags, struct layout **out, char *why,
+		      size_t why_len);
 void layout_close(struct layout *l);
 /*
  * The n metadata blocks [first, first + n) of the top file's area against the digests

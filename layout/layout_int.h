@@ -34,6 +34,7 @@ size_t layout_meta_data_overlap(const struct layout_meta_run *meta, size_t n_met
  * oflags: 0 or O_NOFOLLOW, for fs_open_regular (a file that is not regular: -EINVAL, *why
  * "not a regular file"; never opened).
  */
-int layout_load_file(const char *path, int oflags, struct layout **out, const char **why);
+int layout_load_file(const char *path, int oflags, struct layout **out, char *why,
+		     size_t why_len);
 
 #endif

@@ -24,14 +24,12 @@ static bool all_zero(const uint8_t *p, size_t len)
 	return true;
 }
 
-static int bad(const char **why, const char *msg)
+static int bad(char *why, size_t why_len, const char *msg)
 {
-	if (why)
-		*why = msg;
-	return -EBADMSG;
+	return why_set(why, why_len, -EBADMSG, "%s", msg);
 }
 
-static int read_header(struct layout *l, uint64_t size, const char **why)
+static int read_header(struct layout *l, uint64_t size, char *why, size_t why_len)
 {
 	const struct layout_header *h = &l->hdr;
 	struct layout_parent *par = &l->layers[0].parent;
@@ -40,49 +38,49 @@ static int read_header(struct layout *l, uint64_t size, const char **why)
 	int ret;
 
 	if (size < sizeof(h->magic))
-		return bad(why, "file too short (not a lazyblk layout)");
+		return bad(why, why_len, "file too short (not a lazyblk layout)");
 	ret = fs_pread_full(l->fd, block, size < DISK_BLOCK ? size : DISK_BLOCK, 0);
 	if (ret)
 		return ret;
 	if (memcmp(block, LAYOUT_MAGIC, sizeof(h->magic)))
-		return bad(why, "bad magic (not a lazyblk layout)");
+		return bad(why, why_len, "bad magic (not a lazyblk layout)");
 	if (size < DISK_BLOCK)
-		return bad(why, "truncated (shorter than the header)");
+		return bad(why, why_len, "truncated (shorter than the header)");
 	memcpy(&l->hdr, block, sizeof(l->hdr));
 	memcpy(par, block + sizeof(l->hdr), sizeof(*par));
 	/* 1 has no parent, 2 is a layer over a parent (the flag says so), 3 either by the flag */
 	if (h->version > LAYOUT_VERSION)
-		return bad(why, "unsupported layout version (newer than this lazyblk reads: 1 to 3)");
+		return bad(why, why_len, "unsupported layout version (newer than this lazyblk reads: 1 to 3)");
 	if (h->version == 0 || (h->version == LAYOUT_VERSION_V2 && h->flags != LAYOUT_F_PARENT))
-		return bad(why, "unsupported layout version");
+		return bad(why, why_len, "unsupported layout version");
 	if (h->block_size != DISK_BLOCK)
-		return bad(why, "unsupported block size");
+		return bad(why, why_len, "unsupported block size");
 	if (h->header_crc != layout_header_crc(h, par))
-		return bad(why, "header checksum mismatch (file corrupt)");
+		return bad(why, why_len, "header checksum mismatch (file corrupt)");
 	if (!all_zero(block + layout_header_len(h), DISK_BLOCK - layout_header_len(h)))
-		return bad(why, "header padding not zero (file corrupt)");
+		return bad(why, why_len, "header padding not zero (file corrupt)");
 	if ((h->version == LAYOUT_VERSION_V1 && h->flags) || (h->flags & ~LAYOUT_F_PARENT))
-		return bad(why, "unsupported flags");
+		return bad(why, why_len, "unsupported flags");
 	if (!layout_has_parent(h))
 		memset(par, 0, sizeof(*par));
 	else if (!par->hint_len || par->hint_len > LAYOUT_HINT_MAX || par->reserved)
-		return bad(why, "bad parent hint length");
+		return bad(why, why_len, "bad parent hint length");
 	if (h->block_count == 0 || h->block_count > LAYOUT_MAX_BLOCKS)
-		return bad(why, "bad block count");
+		return bad(why, why_len, "bad block count");
 	if (h->chunk_size > CHUNK_SIZE_MAX)
-		return bad(why, "bad chunk size");
+		return bad(why, why_len, "bad chunk size");
 	/* Every count is bounded by the file size, so the sum below does not overflow. */
 	if (h->meta_blocks > size / DISK_BLOCK ||
 	    h->meta_run_count > size / sizeof(struct layout_meta_run) ||
 	    h->data_run_count > size / sizeof(struct layout_data_run) ||
 	    h->chunk_count > size / SHA256_LEN)
-		return bad(why, "truncated (counts exceed the file size)");
+		return bad(why, why_len, "truncated (counts exceed the file size)");
 	need = DISK_BLOCK + h->meta_blocks * DISK_BLOCK +
 	       h->meta_run_count * sizeof(struct layout_meta_run) +
 	       h->data_run_count * sizeof(struct layout_data_run) + h->chunk_count * SHA256_LEN +
 	       par->hint_len;
 	if (need != size)
-		return bad(why, need > size ? "truncated" : "trailing garbage after the layout");
+		return bad(why, why_len, need > size ? "truncated" : "trailing garbage after the layout");
 	l->meta_offset = DISK_BLOCK;
 	return sha256_buf(block, DISK_BLOCK, l->digest);
 }
@@ -103,7 +101,7 @@ static void *read_section(struct layout *l, uint64_t off, size_t len, int *ret)
 	return p;
 }
 
-static int read_tail(struct layout *l, const char **why)
+static int read_tail(struct layout *l, char *why, size_t why_len)
 {
 	const struct layout_header *h = &l->hdr;
 	struct layout_layer *y = &l->layers[0];
@@ -130,11 +128,11 @@ static int read_tail(struct layout *l, const char **why)
 		return ret;
 	y->hint[y->parent.hint_len] = '\0';
 	if (strlen(y->hint) != y->parent.hint_len)
-		return bad(why, "bad parent hint (a NUL byte in it)");
+		return bad(why, why_len, "bad parent hint (a NUL byte in it)");
 	return 0;
 }
 
-static int check_body(struct layout *l, const char **why)
+static int check_body(struct layout *l, char *why, size_t why_len)
 {
 	const struct layout_header *h = &l->hdr;
 	struct sha256_ctx *c = sha256_new();
@@ -168,7 +166,7 @@ static int check_body(struct layout *l, const char **why)
 	if (!ret)
 		ret = sha256_final(c, got);
 	if (!ret && memcmp(got, h->body_sha256, SHA256_LEN))
-		ret = bad(why, "checksum mismatch (file corrupt)");
+		ret = bad(why, why_len, "checksum mismatch (file corrupt)");
 	sha256_free(c);
 	free(buf);
 	return ret;
@@ -184,7 +182,7 @@ static bool data_run_ok(const struct layout_header *h, const struct layout_data_
 	return !(d->flags & LAYOUT_RUN_ZERO) || (!d->chunk && !d->chunk_off);
 }
 
-static int check_runs(const struct layout *l, const char **why)
+static int check_runs(const struct layout *l, char *why, size_t why_len)
 {
 	const struct layout_header *h = &l->hdr;
 	uint64_t disk = h->block_count * DISK_BLOCK, end = 0;
@@ -195,14 +193,14 @@ static int check_runs(const struct layout *l, const char **why)
 		const struct layout_meta_run *m = &l->meta_runs[i];
 
 		if (m->count == 0 || (m->layer && !layer_refs) || m->layer >= LAYOUT_CHAIN_MAX)
-			return bad(why, "bad metadata run");
+			return bad(why, why_len, "bad metadata run");
 		if (m->lba >= h->block_count || m->count > h->block_count - m->lba)
-			return bad(why, "metadata run beyond the end of the disk");
+			return bad(why, why_len, "metadata run beyond the end of the disk");
 		/* a parent's area: checked when the chain is opened (chain.c) */
 		if (!m->layer && (m->first >= h->meta_blocks || m->count > h->meta_blocks - m->first))
-			return bad(why, "metadata run beyond the metadata area");
+			return bad(why, why_len, "metadata run beyond the metadata area");
 		if (i && m->lba < end)
-			return bad(why, "metadata runs not sorted or overlapping");
+			return bad(why, why_len, "metadata runs not sorted or overlapping");
 		end = m->lba + m->count;
 	}
 	end = 0;
@@ -211,32 +209,32 @@ static int check_runs(const struct layout *l, const char **why)
 		uint64_t pos = layout_data_run_pos(d);
 
 		if (d->len == 0 || d->blk_off >= DISK_BLOCK || !data_run_ok(h, d))
-			return bad(why, "bad data run");
+			return bad(why, why_len, "bad data run");
 		if (d->lba >= h->block_count || d->len > disk - pos)
-			return bad(why, "data run beyond the end of the disk");
+			return bad(why, why_len, "data run beyond the end of the disk");
 		if (!(d->flags & LAYOUT_RUN_ZERO) && d->chunk >= h->chunk_count)
-			return bad(why, "data run names a chunk not in the chunk table");
+			return bad(why, why_len, "data run names a chunk not in the chunk table");
 		if (!(d->flags & LAYOUT_RUN_ZERO) &&
 		    (uint64_t)d->chunk_off + d->len > h->chunk_size)
-			return bad(why, "data run beyond the chunk size");
+			return bad(why, why_len, "data run beyond the chunk size");
 		if (pos < end)
-			return bad(why, "data runs not sorted or overlapping");
+			return bad(why, why_len, "data runs not sorted or overlapping");
 		end = pos + d->len;
 	}
 	if (layout_meta_data_overlap(l->meta_runs, h->meta_run_count, l->data_runs,
 			      h->data_run_count) != h->data_run_count)
-		return bad(why, "data run overlaps a metadata block");
+		return bad(why, why_len, "data run overlaps a metadata block");
 	return 0;
 }
 
-int layout_load_file(const char *path, int oflags, struct layout **out, const char **why)
+int layout_load_file(const char *path, int oflags, struct layout **out, char *why, size_t why_len)
 {
 	struct layout *l;
 	struct stat st;
 	int ret;
 
-	if (why)
-		*why = NULL;
+	if (why_len)
+		why[0] = '\0';
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return -ENOMEM;
@@ -255,18 +253,18 @@ int layout_load_file(const char *path, int oflags, struct layout **out, const ch
 	/* a FIFO or a device at path (a parent hint may name anything) is never opened */
 	ret = fs_open_regular(AT_FDCWD, path, oflags, &st);
 	if (ret < 0) {
-		if (ret == -EINVAL && why)
-			*why = "not a regular file";
+		if (ret == -EINVAL)
+			why_set(why, why_len, ret, "not a regular file");
 		goto fail;
 	}
 	l->fd = l->layers[0].fd = ret;
-	ret = read_header(l, (uint64_t)st.st_size, why);
+	ret = read_header(l, (uint64_t)st.st_size, why, why_len);
 	if (!ret)
-		ret = read_tail(l, why);
+		ret = read_tail(l, why, why_len);
 	if (!ret)
-		ret = check_body(l, why);
+		ret = check_body(l, why, why_len);
 	if (!ret)
-		ret = check_runs(l, why);
+		ret = check_runs(l, why, why_len);
 	if (ret)
 		goto fail;
 	l->layers[0].chunks = l->chunks;

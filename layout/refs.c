@@ -29,10 +29,10 @@ static int layouts_add(struct chunk_refs *r, const uint8_t d[SHA256_LEN])
 }
 
 static int refs_add_layout(struct chunk_refs *r, const char *path, unsigned flags,
-			   const char **why)
+			   char *why, size_t why_len)
 {
 	struct layout *l;
-	int ret = layout_open_flags(path, flags, &l, why);
+	int ret = layout_open_flags(path, flags, &l, why, why_len);
 
 	if (ret)
 		return ret;
@@ -47,13 +47,14 @@ static int refs_add_layout(struct chunk_refs *r, const char *path, unsigned flag
 }
 
 static int refs_add_path(struct chunk_refs *r, const char *path, unsigned flags,
-			 const char **why)
+			 char *why, size_t why_len)
 {
 	char magic[8];
 	ssize_t n;
 	int fd, ret;
 
-	*why = NULL;
+	if (why_len)
+		why[0] = '\0';
 	fd = fs_open_regular(AT_FDCWD, path, flags & LAYOUT_OPEN_FETCHED ? O_NOFOLLOW : 0, NULL);
 	if (fd < 0)
 		return fd;
@@ -63,11 +64,11 @@ static int refs_add_path(struct chunk_refs *r, const char *path, unsigned flags,
 	if (ret)
 		return ret;
 	if (n == (ssize_t)sizeof(magic) && !memcmp(magic, LAYOUT_MAGIC, sizeof(magic)))
-		return refs_add_layout(r, path, flags, why);
+		return refs_add_layout(r, path, flags, why, why_len);
 	if (n == (ssize_t)sizeof(magic) && !memcmp(magic, MF_MAGIC, sizeof(magic))) {
 		struct manifest *m;
 
-		ret = manifest_load(path, &m, why);
+		ret = manifest_load(path, &m, why, why_len);
 		if (ret)
 			return ret;
 		for (size_t i = 0; i < m->n_chunks && !ret; i++)
@@ -75,19 +76,19 @@ static int refs_add_path(struct chunk_refs *r, const char *path, unsigned flags,
 		manifest_free(m);
 		return ret;
 	}
-	*why = n < (ssize_t)sizeof(magic) ? "file too short (not a lazyblk layout or manifest)"
-					  : "bad magic (not a lazyblk layout or manifest)";
-	return -EBADMSG;
+	return why_set(why, why_len, -EBADMSG, "%s",
+		       n < (ssize_t)sizeof(magic) ? "file too short (not a lazyblk layout or manifest)"
+						  : "bad magic (not a lazyblk layout or manifest)");
 }
 
-int chunk_refs_add_file(struct chunk_refs *r, const char *path, const char **why)
+int chunk_refs_add_file(struct chunk_refs *r, const char *path, char *why, size_t why_len)
 {
-	return refs_add_path(r, path, 0, why);
+	return refs_add_path(r, path, 0, why, why_len);
 }
 
-int chunk_refs_add_fetched(struct chunk_refs *r, const char *path, const char **why)
+int chunk_refs_add_fetched(struct chunk_refs *r, const char *path, char *why, size_t why_len)
 {
-	return refs_add_path(r, path, LAYOUT_OPEN_FETCHED, why);
+	return refs_add_path(r, path, LAYOUT_OPEN_FETCHED, why, why_len);
 }
 
 static int digest_cmp(const void *a, const void *b) { return memcmp(a, b, SHA256_LEN); }

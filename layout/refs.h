@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "../common/sha256.h"
+#include "../common/why.h"
 
 struct chunk_refs {
 	uint8_t (*d)[SHA256_LEN];
@@ -23,13 +24,14 @@ struct chunk_refs {
 
 /*
  * Append every chunk digest path references (the file is read and checked whole first), and
- * for a layout the layout digest of each file of its chain. -EBADMSG with *why (static
- * text) for a file that is neither, or a damaged one; -errno (*why NULL) when it cannot be
- * read (-EINVAL: not a regular file, never opened); -ENOMEM.
+ * for a layout the layout digest of each file of its chain. -EBADMSG with why (common/why.h,
+ * cleared on entry) for a file that is neither, or a damaged one; -errno when it cannot be
+ * read (-EINVAL: not a regular file, never opened; why empty, or naming a file of a layout's
+ * chain); -ENOMEM.
  */
-int chunk_refs_add_file(struct chunk_refs *r, const char *path, const char **why);
+int chunk_refs_add_file(struct chunk_refs *r, const char *path, char *why, size_t why_len);
 /* The same for a layout of an image fetched by reference (layout_open LAYOUT_OPEN_FETCHED). */
-int chunk_refs_add_fetched(struct chunk_refs *r, const char *path, const char **why);
+int chunk_refs_add_fetched(struct chunk_refs *r, const char *path, char *why, size_t why_len);
 /* Sort and drop duplicates, of both lists (for bsearch with memcmp order). */
 void chunk_refs_finish(struct chunk_refs *r);
 void chunk_refs_free(struct chunk_refs *r);

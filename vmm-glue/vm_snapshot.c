@@ -196,7 +196,7 @@ static int snap_names(const struct vm_parts *p, const char *dir, struct vmsnap_h
 		      char *why, size_t why_len)
 {
 	char path[PATH_MAX];
-	const char *dwhy = NULL;
+	char dwhy[WHY_MAX] = "";
 	int ret;
 
 	snap_cpu_sig(p->kvm->cpuid, h->cpu_sig, h->cpu_model);
@@ -208,11 +208,11 @@ static int snap_names(const struct vm_parts *p, const char *dir, struct vmsnap_h
 		return 0;   /* not the lazy image: no layout names it */
 	h->flags |= VMSNAP_F_LAYOUT;
 	snap_path(path, sizeof(path), dir, VMSNAP_DELTA);
-	ret = disk_snapshot(p->disk, path, NULL, NULL, &dwhy);
+	ret = disk_snapshot(p->disk, path, NULL, NULL, dwhy, sizeof(dwhy));
 	if (ret == -ENOENT)
 		return 0;   /* no overlay: the disk is the image, read-only */
 	if (ret)
-		return why_set(why, why_len, ret, "%s: %s", path, dwhy ? dwhy : strerror(-ret));
+		return why_set(why, why_len, ret, "%s: %s", path, dwhy[0] ? dwhy : strerror(-ret));
 	h->flags |= VMSNAP_F_DELTA;
 	ret = delta_sha(path, h->delta_sha);
 	return ret ? why_set(why, why_len, ret, "%s: %s", path, strerror(-ret)) : 0;

@@ -93,11 +93,11 @@ bool trace_plan_foreign(const struct trace_plan *p)
 int trace_plan_manifest(const char *path, const struct layout *l, const char *layout_path,
 			struct manifest **out, char *why, size_t why_len)
 {
-	const char *mwhy = NULL;
-	int ret = manifest_load(path, out, &mwhy);
+	char mwhy[WHY_MAX] = "";
+	int ret = manifest_load(path, out, mwhy, sizeof(mwhy));
 
 	if (ret)
-		return why_set(why, why_len, ret, "%s: %s", path, mwhy ? mwhy : strerror(-ret));
+		return why_set(why, why_len, ret, "%s: %s", path, mwhy[0] ? mwhy : strerror(-ret));
 	if (memcmp((*out)->digest, l->hdr.manifest_digest, SHA256_LEN)) {
 		manifest_free(*out);
 		*out = NULL;

@@ -62,15 +62,16 @@ static uint64_t layout_end_block(const struct layout *l)
 }
 
 int trace_recorder_new(const struct layout *l, const struct manifest *m,
-		       const struct timespec *t0, struct trace_recorder **out, const char **why)
+		       const struct timespec *t0, struct trace_recorder **out, char *why,
+		       size_t why_len)
 {
 	struct trace_recorder *r;
 
-	*why = NULL;
-	if (memcmp(l->hdr.manifest_digest, m->digest, SHA256_LEN)) {
-		*why = "the manifest is not the one the layout was made from";
-		return -EINVAL;
-	}
+	if (why_len)
+		why[0] = '\0';
+	if (memcmp(l->hdr.manifest_digest, m->digest, SHA256_LEN))
+		return why_set(why, why_len, -EINVAL,
+			       "the manifest is not the one the layout was made from");
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
@@ -274,19 +275,19 @@ static int write_trace(const char *path, const struct out *o, const struct trace
 }
 
 int trace_recorder_finish(struct trace_recorder *r, const char *path, uint64_t *records,
-			  const char **why)
+			  char *why, size_t why_len)
 {
 	struct out o = { 0 };
 	struct trace_index *idx = NULL;
 	uint64_t duration;
 	int ret;
 
-	*why = NULL;
+	if (why_len)
+		why[0] = '\0';
 	pthread_mutex_lock(&r->lock);
 	if (r->done) {
 		pthread_mutex_unlock(&r->lock);
-		*why = "the trace was written already";
-		return -EALREADY;
+		return why_set(why, why_len, -EALREADY, "the trace was written already");
 	}
 	r->done = true;
 	duration = now_us(r);
@@ -312,7 +313,7 @@ int trace_recorder_finish(struct trace_recorder *r, const char *path, uint64_t *
 	}
 	ret = o.err;
 	if (ret == -E2BIG)
-		*why = "too many records or paths for one trace";
+		why_set(why, why_len, ret, "too many records or paths for one trace");
 	if (!ret)
 		ret = write_trace(path, &o, r, duration);
 	if (!ret && records)

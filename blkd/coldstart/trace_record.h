@@ -20,20 +20,21 @@ struct trace_recorder;
 
 /*
  * Record first touches of the disk l describes, resolved to files through m (the manifest
- * l was made from: -EINVAL otherwise, *why set). Both are borrowed until the recorder is
+ * l was made from: -EINVAL otherwise, with why: common/why.h). Both are borrowed until the recorder is
  * freed. t0: the server's start (CLOCK_MONOTONIC).
  */
 int trace_recorder_new(const struct layout *l, const struct manifest *m,
-		       const struct timespec *t0, struct trace_recorder **out, const char **why);
+		       const struct timespec *t0, struct trace_recorder **out, char *why,
+		       size_t why_len);
 void trace_recorder_free(struct trace_recorder *r);
 /* Base bytes [off, off + len) were read. Thread-safe; cheap once a range has been seen. */
 void trace_recorder_touch(struct trace_recorder *r, uint64_t off, uint64_t len);
 /*
  * Stop recording (later touches are ignored) and write the trace atomically to path.
  * Only the first call writes; later ones return -EALREADY. *records (may be NULL) gets the
- * number of records written.
+ * number of records written. -errno with why (cleared on entry), or why empty.
  */
 int trace_recorder_finish(struct trace_recorder *r, const char *path, uint64_t *records,
-			  const char **why);
+			  char *why, size_t why_len);
 
 #endif

@@ -37,7 +37,7 @@ int blkd_warm_start(const struct blkd_warm_opts *o, struct blkd_warm **out, char
 	struct blkd_warm *w = calloc(1, sizeof(*w));
 	struct blkd_prefetch_opts po = { .background = false };
 	struct trace_plan *plan;
-	const char *lwhy = NULL;
+	char lwhy[WHY_MAX] = "";
 	int ret;
 
 	if (why_len)
@@ -45,9 +45,9 @@ int blkd_warm_start(const struct blkd_warm_opts *o, struct blkd_warm **out, char
 	if (!w)
 		return why_set(why, why_len, -ENOMEM, "out of memory");
 	ret = layout_open_flags(o->layout_path, o->layout_fetched ? LAYOUT_OPEN_FETCHED : 0, &w->l,
-				&lwhy);
+				lwhy, sizeof(lwhy));
 	if (ret) {
-		why_set(why, why_len, ret, "%s: %s", o->layout_path, lwhy ? lwhy : strerror(-ret));
+		why_set(why, why_len, ret, "%s: %s", o->layout_path, lwhy[0] ? lwhy : strerror(-ret));
 		goto fail;
 	}
 	ret = warm_plan(o, w, &plan, why, why_len);

@@ -63,10 +63,11 @@ struct disk_ops {
 	/*
 	 * A point-in-time delta of the disk's changes to delta_path (the lazy image's overlay:
 	 * blkd_engine_snapshot); dirty/zero (may be NULL) get the blocks it records; on
-	 * failure *why (may be NULL) gets a reason or NULL (then strerror of the result).
+	 * failure why (common/why.h) gets a reason, or stays empty (then strerror of the
+	 * result).
 	 */
 	int (*snapshot)(void *ctx, const char *delta_path, uint64_t *dirty, uint64_t *zero,
-			const char **why);
+			char *why, size_t why_len);
 	/* ---- the read plan (issue 26, item 3): a read and its allocation in one walk */
 	/*
 	 * Read [off, off+len) into buf (buf[0] is off) and report the range's allocation as
@@ -157,7 +158,7 @@ int disk_open(const struct disk_spec *spec, struct disk *out, char *why, size_t 
  * (VM snapshots). disk_layout: the image's layout, valid while the disk is open.
  * disk_trace_finish: stop recording (spec.trace_record) and write the trace there (or to
  * path, if not NULL): -ENOENT not recording, -EALREADY written already; *records the count
- * written, *why (may be NULL) a reason or NULL. disk_trace_path: where the trace goes
+ * written, why (cleared on entry) a reason, or empty. disk_trace_path: where the trace goes
  * (NULL: not recording). disk_image_stats: the counters lazyblk export reports.
  * disk_stats_cas_text/_json: the store/remote/plain/cache counters formatted as serve's
  * statistics name them (text lines, or members of a JSON object) appended to b.
@@ -171,7 +172,7 @@ struct disk_image_stats {
 int disk_layout_digest(const struct disk *d, uint8_t out[32]);
 const struct layout *disk_layout(const struct disk *d);
 int disk_trace_finish(const struct disk *d, const char *path, uint64_t *records,
-		      const char **why);
+		      char *why, size_t why_len);
 const char *disk_trace_path(const struct disk *d);
 int disk_image_stats(const struct disk *d, struct disk_image_stats *st);
 void disk_stats_cas_text(const struct cas_source_stats *c, struct json_buf *b);
@@ -241,11 +242,11 @@ static inline int disk_block_status(const struct disk *d, enum disk_ctx c, uint6
 }
 
 static inline int disk_snapshot(const struct disk *d, const char *delta_path, uint64_t *dirty,
-				uint64_t *zero, const char **why)
+				uint64_t *zero, char *why, size_t why_len)
 {
-	if (why)
-		*why = NULL;
-	return d->can_snapshot ? d->ops->snapshot(d->ctx, delta_path, dirty, zero, why)
+	if (why_len)
+		why[0] = '\0';
+	return d->can_snapshot ? d->ops->snapshot(d->ctx, delta_path, dirty, zero, why, why_len)
 			       : -EOPNOTSUPP;
 }
 

@@ -47,9 +47,9 @@ static int eng_block_status(void *ctx, enum disk_ctx c, uint64_t off, uint64_t l
 }
 
 static int eng_snapshot(void *ctx, const char *delta_path, uint64_t *dirty, uint64_t *zero,
-			const char **why)
+			char *why, size_t why_len)
 {
-	return blkd_engine_snapshot(ctx, delta_path, dirty, zero, why);
+	return blkd_engine_snapshot(ctx, delta_path, dirty, zero, why, why_len);
 }
 
 static void eng_stats(void *ctx, FILE *f, bool json)
@@ -120,13 +120,13 @@ const struct layout *disk_layout(const struct disk *d)
 }
 
 int disk_trace_finish(const struct disk *d, const char *path, uint64_t *records,
-		      const char **why)
+		      char *why, size_t why_len)
 {
 	struct blkd_engine *e = disk_to_engine(d);
 
-	if (why)
-		*why = NULL;
-	return e ? blkd_engine_trace_finish(e, path, records, why) : -EOPNOTSUPP;
+	if (why_len)
+		why[0] = '\0';
+	return e ? blkd_engine_trace_finish(e, path, records, why, why_len) : -EOPNOTSUPP;
 }
 
 const char *disk_trace_path(const struct disk *d)

@@ -254,7 +254,7 @@ static int source_open(struct commit *c, const struct layout *l, char *tmpdir, c
 	const struct blkd_commit_opts *o = c->o;
 	uint64_t disk = l->hdr.block_count * DISK_BLOCK;
 	char magic[8] = { 0 }, ovp[PATH_MAX], h1[SHA256_HEX_LEN + 1], h2[SHA256_HEX_LEN + 1];
-	const char *w = NULL;
+	char w[WHY_MAX] = "";
 	const char *path = o->src_path;
 	int fd, ret;
 
@@ -271,15 +271,15 @@ static int source_open(struct commit *c, const struct layout *l, char *tmpdir, c
 			return why_set(why, why_len, ret, "%s: %s", o->out_path, strerror(-ret));
 		}
 		snprintf(ovp, sizeof(ovp), "%s/overlay", tmpdir);
-		ret = overlay_apply_delta(o->src_path, ovp, l->digest, disk, &w);
+		ret = overlay_apply_delta(o->src_path, ovp, l->digest, disk, w, sizeof(w));
 		if (ret)
 			return why_set(why, why_len, ret, "%s: %s", o->src_path,
-				       w ? w : strerror(-ret));
+				       w[0] ? w : strerror(-ret));
 		path = ovp;
 	}
-	ret = overlay_open_existing(path, true, &c->ov, &w);
+	ret = overlay_open_existing(path, true, &c->ov, w, sizeof(w));
 	if (ret)
-		return why_set(why, why_len, ret, "%s: %s", o->src_path, w ? w : strerror(-ret));
+		return why_set(why, why_len, ret, "%s: %s", o->src_path, w[0] ? w : strerror(-ret));
 	if (memcmp(overlay_layout_digest(c->ov), l->digest, SHA256_LEN)) {
 		sha256_to_hex(overlay_layout_digest(c->ov), h1);
 		sha256_to_hex(l->digest, h2);
@@ -360,13 +360,13 @@ static int out_check(const struct blkd_commit_opts *o, const struct layout *l, c
 static int commit_flatten(const struct blkd_commit_opts *o, const char *tmp,
 			  uint8_t digest[SHA256_LEN], char *why, size_t why_len)
 {
-	const char *w = NULL;
+	char w[WHY_MAX] = "";
 	struct layout *l;
 	int ret;
 
-	ret = layout_open(tmp, &l, &w);
+	ret = layout_open(tmp, &l, w, sizeof(w));
 	if (ret)
-		return why_set(why, why_len, ret, "%s: %s", tmp, w ? w : strerror(-ret));
+		return why_set(why, why_len, ret, "%s: %s", tmp, w[0] ? w : strerror(-ret));
 	ret = layout_flatten(l, o->out_path, digest);
 	layout_close(l);
 	if (ret)
@@ -379,16 +379,16 @@ int blkd_commit(const struct blkd_commit_opts *o, struct blkd_commit_result *res
 {
 	struct commit c = { .o = o, .res = res };
 	char tmpdir[PATH_MAX] = "", layer[PATH_MAX];
-	const char *w = NULL;
+	char w[WHY_MAX] = "";
 	struct layout *l;
 	int ret;
 
 	memset(res, 0, sizeof(*res));
 	if (why_len)
 		why[0] = '\0';
-	ret = layout_open(o->base_path, &l, &w);
+	ret = layout_open(o->base_path, &l, w, sizeof(w));
 	if (ret)
-		return why_set(why, why_len, ret, "%s: %s", o->base_path, w ? w : strerror(-ret));
+		return why_set(why, why_len, ret, "%s: %s", o->base_path, w[0] ? w : strerror(-ret));
 	if (snprintf(layer, sizeof(layer), "%s%s", o->out_path, o->flatten ? ".layer.tmp" : "") >=
 	    (int)sizeof(layer))
 		ret = why_set(why, why_len, -ENAMETOOLONG, "%s: %s", o->out_path,

@@ -21,13 +21,6 @@
 
 #define APPLY_PIECE 256u /* blocks copied at a time */
 
-static int bad(const char **why, const char *msg)
-{
-	if (why)
-		*why = msg;
-	return -EBADMSG;
-}
-
 static uint32_t delta_crc(const struct delta_header *hdr)
 {
 	struct delta_header h = *hdr;
@@ -70,51 +63,51 @@ static bool all_zero(const uint8_t *p, size_t len)
 }
 
 static int apply_header(struct apply *a, const uint8_t *digest, uint64_t disk_bytes,
-			const char **why)
+			char *why, size_t why_len)
 {
 	const struct delta_header *h = &a->h;
 	uint64_t need;
 	int ret;
 
 	if (a->size < sizeof(h->magic))
-		return bad(why, "truncated delta");
+		return why_set(why, why_len, -EBADMSG, "truncated delta");
 	ret = fs_pread_full(a->fd, a->block, a->size < DELTA_HDR ? (size_t)a->size : DELTA_HDR, 0);
 	if (ret)
 		return ret;
 	if (memcmp(a->block, DELTA_MAGIC, sizeof(h->magic)))
-		return bad(why, "bad magic (not a lazyblk delta)");
+		return why_set(why, why_len, -EBADMSG, "bad magic (not a lazyblk delta)");
 	if (a->size < DELTA_HDR)
-		return bad(why, "truncated delta");
+		return why_set(why, why_len, -EBADMSG, "truncated delta");
 	memcpy(&a->h, a->block, sizeof(a->h));
 	if (h->version != DELTA_VERSION)
-		return bad(why, "unsupported delta version");
+		return why_set(why, why_len, -EBADMSG, "unsupported delta version");
 	if (h->header_crc != delta_crc(h))
-		return bad(why, "delta header checksum mismatch (file corrupt)");
+		return why_set(why, why_len, -EBADMSG, "delta header checksum mismatch (file corrupt)");
 	if (h->block_size != DISK_BLOCK || h->flags)
-		return bad(why, "unsupported block size or flags in the delta");
+		return why_set(why, why_len, -EBADMSG, "unsupported block size or flags in the delta");
 	if (!all_zero(h->reserved, sizeof(h->reserved)) ||
 	    !all_zero(a->block + sizeof(*h), DELTA_HDR - sizeof(*h)))
-		return bad(why, "delta header padding not zero (file corrupt)");
+		return why_set(why, why_len, -EBADMSG, "delta header padding not zero (file corrupt)");
 	if (!h->block_count || h->block_count > OV_MAX_BLOCKS ||
 	    h->disk_bytes != h->block_count * DISK_BLOCK)
-		return bad(why, "bad disk size in the delta (file corrupt)");
+		return why_set(why, why_len, -EBADMSG, "bad disk size in the delta (file corrupt)");
 	if (memcmp(h->layout_digest, digest, SHA256_LEN))
-		return bad(why, "delta belongs to another layout");
+		return why_set(why, why_len, -EBADMSG, "delta belongs to another layout");
 	if (h->disk_bytes != disk_bytes)
-		return bad(why, "delta is for a disk of another size");
+		return why_set(why, why_len, -EBADMSG, "delta is for a disk of another size");
 	if (h->dirty_blocks > h->block_count || h->zero_blocks > h->block_count - h->dirty_blocks ||
 	    h->extent_count > h->dirty_blocks + h->zero_blocks)
-		return bad(why, "bad block counts in the delta (file corrupt)");
+		return why_set(why, why_len, -EBADMSG, "bad block counts in the delta (file corrupt)");
 	need = DELTA_HDR + h->dirty_blocks * DISK_BLOCK + h->extent_count * sizeof(*a->ext) +
 	       SHA256_LEN;
 	if (a->size != need)
-		return bad(why, a->size < need ? "truncated delta"
-					       : "trailing garbage after the delta");
+		return why_set(why, why_len, -EBADMSG, "%s",
+			       a->size < need ? "truncated delta" : "trailing garbage after the delta");
 	return 0;
 }
 
 /* Extents sorted, disjoint, inside the disk, matching the counts; into a->words. */
-static int apply_extents(struct apply *a, const char **why)
+static int apply_extents(struct apply *a, char *why, size_t why_len)
 {
 	const struct delta_header *h = &a->h;
 	uint64_t next = 0, dirty = 0, zero = 0, nd = 0, nz = 0;
@@ -134,13 +127,13 @@ static int apply_extents(struct apply *a, const char **why)
 		if (!e->count || e->block < next || e->block >= h->block_count ||
 		    e->count > h->block_count - e->block || e->reserved ||
 		    (e->state != OV_DIRTY && e->state != OV_ZERO))
-			return bad(why, "bad extent in the delta (file corrupt)");
+			return why_set(why, why_len, -EBADMSG, "bad extent in the delta (file corrupt)");
 		next = e->block + e->count;
 		*(e->state == OV_DIRTY ? &nd : &nz) += e->count;
 		ov_bits_set(a->words, e->block, e->count, (enum ov_state)e->state, &dirty, &zero);
 	}
 	if (nd != h->dirty_blocks || nz != h->zero_blocks)
-		return bad(why, "extents do not match the block counts (file corrupt)");
+		return why_set(why, why_len, -EBADMSG, "extents do not match the block counts (file corrupt)");
 	return 0;
 }
 
@@ -179,7 +172,7 @@ static int apply_data(struct apply *a, struct sha256_ctx *sha)
 	return ret;
 }
 
-static int apply_verify_copy(struct apply *a, const char **why)
+static int apply_verify_copy(struct apply *a, char *why, size_t why_len)
 {
 	uint8_t digest[SHA256_LEN], trailer[SHA256_LEN];
 	struct sha256_ctx *sha = sha256_new();
@@ -198,7 +191,7 @@ static int apply_verify_copy(struct apply *a, const char **why)
 	if (!ret)
 		ret = fs_pread_full(a->fd, trailer, sizeof(trailer), (off_t)(a->size - SHA256_LEN));
 	if (!ret && memcmp(digest, trailer, SHA256_LEN))
-		ret = bad(why, "checksum mismatch (file corrupt)");
+		ret = why_set(why, why_len, -EBADMSG, "checksum mismatch (file corrupt)");
 	return ret;
 }
 
@@ -220,7 +213,7 @@ static int tmp_open(const char *path, const char *suffix, char tmp[PATH_MAX], in
  * that does not describe its data. The old OVERLAY.live goes with it (it names the old
  * state file's instance, so it would not be believed anyway).
  */
-static int apply_commit(struct apply *a, const char *path, const char **why)
+static int apply_commit(struct apply *a, const char *path, char *why, size_t why_len)
 {
 	char state_path[PATH_MAX], live_path[PATH_MAX], dir[PATH_MAX];
 	int lock_fd, ret;
@@ -236,8 +229,8 @@ static int apply_commit(struct apply *a, const char *path, const char **why)
 		return -errno;
 	if (lock_fd >= 0 && flock(lock_fd, LOCK_EX | LOCK_NB) < 0) {
 		ret = errno == EWOULDBLOCK ? -EBUSY : -errno;
-		if (ret == -EBUSY && why)
-			*why = "overlay is in use by another process";
+		if (ret == -EBUSY)
+			why_set(why, why_len, ret, "overlay is in use by another process");
 	}
 	if (!ret && lock_fd >= 0 && unlink(state_path) < 0)
 		ret = -errno;
@@ -264,30 +257,30 @@ static int apply_commit(struct apply *a, const char *path, const char **why)
 
 int overlay_apply_delta(const char *delta_path, const char *overlay_path,
 			const uint8_t layout_digest[SHA256_LEN], uint64_t disk_bytes,
-			const char **why)
+			char *why, size_t why_len)
 {
 	struct apply a = { .fd = -1, .data_fd = -1, .state_fd = -1 };
 	struct stat st;
 	int ret = 0;
 
-	if (why)
-		*why = NULL;
+	if (why_len)
+		why[0] = '\0';
 	a.fd = fs_open_regular(AT_FDCWD, delta_path, 0, &st); /* a FIFO: never opened */
 	if (a.fd == -EINVAL)
-		return bad(why, "not a regular file");
+		return why_set(why, why_len, -EBADMSG, "not a regular file");
 	if (a.fd < 0)
 		return a.fd;
 	a.size = (uint64_t)st.st_size;
 	if (!ret)
-		ret = apply_header(&a, layout_digest, disk_bytes, why);
+		ret = apply_header(&a, layout_digest, disk_bytes, why, why_len);
 	if (!ret)
-		ret = apply_extents(&a, why);
+		ret = apply_extents(&a, why, why_len);
 	if (!ret)
 		ret = tmp_open(overlay_path, "", a.data_tmp, &a.data_fd);
 	if (!ret && ftruncate(a.data_fd, (off_t)disk_bytes) < 0)
 		ret = -errno;
 	if (!ret)
-		ret = apply_verify_copy(&a, why);
+		ret = apply_verify_copy(&a, why, why_len);
 	if (!ret && fsync(a.data_fd) < 0)
 		ret = -errno;
 	if (!ret)
@@ -295,7 +288,7 @@ int overlay_apply_delta(const char *delta_path, const char *overlay_path,
 	if (!ret)
 		ret = ov_state_fill(a.state_fd, disk_bytes, layout_digest, a.words);
 	if (!ret)
-		ret = apply_commit(&a, overlay_path, why);
+		ret = apply_commit(&a, overlay_path, why, why_len);
 	if (a.data_fd >= 0)
 		close(a.data_fd);
 	if (a.state_fd >= 0)

@@ -49,7 +49,7 @@ struct blkd_engine {
 static int engine_trace_open(struct blkd_engine *e, const struct blkd_engine_opts *o,
 			     char *why, size_t why_len)
 {
-	const char *twhy = NULL;
+	char twhy[WHY_MAX] = "";
 	int ret;
 
 	if (!o->manifest_path)
@@ -62,10 +62,11 @@ static int engine_trace_open(struct blkd_engine *e, const struct blkd_engine_opt
 	e->trace_path = strdup(o->trace_record);
 	if (!e->trace_path)
 		return why_set(why, why_len, -ENOMEM, "out of memory");
-	ret = trace_recorder_new(e->layout, e->manifest, &e->t0, &e->trace, &twhy);
+	ret = trace_recorder_new(e->layout, e->manifest, &e->t0, &e->trace, twhy,
+				 sizeof(twhy));
 	if (ret)
 		why_set(why, why_len, ret, "cannot record a trace: %s",
-			twhy ? twhy : strerror(-ret));
+			twhy[0] ? twhy : strerror(-ret));
 	return ret;
 }
 
@@ -102,14 +103,13 @@ static int engine_prefetch_start(struct blkd_engine *e, const struct blkd_engine
 }
 
 int blkd_engine_trace_finish(struct blkd_engine *e, const char *path, uint64_t *records,
-			     const char **why)
+			     char *why, size_t why_len)
 {
-	if (why)
-		*why = NULL;
+	if (why_len)
+		why[0] = '\0';
 	if (!e->trace)
 		return -ENOENT;
-	return trace_recorder_finish(e->trace, path ? path : e->trace_path, records,
-				     why ? why : &(const char *){ NULL });
+	return trace_recorder_finish(e->trace, path ? path : e->trace_path, records, why, why_len);
 }
 
 const char *blkd_engine_trace_path(const struct blkd_engine *e)
@@ -175,7 +175,7 @@ int blkd_engine_open(const struct blkd_engine_opts *o, struct blkd_engine **out,
 		     size_t why_len)
 {
 	struct blkd_engine *e = calloc(1, sizeof(*e));
-	const char *owhy = NULL;
+	char owhy[WHY_MAX] = "";
 	int ret;
 
 	if (why_len)
@@ -186,9 +186,9 @@ int blkd_engine_open(const struct blkd_engine_opts *o, struct blkd_engine **out,
 	for (int i = 0; i < STRIPES; i++)
 		pthread_mutex_init(&e->stripe[i], NULL);
 	ret = layout_open_flags(o->layout_path, o->layout_fetched ? LAYOUT_OPEN_FETCHED : 0,
-				&e->layout, &owhy);
+				&e->layout, owhy, sizeof(owhy));
 	if (ret) {
-		why_set(why, why_len, ret, "%s: %s", o->layout_path, owhy ? owhy : strerror(-ret));
+		why_set(why, why_len, ret, "%s: %s", o->layout_path, owhy[0] ? owhy : strerror(-ret));
 		goto fail;
 	}
 	e->size = e->layout->hdr.block_count * DISK_BLOCK;
@@ -205,12 +205,13 @@ int blkd_engine_open(const struct blkd_engine_opts *o, struct blkd_engine **out,
 	if (o->overlay_path) {
 		/* a read-only server changes nothing of the overlay (a version 1 file stays) */
 		ret = o->read_only ? overlay_open_read_only(o->overlay_path, e->size,
-							    e->layout->digest, &e->ov, &owhy)
+							    e->layout->digest, &e->ov, owhy,
+							    sizeof(owhy))
 				   : overlay_open(o->overlay_path, e->size, e->layout->digest,
-						  true, &e->ov, &owhy);
+						  true, &e->ov, owhy, sizeof(owhy));
 		if (ret) {
 			why_set(why, why_len, ret, "%s: %s", o->overlay_path,
-				owhy ? owhy : strerror(-ret));
+				owhy[0] ? owhy : strerror(-ret));
 			goto fail;
 		}
 		overlay_set_notes(e->ov, &o->notes);
@@ -631,24 +632,22 @@ int blkd_engine_status(struct blkd_engine *e, enum disk_ctx ctx, uint64_t off,
 }
 
 int blkd_engine_snapshot(struct blkd_engine *e, const char *delta_path, uint64_t *dirty,
-			 uint64_t *zero, const char **why)
+			 uint64_t *zero, char *why, size_t why_len)
 {
 	struct overlay_snapshot *s;
 	uint64_t d, z;
 	int ret;
 
-	if (why)
-		*why = NULL;
-	if (!e->ov) {
-		if (why)
-			*why = "the disk has no overlay (serve it with --overlay)";
-		return -ENOENT;
-	}
-	ret = overlay_snapshot_begin(e->ov, delta_path, &s, why);
+	if (why_len)
+		why[0] = '\0';
+	if (!e->ov)
+		return why_set(why, why_len, -ENOENT,
+			       "the disk has no overlay (serve it with --overlay)");
+	ret = overlay_snapshot_begin(e->ov, delta_path, &s, why, why_len);
 	if (ret)
 		return ret;
 	overlay_snapshot_counts(s, &d, &z);
-	ret = overlay_snapshot_end(s, why);
+	ret = overlay_snapshot_end(s, why, why_len);
 	if (ret)
 		return ret;
 	if (dirty)

@@ -115,19 +115,19 @@ int blkd_engine_status(struct blkd_engine *e, enum disk_ctx ctx, uint64_t off, u
 /*
  * Point-in-time delta of the overlay (see overlay_snapshot): every write completed before
  * the call and none after, while requests go on. dirty/zero (may be NULL) get the blocks
- * it records. Prints nothing; on failure *why (may be NULL) gets a reason or NULL (then
+ * it records. Prints nothing; -errno with why (common/why.h, cleared on entry; left empty:
  * strerror of the result). -ENOENT: the engine has no overlay.
  */
 int blkd_engine_snapshot(struct blkd_engine *e, const char *delta_path, uint64_t *dirty,
-			 uint64_t *zero, const char **why);
+			 uint64_t *zero, char *why, size_t why_len);
 
 /*
  * Stop recording and write the trace to the --trace-record path (or to path, if not NULL).
  * -ENOENT: not recording; -EALREADY: written already. *records gets the count written.
- * Prints nothing; *why (may be NULL) gets a reason or NULL.
+ * Prints nothing; -errno with why (cleared on entry), or why left empty.
  */
 int blkd_engine_trace_finish(struct blkd_engine *e, const char *path, uint64_t *records,
-			     const char **why);
+			     char *why, size_t why_len);
 /* The path the trace goes to (NULL: not recording). */
 const char *blkd_engine_trace_path(const struct blkd_engine *e);
 

@@ -34,13 +34,6 @@
 #include "../../common/fsutil.h"
 #include "overlay_int.h"
 
-static int bad(const char **why, const char *msg)
-{
-	if (why)
-		*why = msg;
-	return -EBADMSG;
-}
-
 
 static uint32_t live_crc(const struct ov_live_header *hdr)
 {
@@ -66,7 +59,7 @@ static bool live_header_ours(const struct ov_live_header *h, const struct overla
  * last); -EBADMSG when ours but damaged.
  */
 static int live_load(struct overlay *ov, int fd, const uint8_t boot[BOOT_ID_LEN],
-		     const char **why)
+		     char *why, size_t why_len)
 {
 	size_t bytes = ov_words(ov->blocks) * sizeof(uint64_t);
 	struct ov_live_header h;
@@ -77,20 +70,21 @@ static int live_load(struct overlay *ov, int fd, const uint8_t boot[BOOT_ID_LEN]
 	if (fstat(fd, &st) < 0)
 		return -errno;
 	if (!S_ISREG(st.st_mode))
-		return bad(why, "live state file is not a regular file");
+		return why_set(why, why_len, -EBADMSG, "live state file is not a regular file");
 	if ((uint64_t)st.st_size < sizeof(h))
 		return 0;
 	ret = fs_pread_full(fd, &h, sizeof(h), 0);
 	if (ret || !live_header_ours(&h, ov, boot))
 		return ret;
 	if ((uint64_t)st.st_size != OV_STATE_HDR + bytes)
-		return bad(why, "live state file of the wrong size (file corrupt)");
+		return why_set(why, why_len, -EBADMSG, "live state file of the wrong size (file corrupt)");
 	words = malloc(bytes);
 	if (!words)
 		return -ENOMEM;
 	ret = fs_pread_full(fd, words, bytes, OV_STATE_HDR);
 	if (!ret && !ov_bits_valid(words, ov->blocks, &dirty, &zero))
-		ret = bad(why, "invalid block state or padding in the live state file (file corrupt)");
+		ret = why_set(why, why_len, -EBADMSG, "invalid block state or padding in the live "
+			      "state file (file corrupt)");
 	if (ret) {
 		free(words);
 		return ret;
@@ -132,19 +126,14 @@ static void bitmap_reserve(int fd, size_t nw)
 	(void)fallocate(fd, FALLOC_FL_KEEP_SIZE, OV_STATE_HDR, (off_t)(nw * sizeof(uint64_t)));
 }
 
-/* The reason of a live file that found no room: the calling thread's (it names a size). */
-static __thread char live_why[PATH_MAX + 64];
-
-static int live_no_room(const struct overlay *ov, int ret, uint64_t bytes, const char **why)
+/* The reason of a live file that found no room (it names a size). */
+static int live_no_room(const struct overlay *ov, int ret, uint64_t bytes, char *why,
+			size_t why_len)
 {
 	const char *base = strrchr(ov->path, '/');
 
-	if (why) {
-		snprintf(live_why, sizeof(live_why), "no room for %s.live (%llu bytes)",
-			 base ? base + 1 : ov->path, (unsigned long long)bytes);
-		*why = live_why;
-	}
-	return ret;
+	return why_set(why, why_len, ret, "no room for %s.live (%llu bytes)",
+		       base ? base + 1 : ov->path, (unsigned long long)bytes);
 }
 
 /*
@@ -156,7 +145,7 @@ static int live_no_room(const struct overlay *ov, int ret, uint64_t bytes, const
  * how much room it needs.
  */
 static int live_start(struct overlay *ov, int fd, const uint8_t boot[BOOT_ID_LEN],
-		      uint64_t instance, const char **why)
+		      uint64_t instance, char *why, size_t why_len)
 {
 	static const struct ov_live_header invalid;
 	size_t nw = ov_words(ov->blocks);
@@ -188,36 +177,35 @@ static int live_start(struct overlay *ov, int fd, const uint8_t boot[BOOT_ID_LEN
 		h.header_crc = live_crc(&h);
 		ret = fs_pwrite_full(fd, &h, sizeof(h), 0);
 	}
-	return ret == -ENOSPC || ret == -EDQUOT ? live_no_room(ov, ret, bytes, why) : ret;
+	return ret == -ENOSPC || ret == -EDQUOT ? live_no_room(ov, ret, bytes, why, why_len) : ret;
 }
 
 /* An open(2) of OVERLAY.live failed. */
-static int live_open_failed(const char **why)
+static int live_open_failed(char *why, size_t why_len)
 {
-	return errno == ELOOP ? bad(why, "live state file path is a symbolic link (refused)")
+	return errno == ELOOP ? why_set(why, why_len, -EBADMSG,
+					"live state file path is a symbolic link (refused)")
 			      : -errno;
 }
 
-static int boot_failed(int ret, const char **why)
+static int boot_failed(int ret, char *why, size_t why_len)
 {
-	if (why)
-		*why = "cannot read the kernel's boot id (" BOOT_ID_PATH ")";
-	return ret;
+	return why_set(why, why_len, ret, "cannot read the kernel's boot id (" BOOT_ID_PATH ")");
 }
 
 /* A reader: the live file's states if it is of this boot and this state file. */
-static int live_open_reader(struct overlay *ov, const char *path, const char **why)
+static int live_open_reader(struct overlay *ov, const char *path, char *why, size_t why_len)
 {
 	uint8_t boot[BOOT_ID_LEN];
 	int fd = ov_open_file(path, O_RDONLY, 0), ret;
 
 	if (fd < 0)
-		return errno == ENOENT ? 0 : live_open_failed(why);
+		return errno == ENOENT ? 0 : live_open_failed(why, why_len);
 	ret = boot_id_read(boot);
 	if (ret)
-		ret = boot_failed(ret, why);
+		ret = boot_failed(ret, why, why_len);
 	else
-		ret = live_load(ov, fd, boot, why);
+		ret = live_load(ov, fd, boot, why, why_len);
 	close(fd);
 	return ret < 0 ? ret : 0;
 }
@@ -246,28 +234,29 @@ void ov_live_free(struct overlay *ov)
 }
 
 /* A writer's live file: believed, or started anew; a version 1 state file upgraded. */
-static int live_open_writer(struct overlay *ov, const char *path, const char **why)
+static int live_open_writer(struct overlay *ov, const char *path, char *why, size_t why_len)
 {
 	uint8_t boot[BOOT_ID_LEN];
 	uint64_t instance = ov->instance;
 	int ret = boot_id_read(boot), believed;
 
 	if (ret)
-		return boot_failed(ret, why);
+		return boot_failed(ret, why, why_len);
 	ret = live_alloc(ov);
 	if (ret)
 		return ret;
 	ov->live_fd = ov_open_file(path, O_RDWR | O_CREAT, FS_DATA_MODE);
 	if (ov->live_fd < 0)
-		return live_open_failed(why);
+		return live_open_failed(why, why_len);
 	bitmap_reserve(ov->state_fd, ov_words(ov->blocks));
-	believed = live_load(ov, ov->live_fd, boot, why); /* never for version 1 (instance 0) */
+	/* never for version 1 (instance 0) */
+	believed = live_load(ov, ov->live_fd, boot, why, why_len);
 	if (believed < 0)
 		return believed;
 	if (!believed && !instance)
 		ret = ov_instance_new(&instance);
 	if (!believed && !ret)
-		ret = live_start(ov, ov->live_fd, boot, instance, why);
+		ret = live_start(ov, ov->live_fd, boot, instance, why, why_len);
 	/*
 	 * Version 1 (it never had a live file): made version 2 once the live file is ready.
 	 * Else what OVERLAY.state holds made durable: a server killed in a flush, between
@@ -286,14 +275,15 @@ static int live_open_writer(struct overlay *ov, const char *path, const char **w
 	return 0;
 }
 
-int ov_live_open(struct overlay *ov, const char **why)
+int ov_live_open(struct overlay *ov, char *why, size_t why_len)
 {
 	char path[PATH_MAX];
 	int ret = ov_live_path(ov->path, path, sizeof(path));
 
 	if (ret)
 		return ret;
-	return ov->read_only ? live_open_reader(ov, path, why) : live_open_writer(ov, path, why);
+	return ov->read_only ? live_open_reader(ov, path, why, why_len)
+			     : live_open_writer(ov, path, why, why_len);
 }
 
 int ov_live_mark(struct overlay *ov, size_t first, size_t last)

@@ -179,15 +179,15 @@ static void snap_capture(struct overlay_snapshot *s, const struct overlay *ov)
 }
 
 int overlay_snapshot_begin(struct overlay *ov, const char *delta_path,
-			   struct overlay_snapshot **out, const char **why)
+			   struct overlay_snapshot **out, char *why, size_t why_len)
 {
 	struct overlay_snapshot *s;
 	size_t nw = ov_words(ov->blocks), nb = ov_bitwords(ov->blocks);
 	int ret = 0;
 
 	*out = NULL;
-	if (why)
-		*why = NULL;
+	if (why_len)
+		why[0] = '\0';
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
@@ -225,8 +225,7 @@ int overlay_snapshot_begin(struct overlay *ov, const char *delta_path,
 	pthread_mutex_unlock(&ov->lock);
 	pthread_rwlock_unlock(&ov->io_lock);
 	if (ret) {
-		if (why)
-			*why = "a snapshot of this overlay is already running";
+		why_set(why, why_len, ret, "a snapshot of this overlay is already running");
 		snap_free(s);
 		return ret;
 	}
@@ -372,14 +371,14 @@ static int snap_write(struct overlay_snapshot *s)
 	return ret;
 }
 
-int overlay_snapshot_end(struct overlay_snapshot *s, const char **why)
+int overlay_snapshot_end(struct overlay_snapshot *s, char *why, size_t why_len)
 {
 	struct overlay *ov = s->ov;
 	char dir[PATH_MAX];
 	int ret;
 
-	if (why)
-		*why = NULL;
+	if (why_len)
+		why[0] = '\0';
 	ret = snap_write(s);
 	if (ret) {
 		pthread_mutex_lock(&ov->lock);
@@ -408,10 +407,10 @@ int overlay_snapshot_end(struct overlay_snapshot *s, const char **why)
 	return ret;
 }
 
-int overlay_snapshot(struct overlay *ov, const char *delta_path, const char **why)
+int overlay_snapshot(struct overlay *ov, const char *delta_path, char *why, size_t why_len)
 {
 	struct overlay_snapshot *s;
-	int ret = overlay_snapshot_begin(ov, delta_path, &s, why);
+	int ret = overlay_snapshot_begin(ov, delta_path, &s, why, why_len);
 
-	return ret ? ret : overlay_snapshot_end(s, why);
+	return ret ? ret : overlay_snapshot_end(s, why, why_len);
 }

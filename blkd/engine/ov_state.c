@@ -20,13 +20,6 @@
 #include "../../common/uring.h"
 #include "overlay_int.h"
 
-static int bad(const char **why, const char *msg)
-{
-	if (why)
-		*why = msg;
-	return -EBADMSG;
-}
-
 /* ------------------------------------------------------------------ bitmaps */
 
 /* The mask of the 2-bit states [first, last) of a word (0 <= first < last <= 32). */
@@ -189,32 +182,33 @@ int ov_state_upgrade(struct overlay *ov, uint64_t instance)
 
 /* The header against what the caller expects (want_* may be NULL / 0: anything). */
 static int state_check_header(const struct ov_state_header *h, uint64_t size,
-			      uint64_t want_bytes, const uint8_t *want_digest, const char **why)
+			      uint64_t want_bytes, const uint8_t *want_digest, char *why, size_t why_len)
 {
 	uint64_t need;
 
 	if (h->version != OV_STATE_VERSION && h->version != 1)
-		return bad(why, "unsupported overlay state version");
+		return why_set(why, why_len, -EBADMSG, "unsupported overlay state version");
 	if (h->header_crc != state_crc(h))
-		return bad(why, "state header checksum mismatch (file corrupt)");
+		return why_set(why, why_len, -EBADMSG, "state header checksum mismatch (file corrupt)");
 	if (h->block_size != DISK_BLOCK || h->flags)
-		return bad(why, "unsupported block size or flags in the state file");
+		return why_set(why, why_len, -EBADMSG, "unsupported block size or flags in the state file");
 	if (!h->block_count || h->block_count > OV_MAX_BLOCKS ||
 	    h->disk_bytes != h->block_count * DISK_BLOCK)
-		return bad(why, "bad disk size in the state file (file corrupt)");
+		return why_set(why, why_len, -EBADMSG, "bad disk size in the state file (file corrupt)");
 	for (size_t i = 0; i < sizeof(h->reserved); i++)
 		if (h->reserved[i])
-			return bad(why, "state header reserved bytes not zero (file corrupt)");
+			return why_set(why, why_len, -EBADMSG, "state header reserved bytes not zero (file corrupt)");
 	if ((h->version == 1) != !h->instance)
-		return bad(why, "bad instance in the state file (file corrupt)");
+		return why_set(why, why_len, -EBADMSG, "bad instance in the state file (file corrupt)");
 	if (want_digest && memcmp(h->layout_digest, want_digest, SHA256_LEN))
-		return bad(why, "overlay belongs to another layout");
+		return why_set(why, why_len, -EBADMSG, "overlay belongs to another layout");
 	if (want_bytes && h->disk_bytes != want_bytes)
-		return bad(why, "overlay is for a disk of another size");
+		return why_set(why, why_len, -EBADMSG, "overlay is for a disk of another size");
 	need = OV_STATE_HDR + ov_words(h->block_count) * sizeof(uint64_t);
 	if (size != need)
-		return bad(why, size < need ? "truncated state file"
-					    : "trailing garbage after the state bitmap");
+		return why_set(why, why_len, -EBADMSG, "%s",
+			       size < need ? "truncated state file"
+					   : "trailing garbage after the state bitmap");
 	return 0;
 }
 
@@ -236,7 +230,7 @@ bool ov_bits_valid(const uint64_t *words, uint64_t blocks, uint64_t *dirty, uint
 }
 
 int ov_state_load(struct overlay *ov, uint64_t want_bytes, const uint8_t *want_digest,
-		  const char **why)
+		  char *why, size_t why_len)
 {
 	struct ov_state_header h;
 	struct stat st;
@@ -246,18 +240,18 @@ int ov_state_load(struct overlay *ov, uint64_t want_bytes, const uint8_t *want_d
 	if (fstat(ov->state_fd, &st) < 0)
 		return -errno;
 	if (!S_ISREG(st.st_mode))
-		return bad(why, "state file is not a regular file");
+		return why_set(why, why_len, -EBADMSG, "state file is not a regular file");
 	if ((uint64_t)st.st_size < sizeof(h.magic))
-		return bad(why, "truncated state file");
+		return why_set(why, why_len, -EBADMSG, "truncated state file");
 	ret = fs_pread_full(ov->state_fd, &h,
 			    (uint64_t)st.st_size < sizeof(h) ? sizeof(h.magic) : sizeof(h), 0);
 	if (ret)
 		return ret;
 	if (memcmp(h.magic, OV_STATE_MAGIC, sizeof(h.magic)))
-		return bad(why, "bad magic (not a lazyblk overlay state file)");
+		return why_set(why, why_len, -EBADMSG, "bad magic (not a lazyblk overlay state file)");
 	if ((uint64_t)st.st_size < OV_STATE_HDR)
-		return bad(why, "truncated state file");
-	ret = state_check_header(&h, (uint64_t)st.st_size, want_bytes, want_digest, why);
+		return why_set(why, why_len, -EBADMSG, "truncated state file");
+	ret = state_check_header(&h, (uint64_t)st.st_size, want_bytes, want_digest, why, why_len);
 	if (ret)
 		return ret;
 	ov->blocks = h.block_count;
@@ -270,7 +264,8 @@ int ov_state_load(struct overlay *ov, uint64_t want_bytes, const uint8_t *want_d
 		return -ENOMEM;
 	ret = fs_pread_full(ov->state_fd, ov->words, bytes, OV_STATE_HDR);
 	if (!ret && !ov_bits_valid(ov->words, ov->blocks, &ov->dirty, &ov->zero))
-		ret = bad(why, "invalid block state or padding in the state file (file corrupt)");
+		ret = why_set(why, why_len, -EBADMSG, "invalid block state or padding in the state "
+			      "file (file corrupt)");
 	return ret;
 }
 

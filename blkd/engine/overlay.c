@@ -24,20 +24,13 @@
 #include "../../common/fsutil.h"
 #include "overlay_int.h"
 
-static int bad(const char **why, const char *msg)
-{
-	if (why)
-		*why = msg;
-	return -EBADMSG;
-}
-
 /* ------------------------------------------------------------------ open / create */
 
 
 /* An open(2) of one of the overlay's files failed: ELOOP is a symbolic link there. */
-static int open_failed(const char **why, const char *link_msg)
+static int open_failed(char *why, size_t why_len, const char *link_msg)
 {
-	return errno == ELOOP ? bad(why, link_msg) : -errno;
+	return errno == ELOOP ? why_set(why, why_len, -EBADMSG, "%s", link_msg) : -errno;
 }
 
 /*
@@ -45,7 +38,7 @@ static int open_failed(const char **why, const char *link_msg)
  * (regular, nothing allocated, empty or of the disk's size) reopened; anything else, a
  * symbolic link included, is not ours. An open descriptor, or -errno.
  */
-static int ov_create_data(const char *path, uint64_t disk_bytes, const char **why)
+static int ov_create_data(const char *path, uint64_t disk_bytes, char *why, size_t why_len)
 {
 	const char *foreign = "file exists without a state file (not a lazyblk overlay)";
 	struct stat st;
@@ -56,11 +49,11 @@ static int ov_create_data(const char *path, uint64_t disk_bytes, const char **wh
 		return fd >= 0 ? fd : -errno;
 	fd = ov_open_file(path, O_RDWR, 0);
 	if (fd < 0)
-		return open_failed(why, "overlay path is a symbolic link (refused)");
+		return open_failed(why, why_len, "overlay path is a symbolic link (refused)");
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_blocks ||
 	    (st.st_size && (uint64_t)st.st_size != disk_bytes)) {
 		close(fd);
-		return bad(why, foreign);
+		return why_set(why, why_len, -EBADMSG, "%s", foreign);
 	}
 	return fd;
 }
@@ -70,12 +63,12 @@ static int ov_create_data(const char *path, uint64_t disk_bytes, const char **wh
  * into place so that a racing creator's file is never replaced).
  */
 static int ov_create(const char *path, const char *state_path, uint64_t disk_bytes,
-		     const uint8_t digest[SHA256_LEN], const char **why)
+		     const uint8_t digest[SHA256_LEN], char *why, size_t why_len)
 {
 	char tmp[PATH_MAX], dir[PATH_MAX];
 	int fd, ret = 0;
 
-	fd = ov_create_data(path, disk_bytes, why);
+	fd = ov_create_data(path, disk_bytes, why, why_len);
 	if (fd < 0)
 		return fd;
 	if (ftruncate(fd, (off_t)disk_bytes) < 0 || fsync(fd) < 0)
@@ -99,22 +92,24 @@ static int ov_create(const char *path, const char *state_path, uint64_t disk_byt
 	return fs_fsync_dir(dir);
 }
 
-static int ov_open_data(struct overlay *ov, const char **why)
+static int ov_open_data(struct overlay *ov, char *why, size_t why_len)
 {
 	struct stat st;
 
 	ov->fd = ov_open_file(ov->path, ov->read_only ? O_RDONLY : O_RDWR, 0);
 	if (ov->fd < 0) {
 		if (errno == ENOENT)
-			return bad(why, "overlay data file missing (only its .state file exists)");
-		return open_failed(why, "overlay path is a symbolic link (refused)");
+			return why_set(why, why_len, -EBADMSG,
+				       "overlay data file missing (only its .state file exists)");
+		return open_failed(why, why_len, "overlay path is a symbolic link (refused)");
 	}
 	if (fstat(ov->fd, &st) < 0)
 		return -errno;
 	if (!S_ISREG(st.st_mode))
-		return bad(why, "overlay data file is not a regular file");
+		return why_set(why, why_len, -EBADMSG, "overlay data file is not a regular file");
 	if ((uint64_t)st.st_size != ov->disk_bytes)
-		return bad(why, "overlay data file has the wrong size (truncated or foreign)");
+		return why_set(why, why_len, -EBADMSG,
+			       "overlay data file has the wrong size (truncated or foreign)");
 	return 0;
 }
 
@@ -152,7 +147,7 @@ static void ov_free(struct overlay *ov)
 }
 
 static int ov_open(const char *path, bool read_only, bool create, uint64_t want_bytes,
-		   const uint8_t *want_digest, struct overlay **out, const char **why)
+		   const uint8_t *want_digest, struct overlay **out, char *why, size_t why_len)
 {
 	const char *state_link = "state file path is a symbolic link (refused)";
 	char state_path[PATH_MAX];
@@ -160,8 +155,8 @@ static int ov_open(const char *path, bool read_only, bool create, uint64_t want_
 	int ret;
 
 	*out = NULL;
-	if (why)
-		*why = NULL;
+	if (why_len)
+		why[0] = '\0';
 	ret = ov_state_path(path, state_path, sizeof(state_path));
 	if (ret)
 		return ret;
@@ -178,32 +173,32 @@ static int ov_open(const char *path, bool read_only, bool create, uint64_t want_
 	ov->state_fd = ov_open_file(state_path, read_only ? O_RDONLY : O_RDWR, 0);
 	if (ov->state_fd < 0 && errno == ENOENT) {
 		if (!create) {
-			ret = access(path, F_OK) < 0 ? -ENOENT
-			      : bad(why, "state file missing (not a lazyblk overlay, or an interrupted apply)");
+			ret = access(path, F_OK) < 0
+				      ? -ENOENT
+				      : why_set(why, why_len, -EBADMSG, "state file missing (not a "
+						"lazyblk overlay, or an interrupted apply)");
 		} else {
-			ret = ov_create(path, state_path, want_bytes, want_digest, why);
+			ret = ov_create(path, state_path, want_bytes, want_digest, why, why_len);
 			if (!ret) {
 				ov->state_fd = ov_open_file(state_path, O_RDWR, 0);
-				ret = ov->state_fd < 0 ? open_failed(why, state_link) : 0;
+				ret = ov->state_fd < 0 ? open_failed(why, why_len, state_link) : 0;
 			}
 		}
 	} else if (ov->state_fd < 0) {
-		ret = open_failed(why, state_link);
+		ret = open_failed(why, why_len, state_link);
 	}
 	if (!ret && flock(ov->state_fd, (read_only ? LOCK_SH : LOCK_EX) | LOCK_NB) < 0) {
 		ret = -errno;
 		if (ret == -EWOULDBLOCK) {
-			ret = -EBUSY;
-			if (why)
-				*why = "overlay is in use by another process";
+			ret = why_set(why, why_len, -EBUSY, "overlay is in use by another process");
 		}
 	}
 	if (!ret)
-		ret = ov_state_load(ov, want_bytes, want_digest, why);
+		ret = ov_state_load(ov, want_bytes, want_digest, why, why_len);
 	if (!ret)
-		ret = ov_open_data(ov, why);
+		ret = ov_open_data(ov, why, why_len);
 	if (!ret)
-		ret = ov_live_open(ov, why);
+		ret = ov_live_open(ov, why, why_len);
 	if (!ret)
 		ret = ov_init_locks(ov);
 	if (ret) {
@@ -215,26 +210,26 @@ static int ov_open(const char *path, bool read_only, bool create, uint64_t want_
 }
 
 int overlay_open(const char *path, uint64_t disk_bytes, const uint8_t layout_digest[SHA256_LEN],
-		 bool create, struct overlay **out, const char **why)
+		 bool create, struct overlay **out, char *why, size_t why_len)
 {
 	if (!disk_bytes || disk_bytes % DISK_BLOCK || disk_bytes / DISK_BLOCK > OV_MAX_BLOCKS)
 		return -EINVAL;
-	return ov_open(path, false, create, disk_bytes, layout_digest, out, why);
+	return ov_open(path, false, create, disk_bytes, layout_digest, out, why, why_len);
 }
 
 int overlay_open_read_only(const char *path, uint64_t disk_bytes,
 			   const uint8_t layout_digest[SHA256_LEN], struct overlay **out,
-			   const char **why)
+			   char *why, size_t why_len)
 {
 	if (!disk_bytes || disk_bytes % DISK_BLOCK || disk_bytes / DISK_BLOCK > OV_MAX_BLOCKS)
 		return -EINVAL;
-	return ov_open(path, true, false, disk_bytes, layout_digest, out, why);
+	return ov_open(path, true, false, disk_bytes, layout_digest, out, why, why_len);
 }
 
 int overlay_open_existing(const char *path, bool read_only, struct overlay **out,
-			  const char **why)
+			  char *why, size_t why_len)
 {
-	return ov_open(path, read_only, false, 0, NULL, out, why);
+	return ov_open(path, read_only, false, 0, NULL, out, why, why_len);
 }
 
 void overlay_remove(const char *path)

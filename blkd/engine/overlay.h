@@ -40,7 +40,7 @@ struct overlay;
  * kernel's boot id (common/boot_id.h); a version 1 state file is made version 2.
  */
 int overlay_open(const char *path, uint64_t disk_bytes, const uint8_t layout_digest[SHA256_LEN],
-		 bool create, struct overlay **out, const char **why);
+		 bool create, struct overlay **out, char *why, size_t why_len);
 /*
  * The same overlay for reading only (serve --read-only): never made or changed (a version 1
  * state file stays version 1, OVERLAY.live is read when it is believed, never started), and
@@ -48,7 +48,7 @@ int overlay_open(const char *path, uint64_t disk_bytes, const uint8_t layout_dig
  */
 int overlay_open_read_only(const char *path, uint64_t disk_bytes,
 			   const uint8_t layout_digest[SHA256_LEN], struct overlay **out,
-			   const char **why);
+			   char *why, size_t why_len);
 void overlay_close(struct overlay *ov);
 /*
  * Open an existing overlay for the layout its state file records (overlay_layout_digest,
@@ -58,7 +58,7 @@ void overlay_close(struct overlay *ov);
  * opener gets -EBUSY / "overlay is in use by another process".
  */
 int overlay_open_existing(const char *path, bool read_only, struct overlay **out,
-			  const char **why);
+			  char *why, size_t why_len);
 /*
  * Remove the files of the overlay at path (OVERLAY, OVERLAY.state, OVERLAY.live; missing
  * ones are fine): what a command that made one and then failed leaves behind.
@@ -104,7 +104,7 @@ void overlay_get_stats(struct overlay *ov, struct overlay_stats *st);
  * while it runs are saved as they were when it started (writers copy the old block to
  * the delta first), so it holds every write completed before the call and none after.
  */
-int overlay_snapshot(struct overlay *ov, const char *delta_path, const char **why);
+int overlay_snapshot(struct overlay *ov, const char *delta_path, char *why, size_t why_len);
 /*
  * overlay_snapshot() in two steps: begin captures the point in time (it waits for the
  * writes in flight and pauses new ones only while it copies the state bitmap), end
@@ -114,8 +114,8 @@ int overlay_snapshot(struct overlay *ov, const char *delta_path, const char **wh
  */
 struct overlay_snapshot;
 int overlay_snapshot_begin(struct overlay *ov, const char *delta_path,
-			   struct overlay_snapshot **out, const char **why);
-int overlay_snapshot_end(struct overlay_snapshot *s, const char **why);
+			   struct overlay_snapshot **out, char *why, size_t why_len);
+int overlay_snapshot_end(struct overlay_snapshot *s, char *why, size_t why_len);
 /* Between begin and end: the dirty and zeroed blocks captured (what the delta records). */
 void overlay_snapshot_counts(const struct overlay_snapshot *s, uint64_t *dirty,
 			     uint64_t *zero);
@@ -123,6 +123,6 @@ void overlay_snapshot_counts(const struct overlay_snapshot *s, uint64_t *dirty,
  * delta's, for the same layout. */
 int overlay_apply_delta(const char *delta_path, const char *overlay_path,
 			const uint8_t layout_digest[SHA256_LEN], uint64_t disk_bytes,
-			const char **why);
+			char *why, size_t why_len);
 
 #endif

@@ -202,7 +202,7 @@ struct overlay {
  * ov_live_flush (ov_flush.c): the touched words into OVERLAY.state after the data's
  * fdatasync (overlay_flush).
  */
-int ov_live_open(struct overlay *ov, const char **why);
+int ov_live_open(struct overlay *ov, char *why, size_t why_len);
 int ov_live_mark(struct overlay *ov, size_t first, size_t last);
 int ov_live_flush(struct overlay *ov);
 /* The buffers of flushes freed (ov_live_free). */
@@ -231,10 +231,10 @@ static inline void ov_touch(struct overlay *ov, size_t w)
 void ov_live_free(struct overlay *ov);
 /*
  * ov_state.c: load OVERLAY.state into ov (ov->words, dirty, zero, instance), checked
- * against the disk size and layout digest wanted (0 / NULL: any). -errno with *why.
+ * against the disk size and layout digest wanted (0 / NULL: any). -errno with why.
  */
 int ov_state_load(struct overlay *ov, uint64_t want_bytes, const uint8_t *want_digest,
-		  const char **why);
+		  char *why, size_t why_len);
 /* A new state file's instance: random, never 0 (a version 1 file's). */
 int ov_instance_new(uint64_t *out);
 /*

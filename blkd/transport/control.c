@@ -84,7 +84,7 @@ void blkd_control_reply(int fd, const char *fmt, ...)
 static void ctl_snapshot(struct blkd_control *c, int fd, const char *path)
 {
 	uint64_t dirty = 0, zero = 0;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	int ret;
 
 	if (!*path) {
@@ -99,12 +99,14 @@ static void ctl_snapshot(struct blkd_control *c, int fd, const char *path)
 		ctl_reply(fd, "error %s: no disk", path);
 		return;
 	}
-	ret = disk_snapshot(c->d, path, &dirty, &zero, &why);
+	ret = disk_snapshot(c->d, path, &dirty, &zero, why, sizeof(why));
 	if (ret) {
-		if (!why)
-			why = ret == -EOPNOTSUPP ? "this disk takes no snapshots" : strerror(-ret);
-		log_warn("control: snapshot %s: %s", path, why);
-		ctl_reply(fd, "error %s: %s", path, why);
+		const char *msg = why[0] ? why
+				  : ret == -EOPNOTSUPP ? "this disk takes no snapshots"
+				  : strerror(-ret);
+
+		log_warn("control: snapshot %s: %s", path, msg);
+		ctl_reply(fd, "error %s: %s", path, msg);
 		return;
 	}
 	log_info("control: snapshot %s: %" PRIu64 " dirty, %" PRIu64 " zeroed blocks", path,
@@ -140,16 +142,17 @@ static void ctl_stats(struct blkd_control *c, int fd)
 static void ctl_trace_stop(struct blkd_control *c, int fd)
 {
 	bool traced = c->d && !(c->ext && c->ext->no_trace);
-	const char *path = traced ? disk_trace_path(c->d) : NULL, *why = NULL;
+	const char *path = traced ? disk_trace_path(c->d) : NULL;
+	char why[WHY_MAX] = "";
 	uint64_t n = 0;
-	int ret = traced ? disk_trace_finish(c->d, NULL, &n, &why) : -ENOENT;
+	int ret = traced ? disk_trace_finish(c->d, NULL, &n, why, sizeof(why)) : -ENOENT;
 
 	if (ret == -ENOENT || ret == -EOPNOTSUPP) {
 		ctl_reply(fd, "error not recording a trace (serve --trace-record FILE)");
 		return;
 	}
 	if (ret) {
-		ctl_reply(fd, "error trace: %s", why ? why : strerror(-ret));
+		ctl_reply(fd, "error trace: %s", why[0] ? why : strerror(-ret));
 		return;
 	}
 	log_info("control: trace of %" PRIu64 " records written to %s", n, path);

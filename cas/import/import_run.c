@@ -44,12 +44,12 @@ static int image_totals(struct import_ctx *ic, const char *path, struct import_r
 {
 	struct manifest_totals t;
 	struct manifest *m;
-	const char *why = NULL;
-	int ret = manifest_load(path, &m, &why);
+	char why[WHY_MAX] = "";
+	int ret = manifest_load(path, &m, why, sizeof(why));
 
 	if (ret)
 		return why_first(ic->why, ic->why_len, ret, "%s: %s", path,
-				 why ? why : strerror(-ret));
+				 why[0] ? why : strerror(-ret));
 	ret = manifest_totals(m, &t);
 	manifest_free(m);
 	if (ret)

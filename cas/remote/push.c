@@ -106,9 +106,7 @@ static int push_verify(struct push_scratch *w, const uint8_t d[SHA256_LEN], cons
 		       size_t len, char *why, size_t why_len)
 {
 	uint64_t want;
-	const char *cw = NULL; /* cas/chunk.c's reason (static text) */
 	size_t n;
-	int ret;
 
 	if (chunk_content_size(frame, len, &want) || want > CHUNK_SIZE_MAX)
 		return why_set(why, why_len, -EBADMSG, "not a valid zstd chunk");
@@ -120,10 +118,7 @@ static int push_verify(struct push_scratch *w, const uint8_t d[SHA256_LEN], cons
 		w->buf = nb;
 		w->cap = want;
 	}
-	ret = chunk_verify(w->codec, d, frame, len, w->buf, w->cap, &n, &cw);
-	if (ret && cw)
-		why_set(why, why_len, ret, "%s", cw);
-	return ret;
+	return chunk_verify(w->codec, d, frame, len, w->buf, w->cap, &n, why, why_len);
 }
 
 /* Read the chunk once, verify it in memory (a corrupt chunk is never pushed), upload it. */

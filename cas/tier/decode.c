@@ -62,26 +62,24 @@ static void codec_give(struct tier_codecs *p, struct chunk_codec *c)
 }
 
 int tier_decode(struct tier_codecs *p, const uint8_t d[SHA256_LEN], const uint8_t *frame,
-		size_t flen, size_t max, size_t head, void **block, size_t *len, const char **why)
+		size_t flen, size_t max, size_t head, void **block, size_t *len, char *why,
+		size_t why_len)
 {
 	struct chunk_codec *codec;
 	uint64_t want;
 	uint8_t *b;
 	int ret;
 
-	if (chunk_content_size(frame, flen, &want)) {
-		*why = "not a valid zstd chunk";
-		return -EBADMSG;
-	}
-	if (want > max) {
-		*why = "larger than the chunk size";
-		return -EBADMSG;
-	}
+	if (chunk_content_size(frame, flen, &want))
+		return why_set(why, why_len, -EBADMSG, "not a valid zstd chunk");
+	if (want > max)
+		return why_set(why, why_len, -EBADMSG, "larger than the chunk size");
 	b = malloc(head + (want ? want : 1));
 	if (!b)
 		return -ENOMEM;
 	codec = codec_take(p);
-	ret = codec ? chunk_verify(codec, d, frame, flen, b + head, want, len, why) : -ENOMEM;
+	ret = codec ? chunk_verify(codec, d, frame, flen, b + head, want, len, why,
+					     why_len) : -ENOMEM;
 	codec_give(p, codec);
 	if (ret) {
 		free(b);

@@ -46,13 +46,14 @@ static void plain_tier_drop(struct tier *t, const uint8_t d[SHA256_LEN])
 static int plain_tier_get(struct tier *t, const struct tier_req *q, struct tier_chunk *c)
 {
 	struct plain_tier *pt = PT(t);
-	const char *why = NULL;
+	char why[WHY_MAX];
 	int ret;
 
 	/* a plain copy stands for its chunk: none is served once the chunk is gone */
 	if (store_has(pt->s, q->d) != 1)
 		return -ENOENT;
-	ret = plain_open(pt->s, q->d, q->max, &c->fd, &c->len, &why);
+	why[0] = '\0'; /* one byte: plain_open writes it only on a failure */
+	ret = plain_open(pt->s, q->d, q->max, &c->fd, &c->len, why, sizeof(why));
 	if (!ret) {
 		ADD(pt->hits, 1);
 		ADD(pt->bytes, c->len);
@@ -77,7 +78,6 @@ static int plain_tier_get(struct tier *t, const struct tier_req *q, struct tier_
 static int plain_keep(struct plain_tier *pt, const uint8_t d[SHA256_LEN], const void *data,
 		      size_t len, size_t max)
 {
-	const char *why = NULL;
 	uint64_t bytes;
 	size_t n;
 	int fd, ret;
@@ -92,7 +92,7 @@ static int plain_keep(struct plain_tier *pt, const uint8_t d[SHA256_LEN], const 
 	}
 	if (ret == 0) {
 		/* there already (another process, or a thread): use it if it is good */
-		ret = plain_open(pt->s, d, max, &fd, &n, &why);
+		ret = plain_open(pt->s, d, max, &fd, &n, NULL, 0);
 		if (!ret && n == len)
 			return fd;
 		if (!ret)

@@ -30,7 +30,7 @@ struct remote_tier {
 static int fetch_once(struct remote_tier *rt, const struct tier_req *q, struct tier_chunk *c,
 		      const char *hex, bool last)
 {
-	const char *why = NULL;
+	char why[WHY_MAX];
 	uint8_t *frame;
 	size_t flen;
 	int ret;
@@ -42,8 +42,9 @@ static int fetch_once(struct remote_tier *rt, const struct tier_req *q, struct t
 	}
 	if (ret)
 		return ret == -ENOENT || ret == -ENOMEM ? ret : -EIO; /* logged */
+	why[0] = '\0'; /* one byte: written only on a failure */
 	ret = tier_decode(rt->codecs, q->d, frame, flen, q->max, q->head, &c->block, &c->len,
-			  &why);
+			  why, sizeof(why));
 	if (ret == -EBADMSG) {
 		ADD(rt->verify_failures, 1);
 		log_warn("chunk %s from %s is corrupt (%s)%s", hex, remote_url(rt->r), why,

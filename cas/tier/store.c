@@ -65,11 +65,12 @@ static int store_tier_get(struct tier *t, const struct tier_req *q, struct tier_
 {
 	struct store_tier *st = ST(t);
 	char hex[SHA256_HEX_LEN + 1];
-	const char *why = NULL;
+	char why[WHY_MAX];
 	uint8_t *frame;
 	size_t flen = 0;
 	int ret;
 
+	why[0] = '\0'; /* one byte: written only on a failure */
 	if (q->ask == TIER_ASK_FETCH) {
 		if (store_has(st->s, q->d) > 0)
 			return 0;
@@ -78,11 +79,11 @@ static int store_tier_get(struct tier *t, const struct tier_req *q, struct tier_
 		ret = store_read(st->s, q->d, &frame, &flen);
 		if (ret == -EBADMSG) {
 			/* not a regular file (a FIFO, a device: never opened): a corrupt chunk */
-			why = "not a regular file";
+			why_set(why, sizeof(why), ret, "not a regular file");
 			flen = 0;
 		} else if (!ret) {
 			ret = tier_decode(st->codecs, q->d, frame, flen, q->max, q->head, &c->block,
-					  &c->len, &why);
+					  &c->len, why, sizeof(why));
 			free(frame);
 			if (!ret) {
 				ADD(st->hits, 1);
@@ -92,8 +93,8 @@ static int store_tier_get(struct tier *t, const struct tier_req *q, struct tier_
 					store_touch(st->s, q->d);
 				return 0;
 			}
-			if (ret != -ENOMEM && !why)
-				why = "corrupt";
+			if (ret != -ENOMEM && !why[0])
+				why_set(why, sizeof(why), ret, "corrupt");
 		}
 	}
 	sha256_to_hex(q->d, hex);
@@ -101,7 +102,7 @@ static int store_tier_get(struct tier *t, const struct tier_req *q, struct tier_
 		log_error("chunk %s: out of memory", hex);
 		return ret;
 	}
-	return store_miss(st, q->d, hex, ret, why, flen);
+	return store_miss(st, q->d, hex, ret, why[0] ? why : NULL, flen);
 }
 
 /* Keep a frame fetched from below. */

@@ -53,7 +53,7 @@ static inline struct manifest *manifest_make(const char *dir)
 	struct import_result ir;
 	struct import_opts io;
 	struct manifest *m;
-	const char *mwhy = NULL;
+	char mwhy[WHY_MAX] = "";
 
 	tree_make(dir);
 	path_fmt(src, "%s/src", dir);
@@ -61,7 +61,7 @@ static inline struct manifest *manifest_make(const char *dir)
 	path_fmt(mf, "%s/img.manifest", dir);
 	io = import_opts_make(src, store, mf);
 	assert_int_equal(import_run(&io, &ir, why, sizeof(why)), 0);
-	assert_int_equal(manifest_load(mf, &m, &mwhy), 0);
+	assert_int_equal(manifest_load(mf, &m, mwhy, sizeof(mwhy)), 0);
 	return m;
 }
 

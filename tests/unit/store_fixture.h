@@ -190,11 +190,11 @@ static inline void gc_store(struct fixture *f, struct blob *b, char *layout, cha
 /* The sorted chunk set of some image files. */
 static inline void refs_of(struct chunk_refs *r, const char *const *paths, int n)
 {
-	const char *why;
+	char why[WHY_MAX] = "";
 
 	memset(r, 0, sizeof(*r));
 	for (int i = 0; i < n; i++)
-		assert_int_equal(chunk_refs_add_file(r, paths[i], &why), 0);
+		assert_int_equal(chunk_refs_add_file(r, paths[i], why, sizeof(why)), 0);
 	chunk_refs_finish(r);
 }
 

@@ -21,12 +21,12 @@ static void overlay_make(const char *dir, const uint8_t digest[SHA256_LEN], uint
 {
 	char ov_path[PATH_MAX];
 	struct overlay *ov;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	uint64_t seed = 7;
 
 	prng_fill(&seed, pattern, DISK_BLOCK);
 	path_fmt(ov_path, "%s/ov", dir);
-	assert_int_equal(overlay_open(ov_path, SIZE, digest, true, &ov, &why), 0);
+	assert_int_equal(overlay_open(ov_path, SIZE, digest, true, &ov, why, sizeof(why)), 0);
 	assert_int_equal(overlay_write(ov, WRITTEN, 1, pattern), 0);
 	assert_int_equal(overlay_zero(ov, ZEROED, 1), 0);
 	assert_int_equal(overlay_flush(ov), 0);
@@ -50,7 +50,7 @@ static void data_block(const struct layout *l, const char *store_dir, uint64_t l
 {
 	const struct layout_data_run *d = &l->data_runs[layout_data_run_at(l, lba * DISK_BLOCK)];
 	struct chunk_codec *c = chunk_codec_new(CHUNK_LEVEL_DEFAULT);
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	struct store *s;
 	uint8_t *frame, *raw = malloc(CHUNK_SIZE_MAX);
 	size_t flen, rlen;
@@ -63,7 +63,7 @@ static void data_block(const struct layout *l, const char *store_dir, uint64_t l
 	assert_int_equal(store_read(s, l->chunks[d->chunk], &frame, &flen), 0);
 	/* the chunk is the one its name says */
 	assert_int_equal(chunk_verify(c, l->chunks[d->chunk], frame, flen, raw, CHUNK_SIZE_MAX,
-				      &rlen, &why), 0);
+				      &rlen, why, sizeof(why)), 0);
 	assert_true(d->chunk_off + DISK_BLOCK <= rlen);
 	memcpy(out, raw + d->chunk_off, DISK_BLOCK);
 	free(raw);
@@ -82,7 +82,7 @@ static void commit_case(bool flatten)
 	struct blkd_commit_opts o;
 	struct mkfs_result mr;
 	struct layout *l;
-	const char *lwhy = NULL;
+	char lwhy[WHY_MAX] = "";
 	size_t z;
 
 	tmpdir_make(dir);
@@ -94,7 +94,7 @@ static void commit_case(bool flatten)
 	assert_int_equal(r.blocks, 1);
 	assert_int_equal(r.zero_blocks, 1);
 	assert_true(r.chunks >= 1);
-	assert_int_equal(layout_open(out, &l, &lwhy), 0);
+	assert_int_equal(layout_open(out, &l, lwhy, sizeof(lwhy)), 0);
 	assert_memory_equal(l->digest, r.digest, SHA256_LEN);
 	if (flatten) {
 		assert_string_equal(r.hint, "");

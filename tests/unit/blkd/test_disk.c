@@ -343,7 +343,7 @@ static void test_check_and_helpers(void **state)
 	struct disk d = { .ops = &bare, .size = BLK };
 	struct spans sp = { .n = 0 };
 	uint64_t dirty, zero;
-	const char *why = "x";
+	char why[WHY_MAX] = "";
 
 	(void)state;
 	assert_int_equal(disk_check(&d), 0);
@@ -354,8 +354,8 @@ static void test_check_and_helpers(void **state)
 	assert_int_equal(disk_write_zeroes(&d, 0, BLK, false), -EOPNOTSUPP);
 	assert_int_equal(disk_block_status(&d, DISK_CTX_ALLOCATION, 0, BLK, collect, &sp),
 			 -EOPNOTSUPP);
-	assert_int_equal(disk_snapshot(&d, "/x", &dirty, &zero, &why), -EOPNOTSUPP);
-	assert_null(why);
+	assert_int_equal(disk_snapshot(&d, "/x", &dirty, &zero, why, sizeof(why)), -EOPNOTSUPP);
+	assert_string_equal(why, "");
 	d.can_flush = true;
 	assert_int_equal(disk_flush(&d), -EIO);
 	/* claims without operations, a partial sector, contexts it cannot know */
@@ -383,7 +383,7 @@ static void test_engine_disk(void **state)
 	struct spans sp = { .n = 0 };
 	uint8_t meta[BLK], buf[BLK];
 	uint64_t dirty = 0, zero = 0;
-	const char *why;
+	char why[WHY_MAX] = "";
 	struct store *s;
 	struct disk d;
 
@@ -411,7 +411,7 @@ static void test_engine_disk(void **state)
 	assert_int_equal(disk_read(&d, 2 * BLK, BLK, buf), 0);
 	assert_memory_equal(buf, meta, BLK);
 	assert_int_equal(disk_write(&d, 0, BLK, buf, false), -EPERM);
-	assert_int_equal(disk_snapshot(&d, delta, &dirty, &zero, &why), -ENOENT);
+	assert_int_equal(disk_snapshot(&d, delta, &dirty, &zero, why, sizeof(why)), -ENOENT);
 	disk_close(&d); /* and its engine */
 
 	/* with one: writes, zeroes, both contexts, a snapshot of what changed */
@@ -436,7 +436,7 @@ static void test_engine_disk(void **state)
 	assert_int_equal(disk_block_status(&d, DISK_CTX_ALLOCATION, 0, 6 * BLK, collect, &sp), 0);
 	expect_span(&sp, 0, 0, 5 * BLK, HOLE_ZERO); /* block 2's metadata zeroed */
 	expect_span(&sp, 1, 5 * BLK, 6 * BLK, 0);
-	assert_int_equal(disk_snapshot(&d, delta, &dirty, &zero, &why), 0);
+	assert_int_equal(disk_snapshot(&d, delta, &dirty, &zero, why, sizeof(why)), 0);
 	assert_int_equal(dirty, 1);
 	assert_int_equal(zero, 2);
 	assert_true(path_exists(delta));

@@ -52,9 +52,9 @@ static int teardown(void **state)
 static struct overlay *ov_new(struct fx *f, const char *path, uint64_t blocks)
 {
 	struct overlay *ov = NULL;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 
-	assert_int_equal(overlay_open(path, blocks * BLK, f->digest, true, &ov, &why), 0);
+	assert_int_equal(overlay_open(path, blocks * BLK, f->digest, true, &ov, why, sizeof(why)), 0);
 	assert_non_null(ov);
 	return ov;
 }
@@ -221,18 +221,18 @@ static void test_reopen(void **state)
 	struct fx *f = *state;
 	struct overlay *ov = ov_new(f, f->ov, 777);
 	struct overlay_stats st;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 
 	write_pattern(ov, 777);
 	overlay_close(ov);
-	assert_int_equal(overlay_open(f->ov, 777 * BLK, f->digest, false, &ov, &why), 0);
+	assert_int_equal(overlay_open(f->ov, 777 * BLK, f->digest, false, &ov, why, sizeof(why)), 0);
 	check_pattern(ov, 777);
 	overlay_get_stats(ov, &st);
 	assert_int_equal(st.dirty_blocks, 259 - 37); /* i % 3 == 0, less those zeroed */
 	assert_int_equal(st.zero_blocks, 111);
 	overlay_close(ov);
 	/* Read-only, without knowing the layout. */
-	assert_int_equal(overlay_open_existing(f->ov, true, &ov, &why), 0);
+	assert_int_equal(overlay_open_existing(f->ov, true, &ov, why, sizeof(why)), 0);
 	assert_memory_equal(overlay_layout_digest(ov), f->digest, SHA256_LEN);
 	assert_int_equal(overlay_disk_bytes(ov), 777 * BLK);
 	check_pattern(ov, 777);
@@ -243,23 +243,23 @@ static void test_read_only(void **state)
 {
 	struct fx *f = *state;
 	struct overlay *ov = ov_new(f, f->ov, 8), *ro = NULL, *ro2 = NULL;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	uint8_t b[BLK] = { 0 };
 
 	overlay_close(ov);
-	assert_int_equal(overlay_open_existing(f->ov, true, &ro, &why), 0);
-	assert_int_equal(overlay_open_existing(f->ov, true, &ro2, &why), 0); /* shared */
+	assert_int_equal(overlay_open_existing(f->ov, true, &ro, why, sizeof(why)), 0);
+	assert_int_equal(overlay_open_existing(f->ov, true, &ro2, why, sizeof(why)), 0); /* shared */
 	assert_int_equal(overlay_write(ro, 0, 1, b), -EROFS);
 	assert_int_equal(overlay_zero(ro, 0, 1), -EROFS);
 	assert_int_equal(overlay_flush(ro), 0);
 	/* A writer cannot open it while readers have it, nor readers while a writer has. */
-	assert_int_equal(overlay_open(f->ov, 8 * BLK, f->digest, false, &ov, &why), -EBUSY);
+	assert_int_equal(overlay_open(f->ov, 8 * BLK, f->digest, false, &ov, why, sizeof(why)), -EBUSY);
 	assert_string_equal(why, "overlay is in use by another process");
 	overlay_close(ro);
 	overlay_close(ro2);
 	ov = ov_new(f, f->ov, 8);
-	assert_int_equal(overlay_open_existing(f->ov, true, &ro, &why), -EBUSY);
-	assert_int_equal(overlay_open(f->ov, 8 * BLK, f->digest, false, &ro, &why), -EBUSY);
+	assert_int_equal(overlay_open_existing(f->ov, true, &ro, why, sizeof(why)), -EBUSY);
+	assert_int_equal(overlay_open(f->ov, 8 * BLK, f->digest, false, &ro, why, sizeof(why)), -EBUSY);
 	overlay_close(ov);
 }
 
@@ -267,14 +267,14 @@ static void test_kill9(void **state)
 {
 	struct fx *f = *state;
 	struct overlay *ov;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	int status;
 	pid_t pid;
 
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		if (overlay_open(f->ov, 500 * BLK, f->digest, true, &ov, &why))
+		if (overlay_open(f->ov, 500 * BLK, f->digest, true, &ov, why, sizeof(why)))
 			_exit(3);
 		write_pattern(ov, 500);
 		raise(SIGKILL); /* no flush, no close */
@@ -282,14 +282,14 @@ static void test_kill9(void **state)
 	}
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
-	assert_int_equal(overlay_open(f->ov, 500 * BLK, f->digest, false, &ov, &why), 0);
+	assert_int_equal(overlay_open(f->ov, 500 * BLK, f->digest, false, &ov, why, sizeof(why)), 0);
 	check_pattern(ov, 500);
 	/* And it resumes: more writes, then kill again. */
 	overlay_close(ov);
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		if (overlay_open(f->ov, 500 * BLK, f->digest, false, &ov, &why))
+		if (overlay_open(f->ov, 500 * BLK, f->digest, false, &ov, why, sizeof(why)))
 			_exit(3);
 		write_stamp(ov, 1, 77);
 		overlay_zero(ov, 0, 1);
@@ -298,7 +298,7 @@ static void test_kill9(void **state)
 	}
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFSIGNALED(status));
-	assert_int_equal(overlay_open(f->ov, 500 * BLK, f->digest, false, &ov, &why), 0);
+	assert_int_equal(overlay_open(f->ov, 500 * BLK, f->digest, false, &ov, why, sizeof(why)), 0);
 	assert_int_equal(overlay_state(ov, 0), OV_ZERO);
 	assert_int_equal(overlay_state(ov, 1), OV_DIRTY);
 	assert_int_equal(read_stamp(ov, 1), 77);
@@ -311,12 +311,12 @@ static void expect_refused(struct fx *f, uint64_t blocks, const uint8_t *digest,
 			   const char *want)
 {
 	struct overlay *ov = NULL;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 
-	assert_int_equal(overlay_open(f->ov, blocks * BLK, digest, true, &ov, &why), err);
+	assert_int_equal(overlay_open(f->ov, blocks * BLK, digest, true, &ov, why, sizeof(why)), err);
 	assert_null(ov);
 	if (want) {
-		assert_non_null(why);
+		assert_true(why[0]);
 		if (!strstr(why, want))
 			fail_msg("why '%s' lacks '%s'", why, want);
 	}
@@ -346,7 +346,7 @@ static void test_refusals(void **state)
 	struct fx *f = *state;
 	struct overlay *ov = ov_new(f, f->ov, 64);
 	char saved[PATH_MAX];
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	uint8_t x = 0xff;
 
 	write_stamp(ov, 5, 5);
@@ -356,7 +356,7 @@ static void test_refusals(void **state)
 
 	expect_refused(f, 64, f->other, -EBADMSG, "another layout");
 	expect_refused(f, 65, f->digest, -EBADMSG, "another size");
-	assert_int_equal(overlay_open(f->ov, 64 * BLK, f->digest, false, &ov, &why), 0);
+	assert_int_equal(overlay_open(f->ov, 64 * BLK, f->digest, false, &ov, why, sizeof(why)), 0);
 	overlay_close(ov);
 
 	assert_int_equal(truncate(f->state, DISK_BLOCK + 8), 0); /* 64 blocks: 16 bytes */
@@ -393,8 +393,8 @@ static void test_refusals(void **state)
 	assert_int_equal(unlink(f->state), 0);
 	write_file(f->ov, "hello", 5);
 	expect_refused(f, 64, f->digest, -EBADMSG, "without a state file");
-	assert_int_equal(overlay_open(f->ov, 64 * BLK, f->digest, false, &ov, &why), -EBADMSG);
-	assert_int_equal(overlay_open_existing(f->ov, true, &ov, &why), -EBADMSG);
+	assert_int_equal(overlay_open(f->ov, 64 * BLK, f->digest, false, &ov, why, sizeof(why)), -EBADMSG);
+	assert_int_equal(overlay_open_existing(f->ov, true, &ov, why, sizeof(why)), -EBADMSG);
 	/* ... but an empty one left by an interrupted creation is. */
 	write_file(f->ov, "", 0);
 	ov = ov_new(f, f->ov, 64);
@@ -402,10 +402,10 @@ static void test_refusals(void **state)
 	/* Nothing there, not creating: -ENOENT. */
 	unlink(f->ov);
 	unlink(f->state);
-	assert_int_equal(overlay_open(f->ov, 64 * BLK, f->digest, false, &ov, &why), -ENOENT);
-	assert_int_equal(overlay_open_existing(f->ov, true, &ov, &why), -ENOENT);
+	assert_int_equal(overlay_open(f->ov, 64 * BLK, f->digest, false, &ov, why, sizeof(why)), -ENOENT);
+	assert_int_equal(overlay_open_existing(f->ov, true, &ov, why, sizeof(why)), -ENOENT);
 	/* A disk size that is not whole blocks. */
-	assert_int_equal(overlay_open(f->ov, 1000, f->digest, true, &ov, &why), -EINVAL);
+	assert_int_equal(overlay_open(f->ov, 1000, f->digest, true, &ov, why, sizeof(why)), -EINVAL);
 }
 
 /* ------------------------------------------------------------------ deltas */
@@ -431,19 +431,19 @@ static void assert_same(struct overlay *a, struct overlay *b)
 static struct overlay *open_ro(const char *path)
 {
 	struct overlay *ov = NULL;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 
-	assert_int_equal(overlay_open_existing(path, true, &ov, &why), 0);
+	assert_int_equal(overlay_open_existing(path, true, &ov, why, sizeof(why)), 0);
 	return ov;
 }
 
 static void apply_ok(struct fx *f, const char *delta, const char *to, uint64_t blocks)
 {
-	const char *why = NULL;
-	int ret = overlay_apply_delta(delta, to, f->digest, blocks * BLK, &why);
+	char why[WHY_MAX] = "";
+	int ret = overlay_apply_delta(delta, to, f->digest, blocks * BLK, why, sizeof(why));
 
 	if (ret)
-		fail_msg("apply %s: %d %s", delta, ret, why ? why : "");
+		fail_msg("apply %s: %d %s", delta, ret, why[0] ? why : "");
 }
 
 static void test_snapshot_apply(void **state)
@@ -453,7 +453,7 @@ static void test_snapshot_apply(void **state)
 	struct overlay *ov = ov_new(f, f->ov, n), *cp;
 	char delta[PATH_MAX], copy[PATH_MAX], empty[PATH_MAX];
 	struct delta_header h;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	uint8_t zeros[BLK] = { 0 };
 	struct stat sb;
 	int fd;
@@ -463,7 +463,7 @@ static void test_snapshot_apply(void **state)
 	path_fmt(delta, "%s/d1", f->dir);
 	path_fmt(copy, "%s/copy", f->dir);
 	path_fmt(empty, "%s/empty", f->dir);
-	assert_int_equal(overlay_snapshot(ov, delta, &why), 0);
+	assert_int_equal(overlay_snapshot(ov, delta, why, sizeof(why)), 0);
 
 	/* The header says what the overlay holds; the size is exactly the sections. */
 	fd = open(delta, O_RDONLY);
@@ -496,7 +496,7 @@ static void test_snapshot_apply(void **state)
 
 		path_fmt(d2, "%s/d2", f->dir);
 		cp = open_ro(copy);
-		assert_int_equal(overlay_snapshot(cp, d2, &why), 0);
+		assert_int_equal(overlay_snapshot(cp, d2, why, sizeof(why)), 0);
 		overlay_close(cp);
 		assert_int_equal(fs_read_file(delta, &a, &la), 0);
 		assert_int_equal(fs_read_file(d2, &b, &lb), 0);
@@ -509,7 +509,7 @@ static void test_snapshot_apply(void **state)
 	/* An empty overlay gives an empty delta, which resets an overlay. */
 	overlay_close(ov_new(f, empty, n));
 	cp = open_ro(empty);
-	assert_int_equal(overlay_snapshot(cp, delta, &why), 0);
+	assert_int_equal(overlay_snapshot(cp, delta, why, sizeof(why)), 0);
 	overlay_close(cp);
 	apply_ok(f, delta, copy, n);
 	cp = open_ro(copy);
@@ -518,7 +518,7 @@ static void test_snapshot_apply(void **state)
 	overlay_close(cp);
 
 	/* An overlay in use is not replaced. */
-	assert_int_equal(overlay_apply_delta(delta, f->ov, f->digest, n * BLK, &why), -EBUSY);
+	assert_int_equal(overlay_apply_delta(delta, f->ov, f->digest, n * BLK, why, sizeof(why)), -EBUSY);
 	overlay_close(ov);
 }
 
@@ -528,7 +528,7 @@ static void test_delta_refusals(void **state)
 	struct fx *f = *state;
 	struct overlay *ov = ov_new(f, f->ov, 200), *cp;
 	char delta[PATH_MAX], bad[PATH_MAX], copy[PATH_MAX];
-	const char *why;
+	char why[WHY_MAX] = "";
 	struct stat sb;
 	uint8_t b = 0x5a;
 	struct {
@@ -552,7 +552,7 @@ static void test_delta_refusals(void **state)
 	path_fmt(delta, "%s/delta", f->dir);
 	path_fmt(bad, "%s/bad", f->dir);
 	path_fmt(copy, "%s/copy", f->dir);
-	assert_int_equal(overlay_snapshot(ov, delta, &why), 0);
+	assert_int_equal(overlay_snapshot(ov, delta, why, sizeof(why)), 0);
 	overlay_close(ov);
 	assert_int_equal(stat(delta, &sb), 0);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -564,17 +564,17 @@ static void test_delta_refusals(void **state)
 									  : cases[i].trunc), 0);
 		else
 			patch(bad, cases[i].off < 0 ? sb.st_size + cases[i].off : cases[i].off, &b, 1);
-		why = NULL;
-		assert_int_equal(overlay_apply_delta(bad, copy, f->digest, 200 * BLK, &why), -EBADMSG);
-		assert_non_null(why);
+		why[0] = '\0';
+		assert_int_equal(overlay_apply_delta(bad, copy, f->digest, 200 * BLK, why, sizeof(why)), -EBADMSG);
+		assert_true(why[0]);
 		if (!strstr(why, cases[i].want))
 			fail_msg("case %zu: why '%s' lacks '%s'", i, why, cases[i].want);
 		assert_false(path_exists(copy));
 	}
-	why = NULL;
-	assert_int_equal(overlay_apply_delta(delta, copy, f->other, 200 * BLK, &why), -EBADMSG);
+	why[0] = '\0';
+	assert_int_equal(overlay_apply_delta(delta, copy, f->other, 200 * BLK, why, sizeof(why)), -EBADMSG);
 	assert_string_equal(why, "delta belongs to another layout");
-	assert_int_equal(overlay_apply_delta(delta, copy, f->digest, 201 * BLK, &why), -EBADMSG);
+	assert_int_equal(overlay_apply_delta(delta, copy, f->digest, 201 * BLK, why, sizeof(why)), -EBADMSG);
 	assert_string_equal(why, "delta is for a disk of another size");
 	assert_false(path_exists(copy));
 	/* No stray temporary files. */
@@ -602,7 +602,7 @@ static void test_snapshot_cow(void **state)
 	char delta[PATH_MAX], copy[PATH_MAX], ref[PATH_MAX], refd[PATH_MAX];
 	struct overlay_snapshot *s, *s2;
 	struct overlay_stats st;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 
 	write_pattern(ov, n);
 	path_fmt(delta, "%s/delta", f->dir);
@@ -610,17 +610,17 @@ static void test_snapshot_cow(void **state)
 	path_fmt(ref, "%s/ref", f->dir);
 	path_fmt(refd, "%s/refd", f->dir);
 	/* The reference: the same overlay snapshotted with nothing running. */
-	assert_int_equal(overlay_snapshot(ov, refd, &why), 0);
+	assert_int_equal(overlay_snapshot(ov, refd, why, sizeof(why)), 0);
 	apply_ok(f, refd, ref, n);
 
-	assert_int_equal(overlay_snapshot_begin(ov, delta, &s, &why), 0);
-	assert_int_equal(overlay_snapshot_begin(ov, refd, &s2, &why), -EBUSY);
+	assert_int_equal(overlay_snapshot_begin(ov, delta, &s, why, sizeof(why)), 0);
+	assert_int_equal(overlay_snapshot_begin(ov, refd, &s2, why, sizeof(why)), -EBUSY);
 	for (uint64_t i = 0; i < n; i += 2)
 		write_stamp(ov, i, 9000000 + i);            /* dirty, clean and zeroed ones */
 	assert_int_equal(overlay_zero(ov, 1, 300), 0);      /* a long range over all kinds */
 	for (uint64_t i = 0; i < n; i += 5)
 		write_stamp(ov, i, 8000000 + i);            /* twice in the same snapshot */
-	assert_int_equal(overlay_snapshot_end(s, &why), 0);
+	assert_int_equal(overlay_snapshot_end(s, why, sizeof(why)), 0);
 	overlay_get_stats(ov, &st);
 	assert_true(st.snapshot_copies > 0);
 
@@ -786,7 +786,7 @@ static void snapshot_concurrent(struct fx *f, unsigned int nthreads)
 		assert_int_equal(pthread_create(&t[i], NULL, seq_writer, &q[i]), 0);
 	for (int round = 0; round < 4; round++) {
 		char delta[PATH_MAX], copy[PATH_MAX];
-		const char *why = NULL;
+		char why[WHY_MAX] = "";
 		struct overlay *cp;
 
 		for (unsigned int i = 0; i < nthreads; i++)
@@ -797,7 +797,7 @@ static void snapshot_concurrent(struct fx *f, unsigned int nthreads)
 		path_fmt(copy, "%s/copy%d", f->dir, round);
 		for (unsigned int i = 0; i < nthreads; i++)
 			lo[i] = atomic_load(&q[i].done);
-		assert_int_equal(overlay_snapshot(ov, delta, &why), 0);
+		assert_int_equal(overlay_snapshot(ov, delta, why, sizeof(why)), 0);
 		for (unsigned int i = 0; i < nthreads; i++)
 			hi[i] = atomic_load(&q[i].begun);
 		apply_ok(f, delta, copy, SEQ_BLOCKS);

@@ -77,22 +77,22 @@ static int teardown(void **state)
 static struct overlay *ov_open(struct fx *f, bool create)
 {
 	struct overlay *ov = NULL;
-	const char *why = NULL;
-	int ret = overlay_open(f->ov, BLOCKS * BLK, f->digest, create, &ov, &why);
+	char why[WHY_MAX] = "";
+	int ret = overlay_open(f->ov, BLOCKS * BLK, f->digest, create, &ov, why, sizeof(why));
 
 	if (ret)
-		fail_msg("overlay_open: %d %s", ret, why ? why : "");
+		fail_msg("overlay_open: %d %s", ret, why[0] ? why : "");
 	return ov;
 }
 
 static struct overlay *ov_open_ro(struct fx *f)
 {
 	struct overlay *ov = NULL;
-	const char *why = NULL;
-	int ret = overlay_open_existing(f->ov, true, &ov, &why);
+	char why[WHY_MAX] = "";
+	int ret = overlay_open_existing(f->ov, true, &ov, why, sizeof(why));
 
 	if (ret)
-		fail_msg("overlay_open_existing: %d %s", ret, why ? why : "");
+		fail_msg("overlay_open_existing: %d %s", ret, why[0] ? why : "");
 	return ov;
 }
 
@@ -380,18 +380,18 @@ static void test_snapshot_between_flushes(void **state)
 	struct fx *f = *state;
 	struct overlay *ov = ov_open(f, true), *ro;
 	char delta[PATH_MAX], copy[PATH_MAX];
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 
 	write_stamp(ov, 1, 11);
 	assert_int_equal(overlay_flush(ov), 0);
 	write_stamp(ov, 2, 22);
 	assert_int_equal(overlay_zero(ov, 3, 1), 0);
 	path_fmt(delta, "%s/delta", f->dir);
-	assert_int_equal(overlay_snapshot(ov, delta, &why), 0);
+	assert_int_equal(overlay_snapshot(ov, delta, why, sizeof(why)), 0);
 	overlay_close(ov);
 	path_fmt(copy, "%s/copy", f->dir);
-	assert_int_equal(overlay_apply_delta(delta, copy, f->digest, BLOCKS * BLK, &why), 0);
-	assert_int_equal(overlay_open_existing(copy, true, &ro, &why), 0);
+	assert_int_equal(overlay_apply_delta(delta, copy, f->digest, BLOCKS * BLK, why, sizeof(why)), 0);
+	assert_int_equal(overlay_open_existing(copy, true, &ro, why, sizeof(why)), 0);
 	assert_int_equal(read_stamp(ro, 1), 11);
 	assert_int_equal(read_stamp(ro, 2), 22);
 	assert_int_equal(overlay_state(ro, 3), OV_ZERO);
@@ -404,14 +404,14 @@ static void test_apply_drops_live(void **state)
 	struct fx *f = *state;
 	struct overlay *ov = ov_open(f, true);
 	char delta[PATH_MAX];
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 
 	path_fmt(delta, "%s/delta", f->dir);
-	assert_int_equal(overlay_snapshot(ov, delta, &why), 0);  /* empty */
+	assert_int_equal(overlay_snapshot(ov, delta, why, sizeof(why)), 0);  /* empty */
 	write_stamp(ov, 7, 77);  /* not flushed: in OVERLAY.live only */
 	overlay_close(ov);
 	assert_true(path_exists(f->live));
-	assert_int_equal(overlay_apply_delta(delta, f->ov, f->digest, BLOCKS * BLK, &why), 0);
+	assert_int_equal(overlay_apply_delta(delta, f->ov, f->digest, BLOCKS * BLK, why, sizeof(why)), 0);
 	assert_false(path_exists(f->live));
 	ov = ov_open(f, false);
 	assert_int_equal(overlay_state(ov, 7), OV_CLEAN);
@@ -536,14 +536,14 @@ static void test_live_no_room(void **state)
 	struct fx *f = *state;
 	const uint64_t blocks = 16384; /* a 64 MiB disk: a 4 KiB bitmap */
 	struct overlay *ov = NULL;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	char filler[PATH_MAX];
 	uint64_t b[BLK / 8] = { 0 }, n;
 
 	if (!fx_on_tmpfs(f, "size=512k"))
 		skip();
 	path_fmt(filler, "%s/filler", f->mnt);
-	assert_int_equal(overlay_open(f->ov, blocks * BLK, f->digest, true, &ov, &why), 0);
+	assert_int_equal(overlay_open(f->ov, blocks * BLK, f->digest, true, &ov, why, sizeof(why)), 0);
 	for (n = 0; n < blocks; n++) { /* every other block, until there is no room */
 		b[0] = n;
 		if (overlay_write(ov, 2 * n, 1, b))
@@ -553,19 +553,19 @@ static void test_live_no_room(void **state)
 	assert_int_equal(overlay_flush(ov), 0);
 	overlay_close(ov);
 	boot_id_set_for_test(boot_b);
-	assert_int_equal(overlay_open(f->ov, blocks * BLK, f->digest, false, &ov, &why), 0);
+	assert_int_equal(overlay_open(f->ov, blocks * BLK, f->digest, false, &ov, why, sizeof(why)), 0);
 	assert_int_equal(overlay_state(ov, 2 * (n - 1)), OV_DIRTY);
 	overlay_close(ov);
 	make_v1(f);
 	fill_up(filler);
 	boot_id_set_for_test(boot_a);
-	why = NULL;
-	assert_int_equal(overlay_open(f->ov, blocks * BLK, f->digest, false, &ov, &why), -ENOSPC);
-	assert_non_null(why);
+	why[0] = '\0';
+	assert_int_equal(overlay_open(f->ov, blocks * BLK, f->digest, false, &ov, why, sizeof(why)), -ENOSPC);
+	assert_true(why[0]);
 	assert_string_equal(why, "no room for ov.live (8192 bytes)");
 	assert_int_equal(state_version(f), 1);
 	assert_int_equal(unlink(filler), 0);
-	assert_int_equal(overlay_open(f->ov, blocks * BLK, f->digest, false, &ov, &why), 0);
+	assert_int_equal(overlay_open(f->ov, blocks * BLK, f->digest, false, &ov, why, sizeof(why)), 0);
 	assert_int_equal(state_version(f), 2);
 	assert_int_equal(overlay_state(ov, 2 * (n - 1)), OV_DIRTY);
 	overlay_close(ov);
@@ -618,10 +618,10 @@ static void test_version1(void **state)
 	assert_int_equal(pwrite(fd, &h, sizeof(h), 0), sizeof(h));
 	close(fd);
 	{
-		const char *why = NULL;
+		char why[WHY_MAX] = "";
 
 		ov = NULL;
-		assert_int_equal(overlay_open_existing(f->ov, true, &ov, &why), -EBADMSG);
+		assert_int_equal(overlay_open_existing(f->ov, true, &ov, why, sizeof(why)), -EBADMSG);
 		assert_non_null(strstr(why, "instance"));
 	}
 }
@@ -631,7 +631,7 @@ static void test_live_damaged(void **state)
 {
 	struct fx *f = *state;
 	struct overlay *ov = ov_open(f, true);
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	uint8_t x = 0xff;
 	int fd;
 
@@ -642,7 +642,7 @@ static void test_live_damaged(void **state)
 	assert_int_equal(pwrite(fd, &x, 1, OV_STATE_HDR + 1), 1);  /* state 3 */
 	close(fd);
 	ov = NULL;
-	assert_int_equal(overlay_open(f->ov, BLOCKS * BLK, f->digest, false, &ov, &why), -EBADMSG);
+	assert_int_equal(overlay_open(f->ov, BLOCKS * BLK, f->digest, false, &ov, why, sizeof(why)), -EBADMSG);
 	assert_non_null(strstr(why, "live state file"));
 	/* in another boot the file is not believed at all: the overlay opens */
 	boot_id_set_for_test(boot_b);
@@ -652,7 +652,7 @@ static void test_live_damaged(void **state)
 	/* a symbolic link there is refused */
 	assert_int_equal(unlink(f->live), 0);
 	assert_int_equal(symlink("elsewhere", f->live), 0);
-	assert_int_equal(overlay_open(f->ov, BLOCKS * BLK, f->digest, false, &ov, &why), -EBADMSG);
+	assert_int_equal(overlay_open(f->ov, BLOCKS * BLK, f->digest, false, &ov, why, sizeof(why)), -EBADMSG);
 	assert_non_null(strstr(why, "symbolic link"));
 }
 
@@ -774,11 +774,11 @@ static void test_flushes_at_once(void **state)
 static struct overlay *ov_open_n(struct fx *f, uint64_t blocks, bool create)
 {
 	struct overlay *ov = NULL;
-	const char *why = NULL;
-	int ret = overlay_open(f->ov, blocks * BLK, f->digest, create, &ov, &why);
+	char why[WHY_MAX] = "";
+	int ret = overlay_open(f->ov, blocks * BLK, f->digest, create, &ov, why, sizeof(why));
 
 	if (ret)
-		fail_msg("overlay_open: %d %s", ret, why ? why : "");
+		fail_msg("overlay_open: %d %s", ret, why[0] ? why : "");
 	return ov;
 }
 
@@ -1061,7 +1061,7 @@ static int flush_memory_child(const char *dir)
 {
 	const uint64_t blocks = 32u << 20;
 	struct overlay *ov = NULL;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	uint8_t digest[SHA256_LEN];
 	uint64_t b[BLK / 8] = { 0 };
 	unsigned long long pages = 0;
@@ -1072,7 +1072,7 @@ static int flush_memory_child(const char *dir)
 	if (snprintf(path, sizeof(path), "%s/big", dir) >= (int)sizeof(path) ||
 	    sha256_buf("layout A", 8, digest))
 		return 2;
-	if (overlay_open(path, blocks * BLK, digest, true, &ov, &why) ||
+	if (overlay_open(path, blocks * BLK, digest, true, &ov, why, sizeof(why)) ||
 	    overlay_write(ov, 0, 1, b) || overlay_flush(ov) || overlay_zero(ov, 1, blocks - 1))
 		return 3;
 	fp = fopen("/proc/self/statm", "r");

@@ -149,7 +149,7 @@ static struct cas_source *reader_src(struct fixture *f)
 static void sample_open(struct fixture *f, size_t cache_bytes)
 {
 	struct layout_writer *w;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 
 	assert_int_equal(layout_writer_new(f->layout, NBLOCKS, &w), 0);
 	add_meta(f, w, 0, 0, 2);
@@ -166,7 +166,7 @@ static void sample_open(struct fixture *f, size_t cache_bytes)
 	add_data(f, w, DISK - 700, 700, A, 300);
 	assert_int_equal(layout_writer_finish(w, NULL, NULL, 65536, NULL), 0);
 	layout_writer_free(w);
-	assert_int_equal(layout_open(f->layout, &f->l, &why), 0);
+	assert_int_equal(layout_open(f->layout, &f->l, why, sizeof(why)), 0);
 	assert_int_equal(blkd_reader_new(f->l, reader_src(f), cache_bytes, &f->r), 0);
 	assert_int_equal(blkd_reader_size(f->r), DISK);
 }
@@ -339,7 +339,7 @@ static void bad_open(struct fixture *f, int bad, uint32_t len)
 	assert_int_equal(layout_add_data(w, 2 * BLK + 512, len, f->c[bad].digest, 0), 0);
 	assert_int_equal(layout_writer_finish(w, NULL, NULL, 65536, NULL), 0);
 	layout_writer_free(w);
-	assert_int_equal(layout_open(f->layout, &f->l, NULL), 0);
+	assert_int_equal(layout_open(f->layout, &f->l, NULL, 0), 0);
 	assert_int_equal(blkd_reader_new(f->l, reader_src(f), 0, &f->r), 0);
 }
 
@@ -401,7 +401,7 @@ static void test_oversized_chunk(void **state)
 	assert_int_equal(layout_add_data(w, 0, 100, f->c[A].digest, 0), 0);
 	assert_int_equal(layout_writer_finish(w, NULL, NULL, 4096, NULL), 0);
 	layout_writer_free(w);
-	assert_int_equal(layout_open(f->layout, &f->l, NULL), 0);
+	assert_int_equal(layout_open(f->layout, &f->l, NULL, 0), 0);
 	assert_int_equal(blkd_reader_new(f->l, reader_src(f), 0, &f->r), 0);
 	assert_int_equal(blkd_reader_read(f->r, 0, buf, BLK), -EIO);
 }

@@ -164,7 +164,7 @@ static void img_make(struct img *g, bool with_h, bool with_g)
 	struct mf_entry_in e;
 	struct layout_writer *lw;
 	uint8_t md[SHA256_LEN], meta[BLK] = { 1 };
-	const char *why;
+	char why[WHY_MAX] = "";
 
 	tmpdir_make(g->dir);
 	path_fmt(g->mpath, "%s/m", g->dir);
@@ -202,7 +202,7 @@ static void img_make(struct img *g, bool with_h, bool with_g)
 	}
 	assert_int_equal(manifest_writer_write(w, g->mpath, md, NULL, 0), 0);
 	manifest_writer_free(w);
-	assert_int_equal(manifest_load(g->mpath, &g->m, &why), 0);
+	assert_int_equal(manifest_load(g->mpath, &g->m, why, sizeof(why)), 0);
 
 	assert_int_equal(layout_writer_new(g->lpath, 64, &lw), 0);
 	assert_int_equal(layout_add_meta(lw, 0, meta, 1), 0);
@@ -214,7 +214,7 @@ static void img_make(struct img *g, bool with_h, bool with_g)
 		assert_int_equal(layout_add_data(lw, 31 * BLK, 100, g->a, 11808), 0);
 	assert_int_equal(layout_writer_finish(lw, md, NULL, 1 << 20, NULL), 0);
 	layout_writer_free(lw);
-	assert_int_equal(layout_open(g->lpath, &g->l, &why), 0);
+	assert_int_equal(layout_open(g->lpath, &g->l, why, sizeof(why)), 0);
 }
 
 static void img_free(struct img *g)
@@ -341,7 +341,7 @@ static void test_record_and_plan(void **state)
 	struct trace *t;
 	struct timespec t0;
 	char tpath[PATH_MAX];
-	const char *why;
+	char why[WHY_MAX] = "";
 	char tw[WHY_MAX] = "";
 	uint64_t n;
 
@@ -349,14 +349,14 @@ static void test_record_and_plan(void **state)
 	img_make(&g, false, true);
 	path_fmt(tpath, "%s/t", g.dir);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	assert_int_equal(trace_recorder_new(g.l, g.m, &t0, &r, &why), 0);
+	assert_int_equal(trace_recorder_new(g.l, g.m, &t0, &r, why, sizeof(why)), 0);
 	trace_recorder_touch(r, 30 * BLK, BLK);      /* /g */
 	trace_recorder_touch(r, 21 * BLK, 2 * BLK);  /* /f after the hole */
 	trace_recorder_touch(r, 30 * BLK, BLK);      /* again: not a first touch */
 	trace_recorder_touch(r, 0, BLK);             /* metadata */
 	trace_recorder_touch(r, 50 * BLK, BLK);      /* zeros: nothing */
-	assert_int_equal(trace_recorder_finish(r, tpath, &n, &why), 0);
-	assert_int_equal(trace_recorder_finish(r, tpath, &n, &why), -EALREADY);
+	assert_int_equal(trace_recorder_finish(r, tpath, &n, why, sizeof(why)), 0);
+	assert_int_equal(trace_recorder_finish(r, tpath, &n, why, sizeof(why)), -EALREADY);
 	trace_recorder_free(r);
 	assert_int_equal(n, 3);
 	assert_int_equal(trace_load(tpath, &t, tw, sizeof(tw)), 0);
@@ -387,9 +387,9 @@ static void test_record_and_plan(void **state)
 	trace_free(t);
 
 	/* a trace of only /g, against an image without it: another image */
-	assert_int_equal(trace_recorder_new(g.l, g.m, &t0, &r, &why), 0);
+	assert_int_equal(trace_recorder_new(g.l, g.m, &t0, &r, why, sizeof(why)), 0);
 	trace_recorder_touch(r, 30 * BLK, BLK);
-	assert_int_equal(trace_recorder_finish(r, tpath, &n, &why), 0);
+	assert_int_equal(trace_recorder_finish(r, tpath, &n, why, sizeof(why)), 0);
 	trace_recorder_free(r);
 	assert_int_equal(trace_load(tpath, &t, tw, sizeof(tw)), 0);
 	img_make(&other, true, false);
@@ -403,8 +403,8 @@ static void test_record_and_plan(void **state)
 
 	/* a recorder refuses a manifest that is not the layout's */
 	img_make(&other, true, true);
-	assert_int_equal(trace_recorder_new(g.l, other.m, &t0, &r, &why), -EINVAL);
-	assert_non_null(why);
+	assert_int_equal(trace_recorder_new(g.l, other.m, &t0, &r, why, sizeof(why)), -EINVAL);
+	assert_true(why[0]);
 	img_free(&other);
 	img_free(&g);
 }

@@ -167,7 +167,7 @@ static void test_gc_layouts(void **state)
 	struct chunk_refs keep = { 0 };
 	struct cas_gc_result res = { 0 };
 	struct blob b[3];
-	const char *why;
+	char why[WHY_MAX] = "";
 
 	for (int i = 0; i < 3; i++)
 		blob_make(&b[i], 900 + (uint64_t)i, 100 + (size_t)i);
@@ -195,7 +195,7 @@ static void test_gc_layouts(void **state)
 	file_at(t_new, "fresh", time(NULL));
 
 	alarm(20);
-	assert_int_equal(chunk_refs_add_fetched(&keep, p1, &why), 0);
+	assert_int_equal(chunk_refs_add_fetched(&keep, p1, why, sizeof(why)), 0);
 	chunk_refs_finish(&keep);
 	assert_int_equal(keep.n_layouts, 1);
 	assert_memory_equal(keep.layouts[0], d1, SHA256_LEN);

@@ -15,7 +15,7 @@ static void test_import_dir(void **state)
 	struct import_opts o;
 	struct manifest *m;
 	const struct mf_entry *e;
-	const char *mwhy = NULL;
+	char mwhy[WHY_MAX] = "";
 
 	(void)state;
 	tmpdir_make(dir);
@@ -29,7 +29,7 @@ static void test_import_dir(void **state)
 	assert_int_equal(r.entries, 6);                        /* /, a.txt, empty, link, sub, b.bin */
 	assert_int_equal(r.file_bytes, 6 + (100 << 10));
 	assert_true(r.image_chunks >= 1);
-	assert_int_equal(manifest_load(mf, &m, &mwhy), 0);
+	assert_int_equal(manifest_load(mf, &m, mwhy, sizeof(mwhy)), 0);
 	e = manifest_find(m, "/sub/b.bin");
 	assert_non_null(e);
 	assert_int_equal(e->type, MF_REG);

@@ -34,7 +34,7 @@ static void add_ok(struct manifest_writer *w, const struct mf_entry_in *e)
 static struct manifest *serialize_parse(struct manifest_writer *w, uint8_t **copy, size_t *copy_len)
 {
 	struct manifest *m = NULL;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	uint8_t *buf;
 	size_t len;
 	int ret;
@@ -50,9 +50,9 @@ static struct manifest *serialize_parse(struct manifest_writer *w, uint8_t **cop
 		memcpy(*copy, buf, len);
 		*copy_len = len;
 	}
-	ret = manifest_parse(buf, len, &m, &why);
+	ret = manifest_parse(buf, len, &m, why, sizeof(why));
 	if (ret)
-		fail_msg("parse: %d (%s)", ret, why ? why : "-");
+		fail_msg("parse: %d (%s)", ret, why[0] ? why : "-");
 	assert_non_null(m);
 	return m;
 }
@@ -366,7 +366,7 @@ static void test_write_and_load(void **state)
 	uint8_t digest[SHA256_LEN], *ser, *file;
 	struct manifest_writer *w;
 	struct manifest *m = NULL;
-	const char *why = "unset";
+	char why[WHY_MAX] = "";
 	size_t ser_len, file_len;
 
 	(void)state;
@@ -387,7 +387,7 @@ static void test_write_and_load(void **state)
 	free(ser);
 	manifest_writer_free(w);
 
-	assert_int_equal(manifest_load(path, &m, &why), 0);
+	assert_int_equal(manifest_load(path, &m, why, sizeof(why)), 0);
 	check_rt_manifest(&r, m);
 	assert_memory_equal(m->digest, digest, SHA256_LEN);
 	assert_int_equal(m->hdr->config_len, 0);
@@ -396,17 +396,17 @@ static void test_write_and_load(void **state)
 
 	/* I/O errors are -errno and leave why NULL */
 	path_fmt(path, "%s/missing", dir);
-	why = "unset";
-	assert_int_equal(manifest_load(path, &m, &why), -ENOENT);
-	assert_null(why);
-	why = "unset";
-	assert_int_equal(manifest_load(dir, &m, &why), -EISDIR);
-	assert_null(why);
+	snprintf(why, sizeof(why), "%s", "unset");
+	assert_int_equal(manifest_load(path, &m, why, sizeof(why)), -ENOENT);
+	assert_string_equal(why, "");
+	snprintf(why, sizeof(why), "%s", "unset");
+	assert_int_equal(manifest_load(dir, &m, why, sizeof(why)), -EISDIR);
+	assert_string_equal(why, "");
 	/* an empty file is a format error */
 	path_fmt(path, "%s/empty", dir);
 	write_file(path, "", 0);
-	assert_int_equal(manifest_load(path, &m, &why), -EBADMSG);
-	assert_non_null(why);
+	assert_int_equal(manifest_load(path, &m, why, sizeof(why)), -EBADMSG);
+	assert_true(why[0]);
 	rm_rf(dir);
 }
 
@@ -785,8 +785,8 @@ static void set_z_path(struct mv *v, const char *p7)
 	memcpy(v->s + v->e[E_Z].path_off, p7, 7);
 }
 
-/* Parse a copy of buf; returns the result, and why in *why (NULL-safe on success). */
-static int parse_copy(const uint8_t *buf, size_t len, const char **why)
+/* Parse a copy of buf; returns the result, and why in why (empty on success). */
+static int parse_copy(const uint8_t *buf, size_t len, char *why, size_t why_len)
 {
 	uint8_t *b = malloc(len ? len : 1);
 	struct manifest *m = NULL;
@@ -795,8 +795,8 @@ static int parse_copy(const uint8_t *buf, size_t len, const char **why)
 	assert_non_null(b);
 	if (len)
 		memcpy(b, buf, len);
-	*why = NULL;
-	ret = manifest_parse(b, len, &m, why);
+	why[0] = '\0';
+	ret = manifest_parse(b, len, &m, why, why_len);
 	if (ret == 0) {
 		assert_non_null(m);
 		manifest_free(m);
@@ -809,14 +809,14 @@ static int parse_copy(const uint8_t *buf, size_t len, const char **why)
 static void test_base_is_valid(void **state)
 {
 	struct manifest *m;
-	const char *why;
+	char why[WHY_MAX] = "";
 	uint8_t *b;
 	struct mv v;
 
 	(void)state;
 	b = malloc(base_len);
 	memcpy(b, base_buf, base_len);
-	assert_int_equal(manifest_parse(b, base_len, &m, &why), 0);
+	assert_int_equal(manifest_parse(b, base_len, &m, why, sizeof(why)), 0);
 	assert_int_equal(m->n_entries, E_COUNT);
 	for (int i = 0; i < E_COUNT; i++)
 		assert_string_equal(manifest_path(m, &m->entries[i]), base_paths[i]);
@@ -838,13 +838,13 @@ static void test_base_is_valid(void **state)
 	assert_string_equal(v.s + v.h->config_off, "{\"a\":1}");
 	/* resealing an untouched copy keeps it valid */
 	sha256_reseal(b, base_len);
-	assert_int_equal(parse_copy(b, base_len, &why), 0);
+	assert_int_equal(parse_copy(b, base_len, why, sizeof(why)), 0);
 	free(b);
 }
 
 static void test_bad_magic(void **state)
 {
-	const char *why;
+	char why[WHY_MAX] = "";
 	uint8_t *b = malloc(base_len);
 
 	(void)state;
@@ -852,42 +852,42 @@ static void test_bad_magic(void **state)
 		for (int x = 1; x < 256; x <<= 1) {
 			memcpy(b, base_buf, base_len);
 			b[i] ^= (uint8_t)x;
-			assert_int_equal(parse_copy(b, base_len, &why), -EBADMSG);
-			assert_non_null(why);
+			assert_int_equal(parse_copy(b, base_len, why, sizeof(why)), -EBADMSG);
+			assert_true(why[0]);
 			assert_non_null(strstr(why, "magic"));
 		}
 	}
 	memset(b, 0, base_len);
-	assert_int_equal(parse_copy(b, base_len, &why), -EBADMSG);
+	assert_int_equal(parse_copy(b, base_len, why, sizeof(why)), -EBADMSG);
 	assert_non_null(strstr(why, "magic"));
 	free(b);
 }
 
 static void test_truncated(void **state)
 {
-	const char *why;
+	char why[WHY_MAX] = "";
 
 	(void)state;
 	/* every length short of the full file */
 	for (size_t len = 0; len < base_len; len++) {
-		int ret = parse_copy(base_buf, len, &why);
+		int ret = parse_copy(base_buf, len, why, sizeof(why));
 
-		if (ret != -EBADMSG || !why)
-			fail_msg("truncated to %zu: ret %d why %s", len, ret, why ? why : "NULL");
+		if (ret != -EBADMSG || !why[0])
+			fail_msg("truncated to %zu: ret %d why %s", len, ret, why[0] ? why : "NULL");
 		if (len < 8)
 			assert_non_null(strstr(why, "short"));
 		else if (len >= sizeof(struct mf_header))
 			assert_non_null(strstr(why, "truncated"));
 	}
 	/* the header alone is intact but promises more */
-	assert_int_equal(parse_copy(base_buf, sizeof(struct mf_header), &why), -EBADMSG);
+	assert_int_equal(parse_copy(base_buf, sizeof(struct mf_header), why, sizeof(why)), -EBADMSG);
 	/* NULL why is allowed */
 	{
 		uint8_t *b = malloc(base_len - 1);
 		struct manifest *m = NULL;
 
 		memcpy(b, base_buf, base_len - 1);
-		assert_int_equal(manifest_parse(b, base_len - 1, &m, NULL), -EBADMSG);
+		assert_int_equal(manifest_parse(b, base_len - 1, &m, NULL, 0), -EBADMSG);
 		assert_null(m);
 	}
 }
@@ -895,7 +895,7 @@ static void test_truncated(void **state)
 static void test_trailing_garbage(void **state)
 {
 	static const size_t extra[] = { 1, 7, 8, 32, 136, 1000 };
-	const char *why;
+	char why[WHY_MAX] = "";
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(extra) / sizeof(extra[0]); i++) {
@@ -903,11 +903,11 @@ static void test_trailing_garbage(void **state)
 		uint8_t *b = calloc(1, len);
 
 		memcpy(b, base_buf, base_len);
-		assert_int_equal(parse_copy(b, len, &why), -EBADMSG);
+		assert_int_equal(parse_copy(b, len, why, sizeof(why)), -EBADMSG);
 		assert_non_null(strstr(why, "trailing"));
 		/* a valid-looking checksum at the new end does not help */
 		sha256_reseal(b, len);
-		assert_int_equal(parse_copy(b, len, &why), -EBADMSG);
+		assert_int_equal(parse_copy(b, len, why, sizeof(why)), -EBADMSG);
 		assert_non_null(strstr(why, "trailing"));
 		free(b);
 	}
@@ -917,7 +917,7 @@ static void test_flipped_bytes(void **state)
 {
 	static const uint8_t flips[] = { 0x01, 0x80, 0xff };
 	uint8_t *b = malloc(base_len);
-	const char *why;
+	char why[WHY_MAX] = "";
 
 	(void)state;
 	for (size_t pos = 0; pos < base_len; pos++) {
@@ -926,8 +926,8 @@ static void test_flipped_bytes(void **state)
 
 			memcpy(b, base_buf, base_len);
 			b[pos] ^= flips[f];
-			ret = parse_copy(b, base_len, &why);
-			if (ret != -EBADMSG || !why)
+			ret = parse_copy(b, base_len, why, sizeof(why));
+			if (ret != -EBADMSG || !why[0])
 				fail_msg("flip 0x%02x at %zu: ret %d", flips[f], pos, ret);
 			/* past the header, only the checksum can notice */
 			if (pos >= sizeof(struct mf_header) && !strstr(why, "checksum"))
@@ -1209,7 +1209,7 @@ static const struct tamper tampers[] = {
 static bool run_tamper(const struct tamper *t)
 {
 	uint8_t *b = malloc(base_len);
-	const char *why;
+	char why[WHY_MAX] = "";
 	struct mv v;
 	int ret;
 
@@ -1218,19 +1218,19 @@ static bool run_tamper(const struct tamper *t)
 	mv_init(&v, b, base_len);
 	t->fn(&v);
 	sha256_reseal(b, base_len);
-	ret = parse_copy(b, base_len, &why);
+	ret = parse_copy(b, base_len, why, sizeof(why));
 	free(b);
 	if (!t->why) {
 		if (ret == 0)
 			return true;
 		print_error("tamper %s: must be accepted, got %d (%s)\n", t->name, ret,
-			    why ? why : "NULL");
+			    why[0] ? why : "NULL");
 		return false;
 	}
-	if (ret == -EBADMSG && why && strstr(why, t->why))
+	if (ret == -EBADMSG && why[0] && strstr(why, t->why))
 		return true;
 	print_error("tamper %s: want -EBADMSG (\"%s\"), got %d (%s)\n", t->name, t->why, ret,
-		    why ? why : "NULL");
+		    why[0] ? why : "NULL");
 	return false;
 }
 
@@ -1256,7 +1256,7 @@ static void test_tampered_validation(void **state)
 static void test_string_at_section_end(void **state)
 {
 	uint8_t *b = malloc(base_len);
-	const char *why;
+	char why[WHY_MAX] = "";
 	struct mv v;
 	uint32_t k;
 
@@ -1272,7 +1272,7 @@ static void test_string_at_section_end(void **state)
 			break;
 	}
 	assert_true(k < 1000000);
-	assert_int_equal(parse_copy(b, base_len, &why), -EBADMSG);
+	assert_int_equal(parse_copy(b, base_len, why, sizeof(why)), -EBADMSG);
 	assert_non_null(strstr(why, "config"));
 	free(b);
 }
@@ -1280,19 +1280,19 @@ static void test_string_at_section_end(void **state)
 static void test_no_entries(void **state)
 {
 	struct manifest_writer *w = manifest_writer_new(4096);
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	uint8_t *buf;
 	size_t len;
 
 	(void)state;
 	assert_int_equal(manifest_writer_serialize(w, &buf, &len, NULL, 0), 0);
-	assert_int_equal(parse_copy(buf, len, &why), -EBADMSG);
+	assert_int_equal(parse_copy(buf, len, why, sizeof(why)), -EBADMSG);
 	assert_non_null(strstr(why, "root"));
 	free(buf);
 	/* and with only a config (no entries) */
 	assert_int_equal(manifest_writer_set_config(w, "{}", 2), 0);
 	assert_int_equal(manifest_writer_serialize(w, &buf, &len, NULL, 0), 0);
-	assert_int_equal(parse_copy(buf, len, &why), -EBADMSG);
+	assert_int_equal(parse_copy(buf, len, why, sizeof(why)), -EBADMSG);
 	assert_non_null(strstr(why, "root"));
 	free(buf);
 	manifest_writer_free(w);
@@ -1301,15 +1301,15 @@ static void test_no_entries(void **state)
 static void expect_missing_root(const struct mf_entry_in *ents, size_t n)
 {
 	struct manifest_writer *w = manifest_writer_new(4096);
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	uint8_t *buf;
 	size_t len;
 
 	for (size_t i = 0; i < n; i++)
 		add_ok(w, &ents[i]);
 	assert_int_equal(manifest_writer_serialize(w, &buf, &len, NULL, 0), 0);
-	assert_int_equal(parse_copy(buf, len, &why), -EBADMSG);
-	assert_non_null(why);
+	assert_int_equal(parse_copy(buf, len, why, sizeof(why)), -EBADMSG);
+	assert_true(why[0]);
 	assert_non_null(strstr(why, "root"));
 	free(buf);
 	manifest_writer_free(w);
@@ -1437,7 +1437,7 @@ static void test_reject_symlink_target_too_long(void **state)
 	struct manifest_writer *w = manifest_writer_new(4096);
 	struct mf_entry_in e = mk("/", MF_DIR, 0755);
 	char *target = malloc(4096);
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	uint8_t *buf;
 	size_t len;
 	int ret;
@@ -1451,7 +1451,7 @@ static void test_reject_symlink_target_too_long(void **state)
 	e.size = 4096;
 	add_ok(w, &e);
 	assert_int_equal(manifest_writer_serialize(w, &buf, &len, NULL, 0), 0);
-	ret = parse_copy(buf, len, &why);
+	ret = parse_copy(buf, len, why, sizeof(why));
 	free(buf);
 	free(target);
 	manifest_writer_free(w);
@@ -1486,7 +1486,7 @@ static void test_load_is_private(void **state)
 	char dir[PATH_MAX], path[PATH_MAX];
 	struct manifest_writer *w = manifest_writer_new(4096);
 	struct manifest *m = NULL;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	size_t big = 3u << 20, len;
 	char *config = malloc(big);
 	uint8_t *buf, *evil;
@@ -1510,7 +1510,7 @@ static void test_load_is_private(void **state)
 	tmpdir_make(dir);
 	path_fmt(path, "%s/big.manifest", dir);
 	write_file(path, buf, len);
-	assert_int_equal(manifest_load(path, &m, &why), 0);
+	assert_int_equal(manifest_load(path, &m, why, sizeof(why)), 0);
 
 	/* rewritten in place: every path out of range, and another checksum */
 	evil = malloc(len);
@@ -1542,7 +1542,7 @@ static void test_million_entries_load(void **state)
 	char dir[PATH_MAX], path[PATH_MAX], name[32];
 	struct manifest_writer *w = manifest_writer_new(4096);
 	struct manifest *m = NULL;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	uint32_t n = 0, n_dirs = 0, n_files = 0;
 	double t0, t1, t2, t3;
 	uint8_t *buf;
@@ -1592,7 +1592,7 @@ static void test_million_entries_load(void **state)
 	free(buf);
 	t2 = now_monotonic();
 
-	assert_int_equal(manifest_load(path, &m, &why), 0);
+	assert_int_equal(manifest_load(path, &m, why, sizeof(why)), 0);
 	t3 = now_monotonic();
 	print_message("1M-entry manifest (%u dirs, %u files, %.1f MiB): build %.2fs, "
 		      "serialize+write %.2fs, manifest_load %.3fs\n",

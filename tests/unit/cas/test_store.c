@@ -440,7 +440,7 @@ static void on_report(void *arg, const char *hex, const char *why, bool plain)
 	if (r->n < 8) {
 		snprintf(r->hex[r->n], sizeof(r->hex[0]), "%s", hex);
 		snprintf(r->why[r->n], sizeof(r->why[0]), "%s%s", plain ? "plain copy: " : "",
-			 why ? why : "(null)");
+			 why[0] ? why : "(null)");
 	}
 	r->n++;
 }
@@ -465,7 +465,7 @@ static void test_verify(void **state)
 	struct reports rep;
 	char p[PATH_MAX], q[PATH_MAX];
 	uint8_t wrong[SHA256_LEN];
-	const char *why;
+	char why[WHY_MAX] = "";
 
 	open_new(f);
 	for (int i = 0; i < N; i++) {
@@ -480,7 +480,7 @@ static void test_verify(void **state)
 	assert_int_equal(res.corrupt, 0);
 	assert_int_equal(rep.n, 0);
 	for (int i = 0; i < N; i++)
-		assert_int_equal(store_verify_one(f->s, c[i].digest, &why), 0);
+		assert_int_equal(store_verify_one(f->s, c[i].digest, why, sizeof(why)), 0);
 
 	/* one flipped byte in the (incompressible, so stored raw) content */
 	store_chunk_path(f->s, c[FLIP].digest, p, sizeof(p));
@@ -518,23 +518,23 @@ static void test_verify(void **state)
 	assert_non_null(strstr(reported(&rep, c[NOTZSTD].digest), "zstd"));
 	assert_non_null(reported(&rep, c[EMPTY].digest));
 
-	assert_int_equal(store_verify_one(f->s, c[GOOD].digest, &why), 0);
-	why = NULL;
-	assert_int_equal(store_verify_one(f->s, c[FLIP].digest, &why), -EBADMSG);
-	assert_non_null(why);
-	why = NULL;
-	assert_int_equal(store_verify_one(f->s, wrong, &why), -EBADMSG);
+	assert_int_equal(store_verify_one(f->s, c[GOOD].digest, why, sizeof(why)), 0);
+	why[0] = '\0';
+	assert_int_equal(store_verify_one(f->s, c[FLIP].digest, why, sizeof(why)), -EBADMSG);
+	assert_true(why[0]);
+	why[0] = '\0';
+	assert_int_equal(store_verify_one(f->s, wrong, why, sizeof(why)), -EBADMSG);
 	assert_non_null(strstr(why, "sha256"));
-	why = NULL;
-	assert_int_equal(store_verify_one(f->s, c[TRUNC].digest, &why), -EBADMSG);
-	assert_non_null(why);
-	why = NULL;
-	assert_int_equal(store_verify_one(f->s, c[NOTZSTD].digest, &why), -EBADMSG);
-	assert_non_null(why);
-	why = NULL;
-	assert_int_equal(store_verify_one(f->s, c[EMPTY].digest, &why), -EBADMSG);
-	assert_non_null(why);
-	assert_int_equal(store_verify_one(f->s, c[RENAMED].digest, &why), -ENOENT);
+	why[0] = '\0';
+	assert_int_equal(store_verify_one(f->s, c[TRUNC].digest, why, sizeof(why)), -EBADMSG);
+	assert_true(why[0]);
+	why[0] = '\0';
+	assert_int_equal(store_verify_one(f->s, c[NOTZSTD].digest, why, sizeof(why)), -EBADMSG);
+	assert_true(why[0]);
+	why[0] = '\0';
+	assert_int_equal(store_verify_one(f->s, c[EMPTY].digest, why, sizeof(why)), -EBADMSG);
+	assert_true(why[0]);
+	assert_int_equal(store_verify_one(f->s, c[RENAMED].digest, why, sizeof(why)), -ENOENT);
 	for (int i = 0; i < N; i++)
 		chunk_release(&c[i]);
 }
@@ -555,7 +555,7 @@ static void test_not_regular(void **state)
 	struct store_stats st;
 	struct reports rep;
 	char p[PATH_MAX], q[PATH_MAX], hex[SHA256_HEX_LEN + 1];
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	uint8_t *frame;
 	size_t len;
 	int fd;
@@ -582,8 +582,8 @@ static void test_not_regular(void **state)
 	free(frame);
 	for (int i = FIFO; i < N; i++) {
 		assert_int_equal(store_read(f->s, c[i].digest, &frame, &len), -EBADMSG);
-		why = NULL;
-		assert_int_equal(store_verify_one(f->s, c[i].digest, &why), -EBADMSG);
+		why[0] = '\0';
+		assert_int_equal(store_verify_one(f->s, c[i].digest, why, sizeof(why)), -EBADMSG);
 		assert_string_equal(why, "not a regular file");
 	}
 	memset(&rep, 0, sizeof(rep));
@@ -603,11 +603,11 @@ static void test_not_regular(void **state)
 	assert_int_equal(fs_mkdir_p(p, 0755), 0);
 	path_fmt(p, "%s/plain/%.2s/%s", f->store, hex, hex);
 	assert_int_equal(mkfifo(p, 0644), 0);
-	why = NULL;
-	assert_int_equal(plain_open(f->s, c[GOOD].digest, 1 << 20, &fd, &len, &why), -EBADMSG);
+	why[0] = '\0';
+	assert_int_equal(plain_open(f->s, c[GOOD].digest, 1 << 20, &fd, &len, why, sizeof(why)), -EBADMSG);
 	assert_string_equal(why, "not a regular file");
-	why = NULL;
-	assert_int_equal(plain_verify_file(p, c[GOOD].digest, &why), -EBADMSG);
+	why[0] = '\0';
+	assert_int_equal(plain_verify_file(p, c[GOOD].digest, why, sizeof(why)), -EBADMSG);
 	assert_string_equal(why, "not a regular file");
 	memset(&rep, 0, sizeof(rep));
 	assert_int_equal(store_verify(f->s, on_report, &rep, NULL, &res), 0);

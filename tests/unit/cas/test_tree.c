@@ -27,7 +27,7 @@ static struct manifest *to_manifest(struct tree *t, uint8_t **bytes, size_t *n_b
 {
 	struct manifest_writer *w = manifest_writer_new(4096);
 	struct manifest *m = NULL;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 	uint8_t *buf;
 	size_t len;
 	int ret;
@@ -45,9 +45,9 @@ static struct manifest *to_manifest(struct tree *t, uint8_t **bytes, size_t *n_b
 		memcpy(*bytes, buf, len);
 		*n_bytes = len;
 	}
-	ret = manifest_parse(buf, len, &m, &why);
+	ret = manifest_parse(buf, len, &m, why, sizeof(why));
 	if (ret)
-		fail_msg("parse: %d %s", ret, why ? why : "");
+		fail_msg("parse: %d %s", ret, why[0] ? why : "");
 	return m;
 }
 

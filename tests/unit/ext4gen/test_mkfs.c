@@ -16,7 +16,7 @@ static void test_mkfs_run(void **state)
 	uint8_t block[DISK_BLOCK];
 	struct mkfs_result r;
 	struct layout *l;
-	const char *why = NULL;
+	char why[WHY_MAX] = "";
 
 	(void)state;
 	tmpdir_make(dir);
@@ -25,7 +25,7 @@ static void test_mkfs_run(void **state)
 	assert_true(r.inodes >= 6);
 	assert_true(r.meta_blocks > 0 && r.data_runs >= 1);
 	path_fmt(lay, "%s/img.layout", dir);
-	assert_int_equal(layout_open(lay, &l, &why), 0);
+	assert_int_equal(layout_open(lay, &l, why, sizeof(why)), 0);
 	assert_int_equal(l->hdr.block_count, r.blocks);
 	assert_memory_equal(l->digest, r.digest, SHA256_LEN);
 	assert_memory_equal(l->hdr.fs_uuid, r.uuid, 16);

@@ -8,7 +8,7 @@ static void test_refs_bad_files(void **state)
 	char layout[PATH_MAX], manifest[PATH_MAX], junk[PATH_MAX], missing[PATH_MAX];
 	char shortf[PATH_MAX], corrupt[PATH_MAX];
 	struct blob b[GC_N];
-	const char *why;
+	char why[WHY_MAX] = "";
 	uint64_t chunks;
 
 	gc_store(f, b, layout, manifest);
@@ -30,18 +30,18 @@ static void test_refs_bad_files(void **state)
 	{
 		struct chunk_refs r = { 0 };
 
-		assert_int_equal(chunk_refs_add_file(&r, layout, &why), 0);
+		assert_int_equal(chunk_refs_add_file(&r, layout, why, sizeof(why)), 0);
 		assert_int_equal(r.n, 3);
-		assert_int_equal(chunk_refs_add_file(&r, junk, &why), -EBADMSG);
-		assert_non_null(why);
+		assert_int_equal(chunk_refs_add_file(&r, junk, why, sizeof(why)), -EBADMSG);
+		assert_true(why[0]);
 		assert_non_null(strstr(why, "not a lazyblk layout or manifest"));
-		assert_int_equal(chunk_refs_add_file(&r, shortf, &why), -EBADMSG);
+		assert_int_equal(chunk_refs_add_file(&r, shortf, why, sizeof(why)), -EBADMSG);
 		assert_non_null(strstr(why, "too short"));
-		assert_int_equal(chunk_refs_add_file(&r, missing, &why), -ENOENT);
-		assert_null(why);
-		assert_int_equal(chunk_refs_add_file(&r, corrupt, &why), -EBADMSG);
-		assert_non_null(why);
-		assert_true(chunk_refs_add_file(&r, f->dir, &why) < 0);
+		assert_int_equal(chunk_refs_add_file(&r, missing, why, sizeof(why)), -ENOENT);
+		assert_string_equal(why, "");
+		assert_int_equal(chunk_refs_add_file(&r, corrupt, why, sizeof(why)), -EBADMSG);
+		assert_true(why[0]);
+		assert_true(chunk_refs_add_file(&r, f->dir, why, sizeof(why)) < 0);
 		assert_int_equal(r.n, 3);
 		chunk_refs_free(&r);
 	}
