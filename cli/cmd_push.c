@@ -136,9 +136,7 @@ static int push_run(struct cas_push_opts *o, char **images, int n_images, bool j
 	log_progress_done();
 	chunk_refs_free(&refs);
 	if (ret) {
-		if (why[0])
-			log_error("%s", why);
-		/* else the remote said why */
+		log_error("%s", why[0] ? why : strerror(-ret));
 		return ret == -ECANCELED ? CLI_EXIT_INTERRUPTED : 1;
 	}
 	if (json)
@@ -266,8 +264,7 @@ static int push_image(struct cas_push_opts *po, const char *path, const char *ma
 	ret = image_push(&o, &st, why, sizeof(why));
 	log_progress_done();
 	if (ret) {
-		if (why[0])
-			log_error("%s", why);
+		log_error("%s", why[0] ? why : strerror(-ret));
 		ret = ret == -ECANCELED ? CLI_EXIT_INTERRUPTED : 1;
 		goto out;
 	}
@@ -336,7 +333,7 @@ int cmd_push(int argc, char **argv)
 	o.remote.timeout_ms = rem.timeout_ms;
 	o.remote.retries = rem.retries;
 	o.notes = CLI_NOTES;
-	log_first_error_only(true); /* uploader threads may fail at once: say it once */
+	log_first_error_only(true); /* one line, the first, whatever fails */
 	if (push_is_image(rem.url, argv + optind, argc - optind)) {
 		if (argc - optind != 1)
 			return cli_usage_error("publishing an image takes exactly one IMAGE.layout");

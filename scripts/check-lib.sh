@@ -178,8 +178,8 @@ LOG_OK=(
 	common/sock.c common/dl.c     # a server's listen socket, libcurl on the HTTP loop's thread
 	blkd/transport/*.c            # connection threads (NBD, vhost-user, the control socket)
 	blkd/engine/reader.c          # the shared chunk layers: said once, where it happens
-	cas/source.c cas/tier/*.c cas/cache.c cas/remote/remote.c cas/remote/remote_obj.c
-	cas/remote/remote_oci.c cas/remote/remote_req.c cas/remote/image_push.c
+	cas/source.c cas/tier/*.c cas/cache.c cas/remote/remote.c
+	cas/remote/remote_oci.c       # its chunk fetches (locate, check), for servers and prefetch
 	vmm-glue/cpu.c vmm-glue/vm_control.c # vCPU threads, the VM's control socket
 )
 in_list() {

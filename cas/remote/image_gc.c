@@ -253,7 +253,8 @@ static int rewrite(struct gc_ctx *x, struct image_gc_result *res)
 
 	ret = sha256_buf(empty, 2, ed);
 	if (!ret)
-		ret = remote_blob_put(x->r, ed, empty, 2, "the empty config blob");
+		ret = remote_blob_put(x->r, ed, empty, 2, "the empty config blob", x->why,
+				      x->why_len);
 	if (ret < 0)
 		return ret;
 	ret = oci_index_build(&x->keep, &docs, &nd);
@@ -266,7 +267,8 @@ static int rewrite(struct gc_ctx *x, struct image_gc_result *res)
 		snprintf(rel, sizeof(rel), "v2/%s/manifests/%s%s", x->repo, last ? "" : "sha256:",
 			 last ? x->tag : hex);
 		ret = remote_obj_put(x->r, rel, docs[i].json, docs[i].len, docs[i].media_type,
-				     last ? "the chunk index" : "a manifest of the chunk index");
+				     last ? "the chunk index" : "a manifest of the chunk index", x->why,
+				     x->why_len);
 	}
 	/* the old index document first (it references the old manifests), then those */
 	for (size_t i = 0; !ret && i <= x->n_old_mans; i++) {
@@ -286,7 +288,7 @@ static int rewrite(struct gc_ctx *x, struct image_gc_result *res)
 		sha256_to_hex(d, hex);
 		snprintf(rel, sizeof(rel), "v2/%s/manifests/sha256:%s", x->repo, hex);
 		ret = remote_obj_delete(x->r, rel, i ? "an old manifest of the chunk index"
-						    : "the old chunk index");
+						    : "the old chunk index", x->why, x->why_len);
 		if (!ret)
 			res->manifests_deleted++;
 	}

@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "../../common/fsutil.h"
-#include "../../common/log.h"
 #include "../../common/why.h"
 #include "../oci_json.h"
 #include "remote_int.h"
@@ -61,7 +60,7 @@ static int ipush_read(struct ipush *x, char *why, size_t why_len)
 }
 
 /* Each file as a blob of the repository, then the documents, the index last (the tag). */
-static int publish_oci(struct ipush *x, struct remote *r)
+static int publish_oci(struct ipush *x, struct remote *r, char *why, size_t why_len)
 {
 	static const char empty[] = OCI_EMPTY_JSON;
 	const char *ref = remote_oci_tag(r), *repo = remote_oci_repo(r);
@@ -77,7 +76,7 @@ static int publish_oci(struct ipush *x, struct remote *r)
 		if (i == x->d.n_layouts && !x->d.has_manifest)
 			break;
 		ret = remote_blob_put(r, f->sha, x->data[i], f->size,
-				      i < x->d.n_layouts ? "a layout" : "the manifest");
+				      i < x->d.n_layouts ? "a layout" : "the manifest", why, why_len);
 		if (ret < 0)
 			return ret;
 		if (ret && i < x->d.n_layouts)
@@ -87,7 +86,7 @@ static int publish_oci(struct ipush *x, struct remote *r)
 	}
 	ret = sha256_buf(empty, 2, ed);
 	if (!ret)
-		ret = remote_blob_put(r, ed, empty, 2, "the empty config blob");
+		ret = remote_blob_put(r, ed, empty, 2, "the empty config blob", why, why_len);
 	if (ret < 0)
 		return ret;
 	ret = remote_oci_pushed(r, &refs);
@@ -106,7 +105,7 @@ static int publish_oci(struct ipush *x, struct remote *r)
 			snprintf(rel, sizeof(rel), "v2/%s/manifests/sha256:%s", repo, hex);
 		ret = remote_obj_put(r, rel, docs[i].json, docs[i].len, docs[i].media_type,
 				     last ? "the image index" : i ? "a chunk manifest"
-							   : "the image manifest");
+							   : "the image manifest", why, why_len);
 		if (last && !ret)
 			memcpy(x->st->digest, docs[i].digest, SHA256_LEN);
 	}
@@ -118,39 +117,30 @@ static int publish_oci(struct ipush *x, struct remote *r)
  * images/index.json with NAME added (a missing one is empty), and every name the server
  * lists under images/: what another push wrote back from an older copy is put right.
  */
-static int publish_names(struct ipush *x, struct remote *r)
+static int publish_names(struct ipush *x, struct remote *r, char *why, size_t why_len)
 {
-	char **names = NULL, ebuf[1024], *json = NULL;
+	char **names = NULL, *json = NULL;
 	size_t n = 0, len;
 	int ret;
 
-	ret = image_names_http(r, x->ref.name, &names, &n, NULL, ebuf, sizeof(ebuf));
-	if (ret) {
-		log_error("%s", ret == -ENOMEM ? "out of memory" : ebuf);
+	ret = image_names_http(r, x->ref.name, &names, &n, NULL, why, why_len);
+	if (ret == -ENOMEM)
+		return why_set(why, why_len, ret, "out of memory");
+	if (ret)
 		return ret;
-	}
 	ret = image_names_build(names, n, &json, &len);
 	if (!ret)
 		ret = remote_obj_put(r, "images/index.json", json, len, "application/json",
-				     "the list of images");
+				     "the list of images", why, why_len);
 	free(json);
 	image_names_free(names, n);
 	return ret;
 }
 
-/* Before each write: the push's lease still held (a layout upload may take long), else said. */
-static int ipush_held(struct ipush *x, struct lease *lease)
+static int publish_http(struct ipush *x, struct remote *r, struct lease *lease, char *why,
+			size_t why_len)
 {
-	char lw[1024];
-	int ret = cas_push_held(lease, x->o->push.remote.url, lw, sizeof(lw));
-
-	if (ret)
-		log_error("%s", lw);
-	return ret;
-}
-
-static int publish_http(struct ipush *x, struct remote *r, struct lease *lease)
-{
+	const char *url = x->o->push.remote.url;
 	char rel[PATH_MAX], hex[SHA256_HEX_LEN + 1], *json = NULL;
 	size_t len;
 	int ret = 0;
@@ -161,35 +151,39 @@ static int publish_http(struct ipush *x, struct remote *r, struct lease *lease)
 
 		if (!layout && !x->d.has_manifest)
 			break;
-		ret = ipush_held(x, lease);
+		/* the push's lease still held (a layout upload may take long) */
+		ret = cas_push_held(lease, url, why, why_len);
 		if (ret)
 			break;
 		sha256_to_hex(f->digest, hex);
 		snprintf(rel, sizeof(rel), layout ? "layouts/%s.layout" : "manifests/%s.manifest",
 			 hex);
 		ret = remote_obj_put(r, rel, x->data[i], f->size, "application/octet-stream",
-				     layout ? "a layout" : "the manifest");
+				     layout ? "a layout" : "the manifest", why, why_len);
 		if (!ret)
 			*(layout ? &x->st->layout_bytes : &x->st->manifest_bytes) += f->size;
 	}
 	if (!ret)
 		ret = image_json_build(&x->d, x->o->created, &json, &len);
-	if (!ret)
-		ret = ipush_held(x, lease); /* the name: only while no gc can have taken a chunk */
+	if (!ret) /* the name: only while no gc can have taken a chunk */
+		ret = cas_push_held(lease, url, why, why_len);
 	if (!ret) {
 		snprintf(rel, sizeof(rel), "images/%s/image.json", x->ref.name);
-		ret = remote_obj_put(r, rel, json, len, "application/json", "image.json");
+		ret = remote_obj_put(r, rel, json, len, "application/json", "image.json", why,
+				     why_len);
 		sha256_buf(json, len, x->st->digest);
 	}
 	free(json);
-	return ret ? ret : publish_names(x, r);
+	return ret ? ret : publish_names(x, r, why, why_len);
 }
 
-static int ipush_publish(void *arg, struct remote *r, struct lease *lease)
+static int ipush_publish(void *arg, struct remote *r, struct lease *lease, char *why,
+			 size_t why_len)
 {
 	struct ipush *x = arg;
 
-	return x->ref.oci ? publish_oci(x, r) : publish_http(x, r, lease);
+	return x->ref.oci ? publish_oci(x, r, why, why_len)
+			  : publish_http(x, r, lease, why, why_len);
 }
 
 int image_push(const struct image_push_opts *o, struct image_push_stats *st, char *why,

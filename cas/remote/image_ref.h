@@ -80,8 +80,8 @@ struct image_push_stats {
 
 /*
  * Push the chunks (cas_push), then the layout files, the manifest and the documents; the
- * name is replaced, never merged. 0, or -errno with one line in why (may be empty: the
- * remote said why). Prints nothing of its own.
+ * name is replaced, never merged. 0, or -errno with one line in why (as cas_push's: the
+ * first failure's; empty only for a plain errno). Prints nothing.
  */
 int image_push(const struct image_push_opts *o, struct image_push_stats *st, char *why,
 	       size_t why_len);

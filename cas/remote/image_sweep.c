@@ -99,7 +99,7 @@ static int sweep_one(void *arg, const struct remote_dirent *e)
 	if (!x->o->dry_run && (ret = sweep_held(x)))
 		return ret;
 	if (!x->o->dry_run)
-		ret = remote_obj_delete(x->r, rel, "gc");
+		ret = remote_obj_delete(x->r, rel, "gc", x->why, x->why_len);
 	if (!ret) {
 		x->res->deleted++;
 		x->res->deleted_bytes += size;

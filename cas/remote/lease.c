@@ -236,7 +236,7 @@ int lease_take(const struct remote_opts *o, enum lease_kind kind, struct lease *
 		snprintf(why, why_len, "cannot start the lease's writer: %s", strerror(-ret));
 	if (ret) {
 		if (l->sent_ms)
-			remote_obj_delete(l->r, l->rel, "the lease of this command on the store");
+			remote_obj_delete(l->r, l->rel, "", NULL, 0); /* left to expire */
 		goto fail;
 	}
 	l->writer_started = true;
@@ -276,7 +276,7 @@ void lease_drop(struct lease *l)
 		pthread_mutex_unlock(&l->lock);
 		pthread_join(l->writer, NULL); /* after a write under way: none lands later */
 	}
-	remote_obj_delete(l->r, l->rel, "the lease of this command on the store");
+	remote_obj_delete(l->r, l->rel, "", NULL, 0); /* a failure: left to expire */
 	lease_free(l);
 }
 
@@ -346,7 +346,7 @@ int lease_others(struct lease *l, enum lease_kind kind, bool reap, struct lease_
 		snprintf(why, why_len, "out of memory");
 	for (size_t i = 0; !ret && i < s.n_dead; i++) {
 		snprintf(rel, sizeof(rel), "leases/%s", s.dead[i]);
-		if (!remote_obj_delete(l->r, rel, "an expired lease"))
+		if (!remote_obj_delete(l->r, rel, "", NULL, 0)) /* else: tried again next time */
 			seen->reaped++;
 	}
 	free(s.dead);

@@ -40,7 +40,10 @@ struct push_ctx {
 	size_t why_len;
 };
 
-/* Keep the first failure and its reason (fmt NULL: the remote said why). */
+/*
+ * Keep the first failure and its reason (fmt NULL: none, strerror is printed): the workers
+ * fail at once, the first one to get here is said.
+ */
 static void push_fail(struct push_ctx *x, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 static void push_fail(struct push_ctx *x, int err, const char *fmt, ...)
@@ -148,15 +151,17 @@ static int push_one(struct push_ctx *x, struct push_scratch *w, const uint8_t d[
 			  why[0] ? why : strerror(-ret));
 		return ret;
 	}
-	ret = remote_put(x->r, d, frame, len);
+	ret = remote_put(x->r, d, frame, len, why, sizeof(why));
 	free(frame);
 	if (ret == 1) {
 		__atomic_add_fetch(&x->uploaded, 1, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&x->bytes, len, __ATOMIC_RELAXED);
 	} else if (ret == 0) {
 		__atomic_add_fetch(&x->present, 1, __ATOMIC_RELAXED);
+	} else if (why[0]) {
+		push_fail(x, ret, "%s", why);
 	} else {
-		push_fail(x, ret, NULL); /* remote_put said why */
+		push_fail(x, ret, NULL);
 	}
 	return ret < 0 ? ret : 0;
 }
@@ -341,12 +346,15 @@ int cas_push(const struct cas_push_opts *o, struct cas_push_stats *st, char *why
 	if (!ret && (ret = cas_push_held(x.lease, o->remote.url, lw, sizeof(lw))))
 		push_fail(&x, ret, "%s", lw);
 	if (!ret) {
-		ret = o->publish ? o->publish(o->publish_arg, x.r, x.lease)
-				 : remote_publish(x.r);
-		if (ret == -ENOMEM)
+		lw[0] = '\0';
+		ret = o->publish ? o->publish(o->publish_arg, x.r, x.lease, lw, sizeof(lw))
+				 : remote_publish(x.r, lw, sizeof(lw));
+		if (ret && lw[0])
+			push_fail(&x, ret, "%s", lw);
+		else if (ret == -ENOMEM)
 			push_fail(&x, ret, "%s: publishing: out of memory", o->remote.url);
 		else if (ret)
-			push_fail(&x, ret, NULL); /* it said why */
+			push_fail(&x, ret, NULL);
 	}
 	if (!ret) {
 		st->chunks = x.total;

@@ -43,9 +43,10 @@ struct cas_push_opts {
 	 * the open remote, instead of remote_publish (lazyblk push by tag publishes an image:
 	 * image_ref.h), and the push's lease on an http(s) store (NULL: none), held so far:
 	 * before each write that names what a gc could delete, it checks lease_check. 0, or
-	 * -errno having said why through the logger.
+	 * -errno with one line in why (why_len bytes; left empty: strerror is said).
 	 */
-	int (*publish)(void *arg, struct remote *r, struct lease *lease);
+	int (*publish)(void *arg, struct remote *r, struct lease *lease, char *why,
+		       size_t why_len);
 	void *publish_arg;
 	/* Where a notice goes ("waiting for a gc of the store to finish"); may be empty. */
 	struct note_sink notes;
@@ -60,9 +61,10 @@ struct cas_push_stats {
 
 /*
  * 0, or -errno with one line in why (why_len bytes, may be 0), e.g. "chunk <hex> is corrupt
- * in the store (...): not pushed". It stops at the first failure. why is empty when the
- * remote has said why already through the logger (a request that failed after its retries,
- * a publish refused). Prints nothing.
+ * in the store (...): not pushed", "chunk <hex>: PUT URL: HTTP 500" (a request that failed
+ * after its retries). It stops at the first failure; the uploading threads fail at once,
+ * and the first failure's reason is the one kept. why is empty only for a plain errno.
+ * Prints nothing.
  */
 int cas_push(const struct cas_push_opts *o, struct cas_push_stats *st, char *why,
 	     size_t why_len);

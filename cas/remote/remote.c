@@ -225,14 +225,15 @@ int remote_probe(struct remote *r, const uint8_t d[SHA256_LEN], char *why, size_
 	return ret;
 }
 
-int remote_put(struct remote *r, const uint8_t d[SHA256_LEN], const void *frame, size_t len)
+int remote_put(struct remote *r, const uint8_t d[SHA256_LEN], const void *frame, size_t len,
+	       char *why, size_t why_len)
 {
 	char hex[SHA256_HEX_LEN + 1], what[80];
 	int ret;
 
 	sha256_to_hex(d, hex);
 	snprintf(what, sizeof(what), "chunk %s", hex);
-	ret = r->ops->put(r, d, frame, len, what);
+	ret = r->ops->put(r, d, frame, len, what, why, why_len);
 	if (ret == 1) {
 		REMOTE_STAT_ADD(r, uploads, 1);
 		REMOTE_STAT_ADD(r, uploaded_bytes, len);
@@ -247,9 +248,9 @@ int remote_publish_check(struct remote *r, char *why, size_t why_len)
 	return r->ops->publish_check ? r->ops->publish_check(r, why, why_len) : 0;
 }
 
-int remote_publish(struct remote *r)
+int remote_publish(struct remote *r, char *why, size_t why_len)
 {
-	return r->ops->publish ? r->ops->publish(r) : 0;
+	return r->ops->publish ? r->ops->publish(r, why, why_len) : 0;
 }
 
 /* ------------------------------------------------------------------ stats */

@@ -97,10 +97,11 @@ int remote_probe(struct remote *r, const uint8_t d[SHA256_LEN], char *why, size_
 
 /*
  * Upload chunk d's frame unless the remote has it already. Blocking, thread-safe.
- * 1 uploaded, 0 already there, -errno with one log_error line.
- * For oci the chunk is recorded for remote_publish().
+ * 1 uploaded, 0 already there, -errno with one line in why (why_len bytes) naming the
+ * chunk. Prints nothing. For oci the chunk is recorded for remote_publish().
  */
-int remote_put(struct remote *r, const uint8_t d[SHA256_LEN], const void *frame, size_t len);
+int remote_put(struct remote *r, const uint8_t d[SHA256_LEN], const void *frame, size_t len,
+	       char *why, size_t why_len);
 /*
  * Whether remote_publish() may write: oci: the tag holds nothing or a lazyblk chunk index
  * (never an image, nor anything else, which a chunk index would replace); http: yes. Call
@@ -109,9 +110,10 @@ int remote_put(struct remote *r, const uint8_t d[SHA256_LEN], const void *frame,
 int remote_publish_check(struct remote *r, char *why, size_t why_len);
 /*
  * oci: publish the index (the tag's entries, read again now, plus every remote_put); -EEXIST
- * (logged) when the tag has meanwhile become an image or anything else. http: no-op.
+ * when the tag has meanwhile become an image or anything else; each failure with one line
+ * in why (why_len bytes; prints nothing). http: no-op.
  */
-int remote_publish(struct remote *r);
+int remote_publish(struct remote *r, char *why, size_t why_len);
 
 void remote_get_stats(struct remote *r, struct remote_stats *st);
 
@@ -176,13 +178,18 @@ struct remote_dirent {
 int remote_list(struct remote *r, const char *rel,
 		int (*fn)(void *arg, const struct remote_dirent *e), void *arg, int64_t *now,
 		char *why, size_t why_len);
-/* PUT body to rel (any 2xx). 0, or -errno with one log_error line. */
+/*
+ * The writes: each failure comes with one line in why (why_len bytes) that begins with what.
+ * They print nothing.
+ * PUT body to rel (any 2xx). 0, or -errno.
+ */
 int remote_obj_put(struct remote *r, const char *rel, const void *body, size_t len,
-		   const char *ctype, const char *what);
-/* DELETE rel: 0 (2xx or 404), or -errno with one log_error line. */
-int remote_obj_delete(struct remote *r, const char *rel, const char *what);
-/* oci: upload a blob of the repository unless it is there. 1 uploaded, 0 there, -errno (logged). */
+		   const char *ctype, const char *what, char *why, size_t why_len);
+/* DELETE rel: 0 (2xx or 404), or -errno. */
+int remote_obj_delete(struct remote *r, const char *rel, const char *what, char *why,
+		      size_t why_len);
+/* oci: upload a blob of the repository unless it is there. 1 uploaded, 0 there, -errno. */
 int remote_blob_put(struct remote *r, const uint8_t digest[SHA256_LEN], const void *data,
-		    size_t len, const char *what);
+		    size_t len, const char *what, char *why, size_t why_len);
 
 #endif

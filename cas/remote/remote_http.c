@@ -51,7 +51,7 @@ static int http_locate(struct remote *r, const uint8_t d[SHA256_LEN], const char
 }
 
 static int http_put(struct remote *r, const uint8_t d[SHA256_LEN], const void *frame,
-		    size_t len, const char *what)
+		    size_t len, const char *what, char *why, size_t why_len)
 {
 	char hex[SHA256_HEX_LEN + 1], *url = NULL;
 	int ret;
@@ -59,9 +59,9 @@ static int http_put(struct remote *r, const uint8_t d[SHA256_LEN], const void *f
 	sha256_to_hex(d, hex);
 	if (asprintf(&url, "%schunks/%.2s/%s", r->base, hex, hex) < 0)
 		return -ENOMEM;
-	ret = remote_head(r, url, what);
+	ret = remote_head(r, url, what, why, why_len);
 	if (ret == 0) {
-		ret = remote_send(r, "PUT", url, frame, len, NULL, 0, 0, what, NULL);
+		ret = remote_send(r, "PUT", url, frame, len, NULL, 0, 0, what, NULL, why, why_len);
 		if (!ret)
 			ret = 1;
 	} else if (ret == 1) {

@@ -54,16 +54,16 @@ struct remote_ops {
 	/* Whether the fetched frame is what loc promised (NULL: no check). 0, or -EBADMSG. */
 	int (*check)(struct remote *r, const struct remote_loc *loc, const uint8_t *frame,
 		     size_t len, const char *hex);
-	/* Upload d's frame unless present: 1 uploaded, 0 present, -errno (logged). */
+	/* Upload d's frame unless present: 1 uploaded, 0 present, -errno with why. */
 	int (*put)(struct remote *r, const uint8_t d[SHA256_LEN], const void *frame, size_t len,
-		   const char *what);
+		   const char *what, char *why, size_t why_len);
 	/*
 	 * Whether publish() may write what it publishes, before anything is uploaded (NULL:
 	 * yes). 0, or -EEXIST with one line in why.
 	 */
 	int (*publish_check)(struct remote *r, char *why, size_t why_len);
-	/* Publish what put() uploaded (NULL: nothing to publish). */
-	int (*publish)(struct remote *r);
+	/* Publish what put() uploaded (NULL: nothing to publish). 0, or -errno with why. */
+	int (*publish)(struct remote *r, char *why, size_t why_len);
 	/* Free the backend's state (NULL: none). Also after a failed parse(). */
 	void (*free)(struct remote *r);
 };
@@ -116,17 +116,18 @@ char *remote_obj_url(const struct remote *r, const char *rel);
 int remote_obj_fetch(struct remote *r, struct http_req *rq, const char *url, size_t max,
 		     char *why, size_t why_len);
 /*
- * PUT/POST body to url; 0 if the status is ok1 or ok2 (0: any 2xx), else -EIO, logged.
- * location: the response's Location (malloc'ed), when not NULL.
+ * PUT/POST body to url; 0 if the status is ok1 or ok2 (0: any 2xx), else -EIO; -EACCES,
+ * -ENOMEM: each failure with one line in why (why_len bytes) that begins with what. Prints
+ * nothing. location: the response's Location (malloc'ed), when not NULL.
  */
 int remote_send(struct remote *r, const char *method, const char *url, const void *body,
 		size_t len, const char *ctype, long ok1, long ok2, const char *what,
-		char **location);
-/* HEAD url: 1 present, 0 absent, -errno (logged). */
-int remote_head(struct remote *r, const char *url, const char *what);
-/* remote_oci.c: upload a blob of the repository unless present. 1/0/-errno (logged). */
+		char **location, char *why, size_t why_len);
+/* HEAD url: 1 present, 0 absent, -errno with one line in why (as remote_send). */
+int remote_head(struct remote *r, const char *url, const char *what, char *why, size_t why_len);
+/* remote_oci.c: upload a blob of the repository unless present. 1/0/-errno with why. */
 int remote_oci_blob_put(struct remote *r, const uint8_t digest[SHA256_LEN], const void *data,
-			size_t len, const char *what);
+			size_t len, const char *what, char *why, size_t why_len);
 /* remote_oci.c: the tag (or sha256:<hex>) of an oci remote's URL. */
 const char *remote_oci_tag(const struct remote *r);
 /* The chunk -> blob refs remote_put uploaded or found, sorted (a copy). -ENOMEM. */

@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "../../common/dl_curl.h"
-#include "../../common/log.h"
 #include "../../common/why.h"
 #include "../oci_json.h"
 
@@ -197,19 +196,20 @@ int remote_obj_tags(struct remote *r, const char *repo,
 }
 
 int remote_obj_put(struct remote *r, const char *rel, const void *body, size_t len,
-		   const char *ctype, const char *what)
+		   const char *ctype, const char *what, char *why, size_t why_len)
 {
 	char *url = remote_obj_url(r, rel);
 	int ret;
 
 	if (!url)
 		return -ENOMEM;
-	ret = remote_send(r, "PUT", url, body, len, ctype, 0, 0, what, NULL);
+	ret = remote_send(r, "PUT", url, body, len, ctype, 0, 0, what, NULL, why, why_len);
 	free(url);
 	return ret;
 }
 
-int remote_obj_delete(struct remote *r, const char *rel, const char *what)
+int remote_obj_delete(struct remote *r, const char *rel, const char *what, char *why,
+		      size_t why_len)
 {
 	struct http_req rq = { 0 };
 	char aw[WHY_MAX] = "";
@@ -222,23 +222,21 @@ int remote_obj_delete(struct remote *r, const char *rel, const char *what)
 	rq.url = url;
 	rq.max_body = 1u << 20;
 	ret = remote_do(r, &rq, r->retries, aw, sizeof(aw));
-	if (ret == -EACCES) {
-		log_error("%s: %s", what, aw);
-	} else if (ret == -EIO || (!ret && rq.status != 404 &&
-				   (rq.status < 200 || rq.status > 299))) {
-		log_error("%s: DELETE %s: %s", what, url,
-			  ret ? (rq.err[0] ? rq.err : "no answer") : "refused");
-		ret = -EIO;
-	}
+	if (ret == -EACCES)
+		why_set(why, why_len, ret, "%s: %s", what, aw);
+	else if (ret == -EIO || (!ret && rq.status != 404 &&
+				 (rq.status < 200 || rq.status > 299)))
+		ret = why_set(why, why_len, -EIO, "%s: DELETE %s: %s", what, url,
+			      ret ? (rq.err[0] ? rq.err : "no answer") : "refused");
 	http_req_clear(&rq);
 	free(url);
 	return ret;
 }
 
 int remote_blob_put(struct remote *r, const uint8_t digest[SHA256_LEN], const void *data,
-		    size_t len, const char *what)
+		    size_t len, const char *what, char *why, size_t why_len)
 {
 	if (!remote_is_oci(r))
 		return -EINVAL;
-	return remote_oci_blob_put(r, digest, data, len, what);
+	return remote_oci_blob_put(r, digest, data, len, what, why, why_len);
 }

@@ -518,28 +518,26 @@ static int oci_check(struct remote *r, const struct remote_loc *loc, const uint8
 
 /* Upload one blob (monolithic: POST then PUT with the digest) unless present. 1/0/-errno. */
 int remote_oci_blob_put(struct remote *r, const uint8_t digest[SHA256_LEN], const void *data,
-			size_t len, const char *what)
+			size_t len, const char *what, char *why, size_t why_len)
 {
 	struct remote_oci *o = r->be;
 	char hex[SHA256_HEX_LEN + 1], *url = NULL, *loc = NULL, *put = NULL;
 	char q[16 + SHA256_HEX_LEN], pb[160];
-	char why[WHY_MAX] = "";
+	char uw[WHY_MAX] = "";
 	int ret;
 
 	sha256_to_hex(digest, hex);
 	if (asprintf(&url, "%s/v2/%s/blobs/sha256:%s", r->base, o->repo, hex) < 0)
 		return -ENOMEM;
-	ret = remote_head(r, url, what);
+	ret = remote_head(r, url, what, why, why_len);
 	free(url);
 	if (ret)
 		return ret < 0 ? ret : 0;
 	if (asprintf(&url, "%s/v2/%s/blobs/uploads/", r->base, o->repo) < 0)
 		return -ENOMEM;
-	ret = remote_send(r, "POST", url, NULL, 0, NULL, 202, 202, what, &loc);
-	if (!ret && (!loc || !*loc)) {
-		log_error("%s: the registry gave no upload location", what);
-		ret = -EIO;
-	}
+	ret = remote_send(r, "POST", url, NULL, 0, NULL, 202, 202, what, &loc, why, why_len);
+	if (!ret && (!loc || !*loc))
+		ret = why_set(why, why_len, -EIO, "%s: the registry gave no upload location", what);
 	if (ret) {
 		free(url);
 		free(loc);
@@ -550,12 +548,12 @@ int remote_oci_blob_put(struct remote *r, const uint8_t digest[SHA256_LEN], cons
 	 * credentials) goes to the registry's own scheme, host and port only.
 	 */
 	snprintf(q, sizeof(q), "digest=sha256:%s", hex);
-	ret = http_url_resolve(url, loc, q, &put, why, sizeof(why));
+	ret = http_url_resolve(url, loc, q, &put, uw, sizeof(uw));
 	free(url);
 	if (ret == -EINVAL || (!ret && !http_same_origin(put, r->base))) {
-		log_error("%s: the registry's upload location %s: %s", what,
-			  esc_str(loc, pb, sizeof(pb)),
-			  ret ? why : "on another host than the registry (not followed)");
+		why_set(why, why_len, -EIO, "%s: the registry's upload location %s: %s", what,
+			esc_str(loc, pb, sizeof(pb)),
+			ret ? uw : "on another host than the registry (not followed)");
 		free(loc);
 		free(put);
 		return -EIO;
@@ -563,13 +561,13 @@ int remote_oci_blob_put(struct remote *r, const uint8_t digest[SHA256_LEN], cons
 	free(loc);
 	if (ret)
 		return ret;
-	ret = remote_send(r, "PUT", put, data, len, NULL, 201, 201, what, NULL);
+	ret = remote_send(r, "PUT", put, data, len, NULL, 201, 201, what, NULL, why, why_len);
 	free(put);
 	return ret ? ret : 1;
 }
 
 static int oci_put(struct remote *r, const uint8_t d[SHA256_LEN], const void *frame,
-		   size_t len, const char *what)
+		   size_t len, const char *what, char *why, size_t why_len)
 {
 	struct remote_oci *o = r->be;
 	struct oci_chunk_ref ref = { .size = len };
@@ -579,7 +577,7 @@ static int oci_put(struct remote *r, const uint8_t d[SHA256_LEN], const void *fr
 	ret = sha256_buf(frame, len, ref.blob);
 	if (ret)
 		return ret;
-	ret = remote_oci_blob_put(r, ref.blob, frame, len, what);
+	ret = remote_oci_blob_put(r, ref.blob, frame, len, what, why, why_len);
 	if (ret >= 0) {
 		pthread_mutex_lock(&r->lock);
 		a = oci_refs_add(&o->pushed, &ref);
@@ -618,7 +616,7 @@ static int oci_publish_check(struct remote *r, char *why, size_t why_len)
 	return -EEXIST;
 }
 
-static int oci_publish(struct remote *r)
+static int oci_publish(struct remote *r, char *why, size_t why_len)
 {
 	struct remote_oci *o = r->be;
 	static const char empty[] = OCI_EMPTY_JSON;
@@ -636,16 +634,13 @@ static int oci_publish(struct remote *r)
 	 * has become an image (or anything else) is not replaced.
 	 */
 	ret = index_load(r, lw, sizeof(lw));
-	if (ret) {
-		log_error("%s: reading the chunk index again: %s", r->url,
-			  lw[0] ? lw : strerror(-ret));
-		return ret;
-	}
+	if (ret)
+		return why_set(why, why_len, ret, "%s: reading the chunk index again: %s", r->url,
+			       lw[0] ? lw : strerror(-ret));
 	ret = oci_publish_check(r, cw, sizeof(cw));
-	if (ret) {
-		log_error("%s; the chunks were uploaded, the tag is left as it is", cw);
-		return ret;
-	}
+	if (ret)
+		return why_set(why, why_len, ret, "%s; the chunks were uploaded, the tag is left as "
+			       "it is", cw);
 	pthread_mutex_lock(&r->lock);
 	for (size_t i = 0; i < o->pushed.n && !ret; i++) {
 		const struct oci_chunk_ref *f = oci_refs_find(&o->index, o->pushed.v[i].chunk);
@@ -662,14 +657,15 @@ static int oci_publish(struct remote *r)
 		goto out; /* nothing new: the published index already covers it */
 	oci_refs_sort(&all);
 	if (all.n > OCI_INDEX_MAX_CHUNKS) {
-		log_error("%s: the chunk index would list %zu chunks, more than the %u a reader "
-			  "takes", r->url, all.n, OCI_INDEX_MAX_CHUNKS);
-		ret = -EFBIG;
+		ret = why_set(why, why_len, -EFBIG, "%s: the chunk index would list %zu chunks, "
+			      "more than the %u a reader takes", r->url, all.n,
+			      OCI_INDEX_MAX_CHUNKS);
 		goto out;
 	}
 	ret = sha256_buf(empty, 2, ed);
 	if (!ret)
-		ret = remote_oci_blob_put(r, ed, empty, 2, "the empty config blob");
+		ret = remote_oci_blob_put(r, ed, empty, 2, "the empty config blob", why,
+					  why_len);
 	if (ret < 0)
 		goto out;
 	ret = oci_index_build(&all, &docs, &nd);
@@ -688,7 +684,7 @@ static int oci_publish(struct remote *r)
 		}
 		ret = remote_send(r, "PUT", url, docs[i].json, docs[i].len, docs[i].media_type, 201,
 				 201, last ? "the chunk index" : "a manifest of the chunk index",
-				 NULL);
+				 NULL, why, why_len);
 		free(url);
 	}
 	if (!ret) {

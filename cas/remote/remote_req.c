@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A request to the remote (remote_int.h): retried with jittered exponential backoff on
- * what can pass, authenticated by the backend, its failure said in one line. Used by
- * remote.c and by the backends; calls neither.
+ * what can pass, authenticated by the backend, its failure said in one line in the caller's
+ * buffer (common/why.h). Used by remote.c and by the backends; calls neither.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -12,7 +12,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../common/log.h"
 #include "../../common/why.h"
 #include "remote_int.h"
 
@@ -109,10 +108,10 @@ const char *remote_failure(const struct http_req *rq, char *buf, size_t len)
 
 int remote_send(struct remote *r, const char *method, const char *url, const void *body,
 		size_t len, const char *ctype, long ok1, long ok2, const char *what,
-		char **location)
+		char **location, char *why, size_t why_len)
 {
 	struct http_req rq = { 0 };
-	char why[WHY_MAX] = "";
+	char aw[WHY_MAX] = "";
 	char fb[32];
 	int ret;
 
@@ -122,15 +121,15 @@ int remote_send(struct remote *r, const char *method, const char *url, const voi
 	rq.body_len = len;
 	rq.content_type = ctype;
 	rq.max_body = 1u << 20;
-	ret = remote_do(r, &rq, r->retries, why, sizeof(why));
+	ret = remote_do(r, &rq, r->retries, aw, sizeof(aw));
 	if (ret == -EACCES) {
-		log_error("%s: %s", what, why);
+		why_set(why, why_len, ret, "%s: %s", what, aw);
 	} else if (ret == -ENOMEM) {
-		log_error("%s: out of memory", what);
+		why_set(why, why_len, ret, "%s: out of memory", what);
 	} else if (ret || rq.status < 200 || rq.status > 299 ||
 		   (ok1 && rq.status != ok1 && rq.status != ok2)) {
-		log_error("%s: %s %s: %s", what, method, url, remote_failure(&rq, fb, sizeof(fb)));
-		ret = -EIO;
+		ret = why_set(why, why_len, -EIO, "%s: %s %s: %s", what, method, url,
+			      remote_failure(&rq, fb, sizeof(fb)));
 	} else if (location) {
 		*location = rq.location;
 		rq.location = NULL;
@@ -139,29 +138,29 @@ int remote_send(struct remote *r, const char *method, const char *url, const voi
 	return ret;
 }
 
-int remote_head(struct remote *r, const char *url, const char *what)
+int remote_head(struct remote *r, const char *url, const char *what, char *why, size_t why_len)
 {
 	struct http_req rq = { 0 };
-	char why[WHY_MAX] = "";
+	char aw[WHY_MAX] = "";
 	char fb[32];
 	int ret;
 
 	rq.method = "HEAD";
 	rq.url = url;
 	rq.follow = true;
-	ret = remote_do(r, &rq, r->retries, why, sizeof(why));
+	ret = remote_do(r, &rq, r->retries, aw, sizeof(aw));
 	if (ret == -EACCES)
-		log_error("%s: %s", what, why);
+		why_set(why, why_len, ret, "%s: %s", what, aw);
 	else if (ret)
-		log_error("%s: HEAD %s: %s", what, url, remote_failure(&rq, fb, sizeof(fb)));
+		why_set(why, why_len, ret, "%s: HEAD %s: %s", what, url,
+			remote_failure(&rq, fb, sizeof(fb)));
 	else if (rq.status == 200)
 		ret = 1;
 	else if (rq.status == 404)
 		ret = 0;
-	else {
-		log_error("%s: HEAD %s: %s", what, url, remote_failure(&rq, fb, sizeof(fb)));
-		ret = -EIO;
-	}
+	else
+		ret = why_set(why, why_len, -EIO, "%s: HEAD %s: %s", what, url,
+			      remote_failure(&rq, fb, sizeof(fb)));
 	http_req_clear(&rq);
 	return ret;
 }

@@ -348,18 +348,46 @@ static void test_push_missing(void **state)
 	assert_string_equal(why, "http:///nohost: no host in the remote URL");
 }
 
-/* Uploads refused: the remote says why through the logger; the push fails, why is empty. */
+/*
+ * Uploads refused (a 500 for every PUT, no retry), by several uploaders at once: the push
+ * fails with the first failure's reason in the caller's buffer, the chunk and the request
+ * named, and nothing printed (the remote's writes return their reason, common/why.h).
+ */
 static void test_push_refused(void **state)
 {
 	struct fixture *f = *state;
 	struct cas_push_opts o;
 	struct cas_push_stats st;
-	char why[256];
+	char why[512], want[256], hex[SHA256_HEX_LEN + 1], err[PATH_MAX + 16];
+	int saved, efd, i, ret;
+	off_t printed;
 
 	S.fail_puts = true;
 	opts_init(f, &o, 3);
-	assert_int_equal(cas_push(&o, &st, why, sizeof(why)), -EIO);
-	assert_string_equal(why, "");
+	snprintf(err, sizeof(err), "%s/stderr", f->dir);
+	efd = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(efd >= 0);
+	fflush(stderr);
+	saved = dup(2);
+	dup2(efd, 2);
+	ret = cas_push(&o, &st, why, sizeof(why));
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	printed = lseek(efd, 0, SEEK_END);
+	close(efd);
+	assert_int_equal(ret, -EIO);
+	assert_int_equal(printed, 0);
+	/* "chunk HEX: PUT URLchunks/xx/HEX: HTTP 500", HEX one of the store's chunks */
+	for (i = 0; i < N_CHUNKS; i++) {
+		sha256_to_hex(f->d[i], hex);
+		snprintf(want, sizeof(want), "chunk %s: PUT %schunks/%.2s/%s: HTTP 500", hex,
+			 f->url, hex, hex);
+		if (!strcmp(why, want))
+			break;
+	}
+	if (i == N_CHUNKS)
+		fail_msg("why: \"%s\"", why);
 	assert_true(S.puts >= 1);
 	assert_int_equal(S.n_files, 0);
 }
