@@ -180,6 +180,7 @@ LOG_OK=(
 	blkd/engine/reader.c          # the shared chunk layers: said once, where it happens
 	cas/source.c cas/tier/*.c cas/cache.c cas/remote/remote.c
 	cas/remote/remote_oci.c       # its chunk fetches (locate, check), for servers and prefetch
+	cas/remote/lease.c            # a lease's removal: the command goes on, the lease expires
 	vmm-glue/cpu.c vmm-glue/vm_control.c # vCPU threads, the VM's control socket
 )
 in_list() {

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../common/log.h"
 #include "../../common/why.h"
 #include "remote_int.h"
 
@@ -194,6 +195,22 @@ static void lease_free(struct lease *l)
 	free(l);
 }
 
+#define LEASE_OURS "the lease of this command on the store"
+
+/*
+ * Remove a lease object. A failure is said here (log_error: the command goes on, the lease
+ * is left to expire or reaped next time, and no caller is told) and returned.
+ */
+static int lease_delete(struct remote *r, const char *rel, const char *what)
+{
+	char why[WHY_MAX] = "";
+	int ret = remote_obj_delete(r, rel, what, why, sizeof(why));
+
+	if (ret && why[0])
+		log_error("%s", why);
+	return ret;
+}
+
 int lease_take(const struct remote_opts *o, enum lease_kind kind, struct lease **out,
 	       char *why, size_t why_len)
 {
@@ -236,7 +253,7 @@ int lease_take(const struct remote_opts *o, enum lease_kind kind, struct lease *
 		snprintf(why, why_len, "cannot start the lease's writer: %s", strerror(-ret));
 	if (ret) {
 		if (l->sent_ms)
-			remote_obj_delete(l->r, l->rel, "", NULL, 0); /* left to expire */
+			lease_delete(l->r, l->rel, LEASE_OURS); /* left to expire */
 		goto fail;
 	}
 	l->writer_started = true;
@@ -276,7 +293,7 @@ void lease_drop(struct lease *l)
 		pthread_mutex_unlock(&l->lock);
 		pthread_join(l->writer, NULL); /* after a write under way: none lands later */
 	}
-	remote_obj_delete(l->r, l->rel, "", NULL, 0); /* a failure: left to expire */
+	lease_delete(l->r, l->rel, LEASE_OURS); /* a failure: left to expire */
 	lease_free(l);
 }
 
@@ -346,7 +363,7 @@ int lease_others(struct lease *l, enum lease_kind kind, bool reap, struct lease_
 		snprintf(why, why_len, "out of memory");
 	for (size_t i = 0; !ret && i < s.n_dead; i++) {
 		snprintf(rel, sizeof(rel), "leases/%s", s.dead[i]);
-		if (!remote_obj_delete(l->r, rel, "", NULL, 0)) /* else: tried again next time */
+		if (!lease_delete(l->r, rel, "an expired lease")) /* else: tried again next time */
 			seen->reaped++;
 	}
 	free(s.dead);
