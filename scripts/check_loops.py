@@ -2,9 +2,13 @@
 # Rule 6 of scripts/check-lib.sh: no two files of the production code call each other,
 # directly or around a loop. A file calls another when its object refers to a function or
 # variable the other's object defines (nm: undefined there, defined here); the loops are
-# the strongly connected components of that graph with more than one file.
-# usage: check_loops.py BUILD DIR...   prints each loop, exits 1 if there is one.
+# the strongly connected components of that graph with more than one file. A call through an
+# operations table is a call too: `--dispatch=FILE:TYPE` says FILE calls every file that
+# defines a `struct TYPE` table (`const struct TYPE name = {`), which nm cannot see.
+# usage: check_loops.py [--dispatch=FILE:TYPE]... BUILD DIR...
+#        prints each loop, exits 1 if there is one.
 import os
+import re
 import sys
 
 from check_hooks import nm, objects
@@ -49,8 +53,25 @@ def components(graph):
     return out
 
 
+def tables(srcs, types):
+    """{type: [source files defining a `const struct TYPE name = {` table]}"""
+    out = {t: [] for t in types}
+    pat = re.compile(r'^\s*(?:static\s+)?const\s+struct\s+(\w+)\s+\w+\s*=\s*\{', re.M)
+    for src in srcs:
+        with open(src, encoding='utf-8') as fh:
+            for m in pat.finditer(fh.read()):
+                if m.group(1) in out:
+                    out[m.group(1)].append(src)
+    return out
+
+
 def main():
-    build, dirs = sys.argv[1], sys.argv[2:]
+    args, dispatch = sys.argv[1:], []
+    while args and args[0].startswith('--dispatch='):
+        caller, _, typ = args[0][len('--dispatch='):].partition(':')
+        dispatch.append((caller, typ))
+        args = args[1:]
+    build, dirs = args[0], args[1:]
     objs = {rel + '.c': obj for rel, obj in objects(build, dirs) if os.path.exists(rel + '.c')}
     owner = {}
     for src, obj in objs.items():
@@ -64,6 +85,15 @@ def main():
             if dst and dst != src:
                 graph[src].add(dst)
                 why.setdefault((src, dst), []).append(f[-1])
+    impl = tables(sorted(objs), {t for _, t in dispatch})
+    for caller, typ in dispatch:
+        if caller not in graph:
+            print(f"check-lib: --dispatch {caller}:{typ}: no such file built")
+            return 1
+        for dst in impl[typ]:
+            if dst != caller:
+                graph[caller].add(dst)
+                why.setdefault((caller, dst), []).append(f'(struct {typ})')
     bad = 0
     for comp in components(graph):
         if len(comp) < 2:
