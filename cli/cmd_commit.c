@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* lazyblk commit: a sandbox's writes as a new layout over its base (blkd/engine/commit.h). */
+/* lazyblk commit: a sandbox's writes as a new layout over its base (blkd/overlay/commit.h). */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../blkd/engine/commit.h"
+#include "../blkd/overlay/commit.h"
 #include "../cas/chunk.h"
 #include "../common/clock.h"
 #include "../common/json_out.h"

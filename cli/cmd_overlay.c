@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../blkd/engine/overlay.h"
+#include "../blkd/overlay/overlay.h"
 #include "../common/json_out.h"
 #include "../common/log.h"
 #include "../common/sha256.h"

@@ -15,7 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../blkd/engine/overlay.h"
+#include "../blkd/overlay/overlay.h"
 #include "../blkd/disk/disk.h"
 #include "../common/clock.h"
 #include "../common/log.h"

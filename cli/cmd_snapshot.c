@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "../blkd/transport/control.h"
-#include "../blkd/engine/overlay.h"
+#include "../blkd/overlay/overlay.h"
 #include "../common/log.h"
 #include "../common/size.h"
 #include "cli.h"

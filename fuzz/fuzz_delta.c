@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The delta reader (blkd/engine/delta.c: overlay_apply_delta, `lazyblk overlay apply`):
+ * The delta reader (blkd/overlay/delta.c: overlay_apply_delta, `lazyblk overlay apply`):
  * the file is checked whole and turned into a new overlay. The header crc32c and the
  * trailing sha256 are recomputed first, and the layout digest and disk size the caller
  * expects are taken from the input's own header (so the fuzzer gets past "belongs to
  * another layout"), the size only up to DISK_MAX: a larger one is refused as another size.
  */
 #include "fuzz.h"
-#include "../blkd/engine/delta.h"
-#include "../blkd/engine/overlay.h"
+#include "../blkd/overlay/delta.h"
+#include "../blkd/overlay/overlay.h"
 
 #define DISK_MAX (256ull << 20)
 

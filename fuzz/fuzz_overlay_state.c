@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The overlay state reader (blkd/engine/overlay.c: overlay_open_existing, what `overlay
+ * The overlay state reader (blkd/overlay/overlay.c: overlay_open_existing, what `overlay
  * show`, `snapshot` and a server restarting on an overlay run), then its users: the runs
  * of equal state across the disk, a read of the first dirty block, and a snapshot of it
  * to a delta (`lazyblk snapshot`). The header crc32c is recomputed first; the data file
@@ -10,8 +10,8 @@
  * every input whose state header is of version 2.
  */
 #include "fuzz.h"
-#include "../blkd/engine/overlay.h"
-#include "../blkd/engine/overlay_int.h"
+#include "../blkd/overlay/overlay.h"
+#include "../blkd/overlay/overlay_int.h"
 #include "../common/boot_id.h"
 #include "../common/crc32c.h"
 

@@ -25,9 +25,9 @@
 #      e.g. the tier chain's get into each tier: a chunk load returns to no file it left).
 #   7. The engine is the disk module's: no production file outside blkd/engine/ and blkd/disk/
 #      includes a header of blkd/engine/ (engine.h, reader.h, ...); every other user opens a
-#      disk with disk_open() and asks the disk (blkd/disk/disk.h). The exceptions are the
-#      overlay's files as files, not as a disk (ENGINE_FILES below: lazyblk overlay,
-#      snapshot, commit and run --restore read and write them offline).
+#      disk with disk_open() and asks the disk (blkd/disk/disk.h). No exceptions: the
+#      overlay's files as files (lazyblk overlay, snapshot, commit, run --restore) are
+#      blkd/overlay/, which the engine uses like they do.
 #   8. One way for a reason (common/why.h): no production file takes or passes a reason as
 #      `const char **...why` (it is `char *why, size_t why_len`, filled by why_set/why_first);
 #      and only the files of LOG_OK, where a failure has nobody to return its reason to
@@ -141,14 +141,11 @@ PY
 )
 
 # 7. the engine is private to the disk module
-ENGINE_FILES=(overlay.h delta.h commit.h)  # the overlay's files, read and written offline
 while IFS= read -r hit; do
 	say "$hit"
-done < <(python3 - "${ENGINE_FILES[@]}" -- "${PROD_DIRS[@]}" <<'PY'
+done < <(python3 - "${PROD_DIRS[@]}" <<'PY'
 import os, re, sys
-args = sys.argv[1:]
-sep = args.index("--")
-files, tops = set(args[:sep]), args[sep + 1:]
+tops = sys.argv[1:]
 for top in tops:
     for d, _, names in os.walk(top):
         if d.startswith(("blkd/engine", "blkd/disk")):
@@ -162,8 +159,7 @@ for top in tops:
                 if not m:
                     continue
                 target = os.path.normpath(os.path.join(d, m.group(1)))
-                if os.path.dirname(target) == "blkd/engine" and \
-                        os.path.basename(target) not in files:
+                if os.path.dirname(target) == "blkd/engine":
                     print(f"{path}:{no}: includes {target}: the engine is the disk module's "
                           "(open a disk with disk_open, ask it through blkd/disk/disk.h)")
 PY

@@ -10,7 +10,7 @@
  *               the devices' (UART, virtio-mmio registers and queue indices, exit status);
  *   ram         the guest's RAM, as big as it, written sparse: only the pages that are not
  *               all zeros (the others are holes);
- *   disk.delta  the image disk's overlay as a delta (blkd/engine/delta.h), when it has one.
+ *   disk.delta  the image disk's overlay as a delta (blkd/overlay/delta.h), when it has one.
  * Saving needs the VM paused (vCPUs parked, queues quiesced). Restoring is in two steps: the
  * caller opens the snapshot (everything checked that can be without a VM), builds the VM
  * with RAM mapped privately from the ram file (kvm_ram_opts.fd), verifies the RAM, then

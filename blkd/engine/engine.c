@@ -10,7 +10,7 @@
 #include "../../cas/store.h"
 #include "../../common/why.h"
 #include "../../layout/layout.h"
-#include "overlay.h"
+#include "../overlay/overlay.h"
 #include "reader.h"
 #include "../coldstart/prefetch.h"
 #include "../coldstart/trace_record.h"

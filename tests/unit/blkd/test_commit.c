@@ -7,8 +7,8 @@
  * reason and nothing is written.
  */
 #include "../pipeline.h"
-#include "../../../blkd/engine/commit.h"
-#include "../../../blkd/engine/overlay.h"
+#include "../../../blkd/overlay/commit.h"
+#include "../../../blkd/overlay/overlay.h"
 #include "../../../cas/chunk.h"
 #include "../../../layout/layout.h"
 

@@ -17,7 +17,7 @@
 
 #include "../../../blkd/disk/disk_int.h"
 #include "../../../blkd/engine/engine.h"
-#include "../../../blkd/engine/overlay.h"
+#include "../../../blkd/overlay/overlay.h"
 #include "../../../blkd/transport/nbd.h"
 #include "../../../blkd/transport/nbd_conn.h"
 #include "../../../blkd/transport/nbd_proto.h"

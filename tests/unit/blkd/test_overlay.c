@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests for blkd/engine/overlay: states, data, persistence (close, kill -9), refusals,
+ * Unit tests for blkd/overlay/overlay: states, data, persistence (close, kill -9), refusals,
  * deltas (offline, copy-before-write, a concurrent writer stamping sequence numbers)
  * and applying them.
  */
@@ -11,9 +11,9 @@
 #include <stdatomic.h>
 #include <sys/wait.h>
 
-#include "../../../blkd/engine/delta.h"
-#include "../../../blkd/engine/overlay.h"
-#include "../../../blkd/engine/overlay_int.h"
+#include "../../../blkd/overlay/delta.h"
+#include "../../../blkd/overlay/overlay.h"
+#include "../../../blkd/overlay/overlay_int.h"
 #include "../../../common/fsutil.h"
 
 #define BLK DISK_BLOCK

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests of the overlay across crashes (blkd/engine/ov_live.c, docs/reliability.md):
+ * Unit tests of the overlay across crashes (blkd/overlay/ov_live.c, docs/reliability.md):
  * OVERLAY.state takes a change of state only at a flush, after the data's fdatasync;
  * OVERLAY.live holds the states now, tagged with the kernel's boot id. A server killed in
  * this boot is reopened with OVERLAY.live (every acknowledged write there); a host crash
@@ -18,8 +18,8 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 
-#include "../../../blkd/engine/overlay.h"
-#include "../../../blkd/engine/overlay_int.h"
+#include "../../../blkd/overlay/overlay.h"
+#include "../../../blkd/overlay/overlay_int.h"
 #include "../../../common/boot_id.h"
 #include "../../../common/crc32c.h"
 #include "../../../common/fsutil.h"
