@@ -108,8 +108,8 @@ CPU=$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
 MEM_KIB=$(awk '/^MemTotal/ { print $2 }' /proc/meminfo)
 KERNEL=$(uname -r)
 FSTYPE=$(findmnt -no FSTYPE -T "$WORK" 2>/dev/null || stat -f -c %T "$WORK")
-ZSTD_VER=$(zstd --version | grep -o 'v[0-9.]*' | head -1)
-TAR_VER=$(tar --version | head -1)
+ZSTD_VER=$(zstd --version | grep -o 'v[0-9.]*' | sed -n 1p)
+TAR_VER=$(tar --version | sed -n 1p)
 GIT_REV=$(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo "no commit")
 # shellcheck disable=SC2090
 export DIR RUNS ZSTD_LEVEL ENTRIES FILES DIRS SYMLINKS BYTES CAS_STATS STORE_DU STORE_FILES \

@@ -183,7 +183,7 @@ CPU=$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
 MEM_KIB=$(awk '/^MemTotal/ { print $2 }' /proc/meminfo)
 KERNEL=$(uname -r)
 FSTYPE=$(findmnt -no FSTYPE -T "$WORK" 2>/dev/null || stat -f -c %T "$WORK")
-MKE2FS_VER=$(mke2fs -V 2>&1 | head -1)
+MKE2FS_VER=$(mke2fs -V 2>&1 | sed -n 1p) # sed reads it all: no SIGPIPE for pipefail
 # shellcheck disable=SC2090
 export WORK ROOT JSON MD DIR BIGDIR BIGDIR_N RUNS_A RUNS_B ENTRIES FILES DIRS SYMLINKS BYTES SIZE_MIB \
        STORE_BYTES MAN_BYTES LAYOUT_BYTES IMG_APPARENT IMG_ALLOC PEER_SH NPROC CPU MEM_KIB \

@@ -215,7 +215,7 @@ holes_bench() {
   export WORK ROOT MD LAZYBLK LAZYBLK_BEFORE RUNS HOLES_SRC HOLES_SIZE
   export H_DISK_BYTES=$(stat -c %s "$RAW") H_RAW_ALLOC=$(( $(stat -c %b "$RAW") * $(stat -c %B "$RAW") ))
   export H_LOADAVG_AFTER=$(cut -d' ' -f1-3 /proc/loadavg) H_GIT_REV=$(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo "no commit")
-  export H_QEMU_VER=$(qemu-nbd --version | head -1) H_NBDCOPY_VER=$(nbdcopy --version 2>/dev/null | head -1)
+  export H_QEMU_VER=$(qemu-nbd --version | sed -n 1p) H_NBDCOPY_VER=$(nbdcopy --version 2>/dev/null | sed -n 1p)
   export H_JSON=$OUTDIR/serve-holes.json
   python3 - <<'PY'
 import datetime, json, os, statistics, subprocess
@@ -395,7 +395,7 @@ MEM_KIB=$(awk '/^MemTotal/ { print $2 }' /proc/meminfo)
 KERNEL=$(uname -r)
 FSTYPE=$(findmnt -no FSTYPE -T "$WORK" 2>/dev/null || stat -f -c %T "$WORK")
 FIO_VER=$(fio --version)
-QEMU_VER=$(qemu-nbd --version | head -1)
+QEMU_VER=$(qemu-nbd --version | sed -n 1p)
 LIBNBD_VER=$(nbdinfo --version 2>/dev/null | grep -m1 libnbd || true)
 GIT_REV=$(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo "no commit")
 export WORK ROOT JSON MD LAZYBLK RUNS RUNTIME IODEPTH MEM_CACHE SRC_DESC DISK_BYTES RAW_ALLOC \

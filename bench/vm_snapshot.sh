@@ -98,7 +98,7 @@ gcc -c "$WORK/g.S" -o "$WORK/g.o"
 ld -static -nostdlib -Ttext=0x200000 -e _start "$WORK/g.o" -o "$WORK/g.elf"
 HW=$(grep -qwE 'vmx|svm' /proc/cpuinfo && echo "hardware (vmx/svm)" || echo "software (no vmx/svm)")
 # the peer is optional: without it lazyblk's figures are still reported
-QVER=$("$QEMU" --version 2>/dev/null | head -1) || QVER=""
+QVER=$("$QEMU" --version 2>/dev/null | sed -n 1p) || QVER=""
 
 PYTHONPATH="$ROOT/bench/lib" python3 - "$WORK" "$LAZYBLK" "$RUNS" "$JSON" "$WORK/section.md" "$GIT_REV" "$HW" "$QEMU" \
   "$QVER" <<'PY'

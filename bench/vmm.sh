@@ -75,7 +75,7 @@ G
 gcc -c "$WORK/g.S" -o "$WORK/g.o"
 ld -static -nostdlib -Ttext=0x200000 -e _start "$WORK/g.o" -o "$WORK/g.elf"
 HW=$(grep -qwE 'vmx|svm' /proc/cpuinfo && echo "hardware (vmx/svm)" || echo "software (no vmx/svm)")
-QVER=$($QEMU --version | head -1)
+QVER=$($QEMU --version | sed -n 1p)
 
 python3 - "$WORK/g.elf" "$LAZYBLK" "$QEMU" "$RUNS" "$JSON" "$WORK/section.md" "$GIT_REV" \
   "$HW" "$QVER" <<'PY'
