@@ -32,7 +32,7 @@ LDFLAGS += -pthread $(SANFLAGS)
 
 # a module's sources are its folder's *.c and its subfolders' (blkd/engine/, cas/import/,
 # vmm-glue/initramfs/, ...: one level down)
-MODULES := common cas layout ext4gen blkd vmm-glue
+MODULES := common cas vmsnap layout ext4gen blkd vmm-glue
 # the initramfs's built-in files, assembled (see "the initramfs's built-in files" below)
 INITRAMFS_DIR := vmm-glue/initramfs
 INITRAMFS_GEN := $(BUILD)/gen/initramfs

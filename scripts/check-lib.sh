@@ -2,7 +2,7 @@
 # The library's rules, checked by `make check-lib` (part of `make test`); docs/conventions.md
 # says why. Lists every offender as FILE:LINE (or OBJECT: SYMBOL) and fails if there is one.
 #
-#   1. A silent library. No object of the library (BUILD/obj/{common,cas,layout,ext4gen,blkd,
+#   1. A silent library. No object of the library (BUILD/obj/{common,cas,vmsnap,layout,ext4gen,blkd,
 #      vmm-glue}) but common/log.o refers to stdout or stderr, or to a function that writes
 #      to them (printf, puts, perror, err/warn, ...), by its undefined symbols (nm -u); and no
 #      library source but common/log.c names STDOUT_FILENO or STDERR_FILENO. Writing to a
@@ -16,7 +16,8 @@
 #      object calls is static, or its declaration carries TEST_HOOK (common/test_hook.h)
 #      because tests/unit call it; and a TEST_HOOK function has no production caller.
 #   5. Includes go down: a production file includes headers of its own module and of the
-#      modules after it in LAYERS (cli, vmm-glue, blkd, ext4gen, layout, cas, common), never
+#      modules after it in LAYERS (cli, vmm-glue, blkd, ext4gen, layout, vmsnap, cas,
+#      common), never
 #      of one before it; and no file includes another module's internal header (*_int.h,
 #      internal.h).
 #   6. No file loops (scripts/check_loops.py): no two files of the library or cli/ call each
@@ -37,7 +38,7 @@
 set -u
 cd "$(dirname "$0")/.." || exit 2
 BUILD=${1:-build}
-LIB_DIRS=(common cas layout ext4gen blkd vmm-glue)
+LIB_DIRS=(common cas vmsnap layout ext4gen blkd vmm-glue)
 PROD_DIRS=("${LIB_DIRS[@]}" cli)
 MAX_FILE_LINES=800
 MAX_FUNC_LINES=120
@@ -112,7 +113,7 @@ python3 scripts/check_hooks.py "$BUILD" "${LIB_DIRS[@]}" -- "${PROD_DIRS[@]}" ||
 
 # 5. includes go down the layers (blkd's folders keep their own order: blkd/README.md), and
 # 7. the engine is private to the disk module: one walk of the includes checks both
-LAYERS=(cli vmm-glue blkd ext4gen layout cas common)
+LAYERS=(cli vmm-glue blkd ext4gen layout vmsnap cas common)
 while IFS= read -r hit; do
 	say "$hit"
 done < <(python3 - "${LAYERS[@]}" <<'PY'
