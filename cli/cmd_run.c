@@ -27,6 +27,7 @@
 #include "../vmm-glue/vmm.h"
 #include "cli.h"
 #include "confine_opts.h"
+#include "run_restore.h"
 
 #define RUN_MEM_MIN_MIB 4u
 #define RUN_MEM_MAX_MIB (1u << 20)
@@ -122,7 +123,8 @@ struct run_args {
 	const char *modules;    /* the kernel's modules directory for the initramfs */
 	const char *stats_json; /* the image disk's statistics at exit */
 	struct cli_confine cf;  /* --user, --seccomp */
-	const char *restore;    /* --restore SNAPDIR */
+	const char *restore;    /* --restore SNAPDIR|REF */
+	struct run_restore rr;
 	bool mem_set, cpus_set;
 	const char *upgrade_arg;     /* --upgrade-fds (hidden): a live upgrade's new process */
 	struct vmm_handover resume;
@@ -257,52 +259,6 @@ static int run_initramfs(struct run_args *a, char *path, size_t len, int *uncach
 	return ret;
 }
 
-/*
- * --restore: the snapshot opened and checked; its disk delta becomes the new --overlay
- * (for the same layout) before the image is opened. 0, or 1 (said why).
- */
-static int run_restore_open(struct run_args *a, struct vm_snapshot **snap)
-{
-	const struct vm_snapshot_info *si;
-	char why[PATH_MAX + 256], delta[PATH_MAX];
-	char lwhy[WHY_MAX] = "";
-	struct layout *l = NULL;
-	int ret;
-
-	if (vm_snapshot_open(a->restore, snap, why, sizeof(why)))
-		return cli_fail(-EINVAL, why), 1;
-	si = vm_snapshot_info(*snap);
-	if (!a->layout)
-		return 0;   /* vmm_run refuses a snapshot that had an image */
-	ret = layout_open_flags(a->layout, a->img.f ? LAYOUT_OPEN_FETCHED : 0, &l, lwhy,
-				sizeof(lwhy));
-	if (ret) {
-		log_error("%s: %s", a->layout, lwhy[0] ? lwhy : strerror(-ret));
-		return 1;
-	}
-	ret = 1;
-	if (!si->has_layout || memcmp(l->digest, si->layout_digest, SHA256_LEN))
-		log_error("%s: taken with another image layout than %s", a->restore, a->layout);
-	else if (si->has_delta && !a->ds.overlay_path)
-		log_error("%s holds the disk's writes (disk.delta): give --overlay NEW, a new "
-			  "file", a->restore);
-	else if (si->has_delta && access(a->ds.overlay_path, F_OK) == 0)
-		log_error("--overlay %s exists: a restore starts a new overlay from the "
-			  "snapshot's disk delta", a->ds.overlay_path);
-	else
-		ret = 0;
-	if (!ret && si->has_delta) {
-		snprintf(delta, sizeof(delta), "%s/%s", a->restore, VMSNAP_DELTA);
-		if (overlay_apply_delta(delta, a->ds.overlay_path, l->digest,
-					l->hdr.block_count * DISK_BLOCK, lwhy, sizeof(lwhy))) {
-			log_error("%s: %s", delta, lwhy[0] ? lwhy : "cannot apply");
-			ret = 1;
-		}
-	}
-	layout_close(l);
-	return ret;
-}
-
 /* --upgrade-fds STATE,RAM,LISTEN,CLIENT: the fds a live upgrade handed over. */
 static int run_upgrade_fds(struct run_args *a, const char *arg)
 {
@@ -386,6 +342,19 @@ static int run_upgrade_exec(void *arg, const char *binary, const struct vmm_hand
 	return why_set(why, why_len, ret, "upgrade: exec %s: %s", binary, strerror(-ret));
 }
 
+/*
+ * A page of the lazily restored RAM could not be had: the VM stopped, a thread may stay
+ * blocked on that page for good. Say why, flush the image's overlay and leave the rest
+ * to the process's end (vmm.h).
+ */
+static int run_abandon(struct run_args *a, struct disk *disks, unsigned n, const char *why)
+{
+	log_error("%s", why);
+	if (a->layout && n && disk_flush(&disks[0]))
+		log_error("flush: the overlay's last writes may not be durable");
+	return 1;
+}
+
 static int run_vm(struct run_args *a)
 {
 	struct disk disks[VMM_MAX_DISKS];
@@ -403,12 +372,14 @@ static int run_vm(struct run_args *a)
 		while (waitpid(-1, NULL, WNOHANG) > 0)
 			;
 	}
-	if (a->restore && run_restore_open(a, &a->vo.restore)) {
-		vm_snapshot_close(a->vo.restore);
+	if (a->restore && run_restore_open(&a->rr, &a->rem, a->ds.tiers.store_dir, a->layout,
+					   a->ds.layout_fetched, a->ds.overlay_path, &a->tr)) {
+		run_restore_close(&a->rr);
 		if (ov_new)
 			overlay_remove(a->ds.overlay_path);
 		return 1;
 	}
+	run_restore_to_vmm(&a->rr, &a->vo);
 	if (a->layout && !a->vo.initrd && !a->restore && !a->vo.resume) {
 		if (run_initramfs(a, initrd, sizeof(initrd), &initrd_fd))
 			return 1;
@@ -428,14 +399,17 @@ static int run_vm(struct run_args *a)
 			a->vo.upgrade_exec = run_upgrade_exec;   /* the new one sets all up again */
 			a->vo.upgrade_arg = a;
 		}
-		ret = cli_fail(vmm_run(&a->vo, &status, why, sizeof(why)), why);
+		ret = vmm_run(&a->vo, &status, why, sizeof(why));
+		if (ret == -ENOTRECOVERABLE)
+			return run_abandon(a, disks, n, why);
+		ret = cli_fail(ret, why);
 	}
 	if (initrd_fd >= 0)
 		close(initrd_fd); /* an initramfs built without a cache */
 	ret = run_close_disks(a, disks, n, ret);
 	if (ret && ov_new && !vm_snapshot_ram_ok(a->vo.restore))
 		overlay_remove(a->ds.overlay_path);
-	vm_snapshot_close(a->vo.restore);
+	run_restore_close(&a->rr);
 	return ret ? 1 : status;
 }
 
@@ -458,13 +432,17 @@ static int run_check(struct run_args *a, unsigned mib)
 				       "with --control)");
 	if (a->layout && !a->ds.tiers.store_dir)
 		return cli_usage_error("missing --store DIR");
-	if (a->layout && cli_image_resolve(a->layout, a->ds.tiers.store_dir, &a->rem, &a->img,
-					   &a->layout))
+	a->rr.arg = a->restore;
+	if (a->restore && run_restore_resolve(&a->rr, a->ds.tiers.store_dir, &a->rem, &a->layout))
 		return 1;
-	a->ds.layout_fetched = a->img.f != NULL;
-	if (!a->layout && (a->ds.tiers.store_dir || a->ds.overlay_path || a->rem.url ||
-			   a->stats_json || a->manifest || a->modules || a->tr.record ||
-			   a->tr.prefetch || a->tr.prefetch_all))
+	if (a->layout && !a->rr.in_store &&
+	    cli_image_resolve(a->layout, a->ds.tiers.store_dir, &a->rem, &a->img, &a->layout))
+		return 1;
+	a->ds.layout_fetched = a->img.f != NULL || a->rr.in_store;
+	if (!a->layout && !a->rr.in_store &&
+	    (a->ds.tiers.store_dir || a->ds.overlay_path || a->rem.url ||
+	     a->stats_json || a->manifest || a->modules || a->tr.record ||
+	     a->tr.prefetch || a->tr.prefetch_all))
 		return cli_usage_error("--store, --overlay, --remote, --manifest, --modules, "
 				       "--stats-json, --trace-record and --prefetch need "
 				       "IMAGE.layout");
@@ -622,7 +600,8 @@ int cmd_run(int argc, char **argv)
 	a.vo.ncpus = a.restore && !a.cpus_set ? 0 : a.vo.ncpus;
 	cli_remote_to_source(&a.rem, &a.ds.tiers);
 	a.tr.manifest = a.manifest;
-	if (a.layout && cli_trace_to_spec(&a.tr, a.layout, &a.ds))
+	/* a snapshot in a store: the traces are of its RAM (lazyram), not of its disk */
+	if (a.layout && !a.rr.in_store && cli_trace_to_spec(&a.tr, a.layout, &a.ds))
 		return EXIT_USAGE;
 	r = run_vm(&a);
 	cli_trace_free(&a.tr);

@@ -22,6 +22,7 @@
 static const char snapshot_usage[] =
 	"usage: lazyblk snapshot OVERLAY -o DELTA\n"
 	"       lazyblk snapshot --server CONTROL_PATH -o DELTA\n"
+	"       lazyblk snapshot --vm CONTROL_PATH DIR [--store STORE]\n"
 	"\n"
 	"Write the dirty blocks (with their data) and the zeroed blocks of an overlay as a\n"
 	"delta, for the layout the overlay belongs to (read from OVERLAY.state; the layout\n"
@@ -35,9 +36,18 @@ static const char snapshot_usage[] =
 	"writes DELTA (made absolute here), so it must be able to write there.\n"
 	"Start an overlay from a delta with 'lazyblk overlay apply' (docs/formats.md).\n"
 	"\n"
+	"The third asks a VM (lazyblk run --control PATH) for a snapshot of the whole VM into\n"
+	"DIR, which must not exist: with --store, its RAM, state and disk go into STORE as\n"
+	"chunks and a committed layer (a second snapshot stores only what changed) and\n"
+	"DIR/snapshot.json names them: push it by tag with 'lazyblk push', resume it with\n"
+	"'lazyblk run --restore DIR --store STORE' (docs/run.md, \"Snapshots in a store\");\n"
+	"without, DIR holds vm.state, ram and disk.delta. It prints the snapshot's id.\n"
+	"\n"
 	"options:\n"
 	"  -o, --output FILE   the delta to write\n"
 	"      --server PATH   ask the server listening on control socket PATH\n"
+	"      --vm PATH       ask the VM listening on control socket PATH\n"
+	"      --store STORE   with --vm: the chunk store the snapshot goes into\n"
 	"  -h, --help          this text\n";
 
 static int snapshot_run(const char *path, const char *out)
@@ -175,17 +185,70 @@ static int snapshot_server(const char *ctl, const char *out)
 	return 0;
 }
 
+/* --vm: the whole VM, into DIR (and STORE). */
+static int snapshot_vm(const char *ctl, const char *dir, const char *store)
+{
+	char d[PATH_MAX], st[PATH_MAX], req[2 * PATH_MAX + 32];
+	char reply[BLKD_CONTROL_MAX_LINE + 256];
+	const char *bad = dir;
+	int ret = abs_path(dir, d, sizeof(d));
+
+	if (!ret && store && (ret = abs_path(store, st, sizeof(st))))
+		bad = store;
+	if (ret) {
+		log_error("%s: %s", bad, strerror(-ret));
+		return 1;
+	}
+	if (strchr(d, '\n') || (store && strchr(st, '\n')) || strstr(d, " --store ")) {
+		log_error("%s: this path cannot be sent to the VM", dir);
+		return 1;
+	}
+	snprintf(req, sizeof(req), "snapshot %s%s%s\n", d, store ? " --store " : "",
+		 store ? st : "");
+	if (strlen(req) > BLKD_CONTROL_MAX_LINE) {
+		log_error("%s: paths too long for a control request", dir);
+		return 1;
+	}
+	if (control_ask(ctl, req, reply, sizeof(reply)))
+		return 1; /* it said why */
+	if (!strncmp(reply, "error ", 6)) {
+		log_error("%s", reply + 6);
+		return 1;
+	}
+	if (strncmp(reply, "ok ", 3)) {
+		log_error("%s: unexpected reply '%.80s'", ctl, reply);
+		return 1;
+	}
+	printf("%s\n", reply + 3);
+	return 0;
+}
+
+/* The --vm form's arguments: DIR alone, no -o or --server. */
+static int snapshot_vm_args(const char *vm, const char *server, const char *out,
+			    const char *store, int n, char **args)
+{
+	if (server || out)
+		return cli_usage_error("--vm takes DIR, not --server or -o");
+	if (n < 1)
+		return cli_usage_error("missing DIR (see lazyblk snapshot --help)");
+	if (n > 1)
+		return cli_usage_error("unexpected argument '%s'", args[1]);
+	return snapshot_vm(vm, args[0], store);
+}
+
 int cmd_snapshot(int argc, char **argv)
 {
-	enum { O_SERVER = 256 };
+	enum { O_SERVER = 256, O_VM, O_STORE };
 	static const struct option opts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "server", required_argument, NULL, O_SERVER },
+		{ "vm", required_argument, NULL, O_VM },
+		{ "store", required_argument, NULL, O_STORE },
 		CLI_LOG_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	const char *out = NULL, *server = NULL;
+	const char *out = NULL, *server = NULL, *vm = NULL, *store = NULL;
 	int c;
 
 	optind = 1;
@@ -198,11 +261,17 @@ int cmd_snapshot(int argc, char **argv)
 			out = optarg;
 			break;
 		case O_SERVER: server = optarg; break;
+		case O_VM: vm = optarg; break;
+		case O_STORE: store = optarg; break;
 		CLI_LOG_CASES: cli_log_option(c); break;
 		case 'h': fputs(snapshot_usage, stdout); return 0;
 		default: return cli_bad_option("snapshot", argv, c);
 		}
 	}
+	if (vm)
+		return snapshot_vm_args(vm, server, out, store, argc - optind, argv + optind);
+	if (store)
+		return cli_usage_error("--store is for a VM's snapshot (--vm PATH)");
 	if (server) {
 		if (optind < argc)
 			return cli_usage_error("unexpected argument '%s' (--server takes no "

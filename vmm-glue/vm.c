@@ -25,3 +25,18 @@ int vm_snapshot_save(struct vm *v, const char *dir, char *why, size_t why_len)
 	vmm_parts(v, &p);
 	return vm_snapshot_write(&p, dir, why, why_len);
 }
+
+int vm_snapshot_store_take(struct vm *v, const char *dir, const char *store,
+			   struct vm_snapstore_job **job, char *why, size_t why_len)
+{
+	struct vm_parts p;
+
+	vmm_parts(v, &p);
+	return vm_snapstore_take(&v->snapstore, &p, dir, store, job, why, why_len);
+}
+
+int vm_snapshot_store_finish(struct vm *v, struct vm_snapstore_job *job,
+			     struct vm_snapstore_result *res, char *why, size_t why_len)
+{
+	return vm_snapstore_finish(&v->snapstore, job, res, why, why_len);
+}

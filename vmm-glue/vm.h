@@ -16,6 +16,7 @@
 #include "pio.h"
 #include "serial.h"
 #include "virtio_mmio.h"
+#include "vm_snapshot_store.h"
 #include "vmm.h"
 
 struct vm_control;
@@ -50,6 +51,8 @@ struct vm {
 	bool running;               /* atomic: every vCPU thread started (pausing works) */
 	struct vm_control *ctl;     /* --control (NULL: none) */
 	struct vm_upgrade_in *up;   /* vmm_opts.resume: the hand-over being applied */
+	struct vm_snapstore snapstore;  /* what the next snapshot to a store leans on */
+	bool lazy_failed;           /* under lock: a page of the lazy RAM cannot be had */
 };
 
 /* The pieces of vm a snapshot or a live upgrade reads and writes (vm_snapshot.h). */
@@ -60,5 +63,13 @@ void vmm_parts(struct vm *vm, struct vm_parts *p);
  * exist): vm_snapshot.h. 0, or -errno with one line in why.
  */
 int vm_snapshot_save(struct vm *vm, const char *dir, char *why, size_t why_len);
+/*
+ * A snapshot into a store (vm_snapshot_store.h): _take with vm paused by the caller,
+ * _finish once it runs again. 0, or -errno with one line in why.
+ */
+int vm_snapshot_store_take(struct vm *vm, const char *dir, const char *store,
+			   struct vm_snapstore_job **job, char *why, size_t why_len);
+int vm_snapshot_store_finish(struct vm *vm, struct vm_snapstore_job *job,
+			     struct vm_snapstore_result *res, char *why, size_t why_len);
 
 #endif

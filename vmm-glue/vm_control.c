@@ -7,6 +7,7 @@
 #include "vm_control.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,21 +41,55 @@ static void vmc_stats(struct vm_control *c, int fd)
 	free(buf);
 }
 
-static void vmc_snapshot(struct vm_control *c, int fd, const char *dir)
+/* "DIR" or "DIR --store STORE", both absolute: 0, or -EINVAL (the reply sent). */
+static int vmc_snapshot_args(int fd, const char *arg, char *dir, size_t dlen, char *store,
+			     size_t slen)
 {
-	char why[512] = "";
+	const char *opt = strstr(arg, " --store ");
+	size_t n = opt ? (size_t)(opt - arg) : strlen(arg);
+
+	store[0] = '\0';
+	if (!n) {
+		blkd_control_reply(fd, "error snapshot needs a DIR");
+		return -EINVAL;
+	}
+	if (n >= dlen || (opt && strlen(opt + 9) >= slen)) {
+		blkd_control_reply(fd, "error snapshot: path too long");
+		return -EINVAL;
+	}
+	memcpy(dir, arg, n);
+	dir[n] = '\0';
+	if (opt)
+		snprintf(store, slen, "%s", opt + 9);
+	if (dir[0] != '/' || (opt && store[0] != '/')) {
+		blkd_control_reply(fd, "error DIR and STORE must be absolute: %s", arg);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The snapshot itself, the VM paused (a store's: its first step; *job the second's). */
+static int vmc_snapshot_take(struct vm_control *c, const char *dir, const char *store,
+			     struct vm_snapstore_job **job, char *why, size_t why_len)
+{
+	*job = NULL;
+	if (!store[0])
+		return vm_snapshot_save(c->vm, dir, why, why_len);
+	return vm_snapshot_store_take(c->vm, dir, store, job, why, why_len);
+}
+
+static void vmc_snapshot(struct vm_control *c, int fd, const char *arg)
+{
+	char why[512] = "", dir[PATH_MAX], store[PATH_MAX], id[SHA256_HEX_LEN + 1] = "";
+	struct vm_snapstore_result res = { 0 };
+	struct vm_snapstore_job *job = NULL;
 	struct timespec t0;
+	double paused_ms;
 	bool was_paused;
 	int ret;
 
-	if (!*dir) {
-		blkd_control_reply(fd, "error snapshot needs a DIR");
+	if (vmc_snapshot_args(fd, arg, dir, sizeof(dir), store, sizeof(store)))
 		return;
-	}
-	if (dir[0] != '/') {
-		blkd_control_reply(fd, "error DIR must be absolute: %s", dir);
-		return;
-	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	ret = vmm_pause(c->vm);
 	if (ret == -EAGAIN) {
@@ -62,20 +97,32 @@ static void vmc_snapshot(struct vm_control *c, int fd, const char *dir)
 		return;
 	}
 	was_paused = ret == -EALREADY;
-	ret = vm_snapshot_save(c->vm, dir, why, sizeof(why));
+	ret = vmc_snapshot_take(c, dir, store, &job, why, sizeof(why));
 	if (!was_paused)
 		vmm_resume(c->vm);
+	paused_ms = clock_ms_since(&t0);
+	if (!ret && job)
+		ret = vm_snapshot_store_finish(c->vm, job, &res, why, sizeof(why));
 	if (ret) {
 		log_warn("control: snapshot %s: %s", dir, *why ? why : strerror(-ret));
 		blkd_control_reply(fd, "error %s: %s", dir, *why ? why : strerror(-ret));
 		return;
 	}
+	if (store[0])
+		sha256_to_hex(res.id, id);
 	if (was_paused)
-		log_info("control: VM snapshot written to %s", dir);
+		log_info("control: VM snapshot written to %s%s%s", dir, id[0] ? " sha256:" : "", id);
 	else
-		log_info("control: VM snapshot written to %s (VM paused %.1f ms)", dir,
-			 clock_ms_since(&t0));
-	blkd_control_reply(fd, "ok %s", dir);
+		log_info("control: VM snapshot written to %s%s%s (VM paused %.1f ms)", dir,
+			 id[0] ? " sha256:" : "", id, paused_ms);
+	if (store[0])
+		blkd_control_reply(fd, "ok %s sha256:%s (RAM: %llu pages stored, %llu kept; "
+				   "disk: %llu blocks)", dir, id,
+				   (unsigned long long)res.ram.pages_new,
+				   (unsigned long long)res.ram.pages_kept,
+				   (unsigned long long)res.disk_blocks);
+	else
+		blkd_control_reply(fd, "ok %s", dir);
 }
 
 static void vmc_upgrade(struct vm_control *c, int fd, const char *binary)
@@ -137,7 +184,7 @@ int vm_control_start(struct vm *vm, const char *path, struct vm_control **out)
 	}
 	c->vm = vm;
 	c->ext = (struct blkd_control_ext){
-		.request = vmc_request, .ctx = c, .names = "pause, resume, stats, snapshot DIR, "
+		.request = vmc_request, .ctx = c, .names = "pause, resume, stats, snapshot DIR [--store STORE], "
 		"upgrade [BINARY], snapshot-disk DELTA_PATH, flush or trace stop",
 		.no_trace = true,
 	};

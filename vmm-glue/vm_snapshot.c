@@ -28,6 +28,9 @@
 #define VMSNAP_RAM_MAX (1ll << 40)
 #define VMSNAP_F_DELTA 1u
 #define VMSNAP_F_LAYOUT 2u
+#define VMSNAP_F_STORE 4u   /* RAM in a store (vm_snapshot_blob): no ram file, no RAM digest */
+#define VMSNAP_F_RW 8u      /* with STORE: the image disk had an overlay */
+#define VMSNAP_F_ALL (VMSNAP_F_DELTA | VMSNAP_F_LAYOUT | VMSNAP_F_STORE | VMSNAP_F_RW)
 
 struct vmsnap_header {
 	char magic[8];                /* "LZBKVMSN" */
@@ -287,6 +290,41 @@ int vm_snapshot_write(const struct vm_parts *p, const char *dir, char *why, size
 	return ret;
 }
 
+int vm_snapshot_blob(const struct vm_parts *p, bool disk_rw, uint8_t **out, size_t *len,
+		     char *why, size_t why_len)
+{
+	struct vmsnap_header h = { .version = VMSNAP_VERSION, .header_size = VMSNAP_HDR,
+				   .mem_size = p->kvm->ram.size, .ncpus = p->ncpus,
+				   .ndisks = p->ndev, .page_size = VMSNAP_PAGE,
+				   .flags = VMSNAP_F_STORE | (disk_rw ? VMSNAP_F_RW : 0) };
+	struct vm_state_buf b = { 0 };
+	int ret = vm_snapshot_state_save(p, &b, why, why_len);
+
+	memcpy(h.magic, VMSNAP_MAGIC, 8);
+	snap_cpu_sig(p->kvm->cpuid, h.cpu_sig, h.cpu_model);
+	if (!ret && p->kernel)
+		ret = snap_file_sha(p->kernel, h.kernel_sha, why, why_len);
+	if (!ret && !p->kernel && p->kernel_sha)
+		memcpy(h.kernel_sha, p->kernel_sha, SHA256_LEN);
+	if (!ret && p->disk && !disk_layout_digest(p->disk, h.layout_digest))
+		h.flags |= VMSNAP_F_LAYOUT;
+	if (!ret) {
+		h.state_len = b.len;
+		vmsnap_xxh128(b.p, b.len, h.state_xxh);
+		vmsnap_xxh128(&h, offsetof(struct vmsnap_header, header_xxh), h.header_xxh);
+		*out = malloc(VMSNAP_HDR + b.len);
+		if (!*out)
+			ret = why_set(why, why_len, -ENOMEM, "out of memory");
+	}
+	if (!ret) {
+		memcpy(*out, &h, VMSNAP_HDR);
+		memcpy(*out + VMSNAP_HDR, b.p, b.len);
+		*len = VMSNAP_HDR + b.len;
+	}
+	free(b.p);
+	return ret;
+}
+
 /* The header on its own: magic, digest, version, sizes (the CPU: vm_snapshot_apply). */
 static int snap_check_header(struct vm_snapshot *s, char *why, size_t why_len)
 {
@@ -306,7 +344,8 @@ static int snap_check_header(struct vm_snapshot *s, char *why, size_t why_len)
 			       "lazyblk reads version %u)", s->dir, h->version, VMSNAP_VERSION);
 	if (!h->mem_size || h->mem_size % VMSNAP_PAGE || h->mem_size > VMSNAP_RAM_MAX ||
 	    !h->ncpus || h->ncpus > CPU_MAX || h->ndisks > 32 ||
-	    (h->flags & ~(uint32_t)(VMSNAP_F_DELTA | VMSNAP_F_LAYOUT)))
+	    (h->flags & ~(uint32_t)VMSNAP_F_ALL) ||
+	    ((h->flags & VMSNAP_F_STORE) && (h->flags & VMSNAP_F_DELTA)))
 		return why_set(why, why_len, -EINVAL, "%s/vm.state: absurd machine (%llu bytes "
 			       "of RAM, %u vCPUs, %u disks, flags 0x%x)", s->dir,
 			       (unsigned long long)h->mem_size, h->ncpus, h->ndisks, h->flags);
@@ -390,6 +429,40 @@ static int snap_take_cpuid(struct vm_snapshot *s, char *why, size_t why_len)
 	return 0;
 }
 
+/* s->file read: the header and the state checked, the info filled in; store: a blob's. */
+static int snap_load(struct vm_snapshot *s, bool store, char *why, size_t why_len)
+{
+	int ret = 0;
+
+	if (s->file_len < VMSNAP_HDR)
+		return why_set(why, why_len, -EINVAL, "%s/vm.state: truncated (%zu bytes, the "
+			       "header alone is %u)", s->dir, s->file_len, VMSNAP_HDR);
+	memcpy(&s->h, s->file, VMSNAP_HDR);
+	ret = snap_check_header(s, why, why_len);
+	if (!ret && store != !!(s->h.flags & VMSNAP_F_STORE))
+		ret = why_set(why, why_len, -EINVAL, store ? "%s/vm.state: the state of a "
+			      "snapshot directory, not of one in a store" : "%s/vm.state: the "
+			      "state of a snapshot in a store (restore it with --store)", s->dir);
+	if (!ret)
+		ret = snap_take_cpuid(s, why, why_len);
+	if (!ret && !store)
+		ret = snap_check_files(s, why, why_len);
+	if (ret)
+		return ret;
+	s->info = (struct vm_snapshot_info){
+		.mem_size = s->h.mem_size, .ncpus = s->h.ncpus, .ndisks = s->h.ndisks,
+		.has_delta = s->h.flags & VMSNAP_F_DELTA,
+		.has_layout = s->h.flags & VMSNAP_F_LAYOUT, .ram_pages = s->h.ram_pages,
+		.in_store = store, .disk_rw = s->h.flags & (VMSNAP_F_DELTA | VMSNAP_F_RW),
+	};
+	memcpy(s->info.layout_digest, s->h.layout_digest, SHA256_LEN);
+	memcpy(s->info.kernel_sha, s->h.kernel_sha, SHA256_LEN);
+	memcpy(s->info.cpu_sig, s->h.cpu_sig, VMSNAP_XXH);
+	memcpy(s->info.cpu_model, s->h.cpu_model, sizeof(s->info.cpu_model));
+	s->info.cpu_model[sizeof(s->info.cpu_model) - 1] = '\0';
+	return 0;
+}
+
 int vm_snapshot_open(const char *dir, struct vm_snapshot **out, char *why, size_t why_len)
 {
 	struct vm_snapshot *s = calloc(1, sizeof(*s));
@@ -404,28 +477,35 @@ int vm_snapshot_open(const char *dir, struct vm_snapshot **out, char *why, size_
 	ret = fs_read_file_max(path, VMSNAP_STATE_MAX, &s->file, &s->file_len);
 	if (ret)
 		why_set(why, why_len, ret, "%s: %s", path, strerror(-ret));
-	else if (s->file_len < VMSNAP_HDR)
-		ret = why_set(why, why_len, -EINVAL, "%s: truncated (%zu bytes, the header "
-			      "alone is %u)", path, s->file_len, VMSNAP_HDR);
-	if (!ret) {
-		memcpy(&s->h, s->file, VMSNAP_HDR);
-		ret = snap_check_header(s, why, why_len);
-	}
-	if (!ret)
-		ret = snap_take_cpuid(s, why, why_len);
-	if (!ret)
-		ret = snap_check_files(s, why, why_len);
+	else
+		ret = snap_load(s, false, why, why_len);
 	if (ret) {
 		vm_snapshot_close(s);
 		return ret;
 	}
-	s->info = (struct vm_snapshot_info){
-		.mem_size = s->h.mem_size, .ncpus = s->h.ncpus, .ndisks = s->h.ndisks,
-		.has_delta = s->h.flags & VMSNAP_F_DELTA,
-		.has_layout = s->h.flags & VMSNAP_F_LAYOUT, .ram_pages = s->h.ram_pages,
-	};
-	memcpy(s->info.layout_digest, s->h.layout_digest, SHA256_LEN);
-	memcpy(s->info.kernel_sha, s->h.kernel_sha, SHA256_LEN);
+	*out = s;
+	return 0;
+}
+
+int vm_snapshot_open_blob(const char *name, uint8_t *state, size_t len,
+			  struct vm_snapshot **out, char *why, size_t why_len)
+{
+	struct vm_snapshot *s = calloc(1, sizeof(*s));
+	int ret;
+
+	if (!s) {
+		free(state);
+		return why_set(why, why_len, -ENOMEM, "out of memory");
+	}
+	s->ram_fd = -1;
+	snprintf(s->dir, sizeof(s->dir), "%s", name);
+	s->file = state;
+	s->file_len = len;
+	ret = snap_load(s, true, why, why_len);
+	if (ret) {
+		vm_snapshot_close(s);
+		return ret;
+	}
 	*out = s;
 	return 0;
 }
@@ -449,7 +529,13 @@ int vm_snapshot_ram_verify(struct vm_snapshot *s, char *why, size_t why_len)
 {
 	uint8_t d[VMSNAP_XXH];
 	uint64_t pages = 0;
-	int ret = s->chk ? -EALREADY : vmsnap_ram_check_start(s->ram_fd, s->h.mem_size, &s->chk);
+	int ret;
+
+	if (s->h.flags & VMSNAP_F_STORE) {   /* every page is verified as its chunk is loaded */
+		s->ram_ok = true;
+		return 0;
+	}
+	ret = s->chk ? -EALREADY : vmsnap_ram_check_start(s->ram_fd, s->h.mem_size, &s->chk);
 
 	if (!ret)
 		ret = vmsnap_ram_check_end(s->chk, false, d, &pages);

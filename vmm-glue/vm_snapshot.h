@@ -36,6 +36,7 @@ struct virtio_mmio;
 #define VMSNAP_STATE "vm.state"
 #define VMSNAP_RAM "ram"
 #define VMSNAP_DELTA "disk.delta"
+#define VMSNAP_SIG 16u   /* the CPU signature's bytes */
 
 /* The pieces of a VM a snapshot reads or writes (vmm.c fills it in). */
 struct vm_parts {
@@ -67,9 +68,30 @@ struct vm_snapshot_info {
 	uint8_t layout_digest[SHA256_LEN];
 	uint8_t kernel_sha[SHA256_LEN];  /* the kernel it booted */
 	uint64_t ram_pages;              /* pages written (not all zeros) */
+	bool in_store;                   /* vm_snapshot_open_blob's: RAM in a store */
+	bool disk_rw;                    /* the image disk had an overlay */
+	uint8_t cpu_sig[VMSNAP_SIG];     /* the CPU it was taken on (XXH3-128 of features) */
+	char cpu_model[64];
 };
 
 struct vm_snapshot;
+
+/*
+ * A snapshot whose RAM goes to a store (vm_snapshot_store.h): the whole vm.state (header
+ * and records) of the paused VM in memory (*out malloc'd, the caller's), its header
+ * flagged "RAM in a store" (no ram file, no RAM digest: every page is a verified chunk)
+ * and, disk_rw, "the image disk had an overlay". 0 or -errno with why.
+ */
+int vm_snapshot_blob(const struct vm_parts *p, bool disk_rw, uint8_t **out, size_t *len,
+		     char *why, size_t why_len);
+/*
+ * Open such a vm.state (state: len bytes, malloc'd; taken over, freed even on error) for
+ * a restore, checked as vm_snapshot_open checks a directory's; name is what messages call
+ * it. Its RAM comes from elsewhere (vmm_opts.lazy): vm_snapshot_ram_fd is -1 and
+ * vm_snapshot_ram_verify only says yes.
+ */
+int vm_snapshot_open_blob(const char *name, uint8_t *state, size_t len,
+			  struct vm_snapshot **out, char *why, size_t why_len);
 
 /*
  * Open dir for a restore: vm.state read and checked (header digest, version, state digest,

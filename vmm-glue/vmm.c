@@ -18,6 +18,7 @@
 #include "virtio_mmio.h"
 #include "vm.h"
 #include "vm_control.h"
+#include "lazyram/lazyram.h"
 #include "vm_snapshot.h"
 #include "vm_state.h"
 #include "vm_upgrade.h"
@@ -372,6 +373,7 @@ static int vmm_result(struct vm *v, int *status)
 
 static void vmm_teardown(struct vm *v)
 {
+	vm_snapstore_release(&v->snapstore);
 	for (unsigned i = 0; i < v->ncpus; i++)
 		cpu_destroy(&v->cpus[i]);
 	for (unsigned i = 0; i < v->ndev; i++)
@@ -402,9 +404,12 @@ static int vmm_restore_machine(const struct vmm_opts *o, struct kvm_ram_opts *ro
 	if (o->hugepages || o->populate)
 		return why_set(why, why_len, -EINVAL, "a restore maps RAM from the snapshot: no "
 			       "hugepages, no populate");
+	if (si->in_store != !!o->lazy)
+		return why_set(why, why_len, -EINVAL, "a snapshot in a store restores with its "
+			       "RAM brought in lazily, a directory's from its ram file");
 	ro->size = si->mem_size;
 	ro->map_file = true;
-	ro->fd = vm_snapshot_ram_fd(o->restore);
+	ro->fd = o->lazy ? lazyram_fd(o->lazy) : vm_snapshot_ram_fd(o->restore);
 	*ncpus = si->ncpus;
 	return 0;
 }
@@ -432,6 +437,56 @@ static int vmm_resume_machine(const struct vmm_opts *o, struct kvm_ram_opts *ro,
 	return 0;
 }
 
+/* vm_snapstore.written: the pages the guest (or a device) wrote since the restore. */
+static int vmm_lazy_written(void *arg, uint64_t *bits, uint64_t npages)
+{
+	struct vm *v = arg;
+	uint64_t n = 0;
+
+	(void)npages;
+	return lazyram_written(v->o->lazy, bits, &n, NULL, 0);
+}
+
+/*
+ * A page of a lazily restored RAM cannot be had (lazyram.h, on its thread): the VM stops
+ * with reason, and nothing more the guest does gets out (its console output is dropped;
+ * a thread blocked on that page stays blocked: vmm_run gives up on the teardown).
+ */
+static void vmm_lazy_fatal(void *arg, const char *reason)
+{
+	struct vm *v = arg;
+
+	pthread_mutex_lock(&v->lock);
+	if (!v->lazy_failed) {
+		v->lazy_failed = true;
+		why_set(v->reason, v->reason_len, -EIO, "guest RAM: %s", reason);
+	}
+	pthread_mutex_unlock(&v->lock);
+	if (v->serial)
+		serial_output(v->serial, SERIAL_OUT_DROP);
+	vmm_end(v, CPU_END_ERROR);
+}
+
+/* The lazy RAM's faults served from now on; the next snapshot to a store leans on its map. */
+static int vmm_lazy_start(struct vm *v)
+{
+	int ret;
+
+	lazyram_set_fatal(v->o->lazy, vmm_lazy_fatal, v);
+	ret = lazyram_start(v->o->lazy, v->vm.ram.map, v->vm.ram.size, v->reason,
+			    v->reason_len);
+	if (ret)
+		return ret;
+	v->snapstore.base_map = v->o->lazy_map;
+	v->snapstore.written = vmm_lazy_written;
+	v->snapstore.written_arg = v;
+	if (v->o->lazy_id) {
+		v->snapstore.has_parent = true;
+		memcpy(v->snapstore.parent, v->o->lazy_id, sizeof(v->snapstore.parent));
+	}
+	return 0;
+}
+
 /*
  * RAM, the boot (kernel and tables), devices, vCPUs. A restore's devices are held before
  * their state is loaded (vmm_restore_release lets them go): no disk request is served and
@@ -456,6 +511,8 @@ static int vmm_setup(struct vm *v, const struct kvm_ram_opts *ro, bool hw_virt)
 		ret = kvm_vm_create(&v->vm, ro, v->o->restore ? vm_snapshot_cpuid(v->o->restore) :
 				    up_cpuid, v->reason, v->reason_len);
 	free(up_cpuid);
+	if (!ret && v->o->lazy)
+		ret = vmm_lazy_start(v);
 
 	if (!ret && !v->o->restore && !v->up)
 		ret = vmm_load(v);
@@ -580,6 +637,13 @@ int vmm_run(const struct vmm_opts *o, int *status, char *why, size_t why_len)
 		ret = vmm_result(v, status);
 	}
 	vm_control_stop(v->ctl);
+	if (v->lazy_failed) {
+		/*
+		 * A thread may be blocked for good on the page that failed (KVM's wait for a
+		 * userfaultfd is not interruptible): no teardown; the caller ends the process.
+		 */
+		return -ENOTRECOVERABLE;
+	}
 	vmm_teardown(v);
 	free(v);
 	return ret;

@@ -19,6 +19,8 @@
 #include "vm_upgrade.h"
 
 struct vm_snapshot;
+struct lazyram;
+struct rammap;
 
 #define VMM_MAX_DISKS 19   /* GSIs 5..23 of the IOAPIC */
 
@@ -57,6 +59,15 @@ struct vmm_opts {
 	 * same file, the same disks.
 	 */
 	struct vm_snapshot *restore;
+	/*
+	 * A restore of a snapshot in a store (vm_snapshot_open_blob): RAM is lazy's file,
+	 * mapped copy-on-write, its pages brought in on first touch (vmm-glue/lazyram; its
+	 * fatal failures stop the VM); lazy_map and lazy_id the page map and document it was
+	 * restored from, what the VM's next snapshot to a store leans on. NULL: none.
+	 */
+	struct lazyram *lazy;
+	const struct rammap *lazy_map;
+	const uint8_t *lazy_id;
 	/*
 	 * The control socket (vm_control.h): a unix socket PATH, listened on before
 	 * before_start and the first vCPU, closed before the VM is torn down. Its errors are
@@ -102,7 +113,9 @@ int vmm_stats_json(struct vm *vm, FILE *f);
  * may be 0): the set-up's failure ("kernel PATH: ...", "/dev/kvm: ..."), or how the guest
  * ended (a triple fault, a crash). why is empty when a vCPU thread failed: it logged why
  * (threads log where they run), or when before_start failed (it said why). Prints nothing
- * itself.
+ * itself. -ENOTRECOVERABLE: a page of the lazy RAM could not be had (why says which): the
+ * VM stopped, but a thread may stay blocked on that page, so nothing was torn down: flush
+ * the disks and end the process without closing o->lazy.
  */
 int vmm_run(const struct vmm_opts *o, int *status, char *why, size_t why_len);
 

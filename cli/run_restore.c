@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lazyblk run --restore (run_restore.h): a snapshot directory, a snapshot in a store, or
+ * one by reference, opened for vmm_run.
+ */
+#include "run_restore.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../blkd/overlay/overlay.h"
+#include "../cas/remote/image_ref.h"
+#include "../cas/source.h"
+#include "../common/block.h"
+#include "../common/fsutil.h"
+#include "../common/log.h"
+#include "../layout/layout.h"
+#include "../vmm-glue/lazyram/lazyram.h"
+#include "../vmm-glue/vm_snapshot.h"
+#include "../vmm-glue/vm_snapshot_store.h"
+#include "../vmm-glue/vmm.h"
+#include "../vmsnap/ramstore.h"
+
+/* The document's bytes: parsed into r->doc, r->id their sha256. 0, or 1 (said why). */
+static int restore_doc(struct run_restore *r, const char *what, const uint8_t *json,
+		       size_t len)
+{
+	char why[WHY_MAX] = "";
+	int ret = snapdoc_parse((const char *)json, len, &r->doc, why, sizeof(why));
+
+	if (ret) {
+		log_error("%s: %s", what, why[0] ? why : strerror(-ret));
+		return 1;
+	}
+	sha256_buf(json, len, r->id);
+	r->in_store = true;
+	return 0;
+}
+
+/* SNAPDIR/snapshot.json, read and parsed. 0, 1 (said why), or -ENOENT: not there. */
+static int restore_local(struct run_restore *r, const char *store_dir)
+{
+	char path[PATH_MAX + 32];
+	uint8_t *json = NULL;
+	size_t len = 0;
+	int ret;
+
+	snprintf(path, sizeof(path), "%s/%s", r->arg, VMSNAP_DOC);
+	ret = fs_read_file_max(path, SNAPDOC_MAX, &json, &len);
+	if (ret == -ENOENT)
+		return -ENOENT;
+	if (ret) {
+		log_error("%s: %s", path, ret == -EFBIG ? "too large for a snapshot document"
+							: strerror(-ret));
+		return 1;
+	}
+	ret = restore_doc(r, path, json, len);
+	free(json);
+	if (!ret && !store_dir) {
+		log_error("%s: a snapshot in a store: give --store DIR (the store it was taken "
+			  "into, or a cache of its remote)", r->arg);
+		ret = 1;
+	}
+	return ret;
+}
+
+/* A reference: the document and the image's layouts fetched into the store. */
+static int restore_fetch(struct run_restore *r, const char *store_dir, struct cli_remote *rem)
+{
+	struct remote_opts ro = { .url = r->arg, .concurrency = rem->concurrency,
+				  .timeout_ms = rem->timeout_ms, .retries = rem->retries };
+	char why[WHY_MAX + PATH_MAX] = "";
+	int ret;
+
+	if (!store_dir) {
+		log_error("%s: a snapshot by reference needs --store DIR (a cache: its files are "
+			  "fetched there)", r->arg);
+		return 1;
+	}
+	r->fetched = calloc(1, sizeof(*r->fetched));
+	if (!r->fetched) {
+		log_error("out of memory");
+		return 1;
+	}
+	ret = image_fetch_as(&ro, store_dir, IMAGE_WANT_SNAPSHOT, r->fetched, why, sizeof(why));
+	if (ret) {
+		log_error("%s", why[0] ? why : strerror(-ret));
+		return 1;
+	}
+	if (!rem->url)
+		rem->url = r->fetched->chunk_url;
+	return restore_doc(r, r->arg, r->fetched->snapdoc, r->fetched->snapdoc_len);
+}
+
+int run_restore_resolve(struct run_restore *r, const char *store_dir, struct cli_remote *rem,
+			const char **layout)
+{
+	char hex[SHA256_HEX_LEN + 1];
+	int ret;
+
+	if (image_ref_is(r->arg))
+		ret = restore_fetch(r, store_dir, rem);
+	else if ((ret = restore_local(r, store_dir)) == -ENOENT)
+		return 0;   /* a snapshot directory (vm.state): run_restore_open */
+	if (ret)
+		return 1;
+	if (*layout) {
+		log_error("%s names its image: drop %s", r->arg, *layout);
+		return 1;
+	}
+	if (r->doc.has_disk) {
+		sha256_to_hex(r->doc.layout, hex);
+		snprintf(r->layout, sizeof(r->layout), "%s/layouts/%s.layout", store_dir, hex);
+		*layout = r->layout;
+	}
+	return 0;
+}
+
+/*
+ * A snapshot directory: opened and checked; its disk delta becomes the new overlay (for
+ * the same layout) before the image is opened. 0, or 1 (said why).
+ */
+static int restore_dir(struct run_restore *r, const char *layout, bool fetched,
+		       const char *overlay)
+{
+	const struct vm_snapshot_info *si;
+	char why[PATH_MAX + 256], delta[PATH_MAX + 16];
+	char lwhy[WHY_MAX] = "";
+	struct layout *l = NULL;
+	int ret;
+
+	if (vm_snapshot_open(r->arg, &r->snap, why, sizeof(why)))
+		return cli_fail(-EINVAL, why), 1;
+	si = vm_snapshot_info(r->snap);
+	if (!layout)
+		return 0;   /* vmm_run refuses a snapshot that had an image */
+	ret = layout_open_flags(layout, fetched ? LAYOUT_OPEN_FETCHED : 0, &l, lwhy,
+				sizeof(lwhy));
+	if (ret) {
+		log_error("%s: %s", layout, lwhy[0] ? lwhy : strerror(-ret));
+		return 1;
+	}
+	ret = 1;
+	if (!si->has_layout || memcmp(l->digest, si->layout_digest, SHA256_LEN))
+		log_error("%s: taken with another image layout than %s", r->arg, layout);
+	else if (si->has_delta && !overlay)
+		log_error("%s holds the disk's writes (disk.delta): give --overlay NEW, a new "
+			  "file", r->arg);
+	else if (si->has_delta && access(overlay, F_OK) == 0)
+		log_error("--overlay %s exists: a restore starts a new overlay from the "
+			  "snapshot's disk delta", overlay);
+	else
+		ret = 0;
+	if (!ret && si->has_delta) {
+		snprintf(delta, sizeof(delta), "%s/%s", r->arg, VMSNAP_DELTA);
+		if (overlay_apply_delta(delta, overlay, l->digest,
+					l->hdr.block_count * DISK_BLOCK, lwhy, sizeof(lwhy))) {
+			log_error("%s: %s", delta, lwhy[0] ? lwhy : "cannot apply");
+			ret = 1;
+		}
+	}
+	layout_close(l);
+	return ret;
+}
+
+/* A snapshot in a store: its state and page map through the tiers, the lazy RAM. */
+static int restore_store(struct run_restore *r, const struct cli_remote *rem,
+			 const char *store_dir, const char *overlay, const struct cli_trace *t)
+{
+	struct cas_source_opts so = { .store_dir = store_dir };
+	char why[WHY_MAX + PATH_MAX] = "";
+	const struct vm_snapshot_info *si;
+	struct lazyram_opts lo = { 0 };
+	uint8_t *state = NULL;
+	size_t len = 0;
+	int ret;
+
+	cli_remote_to_source(rem, &so);
+	ret = cas_source_open(&so, &r->src, why, sizeof(why));
+	if (!ret)
+		ret = ramstore_load_state(r->src, &r->doc, &state, &len, why, sizeof(why));
+	if (!ret)
+		ret = vm_snapshot_open_blob(r->arg, state, len, &r->snap, why, sizeof(why));
+	if (!ret)
+		ret = ramstore_load_map(r->src, &r->doc, &r->map, why, sizeof(why));
+	if (ret) {
+		log_error("%s: %s", r->arg, why[0] ? why : strerror(-ret));
+		return 1;
+	}
+	si = vm_snapshot_info(r->snap);
+	if (si->mem_size != r->doc.mem_size || si->ncpus != r->doc.ncpus ||
+	    si->has_layout != r->doc.has_disk) {
+		log_error("%s: the snapshot document and its vm.state do not agree on the machine",
+			  r->arg);
+		return 1;
+	}
+	if (si->disk_rw && !overlay) {
+		log_error("%s: its disk was written: give --overlay NEW (a new file) for the "
+			  "restored VM's writes", r->arg);
+		return 1;
+	}
+	if (si->disk_rw && access(overlay, F_OK) == 0) {
+		log_error("--overlay %s exists: a restore starts a new overlay", overlay);
+		return 1;
+	}
+	lo = (struct lazyram_opts){ .map = r->map, .src = r->src, .cache_dir = r->ram_cache,
+				    .trace_record = t->record, .prefetch = t->prefetch };
+	memcpy(lo.id, r->id, SHA256_LEN);
+	ret = lazyram_open(&lo, &r->lazy, why, sizeof(why));
+	if (ret) {
+		log_error("%s: guest RAM: %s", r->arg, why[0] ? why : strerror(-ret));
+		return 1;
+	}
+	return 0;
+}
+
+int run_restore_open(struct run_restore *r, const struct cli_remote *rem,
+		     const char *store_dir, const char *layout, bool layout_fetched,
+		     const char *overlay, const struct cli_trace *t)
+{
+	if (!r->in_store)
+		return restore_dir(r, layout, layout_fetched, overlay);
+	return restore_store(r, rem, store_dir, overlay, t);
+}
+
+void run_restore_to_vmm(struct run_restore *r, struct vmm_opts *vo)
+{
+	vo->restore = r->snap;
+	vo->lazy = r->lazy;
+	vo->lazy_map = r->map;
+	vo->lazy_id = r->in_store ? r->id : NULL;
+}
+
+void run_restore_close(struct run_restore *r)
+{
+	lazyram_close(r->lazy);
+	r->lazy = NULL;
+	rammap_free(r->map);
+	r->map = NULL;
+	vm_snapshot_close(r->snap);
+	r->snap = NULL;
+	cas_source_close(r->src);
+	r->src = NULL;
+	if (r->fetched)
+		image_fetched_free(r->fetched);
+	free(r->fetched);
+	r->fetched = NULL;
+}
