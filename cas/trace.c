@@ -14,6 +14,13 @@
 		return why_set(why, why_len, -EBADMSG, "%s", (msg)); \
 	} while (0)
 
+static bool id_is_zero(const uint8_t id[32])
+{
+	static const uint8_t zero[32];
+
+	return !memcmp(id, zero, sizeof(zero));
+}
+
 static int validate(const uint8_t *buf, size_t len, char *why, size_t why_len)
 {
 	const struct trace_header *h = (const void *)buf;
@@ -26,8 +33,8 @@ static int validate(const uint8_t *buf, size_t len, char *why, size_t why_len)
 		BAD("truncated (shorter than a trace header)");
 	if (memcmp(h->magic, TRACE_MAGIC, 8))
 		BAD("bad magic (not a lazyblk trace)");
-	if (h->version != TRACE_VERSION)
-		BAD("unsupported trace version (this lazyblk reads version 1)");
+	if (h->version != TRACE_VERSION && h->version != TRACE_VERSION_DISK)
+		BAD("unsupported trace version (this lazyblk reads versions 1 and 2)");
 	if (h->header_size != sizeof(*h))
 		BAD("bad header size");
 	if (h->flags & ~TRACE_F_TRUNCATED)
@@ -48,12 +55,19 @@ static int validate(const uint8_t *buf, size_t len, char *why, size_t why_len)
 	strings = (const char *)(rec + h->record_count);
 	if (strings[0] || strings[h->strings_size - 1])
 		BAD("string table not NUL-delimited");
+	if (h->version == TRACE_VERSION_DISK && !id_is_zero(h->snapshot_id))
+		BAD("version 1 trace with a snapshot id");
 	for (uint64_t i = 0; i < h->record_count; i++) {
 		const struct trace_record *r = &rec[i];
 
-		if (r->path >= h->strings_size)
+		if (trace_record_is_ram(r)) {
+			if (h->version == TRACE_VERSION_DISK)
+				BAD("RAM record in a version 1 trace");
+			if (r->file_off || r->disk_off % TRACE_RAM_PAGE || r->len % TRACE_RAM_PAGE)
+				BAD("RAM record not in whole pages");
+		} else if (r->path >= h->strings_size)
 			BAD("record names a path outside the string table");
-		if (r->path && (strings[r->path - 1] || strings[r->path] != '/'))
+		else if (r->path && (strings[r->path - 1] || strings[r->path] != '/'))
 			BAD("record path is not an absolute path at a string start");
 		if (!r->len || r->disk_off + r->len < r->disk_off || r->file_off + r->len < r->file_off)
 			BAD("record with an empty or wrapping range");
@@ -135,7 +149,10 @@ int trace_write(const char *path, struct trace_header *h, const struct trace_rec
 	if (!buf)
 		return -ENOMEM;
 	memcpy(h->magic, TRACE_MAGIC, 8);
-	h->version = TRACE_VERSION;
+	h->version = id_is_zero(h->snapshot_id) ? TRACE_VERSION_DISK : TRACE_VERSION;
+	for (size_t i = 0; i < n && h->version == TRACE_VERSION_DISK; i++)
+		if (trace_record_is_ram(&records[i]))
+			h->version = TRACE_VERSION;
 	h->header_size = sizeof(*h);
 	h->record_count = n;
 	h->strings_size = strings_size;
@@ -162,8 +179,8 @@ int trace_for_each_file(const struct trace *t, const struct manifest *m, trace_r
 		const struct trace_record *r = &t->records[i];
 		bool fresh;
 
-		if (!r->path)
-			continue; /* metadata */
+		if (!r->path || trace_record_is_ram(r))
+			continue; /* metadata, RAM */
 		fresh = trace_record_new_file(r, &last);
 		if (r->path != cur) {
 			e = manifest_find(m, trace_path(t, r));

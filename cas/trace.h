@@ -24,7 +24,20 @@
 #include "../common/why.h"
 
 #define TRACE_MAGIC "LZBKTRAC"
-#define TRACE_VERSION 1
+/*
+ * Version 2 adds RAM records and the snapshot id; trace_write writes version 1 when a trace
+ * has neither (so that a disk trace stays readable by a lazyblk that reads only version 1).
+ * Both are read.
+ */
+#define TRACE_VERSION 2
+#define TRACE_VERSION_DISK 1
+/*
+ * A RAM record (version 2): a first touch of guest RAM on a lazy restore of a VM snapshot.
+ * disk_off is the RAM byte offset and len the bytes, both whole pages (TRACE_RAM_PAGE);
+ * file_off is 0. Disk users of a trace skip these records (trace_record_is_ram).
+ */
+#define TRACE_PATH_RAM 0xffffffffu
+#define TRACE_RAM_PAGE 4096u
 #define TRACE_RECORDS_MAX (1u << 24)        /* 16 Mi records, 512 MiB: refused beyond */
 #define TRACE_STRINGS_MAX (64u << 20)
 /* The recorder kept only the first TRACE_RAW_MAX first-touch ranges: a prefix of the boot. */
@@ -44,10 +57,14 @@ struct trace_header {
 	uint64_t created;            /* seconds since the epoch, <= TRACE_CREATED_MAX */
 	uint64_t duration_us;        /* from the server's start to the end of recording */
 	uint32_t flags;              /* TRACE_F_* */
-	uint32_t reserved[11];
+	uint8_t snapshot_id[32];     /* v2: the VM snapshot whose RAM records are (0: none) */
+	uint32_t reserved[3];
 };
 
-/* path == 0: metadata (or any non-file) disk bytes; else file data of strings + path. */
+/*
+ * path == 0: metadata (or any non-file) disk bytes; TRACE_PATH_RAM: guest RAM (version 2);
+ * else file data of strings + path.
+ */
 struct trace_record {
 	uint64_t t_us;               /* since the server started */
 	uint64_t disk_off;           /* bytes */
@@ -76,18 +93,25 @@ TEST_HOOK
 int trace_parse(uint8_t *buf, size_t len, struct trace **out, char *why, size_t why_len);
 void trace_free(struct trace *t);
 
+static inline bool trace_record_is_ram(const struct trace_record *r)
+{
+	return r->path == TRACE_PATH_RAM;
+}
+
+/* The record's file path ("" for metadata and RAM records). */
 static inline const char *trace_path(const struct trace *t, const struct trace_record *r)
 {
-	return t->strings + r->path;
+	return trace_record_is_ram(r) ? "" : t->strings + r->path;
 }
 
 /*
  * True when r names a file that no record before it named: paths are interned in first-use
- * order, so a new file's path offset is larger than every earlier one (*last, from 0).
+ * order, so a new file's path offset is larger than every earlier one (*last, from 0). RAM
+ * records name no file.
  */
 static inline bool trace_record_new_file(const struct trace_record *r, uint32_t *last)
 {
-	if (r->path <= *last)
+	if (r->path <= *last || trace_record_is_ram(r))
 		return false;
 	*last = r->path;
 	return true;
@@ -108,7 +132,8 @@ int trace_for_each_file(const struct trace *t, const struct manifest *m, trace_r
 
 /*
  * Write a trace atomically: the header's magic, version, header_size, record_count and
- * strings_size are filled in here; records must be valid (see trace_parse). -errno.
+ * strings_size are filled in here (version 2 when a record is a RAM record or the snapshot
+ * id is set, else 1); records must be valid (see trace_parse). -errno.
  */
 int trace_write(const char *path, struct trace_header *h, const struct trace_record *records,
 		size_t n, const char *strings, size_t strings_size);

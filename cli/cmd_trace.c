@@ -22,19 +22,21 @@ static const char trace_usage[] =
 	"record in the order the guest first read it:\n"
 	"  TIME_MS  DISK_OFFSET+LENGTH  meta                    (metadata blocks)\n"
 	"  TIME_MS  DISK_OFFSET+LENGTH  PATH FILE_OFFSET+LENGTH  (file data)\n"
+	"  TIME_MS  RAM_OFFSET+LENGTH   ram                     (guest RAM, version 2)\n"
 	"PATH shows control characters and bytes that are not UTF-8 as \\xHH and a backslash\n"
 	"as \\\\ (the image chose its names); --json has them byte for byte.\n"
-	"With --json, one JSON document: {\"version\", \"manifest\", \"layout\", \"created\",\n"
-	"\"duration_us\", \"truncated\", \"records\": [{\"t_us\", \"disk_off\", \"len\", \"path\",\n"
-	"\"file_off\"}]} (truncated: the recorder kept only its first 1048576 ranges).\n"
-	"(path and file_off only for file data).\n"
+	"With --json, one JSON document: {\"version\", \"manifest\", \"layout\", \"snapshot\",\n"
+	"\"created\", \"duration_us\", \"truncated\", \"records\": [{\"t_us\", \"disk_off\", \"len\",\n"
+	"\"path\", \"file_off\", \"ram\"}]} (truncated: the recorder kept only its first 1048576\n"
+	"ranges; path and file_off only for file data; \"ram\": true for guest RAM, whose\n"
+	"disk_off is the RAM offset; snapshot: the VM snapshot's id, version 2).\n"
 	"\n"
 	"options:\n"
 	"  --json      JSON instead of text\n"
 	"  -h, --help  this text\n";
 
 struct trace_totals {
-	uint64_t meta, data;
+	uint64_t meta, data, ram;
 	size_t files;
 };
 
@@ -46,6 +48,10 @@ static void totals(const struct trace *t, struct trace_totals *s)
 	for (size_t i = 0; i < t->n_records; i++) {
 		const struct trace_record *r = &t->records[i];
 
+		if (trace_record_is_ram(r)) {
+			s->ram += r->len;
+			continue;
+		}
 		if (!r->path) {
 			s->meta += r->len;
 			continue;
@@ -65,6 +71,8 @@ static void show_json(FILE *f, const struct trace *t)
 	fprintf(f, ",\"manifest\":\"%s\"", hex);
 	sha256_to_hex(t->hdr->layout_digest, hex);
 	fprintf(f, ",\"layout\":\"%s\"", hex);
+	sha256_to_hex(t->hdr->snapshot_id, hex);
+	fprintf(f, ",\"snapshot\":\"%s\"", hex);
 	fprintf(f, ",\"created\":%llu,\"duration_us\":%llu,\"truncated\":%s,\"records\":[",
 		(unsigned long long)t->hdr->created, (unsigned long long)t->hdr->duration_us,
 		t->hdr->flags & TRACE_F_TRUNCATED ? "true" : "false");
@@ -73,7 +81,9 @@ static void show_json(FILE *f, const struct trace *t)
 
 		fprintf(f, "%s{\"t_us\":%llu,\"disk_off\":%llu,\"len\":%u", i ? "," : "",
 			(unsigned long long)r->t_us, (unsigned long long)r->disk_off, r->len);
-		if (r->path) {
+		if (trace_record_is_ram(r)) {
+			fputs(",\"ram\":true", f);
+		} else if (r->path) {
 			const char *p = trace_path(t, r);
 
 			fputc(',', f);
@@ -97,6 +107,10 @@ static void show_text(FILE *f, const struct trace *t)
 	fprintf(f, "manifest  %s\n", hex);
 	sha256_to_hex(t->hdr->layout_digest, hex);
 	fprintf(f, "layout    %s\n", hex);
+	if (t->hdr->version >= TRACE_VERSION) {
+		sha256_to_hex(t->hdr->snapshot_id, hex);
+		fprintf(f, "snapshot  %s\n", hex);
+	}
 	if (!gmtime_r(&c, &tm) || !strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm))
 		snprintf(when, sizeof(when), "%llu s since the epoch",
 			 (unsigned long long)t->hdr->created);
@@ -105,12 +119,16 @@ static void show_text(FILE *f, const struct trace *t)
 						    "first read were kept)" : "");
 	fprintf(f, "records   %zu: %s of file data in %zu files, %s of metadata\n", t->n_records,
 		size_human(s.data, a, sizeof(a)), s.files, size_human(s.meta, b, sizeof(b)));
+	if (s.ram)
+		fprintf(f, "ram       %s of guest RAM\n", size_human(s.ram, a, sizeof(a)));
 	for (size_t i = 0; i < t->n_records; i++) {
 		const struct trace_record *r = &t->records[i];
 
 		fprintf(f, "%10.3f  %llu+%u  ", r->t_us / 1e3, (unsigned long long)r->disk_off,
 			r->len);
-		if (r->path)
+		if (trace_record_is_ram(r))
+			fputs("ram\n", f);
+		else if (r->path)
 			fprintf(f, "%s %llu+%u\n", esc_str(trace_path(t, r), path, sizeof(path)),
 				(unsigned long long)r->file_off, r->len);
 		else

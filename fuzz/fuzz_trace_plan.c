@@ -189,6 +189,8 @@ static void index_walk(const struct manifest *m, const struct layout *l, const s
 		const struct trace_record *r = &t->records[i];
 		const struct mf_entry *e;
 
+		if (trace_record_is_ram(r))
+			continue;
 		trace_index_disk_to_files(x, r->disk_off, r->disk_off + r->len, on_file, &w);
 		e = r->path ? manifest_find(m, trace_path(t, r)) : NULL;
 		if (e)
@@ -236,6 +238,8 @@ static void record(const struct manifest *m, const struct layout *l, const struc
 	for (size_t i = 0; t && i < t->n_records && i < WALK_MAX && budget; i++) {
 		uint64_t len = t->records[i].len < budget ? t->records[i].len : budget;
 
+		if (trace_record_is_ram(&t->records[i]))
+			continue;
 		trace_recorder_touch(r, t->records[i].disk_off, len);
 		budget -= len;
 	}
@@ -250,7 +254,7 @@ static void record(const struct manifest *m, const struct layout *l, const struc
 		const struct trace_record *rec = &out->records[i];
 		const struct mf_entry *e;
 
-		if (!rec->path)
+		if (!rec->path || trace_record_is_ram(rec))
 			continue;
 		e = manifest_find(m, trace_path(out, rec));
 		if (!e || e->type != MF_REG || rec->file_off > e->size ||

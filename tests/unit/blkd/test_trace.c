@@ -20,7 +20,7 @@
 static uint8_t *mk_trace(const struct trace_record *rec, size_t n, const char *strings,
 			 size_t slen, size_t *len)
 {
-	struct trace_header h = { .version = TRACE_VERSION, .header_size = sizeof(h),
+	struct trace_header h = { .version = TRACE_VERSION_DISK, .header_size = sizeof(h),
 				  .record_count = n, .strings_size = slen };
 	size_t body = sizeof(h) + n * sizeof(*rec) + slen;
 	uint8_t *b = malloc(body + SHA256_LEN);
@@ -75,7 +75,7 @@ static void test_format(void **state)
 	b[0] = 'X';
 	expect_bad(b, len, "bad magic");
 	b = mk_trace(rec, 2, STR, sizeof(STR), &len);
-	b[8] = 2;
+	b[8] = 3;
 	expect_bad(b, len, "version");
 	b = mk_trace(rec, 2, STR, sizeof(STR), &len);
 	((struct trace_header *)b)->flags = 2;
@@ -133,6 +133,78 @@ static void test_format(void **state)
 	rec[1].disk_off = 0;
 	b = mk_trace(rec, 2, "/a", 3, &len);
 	expect_bad(b, len, "NUL-delimited");
+}
+
+/* Version 2: RAM records and the snapshot id, written and read back; hostile ones refused. */
+static void test_format_v2(void **state)
+{
+	struct trace_record rec[3] = {
+		{ .t_us = 5, .disk_off = 0, .len = BLK },
+		{ .t_us = 7, .disk_off = 3 * BLK, .len = 2 * BLK, .path = TRACE_PATH_RAM },
+		{ .t_us = 9, .disk_off = 8 * BLK, .file_off = 4096, .len = 100, .path = 4 },
+	};
+	struct trace_header h = { .created = 1 };
+	char dir[PATH_MAX], path[PATH_MAX + 16], tw[WHY_MAX] = "";
+	struct trace *t;
+	uint32_t last = 0;
+	uint8_t *b;
+	size_t len;
+
+	(void)state;
+	tmpdir_make(dir);
+	snprintf(path, sizeof(path), "%s/t", dir);
+	memset(h.snapshot_id, 0xab, sizeof(h.snapshot_id));
+	assert_int_equal(trace_write(path, &h, rec, 3, STR, sizeof(STR)), 0);
+	assert_int_equal(trace_load(path, &t, tw, sizeof(tw)), 0);
+	assert_int_equal(t->hdr->version, 2);
+	assert_int_equal(t->hdr->snapshot_id[31], 0xab);
+	assert_true(trace_record_is_ram(&t->records[1]));
+	assert_string_equal(trace_path(t, &t->records[1]), "");
+	assert_int_equal(t->records[1].disk_off, 3 * BLK);
+	/* a RAM record names no file; the file after it is still new */
+	assert_false(trace_record_new_file(&t->records[1], &last));
+	assert_true(trace_record_new_file(&t->records[2], &last));
+	trace_free(t);
+	/* without RAM records nor an id: written as version 1 */
+	memset(h.snapshot_id, 0, sizeof(h.snapshot_id));
+	rec[1].path = 0;
+	assert_int_equal(trace_write(path, &h, rec, 3, STR, sizeof(STR)), 0);
+	assert_int_equal(trace_load(path, &t, tw, sizeof(tw)), 0);
+	assert_int_equal(t->hdr->version, 1);
+	trace_free(t);
+	rm_rf(dir);
+
+	/* a RAM record in a version 1 trace; not whole pages; a v1 trace with an id */
+	rec[1].path = TRACE_PATH_RAM;
+	b = mk_trace(rec, 3, STR, sizeof(STR), &len);
+	expect_bad(b, len, "RAM record in a version 1");
+	b = mk_trace(rec, 3, STR, sizeof(STR), &len);
+	((struct trace_header *)b)->snapshot_id[0] = 1;
+	sha256_reseal(b, len);
+	expect_bad(b, len, "version 1 trace with a snapshot id");
+	rec[1].len = 100;
+	b = mk_trace(rec, 3, STR, sizeof(STR), &len);
+	((struct trace_header *)b)->version = 2;
+	sha256_reseal(b, len);
+	expect_bad(b, len, "whole pages");
+	rec[1].len = BLK;
+	rec[1].file_off = 1;
+	b = mk_trace(rec, 3, STR, sizeof(STR), &len);
+	((struct trace_header *)b)->version = 2;
+	sha256_reseal(b, len);
+	expect_bad(b, len, "whole pages");
+	rec[1].file_off = 0;
+	rec[1].disk_off = UINT64_MAX - BLK + 1;
+	b = mk_trace(rec, 3, STR, sizeof(STR), &len);
+	((struct trace_header *)b)->version = 2;
+	sha256_reseal(b, len);
+	expect_bad(b, len, "wrapping");
+	rec[1].disk_off = 0;
+	b = mk_trace(rec, 3, STR, sizeof(STR), &len);
+	((struct trace_header *)b)->version = 2;
+	sha256_reseal(b, len);
+	assert_int_equal(trace_parse(b, len, &t, tw, sizeof(tw)), 0);
+	trace_free(t);
 }
 
 /* ------------------------------------------------------------------ an image */
@@ -467,6 +539,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_format),
+		cmocka_unit_test(test_format_v2),
 		cmocka_unit_test(test_index),
 		cmocka_unit_test(test_index_shared_pieces),
 		cmocka_unit_test(test_record_and_plan),
