@@ -24,10 +24,10 @@ int lazyram_open(const struct lazyram_opts *opts, struct lazyram **out, int *fd,
 
 	if (why_len)
 		why[0] = '\0';
-	if (!m || !opts->src || !opts->fatal || !m->npages || !m->user_off ||
+	if (!m || !opts->src || !m->npages || !m->user_off ||
 	    m->mem_size != m->npages * LAZYRAM_PAGE)
-		return why_set(why, why_len, -EINVAL, "lazy RAM: no page map, source or fatal "
-			       "callback, or a map not indexed");
+		return why_set(why, why_len, -EINVAL, "lazy RAM: no page map or source, or a map "
+			       "not indexed");
 	ret = lr_trace_check(opts, why, why_len);
 	if (ret)
 		return ret;
@@ -56,15 +56,27 @@ int lazyram_open(const struct lazyram_opts *opts, struct lazyram **out, int *fd,
 	return 0;
 }
 
+void lazyram_set_fatal(struct lazyram *lr, lazyram_fatal_fn fatal, void *arg)
+{
+	lr->o.fatal = fatal;
+	lr->o.fatal_arg = arg;
+}
+
+int lazyram_fd(const struct lazyram *lr)
+{
+	return lr->c.fd;
+}
+
 int lazyram_start(struct lazyram *lr, void *map, size_t size, char *why, size_t why_len)
 {
 	int ret;
 
 	if (why_len)
 		why[0] = '\0';
-	if (lr->base || size != lr->m->mem_size || (uintptr_t)map % LAZYRAM_PAGE)
-		return why_set(why, why_len, -EINVAL, "lazy RAM: started twice, or a mapping "
-			       "of %zu bytes for %llu", size,
+	if (lr->base || size != lr->m->mem_size || (uintptr_t)map % LAZYRAM_PAGE ||
+	    !lr->o.fatal)
+		return why_set(why, why_len, -EINVAL, "lazy RAM: started twice or without a "
+			       "fatal callback, or a mapping of %zu bytes for %llu", size,
 			       (unsigned long long)lr->m->mem_size);
 	lr->base = map;
 	clock_gettime(CLOCK_MONOTONIC, &lr->t0);

@@ -58,7 +58,7 @@ struct lazyram_opts {
 	struct cas_source *src;            /* where its chunks come from (the caller's) */
 	uint8_t id[LAZYRAM_ID_LEN];        /* the snapshot's id: names the cache files */
 	const char *cache_dir;             /* NULL: /dev/shm/lazyblk-UID */
-	lazyram_fatal_fn fatal;            /* required */
+	lazyram_fatal_fn fatal;            /* required by lazyram_start (or lazyram_set_fatal) */
 	void *fatal_arg;
 	unsigned threads;                  /* fault handler threads (0: 1) */
 	bool record;                       /* keep the first touches for lazyram_trace_write */
@@ -96,6 +96,13 @@ struct lazyram_stats {
  */
 int lazyram_open(const struct lazyram_opts *opts, struct lazyram **out, int *fd, char *why,
 		 size_t why_len);
+/*
+ * The fatal callback, when the one who handles it exists only after lazyram_open (the VMM's
+ * VM): before lazyram_start.
+ */
+void lazyram_set_fatal(struct lazyram *lr, lazyram_fatal_fn fatal, void *arg);
+/* The descriptor lazyram_open gave (to map MAP_PRIVATE). */
+int lazyram_fd(const struct lazyram *lr);
 /*
  * Register map (size == mem_size bytes, the caller's private mapping of the fd) with
  * userfaultfd and start the fault handler threads (and the prefetch). -ENOSYS or -EPERM
