@@ -46,13 +46,15 @@ static int build_image_manifest(const struct image_desc *d, struct oci_doc *doc)
 	ret = sha256_buf(OCI_EMPTY_JSON, sizeof(OCI_EMPTY_JSON) - 1, empty);
 	if (ret)
 		return ret;
-	json_buf_puts(&b, "{\"schemaVersion\":2,\"mediaType\":\"" OCI_MT_MANIFEST "\","
-		    "\"artifactType\":\"" IMAGE_ARTIFACT "\",\"config\":{\"mediaType\":\""
-		    OCI_MT_EMPTY "\",");
+	json_buf_printf(&b, "{\"schemaVersion\":2,\"mediaType\":\"" OCI_MT_MANIFEST "\","
+			"\"artifactType\":\"%s\",\"config\":{\"mediaType\":\"" OCI_MT_EMPTY "\",",
+			d->has_snapshot ? IMAGE_ARTIFACT_SNAPSHOT : IMAGE_ARTIFACT);
 	put_digest(&b, "digest", empty);
 	json_buf_puts(&b, ",\"size\":2},\"layers\":[");
+	if (d->has_snapshot)
+		put_layer(&b, IMAGE_MT_SNAPDOC, &d->snapshot, false);
 	for (unsigned i = 0; i < d->n_layouts; i++) {
-		if (i)
+		if (i || d->has_snapshot)
 			json_buf_puts(&b, ",");
 		put_layer(&b, IMAGE_MT_LAYOUT, &d->layouts[i], true);
 	}
@@ -93,7 +95,8 @@ int image_oci_build(const struct image_desc *d, const struct oci_refs *refs,
 	}
 	oci_docs_free(cm, ncm);
 	if (!ret)
-		ret = oci_index_doc(all, k + 1, IMAGE_ARTIFACT, &all[k + 1]);
+		ret = oci_index_doc(all, k + 1, d->has_snapshot ? IMAGE_ARTIFACT_SNAPSHOT
+								: IMAGE_ARTIFACT, &all[k + 1]);
 	if (ret) {
 		oci_docs_free(all, k + 2);
 		return ret;
@@ -122,6 +125,11 @@ int image_json_build(const struct image_desc *d, const char *created, char **out
 		json_buf_puts(&b, ",");
 		put_digest(&b, "sha256", d->manifest.sha);
 		json_buf_printf(&b, ",\"size\":%llu}", (unsigned long long)d->manifest.size);
+	}
+	if (d->has_snapshot) {
+		json_buf_puts(&b, ",\"snapshot\":{");
+		put_digest(&b, "digest", d->snapshot.sha);
+		json_buf_printf(&b, ",\"size\":%llu}", (unsigned long long)d->snapshot.size);
 	}
 	json_buf_printf(&b, ",\"disk_size\":%llu,\"chunks\":%llu,\"created\":\"%s\"}\n",
 			(unsigned long long)d->disk_size, (unsigned long long)d->chunks, created);
@@ -191,6 +199,16 @@ static int parse_layer(struct json_object *l, struct image_desc *d, char *why, s
 	if (!mt || oci_digest_parse(oci_json_str(l, "digest"), f.sha) || get_u64(l, "size", &f.size))
 		return why_set(why, why_len, -EBADMSG,
 			       "image manifest layer without a mediaType, a sha256 digest or a size");
+	if (!strcmp(mt, IMAGE_MT_SNAPDOC)) {
+		if (d->has_snapshot || d->n_layouts || d->has_manifest || f.size > IMAGE_SNAPDOC_MAX)
+			return why_set(why, why_len, -EBADMSG, "%s", f.size > IMAGE_SNAPDOC_MAX
+				       ? "a snapshot document larger than 64 KiB"
+				       : "image manifest with a snapshot document not first, or two");
+		memcpy(f.digest, f.sha, SHA256_LEN);
+		d->snapshot = f;
+		d->has_snapshot = true;
+		return 0;
+	}
 	if (!strcmp(mt, IMAGE_MT_MANIFEST)) {
 		if (d->has_manifest)
 			return why_set(why, why_len, -EBADMSG,
@@ -220,6 +238,8 @@ int image_oci_manifest_parse(const char *json, size_t len, struct image_desc *d,
 			     char *why, size_t why_len)
 {
 	struct json_object *root, *layers, *ann;
+	const char *at;
+	bool snap;
 	int ret;
 
 	memset(d, 0, sizeof(*d));
@@ -227,16 +247,24 @@ int image_oci_manifest_parse(const char *json, size_t len, struct image_desc *d,
 	if (ret)
 		return ret;
 	layers = oci_json_get(root, "layers", json_type_array);
-	if (!layers || !oci_json_str(root, "artifactType") ||
-	    strcmp(oci_json_str(root, "artifactType"), IMAGE_ARTIFACT)) {
+	at = oci_json_str(root, "artifactType");
+	snap = at && !strcmp(at, IMAGE_ARTIFACT_SNAPSHOT);
+	if (!layers || !at || (strcmp(at, IMAGE_ARTIFACT) && !snap)) {
 		ret = why_set(why, why_len, -EBADMSG, "not a lazyblk image manifest");
 		goto out;
 	}
 	ret = 0;
 	for (size_t i = 0; !ret && i < json_object_array_length(layers); i++)
 		ret = parse_layer(json_object_array_get_idx(layers, i), d, why, why_len);
-	if (!ret && !d->n_layouts)
+	if (!ret && snap != d->has_snapshot)
+		ret = why_set(why, why_len, -EBADMSG, "%s", snap
+			      ? "VM snapshot manifest without its snapshot document"
+			      : "lazyblk image manifest with a snapshot document");
+	else if (!ret && !snap && !d->n_layouts)
 		ret = why_set(why, why_len, -EBADMSG, "lazyblk image manifest without a layout");
+	else if (!ret && d->has_manifest && !d->n_layouts)
+		ret = why_set(why, why_len, -EBADMSG, "VM snapshot manifest with a manifest but "
+			      "no layout");
 	ann = oci_json_get(root, "annotations", json_type_object);
 	d->chunks = annot_u64(ann, IMAGE_ANNOT_CHUNKS);
 	d->disk_size = annot_u64(ann, IMAGE_ANNOT_DISK_SIZE);
@@ -245,33 +273,42 @@ out:
 	return ret;
 }
 
+/*
+ * The first entry of an image or VM snapshot in a parsed index: 0 (*snap: which), -ENOENT
+ * (why "not a lazyblk image"), -EBADMSG.
+ */
+static int index_entry(struct json_object *root, uint8_t man[SHA256_LEN], uint64_t *size,
+		       bool *snap, char *why, size_t why_len)
+{
+	struct json_object *list = oci_json_get(root, "manifests", json_type_array);
+	const char *at;
+
+	for (size_t i = 0; list && i < json_object_array_length(list); i++) {
+		struct json_object *m = json_object_array_get_idx(list, i);
+
+		at = oci_json_str(m, "artifactType");
+		if (!at || (strcmp(at, IMAGE_ARTIFACT) && strcmp(at, IMAGE_ARTIFACT_SNAPSHOT)))
+			continue;
+		*snap = !strcmp(at, IMAGE_ARTIFACT_SNAPSHOT);
+		if (oci_digest_parse(oci_json_str(m, "digest"), man) || get_u64(m, "size", size))
+			return why_set(why, why_len, -EBADMSG,
+				       "image index entry without a sha256 digest or a size");
+		return 0;
+	}
+	return why_set(why, why_len, -ENOENT, "not a lazyblk image");
+}
+
 int image_oci_index_parse(const char *json, size_t len, uint8_t man[SHA256_LEN],
 			  uint64_t *size, char *why, size_t why_len)
 {
-	struct json_object *root, *list;
-	const char *at;
+	struct json_object *root;
+	bool snap;
 	int ret;
 
 	ret = parse_root(json, len, OCI_JSON_INDEX, &root, why, why_len);
 	if (ret)
 		return ret;
-	list = oci_json_get(root, "manifests", json_type_array);
-	ret = -ENOENT;
-	why_set(why, why_len, 0, "not a lazyblk image");
-	for (size_t i = 0; list && i < json_object_array_length(list); i++) {
-		struct json_object *m = json_object_array_get_idx(list, i);
-
-		at = oci_json_str(m, "artifactType");
-		if (!at || strcmp(at, IMAGE_ARTIFACT))
-			continue;
-		if (oci_digest_parse(oci_json_str(m, "digest"), man) || get_u64(m, "size", size)) {
-			ret = why_set(why, why_len, -EBADMSG,
-				      "image index entry without a sha256 digest or a size");
-		} else {
-			ret = 0;
-		}
-		break;
-	}
+	ret = index_entry(root, man, size, &snap, why, why_len);
 	json_object_put(root);
 	return ret;
 }
@@ -283,19 +320,32 @@ enum image_tag_kind image_tag_kind(const char *json, size_t len)
 	const char *mt, *at;
 	enum image_tag_kind kind = IMAGE_TAG_OTHER;
 	uint64_t size;
+	bool snap = false;
 	int ret;
 
-	ret = image_oci_index_parse(json, len, man, &size, NULL, 0);
-	if (ret != -ENOENT)
-		return ret ? IMAGE_TAG_OTHER : IMAGE_TAG_IMAGE;
 	if (parse_root(json, len, OCI_JSON_INDEX, &root, NULL, 0))
 		return IMAGE_TAG_OTHER;
+	ret = index_entry(root, man, &size, &snap, NULL, 0);
+	if (ret != -ENOENT) {
+		json_object_put(root);
+		return ret ? IMAGE_TAG_OTHER : snap ? IMAGE_TAG_SNAPSHOT : IMAGE_TAG_IMAGE;
+	}
 	mt = oci_json_str(root, "mediaType");
 	at = oci_json_str(root, "artifactType");
 	if (mt && at && !strcmp(mt, OCI_MT_INDEX) && !strcmp(at, OCI_ARTIFACT_CHUNKS))
 		kind = IMAGE_TAG_CHUNKS;
 	json_object_put(root);
 	return kind;
+}
+
+const char *image_tag_what(enum image_tag_kind kind)
+{
+	switch (kind) {
+	case IMAGE_TAG_CHUNKS: return "a lazyblk chunk index";
+	case IMAGE_TAG_IMAGE: return "a lazyblk image";
+	case IMAGE_TAG_SNAPSHOT: return "a lazyblk VM snapshot";
+	default: return "something other than a lazyblk chunk index";
+	}
 }
 
 static int parse_file(struct json_object *o, struct image_file *f)
@@ -325,7 +375,16 @@ int image_json_parse(const char *json, size_t len, struct image_desc *d, char *w
 		goto out;
 	}
 	n = json_object_array_length(list);
-	if (!n || n > IMAGE_LAYERS_MAX) {
+	m = oci_json_get(root, "snapshot", json_type_object);
+	if (m && (oci_digest_parse(oci_json_str(m, "digest"), d->snapshot.sha) ||
+		  get_u64(m, "size", &d->snapshot.size) || d->snapshot.size > IMAGE_SNAPDOC_MAX)) {
+		ret = why_set(why, why_len, -EBADMSG,
+			      "image.json snapshot without a digest or a size (at most 64 KiB)");
+		goto out;
+	}
+	memcpy(d->snapshot.digest, d->snapshot.sha, SHA256_LEN);
+	d->has_snapshot = m != NULL;
+	if ((!n && !d->has_snapshot) || n > IMAGE_LAYERS_MAX) {
 		ret = why_set(why, why_len, -EBADMSG,
 			      "image.json lists no layout, or more than 64");
 		goto out;
@@ -345,6 +404,10 @@ int image_json_parse(const char *json, size_t len, struct image_desc *d, char *w
 		goto out;
 	}
 	d->has_manifest = m != NULL;
+	if (d->has_manifest && !n) {
+		ret = why_set(why, why_len, -EBADMSG, "image.json with a manifest but no layout");
+		goto out;
+	}
 	get_u64(root, "disk_size", &d->disk_size);
 	get_u64(root, "chunks", &d->chunks);
 	ret = 0;

@@ -12,6 +12,13 @@
  *                  manifests[1..]: the chunk manifests of oci_index.h for the chain's chunks
  *   HTTP: PATH/images/NAME/image.json and PATH/images/index.json (the names).
  *
+ * A VM snapshot (vmsnap/doc.h) is published the same way, with its snapshot document as
+ * one more file: OCI: the index and its first manifest have artifactType
+ * application/vnd.lazyblk.vm-snapshot.v1, the manifest's first layer is the document
+ * (mediaType application/vnd.lazyblk.vm-snapshot.v1+json), then the layouts of its disk's
+ * chain (none when the VM had no image disk) and their manifest; HTTP: image.json gains
+ * "snapshot": {"digest", "size"}, the document stored at PATH/snapshots/<sha256 hex>.json.
+ *
  * Built as fixed-order JSON without white space: the same inputs give the same bytes (but
  * for image.json's "created"). The parsers are strict (digests sha256:<64 lowercase hex>,
  * sizes, the chain's length) and take outside input.
@@ -34,6 +41,11 @@
 #define IMAGE_ANNOT_LAYOUT "org.lazyblk.layout"
 #define IMAGE_ANNOT_DISK_SIZE "org.lazyblk.disk-size"
 #define IMAGE_ANNOT_CHUNKS "org.lazyblk.chunks"
+/* A VM snapshot: the artifact, and its document's media type (SNAPDOC_MEDIA_TYPE). */
+#define IMAGE_ARTIFACT_SNAPSHOT "application/vnd.lazyblk.vm-snapshot.v1"
+#define IMAGE_MT_SNAPDOC "application/vnd.lazyblk.vm-snapshot.v1+json"
+/* Largest snapshot document fetched (SNAPDOC_MAX). */
+#define IMAGE_SNAPDOC_MAX (64u << 10)
 /* Longest layout chain an image may have (as layout_open resolves). */
 #define IMAGE_LAYERS_MAX 64
 /* Largest layout or manifest file fetched by reference. */
@@ -47,9 +59,12 @@ struct image_file {
 
 struct image_desc {
 	struct image_file layouts[IMAGE_LAYERS_MAX];  /* top first */
-	unsigned n_layouts;                           /* >= 1 */
+	unsigned n_layouts;                           /* >= 1 (a snapshot: >= 0) */
 	bool has_manifest;
 	struct image_file manifest;
+	/* a VM snapshot: its document (digest and sha: the sha256 of its bytes) */
+	bool has_snapshot;
+	struct image_file snapshot;
 	uint64_t disk_size;                           /* bytes */
 	uint64_t chunks;                              /* the chain's distinct chunks */
 };
@@ -62,21 +77,28 @@ int image_oci_build(const struct image_desc *d, const struct oci_refs *refs,
 		    struct oci_doc **docs, size_t *n);
 /*
  * A tag's document: the digest and size of its image manifest (the first manifest whose
- * artifactType is IMAGE_ARTIFACT). -ENOENT (why "not a lazyblk image") for another
+ * artifactType is IMAGE_ARTIFACT or IMAGE_ARTIFACT_SNAPSHOT: an image or a VM snapshot;
+ * image_oci_manifest_parse says which). -ENOENT (why "not a lazyblk image") for another
  * index or an image manifest; -EBADMSG with why for a malformed one; -EFBIG, -ENOMEM.
  */
 int image_oci_index_parse(const char *json, size_t len, uint8_t man[SHA256_LEN],
 			  uint64_t *size, char *why, size_t why_len);
 /*
  * What a tag's document is, for the commands that write a tag: a lazyblk image (an index
- * with an entry of IMAGE_ARTIFACT, as image_oci_index_parse takes it), a lazyblk chunk
+ * with an entry of IMAGE_ARTIFACT, as image_oci_index_parse takes it), a VM snapshot (the
+ * same with IMAGE_ARTIFACT_SNAPSHOT), a lazyblk chunk
  * index (an image index of artifactType OCI_ARTIFACT_CHUNKS that is no image), or anything
  * else (a container image, a malformed document). A chunk-only push and cas gc --remote
  * rewrite only a tag that holds nothing or a chunk index (docs/images.md).
  */
-enum image_tag_kind { IMAGE_TAG_CHUNKS, IMAGE_TAG_IMAGE, IMAGE_TAG_OTHER };
+enum image_tag_kind { IMAGE_TAG_CHUNKS, IMAGE_TAG_IMAGE, IMAGE_TAG_SNAPSHOT, IMAGE_TAG_OTHER };
 enum image_tag_kind image_tag_kind(const char *json, size_t len);
-/* The image manifest into *d. -EBADMSG/-EFBIG with why, -ENOMEM. */
+/* For messages: "a lazyblk image", "a lazyblk VM snapshot", "a lazyblk chunk index", ... */
+const char *image_tag_what(enum image_tag_kind kind);
+/*
+ * The image manifest into *d (d->has_snapshot: a VM snapshot's). -EBADMSG/-EFBIG with why,
+ * -ENOMEM.
+ */
 int image_oci_manifest_parse(const char *json, size_t len, struct image_desc *d,
 			     char *why, size_t why_len);
 

@@ -57,9 +57,7 @@ static int load_index(struct gc_ctx *x, const char *ref, struct oci_refs *refs,
 		/* the tag gc rewrites: never an image, nor anything else (docs/images.md) */
 		snprintf(x->why, x->why_len, "%s: tag %s holds %s: gc rewrites only a chunk index "
 			 "(the tag plain push writes, default lazyblk-chunks); nothing changed",
-			 remote_url(x->r), ref,
-			 image_tag_kind((const char *)buf, len) == IMAGE_TAG_IMAGE
-			 ? "a lazyblk image" : "something other than a lazyblk chunk index");
+			 remote_url(x->r), ref, image_tag_what(image_tag_kind((const char *)buf, len)));
 		free(buf);
 		return -EEXIST;
 	}
@@ -198,9 +196,8 @@ static int tag_unchanged(struct gc_ctx *x)
 	else if (sha256_buf(buf, len, sum))
 		ret = -ENOMEM;
 	else if (!x->has_old_index || memcmp(sum, x->old_index, SHA256_LEN))
-		now = image_tag_kind((const char *)buf, len) == IMAGE_TAG_IMAGE ? "a lazyblk image"
-		    : image_tag_kind((const char *)buf, len) == IMAGE_TAG_CHUNKS
-		    ? "another chunk index" : "something other than a lazyblk chunk index";
+		now = image_tag_kind((const char *)buf, len) == IMAGE_TAG_CHUNKS
+		    ? "another chunk index" : image_tag_what(image_tag_kind((const char *)buf, len));
 	free(buf);
 	if (ret || !now)
 		return ret;

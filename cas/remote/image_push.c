@@ -28,9 +28,19 @@ static int ipush_read(struct ipush *x, char *why, size_t why_len)
 	size_t len;
 	int ret;
 
-	if (!o->n_layouts || o->n_layouts > IMAGE_LAYERS_MAX) {
-		snprintf(why, why_len, "an image is 1 to %d layouts", IMAGE_LAYERS_MAX);
+	if ((!o->n_layouts && !o->snapdoc) || o->n_layouts > IMAGE_LAYERS_MAX ||
+	    (o->manifest && !o->n_layouts) || o->snapdoc_len > IMAGE_SNAPDOC_MAX) {
+		snprintf(why, why_len, "an image is 1 to %d layouts (a VM snapshot 0 to %d, and a "
+			 "document of at most 64 KiB)", IMAGE_LAYERS_MAX, IMAGE_LAYERS_MAX);
 		return -EINVAL;
+	}
+	if (o->snapdoc) {
+		x->d.has_snapshot = true;
+		x->d.snapshot.size = o->snapdoc_len;
+		ret = sha256_buf(o->snapdoc, o->snapdoc_len, x->d.snapshot.sha);
+		if (ret)
+			return ret;
+		memcpy(x->d.snapshot.digest, x->d.snapshot.sha, SHA256_LEN);
 	}
 	x->d.n_layouts = o->n_layouts;
 	x->d.disk_size = o->disk_size;
@@ -84,6 +94,14 @@ static int publish_oci(struct ipush *x, struct remote *r, char *why, size_t why_
 		else if (ret)
 			x->st->manifest_bytes += f->size;
 	}
+	if (x->d.has_snapshot) {
+		ret = remote_blob_put(r, x->d.snapshot.sha, x->o->snapdoc, x->d.snapshot.size,
+				      "the snapshot document", why, why_len);
+		if (ret < 0)
+			return ret;
+		if (ret)
+			x->st->snapdoc_bytes += x->d.snapshot.size;
+	}
 	ret = sha256_buf(empty, 2, ed);
 	if (!ret)
 		ret = remote_blob_put(r, ed, empty, 2, "the empty config blob", why, why_len);
@@ -105,7 +123,8 @@ static int publish_oci(struct ipush *x, struct remote *r, char *why, size_t why_
 			snprintf(rel, sizeof(rel), "v2/%s/manifests/sha256:%s", repo, hex);
 		ret = remote_obj_put(r, rel, docs[i].json, docs[i].len, docs[i].media_type,
 				     last ? "the image index" : i ? "a chunk manifest"
-							   : "the image manifest", why, why_len);
+				     : x->d.has_snapshot ? "the snapshot's manifest" : "the image manifest",
+				     why, why_len);
 		if (last && !ret)
 			memcpy(x->st->digest, docs[i].digest, SHA256_LEN);
 	}
@@ -137,6 +156,25 @@ static int publish_names(struct ipush *x, struct remote *r, char *why, size_t wh
 	return ret;
 }
 
+/* The snapshot document at PATH/snapshots/<sha256 hex>.json. */
+static int put_snapdoc(struct ipush *x, struct remote *r, struct lease *lease, char *why,
+		       size_t why_len)
+{
+	char rel[PATH_MAX], hex[SHA256_HEX_LEN + 1];
+	int ret;
+
+	ret = cas_push_held(lease, x->o->push.remote.url, why, why_len);
+	if (ret)
+		return ret;
+	sha256_to_hex(x->d.snapshot.sha, hex);
+	snprintf(rel, sizeof(rel), "snapshots/%s.json", hex);
+	ret = remote_obj_put(r, rel, x->o->snapdoc, x->d.snapshot.size, "application/json",
+			     "the snapshot document", why, why_len);
+	if (!ret)
+		x->st->snapdoc_bytes += x->d.snapshot.size;
+	return ret;
+}
+
 static int publish_http(struct ipush *x, struct remote *r, struct lease *lease, char *why,
 			size_t why_len)
 {
@@ -163,6 +201,8 @@ static int publish_http(struct ipush *x, struct remote *r, struct lease *lease, 
 		if (!ret)
 			*(layout ? &x->st->layout_bytes : &x->st->manifest_bytes) += f->size;
 	}
+	if (!ret && x->d.has_snapshot)
+		ret = put_snapdoc(x, r, lease, why, why_len);
 	if (!ret)
 		ret = image_json_build(&x->d, x->o->created, &json, &len);
 	if (!ret) /* the name: only while no gc can have taken a chunk */

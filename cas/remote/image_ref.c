@@ -383,8 +383,59 @@ static int fetch_files(struct fetch_ctx *x, const char *store_dir, struct image_
 	return ret;
 }
 
+/* The snapshot document, checked against its size and sha256, into out->snapdoc. */
+static int fetch_snapdoc(struct fetch_ctx *x, struct image_fetched *out)
+{
+	const struct image_file *f = &out->d.snapshot;
+	char rel[PATH_MAX], hex[SHA256_HEX_LEN + 1];
+	uint8_t sum[SHA256_LEN];
+	int ret;
+
+	sha256_to_hex(f->sha, hex);
+	if (x->ref->oci)
+		snprintf(rel, sizeof(rel), "v2/%s/blobs/sha256:%s", x->repo, hex);
+	else
+		snprintf(rel, sizeof(rel), "snapshots/%s.json", hex);
+	ret = remote_obj_get(x->r, rel, x->ref->oci ? NULL : "application/json", IMAGE_SNAPDOC_MAX,
+			     &out->snapdoc, &out->snapdoc_len, x->why, x->why_len);
+	if (ret == -ENOENT || ret == -EFBIG)
+		snprintf(x->why, x->why_len, "%s: the snapshot document sha256:%s is %s", x->ref->chunk_url,
+			 hex, ret == -ENOENT ? "missing" : "larger than 64 KiB");
+	if (ret)
+		return ret == -EFBIG ? -EBADMSG : ret;
+	if (out->snapdoc_len != f->size || sha256_buf(out->snapdoc, out->snapdoc_len, sum) ||
+	    memcmp(sum, f->sha, SHA256_LEN)) {
+		snprintf(x->why, x->why_len, "%s: the snapshot document is corrupt or truncated (%zu "
+			 "bytes, want %llu with sha256:%s): refused", x->ref->chunk_url,
+			 out->snapdoc_len, (unsigned long long)f->size, hex);
+		return -EBADMSG;
+	}
+	out->fetched++;
+	out->fetched_bytes += out->snapdoc_len;
+	return 0;
+}
+
+/* The kind wanted, else -EMEDIUMTYPE with the line that says what to do instead. */
+static int fetch_kind(struct fetch_ctx *x, const char *url, enum image_want want,
+		      const struct image_desc *d)
+{
+	if (want == IMAGE_WANT_IMAGE && d->has_snapshot)
+		return why_set(x->why, x->why_len, -EMEDIUMTYPE, "%s is a VM snapshot, not a disk "
+			       "image: resume it with lazyblk run --restore %s", url, url);
+	if (want == IMAGE_WANT_SNAPSHOT && !d->has_snapshot)
+		return why_set(x->why, x->why_len, -EMEDIUMTYPE, "%s is a disk image, not a VM "
+			       "snapshot: serve it with lazyblk serve %s", url, url);
+	return 0;
+}
+
 int image_fetch(const struct remote_opts *o, const char *store_dir, struct image_fetched *out,
 		char *why, size_t why_len)
+{
+	return image_fetch_as(o, store_dir, IMAGE_WANT_IMAGE, out, why, why_len);
+}
+
+int image_fetch_as(const struct remote_opts *o, const char *store_dir, enum image_want want,
+		   struct image_fetched *out, char *why, size_t why_len)
 {
 	struct image_ref ref;
 	struct remote_opts ro = *o;
@@ -410,6 +461,10 @@ int image_fetch(const struct remote_opts *o, const char *store_dir, struct image
 	x.repo = remote_is_oci(x.r) ? remote_oci_repo(x.r) : NULL;
 	ret = fetch_desc(&x, &out->d);
 	if (!ret)
+		ret = fetch_kind(&x, o->url, want, &out->d);
+	if (!ret && out->d.has_snapshot)
+		ret = fetch_snapdoc(&x, out);
+	if (!ret)
 		ret = fetch_files(&x, store_dir, out);
 	if (!ret && !(out->chunk_url = strdup(ref.chunk_url)))
 		ret = -ENOMEM;
@@ -428,5 +483,6 @@ void image_fetched_free(struct image_fetched *f)
 	free(f->layout);
 	free(f->manifest);
 	free(f->chunk_url);
+	free(f->snapdoc);
 	memset(f, 0, sizeof(*f));
 }

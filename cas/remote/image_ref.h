@@ -46,7 +46,13 @@ struct image_fetched {
 	char *chunk_url;       /* the image's chunk remote */
 	unsigned fetched;      /* files downloaded (the others were in the store already) */
 	uint64_t fetched_bytes;
+	/* a VM snapshot (d.has_snapshot): its document's bytes, checked (malloc'd) */
+	uint8_t *snapdoc;
+	size_t snapdoc_len;
 };
+
+/* What a fetch by reference wants: a disk image, a VM snapshot, or either (gc). */
+enum image_want { IMAGE_WANT_IMAGE, IMAGE_WANT_SNAPSHOT, IMAGE_WANT_ANY };
 
 /*
  * Fetch the image's document and every layout file (and its manifest) into
@@ -58,6 +64,16 @@ struct image_fetched {
  */
 int image_fetch(const struct remote_opts *o, const char *store_dir, struct image_fetched *out,
 		char *why, size_t why_len);
+/*
+ * image_fetch of what want says: a VM snapshot's document is fetched too (into out->snapdoc,
+ * checked against its size and sha256; its layouts, if any, into STORE/layouts/ as an
+ * image's). The other kind is refused before any file is fetched, -EMEDIUMTYPE with one
+ * line: "REF is a VM snapshot, not a disk image: resume it with lazyblk run --restore REF",
+ * "REF is a disk image, not a VM snapshot: serve it with lazyblk serve REF". (image_fetch
+ * wants an image.)
+ */
+int image_fetch_as(const struct remote_opts *o, const char *store_dir, enum image_want want,
+		   struct image_fetched *out, char *why, size_t why_len);
 void image_fetched_free(struct image_fetched *f);
 
 /* ---- publishing (push) ---- */
@@ -70,11 +86,18 @@ struct image_push_opts {
 	const char *manifest;          /* NULL: none */
 	uint64_t disk_size;
 	const char *created;           /* RFC 3339, for image.json */
+	/*
+	 * A VM snapshot (vmsnap/doc.h): its document's bytes, published as the first file
+	 * (NULL: an image). Its layouts may then be none (a VM without an image disk).
+	 */
+	const void *snapdoc;
+	size_t snapdoc_len;
 };
 
 struct image_push_stats {
 	struct cas_push_stats chunks;
 	uint64_t layout_bytes, manifest_bytes;  /* uploaded now */
+	uint64_t snapdoc_bytes;                 /* the snapshot document, uploaded now */
 	uint8_t digest[SHA256_LEN];             /* oci: the image index's; http: image.json's */
 };
 
@@ -154,8 +177,9 @@ struct image_sweep_opts {
 	struct remote_opts remote;              /* http(s)://HOST/PATH/ */
 	const uint8_t (*chunks)[SHA256_LEN];    /* chunks to keep, sorted (memcmp order) */
 	size_t n_chunks;
-	const uint8_t (*files)[SHA256_LEN];     /* layouts (layout digest) and manifests (file
-						   sha256) to keep, sorted */
+	const uint8_t (*files)[SHA256_LEN];     /* layouts (layout digest), manifests and
+						   snapshot documents (file sha256) to keep,
+						   sorted */
 	size_t n_files;
 	uint64_t grace_secs;                    /* files uploaded since (server clock) stay */
 	bool dry_run;
@@ -171,14 +195,15 @@ struct image_sweep_result {
 };
 
 /*
- * Delete (HTTP DELETE) every chunk, layout and manifest of the store that is not kept and
- * was uploaded more than grace_secs ago (by the mtime the listing gives, against the
- * server's Date; a file without one stays). The store's directories are listed through the
- * server's JSON directory index (nginx: autoindex on; autoindex_format json;):
- * PATH/chunks/00/ … ff/, PATH/layouts/, PATH/manifests/; a server that lists nothing is
- * refused (-EOPNOTSUPP, with why). Files whose names are not what lazyblk writes are left
- * alone. Deletes only under the gc's lease: none (not a dry run) is -EPERM, and a lease lost
- * on the way (lease_check, before each DELETE) stops it with -ETIMEDOUT. 0, or -errno with
+ * Delete (HTTP DELETE) every chunk, layout, manifest and snapshot document of the store
+ * that is not kept and was uploaded more than grace_secs ago (by the mtime the listing
+ * gives, against the server's Date; a file without one stays). The store's directories are
+ * listed through the server's JSON directory index (nginx: autoindex on; autoindex_format
+ * json;): PATH/chunks/00/ … ff/, PATH/layouts/, PATH/manifests/, PATH/snapshots/; a server
+ * that lists nothing is refused (-EOPNOTSUPP, with why). Files whose names are not what
+ * lazyblk writes are left alone. Deletes only under the gc's lease: none (not a dry run) is
+ * -EPERM, and a lease lost on the way (lease_check, before each DELETE) stops it with
+ * -ETIMEDOUT. 0, or -errno with
  * one line in why.
  */
 int image_sweep_http(const struct image_sweep_opts *o, struct image_sweep_result *res,

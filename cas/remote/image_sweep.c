@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Garbage collection of an HTTP store's chunks, layouts and manifests (image_ref.h). */
+/*
+ * Garbage collection of an HTTP store's chunks, layouts, manifests and VM snapshot
+ * documents (image_ref.h).
+ */
 #include "image_ref.h"
 
 #include <errno.h>
@@ -143,16 +146,18 @@ int image_sweep_http(const struct image_sweep_opts *o, struct image_sweep_result
 		snprintf(why, why_len, "%s: gc holds no lease on the store: nothing deleted", ro.url);
 		ret = -EPERM;
 	}
-	for (unsigned i = 0; !ret && i < 256 + 2; i++) {
+	for (unsigned i = 0; !ret && i < 256 + 3; i++) {
+		static const char *const dirs[] = { "layouts/", "manifests/", "snapshots/" };
+		static const char *const sfx[] = { ".layout", ".manifest", ".json" };
 		char dir[32];
 
 		if (i < 256)
 			snprintf(dir, sizeof(dir), "chunks/%02x/", i);
-		ret = sweep_dir(&x, i < 256 ? dir : i == 256 ? "layouts/" : "manifests/",
-				i < 256 ? "" : i == 256 ? ".layout" : ".manifest", i < 256);
+		ret = sweep_dir(&x, i < 256 ? dir : dirs[i - 256], i < 256 ? "" : sfx[i - 256],
+				i < 256);
 		if (ret == -ENOENT)
 			ret = 0; /* a fan-out directory nothing went to yet */
-		else if (!ret)
+		else if (!ret && i < 256 + 2)
 			found++;
 	}
 	if (!ret && !found) {

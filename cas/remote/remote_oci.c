@@ -609,6 +609,11 @@ static int oci_publish_check(struct remote *r, char *why, size_t why_len)
 			 "would replace: to replace the image, push its layout to that tag (lazyblk "
 			 "push --remote %s IMAGE.layout); to publish chunks, name another tag", r->url,
 			 o->tag, r->url);
+	else if (kind == IMAGE_TAG_SNAPSHOT)
+		snprintf(why, why_len, "%s: tag %s holds a lazyblk VM snapshot, which pushing chunks "
+			 "alone would replace: to replace it, push a snapshot to that tag (lazyblk "
+			 "push --remote %s SNAPSHOT_DIR); to publish chunks, name another tag", r->url,
+			 o->tag, r->url);
 	else
 		snprintf(why, why_len, "%s: tag %s holds something other than a lazyblk chunk index "
 			 "(a container image?), which pushing chunks would replace: name another tag",

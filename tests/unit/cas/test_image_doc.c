@@ -3,7 +3,9 @@
  * Unit tests for cas/remote/image_doc.c: the image manifest, image index, image.json and
  * images/index.json built deterministically and parsed back; the parsers against hostile
  * documents (a layout layer without its annotation, bad digests, too long a chain, a tag
- * that is a plain chunk index); image references and names.
+ * that is a plain chunk index); image references and names. VM snapshots published the
+ * same way: the OCI documents of a snapshot (its document as the first layer, with or
+ * without a disk), image.json with "snapshot", the kinds told apart, hostile ones refused.
  */
 #include "../helpers.h"
 
@@ -59,6 +61,21 @@ static void assert_desc_equal(const struct image_desc *a, const struct image_des
 	}
 	assert_int_equal(a->disk_size, b->disk_size);
 	assert_int_equal(a->chunks, b->chunks);
+	assert_int_equal(a->has_snapshot, b->has_snapshot);
+	if (a->has_snapshot) {
+		assert_memory_equal(a->snapshot.sha, b->snapshot.sha, SHA256_LEN);
+		assert_memory_equal(a->snapshot.digest, b->snapshot.digest, SHA256_LEN);
+		assert_int_equal(a->snapshot.size, b->snapshot.size);
+	}
+}
+
+static void snap_fill(struct image_desc *d, unsigned layers, bool manifest)
+{
+	desc_fill(d, layers, manifest);
+	d->has_snapshot = true;
+	memset(d->snapshot.sha, 0x5a, SHA256_LEN);
+	memcpy(d->snapshot.digest, d->snapshot.sha, SHA256_LEN);
+	d->snapshot.size = 1234;
 }
 
 /* The OCI documents: deterministic, the index a valid chunk index, parsed back. */
@@ -261,6 +278,121 @@ static void test_image_json(void **state)
 				 -EBADMSG);
 }
 
+/* A VM snapshot's OCI documents: its own artifactType, the document first, parsed back. */
+static void test_oci_snapshot(void **state)
+{
+	struct image_desc d, back;
+	struct oci_refs refs = { 0 }, got = { 0 };
+	struct oci_doc *docs;
+	uint8_t man[SHA256_LEN];
+	uint64_t size;
+	char why[WHY_MAX] = "";
+	size_t n;
+
+	(void)state;
+	refs_fill(&refs, 5);
+	for (unsigned layers = 0; layers <= 2; layers++) {
+		snap_fill(&d, layers, layers == 2);
+		assert_int_equal(image_oci_build(&d, &refs, &docs, &n), 0);
+		assert_int_equal(n, 3);
+		assert_non_null(strstr(docs[n - 1].json, "\"artifactType\":\""
+				       IMAGE_ARTIFACT_SNAPSHOT "\""));
+		assert_non_null(strstr(docs[0].json, "\"layers\":[{\"mediaType\":\""
+				       IMAGE_MT_SNAPDOC "\""));
+		assert_int_equal(image_tag_kind(docs[n - 1].json, docs[n - 1].len),
+				 IMAGE_TAG_SNAPSHOT);
+		assert_int_equal(image_oci_index_parse(docs[n - 1].json, docs[n - 1].len, man,
+						       &size, why, sizeof(why)), 0);
+		assert_memory_equal(man, docs[0].digest, SHA256_LEN);
+		assert_int_equal(image_oci_manifest_parse(docs[0].json, docs[0].len, &back, why,
+							  sizeof(why)), 0);
+		assert_desc_equal(&d, &back);
+		/* the tag is a chunk index too: the snapshot's chunks, whatever its layers */
+		assert_int_equal(oci_index_parse(docs[1].json, docs[1].len, &got, NULL, NULL, why,
+						 sizeof(why)), 0);
+		assert_int_equal(got.n, 5);
+		oci_refs_free(&got);
+		oci_docs_free(docs, n);
+	}
+	assert_string_equal(image_tag_what(IMAGE_TAG_SNAPSHOT), "a lazyblk VM snapshot");
+	oci_refs_free(&refs);
+}
+
+#define SHEAD "{\"schemaVersion\":2,\"artifactType\":\"" IMAGE_ARTIFACT_SNAPSHOT "\",\"layers\":["
+#define SNAP_L(size) "{\"mediaType\":\"" IMAGE_MT_SNAPDOC "\",\"digest\":\"sha256:" HEX64 \
+	"\",\"size\":" size "}"
+#define MAN_L "{\"mediaType\":\"application/vnd.lazyblk.manifest.v1\",\"digest\":\"sha256:" \
+	HEX64 "\",\"size\":10}"
+
+/* Hostile snapshot manifests: no document, two, one after a layout, too big, in an image. */
+static void test_oci_snapshot_bad(void **state)
+{
+	char why[WHY_MAX] = "";
+
+	(void)state;
+	assert_int_equal(manifest_parse_str(SHEAD SNAP_L("10") "]}", why, sizeof(why)), 0);
+	assert_int_equal(manifest_parse_str(SHEAD SNAP_L("10") "," LAYOUT_L(ANN) "]}", why,
+					    sizeof(why)), 0);
+	assert_int_equal(manifest_parse_str(SHEAD "]}", why, sizeof(why)), -EBADMSG);
+	assert_non_null(strstr(why, "without its snapshot document"));
+	assert_int_equal(manifest_parse_str(SHEAD LAYOUT_L(ANN) "]}", why, sizeof(why)), -EBADMSG);
+	assert_int_equal(manifest_parse_str(SHEAD SNAP_L("10") "," SNAP_L("10") "]}", why,
+					    sizeof(why)), -EBADMSG);
+	assert_int_equal(manifest_parse_str(SHEAD LAYOUT_L(ANN) "," SNAP_L("10") "]}", why,
+					    sizeof(why)), -EBADMSG);
+	assert_int_equal(manifest_parse_str(SHEAD SNAP_L("65537") "]}", why, sizeof(why)),
+			 -EBADMSG);
+	assert_non_null(strstr(why, "64 KiB"));
+	assert_int_equal(manifest_parse_str(SHEAD SNAP_L("10") "," MAN_L "]}", why, sizeof(why)),
+			 -EBADMSG);
+	/* an image's manifest never carries a snapshot document */
+	assert_int_equal(manifest_parse_str(MHEAD SNAP_L("10") "," LAYOUT_L(ANN) "]}", why,
+					    sizeof(why)), -EBADMSG);
+	assert_non_null(strstr(why, "image manifest with a snapshot document"));
+}
+
+/* image.json of a snapshot: "snapshot" names the document; without a disk, no layouts. */
+static void test_image_json_snapshot(void **state)
+{
+	static const char *bad[] = {
+		"{\"schemaVersion\":1,\"mediaType\":\"application/vnd.lazyblk.image.v1+json\","
+		"\"layouts\":[],\"snapshot\":{\"digest\":\"sha256:" HEX64 "\"}}",
+		"{\"schemaVersion\":1,\"mediaType\":\"application/vnd.lazyblk.image.v1+json\","
+		"\"layouts\":[],\"snapshot\":{\"digest\":\"sha256:" HEX64 "\",\"size\":70000}}",
+		"{\"schemaVersion\":1,\"mediaType\":\"application/vnd.lazyblk.image.v1+json\","
+		"\"layouts\":[],\"snapshot\":{\"digest\":\"sha256:xyz\",\"size\":10}}",
+		"{\"schemaVersion\":1,\"mediaType\":\"application/vnd.lazyblk.image.v1+json\","
+		"\"layouts\":[]}",
+		"{\"schemaVersion\":1,\"mediaType\":\"application/vnd.lazyblk.image.v1+json\","
+		"\"layouts\":[],\"manifest\":{\"digest\":\"sha256:" HEX64 "\",\"sha256\":\"sha256:"
+		HEX64 "\",\"size\":3},\"snapshot\":{\"digest\":\"sha256:" HEX64 "\",\"size\":10}}",
+	};
+	struct image_desc d, back;
+	char *a;
+	size_t la;
+	char why[WHY_MAX] = "";
+
+	(void)state;
+	for (unsigned layers = 0; layers <= 2; layers++) {
+		snap_fill(&d, layers, layers == 2);
+		assert_int_equal(image_json_build(&d, "2026-01-01T00:00:00Z", &a, &la), 0);
+		assert_non_null(strstr(a, "\"snapshot\":{\"digest\":\"sha256:5a5a"));
+		assert_int_equal(image_json_parse(a, la, &back, why, sizeof(why)), 0);
+		assert_desc_equal(&d, &back);
+		free(a);
+	}
+	/* an image's has none */
+	desc_fill(&d, 1, false);
+	assert_int_equal(image_json_build(&d, "2026-01-01T00:00:00Z", &a, &la), 0);
+	assert_null(strstr(a, "snapshot"));
+	assert_int_equal(image_json_parse(a, la, &back, why, sizeof(why)), 0);
+	assert_false(back.has_snapshot);
+	free(a);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(image_json_parse(bad[i], strlen(bad[i]), &back, why, sizeof(why)),
+				 -EBADMSG);
+}
+
 static void test_names(void **state)
 {
 	char *names[] = { strdup("zeta"), strdup("alpha"), strdup("zeta"), strdup("m-1.0_x") };
@@ -334,6 +466,9 @@ int main(void)
 		cmocka_unit_test(test_tag_kind),
 		cmocka_unit_test(test_oci_manifest_bad),
 		cmocka_unit_test(test_image_json),
+		cmocka_unit_test(test_oci_snapshot),
+		cmocka_unit_test(test_oci_snapshot_bad),
+		cmocka_unit_test(test_image_json_snapshot),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_ref_parse),
 	};
