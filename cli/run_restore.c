@@ -14,6 +14,7 @@
 #include "../blkd/overlay/overlay.h"
 #include "../cas/remote/image_ref.h"
 #include "../cas/source.h"
+#include "../cas/trace.h"
 #include "../common/block.h"
 #include "../common/fsutil.h"
 #include "../common/log.h"
@@ -176,7 +177,7 @@ static int restore_store(struct run_restore *r, const struct cli_remote *rem,
 	struct lazyram_opts lo = { 0 };
 	uint8_t *state = NULL;
 	size_t len = 0;
-	int ret;
+	int ret, fd;
 
 	cli_remote_to_source(rem, &so);
 	ret = cas_source_open(&so, &r->src, why, sizeof(why));
@@ -206,10 +207,15 @@ static int restore_store(struct run_restore *r, const struct cli_remote *rem,
 		log_error("--overlay %s exists: a restore starts a new overlay", overlay);
 		return 1;
 	}
+	if (t->prefetch && (ret = trace_load(t->prefetch, &r->prefetch, why, sizeof(why)))) {
+		log_error("--prefetch %s: %s", t->prefetch, why[0] ? why : strerror(-ret));
+		return 1;
+	}
 	lo = (struct lazyram_opts){ .map = r->map, .src = r->src, .cache_dir = r->ram_cache,
-				    .trace_record = t->record, .prefetch = t->prefetch };
+				    .record = t->record != NULL, .prefetch = r->prefetch };
 	memcpy(lo.id, r->id, SHA256_LEN);
-	ret = lazyram_open(&lo, &r->lazy, why, sizeof(why));
+	r->record = t->record;
+	ret = lazyram_open(&lo, &r->lazy, &fd, why, sizeof(why));
 	if (ret) {
 		log_error("%s: guest RAM: %s", r->arg, why[0] ? why : strerror(-ret));
 		return 1;
@@ -234,8 +240,34 @@ void run_restore_to_vmm(struct run_restore *r, struct vmm_opts *vo)
 	vo->lazy_id = r->in_store ? r->id : NULL;
 }
 
+/* What the lazy RAM did, for -v. */
+static void run_restore_stats(struct run_restore *r)
+{
+	struct lazyram_stats st;
+
+	lazyram_get_stats(r->lazy, &st);
+	log_info("guest RAM: %llu faults (%llu on zero pages, %llu on pages another restore "
+		 "brought in), %llu chunks fetched (%llu bytes), %llu pages prefetched",
+		 (unsigned long long)(st.faults_missing + st.faults_minor),
+		 (unsigned long long)st.faults_zero, (unsigned long long)st.faults_minor,
+		 (unsigned long long)st.chunks_fetched, (unsigned long long)st.bytes_frame,
+		 (unsigned long long)st.prefetch_pages);
+}
+
 void run_restore_close(struct run_restore *r)
 {
+	char why[WHY_MAX] = "";
+	int ret;
+
+	if (r->lazy && r->record) {
+		ret = lazyram_trace_write(r->lazy, r->record, why, sizeof(why));
+		if (ret)
+			log_error("--trace-record %s: %s", r->record, why[0] ? why : strerror(-ret));
+		else
+			log_info("RAM working set written to %s", r->record);
+	}
+	if (r->lazy)
+		run_restore_stats(r);
 	lazyram_close(r->lazy);
 	r->lazy = NULL;
 	rammap_free(r->map);
@@ -244,6 +276,8 @@ void run_restore_close(struct run_restore *r)
 	r->snap = NULL;
 	cas_source_close(r->src);
 	r->src = NULL;
+	trace_free(r->prefetch);
+	r->prefetch = NULL;
 	if (r->fetched)
 		image_fetched_free(r->fetched);
 	free(r->fetched);

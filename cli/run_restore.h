@@ -28,6 +28,7 @@ struct rammap;
 struct lazyram;
 struct vmm_opts;
 struct image_fetched;
+struct trace;
 
 struct run_restore {
 	const char *arg;              /* --restore's value */
@@ -41,6 +42,8 @@ struct run_restore {
 	struct lazyram *lazy;
 	struct image_fetched *fetched;  /* by reference */
 	const char *ram_cache;        /* --ram-cache DIR (NULL: the default) */
+	const char *record;           /* --trace-record: the RAM's first touches written there */
+	struct trace *prefetch;       /* --prefetch: replayed ahead of the guest */
 };
 
 /*

@@ -74,6 +74,7 @@ struct serial {
 	bool stop;
 	bool paused;             /* serial_pause(): input waits */
 	enum serial_out_mode out_mode;
+	bool said_first;         /* o.first_output called */
 	unsigned out_len;        /* bytes in out: held (SERIAL_OUT_HOLD) or not written yet */
 	uint8_t out[SERIAL_OUT_MAX];
 	pthread_cond_t out_wake; /* the flusher: wake up (output came while it slept), or stop */
@@ -131,11 +132,22 @@ static bool serial_rx_push(struct serial *s, uint8_t c)
 }
 
 /* Lock held. What waits in out, written (SERIAL_OUT_ON). */
+/* Lock held. len bytes of output written out (the first ones told). */
+static void serial_emit(struct serial *s, const uint8_t *p, size_t len)
+{
+	if (!s->said_first && len) {
+		s->said_first = true;
+		if (s->o.first_output)
+			s->o.first_output(s->o.irq_ctx);
+	}
+	(void)fs_write_full(s->o.out_fd, p, len);
+}
+
 static void serial_flush(struct serial *s)
 {
 	if (s->out_mode != SERIAL_OUT_ON || !s->out_len)
 		return;
-	(void)fs_write_full(s->o.out_fd, s->out, s->out_len);
+	serial_emit(s, s->out, s->out_len);
 	s->out_len = 0;
 }
 
@@ -203,7 +215,7 @@ void serial_output(struct serial *s, enum serial_out_mode mode)
 	pthread_mutex_lock(&s->lock);
 	serial_flush(s);   /* ON before: what came then goes out now; HOLD before: a no-op */
 	if (mode == SERIAL_OUT_ON && s->out_len)
-		(void)fs_write_full(s->o.out_fd, s->out, s->out_len);   /* what was held */
+		serial_emit(s, s->out, s->out_len);   /* what was held */
 	if (mode != SERIAL_OUT_HOLD)
 		s->out_len = 0;
 	s->out_mode = mode;

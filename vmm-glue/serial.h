@@ -29,6 +29,8 @@ struct serial_opts {
 	int out_fd;
 	void (*set_irq)(void *ctx, int level);
 	void *irq_ctx;
+	/* Called once, on the thread writing it, as the guest's first byte is written out. */
+	void (*first_output)(void *ctx);
 };
 
 /* -errno. */

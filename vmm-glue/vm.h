@@ -53,6 +53,9 @@ struct vm {
 	struct vm_upgrade_in *up;   /* vmm_opts.resume: the hand-over being applied */
 	struct vm_snapstore snapstore;  /* what the next snapshot to a store leans on */
 	bool lazy_failed;           /* under lock: a page of the lazy RAM cannot be had */
+	/* the guest's first console byte written out: when (CLOCK_MONOTONIC ns), and the lazy
+	 * RAM's compressed bytes fetched by then (demand and prefetch); atomic */
+	uint64_t first_output_ns, first_output_ram_bytes;
 };
 
 /* The pieces of vm a snapshot or a live upgrade reads and writes (vm_snapshot.h). */

@@ -11,6 +11,7 @@
 
 #include "../blkd/disk/disk.h"
 #include "../common/json_out.h"
+#include "lazyram/lazyram.h"
 #include "vm.h"
 
 int vmm_pause(struct vm *v)
@@ -76,6 +77,31 @@ static void vmm_disk_stats(struct json_buf *b, const struct disk *d)
 	free(buf);
 }
 
+/*
+ * "lazy_ram": the lazy RAM's statistics (lazyram_stats_json) and its compressed bytes
+ * fetched by the guest's first console output.
+ */
+static void vmm_lazy_json(struct json_buf *b, struct vm *v)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	int ret = f ? lazyram_stats_json(v->o->lazy, f) : -ENOMEM;
+
+	if (f && fclose(f) && !ret)
+		ret = -EIO;
+	if (!ret && len > 1 && text[len - 1] == '}') {
+		json_buf_puts(b, ",\"lazy_ram\":");
+		json_buf_put(b, text, len - 1);
+		json_field_u64(b, "bytes_at_first_output",
+			       __atomic_load_n(&v->first_output_ram_bytes, __ATOMIC_RELAXED));
+		json_buf_puts(b, "}");
+	} else if (!b->err) {
+		b->err = ret ? ret : -EIO;
+	}
+	free(text);
+}
+
 int vmm_stats_json(struct vm *v, FILE *f)
 {
 	struct json_buf b = { 0 };
@@ -106,7 +132,12 @@ int vmm_stats_json(struct vm *v, FILE *f)
 			       __atomic_load_n(&v->cpus[i].first_exit_ns, __ATOMIC_RELAXED));
 		json_buf_puts(&b, "}");
 	}
-	json_buf_puts(&b, "],\"disks\":[");
+	json_buf_puts(&b, "]");
+	json_field_u64(&b, "first_output_ns",
+		       __atomic_load_n(&v->first_output_ns, __ATOMIC_RELAXED));
+	if (v->o->lazy)
+		vmm_lazy_json(&b, v);
+	json_buf_puts(&b, ",\"disks\":[");
 	for (unsigned i = 0; i < v->o->ndisks; i++) {
 		if (i)
 			json_buf_puts(&b, ",");

@@ -214,11 +214,29 @@ static int vmm_load(struct vm *v)
 	return ret;
 }
 
+/* serial_opts.first_output: when, and what the lazy RAM had fetched by then (stats). */
+static void vmm_first_output(void *ctx)
+{
+	struct vm *v = ctx;
+	struct timespec now;
+	struct lazyram_stats st;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (v->o->lazy) {
+		lazyram_get_stats(v->o->lazy, &st);
+		__atomic_store_n(&v->first_output_ram_bytes, st.bytes_frame + st.prefetch_bytes,
+				 __ATOMIC_RELAXED);
+	}
+	__atomic_store_n(&v->first_output_ns, (uint64_t)now.tv_sec * 1000000000u +
+			 (uint64_t)now.tv_nsec, __ATOMIC_RELAXED);
+}
+
 static int vmm_devices(struct vm *v)
 {
 	const struct vmm_opts *o = v->o;
 	struct serial_opts so = {
 		.in_fd = o->in_fd, .out_fd = o->out_fd, .set_irq = vmm_serial_irq, .irq_ctx = v,
+		.first_output = vmm_first_output,
 	};
 	int ret;
 
