@@ -3,11 +3,11 @@
  * The shared page cache of one snapshot (lazyram.h): DIR/HEX.ram and DIR/HEX.filled, shared
  * by the restores of the snapshot on this host, counted by flock.
  *
- * Opening takes LOCK_EX on HEX.ram (briefly: sizes checked or set, HEX.filled opened and
- * mapped), checks the name still holds the file locked (a last user may have removed it
- * meanwhile: then again), and keeps LOCK_SH. A fresh HEX.ram (size 0) gets a fresh
- * HEX.filled (truncated): bits without their data are never kept. Closing tries LOCK_EX
- * without waiting: got, no one else uses the files and both are removed (HEX.filled first).
+ * Opening and closing hold LOCK_EX on the directory (briefly): opening opens or creates
+ * HEX.ram, takes LOCK_SH on it (kept while open), checks or sets the sizes and maps
+ * HEX.filled; a fresh HEX.ram (size 0) gets a fresh HEX.filled (truncated): bits without
+ * their data are never kept. Closing tries LOCK_EX on HEX.ram without waiting: got, no one
+ * else uses the files and both are removed (HEX.filled first).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,8 +22,6 @@
 
 #include "../../common/fsutil.h"
 #include "internal.h"
-
-#define OPEN_TRIES 100
 
 static int dir_open(const char *dir, char *why, size_t why_len)
 {
@@ -63,26 +61,21 @@ static bool still_named(int dirfd, const char *name, int fd)
 	       a.st_dev == b.st_dev;
 }
 
+/* Under the directory's lock: HEX.ram, with our share (LOCK_SH). */
 static int ram_open(struct lazyram *lr, char *why, size_t why_len)
 {
 	struct lr_cache *c = &lr->c;
+	int fd = openat(c->dirfd, c->name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 
-	for (int i = 0; i < OPEN_TRIES; i++) {
-		int fd = openat(c->dirfd, c->name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-
-		if (fd < 0)
-			return why_set(why, why_len, -errno, "cache file %s: %s", c->name,
-				       strerror(errno));
-		if (flock(fd, LOCK_EX) < 0) {
-			close(fd);
-			return why_set(why, why_len, -errno, "cache file %s: lock: %s", c->name,
-				       strerror(errno));
-		}
-		if (still_named(c->dirfd, c->name, fd))
-			return fd;
-		close(fd); /* removed by its last user meanwhile */
+	if (fd < 0)
+		return why_set(why, why_len, -errno, "cache file %s: %s", c->name,
+			       strerror(errno));
+	if (flock(fd, LOCK_SH) < 0) {
+		close(fd);
+		return why_set(why, why_len, -errno, "cache file %s: lock: %s", c->name,
+			       strerror(errno));
 	}
-	return why_set(why, why_len, -EAGAIN, "cache file %s: removed again and again", c->name);
+	return fd;
 }
 
 static int sized(int fd, uint64_t want, bool fresh, const char *name, char *why,
@@ -105,7 +98,7 @@ static int sized(int fd, uint64_t want, bool fresh, const char *name, char *why,
 	return 0;
 }
 
-/* Under LOCK_EX: the sizes, HEX.filled mapped. */
+/* Under the directory's lock: the sizes, HEX.filled mapped. */
 static int files_init(struct lazyram *lr, char *why, size_t why_len)
 {
 	struct lr_cache *c = &lr->c;
@@ -156,18 +149,15 @@ int lr_cache_open(struct lazyram *lr, char *why, size_t why_len)
 		return c->dirfd;
 	sha256_to_hex(lr->o.id, c->name);
 	strcat(c->name, ".ram");
+	if (flock(c->dirfd, LOCK_EX) < 0)
+		return why_set(why, why_len, -errno, "cache dir %s: lock: %s", dir,
+			       strerror(errno));
 	ret = ram_open(lr, why, why_len);
-	if (ret < 0)
-		return ret;
-	c->fd = ret;
-	ret = files_init(lr, why, why_len);
-	/* a conversion, not atomic: a closer may see no user for a moment and remove the
-	 * names; this share keeps its files (another restore then makes new ones) */
-	if (!ret && flock(c->fd, LOCK_SH) < 0)
-		ret = why_set(why, why_len, -errno, "cache file %s: lock: %s", c->name,
-			      strerror(errno));
-	if (ret)
-		flock(c->fd, LOCK_UN);
+	if (ret >= 0) {
+		c->fd = ret;
+		ret = files_init(lr, why, why_len);
+	}
+	flock(c->dirfd, LOCK_UN);
 	return ret;
 }
 
@@ -177,6 +167,7 @@ void lr_cache_close(struct lr_cache *c)
 		munmap((void *)c->filled, c->filled_len);
 	c->filled = NULL;
 	if (c->fd >= 0) {
+		flock(c->dirfd, LOCK_EX);
 		if (flock(c->fd, LOCK_EX | LOCK_NB) == 0 && still_named(c->dirfd, c->name, c->fd)) {
 			char fname[sizeof(c->name) + 8];
 
@@ -186,6 +177,7 @@ void lr_cache_close(struct lr_cache *c)
 		}
 		close(c->fd);
 		c->fd = -1;
+		flock(c->dirfd, LOCK_UN);
 	}
 	if (c->dirfd >= 0)
 		close(c->dirfd);
