@@ -24,8 +24,14 @@
  *
  * Built as fixed-order JSON without white space (the same inputs give the same bytes). The
  * parser is strict (json-c; unknown keys refused, digests sha256:<64 lowercase hex>, sizes
- * in range, version 1 only: a newer one is refused by name) and takes outside input.
- * Nothing here prints.
+ * in range, version 1 only: a newer one is refused by name) and takes outside input. What
+ * both check beyond the syntax: created up to 9999-12-31T23:59:59Z; mem a multiple of 4096
+ * up to RAMMAP_MEM_MAX; cpus 1..255; cpuModel up to 63 bytes of printable ASCII without
+ * quotes or backslashes; state.size 1..SNAPDOC_STATE_MAX; 1..SNAPDOC_MAP_MAX map pieces of
+ * 1..SNAPDOC_MAP_PIECE_MAX bytes, together exactly the length of a page map of ram.chunks
+ * chunks over mem (64 + 40 x chunks + 8 x mem / 4096); pages <= mem / 4096, chunks <= pages
+ * (both 0 or neither), bytes a multiple of 4096 from 4096 x chunks to 4 MiB x chunks;
+ * disk.size > 0. Nothing here prints.
  */
 #ifndef LZ_VMSNAP_DOC_H
 #define LZ_VMSNAP_DOC_H
@@ -35,11 +41,13 @@
 #include <stdint.h>
 
 #include "../common/sha256.h"
+#include "../common/test_hook.h"
 #include "../common/why.h"
 
 #define SNAPDOC_MEDIA_TYPE "application/vnd.lazyblk.vm-snapshot.v1+json"
 #define SNAPDOC_VERSION 1u
 #define SNAPDOC_MAP_MAX 256u          /* page map pieces */
+#define SNAPDOC_MAP_PIECE_MAX (1u << 20) /* bytes of one piece */
 #define SNAPDOC_MAX (64u << 10)       /* bytes of a document */
 #define SNAPDOC_STATE_MAX (64u << 20) /* bytes of its vm.state */
 #define SNAPDOC_CPU_SIG 16u
@@ -67,13 +75,19 @@ struct snapdoc {
 	uint8_t parent[SHA256_LEN];
 };
 
-/* d as the document's bytes (malloc'd, NUL-terminated, *len without it). -ENOMEM, -EINVAL. */
+/*
+ * d as the document's bytes (malloc'd, NUL-terminated, *len without it). -ENOMEM, -EINVAL
+ * (d is not what snapdoc_parse would take).
+ */
+TEST_HOOK
 int snapdoc_build(const struct snapdoc *d, char **json, size_t *len);
 /*
  * Parse and check (untrusted). -EBADMSG with one line in why ("snapshot document: ram.map:
- * ..."), -EPROTONOSUPPORT for a newer version or another mediaType ("a lazyblk image, not a
- * VM snapshot" when it is one), -EFBIG beyond SNAPDOC_MAX.
+ * ..."), -EPROTONOSUPPORT for a newer version or another mediaType ("a lazyblk disk image,
+ * not a VM snapshot" when its mediaType or artifactType is a lazyblk image's, IMAGE_MT_JSON
+ * or IMAGE_ARTIFACT), -EFBIG beyond SNAPDOC_MAX, -ENOMEM. *d is zeroed on failure.
  */
+TEST_HOOK
 int snapdoc_parse(const char *json, size_t len, struct snapdoc *d, char *why, size_t why_len);
 
 #endif

@@ -18,8 +18,10 @@
  * document lists them, vmsnap/doc.h), so the map is verified by sha256 like every chunk and
  * the document that names it is verified by its own digest (a tag's manifest digest, end to
  * end). The parser is strict and takes hostile input: exact length, magic, version, sizes,
- * every page's chunk in range and slot < the chunk's npages, nonzero counted, every chunk
- * referenced. Nothing here prints; refusals are one line in why.
+ * every page's chunk in range and slot < the chunk's npages (a zero page's slot 0), nonzero
+ * counted, every chunk referenced, the chunks listed in the order of their first page (what
+ * rammap_finish makes: one map has one encoding, parse then encode gives the same bytes).
+ * Nothing here prints; refusals are one line in why.
  */
 #ifndef LZ_VMSNAP_RAMMAP_H
 #define LZ_VMSNAP_RAMMAP_H
@@ -29,6 +31,7 @@
 #include <stdint.h>
 
 #include "../common/sha256.h"
+#include "../common/test_hook.h"
 #include "../common/why.h"
 
 #define RAMMAP_MAGIC "LZRAMMAP"
@@ -58,6 +61,7 @@ struct rammap {
 	uint64_t nonzero;             /* pages with chunk != 0 */
 	uint32_t nchunks;
 	struct rammap_chunk *chunks;  /* nchunks (owned) */
+	size_t chunks_cap;            /* room in chunks (rammap_add_chunk's) */
 	struct rammap_page *pages;    /* npages (owned) */
 	/*
 	 * Built by rammap_index (rammap_parse does it): the pages that refer to chunk c, in
@@ -68,28 +72,38 @@ struct rammap {
 };
 
 /* An empty map of mem_size bytes (every page zero, no chunk). -EINVAL, -ENOMEM. */
+TEST_HOOK
 int rammap_new(uint64_t mem_size, struct rammap **out);
 /*
  * Append a chunk to m's table: its index + 1 (the value a page's .chunk takes) in *ref.
  * -ENOMEM, -E2BIG (more than UINT32_MAX - 1 chunks).
  */
+TEST_HOOK
 int rammap_add_chunk(struct rammap *m, const uint8_t digest[SHA256_LEN], uint32_t npages,
 		     uint32_t *ref);
 /*
- * Drop the chunks no page refers to (renumbering the pages' refs) and count nonzero; then
- * rammap_index. What a writer calls last. -ENOMEM.
+ * Make m canonical: the chunks in the order of their first page, two entries of one name
+ * (digest and npages) made one, those no page refers to dropped (the pages' refs
+ * renumbered, zero pages' slots 0); count nonzero; then rammap_index. What a writer calls
+ * last. -ENOMEM, -EINVAL (a page's ref or slot beyond its chunk).
  */
+TEST_HOOK
 int rammap_finish(struct rammap *m);
 /* (Re)build the per-chunk user index. -ENOMEM. */
+TEST_HOOK
 int rammap_index(struct rammap *m);
 /* The map's bytes, in the format above (malloc'd, the caller's). -ENOMEM, -E2BIG. */
+TEST_HOOK
 int rammap_encode(const struct rammap *m, uint8_t **buf, size_t *len);
 /*
  * Parse and check a map (buf: len bytes, untrusted) into a new rammap (indexed). -EBADMSG
  * with one line in why ("page map: page 12: slot 70 beyond its chunk's 64 pages"),
- * -EFBIG (mem_size beyond RAMMAP_MEM_MAX), -ENOMEM.
+ * -EPROTONOSUPPORT (another version: "page map: version 2 (this lazyblk reads version
+ * 1)"), -EFBIG (mem_size beyond RAMMAP_MEM_MAX), -ENOMEM.
  */
+TEST_HOOK
 int rammap_parse(const void *buf, size_t len, struct rammap **out, char *why, size_t why_len);
+TEST_HOOK
 void rammap_free(struct rammap *m);
 
 /* Bytes of chunk c's content. */
