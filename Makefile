@@ -168,6 +168,15 @@ $(LINKEM): tests/tools/linkem.c
 linkem: $(LINKEM)
 integration test: $(LINKEM)
 
+# ---- mksnap: a VM snapshot in a store without a VM (tests/tools/mksnap.c), for
+# tests/integration/t_snapshot_publish.sh, found next to $(LAZYBLK) as $(BUILD)/tools/mksnap;
+# linked against the library, never installed
+MKSNAP := $(BUILD)/tools/mksnap
+$(MKSNAP): tests/tools/mksnap.c $(BUILD)/liblazyblk.a | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(BUILD)/liblazyblk.a $(LDFLAGS) $(PKG_LIBS)
+all integration test: $(MKSNAP)
+
 # ---- the crash-consistency soak (docs/reliability.md): blkstamp, its writer and checker,
 # and crashsim.so, the simulated host crash preloaded into the server (standalone, no
 # library code, never sanitized: they test the server, which SAN=1 builds with the

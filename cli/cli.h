@@ -144,6 +144,12 @@ int cli_keep_add(struct chunk_refs *refs, const char *keep, const char *store_di
  */
 int cli_cas_gc_remote(const char *url, const char *const *keep, size_t n_keep,
 		      const char *store_dir, uint64_t grace, bool dry_run);
+/*
+ * lazyblk push --remote REF SNAPSHOT (cli/push_snap.c): a VM snapshot (a directory holding
+ * snapshot.json, or the file) published by name. 0, 1 or CLI_EXIT_INTERRUPTED (said why).
+ */
+struct cas_push_opts;
+int cli_push_snapshot(const struct cas_push_opts *po, const char *snap, bool json);
 struct layout;
 /*
  * The files of a layout's chain, top first (path for the top, as the user gave it), and

@@ -18,9 +18,10 @@ static const char images_usage[] =
 	"usage: lazyblk images ls --remote URL [--json]\n"
 	"              [--fetch-timeout SECS] [--fetch-retries N]\n"
 	"\n"
-	"List the images published on a remote by `lazyblk push IMAGE.layout --remote REF`,\n"
-	"one line each: name, layout digest, disk size, layers (layout files of the chain),\n"
-	"chunks.\n"
+	"List the images and VM snapshots published on a remote by `lazyblk push IMAGE.layout\n"
+	"--remote REF` and `lazyblk push SNAPSHOT --remote REF`, one line each: name, kind\n"
+	"(image or vm-snapshot), top layout digest (a snapshot: its disk's; '-' without one),\n"
+	"disk size, layers (layout files of the chain), chunks.\n"
 	"\n"
 	"  oci://HOST[:PORT]/REPO         the tags of REPO whose document is a lazyblk image\n"
 	"                                 (other tags are left out; tags that are not valid\n"
@@ -30,8 +31,9 @@ static const char images_usage[] =
 	"options:\n"
 	"      --remote URL           the registry repository or store (credentials:\n"
 	"                             LAZYBLK_REMOTE_USER and LAZYBLK_REMOTE_PASSWORD)\n"
-	"      --json                 one JSON object: remote, images (name, layout_digest,\n"
-	"                             disk_size, layers, chunks), tags_skipped,\n"
+	"      --json                 one JSON object: remote, images (name, kind,\n"
+	"                             layout_digest, disk_size, layers, chunks; a snapshot\n"
+	"                             also snapshot, its document's digest), tags_skipped,\n"
 	"                             tags_truncated\n"
 	"      --fetch-timeout SECS   per request attempt (default 30)\n"
 	"      --fetch-retries N      retries of a failed request (default 4)\n"
@@ -50,7 +52,11 @@ static int images_json(const char *url, const struct image_entry *v, size_t n,
 	for (size_t i = 0; i < n; i++) {
 		json_buf_puts(&b, i ? ",{" : "{");
 		cli_json_path(&b, "name", v[i].name);
-		cli_json_digest(&b, "layout_digest", v[i].d.layouts[0].digest);
+		json_field_str(&b, "kind", v[i].d.has_snapshot ? "vm-snapshot" : "image");
+		if (v[i].d.n_layouts)
+			cli_json_digest(&b, "layout_digest", v[i].d.layouts[0].digest);
+		if (v[i].d.has_snapshot)
+			cli_json_digest(&b, "snapshot", v[i].d.snapshot.sha);
 		json_field_u64(&b, "disk_size", v[i].d.disk_size);
 		json_field_u64(&b, "layers", v[i].d.n_layouts);
 		json_field_u64(&b, "chunks", v[i].d.chunks);
@@ -88,9 +94,12 @@ static int images_ls(const struct cli_remote *rem, bool json)
 		ret = images_json(rem->url, v, n, &tags);
 	} else {
 		for (size_t i = 0; i < n; i++) {
-			sha256_to_hex(v[i].d.layouts[0].digest, hex);
+			if (v[i].d.n_layouts)
+				sha256_to_hex(v[i].d.layouts[0].digest, hex);
 			esc_str(v[i].name, name, sizeof(name));
-			printf("%-24s sha256:%.12s  %10s  %u layer%s  %llu chunks\n", name, hex,
+			printf("%-24s %-11s %s%-12.12s  %10s  %u layer%s  %llu chunks\n", name,
+			       v[i].d.has_snapshot ? "vm-snapshot" : "image",
+			       v[i].d.n_layouts ? "sha256:" : "-      ", v[i].d.n_layouts ? hex : "",
 			       size_human(v[i].d.disk_size, h, sizeof(h)), v[i].d.n_layouts,
 			       v[i].d.n_layouts == 1 ? " " : "s", (unsigned long long)v[i].d.chunks);
 		}

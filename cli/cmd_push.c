@@ -17,6 +17,7 @@
 #include "../common/size.h"
 #include "../layout/layout.h"
 #include "../layout/refs.h"
+#include "../vmsnap/snapfile.h"
 #include "cli.h"
 
 static const char push_usage[] =
@@ -24,6 +25,7 @@ static const char push_usage[] =
 	"              [--fetch-concurrency N] [--fetch-timeout SECS] [--fetch-retries N]\n"
 	"              [--json]\n"
 	"       lazyblk push --store DIR --remote REF IMAGE.layout [--manifest FILE] [--json]\n"
+	"       lazyblk push --store DIR --remote REF SNAPSHOT [--json]\n"
 	"\n"
 	"Publish chunks to a remote: every chunk of the store, or only those the given layouts\n"
 	"or manifests use. Each chunk is verified against its sha256 first (a corrupt chunk is never\n"
@@ -53,6 +55,12 @@ static const char push_usage[] =
 	"                                 PATH/layouts/, its manifest at PATH/manifests/, then\n"
 	"                                 PATH/images/NAME/image.json and PATH/images/index.json\n"
 	"\n"
+	"A VM snapshot (SNAPSHOT: the directory `lazyblk snapshot` wrote into the store, holding\n"
+	"snapshot.json, or that file) is published by name the same way: every chunk it uses\n"
+	"(vm.state, the RAM's page map and pages, the disk's chunks; each must be in the store),\n"
+	"its disk's layout chain, then its document; the tag's artifactType is\n"
+	"application/vnd.lazyblk.vm-snapshot.v1. run --restore REF resumes it on any host.\n"
+	"\n"
 	"serve, run, export and warm then take REF in place of IMAGE.layout; lazyblk images ls\n"
 	"lists what a remote holds. The manifest published with the image is --manifest FILE,\n"
 	"else IMAGE.manifest beside the layout if there is one; it must be the one the layout\n"
@@ -70,7 +78,9 @@ static const char push_usage[] =
 	"                             uploaded, uploaded_bytes, present, seconds; for an\n"
 	"                             image also image, layout_digest, layers, layout_bytes,\n"
 	"                             manifest_bytes (uploaded now), digest (of the image\n"
-	"                             index, or of image.json)\n"
+	"                             index, or of image.json); for a VM snapshot also kind\n"
+	"                             (vm-snapshot), snapshot (its document's sha256),\n"
+	"                             ram_chunks, disk_chunks, snapshot_bytes\n"
 	"  -h, --help                 this text\n"
 	"\n"
 	"On a terminal a progress line counts the chunks done.\n";
@@ -156,8 +166,9 @@ static bool push_is_image(const char *url, char **images, int n)
 
 	if (!image_ref_is(url) || image_ref_parse(url, &ref, NULL, 0))
 		return false;
-	yes = !ref.oci || (n == 1 && strlen(images[0]) > 7 &&
-			   !strcmp(images[0] + strlen(images[0]) - 7, ".layout"));
+	/* images NULL: whether url names one (a snapshot is published by name) */
+	yes = !ref.oci || !images || (n == 1 && strlen(images[0]) > 7 &&
+				      !strcmp(images[0] + strlen(images[0]) - 7, ".layout"));
 	image_ref_free(&ref);
 	return yes;
 }
@@ -334,6 +345,14 @@ int cmd_push(int argc, char **argv)
 	o.remote.retries = rem.retries;
 	o.notes = CLI_NOTES;
 	log_first_error_only(true); /* one line, the first, whatever fails */
+	if (argc - optind == 1 && snapfile_is(argv[optind])) {
+		if (!image_ref_is(rem.url) || !push_is_image(rem.url, NULL, 0))
+			return cli_usage_error("a VM snapshot is published by name: --remote "
+					       "oci://HOST/REPO:TAG or http(s)://HOST/PATH/images/NAME");
+		if (manifest)
+			return cli_usage_error("--manifest is for publishing an image");
+		return cli_push_snapshot(&o, argv[optind], json);
+	}
 	if (push_is_image(rem.url, argv + optind, argc - optind)) {
 		if (argc - optind != 1)
 			return cli_usage_error("publishing an image takes exactly one IMAGE.layout");

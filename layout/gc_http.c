@@ -2,8 +2,8 @@
 /* cas gc --remote http(s)://…/PATH/: what the images keep, swept under a lease (gc_http.h). */
 #include "gc_http.h"
 
-#include <dirent.h>
 #include <errno.h>
+#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +12,8 @@
 
 #include "../cas/remote/lease.h"
 #include "../common/fsutil.h"
+#include "../vmsnap/snapfile.h"
+#include "snap_ref.h"
 
 #define GC_WHY (PATH_MAX + 256)
 
@@ -46,6 +48,8 @@ int chunk_refs_add_keep(struct chunk_refs *r, const char *keep, const char *stor
 	char cw[WHY_MAX] = "";
 	int ret;
 
+	if (!image_ref_is(keep) && snapfile_is(keep))
+		return snap_ref_keep_file(r, keep, store_dir, why, why_len);
 	if (!image_ref_is(keep)) {
 		ret = chunk_refs_add_file(r, keep, cw, sizeof(cw));
 		if (ret)
@@ -56,11 +60,13 @@ int chunk_refs_add_keep(struct chunk_refs *r, const char *keep, const char *stor
 	if (!store_dir)
 		return why_set(why, why_len, -EINVAL, "--keep %s: an image by reference needs "
 			       "--store DIR (its layouts are fetched into DIR/layouts/)", keep);
-	ret = image_fetch(&ro, store_dir, &f, w, sizeof(w));
+	ret = image_fetch_as(&ro, store_dir, IMAGE_WANT_ANY, &f, w, sizeof(w));
 	if (ret)
 		return why_set(why, why_len, ret, "%s; nothing removed", w[0] ? w : strerror(-ret));
-	/* every layer of the chain: its own chunks */
+	/* every layer of the chain: its own chunks; a snapshot's RAM too */
 	ret = fetched_add(r, &f, store_dir, why, why_len, NULL, NULL);
+	if (!ret && f.d.has_snapshot)
+		ret = snap_ref_keep_fetched(r, &f, store_dir, why, why_len);
 	image_fetched_free(&f);
 	return ret;
 }
@@ -110,7 +116,7 @@ static int http_collect(const char *url, const char *dir, struct http_keep *k, s
 
 		snprintf(ref, sizeof(ref), "%simages/%s", url, v[i].name);
 		ro.url = ref;
-		ret = image_fetch(&ro, dir, &f, w, sizeof(w));
+		ret = image_fetch_as(&ro, dir, IMAGE_WANT_ANY, &f, w, sizeof(w));
 		if (ret) {
 			why_set(why, why_len, ret, "%s; nothing removed", w[0] ? w : strerror(-ret));
 			break;
@@ -118,31 +124,35 @@ static int http_collect(const char *url, const char *dir, struct http_keep *k, s
 		ret = fetched_add(&k->chunks, &f, dir, why, why_len, files_add, k);
 		if (!ret && f.d.has_manifest)
 			ret = files_add(k, f.d.manifest.digest);
+		/* a VM snapshot: its document and its RAM's chunks (its map read through dir) */
+		if (!ret && f.d.has_snapshot)
+			ret = files_add(k, f.d.snapshot.sha);
+		if (!ret && f.d.has_snapshot)
+			ret = snap_ref_keep_fetched(&k->chunks, &f, dir, why, why_len);
 		image_fetched_free(&f);
 	}
 	image_list_free(v, n);
 	return ret;
 }
 
-/* A private directory for the layouts when there is no --store, and its removal. */
+/*
+ * A private directory for the layouts (and a snapshot's page map, read through a store made
+ * there) when there is no --store, and its removal, whole.
+ */
+static int tmp_unlink(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if (flag == FTW_DP)
+		rmdir(path);
+	else
+		unlink(path);
+	return 0;
+}
+
 static void tmp_remove(const char *dir)
 {
-	char sub[PATH_MAX], p[PATH_MAX + 300];
-	struct dirent *de;
-	DIR *d;
-
-	snprintf(sub, sizeof(sub), "%s/layouts", dir);
-	d = opendir(sub);
-	while (d && (de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(p, sizeof(p), "%s/%s", sub, de->d_name);
-		unlink(p);
-	}
-	if (d)
-		closedir(d);
-	rmdir(sub);
-	rmdir(dir);
+	nftw(dir, tmp_unlink, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 /* ------------------------------------------------------------------ the leases */
