@@ -25,7 +25,10 @@ busybox_require
 need_registry
 kernel_require
 kernel_generic || skip "cannot fetch Debian's generic kernel (linux-image-amd64)"
-FILL=${LAZYBLK_TRAVEL_FILL:-200}
+# nested under make test: a smaller fill (the whole 200 MiB in make test-nested)
+FILL=200
+[ -n "${LAZYBLK_NESTED:-}" ] && [ "${LAZYBLK_TEST_NESTED:-}" != 1 ] && FILL=48
+FILL=${LAZYBLK_TRAVEL_FILL:-$FILL}
 
 R=$T/root
 busybox_root "$R"
