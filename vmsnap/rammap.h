@@ -19,8 +19,9 @@
  * the document that names it is verified by its own digest (a tag's manifest digest, end to
  * end). The parser is strict and takes hostile input: exact length, magic, version, sizes,
  * every page's chunk in range and slot < the chunk's npages (a zero page's slot 0), nonzero
- * counted, every chunk referenced, the chunks listed in the order of their first page (what
- * rammap_finish makes: one map has one encoding, parse then encode gives the same bytes).
+ * counted, every chunk referenced, each name once, the chunks listed in the order of their
+ * first page (what rammap_finish makes: one map has one encoding, parse then encode gives
+ * the same bytes).
  * Nothing here prints; refusals are one line in why.
  */
 #ifndef LZ_VMSNAP_RAMMAP_H
