@@ -383,6 +383,13 @@ static void test_trace_replay(void **state)
 	} while (!st.prefetch_done);
 	assert_int_equal(st.prefetch_chunks, 3);
 	assert_int_equal(st.prefetch_pages, 16 + 16 + 8 + 8);
+	{
+		uint64_t pages, bytes;
+
+		lazyram_prefetch_progress(r.lr, &pages, &bytes);
+		assert_int_equal(pages, st.prefetch_pages);
+		assert_int_equal(bytes, 0); /* the chunks were in the store: nothing fetched */
+	}
 	for (uint32_t pg = 8; pg < 24; pg++)
 		assert_memory_equal(r.ram + (size_t)pg * PG, f->exp + (size_t)pg * PG, PG);
 	for (uint32_t pg = 40; pg < 48; pg++)
@@ -392,6 +399,8 @@ static void test_trace_replay(void **state)
 	lazyram_get_stats(r.lr, &st);
 	assert_int_equal(st.faults_missing + st.faults_minor, 0);
 	check_all(f, r.ram);
+	lazyram_stop(r.lr);
+	lazyram_stop(r.lr); /* idempotent */
 	restore_end(&r);
 
 	/* a trace of another snapshot is refused */
