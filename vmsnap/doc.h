@@ -79,7 +79,6 @@ struct snapdoc {
  * d as the document's bytes (malloc'd, NUL-terminated, *len without it). -ENOMEM, -EINVAL
  * (d is not what snapdoc_parse would take).
  */
-TEST_HOOK
 int snapdoc_build(const struct snapdoc *d, char **json, size_t *len);
 /*
  * Parse and check (untrusted). -EBADMSG with one line in why ("snapshot document: ram.map:
@@ -87,7 +86,6 @@ int snapdoc_build(const struct snapdoc *d, char **json, size_t *len);
  * not a VM snapshot" when its mediaType or artifactType is a lazyblk image's, IMAGE_MT_JSON
  * or IMAGE_ARTIFACT), -EFBIG beyond SNAPDOC_MAX, -ENOMEM. *d is zeroed on failure.
  */
-TEST_HOOK
 int snapdoc_parse(const char *json, size_t len, struct snapdoc *d, char *why, size_t why_len);
 
 #endif

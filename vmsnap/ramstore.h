@@ -77,7 +77,6 @@ struct ramstore_result {
  * threads). res may be NULL. 0 or -errno with one line in why (a full disk, a parent of
  * another size: -EINVAL, ...).
  */
-TEST_HOOK
 int ramstore_write(const struct ramstore_opts *o, const uint8_t *ram, uint64_t size,
 		   struct rammap **out, struct ramstore_result *res, char *why, size_t why_len);
 /*
@@ -85,12 +84,10 @@ int ramstore_write(const struct ramstore_opts *o, const uint8_t *ram, uint64_t s
  * d->map[], d->nmap, and d->ram_pages/ram_chunks/ram_bytes from m. -E2BIG (more than
  * SNAPDOC_MAP_MAX pieces), -errno with why.
  */
-TEST_HOOK
 int ramstore_put_map(struct store *s, const struct rammap *m, struct snapdoc *d, char *why,
 		     size_t why_len);
 /* A blob (vm.state: 1..SNAPDOC_STATE_MAX bytes) as one chunk of the store, committed: its
  * name and size into *b. */
-TEST_HOOK
 int ramstore_put_blob(struct store *s, const void *p, size_t len, struct snapdoc_blob *b,
 		      char *why, size_t why_len);
 /*
@@ -99,11 +96,9 @@ int ramstore_put_blob(struct store *s, const void *p, size_t len, struct snapdoc
  * corrupt: the chunk layers logged it, naming the chunk) returns their -errno and no
  * reason; one of another size than d says is -EBADMSG with one.
  */
-TEST_HOOK
 int ramstore_load_map(struct cas_source *src, const struct snapdoc *d, struct rammap **out,
 		      char *why, size_t why_len);
 /* d's vm.state bytes (malloc'd, the caller's), fetched through src; errors as above. */
-TEST_HOOK
 int ramstore_load_state(struct cas_source *src, const struct snapdoc *d, uint8_t **buf,
 			size_t *len, char *why, size_t why_len);
 /*
@@ -111,7 +106,6 @@ int ramstore_load_state(struct cas_source *src, const struct snapdoc *d, uint8_t
  * appended to a growing array of digests (*v, *n, *cap; not sorted, may repeat): what gc
  * keeps and push sends. m NULL: the state and the map's pieces only. -ENOMEM.
  */
-TEST_HOOK
 int ramstore_refs(const struct snapdoc *d, const struct rammap *m, uint8_t (**v)[SHA256_LEN],
 		  size_t *n, size_t *cap);
 

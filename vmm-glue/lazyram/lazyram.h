@@ -31,9 +31,6 @@
  * layers log a failed chunk once (docs/conventions.md); the rest is returned or handed to
  * opts.fatal. Needs userfaultfd with UFFD_FEATURE_MISSING_SHMEM and UFFD_FEATURE_MINOR_SHMEM
  * (Linux 5.14+): the userfaultfd(2) system call, else /dev/userfaultfd.
- *
- * TEST_HOOK marks the entry points until the VMM (run --restore of a snapshot in the store)
- * calls them; that change drops the marks.
  */
 #ifndef LZ_VMM_LAZYRAM_H
 #define LZ_VMM_LAZYRAM_H
@@ -98,7 +95,6 @@ struct lazyram_stats {
  * "cache file DIR/HEX.ram: 4096 bytes, not the snapshot's 1073741824", "trace recorded on
  * another snapshot". Prints nothing.
  */
-TEST_HOOK
 int lazyram_open(const struct lazyram_opts *opts, struct lazyram **out, int *fd, char *why,
 		 size_t why_len);
 /*
@@ -114,13 +110,11 @@ int lazyram_fd(const struct lazyram *lr);
  * when userfaultfd cannot be had, -EOPNOTSUPP when it lacks shmem's missing and minor
  * faults; one line in why.
  */
-TEST_HOOK
 int lazyram_start(struct lazyram *lr, void *map, size_t size, char *why, size_t why_len);
 /*
  * Stop the handler and prefetch threads (the registration stays: a fault from now on waits
  * until lazyram_close). Idempotent.
  */
-TEST_HOOK
 void lazyram_stop(struct lazyram *lr);
 /*
  * Stop, then end: every page that failed is first replaced in the mapping by an inaccessible
@@ -128,16 +122,12 @@ void lazyram_stop(struct lazyram *lr);
  * file's hole as zeros when the userfaultfd goes), the userfaultfd is closed, the share of
  * the cache given back (the last user removes its files). The caller unmaps the RAM.
  */
-TEST_HOOK
 void lazyram_close(struct lazyram *lr);
 
-TEST_HOOK
 void lazyram_get_stats(struct lazyram *lr, struct lazyram_stats *st);
 /* The statistics as one JSON object (no newline) into f; -EIO when f failed. */
-TEST_HOOK
 int lazyram_stats_json(struct lazyram *lr, FILE *f);
 /* How far the prefetch got: pages mapped ahead, compressed bytes fetched. */
-TEST_HOOK
 void lazyram_prefetch_progress(struct lazyram *lr, uint64_t *pages, uint64_t *bytes);
 
 /*
@@ -147,7 +137,6 @@ void lazyram_prefetch_progress(struct lazyram *lr, uint64_t *pages, uint64_t *by
  * map are counted only when the page is mapped exclusively (bit 56: not the shared zero
  * page). *n gets the count. -errno with one line in why.
  */
-TEST_HOOK
 int lazyram_written(struct lazyram *lr, uint64_t *bitmap, uint64_t *n, char *why,
 		    size_t why_len);
 
@@ -156,7 +145,6 @@ int lazyram_written(struct lazyram *lr, uint64_t *bitmap, uint64_t *n, char *why
  * records, the snapshot id; the manifest and layout digests zero). -EINVAL without
  * opts.record; -errno with one line in why.
  */
-TEST_HOOK
 int lazyram_trace_write(struct lazyram *lr, const char *path, char *why, size_t why_len);
 
 #endif
