@@ -87,7 +87,6 @@ int snapdoc_build(const struct snapdoc *d, char **json, size_t *len);
  * not a VM snapshot" when its mediaType or artifactType is a lazyblk image's, IMAGE_MT_JSON
  * or IMAGE_ARTIFACT), -EFBIG beyond SNAPDOC_MAX, -ENOMEM. *d is zeroed on failure.
  */
-TEST_HOOK
 int snapdoc_parse(const char *json, size_t len, struct snapdoc *d, char *why, size_t why_len);
 
 #endif

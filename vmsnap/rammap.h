@@ -103,7 +103,6 @@ int rammap_encode(const struct rammap *m, uint8_t **buf, size_t *len);
  */
 TEST_HOOK
 int rammap_parse(const void *buf, size_t len, struct rammap **out, char *why, size_t why_len);
-TEST_HOOK
 void rammap_free(struct rammap *m);
 
 /* Bytes of chunk c's content. */
