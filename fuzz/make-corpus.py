@@ -426,6 +426,36 @@ def trace_plan(out, lz, t, src):
     seed("overlap-refused", 0, 0, 0, bytes(bad))
 
 
+def rammap(out):
+    """Page maps (docs/formats.md, "RAM page map"): two chunks over 128 pages, and none."""
+    def enc(npages, chunks, pages):
+        nz = sum(1 for c, _ in pages.values() if c)
+        h = struct.pack("<8sIIQIIQI20x", b"LZRAMMAP", 1, 64, npages * 4096, 4096, len(chunks),
+                        nz, 0)
+        body = b"".join(struct.pack("<32sII", d, n, 0) for d, n in chunks)
+        return h + body + b"".join(struct.pack("<II", *pages.get(p, (0, 0)))
+                                   for p in range(npages))
+    a, b = hashlib.sha256(b"a").digest(), hashlib.sha256(b"b").digest()
+    put(out, "rammap", "two-chunks.map",
+        enc(128, [(a, 3), (b, 64)], {1: (1, 0), 2: (2, 5), 3: (1, 2), 10: (2, 63), 11: (1, 2)}))
+    put(out, "rammap", "zero.map", enc(16, [], {}))
+
+
+def snapdoc(out):
+    """Snapshot documents (docs/formats.md, "VM snapshot document"): 1 MiB of RAM, a map of
+    2 chunks (64 + 2 x 40 + 256 x 8 bytes); with a disk and a parent, and without."""
+    h = lambda c: "sha256:" + c * 64
+    doc = ('{"mediaType":"application/vnd.lazyblk.vm-snapshot.v1+json","version":1,'
+           '"created":"2026-12-08T10:00:00Z","machine":{"mem":1048576,"cpus":1,'
+           '"cpu":"00112233445566778899aabbccddeeff","cpuModel":"GenuineIntel family 6 model 85'
+           ' stepping 7"},"kernel":"%s","state":{"digest":"%s","size":70000},'
+           '"ram":{"map":[{"digest":"%s","size":2192}],"pages":5,"chunks":2,"bytes":274432}'
+           % (h("1"), h("2"), h("3")))
+    put(out, "snapdoc", "plain.json", (doc + "}").encode())
+    put(out, "snapdoc", "disk-parent.json", (doc + ',"disk":{"layout":"%s","size":8589934592},'
+                                             '"parent":"%s"}' % (h("4"), h("5"))).encode())
+
+
 def main():
     lz, out = sys.argv[1], sys.argv[2]
     with tempfile.TemporaryDirectory(prefix="lazyblk-corpus.") as t:
@@ -442,6 +472,8 @@ def main():
         trace_plan(out, lz, t, src)
     trace(out)
     image_doc(out)
+    rammap(out)
+    snapdoc(out)
     nbd(out)
     ring = guest(out)
     vhost_user(out, ring)

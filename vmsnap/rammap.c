@@ -280,19 +280,30 @@ static int parse_header(const uint8_t *b, size_t len, struct map_hdr *h, char *w
 	return 0;
 }
 
+/* The chunk records: each in range, each name once. */
 static int parse_chunks(const uint8_t *p, struct rammap *m, char *why, size_t why_len)
 {
-	for (uint32_t c = 0; c < m->nchunks; c++, p += RAMMAP_CHUNK_REC) {
-		struct rammap_chunk *k = &m->chunks[c];
+	struct chunk_set set;
+	uint32_t n = 0, dup;
+	int ret = 0;
 
-		memcpy(k->digest, p, SHA256_LEN);
-		k->npages = le32_get(p + SHA256_LEN);
-		if (!k->npages || k->npages > RAMMAP_CHUNK_PAGES_MAX || le32_get(p + SHA256_LEN + 4))
-			return why_set(why, why_len, -EBADMSG, "page map: chunk %u: %u pages (1 to "
-				       "%u) or a reserved field not 0", c, k->npages,
-				       RAMMAP_CHUNK_PAGES_MAX);
+	if (set_init(&set, m->nchunks))
+		return why_set(why, why_len, -ENOMEM, "page map: out of memory");
+	for (uint32_t c = 0; !ret && c < m->nchunks; c++, p += RAMMAP_CHUNK_REC) {
+		struct rammap_chunk k;
+
+		memcpy(k.digest, p, SHA256_LEN);
+		k.npages = le32_get(p + SHA256_LEN);
+		if (!k.npages || k.npages > RAMMAP_CHUNK_PAGES_MAX || le32_get(p + SHA256_LEN + 4))
+			ret = why_set(why, why_len, -EBADMSG, "page map: chunk %u: %u pages (1 to "
+				      "%u) or a reserved field not 0", c, k.npages,
+				      RAMMAP_CHUNK_PAGES_MAX);
+		else if ((dup = set_find_add(&set, m->chunks, &n, &k)) != NO_CHUNK)
+			ret = why_set(why, why_len, -EBADMSG, "page map: chunk %u: the same as "
+				      "chunk %u", c, dup);
 	}
-	return 0;
+	free(set.slot);
+	return ret;
 }
 
 /* Every page in range; chunks listed in the order of their first page, each used. */

@@ -19,8 +19,9 @@
  * the document that names it is verified by its own digest (a tag's manifest digest, end to
  * end). The parser is strict and takes hostile input: exact length, magic, version, sizes,
  * every page's chunk in range and slot < the chunk's npages (a zero page's slot 0), nonzero
- * counted, every chunk referenced, the chunks listed in the order of their first page (what
- * rammap_finish makes: one map has one encoding, parse then encode gives the same bytes).
+ * counted, every chunk referenced, each name once, the chunks listed in the order of their
+ * first page (what rammap_finish makes: one map has one encoding, parse then encode gives
+ * the same bytes).
  * Nothing here prints; refusals are one line in why.
  */
 #ifndef LZ_VMSNAP_RAMMAP_H
@@ -72,13 +73,11 @@ struct rammap {
 };
 
 /* An empty map of mem_size bytes (every page zero, no chunk). -EINVAL, -ENOMEM. */
-TEST_HOOK
 int rammap_new(uint64_t mem_size, struct rammap **out);
 /*
  * Append a chunk to m's table: its index + 1 (the value a page's .chunk takes) in *ref.
  * -ENOMEM, -E2BIG (more than UINT32_MAX - 1 chunks).
  */
-TEST_HOOK
 int rammap_add_chunk(struct rammap *m, const uint8_t digest[SHA256_LEN], uint32_t npages,
 		     uint32_t *ref);
 /*
@@ -87,13 +86,11 @@ int rammap_add_chunk(struct rammap *m, const uint8_t digest[SHA256_LEN], uint32_
  * renumbered, zero pages' slots 0); count nonzero; then rammap_index. What a writer calls
  * last. -ENOMEM, -EINVAL (a page's ref or slot beyond its chunk).
  */
-TEST_HOOK
 int rammap_finish(struct rammap *m);
 /* (Re)build the per-chunk user index. -ENOMEM. */
 TEST_HOOK
 int rammap_index(struct rammap *m);
 /* The map's bytes, in the format above (malloc'd, the caller's). -ENOMEM, -E2BIG. */
-TEST_HOOK
 int rammap_encode(const struct rammap *m, uint8_t **buf, size_t *len);
 /*
  * Parse and check a map (buf: len bytes, untrusted) into a new rammap (indexed). -EBADMSG
@@ -101,7 +98,6 @@ int rammap_encode(const struct rammap *m, uint8_t **buf, size_t *len);
  * -EPROTONOSUPPORT (another version: "page map: version 2 (this lazyblk reads version
  * 1)"), -EFBIG (mem_size beyond RAMMAP_MEM_MAX), -ENOMEM.
  */
-TEST_HOOK
 int rammap_parse(const void *buf, size_t len, struct rammap **out, char *why, size_t why_len);
 void rammap_free(struct rammap *m);
 

@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "../common/sha256.h"
+#include "../common/test_hook.h"
 #include "../common/why.h"
 #include "doc.h"
 #include "rammap.h"
@@ -52,7 +53,9 @@ struct ramstore_opts {
 	/*
 	 * In/out, npages entries (NULL: none): the XXH3-128 of each page as the parent holds it
 	 * (all zero bytes: unknown); a changed page whose hash equals it keeps the parent's
-	 * place. Updated to this snapshot's pages.
+	 * place (if the parent has one that is not zero). Updated to this snapshot's pages:
+	 * every page read gets its hash (a zero page the XXH3-128 of 4096 zero bytes); pages
+	 * not read keep theirs.
 	 */
 	uint8_t (*hashes)[RAMSTORE_HASH];
 };
@@ -60,18 +63,21 @@ struct ramstore_opts {
 struct ramstore_result {
 	uint64_t pages_read;          /* pages looked at (changed) */
 	uint64_t pages_nonzero;       /* in the new map */
-	uint64_t pages_new;           /* stored in new chunks */
+	uint64_t pages_new;           /* in this write's chunks (windows of one content: each) */
 	uint64_t pages_kept;          /* referring to the parent's chunks */
 	uint64_t chunks_new;          /* chunks written to the store now */
-	uint64_t chunks_present;      /* new chunks that were in the store already */
+	uint64_t chunks_present;      /* this write's chunks that were in the store already */
 	uint64_t bytes_new;           /* their compressed bytes written */
 };
 
 /*
  * RAM (ram: size bytes, a multiple of 4 KiB, readable without faulting the pages that are
- * not changed) into o->store: the new map in *out (finished, indexed). 0 or -errno with one
- * line in why (a full disk, ...).
+ * not changed) into o->store: the new map in *out (finished, indexed), committed to the
+ * store. The map's bytes depend on the RAM, parent, changed and hashes only (not on the
+ * threads). res may be NULL. 0 or -errno with one line in why (a full disk, a parent of
+ * another size: -EINVAL, ...).
  */
+TEST_HOOK
 int ramstore_write(const struct ramstore_opts *o, const uint8_t *ram, uint64_t size,
 		   struct rammap **out, struct ramstore_result *res, char *why, size_t why_len);
 /*
@@ -79,22 +85,33 @@ int ramstore_write(const struct ramstore_opts *o, const uint8_t *ram, uint64_t s
  * d->map[], d->nmap, and d->ram_pages/ram_chunks/ram_bytes from m. -E2BIG (more than
  * SNAPDOC_MAP_MAX pieces), -errno with why.
  */
+TEST_HOOK
 int ramstore_put_map(struct store *s, const struct rammap *m, struct snapdoc *d, char *why,
 		     size_t why_len);
-/* A blob (vm.state) as one chunk of the store: its name and size into *b. */
+/* A blob (vm.state: 1..SNAPDOC_STATE_MAX bytes) as one chunk of the store, committed: its
+ * name and size into *b. */
+TEST_HOOK
 int ramstore_put_blob(struct store *s, const void *p, size_t len, struct snapdoc_blob *b,
 		      char *why, size_t why_len);
-/* d's page map, fetched through src and parsed (its mem_size must be d->mem_size). */
+/*
+ * d's page map, fetched through src and parsed (its mem_size, nonzero and nchunks must be
+ * d's mem_size, ram_pages and ram_chunks: -EBADMSG). A piece that cannot be had (missing,
+ * corrupt: the chunk layers logged it, naming the chunk) returns their -errno and no
+ * reason; one of another size than d says is -EBADMSG with one.
+ */
+TEST_HOOK
 int ramstore_load_map(struct cas_source *src, const struct snapdoc *d, struct rammap **out,
 		      char *why, size_t why_len);
-/* d's vm.state bytes (malloc'd, the caller's), fetched through src. */
+/* d's vm.state bytes (malloc'd, the caller's), fetched through src; errors as above. */
+TEST_HOOK
 int ramstore_load_state(struct cas_source *src, const struct snapdoc *d, uint8_t **buf,
 			size_t *len, char *why, size_t why_len);
 /*
  * The chunks a snapshot uses (its state, its map's pieces and every chunk the map names),
  * appended to a growing array of digests (*v, *n, *cap; not sorted, may repeat): what gc
- * keeps and push sends. -ENOMEM.
+ * keeps and push sends. m NULL: the state and the map's pieces only. -ENOMEM.
  */
+TEST_HOOK
 int ramstore_refs(const struct snapdoc *d, const struct rammap *m, uint8_t (**v)[SHA256_LEN],
 		  size_t *n, size_t *cap);
 

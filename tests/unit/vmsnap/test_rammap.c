@@ -216,6 +216,11 @@ static void chunk_npages_big(uint8_t *b)
 	le32_put(b + OFF_CHUNKS + 32, RAMMAP_CHUNK_PAGES_MAX + 1);
 }
 static void chunk_reserved(uint8_t *b) { le32_put(b + OFF_CHUNKS + RAMMAP_CHUNK_REC + 36, 9); }
+/* B named as A, with A's size */
+static void chunk_twice(uint8_t *b)
+{
+	memcpy(b + OFF_CHUNKS + RAMMAP_CHUNK_REC, b + OFF_CHUNKS, RAMMAP_CHUNK_REC);
+}
 static void ref_range(uint8_t *b) { le32_put(b + OFF_PAGES + 9 * 8, 3); }
 /* page 5 -> A slot 3: A has 3 pages */
 static void slot_beyond(uint8_t *b) { le32_put(b + OFF_PAGES + 5 * 8 + 4, 3); }
@@ -248,6 +253,7 @@ static void test_hostile(void **state)
 	expect_bad(chunk_npages0, -EBADMSG, "chunk 0: 0 pages");
 	expect_bad(chunk_npages_big, -EBADMSG, "chunk 0: 1025 pages");
 	expect_bad(chunk_reserved, -EBADMSG, "chunk 1: 2 pages (1 to 1024) or a reserved field");
+	expect_bad(chunk_twice, -EBADMSG, "chunk 1: the same as chunk 0");
 	expect_bad(ref_range, -EBADMSG, "page 9: chunk 2 beyond the table");
 	expect_bad(slot_beyond, -EBADMSG, "page 5: slot 3 beyond its chunk's 3 pages");
 	expect_bad(zero_slot, -EBADMSG, "page 0: a zero page with slot 1");
