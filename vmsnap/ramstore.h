@@ -99,7 +99,6 @@ int ramstore_put_blob(struct store *s, const void *p, size_t len, struct snapdoc
  * corrupt: the chunk layers logged it, naming the chunk) returns their -errno and no
  * reason; one of another size than d says is -EBADMSG with one.
  */
-TEST_HOOK
 int ramstore_load_map(struct cas_source *src, const struct snapdoc *d, struct rammap **out,
 		      char *why, size_t why_len);
 /* d's vm.state bytes (malloc'd, the caller's), fetched through src; errors as above. */
@@ -111,7 +110,6 @@ int ramstore_load_state(struct cas_source *src, const struct snapdoc *d, uint8_t
  * appended to a growing array of digests (*v, *n, *cap; not sorted, may repeat): what gc
  * keeps and push sends. m NULL: the state and the map's pieces only. -ENOMEM.
  */
-TEST_HOOK
 int ramstore_refs(const struct snapdoc *d, const struct rammap *m, uint8_t (**v)[SHA256_LEN],
 		  size_t *n, size_t *cap);
 
