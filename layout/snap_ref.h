@@ -108,12 +108,10 @@ struct snap_fetched {
  * RAM is not fetched; but the remote must answer for its vm.state and page map chunks (a
  * missing one is named). A disk image under the name is refused with one line ("REF is a
  * disk image, not a VM snapshot: serve it with lazyblk serve REF"). 0, or -errno with one
- * line in why. Prints nothing. (TEST_HOOK until run --restore REF calls it.)
+ * line in why. Prints nothing.
  */
-TEST_HOOK
 int snap_fetch(const struct remote_opts *o, const char *store_dir, struct snap_fetched *out,
 	       char *why, size_t why_len);
-TEST_HOOK
 void snap_fetched_free(struct snap_fetched *f);
 
 #endif
