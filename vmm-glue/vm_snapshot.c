@@ -618,7 +618,14 @@ int vm_snapshot_apply(const struct vm_snapshot *s, const struct vm_parts *p, cha
 				       "snapshot was taken with (sha256 differs)", p->kernel);
 	}
 	if (p->disk && !disk_layout_digest(p->disk, d)) {
-		if (!(s->h.flags & VMSNAP_F_LAYOUT) || memcmp(d, s->h.layout_digest, SHA256_LEN))
+		/*
+		 * In a store, the disk is the image with the VM's writes committed on it: the
+		 * snapshot document names that layout (the caller opened it), not vm.state
+		 */
+		bool other = !(s->h.flags & VMSNAP_F_STORE) &&
+			     memcmp(d, s->h.layout_digest, SHA256_LEN);
+
+		if (!(s->h.flags & VMSNAP_F_LAYOUT) || other)
 			return why_set(why, why_len, -EINVAL, "%s: taken with another image "
 				       "layout", s->dir);
 	} else if (s->h.flags & VMSNAP_F_LAYOUT) {
