@@ -16,6 +16,7 @@
 
 #include "../blkd/disk/disk.h"
 #include "../common/fsutil.h"
+#include "../layout/layout.h"
 #include "serial.h"
 #include "virtio_mmio.h"
 #include "vm_snapshot_ram.h"
@@ -596,6 +597,28 @@ static int snap_apply_devices(const char *what, struct vm_state_rd *r,
 	return ret;
 }
 
+/*
+ * The image disk top (its layout digest) is the one the snapshot was taken with: that layout,
+ * or for a snapshot in a store a layer over it (its disk's writes, committed after the pause
+ * as a layer on the image: the layout its document names, which the restore opened).
+ */
+static bool snap_layout_is(const struct vm_snapshot *s, const struct disk *disk,
+			   const uint8_t top[SHA256_LEN])
+{
+	const struct layout *l = disk_layout(disk);
+
+	if (!(s->h.flags & VMSNAP_F_LAYOUT))
+		return false;
+	if (!memcmp(top, s->h.layout_digest, SHA256_LEN))
+		return true;
+	if (!(s->h.flags & VMSNAP_F_STORE) || !l)
+		return false;
+	for (unsigned i = 0; i < l->n_layers; i++)
+		if (!memcmp(l->layers[i].digest, s->h.layout_digest, SHA256_LEN))
+			return true;
+	return false;
+}
+
 int vm_snapshot_apply(const struct vm_snapshot *s, const struct vm_parts *p, char *why,
 		      size_t why_len)
 {
@@ -618,14 +641,7 @@ int vm_snapshot_apply(const struct vm_snapshot *s, const struct vm_parts *p, cha
 				       "snapshot was taken with (sha256 differs)", p->kernel);
 	}
 	if (p->disk && !disk_layout_digest(p->disk, d)) {
-		/*
-		 * In a store, the disk is the image with the VM's writes committed on it: the
-		 * snapshot document names that layout (the caller opened it), not vm.state
-		 */
-		bool other = !(s->h.flags & VMSNAP_F_STORE) &&
-			     memcmp(d, s->h.layout_digest, SHA256_LEN);
-
-		if (!(s->h.flags & VMSNAP_F_LAYOUT) || other)
+		if (!snap_layout_is(s, p->disk, d))
 			return why_set(why, why_len, -EINVAL, "%s: taken with another image "
 				       "layout", s->dir);
 	} else if (s->h.flags & VMSNAP_F_LAYOUT) {
