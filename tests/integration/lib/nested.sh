@@ -89,7 +89,7 @@ nested_initrd() {
   cp "$TESTLIB/nested_init.sh" "$d/ird/init" && chmod 755 "$d/ird/init"
   : >"$d/ird/mods/order"
   for m in $NESTED_MODULES; do
-    f=$(find "$moddir" -name "$m.ko" -o -name "$m.ko.xz" | head -1)
+    f=$(find "$moddir" \( -name "$m.ko" -o -name "$m.ko.xz" \) -print -quit)
     [ -n "$f" ] || continue   # built in
     case $f in
       *.xz) xz -dc "$f" >"$d/ird/mods/$m.ko" ;;
