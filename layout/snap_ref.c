@@ -127,6 +127,7 @@ int snap_ref_keep_file(struct chunk_refs *r, const char *keep, const char *store
 		       char *why, size_t why_len)
 {
 	struct snapfile f;
+	struct stat st;
 	char kw[WHY_MAX] = "", *layout = NULL;
 	int ret;
 
@@ -134,6 +135,9 @@ int snap_ref_keep_file(struct chunk_refs *r, const char *keep, const char *store
 		return why_set(why, why_len, -EINVAL, "--keep %s: a VM snapshot needs --store DIR "
 			       "(the store that holds its chunks)", keep);
 	ret = snapfile_read(keep, &f, kw, sizeof(kw));
+	if (ret == -ENOENT && !stat(keep, &st) && S_ISDIR(st.st_mode))
+		why_set(kw, sizeof(kw), ret, "a directory, not a VM snapshot (no %s)",
+			SNAPFILE_NAME);
 	if (!ret)
 		ret = snap_ref_layout(store_dir, keep, &f.d, &layout, kw, sizeof(kw));
 	if (!ret)

@@ -42,7 +42,7 @@ cp "$T/a.layout" "$T/flip.layout"
 printf '\377' | dd of="$T/flip.layout" bs=1 seek=5000 conv=notrunc status=none
 expect_error "corrupt keep layout" "$T/flip.layout: checksum mismatch" -- \
   "$LAZYBLK" cas gc --store "$T/store" --keep "$T/flip.layout"
-expect_error "keep is a directory" "$T/a: Is a directory" -- \
+expect_error "keep is a directory" "$T/a: a directory, not a VM snapshot (no snapshot.json)" -- \
   "$LAZYBLK" cas gc --store "$T/store" --keep "$T/a"
 expect_error "not a store" "$T/nostore: not a lazyblk store" -- \
   "$LAZYBLK" cas gc --store "$T/nostore" --keep "$T/a.layout"
