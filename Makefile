@@ -149,11 +149,11 @@ integration test: $(GUEST)
 
 # ---- the tests that need KVM. On a host without /dev/kvm (or whose /dev/kvm is software and
 # cannot run Linux, for t_run_hw and t_vm_linux) `make test` runs each in a nested QEMU (TCG)
-# VM that has a real KVM (tests/integration/lib/nested.sh), but for the three that take 7
-# to 19 minutes there (kvm_require --long: t_confine, t_vm_snapshot, t_run_control).
+# VM that has a real KVM (tests/integration/lib/nested.sh), but for the four that take 7
+# to 20 minutes there (--long: t_confine, t_vm_snapshot, t_run_control, t_vm_travel).
 # `make test-nested` runs them all nested even where /dev/kvm works (about an hour).
 KVM_TESTS := t_vmm_guest t_run_cli t_run_control t_vm_snapshot t_vm_upgrade t_confine \
-	t_run_hw t_vm_linux
+	t_run_hw t_vm_linux t_vm_store t_vm_travel
 .PHONY: test-nested
 test-nested: $(BUILD)/lazyblk $(GUEST) $(BLKSTAMP) $(CRASHSIM) $(LINKEM)
 	@LAZYBLK_TEST_NESTED=1 LAZYBLK_TEST_KVM=nested LAZYBLK=$(abspath $(BUILD)/lazyblk) \

@@ -79,7 +79,7 @@ static bool fanout_only(int dirfd, const char *name)
 /*
  * Nothing in dir but what a store made by an older lazyblk holds: chunks/ and plain/ with
  * fan-out directories, tmp/ (staging), the files cache.state and cache.lock (a bounded
- * cache), layouts/ (images fetched by reference) and lost+found/ (a file system's root). An empty directory passes. So do the marker
+ * cache), layouts/ (images fetched by reference), snapshots/ (VM snapshots fetched by reference) and lost+found/ (a file system's root). An empty directory passes. So do the marker
  * and its staging file lazyblk-store.tmp.XXXXXX: another process making the same store now.
  */
 static int looks_like_store(int dirfd)
@@ -112,7 +112,8 @@ static int looks_like_store(int dirfd)
 		else if (!strcmp(n, "chunks") || !strcmp(n, "plain"))
 			ok = fanout_only(dirfd, n);
 		else
-			ok = !strcmp(n, "tmp") || !strcmp(n, "lost+found") || !strcmp(n, "layouts");
+			ok = !strcmp(n, "tmp") || !strcmp(n, "lost+found") || !strcmp(n, "layouts") ||
+			     !strcmp(n, "snapshots");
 	}
 	closedir(d);
 	return ok ? 0 : -ENOTEMPTY;

@@ -44,6 +44,8 @@ static const char run_usage[] =
 	"       lazyblk run --kernel FILE [--disk FILE[,ro]]... [options]   (no image)\n"
 	"       lazyblk run [IMAGE.layout --store DIR] [--disk FILE]... --restore SNAPDIR\n"
 	"            [--overlay NEW] [--kernel FILE] [options]   (resume a VM snapshot)\n"
+	"       lazyblk run --restore SNAPDIR|REF --store DIR [--overlay NEW] [--ram-cache DIR]\n"
+	"            [--trace-record FILE | --prefetch FILE] [options]   (one in a store)\n"
 	"\n"
 	"Boot a micro-VM in this process (KVM): the image is its root disk /dev/vda over\n"
 	"virtio-blk, read lazily from the store (and the remote) and written to the overlay;\n"
@@ -92,7 +94,16 @@ static const char run_usage[] =
 	"                          and device goes on where it was; give the same image and\n"
 	"                          disks, and --overlay NEW (a new file) for its disk delta;\n"
 	"                          --kernel, --mem, --cpus, if given, must be the snapshot's\n"
-	"                          (docs/run.md, \"Snapshots and restore\")\n"
+	"                          (docs/run.md, \"Snapshots and restore\"); a snapshot in a\n"
+	"                          store (SNAPDIR/snapshot.json, lazyblk snapshot --vm ...\n"
+	"                          --store) or by reference (oci://HOST/REPO:TAG, http(s)://\n"
+	"                          .../images/NAME) names its image: its RAM is brought in\n"
+	"                          from --store (and the remote) as the guest touches it;\n"
+	"                          --trace-record and --prefetch are then of its RAM\n"
+	"                          (docs/run.md, \"Snapshots in a store\")\n"
+	"      --ram-cache DIR     a restore from a store: where the RAM shared by the\n"
+	"                          restores of one snapshot lives (a tmpfs; default\n"
+	"                          /dev/shm/lazyblk-UID)\n"
 	CLI_CONFINE_HELP("once the VM is set up, before the first vCPU runs,")
 	"      --control SOCK      answer requests on the unix socket SOCK while the VM runs:\n"
 	"                          pause, resume, stats (JSON: vCPU exits, disk statistics),\n"
@@ -438,6 +449,8 @@ static int run_check(struct run_args *a, unsigned mib)
 	if (a->layout && !a->rr.in_store &&
 	    cli_image_resolve(a->layout, a->ds.tiers.store_dir, &a->rem, &a->img, &a->layout))
 		return 1;
+	if (a->rr.ram_cache && !a->rr.in_store)
+		return cli_usage_error("--ram-cache is for a restore of a snapshot in a store");
 	a->ds.layout_fetched = a->img.f != NULL || a->rr.in_store;
 	if (!a->layout && !a->rr.in_store &&
 	    (a->ds.tiers.store_dir || a->ds.overlay_path || a->rem.url ||
@@ -474,7 +487,7 @@ static int run_split_cmd(struct run_args *a, int argc, char **argv)
 
 enum { O_OVERLAY = 256, O_INITRD, O_APPEND, O_CPUS, O_MEM, O_DISK, O_HUGE, O_POP,
        O_BOOT, O_CACHE, O_MANIFEST, O_JSON, O_MODULES, O_NO_CHECK, O_USER, O_SECCOMP,
-       O_CONTROL, O_RESTORE, O_UPGRADE_FDS };
+       O_CONTROL, O_RESTORE, O_UPGRADE_FDS, O_RAM_CACHE };
 static const struct option run_options[] = {
 	{ "store", required_argument, NULL, 's' },
 	{ "overlay", required_argument, NULL, O_OVERLAY },
@@ -496,6 +509,7 @@ static const struct option run_options[] = {
 	{ "seccomp", no_argument, NULL, O_SECCOMP },
 	{ "control", required_argument, NULL, O_CONTROL },
 	{ "restore", required_argument, NULL, O_RESTORE },
+	{ "ram-cache", required_argument, NULL, O_RAM_CACHE },
 	{ "upgrade-fds", required_argument, NULL, O_UPGRADE_FDS }, /* hidden: vm_upgrade.h */
 	CLI_REMOTE_OPTIONS,
 	CLI_TRACE_OPTIONS,
@@ -582,6 +596,7 @@ int cmd_run(int argc, char **argv)
 		case O_SECCOMP: a.cf.seccomp = true; break;
 		case O_CONTROL: a.vo.control = optarg; break;
 		case O_RESTORE: a.restore = optarg; break;
+		case O_RAM_CACHE: a.rr.ram_cache = optarg; break;
 		case O_UPGRADE_FDS: a.upgrade_arg = optarg; break;
 		case 'h': printf(run_usage, cli_remote_help, cli_trace_help); return 0;
 		default:

@@ -13,10 +13,10 @@
 
 #include "../blkd/overlay/overlay.h"
 #include "../cas/remote/image_ref.h"
+#include "../layout/snap_ref.h"
 #include "../cas/source.h"
 #include "../cas/trace.h"
 #include "../common/block.h"
-#include "../common/fsutil.h"
 #include "../common/log.h"
 #include "../layout/layout.h"
 #include "../vmm-glue/lazyram/lazyram.h"
@@ -24,48 +24,33 @@
 #include "../vmm-glue/vm_snapshot_store.h"
 #include "../vmm-glue/vmm.h"
 #include "../vmsnap/ramstore.h"
-
-/* The document's bytes: parsed into r->doc, r->id their sha256. 0, or 1 (said why). */
-static int restore_doc(struct run_restore *r, const char *what, const uint8_t *json,
-		       size_t len)
-{
-	char why[WHY_MAX] = "";
-	int ret = snapdoc_parse((const char *)json, len, &r->doc, why, sizeof(why));
-
-	if (ret) {
-		log_error("%s: %s", what, why[0] ? why : strerror(-ret));
-		return 1;
-	}
-	sha256_buf(json, len, r->id);
-	r->in_store = true;
-	return 0;
-}
+#include "../vmsnap/snapfile.h"
 
 /* SNAPDIR/snapshot.json, read and parsed. 0, 1 (said why), or -ENOENT: not there. */
 static int restore_local(struct run_restore *r, const char *store_dir)
 {
-	char path[PATH_MAX + 32];
-	uint8_t *json = NULL;
-	size_t len = 0;
+	char path[PATH_MAX + 32], why[WHY_MAX + PATH_MAX] = "";
+	struct snapfile f = { 0 };
 	int ret;
 
-	snprintf(path, sizeof(path), "%s/%s", r->arg, VMSNAP_DOC);
-	ret = fs_read_file_max(path, SNAPDOC_MAX, &json, &len);
-	if (ret == -ENOENT)
-		return -ENOENT;
+	snprintf(path, sizeof(path), "%s/%s", r->arg, SNAPFILE_NAME);
+	if (access(path, F_OK))
+		return -ENOENT;   /* a snapshot directory (vm.state), or nothing: restore_dir */
+	ret = snapfile_read(r->arg, &f, why, sizeof(why));
 	if (ret) {
-		log_error("%s: %s", path, ret == -EFBIG ? "too large for a snapshot document"
-							: strerror(-ret));
+		log_error("%s", why[0] ? why : strerror(-ret));
 		return 1;
 	}
-	ret = restore_doc(r, path, json, len);
-	free(json);
-	if (!ret && !store_dir) {
+	r->doc = f.d;
+	memcpy(r->id, f.id, SHA256_LEN);
+	r->in_store = true;
+	snapfile_free(&f);
+	if (!store_dir) {
 		log_error("%s: a snapshot in a store: give --store DIR (the store it was taken "
 			  "into, or a cache of its remote)", r->arg);
-		ret = 1;
+		return 1;
 	}
-	return ret;
+	return 0;
 }
 
 /* A reference: the document and the image's layouts fetched into the store. */
@@ -86,14 +71,20 @@ static int restore_fetch(struct run_restore *r, const char *store_dir, struct cl
 		log_error("out of memory");
 		return 1;
 	}
-	ret = image_fetch_as(&ro, store_dir, IMAGE_WANT_SNAPSHOT, r->fetched, why, sizeof(why));
+	ret = snap_fetch(&ro, store_dir, r->fetched, why, sizeof(why));
 	if (ret) {
 		log_error("%s", why[0] ? why : strerror(-ret));
 		return 1;
 	}
+	if (r->fetched->fetched)
+		log_info("%s: fetched %u file%s into %s", r->arg, r->fetched->fetched,
+			 r->fetched->fetched == 1 ? "" : "s", store_dir);
 	if (!rem->url)
 		rem->url = r->fetched->chunk_url;
-	return restore_doc(r, r->arg, r->fetched->snapdoc, r->fetched->snapdoc_len);
+	r->doc = r->fetched->d;
+	memcpy(r->id, r->fetched->id, SHA256_LEN);
+	r->in_store = true;
+	return 0;
 }
 
 int run_restore_resolve(struct run_restore *r, const char *store_dir, struct cli_remote *rem,
@@ -279,7 +270,7 @@ void run_restore_close(struct run_restore *r)
 	trace_free(r->prefetch);
 	r->prefetch = NULL;
 	if (r->fetched)
-		image_fetched_free(r->fetched);
+		snap_fetched_free(r->fetched);
 	free(r->fetched);
 	r->fetched = NULL;
 }

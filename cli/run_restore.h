@@ -27,7 +27,7 @@ struct cas_source;
 struct rammap;
 struct lazyram;
 struct vmm_opts;
-struct image_fetched;
+struct snap_fetched;
 struct trace;
 
 struct run_restore {
@@ -40,7 +40,7 @@ struct run_restore {
 	struct cas_source *src;       /* the RAM's chunks */
 	struct rammap *map;
 	struct lazyram *lazy;
-	struct image_fetched *fetched;  /* by reference */
+	struct snap_fetched *fetched;  /* by reference */
 	const char *ram_cache;        /* --ram-cache DIR (NULL: the default) */
 	const char *record;           /* --trace-record: the RAM's first touches written there */
 	struct trace *prefetch;       /* --prefetch: replayed ahead of the guest */

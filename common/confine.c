@@ -202,6 +202,12 @@ static const int allow_family[] = { AF_UNIX, AF_INET, AF_INET6 };
 
 /* KVM's ioctls: all of type 0xAE (linux/kvm.h: KVMIO), on /dev/kvm, the VM and the vCPUs */
 #define CONFINE_KVMIO 0xAEu
+/*
+ * userfaultfd's (type 0xAA, linux/userfaultfd.h: UFFDIO): a VM restored from a store has
+ * its RAM faults served by vmm-glue/lazyram, whose descriptor is opened and registered
+ * before the filter; its handlers resolve faults with UFFDIO_CONTINUE, ZEROPAGE and WAKE
+ */
+#define CONFINE_UFFDIO 0xAAu
 
 /* The rules that look at arguments, and those that answer ENOSYS. 0, or -errno. */
 static int seccomp_rules(scmp_filter_ctx f, unsigned needs)
@@ -237,6 +243,9 @@ static int seccomp_rules(scmp_filter_ctx f, unsigned needs)
 	if (!ret && (needs & CONFINE_KVM))
 		ret = seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
 				       SCMP_A1(SCMP_CMP_MASKED_EQ, 0xff00u, CONFINE_KVMIO << 8));
+	if (!ret && (needs & CONFINE_KVM))
+		ret = seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
+				       SCMP_A1(SCMP_CMP_MASKED_EQ, 0xff00u, CONFINE_UFFDIO << 8));
 	return ret;
 }
 

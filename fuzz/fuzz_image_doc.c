@@ -7,7 +7,8 @@
  * (image_names_parse), and the references a user writes (image_ref_parse). What a parser
  * accepts must survive a round trip: built again by lazyblk's own writer (image_oci_build,
  * image_json_build, image_names_build) and parsed back, it is the same image (the same
- * names, sorted and once each).
+ * names, sorted and once each). A VM snapshot's (its document a layer, "snapshot" in
+ * image.json; its layouts may be none) is held to the same.
  *
  * Input: the first byte picks the parser (its value modulo 5, in the order above), the rest
  * is the document (a NUL-terminated copy is handed over, with its length).
@@ -21,7 +22,9 @@ static void same_desc(const struct image_desc *a, const struct image_desc *b)
 	if (a->n_layouts != b->n_layouts || a->has_manifest != b->has_manifest ||
 	    a->disk_size != b->disk_size || a->chunks != b->chunks ||
 	    memcmp(a->layouts, b->layouts, a->n_layouts * sizeof(a->layouts[0])) ||
-	    (a->has_manifest && memcmp(&a->manifest, &b->manifest, sizeof(a->manifest))))
+	    (a->has_manifest && memcmp(&a->manifest, &b->manifest, sizeof(a->manifest))) ||
+	    a->has_snapshot != b->has_snapshot ||
+	    (a->has_snapshot && memcmp(&a->snapshot, &b->snapshot, sizeof(a->snapshot))))
 		abort(); /* the round trip changed the image */
 }
 
@@ -54,7 +57,8 @@ static void oci_manifest(const char *s, size_t len)
 			abort();
 		return;
 	}
-	if (d.n_layouts < 1 || d.n_layouts > IMAGE_LAYERS_MAX)
+	if ((d.n_layouts < 1 && !d.has_snapshot) || d.n_layouts > IMAGE_LAYERS_MAX ||
+	    (d.has_manifest && !d.n_layouts))
 		abort();
 	if (image_oci_build(&d, &refs, &docs, &n))
 		return; /* -ENOMEM */
@@ -81,7 +85,8 @@ static void image_json(const char *s, size_t len)
 			abort();
 		return;
 	}
-	if (d.n_layouts < 1 || d.n_layouts > IMAGE_LAYERS_MAX)
+	if ((d.n_layouts < 1 && !d.has_snapshot) || d.n_layouts > IMAGE_LAYERS_MAX ||
+	    (d.has_manifest && !d.n_layouts))
 		abort();
 	if (image_json_build(&d, "2026-12-01T22:00:00Z", &out, &olen))
 		return;

@@ -22,6 +22,7 @@
 
 #include "../cas/remote/image_ref.h"
 #include "../common/sha256.h"
+#include "../common/test_hook.h"
 #include "../common/why.h"
 #include "../vmsnap/doc.h"
 #include "refs.h"

@@ -17,6 +17,7 @@
 #include "../common/fsutil.h"
 #include "../layout/layout.h"
 #include "../vmsnap/doc.h"
+#include "../vmsnap/snapfile.h"
 #include "vm_snapshot.h"
 
 struct vm_snapstore_job {
@@ -40,7 +41,7 @@ static void job_free(struct vm_snapstore_job *j, bool remove_dir)
 	if (j->delta[0])
 		unlink(j->delta);
 	if (remove_dir) {
-		snprintf(path, sizeof(path), "%s/%s", j->dir, VMSNAP_DOC);
+		snprintf(path, sizeof(path), "%s/%s", j->dir, SNAPFILE_NAME);
 		unlink(path);
 		rmdir(j->dir);
 	}
@@ -279,27 +280,15 @@ static int snapstore_commit(struct vm_snapstore_job *j, char *why, size_t why_le
 /* The document into STORE/snapshots/<id>.json and DIR/snapshot.json. */
 static int snapstore_doc(struct vm_snapstore_job *j, char *why, size_t why_len)
 {
-	char path[PATH_MAX + 96], hex[SHA256_HEX_LEN + 1];
 	char *json = NULL;
 	size_t len = 0;
 	int ret = snapdoc_build(&j->doc, &json, &len);
 
 	if (ret)
 		return why_set(why, why_len, ret, "snapshot document: %s", strerror(-ret));
-	ret = sha256_buf(json, len, j->res.id);
-	sha256_to_hex(j->res.id, hex);
-	snprintf(path, sizeof(path), "%s/snapshots", store_dir(j->store));
-	if (!ret && mkdir(path, 0755) < 0 && errno != EEXIST)
-		ret = -errno;
-	snprintf(path, sizeof(path), "%s/snapshots/%s.json", store_dir(j->store), hex);
-	if (!ret)
-		ret = fs_write_file_atomic(path, json, len, 0644);
-	if (!ret) {
-		snprintf(path, sizeof(path), "%s/%s", j->dir, VMSNAP_DOC);
-		ret = fs_write_file_atomic(path, json, len, 0600);
-	}
+	ret = snapfile_write(store_dir(j->store), j->dir, json, len, j->res.id, why, why_len);
 	free(json);
-	return ret ? why_set(why, why_len, ret, "%s: %s", path, strerror(-ret)) : 0;
+	return ret;
 }
 
 int vm_snapstore_finish(struct vm_snapstore *ss, struct vm_snapstore_job *j,

@@ -26,8 +26,6 @@
 
 struct vm_parts;
 
-#define VMSNAP_DOC "snapshot.json"
-
 struct vm_snapstore {
 	struct rammap *map;            /* the last snapshot's page map (owned; NULL: none) */
 	const struct rammap *base_map; /* without map: the one the VM was restored from */

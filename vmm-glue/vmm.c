@@ -397,6 +397,9 @@ static void vmm_teardown(struct vm *v)
 		cpu_destroy(&v->cpus[i]);
 	for (unsigned i = 0; i < v->ndev; i++)
 		virtio_mmio_free(v->vdev[i]);
+	/* nothing touches guest RAM any more: no fault is served on RAM about to go */
+	if (v->o->lazy)
+		lazyram_stop(v->o->lazy);
 	serial_free(v->serial);
 	kvm_vm_destroy(&v->vm);
 	pthread_mutex_destroy(&v->lock);

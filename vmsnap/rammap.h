@@ -88,6 +88,7 @@ int rammap_add_chunk(struct rammap *m, const uint8_t digest[SHA256_LEN], uint32_
  */
 int rammap_finish(struct rammap *m);
 /* (Re)build the per-chunk user index. -ENOMEM. */
+TEST_HOOK
 int rammap_index(struct rammap *m);
 /* The map's bytes, in the format above (malloc'd, the caller's). -ENOMEM, -E2BIG. */
 int rammap_encode(const struct rammap *m, uint8_t **buf, size_t *len);

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "../common/sha256.h"
+#include "../common/test_hook.h"
 #include "../common/why.h"
 #include "doc.h"
 
@@ -43,7 +44,11 @@ int snapfile_write(const char *store_dir, const char *dir, const void *json, siz
  * (snapdoc_parse's).
  */
 int snapfile_read(const char *path, struct snapfile *f, char *why, size_t why_len);
-/* The snapshot id of store_dir: snapfile_read of store_dir/snapshots/<hex>.json. */
+/*
+ * The snapshot id of store_dir: snapfile_read of store_dir/snapshots/<hex>.json (for a
+ * restore by reference; TEST_HOOK until it calls it).
+ */
+TEST_HOOK
 int snapfile_load(const char *store_dir, const uint8_t id[SHA256_LEN], struct snapfile *f,
 		  char *why, size_t why_len);
 void snapfile_free(struct snapfile *f);

@@ -58,11 +58,12 @@ EOF
 chmod 755 "$R/bin/travel"
 "$LAZYBLK" import "$R" --store "$T/A" -o "$T/img.manifest" >/dev/null
 "$LAZYBLK" mkfs "$T/img.manifest" -o "$T/img.layout" --size 256M >/dev/null
+find "$T/A/chunks" -type f | sort >"$T/chunks.before"   # the image's: not the snapshot's
 
 ticks() { tr -d '\r' <"$1" | sed -n 's/^tick \([0-9][0-9]*\) [0-9a-f]\{16\}$/\1/p'; }
 last_tick() { ticks "$1" | tail -n 1; }
 _tick_ge() { [ "$(last_tick "$1")" -ge "$2" ] 2>/dev/null; }
-_has_line() { tr -d '\r' <"$1" | grep -q "$2"; }
+_has_line() { grep -q "$2" < <(tr -d '\r' <"$1"); }
 wait_line() { # wait_line LOG REGEX PID
   local rc=0
   wait_for_state -p "$3" _has_line "$1" "$2" || rc=$?
@@ -148,7 +149,7 @@ for i in a b; do
   ! grep -Eq "Linux version|Run /init" "$T/$i.log" || die "clone $i booted again"
   echo check >&"$cons"
   wait_line "$T/$i.log" '^check ' "$pid"
-  got=$(tr -d '\r' <"$T/$i.log" | sed -n 's/^check //p' | head -n 1)
+  got=$(tr -d '\r' <"$T/$i.log" | sed -n 's/^check //p' | sed -n 1p)
   [ "$got" = "$want 1" ] || die "clone $i: RAM data, disk file and log: '$got', want '$want 1'"
   wait_tick "$T/$i.log" $((f + 3)) "$pid"
   eval "f$i=$f"
@@ -162,6 +163,30 @@ for i in a b; do
   eval "pid=\$p$i cons=\$c$i"
   vm_end "$i" "$pid" "$cons"
 done
-find "$T/B/layouts" -name "*.layout" | grep -q . || die "the clones' store holds no layout"
+[ -n "$(find "$T/B/layouts" -name "*.layout" -print -quit)" ] || die "the clones' store holds no layout"
 echo "ok: two clones restored by tag from an empty store went on (ticks $fa.. and $fb..), RAM and files checked out, different random bytes: $a/ $b"
+# a RAM chunk that cannot be had: the VM stops with one line, the guest never goes on
+mkdir -p "$T/C"
+cp -a "$T/A/." "$T/C/"
+python3 - "$T/snap/snapshot.json" >"$T/keep.txt" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for x in [d["state"]] + d["ram"]["map"]:
+    print(x["digest"].split(":")[1])
+PY
+n=0
+while read -r f; do
+  grep -qxF "$(basename "$f")" "$T/keep.txt" && continue
+  grep -qxF "$f" "$T/chunks.before" && continue
+  printf 'x' | dd of="$T/C/${f#$T/A/}" bs=1 seek=20 conv=notrunc status=none
+  n=$((n + 1))
+done < <(cd "$T/A" && find "$T/A/chunks" -type f | sort)
+[ "$n" -gt 0 ] || die "no RAM chunk to corrupt"
+r=0
+timeout "$(tmo 300)" "$LAZYBLK" run --restore "$T/snap" --store "$T/C" --overlay "$T/ov.c" \
+  </dev/null >"$T/c.log" 2>"$T/c.err" || r=$?
+[ "$r" -eq 1 ] || die "a restore whose RAM chunks are corrupt ended with $r: $(tail -n 3 "$T/c.err")"
+grep -q "guest RAM: " "$T/c.err" || die "no 'guest RAM:' line: $(cat "$T/c.err")"
+! grep -q "^tick " "$T/c.log" || die "the guest went on with RAM that failed verification"
+echo "ok: $n corrupt RAM chunks: the VM stopped ($(grep -m1 'guest RAM: ' "$T/c.err" | cut -c1-120)...)"
 echo "VM snapshots travel by tag: ok"

@@ -6,7 +6,8 @@
  * vm.state chunk, the snapshot document (vmsnap/doc.h) as STORE/snapshots/<hex>.json and
  * DIR/snapshot.json — from synthetic RAM: page p holds bytes derived from (seed, p), every
  * third page is zero. With --layout, the disk is that layout (copied to
- * STORE/layouts/<digest hex>.layout, as a snapshot's committed disk is). Prints the
+ * STORE/layouts/<digest hex>.layout, as a snapshot's committed disk is, and its
+ * FILE.manifest, if any, to STORE/layouts/<digest hex>.manifest). Prints the
  * document's sha256 (hex). Test tool only: linked against the library, never installed.
  *
  * fetch: the library's fetch of a snapshot by reference (layout/snap_ref.h: snap_fetch,
@@ -80,6 +81,15 @@ static void disk_add(const char *store_dir, const char *path, struct snapdoc *d)
 	ret = fs_read_file(path, &buf, &len);
 	if (!ret)
 		ret = fs_write_file_atomic(dest, buf, len, FS_DATA_MODE);
+	if (ret)
+		die(dest, ret, NULL);
+	free(buf);
+	/* its manifest beside it, as STORE/layouts/ holds an image's (FILE.layout -> .manifest) */
+	snprintf(dest, sizeof(dest), "%.*s.manifest", (int)(strlen(path) - 7), path);
+	if (fs_read_file(dest, &buf, &len))
+		return;
+	snprintf(dest, sizeof(dest), "%s/layouts/%s.manifest", store_dir, hex);
+	ret = fs_write_file_atomic(dest, buf, len, FS_DATA_MODE);
 	if (ret)
 		die(dest, ret, NULL);
 	free(buf);

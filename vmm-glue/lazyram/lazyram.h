@@ -130,6 +130,7 @@ void lazyram_get_stats(struct lazyram *lr, struct lazyram_stats *st);
 /* The statistics as one JSON object (no newline) into f; -EIO when f failed. */
 int lazyram_stats_json(struct lazyram *lr, FILE *f);
 /* How far the prefetch got: pages mapped ahead, compressed bytes fetched. */
+TEST_HOOK
 void lazyram_prefetch_progress(struct lazyram *lr, uint64_t *pages, uint64_t *bytes);
 
 /*

@@ -16,8 +16,9 @@
 #                   hardware); else runs the test nested and exits with its status (--long:
 #                   a test that takes MINUTES nested skips in `make test`, saying so, and runs
 #                   nested in `make test-nested`)
-#   kvm_require_hw  returns when KVM here can run a stock Linux kernel (vmx or svm); else
-#                   runs the test nested and exits with its status
+#   kvm_require_hw [--long MINUTES]  returns when KVM here can run a stock Linux kernel
+#                   (vmx or svm); else runs the test nested and exits with its status
+#                   (--long: as kvm_require's)
 #   tmo SECS        a time limit scaled for where the test runs (x LAZYBLK_TIME_SCALE: 10 in
 #                   the nested VM, where everything runs at TCG speed; common.sh)
 # Call them before the test starts anything: the nested run starts over. A test that cannot
@@ -69,7 +70,9 @@ kvm_require() {
 
 kvm_require_hw() {
   kvm_hw && _kvm_here && return 0
-  _kvm_nest "KVM with vmx/svm"
+  [ -n "${LAZYBLK_NESTED:-}" ] || [ "${1:-}" != --long ] || [ "${LAZYBLK_TEST_NESTED:-}" = 1 ] ||
+    skip "no KVM with vmx/svm here, and in a nested VM this test takes about $2 minutes, more than make test's budget: make test-nested runs it"
+  _kvm_nest "KVM with vmx/svm" "${2:-}"
 }
 
 # The modules the nested VM loads, in order (virtio-pci and virtiofs for /, then KVM).
