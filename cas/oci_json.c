@@ -158,3 +158,17 @@ const char *oci_json_str(struct json_object *o, const char *key)
 		return NULL;
 	return s;
 }
+
+int oci_json_u64(struct json_object *o, const char *key, uint64_t *v)
+{
+	struct json_object *x = oci_json_get(o, key, json_type_int);
+	int64_t i;
+
+	if (!x)
+		return -EBADMSG;
+	i = json_object_get_int64(x);
+	if (i < 0 || i == INT64_MAX)   /* json-c clamps what it cannot hold to INT64_MAX */
+		return -EBADMSG;
+	*v = (uint64_t)i;
+	return 0;
+}

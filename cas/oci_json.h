@@ -73,5 +73,7 @@ int oci_json_parse(const char *buf, size_t len, enum oci_json_kind kind,
 struct json_object *oci_json_get(struct json_object *o, const char *key, enum json_type type);
 /* Member key of object o if it is a string without a NUL inside ("\u0000"), else NULL. */
 const char *oci_json_str(struct json_object *o, const char *key);
+/* Member key of object o if it is an integer from 0 to INT64_MAX - 1: 0, else -EBADMSG. */
+int oci_json_u64(struct json_object *o, const char *key, uint64_t *v);
 
 #endif

@@ -185,21 +185,6 @@ static int bad(char *why, size_t why_len, const char *what)
 	return why_set(why, why_len, -EBADMSG, P "%s", what);
 }
 
-/* A member that is a non-negative JSON integer. */
-static int get_u64(struct json_object *o, const char *key, uint64_t *v)
-{
-	struct json_object *x = oci_json_get(o, key, json_type_int);
-	int64_t i;
-
-	if (!x)
-		return -EBADMSG;
-	i = json_object_get_int64(x);
-	if (i < 0 || i == INT64_MAX)
-		return -EBADMSG;
-	*v = (uint64_t)i;
-	return 0;
-}
-
 /* "YYYY-MM-DDTHH:MM:SSZ", a real time (no Feb 30th), into seconds since the epoch. */
 static int created_parse(const char *s, uint64_t *out)
 {
@@ -246,7 +231,7 @@ static int blob_parse(struct json_object *o, struct snapdoc_blob *b)
 	static const char *const keys[] = { "digest", "size", NULL };
 
 	if (!o || keys_only(o, "", keys, NULL, 0) ||
-	    oci_digest_parse(oci_json_str(o, "digest"), b->digest) || get_u64(o, "size", &b->size))
+	    oci_digest_parse(oci_json_str(o, "digest"), b->digest) || oci_json_u64(o, "size", &b->size))
 		return -EBADMSG;
 	return 0;
 }
@@ -261,7 +246,7 @@ static int machine_parse(struct json_object *m, struct snapdoc *d, char *why, si
 		return bad(why, why_len, "no machine object");
 	if (keys_only(m, "machine", keys, why, why_len))
 		return -EBADMSG;
-	if (get_u64(m, "mem", &d->mem_size) || get_u64(m, "cpus", &cpus) || cpus > CPUS_MAX ||
+	if (oci_json_u64(m, "mem", &d->mem_size) || oci_json_u64(m, "cpus", &cpus) || cpus > CPUS_MAX ||
 	    sig_parse(oci_json_str(m, "cpu"), d->cpu_sig) || !model ||
 	    strlen(model) >= sizeof(d->cpu_model))
 		return bad(why, why_len, "machine: mem, cpus, cpu (32 lowercase hex) and cpuModel "
@@ -281,8 +266,8 @@ static int ram_parse(struct json_object *r, struct snapdoc *d, char *why, size_t
 		return bad(why, why_len, "no ram object");
 	if (keys_only(r, "ram", keys, why, why_len))
 		return -EBADMSG;
-	if (!map || get_u64(r, "pages", &d->ram_pages) || get_u64(r, "chunks", &d->ram_chunks) ||
-	    get_u64(r, "bytes", &d->ram_bytes))
+	if (!map || oci_json_u64(r, "pages", &d->ram_pages) || oci_json_u64(r, "chunks", &d->ram_chunks) ||
+	    oci_json_u64(r, "bytes", &d->ram_bytes))
 		return bad(why, why_len, "ram: map, pages, chunks and bytes wanted");
 	n = json_object_array_length(map);
 	if (!n || n > SNAPDOC_MAP_MAX)
@@ -303,7 +288,7 @@ static int disk_parse(struct json_object *o, struct snapdoc *d, char *why, size_
 	if (keys_only(o, "disk", keys, why, why_len))
 		return -EBADMSG;
 	if (oci_digest_parse(oci_json_str(o, "layout"), d->layout) ||
-	    get_u64(o, "size", &d->disk_size))
+	    oci_json_u64(o, "size", &d->disk_size))
 		return bad(why, why_len, "disk: layout (sha256:<64 lowercase hex>) and size wanted");
 	d->has_disk = true;
 	return 0;

@@ -161,20 +161,6 @@ static int parse_root(const char *json, size_t len, enum oci_json_kind kind,
 	return 0;
 }
 
-static int get_u64(struct json_object *o, const char *key, uint64_t *v)
-{
-	struct json_object *x = oci_json_get(o, key, json_type_int);
-	int64_t i;
-
-	if (!x)
-		return -EBADMSG;
-	i = json_object_get_int64(x);
-	if (i < 0 || i == INT64_MAX)
-		return -EBADMSG;
-	*v = (uint64_t)i;
-	return 0;
-}
-
 /* A decimal annotation value (absent: 0). */
 static uint64_t annot_u64(struct json_object *ann, const char *key)
 {
@@ -196,7 +182,7 @@ static int parse_layer(struct json_object *l, struct image_desc *d, char *why, s
 	char dig[8 + SHA256_HEX_LEN + 1];
 	const char *lhex;
 
-	if (!mt || oci_digest_parse(oci_json_str(l, "digest"), f.sha) || get_u64(l, "size", &f.size))
+	if (!mt || oci_digest_parse(oci_json_str(l, "digest"), f.sha) || oci_json_u64(l, "size", &f.size))
 		return why_set(why, why_len, -EBADMSG,
 			       "image manifest layer without a mediaType, a sha256 digest or a size");
 	if (!strcmp(mt, IMAGE_MT_SNAPDOC)) {
@@ -290,7 +276,7 @@ static int index_entry(struct json_object *root, uint8_t man[SHA256_LEN], uint64
 		if (!at || (strcmp(at, IMAGE_ARTIFACT) && strcmp(at, IMAGE_ARTIFACT_SNAPSHOT)))
 			continue;
 		*snap = !strcmp(at, IMAGE_ARTIFACT_SNAPSHOT);
-		if (oci_digest_parse(oci_json_str(m, "digest"), man) || get_u64(m, "size", size))
+		if (oci_digest_parse(oci_json_str(m, "digest"), man) || oci_json_u64(m, "size", size))
 			return why_set(why, why_len, -EBADMSG,
 				       "image index entry without a sha256 digest or a size");
 		return 0;
@@ -351,7 +337,7 @@ const char *image_tag_what(enum image_tag_kind kind)
 static int parse_file(struct json_object *o, struct image_file *f)
 {
 	if (!o || oci_digest_parse(oci_json_str(o, "digest"), f->digest) ||
-	    oci_digest_parse(oci_json_str(o, "sha256"), f->sha) || get_u64(o, "size", &f->size))
+	    oci_digest_parse(oci_json_str(o, "sha256"), f->sha) || oci_json_u64(o, "size", &f->size))
 		return -EBADMSG;
 	return 0;
 }
@@ -377,7 +363,7 @@ int image_json_parse(const char *json, size_t len, struct image_desc *d, char *w
 	n = json_object_array_length(list);
 	m = oci_json_get(root, "snapshot", json_type_object);
 	if (m && (oci_digest_parse(oci_json_str(m, "digest"), d->snapshot.sha) ||
-		  get_u64(m, "size", &d->snapshot.size) || d->snapshot.size > IMAGE_SNAPDOC_MAX)) {
+		  oci_json_u64(m, "size", &d->snapshot.size) || d->snapshot.size > IMAGE_SNAPDOC_MAX)) {
 		ret = why_set(why, why_len, -EBADMSG,
 			      "image.json snapshot without a digest or a size (at most 64 KiB)");
 		goto out;
@@ -408,8 +394,8 @@ int image_json_parse(const char *json, size_t len, struct image_desc *d, char *w
 		ret = why_set(why, why_len, -EBADMSG, "image.json with a manifest but no layout");
 		goto out;
 	}
-	get_u64(root, "disk_size", &d->disk_size);
-	get_u64(root, "chunks", &d->chunks);
+	oci_json_u64(root, "disk_size", &d->disk_size);
+	oci_json_u64(root, "chunks", &d->chunks);
 	ret = 0;
 out:
 	json_object_put(root);

@@ -89,7 +89,7 @@ nested_initrd() {
   cp "$TESTLIB/nested_init.sh" "$d/ird/init" && chmod 755 "$d/ird/init"
   : >"$d/ird/mods/order"
   for m in $NESTED_MODULES; do
-    f=$(find "$moddir" -name "$m.ko" -o -name "$m.ko.xz" | head -1)
+    f=$(find "$moddir" \( -name "$m.ko" -o -name "$m.ko.xz" \) -print -quit)
     [ -n "$f" ] || continue   # built in
     case $f in
       *.xz) xz -dc "$f" >"$d/ird/mods/$m.ko" ;;
@@ -222,7 +222,9 @@ nested_run() {
   if [ -z "$res" ] || [ "$res" != 0 ] && [ "$res" != 77 ]; then
     # what the VM's threads were doing at its last heartbeat (nested_init.sh)
     echo "the nested VM's last heartbeat:" >&2
-    tac "$d/heartbeat.log" 2>/dev/null | sed '/^beat /q' | tac | head -n 60 >&2
+    # (every reader reads to the end: under pipefail, one that quits early (sed q, head)
+    # kills the writer with SIGPIPE, and set -e ended the harness before the test's output)
+    tac "$d/heartbeat.log" 2>/dev/null | sed -n '1,/^beat /p' | tac | sed -n 1,60p >&2
   fi
   if [ -z "$res" ]; then
     tail -n 40 "$d/console.txt" >&2
