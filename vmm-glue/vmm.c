@@ -224,7 +224,8 @@ static void vmm_first_output(void *ctx)
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	if (v->o->lazy) {
 		lazyram_get_stats(v->o->lazy, &st);
-		__atomic_store_n(&v->first_output_ram_bytes, st.bytes_frame + st.prefetch_bytes,
+		/* the prefetch's chunks are among bytes_frame (it loads each one it fetched) */
+		__atomic_store_n(&v->first_output_ram_bytes, st.bytes_frame,
 				 __ATOMIC_RELAXED);
 	}
 	__atomic_store_n(&v->first_output_ns, (uint64_t)now.tv_sec * 1000000000u +

@@ -75,7 +75,8 @@ struct lazyram_stats {
 	uint64_t pages_continued;          /* pages mapped from the cache file, by faults */
 	uint64_t pages_filled;             /* pages this process wrote into the cache file */
 	uint64_t chunks_fetched;           /* chunks taken through the source by this process */
-	uint64_t bytes_frame;              /* their compressed bytes (cas_source_get) */
+	uint64_t bytes_frame;              /* their compressed bytes (cas_source_get), the
+					    * prefetch's chunks included */
 	uint64_t bytes_data;               /* their decompressed bytes */
 	uint64_t fetch_us;                 /* time the handlers spent fetching and filling */
 	uint64_t eexist, eagain;           /* resolutions that found the page mapped, retried */
@@ -84,7 +85,8 @@ struct lazyram_stats {
 	uint64_t last_fault_us;            /* to the latest */
 	uint64_t prefetch_chunks;          /* chunks the prefetch filled (or found filled) */
 	uint64_t prefetch_pages;           /* pages it mapped ahead of the guest */
-	uint64_t prefetch_bytes;           /* compressed bytes it fetched */
+	uint64_t prefetch_bytes;           /* compressed bytes it fetched from the remote
+					    * (also in bytes_frame, as it loads them) */
 	bool prefetch_done;                /* the prefetch went through its trace */
 };
 
