@@ -10,7 +10,8 @@
 #   - two `run --restore oci://…:TAG --store B` at once, B empty: each goes on from the
 #     snapshot (no boot), its RAM data and disk file check out, it keeps ticking, its ticks
 #     continue the snapshot's, and the two draw different random bytes (vmgenid);
-#   - refusals: a disk image's tag given to --restore, the snapshot's tag served as a disk.
+#   - refusals: a disk image's tag given to --restore, the snapshot's tag served as a disk
+#     (corrupt RAM chunks and another CPU: t_vm_store.sh).
 # FILL is 200 (MiB) unless LAZYBLK_TRAVEL_FILL says another; nested (no hardware KVM here)
 # the test takes about 25 minutes, so only make test-nested runs it there (--long), and
 # make test runs t_vm_store.sh, the same path with the test guest.
@@ -55,7 +56,6 @@ EOF
 chmod 755 "$R/bin/travel"
 "$LAZYBLK" import "$R" --store "$T/A" -o "$T/img.manifest" >/dev/null
 "$LAZYBLK" mkfs "$T/img.manifest" -o "$T/img.layout" --size 256M >/dev/null
-find "$T/A/chunks" -type f | sort >"$T/chunks.before"   # the image's: not the snapshot's
 
 ticks() { tr -d '\r' <"$1" | sed -n 's/^tick \([0-9][0-9]*\) [0-9a-f]\{16\}$/\1/p'; }
 last_tick() { ticks "$1" | tail -n 1; }
@@ -164,28 +164,6 @@ for i in a b; do
 done
 [ -n "$(find "$T/B/layouts" -name "*.layout" -print -quit)" ] || die "the clones' store holds no layout"
 echo "ok: two clones restored by tag from an empty store went on (ticks $fa.. and $fb..), RAM and files checked out, different random bytes: $a/ $b"
-# a RAM chunk that cannot be had: the VM stops with one line, the guest never goes on
-mkdir -p "$T/C"
-cp -a "$T/A/." "$T/C/"
-python3 - "$T/snap/snapshot.json" >"$T/keep.txt" <<'PY'
-import json, sys
-d = json.load(open(sys.argv[1]))
-for x in [d["state"]] + d["ram"]["map"]:
-    print(x["digest"].split(":")[1])
-PY
-n=0
-while read -r f; do
-  grep -qxF "$(basename "$f")" "$T/keep.txt" && continue
-  grep -qxF "$f" "$T/chunks.before" && continue
-  printf 'x' | dd of="$T/C/${f#$T/A/}" bs=1 seek=20 conv=notrunc status=none
-  n=$((n + 1))
-done < <(cd "$T/A" && find "$T/A/chunks" -type f | sort)
-[ "$n" -gt 0 ] || die "no RAM chunk to corrupt"
-r=0
-timeout "$(tmo 300)" "$LAZYBLK" run --restore "$T/snap" --store "$T/C" --overlay "$T/ov.c" \
-  </dev/null >"$T/c.log" 2>"$T/c.err" || r=$?
-[ "$r" -eq 1 ] || die "a restore whose RAM chunks are corrupt ended with $r: $(tail -n 3 "$T/c.err")"
-grep -q "guest RAM: " "$T/c.err" || die "no 'guest RAM:' line: $(cat "$T/c.err")"
-! grep -q "^tick " "$T/c.log" || die "the guest went on with RAM that failed verification"
-echo "ok: $n corrupt RAM chunks: the VM stopped ($(grep -m1 'guest RAM: ' "$T/c.err" | cut -c1-120)...)"
+# (a RAM chunk that cannot be had, another CPU model: t_vm_store.sh, with the test guest;
+# here the loop over 200 MiB of chunks took over 20 minutes nested)
 echo "VM snapshots travel by tag: ok"
