@@ -136,6 +136,8 @@ struct run_args {
 	struct cli_confine cf;  /* --user, --seccomp */
 	const char *restore;    /* --restore SNAPDIR|REF */
 	struct run_restore rr;
+	struct disk *disks;         /* open while the VM runs (run_lazy_abandon flushes) */
+	unsigned ndisks;
 	bool mem_set, cpus_set;
 	const char *upgrade_arg;     /* --upgrade-fds (hidden): a live upgrade's new process */
 	struct vmm_handover resume;
@@ -366,6 +368,16 @@ static int run_abandon(struct run_args *a, struct disk *disks, unsigned n, const
 	return 1;
 }
 
+/* vmm_opts.lazy_abandon: as run_abandon, then the end of the process, from lazyram's thread. */
+static void run_lazy_abandon(void *arg, const char *why)
+{
+	struct run_args *a = arg;
+
+	run_abandon(a, a->disks, a->ndisks, why);
+	fflush(NULL);
+	_exit(1);
+}
+
 static int run_vm(struct run_args *a)
 {
 	struct disk disks[VMM_MAX_DISKS];
@@ -402,6 +414,10 @@ static int run_vm(struct run_args *a)
 
 		a->vo.disks = disks;
 		a->vo.ndisks = n;
+		a->disks = disks;
+		a->ndisks = n;
+		a->vo.lazy_abandon = run_lazy_abandon;
+		a->vo.lazy_abandon_arg = a;
 		a->vo.notes = CLI_NOTES;
 		if (a->cf.drop || a->cf.seccomp) {
 			a->vo.before_start = run_confine;

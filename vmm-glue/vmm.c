@@ -486,6 +486,8 @@ static void vmm_lazy_fatal(void *arg, const char *reason)
 	pthread_mutex_unlock(&v->lock);
 	if (v->serial)
 		serial_output(v->serial, SERIAL_OUT_DROP);
+	if (v->o->lazy_abandon)
+		v->o->lazy_abandon(v->o->lazy_abandon_arg, v->reason);
 	vmm_end(v, CPU_END_ERROR);
 }
 

@@ -69,6 +69,16 @@ struct vmm_opts {
 	const struct rammap *lazy_map;
 	const uint8_t *lazy_id;
 	/*
+	 * A page of lazy that cannot be had: the thread that touched it (a vCPU, a device, or
+	 * this one in a KVM call while the VM is set up) waits for good, so the VM cannot be
+	 * torn down. Called once, on lazyram's thread, with the reason ("guest RAM: ..."), the
+	 * guest's console output dropped: end the process (flush what must be, say why); it
+	 * must not return. NULL: vmm_run returns -ENOTRECOVERABLE once the VM has stopped (if
+	 * the thread waiting is not this one).
+	 */
+	void (*lazy_abandon)(void *arg, const char *why);
+	void *lazy_abandon_arg;
+	/*
 	 * The control socket (vm_control.h): a unix socket PATH, listened on before
 	 * before_start and the first vCPU, closed before the VM is torn down. Its errors are
 	 * logged where they happen (it is a server). NULL: none.
