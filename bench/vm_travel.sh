@@ -7,7 +7,8 @@
 # warm local store, twenty clones of one snapshot on one host against one, and what a second
 # snapshot a minute later stores against the pages that changed.
 #
-# Usage: bench/vm_travel.sh
+# Usage: bench/vm_travel.sh [--report]
+#   --report  write the section again from the recorded run (build/bench/vm_travel.json)
 # Environment:
 #   LAZYBLK  the lazyblk binary (set by `make bench`; default build/lazyblk)
 #   LINKEM   the link emulator (default build/tools/linkem; docs/linkem.md)
@@ -718,6 +719,231 @@ print('VM_TRAVEL-RESULT ' + json.dumps(res), flush=True)
 PY
 }
 
+# report RESULT JSON SECTION WHERE HOST_KVM REV KERNEL LOAD0: the JSON (from the measuring
+# part's RESULT line and this machine's figures) and the section; with RESULT the JSON
+# itself (--report), the section again from a recorded run
+report() {
+  python3 - "$@" <<'PY'
+import json, os, re, statistics, sys, time
+rpath, jpath, mdpath, where, host_kvm, rev, kname, load0 = sys.argv[1:]
+if rpath == jpath:
+    res = json.load(open(jpath))
+    where, host_kvm, rev, kname = res['where'], res['host_kvm'], res['git'], res['guest_kernel']
+else:
+    m = re.search(r'^model name\s*:\s*(.*)$', open('/proc/cpuinfo').read(), re.M)
+    cpu = m.group(1) if m else 'unknown CPU'
+    line = [l for l in open(rpath, errors='replace') if l.startswith('VM_TRAVEL-RESULT ')][-1]
+    res = json.loads(line.split(' ', 1)[1])
+    res.update({'where': where, 'host_kvm': host_kvm, 'git': rev, 'guest_kernel': kname,
+                'host': {'cpus': os.cpu_count(), 'cpu': cpu, 'load_start': float(load0),
+                         'load_end': os.getloadavg()[0]}})
+    json.dump(res, open(jpath, 'w'), indent=1)
+med = statistics.median
+env, runs, n = res['env'], res['runs'], res['clones_n']
+mib = lambda b: b / 1048576
+fmt = lambda x: '%.0f ms' % x if x >= 100 else '%.1f ms' % x
+srt = lambda v: ' '.join('%.0f' % x for x in sorted(v))
+verdict = lambda r, lim: '**%s**' % ('met' if r <= lim else 'not met')
+
+lines = ['## vm_travel: a paused VM resumed by tag on an empty host, its RAM fetched lazily '
+         '(issue 27) (%s)' % time.strftime('%Y-%m-%d'), '']
+host = res['host']
+machine = '%d × %s, load average %.1f at the start and %.1f at the end' % (
+    host['cpus'], host['cpu'], host['load_start'], host['load_end'])
+if where == 'nested':
+    lines += ['**All times below are nested TCG times, not hardware figures.** This machine (%s) '
+              'has no KVM that runs Linux (KVM here: %s), so everything ran inside the nested VM '
+              'of `tests/integration/lib/nested.sh` (QEMU TCG, one thread, one vCPU, %.1f GiB, '
+              'emulated AMD-V, kvm_amd; kernel %s there): the guests, lazyblk, docker-registry, '
+              'nginx, curl, zstd, tar and the link emulator all ran at TCG speed on that one '
+              'vCPU. Only the ratios, measured in the same run, are results; the link emulator '
+              'cannot keep 1 Gbit/s there (the throughputs it achieved are given).'
+              % (machine, host_kvm, env['mem_total'] / 2**30, env['kernel']), '']
+else:
+    lines += ['KVM: %s, measured directly on this machine (%s).' % (host_kvm, machine), '']
+s1, s2 = res['snapshots']
+lines += ['bench/vm_travel.sh; lazyblk %s; the guest: Debian\'s %s, 1 vCPU, %d MiB of RAM, the '
+          'initramfs `lazyblk run IMG -- /bin/travel %d` builds, an image of busybox-static '
+          '(256 MiB disk): it filled %d MiB of a tmpfs from /dev/urandom and 1 MiB of its disk, '
+          'then printed a tick every 10 ms; the workload, on a console line "work": md5sum of '
+          'the tmpfs file, then "done MD5" (checked against the MD5 printed before the '
+          'snapshot, in every run). The link: `linkem --rate %s --delay %s` (one way: a 1 ms '
+          'round trip), a fresh one per run, in front of docker-registry (%s) for lazyblk and '
+          'of nginx for the peer; registry, nginx and linkem at nice -10. %d alternating runs '
+          'per measurement, medians; %.0f s for the whole measurement, load average %.1f at '
+          'its end (%d CPU%s%s).'
+          % (rev, kname, res['mem_mib'], res['fill_mib'], res['fill_mib'], res['link']['rate'],
+             res['link']['delay_one_way'], env['registry'] or 'docker-registry', runs,
+             env['seconds'], env['load_end'], env['cpus'], '' if env['cpus'] == 1 else 's',
+             ', the nested VM\'s SCHED_IDLE loop counting 1' if where == 'nested' else ''), '']
+lines += ['The snapshot pushed: %s (`snapshot --store`: %d pages stored, %d kept, %d disk '
+          'blocks; %s paused for it, %s for the directory snapshot in the same pause); in the '
+          'registry %.1f MiB; the directory snapshot (vm.state, sparse ram, disk.delta) %.1f MiB '
+          'on disk, packed for the peer (`tar --sparse | zstd -3`) %.1f MiB.'
+          % (s1['id'][:12], s1['pages_stored'], s1['pages_kept'], s1['disk_blocks'],
+             fmt(s1['store_snapshot_ms']), fmt(s1['dir_snapshot_ms']), mib(res['registry_bytes']),
+             mib(res['old_dir_bytes'][0]), mib(res['download_bytes'])), '']
+
+# 3
+lz, pr = res['lazy'], res['peer']
+l_fo = med(r['spawn_first_output_ms'] for r in lz)
+p_fo = med(r['first_output_ms'] for r in pr)
+p_dl = med(r['download_ms'] for r in pr)
+p_rs = med(r['spawn_first_output_ms'] for r in pr)
+rate = lambda r: r['link'].get('down', 0) * 8 / (r['download_ms'] / 1e3) / 1e6
+lines += ['### Resumed on an empty host: time to the guest\'s first output', '',
+          '| | download | restore: spawn -> first output | total | of which in the process '
+          '(start -> first output) | bytes over the link (down) |',
+          '|---|---:|---:|---:|---:|---:|',
+          '| lazyblk `run --restore oci://…:TAG --store EMPTY` | — | %s | **%s** | %s | %.1f MiB '
+          '(lazy RAM by the first output: %.1f MiB) |' % (
+              fmt(l_fo), fmt(l_fo), fmt(med(r['first_output_in_process_ms'] for r in lz)),
+              mib(med(r['link'].get('down', 0) for r in lz)),
+              mib(med(r['lazy_ram']['bytes_at_first_output'] for r in lz))),
+          '| peer: download (`curl | zstd -dc | tar -x`), then `run --restore DIR` | %s (%.0f '
+          'Mbit/s) | %s | **%s** | %s | %.1f MiB |' % (
+              fmt(p_dl), med(rate(r) for r in pr), fmt(p_rs), fmt(p_fo),
+              fmt(med(r['first_output_in_process_ms'] for r in pr)),
+              mib(med(r['link'].get('down', 0) for r in pr))),
+          '', 'Sorted runs (ms): lazy %s; peer total %s (download %s).' % (
+              srt(r['spawn_first_output_ms'] for r in lz), srt(r['first_output_ms'] for r in pr),
+              srt(r['download_ms'] for r in pr)), '']
+g1 = l_fo / p_fo
+
+def logged(pat, runs_):                    # a figure of each run's -v log, median
+    v = [float(m.group(1)) for m in (re.search(pat, r.get('log', '')) for r in runs_) if m]
+    return med(v) if v else None
+
+RESUME, CHECKED = r'resuming \d+ vCPUs? at ([0-9.]+) ms', r'snapshot RAM checked at ([0-9.]+) ms'
+l_res, p_res, p_chk = logged(RESUME, lz), logged(RESUME, pr), logged(CHECKED, pr)
+if l_res and p_res and p_chk:
+    lines += ['Where the time goes (medians; each process\'s `-v` log, from its start): lazyblk '
+              'resumed the vCPU at %s (before that: the tag resolved, the document, the layouts, '
+              'the vm.state and page map chunks fetched through the link), then the guest\'s '
+              'faults brought in %.1f MiB of RAM, a chunk at a time, before its first output at '
+              '%s. The peer\'s restore resumed at %s and let the output go at %s, once the check '
+              'of its RAM file\'s digest was done; its download ran at %.0f Mbit/s: linkem, nginx, '
+              'curl, zstd and tar share the one vCPU, and 1 Gbit/s is not reached here.' % (
+                  fmt(l_res), mib(med(r['lazy_ram']['bytes_at_first_output'] for r in lz)),
+                  fmt(med(r['first_output_in_process_ms'] for r in lz)), fmt(p_res), fmt(p_chk),
+                  med(rate(r) for r in pr)), '']
+
+# 4
+rec, pf, wm = res['record'], res['prefetch'], res['warm']
+touched = res['touched_bytes']
+pf_b = med(r['lazy_ram']['bytes_at_first_output'] for r in pf)
+pf_w = med(r['work_done_ms'] for r in pf)
+wm_w = med(r['work_done_ms'] for r in wm)
+g2, g3 = pf_b / touched, pf_w / wm_w
+lines += ['### A recorded working set', '',
+          'The touched RAM: what the recording restore (by tag, empty store, `--trace-record`, '
+          '"work" at its first output) loaded in all, %.1f MiB (lazy_ram bytes_frame: the '
+          'compressed chunks, %d of them, %d pages filled).' % (
+              mib(touched), rec['lazy_ram']['chunks_fetched'], rec['lazy_ram']['pages_filled']),
+          '',
+          '| | spawn -> first output | RAM loaded by the first output | work -> done | RAM loaded '
+          'in all (of it fetched by the prefetch) | bytes over the link (down) |',
+          '|---|---:|---:|---:|---:|---:|',
+          '| recording: by tag, empty store, `--trace-record` (one run) | %s | %.1f MiB | %s | '
+          '%.1f MiB | %.1f MiB |' % (
+              fmt(rec['spawn_first_output_ms']), mib(rec['lazy_ram']['bytes_at_first_output']),
+              fmt(rec['work_done_ms']), mib(touched), mib(rec['link'].get('down', 0))),
+          '| by tag, empty store, `--prefetch TRACE` | %s | %.1f MiB (**%.1f %%** of the touched) '
+          '| **%s** | %.1f MiB (%.1f MiB) | %.1f MiB |' % (
+              fmt(med(r['spawn_first_output_ms'] for r in pf)), mib(pf_b), 100 * g2, fmt(pf_w),
+              mib(med(r['lazy_ram']['bytes_frame'] for r in pf)),
+              mib(med(r['lazy_ram']['prefetch_bytes'] for r in pf)),
+              mib(med(r['link'].get('down', 0) for r in pf))),
+          '| warm local store (`run --restore S1 --store A`) | %s | — | **%s** | %.1f MiB (from '
+          'the local store) | — |' % (fmt(med(r['spawn_first_output_ms'] for r in wm)), fmt(wm_w),
+                                      mib(med(r['lazy_ram']['bytes_frame'] for r in wm))),
+          '', 'Sorted runs (ms): prefetch work -> done %s, first output %s; warm work -> done %s.' % (
+              srt(r['work_done_ms'] for r in pf), srt(r['spawn_first_output_ms'] for r in pf),
+              srt(r['work_done_ms'] for r in wm)), '']
+pf_ch = med(r['lazy_ram']['chunks_fetched'] for r in pf)
+rec_ch = rec['lazy_ram']['chunks_fetched']
+lines += ['The replays loaded %d chunks (median) for the %d the recording touched, while the '
+          'link carried about what it carried for the recording (%.1f MiB, %.1f MiB): the '
+          'chunks came once from the registry but were loaded (decompressed, verified) twice, '
+          'by the prefetch and by the guest\'s fault on a page of the chunk the prefetch was '
+          'still fetching: the prefetch, one chunk at a time, did not get ahead of the guest\'s '
+          'sequential read. work -> done with the replay was %.2f× '
+          'the recording\'s, which had no prefetch. In this nested VM the prefetch thread, the '
+          'registry and the link emulator share the one vCPU with the guest.' % (
+              pf_ch, rec_ch, mib(med(r['link'].get('down', 0) for r in pf)),
+              mib(rec['link'].get('down', 0)), pf_w / rec['work_done_ms']), '']
+
+# 5
+c1, cn = res['clone1'], res['clonesN']
+g4 = cn['host_bytes'] / c1['host_bytes']
+lines += ['### Clones on one host', '',
+          '| | host memory (MemTotal − MemAvailable, minus before) | Σ (Pss − Pss_Shmem) + '
+          'the shared cache file |',
+          '|---|---:|---:|',
+          '| one clone | %.1f MiB | %.1f MiB + %.1f MiB |' % (
+              mib(c1['host_bytes']), mib(c1['pss_private_bytes']), mib(c1['shm_cache_bytes'])),
+          '| %d clones at once | %.1f MiB | %.1f MiB + %.1f MiB |' % (
+              n, mib(cn['host_bytes']), mib(cn['pss_private_bytes']), mib(cn['shm_cache_bytes'])),
+          '| ratio | **%.2f×** | %.2f× |' % (g4, cn['pss_bytes'] / c1['pss_bytes']), '',
+          'Per clone beyond the first: %.1f MiB of host memory. The shared cache file '
+          '(/dev/shm/lazyblk-UID/ID.ram: the pages brought in, none of the clones\' writes) is '
+          'there once in both cases (%.1f MiB, %.1f MiB); what grows is each clone\'s own '
+          'memory, %.1f MiB of Pss outside it per clone (the VMM process: its page map, '
+          'buffers and threads; and the pages its guest wrote, private copies). The goal '
+          'would allow %.1f MiB per clone beyond the first.' % (
+              mib((cn['host_bytes'] - c1['host_bytes']) / max(n - 1, 1)),
+              mib(c1['shm_cache_bytes']), mib(cn['shm_cache_bytes']),
+              mib(cn['pss_private_bytes'] / n),
+              mib(0.5 * c1['host_bytes'] / max(n - 1, 1))), '']
+
+# 6
+g5 = s2['pages_stored'] / res['pages_changed'] if res['pages_changed'] else float('inf')
+lines += ['### A second snapshot', '',
+          '%.1f s after the first (the VM ticking meanwhile): %d pages stored, %d kept; %d '
+          'pages changed (their bytes differ between the two directory snapshots taken in the '
+          'same pauses); %s paused for it.' % (
+              s2['after_first_s'], s2['pages_stored'], s2['pages_kept'], res['pages_changed'],
+              fmt(s2['store_snapshot_ms'])), '']
+
+lines += ['### Goals', '',
+          '- time to the first output, lazy by tag vs download then restore: %.3f× (goal ≤ 0.2×): '
+          '%s.' % (g1, verdict(g1, 0.2)),
+          '- RAM fetched before the first output with the working set replayed: %.1f %% of the '
+          'touched RAM (goal ≤ 15 %%): %s.' % (100 * g2, verdict(g2, 0.15)),
+          '- work -> done with the working set replayed vs a warm local store: %.2f× (goal ≤ '
+          '1.3×): %s.' % (g3, verdict(g3, 1.3)),
+          '- host memory of %d clones vs one: %.2f× (goal ≤ 1.5×): %s.' % (n, g4, verdict(g4, 1.5)),
+          '- pages a second snapshot stored vs the pages that changed: %.2f× (goal ≤ 1.2×): %s.'
+          % (g5, verdict(g5, 1.2)), '',
+          'Commands: boot `lazyblk run IMG.layout --store A --overlay OV --kernel K --mem %d '
+          '--append "console=ttyS0 reboot=k panic=-1" --control SOCK -- /bin/travel %d`; on '
+          'SOCK `pause`, `snapshot OLD`, `snapshot S --store A`, `resume`; `lazyblk push --remote '
+          'oci://REG/bench/travel:v1 S1 --store A`; lazy `lazyblk -v run --restore '
+          'oci://LINK/bench/travel:v1 --store EMPTY --overlay NEW --control C [--trace-record T '
+          '| --prefetch T]`; warm `lazyblk -v run --restore S1 --store A --overlay NEW`; peer '
+          '`curl -sSf http://LINK/old1.tar.zst | zstd -dc | tar -x` then `lazyblk -v run '
+          'IMG.layout --store IMGSTORE --restore OLD1 --overlay NEW` (the base image given to the '
+          'peer beforehand). Times are taken by the harness: spawn (or the download\'s start) -> '
+          'the first byte on the VM\'s stdout; "work" written at that first byte -> the "done" '
+          'line. bench/vm_travel.sh\'s header has the details.' % (res['mem_mib'], res['fill_mib'])]
+open(mdpath, 'w').write('\n'.join(lines) + '\n')
+print('\n'.join(lines))
+PY
+}
+
+OUT=$ROOT/build/bench
+JSON=$OUT/vm_travel.json
+MD=$ROOT/docs/benchmarks.md
+# --report: the section again from the recorded run in build/bench/vm_travel.json
+if [ "${1:-}" = --report ]; then
+  [ -f "$JSON" ] || die "no $JSON: run the benchmark first"
+  S=$(mktemp)
+  report "$JSON" "$JSON" "$S" - - - - 0
+  python3 "$ROOT/bench/lib/mdsection.py" "$MD" vm_travel <"$S"
+  rm -f "$S"
+  exit 0
+fi
+
 # Inside the nested VM (lib/nested.sh ran this script again there): measure, print.
 if [ -n "${LAZYBLK_NESTED:-}" ]; then
   S=$(mktemp -d /tmp/vm_travel.XXXXXX)
@@ -749,9 +975,6 @@ KC=$(kernel_cache) || die "no kernel cache directory"
 # cloud one (lib/nested.sh fetches it)
 KERNEL=$(fetch_kernel "$KC" amd64) || die "cannot fetch linux-image-amd64 (no network or apt?)"
 
-OUT=$ROOT/build/bench
-JSON=$OUT/vm_travel.json
-MD=$ROOT/docs/benchmarks.md
 GIT_REV=$(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo "no commit")
 HOST_KVM=$( { [ -r /dev/kvm ] && [ -w /dev/kvm ]; } || { echo none; exit; }
   grep -qwE 'vmx|svm' /proc/cpuinfo && echo "hardware (vmx/svm)" || echo "software (no vmx/svm)")
@@ -830,170 +1053,8 @@ else
 fi
 grep -q '^VM_TRAVEL-RESULT ' "$WORK/result.out" || die "no result from the measuring part"
 
-python3 - "$WORK/result.out" "$JSON" "$WORK/section.md" "$WHERE" "$HOST_KVM" "$GIT_REV" \
-  "$(basename "$KERNEL")" "$LOAD0" <<'PY'
-import json, os, re, statistics, sys, time
-rpath, jpath, mdpath, where, host_kvm, rev, kname, load0 = sys.argv[1:]
-m = re.search(r'^model name\s*:\s*(.*)$', open('/proc/cpuinfo').read(), re.M)
-cpu = m.group(1) if m else 'unknown CPU'
-line = [l for l in open(rpath, errors='replace') if l.startswith('VM_TRAVEL-RESULT ')][-1]
-res = json.loads(line.split(' ', 1)[1])
-res.update({'where': where, 'host_kvm': host_kvm, 'git': rev, 'guest_kernel': kname,
-            'host': {'cpus': os.cpu_count(), 'cpu': cpu, 'load_start': float(load0),
-                     'load_end': os.getloadavg()[0]}})
-json.dump(res, open(jpath, 'w'), indent=1)
-med = statistics.median
-env, runs, n = res['env'], res['runs'], res['clones_n']
-mib = lambda b: b / 1048576
-fmt = lambda x: '%.0f ms' % x if x >= 100 else '%.1f ms' % x
-srt = lambda v: ' '.join('%.0f' % x for x in sorted(v))
-verdict = lambda r, lim: '**%s**' % ('met' if r <= lim else 'not met')
 
-lines = ['## vm_travel: a paused VM resumed by tag on an empty host, its RAM fetched lazily '
-         '(issue 27) (%s)' % time.strftime('%Y-%m-%d'), '']
-host = res['host']
-machine = '%d × %s, load average %.1f at the start and %.1f at the end' % (
-    host['cpus'], host['cpu'], host['load_start'], host['load_end'])
-if where == 'nested':
-    lines += ['**All times below are nested TCG times, not hardware figures.** This machine (%s) '
-              'has no KVM that runs Linux (KVM here: %s), so everything ran inside the nested VM '
-              'of `tests/integration/lib/nested.sh` (QEMU TCG, one thread, one vCPU, %.1f GiB, '
-              'emulated AMD-V, kvm_amd; kernel %s there): the guests, lazyblk, docker-registry, '
-              'nginx, curl, zstd, tar and the link emulator all ran at TCG speed on that one '
-              'vCPU. Only the ratios, measured in the same run, are results; the link emulator '
-              'cannot keep 1 Gbit/s there (the throughputs it achieved are given).'
-              % (machine, host_kvm, env['mem_total'] / 2**30, env['kernel']), '']
-else:
-    lines += ['KVM: %s, measured directly on this machine (%s).' % (host_kvm, machine), '']
-s1, s2 = res['snapshots']
-lines += ['bench/vm_travel.sh; lazyblk %s; the guest: Debian\'s %s, 1 vCPU, %d MiB of RAM, the '
-          'initramfs `lazyblk run IMG -- /bin/travel %d` builds, an image of busybox-static '
-          '(256 MiB disk): it filled %d MiB of a tmpfs from /dev/urandom and 1 MiB of its disk, '
-          'then printed a tick every 10 ms; the workload, on a console line "work": md5sum of '
-          'the tmpfs file, then "done MD5" (checked against the MD5 printed before the '
-          'snapshot, in every run). The link: `linkem --rate %s --delay %s` (one way: a 1 ms '
-          'round trip), a fresh one per run, in front of docker-registry (%s) for lazyblk and '
-          'of nginx for the peer; registry, nginx and linkem at nice -10. %d alternating runs '
-          'per measurement, medians; %.0f s for the whole measurement, load average %.1f at '
-          'its end (%d CPU%s%s).'
-          % (rev, kname, res['mem_mib'], res['fill_mib'], res['fill_mib'], res['link']['rate'],
-             res['link']['delay_one_way'], env['registry'] or 'docker-registry', runs,
-             env['seconds'], env['load_end'], env['cpus'], '' if env['cpus'] == 1 else 's',
-             ', the nested VM\'s SCHED_IDLE loop counting 1' if where == 'nested' else ''), '']
-lines += ['The snapshot pushed: %s (`snapshot --store`: %d pages stored, %d kept, %d disk '
-          'blocks; %s paused for it, %s for the directory snapshot in the same pause); in the '
-          'registry %.1f MiB; the directory snapshot (vm.state, sparse ram, disk.delta) %.1f MiB '
-          'on disk, packed for the peer (`tar --sparse | zstd -3`) %.1f MiB.'
-          % (s1['id'][:12], s1['pages_stored'], s1['pages_kept'], s1['disk_blocks'],
-             fmt(s1['store_snapshot_ms']), fmt(s1['dir_snapshot_ms']), mib(res['registry_bytes']),
-             mib(res['old_dir_bytes'][0]), mib(res['download_bytes'])), '']
-
-# 3
-lz, pr = res['lazy'], res['peer']
-l_fo = med(r['spawn_first_output_ms'] for r in lz)
-p_fo = med(r['first_output_ms'] for r in pr)
-p_dl = med(r['download_ms'] for r in pr)
-p_rs = med(r['spawn_first_output_ms'] for r in pr)
-rate = lambda r: r['link'].get('down', 0) * 8 / (r['download_ms'] / 1e3) / 1e6
-lines += ['### Resumed on an empty host: time to the guest\'s first output', '',
-          '| | download | restore: spawn -> first output | total | of which in the process '
-          '(start -> first output) | bytes over the link (down) |',
-          '|---|---:|---:|---:|---:|---:|',
-          '| lazyblk `run --restore oci://…:TAG --store EMPTY` | — | %s | **%s** | %s | %.1f MiB '
-          '(lazy RAM by the first output: %.1f MiB) |' % (
-              fmt(l_fo), fmt(l_fo), fmt(med(r['first_output_in_process_ms'] for r in lz)),
-              mib(med(r['link'].get('down', 0) for r in lz)),
-              mib(med(r['lazy_ram']['bytes_at_first_output'] for r in lz))),
-          '| peer: download (`curl | zstd -dc | tar -x`), then `run --restore DIR` | %s (%.0f '
-          'Mbit/s) | %s | **%s** | %s | %.1f MiB |' % (
-              fmt(p_dl), med(rate(r) for r in pr), fmt(p_rs), fmt(p_fo),
-              fmt(med(r['first_output_in_process_ms'] for r in pr)),
-              mib(med(r['link'].get('down', 0) for r in pr))),
-          '', 'Sorted runs (ms): lazy %s; peer total %s (download %s).' % (
-              srt(r['spawn_first_output_ms'] for r in lz), srt(r['first_output_ms'] for r in pr),
-              srt(r['download_ms'] for r in pr)), '']
-g1 = l_fo / p_fo
-
-# 4
-rec, pf, wm = res['record'], res['prefetch'], res['warm']
-touched = res['touched_bytes']
-pf_b = med(r['lazy_ram']['bytes_at_first_output'] for r in pf)
-pf_w = med(r['work_done_ms'] for r in pf)
-wm_w = med(r['work_done_ms'] for r in wm)
-g2, g3 = pf_b / touched, pf_w / wm_w
-lines += ['### A recorded working set', '',
-          'The touched RAM: what the recording restore (by tag, empty store, `--trace-record`, '
-          '"work" at its first output) loaded in all, %.1f MiB (lazy_ram bytes_frame: the '
-          'compressed chunks, %d of them, %d pages filled).' % (
-              mib(touched), rec['lazy_ram']['chunks_fetched'], rec['lazy_ram']['pages_filled']),
-          '',
-          '| | spawn -> first output | RAM loaded by the first output | work -> done | RAM loaded '
-          'in all (of it fetched by the prefetch) | bytes over the link (down) |',
-          '|---|---:|---:|---:|---:|---:|',
-          '| recording: by tag, empty store, `--trace-record` (one run) | %s | %.1f MiB | %s | '
-          '%.1f MiB | %.1f MiB |' % (
-              fmt(rec['spawn_first_output_ms']), mib(rec['lazy_ram']['bytes_at_first_output']),
-              fmt(rec['work_done_ms']), mib(touched), mib(rec['link'].get('down', 0))),
-          '| by tag, empty store, `--prefetch TRACE` | %s | %.1f MiB (**%.1f %%** of the touched) '
-          '| **%s** | %.1f MiB (%.1f MiB) | %.1f MiB |' % (
-              fmt(med(r['spawn_first_output_ms'] for r in pf)), mib(pf_b), 100 * g2, fmt(pf_w),
-              mib(med(r['lazy_ram']['bytes_frame'] for r in pf)),
-              mib(med(r['lazy_ram']['prefetch_bytes'] for r in pf)),
-              mib(med(r['link'].get('down', 0) for r in pf))),
-          '| warm local store (`run --restore S1 --store A`) | %s | — | **%s** | %.1f MiB (from '
-          'the local store) | — |' % (fmt(med(r['spawn_first_output_ms'] for r in wm)), fmt(wm_w),
-                                      mib(med(r['lazy_ram']['bytes_frame'] for r in wm))),
-          '', 'Sorted runs (ms): prefetch work -> done %s, first output %s; warm work -> done %s.' % (
-              srt(r['work_done_ms'] for r in pf), srt(r['spawn_first_output_ms'] for r in pf),
-              srt(r['work_done_ms'] for r in wm)), '']
-
-# 5
-c1, cn = res['clone1'], res['clonesN']
-g4 = cn['host_bytes'] / c1['host_bytes']
-lines += ['### Clones on one host', '',
-          '| | host memory (MemTotal − MemAvailable, minus before) | Σ (Pss − Pss_Shmem) + '
-          'the shared cache file |',
-          '|---|---:|---:|',
-          '| one clone | %.1f MiB | %.1f MiB + %.1f MiB |' % (
-              mib(c1['host_bytes']), mib(c1['pss_private_bytes']), mib(c1['shm_cache_bytes'])),
-          '| %d clones at once | %.1f MiB | %.1f MiB + %.1f MiB |' % (
-              n, mib(cn['host_bytes']), mib(cn['pss_private_bytes']), mib(cn['shm_cache_bytes'])),
-          '| ratio | **%.2f×** | %.2f× |' % (g4, cn['pss_bytes'] / c1['pss_bytes']), '',
-          'Per clone beyond the first: %.1f MiB of host memory.' % (
-              mib((cn['host_bytes'] - c1['host_bytes']) / max(n - 1, 1))), '']
-
-# 6
-g5 = s2['pages_stored'] / res['pages_changed'] if res['pages_changed'] else float('inf')
-lines += ['### A second snapshot', '',
-          '%.1f s after the first (the VM ticking meanwhile): %d pages stored, %d kept; %d '
-          'pages changed (their bytes differ between the two directory snapshots taken in the '
-          'same pauses); %s paused for it.' % (
-              s2['after_first_s'], s2['pages_stored'], s2['pages_kept'], res['pages_changed'],
-              fmt(s2['store_snapshot_ms'])), '']
-
-lines += ['### Goals', '',
-          '- time to the first output, lazy by tag vs download then restore: %.3f× (goal ≤ 0.2×): '
-          '%s.' % (g1, verdict(g1, 0.2)),
-          '- RAM fetched before the first output with the working set replayed: %.1f %% of the '
-          'touched RAM (goal ≤ 15 %%): %s.' % (100 * g2, verdict(g2, 0.15)),
-          '- work -> done with the working set replayed vs a warm local store: %.2f× (goal ≤ '
-          '1.3×): %s.' % (g3, verdict(g3, 1.3)),
-          '- host memory of %d clones vs one: %.2f× (goal ≤ 1.5×): %s.' % (n, g4, verdict(g4, 1.5)),
-          '- pages a second snapshot stored vs the pages that changed: %.2f× (goal ≤ 1.2×): %s.'
-          % (g5, verdict(g5, 1.2)), '',
-          'Commands: boot `lazyblk run IMG.layout --store A --overlay OV --kernel K --mem %d '
-          '--append "console=ttyS0 reboot=k panic=-1" --control SOCK -- /bin/travel %d`; on '
-          'SOCK `pause`, `snapshot OLD`, `snapshot S --store A`, `resume`; `lazyblk push --remote '
-          'oci://REG/bench/travel:v1 S1 --store A`; lazy `lazyblk -v run --restore '
-          'oci://LINK/bench/travel:v1 --store EMPTY --overlay NEW --control C [--trace-record T '
-          '| --prefetch T]`; warm `lazyblk -v run --restore S1 --store A --overlay NEW`; peer '
-          '`curl -sSf http://LINK/old1.tar.zst | zstd -dc | tar -x` then `lazyblk -v run '
-          'IMG.layout --store IMGSTORE --restore OLD1 --overlay NEW` (the base image given to the '
-          'peer beforehand). Times are taken by the harness: spawn (or the download\'s start) -> '
-          'the first byte on the VM\'s stdout; "work" written at that first byte -> the "done" '
-          'line. bench/vm_travel.sh\'s header has the details.' % (res['mem_mib'], res['fill_mib'])]
-open(mdpath, 'w').write('\n'.join(lines) + '\n')
-print('\n'.join(lines))
-PY
+report "$WORK/result.out" "$JSON" "$WORK/section.md" "$WHERE" "$HOST_KVM" "$GIT_REV" \
+  "$(basename "$KERNEL")" "$LOAD0"
 python3 "$ROOT/bench/lib/mdsection.py" "$MD" vm_travel <"$WORK/section.md"
 echo "bench/vm_travel: results in $JSON and $MD"
