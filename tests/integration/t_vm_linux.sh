@@ -46,7 +46,8 @@ while :; do
   sync
   r=$(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \n')
   echo "tick $i $r"
-  if read -r -t 1 line && [ "$line" = end ]; then exit 7; fi
+  # (a second before the end: the console tty drains its last tick line first)
+  if read -r -t 1 line && [ "$line" = end ]; then sleep 1; exit 7; fi
 done
 EOF
 chmod 755 "$R/bin/ticks"
